@@ -1,0 +1,170 @@
+"""Every hook crab calls. Each docstring is that hook's documentation; there is no logic here.
+
+Hooks are synchronous pluggy calls. Where a docstring says "may be awaitable", an
+implementation may be ``async def`` (or return an awaitable) and core awaits it. Registration
+hooks are called once per run, each plugin in isolation: a plugin that raises or returns the wrong
+type is marked failed and the others go on. Hook wrappers are not supported.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from crab.channels import Channel
+    from crab.commands import Command
+    from crab.config import Config
+    from crab.events import Event
+    from crab.interception import Decision
+    from crab.loop.agent import Agent
+    from crab.messages import ToolCall
+    from crab.providers import ModelRequest, Provider
+    from crab.render import RendererSpec
+    from crab.storage import Store
+    from crab.tools import Tool, ToolContext, ToolResult
+
+PROJECT = "crab"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# --- registration -------------------------------------------------------------------------
+
+
+@hookspec
+def crab_tools(config: Config) -> list[Tool]:
+    """Tools this plugin offers.
+
+    Called once per run after plugins load. Return a list of ``crab.Tool`` (``@crab.tool``
+    makes them). A name another plugin also registers is an error naming both plugins unless
+    one of the tools sets ``override=True``. Not first-result: every plugin's lists are joined.
+    """
+
+
+@hookspec
+def crab_providers(config: Config) -> list[Provider]:
+    """Model back-ends this plugin offers, each a ``crab.Provider`` with a unique ``name``.
+
+    Construction must be cheap (no network, no heavy imports); checks happen in
+    ``Provider.check``. Not first-result.
+    """
+
+
+@hookspec
+def crab_stores(config: Config) -> list[Store]:
+    """Session stores this plugin offers, each a ``crab.Store`` with a unique ``name``.
+
+    ``[crab] store = "<name>"`` picks one; core's in-memory store is called ``memory``. The
+    chosen store's ``open`` is awaited before use. Not first-result.
+    """
+
+
+@hookspec
+def crab_renderers(config: Config) -> list[RendererSpec]:
+    """Renderers this plugin offers (``crab.RendererSpec``); ``[crab] renderer`` picks one.
+
+    Core offers ``plain`` and ``jsonl``. Not first-result.
+    """
+
+
+@hookspec
+def crab_commands(config: Config) -> list[Command]:
+    """Router commands (``/name args``) this plugin offers, each a ``crab.Command``.
+
+    Core offers /help /tools /plugins /session /handoff /abort /quit. Not first-result.
+    """
+
+
+@hookspec
+def crab_channels(config: Config) -> list[Channel]:
+    """Channels (long-running input sources such as a chat bot) this plugin offers.
+
+    ``crab serve NAME`` runs one. Not first-result.
+    """
+
+
+@hookspec
+def crab_cli(app: Any, config: Config) -> None:
+    """Add sub-commands to the ``crab`` command line.
+
+    ``app`` is the root ``typer.Typer``; call ``app.command()`` or ``app.add_typer()`` on it.
+    Called for every CLI invocation, so import heavy modules inside the command functions.
+    """
+
+
+# --- context ------------------------------------------------------------------------------
+
+
+@hookspec
+def crab_system_prompt(workspace: Path, session_id: str, config: Config) -> str | list[str] | None:
+    """Parts of the system prompt for the next model call.
+
+    Called before every model call; return text, a list of texts, or None. Parts are joined
+    with blank lines in plugin order. Core contributes the base prompt and the workspace's
+    AGENTS.md. Not first-result.
+    """
+
+
+# --- interception -------------------------------------------------------------------------
+
+
+@hookspec
+def crab_before_model_call(request: ModelRequest, session_id: str) -> ModelRequest | None:
+    """See (and maybe change) a request before it goes to the provider.
+
+    Return a new ``ModelRequest`` to replace it, or None to leave it. Each plugin sees the
+    request as the previous one left it. May be awaitable.
+    """
+
+
+@hookspec
+def crab_before_tool_call(call: ToolCall, tool: Tool, ctx: ToolContext) -> Decision | None:
+    """Allow, refuse or rewrite a tool call before it runs.
+
+    Return ``crab.Deny(reason)`` to refuse (the model receives the reason as an error result),
+    ``crab.Replace(arguments)`` to change the arguments, or None / ``crab.Allow()`` to pass.
+    The first Deny wins. The permission gate is an implementation of this hook. A hook that
+    raises refuses the call (fail closed). May be awaitable.
+    """
+
+
+@hookspec
+def crab_after_tool_call(call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext) -> ToolResult | None:
+    """See (and maybe replace) a tool's result before it is recorded and sent to the model.
+
+    Return a new ``ToolResult`` to replace it, or None. May be awaitable.
+    """
+
+
+# --- observation --------------------------------------------------------------------------
+
+
+@hookspec
+def crab_event(event: Event, session_id: str) -> None:
+    """Every event the loop emits (see ``crab.events``), in order, for loggers and metrics.
+
+    Must be quick: it runs inline in the loop. An implementation that raises is reported once
+    and not called again in this run. Renderers are not hooks; they are attached by channels.
+    """
+
+
+# --- lifecycle ----------------------------------------------------------------------------
+
+
+@hookspec
+def crab_startup(agent: Agent) -> None:
+    """The agent is built and about to take input: open connections, start services.
+
+    May be awaitable. A plugin that raises is marked failed and unregistered.
+    """
+
+
+@hookspec
+def crab_shutdown(agent: Agent) -> None:
+    """The agent is closing: close connections, stop services. May be awaitable.
+
+    Called even after errors; failures are reported, never raised.
+    """

@@ -1,0 +1,50 @@
+"""Decision objects returned by the interception hooks (``crab_before_tool_call`` and friends).
+
+A hook returns ``Deny`` to refuse a call (the model gets the reason as an error result, so the
+call stays paired), ``Replace`` to run it with other arguments, or ``None``/``Allow`` to let it
+pass. The first ``Deny`` wins; later hooks are not asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    """Let the call run as it is."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    """Refuse the call; ``reason`` is what the model (and the user) is told."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Replace:
+    """Run the call with these arguments instead."""
+
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+
+Decision = Allow | Deny | Replace
+
+Answer = Literal["once", "always", "deny"]
+"""A user's answer to a permission question: allow this call, allow the class for the session, refuse."""
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionRequest:
+    """What the permission gate asks the user through the active channel."""
+
+    tool: str
+    permission: str
+    summary: str
+
+
+AskUser = Callable[[PermissionRequest], Awaitable[Answer]]
+"""How a channel asks the user; channels that cannot ask give none, and the gate refuses."""

@@ -1,0 +1,231 @@
+"""The conversation model: messages, tool calls, thinking blocks and usage, and their JSON form.
+
+Every type here is a frozen dataclass. ``message_to_dict`` / ``message_from_dict`` give the
+versioned JSON shape documented in ``docs/format.md``; stores and providers use only these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+FORMAT_VERSION = 1
+"""Version of the JSON shape of messages and events; bumped on incompatible changes."""
+
+StopReason = Literal["end", "tool_use", "max_tokens", "aborted", "error"]
+"""Why an assistant message ended. ``aborted`` and ``error`` messages are never replayed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call the model asked for.
+
+    ``arguments`` holds the parsed JSON object. When the model sent arguments that are not a JSON
+    object, ``arguments`` is empty, ``raw_arguments`` keeps what was sent and ``parse_error`` says
+    what is wrong; the loop answers such a call with an error result and never runs the tool.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    raw_arguments: str | None = None
+    parse_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    """A block of model reasoning; ``signature`` is kept so providers that sign it can replay it."""
+
+    text: str
+    signature: str | None = None
+    redacted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts for one model call (or a sum of them); ``cost`` is in US dollars when known."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost: float | None = None
+
+    def __add__(self, other: Usage) -> Usage:
+        cost: float | None
+        if self.cost is None and other.cost is None:
+            cost = None
+        else:
+            cost = (self.cost or 0.0) + (other.cost or 0.0)
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            cost=cost,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    """Text the user (or a channel acting for them) sent."""
+
+    content: str
+    role: Literal["user"] = "user"
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """One model reply: text, reasoning, the tool calls it asked for and why it stopped."""
+
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    thinking: tuple[Thinking, ...] = ()
+    stop_reason: StopReason = "end"
+    usage: Usage | None = None
+    model: str | None = None
+    provider: str | None = None
+    error: str | None = None
+    role: Literal["assistant"] = "assistant"
+
+    @property
+    def replayable(self) -> bool:
+        """False for aborted or failed replies, which must never be sent to a provider again."""
+        return self.stop_reason not in ("aborted", "error")
+
+    def with_stop(self, stop_reason: StopReason, error: str | None = None) -> AssistantMessage:
+        return replace(self, stop_reason=stop_reason, error=error)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultMessage:
+    """The answer to one tool call, paired with it by ``call_id``."""
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    role: Literal["tool"] = "tool"
+
+
+Message = UserMessage | AssistantMessage | ToolResultMessage
+
+
+def usage_to_dict(usage: Usage) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+    }
+    for key in ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
+        value = getattr(usage, key)
+        if value:
+            data[key] = value
+    if usage.cost is not None:
+        data["cost"] = usage.cost
+    return data
+
+
+def usage_from_dict(data: dict[str, Any]) -> Usage:
+    return Usage(
+        input_tokens=int(data.get("input_tokens", 0)),
+        output_tokens=int(data.get("output_tokens", 0)),
+        cache_read_tokens=int(data.get("cache_read_tokens", 0)),
+        cache_write_tokens=int(data.get("cache_write_tokens", 0)),
+        reasoning_tokens=int(data.get("reasoning_tokens", 0)),
+        cost=data.get("cost"),
+    )
+
+
+def tool_call_to_dict(call: ToolCall) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": call.arguments}
+    if call.raw_arguments is not None:
+        data["raw_arguments"] = call.raw_arguments
+    if call.parse_error is not None:
+        data["parse_error"] = call.parse_error
+    return data
+
+
+def tool_call_from_dict(data: dict[str, Any]) -> ToolCall:
+    return ToolCall(
+        id=str(data["id"]),
+        name=str(data["name"]),
+        arguments=dict(data.get("arguments") or {}),
+        raw_arguments=data.get("raw_arguments"),
+        parse_error=data.get("parse_error"),
+    )
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """The versioned JSON object for a message (see docs/format.md)."""
+    if isinstance(message, UserMessage):
+        return {"v": FORMAT_VERSION, "role": "user", "content": message.content}
+    if isinstance(message, ToolResultMessage):
+        data: dict[str, Any] = {
+            "v": FORMAT_VERSION,
+            "role": "tool",
+            "call_id": message.call_id,
+            "name": message.name,
+            "content": message.content,
+        }
+        if message.is_error:
+            data["is_error"] = True
+        return data
+    out: dict[str, Any] = {
+        "v": FORMAT_VERSION,
+        "role": "assistant",
+        "content": message.content,
+        "stop_reason": message.stop_reason,
+    }
+    if message.tool_calls:
+        out["tool_calls"] = [tool_call_to_dict(c) for c in message.tool_calls]
+    if message.thinking:
+        out["thinking"] = [
+            {k: v for k, v in (("text", t.text), ("signature", t.signature), ("redacted", t.redacted)) if v}
+            for t in message.thinking
+        ]
+    if message.usage is not None:
+        out["usage"] = usage_to_dict(message.usage)
+    for key in ("model", "provider", "error"):
+        value = getattr(message, key)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def message_from_dict(data: dict[str, Any]) -> Message:
+    """Inverse of ``message_to_dict``; raises ``ValueError`` for an unknown role or version."""
+    version = data.get("v", FORMAT_VERSION)
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ValueError(f"message format v{version} is newer than this crab understands (v{FORMAT_VERSION})")
+    role = data.get("role")
+    if role == "user":
+        return UserMessage(content=str(data.get("content", "")))
+    if role == "tool":
+        return ToolResultMessage(
+            call_id=str(data["call_id"]),
+            name=str(data.get("name", "")),
+            content=str(data.get("content", "")),
+            is_error=bool(data.get("is_error", False)),
+        )
+    if role == "assistant":
+        usage = data.get("usage")
+        return AssistantMessage(
+            content=str(data.get("content", "")),
+            tool_calls=tuple(tool_call_from_dict(c) for c in data.get("tool_calls", ())),
+            thinking=tuple(
+                Thinking(
+                    text=str(t.get("text", "")),
+                    signature=t.get("signature"),
+                    redacted=bool(t.get("redacted", False)),
+                )
+                for t in data.get("thinking", ())
+            ),
+            stop_reason=data.get("stop_reason", "end"),
+            usage=usage_from_dict(usage) if usage else None,
+            model=data.get("model"),
+            provider=data.get("provider"),
+            error=data.get("error"),
+        )
+    raise ValueError(f"unknown message role {role!r}")

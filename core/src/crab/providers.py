@@ -1,0 +1,71 @@
+"""The provider protocol: what an LLM back-end plugin implements, and the request it receives."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from crab.events import StreamEvent
+from crab.messages import Message
+from crab.tools import ToolSpec
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What crab knows about one model. Prices are US dollars per million tokens."""
+
+    id: str
+    provider: str
+    context_window: int | None = None
+    max_output_tokens: int | None = None
+    supports_tools: bool = True
+    supports_thinking: bool = False
+    input_price: float | None = None
+    output_price: float | None = None
+    cache_read_price: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One model call: system prompt, replayable history, tools, and sampling options.
+
+    ``messages`` never holds aborted or failed assistant messages, and every tool call in it has
+    exactly one result: the loop repairs history before it builds a request.
+    """
+
+    model: str
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_tokens: int | None = None
+    temperature: float | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """An LLM back-end. Construction must be cheap and import nothing heavy.
+
+    ``stream`` yields ``StreamEvent``s and ends with exactly one ``MessageEnd`` (success) or one
+    ``ErrorEvent`` (failure; partial tool calls are then never run). It may raise
+    ``crab.errors.ProviderError`` instead of yielding an ``ErrorEvent``; the loop treats both alike.
+    Retries happen inside ``stream`` and are reported as ``RetryEvent``s.
+    """
+
+    name: str
+
+    def models(self) -> list[ModelInfo]:
+        """Models this provider knows or has configured (for ``crab models``)."""
+        ...
+
+    def check(self, model: str) -> None:
+        """Raise ``crab.errors.ConfigError`` when a call to ``model`` cannot work (missing key…).
+
+        Called before the first request of a run, so a missing key stops the run at once.
+        """
+        ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Send ``request`` and yield what the model streams back."""
+        ...

@@ -1,0 +1,1 @@
+"""Test kit for crab and for third-party plugins: scripted provider, fixtures, contract suites."""

@@ -1,0 +1,90 @@
+"""Cutting long text to a line and byte budget, on line and UTF-8 boundaries, with a note saying so."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Keep = Literal["head", "tail"]
+
+
+@dataclass(frozen=True, slots=True)
+class OutputLimit:
+    """A budget for text sent to the model: at most ``lines`` lines and ``bytes`` UTF-8 bytes."""
+
+    lines: int = 2000
+    bytes: int = 50_000
+    keep: Keep = "head"
+
+
+@dataclass(frozen=True, slots=True)
+class Truncation:
+    """What ``truncate`` cut: lines and bytes kept and in total, and which limit was hit."""
+
+    kept_lines: int
+    total_lines: int
+    kept_bytes: int
+    total_bytes: int
+    limit: Literal["lines", "bytes"]
+    keep: Keep
+
+
+def _cut_utf8(data: bytes, size: int, keep: Keep) -> bytes:
+    """At most ``size`` bytes from the head or tail of ``data`` without splitting a character."""
+    if keep == "head":
+        piece = data[:size]
+        return piece.decode("utf-8", errors="ignore").encode("utf-8")
+    piece = data[len(data) - size :] if size else b""
+    return piece.decode("utf-8", errors="ignore").encode("utf-8")
+
+
+def truncate(text: str, limit: OutputLimit) -> tuple[str, Truncation | None]:
+    """Keep the head (or tail) of ``text`` within ``limit``; return the text and what was cut.
+
+    Whole lines are kept where possible; only a single line longer than the byte budget is cut
+    inside, at a character boundary.
+    """
+    data = text.encode("utf-8")
+    lines = text.splitlines(keepends=True)
+    if len(lines) <= limit.lines and len(data) <= limit.bytes:
+        return text, None
+    ordered = lines if limit.keep == "head" else list(reversed(lines))
+    kept: list[str] = []
+    used = 0
+    hit: Literal["lines", "bytes"] = "lines"
+    for line in ordered:
+        if len(kept) >= limit.lines:
+            hit = "lines"
+            break
+        size = len(line.encode("utf-8"))
+        if used + size > limit.bytes:
+            hit = "bytes"
+            if not kept:
+                piece = _cut_utf8(line.encode("utf-8"), limit.bytes, limit.keep).decode("utf-8")
+                kept.append(piece)
+                used += len(piece.encode("utf-8"))
+            break
+        kept.append(line)
+        used += size
+    if limit.keep == "tail":
+        kept.reverse()
+    result = "".join(kept)
+    return result, Truncation(
+        kept_lines=len(kept),
+        total_lines=len(lines),
+        kept_bytes=used,
+        total_bytes=len(data),
+        limit=hit,
+        keep=limit.keep,
+    )
+
+
+def describe(cut: Truncation, limit: OutputLimit, how_to_get_more: str = "") -> str:
+    """One line for the model saying what was cut and, when given, how to get more."""
+    which = "first" if cut.keep == "head" else "last"
+    budget = f"{limit.lines} lines" if cut.limit == "lines" else f"{limit.bytes // 1000} KB"
+    note = (
+        f"[output truncated: showing the {which} {cut.kept_lines} of {cut.total_lines} lines "
+        f"({cut.kept_bytes} of {cut.total_bytes} bytes); limit {budget}"
+    )
+    return note + (f"; {how_to_get_more}]" if how_to_get_more else "]")
