@@ -24,7 +24,7 @@ def check_range(spec: str, version: str = API_VERSION) -> bool:
     for clause in spec.split(","):
         match = _CLAUSE.match(clause)
         if not match:
-            raise ValueError(f"cannot read version range {spec!r} (write it like \">=1.0,<2\")")
+            raise ValueError(f'cannot read version range {spec!r} (write it like ">=1.0,<2")')
         op, text = match.group(1) or "==", match.group(2)
         want = _parse(text)
         if op == "~=":

@@ -201,7 +201,9 @@ def _check_shape(data: Mapping[str, Any]) -> None:
     if not isinstance(crab, Mapping):
         raise ConfigError("config: [crab] must be a table")
     if crab.get("permissions") not in ("ask", "yolo", "read-only"):
-        raise ConfigError(f'config: crab.permissions must be "ask", "yolo" or "read-only", not {crab.get("permissions")!r}')
+        raise ConfigError(
+            f'config: crab.permissions must be "ask", "yolo" or "read-only", not {crab.get("permissions")!r}'
+        )
     for key in ("max_iterations", "tool_timeout"):
         value = crab.get(key)
         if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:

@@ -54,10 +54,7 @@ class Usage:
 
     def __add__(self, other: Usage) -> Usage:
         cost: float | None
-        if self.cost is None and other.cost is None:
-            cost = None
-        else:
-            cost = (self.cost or 0.0) + (other.cost or 0.0)
+        cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,

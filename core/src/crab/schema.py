@@ -124,9 +124,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return "\n".join(description).strip(), params
 
 
-def function_schema(
-    fn: Callable[..., Any], skip: Callable[[str, Any], bool]
-) -> tuple[dict[str, Any], str]:
+def function_schema(fn: Callable[..., Any], skip: Callable[[str, Any], bool]) -> tuple[dict[str, Any], str]:
     """The object schema for ``fn``'s parameters and its description from the docstring.
 
     ``skip(name, hint)`` names parameters that are injected (like the tool context) rather than
