@@ -1,0 +1,88 @@
+"""Auth: env var before auth file, 0600 file creation, secret discovery and redaction."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from crab.auth import (
+    REDACTED,
+    auth_path,
+    known_secrets,
+    lookup_key,
+    missing_key_message,
+    read_auth,
+    redact,
+    save_key,
+)
+from crab.config import Config
+from crab.errors import ConfigError
+
+KEY = "sk-test-0123456789abcdef"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("CRAB_HOME", str(tmp_path))
+    return tmp_path
+
+
+def test_env_var_wins_over_auth_file(home: Path) -> None:
+    save_key("openai", "from-the-file-123")
+    assert lookup_key("openai", "OPENAI_API_KEY", env={"OPENAI_API_KEY": KEY}) == KEY
+    assert lookup_key("openai", "OPENAI_API_KEY", env={}) == "from-the-file-123"
+    assert lookup_key("openai", "OPENAI_API_KEY", env={"OPENAI_API_KEY": "  "}) == "from-the-file-123"
+    assert lookup_key("anthropic", "ANTHROPIC_API_KEY", env={}) is None
+
+
+def test_save_key_creates_the_file_with_mode_0600(home: Path) -> None:
+    path = save_key("openai", KEY)
+    assert path == auth_path() == home / "auth.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    save_key("anthropic", "another-key-456")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(path.read_text()) == {"openai": KEY, "anthropic": "another-key-456"}
+    assert not list(home.glob(".auth.json.*"))
+
+
+def test_malformed_auth_file_is_reported_without_quoting_it(home: Path) -> None:
+    (home / "auth.json").write_text('{"openai": "' + KEY)
+    with pytest.raises(ConfigError) as info:
+        read_auth()
+    assert KEY not in str(info.value)
+    assert "auth.json" in str(info.value)
+    (home / "auth.json").write_text(json.dumps({"openai": 5}))
+    with pytest.raises(ConfigError, match="provider name to key"):
+        read_auth()
+
+
+def test_missing_key_message_names_the_variable(home: Path) -> None:
+    message = missing_key_message("openai", "OPENAI_API_KEY")
+    assert "set OPENAI_API_KEY" in message
+    assert "\n" not in message
+
+
+def test_known_secrets_from_config_env_names_patterns_and_auth_file(home: Path) -> None:
+    save_key("anthropic", "stored-anthropic-key")
+    config = Config(
+        data={"plugins": {"provider-openai": {"api_key_env": "MY_LLM_CRED"}}},
+        user_path=home / "config.toml",
+        project_path=None,
+    )
+    env = {"MY_LLM_CRED": "configured-secret-1", "OPENAI_API_KEY": KEY, "HOME": "/home/someone", "BOT_TOKEN": "x"}
+    secrets = known_secrets(config, env=env)
+    assert set(secrets) == {"configured-secret-1", KEY, "stored-anthropic-key"}
+    assert secrets == sorted(secrets, key=len, reverse=True)
+
+
+def test_known_secrets_survives_a_broken_auth_file(home: Path) -> None:
+    (home / "auth.json").write_text("not json")
+    assert known_secrets(env={"OPENAI_API_KEY": KEY}) == [KEY]
+
+
+def test_redact_replaces_every_occurrence_and_skips_short_values() -> None:
+    text = f"key {KEY} again {KEY}; short abc"
+    assert redact(text, [KEY, "abc"]) == f"key {REDACTED} again {REDACTED}; short abc"
+    assert redact("nothing here", [KEY]) == "nothing here"

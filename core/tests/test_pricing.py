@@ -1,0 +1,36 @@
+"""Pricing: usage times per-million prices, cache prices falling back to the input price."""
+
+from __future__ import annotations
+
+import pytest
+from crab.messages import Usage
+from crab.pricing import usage_cost, with_cost
+from crab.providers import ModelInfo
+
+
+def test_cost_of_input_and_output() -> None:
+    model = ModelInfo("m", "p", input_price=2.0, output_price=8.0)
+    usage = Usage(input_tokens=1_000_000, output_tokens=500_000)
+    assert usage_cost(usage, model) == pytest.approx(2.0 + 4.0)
+
+
+def test_cache_prices_and_their_fallbacks() -> None:
+    usage = Usage(input_tokens=0, output_tokens=0, cache_read_tokens=1_000_000, cache_write_tokens=1_000_000)
+    priced = ModelInfo("m", "p", input_price=3.0, output_price=15.0, cache_read_price=0.3)
+    assert usage_cost(usage, priced, cache_write_price=3.75) == pytest.approx(0.3 + 3.75)
+    unpriced_cache = ModelInfo("m", "p", input_price=3.0, output_price=15.0)
+    assert usage_cost(usage, unpriced_cache) == pytest.approx(6.0)
+
+
+def test_no_prices_means_unknown_cost() -> None:
+    usage = Usage(input_tokens=10, output_tokens=10)
+    assert usage_cost(usage, ModelInfo("m", "p")) is None
+    assert with_cost(usage, ModelInfo("m", "p")) is usage
+    assert with_cost(usage, None) is usage
+
+
+def test_with_cost_fills_in_cost() -> None:
+    usage = Usage(input_tokens=100, output_tokens=50)
+    priced = with_cost(usage, ModelInfo("m", "p", input_price=1.0, output_price=2.0))
+    assert priced.cost == pytest.approx((100 * 1.0 + 50 * 2.0) / 1_000_000)
+    assert priced.input_tokens == 100
