@@ -1,0 +1,26 @@
+"""crab-tape-jsonl: the ``jsonl`` session store, one append-only JSONL tape per session.
+
+Config: ``[plugins.tape-jsonl] root = "..."`` (default ``~/.crab/sessions``), ``fsync = false``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crab.config import Config, crab_home
+from crab.hookspecs import hookimpl
+from crab.storage import Store
+
+from crab_tape_jsonl.store import TapeStore
+from crab_tape_jsonl.tapefile import TornLineWarning
+
+CRAB_API = ">=1.0,<2"
+
+__all__ = ["CRAB_API", "TapeStore", "TornLineWarning", "crab_stores"]
+
+
+@hookimpl  # type: ignore[untyped-decorator,unused-ignore]  # pluggy types it as a union
+def crab_stores(config: Config) -> list[Store]:
+    settings = config.plugin_settings("tape-jsonl")
+    root = settings.get("root") or crab_home() / "sessions"
+    return [TapeStore(Path(root), fsync=bool(settings.get("fsync", False)))]

@@ -1,0 +1,187 @@
+"""The tape file format: a session header line, then one JSON entry per line; encoding and reading.
+
+Reading never trusts the file: a line that does not parse (a torn write) is skipped with a
+``TornLineWarning``, and a last line without its newline is treated as not yet written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from crab.errors import StoreError
+from crab.storage import ENTRY_TYPES, Entry, SessionInfo
+
+HEADER_KEY = "crab_session"
+"""The key that marks a header line; its value is the tape format version."""
+
+FORMAT_VERSION = 1
+CHUNK = 1 << 16
+
+
+class TornLineWarning(UserWarning):
+    """A line of a tape could not be read (usually a write cut short by a crash); it was skipped."""
+
+
+def _dumps(obj: Mapping[str, Any]) -> bytes:
+    # ensure_ascii=False keeps the tape readable by hand; surrogatepass lets a lone surrogate
+    # (from undecodable tool output) round-trip instead of failing the append.
+    try:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"cannot store a payload that is not JSON: {exc}") from None
+    return text.encode("utf-8", "surrogatepass") + b"\n"
+
+
+def encode_header(info: SessionInfo) -> bytes:
+    """The first line of a tape."""
+    return _dumps(
+        {
+            HEADER_KEY: FORMAT_VERSION,
+            "id": info.id,
+            "workspace": info.workspace,
+            "created": info.created,
+            "title": info.title,
+            "forked_from": info.forked_from,
+            "fork_entry": info.fork_entry,
+            "meta": dict(info.meta),
+        }
+    )
+
+
+def encode_entry(entry: Entry) -> bytes:
+    """One entry line; the session id is the file's, so it is not repeated on every line."""
+    return _dumps(
+        {
+            "id": entry.id,
+            "parent_id": entry.parent_id,
+            "type": entry.type,
+            "time": entry.time,
+            "payload": entry.payload,
+        }
+    )
+
+
+def _loads(line: bytes) -> Any:
+    return json.loads(line.decode("utf-8", "surrogatepass"))
+
+
+def decode_header(line: bytes, where: str) -> SessionInfo:
+    try:
+        data = _loads(line)
+        version = data[HEADER_KEY]
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise StoreError(f"{where}: tape format v{version} is newer than this crab-tape-jsonl understands")
+        return SessionInfo(
+            id=str(data["id"]),
+            workspace=str(data["workspace"]),
+            created=float(data["created"]),
+            title=data.get("title"),
+            forked_from=data.get("forked_from"),
+            fork_entry=data.get("fork_entry"),
+            meta=dict(data.get("meta") or {}),
+        )
+    except StoreError:
+        raise
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"{where}: the first line is not a crab session header ({exc})") from None
+
+
+def decode_entry(line: bytes, session_id: str) -> Entry | None:
+    """The entry on ``line``, or None when the line is not a valid entry (caller warns)."""
+    try:
+        data = _loads(line)
+        if not isinstance(data, dict) or data.get("type") not in ENTRY_TYPES or not isinstance(data["payload"], dict):
+            return None
+        parent = data.get("parent_id")
+        return Entry(
+            id=str(data["id"]),
+            session_id=session_id,
+            parent_id=None if parent is None else str(parent),
+            type=data["type"],
+            time=float(data["time"]),
+            payload=data["payload"],
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def warn_torn(path: os.PathLike[str] | str, offset: int, line: bytes) -> None:
+    preview = line[:60].decode("utf-8", "replace")
+    warnings.warn(
+        f"{os.fspath(path)}: skipped an unreadable line at byte {offset} (a write cut short by a crash?): {preview!r}",
+        TornLineWarning,
+        stacklevel=3,
+    )
+
+
+def read_lines(fd: int, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """Complete lines (without the newline) between byte offsets ``start`` and ``end``, in order.
+
+    Bytes after the last newline are not yielded: they are a write in flight or a torn tail.
+    """
+    pos = start
+    pending = b""
+    pending_at = start
+    while pos < end:
+        chunk = os.pread(fd, min(CHUNK * 16, end - pos), pos)
+        if not chunk:
+            break
+        pos += len(chunk)
+        data = pending + chunk
+        cut = 0
+        while True:
+            nl = data.find(b"\n", cut)
+            if nl < 0:
+                break
+            yield pending_at + cut, data[cut:nl]
+            cut = nl + 1
+        pending_at += cut
+        pending = data[cut:]
+
+
+def read_lines_backward(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """Complete lines ending at or before ``end``, last first; used so reading the tail of a long
+    tape costs what the tail holds, not the whole file."""
+    if end <= 0:
+        return
+    tail_last = os.pread(fd, 1, end - 1)
+    if tail_last != b"\n":
+        # The unterminated tail is not a line yet; start at the newline before it.
+        end = line_start(fd, end)
+        if end <= 0:
+            return
+    # ``end`` now sits just past a newline. ``buffer`` holds bytes [buffer_at, buffer_at+len) of
+    # the file; ``limit`` is where the not-yet-yielded part of it ends (the newline is excluded).
+    buffer = b""
+    buffer_at = end - 1
+    limit = 0
+    while True:
+        nl = buffer.rfind(b"\n", 0, limit)
+        if nl >= 0:
+            yield buffer_at + nl + 1, buffer[nl + 1 : limit]
+            limit = nl
+            continue
+        if buffer_at == 0:
+            yield 0, buffer[:limit]
+            return
+        size = min(CHUNK, buffer_at)
+        buffer_at -= size
+        buffer = os.pread(fd, size, buffer_at) + buffer[:limit]
+        limit += size
+
+
+def line_start(fd: int, end: int) -> int:
+    """Offset where the line holding byte ``end - 1`` starts: just past the newline before it."""
+    pos = end
+    while pos > 0:
+        size = min(CHUNK, pos)
+        pos -= size
+        chunk = os.pread(fd, size, pos)
+        nl = chunk.rfind(b"\n")
+        if nl >= 0:
+            return pos + nl + 1
+    return 0
