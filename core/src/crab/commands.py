@@ -13,11 +13,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class CommandResult:
-    """What a command answers; ``quit`` asks the channel to end the conversation."""
+    """What a command answers; ``quit`` asks the channel to end the conversation, and
+    ``switch_session`` asks it to continue in another session (after ``/fork``)."""
 
     text: str = ""
     is_error: bool = False
     quit: bool = False
+    switch_session: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

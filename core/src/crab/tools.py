@@ -21,6 +21,7 @@ from crab.truncate import OutputLimit, describe, truncate
 if TYPE_CHECKING:
     from crab.config import Config
     from crab.events import Event
+    from crab.interception import AskUser
 
 Permission = Literal["read", "write", "exec", "network"]
 """What a tool may do. The permission gate lets ``read`` pass and asks for the others."""
@@ -47,7 +48,8 @@ class ToolContext:
 
     ``state`` is a scratch dict that lives as long as the session (the read gate of the file
     tools keeps its records there); plugins prefix their keys with their own name. ``settings``
-    is the tool's plugin's ``[plugins.<name>]`` config table.
+    is the tool's plugin's ``[plugins.<name>]`` config table. ``ask`` asks the user through the
+    active channel (None where nobody can answer); ``local`` is False on remote channels.
     """
 
     session_id: str
@@ -57,6 +59,8 @@ class ToolContext:
     state: dict[str, Any] = field(default_factory=dict)
     emit: Callable[[Event], None] = _no_event
     config: Config | None = None
+    ask: AskUser | None = None
+    local: bool = True
 
 
 Handler = Callable[[dict[str, Any], ToolContext], Awaitable[Any] | Any]

@@ -15,4 +15,4 @@ def main() -> None:
         return
     from crab.cli.app import run_app
 
-    run_app()
+    sys.exit(run_app(args))

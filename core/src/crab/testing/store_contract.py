@@ -191,7 +191,13 @@ class StoreContract:
             "tool_result": {"v": 1, "role": "tool", "call_id": "c1", "name": "read", "content": "x" * 1_000_000},
             "anchor": {"name": "phase 2", "kind": "mark", "state": {"nested": {"deep": {"list": [True, False, None]}}}},
             "event": {"kind": "model_call", "model": "m", "usage": {"input_tokens": 1, "output_tokens": 2}},
-            "custom": {"plugin": "x", "emoji": "🦀" * 100, "numbers": [0, -1, 1.5e300, 2**53], "empty": {}},
+            "custom": {
+                "plugin": "x",
+                "emoji": "🦀" * 100,
+                "lone surrogate": "bad \udce9 byte",
+                "numbers": [0, -1, 1.5e300, 2**53],
+                "empty": {},
+            },
         }
         assert set(payloads) == set(ENTRY_TYPES)
         info = run(store.create_session(WORKSPACE))

@@ -1,0 +1,64 @@
+"""Core's own plugins, registered like any other: commands, renderers, the memory store, the
+base system prompt, and the permission gate (a separate plugin so its status shows on its own)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crab.commands import Command
+from crab.config import Config
+from crab.hookspecs import hookimpl
+from crab.memory_store import MemoryStore
+from crab.permissions import PermissionGate
+from crab.plugins import PluginHost
+from crab.render import RendererSpec, RenderTarget
+from crab.storage import Store
+
+
+def _plain(target: RenderTarget) -> object:
+    from crab.render.plain import PlainRenderer
+
+    return PlainRenderer(target)
+
+
+def _jsonl(target: RenderTarget) -> object:
+    from crab.render.jsonl import JsonlRenderer
+
+    return JsonlRenderer(target)
+
+
+class CorePlugin:
+    """Hook implementations for what core offers itself."""
+
+    @hookimpl
+    def crab_commands(self, config: Config) -> list[Command]:
+        from crab.core_commands import CORE_COMMANDS
+
+        return list(CORE_COMMANDS)
+
+    @hookimpl
+    def crab_renderers(self, config: Config) -> list[RendererSpec]:
+        return [
+            RendererSpec("plain", "plain text: answer on stdout, progress on stderr", _plain),  # type: ignore[arg-type]
+            RendererSpec("jsonl", "one JSON event per line on stdout", _jsonl),  # type: ignore[arg-type]
+        ]
+
+    @hookimpl
+    def crab_stores(self, config: Config) -> list[Store]:
+        return [MemoryStore()]
+
+    @hookimpl(tryfirst=True)
+    def crab_system_prompt(self, workspace: Path, session_id: str, config: Config) -> list[str]:
+        from crab.prompt import agents_file, base_prompt
+
+        parts = [base_prompt(workspace)]
+        agents = agents_file(workspace)
+        if agents:
+            parts.append(agents)
+        return parts
+
+
+def register_builtins(host: PluginHost) -> None:
+    """Add core's plugins to ``host`` (before any installed plugin)."""
+    host.add_builtin("core", CorePlugin())
+    host.add_builtin("permissions", PermissionGate(str(host.config.get("crab.permissions", "ask"))))

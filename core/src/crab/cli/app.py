@@ -1,0 +1,302 @@
+"""The typer application: every ``crab`` sub-command's signature; the work lives in sibling modules.
+
+Only typer is imported at start-up; each command imports what it needs when it runs, so
+``crab --help`` stays fast with many plugins installed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(
+    name="crab",
+    help="crab: a small agent in which everything is a plugin. Bare `crab` starts `crab chat`.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    no_args_is_help=False,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+plugins_app = typer.Typer(help="List, enable and disable plugins.", rich_markup_mode=None)
+config_app = typer.Typer(help="Show and change configuration (comments in the TOML survive).", rich_markup_mode=None)
+app.add_typer(plugins_app, name="plugins")
+app.add_typer(config_app, name="config")
+
+
+class Output(StrEnum):
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+
+
+PluginsOpt = Annotated[
+    str | None, typer.Option("--plugins", help="Comma list of plugins to load (overrides config; '' = none).")
+]
+ProviderOpt = Annotated[str | None, typer.Option("--provider", help="Provider name (see `crab models`).")]
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Model id, or provider/model.")]
+YoloOpt = Annotated[bool, typer.Option("--yolo", help="Allow every tool call without asking.")]
+ReadOnlyOpt = Annotated[bool, typer.Option("--read-only", help="Refuse write and exec tool calls.")]
+ContinueOpt = Annotated[bool, typer.Option("--continue", "-c", help="Continue the latest session of this folder.")]
+SessionOpt = Annotated[str | None, typer.Option("--session", help="Continue the session with this id.")]
+StoreOpt = Annotated[str | None, typer.Option("--store", help="Session store (memory, jsonl, sqlite…).")]
+ScriptOpt = Annotated[
+    Path | None, typer.Option("--script", help="Script file for the scripted `mock` provider (sets crab.script).")
+]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a config key for this run: KEY=VALUE.")]
+ScopeProject = Annotated[bool, typer.Option("--project", help="Write the project's .crab/config.toml.")]
+ScopeUser = Annotated[bool, typer.Option("--user", help="Write the user's ~/.crab/config.toml.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from crab._version import __version__
+
+        typer.echo(f"crab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    version: Annotated[
+        bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    if ctx.invoked_subcommand is None:
+        from crab.cli.chat import chat
+
+        chat(run_options())
+
+
+def run_options(**values: Any) -> dict[str, Any]:
+    defaults: dict[str, Any] = {
+        "plugins": None,
+        "provider": None,
+        "model": None,
+        "yolo": False,
+        "read_only": False,
+        "continue_": False,
+        "session": None,
+        "store": None,
+        "script": None,
+        "set_": None,
+        "renderer": None,
+    }
+    defaults.update(values)
+    return defaults
+
+
+@app.command()
+def run(
+    prompt: Annotated[str, typer.Argument(help="What to ask; '-' reads it from stdin.")],
+    output: Annotated[Output, typer.Option("--output", "-o", help="text, json (one object) or jsonl (events).")] = (
+        Output.text
+    ),
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    plugins: PluginsOpt = None,
+    yolo: YoloOpt = False,
+    read_only: ReadOnlyOpt = False,
+    continue_: ContinueOpt = False,
+    session: SessionOpt = None,
+    store: StoreOpt = None,
+    script: ScriptOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """Run one agent turn and exit: 0 done, 1 model or tool failure, 2 usage or config error, 130 interrupted."""
+    from crab.cli.run import run_once
+
+    options = run_options(
+        plugins=plugins,
+        provider=provider,
+        model=model,
+        yolo=yolo,
+        read_only=read_only,
+        continue_=continue_,
+        session=session,
+        store=store,
+        script=script,
+        set_=set_,
+    )
+    raise typer.Exit(run_once(prompt, output.value, options))
+
+
+@app.command()
+def chat(
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    plugins: PluginsOpt = None,
+    yolo: YoloOpt = False,
+    read_only: ReadOnlyOpt = False,
+    continue_: ContinueOpt = False,
+    session: SessionOpt = None,
+    store: StoreOpt = None,
+    script: ScriptOpt = None,
+    set_: SetOpt = None,
+    renderer: Annotated[str | None, typer.Option("--renderer", help="plain, jsonl, rich…")] = None,
+) -> None:
+    """Talk with the agent: Ctrl-C stops the running turn, Ctrl-D leaves, /help lists commands."""
+    from crab.cli.chat import chat as run_chat
+
+    run_chat(
+        run_options(
+            plugins=plugins,
+            provider=provider,
+            model=model,
+            yolo=yolo,
+            read_only=read_only,
+            continue_=continue_,
+            session=session,
+            store=store,
+            script=script,
+            set_=set_,
+            renderer=renderer,
+        )
+    )
+
+
+@app.command()
+def tools(plugins: PluginsOpt = None, as_json: JsonOpt = False) -> None:
+    """List the tools the model can use, with their permission class and plugin."""
+    from crab.cli.info import list_tools
+
+    list_tools(plugins, as_json)
+
+
+@app.command()
+def models(plugins: PluginsOpt = None, as_json: JsonOpt = False) -> None:
+    """List configured and known models with context windows and prices."""
+    from crab.cli.info import list_models
+
+    list_models(plugins, as_json)
+
+
+@app.command()
+def doctor(plugins: PluginsOpt = None) -> None:
+    """Check config, plugins, providers and the store; print each problem with its fix."""
+    from crab.cli.doctor import run_doctor
+
+    raise typer.Exit(run_doctor(plugins))
+
+
+@app.command()
+def serve(
+    channel: Annotated[str, typer.Argument(help="Channel name (see `crab plugins list`).")],
+    plugins: PluginsOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    store: StoreOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """Run a channel plugin (a chat bot, a scheduler) until interrupted."""
+    from crab.cli.serve import serve_channel
+
+    raise typer.Exit(
+        serve_channel(channel, run_options(plugins=plugins, provider=provider, model=model, store=store, set_=set_))
+    )
+
+
+@plugins_app.command("list")
+def plugins_list(plugins: PluginsOpt = None, as_json: JsonOpt = False) -> None:
+    """Every installed plugin: name, distribution, version, status and hooks."""
+    from crab.cli.plugins_cmd import list_plugins
+
+    list_plugins(plugins, as_json)
+
+
+@plugins_app.command("enable")
+def plugins_enable(name: str, project: ScopeProject = False, user: ScopeUser = False) -> None:
+    """Enable a plugin in the config file (project's if there is one, else the user's)."""
+    from crab.cli.plugins_cmd import set_enabled
+
+    set_enabled(name, True, project, user)
+
+
+@plugins_app.command("disable")
+def plugins_disable(name: str, project: ScopeProject = False, user: ScopeUser = False) -> None:
+    """Disable a plugin in the config file; a disabled plugin is never imported."""
+    from crab.cli.plugins_cmd import set_enabled
+
+    set_enabled(name, False, project, user)
+
+
+@config_app.command("show")
+def config_show(as_json: JsonOpt = False) -> None:
+    """The merged configuration (defaults, user, project, environment)."""
+    from crab.cli.config_cmd import show
+
+    show(as_json)
+
+
+@config_app.command("get")
+def config_get(key: str) -> None:
+    """One value by dotted key, e.g. crab.model."""
+    from crab.cli.config_cmd import get
+
+    get(key)
+
+
+@config_app.command("set")
+def config_set(key: str, value: str, project: ScopeProject = False, user: ScopeUser = False) -> None:
+    """Set a dotted key; VALUE is read as TOML (true, 3, [\"a\"]) or else as a string."""
+    from crab.cli.config_cmd import set_value
+
+    set_value(key, value, project, user)
+
+
+@config_app.command("path")
+def config_path() -> None:
+    """Where the user and project config files are."""
+    from crab.cli.config_cmd import paths
+
+    paths()
+
+
+def _add_plugin_commands() -> None:
+    """Let plugins add sub-commands; a broken config or plugin never breaks the CLI itself."""
+    from crab.errors import CrabError
+
+    try:
+        from crab.cli.runtime import build_host, load_cli_config
+
+        config = load_cli_config()
+        host = build_host(config, os.environ.get("CRAB_PLUGINS"))
+    except CrabError:
+        return
+    for _ in host.call_each("crab_cli", app=app, config=config):
+        pass
+
+
+def _add_sessions() -> None:
+    try:
+        from crab.cli.sessions import app as sessions_app
+    except ImportError:
+        return
+    app.add_typer(sessions_app, name="sessions", help="List, show, search, fork, export and migrate sessions.")
+
+
+def run_app(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code. Errors a user can meet print one line."""
+    from crab.errors import CrabError
+
+    args = sys.argv[1:] if argv is None else argv
+    _add_sessions()
+    if not (args and args[0] in ("plugins", "doctor", "config")):
+        _add_plugin_commands()
+    try:
+        app(args=args, prog_name="crab")
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except CrabError as exc:
+        typer.echo(f"crab: {exc}", err=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -1,0 +1,120 @@
+"""What CLI commands share: loading config and plugins, picking the store, provider and renderer.
+
+Kept free of typer so other front-ends (and tests) can build an agent the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from crab.config import Config, load_config
+from crab.errors import ConfigError
+from crab.plugins import PluginHost, parse_plugin_list
+from crab.providers import Provider
+from crab.render import Renderer, RenderTarget
+from crab.storage import Store
+
+
+def load_cli_config(overrides: Mapping[str, Any] | None = None, cwd: Path | None = None) -> Config:
+    """The merged config for a CLI command (``overrides`` are dotted keys from flags)."""
+    return load_config(cwd=cwd, overrides=overrides)
+
+
+def build_host(config: Config, plugins: str | Sequence[str] | None = None) -> PluginHost:
+    """Core's built-in plugins plus the enabled installed ones (``plugins`` = ``--plugins``)."""
+    from crab.builtin import register_builtins
+
+    host = PluginHost(config)
+    register_builtins(host)
+    chosen = (
+        parse_plugin_list(plugins) if isinstance(plugins, str) else (list(plugins) if plugins is not None else None)
+    )
+    host.load_entry_points(cli=chosen)
+    return host
+
+
+def choose_store(host: PluginHost, config: Config, name: str | None = None) -> Store:
+    stores: dict[str, Store] = host.registry("stores")
+    wanted = name or str(config.get("crab.store", "memory"))
+    if wanted not in stores:
+        from crab.loop.router import did_you_mean
+
+        hint = did_you_mean(wanted, stores)
+        raise ConfigError(
+            f"no store named {wanted!r} is loaded.{hint} Available: {', '.join(sorted(stores))}. "
+            "Install one (pip install crab-tape-jsonl) or set [crab] store."
+        )
+    return stores[wanted]
+
+
+@asynccontextmanager
+async def open_store(config: Config, name: str | None = None, host: PluginHost | None = None) -> AsyncIterator[Store]:
+    """The configured (or named) store, opened, and closed again afterwards."""
+    host = host or build_host(config, os.environ.get("CRAB_PLUGINS"))
+    store = choose_store(host, config, name)
+    await store.open()
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+def split_model(model: str | None, providers: Mapping[str, Provider]) -> tuple[str | None, str | None]:
+    """``openai/gpt-4.1-mini`` → (``openai``, ``gpt-4.1-mini``) when ``openai`` is a provider."""
+    if model and "/" in model:
+        prefix, rest = model.split("/", 1)
+        if prefix in providers:
+            return prefix, rest
+    return None, model
+
+
+def choose_provider(
+    host: PluginHost, config: Config, provider: str | None = None, model: str | None = None
+) -> tuple[Provider, str]:
+    """The provider and model for a run; raises ``ConfigError`` with what to do when unclear."""
+    from crab.loop.router import did_you_mean
+
+    providers: dict[str, Provider] = host.registry("providers")
+    flag_provider, flag_model = split_model(model, providers)
+    config_provider, config_model = split_model(config.get("crab.model"), providers)
+    name = provider or flag_provider or config.get("crab.provider") or config_provider
+    if not name:
+        if len(providers) == 1:
+            name = next(iter(providers))
+        elif not providers:
+            raise ConfigError(
+                "no provider plugin is loaded: pip install crab-provider-openai (or crab-provider-mock "
+                "for a scripted run), then check `crab plugins list`"
+            )
+        else:
+            raise ConfigError(
+                f"choose a provider with --provider NAME or [crab] provider (loaded: {', '.join(sorted(providers))})"
+            )
+    if name not in providers:
+        raise ConfigError(
+            f"no provider named {name!r} is loaded.{did_you_mean(name, providers)} "
+            f"Loaded: {', '.join(sorted(providers)) or 'none'} (see `crab plugins list`)."
+        )
+    chosen = providers[name]
+    model_id = flag_model or (config_model if not flag_provider or flag_provider == config_provider else None)
+    if not model_id:
+        known = chosen.models()
+        if not known:
+            raise ConfigError(f"no model chosen for provider {name}: pass --model or set [crab] model")
+        model_id = known[0].id
+    chosen.check(model_id)
+    return chosen, model_id
+
+
+def choose_renderer(host: PluginHost, config: Config, name: str | None, target: RenderTarget) -> Renderer:
+    """The named renderer, else ``[crab] renderer``, else ``rich`` when installed, else ``plain``."""
+    renderers = host.registry("renderers")
+    wanted = name or config.get("crab.renderer") or ("rich" if "rich" in renderers else "plain")
+    if wanted not in renderers:
+        raise ConfigError(f"no renderer named {wanted!r} is loaded (available: {', '.join(sorted(renderers))})")
+    renderer: Renderer = renderers[wanted].create(target)
+    return renderer

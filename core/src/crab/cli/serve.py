@@ -1,0 +1,41 @@
+"""``crab serve CHANNEL``: run a channel plugin (a bot, a scheduler) with an agent until stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from crab.errors import ConfigError
+
+
+def serve_channel(name: str, options: dict[str, Any]) -> int:
+    from crab.cli.runtime import choose_renderer
+    from crab.cli.setup import prepare
+    from crab.loop.router import did_you_mean
+    from crab.render import RenderTarget
+
+    prepared = prepare(options, ask=None, local=False)
+    channels = prepared.host.registry("channels")
+    if name not in channels:
+        raise ConfigError(
+            f"no channel named {name!r}.{did_you_mean(name, channels)} Loaded: {', '.join(sorted(channels)) or 'none'}."
+        )
+    channel = channels[name]
+    agent = prepared.agent
+    agent.local = channel.local
+    renderer = choose_renderer(prepared.host, prepared.config, "plain", RenderTarget(sys.stderr, sys.stderr))
+    agent.subscribe(renderer.handle)
+
+    async def main() -> None:
+        await agent.start()
+        try:
+            await channel.run(agent)
+        finally:
+            await agent.close()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        return 130
+    return 0

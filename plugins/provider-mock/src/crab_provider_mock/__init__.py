@@ -1,0 +1,14 @@
+"""crab-provider-mock: the ``mock`` provider, replaying a script file (see crab.testing.scripted)."""
+
+from __future__ import annotations
+
+import crab
+
+CRAB_API = ">=1.0,<2"
+
+
+@crab.hookimpl
+def crab_providers(config: crab.Config) -> list[crab.Provider]:
+    from crab_provider_mock.provider import ScriptFileProvider
+
+    return [ScriptFileProvider(config)]
