@@ -1,0 +1,32 @@
+"""crab-store-sqlite: the ``sqlite`` session store, every session in one SQLite database.
+
+Config: ``[plugins.store-sqlite] path = "..."`` (default ``~/.crab/crab.db``), ``busy_timeout``
+(seconds, default 10) and ``synchronous`` (``"normal"`` or ``"full"``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crab.config import Config, crab_home
+from crab.hookspecs import hookimpl
+from crab.storage import Store
+
+from crab_store_sqlite.store import FullTextSearchUnavailable, SqliteStore
+
+CRAB_API = ">=1.0,<2"
+
+__all__ = ["CRAB_API", "FullTextSearchUnavailable", "SqliteStore", "crab_stores"]
+
+
+@hookimpl  # type: ignore[untyped-decorator,unused-ignore]  # pluggy types it as a union
+def crab_stores(config: Config) -> list[Store]:
+    settings = config.plugin_settings("store-sqlite")
+    path = settings.get("path") or crab_home() / "crab.db"
+    return [
+        SqliteStore(
+            Path(path),
+            busy_timeout=float(settings.get("busy_timeout", 10.0)),
+            synchronous=str(settings.get("synchronous", "normal")),
+        )
+    ]

@@ -1,0 +1,42 @@
+"""The store contract suite run against the SQLite store, with and without its FTS5 index."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from crab.storage import Store
+from crab.testing.store_contract import StoreContract
+from crab_store_sqlite import SqliteStore
+
+
+class TestSqliteStoreContract(StoreContract):
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[Store]:
+        store = SqliteStore(tmp_path / "crab.db")
+        asyncio.run(store.open())
+        assert store.fts, "this Python's SQLite has no FTS5; the scan fallback is tested below"
+        yield store
+        asyncio.run(store.close())
+
+    def reopen(self, store: Store) -> Store | None:
+        assert isinstance(store, SqliteStore)
+        return SqliteStore(store.path)
+
+
+class TestSqliteStoreWithoutFullTextContract(StoreContract):
+    """The scanning search used when SQLite lacks FTS5 keeps the same contract."""
+
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[Store]:
+        store = SqliteStore(tmp_path / "crab.db", fts=False)
+        asyncio.run(store.open())
+        assert not store.fts
+        yield store
+        asyncio.run(store.close())
+
+    def reopen(self, store: Store) -> Store | None:
+        assert isinstance(store, SqliteStore)
+        return SqliteStore(store.path, fts=False)
