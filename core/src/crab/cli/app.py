@@ -259,9 +259,16 @@ def config_path() -> None:
     paths()
 
 
+_extended: set[str] = set()
+
+
 def _add_plugin_commands() -> None:
     """Let plugins add sub-commands; a broken config or plugin never breaks the CLI itself."""
     from crab.errors import CrabError
+
+    if "plugins" in _extended:
+        return
+    _extended.add("plugins")
 
     try:
         from crab.cli.runtime import build_host, load_cli_config
@@ -275,6 +282,9 @@ def _add_plugin_commands() -> None:
 
 
 def _add_sessions() -> None:
+    if "sessions" in _extended:
+        return
+    _extended.add("sessions")
     try:
         from crab.cli.sessions import app as sessions_app
     except ImportError:

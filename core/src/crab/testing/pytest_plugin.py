@@ -1,1 +1,58 @@
-"""The pytest plugin crab-core registers (entry point ``pytest11``): crab's fixtures."""
+"""crab's pytest fixtures (registered through the ``pytest11`` entry point of crab-core).
+
+- ``crab_home``: an empty ``CRAB_HOME`` and workspace for the test, with crab's environment
+  variables cleared, the cwd set to the workspace;
+- ``crab_agent``: a factory of ``AgentHarness`` objects (scripted provider, memory store, the
+  plugins you name), closed after the test;
+- ``crab_cli``: run ``crab`` in-process and get a ``CliResult``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crab.testing.harness import AgentHarness, CliResult, run_cli
+
+CRAB_ENV = ("CRAB_PLUGINS", "CRAB_PROVIDER", "CRAB_MODEL", "CRAB_STORE", "CRAB_RENDERER", "CRAB_PERMISSIONS",
+            "CRAB_MAX_ITERATIONS", "CRAB_TOOL_TIMEOUT", "CRAB_STRICT_PLUGINS")
+
+
+@pytest.fixture
+def crab_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh ``CRAB_HOME`` (``tmp_path/home``); the cwd becomes ``tmp_path/work``."""
+    home = tmp_path / "home"
+    work = tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("CRAB_HOME", str(home))
+    for name in CRAB_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(work)
+    return home
+
+
+@pytest.fixture
+def crab_agent(crab_home: Path) -> Iterator[Callable[..., AgentHarness]]:
+    """``crab_agent(replies, plugins={...}, config={...})`` → an ``AgentHarness``."""
+    made: list[AgentHarness] = []
+
+    def factory(*args: Any, **kwargs: Any) -> AgentHarness:
+        kwargs.setdefault("workspace", Path(os.getcwd()))
+        harness = AgentHarness(*args, **kwargs)
+        made.append(harness)
+        return harness
+
+    yield factory
+    for harness in made:
+        harness.close()
+
+
+@pytest.fixture
+def crab_cli(crab_home: Path) -> Callable[..., CliResult]:
+    """``crab_cli("plugins", "list", env={...})`` runs the CLI in-process."""
+    return run_cli

@@ -1,0 +1,152 @@
+"""Building hosts and agents from an explicit set of in-process plugins, and running the CLI in-process.
+
+Third-party plugin authors use these through the pytest fixtures in ``crab.testing.pytest_plugin``
+or directly: ``AgentHarness(replies=[...], plugins={"mine": my_plugin_module})``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crab.config import Config, load_config
+from crab.events import Event
+from crab.interception import AskUser
+from crab.loop.agent import Agent
+from crab.loop.session import Session, TurnOutcome
+from crab.memory_store import MemoryStore
+from crab.plugins import PluginHost
+from crab.providers import ModelRequest, Provider
+from crab.storage import Store
+from crab.testing.scripted import Reply, ScriptedProvider
+
+
+def make_config(data: Mapping[str, Any] | None = None, cwd: Path | None = None) -> Config:
+    """A config from defaults plus ``data`` given as dotted keys (``{"crab.max_iterations": 5}``)."""
+    return load_config(cwd=cwd, overrides=dict(data or {}), env={})
+
+
+def build_host(
+    plugins: Mapping[str, object] | None = None, config: Config | None = None, *, builtins: bool = True
+) -> PluginHost:
+    """A plugin host with core's built-ins (unless ``builtins=False``) and exactly ``plugins``."""
+    from crab.builtin import register_builtins
+
+    host = PluginHost(config or make_config(), strict=False)
+    if builtins:
+        register_builtins(host)
+    host.load_objects(plugins or {})
+    return host
+
+
+class AgentHarness:
+    """An agent on a scripted provider and the memory store, with every event collected.
+
+    ``run(text)`` drives one input to the end and returns its outcome; ``events`` holds all events
+    so far. Call ``close()`` (the fixture does) to shut the agent down.
+    """
+
+    def __init__(
+        self,
+        replies: Sequence[Reply] | Callable[[ModelRequest], Reply] = (),
+        *,
+        plugins: Mapping[str, object] | None = None,
+        config: Mapping[str, Any] | None = None,
+        workspace: Path | None = None,
+        store: Store | None = None,
+        provider: Provider | None = None,
+        ask: AskUser | None = None,
+        local: bool = True,
+    ) -> None:
+        self.workspace = workspace or Path.cwd()
+        self.config = make_config(config, cwd=self.workspace)
+        self.host = build_host(plugins, self.config)
+        self.provider: Provider = provider or ScriptedProvider(replies)
+        self.store = store or MemoryStore()
+        self.agent = Agent(
+            self.host,
+            self.config,
+            store=self.store,
+            provider=self.provider,
+            model="scripted",
+            workspace=self.workspace,
+            ask=ask,
+            local=local,
+        )
+        self.events: list[Event] = []
+        self.agent.subscribe(self.events.append)
+        self.runner = asyncio.Runner()
+        self.runner.run(self.agent.start())
+        self.session: Session = self.runner.run(self.agent.new_session())
+
+    @property
+    def requests(self) -> list[ModelRequest]:
+        """What the scripted provider was sent (empty for other providers)."""
+        return self.provider.requests if isinstance(self.provider, ScriptedProvider) else []
+
+    def run(self, text: str) -> TurnOutcome:
+        return self.runner.run(self.agent.handle_input(self.session, text))
+
+    def run_async(self, coro: Any) -> Any:
+        """Run any coroutine on the harness's event loop (for tests that abort or steer)."""
+        return self.runner.run(coro)
+
+    def events_of(self, kind: type[Event]) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def close(self) -> None:
+        try:
+            self.runner.run(self.agent.close())
+        finally:
+            self.runner.close()
+
+
+@dataclass
+class CliResult:
+    """What an in-process ``crab`` run printed and returned."""
+
+    exit_code: int
+    stdout: str
+    stderr: str = ""
+    output_lines: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def _env(overrides: Mapping[str, str | None]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in overrides}
+    try:
+        for key, value in overrides.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def run_cli(*args: str, env: Mapping[str, str | None] | None = None, stdin: str = "") -> CliResult:
+    """Run ``crab ARGS`` in this process, capturing stdout and stderr."""
+    import sys
+
+    from crab.cli.app import run_app
+
+    out, err = io.StringIO(), io.StringIO()
+    old_stdin = sys.stdin
+    sys.stdin = io.StringIO(stdin)
+    try:
+        with _env(env or {}), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = run_app(list(args))
+    finally:
+        sys.stdin = old_stdin
+    return CliResult(code, out.getvalue(), err.getvalue(), out.getvalue().splitlines())
