@@ -340,13 +340,14 @@ class StoreContract:
         b = run(store.create_session(WORKSPACE))
         c = run(store.create_session(OTHER_WORKSPACE))
         named: dict[str, Entry] = {}
-        for key, sid, kind, payload in (
+        corpus: list[tuple[str, str, EntryType, dict[str, Any]]] = [
             ("a1", a.id, "message", user("the quick brown fox jumps")),
             ("a2", a.id, "message", assistant("a lazy dog sleeps", tool_calls=[{"id": "t", "name": "grep_tool"}])),
             ("b1", b.id, "tool_result", {"v": 1, "role": "tool", "call_id": "t", "name": "r", "content": "Brown FOX"}),
             ("c1", c.id, "message", user("quick brown fox in the other workspace")),
             ("a3", a.id, "anchor", handoff("zebra phase", summary="striped animal")),
-        ):
+        ]
+        for key, sid, kind, payload in corpus:
             tick()
             named[key] = run(store.append(sid, kind, payload))
         return a, b, c, named
