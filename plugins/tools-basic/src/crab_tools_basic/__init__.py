@@ -1,0 +1,21 @@
+"""crab-tools-basic: registers read, write, edit, bash, glob, grep and ls (hook implementations only)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import crab
+
+if TYPE_CHECKING:
+    from crab.config import Config
+    from crab.tools import Tool
+
+CRAB_API = ">=1.0,<2"
+
+
+@crab.hookimpl  # type: ignore[untyped-decorator,unused-ignore]
+def crab_tools(config: Config) -> list[Tool]:
+    """The seven tools; bash's loop timeout follows ``bash_max_timeout`` from this config."""
+    from crab_tools_basic.registry import build_tools
+
+    return build_tools(config.plugin_settings("tools-basic"))

@@ -1,0 +1,126 @@
+"""The ``edit`` tool: exact, all-or-nothing replacements in one file, gated and atomic."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from crab.errors import ToolError
+from crab.tools import ToolContext, tool
+
+from crab_tools_basic import read_gate
+from crab_tools_basic.atomic import write_atomic
+from crab_tools_basic.files import existing_file
+from crab_tools_basic.oserrors import os_errors
+from crab_tools_basic.splice import apply_edits
+from crab_tools_basic.text import looks_binary
+from crab_tools_basic.workspace import workspace_of
+
+
+class Edit(TypedDict):
+    """One replacement: ``old`` is the exact current text, ``new`` what replaces it."""
+
+    old: str
+    new: str
+
+
+_PATH_ALIASES = ("file_path", "filePath", "file", "filename")
+_OLD_ALIASES = ("old", "oldText", "old_text", "old_string", "oldString", "old_str")
+_NEW_ALIASES = ("new", "newText", "new_text", "new_string", "newString", "new_str")
+
+
+def _pop_alias(args: dict[str, Any], names: Sequence[str]) -> tuple[bool, Any]:
+    for name in names:
+        if name in args:
+            return True, args.pop(name)
+    return False, None
+
+
+def _normalise_edit(item: Any) -> Any:
+    if not isinstance(item, dict):
+        return item
+    item = dict(item)
+    has_old, old = _pop_alias(item, _OLD_ALIASES)
+    has_new, new = _pop_alias(item, _NEW_ALIASES)
+    if has_old:
+        item["old"] = old
+    if has_new:
+        item["new"] = new
+    return item
+
+
+def prepare_edit_arguments(args: dict[str, Any]) -> dict[str, Any]:
+    """Accept the shapes models send: ``file_path``, a top-level old/new pair, ``edits`` as JSON text.
+
+    Raises ``ValueError`` for ``edits`` text that is not JSON (the tool answers with it).
+    """
+    args = dict(args)
+    if "path" not in args:
+        found, value = _pop_alias(args, _PATH_ALIASES)
+        if found:
+            args["path"] = value
+    edits = args.get("edits")
+    if isinstance(edits, str):
+        try:
+            edits = json.loads(edits)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"edits is text that is not JSON ({exc.msg}); send a list of {{old, new}}") from None
+    if isinstance(edits, dict):
+        edits = [edits]
+    has_old, old = _pop_alias(args, _OLD_ALIASES)
+    has_new, new = _pop_alias(args, _NEW_ALIASES)
+    if has_old or has_new:
+        pair = {k: v for k, v, present in (("old", old, has_old), ("new", new, has_new)) if present}
+        edits = [*(edits if isinstance(edits, list) else []), pair]
+    if isinstance(edits, list):
+        args["edits"] = [_normalise_edit(item) for item in edits]
+    elif edits is not None:
+        args["edits"] = edits
+    return args
+
+
+def edit_file(state: dict[str, Any], real: Path, display: str, edits: Sequence[tuple[str, str]]) -> str:
+    """Apply ``edits`` to ``real`` after the read gate; the file is untouched unless all apply."""
+    with read_gate.path_lock(state, real):
+        existing_file(real, display)
+        original = real.read_bytes()
+        if looks_binary(original):
+            raise ToolError(f"{display} is a binary file; edit changes text files only")
+        read_gate.check(state, real, display, original)
+        updated, landed = apply_edits(original, edits)
+        write_atomic(real, updated)
+        read_gate.remember(state, real, hashlib.sha256(updated).hexdigest())
+    where = ", ".join(
+        f"line {r.first_line}" if r.first_line == r.last_line else f"lines {r.first_line}-{r.last_line}" for r in landed
+    )
+    count = "1 replacement" if len(landed) == 1 else f"{len(landed)} replacements"
+    return f"edited {display}: {count} ({where})"
+
+
+# crab ships no py.typed yet, so mypy sees its decorators as untyped.
+@tool(  # type: ignore[untyped-decorator,unused-ignore]
+    permission="write",
+    prepare_arguments=prepare_edit_arguments,
+    output_limit=None,
+)
+def edit(
+    path: Annotated[str, "file to change, relative to the workspace"],
+    edits: Annotated[list[Edit], "replacements, each {old, new}; old must match exactly once"],
+    ctx: ToolContext,
+) -> str:
+    """Replace exact text in a file: each `old` must appear exactly once in the current file.
+
+    Matching is literal (whitespace and indentation count; line endings may be sent as LF).
+    Every edit is checked against the original before anything is written: if one fails, the
+    file is not touched. Edits may not overlap, `old` may not be empty, and `new` must differ.
+    Everything outside the replaced text stays byte for byte the same (BOM and line endings
+    too; new text takes the file's usual line ending). Needs a read of the file earlier in
+    this session and no change on disk since. To create a file, use write.
+    """
+    ws = workspace_of(ctx)
+    real = ws.resolve(path, write=True)
+    with os_errors(f"cannot edit {ws.display(real)}"):
+        return edit_file(ctx.state, real, ws.display(real), [(e["old"], e["new"]) for e in edits])

@@ -1,0 +1,165 @@
+"""The ``read`` and ``write`` tools: numbered, budgeted reads and gated, atomic writes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from crab.errors import ToolError
+from crab.tools import ToolContext, tool
+from crab.truncate import OutputLimit, truncate
+
+from crab_tools_basic import read_gate
+from crab_tools_basic.atomic import write_atomic
+from crab_tools_basic.oserrors import os_errors
+from crab_tools_basic.text import BOM, looks_binary
+from crab_tools_basic.workspace import workspace_of
+
+READ_LIMIT = OutputLimit(lines=2000, bytes=50_000, keep="head")
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A slice of a text file as the model sees it, plus what the read gate needs."""
+
+    text: str
+    total_lines: int
+    sha256: str
+    mtime_ns: int
+
+
+def existing_file(real: Path, display: str) -> os.stat_result:
+    """``real``'s stat if it is a regular file, else a ``ToolError`` that says what it is."""
+    try:
+        info = os.stat(real)
+    except FileNotFoundError:
+        raise ToolError(f"{display} does not exist") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"{display} is a folder, not a file: use ls to list it")
+    if not stat.S_ISREG(info.st_mode):
+        # A FIFO or device would block or never end.
+        raise ToolError(f"{display} is not a regular file")
+    return info
+
+
+def read_window(real: Path, display: str, offset: int = 1, limit: int | None = None) -> Window:
+    """Lines ``offset``.. of ``real``, numbered, within 2,000 lines / 50 KB (head kept).
+
+    Line numbers count ``\\n`` only, as an editor does; a trailing ``\\r`` and a UTF-8 BOM are
+    not shown. The whole file is hashed on the way through so the read gate covers it.
+    """
+    if offset < 1:
+        raise ToolError("offset is the 1-based line to start from; it must be 1 or more")
+    if limit is not None and limit < 1:
+        raise ToolError("limit must be 1 or more lines")
+    info = existing_file(real, display)
+    wanted = min(limit, READ_LIMIT.lines) if limit is not None else READ_LIMIT.lines
+    digest = hashlib.sha256()
+    shown: list[str] = []
+    shown_bytes = 0
+    total = 0
+    with real.open("rb") as handle:
+        head = handle.read(8192)
+        if looks_binary(head):
+            raise ToolError(f"{display} is a binary file ({info.st_size} bytes); read shows text files only")
+        handle.seek(0)
+        for raw in handle:
+            digest.update(raw)
+            total += 1
+            # Keep one line beyond each budget so truncate() can see and report the cut.
+            if offset <= total and len(shown) <= wanted and shown_bytes <= READ_LIMIT.bytes:
+                if total == 1 and raw.startswith(BOM):
+                    raw = raw[len(BOM) :]
+                line = raw.decode("utf-8", "replace").removesuffix("\n").removesuffix("\r")
+                numbered = f"{total:>6}\t{line}\n"
+                shown.append(numbered)
+                shown_bytes += len(numbered.encode("utf-8"))
+    if total == 0:
+        return Window("(empty file)", 0, digest.hexdigest(), info.st_mtime_ns)
+    if offset > total:
+        raise ToolError(f"offset {offset} is past the end of {display}, which has {total} lines")
+    body = "".join(shown[:wanted])
+    text, cut = truncate(body, OutputLimit(lines=wanted, bytes=READ_LIMIT.bytes, keep="head"))
+    notes: list[str] = []
+    if cut is not None and "\n" not in text:
+        notes.append(f"line {offset} is longer than {READ_LIMIT.bytes // 1000} KB and was cut")
+        last_shown = offset
+    else:
+        # truncate() also breaks lines at \f, \u2028 and friends: drop a partly kept line.
+        text = text[: text.rfind("\n") + 1]
+        last_shown = offset + text.count("\n") - 1
+    if last_shown < total:
+        reason = ""
+        if cut is not None:
+            reason = f" ({READ_LIMIT.bytes // 1000} KB limit)"
+        elif limit is None or limit >= READ_LIMIT.lines:
+            reason = f" ({READ_LIMIT.lines} line limit)"
+        notes.append(f"showing lines {offset}-{last_shown} of {total}{reason}; use offset={last_shown + 1} to read on")
+    text = text.rstrip("\n")
+    if notes:
+        text += "\n[" + "; ".join(notes) + "]"
+    return Window(text, total, digest.hexdigest(), info.st_mtime_ns)
+
+
+@tool(output_limit=None)  # type: ignore[untyped-decorator,unused-ignore]
+def read(
+    path: Annotated[str, "file to read, relative to the workspace"],
+    ctx: ToolContext,
+    offset: Annotated[int | None, "1-based line to start from (default 1)"] = None,
+    limit: Annotated[int | None, "most lines to show (default and maximum 2000)"] = None,
+) -> str:
+    """Read a text file, with line numbers (`<number><TAB><line>`).
+
+    Shows at most 2,000 lines or 50 KB from `offset`, whichever comes first, and says how to
+    read on (`offset=N`). Binary files and folders are refused (use ls for folders). Reading a
+    file lets write and edit change it later in this session.
+    """
+    ws = workspace_of(ctx)
+    real = ws.resolve(path)
+    with os_errors(f"cannot read {ws.display(real)}"):
+        window = read_window(real, ws.display(real), offset or 1, limit)
+    read_gate.remember(ctx.state, real, window.sha256, window.mtime_ns)
+    return window.text
+
+
+def write_file(state: dict[str, Any], real: Path, display: str, content: str) -> str:
+    """Create or overwrite ``real`` with ``content`` (UTF-8), gated and atomic; returns a summary."""
+    data = content.encode("utf-8", "surrogateescape")
+    with read_gate.path_lock(state, real):
+        try:
+            info = os.stat(real)
+        except FileNotFoundError:
+            info = None
+        if info is not None:
+            if stat.S_ISDIR(info.st_mode):
+                raise ToolError(f"{display} is a folder; give a file path")
+            if not stat.S_ISREG(info.st_mode):
+                raise ToolError(f"{display} is not a regular file")
+            read_gate.check(state, real, display)
+        write_atomic(real, data)
+        read_gate.remember(state, real, hashlib.sha256(data).hexdigest())
+    lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+    verb = "overwrote" if info is not None else "created"
+    return f"{verb} {display} ({len(data)} bytes, {lines} lines)"
+
+
+@tool(permission="write", output_limit=None)  # type: ignore[untyped-decorator,unused-ignore]
+def write(
+    path: Annotated[str, "file to create or overwrite, relative to the workspace"],
+    content: Annotated[str, "the complete new content of the file"],
+    ctx: ToolContext,
+) -> str:
+    """Create a file, or replace its whole content. Missing parent folders are created.
+
+    Overwriting needs a read of the file earlier in this session and no change on disk since
+    (read it again if it changed). The write is atomic and keeps the file's permissions. To
+    change part of a file, prefer edit.
+    """
+    ws = workspace_of(ctx)
+    real = ws.resolve(path, write=True)
+    with os_errors(f"cannot write {ws.display(real)}"):
+        return write_file(ctx.state, real, ws.display(real), content)

@@ -1,0 +1,181 @@
+"""A small, exact .gitignore matcher: patterns, negation, anchoring, ``**``, folder-only rules.
+
+Also turns the glob patterns of the ``glob`` and ``grep`` tools into regular expressions, with
+the same ``*``, ``?``, ``[...]`` and ``**`` rules.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def _char_class(pattern: str, i: int) -> tuple[str, int] | None:
+    """The regex for the ``[...]`` starting at ``pattern[i]`` and the index after it, or None."""
+    n = len(pattern)
+    j = i + 1
+    negate = j < n and pattern[j] in "!^"
+    if negate:
+        j += 1
+    items: list[str] = []
+    first = True
+    while j < n and (pattern[j] != "]" or first):
+        c = pattern[j]
+        if c == "\\" and j + 1 < n:
+            j += 1
+            c = pattern[j]
+            items.append("\\" + c if not c.isalnum() else c)
+        else:
+            items.append("\\" + c if c in "\\^[]" else c)
+        first = False
+        j += 1
+    if j >= n:
+        return None
+    # Like git's FNM_PATHNAME: a class never matches the folder separator.
+    return ("[^/" if negate else "(?!/)[") + "".join(items) + "]", j + 1
+
+
+def glob_to_regex(pattern: str) -> str:
+    """A regex (no anchors) matching a slash-separated path against a gitignore-style glob.
+
+    ``*`` and ``?`` never cross ``/``; ``**`` as a whole segment spans any number of folders.
+    """
+    out: list[str] = []
+    i = 0
+    n = len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "*":
+            if pattern.startswith("**", i):
+                at_start = i == 0 or pattern[i - 1] == "/"
+                end = i + 2
+                if at_start and end == n:
+                    out.append(".*")
+                    i = end
+                    continue
+                if at_start and pattern.startswith("/", end):
+                    out.append("(?:.*/)?")
+                    i = end + 1
+                    continue
+                # "**" inside a segment means the same as "*".
+                while i < n and pattern[i] == "*":
+                    i += 1
+                out.append("[^/]*")
+                continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            found = _char_class(pattern, i)
+            if found is not None:
+                out.append(found[0])
+                i = found[1]
+                continue
+            out.append(re.escape(c))
+        elif c == "\\" and i + 1 < n:
+            i += 1
+            out.append(re.escape(pattern[i]))
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class PathGlob:
+    """A glob from the model: without a ``/`` it matches a file name at any depth, else a path."""
+
+    regex: re.Pattern[str]
+    basename_only: bool
+
+    def matches(self, relative: str) -> bool:
+        subject = relative.rsplit("/", 1)[-1] if self.basename_only else relative
+        return self.regex.match(subject) is not None
+
+
+def compile_glob(pattern: str) -> PathGlob:
+    """The matcher for ``pattern`` (``*.py``, ``src/**/*.ts``, ``docs/*.md``) on relative paths."""
+    pattern = pattern.strip()
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    basename_only = "/" not in pattern
+    return PathGlob(re.compile(glob_to_regex(pattern.lstrip("/")) + r"\Z", re.DOTALL), basename_only)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One line of a .gitignore file, compiled."""
+
+    regex: re.Pattern[str]
+    negate: bool
+    folder_only: bool
+    basename_only: bool
+
+
+def parse_line(line: str) -> Rule | None:
+    """The rule for one .gitignore line, or None for a blank line or a comment."""
+    line = line.rstrip("\n").rstrip("\r")
+    if not line or line.startswith("#"):
+        return None
+    # Trailing spaces are dropped unless escaped with a backslash.
+    stripped = line.rstrip(" ")
+    if stripped.endswith("\\") and len(stripped) < len(line):
+        stripped += " "
+    line = stripped
+    negate = line.startswith("!")
+    if negate or line.startswith("\\!") or line.startswith("\\#"):
+        line = line[1:]
+    folder_only = line.endswith("/")
+    line = line.rstrip("/")
+    if not line:
+        return None
+    basename_only = "/" not in line
+    line = line.removeprefix("/")
+    # Only the path itself is matched: the walk never enters an ignored folder.
+    regex = re.compile(glob_to_regex(line) + r"\Z", re.DOTALL)
+    return Rule(regex, negate, folder_only, basename_only)
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoreFile:
+    """The rules of one .gitignore, and the folder (relative, posix, "" for the root) it sits in."""
+
+    base: str
+    rules: tuple[Rule, ...]
+
+    def decide(self, relative: str, name: str, is_dir: bool) -> bool | None:
+        """True (ignored), False (re-included by a ``!`` rule) or None (no rule matches).
+
+        ``relative`` is the path from the walk's root; the last matching rule wins, as in git.
+        """
+        if self.base:
+            if not relative.startswith(self.base + "/"):
+                return None
+            relative = relative[len(self.base) + 1 :]
+        for rule in reversed(self.rules):
+            if rule.folder_only and not is_dir:
+                continue
+            subject = name if rule.basename_only else relative
+            if rule.regex.match(subject):
+                return not rule.negate
+        return None
+
+
+def load_ignore_file(path: Path, base: str) -> IgnoreFile | None:
+    """The rules in ``path`` (a .gitignore), or None when it is missing, unreadable or empty."""
+    try:
+        text = path.read_text("utf-8", errors="replace")
+    except OSError:
+        return None
+    rules = tuple(rule for rule in map(parse_line, text.splitlines()) if rule is not None)
+    return IgnoreFile(base, rules) if rules else None
+
+
+def is_ignored(stack: list[IgnoreFile], relative: str, name: str, is_dir: bool) -> bool:
+    """Whether the deepest deciding .gitignore in ``stack`` (outermost first) ignores the path."""
+    for ignore in reversed(stack):
+        verdict = ignore.decide(relative, name, is_dir)
+        if verdict is not None:
+            return verdict
+    return False

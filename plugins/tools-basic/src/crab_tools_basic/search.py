@@ -1,0 +1,192 @@
+"""The ``glob``, ``grep`` and ``ls`` tools: finding files and text without flooding the context."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated
+
+from crab.errors import ToolError
+from crab.tools import ToolContext, tool
+
+from crab_tools_basic import grep_engine
+from crab_tools_basic.gitignore import compile_glob
+from crab_tools_basic.grep_engine import MAX_CONTEXT, MAX_MATCHES, Target
+from crab_tools_basic.oserrors import os_errors
+from crab_tools_basic.settings import Backend
+from crab_tools_basic.text import MAX_LINE_CHARS, cut_line
+from crab_tools_basic.walk import list_folder, parent_stack, walk_files
+from crab_tools_basic.workspace import Workspace, settings_of, workspace_of
+
+MAX_GLOB_RESULTS = 1000
+MAX_LS_ENTRIES = 500
+
+
+def _folder(ws: Workspace, path: str | None) -> tuple[Path, Path]:
+    """The real folder (or file) to search and the root whose .gitignore files apply to it."""
+    real = ws.resolve(path or ".")
+    if not real.exists():
+        raise ToolError(f"{path} does not exist")
+    return real, ws.scope_of(real)
+
+
+def find_files(ws: Workspace, pattern: str, path: str | None = None) -> str:
+    """Files under ``path`` whose path matches ``pattern``, sorted, at most 1,000."""
+    if not pattern.strip():
+        raise ToolError("pattern is empty: try '*.py' or 'src/**/*.ts'")
+    start, scope = _folder(ws, path)
+    if not start.is_dir():
+        raise ToolError(f"{path} is a file, not a folder")
+    matcher = compile_glob(pattern)
+    found: list[str] = []
+    for entry in walk_files(scope, start):
+        relative = entry.path.relative_to(start).as_posix()
+        if matcher.matches(relative):
+            found.append(ws.display(entry.path))
+    if not found:
+        return f"no files match {pattern!r} under {ws.display(start)}"
+    found.sort()
+    lines = [cut_line(name) for name in found[:MAX_GLOB_RESULTS]]
+    if len(found) > MAX_GLOB_RESULTS:
+        lines.append(f"[showing the first {MAX_GLOB_RESULTS} of {len(found)} files; narrow the pattern or the path]")
+    return "\n".join(lines)
+
+
+def pick_backend(choice: Backend) -> str | None:
+    """ripgrep's path when it should be used, else None for the Python back-end."""
+    if choice == "python":
+        return None
+    rg = grep_engine.rg_available()
+    if choice == "rg" and rg is None:
+        raise ToolError("grep_backend is 'rg' but ripgrep (rg) is not on PATH")
+    return rg
+
+
+def search(
+    ws: Workspace,
+    pattern: str,
+    path: str | None = None,
+    glob: str | None = None,
+    ignore_case: bool = False,
+    context: int = 0,
+    backend: Backend = "auto",
+) -> str:
+    """grep's work, callable without a tool context: regex search over the visible files."""
+    if not pattern:
+        raise ToolError("pattern is empty")
+    if context < 0:
+        raise ToolError("context must be 0 or more lines")
+    context = min(context, MAX_CONTEXT)
+    try:
+        regex = re.compile(pattern, re.MULTILINE | (re.IGNORECASE if ignore_case else 0))
+    except re.error as exc:
+        raise ToolError(f"pattern is not a valid regular expression: {exc}") from None
+    start, scope = _folder(ws, path)
+    matcher = compile_glob(glob) if glob else None
+    if start.is_file():
+        targets = [Target(start, ws.display(start))]
+    else:
+        targets = [
+            Target(entry.path, ws.display(entry.path))
+            for entry in walk_files(scope, start)
+            if matcher is None or matcher.matches(entry.path.relative_to(start).as_posix())
+        ]
+    rg = pick_backend(backend)
+    hits = None
+    if rg is not None:
+        try:
+            hits = grep_engine.rg_search(rg, targets, pattern, ignore_case, context, ws.root)
+        except grep_engine.RgUnusable:
+            # ripgrep's regex dialect lacks look-around and back-references; Python has them.
+            hits = None
+    if hits is None:
+        hits = grep_engine.python_search(targets, regex, context)
+    text, total, files = grep_engine.format_hits(hits, context, MAX_MATCHES, MAX_LINE_CHARS)
+    where = ws.display(start)
+    if total == 0:
+        return f"no matches for {pattern!r} in {where}"
+    if total > MAX_MATCHES:
+        text += (
+            f"\n[showing the first {MAX_MATCHES} of {total} matching lines in {files} files; "
+            "narrow the pattern, path or glob]"
+        )
+    return text
+
+
+def list_entries(ws: Workspace, path: str | None = None) -> str:
+    """One folder's entries, folders first marked with ``/``, at most 500."""
+    folder, scope = _folder(ws, path)
+    if not folder.is_dir():
+        raise ToolError(f"{path} is a file, not a folder: use read to see it")
+    listing = list_folder(scope, folder, parent_stack(scope, folder))
+    names: list[str] = []
+    for entry in listing.entries:
+        if entry.is_symlink:
+            names.append(f"{entry.path.name}@ -> {os.readlink(entry.path)}")
+        elif entry.is_dir:
+            names.append(entry.path.name + "/")
+        else:
+            names.append(entry.path.name)
+    names.sort(key=lambda n: (not n.endswith("/"), n))
+    lines = [cut_line(n) for n in names[:MAX_LS_ENTRIES]]
+    if not lines:
+        lines.append("(empty folder)")
+    notes: list[str] = []
+    if len(names) > MAX_LS_ENTRIES:
+        notes.append(f"showing {MAX_LS_ENTRIES} of {len(names)} entries; use glob to narrow")
+    if listing.hidden:
+        notes.append(f"{listing.hidden} hidden by .gitignore")
+    if notes:
+        lines.append("[" + "; ".join(notes) + "]")
+    return "\n".join(lines)
+
+
+# crab ships no py.typed yet, so mypy sees its decorators as untyped.
+@tool(output_limit=None)  # type: ignore[untyped-decorator,unused-ignore]
+def glob(
+    pattern: Annotated[str, "glob such as '*.py' (any depth) or 'src/**/*.ts' (from path)"],
+    ctx: ToolContext,
+    path: Annotated[str | None, "folder to search (default: the workspace)"] = None,
+) -> str:
+    """Find files by name. A pattern without `/` matches file names at any depth; with `/` it
+    matches the path from `path`. `*` and `?` stay within a folder, `**` spans folders.
+
+    Honours .gitignore, skips .git and symlinks, lists files only, sorted by path, at most
+    1,000 (it says when there are more).
+    """
+    with os_errors("glob failed"):
+        return find_files(workspace_of(ctx), pattern, path)
+
+
+@tool(output_limit=None)  # type: ignore[untyped-decorator,unused-ignore]
+def grep(
+    pattern: Annotated[str, "regular expression (Python re syntax), matched per line"],
+    ctx: ToolContext,
+    path: Annotated[str | None, "file or folder to search (default: the workspace)"] = None,
+    glob: Annotated[str | None, "only files matching this glob, e.g. '*.py'"] = None,
+    ignore_case: Annotated[bool, "match without regard to case"] = False,
+    context: Annotated[int, "lines of context around each match (at most 10)"] = 0,
+) -> str:
+    """Search file contents for a regular expression; prints `path:line:text` per match.
+
+    Honours .gitignore, skips .git, symlinks and binary files. Shows at most 100 matching
+    lines (it says how many there are in all), each cut at 500 characters. Uses ripgrep when
+    installed, Python otherwise, with the same results.
+    """
+    settings = settings_of(ctx)
+    with os_errors("grep failed"):
+        return search(workspace_of(ctx, settings), pattern, path, glob, ignore_case, context, settings.grep_backend)
+
+
+@tool(output_limit=None)  # type: ignore[untyped-decorator,unused-ignore]
+def ls(
+    ctx: ToolContext,
+    path: Annotated[str | None, "folder to list (default: the workspace)"] = None,
+) -> str:
+    """List one folder: sub-folders first (marked `/`), then files; symlinks as `name@ -> target`.
+
+    Honours .gitignore (and says how many entries it hid), skips .git, at most 500 entries.
+    """
+    with os_errors("ls failed"):
+        return list_entries(workspace_of(ctx), path)

@@ -1,0 +1,71 @@
+"""The plugin's ``[plugins.tools-basic]`` config table, read into one typed object."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from crab.errors import ConfigError
+
+Backend = Literal["auto", "rg", "python"]
+
+DEFAULT_BASH_TIMEOUT = 120.0
+MAX_BASH_TIMEOUT = 600.0
+
+
+def default_output_dir() -> Path:
+    """Where bash keeps full command logs: per user, outside any workspace so git never sees them."""
+    return Path(tempfile.gettempdir()) / f"crab-tools-basic-{os.getuid()}"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What an operator may configure; every field has a safe default."""
+
+    extra_roots: tuple[Path, ...] = ()
+    bash_default_timeout: float = DEFAULT_BASH_TIMEOUT
+    bash_max_timeout: float = MAX_BASH_TIMEOUT
+    output_dir: Path | None = None
+    grep_backend: Backend = "auto"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.output_dir if self.output_dir is not None else default_output_dir()
+
+
+def _positive(table: Mapping[str, Any], key: str, default: float) -> float:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"[plugins.tools-basic] {key} must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+def load_settings(table: Mapping[str, Any] | None, workspace: Path | None = None) -> Settings:
+    """Read the config table; relative ``extra_roots`` are taken from ``workspace``."""
+    table = table or {}
+    roots = table.get("extra_roots", [])
+    if isinstance(roots, str) or not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
+        raise ConfigError("[plugins.tools-basic] extra_roots must be a list of folder paths")
+    base = workspace or Path.cwd()
+    extra = tuple((base / Path(r).expanduser()).resolve() for r in roots)
+    default = _positive(table, "bash_default_timeout", DEFAULT_BASH_TIMEOUT)
+    maximum = _positive(table, "bash_max_timeout", MAX_BASH_TIMEOUT)
+    if default > maximum:
+        raise ConfigError("[plugins.tools-basic] bash_default_timeout must not exceed bash_max_timeout")
+    output = table.get("output_dir")
+    if output is not None and not isinstance(output, str):
+        raise ConfigError("[plugins.tools-basic] output_dir must be a folder path")
+    backend = table.get("grep_backend", "auto")
+    if backend not in ("auto", "rg", "python"):
+        raise ConfigError('[plugins.tools-basic] grep_backend must be "auto", "rg" or "python"')
+    return Settings(
+        extra_roots=extra,
+        bash_default_timeout=default,
+        bash_max_timeout=maximum,
+        output_dir=Path(output).expanduser() if output else None,
+        grep_backend=backend,
+    )

@@ -1,0 +1,112 @@
+"""Walking a folder tree the way git sees it: .gitignore honoured, .git and symlinks skipped.
+
+Every search tool (glob, grep, ls) lists files through here, so they agree on what exists, and
+grep's ripgrep and Python back-ends search exactly the same files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from crab_tools_basic.gitignore import IgnoreFile, is_ignored, load_ignore_file
+
+SKIPPED_FOLDERS = frozenset({".git"})
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One entry of a folder: its path, its path relative to the walk's scope, and its kind."""
+
+    path: Path
+    relative: str
+    is_dir: bool
+    is_file: bool
+    is_symlink: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Folder:
+    """A folder's visible entries (sorted by name), how many .gitignore hid, and the rules inside it."""
+
+    entries: list[Listed]
+    hidden: int
+    stack: list[IgnoreFile]
+
+
+def _relative(scope: Path, folder: Path) -> str:
+    return "" if folder == scope else folder.relative_to(scope).as_posix()
+
+
+def parent_stack(scope: Path, folder: Path) -> list[IgnoreFile]:
+    """The .gitignore files of ``folder``'s ancestors, from ``scope`` down (``folder``'s own excluded).
+
+    ``scope`` is the root the path lives in (the workspace, or an extra root); files above it
+    are not consulted.
+    """
+    stack: list[IgnoreFile] = []
+    if folder == scope:
+        return stack
+    current = scope
+    for part in folder.relative_to(scope).parts:
+        loaded = load_ignore_file(current / ".gitignore", _relative(scope, current))
+        if loaded is not None:
+            stack.append(loaded)
+        current = current / part
+    return stack
+
+
+def list_folder(scope: Path, folder: Path, stack: list[IgnoreFile]) -> Folder:
+    """``folder``'s entries that .gitignore does not hide; ``stack`` holds its ancestors' rules.
+
+    ``.git`` is always skipped. An unreadable folder lists as empty.
+    """
+    base = _relative(scope, folder)
+    try:
+        with os.scandir(folder) as scan:
+            entries = sorted(scan, key=lambda e: e.name)
+    except OSError:
+        return Folder([], 0, stack)
+    if any(e.name == ".gitignore" for e in entries):
+        own = load_ignore_file(folder / ".gitignore", base)
+        if own is not None:
+            stack = [*stack, own]
+    shown: list[Listed] = []
+    hidden = 0
+    for entry in entries:
+        if entry.name in SKIPPED_FOLDERS:
+            continue
+        relative = f"{base}/{entry.name}" if base else entry.name
+        try:
+            is_symlink = entry.is_symlink()
+            is_dir = entry.is_dir(follow_symlinks=False)
+            is_file = entry.is_file(follow_symlinks=False)
+        except OSError:
+            continue
+        if is_ignored(stack, relative, entry.name, is_dir):
+            hidden += 1
+            continue
+        shown.append(Listed(Path(entry.path), relative, is_dir, is_file, is_symlink))
+    return Folder(shown, hidden, stack)
+
+
+def walk_files(scope: Path, start: Path) -> Iterator[Listed]:
+    """Every regular file under ``start`` that .gitignore does not hide, folder by folder.
+
+    Symlinks are not followed (a link could lead out of the workspace, or into a loop).
+    ``start`` itself is searched even when ignored: asking for it is explicit.
+    """
+    pending: list[tuple[Path, list[IgnoreFile]]] = [(start, parent_stack(scope, start))]
+    while pending:
+        folder, stack = pending.pop()
+        listing = list_folder(scope, folder, stack)
+        subfolders: list[tuple[Path, list[IgnoreFile]]] = []
+        for entry in listing.entries:
+            if entry.is_dir:
+                subfolders.append((entry.path, listing.stack))
+            elif entry.is_file:
+                yield entry
+        # Reversed so that popping from the end visits folders in name order.
+        pending.extend(reversed(subfolders))

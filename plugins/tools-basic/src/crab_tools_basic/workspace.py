@@ -1,0 +1,82 @@
+"""The workspace seatbelt: turn a path the model sent into a real path inside the allowed roots.
+
+Roots are the session's workspace plus any ``extra_roots`` from config. A path that leaves them
+(absolute elsewhere, ``..``, or a symlink pointing out) is refused. This guards against a
+confused model, not an attacker: ``bash`` can still reach anything the user can.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from crab.errors import ConfigError, ToolError
+from crab.tools import ToolContext
+
+from crab_tools_basic.settings import Settings, load_settings
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """The folders a tool may touch: ``root`` (the session's workspace) first, then the extras."""
+
+    root: Path
+    extra_roots: tuple[Path, ...] = ()
+    read_only_roots: tuple[Path, ...] = ()
+
+    @property
+    def writable(self) -> tuple[Path, ...]:
+        return (self.root, *self.extra_roots)
+
+    def resolve(self, path: str, *, write: bool = False) -> Path:
+        """The real absolute path for ``path`` (relative to the workspace), or a ``ToolError``.
+
+        Symlinks are resolved before the check, so a link inside the workspace that points out
+        is refused like the absolute path it stands for.
+        """
+        if not path or not path.strip():
+            raise ToolError("path is empty: give a path relative to the workspace")
+        if "\0" in path:
+            raise ToolError("path contains a NUL byte")
+        given = Path(path).expanduser()
+        candidate = given if given.is_absolute() else self.root / given
+        real = Path(os.path.realpath(candidate))
+        roots: Sequence[Path] = self.writable if write else (*self.writable, *self.read_only_roots)
+        if any(real == root or real.is_relative_to(root) for root in roots):
+            return real
+        if write and any(real == root or real.is_relative_to(root) for root in self.read_only_roots):
+            raise ToolError(f"{path} is in a read-only folder; write inside the workspace {self.root}")
+        raise ToolError(
+            f"{path} resolves to {real}, outside the workspace {self.root}; "
+            "use a path inside it (or add the folder to [plugins.tools-basic] extra_roots)"
+        )
+
+    def scope_of(self, real: Path) -> Path:
+        """The root ``real`` lies in (the innermost, if roots nest): where .gitignore lookup stops."""
+        roots = [r for r in (*self.writable, *self.read_only_roots) if real == r or real.is_relative_to(r)]
+        return max(roots, key=lambda r: len(r.parts)) if roots else real
+
+    def display(self, real: Path) -> str:
+        """``real`` as the model should see it: relative to the workspace when inside it."""
+        if real == self.root:
+            return "."
+        if real.is_relative_to(self.root):
+            return real.relative_to(self.root).as_posix()
+        return real.as_posix()
+
+
+def settings_of(ctx: ToolContext) -> Settings:
+    """This call's settings; a bad config table becomes an error result, not a crash."""
+    try:
+        return load_settings(ctx.settings, ctx.workspace)
+    except ConfigError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def workspace_of(ctx: ToolContext, settings: Settings | None = None) -> Workspace:
+    """The seatbelt for this call; bash logs are readable so the model can page through them."""
+    settings = settings or settings_of(ctx)
+    root = Path(os.path.realpath(ctx.workspace))
+    return Workspace(root=root, extra_roots=settings.extra_roots, read_only_roots=(settings.log_dir.resolve(),))
