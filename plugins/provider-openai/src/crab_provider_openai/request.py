@@ -1,0 +1,71 @@
+"""Builds the chat-completions request: messages in OpenAI's shape, tool schemas, sampling options."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from crab.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+from crab.providers import ModelRequest
+
+from crab_provider_openai.settings import OpenAISettings
+
+
+def message_to_openai(message: Message) -> dict[str, Any]:
+    """One crab message as a chat-completions message."""
+    if isinstance(message, UserMessage):
+        return {"role": "user", "content": message.content}
+    if isinstance(message, ToolResultMessage):
+        return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
+    out: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+    if message.tool_calls:
+        # A call whose arguments did not parse is replayed as "{}": servers that re-parse history
+        # reject invalid JSON, and the paired error result already shows the model its raw text.
+        out["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False)},
+            }
+            for call in message.tool_calls
+        ]
+    return out
+
+
+def build_body(request: ModelRequest, settings: OpenAISettings) -> dict[str, Any]:
+    """The JSON body of a streaming chat-completions call."""
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        # The loop never sends failed replies; checking again costs nothing and protects the API.
+        if isinstance(message, AssistantMessage) and not message.replayable:
+            continue
+        messages.append(message_to_openai(message))
+    body: dict[str, Any] = {"model": request.model, "messages": messages, "stream": True}
+    if settings.include_usage:
+        body["stream_options"] = {"include_usage": True}
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            }
+            for t in request.tools
+        ]
+    if request.max_tokens is not None:
+        body[settings.max_tokens_field] = request.max_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    return body
+
+
+def build_headers(key: str | None, settings: OpenAISettings) -> dict[str, str]:
+    headers = {"content-type": "application/json", "accept": "text/event-stream", **settings.headers}
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    return headers
+
+
+def endpoint(settings: OpenAISettings) -> str:
+    return f"{settings.base_url}/chat/completions"
