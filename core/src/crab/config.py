@@ -7,6 +7,7 @@ nothing is overwritten.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import tomllib
@@ -174,7 +175,7 @@ def load_config(
     user_path = user_config_path()
     project_dir = find_project_dir(cwd)
     project_path = project_dir / "config.toml" if project_dir else None
-    data = deep_merge(DEFAULTS, read_toml(user_path))
+    data = deep_merge(copy.deepcopy(DEFAULTS), read_toml(user_path))
     if project_path is not None:
         data = deep_merge(data, read_toml(project_path))
     for var, key in ENV_KEYS.items():

@@ -1,0 +1,70 @@
+"""Helpers for core's tests: a site folder with fake installed plugins (real entry points)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FAKES = Path(__file__).parent / "fake_plugins"
+FAKE_NAMES = {
+    "good": "crab_fake_good",
+    "import-error": "crab_fake_import_error",
+    "hook-error": "crab_fake_hook_error",
+    "garbage": "crab_fake_garbage",
+    "duplicate": "crab_fake_duplicate",
+    "future-api": "crab_fake_api",
+    "recorder": "crab_fake_recorder",
+    "cli-extra": "crab_fake_cli",
+}
+
+
+def make_site(root: Path, names: list[str]) -> Path:
+    """A folder that, on PYTHONPATH, makes the named fakes look pip-installed (dist-info + entry point)."""
+    site = root / "site"
+    site.mkdir(exist_ok=True)
+    for name in names:
+        module = FAKE_NAMES[name]
+        shutil.copy(FAKES / f"{module}.py", site / f"{module}.py")
+        dist = site / f"crab_fake_{name.replace('-', '_')}-0.0.1.dist-info"
+        dist.mkdir(exist_ok=True)
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: crab-fake-{name}\nVersion: 0.0.1\n")
+        (dist / "entry_points.txt").write_text(f"[crab]\n{name} = {module}\n")
+    return site
+
+
+@pytest.fixture
+def fake_site(tmp_path: Path):
+    """``fake_site(["good", "garbage"])`` → env for a subprocess that sees exactly those fakes."""
+
+    def build(names: list[str]) -> dict[str, str]:
+        site = make_site(tmp_path, names)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+        env["PYTHONPATH"] = str(site)
+        env["CRAB_HOME"] = str(tmp_path / "home")
+        env["CRAB_FAKE_IMPORT_LOG"] = str(tmp_path / "imports.log")
+        return env
+
+    return build
+
+
+def _crab(args: list[str], env: dict[str, str], cwd: Path | None = None, stdin: str | None = None):
+    return subprocess.run(
+        [sys.executable, "-m", "crab", *args],
+        env=env,
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def crab_run():
+    """``crab_run(args, env, cwd=None, stdin=None)`` runs the real ``crab`` command (``python -m crab``)."""
+    return _crab

@@ -1,0 +1,108 @@
+"""The permission gate: read passes; write/exec/network ask; yolo, read-only, and failing closed."""
+
+from __future__ import annotations
+
+import types
+
+import crab
+import pytest
+from crab.events import ToolResultEvent
+from crab.interception import PermissionRequest
+
+
+@crab.tool(permission="write")
+def save(text: str) -> str:
+    """Pretend to write."""
+    return f"saved {text}"
+
+
+@crab.tool(permission="exec")
+def shell(cmd: str) -> str:
+    """Pretend to run."""
+    return f"ran {cmd}"
+
+
+@crab.tool
+def look() -> str:
+    """Pretend to read."""
+    return "looked"
+
+
+PLUGIN = types.SimpleNamespace(crab_tools=crab.hookimpl(lambda config: [save, shell, look]))
+SCRIPT = [
+    [{"tool": "look", "args": {}}, {"tool": "save", "args": {"text": "a"}}, {"tool": "shell", "args": {"cmd": "ls"}}],
+    [{"tool": "save", "args": {"text": "b"}}],
+    [{"text": "done"}],
+]
+
+
+def results(h) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for event in h.events_of(ToolResultEvent):
+        out.setdefault(event.name, []).append(event.content)
+    return out
+
+
+def test_non_interactive_run_refuses_with_how_to_allow(crab_agent):
+    h = crab_agent(SCRIPT, plugins={"p": PLUGIN}, ask=None)
+    h.run("go")
+    got = results(h)
+    assert got["look"] == ["looked"]
+    assert got["save"][0].startswith("Refused: save needs write permission and this run cannot ask")
+    assert "--yolo" in got["save"][0]
+    assert got["shell"][0].startswith("Refused: shell needs exec permission")
+
+
+def test_yolo_allows_everything(crab_agent):
+    h = crab_agent(SCRIPT, plugins={"p": PLUGIN}, config={"crab.permissions": "yolo"})
+    h.run("go")
+    assert results(h) == {"look": ["looked"], "save": ["saved a", "saved b"], "shell": ["ran ls"]}
+
+
+def test_read_only_refuses_write_and_exec_even_when_it_could_ask(crab_agent):
+    async def ask(request: PermissionRequest):
+        raise AssertionError("read-only must not ask")
+
+    h = crab_agent(SCRIPT, plugins={"p": PLUGIN}, config={"crab.permissions": "read-only"}, ask=ask)
+    h.run("go")
+    got = results(h)
+    assert got["look"] == ["looked"]
+    assert all("read-only" in r for r in got["save"] + got["shell"])
+
+
+@pytest.mark.parametrize(
+    ("answers", "expected_saves", "questions"),
+    [
+        (["once", "once", "once"], ["saved a", "saved b"], 3),
+        (["always", "once", "once"], ["saved a", "saved b"], 2),  # the second save is not asked again
+        (["deny", "deny", "deny"], None, 3),
+    ],
+)
+def test_asking_once_always_or_deny(crab_agent, answers, expected_saves, questions):
+    asked: list[PermissionRequest] = []
+
+    async def ask(request: PermissionRequest):
+        asked.append(request)
+        return answers[len(asked) - 1]
+
+    h = crab_agent(SCRIPT, plugins={"p": PLUGIN}, ask=ask)
+    h.run("go")
+    got = results(h)
+    assert len(asked) == questions
+    assert asked[0].summary == 'save(text="a")'
+    if expected_saves is None:
+        assert all(r.startswith("The user refused this write call") for r in got["save"])
+    else:
+        assert got["save"] == expected_saves
+
+
+def test_a_broken_checker_fails_closed(crab_agent):
+    def explode(call, tool, ctx):
+        raise RuntimeError("checker bug")
+
+    checker = types.SimpleNamespace(crab_before_tool_call=crab.hookimpl(explode))
+    h = crab_agent(SCRIPT, plugins={"p": PLUGIN, "checker": checker}, config={"crab.permissions": "yolo"})
+    h.run("go")
+    got = results(h)
+    assert got["look"] == ["Refused: the checker plugin failed while checking this call."]
+    assert h.host.records["checker"].status == "failed"

@@ -1,0 +1,22 @@
+"""Routing input to commands, the shell or the model."""
+
+from __future__ import annotations
+
+from crab.loop.router import close_matches, route
+
+
+def test_routes():
+    assert route("/help").kind == "command"
+    assert route("/handoff phase-2 the summary") == route("/handoff phase-2 the summary")
+    r = route("/handoff phase-2 the summary")
+    assert (r.name, r.args) == ("handoff", "phase-2 the summary")
+    assert route("//etc/passwd is a path").text == "/etc/passwd is a path"
+    assert route("//etc").kind == "model"
+    assert route("!ls -la").kind == "shell" and route("!ls -la").text == "ls -la"
+    assert route("hello /help").kind == "model"
+    assert route("/ spaced").kind == "model"
+
+
+def test_close_matches():
+    assert close_matches("hepl", ["help", "handoff", "quit"])[0] == "help"
+    assert close_matches("zzz", ["help"]) == []
