@@ -60,7 +60,7 @@ def test_bad_shapes_are_clear(crab_home: Path):
     with pytest.raises(ConfigError, match=r"plugins.enabled must be a list"):
         load_config(env={})
     write(crab_home / "config.toml", '[crab]\npermissions = "maybe"\n')
-    with pytest.raises(ConfigError, match="crab.permissions"):
+    with pytest.raises(ConfigError, match=r"crab\.permissions"):
         load_config(env={})
 
 

@@ -25,7 +25,16 @@ _EXPORTS = {
     "load_script": "crab.testing.scripted",
     "StoreContract": "crab.testing.store_contract",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "AgentHarness",
+    "CliResult",
+    "ScriptedProvider",
+    "StoreContract",
+    "build_host",
+    "load_script",
+    "make_config",
+    "run_cli",
+]
 
 
 def __getattr__(name: str) -> Any:
