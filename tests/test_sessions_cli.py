@@ -1,0 +1,169 @@
+"""``crab sessions`` driven as a user would: the real ``crab`` command, a real store, a scripted model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+CRAB = Path(sys.executable).with_name("crab")
+PLUGINS = "provider-mock,tape-jsonl,store-sqlite"
+SCRIPT = {
+    "replies": [
+        [
+            {"text": "Looking at the pelican report."},
+            {"tool": "read", "args": {"path": "report.md"}},
+            {"usage": {"input_tokens": 120, "output_tokens": 30}},
+        ],
+        [{"text": "The pelican count is forty-two."}, {"usage": {"input_tokens": 200, "output_tokens": 12}}],
+    ],
+    "loop": False,
+}
+
+
+@dataclass
+class Crab:
+    """Runs ``crab`` in a project folder with its own CRAB_HOME."""
+
+    home: Path
+    project: Path
+    script: Path
+
+    def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "CRAB_HOME": str(self.home), "CRAB_PLUGINS": PLUGINS, "NO_COLOR": "1"}
+        env.pop("CRAB_STORE", None)
+        done = subprocess.run([str(CRAB), *args], cwd=self.project, env=env, capture_output=True, text=True, timeout=60)
+        if check and done.returncode != 0:
+            raise AssertionError(f"crab {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+        return done
+
+    def run(self, store: str, prompt: str, *extra: str) -> None:
+        self("run", "--store", store, "--provider", "mock", "--script", str(self.script), "--yolo", *extra, prompt)
+
+    def json(self, *args: str) -> object:
+        return json.loads(self(*args).stdout)
+
+
+@pytest.fixture
+def crab(tmp_path: Path) -> Iterator[Crab]:
+    if not CRAB.exists():
+        pytest.skip(f"no crab command next to {sys.executable}")
+    project = tmp_path / "project"
+    project.mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT), encoding="utf-8")
+    yield Crab(home=tmp_path / "home", project=project, script=script)
+
+
+@pytest.mark.parametrize("store", ["jsonl", "sqlite"])
+def test_list_show_search_fork_export(crab: Crab, store: str) -> None:
+    crab.run(store, "count the pelicans")
+    crab.run(store, "and the herons")
+    listed = crab.json("sessions", "list", "--json", "--store", store)
+    assert isinstance(listed, list)
+    assert len(listed) == 2
+    newest, oldest = listed
+    assert newest["workspace"] == str(crab.project)
+    assert newest["entry_count"] >= 5
+    assert newest["updated"] >= oldest["updated"]
+    text = crab("sessions", "list", "--store", store).stdout
+    assert newest["id"] in text
+    assert oldest["id"] in text
+    assert crab.json("sessions", "list", "--json", "--store", store, "--workspace", "/elsewhere") == []
+
+    shown = crab("sessions", "show", oldest["id"], "--store", store).stdout
+    assert "count the pelicans" in shown
+    assert "result read [error]" in shown
+    document = crab.json("sessions", "show", oldest["id"], "--json", "--store", store)
+    assert isinstance(document, dict)
+    entries = document["entries"]
+    assert entries[0]["payload"]["content"] == "count the pelicans"
+    parent = None
+    for entry in entries:
+        assert entry["parent_id"] == parent
+        parent = entry["id"]
+
+    hits = crab.json("sessions", "search", "herons", "--json", "--store", store)
+    assert isinstance(hits, list)
+    assert [h["session_id"] for h in hits] == [newest["id"]]
+    assert crab("sessions", "search", "pelican forty-two", "--store", store).stdout.count("\n") == 2
+    assert crab("sessions", "search", "no such words", "--store", store).stdout.strip() == "no matches"
+
+    user_entry = entries[0]["id"]
+    fork_id = crab("sessions", "fork", oldest["id"], "--at", user_entry, "--store", store).stdout.strip()
+    fork = crab.json("sessions", "show", fork_id, "--json", "--store", store)
+    assert isinstance(fork, dict)
+    assert fork["session"]["forked_from"] == oldest["id"]
+    assert fork["session"]["fork_entry"] == user_entry
+    assert [e["id"] for e in fork["entries"]] == [user_entry]
+    crab.run(store, "go on from the fork", "--session", fork_id)
+    resumed = crab.json("sessions", "show", fork_id, "--json", "--store", store)
+    assert isinstance(resumed, dict)
+    assert resumed["entries"][1]["parent_id"] == user_entry
+    assert resumed["entries"][1]["payload"]["content"] == "go on from the fork"
+
+    lines = crab("sessions", "export", oldest["id"], "--format", "jsonl", "--store", store).stdout.splitlines()
+    header, *exported = (json.loads(line) for line in lines)
+    assert header["id"] == oldest["id"]
+    assert header["crab_session"] == 1
+    assert exported == entries
+    markdown = crab("sessions", "export", oldest["id"], "--format", "markdown", "--store", store).stdout
+    assert markdown.startswith(f"# Session {oldest['id']}")
+    assert "## User" in markdown
+    assert "count the pelicans" in markdown
+    assert "The pelican count is forty-two." in markdown
+
+
+def test_unknown_sessions_fail_with_one_line(crab: Crab) -> None:
+    for args in (("show", "20000101T000000-000000"), ("fork", "nope"), ("export", "../etc/passwd")):
+        done = crab("sessions", *args, "--store", "jsonl", check=False)
+        assert done.returncode == 1
+        assert done.stderr.startswith("crab: no session")
+        assert "Traceback" not in done.stderr
+
+
+def test_migrate_keeps_ids_parents_times_and_forks(crab: Crab) -> None:
+    crab.run("jsonl", "count the pelicans")
+    crab.run("jsonl", "and the herons")
+    first = crab.json("sessions", "list", "--json", "--store", "jsonl")
+    assert isinstance(first, list)
+    crab("sessions", "fork", first[-1]["id"], "--store", "jsonl")
+    sessions = crab.json("sessions", "list", "--json", "--store", "jsonl")
+    assert isinstance(sessions, list)
+
+    done = crab("sessions", "migrate", "--from", "jsonl", "--to", "sqlite")
+    assert "copied 3 sessions" in done.stdout
+    again = crab("sessions", "migrate", "--from", "jsonl", "--to", "sqlite")
+    assert "copied 0 sessions" in again.stdout
+    assert "3 already there" in again.stdout
+
+    def export(store: str, session_id: str) -> str:
+        return crab("sessions", "export", session_id, "--format", "jsonl", "--store", store).stdout
+
+    migrated = crab.json("sessions", "list", "--json", "--store", "sqlite")
+    assert isinstance(migrated, list)
+    assert [s["id"] for s in migrated] == [s["id"] for s in sessions]
+    for session in sessions:
+        assert export("sqlite", session["id"]) == export("jsonl", session["id"])
+    fork = next(s for s in migrated if s["forked_from"])
+    assert fork["forked_from"] == first[-1]["id"]
+    by_id = {s["id"]: s for s in migrated}
+    assert by_id[first[0]["id"]]["usage"] == {"input_tokens": 320, "output_tokens": 42}
+
+    # Back again, into an empty tape folder, from the SQLite store as the configured one.
+    (crab.home / "config.toml").write_text(
+        f'[crab]\nstore = "sqlite"\n\n[plugins.tape-jsonl]\nroot = "{crab.home / "tapes2"}"\n', encoding="utf-8"
+    )
+    done = crab("sessions", "migrate", "--to", "jsonl")
+    assert "copied 3 sessions" in done.stdout
+    for session in sessions:
+        assert export("jsonl", session["id"]) == export("sqlite", session["id"])
+    refused = crab("sessions", "migrate", "--to", "sqlite", check=False)
+    assert refused.returncode == 2
+    assert "both 'sqlite'" in refused.stderr
