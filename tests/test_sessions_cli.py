@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,14 +50,14 @@ class Crab:
 
 
 @pytest.fixture
-def crab(tmp_path: Path) -> Iterator[Crab]:
+def crab(tmp_path: Path) -> Crab:
     if not CRAB.exists():
         pytest.skip(f"no crab command next to {sys.executable}")
     project = tmp_path / "project"
     project.mkdir()
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT), encoding="utf-8")
-    yield Crab(home=tmp_path / "home", project=project, script=script)
+    return Crab(home=tmp_path / "home", project=project, script=script)
 
 
 @pytest.mark.parametrize("store", ["jsonl", "sqlite"])
