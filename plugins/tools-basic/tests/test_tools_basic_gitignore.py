@@ -1,0 +1,108 @@
+"""The .gitignore matcher, checked rule by rule and against git itself on random rule sets."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from crab_tools_basic.gitignore import compile_glob, glob_to_regex, parse_line
+from crab_tools_basic.walk import walk_files
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+TREE = [
+    "root.txt", "keep.log", "debug.log", "a.txt", "b.txt", "c.md", "x.md", "#hash", "trailing ",
+    "build/out.bin", "build/keep.log", "docs/guide.md", "docs/api/ref.md", "docs/api/keep.log",
+    "sub/tmp/f.txt", "tmp/t.txt", "a/b.txt", "a/x/b.txt", "a/x/y/b.txt", "a/keep.log",
+    "src/m.py", "src/m.pyc", "src/__pycache__/m.pyo", "nested/deeper/z.txt",
+    "nested/deeper/more/z.txt", "x/y/q.txt", "important/i.log", "dir1/sub/f.txt", "d2/e.txt",
+    ".hidden/h.txt", ".env",
+]  # fmt: skip
+
+PATTERNS = [
+    "*.log", "build/", "/root.txt", "docs/*.md", "**/tmp", "a/**/b.txt", "!keep.log", "sub/", "*.py[co]",
+    "[ab].txt", "?.md", "x/y/", "\\#hash", "trailing\\ ", "**/*.txt", "!important/", "d*/", "nested/deeper/*",
+    "!nested/deeper/more", "src/**", "!*.md", "/a/", "api", "*", "!*/", "**/keep.log", ".*", "!.env", "b.txt",
+    "# comment", "", "docs/**/ref.md", "[!a].txt", "tmp/", "/*.txt", "d2", "x/**", "!d2/e.txt",
+]  # fmt: skip
+
+
+def git_visible(root: Path) -> set[str]:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "init", "-q", str(root)], check=True, env=env)
+    listed = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard", "-z"],
+        cwd=root, check=True, capture_output=True, env=env,
+    ).stdout  # fmt: skip
+    return {name for name in listed.decode().split("\0") if name}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed: nothing to compare against")
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.sampled_from(PATTERNS), max_size=8),
+    st.lists(st.sampled_from(PATTERNS), max_size=4),
+    st.lists(st.sampled_from(PATTERNS), max_size=4),
+)
+def test_walk_agrees_with_git(root_rules: list[str], a_rules: list[str], docs_rules: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        for name in TREE:
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(name)
+        for where, rules in (("", root_rules), ("a", a_rules), ("docs", docs_rules)):
+            if rules:
+                (root / where / ".gitignore").write_text("\n".join(rules) + "\n")
+        ours = {entry.relative for entry in walk_files(root, root)}
+        assert ours == git_visible(root)
+
+
+@pytest.mark.parametrize(
+    ("line", "path", "name", "is_dir", "ignored"),
+    [
+        ("*.log", "deep/x.log", "x.log", False, True),
+        ("/top.txt", "sub/top.txt", "top.txt", False, None),
+        ("/top.txt", "top.txt", "top.txt", False, True),
+        ("build/", "build", "build", False, None),
+        ("build/", "src/build", "build", True, True),
+        ("doc/*.md", "doc/a.md", "a.md", False, True),
+        ("doc/*.md", "doc/sub/a.md", "a.md", False, None),
+        ("a/**/b", "a/b", "b", False, True),
+        ("a/**/b", "a/x/y/b", "b", False, True),
+        ("**/foo", "x/y/foo", "foo", False, True),
+        ("!keep.log", "keep.log", "keep.log", False, False),
+        ("\\!bang", "!bang", "!bang", False, True),
+        ("trail\\ ", "trail ", "trail ", False, True),
+        ("trail   ", "trail", "trail", False, True),
+        ("[!a]b", "cb", "cb", False, True),
+        ("[!a]b", "ab", "ab", False, None),
+        ("?.c", "x/y.c", "y.c", False, True),
+    ],
+)
+def test_single_rules(line: str, path: str, name: str, is_dir: bool, ignored: bool | None) -> None:
+    rule = parse_line(line)
+    assert rule is not None
+    subject = name if rule.basename_only else path
+    if rule.folder_only and not is_dir or not rule.regex.match(subject):
+        assert ignored is None
+    else:
+        assert (not rule.negate) is ignored
+
+
+def test_comments_and_blank_lines_are_not_rules() -> None:
+    assert parse_line("# note") is None
+    assert parse_line("   ") is None
+    assert parse_line("/") is None
+
+
+def test_globs_for_the_tools() -> None:
+    assert compile_glob("*.py").matches("a/b/c.py")
+    assert not compile_glob("src/*.py").matches("src/a/b.py")
+    assert compile_glob("src/**/*.py").matches("src/b.py")
+    assert compile_glob("src/**/*.py").matches("src/a/b/c.py")
+    assert compile_glob("./docs/*.md").matches("docs/x.md")
+    assert glob_to_regex("a*b") == "a[^/]*b"
