@@ -20,6 +20,8 @@ FAKE_NAMES = {
     "future-api": "crab_fake_api",
     "recorder": "crab_fake_recorder",
     "cli-extra": "crab_fake_cli",
+    "scripted": "crab_fake_scripted",
+    "files": "crab_fake_files",
 }
 
 
