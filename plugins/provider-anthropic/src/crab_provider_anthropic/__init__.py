@@ -1,0 +1,25 @@
+"""crab-provider-anthropic: the Anthropic Messages API as a crab provider.
+
+Hook implementations only; the parser, request building and transport live in sibling modules.
+Imports nothing heavy: httpx is loaded when a request is made.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crab.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from crab.config import Config
+    from crab.providers import Provider
+
+CRAB_API = ">=1.0,<2"
+
+
+@hookimpl  # type: ignore[untyped-decorator,unused-ignore]  # untyped when crab is read without py.typed
+def crab_providers(config: Config) -> list[Provider]:
+    from crab_provider_anthropic.provider import AnthropicProvider
+    from crab_provider_anthropic.settings import PLUGIN
+
+    return [AnthropicProvider(config.plugin_settings(PLUGIN))]

@@ -1,0 +1,104 @@
+"""Builds the Messages API request: alternating user/assistant turns of content blocks, tool
+results as user-side ``tool_result`` blocks, signed thinking replayed, tool schemas, options.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crab.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+from crab.providers import ModelRequest
+
+from crab_provider_anthropic.settings import API_VERSION, AnthropicSettings
+
+EMPTY_REPLY = "(no content)"
+"""Anthropic rejects an assistant turn with no content; this stands in for an empty reply."""
+
+
+def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for thought in message.thinking:
+        # Unsigned thinking (from another provider, or cut short) is rejected on replay.
+        if not thought.signature:
+            continue
+        if thought.redacted:
+            blocks.append({"type": "redacted_thinking", "data": thought.signature})
+        else:
+            blocks.append({"type": "thinking", "thinking": thought.text, "signature": thought.signature})
+    if message.content.strip():
+        blocks.append({"type": "text", "text": message.content})
+    for call in message.tool_calls:
+        # A call whose arguments did not parse is replayed with empty input: ``input`` must be an
+        # object, and the paired error result already shows the model its raw text.
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments})
+    if not any(b["type"] in ("text", "tool_use") for b in blocks):
+        blocks.append({"type": "text", "text": EMPTY_REPLY})
+    return blocks
+
+
+def message_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    """``(role, content blocks)`` for one crab message."""
+    if isinstance(message, UserMessage):
+        return "user", [{"type": "text", "text": message.content}] if message.content.strip() else []
+    if isinstance(message, ToolResultMessage):
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.call_id, "content": message.content}
+        if message.is_error:
+            block["is_error"] = True
+        return "user", [block]
+    return "assistant", _assistant_blocks(message)
+
+
+def build_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """Turns merged so roles alternate, as the API requires (tool results join the next user text)."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage) and not message.replayable:
+            continue
+        role, blocks = message_blocks(message)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return out
+
+
+def build_body(request: ModelRequest, settings: AnthropicSettings) -> dict[str, Any]:
+    """The JSON body of a streaming Messages call."""
+    info = settings.model_info(request.model)
+    max_tokens = request.max_tokens or (info.max_output_tokens if info else None) or settings.default_max_tokens
+    body: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens, "stream": True}
+    if request.system:
+        body["system"] = request.system
+    body["messages"] = build_messages(request.messages)
+    if request.tools:
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
+        ]
+    budget = request.options.get("thinking_budget", settings.thinking_budget)
+    if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        # The budget counts against max_tokens, which must stay larger than it.
+        if max_tokens <= budget:
+            body["max_tokens"] = budget + settings.default_max_tokens
+    elif request.temperature is not None:
+        # Extended thinking allows no temperature other than the default.
+        body["temperature"] = request.temperature
+    return body
+
+
+def build_headers(key: str | None, settings: AnthropicSettings) -> dict[str, str]:
+    headers = {
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        "anthropic-version": API_VERSION,
+        **settings.headers,
+    }
+    if key:
+        headers["x-api-key"] = key
+    return headers
+
+
+def endpoint(settings: AnthropicSettings) -> str:
+    return f"{settings.base_url}/messages"

@@ -1,0 +1,205 @@
+"""HTTP for one model call: POST, retry what may be retried, then stream SSE through a parser.
+
+A failure retries only while nothing has reached the caller (an error status, a refused or
+reset connection, or an error the server streams before any content), so a retry is never
+seen as duplicated text. httpx is imported here, inside the call, never at plugin import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from crab.auth import redact
+from crab.errors import ContextOverflowError, ProviderError
+from crab.events import ErrorEvent, RetryEvent, StreamEvent
+from crab.retry import RetryPolicy, retry_after_from_headers
+from crab.sse import ServerSentEvent, SSEDecoder
+
+if TYPE_CHECKING:
+    import httpx
+
+
+class StreamParser(Protocol):
+    """What the transport needs from a provider's pure stream parser."""
+
+    end_marker: str
+    done: bool
+
+    def feed(self, event: ServerSentEvent) -> list[StreamEvent]: ...
+
+    def finish(self) -> list[StreamEvent]: ...
+
+
+@dataclass(frozen=True)
+class HttpCall:
+    """One streaming POST and how to treat its failures. ``secrets`` are redacted from messages."""
+
+    provider: str
+    url: str
+    headers: dict[str, str]
+    body: bytes
+    policy: RetryPolicy
+    idle_timeout: float
+    connect_timeout: float
+    secrets: Sequence[str] = field(default=(), repr=False)
+
+    def clean(self, text: str) -> str:
+        cleaned: str = redact(text, self.secrets)
+        return cleaned
+
+
+Classify = Callable[[int, str], ProviderError]
+"""Turns an error status and its body text into a typed error."""
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _redacted(error: ProviderError, call: HttpCall, suffix: str = "") -> ProviderError:
+    message = call.clean(f"{error}{suffix}")
+    if isinstance(error, ContextOverflowError):
+        return ContextOverflowError(message)
+    return ProviderError(message, error.kind, retryable=error.retryable and not suffix)
+
+
+@dataclass
+class _Outcome:
+    retry_error: ProviderError | None = None
+
+
+async def stream_call(
+    call: HttpCall,
+    make_parser: Callable[[], StreamParser],
+    classify: Classify,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> AsyncIterator[StreamEvent]:
+    """Yield the events of one model call, retrying per ``call.policy``.
+
+    Error statuses (after retries) are raised as ``ProviderError`` (``ContextOverflowError``
+    for an overflow); faults after content has streamed end with one ``ErrorEvent``.
+    """
+    import httpx
+
+    timeout = httpx.Timeout(
+        connect=call.connect_timeout, read=call.idle_timeout, write=call.connect_timeout, pool=call.connect_timeout
+    )
+    async with httpx.AsyncClient(timeout=timeout) as client:
+        attempt = 0
+        while True:
+            attempt += 1
+            failure: ProviderError
+            retry_after: float | None = None
+            try:
+                request = client.build_request("POST", call.url, headers=call.headers, content=call.body)
+                response = await client.send(request, stream=True)
+            except httpx.TimeoutException as exc:
+                failure = ProviderError(
+                    f"{call.provider}: no response from {call.url} ({_describe(exc)})", "network", retryable=True
+                )
+            except httpx.TransportError as exc:
+                failure = ProviderError(
+                    f"{call.provider}: connection to {call.url} failed ({_describe(exc)})", "network", retryable=True
+                )
+            else:
+                try:
+                    if response.status_code >= 400:
+                        failure = classify(response.status_code, await _body_text(response))
+                        retry_after = retry_after_from_headers(response.headers)
+                    else:
+                        outcome = _Outcome()
+                        async for event in _read(response, make_parser(), call, outcome, classify):
+                            yield event
+                        if outcome.retry_error is None:
+                            return
+                        failure = outcome.retry_error
+                finally:
+                    await response.aclose()
+            if not failure.retryable:
+                raise _redacted(failure, call)
+            decision = call.policy.decide(attempt, retry_after)
+            if not decision.retry:
+                raise _redacted(failure, call, f" ({decision.reason})")
+            yield RetryEvent(
+                attempt=attempt + 1,
+                max_attempts=call.policy.max_attempts,
+                delay=decision.delay,
+                reason=call.clean(str(failure)),
+            )
+            await sleep(decision.delay)
+
+
+async def _body_text(response: httpx.Response) -> str:
+    import httpx
+
+    try:
+        return (await response.aread()).decode("utf-8", errors="replace")
+    except httpx.HTTPError:
+        return ""
+
+
+async def _read(
+    response: httpx.Response, parser: StreamParser, call: HttpCall, outcome: _Outcome, classify: Classify
+) -> AsyncIterator[StreamEvent]:
+    """Stream one response body through the parser; ends with the parser's finish or one ErrorEvent."""
+    import httpx
+
+    if response.headers.get("content-type", "").startswith("application/json"):
+        # Some servers answer a streaming request with a plain JSON error and status 200.
+        yield ErrorEvent(call.clean(str(classify(response.status_code, await _body_text(response)))), "stream")
+        return
+    decoder = SSEDecoder()
+    received = False
+    yielded = False
+    try:
+        async for chunk in response.aiter_bytes():
+            received = received or bool(chunk)
+            for sse in decoder.feed(chunk):
+                for event in parser.feed(sse):
+                    yielded = True
+                    yield event
+                if parser.done:
+                    break
+            if parser.done:
+                break
+        if not parser.done:
+            for sse in decoder.flush():
+                for event in parser.feed(sse):
+                    yielded = True
+                    yield event
+    except ProviderError as exc:
+        if exc.retryable and not yielded:
+            outcome.retry_error = exc
+            return
+        yield ErrorEvent(call.clean(str(exc)), exc.kind)
+        return
+    except httpx.TimeoutException:
+        yield ErrorEvent(
+            f"{call.provider}: the stream went idle (nothing for {call.idle_timeout:g} s); partial reply dropped",
+            "stream",
+        )
+        return
+    except httpx.TransportError as exc:
+        if not received:
+            outcome.retry_error = ProviderError(
+                f"{call.provider}: the connection dropped before any data ({_describe(exc)})", "network", True
+            )
+            return
+        yield ErrorEvent(
+            call.clean(
+                f"{call.provider}: the connection dropped mid-stream ({_describe(exc)}); the partial reply was dropped"
+            ),
+            "stream",
+        )
+        return
+    if not parser.done:
+        yield ErrorEvent(
+            f"{call.provider}: the stream ended without {parser.end_marker}; the partial reply was dropped", "stream"
+        )
+        return
+    for event in parser.finish():
+        yield event
