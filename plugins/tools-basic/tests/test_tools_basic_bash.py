@@ -68,9 +68,7 @@ def test_stdin_is_dev_null(call: Callable[..., ToolResult]) -> None:
 
 
 @pytest.mark.slow
-def test_timeout_kills_grandchildren_even_those_ignoring_term(
-    workspace: Path, call: Callable[..., ToolResult]
-) -> None:
+def test_timeout_kills_grandchildren_even_those_ignoring_term(workspace: Path, call: Callable[..., ToolResult]) -> None:
     command = (
         "sh -c 'sleep 300 & echo $! > grandchild.pid; wait' & "
         "sh -c 'trap \"\" TERM; sleep 300 & echo $! > stubborn.pid; wait' & "
@@ -89,9 +87,7 @@ def test_timeout_kills_grandchildren_even_those_ignoring_term(
 
 
 @pytest.mark.slow
-def test_background_child_holding_stdout_does_not_hang(
-    workspace: Path, call: Callable[..., ToolResult]
-) -> None:
+def test_background_child_holding_stdout_does_not_hang(workspace: Path, call: Callable[..., ToolResult]) -> None:
     began = time.monotonic()
     result = call("bash", command="sleep 300 & echo $! > bg.pid; echo done")
     elapsed = time.monotonic() - began

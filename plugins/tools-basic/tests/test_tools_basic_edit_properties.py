@@ -108,11 +108,10 @@ def file_with_a_bad_edit(draw: st.DrawFn) -> tuple[bytes, list[tuple[str, str]]]
     elif kind == "ambiguous":
         repeated = [c for c in set(folded) if folded.count(c) > 1]
         bad = [(draw(st.sampled_from(repeated)), "¤")] if repeated else [("¶ absent", "x")]
+    elif not good or len(good[0][0]) < 2:
+        bad = [("", "x")]
     else:
-        if not good or len(good[0][0]) < 2:
-            bad = [("", "x")]
-        else:
-            bad = [(good[0][0][1:], "¤")]  # overlaps the good edit, or is ambiguous if not unique
+        bad = [(good[0][0][1:], "¤")]  # overlaps the good edit, or is ambiguous if not unique
     edits = good + bad
     order = draw(st.permutations(range(len(edits))))
     return text.encode(), [edits[i] for i in order]

@@ -87,7 +87,7 @@ def test_single_rules(line: str, path: str, name: str, is_dir: bool, ignored: bo
     rule = parse_line(line)
     assert rule is not None
     subject = name if rule.basename_only else path
-    if rule.folder_only and not is_dir or not rule.regex.match(subject):
+    if (rule.folder_only and not is_dir) or not rule.regex.match(subject):
         assert ignored is None
     else:
         assert (not rule.negate) is ignored

@@ -14,9 +14,7 @@ def test_numbered_lines_without_line_endings_or_bom(workspace: Path, call: Calla
     assert call("read", path="a.txt").content == "     1\tfirst\n     2\tsecond\n     3\t\n     4\tlast"
 
 
-def test_line_limit_keeps_the_head_and_says_how_to_read_on(
-    workspace: Path, call: Callable[..., ToolResult]
-) -> None:
+def test_line_limit_keeps_the_head_and_says_how_to_read_on(workspace: Path, call: Callable[..., ToolResult]) -> None:
     (workspace / "big.txt").write_text("".join(f"row {i}\n" for i in range(1, 5001)))
     content = call("read", path="big.txt").content
     lines = content.split("\n")
@@ -24,7 +22,10 @@ def test_line_limit_keeps_the_head_and_says_how_to_read_on(
     assert lines[1999] == "  2000\trow 2000"
     assert lines[2000] == "[showing lines 1-2000 of 5000 (2000 line limit); use offset=2001 to read on]"
     follow = call("read", path="big.txt", offset=2001, limit=3).content
-    assert follow == "  2001\trow 2001\n  2002\trow 2002\n  2003\trow 2003\n[showing lines 2001-2003 of 5000; use offset=2004 to read on]"
+    assert follow == (
+        "  2001\trow 2001\n  2002\trow 2002\n  2003\trow 2003\n"
+        "[showing lines 2001-2003 of 5000; use offset=2004 to read on]"
+    )
 
 
 def test_byte_limit_cuts_on_a_line_boundary(workspace: Path, call: Callable[..., ToolResult]) -> None:
@@ -47,7 +48,9 @@ def test_single_huge_line_is_cut_inside_on_a_character_boundary(
     assert len(body.encode()) <= 50_000
     assert body.startswith("     1\t日")
     assert set(body[7:]) == {"日"}  # no broken character at the cut
-    assert note == "[line 1 is longer than 50 KB and was cut; showing lines 1-1 of 2 (50 KB limit); use offset=2 to read on]"
+    assert note == (
+        "[line 1 is longer than 50 KB and was cut; showing lines 1-1 of 2 (50 KB limit); use offset=2 to read on]"
+    )
 
 
 def test_offset_past_the_end_is_an_error(workspace: Path, call: Callable[..., ToolResult]) -> None:
@@ -57,9 +60,7 @@ def test_offset_past_the_end_is_an_error(workspace: Path, call: Callable[..., To
     assert "has 1 lines" in result.content
 
 
-def test_binary_files_folders_and_missing_files_are_refused(
-    workspace: Path, call: Callable[..., ToolResult]
-) -> None:
+def test_binary_files_folders_and_missing_files_are_refused(workspace: Path, call: Callable[..., ToolResult]) -> None:
     (workspace / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
     (workspace / "dir").mkdir()
     assert "binary file" in call("read", path="img.png").content
@@ -74,9 +75,7 @@ def test_empty_file(workspace: Path, call: Callable[..., ToolResult]) -> None:
     assert call("read", path="empty").content == "(empty file)"
 
 
-def test_invalid_utf8_is_shown_with_replacement_characters(
-    workspace: Path, call: Callable[..., ToolResult]
-) -> None:
+def test_invalid_utf8_is_shown_with_replacement_characters(workspace: Path, call: Callable[..., ToolResult]) -> None:
     (workspace / "latin1.txt").write_bytes("café\n".encode("latin-1"))
     assert call("read", path="latin1.txt").content == "     1\tcaf\ufffd"
 

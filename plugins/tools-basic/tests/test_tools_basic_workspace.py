@@ -80,9 +80,7 @@ def test_symlink_inside_the_workspace_is_followed(workspace: Path, call: Callabl
     assert (workspace / "real.txt").read_text() == "changed\n"
 
 
-def test_extra_roots_let_a_folder_in(
-    outside: Path, settings: dict[str, Any], call: Callable[..., ToolResult]
-) -> None:
+def test_extra_roots_let_a_folder_in(outside: Path, settings: dict[str, Any], call: Callable[..., ToolResult]) -> None:
     settings["extra_roots"] = [str(outside)]
     assert call("read", path=str(outside / "secret.txt")).content == "     1\tsecret"
     assert not call("edit", path=str(outside / "secret.txt"), old="secret", new="shared").is_error
