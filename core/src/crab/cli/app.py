@@ -271,10 +271,13 @@ def _add_plugin_commands() -> None:
     _extended.add("plugins")
 
     try:
-        from crab.cli.runtime import build_host, load_cli_config
+        from crab.config import load_config
+        from crab.plugins import PluginHost, parse_plugin_list
 
-        config = load_cli_config()
-        host = build_host(config, os.environ.get("CRAB_PLUGINS"))
+        config = load_config()
+        host = PluginHost(config)  # only what crab_cli needs: no built-ins, no registries
+        chosen = os.environ.get("CRAB_PLUGINS")
+        host.load_entry_points(cli=parse_plugin_list(chosen) if chosen is not None else None)
     except CrabError:
         return
     for _ in host.call_each("crab_cli", app=app, config=config):
