@@ -1,0 +1,139 @@
+"""glob, grep and ls: .gitignore honoured, binary files skipped, results and lines capped."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from crab.tools import ToolResult
+from crab_tools_basic.grep_engine import search_text
+from crab_tools_basic.search import search
+from crab_tools_basic.settings import Backend
+from crab_tools_basic.workspace import Workspace
+
+
+@pytest.fixture
+def tree(workspace: Path) -> Path:
+    files = {
+        ".gitignore": "node_modules/\n*.log\n!keep.log\n",
+        "README.md": "# Title\nhello world\n",
+        "src/app.py": "import os\n\ndef hello():\n    return 'hello'\n",
+        "src/util.py": "HELLO = 1\n",
+        "src/.gitignore": "generated.py\n",
+        "src/generated.py": "hello from generated\n",
+        "debug.log": "hello log\n",
+        "keep.log": "hello kept\n",
+        "node_modules/lib/index.js": "hello module\n",
+        ".git/config": "hello git\n",
+        ".github/ci.yml": "hello ci\n",
+    }
+    for name, content in files.items():
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(content)
+    (workspace / "data.bin").write_bytes(b"hello\0binary\n")
+    return workspace
+
+
+def test_glob_honours_gitignore_and_sorts(tree: Path, call: Callable[..., ToolResult]) -> None:
+    assert call("glob", pattern="*").content == "\n".join(
+        [".github/ci.yml", ".gitignore", "README.md", "data.bin", "keep.log", "src/.gitignore", "src/app.py",
+         "src/util.py"]
+    )  # fmt: skip
+    assert call("glob", pattern="*.py").content == "src/app.py\nsrc/util.py"
+    assert call("glob", pattern="*.py", path="src").content == "src/app.py\nsrc/util.py"
+    assert call("glob", pattern="src/*.py").content == "src/app.py\nsrc/util.py"
+    assert "no files match" in call("glob", pattern="*.rs").content
+
+
+def test_glob_caps_results(workspace: Path, call: Callable[..., ToolResult]) -> None:
+    for i in range(1005):
+        (workspace / f"f{i:04}.txt").write_text("")
+    content = call("glob", pattern="*.txt").content
+    lines = content.split("\n")
+    assert len(lines) == 1001
+    assert lines[-1] == "[showing the first 1000 of 1005 files; narrow the pattern or the path]"
+
+
+def test_ls_lists_folders_first_and_says_what_it_hid(tree: Path, call: Callable[..., ToolResult]) -> None:
+    (tree / "link").symlink_to("README.md")
+    assert call("ls").content == "\n".join(
+        [".github/", "src/", ".gitignore", "README.md", "data.bin", "keep.log", "link@ -> README.md",
+         "[2 hidden by .gitignore]"]
+    )  # fmt: skip
+    assert call("ls", path="src").content == ".gitignore\napp.py\nutil.py\n[1 hidden by .gitignore]"
+    assert "is a file" in call("ls", path="README.md").content
+    (tree / "empty").mkdir()
+    assert call("ls", path="empty").content == "(empty folder)"
+
+
+def test_ls_caps_entries(workspace: Path, call: Callable[..., ToolResult]) -> None:
+    for i in range(510):
+        (workspace / f"e{i:03}").write_text("")
+    lines = call("ls").content.split("\n")
+    assert len(lines) == 501
+    assert lines[-1] == "[showing 500 of 510 entries; use glob to narrow]"
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "python",
+        pytest.param(
+            "rg",
+            marks=[
+                pytest.mark.rg,
+                pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep (rg) is not on PATH"),
+            ],
+        ),
+    ],
+)
+def test_grep_skips_ignored_git_and_binary_files(tree: Path, backend: Backend) -> None:
+    ws = Workspace(tree)
+    assert search(ws, "hello", backend=backend) == "\n".join(
+        [".github/ci.yml:1:hello ci", "README.md:2:hello world", "keep.log:1:hello kept",
+         "src/app.py:3:def hello():", "src/app.py:4:    return 'hello'"]
+    )  # fmt: skip
+
+
+def test_grep_options(tree: Path, call: Callable[..., ToolResult]) -> None:
+    assert call("grep", pattern="hello", path="src", ignore_case=True).content == (
+        "src/app.py:3:def hello():\nsrc/app.py:4:    return 'hello'\nsrc/util.py:1:HELLO = 1"
+    )
+    assert call("grep", pattern="hello", glob="*.md").content == "README.md:2:hello world"
+    assert call("grep", pattern="hello", path="src/app.py", context=1).content == (
+        "src/app.py-2-\nsrc/app.py:3:def hello():\nsrc/app.py:4:    return 'hello'"
+    )
+    assert call("grep", pattern="nothing-here").content == "no matches for 'nothing-here' in ."
+    bad = call("grep", pattern="(unclosed")
+    assert bad.is_error
+    assert "not a valid regular expression" in bad.content
+
+
+def test_grep_caps_matches_and_line_length(workspace: Path, call: Callable[..., ToolResult]) -> None:
+    (workspace / "many.txt").write_text("match\n" * 150)
+    (workspace / "wide.txt").write_text("match" + "x" * 1000 + "\n")
+    lines = call("grep", pattern="match").content.split("\n")
+    assert len(lines) == 101
+    assert lines[-1] == "[showing the first 100 of 151 matching lines in 2 files; narrow the pattern, path or glob]"
+    wide = call("grep", pattern="match", path="wide.txt").content
+    assert wide == "wide.txt:1:match" + "x" * 495 + "… [line cut at 500 characters]"
+
+
+def test_grep_context_groups_are_separated(workspace: Path, call: Callable[..., ToolResult]) -> None:
+    (workspace / "a.txt").write_text("".join(f"{'hit' if i in (2, 3, 9) else 'row'} {i}\n" for i in range(1, 13)))
+    (workspace / "b.txt").write_text("hit b\n")
+    assert call("grep", pattern="hit", context=1).content == "\n".join(
+        ["a.txt-1-row 1", "a.txt:2:hit 2", "a.txt:3:hit 3", "a.txt-4-row 4", "--", "a.txt-8-row 8",
+         "a.txt:9:hit 9", "a.txt-10-row 10", "--", "b.txt:1:hit b"]
+    )  # fmt: skip
+
+
+def test_search_text_matches_each_line_on_its_own() -> None:
+    text = "ab\ncd\n\nef"
+    assert search_text(text, re.compile(r"b\s+c", re.M)) == []  # no match across lines
+    assert search_text(text, re.compile(r"^$", re.M)) == [3]
+    assert search_text(text, re.compile(r"", re.M)) == [1, 2, 3, 4]  # no phantom line after the last
+    assert search_text("x\r\n", re.compile(r"x$", re.M)) == []  # as in grep, $ is before \n only
