@@ -100,7 +100,8 @@ def choose_provider(
             f"Loaded: {', '.join(sorted(providers)) or 'none'} (see `crab plugins list`)."
         )
     chosen = providers[name]
-    model_id = flag_model or (config_model if not flag_provider or flag_provider == config_provider else None)
+    configured_for = config_provider or config.get("crab.provider")
+    model_id = flag_model or (config_model if configured_for in (None, name) else None)
     if not model_id:
         known = chosen.models()
         if not known:

@@ -1,0 +1,72 @@
+"""Choosing provider, model, store and renderer from flags and config."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+import crab
+from crab.cli.runtime import choose_provider, choose_renderer, choose_store
+from crab.errors import ConfigError
+from crab.render import RenderTarget
+from crab.testing import ScriptedProvider, build_host, make_config
+
+
+class Checked(ScriptedProvider):
+    def __init__(self, name: str, models: list[str], key: bool = True) -> None:
+        super().__init__([], name=name)
+        self.names = models
+        self.key = key
+
+    def models(self):
+        return [crab.ModelInfo(id=m, provider=self.name) for m in self.names]
+
+    def check(self, model):
+        if not self.key:
+            raise ConfigError(f"{self.name}: set {self.name.upper()}_API_KEY")
+
+
+def host_with(*providers, config=None):
+    plugin = types.SimpleNamespace(crab_providers=crab.hookimpl(lambda config: list(providers)))
+    return build_host({"p": plugin}, make_config(config))
+
+
+def test_provider_slash_model_picks_both():
+    host = host_with(Checked("openai", ["gpt-a", "gpt-b"]), Checked("anthropic", ["claude"]))
+    provider, model = choose_provider(host, host.config, model="anthropic/claude")
+    assert (provider.name, model) == ("anthropic", "claude")
+    provider, model = choose_provider(host, host.config, provider="openai")
+    assert (provider.name, model) == ("openai", "gpt-a")
+
+
+def test_config_model_is_not_used_for_another_provider():
+    config = {"crab.provider": "openai", "crab.model": "gpt-b"}
+    host = host_with(Checked("openai", ["gpt-a", "gpt-b"]), Checked("anthropic", ["claude"]), config=config)
+    assert choose_provider(host, host.config)[1] == "gpt-b"
+    assert choose_provider(host, host.config, provider="anthropic")[1] == "claude"
+
+
+def test_unclear_or_unknown_provider_and_failed_check_are_config_errors():
+    two = host_with(Checked("openai", ["a"]), Checked("anthropic", ["b"]))
+    with pytest.raises(ConfigError, match="choose a provider"):
+        choose_provider(two, two.config)
+    with pytest.raises(ConfigError, match="Did you mean: openai"):
+        choose_provider(two, two.config, provider="opnai")
+    none = build_host({})
+    with pytest.raises(ConfigError, match="no provider plugin is loaded"):
+        choose_provider(none, none.config)
+    keyless = host_with(Checked("openai", ["a"], key=False))
+    with pytest.raises(ConfigError, match="set OPENAI_API_KEY"):
+        choose_provider(keyless, keyless.config)
+
+
+def test_store_and_renderer_choice(capsys):
+    host = build_host({})
+    assert choose_store(host, host.config).name == "memory"
+    with pytest.raises(ConfigError, match="no store named 'jsonl'"):
+        choose_store(host, host.config, "jsonl")
+    import sys
+
+    renderer = choose_renderer(host, host.config, None, RenderTarget(sys.stdout, sys.stderr))
+    assert type(renderer).__name__ == "PlainRenderer"
