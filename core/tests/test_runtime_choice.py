@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import types
 
-import pytest
-
 import crab
+import pytest
 from crab.cli.runtime import choose_provider, choose_renderer, choose_store
 from crab.errors import ConfigError
 from crab.render import RenderTarget
