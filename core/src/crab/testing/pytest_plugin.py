@@ -18,8 +18,17 @@ import pytest
 
 from crab.testing.harness import AgentHarness, CliResult, run_cli
 
-CRAB_ENV = ("CRAB_PLUGINS", "CRAB_PROVIDER", "CRAB_MODEL", "CRAB_STORE", "CRAB_RENDERER", "CRAB_PERMISSIONS",
-            "CRAB_MAX_ITERATIONS", "CRAB_TOOL_TIMEOUT", "CRAB_STRICT_PLUGINS")
+CRAB_ENV = (
+    "CRAB_PLUGINS",
+    "CRAB_PROVIDER",
+    "CRAB_MODEL",
+    "CRAB_STORE",
+    "CRAB_RENDERER",
+    "CRAB_PERMISSIONS",
+    "CRAB_MAX_ITERATIONS",
+    "CRAB_TOOL_TIMEOUT",
+    "CRAB_STRICT_PLUGINS",
+)
 
 
 @pytest.fixture
