@@ -20,7 +20,7 @@ from typing import Any
 
 from crab.commands import Command, CommandContext, CommandResult
 from crab.config import Config
-from crab.errors import CrabError, ProviderError, StoreError
+from crab.errors import CrabError, ProviderError
 from crab.events import (
     CommandOutput,
     ErrorEvent,
@@ -544,7 +544,7 @@ class Agent:
             reason = INTERRUPTED if why == "aborted" else f"Not run: the turn failed ({why})."
             for call in list(turn.pending.values()):
                 await self._record_result(session, turn, call, ToolResult(reason, is_error=True), 0.0)
-        except (StoreError, OSError) as exc:
+        except Exception as exc:  # the store itself may be what failed; say so and keep the cache sane
             self.emit(ErrorEvent(f"could not record the end of the turn: {exc}", "unknown"), session.id)
         session.messages = repair([*session.messages, *turn.results.values()])
         turn.pending, turn.results = {}, {}

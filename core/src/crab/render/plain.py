@@ -21,6 +21,7 @@ from crab.events import (
 from crab.render import RenderTarget
 
 DIM, RED, YELLOW, RESET = "\033[2m", "\033[31m", "\033[33m", "\033[0m"
+PREVIEW_LINES = 3
 
 
 def _args_preview(event: ToolCallEvent, limit: int = 100) -> str:
@@ -75,9 +76,14 @@ class PlainRenderer:
             self._err(f"→ {event.call.name}({_args_preview(event)})")
         elif isinstance(event, ToolResultEvent):
             mark = "✗" if event.is_error else "✓"
-            lines = event.content.count("\n") + 1 if event.content else 0
-            summary = _first_line(event.content) if event.is_error else f"{lines} lines"
+            lines = event.content.splitlines()
+            summary = _first_line(event.content) if event.is_error else f"{len(lines)} lines"
             self._err(f"  {mark} {event.name}: {summary}", RED if event.is_error else DIM)
+            if not event.is_error:
+                for line in lines[:PREVIEW_LINES]:
+                    self._err(f"    {_first_line(line, 100)}")
+                if len(lines) > PREVIEW_LINES:
+                    self._err(f"    … {len(lines) - PREVIEW_LINES} more")
         elif isinstance(event, RetryEvent):
             self._err(
                 f"retrying in {event.delay:.1f} s (attempt {event.attempt}/{event.max_attempts}): {event.reason}",

@@ -1,0 +1,47 @@
+"""The README's quickstart: the scripted tour runs real tools on this repository, with no API key."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_readme_tour_runs_real_tools(tmp_path: Path):
+    readme = (ROOT / "README.md").read_text()
+    assert 'crab run --provider mock --script examples/tour.json "Give me a tour of this repository"' in readme
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env.update(CRAB_HOME=str(tmp_path), CRAB_PLUGINS="provider-mock,tools-basic")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "crab",
+            "run",
+            "--provider",
+            "mock",
+            "--script",
+            "examples/tour.json",
+            "-o",
+            "json",
+            "Give me a tour of this repository",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["stop"] == "end"
+    calls = {c["name"]: c for c in doc["tool_calls"]}
+    assert set(calls) == {"ls", "grep", "read"}
+    assert not any(c["is_error"] for c in calls.values()), calls
+    assert "core/" in calls["ls"]["result"]
+    assert "def crab_tools" in calls["grep"]["result"]
+    assert "# crab" in calls["read"]["result"]
