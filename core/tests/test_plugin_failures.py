@@ -109,3 +109,28 @@ def test_plugins_add_cli_subcommands(crab_run, fake_site):
     result = crab_run(["hello-cli"], env)
     assert result.returncode == 0
     assert result.stdout.strip() == "hello from a plugin command"
+
+
+def test_override_wins_without_a_conflict():
+    import types
+
+    import crab
+    from crab.testing import build_host
+
+    @crab.tool
+    def echo(text: str) -> str:
+        """Original."""
+        return text
+
+    @crab.tool(name="echo", override=True)
+    def loud(text: str) -> str:
+        """Replacement."""
+        return text.upper()
+
+    first = types.SimpleNamespace(crab_tools=crab.hookimpl(lambda config: [echo]))
+    second = types.SimpleNamespace(crab_tools=crab.hookimpl(lambda config: [loud]))
+    host = build_host({"first": first, "second": second})
+    tools = host.registry("tools")
+    assert tools["echo"].description == "Replacement."
+    assert tools["echo"].plugin == "second"
+    assert host.problems() == []

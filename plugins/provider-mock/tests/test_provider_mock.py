@@ -1,0 +1,81 @@
+"""crab-provider-mock: script files in JSON and TOML, clear errors, and a real `crab run` on a script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from crab.errors import ConfigError
+from crab.testing import load_script, make_config
+from crab_provider_mock.provider import ScriptFileProvider
+
+
+def test_json_and_toml_scripts_load(tmp_path: Path):
+    js = tmp_path / "s.json"
+    js.write_text(json.dumps({"replies": [[{"text": "hi"}]], "loop": True}))
+    assert load_script(str(js)) == ([[{"text": "hi"}]], True)
+    toml = tmp_path / "s.toml"
+    toml.write_text(
+        '[[replies]]\nsteps = [{text = "one"}, {tool = "ls", args = {path = "."}}]\n\n'
+        '[[replies]]\nsteps = [{text = "two"}]\n'
+    )
+    replies, loop = load_script(str(toml))
+    assert replies == [[{"text": "one"}, {"tool": "ls", "args": {"path": "."}}], [{"text": "two"}]]
+    assert loop is False
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "Expecting property name"),
+        ('{"replies": [[{"txet": "typo"}]]}', "reply 1 step 1: expected one of"),
+        ('{"replies": [[{"delay": "soon"}]]}', "delay must be a number"),
+        ('{"replies": "nope"}', "a script is a list of replies"),
+    ],
+)
+def test_malformed_scripts_are_one_line_config_errors(tmp_path: Path, content: str, message: str):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(ConfigError) as info:
+        load_script(str(path))
+    assert message in str(info.value)
+    assert str(info.value).startswith(f"script {path}:")
+
+
+def test_provider_needs_a_script(crab_home):
+    provider = ScriptFileProvider(make_config())
+    with pytest.raises(ConfigError, match="needs a script: pass --script FILE"):
+        provider.check("scripted")
+    assert [m.id for m in provider.models()] == ["scripted"]
+
+
+def test_crab_run_replays_the_script(crab_cli, tmp_path: Path):
+    path = tmp_path / "s.json"
+    path.write_text(
+        json.dumps(
+            {
+                "replies": [
+                    [{"text": "scripted "}, {"text": "answer"}, {"usage": {"input_tokens": 3, "output_tokens": 2}}]
+                ]
+            }
+        )
+    )
+    result = crab_cli(
+        "run", "--plugins", "provider-mock", "--provider", "mock", "--script", str(path), "-o", "json", "hello"
+    )
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["text"] == "scripted answer"
+    assert doc["usage"] == {"input_tokens": 3, "output_tokens": 2}
+
+
+def test_script_errors_exit_1_and_missing_script_exits_2(crab_cli, tmp_path: Path):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"replies": [[{"error": "rate limited", "kind": "rate_limit"}]]}))
+    failed = crab_cli("run", "--plugins", "provider-mock", "--provider", "mock", "--script", str(path), "x")
+    assert failed.exit_code == 1
+    assert "error: rate limited" in failed.stderr
+    missing = crab_cli("run", "--plugins", "provider-mock", "--provider", "mock", "x")
+    assert missing.exit_code == 2
+    assert "the mock provider needs a script" in missing.stderr
