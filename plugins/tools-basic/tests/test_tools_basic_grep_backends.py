@@ -34,6 +34,8 @@ def awkward_tree(root: Path) -> None:
         "long-unicode.txt": b"alpha " + "é".encode() * 6000 + b"\n",
         "late-nul.txt": b"alpha\n" + b"y" * 9000 + b"\0alpha\n",
         "early-nul.bin": b"alpha\0\n",
+        "far-nul.txt": b"alpha\n" + b"y\n" * 200_000 + b"\0alpha\n",
+        "utf16.txt": "alpha utf16\n".encode("utf-16"),
         "empty.txt": b"",
         "blank-lines.txt": b"\n\nalpha\n\n\nalpha\n\n",
         "ctx.txt": b"".join(b"alpha %d\n" % i if i % 7 == 0 else b"row %d\n" % i for i in range(60)),

@@ -134,6 +134,7 @@ def test_grep_context_groups_are_separated(workspace: Path, call: Callable[..., 
 def test_search_text_matches_each_line_on_its_own() -> None:
     text = "ab\ncd\n\nef"
     assert search_text(text, re.compile(r"b\s+c", re.M)) == []  # no match across lines
-    assert search_text(text, re.compile(r"^$", re.M)) == [3]
-    assert search_text(text, re.compile(r"", re.M)) == [1, 2, 3, 4]  # no phantom line after the last
+    assert search_text(text, re.compile(r"^$", re.M)) == [(3, "")]
+    assert [n for n, _ in search_text(text + "\n", re.compile(r"", re.M))] == [1, 2, 3, 4]  # none after the last
+    assert search_text("a\nb\na", re.compile("a")) == [(1, "a"), (3, "a")]
     assert search_text("x\r\n", re.compile(r"x$", re.M)) == []  # as in grep, $ is before \n only

@@ -1,8 +1,8 @@
 """grep's two back-ends, ripgrep and pure Python, and the one output format they share.
 
 Both search the same file list (from ``walk``), treat a file as binary when a NUL byte sits in
-its first 8 KB, match line by line, and return the same records; ``format_hits`` alone decides
-what the model sees, so the back-end never shows.
+its first 8 KB, match line by line on the raw text (a BOM is part of line 1, as in GNU grep),
+and return the same records; ``format_hits`` alone decides what the model sees.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from crab_tools_basic.text import file_is_binary, looks_binary
+from crab_tools_basic.text import SNIFF_BYTES, looks_binary
 
 MAX_MATCHES = 100
 MAX_CONTEXT = 10
@@ -24,79 +23,85 @@ ARGV_BUDGET = 100_000
 
 @dataclass
 class FileHits:
-    """The matching line numbers of one file and the text of every match and context line."""
+    """The matching line numbers of one file and the text of every match and context line.
+
+    ripgrep's lines stay bytes until shown: most of a big result is never displayed.
+    """
 
     display: str
     matches: list[int] = field(default_factory=list)
-    lines: dict[int, str] = field(default_factory=dict)
+    lines: dict[int, str | bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
     """A file to search: its real path and the name the model sees."""
 
-    path: Path
+    path: str
     display: str
 
 
-def _lines_of(text: str) -> list[str]:
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
-def search_text(text: str, regex: re.Pattern[str]) -> list[int]:
-    """The 1-based numbers of the lines of ``text`` on which ``regex`` matches (each line alone).
+def search_text(text: str, regex: re.Pattern[str]) -> list[tuple[int, str]]:
+    """(line number, line) for each line of ``text`` on which ``regex`` matches, each line alone.
 
     Searching the whole text first keeps files without a match at C speed; each candidate line
     is then checked on its own, as grep and ripgrep do, so no match spans two lines.
     """
-    found: list[int] = []
+    found: list[tuple[int, str]] = []
     position = 0
     size = len(text)
+    line_number = 1
+    counted_to = 0
     while position <= size:
         match = regex.search(text, position)
         if match is None:
             break
         start = text.rfind("\n", 0, match.start()) + 1
-        if match.start() == size and start == size:
-            break
+        if start == size:
+            break  # an empty match after the final newline: there is no line there
         end = text.find("\n", match.start())
         if end == -1:
             end = size
-        line_text = text[start:end]
-        if regex.search(line_text) is not None:
-            found.append(text.count("\n", 0, start) + 1)
+        line = text[start:end]
+        if regex.search(line) is not None:
+            line_number += text.count("\n", counted_to, start)
+            counted_to = start
+            found.append((line_number, line))
         position = end + 1
     return found
-
-
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", "replace").removeprefix("\ufeff")
 
 
 def python_search(targets: Sequence[Target], regex: re.Pattern[str], context: int) -> list[FileHits]:
     """Search ``targets`` with Python's ``re``; binary and unreadable files are skipped."""
     results: list[FileHits] = []
     for target in targets:
-        try:
-            data = target.path.read_bytes()
-        except OSError:
-            continue
-        if looks_binary(data):
-            continue
-        text = _decode(data)
-        numbers = search_text(text, regex)
-        if not numbers:
-            continue
-        lines = _lines_of(text)
-        hits = FileHits(target.display, numbers)
-        for number in numbers:
-            for n in range(max(1, number - context), min(len(lines), number + context) + 1):
-                hits.lines[n] = lines[n - 1]
-        results.append(hits)
+        hits = python_search_file(target, regex, context)
+        if hits is not None:
+            results.append(hits)
     return results
+
+
+def python_search_file(target: Target, regex: re.Pattern[str], context: int) -> FileHits | None:
+    try:
+        with open(target.path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    if looks_binary(data):
+        return None
+    text = data.decode("utf-8", "replace")
+    found = search_text(text, regex)
+    if not found:
+        return None
+    hits = FileHits(target.display, [n for n, _ in found], dict(found))
+    if context:
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        for number, _ in found:
+            for n in range(max(1, number - context), min(len(lines), number + context) + 1):
+                hits.lines.setdefault(n, lines[n - 1])
+    return hits
 
 
 def rg_available() -> str | None:
@@ -120,19 +125,26 @@ def _rg_batches(targets: Sequence[Target]) -> list[list[Target]]:
     return [b for b in batches if b]
 
 
+_RG_RECORD = re.compile(rb"^([^\0\n]*)\0(\d+)([:-])(.*)$", re.MULTILINE)
+_RG_BINARY = re.compile(rb'^(.*): binary file matches \(found "\\0" byte around offset (\d+)\)$', re.MULTILINE)
+
+
 def rg_search(
-    rg: str, targets: Sequence[Target], pattern: str, ignore_case: bool, context: int, cwd: Path
+    rg: str, targets: Sequence[Target], pattern: str, regex: re.Pattern[str], ignore_case: bool, context: int, cwd: str
 ) -> list[FileHits]:
     """Search ``targets`` with ripgrep (run in ``cwd``, where the display names resolve).
 
-    ripgrep searches everything as text (``--text``); binary files are dropped afterwards by
-    the same 8 KB rule the Python back-end uses. Lines over 4 KB come back as a preview, which
-    is all the 500-character line cut needs.
+    ripgrep reports a file with a NUL byte as "binary file matches" and the offset of the NUL.
+    Below 8 KB that agrees with our rule and the file is dropped; further in, our rule calls
+    the file text, so Python searches it (rare: such files are mostly data). Encoding
+    detection is off so a UTF-16 file stays binary, as it is for Python. Lines over 4 KB come
+    back as a preview, which is all the 500-character cut needs.
     """
     by_name = {t.display: t for t in targets}
     hits: dict[str, FileHits] = {}
-    base = [rg, "--no-config", "--text", "--null", "--line-number", "--with-filename", "--no-heading"]
-    base += ["--color", "never", "--max-columns", "4096", "--max-columns-preview"]
+    redo: dict[str, bool] = {}
+    base = [rg, "--no-config", "--null", "--line-number", "--with-filename", "--no-heading", "--color", "never"]
+    base += ["--encoding", "none", "--max-columns", "4096", "--max-columns-preview"]
     if ignore_case:
         base.append("--ignore-case")
     if context:
@@ -142,38 +154,31 @@ def rg_search(
         done = subprocess.run(args, cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL, check=False)
         if done.returncode == 2 and not done.stdout:
             raise RgUnusable(done.stderr.decode("utf-8", "replace").strip())
-        for raw in done.stdout.split(b"\n"):
-            name, sep, rest = raw.partition(b"\0")
-            if not sep:
-                continue
-            match = re.match(rb"(\d+)([:-])", rest)
-            if match is None:
-                continue
+        for name, number, kind, text in _RG_RECORD.findall(done.stdout):
             display = name.decode("utf-8", "surrogateescape")
-            number = int(match.group(1))
-            entry = hits.setdefault(display, FileHits(display))
-            text = rest[match.end() :].decode("utf-8", "replace")
-            entry.lines[number] = text.removeprefix("\ufeff") if number == 1 else text
-            if match.group(2) == b":":
-                entry.matches.append(number)
-    results: list[FileHits] = []
-    for display, entry in hits.items():
+            entry = hits.get(display)
+            if entry is None:
+                entry = hits[display] = FileHits(display)
+            line = int(number)
+            entry.lines[line] = text
+            if kind == b":":
+                entry.matches.append(line)
+        for name, offset in _RG_BINARY.findall(done.stdout):
+            redo[name.decode("utf-8", "surrogateescape")] = int(offset) >= SNIFF_BYTES
+    for display, search_in_python in redo.items():
+        hits.pop(display, None)
         target = by_name.get(display)
-        if target is None or not entry.matches:
-            continue
-        try:
-            if file_is_binary(target.path):
-                continue
-        except OSError:
-            continue
-        entry.matches.sort()
-        results.append(entry)
-    return results
+        if search_in_python and target is not None:
+            again = python_search_file(target, regex, context)
+            if again is not None:
+                hits[display] = again
+    return [entry for entry in hits.values() if entry.matches]
 
 
-def _cut(line: str, limit: int) -> str:
-    line = line.removesuffix("\r")
-    return line if len(line) <= limit else f"{line[:limit]}… [line cut at {limit} characters]"
+def _shown(line: str | bytes, limit: int) -> str:
+    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+    text = text.removesuffix("\r")
+    return text if len(text) <= limit else f"{text[:limit]}… [line cut at {limit} characters]"
 
 
 def format_hits(
@@ -191,7 +196,7 @@ def format_hits(
     for entry in ordered:
         if shown >= max_matches:
             break
-        matches = entry.matches[: max_matches - shown]
+        matches = sorted(entry.matches)[: max_matches - shown]
         shown += len(matches)
         wanted: set[int] = set()
         for number in matches:
@@ -204,6 +209,6 @@ def format_hits(
             if context and previous is not None and number != previous + 1:
                 out.append("--")
             kind = ":" if number in matching else "-"
-            out.append(f"{entry.display}{kind}{number}{kind}{_cut(entry.lines[number], max_line)}")
+            out.append(f"{entry.display}{kind}{number}{kind}{_shown(entry.lines[number], max_line)}")
             previous = number
     return "\n".join(out), total, len(ordered)

@@ -31,6 +31,11 @@ def _folder(ws: Workspace, path: str | None) -> tuple[Path, Path]:
     return real, ws.scope_of(real)
 
 
+def _prefix_length(scope: Path, start: Path) -> int:
+    """How much of a scope-relative path names ``start`` (with its slash): globs match the rest."""
+    return 0 if start == scope else len(start.relative_to(scope).as_posix()) + 1
+
+
 def find_files(ws: Workspace, pattern: str, path: str | None = None) -> str:
     """Files under ``path`` whose path matches ``pattern``, sorted, at most 1,000."""
     if not pattern.strip():
@@ -40,10 +45,11 @@ def find_files(ws: Workspace, pattern: str, path: str | None = None) -> str:
         raise ToolError(f"{path} is a file, not a folder")
     matcher = compile_glob(pattern)
     found: list[str] = []
+    skip = _prefix_length(scope, start)
+    prefix = ws.display_prefix(scope)
     for entry in walk_files(scope, start):
-        relative = entry.path.relative_to(start).as_posix()
-        if matcher.matches(relative):
-            found.append(ws.display(entry.path))
+        if matcher.matches(entry.relative[skip:]):
+            found.append(prefix + entry.relative)
     if not found:
         return f"no files match {pattern!r} under {ws.display(start)}"
     found.sort()
@@ -85,18 +91,20 @@ def search(
     start, scope = _folder(ws, path)
     matcher = compile_glob(glob) if glob else None
     if start.is_file():
-        targets = [Target(start, ws.display(start))]
+        targets = [Target(str(start), ws.display(start))]
     else:
+        skip = _prefix_length(scope, start)
+        prefix = ws.display_prefix(scope)
         targets = [
-            Target(entry.path, ws.display(entry.path))
+            Target(entry.path, prefix + entry.relative)
             for entry in walk_files(scope, start)
-            if matcher is None or matcher.matches(entry.path.relative_to(start).as_posix())
+            if matcher is None or matcher.matches(entry.relative[skip:])
         ]
     rg = pick_backend(backend)
     hits = None
     if rg is not None:
         try:
-            hits = grep_engine.rg_search(rg, targets, pattern, ignore_case, context, ws.root)
+            hits = grep_engine.rg_search(rg, targets, pattern, regex, ignore_case, context, str(ws.root))
         except grep_engine.RgUnusable:
             # ripgrep's regex dialect lacks look-around and back-references; Python has them.
             hits = None
@@ -122,12 +130,13 @@ def list_entries(ws: Workspace, path: str | None = None) -> str:
     listing = list_folder(scope, folder, parent_stack(scope, folder))
     names: list[str] = []
     for entry in listing.entries:
+        name = os.path.basename(entry.path)
         if entry.is_symlink:
-            names.append(f"{entry.path.name}@ -> {os.readlink(entry.path)}")
+            names.append(f"{name}@ -> {os.readlink(entry.path)}")
         elif entry.is_dir:
-            names.append(entry.path.name + "/")
+            names.append(name + "/")
         else:
-            names.append(entry.path.name)
+            names.append(name)
     names.sort(key=lambda n: (not n.endswith("/"), n))
     lines = [cut_line(n) for n in names[:MAX_LS_ENTRIES]]
     if not lines:

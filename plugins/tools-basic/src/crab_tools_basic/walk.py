@@ -20,7 +20,7 @@ SKIPPED_FOLDERS = frozenset({".git"})
 class Listed:
     """One entry of a folder: its path, its path relative to the walk's scope, and its kind."""
 
-    path: Path
+    path: str
     relative: str
     is_dir: bool
     is_file: bool
@@ -88,7 +88,7 @@ def list_folder(scope: Path, folder: Path, stack: list[IgnoreFile]) -> Folder:
         if is_ignored(stack, relative, entry.name, is_dir):
             hidden += 1
             continue
-        shown.append(Listed(Path(entry.path), relative, is_dir, is_file, is_symlink))
+        shown.append(Listed(entry.path, relative, is_dir, is_file, is_symlink))
     return Folder(shown, hidden, stack)
 
 
@@ -105,7 +105,7 @@ def walk_files(scope: Path, start: Path) -> Iterator[Listed]:
         subfolders: list[tuple[Path, list[IgnoreFile]]] = []
         for entry in listing.entries:
             if entry.is_dir:
-                subfolders.append((entry.path, listing.stack))
+                subfolders.append((Path(entry.path), listing.stack))
             elif entry.is_file:
                 yield entry
         # Reversed so that popping from the end visits folders in name order.

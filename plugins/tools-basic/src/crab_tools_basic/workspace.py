@@ -58,6 +58,14 @@ class Workspace:
         roots = [r for r in (*self.writable, *self.read_only_roots) if real == r or real.is_relative_to(r)]
         return max(roots, key=lambda r: len(r.parts)) if roots else real
 
+    def display_prefix(self, scope: Path) -> str:
+        """What to put before a path relative to ``scope`` so it reads as ``display`` would show it.
+
+        Walks build names as prefix + relative path: a ``Path`` per file would dominate a search.
+        """
+        shown = self.display(scope)
+        return "" if shown == "." else shown + "/"
+
     def display(self, real: Path) -> str:
         """``real`` as the model should see it: relative to the workspace when inside it."""
         if real == self.root:

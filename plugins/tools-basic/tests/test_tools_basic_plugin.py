@@ -1,0 +1,70 @@
+"""The plugin as crab sees it: entry point, API range, the seven tools and their permissions."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import crab_tools_basic
+import pytest
+from crab.apiversion import check_range
+from crab.config import Config
+from crab.errors import ConfigError
+from crab.plugins import PluginHost
+
+EXPECTED = {
+    "read": "read",
+    "write": "write",
+    "edit": "write",
+    "bash": "exec",
+    "glob": "read",
+    "grep": "read",
+    "ls": "read",
+}
+
+
+def config(tmp_path: Path, table: dict[str, object] | None = None) -> Config:
+    return Config(data={"plugins": {"tools-basic": table or {}}}, user_path=tmp_path / "config.toml", project_path=None)
+
+
+def test_entry_point_and_api_range() -> None:
+    found = {ep.name: ep.value for ep in entry_points(group="crab")}
+    assert found.get("tools-basic") == "crab_tools_basic"
+    assert check_range(crab_tools_basic.CRAB_API)
+
+
+def test_host_registers_the_seven_tools_with_their_permissions(tmp_path: Path) -> None:
+    host = PluginHost(config(tmp_path, {"bash_max_timeout": 30, "bash_default_timeout": 10}))
+    host.load_objects({"tools-basic": crab_tools_basic})
+    tools = host.registry("tools")
+    assert {name: tool.permission for name, tool in tools.items()} == EXPECTED
+    assert tools["bash"].timeout == 60  # the configured maximum plus the kill margin
+    assert host.problems() == []
+
+
+def test_descriptions_state_the_limits(tmp_path: Path) -> None:
+    tools = {t.name: t for t in crab_tools_basic.crab_tools(config(tmp_path))}
+    assert "2,000 lines or 50 KB" in tools["read"].description
+    assert "read of the file" in tools["write"].description
+    assert "exactly once" in tools["edit"].description
+    assert "120 s" in tools["bash"].description and "600 s" in tools["bash"].description
+    assert "1,000" in tools["glob"].description
+    assert "100 matching" in tools["grep"].description and "500 characters" in tools["grep"].description
+    assert "500 entries" in tools["ls"].description
+    for tool in tools.values():
+        assert tool.output_limit is None  # each tool cuts its own output, more precisely than the loop
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        {"bash_max_timeout": -1},
+        {"bash_default_timeout": 700},
+        {"extra_roots": "/tmp"},
+        {"grep_backend": "ag"},
+        {"output_dir": 3},
+    ],
+)
+def test_bad_settings_fail_registration(tmp_path: Path, table: dict[str, object]) -> None:
+    with pytest.raises(ConfigError):
+        crab_tools_basic.crab_tools(config(tmp_path, table))
