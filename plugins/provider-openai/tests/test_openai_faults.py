@@ -237,3 +237,9 @@ def test_unreachable_server_retries_then_fails(make_provider: Any, run_stream: R
     assert isinstance(error, ProviderError)
     assert error.kind == "network"
     assert sum(isinstance(e, RetryEvent) for e in events) == 1
+
+
+def test_request_too_large_is_a_context_overflow(server: Any, make_provider: Any, run_stream: Run) -> None:
+    server.script(server.error(413, b"Request Entity Too Large"))
+    _, error = run_stream(make_provider(), REQUEST)
+    assert isinstance(error, ContextOverflowError)

@@ -52,7 +52,7 @@ def classify_error(
     """The typed error for a failed call; ``status`` is ``None`` for an error inside a stream."""
     said = message or (f"HTTP {status}" if status else "no details")
     lowered = f"{code} {message}".lower()
-    if any(marker in lowered for marker in _OVERFLOW_MARKERS):
+    if status == 413 or any(marker in lowered for marker in _OVERFLOW_MARKERS):
         return ContextOverflowError(f"{provider}: the conversation does not fit {model}'s context window: {said}")
     if status == 401:
         return ProviderError(f"{provider}: the server rejected the API key (401): set {key_env} to a valid key", "auth")
