@@ -158,3 +158,14 @@ def test_invalid_request_is_not_retried(server: Any, make_provider: Any, run_str
     assert error.kind == "invalid_request"
     assert "roles must alternate" in str(error)
     assert len(server.requests) == 1
+
+
+def test_a_malformed_event_ends_as_an_error_not_a_traceback(
+    server: Any, make_provider: Any, run_stream: Run, api_key: str
+) -> None:
+    server.script(server.sse("text_usage.sse"))
+    bad = b'event: content_block_start\ndata: {"type":"content_block_start","index":"x","content_block":{}}\n\n'
+    server.replies[0].events.insert(2, bad)
+    events, error = run_stream(make_provider(), REQUEST)
+    assert error is None
+    assert "malformed stream" in assert_failed_cleanly(events, api_key).message

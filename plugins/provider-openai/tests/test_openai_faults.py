@@ -243,3 +243,14 @@ def test_request_too_large_is_a_context_overflow(server: Any, make_provider: Any
     server.script(server.error(413, b"Request Entity Too Large"))
     _, error = run_stream(make_provider(), REQUEST)
     assert isinstance(error, ContextOverflowError)
+
+
+def test_a_malformed_chunk_ends_as_an_error_not_a_traceback(
+    server: Any, make_provider: Any, run_stream: Run, api_key: str
+) -> None:
+    server.script(server.sse("text_usage.sse"))
+    server.replies[0].events.insert(2, b'data: {"choices": "not a list"}\n\n')
+    events, error = run_stream(make_provider(), REQUEST)
+    assert error is None
+    failure = assert_failed_cleanly(events, api_key)
+    assert "malformed stream" in failure.message

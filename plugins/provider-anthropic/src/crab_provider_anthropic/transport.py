@@ -171,6 +171,7 @@ async def _read(
                 for event in parser.feed(sse):
                     yielded = True
                     yield event
+        closing = parser.finish() if parser.done else []
     except ProviderError as exc:
         if exc.retryable and not yielded:
             outcome.retry_error = exc
@@ -196,10 +197,19 @@ async def _read(
             "stream",
         )
         return
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        # A chunk of a shape no documented server sends: end the call as an error, not a traceback.
+        yield ErrorEvent(
+            call.clean(
+                f"{call.provider}: the server sent a malformed stream ({_describe(exc)}); partial reply dropped"
+            ),
+            "stream",
+        )
+        return
     if not parser.done:
         yield ErrorEvent(
             f"{call.provider}: the stream ended without {parser.end_marker}; the partial reply was dropped", "stream"
         )
         return
-    for event in parser.finish():
+    for event in closing:
         yield event
