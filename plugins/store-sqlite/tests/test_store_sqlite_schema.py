@@ -154,3 +154,17 @@ def test_the_hook_reads_path_from_config_and_defaults_to_crab_home(
     assert isinstance(store, SqliteStore)
     assert store.path == tmp_path / "x.db"
     assert not (tmp_path / "x.db").exists()  # building the store object touches nothing
+
+
+def test_opening_an_up_to_date_database_does_not_wait_for_a_writer(tmp_path: Path) -> None:
+    path = tmp_path / "crab.db"
+    asyncio.run(opened(path).close())
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        reader = opened(path, busy_timeout=0.05)
+        assert asyncio.run(reader.list_sessions()) == []
+        asyncio.run(reader.close())
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()

@@ -106,25 +106,47 @@ def has_fts5(conn: sqlite3.Connection) -> bool:
     return True
 
 
+def _applied(conn: sqlite3.Connection) -> set[int]:
+    return {row[0] for row in conn.execute("SELECT version FROM migrations")}
+
+
+def _check_known(applied: set[int]) -> None:
+    newer = applied - {m.version for m in MIGRATIONS}
+    if newer:
+        raise StoreError(
+            f"this database has migration {max(newer)}, newer than this crab-store-sqlite knows; "
+            "upgrade crab-store-sqlite"
+        )
+
+
+def _pending(conn: sqlite3.Connection, fts: bool) -> bool:
+    """Whether any migration this store would apply is missing (read-only check)."""
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'").fetchone()
+    if not exists:
+        return True
+    applied = _applied(conn)
+    return any(m.version not in applied and (fts or not m.needs_fts) for m in MIGRATIONS)
+
+
 def migrate(conn: sqlite3.Connection, *, fts: bool) -> set[int]:
     """Apply pending migrations in one write transaction; returns the versions now applied.
 
     ``BEGIN IMMEDIATE`` makes a second process opening the same new database wait, then find
-    the work done, instead of racing to create the same tables.
+    the work done, instead of racing to create the same tables. An up-to-date database is only
+    read, so opening a store never waits behind another process's write.
     """
+    if not _pending(conn, fts):
+        applied = _applied(conn)
+        _check_known(applied)
+        return applied
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute(
             "CREATE TABLE IF NOT EXISTS migrations "
             "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied REAL NOT NULL)"
         )
-        applied = {row[0] for row in conn.execute("SELECT version FROM migrations")}
-        known = {m.version for m in MIGRATIONS}
-        if applied - known:
-            raise StoreError(
-                f"this database has migration {max(applied - known)}, newer than this crab-store-sqlite knows; "
-                "upgrade crab-store-sqlite"
-            )
+        applied = _applied(conn)
+        _check_known(applied)
         for migration in MIGRATIONS:
             if migration.version in applied or (migration.needs_fts and not fts):
                 continue

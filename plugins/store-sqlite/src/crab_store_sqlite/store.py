@@ -121,6 +121,7 @@ class SqliteStore:
         self.synchronous = synchronous.lower()
         self._want_fts = fts
         self.fts = False
+        self._indexing = False
         self._conn: sqlite3.Connection | None = None
 
     # --- connection -------------------------------------------------------------------------
@@ -145,7 +146,10 @@ class SqliteStore:
             applied = migrate(conn, fts=want)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the session database {self.path}: {exc}") from None
-        self.fts = 2 in applied and self._want_fts is not False
+        # Whenever the index exists and this SQLite can write it, keep it complete, even when
+        # searching by scan was asked for; an SQLite without FTS5 can do neither.
+        self._indexing = available and 2 in applied
+        self.fts = self._indexing and self._want_fts is not False
         if not available and self._want_fts is not False:
             warnings.warn(
                 f"{self.path}: this Python's SQLite has no FTS5, so `crab sessions search` scans every entry",
@@ -225,7 +229,7 @@ class SqliteStore:
             raise StoreError(f"unknown entry type {type!r}")
         payload = dict(payload)
         stored = store_payload(type, payload)
-        search_text = fts_text(type, payload) if self.fts else ""
+        search_text = fts_text(type, payload) if self._indexing else ""
         with self._transaction() as conn:
             row = conn.execute("SELECT entry_count, last_entry FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
@@ -415,7 +419,7 @@ class SqliteStore:
                 raise StoreError(f"unknown entry type {entry.type!r} in session {info.id}")
             own = Entry(entry.id, info.id, entry.parent_id, entry.type, entry.time, dict(entry.payload))
             stored = store_payload(own.type, own.payload)
-            self._insert(conn, own, seq, stored, fts_text(own.type, own.payload) if self.fts else "")
+            self._insert(conn, own, seq, stored, fts_text(own.type, own.payload) if self._indexing else "")
             added.append((seq, own))
         self._add_to_session(conn, info.id, added)
 
