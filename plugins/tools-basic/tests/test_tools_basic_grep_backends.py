@@ -113,3 +113,11 @@ def test_backends_agree_on_random_files(
         ws = Workspace(root)
         python = search(ws, pattern, ignore_case=ignore_case, context=context, backend="python")
         assert search(ws, pattern, ignore_case=ignore_case, context=context, backend="rg") == python
+
+
+@pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")
+@pytest.mark.parametrize("pattern", [r"[[:digit:]]", r"alpha\Z"])
+def test_syntax_the_engines_read_differently_goes_to_python(tmp_path: Path, pattern: str) -> None:
+    (tmp_path / "a.txt").write_text("alpha 7 :\n")
+    ws = Workspace(tmp_path)
+    assert search(ws, pattern, backend="rg") == search(ws, pattern, backend="python")

@@ -200,7 +200,8 @@ async def bash(
         log = new_log_path(settings.log_dir, ctx.session_id)
         outcome = await run_command(command, workspace, limit, log)
     with os_errors("bash could not read the command's output"):
-        result = describe_outcome(outcome, limit)
+        # Counting the lines of a huge log takes a while: keep it off the event loop.
+        result = await asyncio.to_thread(describe_outcome, outcome, limit)
     if note:
         return ToolResult(f"{note}\n{result.content}", result.is_error, result.details)
     return result

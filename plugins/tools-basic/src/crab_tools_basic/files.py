@@ -128,7 +128,10 @@ def read(
 
 def write_file(state: dict[str, Any], real: Path, display: str, content: str) -> str:
     """Create or overwrite ``real`` with ``content`` (UTF-8), gated and atomic; returns a summary."""
-    data = content.encode("utf-8", "surrogateescape")
+    try:
+        data = content.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raise ToolError("content contains characters that cannot be written as UTF-8 (lone surrogates)") from None
     with read_gate.path_lock(state, real):
         try:
             info = os.stat(real)

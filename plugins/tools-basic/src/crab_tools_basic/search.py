@@ -19,6 +19,8 @@ from crab_tools_basic.text import MAX_LINE_CHARS, cut_line
 from crab_tools_basic.walk import list_folder, parent_stack, walk_files
 from crab_tools_basic.workspace import Workspace, settings_of, workspace_of
 
+PYTHON_ONLY = re.compile(r"\[\[:|\\Z")
+r"""Syntax both engines accept with different meanings (POSIX classes, ``\Z``): Python decides."""
 MAX_GLOB_RESULTS = 1000
 MAX_LS_ENTRIES = 500
 
@@ -100,7 +102,7 @@ def search(
             for entry in walk_files(scope, start)
             if matcher is None or matcher.matches(entry.relative[skip:])
         ]
-    rg = pick_backend(backend)
+    rg = pick_backend(backend) if not PYTHON_ONLY.search(pattern) else None
     hits = None
     if rg is not None:
         try:
