@@ -77,6 +77,11 @@ def test_key_never_printed_or_stored(server: Any, isolated_home: Path, api_key: 
     assert any(e.get("type") == "tool_call" for e in events)
     assert "Hello, world!" in ok.stdout
     assert server.requests[0].headers["x-api-key"] == api_key
+    # The loop answered both calls and sent the history back as Messages API blocks.
+    replayed = server.requests[1].body["messages"]
+    assert [m["role"] for m in replayed] == ["user", "assistant", "user"]
+    results = [b["tool_use_id"] for b in replayed[2]["content"] if b["type"] == "tool_result"]
+    assert results == ["toolu_01Paris", "toolu_02Tokyo"]
     if STORE == "jsonl":
         stored = b"".join(p.read_bytes() for p in isolated_home.rglob("*") if p.is_file())
         assert b"Hello, world!" in stored  # the scan below really covers the stored session

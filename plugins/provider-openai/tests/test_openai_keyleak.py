@@ -77,6 +77,10 @@ def test_key_never_printed_or_stored(server: Any, isolated_home: Path, api_key: 
     assert any(e.get("type") == "tool_call" for e in events)
     assert "Hello, world!" in ok.stdout
     assert server.requests[0].headers["authorization"] == f"Bearer {api_key}"
+    # The loop answered both calls and sent the history back in chat-completions shape.
+    replayed = server.requests[1].body["messages"]
+    assert [m["role"] for m in replayed][-3:] == ["assistant", "tool", "tool"]
+    assert [m["tool_call_id"] for m in replayed[-2:]] == ["call_weather_paris", "call_weather_tokyo"]
     if STORE == "jsonl":
         stored = b"".join(p.read_bytes() for p in isolated_home.rglob("*") if p.is_file())
         assert b"Hello, world!" in stored  # the scan below really covers the stored session
