@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from crab.config import load_config
 from crab.errors import StoreError
-from crab_tape_jsonl import TapeStore, crab_stores
+from crab_tape_jsonl import TapeStore, TornLineWarning, crab_stores
 from crab_tape_jsonl.layout import check_session_id, workspace_folder
 
 
@@ -71,3 +71,15 @@ def test_the_hook_reads_root_from_config_and_defaults_to_crab_home(
     (store,) = crab_stores(load_config(cwd=tmp_path, overrides={"plugins.tape-jsonl.root": str(tmp_path / "t")}))
     assert isinstance(store, TapeStore)
     assert store.root == tmp_path / "t"
+
+
+def test_a_file_that_is_not_a_tape_is_skipped_by_list_with_a_warning(tmp_path: Path) -> None:
+    store = TapeStore(tmp_path)
+    info = asyncio.run(store.create_session("/w"))
+    stray = tmp_path / workspace_folder("/w") / "20000101T000000-000000.jsonl"
+    stray.write_text("not json\n", encoding="utf-8")
+    with pytest.warns(TornLineWarning, match="not a readable crab tape"):
+        listed = asyncio.run(store.list_sessions())
+    assert [i.id for i in listed] == [info.id]
+    with pytest.raises(StoreError, match="not a crab session header"):
+        asyncio.run(store.get_session("20000101T000000-000000"))

@@ -30,6 +30,7 @@ from crab.storage import (
 )
 
 from crab_tape_jsonl.layout import SUFFIX, check_session_id, tape_path, workspace_folder
+from crab_tape_jsonl.linecount import count_lines
 from crab_tape_jsonl.tapefile import (
     CHUNK,
     decode_entry,
@@ -40,6 +41,7 @@ from crab_tape_jsonl.tapefile import (
     read_lines,
     read_lines_backward,
     warn_torn,
+    warn_unreadable_tape,
 )
 
 MAX_OPEN_TAPES = 64
@@ -158,7 +160,7 @@ class TapeStore:
                 if entry is not None:
                     updated = entry.time
                     break
-            lines = _count_newlines(fd, end)
+            lines = count_lines(path, fd, end)
         return replace(info, updated=updated, entry_count=max(lines - 1, 0))
 
     # --- Store ------------------------------------------------------------------------------
@@ -189,7 +191,7 @@ class TapeStore:
             try:
                 info = self._info(path)
             except (StoreError, OSError) as exc:
-                warn_torn(path, 0, str(exc).encode())
+                warn_unreadable_tape(path, str(exc))
                 continue
             self._paths.setdefault(info.id, path)
             yield info
@@ -379,15 +381,3 @@ def _match(entry: Entry, words: list[str]) -> SearchHit | None:
     at = lowered.find(words[0])
     excerpt = text[max(0, at - 60) : at + 100].replace("\n", " ")
     return SearchHit(entry.session_id, entry.id, entry.type, excerpt, entry.time)
-
-
-def _count_newlines(fd: int, end: int) -> int:
-    count = 0
-    pos = 0
-    while pos < end:
-        chunk = os.pread(fd, min(CHUNK * 16, end - pos), pos)
-        if not chunk:
-            break
-        count += chunk.count(b"\n")
-        pos += len(chunk)
-    return count

@@ -118,6 +118,10 @@ def warn_torn(path: os.PathLike[str] | str, offset: int, line: bytes) -> None:
     )
 
 
+def warn_unreadable_tape(path: os.PathLike[str] | str, reason: str) -> None:
+    warnings.warn(f"{os.fspath(path)}: skipped, not a readable crab tape: {reason}", TornLineWarning, stacklevel=3)
+
+
 def read_lines(fd: int, start: int, end: int) -> Iterator[tuple[int, bytes]]:
     """Complete lines (without the newline) between byte offsets ``start`` and ``end``, in order.
 
