@@ -127,14 +127,18 @@ async def run_command(command: str, cwd: Path, timeout: float, log: Path) -> Out
 
 def output_tail(log: Path) -> tuple[str, str | None]:
     """The end of the log within 2,000 lines / 50 KB, and a note when anything was cut."""
+    # A background child may still be writing: everything below looks at the first ``size`` bytes.
     size = log.stat().st_size
     lines = 0
     with log.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
+        left = size
+        while left and (chunk := handle.read(min(left, 1 << 20))):
             lines += chunk.count(b"\n")
+            left -= len(chunk)
         # A little more than the byte budget, so a whole first line can be dropped.
-        handle.seek(max(0, size - OUTPUT_LIMIT.bytes - 4096))
-        tail = handle.read()
+        start = max(0, size - OUTPUT_LIMIT.bytes - 4096)
+        handle.seek(start)
+        tail = handle.read(size - start)
     if size and not tail.endswith(b"\n"):
         lines += 1
     if size > len(tail) and b"\n" in tail:
@@ -168,7 +172,11 @@ def describe_outcome(outcome: Outcome, timeout: float) -> ToolResult:
         return ToolResult("\n".join(parts), is_error=True, details=details)
     code = outcome.returncode
     if code is not None and code < 0:
-        parts.append(f"[killed by signal {-code} ({signal.Signals(-code).name})]")
+        try:
+            name = f" ({signal.Signals(-code).name})"
+        except ValueError:
+            name = ""
+        parts.append(f"[killed by signal {-code}{name}]")
     else:
         parts.append(f"[exit code {code}]")
     return ToolResult("\n".join(parts), is_error=code != 0, details=details)

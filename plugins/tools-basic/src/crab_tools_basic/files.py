@@ -16,7 +16,7 @@ from crab.truncate import OutputLimit, truncate
 from crab_tools_basic import read_gate
 from crab_tools_basic.atomic import write_atomic
 from crab_tools_basic.oserrors import os_errors
-from crab_tools_basic.text import BOM, looks_binary
+from crab_tools_basic.text import BOM, SNIFF_BYTES, looks_binary
 from crab_tools_basic.workspace import workspace_of
 
 READ_LIMIT = OutputLimit(lines=2000, bytes=50_000, keep="head")
@@ -63,7 +63,7 @@ def read_window(real: Path, display: str, offset: int = 1, limit: int | None = N
     shown_bytes = 0
     total = 0
     with real.open("rb") as handle:
-        head = handle.read(8192)
+        head = handle.read(SNIFF_BYTES)
         if looks_binary(head):
             raise ToolError(f"{display} is a binary file ({info.st_size} bytes); read shows text files only")
         handle.seek(0)
@@ -94,7 +94,7 @@ def read_window(real: Path, display: str, offset: int = 1, limit: int | None = N
         last_shown = offset + text.count("\n") - 1
     if last_shown < total:
         reason = ""
-        if cut is not None:
+        if cut is not None and cut.limit == "bytes":
             reason = f" ({READ_LIMIT.bytes // 1000} KB limit)"
         elif limit is None or limit >= READ_LIMIT.lines:
             reason = f" ({READ_LIMIT.lines} line limit)"

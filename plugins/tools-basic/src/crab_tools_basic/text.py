@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 SNIFF_BYTES = 8192
 MAX_LINE_CHARS = 500
 BOM = b"\xef\xbb\xbf"
@@ -12,11 +10,6 @@ BOM = b"\xef\xbb\xbf"
 def looks_binary(head: bytes) -> bool:
     """Git's rule: a NUL byte in the first 8 KB means binary (this also catches UTF-16)."""
     return b"\0" in head[:SNIFF_BYTES]
-
-
-def file_is_binary(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return looks_binary(handle.read(SNIFF_BYTES))
 
 
 def cut_line(line: str, limit: int = MAX_LINE_CHARS) -> str:
