@@ -32,11 +32,11 @@ from crab.storage import (
 from crab_tape_jsonl.layout import SUFFIX, check_session_id, tape_path, workspace_folder
 from crab_tape_jsonl.linecount import count_lines
 from crab_tape_jsonl.tapefile import (
-    CHUNK,
     decode_entry,
     decode_header,
     encode_entry,
     encode_header,
+    first_line,
     line_start,
     read_lines,
     read_lines_backward,
@@ -45,7 +45,7 @@ from crab_tape_jsonl.tapefile import (
 )
 
 MAX_OPEN_TAPES = 64
-"""Append descriptors kept open per store; older ones are closed (a long migrate touches many)."""
+"""Append descriptors kept open per store; older ones are closed (a long-lived process may write many)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,11 +132,10 @@ class TapeStore:
 
     @staticmethod
     def _header(fd: int, end: int, path: Path) -> SessionInfo:
-        for _, line in read_lines(fd, 0, min(end, CHUNK * 16)):
-            return decode_header(line, str(path))
-        for _, line in read_lines(fd, 0, end):
-            return decode_header(line, str(path))
-        raise StoreError(f"{path}: the tape has no session header; it is not a crab session")
+        line = first_line(fd, end)
+        if line is None:
+            raise StoreError(f"{path}: the tape has no session header; it is not a crab session")
+        return decode_header(line, str(path))
 
     @staticmethod
     def _entries_forward(fd: int, end: int, path: Path, session_id: str) -> Iterator[tuple[bytes, Entry]]:

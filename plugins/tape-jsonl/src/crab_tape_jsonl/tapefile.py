@@ -122,6 +122,19 @@ def warn_unreadable_tape(path: os.PathLike[str] | str, reason: str) -> None:
     warnings.warn(f"{os.fspath(path)}: skipped, not a readable crab tape: {reason}", TornLineWarning, stacklevel=3)
 
 
+def first_line(fd: int, end: int) -> bytes | None:
+    """The header line, reading only as far as its newline (not a whole chunk of a long tape)."""
+    want = 4096
+    while True:
+        data = os.pread(fd, min(want, end), 0)
+        nl = data.find(b"\n")
+        if nl >= 0:
+            return data[:nl]
+        if len(data) >= end:
+            return None
+        want *= 4
+
+
 def read_lines(fd: int, start: int, end: int) -> Iterator[tuple[int, bytes]]:
     """Complete lines (without the newline) between byte offsets ``start`` and ``end``, in order.
 
