@@ -166,3 +166,38 @@ def test_migrate_keeps_ids_parents_times_and_forks(crab: Crab) -> None:
     refused = crab("sessions", "migrate", "--to", "sqlite", check=False)
     assert refused.returncode == 2
     assert "both 'sqlite'" in refused.stderr
+
+
+def test_migrate_sessions_into_a_store_without_import_appends_afresh(tmp_path: Path) -> None:
+    import asyncio
+
+    from crab.cli.sessions import migrate_sessions
+    from crab.memory_store import MemoryStore
+    from crab_tape_jsonl import TapeStore
+
+    async def go() -> None:
+        source = MemoryStore()
+        info = await source.create_session("/w", title="t")
+        first = await source.append(info.id, "message", {"v": 1, "role": "user", "content": "hi"})
+        await source.append(info.id, "anchor", {"name": "h", "kind": "handoff", "state": {}})
+        await source.fork(info.id, at_entry=first.id)
+
+        plain = MemoryStore()
+        report = await migrate_sessions(source, plain)
+        assert (len(report.copied), report.skipped, report.entries) == (2, [], 3)
+        copied = await plain.list_sessions()
+        assert sorted(s.entry_count or 0 for s in copied) == [1, 2]
+        assert {s.id for s in copied}.isdisjoint({s.id for s in await source.list_sessions()})
+
+        tapes = TapeStore(tmp_path / "tapes")
+        await tapes.open()
+        report = await migrate_sessions(source, tapes)
+        assert len(report.copied) == 2
+        for session in await source.list_sessions():
+            assert await tapes.entries(session.id) == await source.entries(session.id)
+            assert (await tapes.get_session(session.id)).forked_from == session.forked_from
+        again = await migrate_sessions(source, tapes)
+        assert (again.copied, len(again.skipped)) == ([], 2)
+        await tapes.close()
+
+    asyncio.run(go())

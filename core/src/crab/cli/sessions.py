@@ -231,7 +231,6 @@ async def migrate_sessions(source: Store, target: Store) -> MigrationReport:
     skipped: list[str] = []
     count = 0
     for info in reversed(await source.list_sessions(limit=EVERYTHING)):
-        entries = await source.entries(info.id)
         if importer is not None:
             try:
                 await target.get_session(info.id)
@@ -240,6 +239,8 @@ async def migrate_sessions(source: Store, target: Store) -> MigrationReport:
             else:
                 skipped.append(info.id)
                 continue
+        entries = await source.entries(info.id)
+        if importer is not None:
             result = importer(info, entries)
             if asyncio.iscoroutine(result):
                 await result
