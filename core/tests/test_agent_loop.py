@@ -418,3 +418,17 @@ def test_shell_escape_is_local_only_and_respects_read_only(crab_agent, mode):
         assert outcome.text == "hi"
     remote = crab_agent(local=False)
     assert "local terminal" in (remote.run("!echo hi").error or "")
+
+
+def test_secrets_from_config_and_auth_file_are_redacted(crab_agent, crab_home):
+    import json
+
+    (crab_home / "auth.json").write_text(json.dumps({"anthropic": "ant-secret-from-file-123"}))
+    h = crab_agent(
+        [[{"text": "ok"}]],
+        config={"plugins.telegram.bot_token": "12345:telegram-token-abcdef"},
+    )
+    h.run("tokens: ant-secret-from-file-123 and 12345:telegram-token-abcdef")
+    dumped = repr([e.payload for e in h.run_async(h.store.entries(h.session.id))])
+    assert "ant-secret-from-file-123" not in dumped
+    assert "telegram-token-abcdef" not in dumped

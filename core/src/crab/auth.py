@@ -101,14 +101,17 @@ def known_secrets(
     """Every secret value crab knows, longest first, for ``redact``.
 
     That is: variables named by any ``*_env`` key in a ``[plugins.*]`` table, variables whose
-    names look like keys (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``), and every
-    value in the auth file. Never raises: redaction must not fail because a file is broken.
+    names look like keys (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``), config values
+    under keys named like that (``api_key = "..."`` anywhere), and every value in the auth file.
+    Never raises: redaction must not fail because a file is broken.
     """
     environ = os.environ if env is None else env
     names = {name for name in environ if _SECRET_NAME.search(name.upper())}
+    values: set[str] = set()
     if config is not None:
         names.update(_env_names(config.data.get("plugins")))
-    values = {environ.get(name, "") for name in names}
+        values.update(_secret_values(config.data))
+    values.update(environ.get(name, "") for name in names)
     try:
         values.update(read_auth(path).values())
     except ConfigError:
@@ -125,6 +128,20 @@ def _env_names(node: Any) -> set[str]:
             else:
                 names.update(_env_names(value))
     return names
+
+
+def _secret_values(node: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            if isinstance(value, str) and isinstance(key, str) and _SECRET_NAME.search(key.upper()):
+                found.add(value)
+            else:
+                found.update(_secret_values(value))
+    elif isinstance(node, list):
+        for item in node:
+            found.update(_secret_values(item))
+    return found
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:

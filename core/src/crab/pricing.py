@@ -25,6 +25,8 @@ def usage_cost(usage: Usage, model: ModelInfo, cache_write_price: float | None =
     input_price: float = model.input_price or 0.0
     output_price: float = model.output_price or 0.0
     read_price: float = input_price if model.cache_read_price is None else model.cache_read_price
+    if cache_write_price is None:
+        cache_write_price = model.cache_write_price
     write_price = input_price if cache_write_price is None else cache_write_price
     total: float = (
         usage.input_tokens * input_price

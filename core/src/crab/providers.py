@@ -24,6 +24,7 @@ class ModelInfo:
     input_price: float | None = None
     output_price: float | None = None
     cache_read_price: float | None = None
+    cache_write_price: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from crab.auth import known_secrets
 from crab.commands import Command, CommandContext, CommandResult
 from crab.config import Config
 from crab.errors import CrabError, ProviderError
@@ -53,8 +54,9 @@ from crab.messages import (
     usage_to_dict,
 )
 from crab.plugins import PluginHost
+from crab.pricing import with_cost
 from crab.providers import ModelInfo, ModelRequest, Provider
-from crab.redaction import Redactor, known_secrets
+from crab.redaction import Redactor
 from crab.storage import EntryType, Store
 from crab.tools import Tool, ToolContext, ToolResult
 
@@ -465,16 +467,8 @@ class Agent:
         return message
 
     def _priced(self, usage: Usage) -> Usage:
-        if usage.cost is not None:
-            return usage
-        info = self.model_info()
-        if info is None or info.input_price is None or info.output_price is None:
-            return usage
-        cached = usage.cache_read_tokens * (
-            info.cache_read_price if info.cache_read_price is not None else info.input_price
-        )
-        cost = (usage.input_tokens * info.input_price + usage.output_tokens * info.output_price + cached) / 1_000_000
-        return replace(usage, cost=round(cost, 8))
+        """Fill in the cost from the model's configured prices when the provider did not."""
+        return usage if usage.cost is not None else with_cost(usage, self.model_info())
 
     # --- tools ------------------------------------------------------------------------------
 
