@@ -138,3 +138,12 @@ def test_search_text_matches_each_line_on_its_own() -> None:
     assert [n for n, _ in search_text(text + "\n", re.compile(r"", re.M))] == [1, 2, 3, 4]  # none after the last
     assert search_text("a\nb\na", re.compile("a")) == [(1, "a"), (3, "a")]
     assert search_text("x\r\n", re.compile(r"x$", re.M)) == []  # as in grep, $ is before \n only
+
+
+def test_caseless_literal_shortcut_is_only_taken_when_exact(workspace: Path) -> None:
+    (workspace / "ascii.txt").write_text("Deprecated here\n")
+    (workspace / "long-s.txt").write_text("\u017ftop\n")  # LATIN SMALL LETTER LONG S matches s under IGNORECASE
+    ws = Workspace(workspace)
+    assert search(ws, "DEPRECATED", ignore_case=True, backend="python") == "ascii.txt:1:Deprecated here"
+    assert search(ws, "STOP", ignore_case=True, backend="python") == "long-s.txt:1:\u017ftop"
+    assert search(ws, "a.c", ignore_case=True, backend="python") == "no matches for 'a.c' in ."
