@@ -153,3 +153,34 @@ def test_unsupported_hints_and_missing_docstring_fail_at_definition():
         @crab.tool
         def undocumented(x: int) -> str:
             return ""
+
+
+def test_a_cancelled_sync_tool_is_told_to_stop():
+    import threading
+    import time
+
+    started = threading.Event()
+    stopped = threading.Event()
+
+    @crab.tool
+    def spin(ctx: ToolContext) -> str:
+        """Loop until told to stop."""
+        started.set()
+        deadline = time.monotonic() + 10
+        while not ctx.cancelled.is_set() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stopped.set()
+        return "stopped"
+
+    ctx = ToolContext("s", Path("."))
+
+    async def scenario() -> None:
+        try:
+            await asyncio.wait_for(spin.run({}, ctx), 0.2)
+        except TimeoutError:
+            pass
+
+    asyncio.run(scenario())
+    assert started.is_set()
+    assert stopped.wait(5)
+    assert ctx.cancelled.is_set()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crab.truncate import OutputLimit, truncate
+from crab.truncate import OutputLimit, split_lines, truncate
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -30,8 +30,17 @@ def test_truncation_is_a_valid_piece_within_budget(text, lines, size, keep):
         assert result == text
         return
     assert len(result.encode()) <= size
-    assert len(result.splitlines()) <= lines
+    assert len(split_lines(result)) <= lines
     if keep == "head":
         assert text.startswith(result)
     else:
         assert text.endswith(result)
+
+
+def test_only_newlines_break_lines():
+    text = "a\fb\u2028c\nd"
+    assert split_lines(text) == ["a\fb\u2028c\n", "d"]
+    kept, cut = truncate(text, OutputLimit(lines=1, bytes=1000))
+    assert kept == "a\fb\u2028c\n"
+    assert cut is not None
+    assert cut.total_lines == 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,8 @@ class ToolContext:
     tools keeps its records there); plugins prefix their keys with their own name. ``settings``
     is the tool's plugin's ``[plugins.<name>]`` config table. ``ask`` asks the user through the
     active channel (None where nobody can answer); ``local`` is False on remote channels.
+    ``cancelled`` is set when the call is aborted or times out: a sync tool, which keeps running
+    in its worker thread, should check it in long loops and stop early.
     """
 
     session_id: str
@@ -61,6 +64,7 @@ class ToolContext:
     config: Config | None = None
     ask: AskUser | None = None
     local: bool = True
+    cancelled: threading.Event = field(default_factory=threading.Event)
 
 
 Handler = Callable[[dict[str, Any], ToolContext], Awaitable[Any] | Any]
@@ -171,7 +175,11 @@ def _make_handler(fn: Callable[..., Any], context_param: str | None) -> Handler:
             return await fn(**kwargs)
         import asyncio
 
-        return await asyncio.to_thread(fn, **kwargs)
+        try:
+            return await asyncio.to_thread(fn, **kwargs)
+        except asyncio.CancelledError:
+            ctx.cancelled.set()  # the thread cannot be stopped; tell the function to stop itself
+            raise
 
     return handler
 

@@ -38,6 +38,16 @@ def _cut_utf8(data: bytes, size: int, keep: Keep) -> bytes:
     return piece.decode("utf-8", errors="ignore").encode("utf-8")
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines ending in ``\n`` (kept), plus a last unterminated one. Unlike ``str.splitlines`` it
+    does not break at form feeds or Unicode separators, so counts match what editors and tools show."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
 def truncate(text: str, limit: OutputLimit) -> tuple[str, Truncation | None]:
     """Keep the head (or tail) of ``text`` within ``limit``; return the text and what was cut.
 
@@ -45,7 +55,7 @@ def truncate(text: str, limit: OutputLimit) -> tuple[str, Truncation | None]:
     inside, at a character boundary.
     """
     data = text.encode("utf-8")
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     if len(lines) <= limit.lines and len(data) <= limit.bytes:
         return text, None
     ordered = lines if limit.keep == "head" else list(reversed(lines))
