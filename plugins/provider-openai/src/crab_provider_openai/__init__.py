@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 CRAB_API = ">=1.0,<2"
 
 
-@hookimpl  # type: ignore[untyped-decorator,unused-ignore]  # untyped when crab is read without py.typed
+@hookimpl
 def crab_providers(config: Config) -> list[Provider]:
     from crab_provider_openai.provider import OpenAIProvider
     from crab_provider_openai.settings import PLUGIN

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 CRAB_API = ">=1.0,<2"
 
 
-@crab.hookimpl  # type: ignore[untyped-decorator,unused-ignore]
+@crab.hookimpl
 def crab_tools(config: Config) -> list[Tool]:
     """The seven tools; bash's loop timeout follows ``bash_max_timeout`` from this config."""
     from crab_tools_basic.registry import build_tools

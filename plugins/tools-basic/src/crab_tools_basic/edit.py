@@ -101,7 +101,7 @@ def edit_file(state: dict[str, Any], real: Path, display: str, edits: Sequence[t
 
 
 # crab ships no py.typed yet, so mypy sees its decorators as untyped.
-@tool(  # type: ignore[untyped-decorator,unused-ignore]
+@tool(
     permission="write",
     prepare_arguments=prepare_edit_arguments,
     output_limit=None,

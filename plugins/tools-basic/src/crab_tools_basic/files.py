@@ -105,7 +105,7 @@ def read_window(real: Path, display: str, offset: int = 1, limit: int | None = N
     return Window(text, total, digest.hexdigest(), info.st_mtime_ns)
 
 
-@tool(output_limit=None)  # type: ignore[untyped-decorator,unused-ignore]
+@tool(output_limit=None)
 def read(
     path: Annotated[str, "file to read, relative to the workspace"],
     ctx: ToolContext,
@@ -150,7 +150,7 @@ def write_file(state: dict[str, Any], real: Path, display: str, content: str) ->
     return f"{verb} {display} ({len(data)} bytes, {lines} lines)"
 
 
-@tool(permission="write", output_limit=None)  # type: ignore[untyped-decorator,unused-ignore]
+@tool(permission="write", output_limit=None)
 def write(
     path: Annotated[str, "file to create or overwrite, relative to the workspace"],
     content: Annotated[str, "the complete new content of the file"],

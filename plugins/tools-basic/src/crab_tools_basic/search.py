@@ -154,7 +154,7 @@ def list_entries(ws: Workspace, path: str | None = None) -> str:
 
 
 # crab ships no py.typed yet, so mypy sees its decorators as untyped.
-@tool(output_limit=None)  # type: ignore[untyped-decorator,unused-ignore]
+@tool(output_limit=None)
 def glob(
     pattern: Annotated[str, "glob such as '*.py' (any depth) or 'src/**/*.ts' (from path)"],
     ctx: ToolContext,
@@ -170,7 +170,7 @@ def glob(
         return find_files(workspace_of(ctx), pattern, path)
 
 
-@tool(output_limit=None)  # type: ignore[untyped-decorator,unused-ignore]
+@tool(output_limit=None)
 def grep(
     pattern: Annotated[str, "regular expression (Python re syntax), matched per line"],
     ctx: ToolContext,
@@ -190,7 +190,7 @@ def grep(
         return search(workspace_of(ctx, settings), pattern, path, glob, ignore_case, context, settings.grep_backend)
 
 
-@tool(output_limit=None)  # type: ignore[untyped-decorator,unused-ignore]
+@tool(output_limit=None)
 def ls(
     ctx: ToolContext,
     path: Annotated[str | None, "folder to list (default: the workspace)"] = None,
