@@ -158,6 +158,7 @@ def migrate(conn: sqlite3.Connection, *, fts: bool) -> set[int]:
             applied.add(migration.version)
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
     return applied

@@ -133,6 +133,9 @@ class SqliteStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # isolation_level=None: transactions are ours (BEGIN IMMEDIATE), not sqlite3's guesses.
             conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the session database {self.path}: {exc}") from None
+        try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
@@ -144,8 +147,11 @@ class SqliteStore:
             available = has_fts5(conn)
             want = available if self._want_fts is None else self._want_fts and available
             applied = migrate(conn, fts=want)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the session database {self.path}: {exc}") from None
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"cannot open the session database {self.path}: {exc}") from None
+            raise
         # Whenever the index exists and this SQLite can write it, keep it complete, even when
         # searching by scan was asked for; an SQLite without FTS5 can do neither.
         self._indexing = available and 2 in applied
@@ -182,7 +188,8 @@ class SqliteStore:
             yield conn
             conn.execute("COMMIT")
         except BaseException as exc:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
                 raise StoreError(f"{self.path}: {exc}") from None
             raise
