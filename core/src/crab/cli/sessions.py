@@ -6,7 +6,6 @@ directly. Store and plugin machinery is imported when a command runs, so ``crab 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -224,6 +223,8 @@ async def migrate_sessions(source: Store, target: Store) -> MigrationReport:
     entry (new ids and times). Sessions the target already holds are skipped, so a migration
     that was interrupted can simply be run again.
     """
+    import inspect
+
     from crab.errors import StoreError
 
     importer: Callable[[SessionInfo, list[Entry]], Any] | None = getattr(target, "import_session", None)
@@ -242,7 +243,7 @@ async def migrate_sessions(source: Store, target: Store) -> MigrationReport:
         entries = await source.entries(info.id)
         if importer is not None:
             result = importer(info, entries)
-            if asyncio.iscoroutine(result):
+            if inspect.isawaitable(result):
                 await result
         else:
             new = await target.create_session(info.workspace, title=info.title, meta=info.meta)
@@ -258,6 +259,7 @@ async def migrate_sessions(source: Store, target: Store) -> MigrationReport:
 
 def _with_store(store_name: str | None, plugins: str | None, work: Callable[[Store], Awaitable[T]]) -> T:
     """Run ``work`` with the configured (or named) store opened, from a plain sync command."""
+    import asyncio
     import os
 
     from crab.cli.runtime import build_host, load_cli_config, open_store
@@ -415,6 +417,7 @@ def migrate_cmd(
     plugins: PluginsOpt = None,
 ) -> None:
     """Copy every session, with ids, parents and times, from the current store into another."""
+    import asyncio
     import os
 
     from crab.cli.runtime import build_host, load_cli_config, open_store
