@@ -70,3 +70,21 @@ def test_build_context_from_a_store_with_a_torn_turn():
     assert [getattr(m, "content", None) for m in context][:1] == ["new"]
     assert unpaired_calls(context) == []
     assert isinstance(context[-1], ToolResultMessage) and context[-1].is_error
+
+
+def test_ids_reused_across_replies_still_pair():
+    first = AssistantMessage(tool_calls=(call("call_0"),), stop_reason="tool_use")
+    second = AssistantMessage(tool_calls=(call("call_0"),), stop_reason="tool_use")
+    messages = [
+        UserMessage("q"),
+        first,
+        ToolResultMessage("call_0", "t", "first result"),
+        second,
+        ToolResultMessage("call_0", "t", "second result"),
+        AssistantMessage("done"),
+    ]
+    fixed = repair(messages)
+    assert [m.content for m in fixed if isinstance(m, ToolResultMessage)] == ["first result", "second result"]
+    assert unpaired_calls(fixed) == []
+    torn = repair(messages[:4])  # the second call's result never made it to disk
+    assert [m.content for m in torn if isinstance(m, ToolResultMessage)] == ["first result", NO_RESULT]

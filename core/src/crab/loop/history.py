@@ -48,38 +48,46 @@ def messages_from_entries(entries: Iterable[Entry]) -> tuple[list[Message], Mapp
 
 
 def repair(messages: Sequence[Message]) -> list[Message]:
-    """The replayable, paired, alternating version of ``messages`` (see module docstring)."""
-    kept_calls: dict[str, AssistantMessage] = {}
-    results: dict[str, ToolResultMessage] = {}
-    for message in messages:
-        if isinstance(message, AssistantMessage) and message.replayable:
-            for call in message.tool_calls:
-                kept_calls.setdefault(call.id, message)
-        elif isinstance(message, ToolResultMessage) and message.call_id not in results:
-            results[message.call_id] = message
+    """The replayable, paired, alternating version of ``messages`` (see module docstring).
 
+    A call's result is looked for between its message and the next replayable assistant message,
+    first unused match by id: providers that reuse ids across replies (``call_0``) still pair.
+    """
     out: list[Message] = []
-    used: set[str] = set()
-    for message in messages:
+    used: set[int] = set()
+    for index, message in enumerate(messages):
         if isinstance(message, ToolResultMessage):
             continue  # placed right after the message that asked for it
         if isinstance(message, AssistantMessage):
-            if not message.replayable:
-                continue
-            out.append(message)
-            for call in message.tool_calls:
-                if call.id in used or kept_calls.get(call.id) is not message:
-                    continue
-                used.add(call.id)
-                out.append(
-                    results.get(call.id)
-                    or ToolResultMessage(call_id=call.id, name=call.name, content=NO_RESULT, is_error=True)
-                )
+            if message.replayable:
+                out.append(message)
+                out.extend(_results_for(message, index, messages, used))
             continue
         if out and isinstance(out[-1], UserMessage):
             out.append(AssistantMessage(content=NO_REPLY))
         out.append(message)
     return out
+
+
+def _results_for(
+    message: AssistantMessage, index: int, messages: Sequence[Message], used: set[int]
+) -> list[ToolResultMessage]:
+    window: list[tuple[int, ToolResultMessage]] = []
+    for later in range(index + 1, len(messages)):
+        candidate = messages[later]
+        if isinstance(candidate, AssistantMessage) and candidate.replayable:
+            break
+        if isinstance(candidate, ToolResultMessage) and later not in used:
+            window.append((later, candidate))
+    results: list[ToolResultMessage] = []
+    for call in message.tool_calls:
+        match = next(((j, r) for j, r in window if j not in used and r.call_id == call.id), None)
+        if match is None:
+            results.append(ToolResultMessage(call_id=call.id, name=call.name, content=NO_RESULT, is_error=True))
+        else:
+            used.add(match[0])
+            results.append(match[1])
+    return results
 
 
 def build_context(entries: Iterable[Entry]) -> list[Message]:
