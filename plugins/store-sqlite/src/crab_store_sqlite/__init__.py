@@ -19,7 +19,7 @@ CRAB_API = ">=1.0,<2"
 __all__ = ["CRAB_API", "FullTextSearchUnavailable", "SqliteStore", "crab_stores"]
 
 
-@hookimpl  # type: ignore[untyped-decorator,unused-ignore]  # pluggy types it as a union
+@hookimpl
 def crab_stores(config: Config) -> list[Store]:
     settings = config.plugin_settings("store-sqlite")
     path = settings.get("path") or crab_home() / "crab.db"
