@@ -129,6 +129,74 @@ class Store(Protocol):
         ...
 
 
+SESSION_HEADER_KEY = "crab_session"
+"""Marks a session header object; its value is the interchange format's version."""
+INTERCHANGE_VERSION = 1
+
+
+def session_header(info: SessionInfo) -> dict[str, Any]:
+    """A session header as the JSON object that starts a tape and an exported session."""
+    return {
+        SESSION_HEADER_KEY: INTERCHANGE_VERSION,
+        "id": info.id,
+        "workspace": info.workspace,
+        "created": info.created,
+        "title": info.title,
+        "forked_from": info.forked_from,
+        "fork_entry": info.fork_entry,
+        "meta": dict(info.meta),
+    }
+
+
+def session_from_header(data: Mapping[str, Any]) -> SessionInfo:
+    """Inverse of ``session_header``; raises ``ValueError`` (or Key/TypeError) when malformed or too new."""
+    version = data[SESSION_HEADER_KEY]
+    if not isinstance(version, int) or version > INTERCHANGE_VERSION:
+        raise ValueError(f"session format v{version} is newer than this crab understands (v{INTERCHANGE_VERSION})")
+    return SessionInfo(
+        id=str(data["id"]),
+        workspace=str(data["workspace"]),
+        created=float(data["created"]),
+        title=data.get("title"),
+        forked_from=data.get("forked_from"),
+        fork_entry=data.get("fork_entry"),
+        meta=dict(data.get("meta") or {}),
+    )
+
+
+def entry_to_dict(entry: Entry) -> dict[str, Any]:
+    """One entry as a line of the interchange format (the session id is the header's)."""
+    return {
+        "id": entry.id,
+        "parent_id": entry.parent_id,
+        "type": entry.type,
+        "time": entry.time,
+        "payload": dict(entry.payload),
+    }
+
+
+def entry_from_dict(data: Any, session_id: str) -> Entry | None:
+    """Inverse of ``entry_to_dict``; None when ``data`` is not a valid entry."""
+    try:
+        if (
+            not isinstance(data, Mapping)
+            or data.get("type") not in ENTRY_TYPES
+            or not isinstance(data["payload"], dict)
+        ):
+            return None
+        parent = data.get("parent_id")
+        return Entry(
+            id=str(data["id"]),
+            session_id=session_id,
+            parent_id=None if parent is None else str(parent),
+            type=data["type"],
+            time=float(data["time"]),
+            payload=data["payload"],
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def entry_text(entry: Entry) -> str:
     """The searchable text of an entry: message content, tool output, anchor name and state."""
     payload = entry.payload

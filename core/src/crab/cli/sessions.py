@@ -72,38 +72,15 @@ def session_to_dict(info: SessionInfo) -> dict[str, Any]:
     }
 
 
-def entry_to_dict(entry: Entry) -> dict[str, Any]:
-    """One entry as a line of the JSONL interchange format (the session id is the header's)."""
-    return {
-        "id": entry.id,
-        "parent_id": entry.parent_id,
-        "type": entry.type,
-        "time": entry.time,
-        "payload": dict(entry.payload),
-    }
-
-
-def header_to_dict(info: SessionInfo) -> dict[str, Any]:
-    """The first line of an exported session: the same header a crab-tape-jsonl tape starts with."""
-    return {
-        "crab_session": 1,
-        "id": info.id,
-        "workspace": info.workspace,
-        "created": info.created,
-        "title": info.title,
-        "forked_from": info.forked_from,
-        "fork_entry": info.fork_entry,
-        "meta": dict(info.meta),
-    }
-
-
 def _json_line(data: Mapping[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def export_jsonl(info: SessionInfo, entries: Iterable[Entry]) -> Iterable[str]:
     """Header line, then one line per entry: the tape format described in docs/storage.md."""
-    yield _json_line(header_to_dict(info))
+    from crab.storage import entry_to_dict, session_header
+
+    yield _json_line(session_header(info))
     for entry in entries:
         yield _json_line(entry_to_dict(entry))
 
@@ -322,6 +299,8 @@ def show_cmd(
 
     info, entries = _with_store(store, plugins, work)
     if as_json:
+        from crab.storage import entry_to_dict
+
         document = {"session": session_to_dict(info), "entries": [entry_to_dict(e) for e in entries]}
         typer.echo(json.dumps(document, ensure_ascii=False, indent=2))
         return

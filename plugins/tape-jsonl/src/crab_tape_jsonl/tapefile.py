@@ -13,12 +13,17 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from crab.errors import StoreError
-from crab.storage import ENTRY_TYPES, Entry, SessionInfo
+from crab.storage import (
+    INTERCHANGE_VERSION,
+    SESSION_HEADER_KEY,
+    Entry,
+    SessionInfo,
+    entry_from_dict,
+    entry_to_dict,
+    session_from_header,
+    session_header,
+)
 
-HEADER_KEY = "crab_session"
-"""The key that marks a header line; its value is the tape format version."""
-
-FORMAT_VERSION = 1
 CHUNK = 1 << 16
 
 
@@ -38,31 +43,12 @@ def _dumps(obj: Mapping[str, Any]) -> bytes:
 
 def encode_header(info: SessionInfo) -> bytes:
     """The first line of a tape."""
-    return _dumps(
-        {
-            HEADER_KEY: FORMAT_VERSION,
-            "id": info.id,
-            "workspace": info.workspace,
-            "created": info.created,
-            "title": info.title,
-            "forked_from": info.forked_from,
-            "fork_entry": info.fork_entry,
-            "meta": dict(info.meta),
-        }
-    )
+    return _dumps(session_header(info))
 
 
 def encode_entry(entry: Entry) -> bytes:
     """One entry line; the session id is the file's, so it is not repeated on every line."""
-    return _dumps(
-        {
-            "id": entry.id,
-            "parent_id": entry.parent_id,
-            "type": entry.type,
-            "time": entry.time,
-            "payload": entry.payload,
-        }
-    )
+    return _dumps(entry_to_dict(entry))
 
 
 def _loads(line: bytes) -> Any:
@@ -72,18 +58,11 @@ def _loads(line: bytes) -> Any:
 def decode_header(line: bytes, where: str) -> SessionInfo:
     try:
         data = _loads(line)
-        version = data[HEADER_KEY]
-        if not isinstance(version, int) or version > FORMAT_VERSION:
-            raise StoreError(f"{where}: tape format v{version} is newer than this crab-tape-jsonl understands")
-        return SessionInfo(
-            id=str(data["id"]),
-            workspace=str(data["workspace"]),
-            created=float(data["created"]),
-            title=data.get("title"),
-            forked_from=data.get("forked_from"),
-            fork_entry=data.get("fork_entry"),
-            meta=dict(data.get("meta") or {}),
-        )
+        if isinstance(data, dict) and data.get(SESSION_HEADER_KEY, 0) > INTERCHANGE_VERSION:
+            raise StoreError(
+                f"{where}: tape format v{data[SESSION_HEADER_KEY]} is newer than this crab-tape-jsonl understands"
+            )
+        return session_from_header(data)
     except StoreError:
         raise
     except (ValueError, KeyError, TypeError) as exc:
@@ -94,19 +73,9 @@ def decode_entry(line: bytes, session_id: str) -> Entry | None:
     """The entry on ``line``, or None when the line is not a valid entry (caller warns)."""
     try:
         data = _loads(line)
-        if not isinstance(data, dict) or data.get("type") not in ENTRY_TYPES or not isinstance(data["payload"], dict):
-            return None
-        parent = data.get("parent_id")
-        return Entry(
-            id=str(data["id"]),
-            session_id=session_id,
-            parent_id=None if parent is None else str(parent),
-            type=data["type"],
-            time=float(data["time"]),
-            payload=data["payload"],
-        )
-    except (ValueError, KeyError, TypeError):
+    except ValueError:
         return None
+    return entry_from_dict(data, session_id)
 
 
 def warn_torn(path: os.PathLike[str] | str, offset: int, line: bytes) -> None:
