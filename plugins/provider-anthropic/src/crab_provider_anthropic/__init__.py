@@ -1,6 +1,7 @@
 """crab-provider-anthropic: the Anthropic Messages API as a crab provider.
 
-Hook implementations only; the parser, request building and transport live in sibling modules.
+Hook implementations only; the parser, request building and settings live in sibling modules;
+the HTTP streaming itself is `crab.http_stream`.
 Imports nothing heavy: httpx is loaded when a request is made.
 """
 

@@ -9,13 +9,13 @@ from typing import Any
 from crab.auth import known_secrets, lookup_key, missing_key_message
 from crab.errors import ConfigError, ProviderError
 from crab.events import StreamEvent
+from crab.http_stream import HttpCall, stream_call
 from crab.providers import ModelInfo, ModelRequest
 
 from crab_provider_anthropic.errors import classify_error, error_details
 from crab_provider_anthropic.parser import MessagesStreamParser
 from crab_provider_anthropic.request import build_body, build_headers, endpoint
 from crab_provider_anthropic.settings import PROVIDER, AnthropicSettings, parse_settings
-from crab_provider_anthropic.transport import HttpCall, stream_call
 
 
 class AnthropicProvider:

@@ -9,13 +9,13 @@ from typing import Any
 from crab.auth import known_secrets, lookup_key, missing_key_message
 from crab.errors import ConfigError, ProviderError
 from crab.events import StreamEvent
+from crab.http_stream import HttpCall, stream_call
 from crab.providers import ModelInfo, ModelRequest
 
 from crab_provider_openai.errors import classify_error, error_details
 from crab_provider_openai.parser import ChatStreamParser
 from crab_provider_openai.request import build_body, build_headers, endpoint
 from crab_provider_openai.settings import PROVIDER, OpenAISettings, parse_settings
-from crab_provider_openai.transport import HttpCall, stream_call
 
 
 class OpenAIProvider:

@@ -1,8 +1,17 @@
-"""HTTP for one model call: POST, retry what may be retried, then stream SSE through a parser.
+"""Streaming HTTP for model providers: one POST, retries for what may be retried, and the
+response body fed through ``crab.sse.SSEDecoder`` into a provider's own stream parser.
 
-A failure retries only while nothing has reached the caller (an error status, a refused or
-reset connection, or an error the server streams before any content), so a retry is never
-seen as duplicated text. httpx is imported here, inside the call, never at plugin import.
+Owns the HTTP side every SSE-speaking provider plugin shares: timeouts (connect, and idle
+between bytes), status → typed error through the provider's ``classify``, ``Retry-After``
+handling via ``crab.retry``, redaction of the key from every message, and the faults of a
+stream (dropped connection, idle stream, malformed chunk, missing end marker) as one
+``ErrorEvent``. The wire format stays in the plugin: it passes a ``StreamParser`` and a
+``classify`` function. A failure retries only while nothing has reached the caller (an error
+status, a refused or reset connection, or an error the server streams before any content), so
+a retry is never seen as duplicated text.
+
+httpx (the ``crab-core[http]`` extra) is imported inside the functions that use it, never at
+import of this module, so ``crab --help`` does not load it.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ if TYPE_CHECKING:
 
 
 class StreamParser(Protocol):
-    """What the transport needs from a provider's pure stream parser."""
+    """What ``stream_call`` needs from a provider's pure stream parser."""
 
     end_marker: str
     done: bool
