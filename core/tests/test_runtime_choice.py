@@ -69,3 +69,16 @@ def test_store_and_renderer_choice(capsys):
 
     renderer = choose_renderer(host, host.config, None, RenderTarget(sys.stdout, sys.stderr))
     assert type(renderer).__name__ == "PlainRenderer"
+
+
+def test_an_installed_persistent_store_is_the_default():
+    from crab.memory_store import MemoryStore
+
+    class Disk(MemoryStore):
+        name = "disk"
+
+    plugin = types.SimpleNamespace(crab_stores=crab.hookimpl(lambda config: [Disk()]))
+    host = build_host({"disk-store": plugin})
+    assert choose_store(host, host.config).name == "disk"
+    pinned = build_host({"disk-store": plugin}, make_config({"crab.store": "memory"}))
+    assert choose_store(pinned, pinned.config).name == "memory"

@@ -36,7 +36,6 @@ DEFAULTS: dict[str, Any] = {
         "permissions": "ask",
         "max_iterations": 25,
         "tool_timeout": 120.0,
-        "store": "memory",
     }
 }
 

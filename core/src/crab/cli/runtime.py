@@ -37,9 +37,23 @@ def build_host(config: Config, plugins: str | Sequence[str] | None = None) -> Pl
     return host
 
 
+def store_name(host: PluginHost, config: Config, name: str | None = None) -> str:
+    """``name``, else ``[crab] store``, else the first persistent store in plugin order, else memory.
+
+    Installing a store plugin is enough to keep sessions; config picks among several.
+    """
+    if name:
+        return name
+    configured = config.get("crab.store")
+    if configured:
+        return str(configured)
+    persistent = [n for n in host.registry("stores") if n != "memory"]
+    return persistent[0] if persistent else "memory"
+
+
 def choose_store(host: PluginHost, config: Config, name: str | None = None) -> Store:
     stores: dict[str, Store] = host.registry("stores")
-    wanted = name or str(config.get("crab.store", "memory"))
+    wanted = store_name(host, config, name)
     if wanted not in stores:
         from crab.loop.router import did_you_mean
 

@@ -399,16 +399,16 @@ def migrate_cmd(
     import asyncio
     import os
 
-    from crab.cli.runtime import build_host, load_cli_config, open_store
+    from crab.cli.runtime import build_host, load_cli_config, open_store, store_name
     from crab.errors import UsageError
 
     config = load_cli_config()
-    source_name = source or str(config.get("crab.store", "memory"))
+    host = build_host(config, plugins if plugins is not None else os.environ.get("CRAB_PLUGINS"))
+    source_name = store_name(host, config, source)
     if source_name == to.value:
         raise UsageError(f"the source and target store are both {to.value!r}; pass --from NAME or --to NAME")
 
     async def main() -> MigrationReport:
-        host = build_host(config, plugins if plugins is not None else os.environ.get("CRAB_PLUGINS"))
         async with (
             open_store(config, source_name, host=host) as from_store,
             open_store(config, to.value, host=host) as to_store,
