@@ -136,3 +136,11 @@ def test_selection_precedence():
 def test_overrides_never_leak_into_defaults(crab_home: Path):
     load_config(env={}, overrides={"crab.permissions": "yolo"})
     assert load_config(env={}).get("crab.permissions") == "ask"
+
+
+def test_crab_config_fixture_writes_project_and_user_files(crab_config, crab_cli):
+    crab_config({"crab": {"provider": "user-provider"}}, scope="user")
+    config = crab_config({"crab": {"model": "project-model"}, "plugins": {"enabled": ["a"]}})
+    assert config.get("crab.model") == "project-model"
+    assert config.get("crab.provider") == "user-provider"
+    assert crab_cli("config", "get", "plugins.enabled").stdout.strip() == '["a"]'

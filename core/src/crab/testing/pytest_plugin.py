@@ -4,18 +4,20 @@
   variables cleared, the cwd set to the workspace;
 - ``crab_agent``: a factory of ``AgentHarness`` objects (scripted provider, memory store, the
   plugins you name), closed after the test;
+- ``crab_config``: write a config file (project or user) for the test and get the merged ``Config``;
 - ``crab_cli``: run ``crab`` in-process and get a ``CliResult``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from crab.config import Config, load_config
 from crab.testing.harness import AgentHarness, CliResult, run_cli
 
 CRAB_ENV = (
@@ -59,6 +61,25 @@ def crab_agent(crab_home: Path) -> Iterator[Callable[..., AgentHarness]]:
     yield factory
     for harness in made:
         harness.close()
+
+
+@pytest.fixture
+def crab_config(crab_home: Path) -> Callable[..., Config]:
+    """``crab_config({"crab": {"model": "m"}}, scope="project")`` writes TOML and loads the result.
+
+    ``scope="project"`` writes ``.crab/config.toml`` in the workspace (the cwd), ``"user"`` writes
+    ``$CRAB_HOME/config.toml``; the returned ``Config`` merges every layer, as a run would.
+    """
+
+    def write(data: Mapping[str, Any], scope: str = "project") -> Config:
+        import tomlkit
+
+        path = crab_home / "config.toml" if scope == "user" else Path(os.getcwd()) / ".crab" / "config.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(tomlkit.dumps(dict(data)), encoding="utf-8")
+        return load_config()
+
+    return write
 
 
 @pytest.fixture
