@@ -1,7 +1,9 @@
 """Test kit for crab and for third-party plugins: scripted provider, harnesses, contract suites.
 
 ``ScriptedProvider`` replays replies; ``AgentHarness`` runs an agent on it with the plugins you
-choose; ``run_cli`` runs ``crab`` in-process; ``StoreContract`` is the suite every store passes.
+choose; ``run_cli`` runs ``crab`` in-process; ``StoreContract`` is the suite every store passes;
+``ReplayServer`` (``crab.testing.http_replay``) is a real HTTP server on 127.0.0.1 replaying
+recorded responses to a provider plugin under test.
 The pytest fixtures live in ``crab.testing.pytest_plugin`` (loaded automatically).
 """
 
@@ -12,6 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from crab.testing.harness import AgentHarness, CliResult, build_host, make_config, run_cli
+    from crab.testing.http_replay import (
+        HttpReply,
+        RecordedRequest,
+        ReplayServer,
+        collect_stream,
+        find_secret,
+        run_crab,
+        sse_bytes,
+        sse_events,
+    )
     from crab.testing.scripted import ScriptedProvider, load_script
     from crab.testing.store_contract import StoreContract
 
@@ -21,6 +33,14 @@ _EXPORTS = {
     "build_host": "crab.testing.harness",
     "make_config": "crab.testing.harness",
     "run_cli": "crab.testing.harness",
+    "HttpReply": "crab.testing.http_replay",
+    "RecordedRequest": "crab.testing.http_replay",
+    "ReplayServer": "crab.testing.http_replay",
+    "collect_stream": "crab.testing.http_replay",
+    "find_secret": "crab.testing.http_replay",
+    "run_crab": "crab.testing.http_replay",
+    "sse_bytes": "crab.testing.http_replay",
+    "sse_events": "crab.testing.http_replay",
     "ScriptedProvider": "crab.testing.scripted",
     "load_script": "crab.testing.scripted",
     "StoreContract": "crab.testing.store_contract",
@@ -28,12 +48,20 @@ _EXPORTS = {
 __all__ = [
     "AgentHarness",
     "CliResult",
+    "HttpReply",
+    "RecordedRequest",
+    "ReplayServer",
     "ScriptedProvider",
     "StoreContract",
     "build_host",
+    "collect_stream",
+    "find_secret",
     "load_script",
     "make_config",
     "run_cli",
+    "run_crab",
+    "sse_bytes",
+    "sse_events",
 ]
 
 
