@@ -10,6 +10,11 @@ stream (dropped connection, idle stream, malformed chunk, missing end marker) as
 status, a refused or reset connection, or an error the server streams before any content), so
 a retry is never seen as duplicated text.
 
+Also the connection settings those plugins read from their config tables with the same keys and
+defaults (``HttpOptions``, from ``read_http_options``: ``base_url``, ``api_key_env``,
+``require_key``, ``max_retries``, ``retry_base_delay``, ``retry_cap``, ``idle_timeout``,
+``connect_timeout``, ``headers``) and ``PluginTable``, the typed reader that checks them.
+
 httpx (the ``crab-core[http]`` extra) is imported inside the functions that use it, never at
 import of this module, so ``crab --help`` does not load it.
 """
@@ -17,12 +22,12 @@ import of this module, so ``crab --help`` does not load it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from crab.auth import redact
-from crab.errors import ContextOverflowError, ProviderError
+from crab.auth import known_secrets, lookup_key, missing_key_message, redact
+from crab.errors import ConfigError, ContextOverflowError, ProviderError
 from crab.events import ErrorEvent, RetryEvent, StreamEvent
 from crab.retry import RetryPolicy, retry_after_from_headers
 from crab.sse import ServerSentEvent, SSEDecoder
@@ -58,6 +63,122 @@ class HttpCall:
     def clean(self, text: str) -> str:
         cleaned: str = redact(text, self.secrets)
         return cleaned
+
+
+@dataclass(frozen=True)
+class PluginTable:
+    """Typed reads of one ``[plugins.<plugin>]`` config table.
+
+    A missing key gives the default; a bad value is a one-line ``ConfigError`` naming the key.
+    """
+
+    plugin: str
+    table: Mapping[str, Any]
+
+    def where(self, key: str) -> str:
+        return f"config: plugins.{self.plugin}.{key}"
+
+    def number(self, key: str, default: float, *, minimum: float = 0.0) -> float:
+        value = self.table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+            raise ConfigError(f"{self.where(key)} must be a number of at least {minimum:g}, not {value!r}")
+        return float(value)
+
+    def whole(self, key: str, default: int, *, minimum: int = 0) -> int:
+        value = self.table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ConfigError(f"{self.where(key)} must be a whole number of at least {minimum}, not {value!r}")
+        return value
+
+    def text(self, key: str, default: str) -> str:
+        value = self.table.get(key, default)
+        if not isinstance(value, str):
+            raise ConfigError(f"{self.where(key)} must be a string, not {value!r}")
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.table.get(key, default)
+        if not isinstance(value, bool):
+            raise ConfigError(f"{self.where(key)} must be true or false, not {value!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """Where and how a provider plugin connects: the config keys every HTTP provider shares."""
+
+    base_url: str
+    api_key_env: str
+    require_key: bool = True
+    max_retries: int = 3
+    retry_base_delay: float = 2.0
+    retry_cap: float = 60.0
+    idle_timeout: float = 300.0
+    connect_timeout: float = 10.0
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def policy(self) -> RetryPolicy:
+        return RetryPolicy(max_retries=self.max_retries, base_delay=self.retry_base_delay, retry_cap=self.retry_cap)
+
+    def key_for(self, provider: str, env: Mapping[str, str] | None = None) -> str | None:
+        """The key: the ``api_key_env`` variable, then the auth file (``crab.auth.lookup_key``).
+
+        Raises ``ConfigError`` saying what to set when a key is required and none is found.
+        """
+        key: str | None = lookup_key(provider, self.api_key_env, env=env)
+        if self.require_key and not key:
+            raise ConfigError(missing_key_message(provider, self.api_key_env))
+        return key
+
+    def call(
+        self,
+        provider: str,
+        url: str,
+        headers: dict[str, str],
+        body: bytes,
+        key: str | None,
+        env: Mapping[str, str] | None = None,
+    ) -> HttpCall:
+        """One streaming POST with these options; the key and every known secret are redacted."""
+        secrets = tuple(s for s in (key, *known_secrets(env=env)) if s)
+        return HttpCall(
+            provider=provider,
+            url=url,
+            headers=headers,
+            body=body,
+            policy=self.policy,
+            idle_timeout=self.idle_timeout,
+            connect_timeout=self.connect_timeout,
+            secrets=secrets,
+        )
+
+
+def read_http_options(table: PluginTable, *, default_base_url: str, default_key_env: str) -> HttpOptions:
+    """The connection keys of a provider's config table, checked and typed.
+
+    A key is required by default only for ``default_base_url`` (the vendor's own endpoint) or when
+    the table names ``api_key_env``: local servers (Ollama, llama.cpp, vLLM) take none.
+    """
+    base_url = table.text("base_url", default_base_url).rstrip("/")
+    if not base_url.startswith(("http://", "https://")):
+        raise ConfigError(f"{table.where('base_url')} must start with http:// or https://, not {base_url!r}")
+    api_key_env = table.text("api_key_env", default_key_env)
+    require_key = table.flag("require_key", base_url == default_base_url or "api_key_env" in table.table)
+    headers = table.table.get("headers", {})
+    if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
+        raise ConfigError(f"{table.where('headers')} must be a table of header name to string")
+    return HttpOptions(
+        base_url=base_url,
+        api_key_env=api_key_env,
+        require_key=require_key,
+        max_retries=table.whole("max_retries", 3),
+        retry_base_delay=table.number("retry_base_delay", 2.0),
+        retry_cap=table.number("retry_cap", 60.0),
+        idle_timeout=table.number("idle_timeout", 300.0, minimum=0.001),
+        connect_timeout=table.number("connect_timeout", 10.0, minimum=0.001),
+        headers={str(k): str(v) for k, v in headers.items()},
+    )
 
 
 Classify = Callable[[int, str], ProviderError]

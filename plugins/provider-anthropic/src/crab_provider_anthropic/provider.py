@@ -6,10 +6,9 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from crab.auth import known_secrets, lookup_key, missing_key_message
 from crab.errors import ConfigError, ProviderError
 from crab.events import StreamEvent
-from crab.http_stream import HttpCall, stream_call
+from crab.http_stream import stream_call
 from crab.providers import ModelInfo, ModelRequest
 
 from crab_provider_anthropic.errors import classify_error, error_details
@@ -46,38 +45,24 @@ class AnthropicProvider:
     def models(self) -> list[ModelInfo]:
         return list(self.settings.models.values())
 
-    def _key(self) -> str | None:
-        settings = self.settings
-        key: str | None = lookup_key(self.name, settings.api_key_env, env=self._env)
-        return key
-
     def check(self, model: str) -> None:
-        settings = self.settings
-        if settings.require_key and not self._key():
-            raise ConfigError(missing_key_message(self.name, settings.api_key_env))
+        self.settings.http.key_for(self.name, self._env)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         settings = self.settings
-        key = self._key()
-        if settings.require_key and not key:
-            raise ProviderError(missing_key_message(self.name, settings.api_key_env), "auth")
+        http = settings.http
+        try:
+            key = http.key_for(self.name, self._env)
+        except ConfigError as exc:
+            raise ProviderError(str(exc), "auth") from None
         model = request.model
-        secrets = tuple(s for s in (key, *known_secrets(env=self._env)) if s)
-        call = HttpCall(
-            provider=self.name,
-            url=endpoint(settings),
-            headers=build_headers(key, settings),
-            body=json.dumps(build_body(request, settings), ensure_ascii=False).encode("utf-8"),
-            policy=settings.policy,
-            idle_timeout=settings.idle_timeout,
-            connect_timeout=settings.connect_timeout,
-            secrets=secrets,
-        )
+        payload = json.dumps(build_body(request, settings), ensure_ascii=False).encode("utf-8")
+        call = http.call(self.name, endpoint(settings), build_headers(key, settings), payload, key, env=self._env)
 
         def classify(status: int, body: str) -> ProviderError:
             message, error_type = error_details(body)
             return classify_error(
-                status, message, error_type, provider=self.name, model=model, key_env=settings.api_key_env
+                status, message, error_type, provider=self.name, model=model, key_env=http.api_key_env
             )
 
         def make_parser() -> MessagesStreamParser:
@@ -86,7 +71,7 @@ class AnthropicProvider:
                 provider=self.name,
                 info=settings.model_info(model),
                 cache_write_price=settings.cache_write_prices.get(model),
-                key_env=settings.api_key_env,
+                key_env=http.api_key_env,
             )
 
         async for event in stream_call(call, make_parser, classify):

@@ -93,7 +93,7 @@ def build_headers(key: str | None, settings: AnthropicSettings) -> dict[str, str
         "content-type": "application/json",
         "accept": "text/event-stream",
         "anthropic-version": API_VERSION,
-        **settings.headers,
+        **settings.http.headers,
     }
     if key:
         headers["x-api-key"] = key
@@ -101,4 +101,4 @@ def build_headers(key: str | None, settings: AnthropicSettings) -> dict[str, str
 
 
 def endpoint(settings: AnthropicSettings) -> str:
-    return f"{settings.base_url}/messages"
+    return f"{settings.http.base_url}/messages"

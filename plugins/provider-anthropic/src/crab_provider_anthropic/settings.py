@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crab.errors import ConfigError
+from crab.http_stream import HttpOptions, PluginTable, read_http_options
 from crab.providers import ModelInfo
-from crab.retry import RetryPolicy
 
 PLUGIN = "provider-anthropic"
 PROVIDER = "anthropic"
@@ -48,24 +48,12 @@ _MODEL_FIELDS = {
 class AnthropicSettings:
     """Everything the provider reads from its config table, with defaults."""
 
-    base_url: str = ANTHROPIC_BASE_URL
-    api_key_env: str = DEFAULT_KEY_ENV
-    require_key: bool = True
+    http: HttpOptions = field(default_factory=lambda: HttpOptions(ANTHROPIC_BASE_URL, DEFAULT_KEY_ENV))
     models: Mapping[str, ModelInfo] = field(default_factory=dict)
     cache_write_prices: Mapping[str, float] = field(default_factory=dict)
-    max_retries: int = 3
-    retry_base_delay: float = 2.0
-    retry_cap: float = 60.0
-    idle_timeout: float = 300.0
-    connect_timeout: float = 10.0
     default_max_tokens: int = DEFAULT_MAX_TOKENS
     thinking_budget: int = 0
-    headers: Mapping[str, str] = field(default_factory=dict)
     provider: str = PROVIDER
-
-    @property
-    def policy(self) -> RetryPolicy:
-        return RetryPolicy(max_retries=self.max_retries, base_delay=self.retry_base_delay, retry_cap=self.retry_cap)
 
     def model_info(self, model: str) -> ModelInfo | None:
         return self.models.get(model)
@@ -73,27 +61,6 @@ class AnthropicSettings:
 
 def _where(key: str) -> str:
     return f"config: plugins.{PLUGIN}.{key}"
-
-
-def _number(table: Mapping[str, Any], key: str, default: float, *, minimum: float = 0.0) -> float:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
-        raise ConfigError(f"{_where(key)} must be a number of at least {minimum:g}, not {value!r}")
-    return float(value)
-
-
-def _whole(table: Mapping[str, Any], key: str, default: int, *, minimum: int = 0) -> int:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{_where(key)} must be a whole number of at least {minimum}, not {value!r}")
-    return value
-
-
-def _text(table: Mapping[str, Any], key: str, default: str) -> str:
-    value = table.get(key, default)
-    if not isinstance(value, str):
-        raise ConfigError(f"{_where(key)} must be a string, not {value!r}")
-    return value
 
 
 def parse_model(model_id: str, table: Any, base: ModelInfo | None) -> tuple[ModelInfo, float | None]:
@@ -121,18 +88,13 @@ def parse_model(model_id: str, table: Any, base: ModelInfo | None) -> tuple[Mode
 
 def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
     """Check and type the config table; a bad value is a one-line ``ConfigError`` naming the key."""
-    base_url = _text(table, "base_url", ANTHROPIC_BASE_URL).rstrip("/")
-    if not base_url.startswith(("http://", "https://")):
-        raise ConfigError(f"{_where('base_url')} must start with http:// or https://, not {base_url!r}")
-    is_anthropic = base_url == ANTHROPIC_BASE_URL
-    require_key = table.get("require_key", is_anthropic or "api_key_env" in table)
-    if not isinstance(require_key, bool):
-        raise ConfigError(f"{_where('require_key')} must be true or false, not {require_key!r}")
+    read = PluginTable(PLUGIN, table)
+    http = read_http_options(read, default_base_url=ANTHROPIC_BASE_URL, default_key_env=DEFAULT_KEY_ENV)
     models_table = table.get("models", {})
     if not isinstance(models_table, Mapping):
         raise ConfigError(f"{_where('models')} must be a table of model id to settings")
     models: dict[str, ModelInfo] = {}
-    if is_anthropic:
+    if http.base_url == ANTHROPIC_BASE_URL:
         for model_id, (window, output, thinking) in KNOWN_MODELS.items():
             models[model_id] = ModelInfo(
                 model_id, PROVIDER, context_window=window, max_output_tokens=output, supports_thinking=thinking
@@ -143,21 +105,10 @@ def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
         models[model_id] = info
         if write_price is not None:
             write_prices[model_id] = write_price
-    headers = table.get("headers", {})
-    if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
-        raise ConfigError(f"{_where('headers')} must be a table of header name to string")
     return AnthropicSettings(
-        base_url=base_url,
-        api_key_env=_text(table, "api_key_env", DEFAULT_KEY_ENV),
-        require_key=require_key,
+        http=http,
         models=models,
         cache_write_prices=write_prices,
-        max_retries=_whole(table, "max_retries", 3),
-        retry_base_delay=_number(table, "retry_base_delay", 2.0),
-        retry_cap=_number(table, "retry_cap", 60.0),
-        idle_timeout=_number(table, "idle_timeout", 300.0, minimum=0.001),
-        connect_timeout=_number(table, "connect_timeout", 10.0, minimum=0.001),
-        default_max_tokens=_whole(table, "default_max_tokens", DEFAULT_MAX_TOKENS, minimum=1),
-        thinking_budget=_whole(table, "thinking_budget", 0),
-        headers={str(k): str(v) for k, v in headers.items()},
+        default_max_tokens=read.whole("default_max_tokens", DEFAULT_MAX_TOKENS, minimum=1),
+        thinking_budget=read.whole("thinking_budget", 0),
     )

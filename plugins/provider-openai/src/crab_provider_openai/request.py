@@ -61,11 +61,11 @@ def build_body(request: ModelRequest, settings: OpenAISettings) -> dict[str, Any
 
 
 def build_headers(key: str | None, settings: OpenAISettings) -> dict[str, str]:
-    headers = {"content-type": "application/json", "accept": "text/event-stream", **settings.headers}
+    headers = {"content-type": "application/json", "accept": "text/event-stream", **settings.http.headers}
     if key:
         headers["authorization"] = f"Bearer {key}"
     return headers
 
 
 def endpoint(settings: OpenAISettings) -> str:
-    return f"{settings.base_url}/chat/completions"
+    return f"{settings.http.base_url}/chat/completions"

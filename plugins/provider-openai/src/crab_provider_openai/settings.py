@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crab.errors import ConfigError
+from crab.http_stream import HttpOptions, PluginTable, read_http_options
 from crab.providers import ModelInfo
-from crab.retry import RetryPolicy
 
 PLUGIN = "provider-openai"
 PROVIDER = "openai"
@@ -48,28 +48,16 @@ _MODEL_FIELDS = {
 class OpenAISettings:
     """Everything the provider reads from its config table, with defaults."""
 
-    base_url: str = OPENAI_BASE_URL
-    api_key_env: str = DEFAULT_KEY_ENV
-    require_key: bool = True
+    http: HttpOptions = field(default_factory=lambda: HttpOptions(OPENAI_BASE_URL, DEFAULT_KEY_ENV))
     models: Mapping[str, ModelInfo] = field(default_factory=dict)
-    max_retries: int = 3
-    retry_base_delay: float = 2.0
-    retry_cap: float = 60.0
-    idle_timeout: float = 300.0
-    connect_timeout: float = 10.0
     include_usage: bool = True
     max_tokens_field: str = "max_tokens"
     think_tags: bool = True
-    headers: Mapping[str, str] = field(default_factory=dict)
     provider: str = PROVIDER
 
     @property
-    def policy(self) -> RetryPolicy:
-        return RetryPolicy(max_retries=self.max_retries, base_delay=self.retry_base_delay, retry_cap=self.retry_cap)
-
-    @property
     def is_openai(self) -> bool:
-        return self.base_url.rstrip("/") == OPENAI_BASE_URL
+        return self.http.base_url.rstrip("/") == OPENAI_BASE_URL
 
     def model_info(self, model: str) -> ModelInfo | None:
         return self.models.get(model)
@@ -77,27 +65,6 @@ class OpenAISettings:
 
 def _where(key: str) -> str:
     return f"config: plugins.{PLUGIN}.{key}"
-
-
-def _number(table: Mapping[str, Any], key: str, default: float, *, minimum: float = 0.0) -> float:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
-        raise ConfigError(f"{_where(key)} must be a number of at least {minimum:g}, not {value!r}")
-    return float(value)
-
-
-def _text(table: Mapping[str, Any], key: str, default: str) -> str:
-    value = table.get(key, default)
-    if not isinstance(value, str):
-        raise ConfigError(f"{_where(key)} must be a string, not {value!r}")
-    return value
-
-
-def _flag(table: Mapping[str, Any], key: str, default: bool) -> bool:
-    value = table.get(key, default)
-    if not isinstance(value, bool):
-        raise ConfigError(f"{_where(key)} must be true or false, not {value!r}")
-    return value
 
 
 def parse_model(model_id: str, table: Any, base: ModelInfo | None, provider: str) -> ModelInfo:
@@ -124,14 +91,9 @@ def parse_model(model_id: str, table: Any, base: ModelInfo | None, provider: str
 
 def parse_settings(table: Mapping[str, Any]) -> OpenAISettings:
     """Check and type the config table; a bad value is a one-line ``ConfigError`` naming the key."""
-    base_url = _text(table, "base_url", OPENAI_BASE_URL).rstrip("/")
-    if not base_url.startswith(("http://", "https://")):
-        raise ConfigError(f"{_where('base_url')} must start with http:// or https://, not {base_url!r}")
-    is_openai = base_url == OPENAI_BASE_URL
-    key_env = _text(table, "api_key_env", DEFAULT_KEY_ENV)
-    # Local servers (Ollama, llama.cpp, vLLM) take no key; a custom endpoint needs one only when
-    # the user named the variable that holds it.
-    require_key = _flag(table, "require_key", is_openai or "api_key_env" in table)
+    read = PluginTable(PLUGIN, table)
+    http = read_http_options(read, default_base_url=OPENAI_BASE_URL, default_key_env=DEFAULT_KEY_ENV)
+    is_openai = http.base_url == OPENAI_BASE_URL
     models_table = table.get("models", {})
     if not isinstance(models_table, Mapping):
         raise ConfigError(f"{_where('models')} must be a table of model id to settings")
@@ -141,25 +103,10 @@ def parse_settings(table: Mapping[str, Any]) -> OpenAISettings:
             models[model_id] = ModelInfo(model_id, PROVIDER, context_window=window, max_output_tokens=output)
     for model_id, entry in models_table.items():
         models[model_id] = parse_model(str(model_id), entry, models.get(model_id), PROVIDER)
-    headers = table.get("headers", {})
-    if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
-        raise ConfigError(f"{_where('headers')} must be a table of header name to string")
-    max_retries = table.get("max_retries", 3)
-    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-        raise ConfigError(f"{_where('max_retries')} must be a whole number of at least 0, not {max_retries!r}")
-    max_tokens_field = _text(table, "max_tokens_field", "max_completion_tokens" if is_openai else "max_tokens")
     return OpenAISettings(
-        base_url=base_url,
-        api_key_env=key_env,
-        require_key=require_key,
+        http=http,
         models=models,
-        max_retries=max_retries,
-        retry_base_delay=_number(table, "retry_base_delay", 2.0),
-        retry_cap=_number(table, "retry_cap", 60.0),
-        idle_timeout=_number(table, "idle_timeout", 300.0, minimum=0.001),
-        connect_timeout=_number(table, "connect_timeout", 10.0, minimum=0.001),
-        include_usage=_flag(table, "include_usage", True),
-        max_tokens_field=max_tokens_field,
-        think_tags=_flag(table, "think_tags", True),
-        headers={str(k): str(v) for k, v in headers.items()},
+        include_usage=read.flag("include_usage", True),
+        max_tokens_field=read.text("max_tokens_field", "max_completion_tokens" if is_openai else "max_tokens"),
+        think_tags=read.flag("think_tags", True),
     )
