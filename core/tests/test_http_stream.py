@@ -1,0 +1,124 @@
+"""crab.http_stream: connection settings from a config table, and one streamed call over real HTTP."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from crab.errors import ConfigError, ProviderError
+from crab.events import ErrorEvent, RetryEvent, StreamEvent, TextDelta
+from crab.http_stream import HttpOptions, PluginTable, read_http_options, stream_call
+from crab.sse import ServerSentEvent
+from crab.testing.http_replay import ReplayServer
+
+VENDOR = "https://api.example.com/v1"
+
+
+def read(table: dict[str, object]) -> HttpOptions:
+    return read_http_options(PluginTable("provider-x", table), default_base_url=VENDOR, default_key_env="X_API_KEY")
+
+
+def test_defaults_and_the_key_rule() -> None:
+    options = read({})
+    assert (options.base_url, options.api_key_env, options.require_key) == (VENDOR, "X_API_KEY", True)
+    assert (options.policy.max_retries, options.idle_timeout, options.connect_timeout) == (3, 300.0, 10.0)
+    assert read({"base_url": "http://127.0.0.1:8080/v1/"}).require_key is False
+    assert read({"base_url": "http://127.0.0.1:8080/v1", "api_key_env": "LOCAL_KEY"}).require_key is True
+    assert read({"require_key": False}).require_key is False
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"base_url": "ftp://x"}, "config: plugins.provider-x.base_url must start with http:// or https://"),
+        ({"max_retries": 1.5}, "config: plugins.provider-x.max_retries must be a whole number of at least 0"),
+        ({"retry_cap": "soon"}, "config: plugins.provider-x.retry_cap must be a number of at least 0"),
+        ({"idle_timeout": 0}, "config: plugins.provider-x.idle_timeout must be a number of at least 0.001"),
+        ({"require_key": "yes"}, "config: plugins.provider-x.require_key must be true or false"),
+        ({"headers": {"a": 1}}, "config: plugins.provider-x.headers must be a table of header name to string"),
+    ],
+)
+def test_bad_values_are_one_line_errors_naming_the_key(table: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        read(table)
+    assert str(info.value).startswith(message)
+    assert "\n" not in str(info.value)
+
+
+def test_key_for_names_the_variable_unless_none_is_required(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRAB_HOME", str(tmp_path))
+    with pytest.raises(ConfigError, match="set X_API_KEY"):
+        read({}).key_for("x", env={})
+    assert read({}).key_for("x", env={"X_API_KEY": "sk-x-123456789"}) == "sk-x-123456789"
+    assert read({"base_url": "http://127.0.0.1:1/v1"}).key_for("x", env={}) is None
+
+
+def test_importing_it_does_not_import_httpx() -> None:
+    code = "import sys, crab.http_stream; print('httpx' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+class LineParser:
+    """A minimal wire format: each event's data is text; ``data: END`` ends the stream."""
+
+    end_marker = "END"
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
+        if event.data == "END":
+            self.done = True
+            return []
+        return [TextDelta(event.data)]
+
+    def finish(self) -> list[StreamEvent]:
+        return [TextDelta("!")]
+
+
+def classify(status: int, body: str) -> ProviderError:
+    return ProviderError(f"x: HTTP {status}: {body}", "server", retryable=status >= 500)
+
+
+def run(server: ReplayServer, key: str = "sk-x-123456789") -> tuple[list[StreamEvent], Exception | None]:
+    import asyncio
+
+    options = read(server.provider_table("X_API_KEY"))
+    call = options.call("x", f"{server.url}/stream", {"authorization": key}, b"{}", key, env={})
+
+    async def collect() -> tuple[list[StreamEvent], Exception | None]:
+        events: list[StreamEvent] = []
+        try:
+            async for event in stream_call(call, LineParser, classify):
+                events.append(event)
+        except Exception as exc:
+            return events, exc
+        return events, None
+
+    return asyncio.run(collect())
+
+
+def test_a_server_error_is_retried_and_the_key_is_redacted(tmp_path: Path) -> None:
+    pytest.importorskip("httpx")
+    (tmp_path / "ok.sse").write_text("data: hi\n\ndata: END\n\n")
+    with ReplayServer(tmp_path) as server:
+        server.script(server.error(500, b"bad key sk-x-123456789"), server.sse("ok.sse"))
+        events, error = run(server)
+    assert error is None
+    (retry,) = [e for e in events if isinstance(e, RetryEvent)]
+    assert "sk-x-123456789" not in retry.reason and "[redacted]" in retry.reason
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["hi", "!"]
+
+
+def test_a_stream_without_its_end_marker_is_one_error_event(tmp_path: Path) -> None:
+    pytest.importorskip("httpx")
+    (tmp_path / "cut.sse").write_text("data: hi\n\n")
+    with ReplayServer(tmp_path) as server:
+        server.script(server.sse("cut.sse"))
+        events, error = run(server)
+    assert error is None
+    assert isinstance(events[-1], ErrorEvent)
+    assert "ended without END" in events[-1].message
