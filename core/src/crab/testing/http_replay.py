@@ -19,8 +19,8 @@ A test scripts the replies the server gives to successive requests, then points 
 Requests are recorded in ``server.requests`` (path, lower-cased headers, parsed JSON body, arrival
 time on the ``time.monotonic`` clock), so a test can check what was sent and how long retries
 waited. A request with no scripted reply left gets a 500. ``server.provider_table(key_env)`` is a
-provider config table aimed at the server with tiny retry delays (``base_url``,
-``api_key_env`` and the retry and timeout keys crab's HTTP providers share).
+provider config table aimed at the server with tiny retry delays (keys that
+``crab.http_stream.read_http_options`` reads).
 
 ``collect_stream`` runs one ``Provider.stream`` to the end. ``run_crab`` and ``find_secret`` are
 for end-to-end key-leak tests: run ``crab`` as a subprocess with its own ``CRAB_HOME``, then list
