@@ -6,6 +6,7 @@ versioned JSON shape documented in ``docs/format.md``; stores and providers use 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -108,6 +109,23 @@ class ToolResultMessage:
 
 
 Message = UserMessage | AssistantMessage | ToolResultMessage
+
+
+def parse_tool_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
+    """``(arguments, parse_error)`` for the complete arguments string of a tool call; never raises.
+
+    Empty text means no arguments. Anything that is not a JSON object gives ``{}`` and a one-line
+    reason, which the loop returns to the model together with the raw string.
+    """
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return {}, f"the arguments are not valid JSON ({exc})"
+    if not isinstance(value, dict):
+        return {}, f"the arguments must be a JSON object, not {type(value).__name__}"
+    return value, None
 
 
 def usage_to_dict(usage: Usage) -> dict[str, Any]:

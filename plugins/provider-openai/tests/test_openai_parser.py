@@ -8,9 +8,10 @@ import pytest
 from crab.errors import ProviderError
 from crab.events import ErrorEvent, MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent, UsageEvent
 from crab.messages import Usage
+from crab.messages import parse_tool_arguments as parse_arguments
 from crab.providers import ModelInfo
 from crab.sse import SSEDecoder
-from crab_provider_openai.parser import ChatStreamParser, parse_arguments, parse_usage
+from crab_provider_openai.parser import ChatStreamParser, parse_usage
 
 Loader = Callable[[str], bytes]
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from crab.errors import ConfigError
 from crab.events import ErrorEvent, MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent, UsageEvent
-from crab.messages import AssistantMessage, Thinking, ToolCall, usage_from_dict
+from crab.messages import AssistantMessage, Thinking, ToolCall, parse_tool_arguments, usage_from_dict
 from crab.providers import ModelInfo, ModelRequest
 
 Step = Mapping[str, Any]
@@ -139,12 +139,9 @@ class ScriptedProvider:
         name = str(step["tool"])
         if "raw_args" in step:
             raw = str(step["raw_args"])
-            try:
-                parsed = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                return ToolCall(call_id, name, {}, raw_arguments=raw, parse_error=f"invalid JSON: {exc.msg}")
-            if not isinstance(parsed, dict):
-                return ToolCall(call_id, name, {}, raw_arguments=raw, parse_error="arguments must be a JSON object")
+            parsed, problem = parse_tool_arguments(raw)
+            if problem is not None:
+                return ToolCall(call_id, name, {}, raw_arguments=raw, parse_error=problem)
             return ToolCall(call_id, name, parsed)
         return ToolCall(call_id, name, dict(step.get("args", {})))
 

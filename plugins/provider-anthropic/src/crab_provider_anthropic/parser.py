@@ -14,7 +14,7 @@ from typing import Any
 
 from crab.errors import ProviderError
 from crab.events import MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent, UsageEvent
-from crab.messages import AssistantMessage, StopReason, Thinking, ToolCall, Usage
+from crab.messages import AssistantMessage, StopReason, Thinking, ToolCall, Usage, parse_tool_arguments
 from crab.pricing import with_cost
 from crab.providers import ModelInfo
 from crab.sse import ServerSentEvent
@@ -45,16 +45,10 @@ class _Block:
 
 
 def parse_arguments(raw: str, initial: Any) -> tuple[dict[str, Any], str | None]:
-    """``(input, parse_error)`` for a tool_use block; never raises."""
+    """``(input, parse_error)`` for a tool_use block: streamed JSON, else the block's initial input."""
     if not raw.strip():
         return (dict(initial) if isinstance(initial, Mapping) else {}), None
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        return {}, f"the arguments are not valid JSON ({exc})"
-    if not isinstance(value, dict):
-        return {}, f"the arguments must be a JSON object, not {type(value).__name__}"
-    return value, None
+    return parse_tool_arguments(raw)
 
 
 def parse_usage(data: Mapping[str, Any], previous: Usage | None = None) -> Usage:

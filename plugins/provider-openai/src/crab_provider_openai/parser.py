@@ -14,7 +14,7 @@ from typing import Any
 
 from crab.errors import ProviderError
 from crab.events import MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent, UsageEvent
-from crab.messages import AssistantMessage, StopReason, Thinking, ToolCall, Usage
+from crab.messages import AssistantMessage, StopReason, Thinking, ToolCall, Usage, parse_tool_arguments
 from crab.pricing import with_cost
 from crab.providers import ModelInfo
 from crab.sse import ServerSentEvent
@@ -42,19 +42,6 @@ class _ToolSlot:
     id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)
-
-
-def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
-    """``(arguments, parse_error)`` for a complete arguments string; never raises."""
-    if not raw.strip():
-        return {}, None
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        return {}, f"the arguments are not valid JSON ({exc})"
-    if not isinstance(value, dict):
-        return {}, f"the arguments must be a JSON object, not {type(value).__name__}"
-    return value, None
 
 
 def parse_usage(data: Mapping[str, Any]) -> Usage:
@@ -206,7 +193,7 @@ class ChatStreamParser:
         calls: list[ToolCall] = []
         for position, slot in enumerate(self._slots):
             raw = "".join(slot.arguments)
-            arguments, problem = parse_arguments(raw)
+            arguments, problem = parse_tool_arguments(raw)
             calls.append(
                 ToolCall(
                     id=slot.id or f"call_{self._response_id or 'local'}_{position}",
