@@ -209,6 +209,44 @@ def _check_shape(data: Mapping[str, Any]) -> None:
             raise ConfigError(f"config: crab.{key} must be a positive number, not {value!r}")
 
 
+@dataclass(frozen=True)
+class PluginTable:
+    """Typed reads of one ``[plugins.<plugin>]`` config table.
+
+    A missing key gives the default; a bad value is a one-line ``ConfigError`` naming the key.
+    """
+
+    plugin: str
+    table: Mapping[str, Any]
+
+    def where(self, key: str) -> str:
+        return f"config: plugins.{self.plugin}.{key}"
+
+    def number(self, key: str, default: float, *, minimum: float = 0.0) -> float:
+        value = self.table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+            raise ConfigError(f"{self.where(key)} must be a number of at least {minimum:g}, not {value!r}")
+        return float(value)
+
+    def whole(self, key: str, default: int, *, minimum: int = 0) -> int:
+        value = self.table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ConfigError(f"{self.where(key)} must be a whole number of at least {minimum}, not {value!r}")
+        return value
+
+    def text(self, key: str, default: str) -> str:
+        value = self.table.get(key, default)
+        if not isinstance(value, str):
+            raise ConfigError(f"{self.where(key)} must be a string, not {value!r}")
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.table.get(key, default)
+        if not isinstance(value, bool):
+            raise ConfigError(f"{self.where(key)} must be true or false, not {value!r}")
+        return value
+
+
 def edit_config(path: Path, key: str, value: Any = None, *, remove: bool = False) -> None:
     """Set (or remove) one dotted key in ``path`` with tomlkit, keeping comments and order.
 

@@ -13,7 +13,7 @@ a retry is never seen as duplicated text.
 Also the connection settings those plugins read from their config tables with the same keys and
 defaults (``HttpOptions``, from ``read_http_options``: ``base_url``, ``api_key_env``,
 ``require_key``, ``max_retries``, ``retry_base_delay``, ``retry_cap``, ``idle_timeout``,
-``connect_timeout``, ``headers``) and ``PluginTable``, the typed reader that checks them.
+``connect_timeout``, ``headers``), read with ``crab.config.PluginTable``.
 
 httpx (the ``crab-core[http]`` extra) is imported inside the functions that use it, never at
 import of this module, so ``crab --help`` does not load it.
@@ -24,9 +24,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from crab.auth import known_secrets, lookup_key, missing_key_message, redact
+from crab.config import PluginTable
 from crab.errors import ConfigError, ContextOverflowError, ProviderError
 from crab.events import ErrorEvent, RetryEvent, StreamEvent
 from crab.retry import RetryPolicy, retry_after_from_headers
@@ -63,44 +64,6 @@ class HttpCall:
     def clean(self, text: str) -> str:
         cleaned: str = redact(text, self.secrets)
         return cleaned
-
-
-@dataclass(frozen=True)
-class PluginTable:
-    """Typed reads of one ``[plugins.<plugin>]`` config table.
-
-    A missing key gives the default; a bad value is a one-line ``ConfigError`` naming the key.
-    """
-
-    plugin: str
-    table: Mapping[str, Any]
-
-    def where(self, key: str) -> str:
-        return f"config: plugins.{self.plugin}.{key}"
-
-    def number(self, key: str, default: float, *, minimum: float = 0.0) -> float:
-        value = self.table.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
-            raise ConfigError(f"{self.where(key)} must be a number of at least {minimum:g}, not {value!r}")
-        return float(value)
-
-    def whole(self, key: str, default: int, *, minimum: int = 0) -> int:
-        value = self.table.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ConfigError(f"{self.where(key)} must be a whole number of at least {minimum}, not {value!r}")
-        return value
-
-    def text(self, key: str, default: str) -> str:
-        value = self.table.get(key, default)
-        if not isinstance(value, str):
-            raise ConfigError(f"{self.where(key)} must be a string, not {value!r}")
-        return value
-
-    def flag(self, key: str, default: bool) -> bool:
-        value = self.table.get(key, default)
-        if not isinstance(value, bool):
-            raise ConfigError(f"{self.where(key)} must be true or false, not {value!r}")
-        return value
 
 
 @dataclass(frozen=True)

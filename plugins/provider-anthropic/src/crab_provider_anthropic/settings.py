@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from crab.config import PluginTable
 from crab.errors import ConfigError
-from crab.http_stream import HttpOptions, PluginTable, read_http_options
+from crab.http_stream import HttpOptions, read_http_options
 from crab.providers import ModelInfo
 
 PLUGIN = "provider-anthropic"
