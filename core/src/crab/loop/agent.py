@@ -245,7 +245,7 @@ class Agent:
             return await self._run_command(session, routed.name, routed.args)
         if routed.kind == "shell":
             return await self._run_shell(session, routed.text)
-        item = QueuedInput(routed.text, "steer" if steer else "follow_up")
+        item = QueuedInput(routed.text)
         if session.busy:
             (session.steering if steer else session.follow_ups).append(item)
             return await item.outcome

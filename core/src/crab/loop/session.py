@@ -6,7 +6,7 @@ import asyncio
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from crab.events import TurnStop
 from crab.messages import Message, Usage
@@ -37,7 +37,6 @@ class QueuedInput:
     """
 
     text: str
-    mode: Literal["follow_up", "steer"] = "follow_up"
     outcome: asyncio.Future[TurnOutcome] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
