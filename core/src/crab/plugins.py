@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -349,19 +348,6 @@ class PluginHost:
 
     def problems(self) -> list[PluginRecord]:
         return [r for r in self.records.values() if r.status in ("failed", "missing")]
-
-    def plugin_names(self) -> list[str]:
-        """Loaded and builtin plugins in call order."""
-        return sorted(self._order, key=self._order.__getitem__)
-
-
-def module_plugin(name: str, **hooks: Callable[..., Any]) -> types.SimpleNamespace:
-    """A plugin object from plain functions, for tests and small embeddings."""
-    namespace = types.SimpleNamespace()
-    for hook, function in hooks.items():
-        setattr(namespace, hook, hookspecs.hookimpl(function))
-    namespace.__name__ = name
-    return namespace
 
 
 def expected_type(kind: Kind) -> type:
