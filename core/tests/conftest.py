@@ -22,6 +22,7 @@ FAKE_NAMES = {
     "cli-extra": "crab_fake_cli",
     "scripted": "crab_fake_scripted",
     "files": "crab_fake_files",
+    "channel": "crab_fake_channel",
 }
 
 

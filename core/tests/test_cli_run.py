@@ -160,3 +160,21 @@ def test_gate_refuses_writes_in_a_non_interactive_run(crab_run, env, workspace, 
     allowed = crab_run(["run", "--yolo", "--script", script(tmp_path, replies), "make a file"], env, cwd=workspace)
     assert allowed.returncode == 0
     assert (workspace / "new.txt").read_text() == "touched"
+
+
+def test_serve_runs_a_channel_plugin_as_a_remote_channel(crab_run, fake_site, workspace, tmp_path):
+    env = fake_site(["scripted", "channel"])
+    env["CRAB_PLUGINS"] = "scripted,channel"
+    inbox = tmp_path / "inbox.txt"
+    inbox.write_text("hello from a chat")
+    env["CRAB_FAKE_INBOX"] = str(inbox)
+    result = crab_run(
+        ["serve", "one-shot", "--set", f"crab.script={script(tmp_path, [[{'text': 'hi back'}]])}"], env, cwd=workspace
+    )
+    assert result.returncode == 0, result.stderr
+    stop, text, shell_error = inbox.with_suffix(".out").read_text().split("|")
+    assert (stop, text) == ("end", "hi back")
+    assert "only run from a local terminal" in shell_error
+    unknown = crab_run(["serve", "nope", "--set", "crab.script=x"], env, cwd=workspace)
+    assert unknown.returncode == 2
+    assert "no channel named 'nope'" in unknown.stderr
