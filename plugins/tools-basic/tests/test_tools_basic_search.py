@@ -147,3 +147,23 @@ def test_caseless_literal_shortcut_is_only_taken_when_exact(workspace: Path) -> 
     assert search(ws, "DEPRECATED", ignore_case=True, backend="python") == "ascii.txt:1:Deprecated here"
     assert search(ws, "STOP", ignore_case=True, backend="python") == "long-s.txt:1:\u017ftop"
     assert search(ws, "a.c", ignore_case=True, backend="python") == "no matches for 'a.c' in ."
+
+
+def test_an_abandoned_search_stops_early(tmp_path: Path) -> None:
+    import threading
+
+    from crab.errors import ToolError
+    from crab_tools_basic.search import find_files
+
+    for i in range(3):
+        (tmp_path / f"d{i}").mkdir()
+        (tmp_path / f"d{i}" / "f.txt").write_text("needle\n")
+    ws = Workspace(tmp_path.resolve())
+    stop = threading.Event()
+    assert "d0/f.txt" in find_files(ws, "*.txt", None, stop)
+    assert "needle" in search(ws, "needle", backend="python", stop=stop)
+    stop.set()
+    with pytest.raises(ToolError, match="cancelled"):
+        find_files(ws, "*.txt", None, stop)
+    with pytest.raises(ToolError, match="cancelled"):
+        search(ws, "needle", backend="python", stop=stop)

@@ -10,8 +10,11 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from crab.errors import ToolError
 
 from crab_tools_basic.text import SNIFF_BYTES, looks_binary
 
@@ -84,11 +87,18 @@ def caseless_literal(regex: re.Pattern[str]) -> str | None:
     return pattern.lower()
 
 
-def python_search(targets: Sequence[Target], regex: re.Pattern[str], context: int) -> list[FileHits]:
-    """Search ``targets`` with Python's ``re``; binary and unreadable files are skipped."""
+def python_search(
+    targets: Sequence[Target], regex: re.Pattern[str], context: int, stop: threading.Event | None = None
+) -> list[FileHits]:
+    """Search ``targets`` with Python's ``re``; binary and unreadable files are skipped.
+
+    Ends with ``ToolError`` when ``stop`` is set (the call was aborted or timed out).
+    """
     results: list[FileHits] = []
     literal = caseless_literal(regex)
     for target in targets:
+        if stop is not None and stop.is_set():
+            raise ToolError("cancelled")
         hits = python_search_file(target, regex, context, literal)
         if hits is not None:
             results.append(hits)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -38,7 +39,7 @@ def _prefix_length(scope: Path, start: Path) -> int:
     return 0 if start == scope else len(start.relative_to(scope).as_posix()) + 1
 
 
-def find_files(ws: Workspace, pattern: str, path: str | None = None) -> str:
+def find_files(ws: Workspace, pattern: str, path: str | None = None, stop: threading.Event | None = None) -> str:
     """Files under ``path`` whose path matches ``pattern``, sorted, at most 1,000."""
     if not pattern.strip():
         raise ToolError("pattern is empty: try '*.py' or 'src/**/*.ts'")
@@ -49,7 +50,7 @@ def find_files(ws: Workspace, pattern: str, path: str | None = None) -> str:
     found: list[str] = []
     skip = _prefix_length(scope, start)
     prefix = ws.display_prefix(scope)
-    for entry in walk_files(scope, start):
+    for entry in walk_files(scope, start, stop):
         if matcher.matches(entry.relative[skip:]):
             found.append(prefix + entry.relative)
     if not found:
@@ -79,8 +80,12 @@ def search(
     ignore_case: bool = False,
     context: int = 0,
     backend: Backend = "auto",
+    stop: threading.Event | None = None,
 ) -> str:
-    """grep's work, callable without a tool context: regex search over the visible files."""
+    """grep's work, callable without a tool context: regex search over the visible files.
+
+    ``stop`` (the call's ``ctx.cancelled``) ends a long search early when the call is abandoned.
+    """
     if not pattern:
         raise ToolError("pattern is empty")
     if context < 0:
@@ -99,7 +104,7 @@ def search(
         prefix = ws.display_prefix(scope)
         targets = [
             Target(entry.path, prefix + entry.relative)
-            for entry in walk_files(scope, start)
+            for entry in walk_files(scope, start, stop)
             if matcher is None or matcher.matches(entry.relative[skip:])
         ]
     rg = pick_backend(backend) if not PYTHON_ONLY.search(pattern) else None
@@ -111,7 +116,7 @@ def search(
             # ripgrep's regex dialect lacks look-around and back-references; Python has them.
             hits = None
     if hits is None:
-        hits = grep_engine.python_search(targets, regex, context)
+        hits = grep_engine.python_search(targets, regex, context, stop)
     text, total, files = grep_engine.format_hits(hits, context, MAX_MATCHES, MAX_LINE_CHARS)
     where = ws.display(start)
     if total == 0:
@@ -153,7 +158,6 @@ def list_entries(ws: Workspace, path: str | None = None) -> str:
     return "\n".join(lines)
 
 
-# crab ships no py.typed yet, so mypy sees its decorators as untyped.
 @tool(output_limit=None)
 def glob(
     pattern: Annotated[str, "glob such as '*.py' (any depth) or 'src/**/*.ts' (from path)"],
@@ -167,7 +171,7 @@ def glob(
     1,000 (it says when there are more).
     """
     with os_errors("glob failed"):
-        return find_files(workspace_of(ctx), pattern, path)
+        return find_files(workspace_of(ctx), pattern, path, ctx.cancelled)
 
 
 @tool(output_limit=None)
@@ -187,7 +191,9 @@ def grep(
     """
     settings = settings_of(ctx)
     with os_errors("grep failed"):
-        return search(workspace_of(ctx, settings), pattern, path, glob, ignore_case, context, settings.grep_backend)
+        return search(
+            workspace_of(ctx, settings), pattern, path, glob, ignore_case, context, settings.grep_backend, ctx.cancelled
+        )
 
 
 @tool(output_limit=None)

@@ -7,9 +7,12 @@ grep's ripgrep and Python back-ends search exactly the same files.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from crab.errors import ToolError
 
 from crab_tools_basic.gitignore import IgnoreFile, is_ignored, load_ignore_file
 
@@ -92,14 +95,17 @@ def list_folder(scope: Path, folder: Path, stack: list[IgnoreFile]) -> Folder:
     return Folder(shown, hidden, stack)
 
 
-def walk_files(scope: Path, start: Path) -> Iterator[Listed]:
+def walk_files(scope: Path, start: Path, stop: threading.Event | None = None) -> Iterator[Listed]:
     """Every regular file under ``start`` that .gitignore does not hide, folder by folder.
 
     Symlinks are not followed (a link could lead out of the workspace, or into a loop).
-    ``start`` itself is searched even when ignored: asking for it is explicit.
+    ``start`` itself is searched even when ignored: asking for it is explicit. When ``stop`` is
+    set (the call was aborted or timed out) the walk ends with ``ToolError``.
     """
     pending: list[tuple[Path, list[IgnoreFile]]] = [(start, parent_stack(scope, start))]
     while pending:
+        if stop is not None and stop.is_set():
+            raise ToolError("cancelled")
         folder, stack = pending.pop()
         listing = list_folder(scope, folder, stack)
         subfolders: list[tuple[Path, list[IgnoreFile]]] = []
