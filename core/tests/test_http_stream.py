@@ -122,3 +122,32 @@ def test_a_stream_without_its_end_marker_is_one_error_event(tmp_path: Path) -> N
     assert error is None
     assert isinstance(events[-1], ErrorEvent)
     assert "ended without END" in events[-1].message
+
+
+def test_a_custom_base_url_never_gets_the_vendor_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRAB_HOME", str(tmp_path))
+    (tmp_path / "auth.json").write_text('{"x": "sk-vendor-key-123456"}')
+    vendor_env = {"X_API_KEY": "sk-vendor-key-123456"}
+    assert read({}).key_for("x", env=vendor_env) == "sk-vendor-key-123456"
+    other = read({"base_url": "https://another-host.example/v1"})
+    assert other.key_for("x", env=vendor_env) is None  # neither the env var nor the auth file entry
+    named = read({"base_url": "https://another-host.example/v1", "api_key_env": "OTHER_KEY"})
+    assert named.key_for("x", env={"OTHER_KEY": "sk-other-1234567"}) == "sk-other-1234567"
+    with pytest.raises(ConfigError, match="needs a key: set api_key_env"):
+        read({"base_url": "https://another-host.example/v1", "require_key": True}).key_for("x", env=vendor_env)
+
+
+def test_a_named_endpoint_must_give_its_url_and_uses_its_own_key_name(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("CRAB_HOME", str(tmp_path))
+
+    def endpoint(table: dict) -> HttpOptions:
+        return read_http_options(
+            PluginTable("provider-x.endpoints.local", table), default_base_url=None, default_key_env="LOCAL_API_KEY"
+        )
+
+    with pytest.raises(ConfigError, match=r"plugins\.provider-x\.endpoints\.local\.base_url is required"):
+        endpoint({})
+    options = endpoint({"base_url": "http://127.0.0.1:9/v1"})
+    assert options.require_key is False
+    assert options.key_for("local", env={"LOCAL_API_KEY": "sk-local-12345678"}) == "sk-local-12345678"
+    assert options.key_for("local", env={}) is None

@@ -73,6 +73,7 @@ class HttpOptions:
     base_url: str
     api_key_env: str
     require_key: bool = True
+    key_lookup: bool = True
     max_retries: int = 3
     retry_base_delay: float = 2.0
     retry_cap: float = 60.0
@@ -87,8 +88,16 @@ class HttpOptions:
     def key_for(self, provider: str, env: Mapping[str, str] | None = None) -> str | None:
         """The key: the ``api_key_env`` variable, then the auth file (``crab.auth.lookup_key``).
 
-        Raises ``ConfigError`` saying what to set when a key is required and none is found.
+        Raises ``ConfigError`` saying what to set when a key is required and none is found. With
+        ``key_lookup`` off (a custom ``base_url`` that names no ``api_key_env``) no key is sent:
+        the vendor's own key must never go to another host.
         """
+        if not self.key_lookup:
+            if self.require_key:
+                raise ConfigError(
+                    f"{provider}: base_url {self.base_url} needs a key: set api_key_env in its config table"
+                )
+            return None
         key: str | None = lookup_key(provider, self.api_key_env, env=env)
         if self.require_key and not key:
             raise ConfigError(missing_key_message(provider, self.api_key_env))
@@ -117,17 +126,26 @@ class HttpOptions:
         )
 
 
-def read_http_options(table: PluginTable, *, default_base_url: str, default_key_env: str) -> HttpOptions:
+def read_http_options(table: PluginTable, *, default_base_url: str | None, default_key_env: str) -> HttpOptions:
     """The connection keys of a provider's config table, checked and typed.
 
-    A key is required by default only for ``default_base_url`` (the vendor's own endpoint) or when
-    the table names ``api_key_env``: local servers (Ollama, llama.cpp, vLLM) take none.
+    ``default_base_url`` is the vendor's own endpoint; ``None`` means the table must name one
+    (a named endpoint, whose key variable and auth-file entry carry its own name). Keys are looked
+    up only for the vendor's endpoint, a named endpoint, or a table that names ``api_key_env``: a
+    custom ``base_url`` never receives the vendor's key. A key is required by default only for
+    the vendor's endpoint or when ``api_key_env`` is named; local servers (Ollama, llama.cpp,
+    vLLM) take none.
     """
-    base_url = table.text("base_url", default_base_url).rstrip("/")
+    if default_base_url is None and "base_url" not in table.table:
+        raise ConfigError(f"{table.where('base_url')} is required (the server's URL, like http://127.0.0.1:8080/v1)")
+    base_url = table.text("base_url", default_base_url or "").rstrip("/")
     if not base_url.startswith(("http://", "https://")):
         raise ConfigError(f"{table.where('base_url')} must start with http:// or https://, not {base_url!r}")
-    api_key_env = table.text("api_key_env", default_key_env)
-    require_key = table.flag("require_key", base_url == default_base_url or "api_key_env" in table.table)
+    vendor = default_base_url is not None and base_url == default_base_url.rstrip("/")
+    named = "api_key_env" in table.table
+    key_lookup = vendor or named or default_base_url is None
+    api_key_env = table.text("api_key_env", default_key_env if key_lookup else "")
+    require_key = table.flag("require_key", vendor or named)
     headers = table.table.get("headers", {})
     if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
         raise ConfigError(f"{table.where('headers')} must be a table of header name to string")
@@ -135,6 +153,7 @@ def read_http_options(table: PluginTable, *, default_base_url: str, default_key_
         base_url=base_url,
         api_key_env=api_key_env,
         require_key=require_key,
+        key_lookup=key_lookup,
         max_retries=table.whole("max_retries", 3),
         retry_base_delay=table.number("retry_base_delay", 2.0),
         retry_cap=table.number("retry_cap", 60.0),
