@@ -20,7 +20,7 @@ CRAB_API = ">=1.0,<2"
 
 @hookimpl
 def crab_providers(config: Config) -> list[Provider]:
-    from crab_provider_openai.provider import OpenAIProvider
-    from crab_provider_openai.settings import PLUGIN
+    """``openai`` from the plugin's table, plus one provider per ``[plugins.provider-openai.endpoints.<name>]``."""
+    from crab_provider_openai.provider import providers_from_config
 
-    return [OpenAIProvider(config.plugin_settings(PLUGIN))]
+    return providers_from_config(config)

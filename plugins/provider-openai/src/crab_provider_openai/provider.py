@@ -6,15 +6,23 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from crab.config import Config
 from crab.errors import ConfigError, ProviderError
 from crab.events import StreamEvent
 from crab.http_stream import stream_call
-from crab.providers import ModelInfo, ModelRequest
+from crab.providers import ModelInfo, ModelRequest, Provider
 
 from crab_provider_openai.errors import classify_error, error_details
 from crab_provider_openai.parser import ChatStreamParser
 from crab_provider_openai.request import build_body, build_headers, endpoint
-from crab_provider_openai.settings import PROVIDER, OpenAISettings, parse_settings
+from crab_provider_openai.settings import (
+    ENDPOINTS,
+    PLUGIN,
+    PROVIDER,
+    OpenAISettings,
+    endpoint_tables,
+    parse_settings,
+)
 
 
 class OpenAIProvider:
@@ -24,16 +32,22 @@ class OpenAIProvider:
     from ``check`` (one line, exit code 2) when this provider is actually used.
     """
 
-    name = PROVIDER
-
-    def __init__(self, table: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        table: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        name: str = PROVIDER,
+        config_error: ConfigError | None = None,
+    ) -> None:
+        self.name = name
         self._env = env
         self._settings: OpenAISettings | None = None
-        self._error: ConfigError | None = None
-        try:
-            self._settings = parse_settings(table or {})
-        except ConfigError as exc:
-            self._error = exc
+        self._error: ConfigError | None = config_error
+        if config_error is None:
+            try:
+                self._settings = parse_settings(table or {}, name)
+            except ConfigError as exc:
+                self._error = exc
 
     @property
     def settings(self) -> OpenAISettings:
@@ -74,3 +88,18 @@ class OpenAIProvider:
 
         async for event in stream_call(call, make_parser, classify):
             yield event
+
+
+def providers_from_config(config: Config) -> list[Provider]:
+    """The plugin's own ``openai`` provider and one per named endpoint (``deepseek``, ``local``…).
+
+    A malformed ``endpoints`` table is held by the ``openai`` provider and raised when it is used,
+    like any other config error, so crab still starts.
+    """
+    table = config.plugin_settings(PLUGIN)
+    main_table = {k: v for k, v in table.items() if k != ENDPOINTS}
+    try:
+        endpoints = endpoint_tables(table)
+    except ConfigError as exc:
+        return [OpenAIProvider(main_table, config_error=exc)]
+    return [OpenAIProvider(main_table), *(OpenAIProvider(t, name=n) for n, t in endpoints.items())]

@@ -6,6 +6,7 @@ config, because a price list shipped in code is wrong by the time anyone reads i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -64,50 +65,95 @@ class OpenAISettings:
         return self.models.get(model)
 
 
-def _where(key: str) -> str:
-    return f"config: plugins.{PLUGIN}.{key}"
+ENDPOINTS = "endpoints"
+_ENDPOINT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+def table_path(provider: str) -> str:
+    """Where a provider's table lives under ``[plugins]``: the plugin's own, or one endpoint's."""
+    return PLUGIN if provider == PROVIDER else f"{PLUGIN}.{ENDPOINTS}.{provider}"
+
+
+def _where(key: str, provider: str = PROVIDER) -> str:
+    return f"config: plugins.{table_path(provider)}.{key}"
+
+
+def endpoint_tables(table: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """``[plugins.provider-openai.endpoints.<name>]`` tables: one more provider each, named ``<name>``.
+
+    Raises ``ConfigError`` for a table that is not one, or a name a ``--model name/model`` flag
+    could not address.
+    """
+    endpoints = table.get(ENDPOINTS, {})
+    if not isinstance(endpoints, Mapping):
+        raise ConfigError(f"config: plugins.{PLUGIN}.{ENDPOINTS} must be a table of endpoint name to settings")
+    found: dict[str, Mapping[str, Any]] = {}
+    for name, entry in endpoints.items():
+        if not isinstance(name, str) or not _ENDPOINT_NAME.match(name) or name == PROVIDER:
+            raise ConfigError(
+                f"config: plugins.{PLUGIN}.{ENDPOINTS}.{name}: endpoint names are lower-case letters, digits, "
+                f"'-' and '_', and not {PROVIDER!r}"
+            )
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"config: plugins.{PLUGIN}.{ENDPOINTS}.{name} must be a table with at least base_url")
+        found[name] = entry
+    return found
 
 
 def parse_model(model_id: str, table: Any, base: ModelInfo | None, provider: str) -> ModelInfo:
     """One ``models."<id>"`` entry; fields it leaves out keep the built-in values."""
     if not isinstance(table, Mapping):
-        raise ConfigError(f'{_where("models")}."{model_id}" must be a table like {{ context_window = 128000 }}')
+        raise ConfigError(
+            f'{_where("models", provider)}."{model_id}" must be a table like {{ context_window = 128000 }}'
+        )
     info = base or ModelInfo(id=model_id, provider=provider)
     changes: dict[str, Any] = {}
     for key, value in table.items():
         kind = _MODEL_FIELDS.get(key)
         if kind is None:
             raise ConfigError(
-                f'{_where("models")}."{model_id}".{key} is not a model setting (use: {", ".join(_MODEL_FIELDS)})'
+                f'{_where("models", provider)}."{model_id}".{key} is not a model setting '
+                f"(use: {', '.join(_MODEL_FIELDS)})"
             )
         if kind is bool:
             ok = isinstance(value, bool)
         else:
             ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
         if not ok:
-            raise ConfigError(f'{_where("models")}."{model_id}".{key} must be a {kind.__name__}, not {value!r}')
+            raise ConfigError(
+                f'{_where("models", provider)}."{model_id}".{key} must be a {kind.__name__}, not {value!r}'
+            )
         changes[key] = kind(value)
     return replace(info, **changes)
 
 
-def parse_settings(table: Mapping[str, Any]) -> OpenAISettings:
-    """Check and type the config table; a bad value is a one-line ``ConfigError`` naming the key."""
-    read = PluginTable(PLUGIN, table)
-    http = read_http_options(read, default_base_url=OPENAI_BASE_URL, default_key_env=DEFAULT_KEY_ENV)
+def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAISettings:
+    """Check and type a config table; a bad value is a one-line ``ConfigError`` naming the key.
+
+    ``provider`` is ``openai`` for the plugin's own table, else the name of an endpoint, whose
+    table must give ``base_url`` and whose key variable defaults to ``<NAME>_API_KEY``.
+    """
+    read = PluginTable(table_path(provider), table)
+    if provider == PROVIDER:
+        http = read_http_options(read, default_base_url=OPENAI_BASE_URL, default_key_env=DEFAULT_KEY_ENV)
+    else:
+        key_env = provider.upper().replace("-", "_") + "_API_KEY"
+        http = read_http_options(read, default_base_url=None, default_key_env=key_env)
     is_openai = http.base_url == OPENAI_BASE_URL
     models_table = table.get("models", {})
     if not isinstance(models_table, Mapping):
-        raise ConfigError(f"{_where('models')} must be a table of model id to settings")
+        raise ConfigError(f"{_where('models', provider)} must be a table of model id to settings")
     models: dict[str, ModelInfo] = {}
     if is_openai:
         for model_id, (window, output) in KNOWN_MODELS.items():
-            models[model_id] = ModelInfo(model_id, PROVIDER, context_window=window, max_output_tokens=output)
+            models[model_id] = ModelInfo(model_id, provider, context_window=window, max_output_tokens=output)
     for model_id, entry in models_table.items():
-        models[model_id] = parse_model(str(model_id), entry, models.get(model_id), PROVIDER)
+        models[model_id] = parse_model(str(model_id), entry, models.get(model_id), provider)
     return OpenAISettings(
         http=http,
         models=models,
         include_usage=read.flag("include_usage", True),
         max_tokens_field=read.text("max_tokens_field", "max_completion_tokens" if is_openai else "max_tokens"),
         think_tags=read.flag("think_tags", True),
+        provider=provider,
     )
