@@ -8,6 +8,8 @@ and local, so they run inline rather than on a thread (a thread hop costs more t
 
 from __future__ import annotations
 
+import asyncio
+import random
 import sqlite3
 import time
 import warnings
@@ -131,27 +133,22 @@ class SqliteStore:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            # isolation_level=None: transactions are ours (BEGIN IMMEDIATE), not sqlite3's guesses.
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
-        except (OSError, sqlite3.Error) as exc:
+        except OSError as exc:
             raise StoreError(f"cannot open the session database {self.path}: {exc}") from None
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                warnings.warn(
-                    f"{self.path}: SQLite refused WAL mode (got {mode}); writers will block readers", stacklevel=2
-                )
-            conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            available = has_fts5(conn)
-            want = available if self._want_fts is None else self._want_fts and available
-            applied = migrate(conn, fts=want)
-        except BaseException as exc:
-            conn.close()
-            if isinstance(exc, sqlite3.Error):
+        # Switching a fresh database to WAL and migrating it need an exclusive lock, and SQLite
+        # answers "database is locked" at once, without its busy handler, when two processes
+        # upgrade from a shared lock together. So the whole opening is retried until busy_timeout.
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                conn, available, applied = self._connect()
+                break
+            except sqlite3.OperationalError as exc:
+                if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() >= deadline:
+                    raise StoreError(f"cannot open the session database {self.path}: {exc}") from None
+                await asyncio.sleep(0.02 + random.random() * 0.08)
+            except sqlite3.Error as exc:
                 raise StoreError(f"cannot open the session database {self.path}: {exc}") from None
-            raise
         # Whenever the index exists and this SQLite can write it, keep it complete, even when
         # searching by scan was asked for; an SQLite without FTS5 can do neither.
         self._indexing = available and 2 in applied
@@ -163,6 +160,27 @@ class SqliteStore:
                 stacklevel=2,
             )
         self._conn = conn
+
+    def _connect(self) -> tuple[sqlite3.Connection, bool, set[int]]:
+        """One attempt at opening: connection, pragmas, migrations; the connection is closed on failure."""
+        # isolation_level=None: transactions are ours (BEGIN IMMEDIATE), not sqlite3's guesses.
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                warnings.warn(
+                    f"{self.path}: SQLite refused WAL mode (got {mode}); writers will block readers", stacklevel=3
+                )
+            conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            available = has_fts5(conn)
+            want = available if self._want_fts is None else self._want_fts and available
+            applied = migrate(conn, fts=want)
+        except BaseException:
+            conn.close()
+            raise
+        return conn, available, applied
 
     async def close(self) -> None:
         if self._conn is not None:
