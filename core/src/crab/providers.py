@@ -27,6 +27,46 @@ class ModelInfo:
     cache_write_price: float | None = None
 
 
+MODEL_SETTINGS: dict[str, type] = {
+    "context_window": int,
+    "max_output_tokens": int,
+    "input_price": float,
+    "output_price": float,
+    "cache_read_price": float,
+    "cache_write_price": float,
+    "supports_tools": bool,
+    "supports_thinking": bool,
+}
+"""The keys a provider's ``models."<id>"`` config table may set, and their types."""
+
+
+def model_from_table(model_id: str, table: Any, base: ModelInfo | None, *, provider: str, where: str) -> ModelInfo:
+    """One ``models."<id>"`` config entry as ``ModelInfo``; fields it leaves out keep ``base``'s values.
+
+    ``where`` names the table in errors (``config: plugins.provider-openai.models``). Unknown keys
+    and wrong types are one-line ``ConfigError``s, so a typo never silently does nothing.
+    """
+    from dataclasses import replace
+
+    from crab.errors import ConfigError
+
+    if not isinstance(table, Mapping):
+        raise ConfigError(f'{where}."{model_id}" must be a table like {{ context_window = 128000 }}')
+    changes: dict[str, Any] = {}
+    for key, value in table.items():
+        kind = MODEL_SETTINGS.get(key)
+        if kind is None:
+            raise ConfigError(f'{where}."{model_id}".{key} is not a model setting (use: {", ".join(MODEL_SETTINGS)})')
+        if kind is bool:
+            ok = isinstance(value, bool)
+        else:
+            ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+        if not ok:
+            raise ConfigError(f'{where}."{model_id}".{key} must be a {kind.__name__}, not {value!r}')
+        changes[key] = kind(value)
+    return replace(base or ModelInfo(id=model_id, provider=provider), **changes)
+
+
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """One model call: system prompt, replayable history, tools, and sampling options.

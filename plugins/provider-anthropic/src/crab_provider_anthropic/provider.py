@@ -70,7 +70,6 @@ class AnthropicProvider:
                 model,
                 provider=self.name,
                 info=settings.model_info(model),
-                cache_write_price=settings.cache_write_prices.get(model),
                 key_env=http.api_key_env,
             )
 

@@ -7,13 +7,13 @@ from config, because a price list shipped in code is wrong by the time anyone re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from crab.config import PluginTable
 from crab.errors import ConfigError
 from crab.http_stream import HttpOptions, read_http_options
-from crab.providers import ModelInfo
+from crab.providers import ModelInfo, model_from_table
 
 PLUGIN = "provider-anthropic"
 PROVIDER = "anthropic"
@@ -33,17 +33,6 @@ KNOWN_MODELS: dict[str, tuple[int, int, bool]] = {
     "claude-3-5-haiku-latest": (200_000, 8_192, False),
 }
 
-_MODEL_FIELDS = {
-    "context_window": int,
-    "max_output_tokens": int,
-    "input_price": float,
-    "output_price": float,
-    "cache_read_price": float,
-    "cache_write_price": float,
-    "supports_tools": bool,
-    "supports_thinking": bool,
-}
-
 
 @dataclass(frozen=True)
 class AnthropicSettings:
@@ -51,7 +40,6 @@ class AnthropicSettings:
 
     http: HttpOptions = field(default_factory=lambda: HttpOptions(ANTHROPIC_BASE_URL, DEFAULT_KEY_ENV))
     models: Mapping[str, ModelInfo] = field(default_factory=dict)
-    cache_write_prices: Mapping[str, float] = field(default_factory=dict)
     default_max_tokens: int = DEFAULT_MAX_TOKENS
     thinking_budget: int = 0
     provider: str = PROVIDER
@@ -59,32 +47,14 @@ class AnthropicSettings:
     def model_info(self, model: str) -> ModelInfo | None:
         return self.models.get(model)
 
+    @property
+    def cache_write_prices(self) -> dict[str, float]:
+        """Configured cache-write prices by model id (Anthropic charges for cache writes)."""
+        return {m: i.cache_write_price for m, i in self.models.items() if i.cache_write_price is not None}
+
 
 def _where(key: str) -> str:
     return f"config: plugins.{PLUGIN}.{key}"
-
-
-def parse_model(model_id: str, table: Any, base: ModelInfo | None) -> tuple[ModelInfo, float | None]:
-    """One ``models."<id>"`` entry and its cache write price; omitted fields keep built-in values."""
-    if not isinstance(table, Mapping):
-        raise ConfigError(f'{_where("models")}."{model_id}" must be a table like {{ context_window = 200000 }}')
-    info = base or ModelInfo(id=model_id, provider=PROVIDER)
-    changes: dict[str, Any] = {}
-    for key, value in table.items():
-        kind = _MODEL_FIELDS.get(key)
-        if kind is None:
-            raise ConfigError(
-                f'{_where("models")}."{model_id}".{key} is not a model setting (use: {", ".join(_MODEL_FIELDS)})'
-            )
-        if kind is bool:
-            ok = isinstance(value, bool)
-        else:
-            ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
-        if not ok:
-            raise ConfigError(f'{_where("models")}."{model_id}".{key} must be a {kind.__name__}, not {value!r}')
-        changes[key] = kind(value)
-    write_price = changes.pop("cache_write_price", None)
-    return replace(info, **changes), write_price
 
 
 def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
@@ -100,16 +70,13 @@ def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
             models[model_id] = ModelInfo(
                 model_id, PROVIDER, context_window=window, max_output_tokens=output, supports_thinking=thinking
             )
-    write_prices: dict[str, float] = {}
     for model_id, entry in models_table.items():
-        info, write_price = parse_model(str(model_id), entry, models.get(model_id))
-        models[model_id] = info
-        if write_price is not None:
-            write_prices[model_id] = write_price
+        models[model_id] = model_from_table(
+            str(model_id), entry, models.get(model_id), provider=PROVIDER, where=_where("models")
+        )
     return AnthropicSettings(
         http=http,
         models=models,
-        cache_write_prices=write_prices,
         default_max_tokens=read.whole("default_max_tokens", DEFAULT_MAX_TOKENS, minimum=1),
         thinking_budget=read.whole("thinking_budget", 0),
     )

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from crab.config import PluginTable
 from crab.errors import ConfigError
 from crab.http_stream import HttpOptions, read_http_options
-from crab.providers import ModelInfo
+from crab.providers import ModelInfo, model_from_table
 
 PLUGIN = "provider-openai"
 PROVIDER = "openai"
@@ -33,16 +33,6 @@ KNOWN_MODELS: dict[str, tuple[int, int]] = {
     "gpt-4o-mini": (128_000, 16_384),
     "o3": (200_000, 100_000),
     "o4-mini": (200_000, 100_000),
-}
-
-_MODEL_FIELDS = {
-    "context_window": int,
-    "max_output_tokens": int,
-    "input_price": float,
-    "output_price": float,
-    "cache_read_price": float,
-    "supports_tools": bool,
-    "supports_thinking": bool,
 }
 
 
@@ -100,33 +90,6 @@ def endpoint_tables(table: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return found
 
 
-def parse_model(model_id: str, table: Any, base: ModelInfo | None, provider: str) -> ModelInfo:
-    """One ``models."<id>"`` entry; fields it leaves out keep the built-in values."""
-    if not isinstance(table, Mapping):
-        raise ConfigError(
-            f'{_where("models", provider)}."{model_id}" must be a table like {{ context_window = 128000 }}'
-        )
-    info = base or ModelInfo(id=model_id, provider=provider)
-    changes: dict[str, Any] = {}
-    for key, value in table.items():
-        kind = _MODEL_FIELDS.get(key)
-        if kind is None:
-            raise ConfigError(
-                f'{_where("models", provider)}."{model_id}".{key} is not a model setting '
-                f"(use: {', '.join(_MODEL_FIELDS)})"
-            )
-        if kind is bool:
-            ok = isinstance(value, bool)
-        else:
-            ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
-        if not ok:
-            raise ConfigError(
-                f'{_where("models", provider)}."{model_id}".{key} must be a {kind.__name__}, not {value!r}'
-            )
-        changes[key] = kind(value)
-    return replace(info, **changes)
-
-
 def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAISettings:
     """Check and type a config table; a bad value is a one-line ``ConfigError`` naming the key.
 
@@ -148,7 +111,9 @@ def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAI
         for model_id, (window, output) in KNOWN_MODELS.items():
             models[model_id] = ModelInfo(model_id, provider, context_window=window, max_output_tokens=output)
     for model_id, entry in models_table.items():
-        models[model_id] = parse_model(str(model_id), entry, models.get(model_id), provider)
+        models[model_id] = model_from_table(
+            str(model_id), entry, models.get(model_id), provider=provider, where=_where("models", provider)
+        )
     return OpenAISettings(
         http=http,
         models=models,
