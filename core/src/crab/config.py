@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from crab.atomic import write_atomic
 from crab.errors import ConfigError
 
 Scope = Literal["user", "project"]
@@ -272,7 +273,7 @@ def edit_config(path: Path, key: str, value: Any = None, *, remove: bool = False
             del node[parts[-1]]
     else:
         node[parts[-1]] = value
-    write_text_atomic(path, tomlkit.dumps(doc))
+    write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
 
 
 def update_plugin_lists(path: Path, name: str, enable: bool) -> None:
@@ -299,22 +300,4 @@ def update_plugin_lists(path: Path, name: str, enable: bool) -> None:
             plugins["disabled"] = [name]
         elif name not in disabled:
             disabled.append(name)
-    write_text_atomic(path, tomlkit.dumps(doc))
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write through a temporary file and rename, keeping the old file's mode."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        mode = path.stat().st_mode & 0o777 if path.exists() else None
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+from crab.atomic import write_atomic
 from crab.errors import ToolError
 from crab.tools import ToolContext, tool
 
 from crab_tools_basic import read_gate
-from crab_tools_basic.atomic import write_atomic
 from crab_tools_basic.files import existing_file
 from crab_tools_basic.oserrors import os_errors
 from crab_tools_basic.splice import apply_edits

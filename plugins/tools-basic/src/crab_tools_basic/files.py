@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
+from crab.atomic import write_atomic
 from crab.errors import ToolError
 from crab.tools import ToolContext, tool
 from crab.truncate import OutputLimit, truncate
 
 from crab_tools_basic import read_gate
-from crab_tools_basic.atomic import write_atomic
 from crab_tools_basic.oserrors import os_errors
 from crab_tools_basic.text import BOM, SNIFF_BYTES, looks_binary
 from crab_tools_basic.workspace import workspace_of

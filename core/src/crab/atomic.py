@@ -1,4 +1,7 @@
-"""Writing a file so that a reader sees either the old bytes or the new, never half of either."""
+"""Writing a file so that a reader sees either the old bytes or the new, never half of either.
+
+Used for config edits and by tool plugins that write the user's files.
+"""
 
 from __future__ import annotations
 
