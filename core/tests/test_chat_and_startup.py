@@ -54,3 +54,9 @@ def test_fast_commands_import_nothing_heavy(args, crab_home):
 def test_version_imports_almost_nothing(crab_home):
     modules = imported_modules(["--version"])
     assert not any(m.split(".")[0] in ("typer", "pluggy", "importlib.metadata") for m in modules)
+
+
+def test_help_does_not_load_the_event_loop_machinery(crab_home):
+    # asyncio alone is ~40 modules; --help only registers commands, so neither core nor an
+    # installed plugin's top-level module may import it (bench/startup.py measures the rest).
+    assert "asyncio" not in imported_modules(["--help"])

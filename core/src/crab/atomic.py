@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from pathlib import Path
 
 
 def _create_temp(folder: Path, name: str) -> tuple[int, Path]:
     for _ in range(100):
-        tmp = folder / f".{name}.{secrets.token_hex(4)}.crab-tmp"
+        tmp = folder / f".{name}.{os.urandom(4).hex()}.crab-tmp"
         try:
             # 0o666 lets the kernel apply the umask, as it would for a plain new file; reading
             # the umask ourselves would briefly change it for every thread of the process.

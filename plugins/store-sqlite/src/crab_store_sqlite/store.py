@@ -8,7 +8,6 @@ and local, so they run inline rather than on a thread (a thread hop costs more t
 
 from __future__ import annotations
 
-import asyncio
 import random
 import sqlite3
 import time
@@ -146,6 +145,8 @@ class SqliteStore:
             except sqlite3.OperationalError as exc:
                 if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() >= deadline:
                     raise StoreError(f"cannot open the session database {self.path}: {exc}") from None
+                import asyncio  # here, not at import: crab --help loads this module and must stay fast
+
                 await asyncio.sleep(0.02 + random.random() * 0.08)
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot open the session database {self.path}: {exc}") from None
