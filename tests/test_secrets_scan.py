@@ -47,9 +47,9 @@ def _run(tmp_path: Path, output: str, command: str) -> tuple[subprocess.Complete
         TMPDIR=str(temp),
         PLANTED_API_KEY=KEY,
     )
+    command_line = [sys.executable, "-m", "crab", "run", "--provider", "mock", "--script", str(script)]
     result = subprocess.run(
-        [sys.executable, "-m", "crab", "run", "--provider", "mock", "--script", str(script)]
-        + ["--yolo", "--output", output, f"Here is my key: {KEY}. Echo it."],
+        [*command_line, "--yolo", "--output", output, f"Here is my key: {KEY}. Echo it."],
         cwd=work,
         env=env,
         capture_output=True,

@@ -6,7 +6,6 @@ import json
 import random
 
 import pytest
-
 from crab.events import (
     CommandOutput,
     ErrorEvent,

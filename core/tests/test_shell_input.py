@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from crab.events import CommandOutput
 from crab.hookspecs import hookimpl
 from crab.interception import Deny, PermissionRequest
