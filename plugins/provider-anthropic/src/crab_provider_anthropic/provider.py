@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from crab.errors import ConfigError, ProviderError
 from crab.events import StreamEvent
 from crab.http_stream import stream_call
+from crab.messages import json_text
 from crab.providers import ModelInfo, ModelRequest
 
 from crab_provider_anthropic.errors import classify_error, error_details
@@ -56,7 +56,7 @@ class AnthropicProvider:
         except ConfigError as exc:
             raise ProviderError(str(exc), "auth") from None
         model = request.model
-        payload = json.dumps(build_body(request, settings), ensure_ascii=False).encode("utf-8")
+        payload = json_text(build_body(request, settings)).encode("utf-8")  # valid UTF-8 always
         call = http.call(self.name, endpoint(settings), build_headers(key, settings), payload, key, env=self._env)
 
         def classify(status: int, body: str) -> ProviderError:
