@@ -7,7 +7,7 @@ from typing import Any
 
 from crab.errors import ConfigError, ProviderError
 from crab.events import StreamEvent
-from crab.http_stream import stream_call
+from crab.http_stream import DEFAULT_REQUEST_TIMEOUT, stream_call
 from crab.messages import json_text
 from crab.providers import ModelInfo, ModelRequest
 
@@ -26,8 +26,14 @@ class AnthropicProvider:
 
     name = PROVIDER
 
-    def __init__(self, table: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        table: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    ) -> None:
         self._env = env
+        self._request_timeout = request_timeout  # [crab] request_timeout; the table's own wins
         self._settings: AnthropicSettings | None = None
         self._error: ConfigError | None = None
         try:
@@ -57,7 +63,8 @@ class AnthropicProvider:
             raise ProviderError(str(exc), "auth") from None
         model = request.model
         payload = json_text(build_body(request, settings)).encode("utf-8")  # valid UTF-8 always
-        call = http.call(self.name, endpoint(settings), build_headers(key, settings), payload, key, env=self._env)
+        headers = build_headers(key, settings)
+        call = http.call(self.name, endpoint(settings), headers, payload, key, self._env, self._request_timeout)
 
         def classify(status: int, body: str) -> ProviderError:
             message, error_type = error_details(body)
