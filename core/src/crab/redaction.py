@@ -37,6 +37,10 @@ class Redactor:
             return value
         return self._pattern.sub(REDACTED, value)
 
+    def found(self, value: str) -> bool:
+        """Whether any secret occurs in ``value``."""
+        return self._pattern is not None and self._pattern.search(value) is not None
+
     def matches(self, value: str) -> Iterator[re.Match[str]]:
         """Where secrets occur in ``value`` (leftmost first, longest secret first at one place)."""
         return self._pattern.finditer(value) if self._pattern is not None else iter(())
@@ -81,12 +85,16 @@ class StreamRedactor:
         self._pending = ""
         self._longest = max((len(s) for s in redactor.secrets), default=0)
         self._starts = frozenset(s[0] for s in redactor.secrets)
+        self._prefixes = frozenset(s[:n] for s in redactor.secrets for n in range(1, len(s)))
 
     def feed(self, piece: str) -> str:
         if not self._longest:
             return piece
-        text = self._pending + piece
+        text = self._pending + piece if self._pending else piece
         hold = self._held_from(text)
+        if hold == len(text) and not self._pending and not self.redactor.found(text):
+            return piece  # the common case: nothing to mask, nothing to hold
+
         shown: list[str] = []
         done = 0
         for match in self.redactor.matches(text):
@@ -109,10 +117,8 @@ class StreamRedactor:
     def _held_from(self, text: str) -> int:
         """Start of the longest tail of ``text`` that is a proper prefix of some secret."""
         for start in range(max(0, len(text) - self._longest + 1), len(text)):
-            if text[start] in self._starts:
-                tail = text[start:]
-                if any(len(s) > len(tail) and s.startswith(tail) for s in self.redactor.secrets):
-                    return start
+            if text[start] in self._starts and text[start:] in self._prefixes:
+                return start
         return len(text)
 
 
@@ -129,12 +135,14 @@ class EventRedactor:
 
     def events(self, event: Event, session_id: str = "") -> list[Event]:
         if isinstance(event, TextDelta | ThinkingDelta):
-            out = self._flush(session_id, keep=type(event))
-            shown = self._stream(session_id, type(event)).feed(event.text)
-            if shown:
-                out.append(type(event)(valid_text(shown)))
+            out = self._flush(session_id, keep=type(event)) if self._streams else []
+            shown = valid_text(self._stream(session_id, type(event)).feed(event.text))
+            if shown is event.text:
+                out.append(event)  # unchanged: deliver the event itself, not a copy
+            elif shown:
+                out.append(type(event)(shown))
             return out
-        out = self._flush(session_id)
+        out = self._flush(session_id) if self._streams else []
         out.append(self.event(event))
         return out
 
