@@ -138,3 +138,23 @@ def test_request_timeout_from_config():
         read_http_options(
             PluginTable("x", {"base_url": "http://h", "request_timeout": 0}), default_base_url=None, default_key_env="X"
         )
+
+
+def test_pings_do_not_count_as_progress():
+    with ReplayServer() as server:
+        server.script(HttpReply(events=[b"event: ping\ndata: {}\n\n"] * 100, event_gap=0.05))
+        events, error, elapsed = run(server, idle_timeout=1.0, max_retries=0)
+    assert error is None and "went idle" in events[-1].message
+    assert elapsed < 10
+
+
+def test_events_a_parser_holds_still_count_as_progress():
+    # Empty deltas yield nothing (as tool call arguments yield nothing until the end), yet the
+    # server is producing: 2 s of them at 0.2 s apart must not trip a 1 s idle_timeout.
+    held = [b"data: \n\n"] * 10 + [b"data: done\n\n", b"data: END\n\n"]
+    with ReplayServer() as server:
+        server.script(HttpReply(events=held, event_gap=0.2))
+        events, error, _ = run(server, idle_timeout=1.0, max_retries=0)
+    assert error is None
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["done"]
+    assert not any(isinstance(e, ErrorEvent) for e in events)

@@ -13,9 +13,10 @@ a retry is never seen as duplicated text.
 Three limits bound a model call (each error says which one was hit and which key raises it):
 
 - ``connect_timeout``: to open the connection;
-- ``idle_timeout``: since the last *meaningful* event, one the wire format turned into something
-  for the caller (text, thinking, a tool call, usage). Keep-alive comments, pings and empty
-  deltas do not count, so a server that sends only those cannot hold a turn open;
+- ``idle_timeout``: since the last *meaningful* event, any server-sent event other than a
+  ``ping`` (a parser may hold what it gets, such as tool call arguments, until the end, so
+  counting only what it yields would cut a long tool call short). Keep-alive comments
+  (``: keep-alive``) and ``ping`` events do not count, whatever the bytes;
 - ``request_timeout`` (``[crab] request_timeout``, default 600 s; a provider table may set its
   own): the whole call from the first attempt to the last byte, retries and their waits included,
   whatever the server sends meanwhile. A retry whose wait would pass it is not started.
@@ -379,9 +380,10 @@ async def _read(
         async for chunk in chunks:
             received = received or bool(chunk)
             for sse in decoder.feed(chunk):
+                if sse.event != "ping":
+                    progress[0] = asyncio.get_running_loop().time()
                 for event in parser.feed(sse):
                     yielded = True
-                    progress[0] = asyncio.get_running_loop().time()
                     yield event
                 if parser.done:
                     break

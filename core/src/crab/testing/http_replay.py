@@ -14,7 +14,8 @@ A test scripts the replies the server gives to successive requests, then points 
 - ``server.error(429, {"error": ...}, {"retry-after": "1"})``: a status with a JSON (or raw
   bytes) body and headers.
 - ``server.reset()``: the connection is reset before any response byte.
-- ``HttpReply(keepalive_every=0.2)``: after its events (if any), ``: keep-alive`` comments at that
+- ``HttpReply(event_gap=0.2)`` waits that long before each event after the first;
+  ``HttpReply(keepalive_every=0.2)``: after its events (if any), ``: keep-alive`` comments at that
   interval until the client leaves; ``HttpReply(silent=True)``: accept the request and never
   answer. Both are for deadline tests: they end when the client disconnects or the server closes.
 - ``HttpReply(...)`` directly for anything else (another status or content type on a stream).
@@ -83,6 +84,7 @@ class HttpReply:
     reset: bool = False
     keepalive_every: float | None = None
     silent: bool = False
+    event_gap: float = 0.0
 
 
 @dataclass
@@ -205,6 +207,8 @@ class ReplayServer:
             if number == reply.stall_after:
                 time.sleep(reply.stall_seconds)
                 handler.close_connection = True
+                return
+            if number and reply.event_gap and self.closing.wait(reply.event_gap):
                 return
             handler.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
             handler.wfile.flush()
