@@ -153,3 +153,12 @@ def test_the_agent_delivers_only_redacted_events_to_listeners_and_observers(crab
         assert seen and not any(KEY in line or "01234567" in line for line in seen), seen
     text = "".join(e.text for e in h.events_of(TextDelta))
     assert text.startswith("The key is [redacted].")
+
+
+def test_the_cli_error_line_is_masked(crab_home, monkeypatch):
+    from crab.redaction import error_line
+
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", KEY)
+    assert (
+        error_line(f"crab: the server said {KEY} is wrong \udcff") == "crab: the server said [redacted] is wrong \ufffd"
+    )

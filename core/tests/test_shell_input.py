@@ -119,3 +119,10 @@ def test_a_broken_checker_refuses(crab_agent):
     outcome = h.run("!echo x > ran.txt")
     assert outcome.error and "broken" in outcome.text
     assert not _ran(h.workspace)
+
+
+def test_a_later_line_starting_with_bang_is_never_shell(crab_agent):
+    h = crab_agent([[{"text": "summarized"}]], config={"crab.permissions": "yolo"})
+    outcome = h.run("Please summarize.\n!echo x > ran.txt")
+    assert outcome.stop == "end" and outcome.text == "summarized"
+    assert not _ran(h.workspace)
