@@ -71,3 +71,64 @@ def test_chat_fed_from_a_pipe_is_not_a_person_at_the_keyboard(tmp_path):
     result = _crab(tmp_path, "chat", stdin="!echo hi > made.txt\n")
     assert "needs exec permission" in result.stderr
     assert not (tmp_path / "work" / "made.txt").exists()
+
+
+def _chat_on_a_terminal(tmp_path: Path, *flags: str, line: str) -> str:
+    """Run ``crab chat`` on a pseudo-terminal, type ``line``, then Ctrl-D; return what it showed."""
+    import pty
+    import select
+    import time
+
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env.update(CRAB_HOME=str(tmp_path / "home"), CRAB_PLUGINS="provider-mock", TERM="dumb")
+    script = tmp_path / "script.json"
+    script.write_text(SCRIPT)
+    main, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "crab", "chat", "--provider", "mock", "--script", str(script), *flags],
+        cwd=work,
+        env=env,
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        close_fds=True,
+    )
+    os.close(terminal)
+    shown = b""
+
+    def read_until_prompts(count: int, seconds: float = 30) -> None:
+        nonlocal shown
+        deadline = time.monotonic() + seconds
+        while shown.count(b"crab> ") < count and time.monotonic() < deadline:
+            if select.select([main], [], [], 0.1)[0]:
+                try:
+                    shown += os.read(main, 4096)
+                except OSError:
+                    return
+
+    try:
+        read_until_prompts(1)
+        os.write(main, line.encode() + b"\n")
+        read_until_prompts(2)
+        os.write(main, b"\x04")
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(main)
+    return shown.decode("utf-8", "replace")
+
+
+def test_chat_at_a_terminal_runs_the_typed_line(tmp_path):
+    shown = _chat_on_a_terminal(tmp_path, line="!echo typed > typed.txt && echo it-ran")
+    assert (tmp_path / "work" / "typed.txt").read_text() == "typed\n", shown
+    assert "it-ran" in shown and "allow exec" not in shown
+
+
+def test_chat_at_a_terminal_still_refuses_in_read_only_mode(tmp_path):
+    shown = _chat_on_a_terminal(tmp_path, "--read-only", line="!echo typed > typed.txt")
+    assert not (tmp_path / "work" / "typed.txt").exists()
+    assert "read-only" in shown
