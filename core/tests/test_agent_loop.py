@@ -408,7 +408,7 @@ def test_system_prompt_is_stored_once_per_distinct_text(crab_agent, tmp_path):
     assert len(calls) == 2 and calls[0].payload["system_sha256"] == prompts[0].payload["sha256"]
 
 
-@pytest.mark.parametrize("mode", ["ask", "read-only"])
+@pytest.mark.parametrize("mode", ["yolo", "read-only"])
 def test_shell_escape_is_local_only_and_respects_read_only(crab_agent, mode):
     h = crab_agent(config={"crab.permissions": mode})
     outcome = h.run("!echo hi")
@@ -416,7 +416,7 @@ def test_shell_escape_is_local_only_and_respects_read_only(crab_agent, mode):
         assert outcome.error and "read-only" in outcome.text
     else:
         assert outcome.text == "hi"
-    remote = crab_agent(local=False)
+    remote = crab_agent(local=False, config={"crab.permissions": "yolo"})
     assert "local terminal" in (remote.run("!echo hi").error or "")
 
 

@@ -1,8 +1,8 @@
 """Streaming HTTP for model providers: one POST, retries for what may be retried, and the
 response body fed through ``crab.sse.SSEDecoder`` into a provider's own stream parser.
 
-Owns the HTTP side every SSE-speaking provider plugin shares: timeouts (connect, and idle
-between bytes), status → typed error through the provider's ``classify``, ``Retry-After``
+Owns the HTTP side every SSE-speaking provider plugin shares: timeouts, status → typed error
+through the provider's ``classify``, ``Retry-After``
 handling via ``crab.retry``, redaction of the key from every message, and the faults of a
 stream (dropped connection, idle stream, malformed chunk, missing end marker) as one
 ``ErrorEvent``. The wire format stays in the plugin: it passes a ``StreamParser`` and a
@@ -10,10 +10,21 @@ stream (dropped connection, idle stream, malformed chunk, missing end marker) as
 status, a refused or reset connection, or an error the server streams before any content), so
 a retry is never seen as duplicated text.
 
+Three limits bound a model call (each error says which one was hit and which key raises it):
+
+- ``connect_timeout``: to open the connection;
+- ``idle_timeout``: since the last *meaningful* event, any server-sent event other than a
+  ``ping`` (a parser may hold what it gets, such as tool call arguments, until the end, so
+  counting only what it yields would cut a long tool call short). Keep-alive comments
+  (``: keep-alive``) and ``ping`` events do not count, whatever the bytes;
+- ``request_timeout`` (``[crab] request_timeout``, default 600 s; a provider table may set its
+  own): the whole call from the first attempt to the last byte, retries and their waits included,
+  whatever the server sends meanwhile. A retry whose wait would pass it is not started.
+
 Also the connection settings those plugins read from their config tables with the same keys and
 defaults (``HttpOptions``, from ``read_http_options``: ``base_url``, ``api_key_env``,
 ``require_key``, ``max_retries``, ``retry_base_delay``, ``retry_cap``, ``idle_timeout``,
-``connect_timeout``, ``headers``), read with ``crab.config.PluginTable``.
+``connect_timeout``, ``request_timeout``, ``headers``), read with ``crab.config.PluginTable``.
 
 httpx (the ``crab-core[http]`` extra) is imported inside the functions that use it, never at
 import of this module, so ``crab --help`` does not load it.
@@ -22,12 +33,12 @@ import of this module, so ``crab --help`` does not load it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from crab.auth import known_secrets, lookup_key, missing_key_message, redact
-from crab.config import PluginTable
+from crab.config import Config, PluginTable
 from crab.errors import ConfigError, ContextOverflowError, ProviderError
 from crab.events import ErrorEvent, RetryEvent, StreamEvent
 from crab.retry import RetryPolicy, retry_after_from_headers
@@ -35,6 +46,18 @@ from crab.sse import ServerSentEvent, SSEDecoder
 
 if TYPE_CHECKING:
     import httpx
+
+DEFAULT_REQUEST_TIMEOUT = 600.0
+"""Seconds a whole model call may take, retries included, unless ``[crab] request_timeout`` says."""
+REQUEST_TIMEOUT_KEY = "crab.request_timeout"
+
+
+def request_timeout_from(config: Config) -> float:
+    """The crab-wide ``[crab] request_timeout`` (seconds, > 0); a bad value is a one-line error."""
+    value: Any = config.get(REQUEST_TIMEOUT_KEY, DEFAULT_REQUEST_TIMEOUT)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigError(f"config: crab.request_timeout must be a number of seconds above 0, not {value!r}")
+    return float(value)
 
 
 class StreamParser(Protocol):
@@ -60,6 +83,7 @@ class HttpCall:
     idle_timeout: float
     connect_timeout: float
     secrets: Sequence[str] = field(default=(), repr=False)
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
 
     def clean(self, text: str) -> str:
         cleaned: str = redact(text, self.secrets)
@@ -80,6 +104,8 @@ class HttpOptions:
     idle_timeout: float = 300.0
     connect_timeout: float = 10.0
     headers: Mapping[str, str] = field(default_factory=dict)
+    request_timeout: float | None = None
+    """The table's own ``request_timeout``; None takes the crab-wide value ``call`` is given."""
 
     @property
     def policy(self) -> RetryPolicy:
@@ -111,8 +137,13 @@ class HttpOptions:
         body: bytes,
         key: str | None,
         env: Mapping[str, str] | None = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     ) -> HttpCall:
-        """One streaming POST with these options; the key and every known secret are redacted."""
+        """One streaming POST with these options; the key and every known secret are redacted.
+
+        ``request_timeout`` is the crab-wide deadline (``request_timeout_from(config)``); the
+        table's own ``request_timeout``, when set, wins.
+        """
         secrets = tuple(s for s in (key, *known_secrets(env=env)) if s)
         return HttpCall(
             provider=provider,
@@ -123,6 +154,7 @@ class HttpOptions:
             idle_timeout=self.idle_timeout,
             connect_timeout=self.connect_timeout,
             secrets=secrets,
+            request_timeout=self.request_timeout if self.request_timeout is not None else request_timeout,
         )
 
 
@@ -160,6 +192,9 @@ def read_http_options(table: PluginTable, *, default_base_url: str | None, defau
         idle_timeout=table.number("idle_timeout", 300.0, minimum=0.001),
         connect_timeout=table.number("connect_timeout", 10.0, minimum=0.001),
         headers={str(k): str(v) for k, v in headers.items()},
+        request_timeout=table.number("request_timeout", 0.0, minimum=0.001)
+        if "request_timeout" in table.table
+        else None,
     )
 
 
@@ -184,19 +219,41 @@ class _Outcome:
     retry_error: ProviderError | None = None
 
 
+class _Deadline:
+    """The ``request_timeout`` of one call, on the event loop's clock."""
+
+    def __init__(self, call: HttpCall) -> None:
+        self.call = call
+        self.at = asyncio.get_running_loop().time() + call.request_timeout
+
+    def left(self) -> float:
+        return max(0.0, self.at - asyncio.get_running_loop().time())
+
+    def error(self, attempts: int) -> ProviderError:
+        tries = f" over {attempts} attempts" if attempts > 1 else ""
+        return ProviderError(
+            f"{self.call.provider}: no complete reply from {self.call.url} within request_timeout "
+            f"({self.call.request_timeout:g} s{tries}); raise [crab] request_timeout to wait longer",
+            "network",
+            retryable=False,
+        )
+
+
 async def stream_call(
     call: HttpCall,
     make_parser: Callable[[], StreamParser],
     classify: Classify,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> AsyncIterator[StreamEvent]:
-    """Yield the events of one model call, retrying per ``call.policy``.
+    """Yield the events of one model call, retrying per ``call.policy`` within ``request_timeout``.
 
-    Error statuses (after retries) are raised as ``ProviderError`` (``ContextOverflowError``
-    for an overflow); faults after content has streamed end with one ``ErrorEvent``.
+    Error statuses (after retries) and a passed deadline before any content are raised as
+    ``ProviderError`` (``ContextOverflowError`` for an overflow); faults after content has
+    streamed end with one ``ErrorEvent``.
     """
     import httpx
 
+    deadline = _Deadline(call)
     timeout = httpx.Timeout(
         connect=call.connect_timeout, read=call.idle_timeout, write=call.connect_timeout, pool=call.connect_timeout
     )
@@ -208,7 +265,9 @@ async def stream_call(
             retry_after: float | None = None
             try:
                 request = client.build_request("POST", call.url, headers=call.headers, content=call.body)
-                response = await client.send(request, stream=True)
+                response = await asyncio.wait_for(client.send(request, stream=True), deadline.left())
+            except TimeoutError:
+                raise _redacted(deadline.error(attempt), call) from None
             except httpx.TimeoutException as exc:
                 failure = ProviderError(
                     f"{call.provider}: no response from {call.url} ({_describe(exc)})", "network", retryable=True
@@ -220,11 +279,15 @@ async def stream_call(
             else:
                 try:
                     if response.status_code >= 400:
-                        failure = classify(response.status_code, await _body_text(response))
+                        try:
+                            body = await asyncio.wait_for(_body_text(response), deadline.left())
+                        except TimeoutError:
+                            raise _redacted(deadline.error(attempt), call) from None
+                        failure = classify(response.status_code, body)
                         retry_after = retry_after_from_headers(response.headers)
                     else:
                         outcome = _Outcome()
-                        async for event in _read(response, make_parser(), call, outcome, classify):
+                        async for event in _read(response, make_parser(), call, outcome, classify, deadline):
                             yield event
                         if outcome.retry_error is None:
                             return
@@ -236,6 +299,9 @@ async def stream_call(
             decision = call.policy.decide(attempt, retry_after)
             if not decision.retry:
                 raise _redacted(failure, call, f" ({decision.reason})")
+            if decision.delay >= deadline.left():
+                wait = f"a retry in {decision.delay:.1f} s would pass request_timeout ({call.request_timeout:g} s)"
+                raise _redacted(failure, call, f" ({wait}; raise [crab] request_timeout to wait longer)")
             yield RetryEvent(
                 attempt=attempt + 1,
                 max_attempts=call.policy.max_attempts,
@@ -254,23 +320,68 @@ async def _body_text(response: httpx.Response) -> str:
         return ""
 
 
+class _Stalled(Exception):
+    """No meaningful event within ``idle_timeout``, or ``request_timeout`` passed, while reading."""
+
+    def __init__(self, limit: str) -> None:
+        self.limit = limit
+
+
+async def _chunks(
+    response: httpx.Response, call: HttpCall, deadline: _Deadline, progress: list[float]
+) -> AsyncGenerator[bytes, None]:
+    """The body's chunks, each awaited no longer than both limits allow.
+
+    ``progress[0]`` is when the last meaningful event arrived (``_read`` moves it); bytes alone,
+    such as keep-alive comments, do not. Raises ``_Stalled`` naming the limit that was hit.
+    """
+    loop = asyncio.get_running_loop()
+    chunks = response.aiter_bytes().__aiter__()
+    while True:
+        idle_left = progress[0] + call.idle_timeout - loop.time()
+        request_left = deadline.left()
+        limit = "request_timeout" if request_left <= idle_left else "idle_timeout"
+        if min(idle_left, request_left) <= 0:
+            raise _Stalled(limit)
+        try:
+            chunk = await asyncio.wait_for(chunks.__anext__(), min(idle_left, request_left))
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise _Stalled(limit) from None
+        yield chunk
+
+
 async def _read(
-    response: httpx.Response, parser: StreamParser, call: HttpCall, outcome: _Outcome, classify: Classify
+    response: httpx.Response,
+    parser: StreamParser,
+    call: HttpCall,
+    outcome: _Outcome,
+    classify: Classify,
+    deadline: _Deadline,
 ) -> AsyncIterator[StreamEvent]:
     """Stream one response body through the parser; ends with the parser's finish or one ErrorEvent."""
     import httpx
 
     if response.headers.get("content-type", "").startswith("application/json"):
         # Some servers answer a streaming request with a plain JSON error and status 200.
-        yield ErrorEvent(call.clean(str(classify(response.status_code, await _body_text(response)))), "stream")
+        try:
+            body = await asyncio.wait_for(_body_text(response), deadline.left())
+        except TimeoutError:
+            body = "(no complete body within request_timeout)"
+        yield ErrorEvent(call.clean(str(classify(response.status_code, body))), "stream")
         return
     decoder = SSEDecoder()
     received = False
     yielded = False
+    progress = [asyncio.get_running_loop().time()]
+    chunks = _chunks(response, call, deadline, progress)
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in chunks:
             received = received or bool(chunk)
             for sse in decoder.feed(chunk):
+                if sse.event != "ping":
+                    progress[0] = asyncio.get_running_loop().time()
                 for event in parser.feed(sse):
                     yielded = True
                     yield event
@@ -290,11 +401,11 @@ async def _read(
             return
         yield ErrorEvent(call.clean(str(exc)), exc.kind)
         return
+    except _Stalled as stall:
+        yield ErrorEvent(_stall_message(call, stall.limit), "stream")
+        return
     except httpx.TimeoutException:
-        yield ErrorEvent(
-            f"{call.provider}: the stream went idle (nothing for {call.idle_timeout:g} s); partial reply dropped",
-            "stream",
-        )
+        yield ErrorEvent(_stall_message(call, "idle_timeout"), "stream")
         return
     except httpx.TransportError as exc:
         if not received:
@@ -318,6 +429,8 @@ async def _read(
             "stream",
         )
         return
+    finally:
+        await chunks.aclose()
     if not parser.done:
         yield ErrorEvent(
             f"{call.provider}: the stream ended without {parser.end_marker}; the partial reply was dropped", "stream"
@@ -325,3 +438,15 @@ async def _read(
         return
     for event in closing:
         yield event
+
+
+def _stall_message(call: HttpCall, limit: str) -> str:
+    if limit == "request_timeout":
+        return (
+            f"{call.provider}: the reply took longer than request_timeout ({call.request_timeout:g} s); "
+            "the partial reply was dropped; raise [crab] request_timeout to allow longer replies"
+        )
+    return (
+        f"{call.provider}: the stream went idle (nothing but keep-alives for {call.idle_timeout:g} s); "
+        f"the partial reply was dropped; raise idle_timeout in the provider's config table to wait longer"
+    )

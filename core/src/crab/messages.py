@@ -2,16 +2,40 @@
 
 Every type here is a frozen dataclass. ``message_to_dict`` / ``message_from_dict`` give the
 versioned JSON shape documented in ``docs/format.md``; stores and providers use only these.
+
+Text inside crab may hold lone surrogates (a model's ``"\\udcff"`` escape, a file name decoded
+with ``surrogateescape``); they must reach the tool that asked for them intact, but never crash a
+hash or leave crab as invalid UTF-8. ``hash_bytes`` encodes such text for hashing, ``valid_text``
+and ``json_text`` replace them with U+FFFD wherever text is printed or sent as JSON.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 FORMAT_VERSION = 1
 """Version of the JSON shape of messages and events; bumped on incompatible changes."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD, so it always encodes as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def json_text(value: Any, *, indent: int | None = None, sort_keys: bool = False) -> str:
+    """``value`` as JSON text that is valid UTF-8: the one serialiser for JSON leaving crab."""
+    return valid_text(json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=sort_keys))
+
+
+def hash_bytes(text: str) -> bytes:
+    """``text`` as bytes for hashing: UTF-8, with lone surrogates passed through (never raises)."""
+    return text.encode("utf-8", "surrogatepass")
+
 
 StopReason = Literal["end", "tool_use", "max_tokens", "aborted", "error"]
 """Why an assistant message ended. ``aborted`` and ``error`` messages are never replayed."""

@@ -33,9 +33,25 @@ def _cut_utf8(data: bytes, size: int, keep: Keep) -> bytes:
     """At most ``size`` bytes from the head or tail of ``data`` without splitting a character."""
     if keep == "head":
         piece = data[:size]
-        return piece.decode("utf-8", errors="ignore").encode("utf-8")
+        start = len(piece)
+        while start > 0 and start > len(piece) - 4 and piece[start - 1] & 0xC0 == 0x80:
+            start -= 1  # back over continuation bytes to the lead byte of the last character
+        if start > 0 and piece[start - 1] >= 0xC0:
+            lead = piece[start - 1]
+            width = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+            if len(piece) - (start - 1) < width:
+                piece = piece[: start - 1]  # the last character is incomplete
+        return piece
     piece = data[len(data) - size :] if size else b""
-    return piece.decode("utf-8", errors="ignore").encode("utf-8")
+    skip = 0
+    while skip < len(piece) and skip < 3 and piece[skip] & 0xC0 == 0x80:
+        skip += 1  # continuation bytes of a character cut in front
+    return piece[skip:]
+
+
+def _encode(text: str) -> bytes:
+    # surrogatepass: tool output may hold lone surrogates (undecodable file names); count them, never fail
+    return text.encode("utf-8", "surrogatepass")
 
 
 def split_lines(text: str) -> list[str]:
@@ -54,7 +70,7 @@ def truncate(text: str, limit: OutputLimit) -> tuple[str, Truncation | None]:
     Whole lines are kept where possible; only a single line longer than the byte budget is cut
     inside, at a character boundary.
     """
-    data = text.encode("utf-8")
+    data = _encode(text)
     lines = split_lines(text)
     if len(lines) <= limit.lines and len(data) <= limit.bytes:
         return text, None
@@ -66,13 +82,13 @@ def truncate(text: str, limit: OutputLimit) -> tuple[str, Truncation | None]:
         if len(kept) >= limit.lines:
             hit = "lines"
             break
-        size = len(line.encode("utf-8"))
+        size = len(_encode(line))
         if used + size > limit.bytes:
             hit = "bytes"
             if not kept:
-                piece = _cut_utf8(line.encode("utf-8"), limit.bytes, limit.keep).decode("utf-8")
+                piece = _cut_utf8(_encode(line), limit.bytes, limit.keep).decode("utf-8", "surrogatepass")
                 kept.append(piece)
-                used += len(piece.encode("utf-8"))
+                used += len(_encode(piece))
             break
         kept.append(line)
         used += size

@@ -308,7 +308,9 @@ def run_app(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except CrabError as exc:
-        typer.echo(f"crab: {exc}", err=True)
+        from crab.redaction import error_line
+
+        typer.echo(error_line(f"crab: {exc}"), err=True)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

@@ -66,6 +66,7 @@ def chat(options: dict[str, Any]) -> None:
     interactive = sys.stdin.isatty()
     prepared = prepare(options, ask=ask_on_terminal if interactive else None)
     agent = prepared.agent
+    agent.keyboard = interactive  # a typed !cmd is the user's own word (crab/loop/shell.py)
     target = RenderTarget(out=sys.stdout, err=sys.stderr, color=sys.stdout.isatty())
     renderer = choose_renderer(prepared.host, prepared.config, options.get("renderer"), target)
     agent.subscribe(renderer.handle)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from typing import Any
 
 from crab.events import Event, ToolCallEvent, ToolResultEvent
 from crab.loop.session import TurnOutcome
-from crab.messages import FORMAT_VERSION, usage_to_dict
+from crab.messages import FORMAT_VERSION, json_text, usage_to_dict
 from crab.render import RenderTarget
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -113,5 +112,6 @@ def run_once(prompt: str, output: str, options: dict[str, Any]) -> int:
     finally:
         runner.close()
     if collector is not None:
-        print(json.dumps(collector.document(outcome), ensure_ascii=False))
+        # The collector saw only redacted events; the outcome's own text and error are masked here.
+        print(json_text(agent.redactor.payload(collector.document(outcome))))
     return exit_code(outcome)

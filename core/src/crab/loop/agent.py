@@ -50,13 +50,14 @@ from crab.messages import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    hash_bytes,
     message_to_dict,
     usage_to_dict,
 )
 from crab.plugins import PluginHost
 from crab.pricing import with_cost
 from crab.providers import ModelInfo, ModelRequest, Provider
-from crab.redaction import Redactor
+from crab.redaction import EventRedactor, Redactor
 from crab.storage import EntryType, Store
 from crab.tools import Tool, ToolContext, ToolResult
 
@@ -127,11 +128,13 @@ class Agent:
         self.workspace = workspace
         self.ask = ask
         self.local = local
+        self.keyboard = False  # True when a person types each input (interactive chat): see loop/shell.py
         self.max_iterations = int(config.get("crab.max_iterations", 25))
         self.tool_timeout = float(config.get("crab.tool_timeout", 120.0))
         self.max_tokens: int | None = config.get("crab.max_tokens")
         self.temperature: float | None = config.get("crab.temperature")
         self.redactor = Redactor(known_secrets(config))
+        self.outgoing = EventRedactor(self.redactor)
         self._listeners: list[Listener] = []
         self._model_info: ModelInfo | None = None
 
@@ -187,6 +190,11 @@ class Agent:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def emit(self, event: Event, session_id: str = "") -> None:
+        """Deliver ``event``: secrets masked and text made valid UTF-8 first (``crab.redaction``)."""
+        for shown in self.outgoing.events(event, session_id):
+            self._deliver(shown, session_id)
+
+    def _deliver(self, event: Event, session_id: str) -> None:
         for listener in list(self._listeners):
             try:
                 listener(event)
@@ -386,7 +394,7 @@ class Agent:
             temperature=self.temperature,
         )
         request = await self._before_model_call(request, session)
-        system_sha = hashlib.sha256(request.system.encode()).hexdigest()
+        system_sha = hashlib.sha256(hash_bytes(request.system)).hexdigest()
         if system_sha not in session.system_hashes:
             await self._append(
                 session, "event", {"kind": "system_prompt", "sha256": system_sha, "text": request.system}
@@ -583,13 +591,15 @@ class Agent:
         )
 
     async def _run_shell(self, session: Session, command: str) -> TurnOutcome:
-        from crab.loop.shell import run_shell_command
+        from crab.loop.shell import shell_input  # the gate decides: see crab/loop/shell.py
 
-        if not self.local:
-            result = CommandResult("!commands only run from a local terminal", is_error=True)
-        elif self.config.get("crab.permissions") == "read-only":
-            result = CommandResult("!commands are refused in read-only mode (--read-only)", is_error=True)
-        else:
-            result = await run_shell_command(command, session.workspace, self.tool_timeout)
+        result = await shell_input(
+            self.host,
+            command,
+            lambda call, tool: self._tool_context(session, call, tool),
+            timeout=self.tool_timeout,
+            local=self.local,
+            keyboard=self.keyboard,
+        )
         self.emit(CommandOutput("!", result.text, result.is_error), session.id)
         return TurnOutcome(stop="command", text=result.text, error=result.text if result.is_error else None)

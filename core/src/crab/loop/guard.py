@@ -1,7 +1,8 @@
 """The loop guard: spots a model stuck repeating itself and escalates warn → refuse → stop.
 
 Three detectors over the last ``window`` calls, with signatures built from the registered tool
-name and canonical JSON arguments:
+name and canonical JSON arguments (hashed with ``crab.messages.hash_bytes``, so text that is not
+valid UTF-8 never fails a check):
 
 - exact repeat: the same call several times in a row (warn 3, refuse 4, stop 5);
 - ping-pong: two calls alternating A-B-A-B (warn at 4 cycles, refuse 5, stop 6);
@@ -16,6 +17,8 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from crab.messages import hash_bytes
 
 Action = Literal["ok", "warn", "block", "stop"]
 
@@ -54,11 +57,11 @@ _SEVERITY: dict[Action, int] = {"ok": 0, "warn": 1, "block": 2, "stop": 3}
 def signature(name: str, arguments: Mapping[str, Any]) -> str:
     """Tool name plus a hash of the arguments as canonical JSON (sorted keys, no spaces)."""
     canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return f"{name}:{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
+    return f"{name}:{hashlib.sha256(hash_bytes(canonical)).hexdigest()[:16]}"
 
 
 def result_hash(content: str) -> str:
-    return hashlib.sha256(content.encode("utf-8", "replace")).hexdigest()[:16]
+    return hashlib.sha256(hash_bytes(content)).hexdigest()[:16]
 
 
 class LoopGuard:

@@ -1,16 +1,128 @@
-"""``!cmd`` from a local channel: run a shell command in the workspace and show its output."""
+"""``!cmd``: a shell command a person types, gated like the bash tool, run in the workspace.
+
+``!`` is for a person at the keyboard. ``shell_input`` decides and runs one:
+
+- remote channels never run it;
+- it is one line: input after ``!`` that spans several lines is refused whole, and no line of
+  it runs (piped text is not a shell script);
+- it goes through every ``crab_before_tool_call`` hook, the permission gate last, as a call of
+  the ``exec`` tool ``!``, exactly like the bash tool: ``--yolo`` allows it, ``--read-only``
+  refuses it, and ``ask`` asks the user, so it is refused where crab cannot ask (``crab run``
+  with piped stdin or no terminal). In interactive ``crab chat`` (``keyboard``) the typed line
+  is the user's answer, so the gate does not ask again, though ``--read-only`` still refuses.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
+import secrets
 import signal
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from crab.commands import CommandResult
+from crab.interception import Answer, Deny, PermissionRequest, Replace
+from crab.messages import ToolCall
+from crab.plugins import PluginHost
+from crab.tools import Tool, ToolContext, ToolResult
 from crab.truncate import OutputLimit, describe, truncate
 
 _LIMIT = OutputLimit(lines=400, bytes=20_000, keep="tail")
+SHELL_TOOL = "!"
+"""The name a ``!cmd`` has as a tool call, for the gate and for policy plugins."""
+
+ContextFactory = Callable[[ToolCall, Tool], ToolContext]
+
+
+def one_line(command: str) -> str | None:
+    """The command when it is a single line, else None (``splitlines`` breaks at every line end)."""
+    lines = command.strip().splitlines()
+    return lines[0].strip() if len(lines) == 1 else None
+
+
+def shell_tool(timeout: float) -> Tool:
+    """The ``exec`` tool a ``!cmd`` is gated (and run) as."""
+
+    async def run(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        result = await run_shell_command(str(arguments["command"]), ctx.workspace, timeout)
+        return ToolResult(result.text, result.is_error)
+
+    return Tool(
+        name=SHELL_TOOL,
+        description="A shell command the user typed after ! (run with sh -c in the workspace).",
+        parameters={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        handler=run,
+        permission="exec",
+        exclusive=True,
+        timeout=timeout,
+        output_limit=None,  # run_shell_command keeps the tail itself
+    )
+
+
+async def _typed(request: PermissionRequest) -> Answer:
+    return "once"  # the person typed this very command: that is their answer
+
+
+async def gate(host: PluginHost, call: ToolCall, tool: Tool, ctx: ToolContext) -> ToolCall | str:
+    """The call as the ``crab_before_tool_call`` hooks leave it, or the reason it is refused.
+
+    Fails closed like the tool runner: a hook that raises, or a failed permission gate, refuses.
+    """
+    for plugin, hook in host.implementations("crab_before_tool_call"):
+        try:
+            decision = hook(call=call, tool=tool, ctx=ctx)
+            if inspect.isawaitable(decision):
+                decision = await decision
+        except Exception as exc:
+            host.fail(plugin, f"crab_before_tool_call raised {type(exc).__name__}: {exc}")
+            return f"Refused: the {plugin} plugin failed while checking this call."
+        if isinstance(decision, Deny):
+            return decision.reason
+        if isinstance(decision, Replace):
+            command = decision.arguments.get("command") if isinstance(decision.arguments, Mapping) else None
+            if not isinstance(command, str) or one_line(command) is None:
+                return f"Refused: a plugin ({plugin}) rewrote the command into something that is not one line."
+            call = replace(call, arguments={"command": one_line(command)})
+    record = host.records.get("permissions")
+    if record is not None and record.status == "failed":
+        return "Refused: the permission gate is not working; see `crab doctor`."
+    return call
+
+
+async def shell_input(
+    host: PluginHost,
+    command: str,
+    make_context: ContextFactory,
+    *,
+    timeout: float,
+    local: bool,
+    keyboard: bool = False,
+) -> CommandResult:
+    """Decide on one ``!cmd`` (see the module docstring) and run it when allowed."""
+    if not local:
+        return CommandResult("!commands only run from a local terminal", is_error=True)
+    line = one_line(command)
+    if line is None:
+        count = len(command.strip().splitlines())
+        return CommandResult(
+            f"Refused: a !command is one line, and this input has {count} lines; none of them ran. "
+            "Type one command after !, or ask the model to run a script.",
+            is_error=True,
+        )
+    tool = shell_tool(timeout)
+    call = ToolCall(f"shell_{secrets.token_hex(4)}", SHELL_TOOL, {"command": line})
+    ctx = make_context(call, tool)
+    if keyboard:
+        ctx = replace(ctx, ask=_typed)
+    decided = await gate(host, call, tool, ctx)
+    if isinstance(decided, str):
+        return CommandResult(decided, is_error=True)
+    result = await tool.run(decided.arguments, ctx)
+    return CommandResult(result.content, is_error=result.is_error)
 
 
 async def run_shell_command(command: str, cwd: Path, timeout: float) -> CommandResult:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 from crab.events import Event, event_to_dict
+from crab.messages import json_text
 from crab.render import RenderTarget
 
 
@@ -13,7 +12,7 @@ class JsonlRenderer:
         self.target = target
 
     def handle(self, event: Event) -> None:
-        self.target.out.write(json.dumps(event_to_dict(event), ensure_ascii=False) + "\n")
+        self.target.out.write(json_text(event_to_dict(event)) + "\n")
         self.target.out.flush()
 
     def close(self) -> None:

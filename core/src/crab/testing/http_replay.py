@@ -14,6 +14,10 @@ A test scripts the replies the server gives to successive requests, then points 
 - ``server.error(429, {"error": ...}, {"retry-after": "1"})``: a status with a JSON (or raw
   bytes) body and headers.
 - ``server.reset()``: the connection is reset before any response byte.
+- ``HttpReply(event_gap=0.2)`` waits that long before each event after the first;
+  ``HttpReply(keepalive_every=0.2)``: after its events (if any), ``: keep-alive`` comments at that
+  interval until the client leaves; ``HttpReply(silent=True)``: accept the request and never
+  answer. Both are for deadline tests: they end when the client disconnects or the server closes.
 - ``HttpReply(...)`` directly for anything else (another status or content type on a stream).
 
 Requests are recorded in ``server.requests`` (path, lower-cased headers, parsed JSON body, arrival
@@ -78,6 +82,9 @@ class HttpReply:
     stall_after: int | None = None
     stall_seconds: float = 3.0
     reset: bool = False
+    keepalive_every: float | None = None
+    silent: bool = False
+    event_gap: float = 0.0
 
 
 @dataclass
@@ -102,6 +109,7 @@ class ReplayServer:
         self.prefix = prefix
         self.replies: list[HttpReply] = []
         self.requests: list[RecordedRequest] = []
+        self.closing = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -163,6 +171,16 @@ class ReplayServer:
 
     def answer(self, handler: BaseHTTPRequestHandler, reply: HttpReply) -> None:
         sock = handler.connection
+        if reply.silent:
+            handler.close_connection = True
+            sock.settimeout(0.05)
+            while not self.closing.is_set():
+                try:
+                    if not sock.recv(1024):
+                        return  # the client gave up
+                except TimeoutError:
+                    continue
+            return
         if reply.reset:
             # Linger 0 makes close() send RST: a connection reset before the first byte.
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -173,7 +191,7 @@ class ReplayServer:
         handler.send_header("content-type", reply.content_type)
         for name, value in reply.headers.items():
             handler.send_header(name, value)
-        if not reply.events:
+        if not reply.events and reply.keepalive_every is None:
             handler.send_header("content-length", str(len(reply.body)))
             handler.end_headers()
             handler.wfile.write(reply.body)
@@ -190,11 +208,21 @@ class ReplayServer:
                 time.sleep(reply.stall_seconds)
                 handler.close_connection = True
                 return
+            if number and reply.event_gap and self.closing.wait(reply.event_gap):
+                return
             handler.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
             handler.wfile.flush()
+        if reply.keepalive_every is not None:
+            comment = b": keep-alive\n\n"
+            handler.close_connection = True
+            while not self.closing.wait(reply.keepalive_every):
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(comment), comment))  # OSError once the client left
+                handler.wfile.flush()
+            return
         handler.wfile.write(b"0\r\n\r\n")
 
     def close(self) -> None:
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 

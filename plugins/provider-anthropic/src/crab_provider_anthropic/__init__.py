@@ -20,7 +20,9 @@ CRAB_API = ">=1.0,<2"
 
 @hookimpl
 def crab_providers(config: Config) -> list[Provider]:
+    from crab.http_stream import request_timeout_from
+
     from crab_provider_anthropic.provider import AnthropicProvider
     from crab_provider_anthropic.settings import PLUGIN
 
-    return [AnthropicProvider(config.plugin_settings(PLUGIN))]
+    return [AnthropicProvider(config.plugin_settings(PLUGIN), request_timeout=request_timeout_from(config))]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from crab.errors import ConfigError, ProviderError
 from crab.events import StreamEvent
-from crab.http_stream import stream_call
+from crab.http_stream import DEFAULT_REQUEST_TIMEOUT, stream_call
+from crab.messages import json_text
 from crab.providers import ModelInfo, ModelRequest
 
 from crab_provider_anthropic.errors import classify_error, error_details
@@ -26,8 +26,14 @@ class AnthropicProvider:
 
     name = PROVIDER
 
-    def __init__(self, table: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        table: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    ) -> None:
         self._env = env
+        self._request_timeout = request_timeout  # [crab] request_timeout; the table's own wins
         self._settings: AnthropicSettings | None = None
         self._error: ConfigError | None = None
         try:
@@ -56,8 +62,9 @@ class AnthropicProvider:
         except ConfigError as exc:
             raise ProviderError(str(exc), "auth") from None
         model = request.model
-        payload = json.dumps(build_body(request, settings), ensure_ascii=False).encode("utf-8")
-        call = http.call(self.name, endpoint(settings), build_headers(key, settings), payload, key, env=self._env)
+        payload = json_text(build_body(request, settings)).encode("utf-8")  # valid UTF-8 always
+        headers = build_headers(key, settings)
+        call = http.call(self.name, endpoint(settings), headers, payload, key, self._env, self._request_timeout)
 
         def classify(status: int, body: str) -> ProviderError:
             message, error_type = error_details(body)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from crab.config import Config
 from crab.errors import ConfigError, ProviderError
 from crab.events import StreamEvent
-from crab.http_stream import stream_call
+from crab.http_stream import DEFAULT_REQUEST_TIMEOUT, request_timeout_from, stream_call
+from crab.messages import json_text
 from crab.providers import ModelInfo, ModelRequest, Provider
 
 from crab_provider_openai.errors import classify_error, error_details
@@ -38,9 +38,11 @@ class OpenAIProvider:
         env: Mapping[str, str] | None = None,
         name: str = PROVIDER,
         config_error: ConfigError | None = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
         self.name = name
         self._env = env
+        self._request_timeout = request_timeout  # [crab] request_timeout; the table's own wins
         self._settings: OpenAISettings | None = None
         self._error: ConfigError | None = config_error
         if config_error is None:
@@ -70,8 +72,9 @@ class OpenAIProvider:
         except ConfigError as exc:
             raise ProviderError(str(exc), "auth") from None
         model = request.model
-        payload = json.dumps(build_body(request, settings), ensure_ascii=False).encode("utf-8")
-        call = http.call(self.name, endpoint(settings), build_headers(key, settings), payload, key, env=self._env)
+        payload = json_text(build_body(request, settings)).encode("utf-8")  # valid UTF-8 always
+        headers = build_headers(key, settings)
+        call = http.call(self.name, endpoint(settings), headers, payload, key, self._env, self._request_timeout)
 
         def classify(status: int, body: str) -> ProviderError:
             message, code = error_details(body)
@@ -98,8 +101,12 @@ def providers_from_config(config: Config) -> list[Provider]:
     """
     table = config.plugin_settings(PLUGIN)
     main_table = {k: v for k, v in table.items() if k != ENDPOINTS}
+    deadline = request_timeout_from(config)
     try:
         endpoints = endpoint_tables(table)
     except ConfigError as exc:
-        return [OpenAIProvider(main_table, config_error=exc)]
-    return [OpenAIProvider(main_table), *(OpenAIProvider(t, name=n) for n, t in endpoints.items())]
+        return [OpenAIProvider(main_table, config_error=exc, request_timeout=deadline)]
+    return [
+        OpenAIProvider(main_table, request_timeout=deadline),
+        *(OpenAIProvider(t, name=n, request_timeout=deadline) for n, t in endpoints.items()),
+    ]

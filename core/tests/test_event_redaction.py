@@ -1,0 +1,164 @@
+"""Every event a renderer or observer gets is redacted, nested, and valid UTF-8 (crab.redaction)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from crab.events import (
+    CommandOutput,
+    ErrorEvent,
+    MessageEnd,
+    NoticeEvent,
+    RetryEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEnded,
+    TurnStarted,
+    UsageEvent,
+    event_to_dict,
+)
+from crab.hookspecs import hookimpl
+from crab.messages import AssistantMessage, Thinking, ToolCall, Usage, json_text
+from crab.redaction import EventRedactor, Redactor, StreamRedactor
+
+KEY = "sk-test-0123456789abcdef"
+
+
+def _one(redactor: EventRedactor, event):
+    shown = redactor.events(event, "s")
+    assert len(shown) == 1
+    return shown[0]
+
+
+EVERY_KIND = [
+    TurnStarted("s", "t", f"use {KEY}"),
+    ToolCallEvent(ToolCall("c1", "bash", {"command": f"echo {KEY}", KEY: [f"x{KEY}", {"n": KEY}]}, KEY, KEY)),
+    ToolResultEvent("c1", "bash", f"out {KEY}"),
+    RetryEvent(2, 3, 1.0, f"status 500: {KEY}"),
+    ErrorEvent(f"bad key {KEY}"),
+    NoticeEvent(f"note {KEY}"),
+    CommandOutput("!", f"env: {KEY}"),
+    TurnEnded("s", "t", "end", f"answer {KEY}", Usage(1, 2), f"err {KEY}"),
+    MessageEnd(
+        AssistantMessage(
+            content=KEY,
+            thinking=(Thinking(KEY, signature="sig"),),
+            tool_calls=(ToolCall("c", "read", {"path": KEY}),),
+            error=KEY,
+        )
+    ),
+    UsageEvent(Usage(3, 4, cost=0.5)),
+]
+
+
+@pytest.mark.parametrize("event", EVERY_KIND, ids=lambda e: e.type)
+def test_every_string_in_every_event_kind_is_masked(event):
+    shown = _one(EventRedactor(Redactor([KEY])), event)
+    assert type(shown) is type(event)
+    assert KEY not in json.dumps(event_to_dict(shown))
+    if event.type != "usage":
+        assert "[redacted]" in json.dumps(event_to_dict(shown))
+
+
+def test_events_without_secrets_pass_unchanged_and_uncopied():
+    redactor = EventRedactor(Redactor([KEY]))
+    for event in (ToolCallEvent(ToolCall("c", "ls", {"path": "."})), UsageEvent(Usage(1, 1)), NoticeEvent("hi")):
+        assert _one(redactor, event) is event
+
+
+def test_lone_surrogates_become_replacement_characters():
+    shown = _one(EventRedactor(Redactor([])), ToolCallEvent(ToolCall("c", "read", {"path": "x\udcff.txt"})))
+    assert shown.call.arguments == {"path": "x\ufffd.txt"}
+    json_text(event_to_dict(shown)).encode("utf-8")  # strict: raises if anything is left
+
+
+def test_a_key_split_across_text_deltas_is_masked():
+    redactor = EventRedactor(Redactor([KEY]))
+    pieces = ["Your key is sk-te", "st-0123", "456789abcdef, keep it", " safe."]
+    shown = [e for p in pieces for e in redactor.events(TextDelta(p), "s")]
+    shown += redactor.events(TurnEnded("s", "t", "end"), "s")
+    text = "".join(e.text for e in shown if isinstance(e, TextDelta))
+    assert text == "Your key is [redacted], keep it safe."
+    assert all(KEY[:4] not in e.text for e in shown if isinstance(e, TextDelta))
+
+
+def test_a_held_tail_is_flushed_before_the_next_other_event():
+    redactor = EventRedactor(Redactor([KEY]))
+    assert [e.text for e in redactor.events(TextDelta("costs sk-"), "s")] == ["costs "]
+    thinking = redactor.events(ThinkingDelta("hmm"), "s")
+    assert [(type(e), e.text) for e in thinking] == [(TextDelta, "sk-"), (ThinkingDelta, "hmm")]
+    call = ToolCallEvent(ToolCall("c", "ls", {}))
+    assert redactor.events(call, "s") == [call]
+
+
+def test_streams_of_different_sessions_do_not_mix():
+    redactor = EventRedactor(Redactor([KEY]))
+    assert [e.text for e in redactor.events(TextDelta("a sk-test"), "one")] == ["a "]
+    assert [e.text for e in redactor.events(TextDelta("-0123456789abcdef"), "two")] == ["-0123456789abcdef"]
+    rest = redactor.events(TextDelta("-0123456789abcdef!"), "one")
+    assert [e.text for e in rest] == ["[redacted]!"]
+
+
+def test_a_split_key_in_thinking_is_masked_too():
+    redactor = EventRedactor(Redactor([KEY]))
+    shown = [e for p in (KEY[:5], KEY[5:12], KEY[12:] + " end") for e in redactor.events(ThinkingDelta(p), "s")]
+    shown += redactor.events(TurnEnded("s", "t", "end"), "s")
+    assert "".join(e.text for e in shown if isinstance(e, ThinkingDelta)) == "[redacted] end"
+
+
+def test_stream_redaction_equals_whole_text_redaction_for_any_split():
+    rnd = random.Random(7)
+    for _ in range(2000):
+        secrets = ["".join(rnd.choice("abX") for _ in range(rnd.randint(8, 11))) for _ in range(rnd.randint(1, 4))]
+        redactor = Redactor(secrets)
+        text = "".join(rnd.choice([rnd.choice("abX"), rnd.choice(secrets)]) for _ in range(rnd.randint(0, 25)))
+        cuts = sorted(rnd.sample(range(len(text) + 1), min(len(text) + 1, rnd.randint(0, 8))))
+        pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+        stream = StreamRedactor(redactor)
+        assert "".join(stream.feed(p) for p in pieces) + stream.flush() == redactor.text(text), (secrets, pieces)
+
+
+def test_without_secrets_nothing_is_held_back():
+    stream = StreamRedactor(Redactor([]))
+    assert stream.feed("sk-") == "sk-" and stream.flush() == ""
+
+
+class _Observer:
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    @hookimpl
+    def crab_event(self, event, session_id):
+        self.seen.append(json.dumps(event_to_dict(event)))
+
+
+def test_the_agent_delivers_only_redacted_events_to_listeners_and_observers(crab_agent, monkeypatch):
+    monkeypatch.setenv("EXAMPLE_API_KEY", KEY)
+    observer = _Observer()
+    h = crab_agent(
+        [
+            [{"text": "The key is sk-test-01"}, {"text": "23456789abcdef."}, {"tool": "echo", "args": {"v": KEY}}],
+            [{"thinking": f"k={KEY}"}, {"text": "done"}],
+        ],
+        plugins={"observer": observer},
+    )
+    outcome = h.run(f"here is {KEY}")
+    assert outcome.stop == "end"
+    listened = [json.dumps(event_to_dict(e)) for e in h.events]
+    for seen in (listened, observer.seen):
+        assert seen and not any(KEY in line or "01234567" in line for line in seen), seen
+    text = "".join(e.text for e in h.events_of(TextDelta))
+    assert text.startswith("The key is [redacted].")
+
+
+def test_the_cli_error_line_is_masked(crab_home, monkeypatch):
+    from crab.redaction import error_line
+
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", KEY)
+    assert (
+        error_line(f"crab: the server said {KEY} is wrong \udcff") == "crab: the server said [redacted] is wrong \ufffd"
+    )
