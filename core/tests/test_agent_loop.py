@@ -347,11 +347,21 @@ def test_event_observers_and_a_broken_one(crab_agent):
     def bad(event, session_id):
         raise RuntimeError("observer bug")
 
-    h = crab_agent([[{"text": "fine"}]], plugins={"good": plugin(crab_event=good), "bad": plugin(crab_event=bad)})
+    h = crab_agent(
+        [[{"tool": "noop", "args": {"n": 1}}], [{"text": "fine"}]],
+        plugins={"good": plugin(crab_event=good), "bad": plugin(noop, crab_event=bad)},
+    )
     assert h.run("go").stop == "end"
     assert seen[0] == "turn_start" and seen[-1] == "turn_end"
-    assert h.host.records["bad"].status == "failed"
-    assert "crab_event raised RuntimeError: observer bug" in (h.host.records["bad"].reason or "")
+    # only the observer is lost: the plugin stays loaded and its tool keeps working
+    assert h.host.records["bad"].status == "loaded"
+    assert [e.content for e in h.events_of(ToolResultEvent)] == ["noop 1"]
+    line = (
+        "plugin bad failed: crab_event raised RuntimeError: observer bug "
+        "(its crab_event is not called again in this run)"
+    )
+    assert h.host.records["bad"].faults == [line.removeprefix("plugin bad failed: ")]
+    assert [e.message for e in h.events_of(NoticeEvent)] == [line]
 
 
 def test_interception_hooks_replace_deny_and_rewrite(crab_agent):
