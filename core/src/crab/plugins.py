@@ -364,8 +364,8 @@ class PluginHost:
                     continue
                 self.fault(
                     plugin,
-                    f"its {noun} {name!r} is also registered by plugin {owner[name]!r} and was left out "
-                    f"({owner[name]}'s is used); disable one of them (crab plugins disable {plugin}) or set "
+                    f"its {noun} {name!r} was left out because plugin {owner[name]!r} (loaded earlier) registers "
+                    f"one too; disable one of them (crab plugins disable {owner[name]} or {plugin}) or set "
                     "override=True on the one that should win",
                 )
         return table
