@@ -43,6 +43,7 @@ BROKEN = {
     "broken-api-new": "api_new",
     "shadow-ls": "shadow_ls",
     "closing": "closing",
+    "broken-cli": "cli_raise",
 }
 
 

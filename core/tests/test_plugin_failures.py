@@ -330,6 +330,20 @@ def test_only_listed_plugins_load_in_config_order(crab_run, fake_site):
     assert not Path(env["CRAB_FAKE_IMPORT_LOG"]).exists()
 
 
+def test_a_raising_cli_hook_is_said_once_and_the_cli_works(crab_run, fake_site):
+    env = fake_site(["broken-cli", "cli-extra"])
+    env["CRAB_PLUGINS"] = "broken-cli,cli-extra"
+    line = "plugin broken-cli failed: crab_cli raised RuntimeError: no sub-commands today"
+    result = crab_run(["--help"], env)
+    assert result.returncode == 0
+    assert "hello-cli" in result.stdout
+    assert warnings(result.stderr) == [line]
+    env["CRAB_STRICT_PLUGINS"] = "1"
+    strict = crab_run(["hello-cli"], env)
+    assert strict.returncode == 2
+    assert strict.stderr.strip() == f"crab: {line}"
+
+
 def test_plugins_add_cli_subcommands(crab_run, fake_site):
     env = fake_site(["cli-extra"])
     env["CRAB_PLUGINS"] = "cli-extra"

@@ -92,10 +92,10 @@ class Agent:
         return self._model_info
 
     async def start(self) -> None:
-        """Open the store, run every registration hook, report every plugin failure so far (and
+        """Run every registration hook, open the store, report every plugin failure so far (and
         each later one, as it happens) as a warning notice, then run ``crab_startup``."""
-        await self.store.open()
         self.host.collect_all()
+        await self.store.open()
         if self._unsubscribe_failures is None:
             self._unsubscribe_failures = self.host.dispatch.subscribe(self._report_failure)
         await self.host.dispatch.lifecycle("crab_startup", agent=self)
