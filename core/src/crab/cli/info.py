@@ -50,6 +50,9 @@ def list_models(plugins: str | None, as_json: bool) -> None:
 
     host = _host(plugins)
     assert isinstance(host, PluginHost)
+    host.collect_all()
+    for failure in host.failures:
+        typer.echo(f"warning: {failure.line}", err=True)
     rows = []
     for provider in host.registry("providers").values():
         try:
