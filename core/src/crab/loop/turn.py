@@ -308,6 +308,9 @@ class Turn:
             reason = INTERRUPTED if why == "aborted" else f"Not run: the turn failed ({why})."
             for call in list(self.pending.values()):
                 await self._record_result(call, ToolResult(reason, is_error=True), 0.0)
+        except PluginError:  # strict mode: the run ends; repair pairs what is left on resume
+            session.messages = repair([*session.messages, *self.results.values()])
+            raise
         except Exception as exc:  # the store itself may be what failed; say so and keep the cache sane
             self.emit(ErrorEvent(f"could not record the end of the turn: {exc}", "unknown"))
         session.messages = repair([*session.messages, *self.results.values()])
