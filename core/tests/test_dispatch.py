@@ -24,6 +24,8 @@ def test_every_hook_has_a_failure_policy_and_the_docs_name_it():
     for name in SPECS:
         assert name in HOOKS, name
         assert f"`{name}`" in table, name
+        doc = inspect.getdoc(getattr(hookspecs, name)) or ""
+        assert HOOKS[name].awaitable == ("may be awaitable" in doc.lower()), name
 
 
 @pytest.mark.parametrize(
