@@ -24,13 +24,44 @@ FAKE_NAMES = {
     "files": "crab_fake_files",
     "channel": "crab_fake_channel",
 }
+BROKEN_PACKAGE = "crab_fake_broken"
+"""One third-party package (distribution crab-fake-broken), one entry point per way a plugin breaks."""
+BROKEN = {
+    "broken-import": "import_error",
+    "broken-tools": "tools_raise",
+    "broken-event": "event_raise",
+    "broken-before-tool": "before_tool_raise",
+    "broken-after-tool": "after_tool_raise",
+    "broken-before-model": "before_model_raise",
+    "broken-prompt": "prompt_raise",
+    "broken-startup": "startup_raise",
+    "broken-shutdown": "shutdown_raise",
+    "broken-wrapper": "wrapper",
+    "broken-hookwrapper": "hookwrapper",
+    "broken-api-int": "api_int",
+    "broken-api-old": "api_old",
+    "broken-api-new": "api_new",
+    "shadow-ls": "shadow_ls",
+    "closing": "closing",
+    "broken-cli": "cli_raise",
+}
 
 
 def make_site(root: Path, names: list[str]) -> Path:
     """A folder that, on PYTHONPATH, makes the named fakes look pip-installed (dist-info + entry point)."""
     site = root / "site"
     site.mkdir(exist_ok=True)
+    broken = [n for n in names if n in BROKEN]
+    if broken:
+        shutil.copytree(FAKES / BROKEN_PACKAGE, site / BROKEN_PACKAGE, dirs_exist_ok=True)
+        dist = site / f"{BROKEN_PACKAGE}-0.0.1.dist-info"
+        dist.mkdir(exist_ok=True)
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: crab-fake-broken\nVersion: 0.0.1\n")
+        points = "".join(f"{n} = {BROKEN_PACKAGE}.{BROKEN[n]}\n" for n in broken)
+        (dist / "entry_points.txt").write_text(f"[crab]\n{points}")
     for name in names:
+        if name in BROKEN:
+            continue
         module = FAKE_NAMES[name]
         shutil.copy(FAKES / f"{module}.py", site / f"{module}.py")
         dist = site / f"crab_fake_{name.replace('-', '_')}-0.0.1.dist-info"

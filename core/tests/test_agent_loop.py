@@ -347,11 +347,21 @@ def test_event_observers_and_a_broken_one(crab_agent):
     def bad(event, session_id):
         raise RuntimeError("observer bug")
 
-    h = crab_agent([[{"text": "fine"}]], plugins={"good": plugin(crab_event=good), "bad": plugin(crab_event=bad)})
+    h = crab_agent(
+        [[{"tool": "noop", "args": {"n": 1}}], [{"text": "fine"}]],
+        plugins={"good": plugin(crab_event=good), "bad": plugin(noop, crab_event=bad)},
+    )
     assert h.run("go").stop == "end"
     assert seen[0] == "turn_start" and seen[-1] == "turn_end"
-    assert h.host.records["bad"].status == "failed"
-    assert "crab_event raised RuntimeError: observer bug" in (h.host.records["bad"].reason or "")
+    # only the observer is lost: the plugin stays loaded and its tool keeps working
+    assert h.host.records["bad"].status == "loaded"
+    assert [e.content for e in h.events_of(ToolResultEvent)] == ["noop 1"]
+    line = (
+        "plugin bad failed: crab_event raised RuntimeError: observer bug "
+        "(its crab_event is not called again in this run)"
+    )
+    assert h.host.records["bad"].faults == [line.removeprefix("plugin bad failed: ")]
+    assert [e.message for e in h.events_of(NoticeEvent)] == [line]
 
 
 def test_interception_hooks_replace_deny_and_rewrite(crab_agent):
@@ -432,3 +442,30 @@ def test_secrets_from_config_and_auth_file_are_redacted(crab_agent, crab_home):
     dumped = repr([e.payload for e in h.run_async(h.store.entries(h.session.id))])
     assert "ant-secret-from-file-123" not in dumped
     assert "telegram-token-abcdef" not in dumped
+
+
+def test_usage_is_priced_once_and_reported_once_per_model_call(crab_agent):
+    from crab.events import MessageEnd, UsageEvent
+    from crab.messages import Usage
+
+    class OldStyle:
+        """A provider written before the loop priced usage: it emits its own UsageEvent too."""
+
+        name = "old"
+
+        def models(self):
+            return [crab.ModelInfo(id="scripted", provider="old", input_price=1.0, output_price=2.0)]
+
+        def check(self, model):
+            return None
+
+        async def stream(self, request):
+            usage = Usage(input_tokens=1_000, output_tokens=500)
+            yield UsageEvent(usage)
+            yield crab.TextDelta("ok")
+            yield MessageEnd(AssistantMessage(content="ok", usage=usage))
+
+    h = crab_agent(provider=OldStyle())
+    outcome = h.run("go")
+    assert h.events_of(UsageEvent) == [UsageEvent(Usage(input_tokens=1_000, output_tokens=500, cost=0.002))]
+    assert outcome.usage.cost == pytest.approx(0.002)

@@ -6,7 +6,7 @@ import types
 
 import crab
 import pytest
-from crab.events import ToolResultEvent
+from crab.events import NoticeEvent, ToolResultEvent
 from crab.interception import PermissionRequest
 
 
@@ -104,5 +104,43 @@ def test_a_broken_checker_fails_closed(crab_agent):
     h = crab_agent(SCRIPT, plugins={"p": PLUGIN, "checker": checker}, config={"crab.permissions": "yolo"})
     h.run("go")
     got = results(h)
-    assert got["look"] == ["Refused: the checker plugin failed while checking this call."]
+    line = "plugin checker failed: crab_before_tool_call raised RuntimeError: checker bug (the call was refused)"
+    assert got == {"look": [f"Refused: {line}"], "save": [f"Refused: {line}"] * 2, "shell": [f"Refused: {line}"]}
+    notices = [e.message for e in h.events_of(NoticeEvent)]
+    assert notices == [line]  # reported once, though every call says why it was refused
+    assert h.host.records["checker"].status == "loaded"
+
+
+def test_the_gate_itself_failing_refuses_the_call(crab_agent):
+    async def broken_terminal(request):
+        raise OSError("the terminal went away")
+
+    h = crab_agent(SCRIPT, plugins={"p": PLUGIN}, ask=broken_terminal)
+    h.run("go")
+    got = results(h)
+    assert got["look"] == ["looked"]
+    expected = (
+        "Refused: plugin permissions failed: crab_before_tool_call raised OSError: the terminal went away "
+        "(the call was refused)"
+    )
+    assert got["save"] == [expected, expected]
+    assert got["shell"] == [expected]
+
+
+def test_a_checker_whose_plugin_failed_keeps_refusing(crab_agent):
+    def broken_tools(config):
+        raise ValueError("no tools today")
+
+    def allow(call, tool, ctx):
+        return None
+
+    checker = types.SimpleNamespace(crab_tools=crab.hookimpl(broken_tools), crab_before_tool_call=crab.hookimpl(allow))
+    h = crab_agent(SCRIPT, plugins={"p": PLUGIN, "checker": checker}, config={"crab.permissions": "yolo"})
+    h.run("go")
+    got = results(h)
     assert h.host.records["checker"].status == "failed"
+    assert set(got) == {"look", "save", "shell"}
+    for contents in got.values():
+        for content in contents:
+            assert content.startswith("Refused: plugin checker failed: crab_tools raised ValueError: no tools today;")
+            assert "none can run until it is fixed" in content

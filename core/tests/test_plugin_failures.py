@@ -7,14 +7,86 @@ from pathlib import Path
 
 import pytest
 
-BROKEN = ["import-error", "hook-error", "garbage", "duplicate", "future-api"]
+LEGACY = ["import-error", "hook-error", "garbage", "duplicate", "future-api"]
+API = "crab-core provides 1.0"
+LINES = {
+    "broken-import": "plugin broken-import failed: importing crab_fake_broken.import_error raised RuntimeError: "
+    "this plugin is broken on purpose",
+    "broken-tools": "plugin broken-tools failed: crab_tools raised ValueError: no tools today",
+    "garbage": "plugin garbage failed: crab_tools returned int, expected a list of Tool",
+    "duplicate": "plugin duplicate failed: its tool 'echo' was left out because plugin 'good' (loaded earlier) "
+    "registers one too; disable one of them (crab plugins disable good or duplicate) or set override=True on the "
+    "one that should win",
+    "broken-api-int": 'plugin broken-api-int failed: CRAB_API must be a version range string such as ">=1.0,<2", '
+    "not int 2; quote it in the plugin",
+    "broken-api-old": f"plugin broken-api-old failed: was written for crab plugin API <1.0 and this {API}: "
+    "upgrade the plugin to a release for this API, or use an older crab-core",
+    "broken-api-new": f"plugin broken-api-new failed: needs crab plugin API >=2.0,<3 but this {API}: upgrade "
+    "crab-core (pip install -U crab-core), or use a release of the plugin written for API 1.0",
+    "broken-wrapper": "plugin broken-wrapper failed: crab_event is a hook wrapper (@hookimpl(wrapper=True)), which "
+    "crab does not call: crab calls each plugin's hook on its own; make it a plain @crab.hookimpl",
+    "broken-hookwrapper": "plugin broken-hookwrapper failed: crab_system_prompt is a hook wrapper "
+    "(@hookimpl(hookwrapper=True)), which crab does not call: crab calls each plugin's hook on its own; make it "
+    "a plain @crab.hookimpl",
+}
+"""Every failure found before a run starts, with the exact line each command shows."""
+BROKEN = list(LINES)
+RUNTIME = [
+    "broken-event",
+    "broken-before-tool",
+    "broken-after-tool",
+    "broken-before-model",
+    "broken-prompt",
+    "broken-startup",
+    "broken-shutdown",
+    "closing",
+]
+"""Plugins that fail only once a run is under way."""
+EVENT_LINE = (
+    "plugin broken-event failed: crab_event raised RuntimeError: observer bug "
+    "(its crab_event is not called again in this run)"
+)
+CHECKER_LINE = (
+    "plugin broken-before-tool failed: crab_before_tool_call raised RuntimeError: checker bug (the call was refused)"
+)
 
 
 @pytest.fixture
 def broken_env(fake_site):
-    env = fake_site(["good", *BROKEN])
+    env = fake_site(["good", *LEGACY, *BROKEN])
     env["CRAB_PLUGINS"] = ",".join(["good", *BROKEN])
     return env
+
+
+def script(tmp_path: Path, replies: list) -> str:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"replies": replies}))
+    return str(path)
+
+
+ECHO_SCRIPT = [
+    [{"tool": "echo", "args": {"text": "hi"}}, {"usage": {"input_tokens": 10, "output_tokens": 5}}],
+    [{"text": "done"}, {"usage": {"input_tokens": 20, "output_tokens": 6}}],
+]
+
+
+@pytest.fixture
+def run_env(fake_site, tmp_path: Path):
+    """``run_env("broken-event", ...)`` → env whose CRAB_PLUGINS is scripted, good and those."""
+    made = fake_site(["scripted", "good", "channel", *BROKEN, *RUNTIME])
+
+    def build(*names: str, strict: bool = False) -> dict[str, str]:
+        env = dict(made)
+        env["CRAB_PLUGINS"] = ",".join(["scripted", "good", *names])
+        if strict:
+            env["CRAB_STRICT_PLUGINS"] = "1"
+        return env
+
+    return build
+
+
+def warnings(stderr: str) -> list[str]:
+    return [line.removeprefix("warning: ") for line in stderr.splitlines() if line.startswith("warning: plugin")]
 
 
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["plugins", "list"], ["doctor"], ["tools"]])
@@ -26,43 +98,199 @@ def test_cli_keeps_working_with_broken_plugins(crab_run, broken_env, args):
         assert result.returncode == 1
 
 
-def test_each_failure_is_one_clear_line(crab_run, broken_env):
+def test_each_failure_is_one_clear_line_in_plugins_list(crab_run, broken_env):
     result = crab_run(["plugins", "list", "--json"], broken_env)
     assert result.returncode == 0, result.stderr
     records = {r["name"]: r for r in json.loads(result.stdout)}
     assert records["good"]["status"] == "loaded"
-    reasons = {name: records[name]["reason"] for name in BROKEN}
-    for name in BROKEN:
-        assert records[name]["status"] == "failed", name
-        assert "\n" not in reasons[name]
-    assert "import failed: RuntimeError: this plugin is broken on purpose" in reasons["import-error"]
-    assert "crab_tools raised ValueError: no tools today" in reasons["hook-error"]
-    assert "crab_tools returned int, expected a list of Tool" in reasons["garbage"]
-    assert "tool 'echo' is also registered by plugin 'good'" in reasons["duplicate"]
-    assert "crab plugins disable duplicate" in reasons["duplicate"]
-    assert "needs crab plugin API >=2.0,<3, this crab has 1.0" in reasons["future-api"]
+    for name, line in LINES.items():
+        record = records[name]
+        reason = record["reason"] if record["status"] == "failed" else record["faults"][0]
+        assert f"plugin {name} failed: {reason}" == line, name
+    # a clash loses only the clashing tool, not the whole plugin
+    assert records["duplicate"]["status"] == "loaded"
+    text = crab_run(["plugins", "list"], broken_env).stdout
+    for line in LINES.values():
+        assert line.split(" failed: ", 1)[1] in text
 
 
-def test_the_good_plugin_still_works_beside_broken_ones(crab_run, broken_env):
+def test_doctor_shows_the_same_lines(crab_run, broken_env):
+    result = crab_run(["doctor"], broken_env)
+    failing = [line.removeprefix("FAIL  ") for line in result.stdout.splitlines() if line.startswith("FAIL  plugin")]
+    assert sorted(failing) == sorted(LINES.values())
+
+
+def test_tools_lists_what_works_and_names_each_failure_once(crab_run, broken_env):
     result = crab_run(["tools", "--json"], broken_env)
     tools = {t["name"]: t for t in json.loads(result.stdout)}
     assert tools["echo"]["plugin"] == "good"
     assert tools["echo"]["description"] == "Repeat the text."
+    assert sorted(warnings(result.stderr)) == sorted(LINES.values())
+    text = crab_run(["tools"], broken_env)
+    assert sorted(warnings(text.stderr)) == sorted(LINES.values())
 
 
-def test_doctor_names_each_problem(crab_run, broken_env):
-    result = crab_run(["doctor"], broken_env)
-    failing = [line for line in result.stdout.splitlines() if line.startswith("FAIL  plugin")]
-    assert len(failing) == len(BROKEN)
+def test_plugins_not_chosen_name_the_real_source(crab_run, fake_site):
+    env = fake_site(["good", "recorder"])
+    env["CRAB_PLUGINS"] = "good"
+    records = {r["name"]: r for r in json.loads(crab_run(["plugins", "list", "--json"], env).stdout)}
+    assert records["recorder"]["reason"] == "not listed in CRAB_PLUGINS"
+    flagged = crab_run(["plugins", "list", "--json", "--plugins", "good"], env)
+    assert {r["name"]: r for r in json.loads(flagged.stdout)}["recorder"]["reason"] == "not listed in --plugins"
 
 
-def test_strict_mode_turns_failures_into_errors(crab_run, fake_site):
+# --- at run time: shown once in run (text and jsonl), chat and serve -------------------------
+
+
+def test_run_shows_a_registration_failure_once_and_drops_all_of_the_plugin(crab_run, run_env, tmp_path):
+    env = run_env("broken-tools")
+    line = LINES["broken-tools"]
+    text = crab_run(["run", "--script", script(tmp_path, ECHO_SCRIPT), "go"], env, cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert warnings(text.stderr) == [line]
+    jsonl = crab_run(["run", "-o", "jsonl", "--script", script(tmp_path, ECHO_SCRIPT), "go"], env, cwd=tmp_path)
+    notices = [e for e in map(json.loads, jsonl.stdout.splitlines()) if e["type"] == "notice"]
+    assert notices == [{"v": 1, "type": "notice", "message": line, "level": "warning"}]
+    # its command and its renderer are gone with it
+    command = crab_run(["run", "--script", script(tmp_path, ECHO_SCRIPT), "/brokencmd"], env, cwd=tmp_path)
+    assert command.returncode == 1
+    assert "unknown command /brokencmd" in command.stderr
+    assert "still here" not in command.stdout
+    renderer = crab_run(
+        ["run", "--set", "crab.renderer=brokenrender", "--script", script(tmp_path, ECHO_SCRIPT), "go"],
+        env,
+        cwd=tmp_path,
+    )
+    assert renderer.returncode == 2
+    assert "no renderer named 'brokenrender'" in renderer.stderr
+    assert "the failed plugin's renderer ran" not in renderer.stderr
+
+
+def test_chat_and_serve_show_each_failure_once(crab_run, run_env, tmp_path):
+    env = run_env("broken-tools", "channel")
+    chat = crab_run(["chat", "--script", script(tmp_path, ECHO_SCRIPT)], env, cwd=tmp_path, stdin="go\n")
+    assert chat.returncode == 0, chat.stderr
+    assert warnings(chat.stderr) == [LINES["broken-tools"]]
+    inbox = tmp_path / "inbox.txt"
+    inbox.write_text("hello")
+    env["CRAB_FAKE_INBOX"] = str(inbox)
+    serve = crab_run(["serve", "one-shot", "--set", f"crab.script={script(tmp_path, ECHO_SCRIPT)}"], env, cwd=tmp_path)
+    assert serve.returncode == 0, serve.stderr
+    assert warnings(serve.stderr) == [LINES["broken-tools"]]
+
+
+def test_a_raising_observer_loses_only_that_hook(crab_run, run_env, tmp_path):
+    replies = [[{"tool": "wordcount", "args": {"text": "a b c"}}], [{"text": "three"}]]
+    result = crab_run(["run", "-o", "jsonl", "--script", script(tmp_path, replies), "go"], run_env("broken-event"))
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.returncode == 0, result.stderr
+    assert [e["message"] for e in events if e["type"] == "notice"] == [EVENT_LINE]
+    results = [e for e in events if e["type"] == "tool_result"]
+    assert [(r["name"], r["content"], r["is_error"]) for r in results] == [("wordcount", "3", False)]
+
+
+def test_a_raising_checker_refuses_with_its_reason(crab_run, run_env, tmp_path):
+    result = crab_run(
+        ["run", "-o", "json", "--script", script(tmp_path, ECHO_SCRIPT), "go"], run_env("broken-before-tool")
+    )
+    assert result.returncode == 0, result.stderr
+    call = json.loads(result.stdout)["tool_calls"][0]
+    assert call["is_error"] is True
+    assert call["result"] == f"Refused: {CHECKER_LINE}"
+    assert warnings(result.stderr) == [CHECKER_LINE]
+
+
+def test_a_raising_result_hook_withholds_the_result(crab_run, run_env, tmp_path):
+    result = crab_run(
+        ["run", "-o", "json", "--script", script(tmp_path, ECHO_SCRIPT), "go"], run_env("broken-after-tool")
+    )
+    line = (
+        "plugin broken-after-tool failed: crab_after_tool_call raised RuntimeError: scrubber bug (the call was refused)"
+    )
+    assert json.loads(result.stdout)["tool_calls"][0]["result"] == f"Result withheld: {line}"
+    assert warnings(result.stderr) == [line]
+
+
+def test_a_raising_request_hook_refuses_the_model_call(crab_run, run_env, tmp_path):
+    result = crab_run(["run", "--script", script(tmp_path, ECHO_SCRIPT), "go"], run_env("broken-before-model"))
+    line = (
+        "plugin broken-before-model failed: crab_before_model_call raised RuntimeError: request checker bug "
+        "(the call was refused)"
+    )
+    assert result.returncode == 1
+    assert warnings(result.stderr) == [line]
+    assert f"error: model call refused: {line}" in result.stderr.splitlines()
+
+
+def test_context_startup_and_shutdown_failures(crab_run, run_env, tmp_path):
+    env = run_env("broken-prompt", "broken-startup", "broken-shutdown")
+    result = crab_run(["run", "-o", "jsonl", "--script", script(tmp_path, ECHO_SCRIPT), "/startcmd"], env, cwd=tmp_path)
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    notices = [e["message"] for e in events if e["type"] == "notice"]
+    assert notices == [
+        "plugin broken-startup failed: crab_startup raised ConnectionError: cannot reach the service",
+        "plugin broken-shutdown failed: crab_shutdown raised OSError: could not flush "
+        "(its crab_shutdown is not called again in this run)",
+    ]
+    assert any(e["type"] == "command_output" and "unknown command /startcmd" in e["text"] for e in events)
+    ran = crab_run(["run", "-o", "jsonl", "--script", script(tmp_path, ECHO_SCRIPT), "go"], env, cwd=tmp_path)
+    messages = [e["message"] for e in map(json.loads, ran.stdout.splitlines()) if e["type"] == "notice"]
+    assert (
+        "plugin broken-prompt failed: crab_system_prompt raised KeyError: 'skills' "
+        "(its crab_system_prompt is not called again in this run)"
+    ) in messages
+    assert ran.returncode == 0
+
+
+# --- strict mode: every failure is exit 2 with the same line --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("names", "line"),
+    [
+        (["broken-import"], LINES["broken-import"]),
+        (["broken-tools"], LINES["broken-tools"]),
+        (["broken-api-int"], LINES["broken-api-int"]),
+        (["broken-wrapper"], LINES["broken-wrapper"]),
+        (["broken-event"], EVENT_LINE),
+        (["broken-before-tool"], CHECKER_LINE),
+    ],
+)
+def test_strict_mode_turns_every_failure_into_exit_2(crab_run, run_env, tmp_path, names, line):
+    result = crab_run(["run", "--script", script(tmp_path, ECHO_SCRIPT), "go"], run_env(*names, strict=True))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == f"crab: {line}"
+    assert warnings(result.stderr) == []
+    assert "Traceback" not in result.stderr
+
+
+def test_strict_mode_in_listing_commands(crab_run, fake_site):
     env = fake_site(["good", "garbage"])
     env["CRAB_PLUGINS"] = "good,garbage"
     env["CRAB_STRICT_PLUGINS"] = "1"
     result = crab_run(["tools"], env)
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines()[-1].startswith("crab: plugin garbage failed: crab_tools returned int")
+    assert result.stderr.strip().splitlines()[-1] == f"crab: {LINES['garbage']}"
+
+
+# --- the rest of the run ---------------------------------------------------------------------
+
+
+def test_run_closes_its_renderer(crab_run, run_env, tmp_path):
+    env = run_env("closing")
+    result = crab_run(["run", "--set", "crab.renderer=closing", "--script", script(tmp_path, ECHO_SCRIPT), "go"], env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[-1] == "renderer closed"
+
+
+def test_usage_is_reported_once_per_model_call_and_priced(crab_run, run_env, tmp_path):
+    result = crab_run(["run", "-o", "jsonl", "--script", script(tmp_path, ECHO_SCRIPT), "go"], run_env())
+    usage = [e["usage"] for e in map(json.loads, result.stdout.splitlines()) if e["type"] == "usage"]
+    # the scripted fake provider costs $1 per million input tokens and $2 per million output tokens
+    assert usage == [
+        {"input_tokens": 10, "output_tokens": 5, "cost": pytest.approx(20e-6)},
+        {"input_tokens": 20, "output_tokens": 6, "cost": pytest.approx(32e-6)},
+    ]
 
 
 def test_missing_plugin_is_reported(crab_run, fake_site):
@@ -100,6 +328,20 @@ def test_only_listed_plugins_load_in_config_order(crab_run, fake_site):
     assert listed["recorder"]["status"] == "disabled"
     assert "[plugins] enabled" in listed["recorder"]["reason"]
     assert not Path(env["CRAB_FAKE_IMPORT_LOG"]).exists()
+
+
+def test_a_raising_cli_hook_is_said_once_and_the_cli_works(crab_run, fake_site):
+    env = fake_site(["broken-cli", "cli-extra"])
+    env["CRAB_PLUGINS"] = "broken-cli,cli-extra"
+    line = "plugin broken-cli failed: crab_cli raised RuntimeError: no sub-commands today"
+    result = crab_run(["--help"], env)
+    assert result.returncode == 0
+    assert "hello-cli" in result.stdout
+    assert warnings(result.stderr) == [line]
+    env["CRAB_STRICT_PLUGINS"] = "1"
+    strict = crab_run(["hello-cli"], env)
+    assert strict.returncode == 2
+    assert strict.stderr.strip() == f"crab: {line}"
 
 
 def test_plugins_add_cli_subcommands(crab_run, fake_site):

@@ -1,9 +1,11 @@
 """Every hook crab calls. Each docstring is that hook's documentation; there is no logic here.
 
 Hooks are synchronous pluggy calls. Where a docstring says "may be awaitable", an
-implementation may be ``async def`` (or return an awaitable) and core awaits it. Registration
-hooks are called once per run, each plugin in isolation: a plugin that raises or returns the wrong
-type is marked failed and the others go on. Hook wrappers are not supported.
+implementation may be ``async def`` (or return an awaitable) and core awaits it. Every hook is
+called through ``crab.dispatch``, each plugin in isolation, and each hook has a failure policy
+there (``HOOKS``; docs/hooks.md): a failing registration hook fails the whole plugin, a failing
+observer loses that one implementation, a failing interceptor refuses the call. Registration
+hooks are called once per run. Hook wrappers are refused at registration.
 """
 
 from __future__ import annotations
@@ -116,7 +118,8 @@ def crab_before_model_call(request: ModelRequest, session_id: str) -> ModelReque
     """See (and maybe change) a request before it goes to the provider.
 
     Return a new ``ModelRequest`` to replace it, or None to leave it. Each plugin sees the
-    request as the previous one left it. May be awaitable.
+    request as the previous one left it. A hook that raises refuses the model call (fail
+    closed). May be awaitable.
     """
 
 
@@ -135,7 +138,8 @@ def crab_before_tool_call(call: ToolCall, tool: Tool, ctx: ToolContext) -> Decis
 def crab_after_tool_call(call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext) -> ToolResult | None:
     """See (and maybe replace) a tool's result before it is recorded and sent to the model.
 
-    Return a new ``ToolResult`` to replace it, or None. May be awaitable.
+    Return a new ``ToolResult`` to replace it, or None. A hook that raises withholds the result
+    (fail closed). May be awaitable.
     """
 
 
@@ -146,8 +150,9 @@ def crab_after_tool_call(call: ToolCall, tool: Tool, result: ToolResult, ctx: To
 def crab_event(event: Event, session_id: str) -> None:
     """Every event the loop emits (see ``crab.events``), in order, for loggers and metrics.
 
-    Must be quick: it runs inline in the loop. An implementation that raises is reported once
-    and not called again in this run. Renderers are not hooks; they are attached by channels.
+    Must be quick and synchronous: it runs inline in the loop. An implementation that raises is
+    reported once and not called again in this run (the plugin's other hooks keep working).
+    Renderers are not hooks; they are attached by channels.
     """
 
 

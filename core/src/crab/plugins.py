@@ -3,15 +3,17 @@
 Plugins are entry points in group ``crab``; the entry-point name is the plugin's name. Entry
 points are listed without importing them, and a plugin that is not enabled is never imported.
 Every plugin ends with a status: ``loaded``, ``disabled``, ``failed`` (with a one-line reason),
-``missing`` (enabled but not installed) or ``builtin``. A failing plugin is reported, never fatal,
-unless ``CRAB_STRICT_PLUGINS=1``.
+``missing`` (enabled but not installed) or ``builtin``; a loaded plugin may also carry ``faults``
+(one hook or one contribution lost, the rest working). Hooks are called only through
+``crab.dispatch.Dispatcher`` (``host.dispatch``), which applies each hook's failure policy. A
+failing plugin is reported, never fatal, unless ``CRAB_STRICT_PLUGINS=1``.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,7 +21,7 @@ import pluggy
 
 from crab import hookspecs
 from crab.apiversion import API_VERSION, check_range
-from crab.errors import PluginError
+from crab.dispatch import Dispatcher, Failure, describe
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -43,6 +45,7 @@ class PluginRecord:
     target: str | None = None
     reason: str | None = None
     hooks: list[str] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -53,12 +56,8 @@ class PluginRecord:
             "target": self.target,
             "reason": self.reason,
             "hooks": self.hooks,
+            "faults": self.faults,
         }
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def discover_entry_points() -> list[EntryPoint]:
@@ -109,11 +108,44 @@ def select_plugins(
     return ordered, reasons
 
 
+def api_problem(wanted: object, version: str = API_VERSION) -> str | None:
+    """Why a plugin's ``CRAB_API`` does not fit this crab, saying which side to change; None if it fits."""
+    if not isinstance(wanted, str):
+        return (
+            f'CRAB_API must be a version range string such as ">=1.0,<2", not {type(wanted).__name__} '
+            f"{wanted!r}; quote it in the plugin"
+        )
+    try:
+        if check_range(wanted, version):
+            return None
+    except ValueError as exc:
+        return f"CRAB_API: {exc}"
+    have = tuple(int(p) for p in version.split("."))
+    for clause in wanted.split(","):
+        if check_range(clause, version):
+            continue
+        text = clause.strip()
+        op = text.rstrip("0123456789. ")
+        want = tuple(int(p) for p in text[len(op) :].strip().split("."))
+        if op.startswith(">") or (op in ("", "==", "~=") and want > have):
+            return (
+                f"needs crab plugin API {wanted} but this crab-core provides {version}: upgrade crab-core "
+                f"(pip install -U crab-core), or use a release of the plugin written for API {version}"
+            )
+        if op.startswith("<") or (op in ("", "==", "~=") and want < have):
+            return (
+                f"was written for crab plugin API {wanted} and this crab-core provides {version}: upgrade the "
+                "plugin to a release for this API, or use an older crab-core"
+            )
+    return f"CRAB_API {wanted} excludes this crab-core's plugin API {version}; change the plugin's CRAB_API"
+
+
 class PluginHost:
     """Owns the pluggy manager, every plugin's status and the registries built from hooks.
 
-    Hooks are called per plugin so one plugin's failure is attributed to it and isolated; the
-    call order is load order (config order, else by name), honouring ``tryfirst``/``trylast``.
+    Every hook call goes through ``self.dispatch`` (load order: config order, else by name,
+    honouring ``tryfirst``/``trylast``), so one plugin's failure is attributed to it, handled by
+    the hook's policy and reported once.
     """
 
     def __init__(self, config: Config, *, strict: bool | None = None) -> None:
@@ -123,8 +155,9 @@ class PluginHost:
         self.records: dict[str, PluginRecord] = {}
         self.strict = os.environ.get("CRAB_STRICT_PLUGINS") == "1" if strict is None else strict
         self._order: dict[str, int] = {}
+        self.dispatch = Dispatcher(self.pm, self._order, self.fail, self.fault, strict=self.strict)
         self._contributions: dict[Kind, dict[str, list[Any]]] = {k: {} for k in KINDS}
-        self._collected: set[Kind] = set()
+        self._collected = False
         self._registries: dict[Kind, dict[str, Any]] = {}
 
     # --- loading --------------------------------------------------------------------------
@@ -139,7 +172,10 @@ class PluginHost:
         cli: Sequence[str] | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        """Discover installed plugins, choose the enabled ones and import only those."""
+        """Discover installed plugins, choose the enabled ones and import only those.
+
+        ``cli`` is ``--plugins`` (None when not given); ``CRAB_PLUGINS`` is read from ``env``.
+        """
         found = discover_entry_points() if entry_points is None else list(entry_points)
         by_name: dict[str, EntryPoint] = {}
         for ep in found:
@@ -171,11 +207,9 @@ class PluginHost:
             if name in self.records and self.records[name].status == "failed":
                 continue
             if name not in by_name:
-                self.records[name] = PluginRecord(
-                    name=name, status="missing", reason=f"enabled but not installed (pip install crab-{name}?)"
-                )
-                if self.strict:
-                    raise PluginError(f"plugin {name}: {self.records[name].reason}")
+                reason = f"enabled but not installed (pip install crab-{name}?)"
+                self.records[name] = PluginRecord(name=name, status="missing", reason=reason)
+                self.dispatch.report(Failure(name, reason, status="missing"))
                 continue
             self._load_one(by_name[name])
 
@@ -196,49 +230,38 @@ class PluginHost:
         try:
             plugin = ep.load()
         except (Exception, SystemExit) as exc:
-            self._fail(record, f"import failed: {_one_line(exc)}")
+            self._fail(record, f"importing {ep.value} raised {describe(exc)}")
             return
         if inspect.isclass(plugin):
             try:
                 plugin = plugin()
             except Exception as exc:
-                self._fail(record, f"could not create the plugin object: {_one_line(exc)}")
+                self._fail(record, f"creating the plugin object raised {describe(exc)}")
                 return
         self._register(ep.name, plugin, record)
 
     def _register(self, name: str, plugin: object, record: PluginRecord) -> None:
         self.records[name] = record
-        wanted = getattr(plugin, "CRAB_API", None)
+        wanted: object = getattr(plugin, "CRAB_API", None)
         if wanted is not None:
-            try:
-                fits = check_range(str(wanted))
-            except ValueError as exc:
-                self._fail(record, f"CRAB_API: {exc}")
+            problem = api_problem(wanted)
+            if problem is not None:
+                self._fail(record, problem)
                 return
-            if not fits:
-                self._fail(
-                    record,
-                    f"needs crab plugin API {wanted}, this crab has {API_VERSION}; "
-                    "upgrade the plugin or crab-core so the versions fit",
-                )
-                return
-        unknown = [
-            n
-            for n in dir(plugin)
-            if n.startswith("crab_") and not hasattr(hookspecs, n) and hasattr(getattr(plugin, n, None), "crab_impl")
-        ]
-        if unknown:
-            self._fail(record, f"implements unknown hook {unknown[0]} (misspelt? see crab.hookspecs)")
+        problem = unsupported_hooks(self.pm, plugin)
+        if problem is not None:
+            self._fail(record, problem)
             return
         try:
             self.pm.register(plugin, name=name)
         except Exception as exc:
-            self._fail(record, f"invalid hook implementation: {_one_line(exc)}")
+            self._fail(record, f"invalid hook implementation: {describe(exc)}")
             return
         self._order[name] = len(self._order)
         record.hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
-        self._collected.clear()
+        self._collected = False  # a plugin added after the registries were built: collect again
         self._registries.clear()
+        self.dispatch.invalidate()
 
     def _fail(self, record: PluginRecord, reason: str) -> None:
         record.status = "failed"
@@ -247,82 +270,86 @@ class PluginHost:
         plugin = self.pm.get_plugin(record.name)
         if plugin is not None:
             self.pm.unregister(plugin, name=record.name)
+        self._order.pop(record.name, None)
         for contributions in self._contributions.values():
             contributions.pop(record.name, None)
         self._registries.clear()
-        if self.strict:
-            raise PluginError(f"plugin {record.name} failed: {reason}")
+        self.dispatch.plugin_failed(record.name, Failure(record.name, reason), record.hooks)
 
     def fail(self, name: str, reason: str) -> None:
-        """Mark a loaded plugin failed at run time and stop calling it."""
+        """Mark a loaded plugin failed and unregister all of it for the rest of the run."""
         record = self.records.get(name)
         if record is not None and record.status in ("loaded", "builtin"):
             self._fail(record, reason)
 
+    def fault(self, name: str, reason: str) -> None:
+        """Record that one hook or contribution of ``name`` was lost; the rest keeps working."""
+        record = self.records.get(name)
+        if record is not None and reason not in record.faults:
+            record.faults.append(reason)
+        self.dispatch.report(Failure(name, reason))
+
     # --- calling hooks --------------------------------------------------------------------
 
     def implementations(self, hook: str) -> list[tuple[str, Callable[..., Any]]]:
-        """(plugin name, function) for every implementation of ``hook``, in call order."""
-        caller = getattr(self.pm.hook, hook)
-        impls = [i for i in caller.get_hookimpls() if i.plugin_name in self._order]
+        """(plugin name, function) for every live implementation of ``hook``, in call order."""
+        return self.dispatch.implementations(hook)
 
-        def key(impl: Any) -> tuple[int, int]:
-            tier = 0 if impl.tryfirst else 2 if impl.trylast else 1
-            return tier, self._order[impl.plugin_name]
+    def call_each(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Call a registration hook (``crab_cli``, ``crab_config_table``…) in every plugin.
 
-        return [(i.plugin_name, i.function) for i in sorted(impls, key=key)]
-
-    def call_each(self, hook: str, **kwargs: Any) -> Iterator[tuple[str, Any]]:
-        """Call ``hook`` plugin by plugin; a raising plugin is marked failed and skipped."""
-        for name, function in self.implementations(hook):
-            try:
-                yield name, function(**kwargs)
-            except Exception as exc:
-                self.fail(name, f"{hook} raised {_one_line(exc)}")
+        A plugin that raises is marked failed, unregistered and reported; the others go on.
+        """
+        return self.dispatch.collect(hook, **kwargs)
 
     # --- registries -----------------------------------------------------------------------
 
-    def _collect(self, kind: Kind) -> None:
-        if kind in self._collected:
-            return
-        expected = expected_type(kind)
-        contributions: dict[str, list[Any]] = {}
-        for name, result in self.call_each(f"crab_{kind}", config=self.config):
-            if result is None:
-                continue
-            if isinstance(result, (str, bytes)) or not isinstance(result, (list, tuple)):
-                self.fail(name, f"crab_{kind} returned {type(result).__name__}, expected a list of {expected.__name__}")
-                continue
-            bad = [item for item in result if not isinstance(item, expected)]
-            if bad:
-                self.fail(
-                    name,
-                    f"crab_{kind} returned a {type(bad[0]).__name__} in its list, expected {expected.__name__}",
-                )
-                continue
-            contributions[name] = [tag_with_plugin(item, name) for item in result]
-        self._contributions[kind] = contributions
-        self._collected.add(kind)
-
     def collect_all(self) -> None:
-        """Run every registration hook now, so statuses and conflicts are known."""
+        """Run every registration hook (once), so statuses and conflicts are known before use.
+
+        All kinds are collected before any registry is built, so a plugin that fails in one
+        registration hook has none of its contributions used anywhere in the run.
+        """
+        if self._collected:
+            return
+        self._collected = True
+        for kind in KINDS:
+            self._collect(kind)
         for kind in KINDS:
             self.registry(kind)
 
+    def _collect(self, kind: Kind) -> None:
+        expected = expected_type(kind)
+        hook = f"crab_{kind}"
+        contributions: dict[str, list[Any]] = {}
+        for name, result in self.dispatch.collect(hook, config=self.config):
+            if result is None:
+                continue
+            if isinstance(result, (str, bytes)) or not isinstance(result, (list, tuple)):
+                self.fail(name, f"{hook} returned {type(result).__name__}, expected a list of {expected.__name__}")
+                continue
+            bad = [item for item in result if not isinstance(item, expected)]
+            if bad:
+                self.fail(name, f"{hook} returned a {type(bad[0]).__name__} in its list, expected {expected.__name__}")
+                continue
+            contributions[name] = [tag_with_plugin(item, name) for item in result]
+        self._contributions[kind] = {n: c for n, c in contributions.items() if n in self._order}
+
     def registry(self, kind: Kind) -> dict[str, Any]:
-        """Name → object for one kind; same names from two plugins fail the later one."""
-        while kind not in self._registries:
-            self._collect(kind)
-            built = self._build(kind)
-            if built is not None:
-                self._registries[kind] = built
+        """Name → object for one kind (same names: see ``_build``)."""
+        self.collect_all()
+        if kind not in self._registries:
+            self._registries[kind] = self._build(kind)
         return self._registries[kind]
 
-    def _build(self, kind: Kind) -> dict[str, Any] | None:
+    def _build(self, kind: Kind) -> dict[str, Any]:
+        """The first plugin in load order keeps a name; a later plugin's item of the same name is
+        left out (reported once as a fault of that plugin) unless exactly one sets ``override``."""
         table: dict[str, Any] = {}
         owner: dict[str, str] = {}
+        noun = kind[:-1]
         for plugin in sorted(self._contributions[kind], key=lambda n: self._order.get(n, 0)):
-            if self.records.get(plugin) is None or self.records[plugin].status not in ("loaded", "builtin"):
+            if plugin not in self._order:
                 continue
             for item in self._contributions[kind][plugin]:
                 name = item.name
@@ -335,19 +362,46 @@ class PluginHost:
                     continue
                 if getattr(first, "override", False) and not getattr(item, "override", False):
                     continue
-                noun = kind[:-1]
-                self.fail(
+                self.fault(
                     plugin,
-                    f"{noun} {name!r} is also registered by plugin {owner[name]!r}; disable one "
-                    f"(crab plugins disable {plugin}) or set override=True on the one that should win",
+                    f"its {noun} {name!r} was left out because plugin {owner[name]!r} (loaded earlier) registers "
+                    f"one too; disable one of them (crab plugins disable {owner[name]} or {plugin}) or set "
+                    "override=True on the one that should win",
                 )
-                return None
         return table
 
     # --- reporting ------------------------------------------------------------------------
 
     def problems(self) -> list[PluginRecord]:
-        return [r for r in self.records.values() if r.status in ("failed", "missing")]
+        """Plugins that failed, are missing, or lost part of what they offer."""
+        return [r for r in self.records.values() if r.status in ("failed", "missing") or r.faults]
+
+    @property
+    def failures(self) -> list[Failure]:
+        """Every failure so far, in order, each once (``failure.line`` is what users see)."""
+        return list(self.dispatch.failures)
+
+
+def unsupported_hooks(pm: pluggy.PluginManager, plugin: object) -> str | None:
+    """Why ``plugin`` cannot be registered as written (an unknown hook, a hook wrapper), or None."""
+    for attr in sorted(dir(plugin)):
+        if not attr.startswith("crab_"):
+            continue
+        try:
+            opts = pm.parse_hookimpl_opts(plugin, attr)
+        except Exception:
+            opts = None
+        if opts is None:
+            continue
+        if not hasattr(hookspecs, opts.get("specname") or attr):
+            return f"implements unknown hook {attr} (misspelt? see crab.hookspecs)"
+        if opts.get("wrapper") or opts.get("hookwrapper"):
+            kind = "wrapper=True" if opts.get("wrapper") else "hookwrapper=True"
+            return (
+                f"{attr} is a hook wrapper (@hookimpl({kind})), which crab does not call: crab calls each "
+                "plugin's hook on its own; make it a plain @crab.hookimpl"
+            )
+    return None
 
 
 def expected_type(kind: Kind) -> type:

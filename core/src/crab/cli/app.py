@@ -263,8 +263,11 @@ _extended: set[str] = set()
 
 
 def _add_plugin_commands() -> None:
-    """Let plugins add sub-commands; a broken config or plugin never breaks the CLI itself."""
-    from crab.errors import CrabError
+    """Let plugins add sub-commands; a broken config or plugin never breaks the CLI itself.
+
+    Only ``crab_cli`` failures are printed here (once); the command's own host reports the rest.
+    """
+    from crab.errors import CrabError, PluginError
 
     if "plugins" in _extended:
         return
@@ -272,16 +275,19 @@ def _add_plugin_commands() -> None:
 
     try:
         from crab.config import load_config
-        from crab.plugins import PluginHost, parse_plugin_list
+        from crab.plugins import PluginHost
 
         config = load_config()
-        host = PluginHost(config)  # only what crab_cli needs: no built-ins, no registries
-        chosen = os.environ.get("CRAB_PLUGINS")
-        host.load_entry_points(cli=parse_plugin_list(chosen) if chosen is not None else None)
+        host = PluginHost(config, strict=False)  # only what crab_cli needs: no built-ins, no registries
+        host.load_entry_points()
     except CrabError:
         return
-    for _ in host.call_each("crab_cli", app=app, config=config):
-        pass
+    before = len(host.failures)
+    host.call_each("crab_cli", app=app, config=config)
+    for failure in host.failures[before:]:
+        if os.environ.get("CRAB_STRICT_PLUGINS") == "1":
+            raise PluginError(failure.line)
+        typer.echo(f"warning: {failure.line}", err=True)
 
 
 def _add_sessions() -> None:
@@ -301,9 +307,9 @@ def run_app(argv: list[str] | None = None) -> int:
 
     args = sys.argv[1:] if argv is None else argv
     _add_sessions()
-    if not (args and args[0] in ("plugins", "doctor", "config")):
-        _add_plugin_commands()
     try:
+        if not (args and args[0] in ("plugins", "doctor", "config")):
+            _add_plugin_commands()
         app(args=args, prog_name="crab")
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 
 import typer
 
@@ -34,12 +33,12 @@ def run_doctor(plugins: str | None) -> int:
         _bad(f"config: {exc}")
         failures += 1
         config = Config(data={}, user_path=user_config_path(), project_path=None)
-    host = build_host(config, plugins if plugins is not None else os.environ.get("CRAB_PLUGINS"))
+    host = build_host(config, plugins)
     host.collect_all()
     loaded = [r.name for r in host.records.values() if r.status == "loaded"]
     _ok(f"plugins loaded: {', '.join(loaded) or 'none'}")
-    for record in host.problems():
-        _bad(f"plugin {record.name}: {record.reason}")
+    for failure in host.failures:
+        _bad(failure.line)
         failures += 1
     providers = host.registry("providers")
     if not providers:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import typer
 
@@ -12,15 +11,18 @@ def _host(plugins: str | None) -> object:
     from crab.cli.runtime import build_host, load_cli_config
 
     config = load_cli_config()
-    return build_host(config, plugins if plugins is not None else os.environ.get("CRAB_PLUGINS"))
+    return build_host(config, plugins)
 
 
 def list_tools(plugins: str | None, as_json: bool) -> None:
+    """The loaded tools, then (on stderr) one line per plugin failure, so none is left out silently."""
     from crab.plugins import PluginHost
 
     host = _host(plugins)
     assert isinstance(host, PluginHost)
     tools = host.registry("tools")
+    for failure in host.failures:
+        typer.echo(f"warning: {failure.line}", err=True)
     if as_json:
         rows = [
             {
@@ -48,6 +50,9 @@ def list_models(plugins: str | None, as_json: bool) -> None:
 
     host = _host(plugins)
     assert isinstance(host, PluginHost)
+    host.collect_all()
+    for failure in host.failures:
+        typer.echo(f"warning: {failure.line}", err=True)
     rows = []
     for provider in host.registry("providers").values():
         try:

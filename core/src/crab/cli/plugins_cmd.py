@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import typer
 
@@ -20,7 +19,7 @@ def list_plugins(plugins: str | None, as_json: bool) -> None:
         config_error = None
     except CrabError as exc:  # still list plugins with a broken config
         config, config_error = Config(data={}, user_path=user_config_path(), project_path=None), str(exc)
-    host = build_host(config, plugins if plugins is not None else os.environ.get("CRAB_PLUGINS"))
+    host = build_host(config, plugins)
     host.collect_all()
     records = list(host.records.values())
     if as_json:
@@ -34,6 +33,8 @@ def list_plugins(plugins: str | None, as_json: bool) -> None:
                 typer.echo(f"{'':<{width}}  ↳ {record.reason}")
             elif record.hooks:
                 typer.echo(f"{'':<{width}}  hooks: {', '.join(record.hooks)}")
+            for fault in record.faults:
+                typer.echo(f"{'':<{width}}  ↳ {fault}")
     if config_error:
         typer.echo(f"crab: {config_error}", err=True)
 

@@ -6,10 +6,10 @@ import asyncio
 import sys
 from typing import Any
 
-from crab.events import Event, ToolCallEvent, ToolResultEvent
+from crab.events import Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from crab.loop.session import TurnOutcome
 from crab.messages import FORMAT_VERSION, json_text, usage_to_dict
-from crab.render import RenderTarget
+from crab.render import Renderer, RenderTarget
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -26,14 +26,19 @@ def exit_code(outcome: TurnOutcome) -> int:
 
 
 class JsonCollector:
-    """Collects what ``--output json`` prints at the end: the answer, tool calls and usage."""
+    """Collects what ``--output json`` prints at the end: the answer, tool calls and usage.
+
+    Warnings (a plugin failure, the iteration cap) go to stderr as they happen, as in text mode.
+    """
 
     def __init__(self) -> None:
         self.calls: dict[str, dict[str, Any]] = {}
         self.errors: list[str] = []
 
     def handle(self, event: Event) -> None:
-        if isinstance(event, ToolCallEvent):
+        if isinstance(event, NoticeEvent) and event.level == "warning":
+            sys.stderr.write(f"warning: {event.message}\n")
+        elif isinstance(event, ToolCallEvent):
             self.calls[event.call.id] = {
                 "id": event.call.id,
                 "name": event.call.name,
@@ -85,15 +90,14 @@ def run_once(prompt: str, output: str, options: dict[str, Any]) -> int:
     agent = prepared.agent
     target = RenderTarget(out=sys.stdout, err=sys.stderr, color=sys.stdout.isatty() and sys.stderr.isatty())
     collector: JsonCollector | None = None
+    renderer: Renderer
     if output == "json":
-        collector = JsonCollector()
-        agent.subscribe(collector.handle)
-    elif output == "jsonl":
-        jsonl = choose_renderer(prepared.host, prepared.config, "jsonl", target)
-        agent.subscribe(jsonl.handle)
+        renderer = collector = JsonCollector()
     else:
-        renderer = choose_renderer(prepared.host, prepared.config, options.get("renderer"), target)
-        agent.subscribe(renderer.handle)
+        renderer = choose_renderer(
+            prepared.host, prepared.config, "jsonl" if output == "jsonl" else options.get("renderer"), target
+        )
+    agent.subscribe(renderer.handle)
 
     async def main() -> TurnOutcome:
         await agent.start()
@@ -111,6 +115,7 @@ def run_once(prompt: str, output: str, options: dict[str, Any]) -> int:
         return EXIT_INTERRUPTED
     finally:
         runner.close()
+        renderer.close()
     if collector is not None:
         # The collector saw only redacted events; the outcome's own text and error are masked here.
         print(json_text(agent.redactor.payload(collector.document(outcome))))

@@ -5,7 +5,6 @@ Kept free of typer so other front-ends (and tests) can build an agent the same w
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -68,7 +67,7 @@ def choose_store(host: PluginHost, config: Config, name: str | None = None) -> S
 @asynccontextmanager
 async def open_store(config: Config, name: str | None = None, host: PluginHost | None = None) -> AsyncIterator[Store]:
     """The configured (or named) store, opened, and closed again afterwards."""
-    host = host or build_host(config, os.environ.get("CRAB_PLUGINS"))
+    host = host or build_host(config)
     store = choose_store(host, config, name)
     await store.open()
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,7 +51,7 @@ def prepare(options: dict[str, Any], *, ask: AskUser | None, local: bool = True)
 
     config = load_cli_config(overrides_from(options))
     plugins = options.get("plugins")
-    host = build_host(config, plugins if plugins is not None else os.environ.get("CRAB_PLUGINS"))
+    host = build_host(config, plugins)
     provider, model = choose_provider(host, config, options.get("provider"), options.get("model"))
     store = choose_store(host, config)
     agent = Agent(host, config, store=store, provider=provider, model=model, workspace=Path.cwd(), ask=ask, local=local)

@@ -15,17 +15,16 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import secrets
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from crab.commands import CommandResult
-from crab.interception import Answer, Deny, PermissionRequest, Replace
+from crab.interception import Answer, PermissionRequest
 from crab.messages import ToolCall
 from crab.plugins import PluginHost
 from crab.tools import Tool, ToolContext, ToolResult
@@ -68,29 +67,19 @@ async def _typed(request: PermissionRequest) -> Answer:
 
 
 async def gate(host: PluginHost, call: ToolCall, tool: Tool, ctx: ToolContext) -> ToolCall | str:
-    """The call as the ``crab_before_tool_call`` hooks leave it, or the reason it is refused.
+    """The call as the ``crab_before_tool_call`` interceptors leave it, or the reason it is refused.
 
-    Fails closed like the tool runner: a hook that raises, or a failed permission gate, refuses.
+    The host's dispatcher fails closed like it does for tool calls: an interceptor that raises, or
+    one that failed earlier (the permission gate included), refuses.
     """
-    for plugin, hook in host.implementations("crab_before_tool_call"):
-        try:
-            decision = hook(call=call, tool=tool, ctx=ctx)
-            if inspect.isawaitable(decision):
-                decision = await decision
-        except Exception as exc:
-            host.fail(plugin, f"crab_before_tool_call raised {type(exc).__name__}: {exc}")
-            return f"Refused: the {plugin} plugin failed while checking this call."
-        if isinstance(decision, Deny):
-            return decision.reason
-        if isinstance(decision, Replace):
-            command = decision.arguments.get("command") if isinstance(decision.arguments, Mapping) else None
-            if not isinstance(command, str) or one_line(command) is None:
-                return f"Refused: a plugin ({plugin}) rewrote the command into something that is not one line."
-            call = replace(call, arguments={"command": one_line(command)})
-    record = host.records.get("permissions")
-    if record is not None and record.status == "failed":
-        return "Refused: the permission gate is not working; see `crab doctor`."
-    return call
+    decided, denied = await host.dispatch.before_tool_call(call, tool, ctx)
+    if denied is not None:
+        return denied.reason
+    command = decided.arguments.get("command")
+    line = one_line(command) if isinstance(command, str) else None
+    if line is None:
+        return "Refused: a plugin rewrote the command into something that is not one line."
+    return replace(decided, arguments={"command": line})
 
 
 async def shell_input(

@@ -1,23 +1,22 @@
 """Running the tool calls of one model reply: guard, interception hooks, timeouts, concurrency.
 
 Independent calls run concurrently; ``exclusive`` tools run alone. Every call ends with exactly
-one result — executed, refused, skipped or failed — and no failure escapes as an exception.
+one result — executed, refused, skipped or failed — and no failure escapes as an exception
+(except ``PluginError`` in strict mode, after the other calls of the batch have ended). The
+interceptors (the permission gate among them) are reached only through the dispatcher.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
-from crab.interception import Deny, Replace
+from crab.dispatch import Dispatcher
 from crab.loop.guard import LoopGuard, Verdict
 from crab.loop.router import did_you_mean
 from crab.messages import ToolCall
-from crab.plugins import PluginHost
 from crab.tools import Tool, ToolContext, ToolResult
 
 GUARD_STOPPED = "Skipped: the loop guard stopped this turn."
@@ -54,22 +53,18 @@ def batches(calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -> list[list[T
     return groups
 
 
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
 class ToolRunner:
     """Executes calls for one session; the loop gives it the registry and callbacks."""
 
     def __init__(
         self,
-        host: PluginHost,
+        dispatch: Dispatcher,
         tools: Mapping[str, Tool],
         default_timeout: float,
         make_context: MakeContext,
         record: RecordResult,
     ) -> None:
-        self.host = host
+        self.dispatch = dispatch
         self.tools = tools
         self.default_timeout = default_timeout
         self.make_context = make_context
@@ -101,7 +96,12 @@ class ToolRunner:
             if outcome.guard_stop is not None:
                 await self._skip(group, f"Stopped by the loop guard: {outcome.guard_stop}.", done)
                 continue
-            await asyncio.gather(*(self._one(call, verdict, guard, done) for call, verdict in verdicts))
+            ended = await asyncio.gather(
+                *(self._one(call, verdict, guard, done) for call, verdict in verdicts), return_exceptions=True
+            )
+            for value in ended:  # every sibling has ended; now a strict-mode PluginError may escape
+                if isinstance(value, BaseException):
+                    raise value
         outcome.results = [(call, done[call.id]) for call in calls if call.id in done]
         return outcome
 
@@ -144,33 +144,14 @@ class ToolRunner:
                 is_error=True,
             )
         ctx = self.make_context(call, tool)
-        arguments: Mapping[str, Any] = call.arguments
-        for plugin, hook in self.host.implementations("crab_before_tool_call"):
-            try:  # fail closed: a checker that breaks refuses the call
-                decision = await _maybe_await(hook(call=call, tool=tool, ctx=ctx))
-            except Exception as exc:
-                self.host.fail(plugin, f"crab_before_tool_call raised {type(exc).__name__}: {exc}")
-                return ToolResult(f"Refused: the {plugin} plugin failed while checking this call.", is_error=True)
-            if isinstance(decision, Deny):
-                return ToolResult(decision.reason, is_error=True)
-            if isinstance(decision, Replace):
-                arguments = decision.arguments
-                call = replace(call, arguments=dict(arguments))
-        if self.host.records.get("permissions") is not None and self.host.records["permissions"].status == "failed":
-            return ToolResult("Refused: the permission gate is not working; see `crab doctor`.", is_error=True)
+        call, deny = await self.dispatch.before_tool_call(call, tool, ctx)
+        if deny is not None:
+            return ToolResult(deny.reason, is_error=True)
         timeout = tool.timeout if tool.timeout is not None else self.default_timeout
         try:
-            result = await asyncio.wait_for(tool.run(arguments, ctx), timeout)
+            result = await asyncio.wait_for(tool.run(call.arguments, ctx), timeout)
         except TimeoutError:
             result = ToolResult(f"{tool.name} timed out after {timeout:g} s and was cancelled.", is_error=True)
         except Exception as exc:
             result = ToolResult(f"{tool.name} failed: {type(exc).__name__}: {exc}", is_error=True)
-        for plugin, hook in self.host.implementations("crab_after_tool_call"):
-            try:
-                replaced = await _maybe_await(hook(call=call, tool=tool, result=result, ctx=ctx))
-            except Exception as exc:
-                self.host.fail(plugin, f"crab_after_tool_call raised {type(exc).__name__}: {exc}")
-                continue
-            if isinstance(replaced, ToolResult):
-                result = replaced
-        return result
+        return await self.dispatch.after_tool_call(call, tool, result, ctx)

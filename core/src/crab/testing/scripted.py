@@ -5,7 +5,8 @@ A script is a list of replies; each model call consumes the next one. A reply is
 - ``{"text": "..."}`` streams text; ``{"thinking": "..."}`` streams reasoning;
 - ``{"tool": "NAME", "args": {...}}`` asks for a tool call (``"raw_args": "..."`` sends arguments
   that are not valid JSON, as a broken model would; ``"id"`` sets the call id);
-- ``{"delay": SECONDS}`` waits; ``{"usage": {"input_tokens": N, "output_tokens": N}}`` reports usage;
+- ``{"delay": SECONDS}`` waits; ``{"usage": {"input_tokens": N, "output_tokens": N}}`` reports usage
+  (on the final message, as every provider does: the loop prices it and emits the ``UsageEvent``);
 - ``{"error": "message", "kind": "server"}`` ends the call as a provider error;
 - ``{"stop": "max_tokens"}`` sets the stop reason.
 
@@ -21,7 +22,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from crab.errors import ConfigError
-from crab.events import ErrorEvent, MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent, UsageEvent
+from crab.events import ErrorEvent, MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent
 from crab.messages import AssistantMessage, Thinking, ToolCall, parse_tool_arguments, usage_from_dict
 from crab.providers import ModelInfo, ModelRequest
 
@@ -113,7 +114,6 @@ class ScriptedProvider:
                 calls.append(self._tool_call(step, len(calls)))
             if "usage" in step:
                 usage = usage_from_dict(dict(step["usage"]))
-                yield UsageEvent(usage)
             if "error" in step:
                 yield ErrorEvent(str(step["error"]), step.get("kind", "server"))
                 return

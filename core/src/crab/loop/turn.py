@@ -1,0 +1,335 @@
+"""One turn: record the input, call the model, run its tool calls, repeat until an answer, settle.
+
+``Turn`` owns the turn's book-keeping and its invariants: every recorded tool call ends with
+exactly one recorded result (after an abort, a failure or a guard stop too), aborted or failed
+replies are stored but never replayed, and each model call is priced once and reported with
+exactly one ``UsageEvent``. Hooks are reached only through the host's dispatcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import secrets
+from collections.abc import Callable, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from crab.errors import CrabError, PluginError, ProviderError
+from crab.events import (
+    ErrorEvent,
+    Event,
+    MessageEnd,
+    TextDelta,
+    ThinkingDelta,
+    ToolResultEvent,
+    TurnEnded,
+    TurnStarted,
+    TurnStop,
+    UsageEvent,
+)
+from crab.loop.guard import LoopGuard
+from crab.loop.history import INTERRUPTED, repair
+from crab.loop.session import QueuedInput, Session, TurnOutcome
+from crab.loop.tool_runner import ToolRunner
+from crab.messages import (
+    AssistantMessage,
+    Thinking,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    hash_bytes,
+    message_to_dict,
+    usage_to_dict,
+)
+from crab.pricing import with_cost
+from crab.providers import ModelRequest
+from crab.tools import Tool, ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from crab.loop.agent import Agent
+
+FINAL_ANSWER_NOTE = (
+    "You have reached the limit of tool calls for this turn. Do not call tools; answer now with "
+    "what you have found, and say what is left undone."
+)
+
+
+@dataclass
+class Partial:
+    """What a provider has streamed so far, kept so an abort can record it."""
+
+    text: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+
+    def message(self, stop: str, error: str | None, provider: str, model: str) -> AssistantMessage:
+        thinking = (Thinking("".join(self.thinking)),) if self.thinking else ()
+        return AssistantMessage(
+            content="".join(self.text),
+            thinking=thinking,
+            stop_reason="aborted" if stop == "aborted" else "error",
+            error=error,
+            provider=provider,
+            model=model,
+        )
+
+
+class Turn:
+    """Runs one input of one session to its end; ``run`` never raises except on cancellation
+    from outside or a plugin failure in strict mode (``PluginError``)."""
+
+    def __init__(self, agent: Agent, session: Session, item: QueuedInput, queue: Any) -> None:
+        self.agent = agent
+        self.session = session
+        self.item = item
+        self.queue = queue
+        self.id = secrets.token_hex(4)
+        self.usage = Usage()
+        self.text = ""
+        self.tool_calls = 0
+        self.partial: Partial | None = None
+        self.pending: dict[str, ToolCall] = {}
+        self.results: dict[str, ToolResultMessage] = {}
+        self.steered: list[QueuedInput] = []
+
+    def emit(self, event: Any) -> None:
+        self.agent.emit(event, self.session.id)
+
+    async def run(self) -> TurnOutcome:
+        session = self.session
+        self.emit(TurnStarted(session.id, self.id, self.item.text))
+        stop: TurnStop
+        error: str | None = None
+        try:
+            await self._record_input(self.item, self.queue)
+            stop, error = await self._iterate()
+        except asyncio.CancelledError:
+            await self._settle("aborted")
+            stop = "aborted"
+            if not session.abort_requested:
+                raise
+        except PluginError:  # strict mode: pair what is open, then end the run (exit 2)
+            await self._settle("error")
+            raise
+        except Exception as exc:
+            error = str(exc) if isinstance(exc, CrabError) else f"internal error: {type(exc).__name__}: {exc}"
+            self.emit(ErrorEvent(error, "unknown"))
+            await self._settle("error")
+            stop = "error"
+        outcome = TurnOutcome(
+            stop=stop,
+            text=self.text,
+            usage=self.usage,
+            error=error,
+            turn_id=self.id,
+            session_id=session.id,
+            tool_calls=self.tool_calls,
+        )
+        for steered in self.steered:
+            if not steered.outcome.done():
+                steered.outcome.set_result(replace(outcome, error=None, tool_calls=0))
+        self.emit(TurnEnded(session.id, self.id, stop, self.text, self.usage, error))
+        return outcome
+
+    async def _record_input(self, item: QueuedInput, queue: Any) -> None:
+        await self.agent.record_message(self.session, UserMessage(item.text))
+        if item in queue:
+            queue.remove(item)  # written: no longer in flight
+
+    async def _iterate(self) -> tuple[TurnStop, str | None]:
+        guard = LoopGuard()
+        limit = self.agent.max_iterations
+        for _ in range(limit):
+            message = await self._model_call(with_tools=True)
+            if message.stop_reason == "error":
+                return "error", message.error
+            if not message.tool_calls:
+                return "end", None
+            stop = await self._run_tools(message, guard)
+            if stop is not None:
+                return "guard", stop
+            await self._take_steering()
+        self.agent.notice(f"reached the cap of {limit} model calls; asking for a final answer", "warning")
+        message = await self._model_call(with_tools=False, note=FINAL_ANSWER_NOTE)
+        if message.stop_reason == "error":
+            return "error", message.error
+        if message.tool_calls:
+            await self._pair_all(message.tool_calls, "Skipped: the iteration cap was reached.")
+        return "max_iterations", None
+
+    async def _take_steering(self) -> None:
+        steering = self.session.steering
+        while steering:
+            item = steering[0]
+            await self._record_input(item, steering)
+            self.steered.append(item)
+
+    # --- model calls ------------------------------------------------------------------------
+
+    async def _model_call(self, *, with_tools: bool, note: str | None = None) -> AssistantMessage:
+        agent, session = self.agent, self.session
+        system = await agent.system_prompt(session)
+        if note:
+            system = f"{system}\n\n{note}" if system else note
+        tools = tuple(t.spec() for t in agent.tools.values()) if with_tools else ()
+        request = ModelRequest(
+            model=agent.model,
+            system=system,
+            messages=tuple(session.messages),
+            tools=tools,
+            max_tokens=agent.max_tokens,
+            temperature=agent.temperature,
+        )
+        request = await agent.host.dispatch.before_model_call(request, session.id)
+        system_sha = hashlib.sha256(hash_bytes(request.system)).hexdigest()
+        if system_sha not in session.system_hashes:
+            await agent.append_entry(
+                session, "event", {"kind": "system_prompt", "sha256": system_sha, "text": request.system}
+            )
+            session.system_hashes.add(system_sha)
+        message = await self._stream(request)
+        usage = message.usage
+        if usage is not None:
+            usage = with_cost(usage, agent.model_info())
+            message = replace(message, usage=usage)
+            self.usage = self.usage + usage
+            self.emit(UsageEvent(usage))
+        await agent.record_message(session, message)
+        event: dict[str, Any] = {
+            "kind": "model_call",
+            "model": message.model or agent.model,
+            "provider": message.provider or agent.provider.name,
+            "system_sha256": system_sha,
+            "stop_reason": message.stop_reason,
+        }
+        if usage is not None:
+            event["usage"] = usage_to_dict(usage)
+        await agent.append_entry(session, "event", event)
+        if message.replayable:
+            self.text = message.content
+        return message
+
+    async def _stream(self, request: ModelRequest) -> AssistantMessage:
+        """The provider's reply; its own ``UsageEvent``s are not forwarded (the loop reports usage once)."""
+        agent = self.agent
+        partial = self.partial = Partial()
+        provider, model = agent.provider.name, agent.model
+        message: AssistantMessage | None = None
+        try:
+            async with aclosing(agent.provider.stream(request)) as stream:  # type: ignore[type-var]
+                async for event in stream:
+                    if isinstance(event, TextDelta):
+                        partial.text.append(event.text)
+                    elif isinstance(event, ThinkingDelta):
+                        partial.thinking.append(event.text)
+                    elif isinstance(event, UsageEvent):
+                        continue
+                    elif isinstance(event, ErrorEvent):
+                        self.emit(event)
+                        message = partial.message("error", event.message, provider, model)
+                        break
+                    elif isinstance(event, MessageEnd):
+                        message = event.message
+                        break
+                    self.emit(event)
+        except ProviderError as exc:
+            self.emit(ErrorEvent(str(exc), exc.kind))
+            message = partial.message("error", str(exc), provider, model)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            text = f"provider {provider} failed: {type(exc).__name__}: {exc}"
+            self.emit(ErrorEvent(agent.redactor.text(text), "unknown"))
+            message = partial.message("error", text, provider, model)
+        self.partial = None
+        if message is None:
+            text = f"provider {provider} ended its stream without a final message"
+            self.emit(ErrorEvent(text, "stream"))
+            message = partial.message("error", text, provider, model)
+        if message.provider is None or message.model is None:
+            message = replace(message, provider=message.provider or provider, model=message.model or model)
+        return message
+
+    # --- tools ------------------------------------------------------------------------------
+
+    def _tool_context(self, call: ToolCall, tool: Tool) -> ToolContext:
+        return tool_context(self.agent, self.session, call, tool, self.emit)
+
+    async def _run_tools(self, message: AssistantMessage, guard: LoopGuard) -> str | None:
+        self.pending = {call.id: call for call in message.tool_calls}
+        self.results = {}
+        self.tool_calls += len(message.tool_calls)
+        runner = ToolRunner(
+            self.agent.host.dispatch, self.agent.tools, self.agent.tool_timeout, self._tool_context, self._record_result
+        )
+        outcome = await runner.run_all(message.tool_calls, guard, lambda: bool(self.session.steering))
+        self.session.messages.extend(self.results[c.id] for c in message.tool_calls if c.id in self.results)
+        self.pending, self.results = {}, {}
+        if outcome.guard_stop is not None:
+            self.agent.notice(f"loop guard stopped the turn: {outcome.guard_stop}", "warning")
+        return outcome.guard_stop
+
+    async def _record_result(self, call: ToolCall, result: ToolResult, duration_ms: float) -> None:
+        if call.id not in self.pending:
+            return  # already settled (an abort raced the tool)
+        message = ToolResultMessage(call.id, call.name, result.content, result.is_error)
+        await self.agent.append_entry(self.session, "tool_result", message_to_dict(message))
+        self.pending.pop(call.id, None)
+        self.results[call.id] = message
+        self.emit(ToolResultEvent(call.id, call.name, result.content, result.is_error, duration_ms))
+
+    async def _pair_all(self, calls: tuple[ToolCall, ...], reason: str) -> None:
+        self.pending = {c.id: c for c in calls}
+        for call in calls:
+            await self._record_result(call, ToolResult(reason, is_error=True), 0.0)
+        self.session.messages.extend(self.results.values())
+        self.pending, self.results = {}, {}
+
+    async def _settle(self, why: str) -> None:
+        """After an abort or a failure: keep the partial reply out of context and pair every call."""
+        agent, session = self.agent, self.session
+        try:
+            if self.partial is not None and (self.partial.text or self.partial.thinking):
+                stop = "aborted" if why == "aborted" else "error"
+                partial = self.partial.message(stop, why, agent.provider.name, agent.model)
+                await agent.append_entry(session, "message", message_to_dict(partial))
+            self.partial = None
+            reason = INTERRUPTED if why == "aborted" else f"Not run: the turn failed ({why})."
+            for call in list(self.pending.values()):
+                await self._record_result(call, ToolResult(reason, is_error=True), 0.0)
+        except PluginError:  # strict mode: the run ends; repair pairs what is left on resume
+            session.messages = repair([*session.messages, *self.results.values()])
+            raise
+        except Exception as exc:  # the store itself may be what failed; say so and keep the cache sane
+            self.emit(ErrorEvent(f"could not record the end of the turn: {exc}", "unknown"))
+        session.messages = repair([*session.messages, *self.results.values()])
+        self.pending, self.results = {}, {}
+
+
+def handoff_note(handoff: Mapping[str, Any] | None) -> str | None:
+    """The system prompt's note about a handoff anchor (with its summary), if the session has one."""
+    if not handoff:
+        return None
+    state = handoff.get("state") or {}
+    summary = state.get("summary") if isinstance(state, Mapping) else None
+    note = f"Earlier conversation was handed off at anchor {handoff.get('name')!r}."
+    return f"{note} Summary: {summary}" if summary else note
+
+
+def tool_context(
+    agent: Agent, session: Session, call: ToolCall, tool: Tool, emit: Callable[[Event], None]
+) -> ToolContext:
+    """What a tool (or a ``!cmd``) running for ``session`` sees of the agent."""
+    return ToolContext(
+        session_id=session.id,
+        workspace=session.workspace,
+        call_id=call.id,
+        settings=agent.config.plugin_settings(tool.plugin) if tool.plugin else {},
+        state=session.state,
+        emit=emit,
+        config=agent.config,
+        ask=agent.ask,
+        local=agent.local,
+    )

@@ -1,0 +1,10 @@
+"""Written for a plugin API older than this crab's."""
+
+import crab
+
+CRAB_API = "<1.0"
+
+
+@crab.hookimpl
+def crab_tools(config):
+    return []

@@ -1,0 +1,3 @@
+"""Cannot even be imported."""
+
+raise RuntimeError("this plugin is broken on purpose")

@@ -1,0 +1,118 @@
+"""The dispatcher: every hook has a failure policy, and each policy does what docs/hooks.md says."""
+
+from __future__ import annotations
+
+import inspect
+import types
+from pathlib import Path
+
+import crab
+import pytest
+from crab import hookspecs
+from crab.dispatch import HOOKS, Failure
+from crab.errors import PluginError
+from crab.events import NoticeEvent, ToolResultEvent
+from crab.plugins import api_problem
+from crab.testing import build_host
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECS = [name for name, value in vars(hookspecs).items() if name.startswith("crab_") and inspect.isfunction(value)]
+
+
+def test_every_hook_has_a_failure_policy_and_the_docs_name_it():
+    table = (ROOT / "docs" / "hooks.md").read_text().split("## When a hook fails", 1)[1].split("\n## ", 1)[0]
+    for name in SPECS:
+        assert name in HOOKS, name
+        assert f"`{name}`" in table, name
+        doc = inspect.getdoc(getattr(hookspecs, name)) or ""
+        assert HOOKS[name].awaitable == ("may be awaitable" in doc.lower()), name
+
+
+@pytest.mark.parametrize(
+    ("wanted", "expected"),
+    [
+        (">=1.0,<2", None),
+        (2, 'CRAB_API must be a version range string such as ">=1.0,<2", not int 2; quote it in the plugin'),
+        ("<1.0", "was written for crab plugin API <1.0 and this crab-core provides 1.0: upgrade the plugin"),
+        ("==0.9", "was written for crab plugin API ==0.9"),
+        (">=2.0,<3", "needs crab plugin API >=2.0,<3 but this crab-core provides 1.0: upgrade crab-core"),
+        (">1.0", "needs crab plugin API >1.0 but this crab-core provides 1.0: upgrade crab-core"),
+        ("!=1.0", "CRAB_API !=1.0 excludes this crab-core's plugin API 1.0"),
+        ("soon", "CRAB_API: cannot read version range 'soon'"),
+    ],
+)
+def test_api_ranges_say_which_side_to_change(wanted, expected):
+    problem = api_problem(wanted)
+    if expected is None:
+        assert problem is None
+    else:
+        assert problem is not None and problem.startswith(expected), problem
+
+
+def test_a_registration_failure_unregisters_everything_the_plugin_offered():
+    def tools(config):
+        raise ValueError("no tools today")
+
+    plugin = types.SimpleNamespace(
+        crab_tools=crab.hookimpl(tools),
+        crab_commands=crab.hookimpl(lambda config: [crab.Command("mine", "mine", lambda ctx, args: "x")]),
+    )
+    host = build_host({"p": plugin})
+    assert "mine" not in host.registry("commands")
+    assert host.records["p"].status == "failed"
+    assert [f.line for f in host.failures] == ["plugin p failed: crab_tools raised ValueError: no tools today"]
+
+
+def test_a_plugin_added_after_the_registries_were_built_is_collected():
+    host = build_host({})
+    assert "echo" not in host.registry("tools")
+
+    @crab.tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    host.load_objects({"late": types.SimpleNamespace(crab_tools=crab.hookimpl(lambda config: [echo]))})
+    assert host.registry("tools")["echo"].plugin == "late"
+
+
+def test_wrong_return_types_are_failures_with_their_policy(crab_agent):
+    @crab.tool
+    def noop() -> str:
+        """Nothing."""
+        return "ok"
+
+    hooks = types.SimpleNamespace(
+        crab_tools=crab.hookimpl(lambda config: [noop]),
+        crab_system_prompt=crab.hookimpl(lambda workspace, session_id, config: 42),
+        crab_before_tool_call=crab.hookimpl(lambda call, tool, ctx: "yes"),
+    )
+    h = crab_agent([[{"tool": "noop", "args": {}}], [{"text": "k"}]], plugins={"odd": hooks})
+    assert h.run("go").stop == "end"
+    refused = (
+        "plugin odd failed: crab_before_tool_call returned str, expected a Decision or None (the call was refused)"
+    )
+    assert [e.content for e in h.events_of(ToolResultEvent)] == [f"Refused: {refused}"]
+    assert [e.message for e in h.events_of(NoticeEvent)] == [
+        "plugin odd failed: crab_system_prompt returned int, expected str, a list of str or None "
+        "(its crab_system_prompt is not called again in this run)",
+        refused,
+    ]
+    assert h.host.records["odd"].status == "loaded"
+
+
+def test_each_failure_is_delivered_once_to_each_subscriber():
+    host = build_host({})
+    seen: list[str] = []
+    host.dispatch.report(Failure("a", "broke"))
+    host.dispatch.subscribe(lambda failure: seen.append(failure.line))
+    host.dispatch.report(Failure("a", "broke"))
+    host.dispatch.report(Failure("b", "broke too"))
+    assert seen == ["plugin a failed: broke", "plugin b failed: broke too"]
+
+
+def test_strict_mode_raises_the_same_line():
+    host = build_host({})
+    host.dispatch.strict = True
+    with pytest.raises(PluginError, match=r"^plugin a failed: broke$"):
+        host.dispatch.report(Failure("a", "broke"))

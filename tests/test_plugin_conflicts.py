@@ -1,0 +1,77 @@
+"""A third-party tool named like one of tools-basic's: one line says so, and nothing else is lost.
+
+Runs the real ``crab`` with provider-mock and tools-basic installed and the ``shadow-ls`` plugin
+of core's broken-plugin fixture package (a tool ``ls`` and a tool ``wordstat``) put on the path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "core" / "tests" / "fake_plugins" / "crab_fake_broken"
+BASIC = {"read", "write", "edit", "bash", "glob", "grep"}
+LINE = (
+    "plugin tools-basic failed: its tool 'ls' was left out because plugin 'shadow-ls' (loaded earlier) registers "
+    "one too; disable one of them (crab plugins disable shadow-ls or tools-basic) or set override=True on the one "
+    "that should win"
+)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    site = tmp_path / "site"
+    shutil.copytree(PACKAGE, site / PACKAGE.name)
+    dist = site / "crab_fake_broken-0.0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: crab-fake-broken\nVersion: 0.0.1\n")
+    (dist / "entry_points.txt").write_text("[crab]\nshadow-ls = crab_fake_broken.shadow_ls\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env.update(
+        PYTHONPATH=str(site), CRAB_HOME=str(tmp_path / "home"), CRAB_PLUGINS="provider-mock,shadow-ls,tools-basic"
+    )
+    return env
+
+
+def crab(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "crab", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def warnings(stderr: str) -> list[str]:
+    return [line.removeprefix("warning: ") for line in stderr.splitlines() if line.startswith("warning: plugin")]
+
+
+def test_tools_keeps_the_other_basic_tools_and_says_which_one_clashed(env, tmp_path):
+    result = crab(["tools", "--json"], env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    owners = {t["name"]: t["plugin"] for t in json.loads(result.stdout)}
+    assert owners == {"ls": "shadow-ls", "wordstat": "shadow-ls", **dict.fromkeys(BASIC, "tools-basic")}
+    assert warnings(result.stderr) == [LINE]
+    listed = {r["name"]: r for r in json.loads(crab(["plugins", "list", "--json"], env, tmp_path).stdout)}
+    assert listed["tools-basic"]["status"] == "loaded"
+    assert listed["tools-basic"]["faults"] == [LINE.removeprefix("plugin tools-basic failed: ")]
+
+
+def test_run_says_it_once_and_the_basic_tools_still_run(env, tmp_path):
+    (tmp_path / "notes.txt").write_text("the notes\n")
+    replies = [
+        [{"tool": "ls", "args": {"path": "."}}, {"tool": "read", "args": {"path": "notes.txt"}}],
+        [{"text": "done"}],
+    ]
+    (tmp_path / "script.json").write_text(json.dumps({"replies": replies}))
+    result = crab(["run", "-o", "jsonl", "--provider", "mock", "--script", "script.json", "go"], env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [e["message"] for e in events if e["type"] == "notice"] == [LINE]
+    results = {e["name"]: e for e in events if e["type"] == "tool_result"}
+    assert results["ls"]["content"] == "shadow ls"
+    assert not results["read"]["is_error"] and "the notes" in results["read"]["content"]
