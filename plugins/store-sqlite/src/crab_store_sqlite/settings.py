@@ -13,7 +13,7 @@ TABLE = ConfigTable(
         Setting(
             "path",
             "str",
-            doc="database file (default: $CRAB_HOME/crab.db); where crab writes, so trust-only",
+            doc="database file (default: $CRAB_HOME/crab.db); where crab writes",
             trust_only=True,
         ),
         Setting("busy_timeout", "float", 10.0, "seconds to wait while another process holds the database", minimum=0),

@@ -13,7 +13,7 @@ TABLE = ConfigTable(
         Setting(
             "root",
             "str",
-            doc="folder of session tapes (default: $CRAB_HOME/sessions); where crab writes, so trust-only",
+            doc="folder of session tapes (default: $CRAB_HOME/sessions); where crab writes",
             trust_only=True,
         ),
         Setting("fsync", "bool", False, "wait for the disk after each append (survives power loss)"),
