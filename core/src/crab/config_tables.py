@@ -135,7 +135,6 @@ class Setting:
             ok = isinstance(value, int) and not isinstance(value, bool)
         elif kind == "float":
             ok = number
-            value = float(value) if ok else value
         elif kind == "bool":
             ok = isinstance(value, bool)
         elif kind == "list[str]":
@@ -152,7 +151,7 @@ class Setting:
             )
         if not ok:
             raise InvalidValue(key, self.expected, value)
-        return value
+        return float(value) if kind == "float" else value
 
     def widens(self, new: Any, old: Any) -> bool:
         """Whether ``new`` grants more than ``old`` on this key's ``trust_order``."""
