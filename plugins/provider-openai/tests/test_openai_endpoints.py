@@ -52,7 +52,8 @@ def test_each_endpoint_is_a_provider_with_its_own_name_models_and_key() -> None:
         ),
         (
             {"local": {"base_url": "http://x", "models": {"m": {"context_window": "big"}}}},
-            'config: plugins.provider-openai.endpoints.local.models.m.context_window: expected a number >= 0, found "big"',
+            "config: plugins.provider-openai.endpoints.local.models.m.context_window: "
+            'expected a number >= 0, found "big"',
         ),
     ],
 )

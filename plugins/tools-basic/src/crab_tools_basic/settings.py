@@ -25,8 +25,8 @@ LOG_RETENTION_DAYS = 7.0
 
 
 def _check(values: Mapping[str, Any]) -> None:
-    default, most = values["bash_default_timeout"], values["bash_max_timeout"]
-    if default > most:
+    default, most = values.get("bash_default_timeout"), values["bash_max_timeout"]
+    if default is not None and default > most:
         raise InvalidValue(
             ("plugins", PLUGIN, "bash_default_timeout"), f"a number <= bash_max_timeout ({most:g})", default
         )
@@ -43,7 +43,12 @@ TABLE = ConfigTable(
             "folders outside the workspace the tools may use (relative to the workspace)",
             trust_only=True,
         ),
-        Setting("bash_default_timeout", "float", DEFAULT_BASH_TIMEOUT, "seconds a bash command may run", above=0),
+        Setting(
+            "bash_default_timeout",
+            "float",
+            doc=f"seconds a bash command may run (default {DEFAULT_BASH_TIMEOUT:g}, at most bash_max_timeout)",
+            above=0,
+        ),
         Setting("bash_max_timeout", "float", MAX_BASH_TIMEOUT, "the most seconds a model may ask for", above=0),
         Setting(
             "output_dir",
@@ -98,7 +103,8 @@ def load_settings(table: Mapping[str, Any] | None, workspace: Path | None = None
     output = values.get("output_dir")
     return Settings(
         extra_roots=tuple((base / Path(r).expanduser()).resolve() for r in values["extra_roots"]),
-        bash_default_timeout=values["bash_default_timeout"],
+        bash_default_timeout=values.get("bash_default_timeout")
+        or min(DEFAULT_BASH_TIMEOUT, values["bash_max_timeout"]),
         bash_max_timeout=values["bash_max_timeout"],
         output_dir=Path(output).expanduser() if output else None,
         grep_backend=values["grep_backend"],
