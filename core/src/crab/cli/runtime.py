@@ -79,7 +79,7 @@ class ConfigNotices:
         emit_config_notices(self.config, agent.notice)
 
 
-def emit_config_notices(config: Config, notice: Callable[[str, str], None]) -> None:
+def emit_config_notices(config: Config, notice: Callable[[str, str], object]) -> None:
     """The one place config warnings are shown: each line once, as a warning."""
     for line in config.notices():
         notice(line, "warning")
