@@ -23,6 +23,8 @@ FAKE_NAMES = {
     "scripted": "crab_fake_scripted",
     "files": "crab_fake_files",
     "channel": "crab_fake_channel",
+    "configured": "crab_fake_configured",
+    "misnamed": "crab_fake_misnamed",
 }
 
 

@@ -241,3 +241,51 @@ def test_config_keys_lists_core_declarations(crab_run: Any, env: dict[str, str],
     assert rows["crab", "request_timeout"]["default"] == 600.0
     text = crab_run(["config", "keys"], env, cwd=tmp_path).stdout
     assert text.splitlines()[0] == "[crab]  # core's own settings"
+
+
+# --- a third-party plugin's declared table ------------------------------------------------------
+
+
+@pytest.fixture
+def third_party(fake_site: Any) -> dict[str, str]:
+    env: dict[str, str] = fake_site(["scripted", "configured", "misnamed"])
+    env["CRAB_PLUGINS"] = "scripted,configured,misnamed"
+    return env
+
+
+def settings_seen(crab_run: Any, env: dict[str, str], tmp_path: Path, cwd: Path) -> tuple[dict[str, Any], Any]:
+    script = write(tmp_path / "seen.json", json.dumps({"replies": [[{"tool": "settings_seen", "args": {}}], []]}))
+    result = crab_run(["run", "-o", "json", "--script", str(script), "go"], env, cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return json.loads(json.loads(result.stdout)["tool_calls"][0]["result"]), result
+
+
+def test_third_party_table_is_checked_filled_and_trust_filtered(
+    crab_run: Any, third_party: dict[str, str], tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    write(work / ".crab" / "config.toml", '[plugins.configured]\ntimes = 3\nhelper_command = ["sh", "-c", "x"]\n')
+    seen, result = settings_seen(crab_run, third_party, tmp_path, work)
+    assert seen == {"greeting": "hello", "times": 3}  # default filled, ordinary key applied, command dropped
+    assert "plugins.configured.helper_command; run `crab trust" in result.stderr
+    assert "plugin misnamed failed" in result.stderr
+    assert "declared [plugins.tools-basic], but the plugin is named 'misnamed'" in result.stderr
+
+    assert crab_run(["trust"], third_party, cwd=work).returncode == 0
+    seen, result = settings_seen(crab_run, third_party, tmp_path, work)
+    assert seen["helper_command"] == ["sh", "-c", "x"]
+    assert "trust-only" not in result.stderr
+
+
+def test_third_party_bad_value_stops_before_anything_runs(
+    crab_run: Any, third_party: dict[str, str], tmp_path: Path
+) -> None:
+    home = Path(third_party["CRAB_HOME"])
+    config = write(home / "config.toml", "[plugins.configured]\ntimes = 0\n")
+    script = write(tmp_path / "s.json", json.dumps({"replies": [[{"text": "hi"}]]}))
+    result = crab_run(["run", "--script", str(script), "go"], third_party, cwd=tmp_path)
+    assert result.returncode == 2
+    assert (
+        result.stderr
+        == f"crab: user config {config}: plugins.configured.times: expected a whole number >= 1, found 0\n"
+    )

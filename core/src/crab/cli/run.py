@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from crab.events import Event, ToolCallEvent, ToolResultEvent
+from crab.events import Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from crab.loop.session import TurnOutcome
 from crab.messages import FORMAT_VERSION, usage_to_dict
 from crab.render import RenderTarget
@@ -44,6 +44,8 @@ class JsonCollector:
             entry = self.calls.setdefault(event.call_id, {"id": event.call_id, "name": event.name})
             entry["is_error"] = event.is_error
             entry["result"] = event.content
+        elif isinstance(event, NoticeEvent) and event.level == "warning":
+            sys.stderr.write(f"warning: {event.message}\n")  # stdout holds only the JSON document
 
     def close(self) -> None:
         return None
