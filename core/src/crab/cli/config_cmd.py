@@ -72,6 +72,7 @@ def keys(plugins: str | None, as_json: bool) -> None:
         ]
         typer.echo(json.dumps(rows, indent=2, default=str))
         return
+
     def shown(default: Any) -> str:
         if default is None:
             return "-"
