@@ -289,3 +289,25 @@ def test_third_party_bad_value_stops_before_anything_runs(
         result.stderr
         == f"crab: user config {config}: plugins.configured.times: expected a whole number >= 1, found 0\n"
     )
+
+
+def test_config_set_keeps_the_users_trust_but_not_a_strangers(
+    crab_run: Any, env: dict[str, str], tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    config = write(work / ".crab" / "config.toml", '[crab]\npermissions = "yolo"\n')
+    assert crab_run(["trust"], env, cwd=work).returncode == 0
+    assert crab_run(["config", "set", "crab.max_iterations", "7"], env, cwd=work).returncode == 0
+    shown = crab_run(["config", "get", "crab.permissions"], env, cwd=work)
+    assert (shown.stdout, shown.stderr) == ("yolo\n", "")  # still trusted: the user made the edit
+
+    refused = crab_run(["config", "set", "crab.max_iterations", "2.5"], env, cwd=work)
+    assert refused.returncode == 2
+    assert "max_iterations = 7" in config.read_text()  # put back as it was, and still trusted
+    assert crab_run(["config", "get", "crab.permissions"], env, cwd=work).stdout == "yolo\n"
+
+    config.write_text(config.read_text() + "# a line from git pull\n")
+    assert crab_run(["config", "set", "crab.max_iterations", "8"], env, cwd=work).returncode == 0
+    shown = crab_run(["config", "get", "crab.permissions"], env, cwd=work)
+    assert shown.stdout == "ask\n"  # a stranger's edit is not blessed by the user's later one
+    assert "changed since you trusted it" in shown.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -16,13 +17,13 @@ if TYPE_CHECKING:
     from crab.config_tables import ConfigTable
 
 
-def _checked_config() -> Config:
+def _checked_config(quiet: bool = False) -> Config:
     """The config with every loaded plugin's table checked and defaults filled; notes go to stderr."""
     from crab.cli.runtime import build_host, load_cli_config
 
     config = load_cli_config()
     build_host(config, os.environ.get("CRAB_PLUGINS"))
-    for line in config.notices():
+    for line in [] if quiet else config.notices():
         typer.echo(f"warning: {line}", err=True)
     return config
 
@@ -99,39 +100,49 @@ def get(key: str) -> None:
 
 
 def set_value(key: str, value: str, project: bool, user: bool) -> None:
-    """Write one key; a value the declarations refuse puts the file back as it was.
+    """Write one key; a value the declarations refuse puts a valid file back as it was.
 
-    Setting a key in a trusted project's file through crab keeps it trusted (the user's own word);
-    a file that had already changed since it was trusted stays untrusted.
+    A file that was already broken keeps the edit (it may be the fix) and the remaining problem is
+    reported. Setting a key in a trusted project's file through crab keeps it trusted (the user's
+    own word); a file that had changed since it was trusted stays untrusted.
     """
     from crab import trust
-    from crab.cli.runtime import load_cli_config
+    from crab.atomic import write_atomic
     from crab.config import edit_config
     from crab.errors import CrabError, UsageError
 
     if project and user:
         raise UsageError("--project and --user: pick one")
-    config = load_cli_config()
-    path = config.path_for("project" if project else "user" if user else None)
+    project_dir = find_project_dir()
+    project_path = project_dir / "config.toml" if project_dir else None
+    if user or (not project and project_path is None):
+        path = user_config_path()
+    else:
+        path = project_path or Path.cwd() / ".crab" / "config.toml"
     before = path.read_bytes() if path.exists() else None
-    was_trusted = (
-        path == config.project_path and config.trust is not None and config.trust.trusted and before is not None
-    )
+    was_trusted = path == project_path and before is not None and trust.state_for(path, before).trusted
+    try:
+        _checked_config(quiet=True)
+        valid_before = True
+    except CrabError:
+        valid_before = False
     edit_config(path, key, parse_value(value))
+    if was_trusted:
+        trust.trust(path)
     try:
         _checked_config()
     except CrabError:
-        from crab.atomic import write_atomic
-
-        if before is None:
-            path.unlink()
-        else:
-            write_atomic(path, before)
+        if valid_before:
+            if before is None:
+                path.unlink()
+            else:
+                write_atomic(path, before)
         raise
-    if was_trusted:
-        trust.trust(path)
+    finally:
+        if was_trusted:
+            trust.trust(path)
     typer.echo(f"set {key} in {path}")
-    if path == config.project_path and not was_trusted:
+    if path == project_path and not was_trusted:
         sys.stderr.write(f"note: trust-only keys in this project file apply after `{trust.trust_command(path)}`\n")
 
 
