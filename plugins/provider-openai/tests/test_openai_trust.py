@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from crab.testing.http_replay import CRAB, ReplayServer
 
-from .conftest import FIXTURES
+FIXTURES = Path(__file__).parent / "fixtures"
 
 pytestmark = [
     pytest.mark.slow,
