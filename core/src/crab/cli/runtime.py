@@ -64,8 +64,12 @@ def apply_declarations(host: PluginHost, config: Config) -> None:
     """Check every plugin's table against its declaration (filling defaults) and arrange for the
     config notices (ignored trust-only keys, unknown keys) to be shown once when an agent starts."""
     config.resolve(declared_tables(host))
-    if "config" not in host.records:
-        host.add_builtin("config", ConfigNotices(config))
+    if NOTICES not in host.records:
+        host.add_builtin(NOTICES, ConfigNotices(config))
+
+
+NOTICES = "crab-config"
+"""The built-in plugin that shows config notices (a name no installed plugin is likely to take)."""
 
 
 class ConfigNotices:
