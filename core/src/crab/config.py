@@ -369,8 +369,6 @@ def load_config(
 
     The project file is read once: the bytes parsed are the bytes whose hash decides its trust.
     """
-    from crab.trust import state_for
-
     env = os.environ if env is None else env
     user_path = user_config_path()
     project_dir = find_project_dir(cwd)
@@ -378,6 +376,8 @@ def load_config(
     layers = [Layer("user", f"user config {user_path}", read_toml(user_path))]
     trust = None
     if project_path is not None:
+        from crab.trust import state_for
+
         content = _read_bytes(project_path) or b""
         layers.append(Layer("project", f"project config {project_path}", parse_toml(content, project_path)))
         trust = state_for(project_path, content)
