@@ -23,6 +23,8 @@ FAKE_NAMES = {
     "scripted": "crab_fake_scripted",
     "files": "crab_fake_files",
     "channel": "crab_fake_channel",
+    "configured": "crab_fake_configured",
+    "misnamed": "crab_fake_misnamed",
 }
 BROKEN_PACKAGE = "crab_fake_broken"
 """One third-party package (distribution crab-fake-broken), one entry point per way a plugin breaks."""

@@ -57,11 +57,19 @@ def test_malformed_toml_is_never_overwritten(crab_home: Path):
 
 def test_bad_shapes_are_clear(crab_home: Path):
     write(crab_home / "config.toml", '[plugins]\nenabled = "tools-basic"\n')
-    with pytest.raises(ConfigError, match=r"plugins.enabled must be a list"):
+    with pytest.raises(ConfigError) as info:
         load_config(env={})
+    assert str(info.value) == (
+        f"user config {crab_home / 'config.toml'}: plugins.enabled: expected a list of plugin names, "
+        'like ["tools-basic"], found "tools-basic"'
+    )
     write(crab_home / "config.toml", '[crab]\npermissions = "maybe"\n')
-    with pytest.raises(ConfigError, match=r"crab\.permissions"):
+    with pytest.raises(ConfigError) as info:
         load_config(env={})
+    assert str(info.value) == (
+        f'user config {crab_home / "config.toml"}: crab.permissions: expected one of "ask", "yolo", '
+        '"read-only", found "maybe"'
+    )
 
 
 COMMENTED = """# my crab setup

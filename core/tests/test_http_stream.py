@@ -32,12 +32,18 @@ def test_defaults_and_the_key_rule() -> None:
 @pytest.mark.parametrize(
     ("table", "message"),
     [
-        ({"base_url": "ftp://x"}, "config: plugins.provider-x.base_url must start with http:// or https://"),
-        ({"max_retries": 1.5}, "config: plugins.provider-x.max_retries must be a whole number of at least 0"),
-        ({"retry_cap": "soon"}, "config: plugins.provider-x.retry_cap must be a number of at least 0"),
-        ({"idle_timeout": 0}, "config: plugins.provider-x.idle_timeout must be a number of at least 0.001"),
-        ({"require_key": "yes"}, "config: plugins.provider-x.require_key must be true or false"),
-        ({"headers": {"a": 1}}, "config: plugins.provider-x.headers must be a table of header name to string"),
+        (
+            {"base_url": "ftp://x"},
+            'config: plugins.provider-x.base_url: expected the server\'s URL, like http://127.0.0.1:8080/v1, found "ftp://x"',
+        ),
+        ({"max_retries": 1.5}, "config: plugins.provider-x.max_retries: expected a whole number >= 0, found 1.5"),
+        ({"retry_cap": "soon"}, 'config: plugins.provider-x.retry_cap: expected a number >= 0, found "soon"'),
+        ({"idle_timeout": 0}, "config: plugins.provider-x.idle_timeout: expected a number >= 0.001, found 0"),
+        ({"require_key": "yes"}, 'config: plugins.provider-x.require_key: expected true or false, found "yes"'),
+        (
+            {"headers": {"a": 1}},
+            "config: plugins.provider-x.headers: expected a table of header name to string, found a table",
+        ),
     ],
 )
 def test_bad_values_are_one_line_errors_naming_the_key(table: dict[str, object], message: str) -> None:
@@ -145,7 +151,9 @@ def test_a_named_endpoint_must_give_its_url_and_uses_its_own_key_name(tmp_path: 
             PluginTable("provider-x.endpoints.local", table), default_base_url=None, default_key_env="LOCAL_API_KEY"
         )
 
-    with pytest.raises(ConfigError, match=r"plugins\.provider-x\.endpoints\.local\.base_url is required"):
+    with pytest.raises(
+        ConfigError, match=r"plugins\.provider-x\.endpoints\.local\.base_url: expected .*, found nothing"
+    ):
         endpoint({})
     options = endpoint({"base_url": "http://127.0.0.1:9/v1"})
     assert options.require_key is False

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from crab.apiversion import API_VERSION
     from crab.commands import Command, CommandContext, CommandResult
     from crab.config import Config
+    from crab.config_tables import ConfigTable, InvalidValue, Setting
     from crab.errors import (
         ConfigError,
         ContextOverflowError,
@@ -97,6 +98,9 @@ _EXPORTS: dict[str, str] = {
     "Entry": "crab.storage",
     "SessionInfo": "crab.storage",
     "Store": "crab.storage",
+    "ConfigTable": "crab.config_tables",
+    "InvalidValue": "crab.config_tables",
+    "Setting": "crab.config_tables",
     "Tool": "crab.tools",
     "ToolContext": "crab.tools",
     "ToolResult": "crab.tools",
@@ -115,12 +119,14 @@ __all__ = [
     "CommandResult",
     "Config",
     "ConfigError",
+    "ConfigTable",
     "ContextOverflowError",
     "CrabError",
     "Deny",
     "Entry",
     "ErrorEvent",
     "Event",
+    "InvalidValue",
     "Message",
     "MessageEnd",
     "ModelInfo",
@@ -136,6 +142,7 @@ __all__ = [
     "Replace",
     "RetryEvent",
     "SessionInfo",
+    "Setting",
     "Store",
     "StoreError",
     "TextDelta",

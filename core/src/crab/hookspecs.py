@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from crab.channels import Channel
     from crab.commands import Command
     from crab.config import Config
+    from crab.config_tables import ConfigTable
     from crab.events import Event
     from crab.interception import Decision
     from crab.loop.agent import Agent
@@ -34,6 +35,18 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 # --- registration -------------------------------------------------------------------------
+
+
+@hookspec
+def crab_config_table() -> ConfigTable | None:
+    """Declare this plugin's ``[plugins.<name>]`` config table: a ``crab.ConfigTable`` of ``crab.Setting``.
+
+    Called once after plugins load, before any other registration hook. ``name`` must be the
+    plugin's name. Core checks the table from every layer (one line naming the file, key, what was
+    expected and what was found; exit 2 before anything runs), drops ``trust_only`` keys that an
+    untrusted project config set, and fills defaults: ``config.plugin_settings(name)`` then returns
+    the checked values. Unknown keys are a one-line warning. Return None to declare nothing.
+    """
 
 
 @hookspec

@@ -24,7 +24,9 @@ Three limits bound a model call (each error says which one was hit and which key
 Also the connection settings those plugins read from their config tables with the same keys and
 defaults (``HttpOptions``, from ``read_http_options``: ``base_url``, ``api_key_env``,
 ``require_key``, ``max_retries``, ``retry_base_delay``, ``retry_cap``, ``idle_timeout``,
-``connect_timeout``, ``request_timeout``, ``headers``), read with ``crab.config.PluginTable``.
+``connect_timeout``, ``request_timeout``, ``headers``), declared by ``http_settings`` for a plugin's
+config table, read with ``crab.config.PluginTable``, and the key-routing rule an untrusted project
+obeys (``key_routing``).
 
 httpx (the ``crab-core[http]`` extra) is imported inside the functions that use it, never at
 import of this module, so ``crab --help`` does not load it.
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from crab.auth import known_secrets, lookup_key, missing_key_message, redact
 from crab.config import Config, PluginTable
+from crab.config_tables import Parts, Setting
 from crab.errors import ConfigError, ContextOverflowError, ProviderError
 from crab.events import ErrorEvent, RetryEvent, StreamEvent
 from crab.retry import RetryPolicy, retry_after_from_headers
@@ -168,11 +171,12 @@ def read_http_options(table: PluginTable, *, default_base_url: str | None, defau
     the vendor's endpoint or when ``api_key_env`` is named; local servers (Ollama, llama.cpp,
     vLLM) take none.
     """
+    url_like = "the server's URL, like http://127.0.0.1:8080/v1"
     if default_base_url is None and "base_url" not in table.table:
-        raise ConfigError(f"{table.where('base_url')} is required (the server's URL, like http://127.0.0.1:8080/v1)")
+        raise table.invalid("base_url", url_like, None)
     base_url = table.text("base_url", default_base_url or "").rstrip("/")
     if not base_url.startswith(("http://", "https://")):
-        raise ConfigError(f"{table.where('base_url')} must start with http:// or https://, not {base_url!r}")
+        raise table.invalid("base_url", url_like, base_url)
     vendor = default_base_url is not None and base_url == default_base_url.rstrip("/")
     named = "api_key_env" in table.table
     key_lookup = vendor or named or default_base_url is None
@@ -180,7 +184,7 @@ def read_http_options(table: PluginTable, *, default_base_url: str | None, defau
     require_key = table.flag("require_key", vendor or named)
     headers = table.table.get("headers", {})
     if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
-        raise ConfigError(f"{table.where('headers')} must be a table of header name to string")
+        raise table.invalid("headers", "a table of header name to string", headers)
     return HttpOptions(
         base_url=base_url,
         api_key_env=api_key_env,
@@ -450,3 +454,41 @@ def _stall_message(call: HttpCall, limit: str) -> str:
         f"{call.provider}: the stream went idle (nothing but keep-alives for {call.idle_timeout:g} s); "
         f"the partial reply was dropped; raise idle_timeout in the provider's config table to wait longer"
     )
+
+
+def http_settings(default_base_url: str, default_key_env: str) -> tuple[Setting, ...]:
+    """The connection keys of an HTTP provider's config table, for its ``crab.ConfigTable``.
+
+    ``api_key_env`` is trust-only (it routes a key); a ``base_url`` is trust-only when combined
+    with a key (``key_routing``).
+    """
+    return (
+        Setting("base_url", "str", default_base_url, "the server's URL; a custom one gets no key unless api_key_env"),
+        Setting(
+            "api_key_env",
+            "str",
+            doc=f"variable holding the key (default {default_key_env} for the vendor's own URL)",
+            trust_only=True,
+        ),
+        Setting("require_key", "bool", doc="fail without a key (default: for the vendor's URL or with api_key_env)"),
+        Setting("max_retries", "int", 3, "retries of a failed request before any output", minimum=0),
+        Setting("retry_base_delay", "float", 2.0, "seconds before the first retry (doubling)", minimum=0),
+        Setting("retry_cap", "float", 60.0, "the longest wait between retries, in seconds", minimum=0),
+        Setting("idle_timeout", "float", 300.0, "seconds without a server event (keep-alives don't count)", above=0),
+        Setting("connect_timeout", "float", 10.0, "seconds to connect", above=0),
+        Setting(
+            "request_timeout", "float", doc="seconds for a whole model call, retries included (default [crab])", above=0
+        ),
+        Setting("headers", "table", doc="extra HTTP headers (name = value)"),
+    )
+
+
+def key_routing(project: Mapping[str, object], trusted: Mapping[str, object]) -> list[Parts]:
+    """What an untrusted project may not set in a provider table: a ``base_url`` while the user's
+    layers give ``api_key_env`` or ``headers`` (the key would go to the project's host).
+
+    ``api_key_env`` itself is a trust-only setting; this covers the combination.
+    """
+    if "base_url" in project and ("api_key_env" in trusted or "headers" in trusted):
+        return [("base_url",)]
+    return []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -40,29 +40,33 @@ MODEL_SETTINGS: dict[str, type] = {
 """The keys a provider's ``models."<id>"`` config table may set, and their types."""
 
 
-def model_from_table(model_id: str, table: Any, base: ModelInfo | None, *, provider: str, where: str) -> ModelInfo:
+def model_from_table(
+    model_id: str, table: Any, base: ModelInfo | None, *, provider: str, where: Sequence[str]
+) -> ModelInfo:
     """One ``models."<id>"`` config entry as ``ModelInfo``; fields it leaves out keep ``base``'s values.
 
-    ``where`` names the table in errors (``config: plugins.provider-openai.models``). Unknown keys
-    and wrong types are one-line ``ConfigError``s, so a typo never silently does nothing.
+    ``where`` is the key path of the models table (``("plugins", "provider-openai", "models")``).
+    Unknown keys and wrong types raise ``crab.InvalidValue`` (one line), so a typo never silently
+    does nothing.
     """
     from dataclasses import replace
 
-    from crab.errors import ConfigError
+    from crab.config_tables import InvalidValue
 
     if not isinstance(table, Mapping):
-        raise ConfigError(f'{where}."{model_id}" must be a table like {{ context_window = 128000 }}')
+        raise InvalidValue((*where, model_id), "a table like { context_window = 128000 }", table)
     changes: dict[str, Any] = {}
     for key, value in table.items():
         kind = MODEL_SETTINGS.get(key)
         if kind is None:
-            raise ConfigError(f'{where}."{model_id}".{key} is not a model setting (use: {", ".join(MODEL_SETTINGS)})')
+            raise InvalidValue((*where, model_id, key), f"a model setting ({', '.join(MODEL_SETTINGS)})", value)
         if kind is bool:
             ok = isinstance(value, bool)
         else:
             ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
         if not ok:
-            raise ConfigError(f'{where}."{model_id}".{key} must be a {kind.__name__}, not {value!r}')
+            expected = "true or false" if kind is bool else "a number >= 0"
+            raise InvalidValue((*where, model_id, key), expected, value)
         changes[key] = kind(value)
     return replace(base or ModelInfo(id=model_id, provider=provider), **changes)
 

@@ -39,12 +39,21 @@ def test_each_endpoint_is_a_provider_with_its_own_name_models_and_key() -> None:
 @pytest.mark.parametrize(
     ("endpoints", "message"),
     [
-        ({"Bad Name": {"base_url": "http://x"}}, "endpoint names are lower-case"),
-        ({"openai": {"base_url": "http://x"}}, "not 'openai'"),
-        ({"local": {}}, "plugins.provider-openai.endpoints.local.base_url is required"),
+        (
+            {"Bad Name": {"base_url": "http://x"}},
+            "config: plugins.provider-openai.endpoints: expected endpoint names of lower-case letters, digits, "
+            "'-' and '_', not 'openai', found \"Bad Name\"",
+        ),
+        ({"openai": {"base_url": "http://x"}}, "not 'openai', found \"openai\""),
+        (
+            {"local": {}},
+            "config: plugins.provider-openai.endpoints.local.base_url: expected the server's URL, "
+            "like http://127.0.0.1:8080/v1, found nothing",
+        ),
         (
             {"local": {"base_url": "http://x", "models": {"m": {"context_window": "big"}}}},
-            'plugins.provider-openai.endpoints.local.models."m".context_window must be a int',
+            "config: plugins.provider-openai.endpoints.local.models.m.context_window: "
+            'expected a number >= 0, found "big"',
         ),
     ],
 )

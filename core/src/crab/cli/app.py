@@ -203,6 +203,27 @@ def serve(
     )
 
 
+@app.command()
+def trust(
+    path: Annotated[Path | None, typer.Argument(help="The project folder (default: this one).")] = None,
+    show_list: Annotated[bool, typer.Option("--list", help="List trusted projects.")] = False,
+) -> None:
+    """Trust a project's .crab/config.toml, so its trust-only keys apply (until the file changes)."""
+    from crab.cli.trust_cmd import trust_project
+
+    trust_project(path, show_list)
+
+
+@app.command()
+def untrust(
+    path: Annotated[Path | None, typer.Argument(help="The project folder (default: this one).")] = None,
+) -> None:
+    """Stop trusting a project's .crab/config.toml."""
+    from crab.cli.trust_cmd import untrust_project
+
+    untrust_project(path)
+
+
 @plugins_app.command("list")
 def plugins_list(plugins: PluginsOpt = None, as_json: JsonOpt = False) -> None:
     """Every installed plugin: name, distribution, version, status and hooks."""
@@ -233,6 +254,14 @@ def config_show(as_json: JsonOpt = False) -> None:
     from crab.cli.config_cmd import show
 
     show(as_json)
+
+
+@config_app.command("keys")
+def config_keys(plugins: PluginsOpt = None, as_json: JsonOpt = False) -> None:
+    """Every key of [crab] and of each loaded plugin's table: type, default, trust-only, meaning."""
+    from crab.cli.config_cmd import keys
+
+    keys(plugins, as_json)
 
 
 @config_app.command("get")
@@ -308,7 +337,7 @@ def run_app(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     _add_sessions()
     try:
-        if not (args and args[0] in ("plugins", "doctor", "config")):
+        if not (args and args[0] in ("plugins", "doctor", "config", "trust", "untrust")):
             _add_plugin_commands()
         app(args=args, prog_name="crab")
     except SystemExit as exc:

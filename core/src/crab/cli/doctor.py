@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import typer
 
 from crab.errors import CrabError
+
+if TYPE_CHECKING:
+    from crab.config import Config
+    from crab.plugins import PluginHost
+    from crab.trust import TrustState
 
 
 def _ok(text: str) -> None:
@@ -15,6 +21,48 @@ def _ok(text: str) -> None:
 
 def _bad(text: str) -> None:
     typer.echo(f"FAIL  {text}")
+
+
+def _note(text: str) -> None:
+    typer.echo(f"note  {text}")
+
+
+def _check_tables(host: PluginHost, config: Config) -> int:
+    """Plugin tables against their declarations, then the project's trust; returns failures."""
+    from crab.cli.runtime import apply_declarations
+
+    failures = 0
+    try:
+        apply_declarations(host, config)
+    except CrabError as exc:
+        _bad(f"config: {exc}")
+        failures += 1
+    for line in config.warnings:
+        _note(line)
+    state = config.trust or _project_trust()
+    if state is None:
+        _ok("trust: no project config here or above (only your own config applies)")
+    elif state.trusted:
+        _ok(f"trust: {state.describe()}")
+    else:
+        _note(f"trust: {state.describe()}")
+        if config.ignored:
+            _note(f"trust: ignored from the project config: {', '.join(config.ignored)}")
+    return failures
+
+
+def _project_trust() -> TrustState | None:
+    """The project's trust when the config could not be loaded (a broken file still has a state)."""
+    from crab.config import find_project_dir
+    from crab.trust import state_for
+
+    found = find_project_dir()
+    if found is None:
+        return None
+    try:
+        return state_for(found / "config.toml", (found / "config.toml").read_bytes())
+    except OSError:
+        return None
 
 
 def run_doctor(plugins: str | None) -> int:
@@ -33,7 +81,8 @@ def run_doctor(plugins: str | None) -> int:
         _bad(f"config: {exc}")
         failures += 1
         config = Config(data={}, user_path=user_config_path(), project_path=None)
-    host = build_host(config, plugins)
+    host = build_host(config, plugins, validate=False)
+    failures += _check_tables(host, config)
     host.collect_all()
     loaded = [r.name for r in host.records.values() if r.status == "loaded"]
     _ok(f"plugins loaded: {', '.join(loaded) or 'none'}")

@@ -19,7 +19,7 @@ def list_plugins(plugins: str | None, as_json: bool) -> None:
         config_error = None
     except CrabError as exc:  # still list plugins with a broken config
         config, config_error = Config(data={}, user_path=user_config_path(), project_path=None), str(exc)
-    host = build_host(config, plugins)
+    host = build_host(config, plugins, validate=False)
     host.collect_all()
     records = list(host.records.values())
     if as_json:

@@ -48,6 +48,8 @@ class JsonCollector:
             entry = self.calls.setdefault(event.call_id, {"id": event.call_id, "name": event.name})
             entry["is_error"] = event.is_error
             entry["result"] = event.content
+        elif isinstance(event, NoticeEvent) and event.level == "warning":
+            sys.stderr.write(f"warning: {event.message}\n")  # stdout holds only the JSON document
 
     def close(self) -> None:
         return None

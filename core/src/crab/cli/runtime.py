@@ -5,13 +5,15 @@ Kept free of typer so other front-ends (and tests) can build an agent the same w
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from crab.config import Config, load_config
+from crab.config_tables import ConfigTable
 from crab.errors import ConfigError
+from crab.hookspecs import hookimpl
 from crab.plugins import PluginHost, parse_plugin_list
 from crab.providers import Provider
 from crab.render import Renderer, RenderTarget
@@ -23,8 +25,12 @@ def load_cli_config(overrides: Mapping[str, Any] | None = None, cwd: Path | None
     return load_config(cwd=cwd, overrides=overrides)
 
 
-def build_host(config: Config, plugins: str | Sequence[str] | None = None) -> PluginHost:
-    """Core's built-in plugins plus the enabled installed ones (``plugins`` = ``--plugins``)."""
+def build_host(config: Config, plugins: str | Sequence[str] | None = None, *, validate: bool = True) -> PluginHost:
+    """Core's built-in plugins plus the enabled installed ones (``plugins`` = ``--plugins``).
+
+    With ``validate`` every declared table is checked now (``ConfigError``, exit 2, before any
+    registration hook runs); without it, call ``apply_declarations`` to check later.
+    """
     from crab.builtin import register_builtins
 
     host = PluginHost(config)
@@ -33,7 +39,53 @@ def build_host(config: Config, plugins: str | Sequence[str] | None = None) -> Pl
         parse_plugin_list(plugins) if isinstance(plugins, str) else (list(plugins) if plugins is not None else None)
     )
     host.load_entry_points(cli=chosen)
+    if validate:
+        apply_declarations(host, config)
     return host
+
+
+def declared_tables(host: PluginHost) -> list[ConfigTable]:
+    """Every loaded plugin's ``crab_config_table``; a plugin returning something else is marked failed."""
+    tables: list[ConfigTable] = []
+    for name, table in host.call_each("crab_config_table"):
+        if table is None:
+            continue
+        if not isinstance(table, ConfigTable):
+            host.fail(name, f"crab_config_table returned {type(table).__name__}, expected a crab.ConfigTable")
+        elif table.name != name:
+            host.fail(name, f"crab_config_table declared [plugins.{table.name}], but the plugin is named {name!r}")
+        else:
+            tables.append(table)
+    return tables
+
+
+def apply_declarations(host: PluginHost, config: Config) -> None:
+    """Check every plugin's table against its declaration (filling defaults) and arrange for the
+    config notices (ignored trust-only keys, unknown keys) to be shown once when an agent starts."""
+    config.resolve(declared_tables(host))
+    if NOTICES not in host.records:
+        host.add_builtin(NOTICES, ConfigNotices(config))
+
+
+NOTICES = "crab-config"
+"""The built-in plugin that shows config notices (a name no installed plugin is likely to take)."""
+
+
+class ConfigNotices:
+    """Shows ``Config.notices()`` as warning notice events when the agent starts (so jsonl has them)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    @hookimpl
+    def crab_startup(self, agent: Any) -> None:
+        emit_config_notices(self.config, agent.notice)
+
+
+def emit_config_notices(config: Config, notice: Callable[[str, str], object]) -> None:
+    """The one place config warnings are shown: each line once, as a warning."""
+    for line in config.notices():
+        notice(line, "warning")
 
 
 def store_name(host: PluginHost, config: Config, name: str | None = None) -> str:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from crab.config import Config, parse_value
-from crab.errors import UsageError
+from crab.errors import CrabError, UsageError
 from crab.interception import AskUser
 from crab.loop.agent import Agent
 from crab.loop.session import Session
@@ -47,13 +48,18 @@ def overrides_from(options: dict[str, Any]) -> dict[str, Any]:
 
 def prepare(options: dict[str, Any], *, ask: AskUser | None, local: bool = True) -> Prepared:
     """Config, plugins, provider, store and agent for a run; raises ``CrabError`` on bad setup."""
-    from crab.cli.runtime import build_host, choose_provider, choose_store, load_cli_config
+    from crab.cli.runtime import build_host, choose_provider, choose_store, emit_config_notices, load_cli_config
 
     config = load_cli_config(overrides_from(options))
     plugins = options.get("plugins")
     host = build_host(config, plugins)
-    provider, model = choose_provider(host, config, options.get("provider"), options.get("model"))
-    store = choose_store(host, config)
+    try:
+        provider, model = choose_provider(host, config, options.get("provider"), options.get("model"))
+        store = choose_store(host, config)
+    except CrabError:
+        # No agent will start to show them, and they may be why this failed.
+        emit_config_notices(config, lambda line, _level: sys.stderr.write(f"warning: {line}\n"))
+        raise
     agent = Agent(host, config, store=store, provider=provider, model=model, workspace=Path.cwd(), ask=ask, local=local)
     return Prepared(config, host, agent)
 

@@ -13,9 +13,17 @@ from crab.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from crab.config import Config
+    from crab.config_tables import ConfigTable
     from crab.providers import Provider
 
 CRAB_API = ">=1.0,<2"
+
+
+@hookimpl
+def crab_config_table() -> ConfigTable:
+    from crab_provider_anthropic.settings import TABLE
+
+    return TABLE
 
 
 @hookimpl

@@ -1,4 +1,7 @@
-"""The ``[plugins.provider-anthropic]`` config table, checked and typed, and the models it knows.
+"""The ``[plugins.provider-anthropic]`` config table: its declaration, its typed reading, the models it knows.
+
+Core checks the table against ``TABLE`` (``check_table`` covers the nested ``models``) before
+anything runs, and drops key routing an untrusted project sets (``crab.http_stream.key_routing``).
 
 Built-in context windows apply only when ``base_url`` is Anthropic's own; prices always come
 from config, because a price list shipped in code is wrong by the time anyone reads it.
@@ -11,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crab.config import PluginTable
-from crab.errors import ConfigError
-from crab.http_stream import HttpOptions, read_http_options
+from crab.config_tables import ConfigTable, InvalidValue, Setting
+from crab.http_stream import HttpOptions, http_settings, key_routing, read_http_options
 from crab.providers import ModelInfo, model_from_table
 
 PLUGIN = "provider-anthropic"
@@ -53,8 +56,29 @@ class AnthropicSettings:
         return {m: i.cache_write_price for m, i in self.models.items() if i.cache_write_price is not None}
 
 
-def _where(key: str) -> str:
-    return f"config: plugins.{PLUGIN}.{key}"
+MODELS_KEY = ("plugins", PLUGIN, "models")
+
+
+def check_table(values: Mapping[str, Any]) -> None:
+    """The whole table, ``models`` included, as the provider will read it; raises ``InvalidValue``."""
+    parse_settings(values)
+
+
+TABLE = ConfigTable(
+    name=PLUGIN,
+    doc="the Anthropic Messages API",
+    settings=(
+        *http_settings(ANTHROPIC_BASE_URL, DEFAULT_KEY_ENV),
+        Setting("models", "table", doc='per-model settings: models."<id>" = { context_window, prices… }'),
+        Setting(
+            "default_max_tokens", "int", DEFAULT_MAX_TOKENS, "output limit when [crab] max_tokens is unset", minimum=1
+        ),
+        Setting("thinking_budget", "int", 0, "extended-thinking token budget (0: off)", minimum=0),
+        Setting("extra_body", "table", {}, "fields merged into every request body"),
+    ),
+    check=check_table,
+    trust_filter=key_routing,
+)
 
 
 def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
@@ -63,7 +87,7 @@ def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
     http = read_http_options(read, default_base_url=ANTHROPIC_BASE_URL, default_key_env=DEFAULT_KEY_ENV)
     models_table = table.get("models", {})
     if not isinstance(models_table, Mapping):
-        raise ConfigError(f"{_where('models')} must be a table of model id to settings")
+        raise InvalidValue(MODELS_KEY, "a table of model id to settings", models_table)
     models: dict[str, ModelInfo] = {}
     if http.base_url == ANTHROPIC_BASE_URL:
         for model_id, (window, output, thinking) in KNOWN_MODELS.items():
@@ -72,7 +96,7 @@ def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
             )
     for model_id, entry in models_table.items():
         models[model_id] = model_from_table(
-            str(model_id), entry, models.get(model_id), provider=PROVIDER, where=_where("models")
+            str(model_id), entry, models.get(model_id), provider=PROVIDER, where=MODELS_KEY
         )
     return AnthropicSettings(
         http=http,

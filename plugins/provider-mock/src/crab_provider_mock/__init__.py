@@ -8,6 +8,15 @@ CRAB_API = ">=1.0,<2"
 
 
 @crab.hookimpl
+def crab_config_table() -> crab.ConfigTable:
+    return crab.ConfigTable(
+        "provider-mock",
+        (crab.Setting("script", "str", doc="script file to replay (--script sets [crab] script instead)"),),
+        doc="the scripted mock provider",
+    )
+
+
+@crab.hookimpl
 def crab_providers(config: crab.Config) -> list[crab.Provider]:
     from crab_provider_mock.provider import ScriptFileProvider
 

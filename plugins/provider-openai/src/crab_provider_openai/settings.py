@@ -1,4 +1,8 @@
-"""The ``[plugins.provider-openai]`` config table, checked and typed, and the models it knows.
+"""The ``[plugins.provider-openai]`` config table: its declaration, its typed reading, the models it knows.
+
+Core checks the top-level keys against ``TABLE`` (and runs ``check_table`` for the nested
+``endpoints`` and ``models`` tables) before anything runs, and drops key routing an untrusted
+project sets (``trust_filter``).
 
 Built-in context windows apply only when ``base_url`` is OpenAI's own; prices always come from
 config, because a price list shipped in code is wrong by the time anyone reads it.
@@ -12,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crab.config import PluginTable
-from crab.errors import ConfigError
-from crab.http_stream import HttpOptions, read_http_options
+from crab.config_tables import ConfigTable, InvalidValue, Parts, Setting
+from crab.http_stream import HttpOptions, http_settings, key_routing, read_http_options
 from crab.providers import ModelInfo, model_from_table
 
 PLUGIN = "provider-openai"
@@ -64,30 +68,75 @@ def table_path(provider: str) -> str:
     return PLUGIN if provider == PROVIDER else f"{PLUGIN}.{ENDPOINTS}.{provider}"
 
 
-def _where(key: str, provider: str = PROVIDER) -> str:
-    return f"config: plugins.{table_path(provider)}.{key}"
+def _key(provider: str, *parts: str) -> Parts:
+    return ("plugins", *table_path(provider).split("."), *parts)
 
 
 def endpoint_tables(table: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """``[plugins.provider-openai.endpoints.<name>]`` tables: one more provider each, named ``<name>``.
 
-    Raises ``ConfigError`` for a table that is not one, or a name a ``--model name/model`` flag
+    Raises ``InvalidValue`` for a table that is not one, or a name a ``--model name/model`` flag
     could not address.
     """
     endpoints = table.get(ENDPOINTS, {})
     if not isinstance(endpoints, Mapping):
-        raise ConfigError(f"config: plugins.{PLUGIN}.{ENDPOINTS} must be a table of endpoint name to settings")
+        raise InvalidValue(_key(PROVIDER, ENDPOINTS), "a table of endpoint name to settings", endpoints)
     found: dict[str, Mapping[str, Any]] = {}
     for name, entry in endpoints.items():
         if not isinstance(name, str) or not _ENDPOINT_NAME.match(name) or name == PROVIDER:
-            raise ConfigError(
-                f"config: plugins.{PLUGIN}.{ENDPOINTS}.{name}: endpoint names are lower-case letters, digits, "
-                f"'-' and '_', and not {PROVIDER!r}"
+            raise InvalidValue(
+                _key(PROVIDER, ENDPOINTS),
+                f"endpoint names of lower-case letters, digits, '-' and '_', not {PROVIDER!r}",
+                name,
             )
         if not isinstance(entry, Mapping):
-            raise ConfigError(f"config: plugins.{PLUGIN}.{ENDPOINTS}.{name} must be a table with at least base_url")
+            raise InvalidValue(_key(PROVIDER, ENDPOINTS, name), "a table with at least base_url", entry)
         found[name] = entry
     return found
+
+
+def check_table(values: Mapping[str, Any]) -> None:
+    """The whole table, nested tables included, as the providers will read it; raises ``InvalidValue``."""
+    parse_settings({k: v for k, v in values.items() if k != ENDPOINTS})
+    for name, entry in endpoint_tables(values).items():
+        parse_settings(entry, name)
+
+
+def trust_filter(project: Mapping[str, Any], trusted: Mapping[str, Any]) -> list[Parts]:
+    """Key routing an untrusted project may not set: ``base_url`` with a key (``key_routing``), and
+    in an endpoint, ``api_key_env`` and ``base_url`` (an endpoint always looks up ``<NAME>_API_KEY``).
+    An endpoint the user's layers give no ``base_url`` is dropped whole."""
+    drops = key_routing(project, trusted)
+    endpoints = project.get(ENDPOINTS)
+    known = trusted.get(ENDPOINTS)
+    known = known if isinstance(known, Mapping) else {}
+    if isinstance(endpoints, Mapping):
+        for name, entry in endpoints.items():
+            if not isinstance(entry, Mapping):
+                continue
+            own = known.get(name)
+            if not (isinstance(own, Mapping) and "base_url" in own):
+                drops.append((ENDPOINTS, name))
+                continue
+            drops.extend((ENDPOINTS, name, key) for key in ("base_url", "api_key_env") if key in entry)
+    return drops
+
+
+TABLE = ConfigTable(
+    name=PLUGIN,
+    doc="OpenAI-compatible chat completions",
+    settings=(
+        *http_settings(OPENAI_BASE_URL, DEFAULT_KEY_ENV),
+        Setting("models", "table", doc='per-model settings: models."<id>" = { context_window, prices… }'),
+        Setting(ENDPOINTS, "table", doc="named OpenAI-compatible servers, each a provider of that name"),
+        Setting("include_usage", "bool", True, "ask the server for token usage in the stream"),
+        Setting("max_tokens_field", "str", doc="request field for the output limit (default by server)"),
+        Setting("think_tags", "bool", True, "show <think>…</think> text as thinking"),
+        Setting("extra_body", "table", {}, "fields merged into every request body"),
+    ),
+    check=check_table,
+    trust_filter=trust_filter,
+)
 
 
 def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAISettings:
@@ -105,14 +154,14 @@ def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAI
     is_openai = http.base_url == OPENAI_BASE_URL
     models_table = table.get("models", {})
     if not isinstance(models_table, Mapping):
-        raise ConfigError(f"{_where('models', provider)} must be a table of model id to settings")
+        raise InvalidValue(_key(provider, "models"), "a table of model id to settings", models_table)
     models: dict[str, ModelInfo] = {}
     if is_openai:
         for model_id, (window, output) in KNOWN_MODELS.items():
             models[model_id] = ModelInfo(model_id, provider, context_window=window, max_output_tokens=output)
     for model_id, entry in models_table.items():
         models[model_id] = model_from_table(
-            str(model_id), entry, models.get(model_id), provider=provider, where=_where("models", provider)
+            str(model_id), entry, models.get(model_id), provider=provider, where=_key(provider, "models")
         )
     return OpenAISettings(
         http=http,

@@ -9,24 +9,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from crab.config import Config, crab_home
+from crab.config_tables import ConfigTable, validate_table
 from crab.hookspecs import hookimpl
 from crab.storage import Store
 
+from crab_store_sqlite.settings import TABLE
 from crab_store_sqlite.store import FullTextSearchUnavailable, SqliteStore
 
 CRAB_API = ">=1.0,<2"
 
-__all__ = ["CRAB_API", "FullTextSearchUnavailable", "SqliteStore", "crab_stores"]
+__all__ = ["CRAB_API", "FullTextSearchUnavailable", "SqliteStore", "crab_config_table", "crab_stores"]
+
+
+@hookimpl
+def crab_config_table() -> ConfigTable:
+    return TABLE
 
 
 @hookimpl
 def crab_stores(config: Config) -> list[Store]:
-    settings = config.plugin_settings("store-sqlite")
+    settings = validate_table(TABLE, config.plugin_settings(TABLE.name))
     path = settings.get("path") or crab_home() / "crab.db"
     return [
-        SqliteStore(
-            Path(path),
-            busy_timeout=float(settings.get("busy_timeout", 10.0)),
-            synchronous=str(settings.get("synchronous", "normal")),
-        )
+        SqliteStore(Path(path).expanduser(), busy_timeout=settings["busy_timeout"], synchronous=settings["synchronous"])
     ]

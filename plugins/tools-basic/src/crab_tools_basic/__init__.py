@@ -8,9 +8,18 @@ import crab
 
 if TYPE_CHECKING:
     from crab.config import Config
+    from crab.config_tables import ConfigTable
     from crab.tools import Tool
 
 CRAB_API = ">=1.0,<2"
+
+
+@crab.hookimpl
+def crab_config_table() -> ConfigTable:
+    """``[plugins.tools-basic]``: see ``crab_tools_basic.settings.TABLE``."""
+    from crab_tools_basic.settings import TABLE
+
+    return TABLE
 
 
 @crab.hookimpl

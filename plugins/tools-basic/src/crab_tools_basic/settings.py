@@ -1,4 +1,9 @@
-"""The plugin's ``[plugins.tools-basic]`` config table, read into one typed object."""
+"""The plugin's ``[plugins.tools-basic]`` config table: its declaration, and the typed object read from it.
+
+Core checks the table against ``TABLE`` (one-line errors naming the file and key, exit 2) and
+drops its trust-only keys when an untrusted project config sets them; ``load_settings`` only
+turns checked values into ``Settings``.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +14,60 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from crab.errors import ConfigError
+from crab.config_tables import ConfigTable, InvalidValue, Setting, validate_table
 
 Backend = Literal["auto", "rg", "python"]
 
+PLUGIN = "tools-basic"
 DEFAULT_BASH_TIMEOUT = 120.0
 MAX_BASH_TIMEOUT = 600.0
+LOG_RETENTION_DAYS = 7.0
+
+
+def _check(values: Mapping[str, Any]) -> None:
+    default, most = values.get("bash_default_timeout"), values["bash_max_timeout"]
+    if default is not None and default > most:
+        raise InvalidValue(
+            ("plugins", PLUGIN, "bash_default_timeout"), f"a number <= bash_max_timeout ({most:g})", default
+        )
+
+
+TABLE = ConfigTable(
+    name=PLUGIN,
+    doc="the seven basic tools",
+    settings=(
+        Setting(
+            "extra_roots",
+            "list[str]",
+            [],
+            "folders outside the workspace the tools may use (relative to the workspace)",
+            trust_only=True,
+        ),
+        Setting(
+            "bash_default_timeout",
+            "float",
+            doc=f"seconds a bash command may run (default {DEFAULT_BASH_TIMEOUT:g}, at most bash_max_timeout)",
+            above=0,
+        ),
+        Setting("bash_max_timeout", "float", MAX_BASH_TIMEOUT, "the most seconds a model may ask for", above=0),
+        Setting(
+            "output_dir",
+            "str",
+            doc="folder for full bash logs, readable by the tools (default: a per-user temp folder)",
+            trust_only=True,
+        ),
+        Setting("grep_backend", "str", "auto", "grep engine", choices=("auto", "rg", "python")),
+        Setting(
+            "allow_hardlinks",
+            "bool",
+            False,
+            "read and edit files with more than one hard link inside the workspace",
+            trust_only=True,
+        ),
+        Setting("bash_log_retention_days", "float", LOG_RETENTION_DAYS, "days bash logs are kept", minimum=0),
+    ),
+    check=_check,
+)
 
 
 def default_output_dir() -> Path:
@@ -31,41 +84,30 @@ class Settings:
     bash_max_timeout: float = MAX_BASH_TIMEOUT
     output_dir: Path | None = None
     grep_backend: Backend = "auto"
+    allow_hardlinks: bool = False
+    bash_log_retention_days: float = LOG_RETENTION_DAYS
 
     @property
     def log_dir(self) -> Path:
         return self.output_dir if self.output_dir is not None else default_output_dir()
 
 
-def _positive(table: Mapping[str, Any], key: str, default: float) -> float:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"[plugins.tools-basic] {key} must be a positive number of seconds, not {value!r}")
-    return float(value)
-
-
 def load_settings(table: Mapping[str, Any] | None, workspace: Path | None = None) -> Settings:
-    """Read the config table; relative ``extra_roots`` are taken from ``workspace``."""
-    table = table or {}
-    roots = table.get("extra_roots", [])
-    if isinstance(roots, str) or not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
-        raise ConfigError("[plugins.tools-basic] extra_roots must be a list of folder paths")
+    """The table as ``Settings``; relative ``extra_roots`` are taken from ``workspace``.
+
+    The table is checked against ``TABLE`` again, so code handed an unchecked table (tests, a
+    harness) gets the same one-line errors.
+    """
+    values = validate_table(TABLE, table)
     base = workspace or Path.cwd()
-    extra = tuple((base / Path(r).expanduser()).resolve() for r in roots)
-    default = _positive(table, "bash_default_timeout", DEFAULT_BASH_TIMEOUT)
-    maximum = _positive(table, "bash_max_timeout", MAX_BASH_TIMEOUT)
-    if default > maximum:
-        raise ConfigError("[plugins.tools-basic] bash_default_timeout must not exceed bash_max_timeout")
-    output = table.get("output_dir")
-    if output is not None and not isinstance(output, str):
-        raise ConfigError("[plugins.tools-basic] output_dir must be a folder path")
-    backend = table.get("grep_backend", "auto")
-    if backend not in ("auto", "rg", "python"):
-        raise ConfigError('[plugins.tools-basic] grep_backend must be "auto", "rg" or "python"')
+    output = values.get("output_dir")
     return Settings(
-        extra_roots=extra,
-        bash_default_timeout=default,
-        bash_max_timeout=maximum,
+        extra_roots=tuple((base / Path(r).expanduser()).resolve() for r in values["extra_roots"]),
+        bash_default_timeout=values.get("bash_default_timeout")
+        or min(DEFAULT_BASH_TIMEOUT, values["bash_max_timeout"]),
+        bash_max_timeout=values["bash_max_timeout"],
         output_dir=Path(output).expanduser() if output else None,
-        grep_backend=backend,
+        grep_backend=values["grep_backend"],
+        allow_hardlinks=values["allow_hardlinks"],
+        bash_log_retention_days=values["bash_log_retention_days"],
     )
