@@ -157,3 +157,34 @@ def test_the_project_may_still_narrow_and_choose_ordinary_settings(tmp_path, scr
     assert doc["stop"] == "max_iterations"  # the project's cap applied
     assert "read-only" in doc["tool_calls"][0]["result"]  # and its narrower mode
     assert warning_lines(result) == []
+
+
+def test_untrusted_project_cannot_choose_which_plugins_load(tmp_path):
+    """A cloned repo that lists only the mock provider would switch off every other plugin the
+    user runs (a guard among them): which plugins load is the user's word until it is trusted."""
+    work = tmp_path / "repo"
+    (work / ".crab").mkdir(parents=True)
+    (work / ".crab" / "config.toml").write_text('[plugins]\nenabled = ["provider-mock"]\ndisabled = ["tools-basic"]\n')
+    home = tmp_path / "home"
+    env_free = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_") and not k.endswith("_API_KEY")}
+    env_free.update(CRAB_HOME=str(home), NO_COLOR="1")
+
+    def tools() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "crab", "tools"],
+            cwd=work,
+            env=env_free,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    untrusted = tools()
+    assert untrusted.returncode == 0, untrusted.stderr
+    assert "bash" in untrusted.stdout  # tools-basic still loads
+    assert "plugins.enabled, plugins.disabled" in untrusted.stderr
+    assert crab(["trust"], home, work).returncode == 0
+    trusted = tools()
+    assert trusted.returncode == 0, trusted.stderr
+    assert "bash" not in trusted.stdout

@@ -41,6 +41,8 @@ ENV_KEYS: dict[str, str] = {
 """Environment variables that override ``[crab]`` keys (``CRAB_PLUGINS`` is handled by the loader)."""
 
 TOP_LEVEL = ("crab", "plugins")
+PLUGIN_LISTS: tuple[Parts, ...] = (("plugins", "enabled"), ("plugins", "disabled"))
+"""Which plugins load is the user's word: an untrusted project could otherwise switch off a guard."""
 
 
 def crab_home() -> Path:
@@ -295,6 +297,7 @@ class Config:
                 merge_layers(layer for layer in effective if layer.kind != "project"),
                 declared.values(),
             )
+            drops += [parts for parts in PLUGIN_LISTS if get_path(project.data, parts, _MISSING) is not _MISSING]
             if drops:
                 kept = copy.deepcopy(project.data)
                 for parts in drops:

@@ -1,4 +1,4 @@
-"""``crab tools`` and ``crab models``: what the loaded plugins offer."""
+"""``crab tools`` and ``crab models``: what the loaded plugins offer, and what config left out."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ import typer
 
 
 def _host(plugins: str | None) -> object:
-    from crab.cli.runtime import build_host, load_cli_config
+    from crab.cli.runtime import build_host, emit_config_notices, load_cli_config
 
     config = load_cli_config()
-    return build_host(config, plugins)
+    host = build_host(config, plugins)
+    emit_config_notices(config, lambda line, _level: typer.echo(f"warning: {line}", err=True))
+    return host
 
 
 def list_tools(plugins: str | None, as_json: bool) -> None:
