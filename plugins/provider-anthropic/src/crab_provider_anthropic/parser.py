@@ -1,8 +1,9 @@
 """The Messages API stream parser: a pure state machine from SSE events to crab stream events.
 
 No IO. Text and thinking deltas come out as they arrive; thinking blocks keep their signature
-(and redacted blocks their data) so they can be replayed. Tool calls, usage and the final
-message come only from ``finish()``, after ``message_stop``, so a cut-off stream yields none.
+(and redacted blocks their data) so they can be replayed. Tool calls and the final message come
+only from ``finish()``, after ``message_stop``, so a cut-off stream yields none. Usage rides on
+the final message unpriced: the loop prices it and reports it once.
 """
 
 from __future__ import annotations
@@ -13,10 +14,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crab.errors import ProviderError
-from crab.events import MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent, UsageEvent
+from crab.events import MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent
 from crab.messages import AssistantMessage, StopReason, Thinking, ToolCall, Usage, parse_tool_arguments
-from crab.pricing import with_cost
-from crab.providers import ModelInfo
 from crab.sse import ServerSentEvent
 
 from crab_provider_anthropic.errors import classify_error, details_from_object
@@ -67,8 +66,28 @@ def parse_usage(data: Mapping[str, Any], previous: Usage | None = None) -> Usage
     return replace(base, **changes)
 
 
+def unique_id(call_id: str, taken: set[str]) -> str:
+    """``call_id``, or it with a ``_2``, ``_3``… suffix when an earlier call of the reply has it.
+
+    The loop pairs results with calls by id, so two calls sharing one would leave one of them
+    without a result. ``taken`` is updated.
+    """
+    candidate, n = call_id, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{call_id}_{n}"
+    taken.add(candidate)
+    return candidate
+
+
 class MessagesStreamParser:
-    """Feed it the SSE events of one Messages stream; call ``finish()`` once ``done``."""
+    """Feed it the SSE events of one Messages stream; call ``finish()`` once ``done``.
+
+    A ``tool_use`` block that repeats the id (and name) of the tool_use block just before it
+    continues that call: Anthropic-compatible proxies in front of OpenAI-style servers (LiteLLM's
+    ``/v1/messages``) open a new block, with the same id, for every argument fragment. Every
+    call it returns has an id of its own.
+    """
 
     end_marker = STOP_EVENT
 
@@ -76,17 +95,15 @@ class MessagesStreamParser:
         self,
         model: str,
         provider: str = "anthropic",
-        info: ModelInfo | None = None,
-        cache_write_price: float | None = None,
         key_env: str = "ANTHROPIC_API_KEY",
     ) -> None:
         self.model = model
         self.provider = provider
-        self.info = info
-        self.cache_write_price = cache_write_price
         self.key_env = key_env
         self.done = False
         self._blocks: dict[int, _Block] = {}
+        self._continues: dict[int, int] = {}
+        self._last_index: int | None = None
         self._usage: Usage | None = None
         self._stop: str | None = None
 
@@ -131,6 +148,10 @@ class MessagesStreamParser:
         index = int(data.get("index", len(self._blocks)))
         block = data.get("content_block") or {}
         kind = str(block.get("type") or "")
+        previous, self._last_index = self._last_index, index
+        if kind == "tool_use" and previous is not None and self._continues_call(previous, block):
+            self._continues[index] = self._continues.get(previous, previous)
+            return []
         if kind == "text":
             text = str(block.get("text") or "")
             self._blocks[index] = _Block("text", [text] if text else [])
@@ -154,8 +175,22 @@ class MessagesStreamParser:
             self._blocks[index] = _Block(kind)
         return []
 
+    def _continues_call(self, previous: int, block: Mapping[str, Any]) -> bool:
+        """True when a new tool_use block repeats the id of the call the block before it builds."""
+        last = self._blocks.get(self._continues.get(previous, previous))
+        call_id = str(block.get("id") or "")
+        name = str(block.get("name") or "")
+        return (
+            last is not None
+            and last.kind == "tool_use"
+            and bool(call_id)
+            and call_id == last.id
+            and name in ("", last.name)
+        )
+
     def _delta(self, data: Mapping[str, Any]) -> list[StreamEvent]:
-        block = self._blocks.get(int(data.get("index", -1)))
+        index = int(data.get("index", -1))
+        block = self._blocks.get(self._continues.get(index, index))
         delta = data.get("delta") or {}
         kind = delta.get("type")
         if block is None:
@@ -175,10 +210,11 @@ class MessagesStreamParser:
         return []
 
     def finish(self) -> list[StreamEvent]:
-        """The closing events of a complete stream: usage, tool calls, then ``MessageEnd``."""
+        """The closing events of a complete stream: tool calls, then ``MessageEnd`` (with usage)."""
         texts: list[str] = []
         thinking: list[Thinking] = []
         calls: list[ToolCall] = []
+        taken: set[str] = set()
         for index in sorted(self._blocks):
             block = self._blocks[index]
             if block.kind == "text":
@@ -193,7 +229,7 @@ class MessagesStreamParser:
                 arguments, problem = parse_arguments(raw, block.initial_input)
                 calls.append(
                     ToolCall(
-                        id=block.id or f"toolu_local_{index}",
+                        id=unique_id(block.id or f"toolu_local_{index}", taken),
                         name=block.name,
                         arguments=arguments,
                         raw_arguments=raw if problem else None,
@@ -203,17 +239,14 @@ class MessagesStreamParser:
         stop = _STOP_REASONS.get(self._stop or "", "end")
         if calls and stop == "end":
             stop = "tool_use"
-        usage = with_cost(self._usage, self.info, self.cache_write_price) if self._usage is not None else None
         events: list[StreamEvent] = []
-        if usage is not None:
-            events.append(UsageEvent(usage))
         events.extend(ToolCallEvent(call) for call in calls)
         message = AssistantMessage(
             content="".join(texts),
             tool_calls=tuple(calls),
             thinking=tuple(thinking),
             stop_reason=stop,
-            usage=usage,
+            usage=self._usage,
             model=self.model,
             provider=self.provider,
         )
