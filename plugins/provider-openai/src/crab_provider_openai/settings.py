@@ -16,6 +16,9 @@ from crab.errors import ConfigError
 from crab.http_stream import HttpOptions, read_http_options
 from crab.providers import ModelInfo, model_from_table
 
+from crab_provider_openai.extra import KEY as EXTRA_BODY
+from crab_provider_openai.extra import merge, read_extra_body, split_model_entry
+
 PLUGIN = "provider-openai"
 PROVIDER = "openai"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -46,6 +49,8 @@ class OpenAISettings:
     max_tokens_field: str = "max_tokens"
     think_tags: bool = True
     provider: str = PROVIDER
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    model_extra_body: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def is_openai(self) -> bool:
@@ -53,6 +58,15 @@ class OpenAISettings:
 
     def model_info(self, model: str) -> ModelInfo | None:
         return self.models.get(model)
+
+    def extra_body_for(self, model: str) -> dict[str, Any]:
+        """The table's ``extra_body`` with the model's own laid on top (the model's wins)."""
+        return merge(self.extra_body, self.model_extra_body.get(model, {}))
+
+    @property
+    def table(self) -> str:
+        """Where this provider's table lives under ``[plugins]``, for messages."""
+        return table_path(self.provider)
 
 
 ENDPOINTS = "endpoints"
@@ -107,13 +121,16 @@ def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAI
     if not isinstance(models_table, Mapping):
         raise ConfigError(f"{_where('models', provider)} must be a table of model id to settings")
     models: dict[str, ModelInfo] = {}
+    model_extra_body: dict[str, dict[str, Any]] = {}
     if is_openai:
         for model_id, (window, output) in KNOWN_MODELS.items():
             models[model_id] = ModelInfo(model_id, provider, context_window=window, max_output_tokens=output)
     for model_id, entry in models_table.items():
-        models[model_id] = model_from_table(
-            str(model_id), entry, models.get(model_id), provider=provider, where=_where("models", provider)
-        )
+        where = _where("models", provider)
+        entry, extra = split_model_entry(entry, f'{where}."{model_id}"')
+        if extra:
+            model_extra_body[str(model_id)] = extra
+        models[model_id] = model_from_table(str(model_id), entry, models.get(model_id), provider=provider, where=where)
     return OpenAISettings(
         http=http,
         models=models,
@@ -121,4 +138,6 @@ def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAI
         max_tokens_field=read.text("max_tokens_field", "max_completion_tokens" if is_openai else "max_tokens"),
         think_tags=read.flag("think_tags", True),
         provider=provider,
+        extra_body=read_extra_body(table.get(EXTRA_BODY, {}), _where(EXTRA_BODY, provider)),
+        model_extra_body=model_extra_body,
     )

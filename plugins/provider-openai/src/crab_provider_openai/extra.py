@@ -1,0 +1,72 @@
+"""``extra_body``: request fields a server needs that crab does not send on its own (``tool_choice``,
+``top_k``, ``min_p``, ``repeat_penalty``, ``chat_template_kwargs``…), read from a provider's table
+and from a model's table, and merged into the chat-completions body.
+
+The fields crab builds from the conversation (``RESERVED``) cannot be set here: a config error
+says so rather than letting a table silently replace the messages or turn streaming off. Any
+other field replaces what crab would send (``temperature``, ``max_tokens``…): the user wrote it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from crab.errors import ConfigError
+
+KEY = "extra_body"
+RESERVED = ("model", "messages", "stream", "stream_options", "tools")
+"""Body fields crab owns; ``include_usage`` controls ``stream_options``."""
+
+
+def read_extra_body(value: Any, where: str) -> dict[str, Any]:
+    """A checked copy of an ``extra_body`` table; ``where`` names it in errors (``config: plugins.…``)."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where} must be a table of request fields, like {{ top_k = 20 }}, not {value!r}")
+    for key in value:
+        if key in RESERVED:
+            raise ConfigError(f"{where}.{key}: crab sends {key} itself; extra_body cannot replace it")
+        _check_json(value[key], f"{where}.{key}")
+    return {str(k): v for k, v in value.items()}
+
+
+def _check_json(value: Any, where: str) -> None:
+    """TOML can hold dates and infinities, which JSON cannot: refuse them here, not mid-request."""
+    if isinstance(value, bool | int | str):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ConfigError(f"{where} must be a finite number, not {value!r}")
+        return
+    if isinstance(value, list):
+        for n, item in enumerate(value):
+            _check_json(item, f"{where}[{n}]")
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_json(item, f"{where}.{key}")
+        return
+    raise ConfigError(
+        f"{where} must be a string, number, boolean, array or table (it is sent as JSON), not {type(value).__name__}"
+    )
+
+
+def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``over`` laid on top: tables merge key by key, anything else is replaced."""
+    out = dict(base)
+    for key, value in over.items():
+        below = out.get(key)
+        if isinstance(below, Mapping) and isinstance(value, Mapping):
+            out[key] = merge(below, value)
+        else:
+            out[key] = value
+    return out
+
+
+def split_model_entry(entry: Any, where: str) -> tuple[Any, dict[str, Any]]:
+    """A ``models."<id>"`` entry without its ``extra_body``, and that ``extra_body`` checked."""
+    if not isinstance(entry, Mapping) or KEY not in entry:
+        return entry, {}
+    rest = {k: v for k, v in entry.items() if k != KEY}
+    return rest, read_extra_body(entry[KEY], f"{where}.{KEY}")
