@@ -43,3 +43,12 @@ def test_a_value_json_cannot_carry_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as info:
         parse_settings({"extra_body": {"top_p": float("nan")}})
     assert "config: plugins.provider-anthropic.extra_body.top_p must be a finite number" in str(info.value)
+
+
+def test_tool_choice_is_left_out_of_a_request_that_offers_no_tools() -> None:
+    from crab.tools import ToolSpec
+
+    table = {"extra_body": {"tool_choice": {"type": "any"}}}
+    assert "tool_choice" not in body_for(table)
+    tools = (ToolSpec("read", "Read.", {"type": "object"}),)
+    assert body_for(table, tools=tools)["tool_choice"] == {"type": "any"}

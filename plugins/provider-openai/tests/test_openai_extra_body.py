@@ -98,3 +98,17 @@ def test_a_bad_endpoint_extra_body_names_the_endpoint_table() -> None:
     with pytest.raises(ConfigError) as info:
         local.check("m")
     assert "plugins.provider-openai.endpoints.local.extra_body.stream" in str(info.value)
+
+
+def test_tool_fields_are_left_out_of_a_request_that_offers_no_tools() -> None:
+    """The loop's last call of a turn offers no tools; OpenAI rejects tool_choice without them."""
+    from crab.tools import ToolSpec
+
+    settings = parse_settings(
+        {"base_url": LOCAL, "extra_body": {"tool_choice": "required", "parallel_tool_calls": False, "top_k": 5}}
+    )
+    assert body_for(settings)["top_k"] == 5
+    assert "tool_choice" not in body_for(settings)
+    assert "parallel_tool_calls" not in body_for(settings)
+    with_tools = body_for(settings, tools=(ToolSpec("read", "Read.", {"type": "object"}),))
+    assert (with_tools["tool_choice"], with_tools["parallel_tool_calls"]) == ("required", False)

@@ -10,7 +10,7 @@ from typing import Any
 from crab.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from crab.providers import ModelRequest
 
-from crab_provider_anthropic.extra import merge
+from crab_provider_anthropic.extra import for_request, merge
 from crab_provider_anthropic.settings import API_VERSION, AnthropicSettings
 
 EMPTY_REPLY = "(no content)"
@@ -87,7 +87,7 @@ def build_body(request: ModelRequest, settings: AnthropicSettings) -> dict[str, 
     elif request.temperature is not None:
         # Extended thinking allows no temperature other than the default.
         body["temperature"] = request.temperature
-    extra = settings.extra_body_for(request.model)
+    extra = for_request(settings.extra_body_for(request.model), bool(request.tools))
     return merge(body, extra) if extra else body
 
 

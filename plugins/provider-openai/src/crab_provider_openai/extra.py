@@ -20,6 +20,16 @@ RESERVED = ("model", "messages", "stream", "stream_options", "tools")
 """Body fields crab owns; ``include_usage`` controls ``stream_options``."""
 
 
+TOOL_FIELDS = ("tool_choice", "parallel_tool_calls")
+"""Fields about tools, left out of a request that offers none (the loop's last, tool-less call):
+servers reject them there."""
+
+
+def for_request(extra: Mapping[str, Any], has_tools: bool) -> dict[str, Any]:
+    """The ``extra_body`` fields that fit one request."""
+    return {k: v for k, v in extra.items() if has_tools or k not in TOOL_FIELDS}
+
+
 def read_extra_body(value: Any, where: str) -> dict[str, Any]:
     """A checked copy of an ``extra_body`` table; ``where`` names it in errors (``config: plugins.…``)."""
     if not isinstance(value, Mapping):

@@ -10,7 +10,7 @@ from typing import Any
 from crab.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from crab.providers import ModelRequest
 
-from crab_provider_openai.extra import merge
+from crab_provider_openai.extra import for_request, merge
 from crab_provider_openai.settings import OpenAISettings
 
 
@@ -64,7 +64,7 @@ def build_body(request: ModelRequest, settings: OpenAISettings) -> dict[str, Any
         body[settings.max_tokens_field] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
-    extra = settings.extra_body_for(request.model)
+    extra = for_request(settings.extra_body_for(request.model), bool(request.tools))
     return merge(body, extra) if extra else body
 
 
