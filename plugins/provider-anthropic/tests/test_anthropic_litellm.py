@@ -157,3 +157,20 @@ def test_crab_run_through_the_proxy_shows_one_call_and_one_result(server: Any, i
     assert server.requests[0].body["tool_choice"] == {"type": "auto"}
     tool_uses = [b for b in server.requests[1].body["messages"][1]["content"] if b["type"] == "tool_use"]
     assert [(b["id"], b["input"]) for b in tool_uses] == [(CALL_ID, ARGUMENTS)]
+
+
+def test_a_block_started_again_at_the_same_index_loses_nothing() -> None:
+    parser = MessagesStreamParser("m")
+    feed(
+        parser,
+        tool_block(0, "toolu_1"),
+        json_delta(0, '{"path": '),
+        tool_block(0, "toolu_1"),
+        json_delta(0, '"a"}'),
+        tool_block(0, "toolu_2"),
+        json_delta(0, "{}"),
+        {"type": "message_stop"},
+    )
+    calls = [e.call for e in parser.finish() if isinstance(e, ToolCallEvent)]
+    # The same id continues the call; a new id at a used index is a call of its own.
+    assert [(c.id, c.arguments) for c in calls] == [("toolu_1", {"path": "a"}), ("toolu_2", {})]

@@ -101,9 +101,8 @@ class MessagesStreamParser:
         self.provider = provider
         self.key_env = key_env
         self.done = False
-        self._blocks: dict[int, _Block] = {}
-        self._continues: dict[int, int] = {}
-        self._last_index: int | None = None
+        self._blocks: list[_Block] = []
+        self._open: dict[int, _Block] = {}
         self._usage: Usage | None = None
         self._stop: str | None = None
 
@@ -148,23 +147,24 @@ class MessagesStreamParser:
         index = int(data.get("index", len(self._blocks)))
         block = data.get("content_block") or {}
         kind = str(block.get("type") or "")
-        previous, self._last_index = self._last_index, index
-        if kind == "tool_use" and previous is not None and self._continues_call(previous, block):
-            self._continues[index] = self._continues.get(previous, previous)
+        if kind == "tool_use" and self._continues_call(block):
+            # Deltas at this index go on building the call the block before started.
+            self._open[index] = self._blocks[-1]
             return []
+        events: list[StreamEvent] = []
         if kind == "text":
             text = str(block.get("text") or "")
-            self._blocks[index] = _Block("text", [text] if text else [])
-            return [TextDelta(text)] if text else []
-        if kind == "thinking":
+            started = _Block("text", [text] if text else [])
+            events = [TextDelta(text)] if text else []
+        elif kind == "thinking":
             text = str(block.get("thinking") or "")
             signature = str(block.get("signature") or "")
-            self._blocks[index] = _Block("thinking", [text] if text else [], [signature] if signature else [])
-            return [ThinkingDelta(text)] if text else []
-        if kind == "redacted_thinking":
-            self._blocks[index] = _Block("redacted_thinking", signature=[str(block.get("data") or "")])
+            started = _Block("thinking", [text] if text else [], [signature] if signature else [])
+            events = [ThinkingDelta(text)] if text else []
+        elif kind == "redacted_thinking":
+            started = _Block("redacted_thinking", signature=[str(block.get("data") or "")])
         elif kind == "tool_use":
-            self._blocks[index] = _Block(
+            started = _Block(
                 "tool_use",
                 id=str(block.get("id") or ""),
                 name=str(block.get("name") or ""),
@@ -172,12 +172,15 @@ class MessagesStreamParser:
             )
         else:
             # Server tool blocks and future types are kept out of the message crab replays.
-            self._blocks[index] = _Block(kind)
-        return []
+            started = _Block(kind)
+        # Kept in the order started, so a server that reuses an index loses no block.
+        self._blocks.append(started)
+        self._open[index] = started
+        return events
 
-    def _continues_call(self, previous: int, block: Mapping[str, Any]) -> bool:
-        """True when a new tool_use block repeats the id of the call the block before it builds."""
-        last = self._blocks.get(self._continues.get(previous, previous))
+    def _continues_call(self, block: Mapping[str, Any]) -> bool:
+        """True when a new tool_use block repeats the id (and name) of the tool_use block just before."""
+        last = self._blocks[-1] if self._blocks else None
         call_id = str(block.get("id") or "")
         name = str(block.get("name") or "")
         return (
@@ -189,8 +192,7 @@ class MessagesStreamParser:
         )
 
     def _delta(self, data: Mapping[str, Any]) -> list[StreamEvent]:
-        index = int(data.get("index", -1))
-        block = self._blocks.get(self._continues.get(index, index))
+        block = self._open.get(int(data.get("index", -1)))
         delta = data.get("delta") or {}
         kind = delta.get("type")
         if block is None:
@@ -215,8 +217,7 @@ class MessagesStreamParser:
         thinking: list[Thinking] = []
         calls: list[ToolCall] = []
         taken: set[str] = set()
-        for index in sorted(self._blocks):
-            block = self._blocks[index]
+        for position, block in enumerate(self._blocks):
             if block.kind == "text":
                 texts.append("".join(block.parts))
             elif block.kind == "thinking":
@@ -229,7 +230,7 @@ class MessagesStreamParser:
                 arguments, problem = parse_arguments(raw, block.initial_input)
                 calls.append(
                     ToolCall(
-                        id=unique_id(block.id or f"toolu_local_{index}", taken),
+                        id=unique_id(block.id or f"toolu_local_{position}", taken),
                         name=block.name,
                         arguments=arguments,
                         raw_arguments=raw if problem else None,
