@@ -34,15 +34,15 @@ def test_fields_crab_builds_cannot_be_replaced(key: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_settings({"models": {"m": {"extra_body": {key: 1}}}})
     assert str(info.value) == (
-        f'config: plugins.provider-anthropic.models."m".extra_body.{key}: crab sends {key} itself; '
-        "extra_body cannot replace it"
+        f"config: plugins.provider-anthropic.models.m.extra_body.{key}: expected a field other than "
+        "model, messages, stream, system, tools (crab builds those itself), found 1"
     )
 
 
 def test_a_value_json_cannot_carry_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as info:
         parse_settings({"extra_body": {"top_p": float("nan")}})
-    assert "config: plugins.provider-anthropic.extra_body.top_p must be a finite number" in str(info.value)
+    assert "config: plugins.provider-anthropic.extra_body.top_p: expected a finite number" in str(info.value)
 
 
 def test_tool_choice_is_left_out_of_a_request_that_offers_no_tools() -> None:

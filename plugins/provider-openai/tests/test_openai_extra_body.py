@@ -65,24 +65,28 @@ def test_fields_crab_builds_cannot_be_replaced(key: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_settings({"base_url": LOCAL, "extra_body": {key: False}})
     assert str(info.value) == (
-        f"config: plugins.provider-openai.extra_body.{key}: crab sends {key} itself; extra_body cannot replace it"
+        f"config: plugins.provider-openai.extra_body.{key}: expected a field other than "
+        "model, messages, stream, stream_options, tools (crab builds those itself), found false"
     )
 
 
 @pytest.mark.parametrize(
     ("table", "message"),
     [
-        ({"extra_body": "top_k=20"}, "config: plugins.provider-openai.extra_body must be a table of request fields"),
+        (
+            {"extra_body": "top_k=20"},
+            "plugins.provider-openai.extra_body: expected a table of request fields, like { top_k = 20 }, found",
+        ),
         (
             {"extra_body": {"seed": datetime.date(2026, 1, 1)}},
-            "config: plugins.provider-openai.extra_body.seed must be a string, number, boolean, array or table",
+            "plugins.provider-openai.extra_body.seed: expected a string, number, boolean, array or table",
         ),
-        ({"extra_body": {"a": [1, float("inf")]}}, "extra_body.a[1] must be a finite number"),
+        ({"extra_body": {"a": [1, float("inf")]}}, "plugins.provider-openai.extra_body.a.1: expected a finite number"),
         (
-            {"models": {"m": {"extra_body": {"messages": []}}}},
-            'config: plugins.provider-openai.models."m".extra_body.messages: crab sends messages itself',
+            {"models": {"gpt-4.1": {"extra_body": {"messages": []}}}},
+            'plugins.provider-openai.models."gpt-4.1".extra_body.messages: expected a field other than',
         ),
-        ({"models": {"m": {"extra_body": 3}}}, 'plugins.provider-openai.models."m".extra_body must be a table'),
+        ({"models": {"m": {"extra_body": 3}}}, "plugins.provider-openai.models.m.extra_body: expected a table"),
     ],
 )
 def test_bad_extra_body_is_a_one_line_config_error(table: dict[str, Any], message: str) -> None:

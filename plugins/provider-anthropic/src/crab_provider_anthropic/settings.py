@@ -76,7 +76,7 @@ def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
                 model_id, PROVIDER, context_window=window, max_output_tokens=output, supports_thinking=thinking
             )
     for model_id, entry in models_table.items():
-        entry, extra = split_model_entry(entry, f'{_where("models")}."{model_id}"')
+        entry, extra = split_model_entry(entry, ("plugins", PLUGIN, "models", str(model_id)))
         if extra:
             model_extra_body[str(model_id)] = extra
         models[model_id] = model_from_table(
@@ -87,6 +87,6 @@ def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
         models=models,
         default_max_tokens=read.whole("default_max_tokens", DEFAULT_MAX_TOKENS, minimum=1),
         thinking_budget=read.whole("thinking_budget", 0),
-        extra_body=read_extra_body(table.get(EXTRA_BODY, {}), _where(EXTRA_BODY)),
+        extra_body=read_extra_body(table.get(EXTRA_BODY, {}), ("plugins", PLUGIN, EXTRA_BODY)),
         model_extra_body=model_extra_body,
     )

@@ -82,6 +82,10 @@ def _where(key: str, provider: str = PROVIDER) -> str:
     return f"config: plugins.{table_path(provider)}.{key}"
 
 
+def _key(provider: str, *parts: str) -> tuple[str, ...]:
+    return ("plugins", *table_path(provider).split("."), *parts)
+
+
 def endpoint_tables(table: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """``[plugins.provider-openai.endpoints.<name>]`` tables: one more provider each, named ``<name>``.
 
@@ -126,11 +130,12 @@ def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAI
         for model_id, (window, output) in KNOWN_MODELS.items():
             models[model_id] = ModelInfo(model_id, provider, context_window=window, max_output_tokens=output)
     for model_id, entry in models_table.items():
-        where = _where("models", provider)
-        entry, extra = split_model_entry(entry, f'{where}."{model_id}"')
+        entry, extra = split_model_entry(entry, _key(provider, "models", str(model_id)))
         if extra:
             model_extra_body[str(model_id)] = extra
-        models[model_id] = model_from_table(str(model_id), entry, models.get(model_id), provider=provider, where=where)
+        models[model_id] = model_from_table(
+            str(model_id), entry, models.get(model_id), provider=provider, where=_where("models", provider)
+        )
     return OpenAISettings(
         http=http,
         models=models,
@@ -138,6 +143,6 @@ def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAI
         max_tokens_field=read.text("max_tokens_field", "max_completion_tokens" if is_openai else "max_tokens"),
         think_tags=read.flag("think_tags", True),
         provider=provider,
-        extra_body=read_extra_body(table.get(EXTRA_BODY, {}), _where(EXTRA_BODY, provider)),
+        extra_body=read_extra_body(table.get(EXTRA_BODY, {}), _key(provider, EXTRA_BODY)),
         model_extra_body=model_extra_body,
     )
