@@ -12,7 +12,12 @@ the official ``openai`` package, side by side in one run on the same bytes in th
 Neither side does HTTP: both read the bytes from memory. Target: crab at least as fast as
 openai's chunk parsing. ``openai`` is not a crab dependency: ``pip install openai`` to compare.
 
-    python bench/sse.py [--chunks 20000] [--runs 3] [--stream PATH]
+``--shape llamacpp`` builds the tool-call chunks as llama-cpp-python's server sends them
+(llama_chat_format.py ``_convert_completion_to_chat_function``): id and name repeated in every
+chunk, the legacy ``function_call`` beside ``tool_calls`` with the same fragment, null fields,
+one call at a time, no usage. Both parsers must still agree on one call per call.
+
+    python bench/sse.py [--chunks 20000] [--runs 3] [--stream PATH] [--shape openai|llamacpp]
 """
 
 from __future__ import annotations
@@ -94,6 +99,31 @@ def build_stream(chunks: int, seed: int = 7) -> bytes:
     out.append(chunk({}, "tool_calls"))
     usage = {"prompt_tokens": 5000, "completion_tokens": chunks, "total_tokens": 5000 + chunks}
     out.append(b"data: " + json.dumps({**head, "choices": [], "usage": usage}).encode() + b"\n\n")
+    out.append(b"data: [DONE]\n\n")
+    return b"".join(out)
+
+
+def build_llamacpp_stream(chunks: int, seed: int = 7) -> bytes:
+    """Text, then one tool call (that server makes one per reply), chunks as llama-cpp-python sends them."""
+    rng = random.Random(seed)
+    head = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1732000000, "model": "local"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        body = {**head, "choices": [{"index": 0, "finish_reason": finish, "logprobs": None, "delta": delta}]}
+        return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+    empty = {"role": None, "content": None, "function_call": None, "tool_calls": None}
+    out = [chunk({**empty, "role": "assistant"})]
+    text_chunks = int(chunks * 0.8)
+    for _ in range(text_chunks):
+        out.append(chunk({"content": " " + rng.choice(WORDS) + rng.choice(("", ",", ".", "\n"))}))
+    count = chunks - text_chunks - 3
+    fragments = ['{"path": "src/file.py", "lines": [', *(f"{n}, " for n in range(count - 2)), f"{count}]}}"]
+    for fragment in fragments:
+        function = {"name": "read", "arguments": fragment}
+        call = {"index": 0, "id": "call__0_read_cmpl-bench", "type": "function", "function": function}
+        out.append(chunk({**empty, "function_call": function, "tool_calls": [call]}))
+    out.append(chunk(empty, "tool_calls"))
     out.append(b"data: [DONE]\n\n")
     return b"".join(out)
 
@@ -181,14 +211,15 @@ def main() -> int:
     ap.add_argument("--chunks", type=int, default=20_000, help="chunks in the built stream")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--stream", type=Path, help="load this recorded stream, or save the built one there")
+    ap.add_argument("--shape", choices=("openai", "llamacpp"), default="openai", help="how the built stream looks")
     args = ap.parse_args()
 
     if args.stream and args.stream.exists():
         data = args.stream.read_bytes()
         source = str(args.stream)
     else:
-        data = build_stream(args.chunks)
-        source = f"built, {args.chunks:,} chunks"
+        data = (build_llamacpp_stream if args.shape == "llamacpp" else build_stream)(args.chunks)
+        source = f"built ({args.shape}), {args.chunks:,} chunks"
         if args.stream:
             args.stream.write_bytes(data)
     parts = pieces(data)

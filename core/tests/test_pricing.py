@@ -16,8 +16,8 @@ def test_cost_of_input_and_output() -> None:
 
 def test_cache_prices_and_their_fallbacks() -> None:
     usage = Usage(input_tokens=0, output_tokens=0, cache_read_tokens=1_000_000, cache_write_tokens=1_000_000)
-    priced = ModelInfo("m", "p", input_price=3.0, output_price=15.0, cache_read_price=0.3)
-    assert usage_cost(usage, priced, cache_write_price=3.75) == pytest.approx(0.3 + 3.75)
+    priced = ModelInfo("m", "p", input_price=3.0, output_price=15.0, cache_read_price=0.3, cache_write_price=3.75)
+    assert usage_cost(usage, priced) == pytest.approx(0.3 + 3.75)
     unpriced_cache = ModelInfo("m", "p", input_price=3.0, output_price=15.0)
     assert usage_cost(usage, unpriced_cache) == pytest.approx(6.0)
 
@@ -34,3 +34,18 @@ def test_with_cost_fills_in_cost() -> None:
     priced = with_cost(usage, ModelInfo("m", "p", input_price=1.0, output_price=2.0))
     assert priced.cost == pytest.approx((100 * 1.0 + 50 * 2.0) / 1_000_000)
     assert priced.input_tokens == 100
+
+
+def test_anthropic_style_usage_prices_cache_writes_from_the_model() -> None:
+    """Anthropic's cache writes cost more than input: the price comes from the model table alone."""
+    model = ModelInfo(
+        "claude", "anthropic", input_price=3.0, output_price=15.0, cache_read_price=0.3, cache_write_price=3.75
+    )
+    usage = Usage(input_tokens=1_000, output_tokens=2_000, cache_read_tokens=10_000, cache_write_tokens=4_000)
+    expected = (1_000 * 3.0 + 2_000 * 15.0 + 10_000 * 0.3 + 4_000 * 3.75) / 1_000_000
+    assert with_cost(usage, model).cost == pytest.approx(expected)
+
+
+def test_a_cost_the_server_reported_is_kept() -> None:
+    usage = Usage(input_tokens=100, output_tokens=50, cost=0.5)
+    assert with_cost(usage, ModelInfo("m", "p", input_price=1.0, output_price=2.0)) is usage

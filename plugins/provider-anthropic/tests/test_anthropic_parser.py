@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
 
 import pytest
 from crab.errors import ContextOverflowError, ProviderError
 from crab.events import ErrorEvent, MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent, UsageEvent
 from crab.messages import Thinking, Usage
+from crab.pricing import with_cost
 from crab.providers import ModelInfo
 from crab.sse import ServerSentEvent, SSEDecoder
 from crab_provider_anthropic.parser import MessagesStreamParser
@@ -35,19 +35,26 @@ def final(events: list[StreamEvent]) -> MessageEnd:
     return events[-1]
 
 
-def test_text_usage_with_cache_reads_and_writes_and_cost(load_fixture: Loader) -> None:
-    info = ModelInfo("claude-sonnet-4-5", "anthropic", input_price=3.0, output_price=15.0, cache_read_price=0.3)
-    parser = MessagesStreamParser("claude-sonnet-4-5", info=info, cache_write_price=3.75)
-    events = parse(load_fixture("text_usage.sse"), parser)
+def test_text_usage_with_cache_reads_and_writes_unpriced(load_fixture: Loader) -> None:
+    events = parse(load_fixture("text_usage.sse"))
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hello", ", world!"]
     message = final(events).message
     assert message.content == "Hello, world!"
     assert message.stop_reason == "end"
     expected = Usage(input_tokens=25, output_tokens=15, cache_read_tokens=2000, cache_write_tokens=1000)
-    assert message.usage is not None
-    assert message.usage.cost == pytest.approx((25 * 3.0 + 15 * 15.0 + 2000 * 0.3 + 1000 * 3.75) / 1e6)
-    assert message.usage == replace(expected, cost=message.usage.cost)
-    assert [e for e in events if isinstance(e, UsageEvent)] == [UsageEvent(message.usage)]
+    # Usage rides on the final message, unpriced and unannounced: the loop prices and reports it once.
+    assert message.usage == expected
+    assert not [e for e in events if isinstance(e, UsageEvent)]
+    # What the loop will make of it: cache writes at the model's own cache-write price.
+    info = ModelInfo(
+        "claude-sonnet-4-5",
+        "anthropic",
+        input_price=3.0,
+        output_price=15.0,
+        cache_read_price=0.3,
+        cache_write_price=3.75,
+    )
+    assert with_cost(expected, info).cost == pytest.approx((25 * 3.0 + 15 * 15.0 + 2000 * 0.3 + 1000 * 3.75) / 1e6)
 
 
 def test_two_tool_calls_with_input_json_deltas(load_fixture: Loader) -> None:

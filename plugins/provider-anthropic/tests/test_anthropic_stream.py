@@ -25,7 +25,6 @@ def test_tool_calls_over_http(server: Any, make_provider: Any, run_stream: Run, 
     assert error is None
     assert [type(e).__name__ for e in events] == [
         "TextDelta",
-        "UsageEvent",
         "ToolCallEvent",
         "ToolCallEvent",
         "MessageEnd",
@@ -34,8 +33,9 @@ def test_tool_calls_over_http(server: Any, make_provider: Any, run_stream: Run, 
     assert [c.id for c in calls] == ["toolu_01Paris", "toolu_02Tokyo"]
     end = events[-1]
     assert isinstance(end, MessageEnd)
+    # Prices are configured, but pricing is the loop's: the provider reports raw usage only.
     assert end.message.usage is not None
-    assert end.message.usage.cost is not None
+    assert end.message.usage.cost is None
     sent = server.requests[0]
     assert sent.path == "/v1/messages"
     assert sent.body["system"] == "sys"

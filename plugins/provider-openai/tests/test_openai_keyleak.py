@@ -50,6 +50,8 @@ def test_key_never_printed_or_stored(server: Any, isolated_home: Path, api_key: 
     assert ok.returncode == 0, ok.stderr
     events = [json.loads(line) for line in ok.stdout.splitlines() if line.strip()]
     assert any(e.get("type") == "tool_call" for e in events)
+    # Two model calls, each with usage: one usage event each (the loop's), none from the provider.
+    assert [e["type"] for e in events].count("usage") == 2
     assert "Hello, world!" in ok.stdout
     assert server.requests[0].headers["authorization"] == f"Bearer {api_key}"
     # The loop answered both calls and sent the history back in chat-completions shape.

@@ -45,6 +45,17 @@ def details_from_object(data: Any) -> tuple[str, str]:
     return str(error).strip()[:MAX_MESSAGE], ""
 
 
+def key_advice(key_env: str) -> str:
+    """What to set for a key: its variable, or, when the table names none, ``api_key_env`` itself.
+
+    A custom ``base_url`` (a proxy) that names no ``api_key_env`` is sent no key at all: crab
+    never routes the Anthropic key to another host, so a 401 there means the table must name one.
+    """
+    if key_env:
+        return f"set {key_env} to a valid key"
+    return "set api_key_env in [plugins.provider-anthropic] to the variable that holds the server's key"
+
+
 def classify_error(
     status: int | None, message: str, error_type: str, *, provider: str, model: str, key_env: str
 ) -> ProviderError:
@@ -54,9 +65,14 @@ def classify_error(
     if status in (400, 413, None) and any(marker in lowered for marker in _OVERFLOW_MARKERS):
         return ContextOverflowError(f"{provider}: the conversation does not fit {model}'s context window: {said}")
     if status == 401 or error_type == "authentication_error":
-        return ProviderError(f"{provider}: the server rejected the API key (401): set {key_env} to a valid key", "auth")
+        if not key_env:
+            return ProviderError(
+                f"{provider}: the server wants an API key (401) and none was sent: {key_advice(key_env)}", "auth"
+            )
+        return ProviderError(f"{provider}: the server rejected the API key (401): {key_advice(key_env)}", "auth")
     if status == 403 or error_type == "permission_error":
-        return ProviderError(f"{provider}: access denied (403): {said}; check the key in {key_env}", "auth")
+        check = f"check the key in {key_env}" if key_env else key_advice(key_env)
+        return ProviderError(f"{provider}: access denied (403): {said}; {check}", "auth")
     if status == 404 or error_type == "not_found_error":
         if "model" in lowered:
             return ProviderError(

@@ -1,8 +1,9 @@
 """The Messages API stream parser: a pure state machine from SSE events to crab stream events.
 
 No IO. Text and thinking deltas come out as they arrive; thinking blocks keep their signature
-(and redacted blocks their data) so they can be replayed. Tool calls, usage and the final
-message come only from ``finish()``, after ``message_stop``, so a cut-off stream yields none.
+(and redacted blocks their data) so they can be replayed. Tool calls and the final message come
+only from ``finish()``, after ``message_stop``, so a cut-off stream yields none. Usage rides on
+the final message unpriced: the loop prices it and reports it once.
 """
 
 from __future__ import annotations
@@ -13,10 +14,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crab.errors import ProviderError
-from crab.events import MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent, UsageEvent
+from crab.events import MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent
 from crab.messages import AssistantMessage, StopReason, Thinking, ToolCall, Usage, parse_tool_arguments
-from crab.pricing import with_cost
-from crab.providers import ModelInfo
 from crab.sse import ServerSentEvent
 
 from crab_provider_anthropic.errors import classify_error, details_from_object
@@ -67,8 +66,28 @@ def parse_usage(data: Mapping[str, Any], previous: Usage | None = None) -> Usage
     return replace(base, **changes)
 
 
+def unique_id(call_id: str, taken: set[str]) -> str:
+    """``call_id``, or it with a ``_2``, ``_3``… suffix when an earlier call of the reply has it.
+
+    The loop pairs results with calls by id, so two calls sharing one would leave one of them
+    without a result. ``taken`` is updated.
+    """
+    candidate, n = call_id, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{call_id}_{n}"
+    taken.add(candidate)
+    return candidate
+
+
 class MessagesStreamParser:
-    """Feed it the SSE events of one Messages stream; call ``finish()`` once ``done``."""
+    """Feed it the SSE events of one Messages stream; call ``finish()`` once ``done``.
+
+    A ``tool_use`` block that repeats the id (and name) of the tool_use block just before it
+    continues that call: Anthropic-compatible proxies in front of OpenAI-style servers (LiteLLM's
+    ``/v1/messages``) open a new block, with the same id, for every argument fragment. Every
+    call it returns has an id of its own.
+    """
 
     end_marker = STOP_EVENT
 
@@ -76,17 +95,14 @@ class MessagesStreamParser:
         self,
         model: str,
         provider: str = "anthropic",
-        info: ModelInfo | None = None,
-        cache_write_price: float | None = None,
         key_env: str = "ANTHROPIC_API_KEY",
     ) -> None:
         self.model = model
         self.provider = provider
-        self.info = info
-        self.cache_write_price = cache_write_price
         self.key_env = key_env
         self.done = False
-        self._blocks: dict[int, _Block] = {}
+        self._blocks: list[_Block] = []
+        self._open: dict[int, _Block] = {}
         self._usage: Usage | None = None
         self._stop: str | None = None
 
@@ -131,19 +147,24 @@ class MessagesStreamParser:
         index = int(data.get("index", len(self._blocks)))
         block = data.get("content_block") or {}
         kind = str(block.get("type") or "")
+        if kind == "tool_use" and self._continues_call(block):
+            # Deltas at this index go on building the call the block before started.
+            self._open[index] = self._blocks[-1]
+            return []
+        events: list[StreamEvent] = []
         if kind == "text":
             text = str(block.get("text") or "")
-            self._blocks[index] = _Block("text", [text] if text else [])
-            return [TextDelta(text)] if text else []
-        if kind == "thinking":
+            started = _Block("text", [text] if text else [])
+            events = [TextDelta(text)] if text else []
+        elif kind == "thinking":
             text = str(block.get("thinking") or "")
             signature = str(block.get("signature") or "")
-            self._blocks[index] = _Block("thinking", [text] if text else [], [signature] if signature else [])
-            return [ThinkingDelta(text)] if text else []
-        if kind == "redacted_thinking":
-            self._blocks[index] = _Block("redacted_thinking", signature=[str(block.get("data") or "")])
+            started = _Block("thinking", [text] if text else [], [signature] if signature else [])
+            events = [ThinkingDelta(text)] if text else []
+        elif kind == "redacted_thinking":
+            started = _Block("redacted_thinking", signature=[str(block.get("data") or "")])
         elif kind == "tool_use":
-            self._blocks[index] = _Block(
+            started = _Block(
                 "tool_use",
                 id=str(block.get("id") or ""),
                 name=str(block.get("name") or ""),
@@ -151,11 +172,27 @@ class MessagesStreamParser:
             )
         else:
             # Server tool blocks and future types are kept out of the message crab replays.
-            self._blocks[index] = _Block(kind)
-        return []
+            started = _Block(kind)
+        # Kept in the order started, so a server that reuses an index loses no block.
+        self._blocks.append(started)
+        self._open[index] = started
+        return events
+
+    def _continues_call(self, block: Mapping[str, Any]) -> bool:
+        """True when a new tool_use block repeats the id (and name) of the tool_use block just before."""
+        last = self._blocks[-1] if self._blocks else None
+        call_id = str(block.get("id") or "")
+        name = str(block.get("name") or "")
+        return (
+            last is not None
+            and last.kind == "tool_use"
+            and bool(call_id)
+            and call_id == last.id
+            and name in ("", last.name)
+        )
 
     def _delta(self, data: Mapping[str, Any]) -> list[StreamEvent]:
-        block = self._blocks.get(int(data.get("index", -1)))
+        block = self._open.get(int(data.get("index", -1)))
         delta = data.get("delta") or {}
         kind = delta.get("type")
         if block is None:
@@ -175,12 +212,12 @@ class MessagesStreamParser:
         return []
 
     def finish(self) -> list[StreamEvent]:
-        """The closing events of a complete stream: usage, tool calls, then ``MessageEnd``."""
+        """The closing events of a complete stream: tool calls, then ``MessageEnd`` (with usage)."""
         texts: list[str] = []
         thinking: list[Thinking] = []
         calls: list[ToolCall] = []
-        for index in sorted(self._blocks):
-            block = self._blocks[index]
+        taken: set[str] = set()
+        for position, block in enumerate(self._blocks):
             if block.kind == "text":
                 texts.append("".join(block.parts))
             elif block.kind == "thinking":
@@ -193,7 +230,7 @@ class MessagesStreamParser:
                 arguments, problem = parse_arguments(raw, block.initial_input)
                 calls.append(
                     ToolCall(
-                        id=block.id or f"toolu_local_{index}",
+                        id=unique_id(block.id or f"toolu_local_{position}", taken),
                         name=block.name,
                         arguments=arguments,
                         raw_arguments=raw if problem else None,
@@ -203,17 +240,14 @@ class MessagesStreamParser:
         stop = _STOP_REASONS.get(self._stop or "", "end")
         if calls and stop == "end":
             stop = "tool_use"
-        usage = with_cost(self._usage, self.info, self.cache_write_price) if self._usage is not None else None
         events: list[StreamEvent] = []
-        if usage is not None:
-            events.append(UsageEvent(usage))
         events.extend(ToolCallEvent(call) for call in calls)
         message = AssistantMessage(
             content="".join(texts),
             tool_calls=tuple(calls),
             thinking=tuple(thinking),
             stop_reason=stop,
-            usage=usage,
+            usage=self._usage,
             model=self.model,
             provider=self.provider,
         )

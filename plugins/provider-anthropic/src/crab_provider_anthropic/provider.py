@@ -76,7 +76,6 @@ class AnthropicProvider:
             return MessagesStreamParser(
                 model,
                 provider=self.name,
-                info=settings.model_info(model),
                 key_env=http.api_key_env,
             )
 

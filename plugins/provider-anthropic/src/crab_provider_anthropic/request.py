@@ -1,5 +1,6 @@
 """Builds the Messages API request: alternating user/assistant turns of content blocks, tool
-results as user-side ``tool_result`` blocks, signed thinking replayed, tool schemas, options.
+results as user-side ``tool_result`` blocks, signed thinking replayed, tool schemas, options, and
+the configured ``extra_body`` fields on top.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from typing import Any
 from crab.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from crab.providers import ModelRequest
 
+from crab_provider_anthropic.extra import for_request, merge
 from crab_provider_anthropic.settings import API_VERSION, AnthropicSettings
 
 EMPTY_REPLY = "(no content)"
@@ -65,7 +67,7 @@ def build_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
 
 
 def build_body(request: ModelRequest, settings: AnthropicSettings) -> dict[str, Any]:
-    """The JSON body of a streaming Messages call."""
+    """The JSON body of a streaming Messages call; ``extra_body`` (table, then model) last."""
     info = settings.model_info(request.model)
     max_tokens = request.max_tokens or (info.max_output_tokens if info else None) or settings.default_max_tokens
     body: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens, "stream": True}
@@ -85,7 +87,8 @@ def build_body(request: ModelRequest, settings: AnthropicSettings) -> dict[str, 
     elif request.temperature is not None:
         # Extended thinking allows no temperature other than the default.
         body["temperature"] = request.temperature
-    return body
+    extra = for_request(settings.extra_body_for(request.model), bool(request.tools))
+    return merge(body, extra) if extra else body
 
 
 def build_headers(key: str | None, settings: AnthropicSettings) -> dict[str, str]:

@@ -18,6 +18,9 @@ from crab.config_tables import ConfigTable, InvalidValue, Setting
 from crab.http_stream import HttpOptions, http_settings, key_routing, read_http_options
 from crab.providers import ModelInfo, model_from_table
 
+from crab_provider_anthropic.extra import KEY as EXTRA_BODY
+from crab_provider_anthropic.extra import merge, read_extra_body, split_model_entry
+
 PLUGIN = "provider-anthropic"
 PROVIDER = "anthropic"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1"
@@ -46,14 +49,15 @@ class AnthropicSettings:
     default_max_tokens: int = DEFAULT_MAX_TOKENS
     thinking_budget: int = 0
     provider: str = PROVIDER
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    model_extra_body: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def model_info(self, model: str) -> ModelInfo | None:
         return self.models.get(model)
 
-    @property
-    def cache_write_prices(self) -> dict[str, float]:
-        """Configured cache-write prices by model id (Anthropic charges for cache writes)."""
-        return {m: i.cache_write_price for m, i in self.models.items() if i.cache_write_price is not None}
+    def extra_body_for(self, model: str) -> dict[str, Any]:
+        """The table's ``extra_body`` with the model's own laid on top (the model's wins)."""
+        return merge(self.extra_body, self.model_extra_body.get(model, {}))
 
 
 MODELS_KEY = ("plugins", PLUGIN, "models")
@@ -89,12 +93,16 @@ def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
     if not isinstance(models_table, Mapping):
         raise InvalidValue(MODELS_KEY, "a table of model id to settings", models_table)
     models: dict[str, ModelInfo] = {}
+    model_extra_body: dict[str, dict[str, Any]] = {}
     if http.base_url == ANTHROPIC_BASE_URL:
         for model_id, (window, output, thinking) in KNOWN_MODELS.items():
             models[model_id] = ModelInfo(
                 model_id, PROVIDER, context_window=window, max_output_tokens=output, supports_thinking=thinking
             )
     for model_id, entry in models_table.items():
+        entry, extra = split_model_entry(entry, ("plugins", PLUGIN, "models", str(model_id)))
+        if extra:
+            model_extra_body[str(model_id)] = extra
         models[model_id] = model_from_table(
             str(model_id), entry, models.get(model_id), provider=PROVIDER, where=MODELS_KEY
         )
@@ -103,4 +111,6 @@ def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
         models=models,
         default_max_tokens=read.whole("default_max_tokens", DEFAULT_MAX_TOKENS, minimum=1),
         thinking_budget=read.whole("thinking_budget", 0),
+        extra_body=read_extra_body(table.get(EXTRA_BODY, {}), ("plugins", PLUGIN, EXTRA_BODY)),
+        model_extra_body=model_extra_body,
     )

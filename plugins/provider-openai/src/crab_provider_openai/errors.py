@@ -46,18 +46,48 @@ def details_from_object(data: Any) -> tuple[str, str]:
     return str(error).strip()[:MAX_MESSAGE], ""
 
 
+def key_advice(key_env: str, key_table: str) -> str:
+    """What to set for a key: its variable, or, when the table names none, ``api_key_env`` itself.
+
+    A custom ``base_url`` that names no ``api_key_env`` is sent no key at all (crab never routes
+    the vendor's key to another host), so a 401 there means the table must name one.
+    """
+    if key_env:
+        return f"set {key_env} to a valid key"
+    return f"set api_key_env in [plugins.{key_table}] to the variable that holds the server's key"
+
+
 def classify_error(
-    status: int | None, message: str, code: str, *, provider: str, model: str, key_env: str
+    status: int | None,
+    message: str,
+    code: str,
+    *,
+    provider: str,
+    model: str,
+    key_env: str,
+    key_table: str = "provider-openai",
 ) -> ProviderError:
-    """The typed error for a failed call; ``status`` is ``None`` for an error inside a stream."""
+    """The typed error for a failed call; ``status`` is ``None`` for an error inside a stream.
+
+    ``key_table`` is the config table the provider reads (``provider-openai`` or
+    ``provider-openai.endpoints.<name>``), named when there is no key variable to point at.
+    """
     said = message or (f"HTTP {status}" if status else "no details")
     lowered = f"{code} {message}".lower()
     if status == 413 or any(marker in lowered for marker in _OVERFLOW_MARKERS):
         return ContextOverflowError(f"{provider}: the conversation does not fit {model}'s context window: {said}")
     if status == 401:
-        return ProviderError(f"{provider}: the server rejected the API key (401): set {key_env} to a valid key", "auth")
+        if not key_env:
+            return ProviderError(
+                f"{provider}: the server wants an API key (401) and none was sent: {key_advice(key_env, key_table)}",
+                "auth",
+            )
+        return ProviderError(
+            f"{provider}: the server rejected the API key (401): {key_advice(key_env, key_table)}", "auth"
+        )
     if status == 403:
-        return ProviderError(f"{provider}: access denied (403): {said}; check the key in {key_env}", "auth")
+        check = f"check the key in {key_env}" if key_env else key_advice(key_env, key_table)
+        return ProviderError(f"{provider}: access denied (403): {said}; {check}", "auth")
     if status in (400, 404) and "model" in lowered and any(m in lowered for m in _UNKNOWN_MODEL_MARKERS):
         return ProviderError(
             f"{provider}: unknown model {model!r}: {said} (see `crab models`, or set the model id the server uses)",

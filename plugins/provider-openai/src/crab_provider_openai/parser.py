@@ -1,8 +1,8 @@
 """The chat-completions stream parser: a pure state machine from SSE events to crab stream events.
 
-No IO. Text and thinking deltas come out as they arrive; tool calls, usage and the final message
-only from ``finish()``, after the stream has ended with ``[DONE]``, so a cut-off stream never
-yields a tool call.
+No IO. Text and thinking deltas come out as they arrive; tool calls and the final message only
+from ``finish()``, after the stream has ended with ``[DONE]``, so a cut-off stream never yields a
+tool call. Usage rides on the final message unpriced: the loop prices it and reports it once.
 """
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crab.errors import ProviderError
-from crab.events import MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent, UsageEvent
+from crab.events import MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent
 from crab.messages import AssistantMessage, StopReason, Thinking, ToolCall, Usage, parse_tool_arguments
-from crab.pricing import with_cost
-from crab.providers import ModelInfo
 from crab.sse import ServerSentEvent
 
 from crab_provider_openai.errors import classify_error, details_from_object
@@ -32,9 +30,6 @@ _STOP_REASONS: dict[str, StopReason] = {
     "function_call": "tool_use",
     "length": "max_tokens",
 }
-
-_LEGACY_FUNCTION_INDEX = -1
-"""Slot key for the deprecated ``function_call`` delta, which carries no index of its own."""
 
 
 @dataclass
@@ -58,13 +53,29 @@ def parse_usage(data: Mapping[str, Any]) -> Usage:
     )
 
 
+def unique_id(call_id: str, taken: set[str]) -> str:
+    """``call_id``, or it with a ``_2``, ``_3``… suffix when an earlier call of the reply has it.
+
+    The loop pairs results with calls by id, so two calls sharing one would leave one of them
+    without a result. ``taken`` is updated.
+    """
+    candidate, n = call_id, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{call_id}_{n}"
+    taken.add(candidate)
+    return candidate
+
+
 class ChatStreamParser:
     """Feed it the SSE events of one chat-completions stream; call ``finish()`` once ``done``.
 
     Handles: tool-call deltas keyed by ``index`` (no index continues the last call; ids sent
     once or in every chunk; an index reused with a new id starts a new call), the legacy
-    ``function_call`` delta, ``reasoning_content``/``reasoning`` and ``<think>`` tags as
-    thinking, usage from the final chunk, and ``error`` objects sent inside the stream.
+    ``function_call`` delta (used only when the stream sends no ``tool_calls``: llama.cpp's
+    Python server sends both, with the same call in each), ``reasoning_content``/``reasoning``
+    and ``<think>`` tags as thinking, usage from the final chunk, and ``error`` objects sent
+    inside the stream. Every call it returns has an id of its own.
     """
 
     end_marker = DONE
@@ -73,18 +84,19 @@ class ChatStreamParser:
         self,
         model: str,
         provider: str = "openai",
-        info: ModelInfo | None = None,
         key_env: str = "OPENAI_API_KEY",
         think_tags: bool = True,
+        key_table: str = "",
     ) -> None:
         self.model = model
         self.provider = provider
-        self.info = info
         self.key_env = key_env
+        self.key_table = key_table
         self.done = False
         self._text: list[str] = []
         self._thinking: list[str] = []
         self._slots: list[_ToolSlot] = []
+        self._legacy: _ToolSlot | None = None
         self._by_index: dict[int, int] = {}
         self._last: int | None = None
         self._finish_reason: str | None = None
@@ -110,7 +122,15 @@ class ChatStreamParser:
         """Events made visible by one ``chat.completion.chunk`` object."""
         if chunk.get("error"):
             message, code = details_from_object(chunk)
-            raise classify_error(None, message, code, provider=self.provider, model=self.model, key_env=self.key_env)
+            raise classify_error(
+                None,
+                message,
+                code,
+                provider=self.provider,
+                model=self.model,
+                key_env=self.key_env,
+                key_table=self.key_table,
+            )
         if not self._response_id:
             self._response_id = str(chunk.get("id") or "")
         usage = chunk.get("usage")
@@ -142,8 +162,8 @@ class ChatStreamParser:
                     for call in tool_calls:
                         self._tool_delta(call)
                 function_call = delta.get("function_call")
-                if function_call:
-                    self._tool_delta({"index": _LEGACY_FUNCTION_INDEX, "function": function_call})
+                if function_call and not tool_calls and isinstance(function_call, Mapping):
+                    self._legacy_delta(function_call)
             reason = choice.get("finish_reason")
             if reason:
                 self._finish_reason = reason
@@ -185,18 +205,32 @@ class ChatStreamParser:
         if arguments:
             slot.arguments.append(arguments if isinstance(arguments, str) else json.dumps(arguments))
 
+    def _legacy_delta(self, function: Mapping[str, Any]) -> None:
+        # Kept apart from the indexed calls: a stream that sends ``tool_calls`` anywhere has
+        # said everything there, and the legacy field beside it repeats the same call.
+        slot = self._legacy = self._legacy or _ToolSlot()
+        name = function.get("name")
+        if name and not slot.name:
+            slot.name = name
+        arguments = function.get("arguments")
+        if arguments:
+            slot.arguments.append(arguments if isinstance(arguments, str) else json.dumps(arguments))
+
     def _new_slot(self) -> int:
         self._slots.append(_ToolSlot())
         return len(self._slots) - 1
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
+        slots = self._slots or ([self._legacy] if self._legacy is not None else [])
         calls: list[ToolCall] = []
-        for position, slot in enumerate(self._slots):
+        taken: set[str] = set()
+        for position, slot in enumerate(slots):
             raw = "".join(slot.arguments)
             arguments, problem = parse_tool_arguments(raw)
+            call_id = unique_id(slot.id or f"call_{self._response_id or 'local'}_{position}", taken)
             calls.append(
                 ToolCall(
-                    id=slot.id or f"call_{self._response_id or 'local'}_{position}",
+                    id=call_id,
                     name=slot.name,
                     arguments=arguments,
                     raw_arguments=raw if problem else None,
@@ -206,7 +240,7 @@ class ChatStreamParser:
         return tuple(calls)
 
     def finish(self) -> list[StreamEvent]:
-        """The closing events of a complete stream: usage, tool calls, then ``MessageEnd``."""
+        """The closing events of a complete stream: tool calls, then ``MessageEnd`` (with usage)."""
         events: list[StreamEvent] = []
         if self._think is not None:
             self._split(self._think.flush(), events)
@@ -215,9 +249,6 @@ class ChatStreamParser:
         if calls and stop == "end":
             # Some servers say "stop" even when the reply is a tool call.
             stop = "tool_use"
-        usage = with_cost(self._usage, self.info) if self._usage is not None else None
-        if usage is not None:
-            events.append(UsageEvent(usage))
         events.extend(ToolCallEvent(call) for call in calls)
         thinking = "".join(self._thinking)
         message = AssistantMessage(
@@ -225,7 +256,7 @@ class ChatStreamParser:
             tool_calls=calls,
             thinking=(Thinking(thinking),) if thinking else (),
             stop_reason=stop,
-            usage=usage,
+            usage=self._usage,
             model=self.model,
             provider=self.provider,
         )

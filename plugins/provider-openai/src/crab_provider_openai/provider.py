@@ -78,15 +78,23 @@ class OpenAIProvider:
 
         def classify(status: int, body: str) -> ProviderError:
             message, code = error_details(body)
-            return classify_error(status, message, code, provider=self.name, model=model, key_env=http.api_key_env)
+            return classify_error(
+                status,
+                message,
+                code,
+                provider=self.name,
+                model=model,
+                key_env=http.api_key_env,
+                key_table=settings.table,
+            )
 
         def make_parser() -> ChatStreamParser:
             return ChatStreamParser(
                 model,
                 provider=self.name,
-                info=settings.model_info(model),
                 key_env=http.api_key_env,
                 think_tags=settings.think_tags,
+                key_table=settings.table,
             )
 
         async for event in stream_call(call, make_parser, classify):

@@ -1,4 +1,6 @@
-"""Builds the chat-completions request: messages in OpenAI's shape, tool schemas, sampling options."""
+"""Builds the chat-completions request: messages in OpenAI's shape, tool schemas, sampling options,
+and the configured ``extra_body`` fields on top.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 from crab.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from crab.providers import ModelRequest
 
+from crab_provider_openai.extra import for_request, merge
 from crab_provider_openai.settings import OpenAISettings
 
 
@@ -17,7 +20,11 @@ def message_to_openai(message: Message) -> dict[str, Any]:
         return {"role": "user", "content": message.content}
     if isinstance(message, ToolResultMessage):
         return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
-    out: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+    out: dict[str, Any] = {"role": "assistant"}
+    # A reply that is only tool calls leaves ``content`` out: llama.cpp's Python server refuses
+    # ``null`` (HTTP 500), and OpenAI and the other servers accept the field missing.
+    if message.content or not message.tool_calls:
+        out["content"] = message.content
     if message.tool_calls:
         # A call whose arguments did not parse is replayed as "{}": servers that re-parse history
         # reject invalid JSON, and the paired error result already shows the model its raw text.
@@ -33,7 +40,7 @@ def message_to_openai(message: Message) -> dict[str, Any]:
 
 
 def build_body(request: ModelRequest, settings: OpenAISettings) -> dict[str, Any]:
-    """The JSON body of a streaming chat-completions call."""
+    """The JSON body of a streaming chat-completions call; ``extra_body`` (table, then model) last."""
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
@@ -57,7 +64,8 @@ def build_body(request: ModelRequest, settings: OpenAISettings) -> dict[str, Any
         body[settings.max_tokens_field] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
-    return body
+    extra = for_request(settings.extra_body_for(request.model), bool(request.tools))
+    return merge(body, extra) if extra else body
 
 
 def build_headers(key: str | None, settings: OpenAISettings) -> dict[str, str]:

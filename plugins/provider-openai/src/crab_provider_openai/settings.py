@@ -20,6 +20,9 @@ from crab.config_tables import ConfigTable, InvalidValue, Parts, Setting
 from crab.http_stream import HttpOptions, http_settings, key_routing, read_http_options
 from crab.providers import ModelInfo, model_from_table
 
+from crab_provider_openai.extra import KEY as EXTRA_BODY
+from crab_provider_openai.extra import merge, read_extra_body, split_model_entry
+
 PLUGIN = "provider-openai"
 PROVIDER = "openai"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -50,6 +53,8 @@ class OpenAISettings:
     max_tokens_field: str = "max_tokens"
     think_tags: bool = True
     provider: str = PROVIDER
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    model_extra_body: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def is_openai(self) -> bool:
@@ -57,6 +62,15 @@ class OpenAISettings:
 
     def model_info(self, model: str) -> ModelInfo | None:
         return self.models.get(model)
+
+    def extra_body_for(self, model: str) -> dict[str, Any]:
+        """The table's ``extra_body`` with the model's own laid on top (the model's wins)."""
+        return merge(self.extra_body, self.model_extra_body.get(model, {}))
+
+    @property
+    def table(self) -> str:
+        """Where this provider's table lives under ``[plugins]``, for messages."""
+        return table_path(self.provider)
 
 
 ENDPOINTS = "endpoints"
@@ -69,6 +83,10 @@ def table_path(provider: str) -> str:
 
 
 def _key(provider: str, *parts: str) -> Parts:
+    return ("plugins", *table_path(provider).split("."), *parts)
+
+
+def _key(provider: str, *parts: str) -> tuple[str, ...]:
     return ("plugins", *table_path(provider).split("."), *parts)
 
 
@@ -156,10 +174,14 @@ def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAI
     if not isinstance(models_table, Mapping):
         raise InvalidValue(_key(provider, "models"), "a table of model id to settings", models_table)
     models: dict[str, ModelInfo] = {}
+    model_extra_body: dict[str, dict[str, Any]] = {}
     if is_openai:
         for model_id, (window, output) in KNOWN_MODELS.items():
             models[model_id] = ModelInfo(model_id, provider, context_window=window, max_output_tokens=output)
     for model_id, entry in models_table.items():
+        entry, extra = split_model_entry(entry, _key(provider, "models", str(model_id)))
+        if extra:
+            model_extra_body[str(model_id)] = extra
         models[model_id] = model_from_table(
             str(model_id), entry, models.get(model_id), provider=provider, where=_key(provider, "models")
         )
@@ -170,4 +192,6 @@ def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAI
         max_tokens_field=read.text("max_tokens_field", "max_completion_tokens" if is_openai else "max_tokens"),
         think_tags=read.flag("think_tags", True),
         provider=provider,
+        extra_body=read_extra_body(table.get(EXTRA_BODY, {}), _key(provider, EXTRA_BODY)),
+        model_extra_body=model_extra_body,
     )
