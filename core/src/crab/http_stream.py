@@ -483,6 +483,21 @@ def http_settings(default_base_url: str, default_key_env: str) -> tuple[Setting,
     )
 
 
+def extra_body_paths(table: Mapping[str, object]) -> list[Parts]:
+    """Every ``extra_body`` a provider table sets: its own and each ``models."<id>"`` entry's.
+
+    ``extra_body`` is trust-only: fields such as ``tool_choice`` or a grammar would let a project
+    dictate the tool calls a model makes, so an untrusted project's copies are dropped.
+    """
+    paths: list[Parts] = [("extra_body",)] if "extra_body" in table else []
+    models = table.get("models")
+    if isinstance(models, Mapping):
+        paths += [
+            ("models", str(m), "extra_body") for m, e in models.items() if isinstance(e, Mapping) and "extra_body" in e
+        ]
+    return paths
+
+
 def key_routing(project: Mapping[str, object], trusted: Mapping[str, object]) -> list[Parts]:
     """What an untrusted project may not set in a provider table: a ``base_url`` while the user's
     layers give ``api_key_env`` or ``headers`` (the key would go to the project's host).

@@ -15,7 +15,7 @@ from typing import Any
 
 from crab.config import PluginTable
 from crab.config_tables import ConfigTable, InvalidValue, Setting
-from crab.http_stream import HttpOptions, http_settings, key_routing, read_http_options
+from crab.http_stream import HttpOptions, extra_body_paths, http_settings, key_routing, read_http_options
 from crab.providers import ModelInfo, model_from_table
 
 from crab_provider_anthropic.extra import KEY as EXTRA_BODY
@@ -78,10 +78,10 @@ TABLE = ConfigTable(
             "default_max_tokens", "int", DEFAULT_MAX_TOKENS, "output limit when [crab] max_tokens is unset", minimum=1
         ),
         Setting("thinking_budget", "int", 0, "extended-thinking token budget (0: off)", minimum=0),
-        Setting("extra_body", "table", {}, "fields merged into every request body"),
+        Setting("extra_body", "table", {}, "fields merged into every request body", trust_only=True),
     ),
     check=check_table,
-    trust_filter=key_routing,
+    trust_filter=lambda project, trusted: key_routing(project, trusted) + extra_body_paths(project),
 )
 
 

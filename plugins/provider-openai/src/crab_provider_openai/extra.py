@@ -9,12 +9,11 @@ other field replaces what crab would send (``temperature``, ``max_tokens``…): 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from crab.errors import ConfigError
+from crab.config_tables import InvalidValue
 
 KEY = "extra_body"
 RESERVED = ("model", "messages", "stream", "stream_options", "tools")
@@ -27,13 +26,9 @@ servers reject them there."""
 _JSON = "a string, number, boolean, array or table (it is sent as JSON)"
 
 
-def invalid(key: Sequence[str], expected: str, found: Any) -> ConfigError:
-    """One bad value as one line: ``config: <dotted key>: expected …, found …``."""
-    dotted = ".".join(
-        p if p and all(c.isalnum() or c in "-_" for c in p) and p.isascii() else json.dumps(p) for p in key
-    )
-    shown = "a table" if isinstance(found, Mapping) else json.dumps(found, ensure_ascii=False, default=str)[:80]
-    return ConfigError(f"config: {dotted}: expected {expected}, found {shown}")
+def invalid(key: Sequence[str], expected: str, found: Any) -> InvalidValue:
+    """One bad value as one line: ``<file>: plugins.<table>.extra_body.<field>: expected …, found …``."""
+    return InvalidValue(key, expected, found)
 
 
 def for_request(extra: Mapping[str, Any], has_tools: bool) -> dict[str, Any]:

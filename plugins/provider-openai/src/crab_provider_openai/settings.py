@@ -17,7 +17,7 @@ from typing import Any
 
 from crab.config import PluginTable
 from crab.config_tables import ConfigTable, InvalidValue, Parts, Setting
-from crab.http_stream import HttpOptions, http_settings, key_routing, read_http_options
+from crab.http_stream import HttpOptions, extra_body_paths, http_settings, key_routing, read_http_options
 from crab.providers import ModelInfo, model_from_table
 
 from crab_provider_openai.extra import KEY as EXTRA_BODY
@@ -86,10 +86,6 @@ def _key(provider: str, *parts: str) -> Parts:
     return ("plugins", *table_path(provider).split("."), *parts)
 
 
-def _key(provider: str, *parts: str) -> tuple[str, ...]:
-    return ("plugins", *table_path(provider).split("."), *parts)
-
-
 def endpoint_tables(table: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """``[plugins.provider-openai.endpoints.<name>]`` tables: one more provider each, named ``<name>``.
 
@@ -122,9 +118,10 @@ def check_table(values: Mapping[str, Any]) -> None:
 
 def trust_filter(project: Mapping[str, Any], trusted: Mapping[str, Any]) -> list[Parts]:
     """Key routing an untrusted project may not set: ``base_url`` with a key (``key_routing``), and
-    in an endpoint, ``api_key_env`` and ``base_url`` (an endpoint always looks up ``<NAME>_API_KEY``).
-    An endpoint the user's layers give no ``base_url`` is dropped whole."""
-    drops = key_routing(project, trusted)
+    in an endpoint, ``api_key_env`` and ``base_url`` (an endpoint always looks up ``<NAME>_API_KEY``);
+    every ``extra_body`` (``extra_body_paths``). An endpoint the user's layers give no ``base_url``
+    is dropped whole."""
+    drops = key_routing(project, trusted) + extra_body_paths(project)
     endpoints = project.get(ENDPOINTS)
     known = trusted.get(ENDPOINTS)
     known = known if isinstance(known, Mapping) else {}
@@ -137,6 +134,7 @@ def trust_filter(project: Mapping[str, Any], trusted: Mapping[str, Any]) -> list
                 drops.append((ENDPOINTS, name))
                 continue
             drops.extend((ENDPOINTS, name, key) for key in ("base_url", "api_key_env") if key in entry)
+            drops.extend((ENDPOINTS, name, *path) for path in extra_body_paths(entry))
     return drops
 
 
@@ -150,7 +148,7 @@ TABLE = ConfigTable(
         Setting("include_usage", "bool", True, "ask the server for token usage in the stream"),
         Setting("max_tokens_field", "str", doc="request field for the output limit (default by server)"),
         Setting("think_tags", "bool", True, "show <think>…</think> text as thinking"),
-        Setting("extra_body", "table", {}, "fields merged into every request body"),
+        Setting("extra_body", "table", {}, "fields merged into every request body", trust_only=True),
     ),
     check=check_table,
     trust_filter=trust_filter,
