@@ -12,6 +12,7 @@ from crab.errors import ConfigError
 def serve_channel(name: str, options: dict[str, Any]) -> int:
     from crab.cli.runtime import choose_renderer
     from crab.cli.setup import prepare
+    from crab.handles import AgentHandle
     from crab.loop.router import did_you_mean
     from crab.render import RenderTarget
 
@@ -30,7 +31,7 @@ def serve_channel(name: str, options: dict[str, Any]) -> int:
     async def main() -> None:
         await agent.start()
         try:
-            await channel.run(agent)
+            await channel.run(AgentHandle(agent))
         finally:
             await agent.close()
 

@@ -40,11 +40,6 @@ class ExportFormat(StrEnum):
     markdown = "markdown"
 
 
-class StoreName(StrEnum):
-    sqlite = "sqlite"
-    jsonl = "jsonl"
-
-
 # --- plain functions ------------------------------------------------------------------------
 
 
@@ -195,16 +190,17 @@ class MigrationReport:
 async def migrate_sessions(source: Store, target: Store) -> MigrationReport:
     """Copy every session of ``source`` with its entries into ``target``.
 
-    A target with ``import_session(info, entries)`` (both crab store plugins have it) keeps ids,
-    parent chains, times and fork origins; any other target gets new sessions appended entry by
-    entry (new ids and times). Sessions the target already holds are skipped, so a migration
+    A target with the ``crab.SessionImporter`` capability (both crab store plugins have it) keeps
+    ids, parent chains, times and fork origins; any other target gets new sessions appended entry
+    by entry (new ids and times). Sessions the target already holds are skipped, so a migration
     that was interrupted can simply be run again.
     """
     import inspect
 
     from crab.errors import StoreError
+    from crab.storage import SessionImporter
 
-    importer: Callable[[SessionInfo, list[Entry]], Any] | None = getattr(target, "import_session", None)
+    importer = target.import_session if isinstance(target, SessionImporter) else None
     copied: list[str] = []
     skipped: list[str] = []
     count = 0
@@ -389,7 +385,9 @@ def export_cmd(
 
 @app.command("migrate")
 def migrate_cmd(
-    to: Annotated[StoreName, typer.Option("--to", help="Target store: sqlite or jsonl.")],
+    to: Annotated[
+        str, typer.Option("--to", metavar="NAME", help="Target store (jsonl, sqlite…; see `crab plugins list`).")
+    ],
     source: Annotated[
         str | None, typer.Option("--from", metavar="NAME", help="Source store (default: [crab] store).")
     ] = None,
@@ -405,18 +403,18 @@ def migrate_cmd(
     config = load_cli_config()
     host = build_host(config, plugins if plugins is not None else os.environ.get("CRAB_PLUGINS"))
     source_name = store_name(host, config, source)
-    if source_name == to.value:
-        raise UsageError(f"the source and target store are both {to.value!r}; pass --from NAME or --to NAME")
+    if source_name == to:
+        raise UsageError(f"the source and target store are both {to!r}; pass --from NAME or --to NAME")
 
     async def main() -> MigrationReport:
         async with (
             open_store(config, source_name, host=host) as from_store,
-            open_store(config, to.value, host=host) as to_store,
+            open_store(config, to, host=host) as to_store,
         ):
             return await migrate_sessions(from_store, to_store)
 
     report = asyncio.run(main())
     typer.echo(
-        f"copied {len(report.copied)} sessions ({report.entries} entries) from {source_name} to {to.value}"
+        f"copied {len(report.copied)} sessions ({report.entries} entries) from {source_name} to {to}"
         + (f"; {len(report.skipped)} already there, skipped" if report.skipped else "")
     )

@@ -36,6 +36,7 @@ from crab.events import (
     TurnStop,
     UsageEvent,
 )
+from crab.handles import AgentHandle
 from crab.interception import AskUser
 from crab.loop.guard import LoopGuard
 from crab.loop.history import INTERRUPTED, load_history, repair
@@ -157,7 +158,7 @@ class Agent:
     async def start(self) -> None:
         """Open the store and run ``crab_startup`` hooks (a failing plugin is reported and dropped)."""
         await self.store.open()
-        for plugin, value in self.host.call_each("crab_startup", agent=self):
+        for plugin, value in self.host.call_each("crab_startup", agent=AgentHandle(self)):
             try:
                 if inspect.isawaitable(value):
                     await value
@@ -168,7 +169,7 @@ class Agent:
 
     async def close(self) -> None:
         """Run ``crab_shutdown`` hooks and close the store; failures are reported, never raised."""
-        for plugin, value in self.host.call_each("crab_shutdown", agent=self):
+        for plugin, value in self.host.call_each("crab_shutdown", agent=AgentHandle(self)):
             try:
                 if inspect.isawaitable(value):
                     await value
@@ -564,7 +565,7 @@ class Agent:
             result = CommandResult(f"/{name} only works in a local terminal", is_error=True)
         else:
             try:
-                value = command.handler(CommandContext(self, session, self.local), args)
+                value = command.handler(CommandContext(AgentHandle(self), session, self.local), args)
                 if inspect.isawaitable(value):
                     value = await value
                 result = value if isinstance(value, CommandResult) else CommandResult(str(value or ""))
