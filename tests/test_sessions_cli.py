@@ -43,7 +43,7 @@ class Crab:
         return done
 
     def run(self, store: str, prompt: str, *extra: str) -> None:
-        self("run", "--store", store, "--provider", "mock", "--script", str(self.script), "--yolo", *extra, prompt)
+        self("run", "--store", store, "-m", f"mock/{self.script}", "--yolo", *extra, prompt)
 
     def json(self, *args: str) -> object:
         return json.loads(self(*args).stdout)

@@ -18,7 +18,7 @@ def test_chat_reads_lines_runs_commands_and_turns(crab_run, fake_site, tmp_path:
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"replies": [[{"text": "first answer"}], [{"text": "second answer"}]]}))
     lines = "/help\nhello\n/nosuch\nagain\n/quit\nnever sent\n"
-    result = crab_run(["chat", "--script", str(path)], env, cwd=tmp_path, stdin=lines)
+    result = crab_run(["chat", "-m", f"scripted/{path}"], env, cwd=tmp_path, stdin=lines)
     assert result.returncode == 0, result.stderr
     assert "/handoff NAME [summary]" in result.stdout
     assert "first answer\n" in result.stdout

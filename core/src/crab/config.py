@@ -8,7 +8,6 @@ nothing is overwritten.
 from __future__ import annotations
 
 import copy
-import os
 import re
 import tomllib
 from collections.abc import Iterator, Mapping
@@ -16,21 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from crab import environ
 from crab.atomic import write_atomic
 from crab.errors import ConfigError
 
 Scope = Literal["user", "project"]
 
-ENV_KEYS: dict[str, str] = {
-    "CRAB_PROVIDER": "crab.provider",
-    "CRAB_MODEL": "crab.model",
-    "CRAB_STORE": "crab.store",
-    "CRAB_RENDERER": "crab.renderer",
-    "CRAB_PERMISSIONS": "crab.permissions",
-    "CRAB_MAX_ITERATIONS": "crab.max_iterations",
-    "CRAB_TOOL_TIMEOUT": "crab.tool_timeout",
-}
-"""Environment variables that override ``[crab]`` keys (``CRAB_PLUGINS`` is handled by the loader)."""
+ENV_KEYS: dict[str, str] = environ.CONFIG_VARIABLES
+"""Environment variables that override ``[crab]`` keys (read in ``crab.environ``)."""
 
 DEFAULTS: dict[str, Any] = {
     "crab": {
@@ -43,8 +35,7 @@ DEFAULTS: dict[str, Any] = {
 
 def crab_home() -> Path:
     """``$CRAB_HOME`` or ``~/.crab``: user config, auth file, sessions."""
-    env = os.environ.get("CRAB_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".crab"
+    return environ.crab_home()
 
 
 def user_config_path() -> Path:
@@ -171,16 +162,14 @@ def load_config(
     cwd: Path | None = None, overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
 ) -> Config:
     """Merge defaults, user file, project file, environment and ``overrides`` (dotted keys)."""
-    env = os.environ if env is None else env
     user_path = user_config_path()
     project_dir = find_project_dir(cwd)
     project_path = project_dir / "config.toml" if project_dir else None
     data = deep_merge(copy.deepcopy(DEFAULTS), read_toml(user_path))
     if project_path is not None:
         data = deep_merge(data, read_toml(project_path))
-    for var, key in ENV_KEYS.items():
-        if env.get(var):
-            set_dotted(data, key, parse_value(env[var]) if key.endswith(("iterations", "timeout")) else env[var])
+    for key, text in environ.config_overrides(env).items():
+        set_dotted(data, key, parse_value(text) if key.endswith(("iterations", "timeout")) else text)
     flat = dict(overrides or {})
     for key, value in flat.items():
         _split_key(key)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
 
+from crab.cli.options import RunOptions
 from crab.config import crab_home
 from crab.interception import Answer, PermissionRequest
 from crab.render import RenderTarget
@@ -58,7 +58,7 @@ def _save_history(history: Path | None) -> None:
         pass
 
 
-def chat(options: dict[str, Any]) -> None:
+def chat(options: RunOptions) -> None:
     """Read lines until Ctrl-D or /quit; each line is a turn or a command."""
     from crab.cli.runtime import choose_renderer
     from crab.cli.setup import open_session, prepare
@@ -67,7 +67,7 @@ def chat(options: dict[str, Any]) -> None:
     prepared = prepare(options, ask=ask_on_terminal if interactive else None)
     agent = prepared.agent
     target = RenderTarget(out=sys.stdout, err=sys.stderr, color=sys.stdout.isatty())
-    renderer = choose_renderer(prepared.host, prepared.config, options.get("renderer"), target)
+    renderer = choose_renderer(prepared.host, prepared.config, options.renderer, target)
     agent.subscribe(renderer.handle)
     history = _setup_readline() if interactive else None
     runner = asyncio.Runner()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import os
 
 import typer
 
+from crab import environ
 from crab.errors import CrabError
 
 
@@ -34,7 +34,7 @@ def run_doctor(plugins: str | None) -> int:
         _bad(f"config: {exc}")
         failures += 1
         config = Config(data={}, user_path=user_config_path(), project_path=None)
-    host = build_host(config, plugins if plugins is not None else os.environ.get("CRAB_PLUGINS"))
+    host = build_host(config, plugins if plugins is not None else environ.plugin_list())
     host.collect_all()
     loaded = [r.name for r in host.records.values() if r.status == "loaded"]
     _ok(f"plugins loaded: {', '.join(loaded) or 'none'}")

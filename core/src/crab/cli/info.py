@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 
 import typer
+
+from crab import environ
 
 
 def _host(plugins: str | None) -> object:
     from crab.cli.runtime import build_host, load_cli_config
 
     config = load_cli_config()
-    return build_host(config, plugins if plugins is not None else os.environ.get("CRAB_PLUGINS"))
+    return build_host(config, plugins if plugins is not None else environ.plugin_list())
 
 
 def list_tools(plugins: str | None, as_json: bool) -> None:

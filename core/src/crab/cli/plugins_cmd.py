@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 
 import typer
 
+from crab import environ
 from crab.errors import CrabError
 
 
@@ -20,7 +20,7 @@ def list_plugins(plugins: str | None, as_json: bool) -> None:
         config_error = None
     except CrabError as exc:  # still list plugins with a broken config
         config, config_error = Config(data={}, user_path=user_config_path(), project_path=None), str(exc)
-    host = build_host(config, plugins if plugins is not None else os.environ.get("CRAB_PLUGINS"))
+    host = build_host(config, plugins if plugins is not None else environ.plugin_list())
     host.collect_all()
     records = list(host.records.values())
     if as_json:

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from crab.cli.options import RunOptions
 from crab.events import Event, ToolCallEvent, ToolResultEvent
 from crab.loop.session import TurnOutcome
 from crab.messages import FORMAT_VERSION, usage_to_dict
@@ -75,7 +76,7 @@ def _can_ask() -> bool:
     return sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def run_once(prompt: str, output: str, options: dict[str, Any]) -> int:
+def run_once(prompt: str, output: str, options: RunOptions) -> int:
     """Run one turn; returns the process exit code."""
     from crab.cli.chat import ask_on_terminal
     from crab.cli.runtime import choose_renderer
@@ -93,7 +94,7 @@ def run_once(prompt: str, output: str, options: dict[str, Any]) -> int:
         jsonl = choose_renderer(prepared.host, prepared.config, "jsonl", target)
         agent.subscribe(jsonl.handle)
     else:
-        renderer = choose_renderer(prepared.host, prepared.config, options.get("renderer"), target)
+        renderer = choose_renderer(prepared.host, prepared.config, options.renderer, target)
         agent.subscribe(renderer.handle)
 
     async def main() -> TurnOutcome:

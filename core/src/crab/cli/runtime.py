@@ -5,17 +5,17 @@ Kept free of typer so other front-ends (and tests) can build an agent the same w
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from crab import environ
 from crab.config import Config, load_config
 from crab.errors import ConfigError
 from crab.plugins import PluginHost, parse_plugin_list
 from crab.providers import Provider
-from crab.render import Renderer, RenderTarget
+from crab.render import Renderer, RendererSpec, RenderTarget
 from crab.storage import Store
 
 
@@ -68,7 +68,7 @@ def choose_store(host: PluginHost, config: Config, name: str | None = None) -> S
 @asynccontextmanager
 async def open_store(config: Config, name: str | None = None, host: PluginHost | None = None) -> AsyncIterator[Store]:
     """The configured (or named) store, opened, and closed again afterwards."""
-    host = host or build_host(config, os.environ.get("CRAB_PLUGINS"))
+    host = host or build_host(config, environ.plugin_list())
     store = choose_store(host, config, name)
     await store.open()
     try:
@@ -125,10 +125,18 @@ def choose_provider(
     return chosen, model_id
 
 
+def default_renderer(host: PluginHost, renderers: Mapping[str, RendererSpec]) -> str:
+    """The first renderer offered by a plugin that is not core's own, else ``plain``."""
+    builtin = {name for name, record in host.records.items() if record.status == "builtin"}
+    offered = [name for name, spec in renderers.items() if spec.plugin not in builtin]
+    return offered[0] if offered else "plain"
+
+
 def choose_renderer(host: PluginHost, config: Config, name: str | None, target: RenderTarget) -> Renderer:
-    """The named renderer, else ``[crab] renderer``, else ``rich`` when installed, else ``plain``."""
-    renderers = host.registry("renderers")
-    wanted = name or config.get("crab.renderer") or ("rich" if "rich" in renderers else "plain")
+    """The named renderer, else ``[crab] renderer``, else the first one an installed plugin offers
+    (in plugin order), else core's ``plain``: installing a renderer plugin is enough to use it."""
+    renderers: dict[str, RendererSpec] = host.registry("renderers")
+    wanted = name or config.get("crab.renderer") or default_renderer(host, renderers)
     if wanted not in renderers:
         raise ConfigError(f"no renderer named {wanted!r} is loaded (available: {', '.join(sorted(renderers))})")
     renderer: Renderer = renderers[wanted].create(target)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any
 
+from crab.cli.options import RunOptions
 from crab.errors import ConfigError
 
 
-def serve_channel(name: str, options: dict[str, Any]) -> int:
+def serve_channel(name: str, options: RunOptions) -> int:
     from crab.cli.runtime import choose_renderer
     from crab.cli.setup import prepare
     from crab.handles import AgentHandle

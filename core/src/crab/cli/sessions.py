@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from crab import environ
+
 if TYPE_CHECKING:
     from crab.storage import Entry, SearchHit, SessionInfo, Store
 
@@ -233,14 +235,13 @@ async def migrate_sessions(source: Store, target: Store) -> MigrationReport:
 def _with_store(store_name: str | None, plugins: str | None, work: Callable[[Store], Awaitable[T]]) -> T:
     """Run ``work`` with the configured (or named) store opened, from a plain sync command."""
     import asyncio
-    import os
 
     from crab.cli.runtime import build_host, load_cli_config, open_store
 
     config = load_cli_config()
 
     async def main() -> T:
-        host = build_host(config, plugins if plugins is not None else os.environ.get("CRAB_PLUGINS"))
+        host = build_host(config, plugins if plugins is not None else environ.plugin_list())
         async with open_store(config, store_name, host=host) as store:
             return await work(store)
 
@@ -395,13 +396,12 @@ def migrate_cmd(
 ) -> None:
     """Copy every session, with ids, parents and times, from the current store into another."""
     import asyncio
-    import os
 
     from crab.cli.runtime import build_host, load_cli_config, open_store, store_name
     from crab.errors import UsageError
 
     config = load_cli_config()
-    host = build_host(config, plugins if plugins is not None else os.environ.get("CRAB_PLUGINS"))
+    host = build_host(config, plugins if plugins is not None else environ.plugin_list())
     source_name = store_name(host, config, source)
     if source_name == to:
         raise UsageError(f"the source and target store are both {to!r}; pass --from NAME or --to NAME")

@@ -16,8 +16,7 @@ from crab.testing import ScriptedProvider, load_script
 
 DEFAULT_MODEL = "scripted"
 NO_SCRIPT = (
-    "the mock provider needs a script: pass -m mock/FILE (see examples/tour.json) "
-    "or set [plugins.provider-mock] script"
+    "the mock provider needs a script: pass -m mock/FILE (see examples/tour.json) or set [plugins.provider-mock] script"
 )
 
 
