@@ -6,10 +6,8 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from crab.errors import ConfigError, ProviderError
-from crab.events import StreamEvent
-from crab.http_stream import stream_call
-from crab.providers import ModelInfo, ModelRequest
+from crab import ConfigError, ModelInfo, ModelRequest, ProviderError, StreamEvent
+from crab.provider_kit import stream_call
 
 from crab_provider_anthropic.errors import classify_error, error_details
 from crab_provider_anthropic.parser import MessagesStreamParser

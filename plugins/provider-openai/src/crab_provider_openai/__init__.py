@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from crab.hookspecs import hookimpl
+from crab import hookimpl
 
 if TYPE_CHECKING:
-    from crab.config import Config
-    from crab.providers import Provider
+    from crab import Config, Provider
 
 CRAB_API = ">=1.0,<2"
 

@@ -6,11 +6,8 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from crab.config import Config
-from crab.errors import ConfigError, ProviderError
-from crab.events import StreamEvent
-from crab.http_stream import stream_call
-from crab.providers import ModelInfo, ModelRequest, Provider
+from crab import Config, ConfigError, ModelInfo, ModelRequest, Provider, ProviderError, StreamEvent
+from crab.provider_kit import stream_call
 
 from crab_provider_openai.errors import classify_error, error_details
 from crab_provider_openai.parser import ChatStreamParser

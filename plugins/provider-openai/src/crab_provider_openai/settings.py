@@ -11,10 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crab.config import PluginTable
-from crab.errors import ConfigError
-from crab.http_stream import HttpOptions, read_http_options
-from crab.providers import ModelInfo, model_from_table
+from crab import ConfigError, ModelInfo, PluginTable
+from crab.provider_kit import HttpOptions, model_from_table, read_http_options
 
 PLUGIN = "provider-openai"
 PROVIDER = "openai"

@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 import crab
 
 if TYPE_CHECKING:
-    from crab.config import Config
-    from crab.tools import Tool
+    from crab import Config, Tool
 
 CRAB_API = ">=1.0,<2"
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from crab.errors import ConfigError
+from crab import ConfigError
 
 Backend = Literal["auto", "rg", "python"]
 
