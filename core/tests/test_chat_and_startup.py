@@ -60,3 +60,54 @@ def test_help_does_not_load_the_event_loop_machinery(crab_home):
     # asyncio alone is ~40 modules; --help only registers commands, so neither core nor an
     # installed plugin's top-level module may import it (bench/startup.py measures the rest).
     assert "asyncio" not in imported_modules(["--help"])
+
+
+MODULES_AFTER = """
+import json, sys
+before = set(sys.modules)  # what a bare interpreter has already loaded
+sys.argv = ["crab", *json.loads(sys.argv[1])]
+from crab.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+sys.stderr.write("\\nMODULES " + json.dumps({"before": sorted(before), "after": sorted(sys.modules)}) + "\\n")
+"""
+
+
+def modules_after(args: list[str]) -> tuple[set[str], set[str]]:
+    """(modules a bare interpreter had, modules loaded once ``crab ARGS`` has run), from sys.modules.
+
+    ``-X importtime`` does not list packages imported through an editable install's finder (every
+    plugin's top-level package here), so this reads ``sys.modules`` in the child instead.
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", MODULES_AFTER, json.dumps(args)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stderr.rsplit("\nMODULES ", 1)[1])
+    return set(report["before"]), set(report["after"])
+
+
+def plugin_packages() -> set[str]:
+    from crab.entrypoints import entry_points
+
+    return {ep.value.split(":")[0].split(".")[0] for ep in entry_points("crab")}
+
+
+def test_help_imports_no_plugin_implementation_module(crab_home):
+    # A plugin's top-level module holds thin hooks; its implementation is imported when used.
+    packages = plugin_packages()
+    assert {"crab_tape_jsonl", "crab_store_sqlite"} <= packages, "run with the first-party plugins installed"
+    _, after = modules_after(["--help"])
+    assert packages <= after, "every enabled plugin's top-level module is loaded (crab_cli may add commands)"
+    implementation = sorted(m for m in after if "." in m and m.split(".")[0] in packages)
+    assert implementation == []
+
+
+def test_help_imports_at_most_150_modules_beyond_the_interpreter(crab_home):
+    # typer alone accounts for about 105; bench/startup.py prints the figures side by side.
+    assert len(plugin_packages()) >= 6, "run with every first-party plugin installed"
+    before, after = modules_after(["--help"])
+    added = sorted(after - before)
+    assert len(added) <= 150, added

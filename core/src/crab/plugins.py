@@ -21,9 +21,8 @@ from crab.apiversion import API_VERSION, check_range
 from crab.errors import PluginError
 
 if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
-
     from crab.config import Config
+    from crab.entrypoints import EntryPoint
 
 ENTRY_POINT_GROUP = "crab"
 Status = Literal["loaded", "disabled", "failed", "missing", "builtin"]
@@ -62,9 +61,9 @@ def _one_line(exc: BaseException) -> str:
 
 def discover_entry_points() -> list[EntryPoint]:
     """Installed plugins' entry points, listed from package metadata (nothing is imported)."""
-    from importlib.metadata import entry_points
+    from crab.entrypoints import entry_points
 
-    return list(entry_points(group=ENTRY_POINT_GROUP))
+    return entry_points(ENTRY_POINT_GROUP)
 
 
 def parse_plugin_list(text: str) -> list[str]:

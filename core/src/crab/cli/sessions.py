@@ -6,7 +6,6 @@ directly. Store and plugin machinery is imported when a command runs, so ``crab 
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -45,6 +44,13 @@ class ExportFormat(StrEnum):
 # --- plain functions ------------------------------------------------------------------------
 
 
+def _dumps(value: Any, **options: Any) -> str:
+    """``json.dumps``, imported on first use (``crab --help`` loads this module)."""
+    import json
+
+    return json.dumps(value, **options)
+
+
 def format_time(at: float | None) -> str:
     if at is None:
         return "-"
@@ -70,7 +76,7 @@ def session_to_dict(info: SessionInfo) -> dict[str, Any]:
 
 
 def _json_line(data: Mapping[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return _dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def export_jsonl(info: SessionInfo, entries: Iterable[Entry]) -> Iterable[str]:
@@ -91,7 +97,7 @@ def _fence(text: str) -> str:
 
 def _call_text(call: Mapping[str, Any]) -> str:
     arguments = call.get("arguments")
-    shown = call.get("raw_arguments") if not arguments else json.dumps(arguments, ensure_ascii=False)
+    shown = call.get("raw_arguments") if not arguments else _dumps(arguments, ensure_ascii=False)
     return f"{call.get('name', '?')}({shown or ''})"
 
 
@@ -142,7 +148,7 @@ def export_markdown(info: SessionInfo, entries: Iterable[Entry]) -> Iterable[str
             state = payload.get("state")
             if isinstance(state, Mapping) and state:
                 yield ""
-                yield _fence(json.dumps(state, ensure_ascii=False, indent=2))
+                yield _fence(_dumps(state, ensure_ascii=False, indent=2))
 
 
 def entry_summary(entry: Entry, width: int = 100) -> str:
@@ -268,7 +274,7 @@ def list_cmd(
 
     infos = _with_store(store, plugins, work)
     if as_json:
-        typer.echo(json.dumps([session_to_dict(i) for i in infos], ensure_ascii=False, indent=2))
+        typer.echo(_dumps([session_to_dict(i) for i in infos], ensure_ascii=False, indent=2))
         return
     if not infos:
         typer.echo("no sessions")
@@ -299,7 +305,7 @@ def show_cmd(
         from crab.storage import entry_to_dict
 
         document = {"session": session_to_dict(info), "entries": [entry_to_dict(e) for e in entries]}
-        typer.echo(json.dumps(document, ensure_ascii=False, indent=2))
+        typer.echo(_dumps(document, ensure_ascii=False, indent=2))
         return
     typer.echo(f"session {info.id}  workspace {info.workspace}  created {format_time(info.created)}")
     if info.title:
@@ -334,7 +340,7 @@ def search_cmd(
             {"session_id": h.session_id, "entry_id": h.entry_id, "type": h.type, "time": h.time, "excerpt": h.excerpt}
             for h in hits
         ]
-        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        typer.echo(_dumps(rows, ensure_ascii=False, indent=2))
         return
     if not hits:
         typer.echo("no matches")
