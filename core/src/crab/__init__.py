@@ -48,7 +48,7 @@ if TYPE_CHECKING:
         TurnStop,
         UsageEvent,
     )
-    from crab.handles import AgentHandle, SessionView
+    from crab.handles import AgentHandle, PluginStatus, SessionView
     from crab.hookspecs import hookimpl
     from crab.interception import Allow, Decision, Deny, Replace
     from crab.messages import (
@@ -113,6 +113,7 @@ _EXPORTS: dict[str, str] = {
     "Channel": "crab.channels",
     "AgentHandle": "crab.handles",
     "SessionView": "crab.handles",
+    "PluginStatus": "crab.handles",
     # config
     "Config": "crab.config",
     "PluginTable": "crab.config",
@@ -220,6 +221,7 @@ __all__ = [
     "NoticeEvent",
     "OutputLimit",
     "PluginError",
+    "PluginStatus",
     "PluginTable",
     "Provider",
     "ProviderError",
