@@ -60,7 +60,7 @@ def _save_history(history: Path | None) -> None:
 
 def chat(options: RunOptions) -> None:
     """Read lines until Ctrl-D or /quit; each line is a turn or a command."""
-    from crab.cli.runtime import choose_renderer
+    from crab.cli.runtime import choose_renderer, start_agent
     from crab.cli.setup import open_session, prepare
 
     interactive = sys.stdin.isatty()
@@ -72,7 +72,7 @@ def chat(options: RunOptions) -> None:
     history = _setup_readline() if interactive else None
     runner = asyncio.Runner()
     try:
-        runner.run(agent.start())
+        runner.run(start_agent(agent))
         session = runner.run(open_session(agent, options))
         if interactive:
             sys.stderr.write(f"crab chat · {agent.provider.name}/{agent.model} · session {session.id}\n")

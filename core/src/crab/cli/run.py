@@ -79,7 +79,7 @@ def _can_ask() -> bool:
 def run_once(prompt: str, output: str, options: RunOptions) -> int:
     """Run one turn; returns the process exit code."""
     from crab.cli.chat import ask_on_terminal
-    from crab.cli.runtime import choose_renderer
+    from crab.cli.runtime import choose_renderer, start_agent
     from crab.cli.setup import open_session, prepare
 
     text = _read_prompt(prompt)
@@ -98,7 +98,7 @@ def run_once(prompt: str, output: str, options: RunOptions) -> int:
         agent.subscribe(renderer.handle)
 
     async def main() -> TurnOutcome:
-        await agent.start()
+        await start_agent(agent)
         try:
             session = await open_session(agent, options)
             return await agent.handle_input(session, text)

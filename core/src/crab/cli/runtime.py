@@ -8,15 +8,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crab import environ
 from crab.config import Config, load_config
-from crab.errors import ConfigError
+from crab.errors import ConfigError, StoreError, UsageError
 from crab.plugins import PluginHost, parse_plugin_list
 from crab.providers import Provider
 from crab.render import Renderer, RendererSpec, RenderTarget
-from crab.storage import Store
+from crab.storage import SessionInfo, Store
+
+if TYPE_CHECKING:
+    from crab.loop.agent import Agent
 
 
 def load_cli_config(overrides: Mapping[str, Any] | None = None, cwd: Path | None = None) -> Config:
@@ -65,12 +68,36 @@ def choose_store(host: PluginHost, config: Config, name: str | None = None) -> S
     return stores[wanted]
 
 
+async def require_session(store: Store, session_id: str) -> SessionInfo:
+    """The header of a session the user named; an unknown id is a usage error (exit 2)."""
+    try:
+        return await store.get_session(session_id)
+    except StoreError as exc:
+        raise UsageError(f"{exc} (see `crab sessions list`)") from None
+
+
+def unusable_store(exc: StoreError) -> ConfigError:
+    """A store that cannot open is a setup problem like a bad config value: exit 2, nothing ran."""
+    return ConfigError(f"{exc} (fix the store's path in config, or pick another with --store NAME)")
+
+
+async def start_agent(agent: Agent) -> None:
+    """``agent.start()``, with a store that cannot open reported as ``unusable_store``."""
+    try:
+        await agent.start()
+    except StoreError as exc:
+        raise unusable_store(exc) from None
+
+
 @asynccontextmanager
 async def open_store(config: Config, name: str | None = None, host: PluginHost | None = None) -> AsyncIterator[Store]:
     """The configured (or named) store, opened, and closed again afterwards."""
     host = host or build_host(config, environ.plugin_list())
     store = choose_store(host, config, name)
-    await store.open()
+    try:
+        await store.open()
+    except StoreError as exc:
+        raise unusable_store(exc) from None
     try:
         yield store
     finally:

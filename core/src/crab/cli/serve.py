@@ -10,7 +10,7 @@ from crab.errors import ConfigError
 
 
 def serve_channel(name: str, options: RunOptions) -> int:
-    from crab.cli.runtime import choose_renderer
+    from crab.cli.runtime import choose_renderer, start_agent
     from crab.cli.setup import prepare
     from crab.handles import AgentHandle
     from crab.loop.router import did_you_mean
@@ -29,7 +29,7 @@ def serve_channel(name: str, options: RunOptions) -> int:
     agent.subscribe(renderer.handle)
 
     async def main() -> None:
-        await agent.start()
+        await start_agent(agent)
         try:
             await channel.run(AgentHandle(agent))
         finally:

@@ -298,7 +298,9 @@ def show_cmd(
     """A session's header and entries, one line each."""
 
     async def work(s: Store) -> tuple[SessionInfo, list[Entry]]:
-        return await s.get_session(session_id), await s.entries(session_id, since_handoff=since_handoff)
+        from crab.cli.runtime import require_session
+
+        return await require_session(s, session_id), await s.entries(session_id, since_handoff=since_handoff)
 
     info, entries = _with_store(store, plugins, work)
     if as_json:
@@ -361,6 +363,9 @@ def fork_cmd(
     """A new session holding ID's entries up to ENTRY; prints the new id (resume it with --session)."""
 
     async def work(s: Store) -> SessionInfo:
+        from crab.cli.runtime import require_session
+
+        await require_session(s, session_id)
         return await s.fork(session_id, at_entry=at)
 
     info = _with_store(store, plugins, work)
@@ -378,7 +383,9 @@ def export_cmd(
     """A session as JSON lines (header, then one entry per line) or as a Markdown transcript."""
 
     async def work(s: Store) -> tuple[SessionInfo, list[Entry]]:
-        return await s.get_session(session_id), await s.entries(session_id)
+        from crab.cli.runtime import require_session
+
+        return await require_session(s, session_id), await s.entries(session_id)
 
     info, entries = _with_store(store, plugins, work)
     lines = export_jsonl(info, entries) if format is ExportFormat.jsonl else export_markdown(info, entries)

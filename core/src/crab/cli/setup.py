@@ -58,6 +58,9 @@ def prepare(options: RunOptions, *, ask: AskUser | None, local: bool = True) -> 
 async def open_session(agent: Agent, options: RunOptions) -> Session:
     """The session a run continues (``--session``, ``-c``) or a new one."""
     if options.session:
+        from crab.cli.runtime import require_session
+
+        await require_session(agent.store, options.session)
         return await agent.resume(options.session)
     if options.continue_latest:
         latest = await agent.latest_session()
