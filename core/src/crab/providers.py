@@ -19,8 +19,6 @@ class ModelInfo:
     provider: str
     context_window: int | None = None
     max_output_tokens: int | None = None
-    supports_tools: bool = True
-    supports_thinking: bool = False
     input_price: float | None = None
     output_price: float | None = None
     cache_read_price: float | None = None
@@ -34,8 +32,6 @@ MODEL_SETTINGS: dict[str, type] = {
     "output_price": float,
     "cache_read_price": float,
     "cache_write_price": float,
-    "supports_tools": bool,
-    "supports_thinking": bool,
 }
 """The keys a provider's ``models."<id>"`` config table may set, and their types."""
 
@@ -57,10 +53,7 @@ def model_from_table(model_id: str, table: Any, base: ModelInfo | None, *, provi
         kind = MODEL_SETTINGS.get(key)
         if kind is None:
             raise ConfigError(f'{where}."{model_id}".{key} is not a model setting (use: {", ".join(MODEL_SETTINGS)})')
-        if kind is bool:
-            ok = isinstance(value, bool)
-        else:
-            ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
         if not ok:
             raise ConfigError(f'{where}."{model_id}".{key} must be a {kind.__name__}, not {value!r}')
         changes[key] = kind(value)

@@ -13,7 +13,7 @@ from crab.loop.session import TurnOutcome
 from crab.messages import FORMAT_VERSION, usage_to_dict
 from crab.render import RenderTarget
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 
 
 def exit_code(outcome: TurnOutcome) -> int:

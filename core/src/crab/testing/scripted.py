@@ -70,7 +70,7 @@ class ScriptedProvider:
         self._calls = 0
 
     def models(self) -> list[ModelInfo]:
-        return [ModelInfo(id=self.model, provider=self.name, context_window=1_000_000, supports_tools=True)]
+        return [ModelInfo(id=self.model, provider=self.name, context_window=1_000_000)]
 
     def check(self, model: str) -> None:
         return None

@@ -64,10 +64,8 @@ def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
         raise ConfigError(f"{_where('models')} must be a table of model id to settings")
     models: dict[str, ModelInfo] = {}
     if http.base_url == ANTHROPIC_BASE_URL:
-        for model_id, (window, output, thinking) in KNOWN_MODELS.items():
-            models[model_id] = ModelInfo(
-                model_id, PROVIDER, context_window=window, max_output_tokens=output, supports_thinking=thinking
-            )
+        for model_id, (window, output, _thinking) in KNOWN_MODELS.items():
+            models[model_id] = ModelInfo(model_id, PROVIDER, context_window=window, max_output_tokens=output)
     for model_id, entry in models_table.items():
         models[model_id] = model_from_table(
             str(model_id), entry, models.get(model_id), provider=PROVIDER, where=_where("models")
