@@ -63,15 +63,15 @@ def test_help_does_not_load_the_event_loop_machinery(crab_home):
 
 
 MODULES_AFTER = """
-import json, sys
+import sys
 before = set(sys.modules)  # what a bare interpreter has already loaded
-sys.argv = ["crab", *json.loads(sys.argv[1])]
+sys.argv = ["crab", *sys.argv[1:]]
 from crab.cli import main
 try:
     main()
 except SystemExit:
     pass
-sys.stderr.write("\\nMODULES " + json.dumps({"before": sorted(before), "after": sorted(sys.modules)}) + "\\n")
+sys.stderr.write("\\nBEFORE " + " ".join(sorted(before)) + "\\nAFTER " + " ".join(sorted(sys.modules)) + "\\n")
 """
 
 
@@ -79,14 +79,14 @@ def modules_after(args: list[str]) -> tuple[set[str], set[str]]:
     """(modules a bare interpreter had, modules loaded once ``crab ARGS`` has run), from sys.modules.
 
     ``-X importtime`` does not list packages imported through an editable install's finder (every
-    plugin's top-level package here), so this reads ``sys.modules`` in the child instead.
+    plugin's top-level package here), so this reads ``sys.modules`` in the child instead; the
+    child imports nothing of its own (not even json) so the count is crab's alone.
     """
-    result = subprocess.run(
-        [sys.executable, "-c", MODULES_AFTER, json.dumps(args)], capture_output=True, text=True, timeout=60
-    )
+    result = subprocess.run([sys.executable, "-c", MODULES_AFTER, *args], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr[-2000:]
-    report = json.loads(result.stderr.rsplit("\nMODULES ", 1)[1])
-    return set(report["before"]), set(report["after"])
+    before = result.stderr.rsplit("\nBEFORE ", 1)[1].split("\nAFTER ")[0]
+    after = result.stderr.rsplit("\nAFTER ", 1)[1]
+    return set(before.split()), set(after.split())
 
 
 def plugin_packages() -> set[str]:
