@@ -159,8 +159,8 @@ def crab_startup(agent: AgentHandle) -> None:
     """The agent is built and about to take input: open connections, start services.
 
     ``agent`` is the narrow ``crab.AgentHandle`` (reading other ``Agent`` attributes through it
-    still works in API 1.x, with a ``DeprecationWarning``).
-    May be awaitable. A plugin that raises is marked failed and unregistered.
+    still works in API 1.x, with a ``DeprecationWarning``). May be awaitable. A plugin that
+    raises is marked failed and unregistered.
     """
 
 
