@@ -17,6 +17,7 @@ from crab._version import __version__
 if TYPE_CHECKING:
     from crab.apiversion import API_VERSION
     from crab.atomic import write_atomic
+    from crab.auth import known_secrets
     from crab.channels import Channel
     from crab.commands import Command, CommandContext, CommandResult
     from crab.config import Config, PluginTable, crab_home
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
         usage_to_dict,
     )
     from crab.providers import ModelInfo, ModelRequest, Provider
+    from crab.redaction import Redactor
     from crab.render import Renderer, RendererSpec, RenderTarget
     from crab.storage import (
         ENTRY_TYPES,
@@ -106,6 +108,9 @@ _EXPORTS: dict[str, str] = {
     "truncate_output": "crab.truncate:truncate",
     "describe_truncation": "crab.truncate:describe",
     "write_atomic": "crab.atomic",
+    # secrets
+    "Redactor": "crab.redaction",
+    "known_secrets": "crab.auth",
     # commands and channels
     "Command": "crab.commands",
     "CommandContext": "crab.commands",
@@ -225,6 +230,7 @@ __all__ = [
     "PluginTable",
     "Provider",
     "ProviderError",
+    "Redactor",
     "RenderTarget",
     "Renderer",
     "RendererSpec",
@@ -265,6 +271,7 @@ __all__ = [
     "entry_text",
     "entry_to_dict",
     "hookimpl",
+    "known_secrets",
     "message_from_dict",
     "message_to_dict",
     "new_entry_id",
