@@ -68,7 +68,7 @@ def test_run_says_it_once_and_the_basic_tools_still_run(env, tmp_path):
         [{"text": "done"}],
     ]
     (tmp_path / "script.json").write_text(json.dumps({"replies": replies}))
-    result = crab(["run", "-o", "jsonl", "--provider", "mock", "--script", "script.json", "go"], env, tmp_path)
+    result = crab(["run", "-o", "jsonl", "-m", f"mock/{'script.json'}", "go"], env, tmp_path)
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     assert [e["message"] for e in events if e["type"] == "notice"] == [LINE]

@@ -59,7 +59,7 @@ def script(tmp_path: Path, outside: Path) -> Path:
 
 
 def run(script: Path, home: Path, repo: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return crab(["run", "--provider", "mock", "--script", str(script), *extra, "do it"], home, repo)
+    return crab(["run", "-m", f"mock/{script}", *extra, "do it"], home, repo)
 
 
 def warning_lines(result: subprocess.CompletedProcess[str]) -> list[str]:

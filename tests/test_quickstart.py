@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_readme_tour_runs_real_tools(tmp_path: Path):
     readme = (ROOT / "README.md").read_text()
-    assert 'crab run --provider mock --script examples/tour.json "Give me a tour of this repository"' in readme
+    assert 'crab run -m mock/examples/tour.json "Give me a tour of this repository"' in readme
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
     env.update(CRAB_HOME=str(tmp_path), CRAB_PLUGINS="provider-mock,tools-basic")
     result = subprocess.run(
@@ -22,10 +22,8 @@ def test_readme_tour_runs_real_tools(tmp_path: Path):
             "-m",
             "crab",
             "run",
-            "--provider",
-            "mock",
-            "--script",
-            "examples/tour.json",
+            "-m",
+            "mock/examples/tour.json",
             "-o",
             "json",
             "Give me a tour of this repository",

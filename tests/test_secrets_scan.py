@@ -47,7 +47,7 @@ def _run(tmp_path: Path, output: str, command: str) -> tuple[subprocess.Complete
         TMPDIR=str(temp),
         PLANTED_API_KEY=KEY,
     )
-    command_line = [sys.executable, "-m", "crab", "run", "--provider", "mock", "--script", str(script)]
+    command_line = [sys.executable, "-m", "crab", "run", "-m", f"mock/{script}"]
     result = subprocess.run(
         [*command_line, "--yolo", "--output", output, f"Here is my key: {KEY}. Echo it."],
         cwd=work,

@@ -43,7 +43,7 @@ class Crab:
         return done
 
     def run(self, store: str, prompt: str, *extra: str) -> None:
-        self("run", "--store", store, "--provider", "mock", "--script", str(self.script), "--yolo", *extra, prompt)
+        self("run", "--store", store, "-m", f"mock/{self.script}", "--yolo", *extra, prompt)
 
     def json(self, *args: str) -> object:
         return json.loads(self(*args).stdout)
@@ -119,12 +119,33 @@ def test_list_show_search_fork_export(crab: Crab, store: str) -> None:
     assert "The pelican count is forty-two." in markdown
 
 
-def test_unknown_sessions_fail_with_one_line(crab: Crab) -> None:
-    for args in (("show", "20000101T000000-000000"), ("fork", "nope"), ("export", "../etc/passwd")):
-        done = crab("sessions", *args, "--store", "jsonl", check=False)
-        assert done.returncode == 1
-        assert done.stderr.startswith("crab: no session")
-        assert "Traceback" not in done.stderr
+@pytest.mark.parametrize("store", ["jsonl", "sqlite"])
+def test_unknown_sessions_are_usage_errors_with_one_line(crab: Crab, store: str) -> None:
+    for args in (
+        ("sessions", "show", "nope"),
+        ("sessions", "show", "20000101T000000-000000"),
+        ("sessions", "fork", "nope"),
+        ("sessions", "export", "../etc/passwd"),
+        ("run", "-m", f"mock/{crab.script}", "--session", "nope", "hello"),
+    ):
+        done = crab(*args, "--store", store, check=False)
+        assert done.returncode == 2, args
+        assert done.stderr.startswith("crab: no session"), done.stderr
+        assert done.stderr.endswith("(see `crab sessions list`)\n")
+        assert len(done.stderr.splitlines()) == 1
+
+
+def test_a_store_that_cannot_open_is_one_line_exit_2(crab: Crab) -> None:
+    crab.home.mkdir()
+    (crab.home / "crab.db").write_text("not a database\n" * 100)
+    (crab.home / "sessions").write_text("a file where the tape folder goes")
+    for store in ("sqlite", "jsonl"):
+        for args in (("run", "-m", f"mock/{crab.script}", "hello"), ("sessions", "list")):
+            done = crab(*args, "--store", store, check=False)
+            assert done.returncode == 2, (store, args, done.stderr)
+            assert done.stderr.startswith("crab: cannot "), done.stderr
+            assert "--store NAME" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert (crab.home / "crab.db").read_text() == "not a database\n" * 100  # nothing was overwritten
 
 
 def test_migrate_keeps_ids_parents_times_and_forks(crab: Crab) -> None:

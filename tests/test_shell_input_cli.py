@@ -20,7 +20,7 @@ def _crab(tmp_path: Path, *args: str, stdin: str) -> subprocess.CompletedProcess
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
     env.update(CRAB_HOME=str(tmp_path / "home"), CRAB_PLUGINS="provider-mock")
     return subprocess.run(
-        [sys.executable, "-m", "crab", *args[:1], "--provider", "mock", "--script", str(script), *args[1:]],
+        [sys.executable, "-m", "crab", *args[:1], "-m", f"mock/{script}", *args[1:]],
         cwd=work,
         env=env,
         input=stdin,
@@ -87,7 +87,7 @@ def _chat_on_a_terminal(tmp_path: Path, *flags: str, line: str) -> str:
     script.write_text(SCRIPT)
     main, terminal = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "crab", "chat", "--provider", "mock", "--script", str(script), *flags],
+        [sys.executable, "-m", "crab", "chat", "-m", f"mock/{script}", *flags],
         cwd=work,
         env=env,
         stdin=terminal,

@@ -45,7 +45,7 @@ def test_lone_surrogates_from_the_model_and_tools_never_end_the_turn(tmp_path, o
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))  # json escapes the surrogates as \udcff, as a model's JSON would
     result = subprocess.run(
-        [sys.executable, "-m", "crab", "run", "--provider", "mock", "--script", str(script), "-o", output, "go"],
+        [sys.executable, "-m", "crab", "run", "-m", f"mock/{script}", "-o", output, "go"],
         cwd=_work(tmp_path),
         env=_env(tmp_path, "provider-mock,tools-basic"),
         capture_output=True,

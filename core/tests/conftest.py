@@ -25,6 +25,7 @@ FAKE_NAMES = {
     "channel": "crab_fake_channel",
     "configured": "crab_fake_configured",
     "misnamed": "crab_fake_misnamed",
+    "legacy": "crab_fake_legacy",
 }
 BROKEN_PACKAGE = "crab_fake_broken"
 """One third-party package (distribution crab-fake-broken), one entry point per way a plugin breaks."""

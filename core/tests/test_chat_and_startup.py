@@ -18,7 +18,7 @@ def test_chat_reads_lines_runs_commands_and_turns(crab_run, fake_site, tmp_path:
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"replies": [[{"text": "first answer"}], [{"text": "second answer"}]]}))
     lines = "/help\nhello\n/nosuch\nagain\n/quit\nnever sent\n"
-    result = crab_run(["chat", "--script", str(path)], env, cwd=tmp_path, stdin=lines)
+    result = crab_run(["chat", "-m", f"scripted/{path}"], env, cwd=tmp_path, stdin=lines)
     assert result.returncode == 0, result.stderr
     assert "/handoff NAME [summary]" in result.stdout
     assert "first answer\n" in result.stdout
@@ -60,3 +60,54 @@ def test_help_does_not_load_the_event_loop_machinery(crab_home):
     # asyncio alone is ~40 modules; --help only registers commands, so neither core nor an
     # installed plugin's top-level module may import it (bench/startup.py measures the rest).
     assert "asyncio" not in imported_modules(["--help"])
+
+
+MODULES_AFTER = """
+import sys
+before = set(sys.modules)  # what a bare interpreter has already loaded
+sys.argv = ["crab", *sys.argv[1:]]
+from crab.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+sys.stderr.write("\\nBEFORE " + " ".join(sorted(before)) + "\\nAFTER " + " ".join(sorted(sys.modules)) + "\\n")
+"""
+
+
+def modules_after(args: list[str]) -> tuple[set[str], set[str]]:
+    """(modules a bare interpreter had, modules loaded once ``crab ARGS`` has run), from sys.modules.
+
+    ``-X importtime`` does not list packages imported through an editable install's finder (every
+    plugin's top-level package here), so this reads ``sys.modules`` in the child instead; the
+    child imports nothing of its own (not even json) so the count is crab's alone.
+    """
+    result = subprocess.run([sys.executable, "-c", MODULES_AFTER, *args], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    before = result.stderr.rsplit("\nBEFORE ", 1)[1].split("\nAFTER ")[0]
+    after = result.stderr.rsplit("\nAFTER ", 1)[1]
+    return set(before.split()), set(after.split())
+
+
+def plugin_packages() -> set[str]:
+    from crab.entrypoints import entry_points
+
+    return {ep.value.split(":")[0].split(".")[0] for ep in entry_points("crab")}
+
+
+def test_help_imports_no_plugin_implementation_module(crab_home):
+    # A plugin's top-level module holds thin hooks; its implementation is imported when used.
+    packages = plugin_packages()
+    assert {"crab_tape_jsonl", "crab_store_sqlite"} <= packages, "run with the first-party plugins installed"
+    _, after = modules_after(["--help"])
+    assert packages <= after, "every enabled plugin's top-level module is loaded (crab_cli may add commands)"
+    implementation = sorted(m for m in after if "." in m and m.split(".")[0] in packages)
+    assert implementation == []
+
+
+def test_help_imports_at_most_150_modules_beyond_the_interpreter(crab_home):
+    # typer alone accounts for about 105; bench/startup.py prints the figures side by side.
+    assert len(plugin_packages()) >= 6, "run with every first-party plugin installed"
+    before, after = modules_after(["--help"])
+    added = sorted(after - before)
+    assert len(added) <= 150, added

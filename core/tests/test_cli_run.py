@@ -44,7 +44,9 @@ TOOL_SCRIPT = [
 
 
 def test_text_output_streams_the_answer_to_stdout(crab_run, env, workspace, tmp_path):
-    result = crab_run(["run", "--script", script(tmp_path, TOOL_SCRIPT), "what do the notes say?"], env, cwd=workspace)
+    result = crab_run(
+        ["run", "-m", "scripted/" + script(tmp_path, TOOL_SCRIPT), "what do the notes say?"], env, cwd=workspace
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "reading \nIt says: the notes\n"
     assert "→ peek(name='notes.txt')" in result.stderr
@@ -53,7 +55,8 @@ def test_text_output_streams_the_answer_to_stdout(crab_run, env, workspace, tmp_
 
 
 def test_json_output_is_one_documented_object(crab_run, env, workspace, tmp_path):
-    result = crab_run(["run", "-o", "json", "--script", script(tmp_path, TOOL_SCRIPT), "go"], env, cwd=workspace)
+    priced = f"plugins.scripted.script={script(tmp_path, TOOL_SCRIPT)}"
+    result = crab_run(["run", "-o", "json", "--set", priced, "go"], env, cwd=workspace)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert set(doc) == {"v", "session_id", "stop", "text", "error", "usage", "tool_calls"}
@@ -67,7 +70,9 @@ def test_json_output_is_one_documented_object(crab_run, env, workspace, tmp_path
 
 
 def test_jsonl_output_is_one_event_per_line(crab_run, env, workspace, tmp_path):
-    result = crab_run(["run", "--output", "jsonl", "--script", script(tmp_path, TOOL_SCRIPT), "go"], env, cwd=workspace)
+    result = crab_run(
+        ["run", "--output", "jsonl", "-m", "scripted/" + script(tmp_path, TOOL_SCRIPT), "go"], env, cwd=workspace
+    )
     events = [json.loads(line) for line in result.stdout.splitlines()]
     assert all(e["v"] == 1 for e in events)
     types = [e["type"] for e in events]
@@ -84,17 +89,17 @@ def test_jsonl_output_is_one_event_per_line(crab_run, env, workspace, tmp_path):
 def test_prompt_from_stdin(crab_run, env, workspace, tmp_path):
     replies = [[{"text": "got it"}]]
     result = crab_run(
-        ["run", "-o", "json", "--script", script(tmp_path, replies), "-"], env, cwd=workspace, stdin="hello\n"
+        ["run", "-o", "json", "-m", "scripted/" + script(tmp_path, replies), "-"], env, cwd=workspace, stdin="hello\n"
     )
     assert json.loads(result.stdout)["stop"] == "end"
-    empty = crab_run(["run", "--script", script(tmp_path, replies), "-"], env, cwd=workspace, stdin="")
+    empty = crab_run(["run", "-m", "scripted/" + script(tmp_path, replies), "-"], env, cwd=workspace, stdin="")
     assert empty.returncode == 2
     assert "no prompt on stdin" in empty.stderr
 
 
 def test_exit_1_when_the_model_fails(crab_run, env, workspace, tmp_path):
     replies = [[{"text": "hm"}, {"error": "upstream is down", "kind": "server"}]]
-    result = crab_run(["run", "--script", script(tmp_path, replies), "go"], env, cwd=workspace)
+    result = crab_run(["run", "-m", "scripted/" + script(tmp_path, replies), "go"], env, cwd=workspace)
     assert result.returncode == 1
     assert "error: upstream is down" in result.stderr
 
@@ -103,11 +108,11 @@ def test_exit_1_when_the_model_fails(crab_run, env, workspace, tmp_path):
     ("args", "message"),
     [
         (["run", "--provider", "nope", "x"], "no provider named 'nope'"),
-        (["run", "x"], "scripted: pass --script FILE"),
-        (["run", "--script", "/no/such/file", "x"], "--script: no such file"),
+        (["run", "x"], "scripted: pass -m scripted/FILE"),
+        (["run", "-m", "scripted//no/such/file", "x"], "no such script /no/such/file"),
         (["run", "--yolo", "--read-only", "x"], "contradict"),
         (["run", "--set", "novalue", "x"], "--set takes KEY=VALUE"),
-        (["run", "--store", "nothing", "--script", "{script}", "x"], "no store named 'nothing'"),
+        (["run", "--store", "nothing", "-m", "scripted/{script}", "x"], "no store named 'nothing'"),
         (["run", "--output", "yaml", "x"], "yaml"),
     ],
 )
@@ -130,7 +135,7 @@ def test_exit_2_for_malformed_config(crab_run, env, workspace):
 def test_exit_130_when_interrupted_and_the_turn_ends_aborted(env, workspace, tmp_path):
     replies = [[{"text": "starting"}, {"delay": 60}, {"text": "never"}]]
     process = subprocess.Popen(
-        [sys.executable, "-m", "crab", "run", "-o", "jsonl", "--script", script(tmp_path, replies), "go"],
+        [sys.executable, "-m", "crab", "run", "-o", "jsonl", "-m", "scripted/" + script(tmp_path, replies), "go"],
         env=env,
         cwd=workspace,
         stdout=subprocess.PIPE,
@@ -151,13 +156,17 @@ def test_exit_130_when_interrupted_and_the_turn_ends_aborted(env, workspace, tmp
 
 def test_gate_refuses_writes_in_a_non_interactive_run(crab_run, env, workspace, tmp_path):
     replies = [[{"tool": "touch", "args": {"name": "new.txt"}}], [{"text": "could not"}]]
-    result = crab_run(["run", "-o", "json", "--script", script(tmp_path, replies), "make a file"], env, cwd=workspace)
+    result = crab_run(
+        ["run", "-o", "json", "-m", "scripted/" + script(tmp_path, replies), "make a file"], env, cwd=workspace
+    )
     assert result.returncode == 0
     call = json.loads(result.stdout)["tool_calls"][0]
     assert call["is_error"] is True
     assert "cannot ask the user" in call["result"] and "--yolo" in call["result"]
     assert not (workspace / "new.txt").exists()
-    allowed = crab_run(["run", "--yolo", "--script", script(tmp_path, replies), "make a file"], env, cwd=workspace)
+    allowed = crab_run(
+        ["run", "--yolo", "-m", "scripted/" + script(tmp_path, replies), "make a file"], env, cwd=workspace
+    )
     assert allowed.returncode == 0
     assert (workspace / "new.txt").read_text() == "touched"
 
@@ -169,12 +178,12 @@ def test_serve_runs_a_channel_plugin_as_a_remote_channel(crab_run, fake_site, wo
     inbox.write_text("hello from a chat")
     env["CRAB_FAKE_INBOX"] = str(inbox)
     result = crab_run(
-        ["serve", "one-shot", "--set", f"crab.script={script(tmp_path, [[{'text': 'hi back'}]])}"], env, cwd=workspace
+        ["serve", "one-shot", "-m", "scripted/" + script(tmp_path, [[{"text": "hi back"}]])], env, cwd=workspace
     )
     assert result.returncode == 0, result.stderr
     stop, text, shell_error = inbox.with_suffix(".out").read_text().split("|")
     assert (stop, text) == ("end", "hi back")
     assert "only run from a local terminal" in shell_error
-    unknown = crab_run(["serve", "nope", "--set", "crab.script=x"], env, cwd=workspace)
+    unknown = crab_run(["serve", "nope", "-m", "scripted/" + script(tmp_path, [])], env, cwd=workspace)
     assert unknown.returncode == 2
     assert "no channel named 'nope'" in unknown.stderr

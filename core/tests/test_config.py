@@ -147,8 +147,8 @@ def test_overrides_never_leak_into_defaults(crab_home: Path):
 
 
 def test_crab_config_fixture_writes_project_and_user_files(crab_config, crab_cli):
-    crab_config({"crab": {"provider": "user-provider"}}, scope="user")
-    config = crab_config({"crab": {"model": "project-model"}, "plugins": {"enabled": ["a"]}})
+    crab_config({"crab": {"provider": "user-provider"}, "plugins": {"enabled": ["a"]}}, scope="user")
+    config = crab_config({"crab": {"model": "project-model"}})
     assert config.get("crab.model") == "project-model"
     assert config.get("crab.provider") == "user-provider"
     assert crab_cli("config", "get", "plugins.enabled").stdout.strip() == '["a"]'

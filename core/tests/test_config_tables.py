@@ -105,7 +105,7 @@ def test_the_line_names_the_layer_the_value_came_from(crab_home: Path, tmp_path:
 def test_a_non_table_is_reported_even_when_a_later_layer_sets_the_table(crab_home: Path) -> None:
     user = write(crab_home / "config.toml", "crab = 5\n")
     with pytest.raises(ConfigError) as info:
-        load_config(env={}, overrides={"crab.script": "s.json"})
+        load_config(env={}, overrides={"crab.model": "s.json"})
     assert str(info.value) == f"user config {user}: crab: expected a table, found 5"
 
 
@@ -221,7 +221,7 @@ def test_each_bad_core_value_is_one_line_and_exit_2(
     work = tmp_path / "work"
     config = write(work / ".crab" / "config.toml", toml)
     script = write(tmp_path / "script.json", json.dumps({"replies": [[{"text": "hi"}]]}))
-    result = crab_run(["run", "--script", str(script), "hi"], env, cwd=work)
+    result = crab_run(["run", "-m", f"scripted/{script}", "hi"], env, cwd=work)
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == f"crab: project config {config}: {line}\n"
@@ -255,7 +255,7 @@ def third_party(fake_site: Any) -> dict[str, str]:
 
 def settings_seen(crab_run: Any, env: dict[str, str], tmp_path: Path, cwd: Path) -> tuple[dict[str, Any], Any]:
     script = write(tmp_path / "seen.json", json.dumps({"replies": [[{"tool": "settings_seen", "args": {}}], []]}))
-    result = crab_run(["run", "-o", "json", "--script", str(script), "go"], env, cwd=cwd)
+    result = crab_run(["run", "-o", "json", "-m", f"scripted/{script}", "go"], env, cwd=cwd)
     assert result.returncode == 0, result.stderr
     return json.loads(json.loads(result.stdout)["tool_calls"][0]["result"]), result
 
@@ -283,7 +283,7 @@ def test_third_party_bad_value_stops_before_anything_runs(
     home = Path(third_party["CRAB_HOME"])
     config = write(home / "config.toml", "[plugins.configured]\ntimes = 0\n")
     script = write(tmp_path / "s.json", json.dumps({"replies": [[{"text": "hi"}]]}))
-    result = crab_run(["run", "--script", str(script), "go"], third_party, cwd=tmp_path)
+    result = crab_run(["run", "-m", f"scripted/{script}", "go"], third_party, cwd=tmp_path)
     assert result.returncode == 2
     assert (
         result.stderr

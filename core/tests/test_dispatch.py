@@ -42,7 +42,7 @@ def test_every_hook_has_a_failure_policy_and_the_docs_name_it():
     ],
 )
 def test_api_ranges_say_which_side_to_change(wanted, expected):
-    problem = api_problem(wanted)
+    problem = api_problem(wanted, "1.0")
     if expected is None:
         assert problem is None
     else:

@@ -88,3 +88,53 @@ def test_ids_reused_across_replies_still_pair():
     assert unpaired_calls(fixed) == []
     torn = repair(messages[:4])  # the second call's result never made it to disk
     assert [m.content for m in torn if isinstance(m, ToolResultMessage)] == ["first result", NO_RESULT]
+
+
+def test_concurrent_writers_interleave_replies_and_results_yet_every_result_pairs():
+    # Two processes appended to one session at once: both replies land before either result.
+    first = AssistantMessage(tool_calls=(call("p1-a"),), stop_reason="tool_use")
+    second = AssistantMessage(tool_calls=(call("p2-a"),), stop_reason="tool_use")
+    messages = [
+        UserMessage("one"),
+        UserMessage("two"),
+        first,
+        second,
+        ToolResultMessage("p1-a", "t", "A"),
+        ToolResultMessage("p2-a", "t", "B"),
+        AssistantMessage("done one"),
+        AssistantMessage("done two"),
+    ]
+    fixed = repair(messages)
+    results = [m for m in fixed if isinstance(m, ToolResultMessage)]
+    assert [(r.call_id, r.content) for r in results] == [("p1-a", "A"), ("p2-a", "B")]
+    assert not any(r.content == NO_RESULT for r in results)
+    assert unpaired_calls(fixed) == []
+
+
+def test_a_stored_result_is_never_replaced_by_a_synthetic_one():
+    # Every stored result whose call is in context appears, unchanged, in the repaired context.
+    calls = [AssistantMessage(tool_calls=(call(f"c{i}"),), stop_reason="tool_use") for i in range(6)]
+    results = [ToolResultMessage(f"c{i}", "t", f"R{i}") for i in range(6)]
+    messages = [UserMessage("q"), *calls, *reversed(results)]
+    fixed = repair(messages)
+    assert {m.content for m in fixed if isinstance(m, ToolResultMessage)} == {f"R{i}" for i in range(6)}
+    assert unpaired_calls(fixed) == []
+
+
+def test_reused_ids_pair_by_position_even_when_an_earlier_result_is_missing():
+    # A server numbering calls per reply (call_0): the first call's result was never stored, so
+    # the second call's result must not be taken by the first call.
+    first = AssistantMessage(tool_calls=(call("call_0"),), stop_reason="tool_use")
+    second = AssistantMessage(tool_calls=(call("call_0"),), stop_reason="tool_use")
+    messages = [UserMessage("q"), first, second, ToolResultMessage("call_0", "t", "second result")]
+    fixed = repair(messages)
+    assert [m.content for m in fixed if isinstance(m, ToolResultMessage)] == [NO_RESULT, "second result"]
+    assert unpaired_calls(fixed) == []
+
+
+def test_a_result_stored_before_its_call_is_not_paired_with_it():
+    # An aborted reply's late result shares its id with a later call; it must not answer that call.
+    aborted = AssistantMessage(tool_calls=(call("x"),), stop_reason="aborted")
+    later = AssistantMessage(tool_calls=(call("x"),), stop_reason="tool_use")
+    fixed = repair([UserMessage("q"), aborted, ToolResultMessage("x", "t", "late"), later])
+    assert [m.content for m in fixed if isinstance(m, ToolResultMessage)] == [NO_RESULT]

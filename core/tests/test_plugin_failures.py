@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from crab import API_VERSION
 
 LEGACY = ["import-error", "hook-error", "garbage", "duplicate", "future-api"]
-API = "crab-core provides 1.0"
+API = f"crab-core provides {API_VERSION}"
 LINES = {
     "broken-import": "plugin broken-import failed: importing crab_fake_broken.import_error raised RuntimeError: "
     "this plugin is broken on purpose",
@@ -22,7 +23,7 @@ LINES = {
     "broken-api-old": f"plugin broken-api-old failed: was written for crab plugin API <1.0 and this {API}: "
     "upgrade the plugin to a release for this API, or use an older crab-core",
     "broken-api-new": f"plugin broken-api-new failed: needs crab plugin API >=2.0,<3 but this {API}: upgrade "
-    "crab-core (pip install -U crab-core), or use a release of the plugin written for API 1.0",
+    f"crab-core (pip install -U crab-core), or use a release of the plugin written for API {API_VERSION}",
     "broken-wrapper": "plugin broken-wrapper failed: crab_event is a hook wrapper (@hookimpl(wrapper=True)), which "
     "crab does not call: crab calls each plugin's hook on its own; make it a plain @crab.hookimpl",
     "broken-hookwrapper": "plugin broken-hookwrapper failed: crab_system_prompt is a hook wrapper "
@@ -145,19 +146,19 @@ def test_plugins_not_chosen_name_the_real_source(crab_run, fake_site):
 def test_run_shows_a_registration_failure_once_and_drops_all_of_the_plugin(crab_run, run_env, tmp_path):
     env = run_env("broken-tools")
     line = LINES["broken-tools"]
-    text = crab_run(["run", "--script", script(tmp_path, ECHO_SCRIPT), "go"], env, cwd=tmp_path)
+    text = crab_run(["run", "-m", f"scripted/{script(tmp_path, ECHO_SCRIPT)}", "go"], env, cwd=tmp_path)
     assert text.returncode == 0, text.stderr
     assert warnings(text.stderr) == [line]
-    jsonl = crab_run(["run", "-o", "jsonl", "--script", script(tmp_path, ECHO_SCRIPT), "go"], env, cwd=tmp_path)
+    jsonl = crab_run(["run", "-o", "jsonl", "-m", f"scripted/{script(tmp_path, ECHO_SCRIPT)}", "go"], env, cwd=tmp_path)
     notices = [e for e in map(json.loads, jsonl.stdout.splitlines()) if e["type"] == "notice"]
     assert notices == [{"v": 1, "type": "notice", "message": line, "level": "warning"}]
     # its command and its renderer are gone with it
-    command = crab_run(["run", "--script", script(tmp_path, ECHO_SCRIPT), "/brokencmd"], env, cwd=tmp_path)
+    command = crab_run(["run", "-m", f"scripted/{script(tmp_path, ECHO_SCRIPT)}", "/brokencmd"], env, cwd=tmp_path)
     assert command.returncode == 1
     assert "unknown command /brokencmd" in command.stderr
     assert "still here" not in command.stdout
     renderer = crab_run(
-        ["run", "--set", "crab.renderer=brokenrender", "--script", script(tmp_path, ECHO_SCRIPT), "go"],
+        ["run", "--set", "crab.renderer=brokenrender", "-m", f"scripted/{script(tmp_path, ECHO_SCRIPT)}", "go"],
         env,
         cwd=tmp_path,
     )
@@ -168,20 +169,24 @@ def test_run_shows_a_registration_failure_once_and_drops_all_of_the_plugin(crab_
 
 def test_chat_and_serve_show_each_failure_once(crab_run, run_env, tmp_path):
     env = run_env("broken-tools", "channel")
-    chat = crab_run(["chat", "--script", script(tmp_path, ECHO_SCRIPT)], env, cwd=tmp_path, stdin="go\n")
+    chat = crab_run(["chat", "-m", f"scripted/{script(tmp_path, ECHO_SCRIPT)}"], env, cwd=tmp_path, stdin="go\n")
     assert chat.returncode == 0, chat.stderr
     assert warnings(chat.stderr) == [LINES["broken-tools"]]
     inbox = tmp_path / "inbox.txt"
     inbox.write_text("hello")
     env["CRAB_FAKE_INBOX"] = str(inbox)
-    serve = crab_run(["serve", "one-shot", "--set", f"crab.script={script(tmp_path, ECHO_SCRIPT)}"], env, cwd=tmp_path)
+    serve = crab_run(
+        ["serve", "one-shot", "--set", f"plugins.scripted.script={script(tmp_path, ECHO_SCRIPT)}"], env, cwd=tmp_path
+    )
     assert serve.returncode == 0, serve.stderr
     assert warnings(serve.stderr) == [LINES["broken-tools"]]
 
 
 def test_a_raising_observer_loses_only_that_hook(crab_run, run_env, tmp_path):
     replies = [[{"tool": "wordcount", "args": {"text": "a b c"}}], [{"text": "three"}]]
-    result = crab_run(["run", "-o", "jsonl", "--script", script(tmp_path, replies), "go"], run_env("broken-event"))
+    result = crab_run(
+        ["run", "-o", "jsonl", "-m", f"scripted/{script(tmp_path, replies)}", "go"], run_env("broken-event")
+    )
     events = [json.loads(line) for line in result.stdout.splitlines()]
     assert result.returncode == 0, result.stderr
     assert [e["message"] for e in events if e["type"] == "notice"] == [EVENT_LINE]
@@ -191,7 +196,7 @@ def test_a_raising_observer_loses_only_that_hook(crab_run, run_env, tmp_path):
 
 def test_a_raising_checker_refuses_with_its_reason(crab_run, run_env, tmp_path):
     result = crab_run(
-        ["run", "-o", "json", "--script", script(tmp_path, ECHO_SCRIPT), "go"], run_env("broken-before-tool")
+        ["run", "-o", "json", "-m", f"scripted/{script(tmp_path, ECHO_SCRIPT)}", "go"], run_env("broken-before-tool")
     )
     assert result.returncode == 0, result.stderr
     call = json.loads(result.stdout)["tool_calls"][0]
@@ -202,7 +207,7 @@ def test_a_raising_checker_refuses_with_its_reason(crab_run, run_env, tmp_path):
 
 def test_a_raising_result_hook_withholds_the_result(crab_run, run_env, tmp_path):
     result = crab_run(
-        ["run", "-o", "json", "--script", script(tmp_path, ECHO_SCRIPT), "go"], run_env("broken-after-tool")
+        ["run", "-o", "json", "-m", f"scripted/{script(tmp_path, ECHO_SCRIPT)}", "go"], run_env("broken-after-tool")
     )
     line = (
         "plugin broken-after-tool failed: crab_after_tool_call raised RuntimeError: scrubber bug (the call was refused)"
@@ -212,7 +217,7 @@ def test_a_raising_result_hook_withholds_the_result(crab_run, run_env, tmp_path)
 
 
 def test_a_raising_request_hook_refuses_the_model_call(crab_run, run_env, tmp_path):
-    result = crab_run(["run", "--script", script(tmp_path, ECHO_SCRIPT), "go"], run_env("broken-before-model"))
+    result = crab_run(["run", "-m", f"scripted/{script(tmp_path, ECHO_SCRIPT)}", "go"], run_env("broken-before-model"))
     line = (
         "plugin broken-before-model failed: crab_before_model_call raised RuntimeError: request checker bug "
         "(the call was refused)"
@@ -224,7 +229,9 @@ def test_a_raising_request_hook_refuses_the_model_call(crab_run, run_env, tmp_pa
 
 def test_context_startup_and_shutdown_failures(crab_run, run_env, tmp_path):
     env = run_env("broken-prompt", "broken-startup", "broken-shutdown")
-    result = crab_run(["run", "-o", "jsonl", "--script", script(tmp_path, ECHO_SCRIPT), "/startcmd"], env, cwd=tmp_path)
+    result = crab_run(
+        ["run", "-o", "jsonl", "-m", f"scripted/{script(tmp_path, ECHO_SCRIPT)}", "/startcmd"], env, cwd=tmp_path
+    )
     events = [json.loads(line) for line in result.stdout.splitlines()]
     notices = [e["message"] for e in events if e["type"] == "notice"]
     assert notices == [
@@ -233,7 +240,7 @@ def test_context_startup_and_shutdown_failures(crab_run, run_env, tmp_path):
         "(its crab_shutdown is not called again in this run)",
     ]
     assert any(e["type"] == "command_output" and "unknown command /startcmd" in e["text"] for e in events)
-    ran = crab_run(["run", "-o", "jsonl", "--script", script(tmp_path, ECHO_SCRIPT), "go"], env, cwd=tmp_path)
+    ran = crab_run(["run", "-o", "jsonl", "-m", f"scripted/{script(tmp_path, ECHO_SCRIPT)}", "go"], env, cwd=tmp_path)
     messages = [e["message"] for e in map(json.loads, ran.stdout.splitlines()) if e["type"] == "notice"]
     assert (
         "plugin broken-prompt failed: crab_system_prompt raised KeyError: 'skills' "
@@ -257,7 +264,7 @@ def test_context_startup_and_shutdown_failures(crab_run, run_env, tmp_path):
     ],
 )
 def test_strict_mode_turns_every_failure_into_exit_2(crab_run, run_env, tmp_path, names, line):
-    result = crab_run(["run", "--script", script(tmp_path, ECHO_SCRIPT), "go"], run_env(*names, strict=True))
+    result = crab_run(["run", "-m", f"scripted/{script(tmp_path, ECHO_SCRIPT)}", "go"], run_env(*names, strict=True))
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines()[-1] == f"crab: {line}"
     assert warnings(result.stderr) == []
@@ -278,13 +285,16 @@ def test_strict_mode_in_listing_commands(crab_run, fake_site):
 
 def test_run_closes_its_renderer(crab_run, run_env, tmp_path):
     env = run_env("closing")
-    result = crab_run(["run", "--set", "crab.renderer=closing", "--script", script(tmp_path, ECHO_SCRIPT), "go"], env)
+    result = crab_run(
+        ["run", "--set", "crab.renderer=closing", "-m", f"scripted/{script(tmp_path, ECHO_SCRIPT)}", "go"], env
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines()[-1] == "renderer closed"
 
 
 def test_usage_is_reported_once_per_model_call_and_priced(crab_run, run_env, tmp_path):
-    result = crab_run(["run", "-o", "jsonl", "--script", script(tmp_path, ECHO_SCRIPT), "go"], run_env())
+    priced = ["-m", "scripted/scripted", "--set", f"plugins.scripted.script={script(tmp_path, ECHO_SCRIPT)}"]
+    result = crab_run(["run", "-o", "jsonl", *priced, "go"], run_env())
     usage = [e["usage"] for e in map(json.loads, result.stdout.splitlines()) if e["type"] == "usage"]
     # the scripted fake provider costs $1 per million input tokens and $2 per million output tokens
     assert usage == [

@@ -82,3 +82,28 @@ def test_an_installed_persistent_store_is_the_default():
     assert choose_store(host, host.config).name == "disk"
     pinned = build_host({"disk-store": plugin}, make_config({"crab.store": "memory"}))
     assert choose_store(pinned, pinned.config).name == "memory"
+
+
+def test_an_installed_renderer_is_the_default_whatever_its_name():
+    import io
+
+    class Loud:
+        def __init__(self, target: RenderTarget) -> None:
+            self.target = target
+
+        def handle(self, event: crab.Event) -> None: ...
+
+        def close(self) -> None: ...
+
+    def offered(name: str) -> object:
+        return types.SimpleNamespace(
+            crab_renderers=crab.hookimpl(lambda config: [crab.RendererSpec(name, "a plugin's renderer", Loud)])
+        )
+
+    target = RenderTarget(io.StringIO(), io.StringIO())
+    for name in ("fancy", "rich"):
+        host = build_host({"fancy-plugin": offered(name)})
+        assert isinstance(choose_renderer(host, host.config, None, target), Loud)
+        assert type(choose_renderer(host, host.config, "plain", target)).__name__ == "PlainRenderer"
+    configured = build_host({"fancy-plugin": offered("fancy")}, make_config({"crab.renderer": "jsonl"}))
+    assert type(choose_renderer(configured, configured.config, None, target)).__name__ != "Loud"

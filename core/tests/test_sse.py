@@ -75,16 +75,14 @@ def test_event_without_data_is_not_dispatched() -> None:
 def test_flush_dispatches_complete_lines_but_drops_a_cut_line() -> None:
     decoder = SSEDecoder()
     assert decoder.feed(b'data: {"done": true}\n') == []
-    assert decoder.has_partial
     assert decoder.flush() == [ServerSentEvent('{"done": true}')]
 
     cut = SSEDecoder()
     assert cut.feed(b'data: {"half": tr') == []
-    assert cut.has_partial
     assert cut.flush() == []
 
 
-def test_nothing_partial_after_a_clean_end() -> None:
+def test_nothing_left_to_flush_after_a_clean_end() -> None:
     decoder = SSEDecoder()
-    decoder.feed(b"data: a\n\n")
-    assert not decoder.has_partial
+    assert decoder.feed(b"data: a\n\n") == [ServerSentEvent("a")]
+    assert decoder.flush() == []

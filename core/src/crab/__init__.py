@@ -1,8 +1,10 @@
 """crab: a small agent framework in which everything is a plugin.
 
-The public surface for plugin authors: ``hookimpl``, ``tool``/``Tool``, the message and event
-types, the provider and store protocols, decisions for interception hooks, and errors.
-Names are imported on first use (PEP 562) so ``import crab`` stays cheap for the CLI.
+This module is the public surface for plugin authors, together with ``crab.provider_kit``
+(streamed HTTP, SSE, retries, pricing and keys for model providers) and ``crab.testing`` (the test
+kit). Every name in ``__all__`` is covered by ``API_VERSION`` and listed in docs/api.md; every
+other module under ``crab`` is private and may change in any release. Names are imported on first
+use (PEP 562) so ``import crab`` stays cheap for the CLI.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from crab._version import __version__
 
 if TYPE_CHECKING:
     from crab.apiversion import API_VERSION
+    from crab.atomic import write_atomic
+    from crab.auth import known_secrets
+    from crab.channels import Channel
     from crab.commands import Command, CommandContext, CommandResult
-    from crab.config import Config
-    from crab.config_tables import ConfigTable, InvalidValue, Setting
+    from crab.config import Config, PluginTable, crab_home
+    from crab.config_tables import ConfigTable, InvalidValue, Setting, validate_table
     from crab.errors import (
         ConfigError,
         ContextOverflowError,
@@ -30,33 +35,100 @@ if TYPE_CHECKING:
     from crab.events import (
         CommandOutput,
         ErrorEvent,
+        ErrorKind,
         Event,
         MessageEnd,
         NoticeEvent,
         RetryEvent,
+        StreamEvent,
         TextDelta,
         ThinkingDelta,
         ToolCallEvent,
         ToolResultEvent,
         TurnEnded,
         TurnStarted,
+        TurnStop,
         UsageEvent,
     )
+    from crab.handles import AgentHandle, PluginStatus, SessionView
     from crab.hookspecs import hookimpl
-    from crab.interception import Allow, Deny, Replace
-    from crab.messages import AssistantMessage, Message, Thinking, ToolCall, ToolResultMessage, Usage, UserMessage
+    from crab.interception import Allow, Decision, Deny, Replace
+    from crab.messages import (
+        AssistantMessage,
+        Message,
+        StopReason,
+        Thinking,
+        ToolCall,
+        ToolResultMessage,
+        Usage,
+        UserMessage,
+        message_from_dict,
+        message_to_dict,
+        usage_from_dict,
+        usage_to_dict,
+    )
     from crab.providers import ModelInfo, ModelRequest, Provider
+    from crab.redaction import Redactor
     from crab.render import Renderer, RendererSpec, RenderTarget
-    from crab.storage import Entry, SessionInfo, Store
+    from crab.storage import (
+        ENTRY_TYPES,
+        INTERCHANGE_VERSION,
+        SESSION_HEADER_KEY,
+        Entry,
+        EntryType,
+        SearchHit,
+        SessionImporter,
+        SessionInfo,
+        Store,
+        entry_from_dict,
+        entry_text,
+        entry_to_dict,
+        new_entry_id,
+        new_session_id,
+        session_from_header,
+        session_header,
+    )
     from crab.tools import Tool, ToolContext, ToolResult, ToolSpec, tool
-    from crab.truncate import OutputLimit
+    from crab.truncate import OutputLimit, Truncation
+    from crab.truncate import describe as describe_truncation
+    from crab.truncate import truncate as truncate_output
 
 _EXPORTS: dict[str, str] = {
+    # version
     "API_VERSION": "crab.apiversion",
+    # hooks
+    "hookimpl": "crab.hookspecs",
+    # tools
+    "tool": "crab.tools",
+    "Tool": "crab.tools",
+    "ToolContext": "crab.tools",
+    "ToolResult": "crab.tools",
+    "ToolSpec": "crab.tools",
+    "OutputLimit": "crab.truncate",
+    "Truncation": "crab.truncate",
+    "truncate_output": "crab.truncate:truncate",
+    "describe_truncation": "crab.truncate:describe",
+    "write_atomic": "crab.atomic",
+    # secrets
+    "Redactor": "crab.redaction",
+    "known_secrets": "crab.auth",
+    # commands and channels
     "Command": "crab.commands",
     "CommandContext": "crab.commands",
     "CommandResult": "crab.commands",
+    "Channel": "crab.channels",
+    "AgentHandle": "crab.handles",
+    "SessionView": "crab.handles",
+    "PluginStatus": "crab.handles",
+    # config
     "Config": "crab.config",
+    "PluginTable": "crab.config",
+    "crab_home": "crab.config",
+    "ConfigTable": "crab.config_tables",
+    "InvalidValue": "crab.config_tables",
+    "Setting": "crab.config_tables",
+    "validate_table": "crab.config_tables",
+    # errors
     "ConfigError": "crab.errors",
     "ContextOverflowError": "crab.errors",
     "CrabError": "crab.errors",
@@ -65,54 +137,78 @@ _EXPORTS: dict[str, str] = {
     "StoreError": "crab.errors",
     "ToolError": "crab.errors",
     "UsageError": "crab.errors",
+    # events
     "CommandOutput": "crab.events",
     "ErrorEvent": "crab.events",
+    "ErrorKind": "crab.events",
     "Event": "crab.events",
     "MessageEnd": "crab.events",
     "NoticeEvent": "crab.events",
     "RetryEvent": "crab.events",
+    "StreamEvent": "crab.events",
     "TextDelta": "crab.events",
     "ThinkingDelta": "crab.events",
     "ToolCallEvent": "crab.events",
     "ToolResultEvent": "crab.events",
     "TurnEnded": "crab.events",
     "TurnStarted": "crab.events",
+    "TurnStop": "crab.events",
     "UsageEvent": "crab.events",
-    "hookimpl": "crab.hookspecs",
+    # interception
     "Allow": "crab.interception",
     "Deny": "crab.interception",
     "Replace": "crab.interception",
+    "Decision": "crab.interception",
+    # messages
     "AssistantMessage": "crab.messages",
     "Message": "crab.messages",
+    "StopReason": "crab.messages",
     "Thinking": "crab.messages",
     "ToolCall": "crab.messages",
     "ToolResultMessage": "crab.messages",
     "Usage": "crab.messages",
     "UserMessage": "crab.messages",
+    "usage_from_dict": "crab.messages",
+    "usage_to_dict": "crab.messages",
+    "message_from_dict": "crab.messages",
+    "message_to_dict": "crab.messages",
+    # providers
     "ModelInfo": "crab.providers",
     "ModelRequest": "crab.providers",
     "Provider": "crab.providers",
+    # renderers
     "Renderer": "crab.render",
     "RendererSpec": "crab.render",
     "RenderTarget": "crab.render",
+    # stores
+    "ENTRY_TYPES": "crab.storage",
+    "INTERCHANGE_VERSION": "crab.storage",
+    "SESSION_HEADER_KEY": "crab.storage",
     "Entry": "crab.storage",
+    "EntryType": "crab.storage",
+    "SearchHit": "crab.storage",
     "SessionInfo": "crab.storage",
     "Store": "crab.storage",
-    "ConfigTable": "crab.config_tables",
-    "InvalidValue": "crab.config_tables",
-    "Setting": "crab.config_tables",
-    "Tool": "crab.tools",
-    "ToolContext": "crab.tools",
-    "ToolResult": "crab.tools",
-    "ToolSpec": "crab.tools",
-    "tool": "crab.tools",
-    "OutputLimit": "crab.truncate",
+    "SessionImporter": "crab.storage",
+    "entry_from_dict": "crab.storage",
+    "entry_text": "crab.storage",
+    "entry_to_dict": "crab.storage",
+    "new_entry_id": "crab.storage",
+    "new_session_id": "crab.storage",
+    "session_from_header": "crab.storage",
+    "session_header": "crab.storage",
 }
+"""Public name → ``module`` (same name there) or ``module:attribute``."""
 
 __all__ = [
     "API_VERSION",
+    "ENTRY_TYPES",
+    "INTERCHANGE_VERSION",
+    "SESSION_HEADER_KEY",
+    "AgentHandle",
     "Allow",
     "AssistantMessage",
+    "Channel",
     "Command",
     "CommandContext",
     "CommandOutput",
@@ -122,9 +218,12 @@ __all__ = [
     "ConfigTable",
     "ContextOverflowError",
     "CrabError",
+    "Decision",
     "Deny",
     "Entry",
+    "EntryType",
     "ErrorEvent",
+    "ErrorKind",
     "Event",
     "InvalidValue",
     "Message",
@@ -134,17 +233,25 @@ __all__ = [
     "NoticeEvent",
     "OutputLimit",
     "PluginError",
+    "PluginStatus",
+    "PluginTable",
     "Provider",
     "ProviderError",
+    "Redactor",
     "RenderTarget",
     "Renderer",
     "RendererSpec",
     "Replace",
     "RetryEvent",
+    "SearchHit",
+    "SessionImporter",
     "SessionInfo",
+    "SessionView",
     "Setting",
+    "StopReason",
     "Store",
     "StoreError",
+    "StreamEvent",
     "TextDelta",
     "Thinking",
     "ThinkingDelta",
@@ -157,22 +264,46 @@ __all__ = [
     "ToolResultEvent",
     "ToolResultMessage",
     "ToolSpec",
+    "Truncation",
     "TurnEnded",
     "TurnStarted",
+    "TurnStop",
     "Usage",
     "UsageError",
     "UsageEvent",
     "UserMessage",
     "__version__",
+    "crab_home",
+    "describe_truncation",
+    "entry_from_dict",
+    "entry_text",
+    "entry_to_dict",
     "hookimpl",
+    "known_secrets",
+    "message_from_dict",
+    "message_to_dict",
+    "new_entry_id",
+    "new_session_id",
+    "session_from_header",
+    "session_header",
     "tool",
+    "truncate_output",
+    "usage_from_dict",
+    "usage_to_dict",
+    "validate_table",
+    "write_atomic",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    target = _EXPORTS.get(name)
+    if target is None:
         raise AttributeError(f"module 'crab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attribute = target.partition(":")
+    value = getattr(importlib.import_module(module), attribute or name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from crab.loop.agent import Agent
-    from crab.loop.session import Session
+from crab.handles import AgentHandle, SessionView
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,11 +23,25 @@ class CommandResult:
 
 @dataclass(frozen=True, slots=True)
 class CommandContext:
-    """Where a command runs: the agent, the session, and whether the channel is local."""
+    """Where a command runs: the agent's narrow ``handle``, the session, and whether the channel is local.
 
-    agent: Agent
-    session: Session
+    API 1.x: ``ctx.agent`` still works (deprecated, warns) and gives the same handle; constructing
+    ``CommandContext(agent, session)`` with an ``Agent`` wraps it in a handle.
+    """
+
+    handle: AgentHandle
+    session: SessionView
     local: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.handle, AgentHandle):
+            object.__setattr__(self, "handle", AgentHandle(self.handle))
+
+    @property
+    def agent(self) -> Any:
+        """Deprecated (ends in crab 2.0): use ``ctx.handle``."""
+        warnings.warn("CommandContext.agent is deprecated; use ctx.handle", DeprecationWarning, stacklevel=2)
+        return self.handle
 
 
 CommandHandler = Callable[[CommandContext, str], "Awaitable[CommandResult | str | None] | CommandResult | str | None"]

@@ -11,7 +11,6 @@ malformed file is reported as ``path:line:col`` and nothing is overwritten.
 from __future__ import annotations
 
 import copy
-import os
 import re
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from crab import environ
 from crab.atomic import write_atomic
 from crab.config_tables import CORE_TABLE, ConfigTable, InvalidValue, Parts, format_key
 from crab.errors import ConfigError
@@ -29,16 +29,6 @@ if TYPE_CHECKING:
 Scope = Literal["user", "project"]
 LayerKind = Literal["user", "project", "env", "flag"]
 
-ENV_KEYS: dict[str, str] = {
-    "CRAB_PROVIDER": "crab.provider",
-    "CRAB_MODEL": "crab.model",
-    "CRAB_STORE": "crab.store",
-    "CRAB_RENDERER": "crab.renderer",
-    "CRAB_PERMISSIONS": "crab.permissions",
-    "CRAB_MAX_ITERATIONS": "crab.max_iterations",
-    "CRAB_TOOL_TIMEOUT": "crab.tool_timeout",
-}
-"""Environment variables that override ``[crab]`` keys (``CRAB_PLUGINS`` is handled by the loader)."""
 
 TOP_LEVEL = ("crab", "plugins")
 PLUGIN_LISTS: tuple[Parts, ...] = (("plugins", "enabled"), ("plugins", "disabled"))
@@ -47,8 +37,7 @@ PLUGIN_LISTS: tuple[Parts, ...] = (("plugins", "enabled"), ("plugins", "disabled
 
 def crab_home() -> Path:
     """``$CRAB_HOME`` or ``~/.crab``: user config, auth file, sessions."""
-    env = os.environ.get("CRAB_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".crab"
+    return environ.crab_home()
 
 
 def user_config_path() -> Path:
@@ -372,7 +361,6 @@ def load_config(
 
     The project file is read once: the bytes parsed are the bytes whose hash decides its trust.
     """
-    env = os.environ if env is None else env
     user_path = user_config_path()
     project_dir = find_project_dir(cwd)
     project_path = project_dir / "config.toml" if project_dir else None
@@ -384,13 +372,13 @@ def load_config(
         content = _read_bytes(project_path) or b""
         layers.append(Layer("project", f"project config {project_path}", parse_toml(content, project_path)))
         trust = state_for(project_path, content)
-    for var, key in ENV_KEYS.items():
-        if env.get(var):
-            setting = CORE_TABLE.setting(key.split(".", 1)[1])
-            value = env[var] if setting is None or setting.kind == "str" else parse_value(env[var])
-            data: dict[str, Any] = {}
-            set_dotted(data, key, value)
-            layers.append(Layer("env", f"environment variable {var}", data))
+    variable_of = {key: var for var, key in environ.CONFIG_VARIABLES.items()}
+    for key, text in environ.config_overrides(env).items():
+        setting = CORE_TABLE.setting(key.split(".", 1)[1])
+        value = text if setting is None or setting.kind == "str" else parse_value(text)
+        data: dict[str, Any] = {}
+        set_dotted(data, key, value)
+        layers.append(Layer("env", f"environment variable {variable_of[key]}", data))
     flags: dict[str, Any] = {}
     for key, value in (overrides or {}).items():
         set_dotted(flags, key, value)

@@ -10,7 +10,6 @@ flag) the value came from, and drops trust-only keys that an untrusted project c
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -33,6 +32,8 @@ TableCheck = Callable[[Mapping[str, Any]], None]
 
 def format_key(parts: Sequence[str]) -> str:
     """A key path as a TOML dotted key: ``plugins.provider-openai.models."gpt-4.1".context_window``."""
+    import json  # only when a key needs quoting: crab --help must not load json
+
     shown = []
     for part in parts:
         bare = part and all(c.isalnum() or c in "-_" for c in part) and part.isascii()
@@ -47,6 +48,8 @@ def show_value(value: Any) -> str:
     if isinstance(value, Mapping):
         return "a table"
     if isinstance(value, bool | int | float | str | list):
+        import json
+
         text = json.dumps(value, ensure_ascii=False, default=str)
     else:
         text = str(value)
@@ -235,7 +238,6 @@ CORE_TABLE = ConfigTable(
         Setting("request_timeout", "float", 600.0, "seconds one model call may take, retries included", above=0),
         Setting("max_tokens", "int", doc="output token limit passed to the provider", minimum=1),
         Setting("temperature", "float", doc="sampling temperature passed to the provider", minimum=0),
-        Setting("script", "str", doc="script file for a scripted provider (set by --script)"),
     ),
 )
 """``[crab]``: the keys core reads."""

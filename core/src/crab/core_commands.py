@@ -7,7 +7,7 @@ from crab.commands import Command, CommandContext, CommandResult
 
 def help_command(ctx: CommandContext, args: str) -> str:
     lines = ["Commands:"]
-    for name, command in sorted(ctx.agent.commands.items()):
+    for name, command in sorted(ctx.handle.commands.items()):
         usage = f" {command.usage}" if command.usage else ""
         lines.append(f"  /{name}{usage} — {command.description}")
     lines.append("  //text sends a literal /text to the model; !cmd runs a shell command (local only)")
@@ -15,7 +15,7 @@ def help_command(ctx: CommandContext, args: str) -> str:
 
 
 def tools_command(ctx: CommandContext, args: str) -> str:
-    tools = ctx.agent.tools
+    tools = ctx.handle.tools
     if not tools:
         return "No tools are loaded (install crab-tools-basic, or check `crab plugins list`)."
     lines = []
@@ -27,20 +27,20 @@ def tools_command(ctx: CommandContext, args: str) -> str:
 
 def plugins_command(ctx: CommandContext, args: str) -> str:
     lines = []
-    for record in ctx.agent.host.records.values():
-        reason = f" — {record.reason}" if record.reason else ""
-        lines.append(f"  {record.name}: {record.status}{reason}")
+    for plugin in ctx.handle.plugins():
+        reason = f" — {plugin.reason}" if plugin.reason else ""
+        lines.append(f"  {plugin.name}: {plugin.status}{reason}")
     return "\n".join(lines)
 
 
 async def session_command(ctx: CommandContext, args: str) -> str:
-    info = await ctx.agent.store.get_session(ctx.session.id)
+    info = await ctx.handle.session_info(ctx.session.id)
     usage = info.usage
     lines = [
         f"session {info.id}",
-        f"  store: {ctx.agent.store.name}",
+        f"  store: {ctx.handle.store_name}",
         f"  workspace: {info.workspace}",
-        f"  model: {ctx.agent.provider.name}/{ctx.agent.model}",
+        f"  model: {ctx.handle.provider_name}/{ctx.handle.model}",
     ]
     if info.entry_count is not None:
         lines.append(f"  entries: {info.entry_count}")
@@ -58,19 +58,19 @@ async def handoff_command(ctx: CommandContext, args: str) -> CommandResult:
     if not name:
         return CommandResult("usage: /handoff NAME [summary of what matters so far]", is_error=True)
     state = {"summary": summary.strip()} if summary.strip() else {}
-    await ctx.agent.handoff(ctx.session, name, state)
+    await ctx.handle.handoff(ctx.session, name, state)
     return CommandResult(f"handoff {name!r} recorded: the model's context starts afresh from here")
 
 
 async def fork_command(ctx: CommandContext, args: str) -> CommandResult:
     at = args.strip() or None
-    info = await ctx.agent.store.fork(ctx.session.id, at)
+    info = await ctx.handle.fork(ctx.session.id, at)
     where = f" at entry {at}" if at else ""
     return CommandResult(f"forked {ctx.session.id}{where} into {info.id}; now in the fork", switch_session=info.id)
 
 
 def abort_command(ctx: CommandContext, args: str) -> str:
-    return "aborted the running turn" if ctx.agent.abort(ctx.session) else "nothing is running"
+    return "aborted the running turn" if ctx.handle.abort(ctx.session) else "nothing is running"
 
 
 def quit_command(ctx: CommandContext, args: str) -> CommandResult:

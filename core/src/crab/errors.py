@@ -1,12 +1,14 @@
 """Errors a user can meet. Each carries one line that says what is wrong and how to fix it.
 
-The CLI prints ``str(error)`` and exits with ``error.exit_code``; nothing else is shown unless
-``CRAB_DEBUG=1``.
+The CLI prints ``str(error)`` and exits with ``error.exit_code``; nothing else is shown.
 """
 
 from __future__ import annotations
 
-from crab.events import ErrorKind
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from crab.events import ErrorKind
 
 
 class CrabError(Exception):

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from crab.config import Config
     from crab.config_tables import ConfigTable
     from crab.events import Event
+    from crab.handles import AgentHandle
     from crab.interception import Decision
-    from crab.loop.agent import Agent
     from crab.messages import ToolCall
     from crab.providers import ModelRequest, Provider
     from crab.render import RendererSpec
@@ -173,16 +173,19 @@ def crab_event(event: Event, session_id: str) -> None:
 
 
 @hookspec
-def crab_startup(agent: Agent) -> None:
+def crab_startup(agent: AgentHandle) -> None:
     """The agent is built and about to take input: open connections, start services.
 
-    May be awaitable. A plugin that raises is marked failed and unregistered.
+    ``agent`` is the narrow ``crab.AgentHandle`` (reading other ``Agent`` attributes through it
+    still works in API 1.x, with a ``DeprecationWarning``). May be awaitable. A plugin that
+    raises is marked failed and unregistered.
     """
 
 
 @hookspec
-def crab_shutdown(agent: Agent) -> None:
-    """The agent is closing: close connections, stop services. May be awaitable.
+def crab_shutdown(agent: AgentHandle) -> None:
+    """The agent is closing: close connections, stop services. May be awaitable. ``agent`` is
+    the narrow ``crab.AgentHandle``, as in ``crab_startup``.
 
     Called even after errors; failures are reported, never raised.
     """

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 FORMAT_VERSION = 1
@@ -116,9 +116,6 @@ class AssistantMessage:
     def replayable(self) -> bool:
         """False for aborted or failed replies, which must never be sent to a provider again."""
         return self.stop_reason not in ("aborted", "error")
-
-    def with_stop(self, stop_reason: StopReason, error: str | None = None) -> AssistantMessage:
-        return replace(self, stop_reason=stop_reason, error=error)
 
 
 @dataclass(frozen=True, slots=True)

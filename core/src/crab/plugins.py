@@ -12,21 +12,19 @@ failing plugin is reported, never fatal, unless ``CRAB_STRICT_PLUGINS=1``.
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import pluggy
 
-from crab import hookspecs
+from crab import environ, hookspecs
 from crab.apiversion import API_VERSION, check_range
 from crab.dispatch import Dispatcher, Failure, describe
 
 if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
-
     from crab.config import Config
+    from crab.entrypoints import EntryPoint
 
 ENTRY_POINT_GROUP = "crab"
 Status = Literal["loaded", "disabled", "failed", "missing", "builtin"]
@@ -62,9 +60,9 @@ class PluginRecord:
 
 def discover_entry_points() -> list[EntryPoint]:
     """Installed plugins' entry points, listed from package metadata (nothing is imported)."""
-    from importlib.metadata import entry_points
+    from crab.entrypoints import entry_points
 
-    return list(entry_points(group=ENTRY_POINT_GROUP))
+    return entry_points(ENTRY_POINT_GROUP)
 
 
 def parse_plugin_list(text: str) -> list[str]:
@@ -84,12 +82,12 @@ def select_plugins(
     enabled`` (config order), else every installed plugin sorted by name; ``[plugins] disabled``
     then removes names from the config-based choice. Returns (names to load, {name: reason}).
     """
-    env = os.environ if env is None else env
+    from_env = environ.plugin_list(env)
     reasons: dict[str, str] = {}
     if cli is not None:
         chosen, source = list(cli), "--plugins"
-    elif "CRAB_PLUGINS" in env:
-        chosen, source = parse_plugin_list(env["CRAB_PLUGINS"]), "CRAB_PLUGINS"
+    elif from_env is not None:
+        chosen, source = parse_plugin_list(from_env), environ.PLUGINS
     else:
         enabled = config.get("plugins.enabled") if config else None
         disabled = set(config.get("plugins.disabled") or ()) if config else set()
@@ -153,7 +151,7 @@ class PluginHost:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.records: dict[str, PluginRecord] = {}
-        self.strict = os.environ.get("CRAB_STRICT_PLUGINS") == "1" if strict is None else strict
+        self.strict = environ.strict_plugins() if strict is None else strict
         self._order: dict[str, int] = {}
         self.dispatch = Dispatcher(self.pm, self._order, self.fail, self.fault, strict=self.strict)
         self._contributions: dict[Kind, dict[str, list[Any]]] = {k: {} for k in KINDS}

@@ -19,8 +19,6 @@ class ModelInfo:
     provider: str
     context_window: int | None = None
     max_output_tokens: int | None = None
-    supports_tools: bool = True
-    supports_thinking: bool = False
     input_price: float | None = None
     output_price: float | None = None
     cache_read_price: float | None = None
@@ -34,8 +32,6 @@ MODEL_SETTINGS: dict[str, type] = {
     "output_price": float,
     "cache_read_price": float,
     "cache_write_price": float,
-    "supports_tools": bool,
-    "supports_thinking": bool,
 }
 """The keys a provider's ``models."<id>"`` config table may set, and their types."""
 
@@ -60,13 +56,8 @@ def model_from_table(
         kind = MODEL_SETTINGS.get(key)
         if kind is None:
             raise InvalidValue((*where, model_id, key), f"a model setting ({', '.join(MODEL_SETTINGS)})", value)
-        if kind is bool:
-            ok = isinstance(value, bool)
-        else:
-            ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
-        if not ok:
-            expected = "true or false" if kind is bool else "a number >= 0"
-            raise InvalidValue((*where, model_id, key), expected, value)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise InvalidValue((*where, model_id, key), "a number >= 0", value)
         changes[key] = kind(value)
     return replace(base or ModelInfo(id=model_id, provider=provider), **changes)
 

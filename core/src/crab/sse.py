@@ -25,7 +25,7 @@ class ServerSentEvent:
 class SSEDecoder:
     """Feed it bytes as they arrive; it returns the events completed by each chunk."""
 
-    __slots__ = ("_buffer", "_data", "_event", "_id", "_pending_lines", "_retry", "_started")
+    __slots__ = ("_buffer", "_data", "_event", "_id", "_retry", "_started")
 
     def __init__(self) -> None:
         self._buffer = b""
@@ -34,12 +34,6 @@ class SSEDecoder:
         self._id: str | None = None
         self._retry: int | None = None
         self._started = False
-        self._pending_lines = False
-
-    @property
-    def has_partial(self) -> bool:
-        """True when bytes or fields of an event not yet dispatched are buffered."""
-        return bool(self._buffer) or self._pending_lines
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Add ``chunk`` and return every event it completed, in order."""
@@ -76,7 +70,6 @@ class SSEDecoder:
             events = self._lines([""])
         if self._data:
             events.extend(self._lines([""]))
-        self._pending_lines = False
         return events
 
     def _lines(self, lines: list[str]) -> list[ServerSentEvent]:
@@ -88,20 +81,17 @@ class SSEDecoder:
                     events.append(ServerSentEvent("\n".join(data), self._event or "message", self._id, self._retry))
                     data.clear()
                 self._event = ""
-                self._pending_lines = False
                 continue
             # ``data:`` is by far the most common line; handle it before the general case.
             if line.startswith("data:"):
                 value = line[5:]
                 data.append(value[1:] if value.startswith(" ") else value)
-                self._pending_lines = True
                 continue
             if line[0] == ":":
                 continue
             name, colon, value = line.partition(":")
             if colon and value.startswith(" "):
                 value = value[1:]
-            self._pending_lines = True
             if name == "event":
                 self._event = value
             elif name == "data":

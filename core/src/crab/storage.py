@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -127,6 +127,19 @@ class Store(Protocol):
     async def fork(self, session_id: str, at_entry: str | None = None) -> SessionInfo:
         """A new session starting from ``at_entry`` of ``session_id`` (its last entry when None)."""
         ...
+
+
+@runtime_checkable
+class SessionImporter(Protocol):
+    """An optional capability of a ``Store``: write a whole session exactly as given.
+
+    ``crab sessions migrate`` uses it when the target store has it (``isinstance(store,
+    SessionImporter)``), keeping ids, parent chains, times and fork origins; a store without it
+    gets new sessions appended entry by entry. The method may be sync or ``async``. It raises
+    ``StoreError`` when a session with that id already exists.
+    """
+
+    def import_session(self, info: SessionInfo, entries: Iterable[Entry]) -> SessionInfo | Awaitable[SessionInfo]: ...
 
 
 SESSION_HEADER_KEY = "crab_session"

@@ -112,7 +112,7 @@ def test_models_list_known_ones_with_configured_prices() -> None:
     )
     models = {m.id: m for m in provider.models()}
     sonnet = models["claude-sonnet-4-5"]
-    assert (sonnet.context_window, sonnet.input_price, sonnet.supports_thinking) == (200_000, 3.0, True)
+    assert (sonnet.context_window, sonnet.input_price) == (200_000, 3.0)
     assert sonnet.cache_write_price == 3.75
     assert models["claude-3-5-haiku-latest"].max_output_tokens == 8_192
 

@@ -45,7 +45,7 @@ def test_malformed_scripts_are_one_line_config_errors(tmp_path: Path, content: s
 
 def test_provider_needs_a_script(crab_home):
     provider = ScriptFileProvider(make_config())
-    with pytest.raises(ConfigError, match="needs a script: pass --script FILE"):
+    with pytest.raises(ConfigError, match="needs a script: pass -m mock/FILE"):
         provider.check("scripted")
     assert [m.id for m in provider.models()] == ["scripted"]
 
@@ -61,9 +61,7 @@ def test_crab_run_replays_the_script(crab_cli, tmp_path: Path):
             }
         )
     )
-    result = crab_cli(
-        "run", "--plugins", "provider-mock", "--provider", "mock", "--script", str(path), "-o", "json", "hello"
-    )
+    result = crab_cli("run", "--plugins", "provider-mock", "-m", f"mock/{path}", "-o", "json", "hello")
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["text"] == "scripted answer"
@@ -73,9 +71,23 @@ def test_crab_run_replays_the_script(crab_cli, tmp_path: Path):
 def test_script_errors_exit_1_and_missing_script_exits_2(crab_cli, tmp_path: Path):
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"replies": [[{"error": "rate limited", "kind": "rate_limit"}]]}))
-    failed = crab_cli("run", "--plugins", "provider-mock", "--provider", "mock", "--script", str(path), "x")
+    failed = crab_cli("run", "--plugins", "provider-mock", "--provider", "mock", "--model", str(path), "x")
     assert failed.exit_code == 1
     assert "error: rate limited" in failed.stderr
     missing = crab_cli("run", "--plugins", "provider-mock", "--provider", "mock", "x")
     assert missing.exit_code == 2
     assert "the mock provider needs a script" in missing.stderr
+
+
+def test_a_script_that_is_not_utf8_is_one_line_exit_2(crab_cli, tmp_path: Path):
+    path = tmp_path / "latin1.json"
+    path.write_bytes('{"replies": [[{"text": "caf\u00e9"}]]}'.encode("latin-1"))
+    result = crab_cli("run", "--plugins", "provider-mock", "-m", f"mock/{path}", "x")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [f"crab: script {path} is not UTF-8 text (byte 27); save it as UTF-8"]
+
+
+def test_a_missing_script_named_by_the_model_is_one_line_exit_2(crab_cli, tmp_path: Path):
+    result = crab_cli("run", "--plugins", "provider-mock", "-m", f"mock/{tmp_path / 'nope.json'}", "x")
+    assert result.exit_code == 2
+    assert "cannot read script" in result.stderr and "Traceback" not in result.stderr

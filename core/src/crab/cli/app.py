@@ -6,11 +6,10 @@ Only typer is imported at start-up; each command imports what it needs when it r
 
 from __future__ import annotations
 
-import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -45,9 +44,6 @@ ReadOnlyOpt = Annotated[bool, typer.Option("--read-only", help="Refuse write and
 ContinueOpt = Annotated[bool, typer.Option("--continue", "-c", help="Continue the latest session of this folder.")]
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Continue the session with this id.")]
 StoreOpt = Annotated[str | None, typer.Option("--store", help="Session store (memory, jsonl, sqlite…).")]
-ScriptOpt = Annotated[
-    Path | None, typer.Option("--script", help="Script file for the scripted `mock` provider (sets crab.script).")
-]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a config key for this run: KEY=VALUE.")]
 ScopeProject = Annotated[bool, typer.Option("--project", help="Write the project's .crab/config.toml.")]
 ScopeUser = Annotated[bool, typer.Option("--user", help="Write the user's ~/.crab/config.toml.")]
@@ -71,26 +67,9 @@ def root(
 ) -> None:
     if ctx.invoked_subcommand is None:
         from crab.cli.chat import chat
+        from crab.cli.options import RunOptions
 
-        chat(run_options())
-
-
-def run_options(**values: Any) -> dict[str, Any]:
-    defaults: dict[str, Any] = {
-        "plugins": None,
-        "provider": None,
-        "model": None,
-        "yolo": False,
-        "read_only": False,
-        "continue_": False,
-        "session": None,
-        "store": None,
-        "script": None,
-        "set_": None,
-        "renderer": None,
-    }
-    defaults.update(values)
-    return defaults
+        chat(RunOptions())
 
 
 @app.command()
@@ -107,23 +86,22 @@ def run(
     continue_: ContinueOpt = False,
     session: SessionOpt = None,
     store: StoreOpt = None,
-    script: ScriptOpt = None,
     set_: SetOpt = None,
 ) -> None:
     """Run one agent turn and exit: 0 done, 1 model or tool failure, 2 usage or config error, 130 interrupted."""
+    from crab.cli.options import RunOptions
     from crab.cli.run import run_once
 
-    options = run_options(
+    options = RunOptions(
         plugins=plugins,
         provider=provider,
         model=model,
         yolo=yolo,
         read_only=read_only,
-        continue_=continue_,
+        continue_latest=continue_,
         session=session,
         store=store,
-        script=script,
-        set_=set_,
+        settings=tuple(set_ or ()),
     )
     raise typer.Exit(run_once(prompt, output.value, options))
 
@@ -138,25 +116,26 @@ def chat(
     continue_: ContinueOpt = False,
     session: SessionOpt = None,
     store: StoreOpt = None,
-    script: ScriptOpt = None,
     set_: SetOpt = None,
-    renderer: Annotated[str | None, typer.Option("--renderer", help="plain, jsonl, rich…")] = None,
+    renderer: Annotated[
+        str | None, typer.Option("--renderer", help="A renderer's name (see `crab plugins list`).")
+    ] = None,
 ) -> None:
     """Talk with the agent: Ctrl-C stops the running turn, Ctrl-D leaves, /help lists commands."""
     from crab.cli.chat import chat as run_chat
+    from crab.cli.options import RunOptions
 
     run_chat(
-        run_options(
+        RunOptions(
             plugins=plugins,
             provider=provider,
             model=model,
             yolo=yolo,
             read_only=read_only,
-            continue_=continue_,
+            continue_latest=continue_,
             session=session,
             store=store,
-            script=script,
-            set_=set_,
+            settings=tuple(set_ or ()),
             renderer=renderer,
         )
     )
@@ -196,11 +175,11 @@ def serve(
     set_: SetOpt = None,
 ) -> None:
     """Run a channel plugin (a chat bot, a scheduler) until interrupted."""
+    from crab.cli.options import RunOptions
     from crab.cli.serve import serve_channel
 
-    raise typer.Exit(
-        serve_channel(channel, run_options(plugins=plugins, provider=provider, model=model, store=store, set_=set_))
-    )
+    options = RunOptions(plugins=plugins, provider=provider, model=model, store=store, settings=tuple(set_ or ()))
+    raise typer.Exit(serve_channel(channel, options))
 
 
 @app.command()
@@ -303,6 +282,7 @@ def _add_plugin_commands() -> None:
     _extended.add("plugins")
 
     try:
+        from crab import environ
         from crab.config import load_config
         from crab.plugins import PluginHost
 
@@ -314,7 +294,7 @@ def _add_plugin_commands() -> None:
     before = len(host.failures)
     host.call_each("crab_cli", app=app, config=config)
     for failure in host.failures[before:]:
-        if os.environ.get("CRAB_STRICT_PLUGINS") == "1":
+        if environ.strict_plugins():
             raise PluginError(failure.line)
         typer.echo(f"warning: {failure.line}", err=True)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
 
+from crab.cli.options import RunOptions
 from crab.config import crab_home
 from crab.interception import Answer, PermissionRequest
 from crab.render import RenderTarget
@@ -58,9 +58,9 @@ def _save_history(history: Path | None) -> None:
         pass
 
 
-def chat(options: dict[str, Any]) -> None:
+def chat(options: RunOptions) -> None:
     """Read lines until Ctrl-D or /quit; each line is a turn or a command."""
-    from crab.cli.runtime import choose_renderer
+    from crab.cli.runtime import choose_renderer, start_agent
     from crab.cli.setup import open_session, prepare
 
     interactive = sys.stdin.isatty()
@@ -68,12 +68,12 @@ def chat(options: dict[str, Any]) -> None:
     agent = prepared.agent
     agent.keyboard = interactive  # a typed !cmd is the user's own word (crab/loop/shell.py)
     target = RenderTarget(out=sys.stdout, err=sys.stderr, color=sys.stdout.isatty())
-    renderer = choose_renderer(prepared.host, prepared.config, options.get("renderer"), target)
+    renderer = choose_renderer(prepared.host, prepared.config, options.renderer, target)
     agent.subscribe(renderer.handle)
     history = _setup_readline() if interactive else None
     runner = asyncio.Runner()
     try:
-        runner.run(agent.start())
+        runner.run(start_agent(agent))
         session = runner.run(open_session(agent, options))
         if interactive:
             sys.stderr.write(f"crab chat · {agent.provider.name}/{agent.model} · session {session.id}\n")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,7 @@ def _checked_config(quiet: bool = False) -> Config:
     from crab.cli.runtime import build_host, load_cli_config
 
     config = load_cli_config()
-    build_host(config, os.environ.get("CRAB_PLUGINS"))
+    build_host(config)
     for line in [] if quiet else config.notices():
         typer.echo(f"warning: {line}", err=True)
     return config
@@ -48,7 +47,7 @@ def _tables(plugins: str | None) -> list[ConfigTable]:
     except CrabError as exc:  # the declarations do not depend on the values
         typer.echo(f"crab: {exc}", err=True)
         config = Config(data={}, user_path=user_config_path(), project_path=None)
-    host = build_host(config, plugins if plugins is not None else os.environ.get("CRAB_PLUGINS"), validate=False)
+    host = build_host(config, plugins, validate=False)
     return [CORE_TABLE, *declared_tables(host)]
 
 

@@ -6,12 +6,13 @@ import asyncio
 import sys
 from typing import Any
 
+from crab.cli.options import RunOptions
 from crab.events import Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from crab.loop.session import TurnOutcome
 from crab.messages import FORMAT_VERSION, json_text, usage_to_dict
 from crab.render import Renderer, RenderTarget
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 
 
 def exit_code(outcome: TurnOutcome) -> int:
@@ -81,10 +82,10 @@ def _can_ask() -> bool:
     return sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def run_once(prompt: str, output: str, options: dict[str, Any]) -> int:
+def run_once(prompt: str, output: str, options: RunOptions) -> int:
     """Run one turn; returns the process exit code."""
     from crab.cli.chat import ask_on_terminal
-    from crab.cli.runtime import choose_renderer
+    from crab.cli.runtime import choose_renderer, start_agent
     from crab.cli.setup import open_session, prepare
 
     text = _read_prompt(prompt)
@@ -97,12 +98,12 @@ def run_once(prompt: str, output: str, options: dict[str, Any]) -> int:
         renderer = collector = JsonCollector()
     else:
         renderer = choose_renderer(
-            prepared.host, prepared.config, "jsonl" if output == "jsonl" else options.get("renderer"), target
+            prepared.host, prepared.config, "jsonl" if output == "jsonl" else options.renderer, target
         )
     agent.subscribe(renderer.handle)
 
     async def main() -> TurnOutcome:
-        await agent.start()
+        await start_agent(agent)
         try:
             session = await open_session(agent, options)
             return await agent.handle_input(session, text)

@@ -8,16 +8,19 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crab.config import Config, load_config
 from crab.config_tables import ConfigTable
-from crab.errors import ConfigError
+from crab.errors import ConfigError, StoreError, UsageError
 from crab.hookspecs import hookimpl
 from crab.plugins import PluginHost, parse_plugin_list
 from crab.providers import Provider
-from crab.render import Renderer, RenderTarget
-from crab.storage import Store
+from crab.render import Renderer, RendererSpec, RenderTarget
+from crab.storage import SessionInfo, Store
+
+if TYPE_CHECKING:
+    from crab.loop.agent import Agent
 
 
 def load_cli_config(overrides: Mapping[str, Any] | None = None, cwd: Path | None = None) -> Config:
@@ -116,12 +119,36 @@ def choose_store(host: PluginHost, config: Config, name: str | None = None) -> S
     return stores[wanted]
 
 
+async def require_session(store: Store, session_id: str) -> SessionInfo:
+    """The header of a session the user named; an unknown id is a usage error (exit 2)."""
+    try:
+        return await store.get_session(session_id)
+    except StoreError as exc:
+        raise UsageError(f"{exc} (see `crab sessions list`)") from None
+
+
+def unusable_store(exc: StoreError) -> ConfigError:
+    """A store that cannot open is a setup problem like a bad config value: exit 2, nothing ran."""
+    return ConfigError(f"{exc} (fix the store's path in config, or pick another with --store NAME)")
+
+
+async def start_agent(agent: Agent) -> None:
+    """``agent.start()``, with a store that cannot open reported as ``unusable_store``."""
+    try:
+        await agent.start()
+    except StoreError as exc:
+        raise unusable_store(exc) from None
+
+
 @asynccontextmanager
 async def open_store(config: Config, name: str | None = None, host: PluginHost | None = None) -> AsyncIterator[Store]:
     """The configured (or named) store, opened, and closed again afterwards."""
     host = host or build_host(config)
     store = choose_store(host, config, name)
-    await store.open()
+    try:
+        await store.open()
+    except StoreError as exc:
+        raise unusable_store(exc) from None
     try:
         yield store
     finally:
@@ -176,10 +203,18 @@ def choose_provider(
     return chosen, model_id
 
 
+def default_renderer(host: PluginHost, renderers: Mapping[str, RendererSpec]) -> str:
+    """The first renderer offered by a plugin that is not core's own, else ``plain``."""
+    builtin = {name for name, record in host.records.items() if record.status == "builtin"}
+    offered = [name for name, spec in renderers.items() if spec.plugin not in builtin]
+    return offered[0] if offered else "plain"
+
+
 def choose_renderer(host: PluginHost, config: Config, name: str | None, target: RenderTarget) -> Renderer:
-    """The named renderer, else ``[crab] renderer``, else ``rich`` when installed, else ``plain``."""
-    renderers = host.registry("renderers")
-    wanted = name or config.get("crab.renderer") or ("rich" if "rich" in renderers else "plain")
+    """The named renderer, else ``[crab] renderer``, else the first one an installed plugin offers
+    (in plugin order), else core's ``plain``: installing a renderer plugin is enough to use it."""
+    renderers: dict[str, RendererSpec] = host.registry("renderers")
+    wanted = name or config.get("crab.renderer") or default_renderer(host, renderers)
     if wanted not in renderers:
         raise ConfigError(f"no renderer named {wanted!r} is loaded (available: {', '.join(sorted(renderers))})")
     renderer: Renderer = renderers[wanted].create(target)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any
 
+from crab.cli.options import RunOptions
 from crab.errors import ConfigError
 
 
-def serve_channel(name: str, options: dict[str, Any]) -> int:
-    from crab.cli.runtime import choose_renderer
+def serve_channel(name: str, options: RunOptions) -> int:
+    from crab.cli.runtime import choose_renderer, start_agent
     from crab.cli.setup import prepare
+    from crab.handles import AgentHandle
     from crab.loop.router import did_you_mean
     from crab.render import RenderTarget
 
@@ -28,9 +29,9 @@ def serve_channel(name: str, options: dict[str, Any]) -> int:
     agent.subscribe(renderer.handle)
 
     async def main() -> None:
-        await agent.start()
+        await start_agent(agent)
         try:
-            await channel.run(agent)
+            await channel.run(AgentHandle(agent))
         finally:
             await agent.close()
 

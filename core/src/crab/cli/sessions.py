@@ -6,7 +6,6 @@ directly. Store and plugin machinery is imported when a command runs, so ``crab 
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+
+from crab import environ
 
 if TYPE_CHECKING:
     from crab.storage import Entry, SearchHit, SessionInfo, Store
@@ -40,12 +41,14 @@ class ExportFormat(StrEnum):
     markdown = "markdown"
 
 
-class StoreName(StrEnum):
-    sqlite = "sqlite"
-    jsonl = "jsonl"
-
-
 # --- plain functions ------------------------------------------------------------------------
+
+
+def _dumps(value: Any, **options: Any) -> str:
+    """``json.dumps``, imported on first use (``crab --help`` loads this module)."""
+    import json
+
+    return json.dumps(value, **options)
 
 
 def format_time(at: float | None) -> str:
@@ -73,7 +76,7 @@ def session_to_dict(info: SessionInfo) -> dict[str, Any]:
 
 
 def _json_line(data: Mapping[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return _dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def export_jsonl(info: SessionInfo, entries: Iterable[Entry]) -> Iterable[str]:
@@ -94,7 +97,7 @@ def _fence(text: str) -> str:
 
 def _call_text(call: Mapping[str, Any]) -> str:
     arguments = call.get("arguments")
-    shown = call.get("raw_arguments") if not arguments else json.dumps(arguments, ensure_ascii=False)
+    shown = call.get("raw_arguments") if not arguments else _dumps(arguments, ensure_ascii=False)
     return f"{call.get('name', '?')}({shown or ''})"
 
 
@@ -145,7 +148,7 @@ def export_markdown(info: SessionInfo, entries: Iterable[Entry]) -> Iterable[str
             state = payload.get("state")
             if isinstance(state, Mapping) and state:
                 yield ""
-                yield _fence(json.dumps(state, ensure_ascii=False, indent=2))
+                yield _fence(_dumps(state, ensure_ascii=False, indent=2))
 
 
 def entry_summary(entry: Entry, width: int = 100) -> str:
@@ -195,16 +198,17 @@ class MigrationReport:
 async def migrate_sessions(source: Store, target: Store) -> MigrationReport:
     """Copy every session of ``source`` with its entries into ``target``.
 
-    A target with ``import_session(info, entries)`` (both crab store plugins have it) keeps ids,
-    parent chains, times and fork origins; any other target gets new sessions appended entry by
-    entry (new ids and times). Sessions the target already holds are skipped, so a migration
+    A target with the ``crab.SessionImporter`` capability (both crab store plugins have it) keeps
+    ids, parent chains, times and fork origins; any other target gets new sessions appended entry
+    by entry (new ids and times). Sessions the target already holds are skipped, so a migration
     that was interrupted can simply be run again.
     """
     import inspect
 
     from crab.errors import StoreError
+    from crab.storage import SessionImporter
 
-    importer: Callable[[SessionInfo, list[Entry]], Any] | None = getattr(target, "import_session", None)
+    importer = target.import_session if isinstance(target, SessionImporter) else None
     copied: list[str] = []
     skipped: list[str] = []
     count = 0
@@ -237,14 +241,13 @@ async def migrate_sessions(source: Store, target: Store) -> MigrationReport:
 def _with_store(store_name: str | None, plugins: str | None, work: Callable[[Store], Awaitable[T]]) -> T:
     """Run ``work`` with the configured (or named) store opened, from a plain sync command."""
     import asyncio
-    import os
 
     from crab.cli.runtime import build_host, load_cli_config, open_store
 
     config = load_cli_config()
 
     async def main() -> T:
-        host = build_host(config, plugins if plugins is not None else os.environ.get("CRAB_PLUGINS"))
+        host = build_host(config, plugins if plugins is not None else environ.plugin_list())
         async with open_store(config, store_name, host=host) as store:
             return await work(store)
 
@@ -271,7 +274,7 @@ def list_cmd(
 
     infos = _with_store(store, plugins, work)
     if as_json:
-        typer.echo(json.dumps([session_to_dict(i) for i in infos], ensure_ascii=False, indent=2))
+        typer.echo(_dumps([session_to_dict(i) for i in infos], ensure_ascii=False, indent=2))
         return
     if not infos:
         typer.echo("no sessions")
@@ -295,14 +298,16 @@ def show_cmd(
     """A session's header and entries, one line each."""
 
     async def work(s: Store) -> tuple[SessionInfo, list[Entry]]:
-        return await s.get_session(session_id), await s.entries(session_id, since_handoff=since_handoff)
+        from crab.cli.runtime import require_session
+
+        return await require_session(s, session_id), await s.entries(session_id, since_handoff=since_handoff)
 
     info, entries = _with_store(store, plugins, work)
     if as_json:
         from crab.storage import entry_to_dict
 
         document = {"session": session_to_dict(info), "entries": [entry_to_dict(e) for e in entries]}
-        typer.echo(json.dumps(document, ensure_ascii=False, indent=2))
+        typer.echo(_dumps(document, ensure_ascii=False, indent=2))
         return
     typer.echo(f"session {info.id}  workspace {info.workspace}  created {format_time(info.created)}")
     if info.title:
@@ -337,7 +342,7 @@ def search_cmd(
             {"session_id": h.session_id, "entry_id": h.entry_id, "type": h.type, "time": h.time, "excerpt": h.excerpt}
             for h in hits
         ]
-        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        typer.echo(_dumps(rows, ensure_ascii=False, indent=2))
         return
     if not hits:
         typer.echo("no matches")
@@ -358,6 +363,9 @@ def fork_cmd(
     """A new session holding ID's entries up to ENTRY; prints the new id (resume it with --session)."""
 
     async def work(s: Store) -> SessionInfo:
+        from crab.cli.runtime import require_session
+
+        await require_session(s, session_id)
         return await s.fork(session_id, at_entry=at)
 
     info = _with_store(store, plugins, work)
@@ -375,7 +383,9 @@ def export_cmd(
     """A session as JSON lines (header, then one entry per line) or as a Markdown transcript."""
 
     async def work(s: Store) -> tuple[SessionInfo, list[Entry]]:
-        return await s.get_session(session_id), await s.entries(session_id)
+        from crab.cli.runtime import require_session
+
+        return await require_session(s, session_id), await s.entries(session_id)
 
     info, entries = _with_store(store, plugins, work)
     lines = export_jsonl(info, entries) if format is ExportFormat.jsonl else export_markdown(info, entries)
@@ -389,7 +399,9 @@ def export_cmd(
 
 @app.command("migrate")
 def migrate_cmd(
-    to: Annotated[StoreName, typer.Option("--to", help="Target store: sqlite or jsonl.")],
+    to: Annotated[
+        str, typer.Option("--to", metavar="NAME", help="Target store (jsonl, sqlite…; see `crab plugins list`).")
+    ],
     source: Annotated[
         str | None, typer.Option("--from", metavar="NAME", help="Source store (default: [crab] store).")
     ] = None,
@@ -397,26 +409,25 @@ def migrate_cmd(
 ) -> None:
     """Copy every session, with ids, parents and times, from the current store into another."""
     import asyncio
-    import os
 
     from crab.cli.runtime import build_host, load_cli_config, open_store, store_name
     from crab.errors import UsageError
 
     config = load_cli_config()
-    host = build_host(config, plugins if plugins is not None else os.environ.get("CRAB_PLUGINS"))
+    host = build_host(config, plugins if plugins is not None else environ.plugin_list())
     source_name = store_name(host, config, source)
-    if source_name == to.value:
-        raise UsageError(f"the source and target store are both {to.value!r}; pass --from NAME or --to NAME")
+    if source_name == to:
+        raise UsageError(f"the source and target store are both {to!r}; pass --from NAME or --to NAME")
 
     async def main() -> MigrationReport:
         async with (
             open_store(config, source_name, host=host) as from_store,
-            open_store(config, to.value, host=host) as to_store,
+            open_store(config, to, host=host) as to_store,
         ):
             return await migrate_sessions(from_store, to_store)
 
     report = asyncio.run(main())
     typer.echo(
-        f"copied {len(report.copied)} sessions ({report.entries} entries) from {source_name} to {to.value}"
+        f"copied {len(report.copied)} sessions ({report.entries} entries) from {source_name} to {to}"
         + (f"; {len(report.skipped)} already there, skipped" if report.skipped else "")
     )

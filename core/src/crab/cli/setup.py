@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crab.cli.options import RunOptions
 from crab.config import Config, parse_value
 from crab.errors import CrabError, UsageError
 from crab.interception import AskUser
@@ -22,39 +23,34 @@ class Prepared:
     agent: Agent
 
 
-def overrides_from(options: dict[str, Any]) -> dict[str, Any]:
+def overrides_from(options: RunOptions) -> dict[str, Any]:
     """Config overrides (dotted keys) from run/chat flags."""
     overrides: dict[str, Any] = {}
-    for item in options.get("set_") or []:
+    for item in options.settings:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--set takes KEY=VALUE, got {item!r}")
         overrides[key.strip()] = parse_value(value.strip())
-    if options.get("yolo") and options.get("read_only"):
+    if options.yolo and options.read_only:
         raise UsageError("--yolo and --read-only contradict each other; pick one")
-    if options.get("yolo"):
+    if options.yolo:
         overrides["crab.permissions"] = "yolo"
-    if options.get("read_only"):
+    if options.read_only:
         overrides["crab.permissions"] = "read-only"
-    if options.get("script") is not None:
-        script = Path(options["script"]).expanduser()
-        if not script.is_file():
-            raise UsageError(f"--script: no such file {script}")
-        overrides["crab.script"] = str(script.resolve())
-    if options.get("store"):
-        overrides["crab.store"] = options["store"]
+    if options.store:
+        overrides["crab.store"] = options.store
     return overrides
 
 
-def prepare(options: dict[str, Any], *, ask: AskUser | None, local: bool = True) -> Prepared:
+def prepare(options: RunOptions, *, ask: AskUser | None, local: bool = True) -> Prepared:
     """Config, plugins, provider, store and agent for a run; raises ``CrabError`` on bad setup."""
     from crab.cli.runtime import build_host, choose_provider, choose_store, emit_config_notices, load_cli_config
 
     config = load_cli_config(overrides_from(options))
-    plugins = options.get("plugins")
+    plugins = options.plugins
     host = build_host(config, plugins)
     try:
-        provider, model = choose_provider(host, config, options.get("provider"), options.get("model"))
+        provider, model = choose_provider(host, config, options.provider, options.model)
         store = choose_store(host, config)
     except CrabError:
         # No agent will start to show them, and they may be why this failed.
@@ -64,11 +60,14 @@ def prepare(options: dict[str, Any], *, ask: AskUser | None, local: bool = True)
     return Prepared(config, host, agent)
 
 
-async def open_session(agent: Agent, options: dict[str, Any]) -> Session:
+async def open_session(agent: Agent, options: RunOptions) -> Session:
     """The session a run continues (``--session``, ``-c``) or a new one."""
-    if options.get("session"):
-        return await agent.resume(options["session"])
-    if options.get("continue_"):
+    if options.session:
+        from crab.cli.runtime import require_session
+
+        await require_session(agent.store, options.session)
+        return await agent.resume(options.session)
+    if options.continue_latest:
         latest = await agent.latest_session()
         if latest is not None:
             return latest

@@ -21,6 +21,7 @@ from crab.config import Config
 from crab.dispatch import Failure
 from crab.errors import CrabError
 from crab.events import CommandOutput, Event, NoticeEvent
+from crab.handles import AgentHandle
 from crab.interception import AskUser
 from crab.loop.history import load_history
 from crab.loop.router import did_you_mean, route
@@ -100,13 +101,13 @@ class Agent:
         await self.store.open()
         if self._unsubscribe_failures is None:
             self._unsubscribe_failures = self.host.dispatch.subscribe(self._report_failure)
-        await self.host.dispatch.lifecycle("crab_startup", agent=self)
+        await self.host.dispatch.lifecycle("crab_startup", agent=AgentHandle(self))
 
     async def close(self) -> None:
         """Run ``crab_shutdown`` hooks and close the store; failures are reported, never raised
         (except ``PluginError`` in strict mode, after the store is closed)."""
         try:
-            await self.host.dispatch.lifecycle("crab_shutdown", agent=self)
+            await self.host.dispatch.lifecycle("crab_shutdown", agent=AgentHandle(self))
         finally:
             try:
                 await self.store.close()
@@ -259,7 +260,7 @@ class Agent:
             result = CommandResult(f"/{name} only works in a local terminal", is_error=True)
         else:
             try:
-                value = command.handler(CommandContext(self, session, self.local), args)
+                value = command.handler(CommandContext(AgentHandle(self), session, self.local), args)
                 if inspect.isawaitable(value):
                     value = await value
                 result = value if isinstance(value, CommandResult) else CommandResult(str(value or ""))

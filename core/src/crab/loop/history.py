@@ -4,10 +4,12 @@ Repairs (run on every resume and before every request): aborted or failed assist
 stay in storage but out of context; every tool call gets exactly one result, directly after its
 message (a synthetic error result where none was recorded); orphan and duplicate results are
 dropped; a user message left without a reply gets a synthetic assistant reply so roles alternate.
+Results pair with their calls by id wherever concurrent writers put them (see ``repair``).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,18 +52,26 @@ def messages_from_entries(entries: Iterable[Entry]) -> tuple[list[Message], Mapp
 def repair(messages: Sequence[Message]) -> list[Message]:
     """The replayable, paired, alternating version of ``messages`` (see module docstring).
 
-    A call's result is looked for between its message and the next replayable assistant message,
-    first unused match by id: providers that reuse ids across replies (``call_0``) still pair.
+    Pairing is by id first: a call's result is the first unused result with its id stored after
+    the call's message, wherever it landed (concurrent writers interleave replies and results).
+    Only an id that several calls share (servers that number calls ``call_0`` per reply) is
+    paired by position: each such call first takes a result between its message and the next
+    replayable assistant message, before any call may take one from further on. A stored result
+    is never replaced by a synthetic one while a call with its id lacks one.
     """
+    paired = _pair(messages)
     out: list[Message] = []
-    used: set[int] = set()
     for index, message in enumerate(messages):
         if isinstance(message, ToolResultMessage):
             continue  # placed right after the message that asked for it
         if isinstance(message, AssistantMessage):
             if message.replayable:
                 out.append(message)
-                out.extend(_results_for(message, index, messages, used))
+                for position, call in enumerate(message.tool_calls):
+                    found = paired.get((index, position))
+                    out.append(
+                        found or ToolResultMessage(call_id=call.id, name=call.name, content=NO_RESULT, is_error=True)
+                    )
             continue
         if out and isinstance(out[-1], UserMessage):
             out.append(AssistantMessage(content=NO_REPLY))
@@ -69,25 +79,40 @@ def repair(messages: Sequence[Message]) -> list[Message]:
     return out
 
 
-def _results_for(
-    message: AssistantMessage, index: int, messages: Sequence[Message], used: set[int]
-) -> list[ToolResultMessage]:
-    window: list[tuple[int, ToolResultMessage]] = []
-    for later in range(index + 1, len(messages)):
-        candidate = messages[later]
-        if isinstance(candidate, AssistantMessage) and candidate.replayable:
-            break
-        if isinstance(candidate, ToolResultMessage) and later not in used:
-            window.append((later, candidate))
-    results: list[ToolResultMessage] = []
-    for call in message.tool_calls:
-        match = next(((j, r) for j, r in window if j not in used and r.call_id == call.id), None)
-        if match is None:
-            results.append(ToolResultMessage(call_id=call.id, name=call.name, content=NO_RESULT, is_error=True))
-        else:
-            used.add(match[0])
-            results.append(match[1])
-    return results
+def _pair(messages: Sequence[Message]) -> dict[tuple[int, int], ToolResultMessage]:
+    """``(message index, call position) -> stored result`` for every call that has one."""
+    calls: list[tuple[int, int, str]] = []  # (message index, call position, call id)
+    window_end: dict[int, int] = {}
+    last_replayable: int | None = None
+    for index, message in enumerate(messages):
+        if isinstance(message, AssistantMessage) and message.replayable:
+            if last_replayable is not None:
+                window_end[last_replayable] = index
+            last_replayable = index
+            calls.extend((index, position, call.id) for position, call in enumerate(message.tool_calls))
+    if last_replayable is not None:
+        window_end[last_replayable] = len(messages)
+    results: dict[str, list[tuple[int, ToolResultMessage]]] = {}
+    for index, message in enumerate(messages):
+        if isinstance(message, ToolResultMessage):
+            results.setdefault(message.call_id, []).append((index, message))
+    shared = Counter(call_id for _, _, call_id in calls)
+    used: set[int] = set()
+    paired: dict[tuple[int, int], ToolResultMessage] = {}
+
+    def take(index: int, position: int, call_id: str, end: int) -> None:
+        found = next(((r, m) for r, m in results.get(call_id, ()) if index < r < end and r not in used), None)
+        if found is not None:
+            used.add(found[0])
+            paired[index, position] = found[1]
+
+    for index, position, call_id in calls:  # ids several calls share: by position first
+        if shared[call_id] > 1:
+            take(index, position, call_id, window_end[index])
+    for index, position, call_id in calls:  # then by id, anywhere after the call
+        if (index, position) not in paired:
+            take(index, position, call_id, len(messages))
+    return paired
 
 
 def build_context(entries: Iterable[Entry]) -> list[Message]:

@@ -63,7 +63,3 @@ class Session:
     @property
     def id(self) -> str:
         return self.info.id
-
-    @property
-    def running(self) -> bool:
-        return self.task is not None and not self.task.done()

@@ -17,20 +17,11 @@ from typing import Any
 
 import pytest
 
+from crab import environ
 from crab.config import Config, load_config
 from crab.testing.harness import AgentHarness, CliResult, run_cli
 
-CRAB_ENV = (
-    "CRAB_PLUGINS",
-    "CRAB_PROVIDER",
-    "CRAB_MODEL",
-    "CRAB_STORE",
-    "CRAB_RENDERER",
-    "CRAB_PERMISSIONS",
-    "CRAB_MAX_ITERATIONS",
-    "CRAB_TOOL_TIMEOUT",
-    "CRAB_STRICT_PLUGINS",
-)
+CRAB_ENV = tuple(name for name in environ.ALL if name != environ.HOME)
 
 
 @pytest.fixture

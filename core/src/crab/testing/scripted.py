@@ -71,7 +71,7 @@ class ScriptedProvider:
         self._calls = 0
 
     def models(self) -> list[ModelInfo]:
-        return [ModelInfo(id=self.model, provider=self.name, context_window=1_000_000, supports_tools=True)]
+        return [ModelInfo(id=self.model, provider=self.name, context_window=1_000_000)]
 
     def check(self, model: str) -> None:
         return None
@@ -155,6 +155,8 @@ def load_script(path: str) -> tuple[list[Reply], bool]:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read script {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"script {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     try:
         if file.suffix == ".toml":
             import tomllib

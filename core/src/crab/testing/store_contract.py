@@ -21,6 +21,7 @@ tie itself to the loop that opened it.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar, cast
@@ -28,7 +29,7 @@ from typing import Any, TypeVar, cast
 import pytest
 
 from crab.errors import StoreError
-from crab.storage import ENTRY_TYPES, Entry, EntryType, SessionInfo, Store
+from crab.storage import ENTRY_TYPES, Entry, EntryType, SessionImporter, SessionInfo, Store
 
 T = TypeVar("T")
 
@@ -417,3 +418,43 @@ class StoreContract:
         stored = run(store.entries(info.id))
         assert stored == mine
         assert_chain(stored)
+
+    # --- optional capabilities ------------------------------------------------------------
+
+    def test_import_session_writes_a_session_as_given(self, store: Store) -> None:
+        """Only for stores with the ``SessionImporter`` capability (``crab sessions migrate``)."""
+        if not isinstance(store, SessionImporter):
+            pytest.skip(f"{type(store).__name__} has no import_session (an optional capability)")
+        from crab.memory_store import MemoryStore
+
+        source = MemoryStore()
+        info = run(source.create_session(WORKSPACE, title="imported", meta={"k": "v"}))
+        entries = append_all(
+            source, info.id, [("message", user("one")), ("anchor", handoff("h")), ("message", assistant("two"))]
+        )
+        fork = run(source.fork(info.id, at_entry=entries[0].id))
+
+        def import_session(header: SessionInfo, items: list[Entry]) -> None:
+            result = store.import_session(header, items)
+            if inspect.isawaitable(result):
+                run(result)
+
+        import_session(run(source.get_session(info.id)), entries)
+        import_session(run(source.get_session(fork.id)), run(source.entries(fork.id)))
+        assert run(store.entries(info.id)) == entries
+        assert run(store.entries(info.id, since_handoff=True)) == entries[1:]
+        got = run(store.get_session(info.id))
+        assert (got.id, got.workspace, got.title, dict(got.meta), got.created) == (
+            info.id,
+            WORKSPACE,
+            "imported",
+            {"k": "v"},
+            info.created,
+        )
+        forked = run(store.get_session(fork.id))
+        assert (forked.forked_from, forked.fork_entry) == (info.id, entries[0].id)
+        assert [e.id for e in run(store.entries(fork.id))] == [entries[0].id]
+        with pytest.raises(StoreError):
+            import_session(run(source.get_session(info.id)), entries)
+        later = run(store.append(info.id, "message", user("after import")))
+        assert later.parent_id == entries[-1].id

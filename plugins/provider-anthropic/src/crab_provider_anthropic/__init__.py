@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from crab.hookspecs import hookimpl
+from crab import hookimpl
 
 if TYPE_CHECKING:
-    from crab.config import Config
-    from crab.config_tables import ConfigTable
-    from crab.providers import Provider
+    from crab import Config, ConfigTable, Provider
 
 CRAB_API = ">=1.0,<2"
 
@@ -28,7 +26,7 @@ def crab_config_table() -> ConfigTable:
 
 @hookimpl
 def crab_providers(config: Config) -> list[Provider]:
-    from crab.http_stream import request_timeout_from
+    from crab.provider_kit import request_timeout_from
 
     from crab_provider_anthropic.provider import AnthropicProvider
     from crab_provider_anthropic.settings import PLUGIN

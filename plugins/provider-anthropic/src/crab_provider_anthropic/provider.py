@@ -5,11 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from crab.errors import ConfigError, ProviderError
-from crab.events import StreamEvent
-from crab.http_stream import DEFAULT_REQUEST_TIMEOUT, stream_call
-from crab.messages import json_text
-from crab.providers import ModelInfo, ModelRequest
+from crab import ConfigError, ModelInfo, ModelRequest, ProviderError, StreamEvent
+from crab.provider_kit import DEFAULT_REQUEST_TIMEOUT, json_text, stream_call
 
 from crab_provider_anthropic.errors import classify_error, error_details
 from crab_provider_anthropic.parser import MessagesStreamParser

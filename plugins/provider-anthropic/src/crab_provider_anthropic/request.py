@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from crab.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
-from crab.providers import ModelRequest
+from crab import AssistantMessage, Message, ModelRequest, ToolResultMessage, UserMessage
 
 from crab_provider_anthropic.extra import for_request, merge
 from crab_provider_anthropic.settings import API_VERSION, AnthropicSettings

@@ -13,10 +13,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crab.config import PluginTable
-from crab.config_tables import ConfigTable, InvalidValue, Setting
-from crab.http_stream import HttpOptions, extra_body_paths, http_settings, key_routing, read_http_options
-from crab.providers import ModelInfo, model_from_table
+from crab import ConfigTable, InvalidValue, ModelInfo, PluginTable, Setting
+from crab.provider_kit import (
+    HttpOptions,
+    extra_body_paths,
+    http_settings,
+    key_routing,
+    model_from_table,
+    read_http_options,
+)
 
 from crab_provider_anthropic.extra import KEY as EXTRA_BODY
 from crab_provider_anthropic.extra import merge, read_extra_body, split_model_entry
@@ -95,10 +100,8 @@ def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
     models: dict[str, ModelInfo] = {}
     model_extra_body: dict[str, dict[str, Any]] = {}
     if http.base_url == ANTHROPIC_BASE_URL:
-        for model_id, (window, output, thinking) in KNOWN_MODELS.items():
-            models[model_id] = ModelInfo(
-                model_id, PROVIDER, context_window=window, max_output_tokens=output, supports_thinking=thinking
-            )
+        for model_id, (window, output, _thinking) in KNOWN_MODELS.items():
+            models[model_id] = ModelInfo(model_id, PROVIDER, context_window=window, max_output_tokens=output)
     for model_id, entry in models_table.items():
         entry, extra = split_model_entry(entry, ("plugins", PLUGIN, "models", str(model_id)))
         if extra:

@@ -11,7 +11,11 @@ CRAB_API = ">=1.0,<2"
 def crab_config_table() -> crab.ConfigTable:
     return crab.ConfigTable(
         "provider-mock",
-        (crab.Setting("script", "str", doc="script file to replay (--script sets [crab] script instead)"),),
+        (
+            crab.Setting(
+                "script", "str", doc="script file to replay for the model `scripted` (or name the file: -m mock/FILE)"
+            ),
+        ),
         doc="the scripted mock provider",
     )
 

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from crab.hookspecs import hookimpl
+from crab import hookimpl
 
 if TYPE_CHECKING:
-    from crab.config import Config
-    from crab.config_tables import ConfigTable
-    from crab.providers import Provider
+    from crab import Config, ConfigTable, Provider
 
 CRAB_API = ">=1.0,<2"
 

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from crab.config_tables import InvalidValue
+from crab import InvalidValue
 
 KEY = "extra_body"
 RESERVED = ("model", "messages", "stream", "stream_options", "tools")

@@ -12,10 +12,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crab.errors import ProviderError
-from crab.events import MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent
-from crab.messages import AssistantMessage, StopReason, Thinking, ToolCall, Usage, parse_tool_arguments
-from crab.sse import ServerSentEvent
+from crab import (
+    AssistantMessage,
+    MessageEnd,
+    ProviderError,
+    StopReason,
+    StreamEvent,
+    TextDelta,
+    Thinking,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallEvent,
+    Usage,
+)
+from crab.provider_kit import ServerSentEvent, parse_tool_arguments
 
 from crab_provider_openai.errors import classify_error, details_from_object
 from crab_provider_openai.thinktags import ThinkTagSplitter

@@ -5,12 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from crab.config import Config
-from crab.errors import ConfigError, ProviderError
-from crab.events import StreamEvent
-from crab.http_stream import DEFAULT_REQUEST_TIMEOUT, request_timeout_from, stream_call
-from crab.messages import json_text
-from crab.providers import ModelInfo, ModelRequest, Provider
+from crab import Config, ConfigError, ModelInfo, ModelRequest, Provider, ProviderError, StreamEvent
+from crab.provider_kit import DEFAULT_REQUEST_TIMEOUT, json_text, request_timeout_from, stream_call
 
 from crab_provider_openai.errors import classify_error, error_details
 from crab_provider_openai.parser import ChatStreamParser

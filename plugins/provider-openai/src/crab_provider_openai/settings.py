@@ -15,10 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crab.config import PluginTable
-from crab.config_tables import ConfigTable, InvalidValue, Parts, Setting
-from crab.http_stream import HttpOptions, extra_body_paths, http_settings, key_routing, read_http_options
-from crab.providers import ModelInfo, model_from_table
+from crab import ConfigTable, InvalidValue, ModelInfo, PluginTable, Setting
+from crab.provider_kit import (
+    HttpOptions,
+    extra_body_paths,
+    http_settings,
+    key_routing,
+    model_from_table,
+    read_http_options,
+)
 
 from crab_provider_openai.extra import KEY as EXTRA_BODY
 from crab_provider_openai.extra import merge, read_extra_body, split_model_entry
@@ -82,7 +87,7 @@ def table_path(provider: str) -> str:
     return PLUGIN if provider == PROVIDER else f"{PLUGIN}.{ENDPOINTS}.{provider}"
 
 
-def _key(provider: str, *parts: str) -> Parts:
+def _key(provider: str, *parts: str) -> tuple[str, ...]:
     return ("plugins", *table_path(provider).split("."), *parts)
 
 
@@ -116,7 +121,7 @@ def check_table(values: Mapping[str, Any]) -> None:
         parse_settings(entry, name)
 
 
-def trust_filter(project: Mapping[str, Any], trusted: Mapping[str, Any]) -> list[Parts]:
+def trust_filter(project: Mapping[str, Any], trusted: Mapping[str, Any]) -> list[tuple[str, ...]]:
     """Key routing an untrusted project may not set: ``base_url`` with a key (``key_routing``), and
     in an endpoint, ``api_key_env`` and ``base_url`` (an endpoint always looks up ``<NAME>_API_KEY``);
     every ``extra_body`` (``extra_body_paths``). An endpoint the user's layers give no ``base_url``

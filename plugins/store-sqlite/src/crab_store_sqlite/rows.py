@@ -13,9 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from crab.errors import StoreError
-from crab.messages import Usage, usage_from_dict
-from crab.storage import Entry, EntryType, entry_text
+from crab import Entry, EntryType, StoreError, Usage, entry_text, usage_from_dict
 
 _FTS_TOKEN = re.compile(r"[^\W_]+")
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from crab.errors import StoreError
+from crab import StoreError
 
 from crab_store_sqlite.rows import decode_payload, fts_text
 

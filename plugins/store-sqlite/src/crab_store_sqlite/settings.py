@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crab.config_tables import ConfigTable, Setting
+from crab import ConfigTable, Setting
 
 PLUGIN = "store-sqlite"
 

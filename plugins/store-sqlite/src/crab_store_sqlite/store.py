@@ -17,14 +17,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-from crab.errors import StoreError
-from crab.messages import Usage
-from crab.storage import (
+from crab import (
     ENTRY_TYPES,
     Entry,
     EntryType,
     SearchHit,
     SessionInfo,
+    StoreError,
+    Usage,
     entry_text,
     new_entry_id,
     new_session_id,

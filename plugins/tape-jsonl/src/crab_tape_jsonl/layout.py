@@ -6,7 +6,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from crab.errors import StoreError
+from crab import StoreError
 
 SUFFIX = ".jsonl"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -17,13 +17,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from crab.errors import StoreError
-from crab.storage import (
+from crab import (
     ENTRY_TYPES,
     Entry,
     EntryType,
     SearchHit,
     SessionInfo,
+    StoreError,
     entry_text,
     new_entry_id,
     new_session_id,

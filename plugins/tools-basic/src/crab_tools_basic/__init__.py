@@ -7,9 +7,7 @@ from typing import TYPE_CHECKING
 import crab
 
 if TYPE_CHECKING:
-    from crab.config import Config
-    from crab.config_tables import ConfigTable
-    from crab.tools import Tool
+    from crab import Config, ConfigTable, Tool
 
 CRAB_API = ">=1.0,<2"
 

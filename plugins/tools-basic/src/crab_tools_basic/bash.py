@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from crab.errors import ToolError
-from crab.tools import Tool, ToolContext, ToolResult, tool
-from crab.truncate import OutputLimit, Truncation, describe, truncate
+from crab import OutputLimit, Tool, ToolContext, ToolError, ToolResult, Truncation, tool
+from crab import describe_truncation as describe
+from crab import truncate_output as truncate
 
 from crab_tools_basic.oserrors import os_errors
 from crab_tools_basic.settings import Settings

@@ -8,9 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-from crab.atomic import write_atomic
-from crab.errors import ToolError
-from crab.tools import ToolContext, tool
+from crab import ToolContext, ToolError, tool, write_atomic
 
 from crab_tools_basic import read_gate
 from crab_tools_basic.files import existing_file

@@ -9,10 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from crab.atomic import write_atomic
-from crab.errors import ToolError
-from crab.tools import ToolContext, tool
-from crab.truncate import OutputLimit, truncate
+from crab import OutputLimit, ToolContext, ToolError, tool, write_atomic
+from crab import truncate_output as truncate
 
 from crab_tools_basic import read_gate
 from crab_tools_basic.oserrors import os_errors

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from crab.errors import ToolError
+from crab import ToolError
 
 from crab_tools_basic.text import SNIFF_BYTES, looks_binary
 

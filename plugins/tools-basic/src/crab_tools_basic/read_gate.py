@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from crab.errors import ToolError
+from crab import ToolError
 
 STATE_KEY = "tools-basic.read-gate"
 LOCKS_KEY = "tools-basic.path-locks"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from crab.tools import Tool
+from crab import Tool
 
 from crab_tools_basic.bash import make_bash_tool
 from crab_tools_basic.edit import edit

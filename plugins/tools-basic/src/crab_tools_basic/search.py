@@ -8,8 +8,7 @@ import threading
 from pathlib import Path
 from typing import Annotated
 
-from crab.errors import ToolError
-from crab.tools import ToolContext, tool
+from crab import ToolContext, ToolError, tool
 
 from crab_tools_basic import grep_engine
 from crab_tools_basic.gitignore import compile_glob

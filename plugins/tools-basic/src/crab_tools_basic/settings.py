@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from crab.config_tables import ConfigTable, InvalidValue, Setting, validate_table
+from crab import ConfigTable, InvalidValue, Setting, validate_table
 
 Backend = Literal["auto", "rg", "python"]
 

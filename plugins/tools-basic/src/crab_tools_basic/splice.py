@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crab.errors import ToolError
+from crab import ToolError
 
 from crab_tools_basic.text import BOM
 

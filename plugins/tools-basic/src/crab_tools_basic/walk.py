@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from crab.errors import ToolError
+from crab import ToolError
 
 from crab_tools_basic.gitignore import IgnoreFile, is_ignored, load_ignore_file
 

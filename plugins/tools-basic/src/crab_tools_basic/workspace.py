@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from crab.errors import ConfigError, ToolError
-from crab.tools import ToolContext
+from crab import ConfigError, ToolContext, ToolError
 
 from crab_tools_basic.settings import Settings, load_settings
 

@@ -1,0 +1,59 @@
+"""Every ``CRAB_*`` environment variable crab reads, read here and nowhere else.
+
+- ``CRAB_HOME``: the user's folder (config, keys, sessions); default ``~/.crab``.
+- ``CRAB_PLUGINS``: comma list of plugins to load, like ``--plugins`` (set but empty = none).
+- ``CRAB_STRICT_PLUGINS=1``: a plugin failure ends the command (exit 2) instead of a warning.
+- ``CONFIG_VARIABLES``: variables that override ``[crab]`` keys (``CRAB_MODEL`` → ``crab.model``…).
+
+Each function takes the environment to read (default ``os.environ``) so tests can pass their own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+HOME = "CRAB_HOME"
+PLUGINS = "CRAB_PLUGINS"
+STRICT_PLUGINS = "CRAB_STRICT_PLUGINS"
+
+CONFIG_VARIABLES: dict[str, str] = {
+    "CRAB_PROVIDER": "crab.provider",
+    "CRAB_MODEL": "crab.model",
+    "CRAB_STORE": "crab.store",
+    "CRAB_RENDERER": "crab.renderer",
+    "CRAB_PERMISSIONS": "crab.permissions",
+    "CRAB_MAX_ITERATIONS": "crab.max_iterations",
+    "CRAB_TOOL_TIMEOUT": "crab.tool_timeout",
+}
+"""Environment variables that override ``[crab]`` keys, above the config files, below flags."""
+
+ALL: tuple[str, ...] = (HOME, PLUGINS, STRICT_PLUGINS, *CONFIG_VARIABLES)
+"""Every variable crab reads (the test kit clears them for each test)."""
+
+
+def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+def crab_home(env: Mapping[str, str] | None = None) -> Path:
+    """``$CRAB_HOME`` or ``~/.crab``."""
+    value = _env(env).get(HOME)
+    return Path(value).expanduser() if value else Path.home() / ".crab"
+
+
+def plugin_list(env: Mapping[str, str] | None = None) -> str | None:
+    """The raw ``CRAB_PLUGINS`` value, or None when it is not set (an empty value means no plugins)."""
+    return _env(env).get(PLUGINS)
+
+
+def strict_plugins(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``CRAB_STRICT_PLUGINS=1`` asks for plugin failures to end the command."""
+    return _env(env).get(STRICT_PLUGINS) == "1"
+
+
+def config_overrides(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``{dotted key: raw text}`` for every ``CONFIG_VARIABLES`` entry that is set and not empty."""
+    environ = _env(env)
+    return {key: environ[var] for var, key in CONFIG_VARIABLES.items() if environ.get(var)}

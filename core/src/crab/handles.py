@@ -1,0 +1,166 @@
+"""The narrow handle commands, channels and lifecycle hooks get instead of the whole ``Agent``.
+
+``AgentHandle`` offers what those callers need and nothing of the loop's machinery: emit a
+notice, route input, abort a turn, open, resume and fork sessions, record a handoff, list the
+tools, commands and plugin statuses, read the config, and subscribe to events (for channels
+that render them). ``SessionView`` is what a caller may read of a session.
+
+Compatibility (API 1.x): plugins written before the handle existed reached the ``Agent`` through
+``ctx.agent`` or the ``agent`` hook argument. Any other attribute read on a handle is still
+forwarded to the agent, with a ``DeprecationWarning`` naming it; crab 2.0 removes the forwarding.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+if TYPE_CHECKING:
+    from crab.commands import Command
+    from crab.config import Config
+    from crab.events import Event
+    from crab.loop.agent import Agent
+    from crab.loop.session import Session, TurnOutcome
+    from crab.messages import Message
+    from crab.storage import SessionInfo
+    from crab.tools import Tool
+
+
+class SessionView(Protocol):
+    """What a command or channel may read of a live session; pass it back to the handle to act on it."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def info(self) -> SessionInfo: ...
+
+    @property
+    def workspace(self) -> Path: ...
+
+    @property
+    def messages(self) -> Sequence[Message]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PluginStatus:
+    """One plugin as ``/plugins`` and ``crab plugins list`` show it; ``reason`` explains a failure."""
+
+    name: str
+    status: str
+    reason: str | None = None
+
+
+def _session(view: SessionView) -> Session:
+    return cast("Session", view)  # every SessionView a handle hands out is the loop's Session
+
+
+class AgentHandle:
+    """A narrow view of one agent for commands, channels and the startup/shutdown hooks."""
+
+    __slots__ = ("_agent",)
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    # --- what the run is ------------------------------------------------------------------
+
+    @property
+    def config(self) -> Config:
+        """The validated configuration of this run (read it; changing it changes nothing)."""
+        return self._agent.config
+
+    @property
+    def local(self) -> bool:
+        """Whether input comes from the user's own machine (only then may ``!shell`` run)."""
+        return self._agent.local
+
+    @property
+    def workspace(self) -> Path:
+        return self._agent.workspace
+
+    @property
+    def provider_name(self) -> str:
+        return self._agent.provider.name
+
+    @property
+    def model(self) -> str:
+        return self._agent.model
+
+    @property
+    def store_name(self) -> str:
+        return self._agent.store.name
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        """Every tool the model can use, by name."""
+        return dict(self._agent.tools)
+
+    @property
+    def commands(self) -> Mapping[str, Command]:
+        """Every router command, by name."""
+        return dict(self._agent.commands)
+
+    def plugins(self) -> list[PluginStatus]:
+        """Every plugin's status, in load order."""
+        return [PluginStatus(r.name, r.status, r.reason) for r in self._agent.host.records.values()]
+
+    # --- acting -----------------------------------------------------------------------------
+
+    def notice(self, message: str, level: str = "info") -> None:
+        """Emit a ``NoticeEvent`` (``level`` "info" or "warning"); renderers show it."""
+        self._agent.notice(message, level)
+
+    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
+        """Receive every event (a channel renders them); returns the function that unsubscribes."""
+        return self._agent.subscribe(listener)
+
+    async def handle_input(self, session: SessionView, text: str, *, steer: bool = False) -> TurnOutcome:
+        """Route one line of input (a command, ``!shell`` on local channels, or a model turn)."""
+        return await self._agent.handle_input(_session(session), text, steer=steer)
+
+    def abort(self, session: SessionView) -> bool:
+        """Stop the running turn of ``session``; False when nothing was running."""
+        return self._agent.abort(_session(session))
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    async def new_session(self, title: str | None = None) -> SessionView:
+        return await self._agent.new_session(title)
+
+    async def resume(self, session_id: str) -> SessionView:
+        """A stored session, its context repaired; ``StoreError`` when there is none."""
+        return await self._agent.resume(session_id)
+
+    async def latest_session(self) -> SessionView | None:
+        """The most recent session of this workspace, or None."""
+        return await self._agent.latest_session()
+
+    async def session_info(self, session_id: str) -> SessionInfo:
+        """The stored header of a session (usage, entry count, fork origin)."""
+        return await self._agent.store.get_session(session_id)
+
+    async def handoff(self, session: SessionView, name: str, state: Mapping[str, Any] | None = None) -> None:
+        """Record a handoff anchor: the model's context starts afresh after it."""
+        await self._agent.handoff(_session(session), name, state)
+
+    async def fork(self, session_id: str, at: str | None = None) -> SessionInfo:
+        """A new session branched from ``session_id`` (at entry ``at``, else at its end)."""
+        return await self._agent.store.fork(session_id, at)
+
+    # --- API 1.x compatibility ------------------------------------------------------------
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = getattr(self._agent, name)
+        warnings.warn(
+            f"reaching Agent.{name} through the agent handle is deprecated and ends in crab 2.0; "
+            "use what crab.AgentHandle offers (docs/api.md)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return value

@@ -1,0 +1,108 @@
+"""The provider kit: what a model-provider plugin needs besides the types in ``crab``.
+
+Streamed HTTP with retries and redaction (``stream_call``, ``HttpOptions``), Server-Sent Events
+(``ServerSentEvent``, ``SSEDecoder``), retry classification (``status_kind``,
+``is_retryable_status``, ``RetryPolicy``), pricing (``with_cost``, ``usage_cost``), per-model
+config tables (``model_from_table``), tool-argument parsing and API keys (``lookup_key``,
+``missing_key_message``). This module only re-exports; the implementations stay in their private
+modules. Part of the public API (docs/api.md), covered by ``crab.API_VERSION``. Names are imported
+on first use, so importing the kit does not load httpx.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from crab.auth import lookup_key, missing_key_message
+    from crab.http_stream import (
+        DEFAULT_REQUEST_TIMEOUT,
+        HttpCall,
+        HttpOptions,
+        StreamParser,
+        extra_body_paths,
+        http_settings,
+        key_routing,
+        read_http_options,
+        request_timeout_from,
+        stream_call,
+    )
+    from crab.messages import json_text, parse_tool_arguments
+    from crab.pricing import usage_cost, with_cost
+    from crab.providers import model_from_table
+    from crab.retry import (
+        RetryPolicy,
+        is_retryable_status,
+        parse_retry_after,
+        retry_after_from_headers,
+        status_kind,
+    )
+    from crab.sse import ServerSentEvent, SSEDecoder
+
+_EXPORTS: dict[str, str] = {
+    "HttpCall": "crab.http_stream",
+    "HttpOptions": "crab.http_stream",
+    "StreamParser": "crab.http_stream",
+    "read_http_options": "crab.http_stream",
+    "stream_call": "crab.http_stream",
+    "DEFAULT_REQUEST_TIMEOUT": "crab.http_stream",
+    "extra_body_paths": "crab.http_stream",
+    "http_settings": "crab.http_stream",
+    "key_routing": "crab.http_stream",
+    "request_timeout_from": "crab.http_stream",
+    "json_text": "crab.messages",
+    "ServerSentEvent": "crab.sse",
+    "SSEDecoder": "crab.sse",
+    "RetryPolicy": "crab.retry",
+    "is_retryable_status": "crab.retry",
+    "parse_retry_after": "crab.retry",
+    "retry_after_from_headers": "crab.retry",
+    "status_kind": "crab.retry",
+    "usage_cost": "crab.pricing",
+    "with_cost": "crab.pricing",
+    "model_from_table": "crab.providers",
+    "parse_tool_arguments": "crab.messages",
+    "lookup_key": "crab.auth",
+    "missing_key_message": "crab.auth",
+}
+
+__all__ = [
+    "DEFAULT_REQUEST_TIMEOUT",
+    "HttpCall",
+    "HttpOptions",
+    "RetryPolicy",
+    "SSEDecoder",
+    "ServerSentEvent",
+    "StreamParser",
+    "extra_body_paths",
+    "http_settings",
+    "is_retryable_status",
+    "json_text",
+    "key_routing",
+    "lookup_key",
+    "missing_key_message",
+    "model_from_table",
+    "parse_retry_after",
+    "parse_tool_arguments",
+    "read_http_options",
+    "request_timeout_from",
+    "retry_after_from_headers",
+    "status_kind",
+    "stream_call",
+    "usage_cost",
+    "with_cost",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'crab.provider_kit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
