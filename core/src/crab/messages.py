@@ -265,3 +265,17 @@ def message_from_dict(data: dict[str, Any]) -> Message:
             error=data.get("error"),
         )
     raise ValueError(f"unknown message role {role!r}")
+
+
+def unique_id(call_id: str, taken: set[str]) -> str:
+    """``call_id``, or it with a ``_2``, ``_3``… suffix when an earlier call of the reply has it.
+
+    The loop pairs results with calls by id, so two calls sharing one would leave one of them
+    without a result. ``taken`` is updated.
+    """
+    candidate, n = call_id, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{call_id}_{n}"
+    taken.add(candidate)
+    return candidate

@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from crab.auth import lookup_key, missing_key_message
+    from crab.extra_body import KEY as EXTRA_KEY
+    from crab.extra_body import ExtraBody
+    from crab.extra_body import merge as merge_tables
     from crab.http_stream import (
         DEFAULT_REQUEST_TIMEOUT,
         HttpCall,
@@ -28,7 +31,7 @@ if TYPE_CHECKING:
         request_timeout_from,
         stream_call,
     )
-    from crab.messages import json_text, parse_tool_arguments
+    from crab.messages import json_text, parse_tool_arguments, unique_id
     from crab.pricing import usage_cost, with_cost
     from crab.providers import model_from_table
     from crab.retry import (
@@ -40,8 +43,12 @@ if TYPE_CHECKING:
     )
     from crab.sse import ServerSentEvent, SSEDecoder
 
-_EXPORTS: dict[str, str] = {
+_EXPORTS: dict[str, str] = {  # public name → ``module`` (same name there) or ``module:attribute``
     "HttpCall": "crab.http_stream",
+    "ExtraBody": "crab.extra_body",
+    "EXTRA_KEY": "crab.extra_body:KEY",
+    "merge_tables": "crab.extra_body:merge",
+    "unique_id": "crab.messages",
     "HttpOptions": "crab.http_stream",
     "StreamParser": "crab.http_stream",
     "read_http_options": "crab.http_stream",
@@ -69,6 +76,8 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",
+    "EXTRA_KEY",
+    "ExtraBody",
     "HttpCall",
     "HttpOptions",
     "RetryPolicy",
@@ -81,6 +90,7 @@ __all__ = [
     "json_text",
     "key_routing",
     "lookup_key",
+    "merge_tables",
     "missing_key_message",
     "model_from_table",
     "parse_retry_after",
@@ -90,16 +100,18 @@ __all__ = [
     "retry_after_from_headers",
     "status_kind",
     "stream_call",
+    "unique_id",
     "usage_cost",
     "with_cost",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    target = _EXPORTS.get(name)
+    if target is None:
         raise AttributeError(f"module 'crab.provider_kit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attribute = target.partition(":")
+    value = getattr(importlib.import_module(module), attribute or name)
     globals()[name] = value
     return value
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from crab import AssistantMessage, Message, ModelRequest, ToolResultMessage, UserMessage
+from crab.provider_kit import merge_tables
 
-from crab_provider_anthropic.extra import for_request, merge
+from crab_provider_anthropic.extra import EXTRA_BODY
 from crab_provider_anthropic.settings import API_VERSION, AnthropicSettings
 
 EMPTY_REPLY = "(no content)"
@@ -86,8 +87,8 @@ def build_body(request: ModelRequest, settings: AnthropicSettings) -> dict[str, 
     elif request.temperature is not None:
         # Extended thinking allows no temperature other than the default.
         body["temperature"] = request.temperature
-    extra = for_request(settings.extra_body_for(request.model), bool(request.tools))
-    return merge(body, extra) if extra else body
+    extra = EXTRA_BODY.for_request(settings.extra_body_for(request.model), bool(request.tools))
+    return merge_tables(body, extra) if extra else body
 
 
 def build_headers(key: str | None, settings: AnthropicSettings) -> dict[str, str]:

@@ -15,16 +15,17 @@ from typing import Any
 
 from crab import ConfigTable, InvalidValue, ModelInfo, PluginTable, Setting
 from crab.provider_kit import (
+    EXTRA_KEY,
     HttpOptions,
     extra_body_paths,
     http_settings,
     key_routing,
+    merge_tables,
     model_from_table,
     read_http_options,
 )
 
-from crab_provider_anthropic.extra import KEY as EXTRA_BODY
-from crab_provider_anthropic.extra import merge, read_extra_body, split_model_entry
+from crab_provider_anthropic.extra import EXTRA_BODY
 
 PLUGIN = "provider-anthropic"
 PROVIDER = "anthropic"
@@ -62,7 +63,7 @@ class AnthropicSettings:
 
     def extra_body_for(self, model: str) -> dict[str, Any]:
         """The table's ``extra_body`` with the model's own laid on top (the model's wins)."""
-        return merge(self.extra_body, self.model_extra_body.get(model, {}))
+        return merge_tables(self.extra_body, self.model_extra_body.get(model, {}))
 
 
 MODELS_KEY = ("plugins", PLUGIN, "models")
@@ -103,7 +104,7 @@ def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
         for model_id, (window, output, _thinking) in KNOWN_MODELS.items():
             models[model_id] = ModelInfo(model_id, PROVIDER, context_window=window, max_output_tokens=output)
     for model_id, entry in models_table.items():
-        entry, extra = split_model_entry(entry, ("plugins", PLUGIN, "models", str(model_id)))
+        entry, extra = EXTRA_BODY.split_model_entry(entry, ("plugins", PLUGIN, "models", str(model_id)))
         if extra:
             model_extra_body[str(model_id)] = extra
         models[model_id] = model_from_table(
@@ -114,6 +115,6 @@ def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
         models=models,
         default_max_tokens=read.whole("default_max_tokens", DEFAULT_MAX_TOKENS, minimum=1),
         thinking_budget=read.whole("thinking_budget", 0),
-        extra_body=read_extra_body(table.get(EXTRA_BODY, {}), ("plugins", PLUGIN, EXTRA_BODY)),
+        extra_body=EXTRA_BODY.read(table.get(EXTRA_KEY, {}), ("plugins", PLUGIN, EXTRA_KEY)),
         model_extra_body=model_extra_body,
     )

@@ -25,7 +25,7 @@ from crab import (
     ToolCallEvent,
     Usage,
 )
-from crab.provider_kit import ServerSentEvent, parse_tool_arguments
+from crab.provider_kit import ServerSentEvent, parse_tool_arguments, unique_id
 
 from crab_provider_openai.errors import classify_error, details_from_object
 from crab_provider_openai.thinktags import ThinkTagSplitter
@@ -61,20 +61,6 @@ def parse_usage(data: Mapping[str, Any]) -> Usage:
         cache_read_tokens=cached,
         reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
     )
-
-
-def unique_id(call_id: str, taken: set[str]) -> str:
-    """``call_id``, or it with a ``_2``, ``_3``… suffix when an earlier call of the reply has it.
-
-    The loop pairs results with calls by id, so two calls sharing one would leave one of them
-    without a result. ``taken`` is updated.
-    """
-    candidate, n = call_id, 1
-    while candidate in taken:
-        n += 1
-        candidate = f"{call_id}_{n}"
-    taken.add(candidate)
-    return candidate
 
 
 class ChatStreamParser:

@@ -8,8 +8,9 @@ import json
 from typing import Any
 
 from crab import AssistantMessage, Message, ModelRequest, ToolResultMessage, UserMessage
+from crab.provider_kit import merge_tables
 
-from crab_provider_openai.extra import for_request, merge
+from crab_provider_openai.extra import EXTRA_BODY
 from crab_provider_openai.settings import OpenAISettings
 
 
@@ -63,8 +64,8 @@ def build_body(request: ModelRequest, settings: OpenAISettings) -> dict[str, Any
         body[settings.max_tokens_field] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
-    extra = for_request(settings.extra_body_for(request.model), bool(request.tools))
-    return merge(body, extra) if extra else body
+    extra = EXTRA_BODY.for_request(settings.extra_body_for(request.model), bool(request.tools))
+    return merge_tables(body, extra) if extra else body
 
 
 def build_headers(key: str | None, settings: OpenAISettings) -> dict[str, str]:

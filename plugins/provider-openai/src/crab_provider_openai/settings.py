@@ -17,16 +17,17 @@ from typing import Any
 
 from crab import ConfigTable, InvalidValue, ModelInfo, PluginTable, Setting
 from crab.provider_kit import (
+    EXTRA_KEY,
     HttpOptions,
     extra_body_paths,
     http_settings,
     key_routing,
+    merge_tables,
     model_from_table,
     read_http_options,
 )
 
-from crab_provider_openai.extra import KEY as EXTRA_BODY
-from crab_provider_openai.extra import merge, read_extra_body, split_model_entry
+from crab_provider_openai.extra import EXTRA_BODY
 
 PLUGIN = "provider-openai"
 PROVIDER = "openai"
@@ -70,7 +71,7 @@ class OpenAISettings:
 
     def extra_body_for(self, model: str) -> dict[str, Any]:
         """The table's ``extra_body`` with the model's own laid on top (the model's wins)."""
-        return merge(self.extra_body, self.model_extra_body.get(model, {}))
+        return merge_tables(self.extra_body, self.model_extra_body.get(model, {}))
 
     @property
     def table(self) -> str:
@@ -182,7 +183,7 @@ def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAI
         for model_id, (window, output) in KNOWN_MODELS.items():
             models[model_id] = ModelInfo(model_id, provider, context_window=window, max_output_tokens=output)
     for model_id, entry in models_table.items():
-        entry, extra = split_model_entry(entry, _key(provider, "models", str(model_id)))
+        entry, extra = EXTRA_BODY.split_model_entry(entry, _key(provider, "models", str(model_id)))
         if extra:
             model_extra_body[str(model_id)] = extra
         models[model_id] = model_from_table(
@@ -195,6 +196,6 @@ def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAI
         max_tokens_field=read.text("max_tokens_field", "max_completion_tokens" if is_openai else "max_tokens"),
         think_tags=read.flag("think_tags", True),
         provider=provider,
-        extra_body=read_extra_body(table.get(EXTRA_BODY, {}), _key(provider, EXTRA_BODY)),
+        extra_body=EXTRA_BODY.read(table.get(EXTRA_KEY, {}), _key(provider, EXTRA_KEY)),
         model_extra_body=model_extra_body,
     )
