@@ -34,7 +34,6 @@ class JsonCollector:
 
     def __init__(self) -> None:
         self.calls: dict[str, dict[str, Any]] = {}
-        self.errors: list[str] = []
 
     def handle(self, event: Event) -> None:
         if isinstance(event, NoticeEvent) and event.level == "warning":

@@ -34,15 +34,15 @@ DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 8192
 
-# (context window, max output tokens, supports extended thinking) as Anthropic documents them.
-KNOWN_MODELS: dict[str, tuple[int, int, bool]] = {
-    "claude-opus-4-1": (200_000, 32_000, True),
-    "claude-opus-4-0": (200_000, 32_000, True),
-    "claude-sonnet-4-5": (200_000, 64_000, True),
-    "claude-sonnet-4-0": (200_000, 64_000, True),
-    "claude-haiku-4-5": (200_000, 64_000, True),
-    "claude-3-7-sonnet-latest": (200_000, 64_000, True),
-    "claude-3-5-haiku-latest": (200_000, 8_192, False),
+# (context window, max output tokens) as Anthropic documents them.
+KNOWN_MODELS: dict[str, tuple[int, int]] = {
+    "claude-opus-4-1": (200_000, 32_000),
+    "claude-opus-4-0": (200_000, 32_000),
+    "claude-sonnet-4-5": (200_000, 64_000),
+    "claude-sonnet-4-0": (200_000, 64_000),
+    "claude-haiku-4-5": (200_000, 64_000),
+    "claude-3-7-sonnet-latest": (200_000, 64_000),
+    "claude-3-5-haiku-latest": (200_000, 8_192),
 }
 
 
@@ -101,7 +101,7 @@ def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
     models: dict[str, ModelInfo] = {}
     model_extra_body: dict[str, dict[str, Any]] = {}
     if http.base_url == ANTHROPIC_BASE_URL:
-        for model_id, (window, output, _thinking) in KNOWN_MODELS.items():
+        for model_id, (window, output) in KNOWN_MODELS.items():
             models[model_id] = ModelInfo(model_id, PROVIDER, context_window=window, max_output_tokens=output)
     for model_id, entry in models_table.items():
         entry, extra = EXTRA_BODY.split_model_entry(entry, ("plugins", PLUGIN, "models", str(model_id)))
