@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from crab.config import crab_home
 from crab.errors import ConfigError
 
 Backend = Literal["auto", "rg", "python"]
 
 DEFAULT_BASH_TIMEOUT = 120.0
 MAX_BASH_TIMEOUT = 600.0
+DEFAULT_LOG_RETENTION_DAYS = 7.0
 
 
 def default_output_dir() -> Path:
-    """Where bash keeps full command logs: per user, outside any workspace so git never sees them."""
-    return Path(tempfile.gettempdir()) / f"crab-tools-basic-{os.getuid()}"
+    """Where bash keeps command logs: in the user's crab home (mode 0700), outside any workspace."""
+    return crab_home() / "tools-basic" / "bash-logs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +31,8 @@ class Settings:
     bash_max_timeout: float = MAX_BASH_TIMEOUT
     output_dir: Path | None = None
     grep_backend: Backend = "auto"
+    allow_hardlinks: bool = False
+    bash_log_retention_days: float = DEFAULT_LOG_RETENTION_DAYS
 
     @property
     def log_dir(self) -> Path:
@@ -62,10 +64,20 @@ def load_settings(table: Mapping[str, Any] | None, workspace: Path | None = None
     backend = table.get("grep_backend", "auto")
     if backend not in ("auto", "rg", "python"):
         raise ConfigError('[plugins.tools-basic] grep_backend must be "auto", "rg" or "python"')
+    allow_hardlinks = table.get("allow_hardlinks", False)
+    if not isinstance(allow_hardlinks, bool):
+        raise ConfigError("[plugins.tools-basic] allow_hardlinks must be true or false")
+    retention = table.get("bash_log_retention_days", DEFAULT_LOG_RETENTION_DAYS)
+    if isinstance(retention, bool) or not isinstance(retention, int | float) or retention < 0:
+        raise ConfigError(
+            f"[plugins.tools-basic] bash_log_retention_days must be a number of days, 0 or more, not {retention!r}"
+        )
     return Settings(
         extra_roots=extra,
         bash_default_timeout=default,
         bash_max_timeout=maximum,
         output_dir=Path(output).expanduser() if output else None,
         grep_backend=backend,
+        allow_hardlinks=allow_hardlinks,
+        bash_log_retention_days=float(retention),
     )
