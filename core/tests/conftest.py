@@ -23,6 +23,7 @@ FAKE_NAMES = {
     "scripted": "crab_fake_scripted",
     "files": "crab_fake_files",
     "channel": "crab_fake_channel",
+    "stuck": "crab_fake_stuck",
 }
 
 

@@ -217,8 +217,12 @@ async def run_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: Too
             pass  # the loop is gone: this call was abandoned long ago
 
     thread = threading.Thread(target=work, name=f"crab-tool-{getattr(fn, '__name__', 'tool')}", daemon=True)
-    thread.start()
     watchdog.watch(thread, loop)
+    try:
+        thread.start()
+    except RuntimeError:
+        watchdog.forget(thread)
+        raise
     try:
         return await future
     except asyncio.CancelledError:

@@ -44,20 +44,33 @@ def disable() -> None:
 def alive_threads() -> list[threading.Thread]:
     """Sync tool threads still running, abandoned ones included."""
     with _lock:
-        _threads.difference_update([t for t in _threads if not t.is_alive()])
+        # A thread about to start (no ident yet) counts: it is watched from before its first step.
+        _threads.difference_update([t for t in _threads if t.ident is not None and not t.is_alive()])
         return list(_threads)
 
 
 def watch(thread: threading.Thread, loop: Any) -> None:
-    """Watch the event loop ``loop`` while ``thread`` (a sync tool's) is alive."""
+    """Watch the event loop ``loop`` while ``thread`` (a sync tool's) is alive.
+
+    Call it before ``thread.start()``: a thread that takes the GIL at once would otherwise
+    stop this very call from arming the timer.
+    """
     global _ticking
     with _lock:
         _threads.add(thread)
         start = not _ticking and _enabled
         if start:
             _ticking = True
+    _arm()
     if start:
-        loop.call_soon(_tick, loop)
+        loop.call_later(TICK, _tick, loop)
+
+
+def forget(thread: threading.Thread) -> None:
+    """Stop watching a thread that never started."""
+    with _lock:
+        _threads.discard(thread)
+    _arm()
 
 
 def _tick(loop: Any) -> None:
