@@ -163,7 +163,7 @@ def _cmdline(proc: Path) -> bytes:
 
 
 def test_yes_flood_leaves_a_bounded_redacted_private_log(workspace: Path, home: Path) -> None:
-    command = f"for i in $(seq 3000); do echo key=$CONTAINMENT_API_KEY; done; yes"
+    command = "for i in $(seq 3000); do echo key=$CONTAINMENT_API_KEY; done; yes"
     code, doc = run(workspace, home, [[{"tool": "bash", "args": {"command": command, "timeout": 2}}], [{"text": "ok"}]])
     assert code == 0
     result = doc["tool_calls"][0]["result"]
