@@ -104,3 +104,9 @@ def test_process_table_parses_names_with_parentheses(tmp_path: Path) -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_run_bounded_feeds_input_larger_than_a_pipe_to_a_slow_reader() -> None:
+    data = b"x" * (1 << 21)
+    done = processes.run_bounded(["sh", "-c", "sleep 0.3; wc -c"], input=data)
+    assert done.stdout.strip() == str(len(data)).encode()

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 TAG_VARIABLE = "CRAB_PROCESS_TAG"
 PR_SET_CHILD_SUBREAPER = 36
@@ -210,10 +210,10 @@ def terminate(pgid: int, tag: str | None, grace: float) -> None:
     """End group ``pgid`` and every descendant of crab carrying ``tag``: SIGTERM, then SIGKILL.
 
     Blocks for at most ``grace`` seconds plus a moment. Descendants found by tag include those
-    that left the group with ``setsid`` (they stay below crab while it is a subreaper).
+    that left the group with ``setsid`` (they stay below crab while it is a subreaper). The
+    caller still waits for its own process, then calls ``untrack``.
     """
     _end([pgid], tag, grace)
-    untrack(pgid)
 
 
 def terminate_all(grace: float = 0.5) -> None:
@@ -240,6 +240,14 @@ def _end(groups: Sequence[int], tag: str | None, grace: float) -> None:
         if not pids:
             break
     reap_orphans()
+
+
+def _feed(sink: IO[bytes], data: bytes) -> None:
+    try:
+        with sink:
+            sink.write(data)
+    except OSError:
+        pass  # the process ended (or was ended) before reading it all
 
 
 class Stopped(Exception):
@@ -270,13 +278,15 @@ def run_bounded(
     )
     track(process.pid, tag)
     try:
-        pending_input = input
+        if input is not None and process.stdin is not None:
+            # communicate() drops unsent input when retried after a timeout: feed it from a thread.
+            sink, process.stdin = process.stdin, None
+            threading.Thread(target=_feed, args=(sink, input), daemon=True).start()
         while True:
             try:
-                out, err = process.communicate(pending_input, timeout=0.1)
+                out, err = process.communicate(timeout=0.1)
                 break
             except subprocess.TimeoutExpired:
-                pending_input = None  # communicate keeps feeding what it started with
                 if stop is not None and stop.is_set():
                     raise Stopped() from None
         return subprocess.CompletedProcess(list(args), process.returncode, out, err)
@@ -285,5 +295,4 @@ def run_bounded(
             terminate(process.pid, tag, grace)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(grace)
-        else:
-            untrack(process.pid)
+        untrack(process.pid)

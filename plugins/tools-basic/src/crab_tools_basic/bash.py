@@ -127,6 +127,7 @@ async def run_command(command: str, cwd: Path, timeout: float, capture: Capture)
         await _end(pgid, tag, CANCEL_GRACE)
         raise
     finally:
+        # asyncio's child watcher reaps the shell; until then it must not look like an orphan.
         if process.returncode is not None:
             processes.untrack(pgid)
 
