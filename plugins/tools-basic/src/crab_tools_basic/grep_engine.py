@@ -15,11 +15,9 @@ import re
 import shutil
 import stat
 import sys
-import sysconfig
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 from crab import processes
@@ -166,6 +164,9 @@ def find_rg() -> str | None:
     The wheel's record names the file wherever pip put it (a venv, ``--user``, ``--target``),
     even when the venv's bin folder is not on PATH.
     """
+    import sysconfig
+    from importlib import metadata
+
     name = "rg.exe" if sys.platform == "win32" else "rg"
     try:
         files = metadata.distribution("ripgrep").files or []
