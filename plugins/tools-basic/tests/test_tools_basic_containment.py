@@ -73,13 +73,16 @@ def test_bash_writes_redacted_logs_in_a_private_per_session_folder(
     assert log.stat().st_mode & 0o777 == 0o600
 
 
-def test_an_existing_log_folder_is_made_private(tmp_path: Path) -> None:
+def test_a_sessions_existing_log_folder_is_made_private_but_not_a_users_own_folder(tmp_path: Path) -> None:
     base = tmp_path / "logs"
-    base.mkdir(mode=0o755)
+    (base / "s1").mkdir(parents=True)
     base.chmod(0o755)
+    (base / "s1").chmod(0o755)
     log = bash_log.new_log_path(base, "s1")
-    assert base.stat().st_mode & 0o777 == 0o700
+    assert base.stat().st_mode & 0o777 == 0o755  # output_dir may be a folder of the user's: left alone
     assert log.parent.stat().st_mode & 0o777 == 0o700
+    fresh = bash_log.new_log_path(tmp_path / "new-base", "s2")
+    assert fresh.parent.parent.stat().st_mode & 0o777 == 0o700
 
 
 def test_old_session_logs_are_swept_but_not_the_current_ones(tmp_path: Path) -> None:

@@ -100,13 +100,17 @@ def render(capture: Capture, secrets: Sequence[str]) -> bytes:
     return (head + note + tail).encode("utf-8", "surrogateescape")
 
 
-def _private_folder(folder: Path) -> Path:
-    """Create ``folder`` (mode 0700) or check an existing one is this user's and private."""
+def _own_folder(folder: Path, private: bool) -> Path:
+    """Create ``folder`` (mode 0700) or check an existing one is this user's folder.
+
+    ``private``: also take group and other access away from an existing one (a session's own
+    folder). The base folder is left as it is: ``output_dir`` may name a folder of the user's.
+    """
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     info = folder.lstat()
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
         raise ToolError(f"{folder} is not a folder of this user; remove it or set output_dir")
-    if stat.S_IMODE(info.st_mode) != 0o700:
+    if private and stat.S_IMODE(info.st_mode) != 0o700:
         folder.chmod(0o700)
     return folder
 
@@ -119,7 +123,7 @@ def session_folder(base: Path, session_id: str) -> Path:
 
 def new_log_path(base: Path, session_id: str) -> Path:
     """A fresh, private (0600) log file for one command of one session."""
-    where = _private_folder(session_folder(_private_folder(base), session_id))
+    where = _own_folder(session_folder(_own_folder(base, private=False), session_id), private=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for n in range(1000):
         candidate = where / f"bash-{stamp}-{os.getpid()}-{n}.log"
