@@ -291,3 +291,35 @@ def test_a_hard_link_made_during_the_run_is_refused(tmp_path: Path, workspace: P
     assert second["is_error"] and "hard links" in second["result"]
     assert edit["is_error"]
     assert outside.read_text() == "the secret outside\n"
+
+
+def test_chat_sigint_stops_the_turn_and_its_processes_then_sighup_ends_chat(workspace: Path, home: Path) -> None:
+    script = write_script(workspace.parent, [[{"tool": "bash", "args": {"command": ESCAPER}}], [{"text": "done"}]])
+    args = [sys.executable, "-m", "crab", "chat", "--provider", "mock", "--script", str(script), "--yolo"]
+    crab = subprocess.Popen(
+        args,
+        cwd=workspace,
+        env=environment(home),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert crab.stdin is not None
+    crab.stdin.write(b"go\n")
+    crab.stdin.flush()  # stdin stays open: chat waits for the next line after the turn
+    escaped = 0
+    try:
+        escaped = wait_for_pid(workspace / "escaped.pid")
+        crab.send_signal(signal.SIGINT)
+        assert gone_soon(escaped)
+        time.sleep(0.5)
+        assert crab.poll() is None  # chat goes on
+        crab.send_signal(signal.SIGHUP)
+        crab.wait(timeout=20)
+    finally:
+        crab.kill()
+        crab.wait()
+        if escaped and alive(escaped):
+            os.kill(escaped, signal.SIGKILL)
+    assert crab.returncode == 129
+    assert crab.stderr is not None and b"(turn stopped)" in crab.stderr.read()
