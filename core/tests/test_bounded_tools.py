@@ -75,3 +75,28 @@ def test_a_tool_holding_the_interpreter_is_ended_by_the_watchdog(fake_site, tmp_
     err = crab.stderr.read() if crab.stderr else ""
     assert crab.returncode == 1
     assert "backtrack" in err  # faulthandler's traceback names the stuck tool
+
+
+def test_chat_lives_on_between_turns_with_an_abandoned_tool_thread(fake_site, tmp_path: Path) -> None:
+    env = {**fake_site(["scripted", "stuck"]), "CRAB_PLUGINS": "scripted,stuck"}
+    args = ["chat", "--provider", "scripted", "--script", str(script(tmp_path, "nap"))]
+    crab = subprocess.Popen(
+        [sys.executable, "-m", "crab", *args, "--set", "crab.tool_timeout=1"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert crab.stdin is not None
+    crab.stdin.write(b"go\n")
+    crab.stdin.flush()
+    try:
+        time.sleep(4)  # the turn (1 s) is over; the nap thread sleeps on; the watchdog must not fire
+        assert crab.poll() is None, crab.stderr.read() if crab.stderr else ""
+        crab.stdin.close()
+        crab.wait(timeout=30)
+    finally:
+        crab.kill()
+        crab.wait()
+    assert crab.returncode == 0

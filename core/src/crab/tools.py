@@ -211,17 +211,18 @@ async def run_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: Too
             ok, value = False, exc
         except BaseException as exc:  # SystemExit or the like from a tool: a failure of that call only
             ok, value = False, RuntimeError(f"{type(exc).__name__} raised in the tool")
+        watchdog.done(threading.current_thread())
         try:
             loop.call_soon_threadsafe(settle, ok, value)
         except RuntimeError:
             pass  # the loop is gone: this call was abandoned long ago
 
     thread = threading.Thread(target=work, name=f"crab-tool-{getattr(fn, '__name__', 'tool')}", daemon=True)
-    watchdog.watch(thread, loop)
+    watchdog.watch(thread)
     try:
         thread.start()
     except RuntimeError:
-        watchdog.forget(thread)
+        watchdog.done(thread)
         raise
     try:
         return await future

@@ -4,9 +4,10 @@ A sync tool stuck in C code that holds the GIL (a catastrophic ``re`` match, say
 Python thread, the event loop and the signal handlers with it: no timeout, no Ctrl-C. Python's
 ``faulthandler`` runs its timer in a C thread that needs no GIL; armed, it prints every
 thread's traceback and calls ``_exit(1)``. Only the CLI enables this (``enable``): embedded in
-another program, crab never ends its host. While a sync tool thread is alive the event loop
-re-arms the timer every ``TICK`` seconds, so it fires only after ``STALL`` seconds in which
-the loop could not run; after a signal, ``exit_within`` bounds the clean-up the same way.
+another program, crab never ends its host. While a sync tool thread runs (abandoned ones
+included), a heartbeat thread re-arms the timer every ``TICK`` seconds, so it fires only after
+``STALL`` seconds in which no Python thread could run; after a signal, ``exit_within`` bounds
+the clean-up the same way.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import faulthandler
 import sys
 import threading
 import time
-from typing import Any
 
 STALL = 1.5
-"""Seconds the event loop may be held while a sync tool runs; with TICK, within Ctrl-C's 2 s."""
+"""Seconds no Python thread may run while a sync tool runs; with TICK, within Ctrl-C's 2 s."""
 TICK = 0.25
 
-_lock = threading.Lock()
+# Re-entrant: the signal handler (main thread) may arm while the main thread is inside _arm.
+_lock = threading.RLock()
+_arm_lock = threading.RLock()
 _enabled = False
 _threads: set[threading.Thread] = set()
 _exit_at: float | None = None
@@ -49,8 +51,8 @@ def alive_threads() -> list[threading.Thread]:
         return list(_threads)
 
 
-def watch(thread: threading.Thread, loop: Any) -> None:
-    """Watch the event loop ``loop`` while ``thread`` (a sync tool's) is alive.
+def watch(thread: threading.Thread) -> None:
+    """Watch the interpreter while ``thread`` (a sync tool's) runs; call ``done`` when it ends.
 
     Call it before ``thread.start()``: a thread that takes the GIL at once would otherwise
     stop this very call from arming the timer.
@@ -63,24 +65,27 @@ def watch(thread: threading.Thread, loop: Any) -> None:
             _ticking = True
     _arm()
     if start:
-        loop.call_later(TICK, _tick, loop)
+        threading.Thread(target=_heartbeat, name="crab-watchdog-heartbeat", daemon=True).start()
 
 
-def forget(thread: threading.Thread) -> None:
-    """Stop watching a thread that never started."""
+def done(thread: threading.Thread) -> None:
+    """``thread`` finished its tool call (or never started): stop watching it."""
     with _lock:
         _threads.discard(thread)
     _arm()
 
 
-def _tick(loop: Any) -> None:
+def _heartbeat() -> None:
+    # Runs only when it gets the GIL: a thread holding it lets the timer run out.
     global _ticking
-    _arm()
-    with _lock:
-        more = _enabled and bool(_threads)
-        _ticking = more
-    if more:
-        loop.call_later(TICK, _tick, loop)
+    while True:
+        _arm()
+        with _lock:
+            if not (_enabled and _threads):
+                _ticking = False
+                break
+        time.sleep(TICK)
+    _arm()  # after a last thread's ``done`` raced with the ``_arm`` above: leave nothing armed
 
 
 def exit_within(seconds: float) -> None:
@@ -98,6 +103,11 @@ def clear_exit() -> None:
 
 
 def _arm() -> None:
+    with _arm_lock:  # the computation and the arming as one step: threads call it concurrently
+        _arm_now()
+
+
+def _arm_now() -> None:
     if not _enabled:
         return
     limits: list[float] = []
