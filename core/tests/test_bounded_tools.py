@@ -100,3 +100,38 @@ def test_chat_lives_on_between_turns_with_an_abandoned_tool_thread(fake_site, tm
         crab.kill()
         crab.wait()
     assert crab.returncode == 0
+
+
+def test_ctrl_c_at_the_permission_question_exits_at_once(fake_site, tmp_path: Path) -> None:
+    import os
+    import pty
+
+    env = {**fake_site(["scripted", "files"]), "CRAB_PLUGINS": "scripted,files"}
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"replies": [[{"tool": "touch", "args": {"name": "x"}}], [{"text": "ok"}]]}))
+    leader, follower = pty.openpty()
+    crab = subprocess.Popen(
+        [sys.executable, "-m", "crab", "run", "--provider", "scripted", "--script", str(path), "go"],
+        env=env,
+        cwd=tmp_path,
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+    )
+    os.close(follower)
+    try:
+        seen = b""
+        deadline = time.monotonic() + 30
+        while b"allow write" not in seen and time.monotonic() < deadline:
+            seen += os.read(leader, 1024)
+        assert b"allow write" in seen
+        sent = time.monotonic()
+        crab.send_signal(signal.SIGINT)
+        crab.wait(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        crab.kill()
+        crab.wait()
+        os.close(leader)
+    assert crab.returncode == 130
+    assert took < 2.0

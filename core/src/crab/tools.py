@@ -181,12 +181,13 @@ def _make_handler(fn: Callable[..., Any], context_param: str | None) -> Handler:
     return handler
 
 
-async def run_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: ToolContext) -> Any:
+async def run_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: ToolContext | None = None) -> Any:
     """Call ``fn(**kwargs)`` in a new daemon thread; on cancellation, abandon it.
 
     Not ``asyncio.to_thread``: the default executor's threads are joined at exit, so one stuck
     tool would keep crab from ending. A cancelled call sets ``ctx.cancelled`` so a well-behaved
     function stops by itself; one that does not runs on unobserved until the process ends.
+    Also for other blocking calls that must not hold crab's exit (a terminal prompt).
     """
     import asyncio
 
@@ -227,7 +228,8 @@ async def run_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: Too
     try:
         return await future
     except asyncio.CancelledError:
-        ctx.cancelled.set()  # the thread cannot be stopped; tell the function to stop itself
+        if ctx is not None:
+            ctx.cancelled.set()  # the thread cannot be stopped; tell the function to stop itself
         raise
 
 

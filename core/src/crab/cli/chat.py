@@ -25,7 +25,10 @@ async def ask_on_terminal(request: PermissionRequest) -> Answer:
         line = sys.stdin.readline()
         return line.strip().lower()
 
-    answer = await asyncio.to_thread(read)
+    from crab.tools import run_in_thread
+
+    # A daemon thread: Ctrl-C while the question waits must not wait for a line at exit.
+    answer = await run_in_thread(read, {})
     if answer in ("y", "yes"):
         return "once"
     if answer in ("a", "always"):
