@@ -36,7 +36,9 @@ def crab_args(script: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "crab", "run", "--provider", "mock", "--script", str(script), "--yolo", *extra]
 
 
-def run(workspace: Path, home: Path, replies: list[list[dict[str, Any]]], *extra: str) -> tuple[int, dict[str, Any]]:
+def run(
+    workspace: Path, home: Path, replies: list[list[dict[str, Any]]], *extra: str, bound: float = 60
+) -> tuple[int, dict[str, Any]]:
     script = write_script(workspace.parent, replies)
     done = subprocess.run(
         [*crab_args(script, "-o", "json", *extra), "go"],
@@ -44,7 +46,7 @@ def run(workspace: Path, home: Path, replies: list[list[dict[str, Any]]], *extra
         env=environment(home),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=bound,
     )
     assert done.stdout, done.stderr
     return done.returncode, json.loads(done.stdout)
@@ -109,12 +111,10 @@ ESCAPER = "setsid sh -c 'echo $$ > escaped.pid; exec sleep 300' & sleep 300"
 
 def test_catastrophic_grep_pattern_is_answered_in_linear_time(workspace: Path, home: Path) -> None:
     (workspace / "x.txt").write_text("x" * 32 + "!\n")
-    started = time.monotonic()
     code, doc = run(
         workspace, home, [[{"tool": "grep", "args": {"pattern": "(x+x+)+y"}}], [{"text": "done"}]],
-        "--set", "crab.tool_timeout=3",
+        "--set", "crab.tool_timeout=3", bound=10,
     )  # fmt: skip
-    assert time.monotonic() - started < 20
     assert code == 0
     assert doc["tool_calls"][0]["result"].startswith("no matches")
 
@@ -122,12 +122,10 @@ def test_catastrophic_grep_pattern_is_answered_in_linear_time(workspace: Path, h
 def test_a_pattern_only_python_reads_is_bounded_by_the_tool_timeout(workspace: Path, home: Path) -> None:
     # Look-ahead: ripgrep refuses it, so Python's backtracking re runs it, in a worker process.
     (workspace / "x.txt").write_text("x" * 40 + "!\n")
-    started = time.monotonic()
     code, doc = run(
         workspace, home, [[{"tool": "grep", "args": {"pattern": "(x+x+)+(?=y)"}}], [{"text": "done"}]],
-        "--set", "crab.tool_timeout=2",
+        "--set", "crab.tool_timeout=2", bound=12,
     )  # fmt: skip
-    assert time.monotonic() - started < 20
     assert code == 0
     assert doc["text"] == "done"
     assert "timed out after 2 s" in doc["tool_calls"][0]["result"]
