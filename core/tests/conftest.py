@@ -26,6 +26,7 @@ FAKE_NAMES = {
     "configured": "crab_fake_configured",
     "misnamed": "crab_fake_misnamed",
     "legacy": "crab_fake_legacy",
+    "stuck": "crab_fake_stuck",
 }
 BROKEN_PACKAGE = "crab_fake_broken"
 """One third-party package (distribution crab-fake-broken), one entry point per way a plugin breaks."""

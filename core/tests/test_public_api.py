@@ -17,7 +17,7 @@ from crab.handles import AgentHandle
 from crab.testing import AgentHarness
 
 ROOT = Path(__file__).resolve().parents[2]
-PUBLIC = ("crab", "crab.provider_kit", "crab.testing")
+PUBLIC = ("crab", "crab.processes", "crab.provider_kit", "crab.testing")
 
 
 def public_names() -> dict[str, list[str]]:
@@ -82,7 +82,9 @@ def test_first_party_plugins_import_only_the_public_api():
         for file, line, _, module in imports
         if (module == "crab" or module.startswith("crab.")) and module not in PUBLIC
     ]
-    assert private == [], "import these names from crab, crab.provider_kit or crab.testing (docs/api.md)"
+    assert private == [], (
+        "import these names from crab, crab.processes, crab.provider_kit or crab.testing (docs/api.md)"
+    )
 
 
 def test_no_first_party_plugin_imports_another_plugin():

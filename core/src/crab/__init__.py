@@ -17,7 +17,7 @@ from crab._version import __version__
 if TYPE_CHECKING:
     from crab.apiversion import API_VERSION
     from crab.atomic import write_atomic
-    from crab.auth import known_secrets
+    from crab.auth import REDACTED, known_secrets
     from crab.channels import Channel
     from crab.commands import Command, CommandContext, CommandResult
     from crab.config import Config, PluginTable, crab_home
@@ -112,6 +112,7 @@ _EXPORTS: dict[str, str] = {
     # secrets
     "Redactor": "crab.redaction",
     "known_secrets": "crab.auth",
+    "REDACTED": "crab.auth",
     # commands and channels
     "Command": "crab.commands",
     "CommandContext": "crab.commands",
@@ -204,6 +205,7 @@ __all__ = [
     "API_VERSION",
     "ENTRY_TYPES",
     "INTERCHANGE_VERSION",
+    "REDACTED",
     "SESSION_HEADER_KEY",
     "AgentHandle",
     "Allow",

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from crab import environ
-from crab.atomic import write_atomic
 from crab.config_tables import CORE_TABLE, ConfigTable, InvalidValue, Parts, format_key
 from crab.errors import ConfigError
 
@@ -460,6 +459,8 @@ def edit_config(path: Path, key: str, value: Any = None, *, remove: bool = False
             del node[parts[-1]]
     else:
         node[parts[-1]] = value
+    from crab.atomic import write_atomic
+
     write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
 
 
@@ -487,4 +488,6 @@ def update_plugin_lists(path: Path, name: str, enable: bool) -> None:
             plugins["disabled"] = [name]
         elif name not in disabled:
             disabled.append(name)
+    from crab.atomic import write_atomic
+
     write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))

@@ -2,11 +2,14 @@
 
 A tool validates its arguments against its JSON schema before it runs; an invalid call, a
 ``ToolError`` and oversized output all become results for the model, never exceptions that end
-a turn. Sync functions run in a worker thread so a slow one does not block the loop.
+a turn. Sync functions run in a daemon thread of their own, so a slow one does not block the
+loop, and one that never returns is abandoned at its timeout or abort (and never keeps the
+process from exiting); ``crab.watchdog`` covers one that holds the interpreter itself.
 """
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import json
 import threading
@@ -173,15 +176,61 @@ def _make_handler(fn: Callable[..., Any], context_param: str | None) -> Handler:
             kwargs[context_param] = ctx
         if is_async:
             return await fn(**kwargs)
-        import asyncio
-
-        try:
-            return await asyncio.to_thread(fn, **kwargs)
-        except asyncio.CancelledError:
-            ctx.cancelled.set()  # the thread cannot be stopped; tell the function to stop itself
-            raise
+        return await run_in_thread(fn, kwargs, ctx)
 
     return handler
+
+
+async def run_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: ToolContext | None = None) -> Any:
+    """Call ``fn(**kwargs)`` in a new daemon thread; on cancellation, abandon it.
+
+    Not ``asyncio.to_thread``: the default executor's threads are joined at exit, so one stuck
+    tool would keep crab from ending. A cancelled call sets ``ctx.cancelled`` so a well-behaved
+    function stops by itself; one that does not runs on unobserved until the process ends.
+    Also for other blocking calls that must not hold crab's exit (a terminal prompt).
+    """
+    import asyncio
+
+    from crab import watchdog
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if future.done():
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def work() -> None:
+        try:
+            ok, value = True, context.run(fn, **kwargs)
+        except Exception as exc:
+            ok, value = False, exc
+        except BaseException as exc:  # SystemExit or the like from a tool: a failure of that call only
+            ok, value = False, RuntimeError(f"{type(exc).__name__} raised in the tool")
+        watchdog.done(threading.current_thread())
+        try:
+            loop.call_soon_threadsafe(settle, ok, value)
+        except RuntimeError:
+            pass  # the loop is gone: this call was abandoned long ago
+
+    thread = threading.Thread(target=work, name=f"crab-tool-{getattr(fn, '__name__', 'tool')}", daemon=True)
+    watchdog.watch(thread)
+    try:
+        thread.start()
+    except RuntimeError:
+        watchdog.done(thread)
+        raise
+    try:
+        return await future
+    except asyncio.CancelledError:
+        if ctx is not None:
+            ctx.cancelled.set()  # the thread cannot be stopped; tell the function to stop itself
+        raise
 
 
 def make_tool(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,13 +80,7 @@ def test_ls_caps_entries(workspace: Path, call: Callable[..., ToolResult]) -> No
     "backend",
     [
         "python",
-        pytest.param(
-            "rg",
-            marks=[
-                pytest.mark.rg,
-                pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep (rg) is not on PATH"),
-            ],
-        ),
+        pytest.param("rg", marks=pytest.mark.rg),
     ],
 )
 def test_grep_skips_ignored_git_and_binary_files(tree: Path, backend: Backend) -> None:

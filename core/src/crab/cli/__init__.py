@@ -13,6 +13,17 @@ def main() -> None:
 
         print(f"crab {__version__}")
         return
-    from crab.cli.app import run_app
+    from crab.cli.signals import GATE, Interrupted, finish
 
-    sys.exit(run_app(args))
+    GATE.install()  # the gate enables the watchdog once it runs agent work or a signal comes
+    code = 1
+    try:
+        from crab.cli.app import run_app
+
+        code = run_app(args)
+    except Interrupted as exc:
+        sys.stderr.write(f"{exc.message}\n")
+        code = exc.exit_code
+    finally:
+        code = finish(code)
+    sys.exit(code)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 from pathlib import Path
 
@@ -24,7 +25,10 @@ async def ask_on_terminal(request: PermissionRequest) -> Answer:
         line = sys.stdin.readline()
         return line.strip().lower()
 
-    answer = await asyncio.to_thread(read)
+    from crab.tools import run_in_thread
+
+    # A daemon thread: Ctrl-C while the question waits must not wait for a line at exit.
+    answer = await run_in_thread(read, {})
     if answer in ("y", "yes"):
         return "once"
     if answer in ("a", "always"):
@@ -70,11 +74,13 @@ def chat(options: RunOptions) -> None:
     target = RenderTarget(out=sys.stdout, err=sys.stderr, color=sys.stdout.isatty())
     renderer = choose_renderer(prepared.host, prepared.config, options.renderer, target)
     agent.subscribe(renderer.handle)
+    from crab.cli.signals import GATE, Interrupted, turn_stopped
+
     history = _setup_readline() if interactive else None
     runner = asyncio.Runner()
     try:
-        runner.run(start_agent(agent))
-        session = runner.run(open_session(agent, options))
+        GATE.run(runner, start_agent(agent))
+        session = GATE.run(runner, open_session(agent, options))
         if interactive:
             sys.stderr.write(f"crab chat · {agent.provider.name}/{agent.model} · session {session.id}\n")
             sys.stderr.write("Ctrl-C stops a turn, Ctrl-D leaves, /help lists commands.\n")
@@ -83,20 +89,26 @@ def chat(options: RunOptions) -> None:
                 line = input(PROMPT if interactive else "")
             except EOFError:
                 break
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, Interrupted) as exc:
+                if isinstance(exc, Interrupted) and exc.signum != signal.SIGINT:
+                    raise
+                turn_stopped()
                 sys.stderr.write("\n")
                 continue
             if not line.strip():
                 continue
             try:
-                outcome = runner.run(agent.handle_input(session, line))
-            except KeyboardInterrupt:
+                outcome = GATE.run(runner, agent.handle_input(session, line))
+            except (KeyboardInterrupt, Interrupted) as exc:
+                if isinstance(exc, Interrupted) and exc.signum != signal.SIGINT:
+                    raise
+                turn_stopped()
                 sys.stderr.write("\n(turn stopped)\n")
                 continue
             if outcome.quit:
                 break
             if outcome.switch_session:
-                session = runner.run(agent.resume(outcome.switch_session))
+                session = GATE.run(runner, agent.resume(outcome.switch_session))
         renderer.close()
     finally:
         try:

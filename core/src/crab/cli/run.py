@@ -109,9 +109,14 @@ def run_once(prompt: str, output: str, options: RunOptions) -> int:
         finally:
             await agent.close()
 
+    from crab.cli.signals import GATE, Interrupted
+
     runner = asyncio.Runner()
     try:
-        outcome = runner.run(main())
+        outcome = GATE.run(runner, main())
+    except Interrupted as exc:
+        sys.stderr.write(f"{exc.message}\n")
+        return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("crab: interrupted\n")
         return EXIT_INTERRUPTED

@@ -35,8 +35,15 @@ def serve_channel(name: str, options: RunOptions) -> int:
         finally:
             await agent.close()
 
+    from crab.cli.signals import GATE, Interrupted
+
+    runner = asyncio.Runner()
     try:
-        asyncio.run(main())
+        GATE.run(runner, main())
+    except Interrupted as exc:
+        return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    finally:
+        runner.close()
     return 0

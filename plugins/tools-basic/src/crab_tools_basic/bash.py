@@ -1,9 +1,10 @@
 """The ``bash`` tool: one shell command in the workspace, bounded in time and in output.
 
-The command runs in its own process group with stdin from /dev/null and its output going to a
-log file rather than a pipe, so a background child that keeps stdout open cannot hold the tool
-open: the call ends when the shell exits. On timeout or abort the whole group gets SIGTERM,
-then SIGKILL.
+The command runs in its own session and process group (through ``crab.processes``, so crab
+can find every process it starts, ``setsid`` ones included), with stdin from /dev/null. Its
+output comes through a pipe into a capped, redacted capture (``bash_log``); the call ends when
+the shell exits, and output a background child writes after that is dropped. On timeout or
+abort the group and every descendant carrying this call's tag get SIGTERM, then SIGKILL.
 """
 
 from __future__ import annotations
@@ -11,25 +12,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import shutil
 import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from crab import OutputLimit, Tool, ToolContext, ToolError, ToolResult, Truncation, tool
+from crab import OutputLimit, Tool, ToolContext, ToolError, ToolResult, Truncation, known_secrets, processes, tool
 from crab import describe_truncation as describe
 from crab import truncate_output as truncate
 
+from crab_tools_basic import bash_log
+from crab_tools_basic.bash_log import Capture
 from crab_tools_basic.oserrors import os_errors
 from crab_tools_basic.settings import Settings
 from crab_tools_basic.workspace import settings_of, workspace_of
 
 OUTPUT_LIMIT = OutputLimit(lines=2000, bytes=50_000, keep="tail")
 KILL_GRACE = 2.0
+CANCEL_GRACE = 0.5
+"""Shorter on abort: Ctrl-C must end crab within 2 s."""
+DRAIN = 0.2
+"""Seconds to wait for the pipe to close after the shell exits (a background child may hold it)."""
 TIMEOUT_MARGIN = 30.0
 """Seconds the loop's own timeout allows beyond ``bash_max_timeout``, for the kill and the tail."""
 
@@ -41,88 +46,88 @@ class Outcome:
     returncode: int | None
     timed_out: bool
     log: Path
+    total_bytes: int = 0
+    dropped_bytes: int = 0
 
 
 def _shell() -> str:
     return shutil.which("bash") or "/bin/sh"
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+class _Sink(asyncio.Protocol):
+    """Feeds the pipe's bytes to a ``Capture``; resolves ``closed`` at end of file."""
+
+    def __init__(self, capture: Capture, closed: asyncio.Future[None]) -> None:
+        self.capture = capture
+        self.closed = closed
+
+    def data_received(self, data: bytes) -> None:
+        self.capture.feed(data)
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+async def _end(pgid: int, tag: str, grace: float) -> None:
+    # In a thread: it polls with sleeps, and must finish even if this task is cancelled again.
+    await asyncio.to_thread(processes.terminate, pgid, tag, grace)
 
 
-async def kill_group(pgid: int, grace: float = KILL_GRACE) -> None:
-    """SIGTERM the group, give it ``grace`` seconds to go, then SIGKILL whatever is left.
+async def run_command(command: str, cwd: Path, timeout: float, capture: Capture) -> tuple[int | None, bool]:
+    """Run ``command`` with ``bash -c`` in ``cwd``, its output (stdout and stderr) into ``capture``.
 
-    The SIGKILL is sent from a ``finally`` so a second cancellation cannot skip it.
+    Returns (exit code, timed out) when the shell exits or ``timeout`` passes (then the group
+    and its tagged descendants are ended). If the calling task is cancelled, they are ended
+    before the cancellation goes on.
     """
-    _signal_group(pgid, signal.SIGTERM)
+    loop = asyncio.get_running_loop()
+    read_fd, write_fd = os.pipe()
+    tag = processes.new_tag()
     try:
-        for _ in range(max(1, round(grace / 0.05))):
-            if not _group_alive(pgid):
-                break
-            await asyncio.sleep(0.05)
-    finally:
-        _signal_group(pgid, signal.SIGKILL)
-
-
-def new_log_path(folder: Path, session_id: str) -> Path:
-    """A fresh, private log file name for one command of one session."""
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:80] or "session"
-    where = folder / safe
-    where.mkdir(parents=True, exist_ok=True, mode=0o700)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    for n in range(1000):
-        candidate = where / f"bash-{stamp}-{os.getpid()}-{n}.log"
-        try:
-            candidate.touch(mode=0o600, exist_ok=False)
-        except FileExistsError:
-            continue
-        return candidate
-    raise ToolError(f"could not create a log file in {where}")
-
-
-async def run_command(command: str, cwd: Path, timeout: float, log: Path) -> Outcome:
-    """Run ``command`` with ``bash -c`` in ``cwd``; all output (stdout and stderr) goes to ``log``.
-
-    Returns when the shell exits or ``timeout`` passes (then the group is killed). If the
-    calling task is cancelled, the group is killed before the cancellation goes on.
-    """
-    with log.open("wb") as sink:
         process = await asyncio.create_subprocess_exec(
             _shell(),
             "-c",
             command,
             cwd=cwd,
             stdin=subprocess.DEVNULL,
-            stdout=sink,
+            stdout=write_fd,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            **processes.spawn_options(tag),
         )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
     # With start_new_session the shell leads its own group: its pid is the group id.
     pgid = process.pid
+    processes.track(pgid, tag)
+    closed: asyncio.Future[None] = loop.create_future()
+    await loop.connect_read_pipe(lambda: _Sink(capture, closed), os.fdopen(read_fd, "rb", buffering=0))
+    timed_out = False
     try:
-        returncode = await asyncio.wait_for(process.wait(), timeout)
-        return Outcome(returncode, False, log)
-    except TimeoutError:
-        await kill_group(pgid)
+        try:
+            await asyncio.wait_for(process.wait(), timeout)
+        except TimeoutError:
+            timed_out = True
+            await _end(pgid, tag, KILL_GRACE)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), 5)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(process.wait(), 5)
-        return Outcome(process.returncode, True, log)
+            await asyncio.wait_for(asyncio.shield(closed), DRAIN)
+        capture.freeze()
+        return process.returncode, timed_out
     except asyncio.CancelledError:
-        await kill_group(pgid)
+        await _end(pgid, tag, CANCEL_GRACE)
         raise
+    finally:
+        # asyncio's child watcher reaps the shell; until then it must not look like an orphan.
+        if process.returncode is not None:
+            processes.untrack(pgid)
 
 
 def output_tail(log: Path) -> tuple[str, str | None]:
@@ -164,6 +169,11 @@ def describe_outcome(outcome: Outcome, timeout: float) -> ToolResult:
         # The whole output is in the result; the log would only fill the disk.
         with contextlib.suppress(OSError):
             outcome.log.unlink()
+    if outcome.dropped_bytes > 0:
+        parts.append(
+            f"[the command wrote {outcome.total_bytes} bytes; the log keeps its first and last MBs, "
+            f"{outcome.dropped_bytes} bytes from the middle were dropped]"
+        )
     details: dict[str, object] = {"exit_code": outcome.returncode, "timed_out": outcome.timed_out}
     if note:
         details["log"] = str(outcome.log)
@@ -204,12 +214,23 @@ async def bash(
     if not command.strip():
         raise ToolError("command is empty")
     workspace = workspace_of(ctx, settings).root
+    capture = Capture()
     with os_errors("bash could not start"):
-        log = new_log_path(settings.log_dir, ctx.session_id)
-        outcome = await run_command(command, workspace, limit, log)
-    with os_errors("bash could not read the command's output"):
-        # Counting the lines of a huge log takes a while: keep it off the event loop.
-        result = await asyncio.to_thread(describe_outcome, outcome, limit)
+        log = bash_log.new_log_path(settings.log_dir, ctx.session_id)
+        await asyncio.to_thread(bash_log.sweep, settings.log_dir, settings.bash_log_retention_days, ctx.session_id)
+        try:
+            returncode, timed_out = await run_command(command, workspace, limit, capture)
+        except BaseException:
+            log.unlink(missing_ok=True)  # aborted: nobody will be told about this log
+            raise
+    with os_errors("bash could not write or read the command's log"):
+        # Redacting and counting lines of a few MB takes a while: keep it off the event loop.
+        secrets = known_secrets(ctx.config)
+        data = await asyncio.to_thread(bash_log.render, capture, secrets)
+        await asyncio.to_thread(bash_log.write_log, log, data)
+        result = await asyncio.to_thread(
+            describe_outcome, Outcome(returncode, timed_out, log, capture.total, capture.dropped), limit
+        )
     if note:
         return ToolResult(f"{note}\n{result.content}", result.is_error, result.details)
     return result
@@ -223,10 +244,12 @@ def make_bash_tool(settings: Settings) -> Tool:
         f"Timeout: {settings.bash_default_timeout:g} s unless you pass `timeout` (at most "
         f"{settings.bash_max_timeout:g} s); on timeout the command and all its child processes are "
         "killed. stdin is /dev/null, so interactive commands fail instead of waiting. Output "
-        "beyond the last 2,000 lines or 50 KB is cut; the full output is then saved to a file "
-        "whose path is given (read it with offset). A non-zero exit is reported as an error. "
-        "The call ends when the shell exits: a command left running in the background keeps "
-        "running. Prefer read, grep, glob and ls for looking at files."
+        "beyond the last 2,000 lines or 50 KB is cut; the output is then saved to a log file "
+        "whose path is given (read it with offset; of a huge output the log keeps the first 1 MB "
+        "and the last 4 MB). A non-zero exit is reported as an error. The call ends when the "
+        "shell exits: a command left running in the background keeps running until crab exits, "
+        "and should send its output to a file (`cmd > out.log 2>&1 &`). Prefer read, grep, "
+        "glob and ls for looking at files."
     )
     return tool(
         name="bash",

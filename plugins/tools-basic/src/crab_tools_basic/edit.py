@@ -11,11 +11,11 @@ from typing import Annotated, Any, TypedDict
 from crab import ToolContext, ToolError, tool, write_atomic
 
 from crab_tools_basic import read_gate
-from crab_tools_basic.files import existing_file
+from crab_tools_basic.files import existing_file, refuse_hardlinked
 from crab_tools_basic.oserrors import os_errors
 from crab_tools_basic.splice import apply_edits
 from crab_tools_basic.text import looks_binary
-from crab_tools_basic.workspace import workspace_of
+from crab_tools_basic.workspace import settings_of, workspace_of
 
 
 class Edit(TypedDict):
@@ -80,11 +80,15 @@ def prepare_edit_arguments(args: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-def edit_file(state: dict[str, Any], real: Path, display: str, edits: Sequence[tuple[str, str]]) -> str:
+def edit_file(
+    state: dict[str, Any], real: Path, display: str, edits: Sequence[tuple[str, str]], allow_hardlinks: bool = True
+) -> str:
     """Apply ``edits`` to ``real`` after the read gate; the file is untouched unless all apply."""
     with read_gate.path_lock(state, real):
         existing_file(real, display)
-        original = real.read_bytes()
+        with real.open("rb") as handle:
+            refuse_hardlinked(handle, display, allow_hardlinks)
+            original = handle.read()
         if looks_binary(original):
             raise ToolError(f"{display} is a binary file; edit changes text files only")
         read_gate.check(state, real, display, original)
@@ -118,7 +122,9 @@ def edit(
     too; new text takes the file's usual line ending). Needs a read of the file earlier in
     this session and no change on disk since. To create a file, use write.
     """
-    ws = workspace_of(ctx)
+    settings = settings_of(ctx)
+    ws = workspace_of(ctx, settings)
     real = ws.resolve(path, write=True)
     with os_errors(f"cannot edit {ws.display(real)}"):
-        return edit_file(ctx.state, real, ws.display(real), [(e["old"], e["new"]) for e in edits])
+        pairs = [(e["old"], e["new"]) for e in edits]
+        return edit_file(ctx.state, real, ws.display(real), pairs, settings.allow_hardlinks)

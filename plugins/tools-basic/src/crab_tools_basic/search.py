@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
 from crab import ToolContext, ToolError, tool
 
-from crab_tools_basic import grep_engine
+from crab_tools_basic import grep_engine, grep_worker
 from crab_tools_basic.gitignore import compile_glob
 from crab_tools_basic.grep_engine import MAX_CONTEXT, MAX_MATCHES, Target
 from crab_tools_basic.oserrors import os_errors
@@ -67,8 +68,19 @@ def pick_backend(choice: Backend) -> str | None:
         return None
     rg = grep_engine.rg_available()
     if choice == "rg" and rg is None:
-        raise ToolError("grep_backend is 'rg' but ripgrep (rg) is not on PATH")
+        raise ToolError(
+            "grep_backend is 'rg' but ripgrep was not found: reinstall crab-tools-basic (it depends on "
+            "the ripgrep package) or put rg on PATH"
+        )
     return rg
+
+
+def single_link(path: str) -> bool:
+    """False for a regular file with other hard links (its content may belong outside the workspace)."""
+    try:
+        return os.lstat(path).st_nlink <= 1
+    except OSError:
+        return False
 
 
 def search(
@@ -80,18 +92,23 @@ def search(
     context: int = 0,
     backend: Backend = "auto",
     stop: threading.Event | None = None,
+    allow_hardlinks: bool = True,
 ) -> str:
     """grep's work, callable without a tool context: regex search over the visible files.
 
-    ``stop`` (the call's ``ctx.cancelled``) ends a long search early when the call is abandoned.
+    ``stop`` (the call's ``ctx.cancelled``) ends a long search early when the call is abandoned,
+    killing a ripgrep or Python worker process. Without ``allow_hardlinks`` files with more
+    than one link are left out.
     """
     if not pattern:
         raise ToolError("pattern is empty")
     if context < 0:
         raise ToolError("context must be 0 or more lines")
     context = min(context, MAX_CONTEXT)
+    flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
     try:
-        regex = re.compile(pattern, re.MULTILINE | (re.IGNORECASE if ignore_case else 0))
+        # Compiling is safe (no input to backtrack over); only matching runs in the worker.
+        re.compile(pattern, flags)
     except re.error as exc:
         raise ToolError(f"pattern is not a valid regular expression: {exc}") from None
     start, scope = _folder(ws, path)
@@ -106,16 +123,22 @@ def search(
             for entry in walk_files(scope, start, stop)
             if matcher is None or matcher.matches(entry.relative[skip:])
         ]
+    if not allow_hardlinks:
+        targets = [t for t in targets if single_link(t.path)]
+
+    def python(chosen: Sequence[Target]) -> list[grep_engine.FileHits]:
+        return grep_worker.search_in_worker(chosen, pattern, flags, context, stop, allow_hardlinks)
+
     rg = pick_backend(backend) if not PYTHON_ONLY.search(pattern) else None
     hits = None
     if rg is not None:
         try:
-            hits = grep_engine.rg_search(rg, targets, pattern, regex, ignore_case, context, str(ws.root))
+            hits = grep_engine.rg_search(rg, targets, pattern, ignore_case, context, str(ws.root), python, stop)
         except grep_engine.RgUnusable:
             # ripgrep's regex dialect lacks look-around and back-references; Python has them.
             hits = None
     if hits is None:
-        hits = grep_engine.python_search(targets, regex, context, stop)
+        hits = python(targets)
     text, total, files = grep_engine.format_hits(hits, context, MAX_MATCHES, MAX_LINE_CHARS)
     where = ws.display(start)
     if total == 0:
@@ -185,14 +208,14 @@ def grep(
     """Search file contents for a regular expression; prints `path:line:text` per match.
 
     Honours .gitignore, skips .git, symlinks and binary files. Shows at most 100 matching
-    lines (it says how many there are in all), each cut at 500 characters. Uses ripgrep when
-    installed, Python otherwise, with the same results.
+    lines (it says how many there are in all), each cut at 500 characters. Searches with
+    ripgrep; look-around and back-references are searched with Python's re, same output.
     """
     settings = settings_of(ctx)
     with os_errors("grep failed"):
-        return search(
-            workspace_of(ctx, settings), pattern, path, glob, ignore_case, context, settings.grep_backend, ctx.cancelled
-        )
+        ws = workspace_of(ctx, settings)
+        backend = settings.grep_backend
+        return search(ws, pattern, path, glob, ignore_case, context, backend, ctx.cancelled, settings.allow_hardlinks)
 
 
 @tool(output_limit=None)

@@ -7,14 +7,12 @@ turns checked values into ``Settings``.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from crab import ConfigTable, InvalidValue, Setting, validate_table
+from crab import ConfigTable, InvalidValue, Setting, crab_home, validate_table
 
 Backend = Literal["auto", "rg", "python"]
 
@@ -53,7 +51,7 @@ TABLE = ConfigTable(
         Setting(
             "output_dir",
             "str",
-            doc="folder for full bash logs, readable by the tools (default: a per-user temp folder)",
+            doc="folder for full bash logs, readable by the tools (default: $CRAB_HOME/tools-basic/bash-logs)",
             trust_only=True,
         ),
         Setting("grep_backend", "str", "auto", "grep engine", choices=("auto", "rg", "python")),
@@ -71,8 +69,8 @@ TABLE = ConfigTable(
 
 
 def default_output_dir() -> Path:
-    """Where bash keeps full command logs: per user, outside any workspace so git never sees them."""
-    return Path(tempfile.gettempdir()) / f"crab-tools-basic-{os.getuid()}"
+    """Where bash keeps command logs: in the user's crab home (mode 0700), outside any workspace."""
+    return crab_home() / "tools-basic" / "bash-logs"
 
 
 @dataclass(frozen=True, slots=True)

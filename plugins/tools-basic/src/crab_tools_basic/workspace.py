@@ -14,6 +14,7 @@ from pathlib import Path
 
 from crab import ConfigError, ToolContext, ToolError
 
+from crab_tools_basic.bash_log import session_folder
 from crab_tools_basic.settings import Settings, load_settings
 
 
@@ -83,7 +84,9 @@ def settings_of(ctx: ToolContext) -> Settings:
 
 
 def workspace_of(ctx: ToolContext, settings: Settings | None = None) -> Workspace:
-    """The seatbelt for this call; bash logs are readable so the model can page through them."""
+    """The seatbelt for this call; this session's bash logs are readable so the model can page
+    through them (another session's are not: they may hold another workspace's output)."""
     settings = settings or settings_of(ctx)
     root = Path(os.path.realpath(ctx.workspace))
-    return Workspace(root=root, extra_roots=settings.extra_roots, read_only_roots=(settings.log_dir.resolve(),))
+    logs = session_folder(settings.log_dir, ctx.session_id)
+    return Workspace(root=root, extra_roots=settings.extra_roots, read_only_roots=(Path(os.path.realpath(logs)),))

@@ -1,0 +1,133 @@
+"""The last-resort watchdog: ends crab when its interpreter is held, without needing the GIL.
+
+A sync tool stuck in C code that holds the GIL (a catastrophic ``re`` match, say) stops every
+Python thread, the event loop and the signal handlers with it: no timeout, no Ctrl-C. Python's
+``faulthandler`` runs its timer in a C thread that needs no GIL; armed, it prints every
+thread's traceback and calls ``_exit(1)``. Only the CLI enables this (``enable``): embedded in
+another program, crab never ends its host. While a sync tool thread runs (abandoned ones
+included), a heartbeat thread re-arms the timer every ``TICK`` seconds, so it fires only after
+``STALL`` seconds in which no Python thread could run; after a signal, ``exit_within`` bounds
+the clean-up the same way.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+STALL = 1.5
+"""Seconds no Python thread may run while a sync tool runs; with TICK, within Ctrl-C's 2 s."""
+TICK = 0.25
+
+# Re-entrant: the signal handler (main thread) may arm while the main thread is inside _arm.
+_lock = threading.RLock()
+_arm_lock = threading.RLock()
+_enabled = False
+_threads: set[threading.Thread] = set()
+_exit_at: float | None = None
+_ticking = False
+
+
+def enable() -> None:
+    """Let the watchdog end this process (the ``crab`` command does; libraries and tests do not)."""
+    global _enabled
+    import faulthandler  # noqa: F401  (loaded here, not at import: crab --help never needs it)
+
+    _enabled = True
+
+
+def disable() -> None:
+    global _enabled, _exit_at
+    _enabled = False
+    _exit_at = None
+    _cancel()
+
+
+def alive_threads() -> list[threading.Thread]:
+    """Sync tool threads still running, abandoned ones included."""
+    with _lock:
+        # A thread about to start (no ident yet) counts: it is watched from before its first step.
+        _threads.difference_update([t for t in _threads if t.ident is not None and not t.is_alive()])
+        return list(_threads)
+
+
+def watch(thread: threading.Thread) -> None:
+    """Watch the interpreter while ``thread`` (a sync tool's) runs; call ``done`` when it ends.
+
+    Call it before ``thread.start()``: a thread that takes the GIL at once would otherwise
+    stop this very call from arming the timer.
+    """
+    global _ticking
+    with _lock:
+        _threads.add(thread)
+        start = not _ticking and _enabled
+        if start:
+            _ticking = True
+    _arm()
+    if start:
+        threading.Thread(target=_heartbeat, name="crab-watchdog-heartbeat", daemon=True).start()
+
+
+def done(thread: threading.Thread) -> None:
+    """``thread`` finished its tool call (or never started): stop watching it."""
+    with _lock:
+        _threads.discard(thread)
+    _arm()
+
+
+def _heartbeat() -> None:
+    # Runs only when it gets the GIL: a thread holding it lets the timer run out.
+    global _ticking
+    while True:
+        _arm()
+        with _lock:
+            if not (_enabled and _threads):
+                _ticking = False
+                break
+        time.sleep(TICK)
+    _arm()  # after a last thread's ``done`` raced with the ``_arm`` above: leave nothing armed
+
+
+def exit_within(seconds: float) -> None:
+    """End the process (exit 1, tracebacks on stderr) unless it has exited by itself in ``seconds``."""
+    global _exit_at
+    _exit_at = time.monotonic() + seconds
+    _arm()
+
+
+def clear_exit() -> None:
+    """Withdraw ``exit_within`` (crab chat goes on after an interrupted turn)."""
+    global _exit_at
+    _exit_at = None
+    _arm()
+
+
+def _arm() -> None:
+    with _arm_lock:  # the computation and the arming as one step: threads call it concurrently
+        _arm_now()
+
+
+def _cancel() -> None:
+    if "faulthandler" in sys.modules:
+        sys.modules["faulthandler"].cancel_dump_traceback_later()
+
+
+def _arm_now() -> None:
+    if not _enabled:
+        return
+    import faulthandler  # loaded by ``enable``
+
+    limits: list[float] = []
+    if alive_threads():
+        limits.append(STALL)
+    if _exit_at is not None:
+        limits.append(max(0.05, _exit_at - time.monotonic()))
+    stream = sys.__stderr__
+    if not limits or stream is None:
+        faulthandler.cancel_dump_traceback_later()
+        return
+    try:
+        faulthandler.dump_traceback_later(min(limits), exit=True, file=stream)
+    except (ValueError, OSError, RuntimeError):
+        faulthandler.cancel_dump_traceback_later()

@@ -1,0 +1,112 @@
+"""crab.processes: tool processes are tagged, found below crab (subreaper) and ended, setsid or not."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from crab import processes
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreaper and /proc are Linux's")
+
+
+def alive(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def wait_for_file(path: Path) -> int:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return int(path.read_text())
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never appeared")
+
+
+def test_a_setsid_grandchild_is_found_by_its_tag_and_ended(tmp_path: Path) -> None:
+    marker = tmp_path / "grandchild.pid"
+    tag = processes.new_tag()
+    # The shell starts a setsid grandchild and exits: the grandchild leaves the group and the
+    # shell, and (crab being a subreaper) is re-parented to this process.
+    shell = subprocess.Popen(
+        ["sh", "-c", f"setsid sh -c 'echo $$ > {marker}; exec sleep 300' &"], **processes.spawn_options(tag)
+    )
+    processes.track(shell.pid, tag)
+    shell.wait(10)
+    grandchild = wait_for_file(marker)
+    try:
+        assert processes.enable_subreaper()
+        assert os.getpgid(grandchild) != shell.pid  # not reachable through the group
+        assert grandchild in {p.pid for p in processes.descendants()}
+        assert processes.has_tag(grandchild, tag)
+        processes.terminate(shell.pid, tag, grace=1.0)
+        assert not alive(grandchild)
+    finally:
+        processes.untrack(shell.pid)
+        if alive(grandchild):
+            os.kill(grandchild, 9)
+
+
+def test_terminate_leaves_other_tags_alone(tmp_path: Path) -> None:
+    mine, other = processes.new_tag(), processes.new_tag()
+    a = subprocess.Popen(["sleep", "300"], **processes.spawn_options(mine))
+    b = subprocess.Popen(["sleep", "300"], **processes.spawn_options(other))
+    try:
+        processes.terminate(a.pid, mine, grace=1.0)
+        assert a.wait(5) is not None
+        assert b.poll() is None
+    finally:
+        b.kill()
+        b.wait()
+        a.kill()
+        a.wait()
+
+
+def test_run_bounded_is_ended_when_stop_is_set() -> None:
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    started = time.monotonic()
+    with pytest.raises(processes.Stopped):
+        processes.run_bounded(["sh", "-c", "sleep 307 & sleep 307"], stop)
+    assert time.monotonic() - started < 5
+    left = [p for p in processes.descendants() if p.state != "Z" and b"307" in cmdline(p.pid)]
+    assert not left
+
+
+def test_run_bounded_returns_output_and_feeds_input() -> None:
+    done = processes.run_bounded(["sh", "-c", "cat; echo err >&2; exit 3"], input=b"hello")
+    assert (done.returncode, done.stdout, done.stderr) == (3, b"hello", b"err\n")
+
+
+def test_process_table_parses_names_with_parentheses(tmp_path: Path) -> None:
+    odd = tmp_path / "a) b (c"
+    odd.symlink_to("/bin/sleep")
+    child = subprocess.Popen([str(odd), "300"])
+    try:
+        found = {p.pid: p for p in processes.descendants()}
+        assert found[child.pid].ppid == os.getpid()
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_run_bounded_feeds_input_larger_than_a_pipe_to_a_slow_reader() -> None:
+    data = b"x" * (1 << 21)
+    done = processes.run_bounded(["sh", "-c", "sleep 0.3; wc -c"], input=data)
+    assert done.stdout.strip() == str(len(data)).encode()
