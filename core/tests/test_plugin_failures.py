@@ -386,3 +386,9 @@ def test_override_wins_without_a_conflict():
     assert tools["echo"].description == "Replacement."
     assert tools["echo"].plugin == "second"
     assert host.problems() == []
+
+
+def test_doctor_names_the_renderer_run_would_use(crab_run, run_env):
+    # core names no renderer plugin: the default is the first one a plugin offers, as in crab run
+    result = crab_run(["doctor"], run_env("closing"))
+    assert "ok    renderer: closing" in result.stdout.splitlines(), result.stdout

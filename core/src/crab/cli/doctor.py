@@ -67,7 +67,7 @@ def _project_trust() -> TrustState | None:
 
 def run_doctor(plugins: str | None) -> int:
     """Print one line per check; returns 1 when anything failed."""
-    from crab.cli.runtime import build_host, choose_provider, choose_store, load_cli_config
+    from crab.cli.runtime import build_host, choose_provider, choose_store, default_renderer, load_cli_config
     from crab.config import Config, user_config_path
 
     failures = 0
@@ -121,7 +121,7 @@ def run_doctor(plugins: str | None) -> int:
         _bad(f"renderer: {renderer!r} is not loaded (available: {', '.join(sorted(renderers))}); fix [crab] renderer")
         failures += 1
     else:
-        _ok(f"renderer: {renderer or ('rich' if 'rich' in renderers else 'plain')}")
+        _ok(f"renderer: {renderer or default_renderer(host, renderers)}")
     mode = config.get("crab.permissions", "ask")
     _ok(f"permissions: {mode}")
     return 1 if failures else 0
