@@ -65,7 +65,7 @@ def declared_tables(host: PluginHost) -> list[ConfigTable]:
 def apply_declarations(host: PluginHost, config: Config) -> None:
     """Check every plugin's table against its declaration (filling defaults) and arrange for the
     config notices (ignored trust-only keys, unknown keys) to be shown once when an agent starts."""
-    config.resolve(declared_tables(host))
+    config.resolve(declared_tables(host), plugins=host.records)
     if NOTICES not in host.records:
         host.add_builtin(NOTICES, ConfigNotices(config))
 
