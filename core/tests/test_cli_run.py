@@ -187,3 +187,28 @@ def test_serve_runs_a_channel_plugin_as_a_remote_channel(crab_run, fake_site, wo
     unknown = crab_run(["serve", "nope", "-m", "scripted/" + script(tmp_path, [])], env, cwd=workspace)
     assert unknown.returncode == 2
     assert "no channel named 'nope'" in unknown.stderr
+
+
+def test_calls_sharing_an_id_each_get_one_result_in_the_events(crab_run, env, workspace, tmp_path):
+    # A provider plugin that repeats a call id (as LiteLLM's Anthropic proxy does): the loop gives
+    # the later call an id of its own, so a renderer sees one result for every call, and so does the model.
+    replies = [
+        [
+            {"tool": "peek", "args": {"name": "notes.txt"}, "id": "call_x"},
+            {"tool": "peek", "args": {"name": "missing.txt"}, "id": "call_x"},
+        ],
+        [{"text": "done"}],
+    ]
+    result = crab_run(["run", "-o", "jsonl", "-m", "scripted/" + script(tmp_path, replies), "go"], env, cwd=workspace)
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    calls = [e["call"]["id"] for e in events if e["type"] == "tool_call"]
+    results = [e["call_id"] for e in events if e["type"] == "tool_result"]
+    assert calls == ["call_x", "call_x_2"]
+    assert sorted(results) == calls
+    resumed = crab_run(
+        ["run", "-c", "-o", "json", "-m", "scripted/" + script(tmp_path, [[{"text": "again"}]]), "more"],
+        env,
+        cwd=workspace,
+    )
+    assert resumed.returncode == 0, resumed.stderr

@@ -311,3 +311,20 @@ def test_config_set_keeps_the_users_trust_but_not_a_strangers(
     shown = crab_run(["config", "get", "crab.permissions"], env, cwd=work)
     assert shown.stdout == "ask\n"  # a stranger's edit is not blessed by the user's later one
     assert "changed since you trusted it" in shown.stderr
+
+
+def test_a_table_for_no_installed_plugin_warns_once(crab_run: Any, third_party: dict[str, str], tmp_path: Path) -> None:
+    # A misspelt plugin name used to be ignored without a word: the user's setting silently did nothing.
+    home = Path(third_party["CRAB_HOME"])
+    tables = "[plugins.configurd]\ntimes = 3\n[plugins.tools-basic]\nbash_max_timeout = 5\n"
+    config = write(home / "config.toml", tables)
+    script = write(tmp_path / "s.json", json.dumps({"replies": [[{"text": "hi"}]]}))
+    result = crab_run(["run", "-o", "jsonl", "-m", f"scripted/{script}", "go"], third_party, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    line = (
+        f"user config {config}: [plugins.configurd] is the table of no installed plugin (did you mean configured?); "
+        "it is ignored (see `crab plugins list`)"
+    )
+    notices = [e["message"] for e in map(json.loads, result.stdout.splitlines()) if e["type"] == "notice"]
+    # tools-basic is installed (only not enabled here): its table is no typo
+    assert [n for n in notices if "no installed plugin" in n] == [line]

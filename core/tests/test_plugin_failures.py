@@ -386,3 +386,23 @@ def test_override_wins_without_a_conflict():
     assert tools["echo"].description == "Replacement."
     assert tools["echo"].plugin == "second"
     assert host.problems() == []
+
+
+def test_doctor_names_the_renderer_run_would_use(crab_run, run_env):
+    # core names no renderer plugin: the default is the first one a plugin offers, as in crab run
+    result = crab_run(["doctor"], run_env("closing"))
+    assert "ok    renderer: closing" in result.stdout.splitlines(), result.stdout
+
+
+@pytest.mark.parametrize("args", [["plugins", "list"], ["doctor"]])
+def test_strict_mode_lets_the_diagnostic_commands_show_every_failure(crab_run, broken_env, args):
+    # They are where a user goes to find out why a strict run failed: stopping at the first
+    # failure would hide the others. They still exit 2.
+    broken_env["CRAB_STRICT_PLUGINS"] = "1"
+    result = crab_run(args, broken_env)
+    assert result.returncode == 2, result.stderr
+    shown = result.stdout
+    for line in LINES.values():
+        assert line.removeprefix("plugin ").split(" failed: ", 1)[1] in shown, line
+    assert result.stderr.strip().splitlines()[-1].startswith("crab: plugin ")
+    assert "Traceback" not in result.stderr

@@ -11,17 +11,17 @@ from crab.hookspecs import hookimpl
 from crab.memory_store import MemoryStore
 from crab.permissions import PermissionGate
 from crab.plugins import PluginHost
-from crab.render import RendererSpec, RenderTarget
+from crab.render import Renderer, RendererSpec, RenderTarget
 from crab.storage import Store
 
 
-def _plain(target: RenderTarget) -> object:
+def _plain(target: RenderTarget) -> Renderer:
     from crab.render.plain import PlainRenderer
 
     return PlainRenderer(target)
 
 
-def _jsonl(target: RenderTarget) -> object:
+def _jsonl(target: RenderTarget) -> Renderer:
     from crab.render.jsonl import JsonlRenderer
 
     return JsonlRenderer(target)
@@ -39,8 +39,8 @@ class CorePlugin:
     @hookimpl
     def crab_renderers(self, config: Config) -> list[RendererSpec]:
         return [
-            RendererSpec("plain", "plain text: answer on stdout, progress on stderr", _plain),  # type: ignore[arg-type]
-            RendererSpec("jsonl", "one JSON event per line on stdout", _jsonl),  # type: ignore[arg-type]
+            RendererSpec("plain", "plain text: answer on stdout, progress on stderr", _plain),
+            RendererSpec("jsonl", "one JSON event per line on stdout", _jsonl),
         ]
 
     @hookimpl

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import re
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -262,12 +262,14 @@ class Config:
                 return layer.source
         return "config"
 
-    def resolve(self, tables: Iterable[ConfigTable] = ()) -> None:
+    def resolve(self, tables: Iterable[ConfigTable] = (), plugins: Collection[str] | None = None) -> None:
         """Merge the layers again, checking ``[crab]`` and the given plugin tables.
 
         Drops what an untrusted project may not set, fills defaults, and raises ``InvalidValue``
-        (one line: source, key, expected, found) for the first bad value. A ``Config`` built by
-        hand (no layers) is left as it is.
+        (one line: source, key, expected, found) for the first bad value. With ``plugins`` (every
+        plugin crab knows of, installed or not enabled), a ``[plugins.NAME]`` table none of them
+        answers to warns: a misspelt name would otherwise do nothing without a word. A ``Config``
+        built by hand (no layers) is left as it is.
         """
         if not self.layers:
             return
@@ -326,8 +328,19 @@ class Config:
                     "(see `crab config keys`)"
                 )
             set_path(merged, path, values)
+        if plugins is not None:
+            self._check_plugin_names(merged, plugins)
         self.data = merged
         self.tables = declared
+
+    def _check_plugin_names(self, merged: Mapping[str, Any], plugins: Collection[str]) -> None:
+        for name, value in merged.get("plugins", {}).items():
+            if isinstance(value, Mapping) and name not in plugins:
+                path = ("plugins", name)
+                self.warnings.append(
+                    f"{self.source_of(path)}: [{format_key(path)}] is the table of no installed plugin"
+                    f"{_close_matches(name, plugins)}; it is ignored (see `crab plugins list`)"
+                )
 
     def _check_plugin_lists(self, merged: Mapping[str, Any]) -> None:
         plugins = merged.get("plugins", {})

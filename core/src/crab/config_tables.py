@@ -224,7 +224,7 @@ CORE_TABLE = ConfigTable(
         Setting("provider", "str", doc="provider name (default: the only loaded provider)"),
         Setting("model", "str", doc="model id, or provider/model (default: the provider's first model)"),
         Setting("store", "str", doc="session store (default: the first persistent store loaded, else memory)"),
-        Setting("renderer", "str", doc="renderer for crab chat and text output (default: rich, else plain)"),
+        Setting("renderer", "str", doc="renderer for chat and text output (default: a plugin's first, else plain)"),
         Setting(
             "permissions",
             "str",

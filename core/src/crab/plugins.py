@@ -98,8 +98,7 @@ def select_plugins(
         for name in [n for n in chosen if n in disabled]:
             chosen.remove(name)
             reasons[name] = "disabled in config ([plugins] disabled)"
-    seen: set[str] = set()
-    ordered = [n for n in chosen if not (n in seen or seen.add(n))]  # type: ignore[func-returns-value]
+    ordered = list(dict.fromkeys(chosen))  # first mention wins, order kept
     for name in installed:
         if name not in ordered and name not in reasons:
             reasons[name] = f"not listed in {source}" if source else "disabled"

@@ -66,8 +66,15 @@ def _project_trust() -> TrustState | None:
 
 
 def run_doctor(plugins: str | None) -> int:
-    """Print one line per check; returns 1 when anything failed."""
-    from crab.cli.runtime import build_host, choose_provider, choose_store, load_cli_config
+    """Print one line per check; returns 1 when anything failed (exit 2 under strict mode when a plugin did)."""
+    from crab.cli.runtime import (
+        build_host,
+        choose_provider,
+        choose_store,
+        default_renderer,
+        load_cli_config,
+        strict_exit,
+    )
     from crab.config import Config, user_config_path
 
     failures = 0
@@ -81,7 +88,7 @@ def run_doctor(plugins: str | None) -> int:
         _bad(f"config: {exc}")
         failures += 1
         config = Config(data={}, user_path=user_config_path(), project_path=None)
-    host = build_host(config, plugins, validate=False)
+    host = build_host(config, plugins, validate=False, strict=False)
     failures += _check_tables(host, config)
     host.collect_all()
     loaded = [r.name for r in host.records.values() if r.status == "loaded"]
@@ -121,7 +128,8 @@ def run_doctor(plugins: str | None) -> int:
         _bad(f"renderer: {renderer!r} is not loaded (available: {', '.join(sorted(renderers))}); fix [crab] renderer")
         failures += 1
     else:
-        _ok(f"renderer: {renderer or ('rich' if 'rich' in renderers else 'plain')}")
+        _ok(f"renderer: {renderer or default_renderer(host, renderers)}")
     mode = config.get("crab.permissions", "ask")
     _ok(f"permissions: {mode}")
+    strict_exit(host)
     return 1 if failures else 0

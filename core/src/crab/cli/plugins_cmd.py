@@ -11,7 +11,7 @@ from crab.errors import CrabError
 
 def list_plugins(plugins: str | None, as_json: bool) -> None:
     """Load what is enabled, run every registration hook, and show each plugin's status."""
-    from crab.cli.runtime import build_host, load_cli_config
+    from crab.cli.runtime import build_host, load_cli_config, strict_exit
     from crab.config import Config, user_config_path
 
     try:
@@ -19,7 +19,7 @@ def list_plugins(plugins: str | None, as_json: bool) -> None:
         config_error = None
     except CrabError as exc:  # still list plugins with a broken config
         config, config_error = Config(data={}, user_path=user_config_path(), project_path=None), str(exc)
-    host = build_host(config, plugins, validate=False)
+    host = build_host(config, plugins, validate=False, strict=False)
     host.collect_all()
     records = list(host.records.values())
     if as_json:
@@ -37,6 +37,7 @@ def list_plugins(plugins: str | None, as_json: bool) -> None:
                 typer.echo(f"{'':<{width}}  ↳ {fault}")
     if config_error:
         typer.echo(f"crab: {config_error}", err=True)
+    strict_exit(host)
 
 
 def set_enabled(name: str, enable: bool, project: bool, user: bool) -> None:

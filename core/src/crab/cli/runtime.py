@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from crab.config import Config, load_config
 from crab.config_tables import ConfigTable
-from crab.errors import ConfigError, StoreError, UsageError
+from crab.errors import ConfigError, PluginError, StoreError, UsageError
 from crab.hookspecs import hookimpl
 from crab.plugins import PluginHost, parse_plugin_list
 from crab.providers import Provider
@@ -28,15 +28,18 @@ def load_cli_config(overrides: Mapping[str, Any] | None = None, cwd: Path | None
     return load_config(cwd=cwd, overrides=overrides)
 
 
-def build_host(config: Config, plugins: str | Sequence[str] | None = None, *, validate: bool = True) -> PluginHost:
+def build_host(
+    config: Config, plugins: str | Sequence[str] | None = None, *, validate: bool = True, strict: bool | None = None
+) -> PluginHost:
     """Core's built-in plugins plus the enabled installed ones (``plugins`` = ``--plugins``).
 
     With ``validate`` every declared table is checked now (``ConfigError``, exit 2, before any
-    registration hook runs); without it, call ``apply_declarations`` to check later.
+    registration hook runs); without it, call ``apply_declarations`` to check later. ``strict``
+    overrides ``CRAB_STRICT_PLUGINS`` (the diagnostic commands collect every failure first).
     """
     from crab.builtin import register_builtins
 
-    host = PluginHost(config)
+    host = PluginHost(config, strict=strict)
     register_builtins(host)
     chosen = (
         parse_plugin_list(plugins) if isinstance(plugins, str) else (list(plugins) if plugins is not None else None)
@@ -65,7 +68,7 @@ def declared_tables(host: PluginHost) -> list[ConfigTable]:
 def apply_declarations(host: PluginHost, config: Config) -> None:
     """Check every plugin's table against its declaration (filling defaults) and arrange for the
     config notices (ignored trust-only keys, unknown keys) to be shown once when an agent starts."""
-    config.resolve(declared_tables(host))
+    config.resolve(declared_tables(host), plugins=host.records)
     if NOTICES not in host.records:
         host.add_builtin(NOTICES, ConfigNotices(config))
 
@@ -83,6 +86,15 @@ class ConfigNotices:
     @hookimpl
     def crab_startup(self, agent: Any) -> None:
         emit_config_notices(self.config, agent.notice)
+
+
+def strict_exit(host: PluginHost) -> None:
+    """For ``plugins list`` and ``doctor``, which show every failure: under ``CRAB_STRICT_PLUGINS=1``
+    any failure still ends them with exit 2 and the first failure's line, as it ends every command."""
+    from crab import environ
+
+    if environ.strict_plugins() and host.failures:
+        raise PluginError(host.failures[0].line)
 
 
 def emit_config_notices(config: Config, notice: Callable[[str, str], object]) -> None:

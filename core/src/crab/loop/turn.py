@@ -23,6 +23,7 @@ from crab.events import (
     MessageEnd,
     TextDelta,
     ThinkingDelta,
+    ToolCallEvent,
     ToolResultEvent,
     TurnEnded,
     TurnStarted,
@@ -42,6 +43,7 @@ from crab.messages import (
     UserMessage,
     hash_bytes,
     message_to_dict,
+    unique_id,
     usage_to_dict,
 )
 from crab.pricing import with_cost
@@ -217,10 +219,13 @@ class Turn:
         partial = self.partial = Partial()
         provider, model = agent.provider.name, agent.model
         message: AssistantMessage | None = None
+        taken: set[str] = set()  # call ids already shown: a repeated one is renamed, as in the message
         try:
             async with aclosing(agent.provider.stream(request)) as stream:  # type: ignore[type-var]
                 async for event in stream:
-                    if isinstance(event, TextDelta):
+                    if isinstance(event, ToolCallEvent):
+                        event = ToolCallEvent(replace(event.call, id=unique_id(event.call.id, taken)))
+                    elif isinstance(event, TextDelta):
                         partial.text.append(event.text)
                     elif isinstance(event, ThinkingDelta):
                         partial.thinking.append(event.text)
@@ -231,7 +236,7 @@ class Turn:
                         message = partial.message("error", event.message, provider, model)
                         break
                     elif isinstance(event, MessageEnd):
-                        message = event.message
+                        message = unique_call_ids(event.message)
                         break
                     self.emit(event)
         except ProviderError as exc:
@@ -306,6 +311,14 @@ class Turn:
             self.emit(ErrorEvent(f"could not record the end of the turn: {exc}", "unknown"))
         session.messages = repair([*session.messages, *self.results.values()])
         self.pending, self.results = {}, {}
+
+
+def unique_call_ids(message: AssistantMessage) -> AssistantMessage:
+    """``message`` with a call id repeated by the provider renamed (``id_2``…), in order, the way
+    its forwarded ``ToolCallEvent``s were: results pair with calls by id, so every call needs its own."""
+    taken: set[str] = set()
+    calls = tuple(replace(call, id=unique_id(call.id, taken)) for call in message.tool_calls)
+    return message if calls == message.tool_calls else replace(message, tool_calls=calls)
 
 
 def handoff_note(handoff: Mapping[str, Any] | None) -> str | None:

@@ -48,6 +48,15 @@ class _ToolSlot:
     name: str = ""
     arguments: list[str] = field(default_factory=list)
 
+    def add(self, function: Mapping[str, Any]) -> None:
+        """Take a ``function`` delta: the first name seen (some servers repeat it), then the argument text."""
+        name = function.get("name")
+        if name and not self.name:
+            self.name = name
+        arguments = function.get("arguments")
+        if arguments:
+            self.arguments.append(arguments if isinstance(arguments, str) else json.dumps(arguments))
+
 
 def parse_usage(data: Mapping[str, Any]) -> Usage:
     """OpenAI-style usage. ``prompt_tokens`` includes cached tokens; crab counts them apart."""
@@ -192,25 +201,13 @@ class ChatStreamParser:
         slot = self._slots[position]
         if call_id and not slot.id:
             slot.id = call_id
-        function = call.get("function") or {}
-        name = function.get("name")
-        # Some servers repeat the name in every chunk; the first one is the name.
-        if name and not slot.name:
-            slot.name = name
-        arguments = function.get("arguments")
-        if arguments:
-            slot.arguments.append(arguments if isinstance(arguments, str) else json.dumps(arguments))
+        slot.add(call.get("function") or {})
 
     def _legacy_delta(self, function: Mapping[str, Any]) -> None:
         # Kept apart from the indexed calls: a stream that sends ``tool_calls`` anywhere has
         # said everything there, and the legacy field beside it repeats the same call.
-        slot = self._legacy = self._legacy or _ToolSlot()
-        name = function.get("name")
-        if name and not slot.name:
-            slot.name = name
-        arguments = function.get("arguments")
-        if arguments:
-            slot.arguments.append(arguments if isinstance(arguments, str) else json.dumps(arguments))
+        self._legacy = self._legacy or _ToolSlot()
+        self._legacy.add(function)
 
     def _new_slot(self) -> int:
         self._slots.append(_ToolSlot())
