@@ -150,6 +150,29 @@ def test_ctrl_c_during_a_backtracking_grep_exits_130_within_two_seconds(workspac
     assert not workers
 
 
+def test_a_hostile_gitignore_or_glob_cannot_stall_crab(workspace: Path, home: Path) -> None:
+    # Stars within one segment, and ``**`` segments, each backtrack over the others in a regex:
+    # a cloned repository's .gitignore, or a model's glob, must still be matched in linear time.
+    (workspace / ".gitignore").write_text("*a*a*a*a*a*a*a*a*a*a*a*a*c\n**/a/**/a/**/a/**/a/**/a/**/a/**/c\n")
+    (workspace / ("a" * 80 + "b")).write_text("needle\n")
+    deep = workspace.joinpath(*["a"] * 40)
+    deep.mkdir(parents=True)
+    (deep / "b").write_text("needle\n")
+    calls = [
+        {"tool": "ls", "args": {}},
+        {"tool": "glob", "args": {"pattern": "*a*a*a*a*a*a*a*a*a*a*a*a*c"}},
+        {"tool": "glob", "args": {"pattern": "**/a/**/a/**/a/**/a/**/a/**/a/**/c"}},
+        {"tool": "grep", "args": {"pattern": "needle", "glob": "*a*a*a*a*a*a*a*a*a*a*a*a*b"}},
+    ]
+    code, doc = run(workspace, home, [calls, [{"text": "done"}]], bound=30)
+    assert code == 0, doc
+    results = [call["result"] for call in doc["tool_calls"]]
+    assert "a" * 80 + "b" in results[0]
+    assert results[1].startswith("no files match")
+    assert results[2].startswith("no files match")
+    assert results[3] == f"{'a' * 80}b:1:needle"
+
+
 def _cmdline(proc: Path) -> bytes:
     try:
         return (proc / "cmdline").read_bytes()
