@@ -158,3 +158,30 @@ def test_a_flooding_command_keeps_crabs_memory_bounded(tmp_path):
     assert result.returncode == 0, result.stderr[-500:]
     assert "of 2 lines (10 of 200000011 bytes)" in result.stdout
     assert result.stdout.rstrip().endswith("last line")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_process_a_bang_command_left_behind_ends_with_crab(tmp_path):
+    import time
+
+    escaper = "!setsid sh -c 'echo $$ > escaped.pid; exec sleep 300' > /dev/null 2>&1 &"
+    result = _crab(tmp_path, "run", "--yolo", escaper, stdin="")
+    assert result.returncode == 0, result.stderr
+    pid_file = tmp_path / "work" / "escaped.pid"
+    deadline = time.monotonic() + 10
+    while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(pid_file.read_text())
+
+    def running() -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = running()
+    if alive:
+        os.kill(pid, 9)
+    assert not alive, "a setsid process started by !cmd outlived crab"

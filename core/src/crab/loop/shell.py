@@ -15,9 +15,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
-import signal
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -146,31 +144,37 @@ def _shown(tail: bytes, total: int, newlines: int) -> str:
 
 
 async def run_shell_command(command: str, cwd: Path, timeout: float) -> CommandResult:
-    """Run ``command`` with ``sh -c`` in its own process group; kill the group on timeout.
+    """Run ``command`` with ``sh -c`` as a tracked process group (``crab.processes``), as the bash
+    tool does: on timeout or cancellation the group and its tagged descendants are ended, and what
+    it leaves running is ended when crab exits (``setsid`` ones too, crab being a subreaper).
 
     Only the tail of the output is kept while it runs (``_read_tail``).
     """
+    from crab import processes
+
+    tag = processes.new_tag()
     process = await asyncio.create_subprocess_shell(
         command,
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
+        **processes.spawn_options(tag),
     )
+    processes.track(process.pid, tag)
     assert process.stdout is not None
     try:
         tail, total, newlines = await asyncio.wait_for(_read_tail(process.stdout), timeout)
         await process.wait()
     except (TimeoutError, asyncio.CancelledError) as exc:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        await asyncio.to_thread(processes.terminate, process.pid, tag, 0.5)
         await process.wait()
         if isinstance(exc, asyncio.CancelledError):
             raise
         return CommandResult(f"timed out after {timeout:g} s and was killed", is_error=True)
+    finally:
+        if process.returncode is not None:
+            processes.untrack(process.pid)
     text = _shown(tail, total, newlines)
     code = process.returncode or 0
     if code:
