@@ -164,7 +164,10 @@ def test_a_flooding_command_keeps_crabs_memory_bounded(tmp_path):
 def test_a_process_a_bang_command_left_behind_ends_with_crab(tmp_path):
     import time
 
-    escaper = "!setsid sh -c 'echo $$ > escaped.pid; exec sleep 300' > /dev/null 2>&1 &"
+    escaper = (
+        "!setsid sh -c 'echo $$ > escaped.tmp; mv escaped.tmp escaped.pid; exec sleep 300' > /dev/null 2>&1 & "
+        "while [ ! -s escaped.pid ]; do sleep 0.05; done"
+    )
     result = _crab(tmp_path, "run", "--yolo", escaper, stdin="")
     assert result.returncode == 0, result.stderr
     pid_file = tmp_path / "work" / "escaped.pid"
