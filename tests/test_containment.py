@@ -173,6 +173,34 @@ def test_a_hostile_gitignore_or_glob_cannot_stall_crab(workspace: Path, home: Pa
     assert results[3] == f"{'a' * 80}b:1:needle"
 
 
+def test_a_gitignore_that_is_a_fifo_or_a_link_to_a_device_is_skipped(workspace: Path, home: Path) -> None:
+    # git keeps symlinks, so a cloned .gitignore may point at /dev/zero (read for ever: crab's
+    # memory under a 1 GB limit here); git itself does not follow a symlinked .gitignore.
+    import resource
+
+    (workspace / "kept.txt").write_text("needle\n")
+    (workspace / "sub").mkdir()
+    os.mkfifo(workspace / "sub" / ".gitignore")
+    (workspace / ".gitignore").symlink_to("/dev/zero")
+    script = write_script(
+        workspace.parent,
+        [[{"tool": "ls", "args": {"path": "sub"}}, {"tool": "glob", "args": {"pattern": "*.txt"}}], [{"text": "done"}]],
+    )
+
+    def bounded() -> None:
+        limit = 1024 * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    done = subprocess.run(
+        [*crab_args(script, "-o", "json", "--set", "crab.tool_timeout=5"), "go"],
+        cwd=workspace, env={**environment(home), "MALLOC_ARENA_MAX": "2"},
+        capture_output=True, text=True, timeout=60, preexec_fn=bounded,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = [call["result"] for call in json.loads(done.stdout)["tool_calls"]]
+    assert results == [".gitignore", "kept.txt"]
+
+
 def _cmdline(proc: Path) -> bytes:
     try:
         return (proc / "cmdline").read_bytes()

@@ -6,7 +6,9 @@ the same ``*``, ``?``, ``[...]`` and ``**`` rules.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -213,11 +215,23 @@ class IgnoreFile:
 
 
 def load_ignore_file(path: Path, base: str) -> IgnoreFile | None:
-    """The rules in ``path`` (a .gitignore), or None when it is missing, unreadable or empty."""
+    """The rules in ``path`` (a .gitignore), or None when it is missing, unreadable or empty.
+
+    Only a regular file counts, as for git (which does not follow a symlinked .gitignore): a
+    cloned repository's .gitignore linked to ``/dev/zero`` would be read for ever, a FIFO would
+    wait for ever.
+    """
     try:
-        text = path.read_text("utf-8", errors="replace")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            text = handle.read().decode("utf-8", errors="replace")
+        except OSError:
+            return None
     rules = tuple(rule for rule in map(parse_line, text.splitlines()) if rule is not None)
     return IgnoreFile(base, rules) if rules else None
 
