@@ -132,6 +132,18 @@ def test_exit_2_for_malformed_config(crab_run, env, workspace):
     assert f"{workspace / '.crab' / 'config.toml'}:2:" in result.stderr
 
 
+@pytest.mark.parametrize("value", ["nan", "-nan", "inf"])
+def test_exit_2_for_a_timeout_that_is_not_a_number_of_seconds(crab_run, env, workspace, tmp_path, value):
+    # TOML has nan and inf: nan passes every bound check, and as a timeout it ended each tool call
+    # at once ("timed out after nan s"), or failed a provider with no word of the key.
+    (workspace / ".crab").mkdir()
+    (workspace / ".crab" / "config.toml").write_text(f"[crab]\ntool_timeout = {value}\n")
+    result = crab_run(["run", "-m", "scripted/" + script(tmp_path, [[{"text": "x"}]]), "x"], env, cwd=workspace)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "crab.tool_timeout: expected a number > 0, found" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_exit_130_when_interrupted_and_the_turn_ends_aborted(env, workspace, tmp_path):
     replies = [[{"text": "starting"}, {"delay": 60}, {"text": "never"}]]
     process = subprocess.Popen(
