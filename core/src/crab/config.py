@@ -411,7 +411,8 @@ class PluginTable:
 
     def number(self, key: str, default: float, *, minimum: float = 0.0) -> float:
         value = self.table.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+        # ``value - value == 0`` leaves out TOML's nan (which passes ``< minimum``) and inf.
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum or value - value != 0:
             raise self.invalid(key, f"a number >= {minimum:g}", value)
         return float(value)
 
