@@ -136,7 +136,8 @@ def test_a_session_holding_lone_surrogates_exports_and_shows_as_valid_utf8(tmp_p
         done = subprocess.run(
             [sys.executable, "-m", "crab", "sessions", *args], cwd=work, env=env, capture_output=True, timeout=60
         )
-        stdout, stderr = done.stdout.decode("utf-8"), done.stderr.decode("utf-8")  # strict: valid UTF-8
+        done.stdout.decode("utf-8")  # strict: valid UTF-8
+        stderr = done.stderr.decode("utf-8")
         assert done.returncode == 0, f"{name}: {stderr}"
         assert "Traceback" not in stderr, name
     jsonl = (tmp_path / "out.jsonl").read_bytes().decode("utf-8")
