@@ -201,6 +201,20 @@ def test_a_gitignore_that_is_a_fifo_or_a_link_to_a_device_is_skipped(workspace: 
     assert results == [".gitignore", "kept.txt"]
 
 
+def test_terminal_escapes_in_a_file_or_a_reply_do_not_reach_the_terminal(workspace: Path, home: Path) -> None:
+    # A cloned file (or a model) can hold escape sequences that retitle, clear or rewrite the
+    # user's terminal; crab's progress lines show them as visible text instead.
+    (workspace / "evil.txt").write_text("hello \x1b]0;PWNED\x07 \x1b[2J\x9b2J world\n")
+    replies = [[{"tool": "read", "args": {"path": "evil.txt"}}], [{"text": "done"}]]
+    script = write_script(workspace.parent, replies)
+    done = subprocess.run(
+        [*crab_args(script), "go"], cwd=workspace, env=environment(home), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "hello" in done.stderr and "world" in done.stderr
+    assert not any(c in done.stderr for c in "\x1b\x07\x9b"), done.stderr
+
+
 def _cmdline(proc: Path) -> bytes:
     try:
         return (proc / "cmdline").read_bytes()
