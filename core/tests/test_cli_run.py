@@ -144,6 +144,17 @@ def test_exit_2_for_a_timeout_that_is_not_a_number_of_seconds(crab_run, env, wor
     assert "Traceback" not in result.stderr
 
 
+def test_exit_2_for_a_config_nested_too_deeply(crab_run, env, workspace):
+    # tomllib parses nested arrays by recursion: a cloned repository's config could end every
+    # crab command in that folder with a RecursionError traceback.
+    (workspace / ".crab").mkdir()
+    (workspace / ".crab" / "config.toml").write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    result = crab_run(["run", "x"], env, cwd=workspace)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"{workspace / '.crab' / 'config.toml'}: invalid TOML: nested too deeply" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_exit_130_when_interrupted_and_the_turn_ends_aborted(env, workspace, tmp_path):
     replies = [[{"text": "starting"}, {"delay": 60}, {"text": "never"}]]
     process = subprocess.Popen(
