@@ -144,6 +144,8 @@ def parse_tool_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
         value = json.loads(raw)
     except ValueError as exc:
         return {}, f"the arguments are not valid JSON ({exc})"
+    except RecursionError:  # json.loads recurses into nested arrays and objects
+        return {}, "the arguments are nested too deeply to read; send a flatter JSON object"
     if not isinstance(value, dict):
         return {}, f"the arguments must be a JSON object, not {type(value).__name__}"
     return value, None
