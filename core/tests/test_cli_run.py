@@ -155,15 +155,17 @@ def test_exit_2_for_a_config_nested_too_deeply(crab_run, env, workspace):
     assert "Traceback" not in result.stderr
 
 
-def test_arguments_nested_too_deeply_go_back_to_the_model(crab_run, env, workspace, tmp_path):
-    # json.loads recurses: a confused model's "[[[[…" ended the turn as a provider failure.
-    deep = '{"name": ' + "[" * 100_000 + "]" * 100_000 + "}"
+@pytest.mark.parametrize("depth", [900, 100_000])
+def test_arguments_nested_too_deeply_go_back_to_the_model(crab_run, env, workspace, tmp_path, depth):
+    # json.loads recurses, and so does what walks the arguments later: a confused model's "[[[[…"
+    # ended the turn as a provider failure (RecursionError).
+    deep = '{"name": ' + "[" * depth + "]" * depth + "}"
     replies = [[{"tool": "peek", "raw_args": deep}], [{"text": "sorry"}]]
     result = crab_run(["run", "-o", "json", "-m", "scripted/" + script(tmp_path, replies), "x"], env, cwd=workspace)
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["text"] == "sorry"
-    assert "nested too deeply" in document["tool_calls"][0]["result"]
+    assert "nested more than 100 levels deep" in document["tool_calls"][0]["result"]
 
 
 def test_exit_130_when_interrupted_and_the_turn_ends_aborted(env, workspace, tmp_path):
