@@ -145,17 +145,17 @@ def parse_tool_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
     except ValueError as exc:
         return {}, f"the arguments are not valid JSON ({exc})"
     except RecursionError:  # json.loads recurses into nested arrays and objects
-        return {}, TOO_DEEP
+        return {}, _TOO_DEEP
     if not isinstance(value, dict):
         return {}, f"the arguments must be a JSON object, not {type(value).__name__}"
     if _deeper_than(value, MAX_ARGUMENT_DEPTH):
-        return {}, TOO_DEEP
+        return {}, _TOO_DEEP
     return value, None
 
 
 MAX_ARGUMENT_DEPTH = 100
 """Nesting allowed in tool arguments: redaction, hashing and stores walk them recursively."""
-TOO_DEEP = f"the arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep; send a flatter JSON object"
+_TOO_DEEP = f"the arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep; send a flatter JSON object"
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
