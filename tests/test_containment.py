@@ -150,6 +150,71 @@ def test_ctrl_c_during_a_backtracking_grep_exits_130_within_two_seconds(workspac
     assert not workers
 
 
+def test_a_hostile_gitignore_or_glob_cannot_stall_crab(workspace: Path, home: Path) -> None:
+    # Stars within one segment, and ``**`` segments, each backtrack over the others in a regex:
+    # a cloned repository's .gitignore, or a model's glob, must still be matched in linear time.
+    (workspace / ".gitignore").write_text("*a*a*a*a*a*a*a*a*a*a*a*a*c\n**/a/**/a/**/a/**/a/**/a/**/a/**/c\n")
+    (workspace / ("a" * 80 + "b")).write_text("needle\n")
+    deep = workspace.joinpath(*["a"] * 40)
+    deep.mkdir(parents=True)
+    (deep / "b").write_text("needle\n")
+    calls = [
+        {"tool": "ls", "args": {}},
+        {"tool": "glob", "args": {"pattern": "*a*a*a*a*a*a*a*a*a*a*a*a*c"}},
+        {"tool": "glob", "args": {"pattern": "**/a/**/a/**/a/**/a/**/a/**/a/**/c"}},
+        {"tool": "grep", "args": {"pattern": "needle", "glob": "*a*a*a*a*a*a*a*a*a*a*a*a*b"}},
+    ]
+    code, doc = run(workspace, home, [calls, [{"text": "done"}]], bound=30)
+    assert code == 0, doc
+    results = [call["result"] for call in doc["tool_calls"]]
+    assert "a" * 80 + "b" in results[0]
+    assert results[1].startswith("no files match")
+    assert results[2].startswith("no files match")
+    assert results[3] == f"{'a' * 80}b:1:needle"
+
+
+def test_a_gitignore_that_is_a_fifo_or_a_link_to_a_device_is_skipped(workspace: Path, home: Path) -> None:
+    # git keeps symlinks, so a cloned .gitignore may point at /dev/zero (read for ever: crab's
+    # memory under a 1 GB limit here); git itself does not follow a symlinked .gitignore.
+    import resource
+
+    (workspace / "kept.txt").write_text("needle\n")
+    (workspace / "sub").mkdir()
+    os.mkfifo(workspace / "sub" / ".gitignore")
+    (workspace / ".gitignore").symlink_to("/dev/zero")
+    script = write_script(
+        workspace.parent,
+        [[{"tool": "ls", "args": {"path": "sub"}}, {"tool": "glob", "args": {"pattern": "*.txt"}}], [{"text": "done"}]],
+    )
+
+    def bounded() -> None:
+        limit = 1024 * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    done = subprocess.run(
+        [*crab_args(script, "-o", "json", "--set", "crab.tool_timeout=5"), "go"],
+        cwd=workspace, env={**environment(home), "MALLOC_ARENA_MAX": "2"},
+        capture_output=True, text=True, timeout=60, preexec_fn=bounded,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = [call["result"] for call in json.loads(done.stdout)["tool_calls"]]
+    assert results == [".gitignore", "kept.txt"]
+
+
+def test_terminal_escapes_in_a_file_or_a_reply_do_not_reach_the_terminal(workspace: Path, home: Path) -> None:
+    # A cloned file (or a model) can hold escape sequences that retitle, clear or rewrite the
+    # user's terminal; crab's progress lines show them as visible text instead.
+    (workspace / "evil.txt").write_text("hello \x1b]0;PWNED\x07 \x1b[2J\x9b2J world\n")
+    replies = [[{"tool": "read", "args": {"path": "evil.txt"}}], [{"text": "done"}]]
+    script = write_script(workspace.parent, replies)
+    done = subprocess.run(
+        [*crab_args(script), "go"], cwd=workspace, env=environment(home), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "hello" in done.stderr and "world" in done.stderr
+    assert not any(c in done.stderr for c in "\x1b\x07\x9b"), done.stderr
+
+
 def _cmdline(proc: Path) -> bytes:
     try:
         return (proc / "cmdline").read_bytes()

@@ -132,3 +132,59 @@ def test_chat_at_a_terminal_still_refuses_in_read_only_mode(tmp_path):
     shown = _chat_on_a_terminal(tmp_path, "--read-only", line="!echo typed > typed.txt")
     assert not (tmp_path / "work" / "typed.txt").exists()
     assert "read-only" in shown
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS bounds memory as Linux counts it")
+def test_a_flooding_command_keeps_crabs_memory_bounded(tmp_path):
+    # 200 MB of output under a 400 MB address-space limit: crab keeps only the tail it shows.
+    import resource
+
+    limit = 400 * 1024 * 1024
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    work = tmp_path / "work"
+    work.mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env.update(CRAB_HOME=str(tmp_path / "home"), CRAB_PLUGINS="provider-mock", MALLOC_ARENA_MAX="2")
+    flood = "!head -c 200000000 /dev/zero | tr '\\0' x; echo; echo last line"
+    result = subprocess.run(
+        [sys.executable, "-m", "crab", "run", "--yolo", "-m", f"mock/{script}", flood],
+        cwd=work, env=env, capture_output=True, text=True, timeout=60, preexec_fn=bounded,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-500:]
+    assert "of 2 lines (10 of 200000011 bytes)" in result.stdout
+    assert result.stdout.rstrip().endswith("last line")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_process_a_bang_command_left_behind_ends_with_crab(tmp_path):
+    import time
+
+    escaper = (
+        "!setsid sh -c 'echo $$ > escaped.tmp; mv escaped.tmp escaped.pid; exec sleep 300' > /dev/null 2>&1 & "
+        "while [ ! -s escaped.pid ]; do sleep 0.05; done"
+    )
+    result = _crab(tmp_path, "run", "--yolo", escaper, stdin="")
+    assert result.returncode == 0, result.stderr
+    pid_file = tmp_path / "work" / "escaped.pid"
+    deadline = time.monotonic() + 10
+    while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(pid_file.read_text())
+
+    def running() -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = running()
+    if alive:
+        os.kill(pid, 9)
+    assert not alive, "a setsid process started by !cmd outlived crab"

@@ -111,3 +111,37 @@ def test_what_goes_back_to_a_model_is_valid_utf8(tmp_path):
         sent = _strings(server.requests[1].body)  # the server parsed the body: it was valid JSON
         assert any("x\ufffd.txt" in s for s in sent)
         assert all(s.encode("utf-8") for s in sent)  # no lone surrogate, escaped or raw
+
+
+@pytest.mark.parametrize("store", ["tape-jsonl", "store-sqlite"])
+def test_a_session_holding_lone_surrogates_exports_and_shows_as_valid_utf8(tmp_path, store):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    env = _env(tmp_path, f"provider-mock,tools-basic,{store}")
+    work = _work(tmp_path)
+    ran = subprocess.run(
+        [sys.executable, "-m", "crab", "run", "-m", f"mock/{script}", "-o", "json", "go"],
+        cwd=work, env=env, capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr.decode("utf-8")
+    session = json.loads(ran.stdout)["session_id"]
+    commands = {
+        "jsonl": ["export", session],
+        "jsonl-file": ["export", session, "-o", str(tmp_path / "out.jsonl")],
+        "markdown": ["export", session, "-f", "markdown"],
+        "markdown-file": ["export", session, "-f", "markdown", "-o", str(tmp_path / "out.md")],
+        "show": ["show", session],
+    }
+    for name, args in commands.items():
+        done = subprocess.run(
+            [sys.executable, "-m", "crab", "sessions", *args], cwd=work, env=env, capture_output=True, timeout=60
+        )
+        done.stdout.decode("utf-8")  # strict: valid UTF-8
+        stderr = done.stderr.decode("utf-8")
+        assert done.returncode == 0, f"{name}: {stderr}"
+        assert "Traceback" not in stderr, name
+    jsonl = (tmp_path / "out.jsonl").read_bytes().decode("utf-8")
+    entries = [json.loads(line) for line in jsonl.splitlines()]
+    # The export keeps the surrogates as JSON escapes: nothing is lost, and the file is valid UTF-8.
+    assert any("name-\udcff.txt" in json.dumps(entry, ensure_ascii=False) for entry in entries)
+    (tmp_path / "out.md").read_bytes().decode("utf-8")

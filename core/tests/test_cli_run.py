@@ -132,6 +132,42 @@ def test_exit_2_for_malformed_config(crab_run, env, workspace):
     assert f"{workspace / '.crab' / 'config.toml'}:2:" in result.stderr
 
 
+@pytest.mark.parametrize("value", ["nan", "-nan", "inf"])
+def test_exit_2_for_a_timeout_that_is_not_a_number_of_seconds(crab_run, env, workspace, tmp_path, value):
+    # TOML has nan and inf: nan passes every bound check, and as a timeout it ended each tool call
+    # at once ("timed out after nan s"), or failed a provider with no word of the key.
+    (workspace / ".crab").mkdir()
+    (workspace / ".crab" / "config.toml").write_text(f"[crab]\ntool_timeout = {value}\n")
+    result = crab_run(["run", "-m", "scripted/" + script(tmp_path, [[{"text": "x"}]]), "x"], env, cwd=workspace)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "crab.tool_timeout: expected a number > 0, found" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_exit_2_for_a_config_nested_too_deeply(crab_run, env, workspace):
+    # tomllib parses nested arrays by recursion: a cloned repository's config could end every
+    # crab command in that folder with a RecursionError traceback.
+    (workspace / ".crab").mkdir()
+    (workspace / ".crab" / "config.toml").write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    result = crab_run(["run", "x"], env, cwd=workspace)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"{workspace / '.crab' / 'config.toml'}: invalid TOML: nested too deeply" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("depth", [900, 100_000])
+def test_arguments_nested_too_deeply_go_back_to_the_model(crab_run, env, workspace, tmp_path, depth):
+    # json.loads recurses, and so does what walks the arguments later: a confused model's "[[[[…"
+    # ended the turn as a provider failure (RecursionError).
+    deep = '{"name": ' + "[" * depth + "]" * depth + "}"
+    replies = [[{"tool": "peek", "raw_args": deep}], [{"text": "sorry"}]]
+    result = crab_run(["run", "-o", "json", "-m", "scripted/" + script(tmp_path, replies), "x"], env, cwd=workspace)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["text"] == "sorry"
+    assert "nested more than 100 levels deep" in document["tool_calls"][0]["result"]
+
+
 def test_exit_130_when_interrupted_and_the_turn_ends_aborted(env, workspace, tmp_path):
     replies = [[{"text": "starting"}, {"delay": 60}, {"text": "never"}]]
     process = subprocess.Popen(

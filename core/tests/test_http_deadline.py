@@ -158,3 +158,13 @@ def test_events_a_parser_holds_still_count_as_progress():
     assert error is None
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["done"]
     assert not any(isinstance(e, ErrorEvent) for e in events)
+
+
+@pytest.mark.parametrize("key", ["idle_timeout", "request_timeout", "connect_timeout", "retry_cap"])
+def test_a_nested_provider_table_refuses_nan_and_inf(key):
+    # An endpoint's table is read by PluginTable, not by a declared table: nan passed its bound.
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ConfigError, match=rf"plugins\.x\.{key}"):
+            read_http_options(
+                PluginTable("x", {"base_url": "http://h", key: bad}), default_base_url=None, default_key_env="X"
+            )

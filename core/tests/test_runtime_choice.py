@@ -107,3 +107,17 @@ def test_an_installed_renderer_is_the_default_whatever_its_name():
         assert type(choose_renderer(host, host.config, "plain", target)).__name__ == "PlainRenderer"
     configured = build_host({"fancy-plugin": offered("fancy")}, make_config({"crab.renderer": "jsonl"}))
     assert type(choose_renderer(configured, configured.config, None, target)).__name__ != "Loud"
+
+
+def test_plain_renderer_shows_control_characters_on_a_terminal() -> None:
+    import io
+
+    from crab.events import TextDelta
+    from crab.render.plain import PlainRenderer
+
+    terminal = RenderTarget(io.StringIO(), io.StringIO(), color=True)
+    PlainRenderer(terminal).handle(TextDelta("a\x1b]0;title\x07b\x1b[2Jc\r\n\td\x9b"))
+    assert terminal.out.getvalue() == "a^[]0;title^Gb^[[2Jc^M\n\td\\x9b"
+    piped = RenderTarget(io.StringIO(), io.StringIO(), color=False)
+    PlainRenderer(piped).handle(TextDelta("raw \x1b[1m text"))
+    assert piped.out.getvalue() == "raw \x1b[1m text"  # > answer.txt keeps the model's bytes

@@ -77,6 +77,8 @@ def parse_toml(content: bytes, path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read config: {exc}") from None
     try:
         return tomllib.loads(text)
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply (fix the file; nothing was changed)") from None
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         where = _TOML_POSITION.search(message)
@@ -106,7 +108,7 @@ def parse_value(text: str) -> Any:
     """A command-line value as TOML would read it (``true``, ``3``, ``[1, 2]``), else a string."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return text
 
 
@@ -424,7 +426,8 @@ class PluginTable:
 
     def number(self, key: str, default: float, *, minimum: float = 0.0) -> float:
         value = self.table.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+        # ``value - value == 0`` leaves out TOML's nan (which passes ``< minimum``) and inf.
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum or value - value != 0:
             raise self.invalid(key, f"a number >= {minimum:g}", value)
         return float(value)
 

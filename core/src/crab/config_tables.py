@@ -147,7 +147,9 @@ class Setting:
         if ok and self.choices:
             ok = value in self.choices
         if ok and number:
-            ok = not (
+            # TOML spells nan and inf: nan passes every comparison, and neither is an amount
+            # (``x - x`` is 0 only for a finite number; no math import on crab's start-up path).
+            ok = value - value == 0 and not (
                 (self.minimum is not None and value < self.minimum)
                 or (self.maximum is not None and value > self.maximum)
                 or (self.above is not None and value <= self.above)

@@ -144,9 +144,30 @@ def parse_tool_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
         value = json.loads(raw)
     except ValueError as exc:
         return {}, f"the arguments are not valid JSON ({exc})"
+    except RecursionError:  # json.loads recurses into nested arrays and objects
+        return {}, _TOO_DEEP
     if not isinstance(value, dict):
         return {}, f"the arguments must be a JSON object, not {type(value).__name__}"
+    if _deeper_than(value, MAX_ARGUMENT_DEPTH):
+        return {}, _TOO_DEEP
     return value, None
+
+
+MAX_ARGUMENT_DEPTH = 100
+"""Nesting allowed in tool arguments: redaction, hashing and stores walk them recursively."""
+_TOO_DEEP = f"the arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep; send a flatter JSON object"
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists and objects in ``value`` nest more than ``limit`` levels (no recursion)."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def usage_to_dict(usage: Usage) -> dict[str, Any]:

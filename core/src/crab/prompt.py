@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 from pathlib import Path
 
@@ -20,11 +22,24 @@ def base_prompt(workspace: Path) -> str:
 
 
 def agents_file(workspace: Path) -> str | None:
-    """The workspace's AGENTS.md (cut at 32 KB), framed as project instructions."""
+    """The workspace's AGENTS.md (cut at 32 KB), framed as project instructions.
+
+    A repository chooses this file, so it is read only when it is a regular file inside the
+    workspace: a symlink may point at another file of the workspace (``AGENTS.md -> CLAUDE.md``),
+    not at the user's own files, and a FIFO or a device cannot hang or flood crab.
+    """
     path = workspace / AGENTS_FILE
     try:
-        data = path.read_bytes()[:MAX_AGENTS_BYTES]
-    except OSError:
+        real = path.resolve(strict=True)
+        root = workspace.resolve(strict=True)
+        if not real.is_relative_to(root) or not stat.S_ISREG(real.stat().st_mode):
+            return None
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None  # swapped for something else since the check
+            data = handle.read(MAX_AGENTS_BYTES)
+    except (OSError, RuntimeError):
         return None
     text = data.decode("utf-8", "ignore").strip()
     return f"Project instructions from {AGENTS_FILE}:\n\n{text}" if text else None

@@ -106,3 +106,26 @@ def test_globs_for_the_tools() -> None:
     assert compile_glob("src/**/*.py").matches("src/a/b/c.py")
     assert compile_glob("./docs/*.md").matches("docs/x.md")
     assert glob_to_regex("a*b") == "a[^/]*b"
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(alphabet="ab*/?", max_size=12),
+    st.text(alphabet="ab/", max_size=12),
+)
+def test_linear_glob_regex_matches_what_the_plain_translation_matches(pattern: str, path: str) -> None:
+    import re
+
+    from crab_tools_basic.gitignore import _glob_pieces
+
+    plain = re.compile("".join(_glob_pieces(pattern)) + r"\Z", re.DOTALL)
+    linear = re.compile(glob_to_regex(pattern) + r"\Z", re.DOTALL)
+    assert (plain.match(path) is None) == (linear.match(path) is None)
+
+
+def test_many_stars_and_double_stars_match_long_names_at_once() -> None:
+    # Each took hours as a plain backtracking regex; a repository's .gitignore chooses them.
+    assert parse_line("*a*a*a*a*a*a*a*a*a*a*a*a*c") is not None
+    assert not compile_glob("*a*a*a*a*a*a*a*a*a*a*a*a*c").matches("a" * 200 + "b")
+    assert not compile_glob("**/a/**/a/**/a/**/a/**/a/**/a/**/c").matches("a/" * 200 + "b")
+    assert compile_glob("**/a/**/a/**/b").matches("a/" * 200 + "b")

@@ -45,10 +45,23 @@ class ExportFormat(StrEnum):
 
 
 def _dumps(value: Any, **options: Any) -> str:
-    """``json.dumps``, imported on first use (``crab --help`` loads this module)."""
-    import json
+    """``json.dumps``, imported on first use (``crab --help`` loads this module).
 
-    return json.dumps(value, **options)
+    A lone surrogate (an undecodable file name a tool returned) stays as its JSON escape
+    (``\\udcff``): the text is valid UTF-8 and reads back to the same string.
+    """
+    import json
+    import re
+
+    text = json.dumps(value, **options)
+    return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _echo(text: str, **options: Any) -> None:
+    """``typer.echo`` of text that is valid UTF-8 (lone surrogates shown as U+FFFD)."""
+    from crab.messages import valid_text
+
+    typer.echo(valid_text(text), **options)
 
 
 def format_time(at: float | None) -> str:
@@ -274,17 +287,17 @@ def list_cmd(
 
     infos = _with_store(store, plugins, work)
     if as_json:
-        typer.echo(_dumps([session_to_dict(i) for i in infos], ensure_ascii=False, indent=2))
+        _echo(_dumps([session_to_dict(i) for i in infos], ensure_ascii=False, indent=2))
         return
     if not infos:
-        typer.echo("no sessions")
+        _echo("no sessions")
         return
     for info in infos:
         count = "?" if info.entry_count is None else str(info.entry_count)
         title = f"  {info.title}" if info.title else ""
         fork = f"  (fork of {info.forked_from})" if info.forked_from else ""
         when = format_time(info.updated or info.created)
-        typer.echo(f"{info.id}  {when}  {count:>6} entries  {info.workspace}{title}{fork}")
+        _echo(f"{info.id}  {when}  {count:>6} entries  {info.workspace}{title}{fork}")
 
 
 @app.command("show")
@@ -307,18 +320,18 @@ def show_cmd(
         from crab.storage import entry_to_dict
 
         document = {"session": session_to_dict(info), "entries": [entry_to_dict(e) for e in entries]}
-        typer.echo(_dumps(document, ensure_ascii=False, indent=2))
+        _echo(_dumps(document, ensure_ascii=False, indent=2))
         return
-    typer.echo(f"session {info.id}  workspace {info.workspace}  created {format_time(info.created)}")
+    _echo(f"session {info.id}  workspace {info.workspace}  created {format_time(info.created)}")
     if info.title:
-        typer.echo(f"title {info.title}")
+        _echo(f"title {info.title}")
     if info.forked_from:
-        typer.echo(f"forked from {info.forked_from} at entry {info.fork_entry}")
+        _echo(f"forked from {info.forked_from} at entry {info.fork_entry}")
     if info.usage is not None:
         cost = f", ${info.usage.cost:.4f}" if info.usage.cost is not None else ""
-        typer.echo(f"usage {info.usage.input_tokens} in, {info.usage.output_tokens} out{cost}")
+        _echo(f"usage {info.usage.input_tokens} in, {info.usage.output_tokens} out{cost}")
     for entry in entries:
-        typer.echo(entry_summary(entry))
+        _echo(entry_summary(entry))
 
 
 @app.command("search")
@@ -342,13 +355,13 @@ def search_cmd(
             {"session_id": h.session_id, "entry_id": h.entry_id, "type": h.type, "time": h.time, "excerpt": h.excerpt}
             for h in hits
         ]
-        typer.echo(_dumps(rows, ensure_ascii=False, indent=2))
+        _echo(_dumps(rows, ensure_ascii=False, indent=2))
         return
     if not hits:
-        typer.echo("no matches")
+        _echo("no matches")
         return
     for hit in hits:
-        typer.echo(f"{hit.session_id}  {hit.entry_id}  {format_time(hit.time)}  {hit.type}: {hit.excerpt}")
+        _echo(f"{hit.session_id}  {hit.entry_id}  {format_time(hit.time)}  {hit.type}: {hit.excerpt}")
 
 
 @app.command("fork")
@@ -369,7 +382,7 @@ def fork_cmd(
         return await s.fork(session_id, at_entry=at)
 
     info = _with_store(store, plugins, work)
-    typer.echo(info.id)
+    _echo(info.id)
 
 
 @app.command("export")
@@ -391,10 +404,12 @@ def export_cmd(
     lines = export_jsonl(info, entries) if format is ExportFormat.jsonl else export_markdown(info, entries)
     text = "\n".join(lines) + "\n"
     if output is None:
-        typer.echo(text, nl=False)
+        _echo(text, nl=False)
     else:
-        output.write_text(text, encoding="utf-8")
-        typer.echo(f"wrote {output}", err=True)
+        from crab.messages import valid_text
+
+        output.write_text(valid_text(text), encoding="utf-8")
+        _echo(f"wrote {output}", err=True)
 
 
 @app.command("migrate")
@@ -427,7 +442,7 @@ def migrate_cmd(
             return await migrate_sessions(from_store, to_store)
 
     report = asyncio.run(main())
-    typer.echo(
+    _echo(
         f"copied {len(report.copied)} sessions ({report.entries} entries) from {source_name} to {to}"
         + (f"; {len(report.skipped)} already there, skipped" if report.skipped else "")
     )

@@ -15,9 +15,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
-import signal
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -114,30 +112,70 @@ async def shell_input(
     return CommandResult(result.content, is_error=result.is_error)
 
 
+_KEEP_BYTES = 4 * _LIMIT.bytes
+"""Bytes of output held while a command runs: its tail, more than ``_LIMIT`` shows."""
+
+
+async def _read_tail(stream: asyncio.StreamReader) -> tuple[bytes, int, int]:
+    """The last ``_KEEP_BYTES`` of ``stream``, and how many bytes and newlines it carried in all.
+
+    Memory stays bounded however much a command prints (``!yes`` used to grow crab without end).
+    """
+    tail = bytearray()
+    total = newlines = 0
+    while chunk := await stream.read(65536):
+        total += len(chunk)
+        newlines += chunk.count(b"\n")
+        tail += chunk
+        if len(tail) > 2 * _KEEP_BYTES:
+            del tail[: len(tail) - _KEEP_BYTES]
+    return bytes(tail), total, newlines
+
+
+def _shown(tail: bytes, total: int, newlines: int) -> str:
+    """The tail within ``_LIMIT``, after a note that counts what the whole output held."""
+    text, cut = truncate(tail.decode("utf-8", "replace"), _LIMIT)
+    if cut is None:
+        return text
+    if total > len(tail):
+        lines = newlines + (0 if tail.endswith(b"\n") else 1)
+        cut = replace(cut, total_lines=lines, total_bytes=total)
+    return f"{describe(cut, _LIMIT)}\n{text}"
+
+
 async def run_shell_command(command: str, cwd: Path, timeout: float) -> CommandResult:
-    """Run ``command`` with ``sh -c`` in its own process group; kill the group on timeout."""
+    """Run ``command`` with ``sh -c`` as a tracked process group (``crab.processes``), as the bash
+    tool does: on timeout or cancellation the group and its tagged descendants are ended, and what
+    it leaves running is ended when crab exits (``setsid`` ones too, crab being a subreaper).
+
+    Only the tail of the output is kept while it runs (``_read_tail``).
+    """
+    from crab import processes
+
+    tag = processes.new_tag()
     process = await asyncio.create_subprocess_shell(
         command,
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
+        **processes.spawn_options(tag),
     )
+    processes.track(process.pid, tag)
+    assert process.stdout is not None
     try:
-        output, _ = await asyncio.wait_for(process.communicate(), timeout)
+        tail, total, newlines = await asyncio.wait_for(_read_tail(process.stdout), timeout)
+        await process.wait()
     except (TimeoutError, asyncio.CancelledError) as exc:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        await asyncio.to_thread(processes.terminate, process.pid, tag, 0.5)
         await process.wait()
         if isinstance(exc, asyncio.CancelledError):
             raise
         return CommandResult(f"timed out after {timeout:g} s and was killed", is_error=True)
-    text, cut = truncate(output.decode("utf-8", "replace"), _LIMIT)
-    if cut is not None:
-        text = f"{describe(cut, _LIMIT)}\n{text}"
+    finally:
+        if process.returncode is not None:
+            processes.untrack(process.pid)
+    text = _shown(tail, total, newlines)
     code = process.returncode or 0
     if code:
         return CommandResult(f"{text.rstrip()}\n(exit code {code})".lstrip(), is_error=True)

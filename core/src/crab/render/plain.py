@@ -1,7 +1,10 @@
 """The plain text renderer: the answer streams to stdout, progress goes to stderr.
 
 stdout carries only the model's text (and command output), so ``crab run … > answer.txt`` and
-``| tee`` work; ANSI styling is used only when the target says color (a TTY).
+``| tee`` work; ANSI styling is used only when the target says color (a TTY). Text from outside
+(file contents in tool results, a model's reply) may hold escape sequences that retitle, clear or
+rewrite a terminal: progress lines always, and the answer on a terminal, show control characters
+as visible text (``^[``, ``\\x9b``) instead.
 """
 
 from __future__ import annotations
@@ -22,6 +25,14 @@ from crab.render import RenderTarget
 
 DIM, RED, YELLOW, RESET = "\033[2m", "\033[31m", "\033[33m", "\033[0m"
 PREVIEW_LINES = 3
+
+_VISIBLE = {c: f"^{chr(c ^ 0x40)}" for c in (*range(0x20), 0x7F) if chr(c) not in "\n\t"}
+_VISIBLE.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
+
+
+def visible(text: str) -> str:
+    """``text`` with control characters other than newline and tab shown as ``^[`` or ``\\x9b``."""
+    return text.translate(_VISIBLE)
 
 
 def _args_preview(event: ToolCallEvent, limit: int = 100) -> str:
@@ -59,19 +70,19 @@ class PlainRenderer:
     def _err(self, text: str, code: str = DIM) -> None:
         if self._mid_line:
             self._out("\n")
-        self.target.err.write(self._style(text, code) + "\n")
+        self.target.err.write(self._style(visible(text), code) + "\n")
         self.target.err.flush()
 
     def handle(self, event: Event) -> None:
         if isinstance(event, TextDelta):
             self._thinking = False
-            self._out(event.text)
+            self._out(visible(event.text) if self.target.color else event.text)
         elif isinstance(event, ThinkingDelta):
             if self.target.verbose:
                 if not self._thinking:
                     self._err("thinking…")
                     self._thinking = True
-                self.target.err.write(self._style(event.text, DIM))
+                self.target.err.write(self._style(visible(event.text), DIM))
         elif isinstance(event, ToolCallEvent):
             self._err(f"→ {event.call.name}({_args_preview(event)})")
         elif isinstance(event, ToolResultEvent):

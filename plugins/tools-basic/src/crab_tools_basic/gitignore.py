@@ -6,7 +6,9 @@ the same ``*``, ``?``, ``[...]`` and ``**`` rules.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,11 +38,12 @@ def _char_class(pattern: str, i: int) -> tuple[str, int] | None:
     return ("[^/" if negate else "(?!/)[") + "".join(items) + "]", j + 1
 
 
-def glob_to_regex(pattern: str) -> str:
-    """A regex (no anchors) matching a slash-separated path against a gitignore-style glob.
+STAR, ANY_FOLDERS, ANY_REST = "[^/]*", "(?:.*/)?", ".*"
+"""The variable-length pieces of a glob's regex: ``*``, a ``**/`` segment, a final ``**``."""
 
-    ``*`` and ``?`` never cross ``/``; ``**`` as a whole segment spans any number of folders.
-    """
+
+def _glob_pieces(pattern: str) -> list[str]:
+    """The regex pieces of ``pattern``: ``STAR``, ``ANY_FOLDERS``, ``ANY_REST`` or fixed-length text."""
     out: list[str] = []
     i = 0
     n = len(pattern)
@@ -51,19 +54,19 @@ def glob_to_regex(pattern: str) -> str:
                 at_start = i == 0 or pattern[i - 1] == "/"
                 end = i + 2
                 if at_start and end == n:
-                    out.append(".*")
+                    out.append(ANY_REST)
                     i = end
                     continue
                 if at_start and pattern.startswith("/", end):
-                    out.append("(?:.*/)?")
+                    out.append(ANY_FOLDERS)
                     i = end + 1
                     continue
                 # "**" inside a segment means the same as "*".
                 while i < n and pattern[i] == "*":
                     i += 1
-                out.append("[^/]*")
+                out.append(STAR)
                 continue
-            out.append("[^/]*")
+            out.append(STAR)
         elif c == "?":
             out.append("[^/]")
         elif c == "[":
@@ -79,6 +82,55 @@ def glob_to_regex(pattern: str) -> str:
         else:
             out.append(re.escape(c))
         i += 1
+    return out
+
+
+def _segment_stars(pieces: list[str]) -> str:
+    """Pieces without ``**``: a ``*`` followed by another in the same segment matches up to the
+    earliest place the text between them fits, and keeps it (an atomic group). The later ``*``
+    can take whatever the earlier one would have, so no match is lost, and several ``*`` in one
+    segment no longer backtrack over each other (``*a*a*a*a*c`` on a long name took hours)."""
+    out: list[str] = []
+    i = 0
+    while i < len(pieces):
+        if pieces[i] == STAR:
+            j = i + 1
+            while j < len(pieces) and pieces[j] not in (STAR, "/"):
+                j += 1
+            if j < len(pieces) and pieces[j] == STAR:
+                out.append("(?>[^/]*?" + "".join(pieces[i + 1 : j]) + ")")
+                i = j
+                continue
+        out.append(pieces[i])
+        i += 1
+    return "".join(out)
+
+
+def glob_to_regex(pattern: str) -> str:
+    """A regex (no anchors) matching a slash-separated path against a gitignore-style glob.
+
+    ``*`` and ``?`` never cross ``/``; ``**`` as a whole segment spans any number of folders.
+    The regex never backtracks from one ``*`` (or ``**``) into an earlier one, so matching takes
+    linear time whatever a repository's .gitignore or a model's glob says: between two ``**``,
+    the folders in between are matched at the first place they fit (the later ``**`` covers
+    the rest), likewise between two ``*`` of one segment.
+    """
+    pieces = _glob_pieces(pattern)
+    parts: list[list[str]] = [[]]
+    spans: list[str] = []
+    for piece in pieces:
+        if piece in (ANY_FOLDERS, ANY_REST):
+            spans.append(piece)
+            parts.append([])
+        else:
+            parts[-1].append(piece)
+    out = [_segment_stars(parts[0])]
+    for k, span in enumerate(spans):
+        body = _segment_stars(parts[k + 1])
+        if k + 1 < len(spans) and span == ANY_FOLDERS:
+            out.append("(?>(?:.*?/)??" + body + ")")
+        else:
+            out.append(span + body)
     return "".join(out)
 
 
@@ -163,11 +215,23 @@ class IgnoreFile:
 
 
 def load_ignore_file(path: Path, base: str) -> IgnoreFile | None:
-    """The rules in ``path`` (a .gitignore), or None when it is missing, unreadable or empty."""
+    """The rules in ``path`` (a .gitignore), or None when it is missing, unreadable or empty.
+
+    Only a regular file counts, as for git (which does not follow a symlinked .gitignore): a
+    cloned repository's .gitignore linked to ``/dev/zero`` would be read for ever, a FIFO would
+    wait for ever.
+    """
     try:
-        text = path.read_text("utf-8", errors="replace")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            text = handle.read().decode("utf-8", errors="replace")
+        except OSError:
+            return None
     rules = tuple(rule for rule in map(parse_line, text.splitlines()) if rule is not None)
     return IgnoreFile(base, rules) if rules else None
 

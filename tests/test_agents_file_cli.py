@@ -1,0 +1,74 @@
+"""The workspace's AGENTS.md goes into the system prompt, but a cloned repository cannot make it
+read outside the workspace (a symlink to the user's files) or hang crab (a symlink to a FIFO or
+an endless device), through the real ``crab`` command and the openai plugin on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from crab.testing.http_replay import HttpReply, ReplayServer
+
+ANSWER = [
+    b'data: {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": '
+    b'{"role": "assistant", "content": "ok"}, "finish_reason": null}]}\n\n',
+    b'data: {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, '
+    b'"finish_reason": "stop"}]}\n\n',
+    b"data: [DONE]\n\n",
+]
+
+
+def _run(tmp_path: Path, work: Path) -> tuple[subprocess.CompletedProcess[str], list[Any]]:
+    with ReplayServer() as server:
+        server.script(HttpReply(events=ANSWER))
+        home = tmp_path / "home"
+        home.mkdir()
+        (home / "config.toml").write_text(f'[plugins.provider-openai]\nbase_url = "{server.url}"\n')
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_") and not k.endswith("_API_KEY")}
+        env.update(CRAB_HOME=str(home), CRAB_PLUGINS="provider-openai")
+        result = subprocess.run(
+            [sys.executable, "-m", "crab", "run", "--provider", "openai", "--model", "m", "-o", "json", "hello"],
+            cwd=work, env=env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        return result, [r.body for r in server.requests]
+
+
+def _system(bodies: list[Any]) -> str:
+    assert bodies, "no request reached the server"
+    return json.dumps(bodies[0]["messages"][0])
+
+
+def test_agents_file_inside_the_workspace_is_used(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "CLAUDE.md").write_text("Use tabs, project rule 7.\n")
+    (work / "AGENTS.md").symlink_to("CLAUDE.md")
+    result, bodies = _run(tmp_path, work)
+    assert result.returncode == 0, result.stderr
+    assert "project rule 7" in _system(bodies)
+
+
+def test_agents_file_symlinked_outside_the_workspace_is_not_read(tmp_path):
+    private = tmp_path / "private.txt"
+    private.write_text("aws_secret_access_key = outside-the-workspace\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "AGENTS.md").symlink_to(os.path.relpath(private, work))
+    result, bodies = _run(tmp_path, work)
+    assert result.returncode == 0, result.stderr
+    assert "outside-the-workspace" not in _system(bodies)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
+def test_agents_file_that_is_a_fifo_does_not_hang_crab(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    os.mkfifo(work / "AGENTS.md")
+    result, _ = _run(tmp_path, work)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["text"] == "ok"
