@@ -259,7 +259,9 @@ def test_another_session_cannot_read_this_sessions_log(tmp_path: Path, workspace
     other.mkdir()
     _, stranger = run(other, home, same)
     assert stranger["tool_calls"][0]["is_error"]
-    assert "outside the workspace" in stranger["tool_calls"][0]["result"]
+    assert (
+        "inside crab's own folder" in stranger["tool_calls"][0]["result"]
+    )  # another session's logs are crab's, not the workspace's
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])

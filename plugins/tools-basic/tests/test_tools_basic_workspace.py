@@ -118,3 +118,42 @@ def test_write_refuses_a_folder(workspace: Path, call: Callable[..., ToolResult]
     result = call("write", path="dir", content="x")
     assert result.is_error
     assert "folder" in result.content
+
+
+@pytest.fixture
+def home_in_workspace(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """crab run in ``~``: the workspace holds crab's own folder with the user's key in it."""
+    home = workspace / ".crab"
+    home.mkdir()
+    (home / "auth.json").write_text('{"openai": "sk-user-secret-key-000000"}\n')
+    monkeypatch.setenv("CRAB_HOME", str(home))
+    return home
+
+
+def test_crab_home_inside_the_workspace_is_off_limits(
+    home_in_workspace: Path, workspace: Path, call: Callable[..., ToolResult]
+) -> None:
+    (workspace / "notes.txt").write_text("sk-user is not here\n")
+    for name, args in (
+        ("read", {"path": ".crab/auth.json"}),
+        ("write", {"path": ".crab/trusted-projects.json", "content": "{}"}),
+        ("edit", {"path": ".crab/auth.json", "old": "sk", "new": "xx"}),
+        ("grep", {"pattern": "sk-user", "path": ".crab"}),
+        ("ls", {"path": ".crab"}),
+    ):
+        result = call(name, **args)
+        assert result.is_error, name
+        assert "inside crab's own folder" in result.content, name
+    assert "sk-user-secret-key" not in call("grep", pattern="sk-user").content
+    assert "notes.txt" in call("grep", pattern="sk-user").content
+    assert ".crab" not in call("ls").content
+    assert ".crab" not in call("glob", pattern="**/*.json").content
+    assert not (home_in_workspace / "trusted-projects.json").exists()
+
+
+def test_working_inside_crab_home_on_purpose_is_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: Callable[..., ToolResult], workspace: Path
+) -> None:
+    monkeypatch.setenv("CRAB_HOME", str(tmp_path))  # the workspace lies inside crab's folder
+    (workspace / "a.txt").write_text("hi\n")
+    assert call("read", path="a.txt").content == "     1\thi"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from crab import ToolError
+from crab import ToolError, crab_home
 
 from crab_tools_basic.gitignore import IgnoreFile, is_ignored, load_ignore_file
 
@@ -61,12 +61,19 @@ def parent_stack(scope: Path, folder: Path) -> list[IgnoreFile]:
     return stack
 
 
+def private_folder() -> str:
+    """crab's own folder (``$CRAB_HOME``: keys, trusted projects, sessions), as a real path."""
+    return os.path.realpath(crab_home())
+
+
 def list_folder(scope: Path, folder: Path, stack: list[IgnoreFile]) -> Folder:
     """``folder``'s entries that .gitignore does not hide; ``stack`` holds its ancestors' rules.
 
-    ``.git`` is always skipped. An unreadable folder lists as empty.
+    ``.git`` is always skipped, and so is crab's own folder when the workspace holds it (crab
+    run in ``~``): a walk must not hand ``auth.json`` to grep. An unreadable folder lists as empty.
     """
     base = _relative(scope, folder)
+    private = private_folder()
     try:
         with os.scandir(folder) as scan:
             entries = sorted(scan, key=lambda e: e.name)
@@ -79,7 +86,7 @@ def list_folder(scope: Path, folder: Path, stack: list[IgnoreFile]) -> Folder:
     shown: list[Listed] = []
     hidden = 0
     for entry in entries:
-        if entry.name in SKIPPED_FOLDERS:
+        if entry.name in SKIPPED_FOLDERS or entry.path == private:
             continue
         relative = f"{base}/{entry.name}" if base else entry.name
         try:

@@ -1,7 +1,8 @@
 """The workspace seatbelt: turn a path the model sent into a real path inside the allowed roots.
 
 Roots are the session's workspace plus any ``extra_roots`` from config. A path that leaves them
-(absolute elsewhere, ``..``, or a symlink pointing out) is refused. This guards against a
+(absolute elsewhere, ``..``, or a symlink pointing out) is refused, and so is crab's own folder
+(``$CRAB_HOME``) wherever it lies, but for this session's bash logs. This guards against a
 confused model, not an attacker: ``bash`` can still reach anything the user can.
 """
 
@@ -16,6 +17,7 @@ from crab import ConfigError, ToolContext, ToolError
 
 from crab_tools_basic.bash_log import session_folder
 from crab_tools_basic.settings import Settings, load_settings
+from crab_tools_basic.walk import private_folder
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +45,7 @@ class Workspace:
         given = Path(path).expanduser()
         candidate = given if given.is_absolute() else self.root / given
         real = Path(os.path.realpath(candidate))
+        self._refuse_private(path, real)
         roots: Sequence[Path] = self.writable if write else (*self.writable, *self.read_only_roots)
         if any(real == root or real.is_relative_to(root) for root in roots):
             return real
@@ -51,6 +54,19 @@ class Workspace:
         raise ToolError(
             f"{path} resolves to {real}, outside the workspace {self.root}; "
             "use a path inside it (or add the folder to [plugins.tools-basic] extra_roots)"
+        )
+
+    def _refuse_private(self, path: str, real: Path) -> None:
+        """crab's own folder is off limits even inside the workspace (crab run in ``~``), except
+        this session's bash logs; unless the user works inside that folder on purpose."""
+        home = Path(private_folder())
+        if not (real == home or real.is_relative_to(home)) or self.root.is_relative_to(home):
+            return
+        if any(real.is_relative_to(r) for r in self.read_only_roots):
+            return
+        raise ToolError(
+            f"{path} is inside crab's own folder {home} (keys, trusted projects, sessions); the tools do not "
+            "read or write there"
         )
 
     def scope_of(self, real: Path) -> Path:
