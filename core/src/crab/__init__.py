@@ -297,14 +297,23 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    target = _EXPORTS.get(name)
+def _lazy_export(exports: dict[str, str], namespace: dict[str, Any], owner: str, name: str) -> Any:
+    """Import public ``name`` of module ``owner`` on first use (PEP 562), and keep it in ``namespace``.
+
+    ``exports`` maps public names to ``module`` (same name there) or ``module:attribute``; shared by
+    ``crab``, ``crab.provider_kit`` and ``crab.testing``. Not itself part of the public API.
+    """
+    target = exports.get(name)
     if target is None:
-        raise AttributeError(f"module 'crab' has no attribute {name!r}")
+        raise AttributeError(f"module {owner!r} has no attribute {name!r}")
     module, _, attribute = target.partition(":")
     value = getattr(importlib.import_module(module), attribute or name)
-    globals()[name] = value
+    namespace[name] = value
     return value
+
+
+def __getattr__(name: str) -> Any:
+    return _lazy_export(_EXPORTS, globals(), "crab", name)
 
 
 def __dir__() -> list[str]:

@@ -11,7 +11,6 @@ on first use, so importing the kit does not load httpx.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -107,13 +106,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    target = _EXPORTS.get(name)
-    if target is None:
-        raise AttributeError(f"module 'crab.provider_kit' has no attribute {name!r}")
-    module, _, attribute = target.partition(":")
-    value = getattr(importlib.import_module(module), attribute or name)
-    globals()[name] = value
-    return value
+    from crab import _lazy_export
+
+    return _lazy_export(_EXPORTS, globals(), "crab.provider_kit", name)
 
 
 def __dir__() -> list[str]:

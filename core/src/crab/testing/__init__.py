@@ -9,7 +9,6 @@ The pytest fixtures live in ``crab.testing.pytest_plugin`` (loaded automatically
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -66,7 +65,6 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'crab.testing' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    from crab import _lazy_export
+
+    return _lazy_export(_EXPORTS, globals(), "crab.testing", name)
