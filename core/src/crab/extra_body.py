@@ -13,9 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crab.config_tables import InvalidValue
+
+if TYPE_CHECKING:
+    from crab.providers import ModelInfo
 
 KEY = "extra_body"
 _JSON = "a string, number, boolean, array or table (it is sent as JSON)"
@@ -48,6 +51,26 @@ class ExtraBody:
             return entry, {}
         rest = {k: v for k, v in entry.items() if k != KEY}
         return rest, self.read(entry[KEY], (*key, KEY))
+
+    def models(
+        self, table: Any, known: Mapping[str, ModelInfo], *, provider: str, where: Sequence[str]
+    ) -> tuple[dict[str, ModelInfo], dict[str, dict[str, Any]]]:
+        """A provider's ``models`` table (at ``where``) over its ``known`` models: every model's
+        ``ModelInfo`` and, for those that set one, its checked ``extra_body``."""
+        from crab.providers import model_from_table
+
+        if not isinstance(table, Mapping):
+            raise InvalidValue(where, "a table of model id to settings", table)
+        models = dict(known)
+        extra_bodies: dict[str, dict[str, Any]] = {}
+        for model_id, entry in table.items():
+            rest, extra = self.split_model_entry(entry, (*where, str(model_id)))
+            if extra:
+                extra_bodies[str(model_id)] = extra
+            models[model_id] = model_from_table(
+                str(model_id), rest, models.get(model_id), provider=provider, where=where
+            )
+        return models, extra_bodies
 
     def for_request(self, extra: Mapping[str, Any], has_tools: bool) -> dict[str, Any]:
         """The ``extra_body`` fields that fit one request."""

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crab import ConfigTable, InvalidValue, ModelInfo, PluginTable, Setting
+from crab import ConfigTable, ModelInfo, PluginTable, Setting
 from crab.provider_kit import (
     EXTRA_KEY,
     HttpOptions,
@@ -21,7 +21,6 @@ from crab.provider_kit import (
     http_settings,
     key_routing,
     merge_tables,
-    model_from_table,
     read_http_options,
 )
 
@@ -95,21 +94,12 @@ def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
     """Check and type the config table; a bad value is a one-line ``ConfigError`` naming the key."""
     read = PluginTable(PLUGIN, table)
     http = read_http_options(read, default_base_url=ANTHROPIC_BASE_URL, default_key_env=DEFAULT_KEY_ENV)
-    models_table = table.get("models", {})
-    if not isinstance(models_table, Mapping):
-        raise InvalidValue(MODELS_KEY, "a table of model id to settings", models_table)
-    models: dict[str, ModelInfo] = {}
-    model_extra_body: dict[str, dict[str, Any]] = {}
-    if http.base_url == ANTHROPIC_BASE_URL:
-        for model_id, (window, output) in KNOWN_MODELS.items():
-            models[model_id] = ModelInfo(model_id, PROVIDER, context_window=window, max_output_tokens=output)
-    for model_id, entry in models_table.items():
-        entry, extra = EXTRA_BODY.split_model_entry(entry, ("plugins", PLUGIN, "models", str(model_id)))
-        if extra:
-            model_extra_body[str(model_id)] = extra
-        models[model_id] = model_from_table(
-            str(model_id), entry, models.get(model_id), provider=PROVIDER, where=MODELS_KEY
-        )
+    known = (
+        {m: ModelInfo(m, PROVIDER, context_window=w, max_output_tokens=o) for m, (w, o) in KNOWN_MODELS.items()}
+        if http.base_url == ANTHROPIC_BASE_URL
+        else {}
+    )
+    models, model_extra_body = EXTRA_BODY.models(table.get("models", {}), known, provider=PROVIDER, where=MODELS_KEY)
     return AnthropicSettings(
         http=http,
         models=models,

@@ -23,7 +23,6 @@ from crab.provider_kit import (
     http_settings,
     key_routing,
     merge_tables,
-    model_from_table,
     read_http_options,
 )
 
@@ -174,21 +173,14 @@ def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAI
         key_env = provider.upper().replace("-", "_") + "_API_KEY"
         http = read_http_options(read, default_base_url=None, default_key_env=key_env)
     is_openai = http.base_url == OPENAI_BASE_URL
-    models_table = table.get("models", {})
-    if not isinstance(models_table, Mapping):
-        raise InvalidValue(_key(provider, "models"), "a table of model id to settings", models_table)
-    models: dict[str, ModelInfo] = {}
-    model_extra_body: dict[str, dict[str, Any]] = {}
-    if is_openai:
-        for model_id, (window, output) in KNOWN_MODELS.items():
-            models[model_id] = ModelInfo(model_id, provider, context_window=window, max_output_tokens=output)
-    for model_id, entry in models_table.items():
-        entry, extra = EXTRA_BODY.split_model_entry(entry, _key(provider, "models", str(model_id)))
-        if extra:
-            model_extra_body[str(model_id)] = extra
-        models[model_id] = model_from_table(
-            str(model_id), entry, models.get(model_id), provider=provider, where=_key(provider, "models")
-        )
+    known = (
+        {m: ModelInfo(m, provider, context_window=w, max_output_tokens=o) for m, (w, o) in KNOWN_MODELS.items()}
+        if is_openai
+        else {}
+    )
+    models, model_extra_body = EXTRA_BODY.models(
+        table.get("models", {}), known, provider=provider, where=_key(provider, "models")
+    )
     return OpenAISettings(
         http=http,
         models=models,
