@@ -162,9 +162,3 @@ def sweep(base: Path, days: float, keep: str, now: float | None = None) -> int:
                 shutil.rmtree(entry.path)
                 removed += 1
     return removed
-
-
-def remove_session_logs(base: Path, session_id: str) -> None:
-    """Remove a session's logs (for whoever removes the session)."""
-    with contextlib.suppress(OSError):
-        shutil.rmtree(session_folder(base, session_id))
