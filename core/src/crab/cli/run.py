@@ -37,7 +37,7 @@ class JsonCollector:
 
     def handle(self, event: Event) -> None:
         if isinstance(event, NoticeEvent) and event.level == "warning":
-            sys.stderr.write(f"warning: {event.message}\n")
+            sys.stderr.write(f"warning: {event.message}\n")  # stdout holds only the JSON document
         elif isinstance(event, ToolCallEvent):
             self.calls[event.call.id] = {
                 "id": event.call.id,
@@ -48,8 +48,6 @@ class JsonCollector:
             entry = self.calls.setdefault(event.call_id, {"id": event.call_id, "name": event.name})
             entry["is_error"] = event.is_error
             entry["result"] = event.content
-        elif isinstance(event, NoticeEvent) and event.level == "warning":
-            sys.stderr.write(f"warning: {event.message}\n")  # stdout holds only the JSON document
 
     def close(self) -> None:
         return None
