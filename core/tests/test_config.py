@@ -152,3 +152,19 @@ def test_crab_config_fixture_writes_project_and_user_files(crab_config, crab_cli
     assert config.get("crab.model") == "project-model"
     assert config.get("crab.provider") == "user-provider"
     assert crab_cli("config", "get", "plugins.enabled").stdout.strip() == '["a"]'
+
+
+def test_config_show_and_get_mask_secrets(crab_cli, crab_home: Path):
+    """A key in a header or under an ``api_key``-like name is printed masked, never as written."""
+    write(
+        crab_home / "config.toml",
+        '[plugins.some-provider]\napi_key = "sk-config-secret-0123456789"\n'
+        '[plugins.some-provider.headers]\nAuthorization = "Bearer hdr-secret-0123456789"\n',
+    )
+    shown = crab_cli("config", "show")
+    as_json = crab_cli("config", "show", "--json")
+    got = crab_cli("config", "get", "plugins.some-provider.headers")
+    for result in (shown, as_json, got):
+        assert result.exit_code == 0, result.stderr
+        assert "sk-config-secret" not in result.stdout and "hdr-secret" not in result.stdout
+        assert "[redacted]" in result.stdout

@@ -102,7 +102,8 @@ def known_secrets(
 
     That is: variables named by any ``*_env`` key in a ``[plugins.*]`` table, variables whose
     names look like keys (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``), config values
-    under keys named like that (``api_key = "..."`` anywhere), and every value in the auth file.
+    under keys named like that (``api_key = "..."`` anywhere) and in any ``headers`` table, and
+    every value in the auth file.
     Never raises: redaction must not fail because a file is broken.
     """
     environ = os.environ if env is None else env
@@ -136,6 +137,8 @@ def _secret_values(node: Any) -> set[str]:
         for key, value in node.items():
             if isinstance(value, str) and isinstance(key, str) and _SECRET_NAME.search(key.upper()):
                 found.add(value)
+            elif key == "headers" and isinstance(value, Mapping):  # Authorization, X-Api-Key…
+                found.update(v for v in value.values() if isinstance(v, str))
             else:
                 found.update(_secret_values(value))
     elif isinstance(node, list):

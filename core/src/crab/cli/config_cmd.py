@@ -27,13 +27,22 @@ def _checked_config(quiet: bool = False) -> Config:
     return config
 
 
+def _masked(config: Config) -> Any:
+    """What ``show`` and ``get`` print: the config with every secret crab knows masked."""
+    from crab.auth import known_secrets
+    from crab.redaction import Redactor
+
+    return Redactor(known_secrets(config)).payload
+
+
 def show(as_json: bool) -> None:
     config = _checked_config()
+    mask = _masked(config)
     if as_json:
-        typer.echo(json.dumps(config.data, indent=2, default=str))
+        typer.echo(json.dumps(mask(config.data), indent=2, default=str))
         return
     for key, value in config.items():
-        typer.echo(f"{key} = {json.dumps(value, default=str)}")
+        typer.echo(f"{key} = {json.dumps(mask(value), default=str)}")
 
 
 def _tables(plugins: str | None) -> list[ConfigTable]:
@@ -95,6 +104,7 @@ def get(key: str) -> None:
     value = config.get(key, marker)
     if value is marker:
         raise ConfigError(f"{key} is not set (see `crab config show`)")
+    value = _masked(config)(value)
     typer.echo(value if isinstance(value, str) else json.dumps(value, default=str))
 
 
