@@ -1,0 +1,130 @@
+"""The plugin's state for one run and what its hooks do: the catalog, the tool, the command.
+
+One ``Skills`` object lives per plugin host. It learns the folders other plugins ship when the
+agent starts (``crab_skill_dirs``, collected through the handle), searches the roots again for
+every prompt (a skill added mid-session appears at the next call) and shows each warning once.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from crab import AgentHandle, CommandContext, CommandResult, Config, Tool, ToolContext, ToolError, ToolResult
+
+from crab_skills.content import listing, loaded, prompt_section, read_file, user_turn
+from crab_skills.discovery import Catalog, discover
+from crab_skills.roots import build_roots, plugin_dirs
+from crab_skills.settings import PLUGIN, Settings, load_settings
+
+HOOK = "crab_skill_dirs"
+TOOL_TIMEOUT = 10.0
+
+
+def catalog_for(workspace: Path, config: Config, plugins: list[tuple[str, Path]]) -> tuple[Catalog, Settings]:
+    """Every skill for ``workspace`` under ``config``, and the checked settings."""
+    settings = load_settings(config.plugin_settings(PLUGIN), workspace)
+    return discover(build_roots(workspace, config, settings, plugins), settings.max_bytes), settings
+
+
+def did_you_mean(name: str, catalog: Catalog) -> str:
+    found = difflib.get_close_matches(name, list(catalog.skills), n=3, cutoff=0.5)
+    return f" Did you mean: {', '.join(found)}?" if found else ""
+
+
+class Skills:
+    """Skills for one run: plugin folders, warnings already shown, and the handle to show them."""
+
+    def __init__(self) -> None:
+        self.plugins: list[tuple[str, Path]] = []
+        self.handle: AgentHandle | None = None
+        self.shown: set[str] = set()
+
+    # --- catalog --------------------------------------------------------------------------
+
+    def start(self, handle: AgentHandle) -> None:
+        """Collect other plugins' folders and show what is wrong with any skill now."""
+        self.handle = handle
+        self.plugins = plugin_dirs(handle.collect(HOOK))
+        self.catalog(handle.workspace, handle.config)
+
+    def catalog(self, workspace: Path, config: Config) -> tuple[Catalog, Settings]:
+        found, settings = catalog_for(workspace, config, self.plugins)
+        self.warn(found.warnings)
+        return found, settings
+
+    def warn(self, lines: list[str], notice: Callable[[str, str], object] | None = None) -> None:
+        show = notice or (self.handle.notice if self.handle is not None else None)
+        for line in lines:
+            if line not in self.shown and show is not None:
+                self.shown.add(line)
+                show(line, "warning")
+
+    def prompt(self, workspace: Path, config: Config) -> str | None:
+        found, settings = self.catalog(workspace, config)
+        return prompt_section(found, settings.max_listed)
+
+    # --- the tool -------------------------------------------------------------------------
+
+    def tool(self) -> Tool:
+        return Tool(
+            name="skill",
+            description=(
+                "Load a skill (instructions for a task, listed in the system prompt) by name, or a file "
+                "beside it with `file`. With no name, list every skill."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "the skill's name; empty lists every skill"},
+                    "file": {"type": "string", "description": "a file beside the skill's SKILL.md, relative to it"},
+                },
+                "additionalProperties": False,
+            },
+            handler=self.run_tool,
+            permission="read",
+            timeout=TOOL_TIMEOUT,
+        )
+
+    def run_tool(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        if ctx.config is None:
+            raise ToolError("skill: no configuration in this context")
+        found, settings = self.catalog(ctx.workspace, ctx.config)
+        name = str(arguments.get("name") or "").strip()
+        if not name:
+            return ToolResult(listing(found))
+        skill = found.get(name)
+        if skill is None:
+            raise ToolError(
+                f"no skill named {name!r}.{did_you_mean(name, found)} Call skill with no name to list them."
+            )
+        try:
+            relative = str(arguments.get("file") or "").strip()
+            text = read_file(skill, relative, settings.max_bytes) if relative else loaded(skill, settings.max_bytes)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        except OSError as exc:
+            raise ToolError(f"cannot read skill {name!r}: {exc.strerror or exc}") from None
+        return ToolResult(text, details={"skill": skill.name, "source": skill.label})
+
+    # --- the command ----------------------------------------------------------------------
+
+    async def command(self, ctx: CommandContext, args: str) -> CommandResult:
+        """``/skill`` lists; ``/skill NAME [request]`` (or ``/skill:NAME``) runs a turn with the skill."""
+        found, settings = self.catalog(ctx.handle.workspace, ctx.handle.config)
+        name, _, request = args.strip().partition(" ")
+        if not name:
+            return CommandResult(listing(found))
+        skill = found.get(name)
+        if skill is None:
+            return CommandResult(f"no skill named {name!r}.{did_you_mean(name, found)} Type /skill to list them.", True)
+        try:
+            text = user_turn(skill, settings.max_bytes, request)
+        except OSError as exc:
+            return CommandResult(f"cannot read skill {name!r}: {exc.strerror or exc}", is_error=True)
+        outcome = await ctx.handle.handle_input(ctx.session, text)
+        if outcome.error:  # the turn already showed its error; this keeps the exit status
+            return CommandResult(f"/skill:{name}: the turn ended with an error ({outcome.stop})", is_error=True)
+        return CommandResult("")
