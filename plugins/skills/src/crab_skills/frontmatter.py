@@ -8,7 +8,7 @@ exactly this subset and says which line breaks it:
 - each entry is ``key: value`` at the start of a line; the value is plain text, or quoted with
   ``"…"`` (``\\"`` and ``\\\\`` escapes) or ``'…'`` (``''`` for a quote);
 - ``key: >`` and ``key: |`` (also ``>-``, ``|-``, ``>+``, ``|+``) start a block: the indented
-  lines after it, folded into one line (``>``) or kept as lines (``|``);
+  lines after it, folded into one line (``>``) or kept as lines, dedented (``|``);
 - an indented line after a plain value continues it (joined with a space), as in YAML;
 - an indented line after an empty value belongs to a nested value (``metadata:`` with
   ``author: …`` below it), which is skipped, as are list items (``- x``);
@@ -21,6 +21,7 @@ Anything else (a line at the margin without ``key:``, flow mappings used as keys
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass, field
 
 KEY = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_.-]*)\s*:(?:\s+(.*)|)$")
@@ -60,7 +61,7 @@ def _unquote(value: str, line: int) -> str:
 
 def _block(lines: list[str], style: str, chomp: str) -> str:
     folded = " ".join(part for part in (ln.strip() for ln in lines) if part)
-    text = "\n".join(lines) if style == "|" else folded
+    text = textwrap.dedent("\n".join(lines)).strip("\n") if style == "|" else folded
     if chomp == "+":
         return text + "\n"
     return text
