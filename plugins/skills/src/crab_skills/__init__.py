@@ -71,7 +71,23 @@ class SkillsPlugin:
 
     @crab.hookimpl
     def crab_cli(self, app: Any, config: Config) -> None:
-        """``crab skills list`` and ``crab skills show NAME``."""
-        from crab_skills.cli import add_commands
+        """``crab skills list`` and ``crab skills show NAME`` (their work imported only when run)."""
+        import typer
 
-        add_commands(app)
+        group = typer.Typer(help="List and show Agent Skills (SKILL.md folders).", no_args_is_help=True)
+
+        @group.command("list")
+        def list_command(as_json: bool = typer.Option(False, "--json", help="one JSON array")) -> None:
+            """Every skill this folder's run sees: name, source, description (warnings on stderr)."""
+            from crab_skills.cli import list_skills
+
+            raise typer.Exit(list_skills(as_json))
+
+        @group.command("show")
+        def show_command(name: str = typer.Argument(..., help="the skill's name")) -> None:
+            """Print what the skill tool would give the model for NAME."""
+            from crab_skills.cli import show_skill
+
+            raise typer.Exit(show_skill(name))
+
+        app.add_typer(group, name="skills")

@@ -10,7 +10,6 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 from crab import Redactor, collect_hook, known_secrets
 
@@ -64,22 +63,3 @@ def show_skill(name: str) -> int:
         return 1
     print(redactor.text(text))
     return 0
-
-
-def add_commands(app: Any) -> None:
-    """Add the ``skills`` group to the root typer ``app``."""
-    import typer
-
-    group = typer.Typer(help="List and show Agent Skills (SKILL.md folders).", no_args_is_help=True)
-
-    @group.command("list")
-    def list_command(as_json: bool = typer.Option(False, "--json", help="one JSON array")) -> None:
-        """Every skill this folder's run sees: name, source, description (warnings on stderr)."""
-        raise typer.Exit(list_skills(as_json))
-
-    @group.command("show")
-    def show_command(name: str = typer.Argument(..., help="the skill's name")) -> None:
-        """Print what the skill tool would give the model for NAME."""
-        raise typer.Exit(show_skill(name))
-
-    app.add_typer(group, name="skills")
