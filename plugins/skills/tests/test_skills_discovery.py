@@ -214,3 +214,20 @@ def test_at_most_so_many_skills_per_folder(tmp_path: Path, write_skill):
     catalog = discover([Root(tmp_path, "project", contained=True)], LIMIT)
     assert len(catalog.skills) == MAX_PER_ROOT
     assert catalog.warnings == [f"skills: {tmp_path} has more than {MAX_PER_ROOT} skills; the rest are ignored"]
+
+
+def test_a_cache_answers_until_the_file_changes(tmp_path: Path, write_skill):
+    path = write_skill(tmp_path, "x", "name: x\ndescription: first")
+    cache: dict = {}
+    root = Root(tmp_path, "user")
+    assert discover([root], LIMIT, cache).skills["x"].description == "first"
+    assert len(cache) == 1
+    path.write_text("---\nname: x\ndescription: second, and longer\n---\n")
+    assert discover([root], LIMIT, cache).skills["x"].description == "second, and longer"
+    path.write_text("broken")
+    assert (
+        discover([root], LIMIT, cache)
+        .warnings[0]
+        .endswith("no front matter: the file must start with a --- line, then name: and description:")
+    )
+    assert discover([root], LIMIT, cache).warnings == discover([root], LIMIT).warnings

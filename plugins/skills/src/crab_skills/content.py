@@ -14,6 +14,8 @@ from crab_skills.discovery import SKILL_FILE, Catalog, Skill, inside, read_regul
 from crab_skills.frontmatter import FrontMatterError, split
 
 MAX_FILES_LISTED = 50
+MAX_ENTRIES_WALKED = 2000
+"""Folders and files looked at to list the files beside a skill (a huge tree costs no more)."""
 HEADER = (
     "Skills are instructions for particular tasks. When a task matches a skill's description, "
     "load it with the `skill` tool (its name) before you act, and follow it; files beside a skill "
@@ -47,7 +49,11 @@ def _files_beside(skill: Skill) -> list[str]:
     """Up to ``MAX_FILES_LISTED`` relative paths of files in the skill's folder (not SKILL.md)."""
     found: list[str] = []
     base = skill.folder
+    walked = 0
     for top, dirs, files in os.walk(base):
+        walked += len(dirs) + len(files)
+        if walked > MAX_ENTRIES_WALKED:
+            return [*found, "…"]
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             path = Path(top) / name

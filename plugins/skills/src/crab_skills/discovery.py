@@ -12,7 +12,8 @@ of a name wins; a later one of the same name is left out with a warning naming b
 A project's ``.crab/skills`` is repository content, so everything read from it must resolve
 inside it: a skill folder or ``SKILL.md`` that is a symlink leading elsewhere is ignored with a
 warning. Only regular files are read (a FIFO cannot hang crab), at most ``max_bytes`` of each;
-names and descriptions are checked and cleaned before they reach a prompt.
+only the first ``HEAD_BYTES`` are read to list a skill; names and descriptions are checked and
+cleaned before they reach a prompt.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_PER_ROOT = 256
 """Skill folders read from one root at most (a huge checkout cannot make every prompt scan it all)."""
+HEAD_BYTES = 16 * 1024
+"""What discovery reads of a SKILL.md: its front matter must close within it (the body is read on use)."""
 NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9])?$")
 
 
@@ -109,13 +112,26 @@ def read_regular(path: Path, limit: int) -> tuple[bytes, bool]:
     return data[:limit], len(data) > limit
 
 
+Stamp = tuple[int, int, int, int]
+Cache = dict[tuple[Path, Root], tuple[Stamp, "Skill | str"]]
+"""What ``discover`` read before, by file: (its stat stamp, the skill or the reason it was refused)."""
+
+
+def _stamp(file: Path) -> Stamp | None:
+    try:
+        st = file.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
 def read_skill(folder: Path, root: Root, limit: int) -> Skill:
     """The skill in ``folder``; ``ValueError`` with the reason when it cannot be used."""
     file = folder / SKILL_FILE
     if root.contained and not (inside(folder, root.path) and inside(file, root.path)):
         raise ValueError("it is a symlink leading outside the skills folder; ignored")
     try:
-        data, _ = read_regular(file, limit)
+        data, _ = read_regular(file, min(limit, HEAD_BYTES))
     except OSError as exc:
         raise ValueError(f"cannot read it: {exc.strerror or exc}") from None
     try:
@@ -156,8 +172,34 @@ def _folders(root: Root) -> Iterable[Path]:
             return
 
 
-def discover(roots: Sequence[Root], max_bytes: int) -> Catalog:
-    """Every skill under ``roots`` (in precedence order): the first of a name wins."""
+def _cached_read(folder: Path, root: Root, limit: int, cache: Cache | None) -> Skill:
+    """``read_skill``, answered from ``cache`` while the file's stat stamp is unchanged."""
+    file = folder / SKILL_FILE
+    stamp = _stamp(file)
+    key = (file, root)
+    if cache is not None and stamp is not None:
+        hit = cache.get(key)
+        if hit is not None and hit[0] == stamp:
+            if isinstance(hit[1], str):
+                raise ValueError(hit[1])
+            return hit[1]
+    try:
+        skill = read_skill(folder, root, limit)
+    except ValueError as exc:
+        if cache is not None and stamp is not None:
+            cache[key] = (stamp, str(exc))
+        raise
+    if cache is not None and stamp is not None:
+        cache[key] = (stamp, skill)
+    return skill
+
+
+def discover(roots: Sequence[Root], max_bytes: int, cache: Cache | None = None) -> Catalog:
+    """Every skill under ``roots`` (in precedence order): the first of a name wins.
+
+    With ``cache`` (kept by the caller between calls), a SKILL.md whose stat is unchanged is not
+    read again: the prompt searches the roots before every model call.
+    """
     catalog = Catalog()
     for root in roots:
         if not root.path.is_dir():
@@ -167,7 +209,7 @@ def discover(roots: Sequence[Root], max_bytes: int) -> Catalog:
             catalog.warnings.append(f"skills: {root.path} has more than {MAX_PER_ROOT} skills; the rest are ignored")
         for folder in folders[:MAX_PER_ROOT]:
             try:
-                skill = read_skill(folder, root, max_bytes)
+                skill = _cached_read(folder, root, max_bytes, cache)
             except ValueError as exc:
                 catalog.warnings.append(f"skills: {folder / SKILL_FILE}: {exc}")
                 continue

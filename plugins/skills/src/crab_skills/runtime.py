@@ -12,10 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import crab
 from crab import AgentHandle, CommandContext, CommandResult, Config, Tool, ToolContext, ToolError, ToolResult
 
 from crab_skills.content import listing, loaded, prompt_section, read_file, user_turn
-from crab_skills.discovery import Catalog, discover
+from crab_skills.discovery import Cache, Catalog, discover
 from crab_skills.roots import build_roots, plugin_dirs
 from crab_skills.settings import PLUGIN, Settings, load_settings
 
@@ -23,10 +24,12 @@ HOOK = "crab_skill_dirs"
 TOOL_TIMEOUT = 10.0
 
 
-def catalog_for(workspace: Path, config: Config, plugins: list[tuple[str, Path]]) -> tuple[Catalog, Settings]:
+def catalog_for(
+    workspace: Path, config: Config, plugins: list[tuple[str, Path]], cache: Cache | None = None
+) -> tuple[Catalog, Settings]:
     """Every skill for ``workspace`` under ``config``, and the checked settings."""
     settings = load_settings(config.plugin_settings(PLUGIN), workspace)
-    return discover(build_roots(workspace, config, settings, plugins), settings.max_bytes), settings
+    return discover(build_roots(workspace, config, settings, plugins), settings.max_bytes, cache), settings
 
 
 def did_you_mean(name: str, catalog: Catalog) -> str:
@@ -41,6 +44,7 @@ class Skills:
         self.plugins: list[tuple[str, Path]] = []
         self.handle: AgentHandle | None = None
         self.shown: set[str] = set()
+        self.cache: Cache = {}
 
     # --- catalog --------------------------------------------------------------------------
 
@@ -51,7 +55,7 @@ class Skills:
         self.catalog(handle.workspace, handle.config)
 
     def catalog(self, workspace: Path, config: Config) -> tuple[Catalog, Settings]:
-        found, settings = catalog_for(workspace, config, self.plugins)
+        found, settings = catalog_for(workspace, config, self.plugins, self.cache)
         self.warn(found.warnings)
         return found, settings
 
@@ -69,24 +73,21 @@ class Skills:
     # --- the tool -------------------------------------------------------------------------
 
     def tool(self) -> Tool:
-        return Tool(
-            name="skill",
-            description=(
-                "Load a skill (instructions for a task, listed in the system prompt) by name, or a file "
-                "beside it with `file`. With no name, list every skill."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string", "description": "the skill's name; empty lists every skill"},
-                    "file": {"type": "string", "description": "a file beside the skill's SKILL.md, relative to it"},
-                },
-                "additionalProperties": False,
-            },
-            handler=self.run_tool,
-            permission="read",
-            timeout=TOOL_TIMEOUT,
-        )
+        """``skill``: read-only, bounded in time (``TOOL_TIMEOUT``) and output; runs in a thread."""
+        run = self.run_tool
+
+        def skill(ctx: ToolContext, name: str = "", file: str = "") -> ToolResult:
+            """Load a skill (instructions for a task, listed in the system prompt) by name, or a file
+            beside it with `file`. With no name, list every skill.
+
+            Args:
+                name: the skill's name; empty lists every skill
+                file: a file beside the skill's SKILL.md, relative to its folder
+            """
+            return run({"name": name, "file": file}, ctx)
+
+        made: Tool = crab.tool(name="skill", permission="read", timeout=TOOL_TIMEOUT)(skill)
+        return made
 
     def run_tool(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if ctx.config is None:
