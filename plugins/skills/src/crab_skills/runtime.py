@@ -8,7 +8,6 @@ every prompt (a skill added mid-session appears at the next call) and shows each
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,17 +53,23 @@ class Skills:
         self.plugins = plugin_dirs(handle.collect(HOOK))
         self.catalog(handle.workspace, handle.config)
 
-    def catalog(self, workspace: Path, config: Config) -> tuple[Catalog, Settings]:
+    def catalog(self, workspace: Path, config: Config, *, on_loop: bool = True) -> tuple[Catalog, Settings]:
+        """The skills now. Off the event loop (the tool's worker thread) nothing is shown and the
+        cache is left alone: events are emitted from the loop only."""
+        if not on_loop:
+            return catalog_for(workspace, config, self.plugins)
         found, settings = catalog_for(workspace, config, self.plugins, self.cache)
         self.warn(found.warnings)
         return found, settings
 
-    def warn(self, lines: list[str], notice: Callable[[str, str], object] | None = None) -> None:
-        show = notice or (self.handle.notice if self.handle is not None else None)
+    def warn(self, lines: list[str]) -> None:
+        """Each warning once per run, as a warning notice (the prompt runs again before every call)."""
+        if self.handle is None:
+            return
         for line in lines:
-            if line not in self.shown and show is not None:
+            if line not in self.shown:
                 self.shown.add(line)
-                show(line, "warning")
+                self.handle.notice(line, "warning")
 
     def prompt(self, workspace: Path, config: Config) -> str | None:
         found, settings = self.catalog(workspace, config)
@@ -92,7 +97,7 @@ class Skills:
     def run_tool(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if ctx.config is None:
             raise ToolError("skill: no configuration in this context")
-        found, settings = self.catalog(ctx.workspace, ctx.config)
+        found, settings = self.catalog(ctx.workspace, ctx.config, on_loop=False)
         name = str(arguments.get("name") or "").strip()
         if not name:
             return ToolResult(listing(found))
