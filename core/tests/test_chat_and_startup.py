@@ -105,9 +105,12 @@ def test_help_imports_no_plugin_implementation_module(crab_home):
     assert implementation == []
 
 
-def test_help_imports_at_most_150_modules_beyond_the_interpreter(crab_home):
+def test_help_imports_at_most_144_modules_plus_one_per_plugin(crab_home):
     # typer alone accounts for about 105; bench/startup.py prints the figures side by side.
-    assert len(plugin_packages()) >= 6, "run with every first-party plugin installed"
+    # Each enabled plugin adds its top-level module (and nothing else: the test above), so the
+    # budget is 144 for crab and its dependencies plus one per plugin (150 with the first six).
+    packages = plugin_packages()
+    assert len(packages) >= 6, "run with every first-party plugin installed"
     before, after = modules_after(["--help"])
-    added = sorted(after - before)
-    assert len(added) <= 150, added
+    added = sorted(after - before - packages)
+    assert len(added) <= 144, added

@@ -17,6 +17,15 @@ def test_routes():
     assert route("/ spaced").kind == "model"
 
 
+def test_a_colon_after_the_name_passes_what_follows_as_the_first_argument():
+    r = route("/skill:pdf report.pdf  now")
+    assert (r.kind, r.name, r.args) == ("command", "skill", "pdf report.pdf  now")
+    assert (route("/skill:pdf").name, route("/skill:pdf").args) == ("skill", "pdf")
+    assert (route("/skill:").name, route("/skill:").args) == ("skill", "")
+    assert route("/:x").name == ":x"  # no name before the colon: nothing to split
+    assert route("//skill:pdf").kind == "model"
+
+
 def test_close_matches():
     assert close_matches("hepl", ["help", "handoff", "quit"])[0] == "help"
     assert close_matches("zzz", ["help"]) == []

@@ -108,6 +108,15 @@ class AgentHandle:
         """Every plugin's status, in load order."""
         return [PluginStatus(r.name, r.status, r.reason) for r in self._agent.host.records.values()]
 
+    def collect(self, hook: str) -> list[tuple[str, Any]]:
+        """(plugin, value) from every plugin implementing ``hook``, a registration hook core leaves
+        for plugins to collect (``crab_skill_dirs``); called with this run's config, through the
+        dispatcher (a failing implementation fails its plugin, reported once). ``ValueError`` for
+        any other hook."""
+        from crab.hook_calls import collect_from
+
+        return collect_from(self._agent.host, hook, self._agent.config)
+
     # --- acting -----------------------------------------------------------------------------
 
     def notice(self, message: str, level: str = "info") -> None:

@@ -110,6 +110,16 @@ def crab_cli(app: Any, config: Config) -> None:
     """
 
 
+@hookspec
+def crab_skill_dirs(config: Config) -> list[Path] | None:
+    """Folders holding skills this plugin ships (each a folder per skill with a ``SKILL.md``).
+
+    Core declares this hook but does not call it: a skills plugin collects it (through
+    ``AgentHandle.collect`` or ``crab.collect_hook``). Return a list of ``Path``, or None.
+    Not first-result: every plugin's lists are joined, in plugin order.
+    """
+
+
 # --- context ------------------------------------------------------------------------------
 
 

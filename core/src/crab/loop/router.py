@@ -1,4 +1,8 @@
-"""Routing input: ``/name args`` to a command, ``!cmd`` to the shell, ``//text`` and the rest to the model."""
+"""Routing input: ``/name args`` to a command, ``!cmd`` to the shell, ``//text`` and the rest to the model.
+
+``/name:arg rest`` is ``/name arg rest`` (``/skill:pdf file.pdf`` runs ``/skill`` with ``pdf file.pdf``),
+the form Claude Code and pi use for namespaced commands.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +29,9 @@ def route(text: str) -> Route:
         return Route("model", text=stripped[1:])
     if stripped.startswith("/") and len(stripped) > 1 and not stripped[1].isspace():
         name, _, args = stripped[1:].partition(" ")
+        head, colon, arg = name.partition(":")
+        if colon and head:
+            name, args = head, f"{arg} {args}"
         return Route("command", name=name, args=args.strip())
     if stripped.startswith("!") and len(stripped) > 1:
         return Route("shell", text=stripped[1:].strip())

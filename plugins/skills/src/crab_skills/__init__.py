@@ -1,0 +1,93 @@
+"""crab-skills: Agent Skills (SKILL.md folders) named in the prompt, loaded by a tool or ``/skill:name``.
+
+Hook implementations only; the work is in ``crab_skills.runtime`` and the modules it uses. The
+entry point is the class: crab makes one object per plugin host, which keeps the folders other
+plugins ship (``crab_skill_dirs``) for that run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import crab
+
+if TYPE_CHECKING:
+    from crab import AgentHandle, Command, Config, ConfigTable, Tool
+
+    from crab_skills.runtime import Skills
+
+CRAB_API = ">=1.2,<2"
+
+
+class SkillsPlugin:
+    """The ``skills`` plugin: one per host."""
+
+    CRAB_API = CRAB_API
+
+    def __init__(self) -> None:
+        self._skills: Skills | None = None
+
+    @property
+    def skills(self) -> Skills:
+        if self._skills is None:
+            from crab_skills.runtime import Skills
+
+            self._skills = Skills()
+        return self._skills
+
+    @crab.hookimpl
+    def crab_config_table(self) -> ConfigTable:
+        """``[plugins.skills]``: see ``crab_skills.settings.TABLE``."""
+        from crab_skills.settings import TABLE
+
+        return TABLE
+
+    @crab.hookimpl
+    def crab_tools(self, config: Config) -> list[Tool]:
+        """``skill``: load a skill's body (or a file beside it), read-only and bounded."""
+        return [self.skills.tool()]
+
+    @crab.hookimpl
+    def crab_commands(self, config: Config) -> list[Command]:
+        """``/skill`` (lists) and ``/skill NAME request`` = ``/skill:NAME request``."""
+        return [
+            crab.Command(
+                "skill",
+                "run a turn with a skill's instructions (/skill:NAME request); alone, list skills",
+                self.skills.command,
+                usage="/skill:NAME [request]",
+            )
+        ]
+
+    @crab.hookimpl
+    def crab_startup(self, agent: AgentHandle) -> None:
+        self.skills.start(agent)
+
+    @crab.hookimpl
+    def crab_system_prompt(self, workspace: Path, session_id: str, config: Config) -> str | None:
+        """The ``## Skills`` section: names and descriptions only."""
+        return self.skills.prompt(workspace, config)
+
+    @crab.hookimpl
+    def crab_cli(self, app: Any, config: Config) -> None:
+        """``crab skills list`` and ``crab skills show NAME`` (their work imported only when run)."""
+        import typer
+
+        group = typer.Typer(help="List and show Agent Skills (SKILL.md folders).", no_args_is_help=True)
+
+        @group.command("list")
+        def list_command(as_json: bool = typer.Option(False, "--json", help="one JSON array")) -> None:
+            """Every skill this folder's run sees: name, source, description (warnings on stderr)."""
+            from crab_skills.cli import list_skills
+
+            raise typer.Exit(list_skills(as_json))
+
+        @group.command("show")
+        def show_command(name: str = typer.Argument(..., help="the skill's name")) -> None:
+            """Print what the skill tool would give the model for NAME."""
+            from crab_skills.cli import show_skill
+
+            raise typer.Exit(show_skill(name))
+
+        app.add_typer(group, name="skills")

@@ -1,0 +1,136 @@
+"""The plugin's state for one run and what its hooks do: the catalog, the tool, the command.
+
+One ``Skills`` object lives per plugin host. It learns the folders other plugins ship when the
+agent starts (``crab_skill_dirs``, collected through the handle), searches the roots again for
+every prompt (a skill added mid-session appears at the next call) and shows each warning once.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+import crab
+from crab import AgentHandle, CommandContext, CommandResult, Config, Tool, ToolContext, ToolError, ToolResult
+
+from crab_skills.content import listing, loaded, prompt_section, read_file, user_turn
+from crab_skills.discovery import Cache, Catalog, discover
+from crab_skills.roots import build_roots, plugin_dirs
+from crab_skills.settings import PLUGIN, Settings, load_settings
+
+HOOK = "crab_skill_dirs"
+TOOL_TIMEOUT = 10.0
+
+
+def catalog_for(
+    workspace: Path, config: Config, plugins: list[tuple[str, Path]], cache: Cache | None = None
+) -> tuple[Catalog, Settings]:
+    """Every skill for ``workspace`` under ``config``, and the checked settings."""
+    settings = load_settings(config.plugin_settings(PLUGIN), workspace)
+    return discover(build_roots(workspace, config, settings, plugins), settings.max_bytes, cache), settings
+
+
+def did_you_mean(name: str, catalog: Catalog) -> str:
+    found = difflib.get_close_matches(name, list(catalog.skills), n=3, cutoff=0.5)
+    return f" Did you mean: {', '.join(found)}?" if found else ""
+
+
+class Skills:
+    """Skills for one run: plugin folders, warnings already shown, and the handle to show them."""
+
+    def __init__(self) -> None:
+        self.plugins: list[tuple[str, Path]] = []
+        self.handle: AgentHandle | None = None
+        self.shown: set[str] = set()
+        self.cache: Cache = {}
+
+    # --- catalog --------------------------------------------------------------------------
+
+    def start(self, handle: AgentHandle) -> None:
+        """Collect other plugins' folders and show what is wrong with any skill now."""
+        self.handle = handle
+        self.plugins = plugin_dirs(handle.collect(HOOK))
+        self.catalog(handle.workspace, handle.config)
+
+    def catalog(self, workspace: Path, config: Config, *, on_loop: bool = True) -> tuple[Catalog, Settings]:
+        """The skills now. Off the event loop (the tool's worker thread) nothing is shown and the
+        cache is left alone: events are emitted from the loop only."""
+        if not on_loop:
+            return catalog_for(workspace, config, self.plugins)
+        found, settings = catalog_for(workspace, config, self.plugins, self.cache)
+        self.warn(found.warnings)
+        return found, settings
+
+    def warn(self, lines: list[str]) -> None:
+        """Each warning once per run, as a warning notice (the prompt runs again before every call)."""
+        if self.handle is None:
+            return
+        for line in lines:
+            if line not in self.shown:
+                self.shown.add(line)
+                self.handle.notice(line, "warning")
+
+    def prompt(self, workspace: Path, config: Config) -> str | None:
+        found, settings = self.catalog(workspace, config)
+        return prompt_section(found, settings.max_listed)
+
+    # --- the tool -------------------------------------------------------------------------
+
+    def tool(self) -> Tool:
+        """``skill``: read-only, bounded in time (``TOOL_TIMEOUT``) and output; runs in a thread."""
+        run = self.run_tool
+
+        def skill(ctx: ToolContext, name: str = "", file: str = "") -> ToolResult:
+            """Load a skill (instructions for a task, listed in the system prompt) by name, or a file
+            beside it with `file`. With no name, list every skill.
+
+            Args:
+                name: the skill's name; empty lists every skill
+                file: a file beside the skill's SKILL.md, relative to its folder
+            """
+            return run({"name": name, "file": file}, ctx)
+
+        made: Tool = crab.tool(name="skill", permission="read", timeout=TOOL_TIMEOUT)(skill)
+        return made
+
+    def run_tool(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        if ctx.config is None:
+            raise ToolError("skill: no configuration in this context")
+        found, settings = self.catalog(ctx.workspace, ctx.config, on_loop=False)
+        name = str(arguments.get("name") or "").strip()
+        if not name:
+            return ToolResult(listing(found))
+        skill = found.get(name)
+        if skill is None:
+            raise ToolError(
+                f"no skill named {name!r}.{did_you_mean(name, found)} Call skill with no name to list them."
+            )
+        try:
+            relative = str(arguments.get("file") or "").strip()
+            text = read_file(skill, relative, settings.max_bytes) if relative else loaded(skill, settings.max_bytes)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        except OSError as exc:
+            raise ToolError(f"cannot read skill {name!r}: {exc.strerror or exc}") from None
+        return ToolResult(text, details={"skill": skill.name, "source": skill.label})
+
+    # --- the command ----------------------------------------------------------------------
+
+    async def command(self, ctx: CommandContext, args: str) -> CommandResult:
+        """``/skill`` lists; ``/skill NAME [request]`` (or ``/skill:NAME``) runs a turn with the skill."""
+        found, settings = self.catalog(ctx.handle.workspace, ctx.handle.config)
+        name, _, request = args.strip().partition(" ")
+        if not name:
+            return CommandResult(listing(found))
+        skill = found.get(name)
+        if skill is None:
+            return CommandResult(f"no skill named {name!r}.{did_you_mean(name, found)} Type /skill to list them.", True)
+        try:
+            text = user_turn(skill, settings.max_bytes, request)
+        except OSError as exc:
+            return CommandResult(f"cannot read skill {name!r}: {exc.strerror or exc}", is_error=True)
+        outcome = await ctx.handle.handle_input(ctx.session, text)
+        if outcome.error:  # the turn already showed its error; this keeps the exit status
+            return CommandResult(f"/skill:{name}: the turn ended with an error ({outcome.stop})", is_error=True)
+        return CommandResult("")
