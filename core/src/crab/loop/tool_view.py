@@ -1,0 +1,77 @@
+"""The progressive tool view: which tool schemas a request carries.
+
+With ``[crab] tool_view = "progressive"`` (the default) a tool the model has not used yet is sent
+as a stub (its name, one line and its parameter names, no schema); its full schema is sent from
+the request after the model hints at it (``$name`` in a message's text) or calls it. Which tools
+are expanded is derived from the messages in context (plus what a compaction anchor carried
+over), never kept aside, so it survives a resume. A call to a stub runs like any other: the
+tool validates the arguments against its real schema, so an invalid call gets an error result,
+and the schema is expanded from then on either way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from crab.messages import AssistantMessage, Message, UserMessage
+from crab.tools import Tool, ToolSpec
+
+VIEWS = ("progressive", "full")
+HINT = re.compile(r"\$([A-Za-z_][\w.:-]*)")
+STUB_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+MAX_LINE = 160
+
+
+def hinted(text: str, known: Iterable[str]) -> set[str]:
+    """Names of ``known`` tools written as ``$name`` in ``text`` (trailing punctuation ignored)."""
+    names = set(known)
+    found: set[str] = set()
+    for match in HINT.finditer(text):
+        name = match.group(1)
+        while name and name not in names and name[-1] in ".:-":
+            name = name[:-1]
+        if name in names:
+            found.add(name)
+    return found
+
+
+def expanded_tools(messages: Sequence[Message], known: Iterable[str], carried: Iterable[str] = ()) -> set[str]:
+    """The tools whose full schema the next request carries: every known tool called or hinted at
+    in ``messages`` (user or assistant text), plus ``carried`` (a compaction anchor's set)."""
+    names = set(known)
+    found = {name for name in carried if name in names}
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            found.update(call.name for call in message.tool_calls if call.name in names)
+            found |= hinted(message.content, names)
+        elif isinstance(message, UserMessage):
+            found |= hinted(message.content, names)
+    return found
+
+
+def one_line(description: str) -> str:
+    """The first line of a tool's description, cut at ``MAX_LINE`` characters."""
+    stripped = description.strip()
+    line = stripped.splitlines()[0].strip() if stripped else ""
+    return line if len(line) <= MAX_LINE else line[: MAX_LINE - 1] + "…"
+
+
+def stub(tool: Tool | ToolSpec) -> ToolSpec:
+    """``tool`` as the progressive view lists it before it is expanded."""
+    properties = tool.parameters.get("properties") if isinstance(tool.parameters, Mapping) else None
+    required = set(tool.parameters.get("required") or ()) if isinstance(tool.parameters, Mapping) else set()
+    args = [f"{n}" if n in required else f"{n}?" for n in properties or {}] if isinstance(properties, Mapping) else []
+    line = one_line(tool.description)
+    listed = f" Arguments: {', '.join(args)}." if args else ""
+    return ToolSpec(tool.name, f"{line}{listed} Write ${tool.name} for the full schema.", dict(STUB_PARAMETERS))
+
+
+def tool_specs(tools: Mapping[str, Tool], view: str, expanded: Iterable[str]) -> tuple[ToolSpec, ...]:
+    """What a request carries for ``tools``: every full schema (``full``), or full schemas for the
+    ``expanded`` names and stubs for the rest (``progressive``), in registry order."""
+    if view != "progressive":
+        return tuple(tool.spec() for tool in tools.values())
+    wide = set(expanded)
+    return tuple(tool.spec() if name in wide else stub(tool) for name, tool in tools.items())
