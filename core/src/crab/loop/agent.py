@@ -211,8 +211,8 @@ class Agent:
         messages = list(session.messages)
         history_tokens = raw_tokens(sum(message_chars(m) for m in messages))
         keep = int(budget.threshold * KEEP_SHARE)
-        if reason == "overflow":
-            keep //= 2
+        if reason == "overflow":  # the request did not fit at all: keep a quarter of it at most
+            keep = min(keep // 2, history_tokens // 4)
         elif reason == "manual":
             keep = min(keep, history_tokens // 2)
         cut = split(messages, keep)

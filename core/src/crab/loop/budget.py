@@ -92,9 +92,8 @@ class TokenBudget:
         self.ratio = min(high, max(low, reported / raw))
 
     def overflowed(self, request: ModelRequest) -> None:
-        """The provider refused ``request`` as too long: it was at least the window, so later
-        estimates grow to match."""
-        raw = request_tokens(request)
-        if raw > 0:
-            low, high = RATIO_RANGE
-            self.ratio = min(high, max(low, self.ratio, self.window / raw))
+        """The provider refused ``request`` as too long: the window is at most its estimated size,
+        so the threshold (and what compaction keeps) shrinks to match."""
+        size = self.estimate(request)
+        if 0 < size < self.window:
+            self.window = size
