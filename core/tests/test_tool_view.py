@@ -49,9 +49,18 @@ def test_the_first_request_lists_every_tool_as_a_one_line_stub(crab_agent):
     specs = {s.name: s for s in h.requests[0].tools}
     assert set(specs) == {"alpha", "beta", "gamma"}
     assert all(s.parameters == STUB_PARAMETERS for s in specs.values())
-    assert specs["alpha"].description.startswith("Read the first lines of a file. Arguments: path, limit?.")
-    assert "longer explanation" not in specs["alpha"].description
-    assert "$alpha" in specs["alpha"].description
+    assert specs["alpha"].description == "Read the first lines of a file."
+
+
+def test_a_stub_line_is_the_first_sentence_of_a_long_first_paragraph() -> None:
+    long = crab.Tool(
+        "t",
+        "Find files by name. A pattern without a slash matches names at any depth;\n" + "x " * 80,
+        {},
+        lambda a, c: "",
+    )
+    assert stub(long).description == "Find files by name."
+    assert len(stub(crab.Tool("u", "y" * 500, {}, lambda a, c: "")).description) == 120
 
 
 def test_a_hint_expands_the_tool_and_a_hint_only_reply_gets_the_next_step(crab_agent):

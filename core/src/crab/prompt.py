@@ -43,11 +43,16 @@ def _sections(text: str, keep: set[str]) -> str:
     return text
 
 
-def base_prompt(workspace: Path, *, tool_view: str = "progressive", today: str | None = None) -> str:
+def today() -> str:
+    """The date the prompt states (a function so the snapshot test can fix it)."""
+    return time.strftime("%Y-%m-%d")
+
+
+def base_prompt(workspace: Path, *, tool_view: str = "progressive", date: str | None = None) -> str:
     """The default system prompt for ``workspace``: the tool protocol, the workspace, how hinted
     tools expand (only with the progressive tool view) and how to finish a turn."""
     text = _sections(_template(), {tool_view})
-    text = text.replace("{workspace}", str(workspace)).replace("{today}", today or time.strftime("%Y-%m-%d"))
+    text = text.replace("{workspace}", str(workspace)).replace("{today}", date or today())
     return text.strip()
 
 

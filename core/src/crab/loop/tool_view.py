@@ -1,7 +1,7 @@
 """The progressive tool view: which tool schemas a request carries.
 
 With ``[crab] tool_view = "progressive"`` (the default) a tool the model has not used yet is sent
-as a stub (its name, one line and its parameter names, no schema); its full schema is sent from
+as a stub (its name and one line, an empty schema); its full schema is sent from
 the request after the model hints at it (``$name`` in a message's text) or calls it. Which tools
 are expanded is derived from the messages in context (plus what a compaction anchor carried
 over), never kept aside, so it survives a resume. A call to a stub runs like any other: the
@@ -21,7 +21,7 @@ from crab.tools import Tool, ToolSpec
 VIEWS = ("progressive", "full")
 HINT = re.compile(r"\$([A-Za-z_][\w.:-]*)")
 STUB_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
-MAX_LINE = 160
+MAX_LINE = 120
 
 
 def hinted(text: str, known: Iterable[str]) -> set[str]:
@@ -52,20 +52,20 @@ def expanded_tools(messages: Sequence[Message], known: Iterable[str], carried: I
 
 
 def one_line(description: str) -> str:
-    """The first line of a tool's description, cut at ``MAX_LINE`` characters."""
-    stripped = description.strip()
-    line = stripped.splitlines()[0].strip() if stripped else ""
-    return line if len(line) <= MAX_LINE else line[: MAX_LINE - 1] + "…"
+    """A tool description's first sentence (or first paragraph, when that is short enough), cut
+    at ``MAX_LINE`` characters."""
+    paragraph = " ".join(description.strip().split("\n\n")[0].split())
+    if len(paragraph) <= MAX_LINE:
+        return paragraph
+    end = paragraph.find(". ")
+    if 0 < end < MAX_LINE:
+        return paragraph[: end + 1]
+    return paragraph[: MAX_LINE - 1] + "…"
 
 
 def stub(tool: Tool | ToolSpec) -> ToolSpec:
-    """``tool`` as the progressive view lists it before it is expanded."""
-    properties = tool.parameters.get("properties") if isinstance(tool.parameters, Mapping) else None
-    required = set(tool.parameters.get("required") or ()) if isinstance(tool.parameters, Mapping) else set()
-    args = [f"{n}" if n in required else f"{n}?" for n in properties or {}] if isinstance(properties, Mapping) else []
-    line = one_line(tool.description)
-    listed = f" Arguments: {', '.join(args)}." if args else ""
-    return ToolSpec(tool.name, f"{line}{listed} Write ${tool.name} for the full schema.", dict(STUB_PARAMETERS))
+    """``tool`` as the progressive view lists it before it is expanded: name and one line."""
+    return ToolSpec(tool.name, one_line(tool.description), dict(STUB_PARAMETERS))
 
 
 def tool_specs(tools: Mapping[str, Tool], view: str, expanded: Iterable[str]) -> tuple[ToolSpec, ...]:
