@@ -19,9 +19,10 @@ OVERFLOW = ROOT / "plugins" / "provider-openai" / "tests" / "fixtures" / "contex
 
 
 def answer(text: str) -> HttpReply:
+    head = {"id": "c1", "object": "chat.completion.chunk"}
     chunks = [
-        {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}}]},
-        {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        {**head, "choices": [{"index": 0, "delta": {"content": text}}]},
+        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
     ]
     return HttpReply(events=[*(f"data: {json.dumps(c)}\n\n".encode() for c in chunks), b"data: [DONE]\n\n"])
 
