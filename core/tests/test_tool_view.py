@@ -6,6 +6,7 @@ from __future__ import annotations
 import types
 
 import crab
+from crab.loop.compaction import CONTINUED
 from crab.loop.tool_view import STUB_PARAMETERS, expanded_tools, hinted, stub, tool_specs
 from crab.loop.turn import SCHEMAS_SENT, STUB_CALL_NOTE
 from crab.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
@@ -136,17 +137,32 @@ def test_hints_match_only_known_names_and_ignore_trailing_punctuation() -> None:
     assert hinted("costs $5", known) == set()
 
 
-def test_expansion_is_derived_from_user_and_assistant_text_calls_and_the_carried_set() -> None:
+def test_expansion_is_derived_from_user_and_assistant_text_and_calls_of_the_turn() -> None:
     messages = [
         UserMessage("try $beta"),
         AssistantMessage("", tool_calls=(ToolCall("c1", "alpha", {}),)),
         ToolResultMessage("c1", "alpha", "$gamma in a tool result does not count"),
     ]
-    assert expanded_tools(messages, {"alpha", "beta", "gamma", "delta"}, carried=["delta", "gone"]) == {
-        "alpha",
-        "beta",
-        "delta",
-    }
+    known = {"alpha", "beta", "gamma", "delta"}
+    assert expanded_tools(messages, known) == {"alpha", "beta"}
+    later = [*messages, AssistantMessage("done"), UserMessage("next task"), AssistantMessage("with $delta")]
+    assert expanded_tools(later, known) == {"delta"}
+    assert expanded_tools(later, known, turns=0) == {"alpha", "beta", "delta"}
+
+
+def test_a_compacted_turn_keeps_what_the_anchor_carried_until_the_next_turn() -> None:
+    tail = [UserMessage(CONTINUED), AssistantMessage("", tool_calls=(ToolCall("c1", "alpha", {}),))]
+    tail.append(ToolResultMessage("c1", "alpha", "ok"))
+    known = {"alpha", "beta", "gamma"}
+    assert expanded_tools(tail, known, carried=["beta", "gone"]) == {"alpha", "beta"}
+    assert expanded_tools([*tail, AssistantMessage("x"), UserMessage("new")], known, carried=["beta"]) == set()
+
+
+def test_a_tool_goes_back_to_a_stub_when_the_next_turn_starts(crab_agent):
+    h = crab_agent([[{"tool": "beta", "args": {"pattern": "x"}}], [{"text": "found"}], [{"text": "hi"}]], plugins=TOOLS)
+    h.run("search")
+    h.run("thanks")
+    assert full(h.requests[1]) == {"beta"} and full(h.requests[2]) == set()
 
 
 def test_tool_specs_keep_registry_order_and_stub_the_rest() -> None:

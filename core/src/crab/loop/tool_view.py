@@ -1,12 +1,13 @@
 """The progressive tool view: which tool schemas a request carries.
 
-With ``[crab] tool_view = "progressive"`` (the default) a tool the model has not used yet is sent
-as a stub (its name and one line, an empty schema); its full schema is sent from
-the request after the model hints at it (``$name`` in a message's text) or calls it. Which tools
-are expanded is derived from the messages in context (plus what a compaction anchor carried
-over), never kept aside, so it survives a resume. A call to a stub runs like any other: the
-tool validates the arguments against its real schema, so an invalid call gets an error result,
-and the schema is expanded from then on either way.
+With ``[crab] tool_view = "progressive"`` (the default) every tool is sent as a stub (its name
+and one sentence, an empty schema) until the model hints at it (``$name`` in a message's text)
+or calls it; from the next request on, to the end of that turn, its full schema is sent. A
+turn uses a few tools, so each request pays for those, not for every tool a session has
+(``bench/context.py``). Which tools are expanded is derived from the messages in context (plus
+what a compaction anchor carried over), never kept aside, so it survives a resume. A call to
+a stub runs like any other: the tool validates the arguments against its real schema, so an
+invalid call gets an error result, and the schema is expanded either way.
 """
 
 from __future__ import annotations
@@ -15,13 +16,18 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from crab.loop.compaction import CONTINUED
 from crab.messages import AssistantMessage, Message, UserMessage
 from crab.tools import Tool, ToolSpec
 
 VIEWS = ("progressive", "full")
 HINT = re.compile(r"\$([A-Za-z_][\w.:-]*)")
-STUB_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+STUB_PARAMETERS: dict[str, Any] = {"type": "object"}
 MAX_LINE = 120
+EXPANDED_TURNS = 1
+"""A hinted or called tool keeps its full schema to the end of the turn (``bench/context.py``)."""
+NOTE_PREFIXES = ("[crab]", CONTINUED)
+"""User messages crab itself recorded (a schema note, the start of a compacted tail)."""
 
 
 def hinted(text: str, known: Iterable[str]) -> set[str]:
@@ -37,12 +43,23 @@ def hinted(text: str, known: Iterable[str]) -> set[str]:
     return found
 
 
-def expanded_tools(messages: Sequence[Message], known: Iterable[str], carried: Iterable[str] = ()) -> set[str]:
+def turn_starts(messages: Sequence[Message]) -> list[int]:
+    """Indexes of the user messages that start a turn (not crab's own notes in the history)."""
+    return [i for i, m in enumerate(messages) if isinstance(m, UserMessage) and not m.content.startswith(NOTE_PREFIXES)]
+
+
+def expanded_tools(
+    messages: Sequence[Message], known: Iterable[str], carried: Iterable[str] = (), *, turns: int = EXPANDED_TURNS
+) -> set[str]:
     """The tools whose full schema the next request carries: every known tool called or hinted at
-    in ``messages`` (user or assistant text), plus ``carried`` (a compaction anchor's set)."""
+    (user or assistant text) in the last ``turns`` turns of ``messages`` (all of them when
+    ``turns`` is 0). ``carried`` (what a compaction anchor kept) counts while the window reaches
+    back to the anchor, that is while the turn that was compacted mid-way is still running."""
     names = set(known)
-    found = {name for name in carried if name in names}
-    for message in messages:
+    starts = turn_starts(messages)
+    start = starts[-turns] if 0 < turns <= len(starts) else 0
+    found = {name for name in carried if name in names} if start == 0 else set()
+    for message in messages[start:]:
         if isinstance(message, AssistantMessage):
             found.update(call.name for call in message.tool_calls if call.name in names)
             found |= hinted(message.content, names)

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 SCHEMAS_SENT = "[crab] The full schemas of {names} are in your tool list now. Continue."
 """Recorded after a reply that only hinted at tools, so the model gets the next step."""
-STUB_CALL_NOTE = "(This tool was listed without its schema; its full schema is in your tool list from now on.)"
+STUB_CALL_NOTE = "(This tool was listed without its schema; its full schema is in your tool list for this turn.)"
 
 FINAL_ANSWER_NOTE = (
     "You have reached the limit of tool calls for this turn. Do not call tools; answer now with "
