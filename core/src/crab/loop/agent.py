@@ -259,6 +259,7 @@ class Agent:
             tokens_before=before,
         )
         await self.append_entry(session, "anchor", payload)
+        budget.held_until = 0
         session.handoff = payload
         session.messages = carried(payload)[0]
         after = int(raw_tokens(len(summary.text) + sum(message_chars(m) for m in session.messages)) * budget.ratio)

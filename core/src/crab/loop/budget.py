@@ -72,6 +72,8 @@ class TokenBudget:
     window: int
     compact_at: float = 0.8
     ratio: float = 1.0
+    held_until: int = 0
+    """After a compaction that did nothing or failed, the next try waits until requests grow past this."""
 
     @property
     def threshold(self) -> int:
@@ -80,6 +82,17 @@ class TokenBudget:
 
     def estimate(self, request: ModelRequest) -> int:
         return int(request_tokens(request) * self.ratio)
+
+    def over(self, request: ModelRequest) -> bool:
+        """Whether ``request`` should be compacted first: past the threshold, and past where the
+        last attempt that could not compact left off (so a failing summary is not retried on
+        every call)."""
+        estimate = self.estimate(request)
+        return estimate > self.threshold and estimate > self.held_until
+
+    def hold(self, request: ModelRequest) -> None:
+        """A compaction did nothing: try again once requests are a tenth larger."""
+        self.held_until = int(self.estimate(request) * 1.1)
 
     def learn(self, request: ModelRequest, usage: Usage | None) -> None:
         """Correct later estimates by what the provider reported for ``request``."""

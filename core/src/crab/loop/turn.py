@@ -229,8 +229,11 @@ class Turn:
         agent, session = self.agent, self.session
         budget = agent.budget(session)
         request = await self._request(with_tools=with_tools, note=note)
-        if budget.estimate(request) > budget.threshold and await self._compact("threshold"):
-            request = await self._request(with_tools=with_tools, note=note)
+        if budget.over(request):
+            if await self._compact("threshold"):
+                request = await self._request(with_tools=with_tools, note=note)
+            else:
+                budget.hold(request)
         message, overflow = await self._call(request, hold_overflow=True)
         if overflow is not None:
             budget.overflowed(request)
