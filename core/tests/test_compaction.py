@@ -242,3 +242,16 @@ def test_a_turn_that_ended_in_an_error_reports_it_in_turn_end(crab_agent):
     h = crab_agent(overflowing(10))
     h.run("x" * 400)
     assert h.events_of(TurnEnded)[-1].stop == "error"
+
+
+def test_a_provider_crashing_during_the_summary_leaves_the_turn_going(crab_agent):
+    def reply(request: ModelRequest) -> list[dict]:
+        if is_summary(request):
+            raise RuntimeError("socket closed")
+        return [{"text": "ok " * 400}]
+
+    h = crab_agent(reply, config={"crab.context_window": 2000})
+    outcomes = [h.run(f"q{n} " + "w " * 200) for n in range(4)]
+    assert all(o.stop == "end" for o in outcomes)
+    failed = [e for e in h.events_of(CompactionEvent) if e.phase == "failed"]
+    assert failed and failed[0].error == "RuntimeError: socket closed"

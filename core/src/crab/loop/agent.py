@@ -24,7 +24,16 @@ from crab.events import CommandOutput, CompactionEvent, Event, NoticeEvent, Usag
 from crab.handles import AgentHandle
 from crab.interception import AskUser
 from crab.loop.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget, message_chars, raw_tokens
-from crab.loop.compaction import KEEP_SHARE, Compacted, anchor_payload, carried, carried_tools, split, summarise
+from crab.loop.compaction import (
+    Compacted,
+    anchor_payload,
+    carried,
+    carried_tools,
+    keep_tokens,
+    previous_summary,
+    split,
+    summarise,
+)
 from crab.loop.history import load_history
 from crab.loop.router import did_you_mean, route
 from crab.loop.session import QueuedInput, Session, TurnOutcome
@@ -210,12 +219,7 @@ class Agent:
         budget = self.budget(session)
         messages = list(session.messages)
         history_tokens = raw_tokens(sum(message_chars(m) for m in messages))
-        keep = int(budget.threshold * KEEP_SHARE)
-        if reason == "overflow":  # the request did not fit at all: keep a quarter of it at most
-            keep = min(keep // 2, history_tokens // 4)
-        elif reason == "manual":
-            keep = min(keep, history_tokens // 2)
-        cut = split(messages, keep)
+        cut = split(messages, keep_tokens(reason, budget.threshold, history_tokens))
         before = int(history_tokens * budget.ratio)
         if cut == 0:
             why = "nothing older than the most recent turn to summarise"
@@ -223,24 +227,22 @@ class Agent:
             return None
         older, kept = messages[:cut], messages[cut:]
         self.emit(CompactionEvent(session.id, "start", reason, len(older), len(kept), before), session.id)
-        previous = None
-        if session.handoff and isinstance(session.handoff.get("state"), Mapping):
-            previous = session.handoff["state"].get("summary") or None
         base = ModelRequest(model=self.model, system="", messages=(), temperature=self.temperature)
         try:
             summary = await summarise(
                 older,
-                previous=previous if isinstance(previous, str) else None,
+                previous=previous_summary(session.handoff),
                 focus=focus,
                 window=budget.window,
                 base=base,
                 send=lambda request: self._send(session, request),
                 on_event=lambda event: self.emit(event, session.id),
             )
-        except CrabError as exc:
-            if isinstance(exc, PluginError):
-                raise
-            self.emit(CompactionEvent(session.id, "failed", reason, tokens_before=before, error=str(exc)), session.id)
+        except (asyncio.CancelledError, KeyboardInterrupt, PluginError):
+            raise
+        except Exception as exc:  # a provider failing in any way leaves the history as it was
+            error = str(exc) if isinstance(exc, CrabError) else f"{type(exc).__name__}: {exc}"
+            self.emit(CompactionEvent(session.id, "failed", reason, tokens_before=before, error=error), session.id)
             return None
         total = Usage()
         for usage in summary.usages:

@@ -69,6 +69,25 @@ class Compacted:
     usage: Usage
 
 
+def keep_tokens(reason: str, threshold: int, history_tokens: int) -> int:
+    """How many tokens of recent history stay verbatim: ``KEEP_SHARE`` of the threshold; after an
+    overflow (the request did not fit at all) half that and a quarter of the history at most; by
+    hand (``/compact``) half the history at most, so there is always something to summarise."""
+    keep = int(threshold * KEEP_SHARE)
+    if reason == "overflow":
+        return min(keep // 2, history_tokens // 4)
+    if reason == "manual":
+        return min(keep, history_tokens // 2)
+    return keep
+
+
+def previous_summary(handoff: Mapping[str, Any] | None) -> str | None:
+    """The summary of the last handoff or compaction, which the next summary builds on."""
+    state = handoff.get("state") if handoff else None
+    summary = state.get("summary") if isinstance(state, Mapping) else None
+    return summary if isinstance(summary, str) and summary else None
+
+
 def units(messages: Sequence[Message]) -> list[int]:
     """Indexes where a unit starts: a user message, or an assistant message with its results."""
     return [i for i, m in enumerate(messages) if not isinstance(m, ToolResultMessage)]
