@@ -35,7 +35,7 @@ from crab.loop.guard import LoopGuard
 from crab.loop.history import INTERRUPTED, repair
 from crab.loop.session import QueuedInput, Session, TurnOutcome
 from crab.loop.tool_runner import ToolRunner
-from crab.loop.tool_view import STUB_PARAMETERS, hinted, tool_specs
+from crab.loop.tool_view import hinted, tool_specs
 from crab.messages import (
     AssistantMessage,
     Thinking,
@@ -107,7 +107,7 @@ class Turn:
         self.pending: dict[str, ToolCall] = {}
         self.results: dict[str, ToolResultMessage] = {}
         self.steered: list[QueuedInput] = []
-        self.sent_full: set[str] = set()  # tools whose full schema the last request carried
+        self.sent_full: set[str] = set()  # tools whose full schema the last request with tools carried
 
     def emit(self, event: Any) -> None:
         self.agent.emit(event, self.session.id)
@@ -205,7 +205,10 @@ class Turn:
             system = f"{system}\n\n{note}" if system else note
         tools: tuple[ToolSpec, ...] = ()
         if with_tools:
-            tools = tool_specs(agent.tools, agent.tool_view(), agent.expanded_tools(session))
+            view = agent.tool_view()
+            expanded = agent.expanded_tools(session) if view == "progressive" else set(agent.tools)
+            tools = tool_specs(agent.tools, view, expanded)
+            self.sent_full = expanded
         request = ModelRequest(
             model=agent.model,
             system=system,
@@ -242,7 +245,7 @@ class Turn:
                 message, _ = await self._call(request, hold_overflow=False)
             else:
                 self.emit(overflow)
-        if message.replayable and message.stop_reason != "max_tokens":
+        if message.replayable:
             budget.learn(request, message.usage)
         if message.replayable:
             self.text = message.content
@@ -252,7 +255,6 @@ class Turn:
         """Stream ``request`` and record the reply; with ``hold_overflow`` a context-overflow error
         before any output is returned instead of shown (the caller may compact and retry)."""
         agent, session = self.agent, self.session
-        self.sent_full = {s.name for s in request.tools if s.parameters != STUB_PARAMETERS}
         system_sha = hashlib.sha256(hash_bytes(request.system)).hexdigest()
         if system_sha not in session.system_hashes:
             await agent.append_entry(
