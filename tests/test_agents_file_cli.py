@@ -1,6 +1,7 @@
-"""The workspace's AGENTS.md goes into the system prompt, but a cloned repository cannot make it
-read outside the workspace (a symlink to the user's files) or hang crab (a symlink to a FIFO or
-an endless device), through the real ``crab`` command and the openai plugin on 127.0.0.1."""
+"""The instruction files (the user's, then the repository root's down to the workspace's AGENTS.md
+or CLAUDE.md) go into the system prompt, but a cloned repository cannot make crab read outside
+it (a symlink to the user's files) or hang crab (a symlink to a FIFO or an endless device),
+through the real ``crab`` command and the openai plugin on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def _run(tmp_path: Path, work: Path) -> tuple[subprocess.CompletedProcess[str], 
     with ReplayServer() as server:
         server.script(HttpReply(events=ANSWER))
         home = tmp_path / "home"
-        home.mkdir()
+        home.mkdir(exist_ok=True)
         (home / "config.toml").write_text(f'[plugins.provider-openai]\nbase_url = "{server.url}"\n')
         env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_") and not k.endswith("_API_KEY")}
         env.update(CRAB_HOME=str(home), CRAB_PLUGINS="provider-openai")
@@ -72,3 +73,23 @@ def test_agents_file_that_is_a_fifo_does_not_hang_crab(tmp_path):
     result, _ = _run(tmp_path, work)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["text"] == "ok"
+
+
+def test_instruction_files_from_home_and_the_repository_root_down_in_order(tmp_path):
+    repo = tmp_path / "repo"
+    work = repo / "pkg"
+    work.mkdir(parents=True)
+    (repo / ".git").mkdir()
+    (repo / "AGENTS.md").write_text("root rule 1\n")
+    (work / "CLAUDE.md").write_text("package rule 2\n")
+    outside = tmp_path / "outside.md"
+    outside.write_text("outside rule\n")
+    (repo / "CLAUDE.md").symlink_to(outside)  # never read: AGENTS.md wins, and it leaves the repository
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "AGENTS.md").write_text("global rule 0\n")
+    result, bodies = _run(tmp_path, work)
+    assert result.returncode == 0, result.stderr
+    system = _system(bodies)
+    assert system.index("global rule 0") < system.index("root rule 1") < system.index("package rule 2")
+    assert "outside rule" not in system

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     )
     from crab.events import (
         CommandOutput,
+        CompactionEvent,
         ErrorEvent,
         ErrorKind,
         Event,
@@ -142,6 +143,7 @@ _EXPORTS: dict[str, str] = {
     "UsageError": "crab.errors",
     # events
     "CommandOutput": "crab.events",
+    "CompactionEvent": "crab.events",
     "ErrorEvent": "crab.events",
     "ErrorKind": "crab.events",
     "Event": "crab.events",
@@ -217,6 +219,7 @@ __all__ = [
     "CommandContext",
     "CommandOutput",
     "CommandResult",
+    "CompactionEvent",
     "Config",
     "ConfigError",
     "ConfigTable",

@@ -49,13 +49,11 @@ class CorePlugin:
 
     @hookimpl(tryfirst=True)
     def crab_system_prompt(self, workspace: Path, session_id: str, config: Config) -> list[str]:
-        from crab.prompt import agents_file, base_prompt
+        from crab.environ import crab_home
+        from crab.prompt import base_prompt, instruction_parts
 
-        parts = [base_prompt(workspace)]
-        agents = agents_file(workspace)
-        if agents:
-            parts.append(agents)
-        return parts
+        view = str(config.get("crab.tool_view", "progressive"))
+        return [base_prompt(workspace, tool_view=view), *instruction_parts(workspace, crab_home())]
 
 
 def register_builtins(host: PluginHost) -> None:

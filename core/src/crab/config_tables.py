@@ -240,6 +240,16 @@ CORE_TABLE = ConfigTable(
         Setting("request_timeout", "float", 600.0, "seconds one model call may take, retries included", above=0),
         Setting("max_tokens", "int", doc="output token limit passed to the provider", minimum=1),
         Setting("temperature", "float", doc="sampling temperature passed to the provider", minimum=0),
+        Setting(
+            "tool_view",
+            "str",
+            "progressive",
+            "progressive: tools listed by name until hinted ($name) or called; full: every schema every call",
+            choices=("progressive", "full"),
+        ),
+        Setting("context_window", "int", doc="tokens the model reads (default: the provider's model info)", minimum=1),
+        Setting("compact_at", "float", 0.8, "share of the window at which history is compacted", above=0, maximum=1),
+        Setting("system_prompt_append", "str", doc="text appended to the system prompt, after every plugin's part"),
     ),
 )
 """``[crab]``: the keys core reads."""

@@ -1,4 +1,4 @@
-"""Core's router commands: /help /tools /plugins /session /handoff /fork /abort /quit."""
+"""Core's router commands: /help /tools /plugins /session /handoff /compact /fork /abort /quit."""
 
 from __future__ import annotations
 
@@ -62,6 +62,17 @@ async def handoff_command(ctx: CommandContext, args: str) -> CommandResult:
     return CommandResult(f"handoff {name!r} recorded: the model's context starts afresh from here")
 
 
+async def compact_command(ctx: CommandContext, args: str) -> CommandResult:
+    before = len(ctx.session.messages)
+    if not await ctx.handle.compact(ctx.session, args.strip() or None):
+        return CommandResult("nothing was compacted", is_error=True)
+    after = len(ctx.session.messages)
+    return CommandResult(
+        f"compacted: {before} messages in context became a summary and {after} recent ones; "
+        "the full history stays in the session"
+    )
+
+
 async def fork_command(ctx: CommandContext, args: str) -> CommandResult:
     at = args.strip() or None
     info = await ctx.handle.fork(ctx.session.id, at)
@@ -85,6 +96,7 @@ CORE_COMMANDS = [
     Command(
         "handoff", "start the model's context afresh, keeping a named anchor", handoff_command, usage="NAME [summary]"
     ),
+    Command("compact", "summarise older history now, keeping recent turns verbatim", compact_command, usage="[focus]"),
     Command("fork", "continue in a new session branched from here (or from ENTRY)", fork_command, usage="[ENTRY]"),
     Command("abort", "stop the running turn", abort_command),
     Command("quit", "leave the conversation", quit_command),

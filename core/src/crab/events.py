@@ -124,6 +124,25 @@ class NoticeEvent(Event):
 
 
 @dataclass(frozen=True)
+class CompactionEvent(Event):
+    """Older history is being (``start``) or was (``done``) summarised into a compaction anchor,
+    or the attempt failed (``failed``, with ``error``). ``reason`` is ``threshold`` (the request
+    would pass ``[crab] compact_at`` of the window), ``overflow`` (the provider said the request
+    did not fit; the call is retried once) or ``manual`` (``/compact``)."""
+
+    type: ClassVar[str] = "compaction"
+    session_id: str
+    phase: Literal["start", "done", "failed"]
+    reason: Literal["threshold", "overflow", "manual"]
+    summarised: int = 0
+    kept: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summary: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class CommandOutput(Event):
     """What a router command answered."""
 

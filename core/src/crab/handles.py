@@ -1,7 +1,7 @@
 """The narrow handle commands, channels and lifecycle hooks get instead of the whole ``Agent``.
 
 ``AgentHandle`` offers what those callers need and nothing of the loop's machinery: emit a
-notice, route input, abort a turn, open, resume and fork sessions, record a handoff, list the
+notice, route input, abort a turn, open, resume and fork sessions, record a handoff, compact, list the
 tools, commands and plugin statuses, read the config, and subscribe to events (for channels
 that render them). ``SessionView`` is what a caller may read of a session.
 
@@ -155,6 +155,17 @@ class AgentHandle:
     async def handoff(self, session: SessionView, name: str, state: Mapping[str, Any] | None = None) -> None:
         """Record a handoff anchor: the model's context starts afresh after it."""
         await self._agent.handoff(_session(session), name, state)
+
+    async def compact(self, session: SessionView, focus: str | None = None) -> bool:
+        """Summarise the older history of ``session`` into a compaction anchor now (``/compact``),
+        keeping the recent turns verbatim; ``focus`` tells the summary what matters. False when
+        nothing was compacted (a ``CompactionEvent`` says why). Refused while a turn runs."""
+        from crab.errors import CrabError
+
+        live = _session(session)
+        if live.busy:
+            raise CrabError("a turn is running: wait for it to end (or /abort it), then compact")
+        return await self._agent.compact(live, "manual", focus or None) is not None
 
     async def fork(self, session_id: str, at: str | None = None) -> SessionInfo:
         """A new session branched from ``session_id`` (at entry ``at``, else at its end)."""

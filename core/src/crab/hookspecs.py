@@ -89,7 +89,7 @@ def crab_renderers(config: Config) -> list[RendererSpec]:
 def crab_commands(config: Config) -> list[Command]:
     """Router commands (``/name args``) this plugin offers, each a ``crab.Command``.
 
-    Core offers /help /tools /plugins /session /handoff /abort /quit. Not first-result.
+    Core offers /help /tools /plugins /session /handoff /compact /fork /abort /quit. Not first-result.
     """
 
 
@@ -128,8 +128,11 @@ def crab_system_prompt(workspace: Path, session_id: str, config: Config) -> str 
     """Parts of the system prompt for the next model call.
 
     Called before every model call; return text, a list of texts, or None. Parts are joined
-    with blank lines in plugin order. Core contributes the base prompt and the workspace's
-    AGENTS.md. Not first-result.
+    with blank lines in plugin order. Core's part comes first: the default prompt
+    (``crab/system_prompt.md``: the tool protocol, which plugins add to and never replace) and
+    the instruction files (``$CRAB_HOME/AGENTS.md``, then AGENTS.md or CLAUDE.md of each folder
+    from the repository root down to the workspace). ``[crab] system_prompt_append`` and a
+    handoff or compaction summary follow every plugin's parts. Not first-result.
     """
 
 

@@ -1,45 +1,141 @@
-"""Core's part of the system prompt: who the agent is, where it works, and the workspace's AGENTS.md."""
+"""Core's part of the system prompt: the default prompt (``system_prompt.md``) and the instruction
+files (AGENTS.md, CLAUDE.md as fallback) of the user, the repository and the folders down to the
+workspace.
+
+The instruction files a repository holds are chosen by whoever wrote the repository, so each is
+read only when it is a regular file whose real path stays inside the repository root: a symlink
+may point at another file of the repository (``AGENTS.md -> CLAUDE.md``), never at the user's own
+files, and a FIFO or a device cannot hang or flood crab (non-blocking open, size cap).
+"""
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import time
 from pathlib import Path
 
 AGENTS_FILE = "AGENTS.md"
+FALLBACK_FILE = "CLAUDE.md"
+INSTRUCTION_FILES = (AGENTS_FILE, FALLBACK_FILE)
+"""Names read in each folder, first found wins."""
 MAX_AGENTS_BYTES = 32_000
-
-BASE_PROMPT = """You are crab, an agent that helps the user with tasks in their workspace.
-Workspace: {workspace}
-Today: {today}
-Use the tools you are given to look things up and to act; do not guess at file contents.
-Keep answers short and say plainly what you did and what you did not do."""
+"""Each instruction file is cut here."""
+PROMPT_FILE = Path(__file__).with_name("system_prompt.md")
+_SECTION = "<!-- {name} -->\n"
+_END = "<!-- /{name} -->\n"
 
 
-def base_prompt(workspace: Path) -> str:
-    return BASE_PROMPT.format(workspace=workspace, today=time.strftime("%Y-%m-%d"))
+@functools.cache
+def _template() -> str:
+    return PROMPT_FILE.read_text(encoding="utf-8")
 
 
-def agents_file(workspace: Path) -> str | None:
-    """The workspace's AGENTS.md (cut at 32 KB), framed as project instructions.
+def _sections(text: str, keep: set[str]) -> str:
+    """``text`` with each ``<!-- name -->…<!-- /name -->`` block kept (markers dropped) or removed."""
+    for name in ("progressive",):
+        start, end = _SECTION.format(name=name), _END.format(name=name)
+        while start in text:
+            head, _, rest = text.partition(start)
+            body, _, tail = rest.partition(end)
+            text = head + (body if name in keep else "") + tail
+    return text
 
-    A repository chooses this file, so it is read only when it is a regular file inside the
-    workspace: a symlink may point at another file of the workspace (``AGENTS.md -> CLAUDE.md``),
-    not at the user's own files, and a FIFO or a device cannot hang or flood crab.
-    """
-    path = workspace / AGENTS_FILE
+
+def today() -> str:
+    """The date the prompt states (a function so the snapshot test can fix it)."""
+    return time.strftime("%Y-%m-%d")
+
+
+def base_prompt(workspace: Path, *, tool_view: str = "progressive", date: str | None = None) -> str:
+    """The default system prompt for ``workspace``: the tool protocol, the workspace, how hinted
+    tools expand (only with the progressive tool view) and how to finish a turn."""
+    text = _sections(_template(), {tool_view})
+    text = text.replace("{workspace}", str(workspace)).replace("{today}", date or today())
+    return text.strip()
+
+
+def read_instruction_file(path: Path, boundary: Path | None) -> str | None:
+    """The text of ``path`` (cut at ``MAX_AGENTS_BYTES``), or None when it is missing, empty, not a
+    regular file, or (with a ``boundary``) really lives outside ``boundary``."""
     try:
         real = path.resolve(strict=True)
-        root = workspace.resolve(strict=True)
-        if not real.is_relative_to(root) or not stat.S_ISREG(real.stat().st_mode):
+        if boundary is not None and not real.is_relative_to(boundary.resolve(strict=True)):
+            return None
+        if not stat.S_ISREG(real.stat().st_mode):
             return None
         fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 return None  # swapped for something else since the check
             data = handle.read(MAX_AGENTS_BYTES)
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):
         return None
     text = data.decode("utf-8", "ignore").strip()
-    return f"Project instructions from {AGENTS_FILE}:\n\n{text}" if text else None
+    return text or None
+
+
+def repository_root(workspace: Path) -> Path:
+    """The nearest folder from ``workspace`` upwards holding ``.git`` (a folder, or a worktree's
+    file), else ``workspace`` itself."""
+    try:
+        start = workspace.resolve()
+    except (OSError, RuntimeError):
+        return workspace
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return start
+
+
+def folder_file(folder: Path, boundary: Path | None) -> tuple[Path, str] | None:
+    """The first instruction file of ``folder`` that can be read (AGENTS.md, else CLAUDE.md)."""
+    for name in INSTRUCTION_FILES:
+        text = read_instruction_file(folder / name, boundary)
+        if text is not None:
+            return folder / name, text
+    return None
+
+
+def instruction_files(workspace: Path, home: Path | None) -> list[tuple[str, str]]:
+    """``(label, text)`` of every instruction file, in prompt order: the user's global file in
+    ``home`` first, then each folder from the repository root down to ``workspace`` (nearest last).
+
+    The global file is the user's own, so it may be a symlink anywhere; repository files must
+    stay inside the repository root.
+    """
+    found: list[tuple[str, str]] = []
+    if home is not None:
+        own = folder_file(home, None)
+        if own is not None:
+            found.append((f"{own[0]} (your global instructions)", own[1]))
+    root = repository_root(workspace)
+    try:
+        here = workspace.resolve()
+    except (OSError, RuntimeError):
+        return found
+    folders = [root]
+    if here != root and here.is_relative_to(root):
+        folders.extend(reversed([p for p in here.parents if p.is_relative_to(root) and p != root]))
+        folders.append(here)
+    for folder in folders:
+        if home is not None and _same(folder, home):
+            continue  # already read as the global file
+        hit = folder_file(folder, root)
+        if hit is not None:
+            label = hit[0].relative_to(root).as_posix()
+            found.append((label, hit[1]))
+    return found
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
+def instruction_parts(workspace: Path, home: Path | None) -> list[str]:
+    """Each instruction file framed for the system prompt."""
+    return [f"Instructions from {label}:\n\n{text}" for label, text in instruction_files(workspace, home)]

@@ -169,3 +169,21 @@ def test_a_malformed_event_ends_as_an_error_not_a_traceback(
     events, error = run_stream(make_provider(), REQUEST)
     assert error is None
     assert "malformed stream" in assert_failed_cleanly(events, api_key).message
+
+
+def recorded_body(name: str) -> bytes:
+    """A recorded error body from ``fixtures/`` (its ``#`` header, which cites the source, dropped)."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "fixtures" / name).read_text(encoding="utf-8")
+    return "\n".join(line for line in text.splitlines() if not line.startswith("#")).encode()
+
+
+def test_the_recorded_overflow_bodies_are_context_overflows(server: Any, make_provider: Any, run_stream: Run) -> None:
+    """The loop compacts and retries on ``ContextOverflowError``: the real bodies must map to it."""
+    for status, name in ((400, "prompt_too_long.body"), (413, "request_too_large.body")):
+        server.script(server.error(status, recorded_body(name)))
+        _, error = run_stream(make_provider(), REQUEST)
+        assert isinstance(error, ContextOverflowError), name
+        assert error.kind == "context_overflow" and not error.retryable
+    assert len(server.requests) == 2

@@ -254,3 +254,16 @@ def test_a_malformed_chunk_ends_as_an_error_not_a_traceback(
     assert error is None
     failure = assert_failed_cleanly(events, api_key)
     assert "malformed stream" in failure.message
+
+
+def test_the_recorded_overflow_body_is_a_context_overflow(server: Any, make_provider: Any, run_stream: Run) -> None:
+    """The loop compacts and retries on ``ContextOverflowError``: the real body must map to it."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "fixtures" / "context_length_exceeded.body").read_text(encoding="utf-8")
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("#")).encode()
+    server.script(server.error(400, body))
+    _, error = run_stream(make_provider(), REQUEST)
+    assert isinstance(error, ContextOverflowError)
+    assert "maximum context length is 128000 tokens" in str(error)
+    assert len(server.requests) == 1

@@ -142,11 +142,20 @@ def chat(
 
 
 @app.command()
-def tools(plugins: PluginsOpt = None, as_json: JsonOpt = False) -> None:
+def tools(
+    plugins: PluginsOpt = None,
+    as_json: JsonOpt = False,
+    tokens: Annotated[
+        bool, typer.Option("--tokens", help="Estimated schema tokens per request: full against progressive.")
+    ] = False,
+) -> None:
     """List the tools the model can use, with their permission class and plugin."""
-    from crab.cli.info import list_tools
+    from crab.cli.info import list_tools, tool_tokens
 
-    list_tools(plugins, as_json)
+    if tokens:
+        tool_tokens(plugins, as_json)
+    else:
+        list_tools(plugins, as_json)
 
 
 @app.command()

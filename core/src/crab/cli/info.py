@@ -47,6 +47,43 @@ def list_tools(plugins: str | None, as_json: bool) -> None:
         typer.echo(f"{name:<{width}}  {tool.permission:<7}  {tool.plugin:<14}  {first}")
 
 
+def tool_tokens(plugins: str | None, as_json: bool) -> None:
+    """Estimated tokens of the tool schemas a request carries: every full schema (``tool_view =
+    "full"``) against the progressive view's first request (every tool a one-line stub)."""
+    from crab.loop.budget import schema_tokens
+    from crab.loop.tool_view import stub
+    from crab.plugins import PluginHost
+
+    host = _host(plugins)
+    assert isinstance(host, PluginHost)
+    tools = host.registry("tools")
+    for failure in host.failures:
+        typer.echo(f"warning: {failure.line}", err=True)
+    rows = [
+        {"name": t.name, "full": schema_tokens([t.spec()]), "stub": schema_tokens([stub(t)])} for t in tools.values()
+    ]
+    full = schema_tokens([t.spec() for t in tools.values()])
+    progressive = schema_tokens([stub(t) for t in tools.values()])
+    saving = 1 - progressive / full if full else 0.0
+    view = host.config.get("crab.tool_view", "progressive")
+    if as_json:
+        totals = {"full": full, "progressive": progressive, "saving": round(saving, 4), "tool_view": view}
+        typer.echo(json.dumps({"tools": rows, "total": totals}, indent=2))
+        return
+    if not rows:
+        typer.echo("no tools loaded (pip install crab-tools-basic; see `crab plugins list`)")
+        return
+    width = max(len(r["name"]) for r in [*rows, {"name": "total"}])
+    typer.echo(f"{'tool':<{width}}  {'full':>6}  {'stub':>6}")
+    for r in sorted(rows, key=lambda r: -r["full"]):
+        typer.echo(f"{r['name']:<{width}}  {r['full']:>6}  {r['stub']:>6}")
+    typer.echo(f"{'total':<{width}}  {full:>6}  {progressive:>6}")
+    typer.echo(
+        f"estimated schema tokens per request: {full} full, {progressive} progressive before any tool is used "
+        f"({saving:.0%} fewer); each tool hinted or called adds its full schema (tool_view = {view})"
+    )
+
+
 def list_models(plugins: str | None, as_json: bool) -> None:
     from crab.plugins import PluginHost
 

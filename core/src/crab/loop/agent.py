@@ -11,30 +11,44 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from crab.auth import known_secrets
 from crab.commands import Command, CommandContext, CommandResult
 from crab.config import Config
 from crab.dispatch import Failure
-from crab.errors import CrabError
-from crab.events import CommandOutput, Event, NoticeEvent
+from crab.errors import CrabError, PluginError
+from crab.events import CommandOutput, CompactionEvent, Event, NoticeEvent, UsageEvent
 from crab.handles import AgentHandle
 from crab.interception import AskUser
+from crab.loop.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget, message_chars, raw_tokens
+from crab.loop.compaction import (
+    Compacted,
+    anchor_payload,
+    carried,
+    carried_tools,
+    keep_tokens,
+    previous_summary,
+    split,
+    summarise,
+)
 from crab.loop.history import load_history
 from crab.loop.router import did_you_mean, route
 from crab.loop.session import QueuedInput, Session, TurnOutcome
+from crab.loop.tool_view import expanded_tools
 from crab.loop.turn import Turn, handoff_note
-from crab.messages import AssistantMessage, Message, message_to_dict
+from crab.messages import AssistantMessage, Message, Usage, message_to_dict, usage_to_dict
 from crab.plugins import PluginHost
-from crab.providers import ModelInfo, Provider
+from crab.pricing import with_cost
+from crab.providers import ModelInfo, ModelRequest, Provider
 from crab.redaction import EventRedactor, Redactor
 from crab.storage import EntryType, Store
 from crab.tools import Tool
 
 Listener = Callable[[Event], None]
+CompactionReason = Literal["threshold", "overflow", "manual"]
 
 
 class Agent:
@@ -170,6 +184,100 @@ class Agent:
         sessions = await self.store.list_sessions(str(self.workspace), limit=1)
         return await self.resume(sessions[0].id) if sessions else None
 
+    # --- token budget and compaction -----------------------------------------------------------
+
+    def context_window(self) -> int:
+        """Tokens the model reads: ``[crab] context_window``, else the provider's model info, else
+        ``DEFAULT_CONTEXT_WINDOW``."""
+        configured = self.config.get("crab.context_window")
+        if configured:
+            return int(configured)
+        info = self.model_info()
+        return info.context_window if info is not None and info.context_window else DEFAULT_CONTEXT_WINDOW
+
+    def budget(self, session: Session) -> TokenBudget:
+        """The session's token budget (made on first use; its correction is learned per call)."""
+        if session.budget is None:
+            session.budget = TokenBudget(self.context_window(), float(self.config.get("crab.compact_at", 0.8)))
+        return session.budget
+
+    def tool_view(self) -> str:
+        return str(self.config.get("crab.tool_view", "progressive"))
+
+    def expanded_tools(self, session: Session) -> set[str]:
+        """Tools whose full schema the next request carries (derived from the context, see
+        ``crab/loop/tool_view.py``)."""
+        return expanded_tools(session.messages, self.tools, carried_tools(session.handoff))
+
+    async def compact(self, session: Session, reason: CompactionReason, focus: str | None = None) -> Compacted | None:
+        """Summarise older history into a compaction anchor and keep the recent turns verbatim.
+
+        None when there was nothing older to summarise or the summary failed (a ``CompactionEvent``
+        with ``phase="failed"`` says why). Each summarising call is priced and reported with one
+        ``UsageEvent``. Raises only on cancellation (or ``PluginError`` in strict mode).
+        """
+        budget = self.budget(session)
+        messages = list(session.messages)
+        history_tokens = raw_tokens(sum(message_chars(m) for m in messages))
+        cut = split(messages, keep_tokens(reason, budget.threshold, history_tokens))
+        before = int(history_tokens * budget.ratio)
+        if cut == 0:
+            why = "nothing older than the most recent turn to summarise"
+            self.emit(CompactionEvent(session.id, "failed", reason, tokens_before=before, error=why), session.id)
+            return None
+        older, kept = messages[:cut], messages[cut:]
+        self.emit(CompactionEvent(session.id, "start", reason, len(older), len(kept), before), session.id)
+        base = ModelRequest(model=self.model, system="", messages=(), temperature=self.temperature)
+        try:
+            summary = await summarise(
+                older,
+                previous=previous_summary(session.handoff),
+                focus=focus,
+                window=budget.window,
+                base=base,
+                send=lambda request: self._send(session, request),
+                on_event=lambda event: self.emit(event, session.id),
+            )
+        except (asyncio.CancelledError, KeyboardInterrupt, PluginError):
+            raise
+        except Exception as exc:  # a provider failing in any way leaves the history as it was
+            error = str(exc) if isinstance(exc, CrabError) else f"{type(exc).__name__}: {exc}"
+            self.emit(CompactionEvent(session.id, "failed", reason, tokens_before=before, error=error), session.id)
+            return None
+        total = Usage()
+        for usage in summary.usages:
+            priced = with_cost(usage, self.model_info())
+            total = total + priced
+            self.emit(UsageEvent(priced), session.id)
+            call = {"kind": "model_call", "purpose": "compaction", "model": self.model, "provider": self.provider.name}
+            await self.append_entry(session, "event", {**call, "usage": usage_to_dict(priced)})
+        payload = anchor_payload(
+            summary.text,
+            kept,
+            reason=reason,
+            focus=focus,
+            summarised=len(older),
+            tools=sorted(self.expanded_tools(session)),
+            tokens_before=before,
+        )
+        await self.append_entry(session, "anchor", payload)
+        budget.held_until = 0
+        session.handoff = payload
+        session.messages = carried(payload)[0]
+        after = int(raw_tokens(len(summary.text) + sum(message_chars(m) for m in session.messages)) * budget.ratio)
+        done = CompactionEvent(session.id, "done", reason, len(older), len(kept), before, after, summary.text)
+        self.emit(done, session.id)
+        return Compacted(len(older), len(kept), total)
+
+    async def _send(self, session: Session, request: ModelRequest) -> AsyncIterator[Event]:
+        """One request through ``crab_before_model_call`` and the provider (for compaction)."""
+        from contextlib import aclosing
+
+        request = await self.host.dispatch.before_model_call(request, session.id)
+        async with aclosing(self.provider.stream(request)) as stream:  # type: ignore[type-var]
+            async for event in stream:
+                yield event
+
     async def handoff(self, session: Session, name: str, state: Mapping[str, Any] | None = None) -> None:
         """Record a handoff anchor: context for the model starts afresh after it."""
         payload = {"name": name, "kind": "handoff", "state": dict(state or {})}
@@ -232,8 +340,13 @@ class Agent:
     # --- context and recording ----------------------------------------------------------------
 
     async def system_prompt(self, session: Session) -> str:
-        """Every plugin's ``crab_system_prompt`` parts, then the handoff note, joined by blank lines."""
+        """Every plugin's ``crab_system_prompt`` parts (core's default prompt and instruction files
+        first), then ``[crab] system_prompt_append``, then the handoff or compaction note, joined by
+        blank lines."""
         parts = self.host.dispatch.system_prompt(workspace=session.workspace, session_id=session.id, config=self.config)
+        appended = self.config.get("crab.system_prompt_append")
+        if isinstance(appended, str) and appended.strip():
+            parts.append(appended.strip())
         note = handoff_note(session.handoff)
         if note:
             parts.append(note)

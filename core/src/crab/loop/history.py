@@ -5,6 +5,8 @@ stay in storage but out of context; every tool call gets exactly one result, dir
 message (a synthetic error result where none was recorded); orphan and duplicate results are
 dropped; a user message left without a reply gets a synthetic assistant reply so roles alternate.
 Results pair with their calls by id wherever concurrent writers put them (see ``repair``).
+Context starts at the last handoff anchor; a compaction anchor (a handoff that carries the
+verbatim tail it kept, ``crab/loop/compaction.py``) starts it with that tail.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from crab.loop.compaction import carried
 from crab.messages import AssistantMessage, Message, ToolResultMessage, UserMessage, message_from_dict
 from crab.storage import Entry
 
@@ -46,6 +49,9 @@ def messages_from_entries(entries: Iterable[Entry]) -> tuple[list[Message], Mapp
         elif entry.type == "anchor" and entry.payload.get("kind") == "handoff":
             messages.clear()
             handoff = entry.payload
+            kept, bad = carried(entry.payload)  # a compaction anchor carries its verbatim tail
+            messages.extend(kept)
+            unreadable += bad
     return messages, handoff, unreadable
 
 

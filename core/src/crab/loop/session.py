@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from crab.events import TurnStop
+from crab.loop.budget import TokenBudget
 from crab.messages import Message, Usage
 from crab.storage import SessionInfo
 
@@ -46,6 +47,7 @@ class Session:
 
     ``messages`` is the repaired context since the last handoff (the store is the truth; this
     is a cache kept in step as entries are appended). ``state`` is the tools' session scratch.
+    ``budget`` is the token budget, made on first use (``Agent.budget``).
     """
 
     info: SessionInfo
@@ -59,6 +61,7 @@ class Session:
     task: asyncio.Task[TurnOutcome] | None = None
     busy: bool = False
     abort_requested: bool = False
+    budget: TokenBudget | None = None
 
     @property
     def id(self) -> str:

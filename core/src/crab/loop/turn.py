@@ -30,10 +30,12 @@ from crab.events import (
     TurnStop,
     UsageEvent,
 )
+from crab.loop.compaction import summary_note
 from crab.loop.guard import LoopGuard
 from crab.loop.history import INTERRUPTED, repair
 from crab.loop.session import QueuedInput, Session, TurnOutcome
 from crab.loop.tool_runner import ToolRunner
+from crab.loop.tool_view import hinted, tool_specs
 from crab.messages import (
     AssistantMessage,
     Thinking,
@@ -48,10 +50,14 @@ from crab.messages import (
 )
 from crab.pricing import with_cost
 from crab.providers import ModelRequest
-from crab.tools import Tool, ToolContext, ToolResult
+from crab.tools import Tool, ToolContext, ToolResult, ToolSpec
 
 if TYPE_CHECKING:
-    from crab.loop.agent import Agent
+    from crab.loop.agent import Agent, CompactionReason
+
+SCHEMAS_SENT = "[crab] The full schemas of {names} are in your tool list now. Continue."
+"""Recorded after a reply that only hinted at tools, so the model gets the next step."""
+STUB_CALL_NOTE = "(This tool was listed without its schema; its full schema is in your tool list for this turn.)"
 
 FINAL_ANSWER_NOTE = (
     "You have reached the limit of tool calls for this turn. Do not call tools; answer now with "
@@ -65,6 +71,12 @@ class Partial:
 
     text: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
+    calls: int = 0
+
+    @property
+    def empty(self) -> bool:
+        """Nothing was streamed yet (so a retry repeats nothing the user saw)."""
+        return not self.text and not self.thinking and not self.calls
 
     def message(self, stop: str, error: str | None, provider: str, model: str) -> AssistantMessage:
         thinking = (Thinking("".join(self.thinking)),) if self.thinking else ()
@@ -95,6 +107,7 @@ class Turn:
         self.pending: dict[str, ToolCall] = {}
         self.results: dict[str, ToolResultMessage] = {}
         self.steered: list[QueuedInput] = []
+        self.sent_full: set[str] = set()  # tools whose full schema the last request with tools carried
 
     def emit(self, event: Any) -> None:
         self.agent.emit(event, self.session.id)
@@ -148,6 +161,8 @@ class Turn:
             if message.stop_reason == "error":
                 return "error", message.error
             if not message.tool_calls:
+                if await self._hinted_only(message):
+                    continue
                 return "end", None
             stop = await self._run_tools(message, guard)
             if stop is not None:
@@ -170,12 +185,30 @@ class Turn:
 
     # --- model calls ------------------------------------------------------------------------
 
-    async def _model_call(self, *, with_tools: bool, note: str | None = None) -> AssistantMessage:
+    async def _hinted_only(self, message: AssistantMessage) -> bool:
+        """A reply that only hints at tools (``$name``) not expanded yet gets the next step at once,
+        with their schemas: one recorded note says so (the reply stays the model's)."""
+        if self.agent.tool_view() != "progressive" or not message.replayable:
+            return False
+        new = sorted(hinted(message.content, self.agent.tools) - self.sent_full)
+        if not new:
+            return False
+        names = ", ".join(new)
+        await self.agent.record_message(self.session, UserMessage(SCHEMAS_SENT.format(names=names)))
+        return True
+
+    async def _request(self, *, with_tools: bool, note: str | None) -> ModelRequest:
+        """The next request as plugins leave it (``crab_before_model_call``)."""
         agent, session = self.agent, self.session
         system = await agent.system_prompt(session)
         if note:
             system = f"{system}\n\n{note}" if system else note
-        tools = tuple(t.spec() for t in agent.tools.values()) if with_tools else ()
+        tools: tuple[ToolSpec, ...] = ()
+        if with_tools:
+            view = agent.tool_view()
+            expanded = agent.expanded_tools(session) if view == "progressive" else set(agent.tools)
+            tools = tool_specs(agent.tools, view, expanded)
+            self.sent_full = expanded
         request = ModelRequest(
             model=agent.model,
             system=system,
@@ -184,14 +217,51 @@ class Turn:
             max_tokens=agent.max_tokens,
             temperature=agent.temperature,
         )
-        request = await agent.host.dispatch.before_model_call(request, session.id)
+        return await agent.host.dispatch.before_model_call(request, session.id)
+
+    async def _compact(self, reason: CompactionReason) -> bool:
+        compacted = await self.agent.compact(self.session, reason)
+        if compacted is None:
+            return False
+        self.usage = self.usage + compacted.usage
+        return True
+
+    async def _model_call(self, *, with_tools: bool, note: str | None = None) -> AssistantMessage:
+        """One model call. Past the budget's threshold the history is compacted first; when the
+        provider says the request did not fit, it is compacted and the call is retried once."""
+        agent, session = self.agent, self.session
+        budget = agent.budget(session)
+        request = await self._request(with_tools=with_tools, note=note)
+        if budget.over(request):
+            if await self._compact("threshold"):
+                request = await self._request(with_tools=with_tools, note=note)
+            else:
+                budget.hold(request)
+        message, overflow = await self._call(request, hold_overflow=True)
+        if overflow is not None:
+            budget.overflowed(request)
+            if await self._compact("overflow"):
+                request = await self._request(with_tools=with_tools, note=note)
+                message, _ = await self._call(request, hold_overflow=False)
+            else:
+                self.emit(overflow)
+        if message.replayable:
+            budget.learn(request, message.usage)
+        if message.replayable:
+            self.text = message.content
+        return message
+
+    async def _call(self, request: ModelRequest, *, hold_overflow: bool) -> tuple[AssistantMessage, ErrorEvent | None]:
+        """Stream ``request`` and record the reply; with ``hold_overflow`` a context-overflow error
+        before any output is returned instead of shown (the caller may compact and retry)."""
+        agent, session = self.agent, self.session
         system_sha = hashlib.sha256(hash_bytes(request.system)).hexdigest()
         if system_sha not in session.system_hashes:
             await agent.append_entry(
                 session, "event", {"kind": "system_prompt", "sha256": system_sha, "text": request.system}
             )
             session.system_hashes.add(system_sha)
-        message = await self._stream(request)
+        message, overflow = await self._stream(request, hold_overflow=hold_overflow)
         usage = message.usage
         if usage is not None:
             usage = with_cost(usage, agent.model_info())
@@ -208,13 +278,19 @@ class Turn:
         }
         if usage is not None:
             event["usage"] = usage_to_dict(usage)
+        if overflow is not None:
+            event["error_kind"] = "context_overflow"
         await agent.append_entry(session, "event", event)
-        if message.replayable:
-            self.text = message.content
-        return message
+        return message, overflow
 
-    async def _stream(self, request: ModelRequest) -> AssistantMessage:
-        """The provider's reply; its own ``UsageEvent``s are not forwarded (the loop reports usage once)."""
+    async def _stream(
+        self, request: ModelRequest, *, hold_overflow: bool = False
+    ) -> tuple[AssistantMessage, ErrorEvent | None]:
+        """The provider's reply; its own ``UsageEvent``s are not forwarded (the loop reports usage once).
+
+        With ``hold_overflow``, a context-overflow error that comes before any output is returned
+        as the second value instead of being emitted."""
+        held: ErrorEvent | None = None
         agent = self.agent
         partial = self.partial = Partial()
         provider, model = agent.provider.name, agent.model
@@ -224,6 +300,7 @@ class Turn:
             async with aclosing(agent.provider.stream(request)) as stream:  # type: ignore[type-var]
                 async for event in stream:
                     if isinstance(event, ToolCallEvent):
+                        partial.calls += 1
                         event = ToolCallEvent(replace(event.call, id=unique_id(event.call.id, taken)))
                     elif isinstance(event, TextDelta):
                         partial.text.append(event.text)
@@ -232,7 +309,10 @@ class Turn:
                     elif isinstance(event, UsageEvent):
                         continue
                     elif isinstance(event, ErrorEvent):
-                        self.emit(event)
+                        if hold_overflow and event.kind == "context_overflow" and partial.empty:
+                            held = event
+                        else:
+                            self.emit(event)
                         message = partial.message("error", event.message, provider, model)
                         break
                     elif isinstance(event, MessageEnd):
@@ -240,7 +320,10 @@ class Turn:
                         break
                     self.emit(event)
         except ProviderError as exc:
-            self.emit(ErrorEvent(str(exc), exc.kind))
+            if hold_overflow and exc.kind == "context_overflow" and partial.empty:
+                held = ErrorEvent(str(exc), exc.kind)
+            else:
+                self.emit(ErrorEvent(str(exc), exc.kind))
             message = partial.message("error", str(exc), provider, model)
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
@@ -255,7 +338,7 @@ class Turn:
             message = partial.message("error", text, provider, model)
         if message.provider is None or message.model is None:
             message = replace(message, provider=message.provider or provider, model=message.model or model)
-        return message
+        return message, held
 
     # --- tools ------------------------------------------------------------------------------
 
@@ -279,11 +362,16 @@ class Turn:
     async def _record_result(self, call: ToolCall, result: ToolResult, duration_ms: float) -> None:
         if call.id not in self.pending:
             return  # already settled (an abort raced the tool)
-        message = ToolResultMessage(call.id, call.name, result.content, result.is_error)
+        content = result.content
+        stub = call.name in self.agent.tools and call.name not in self.sent_full
+        invalid = result.is_error and content.startswith(f"invalid arguments for {call.name}")
+        if invalid and stub and self.agent.tool_view() == "progressive":
+            content = f"{content}\n{STUB_CALL_NOTE}"
+        message = ToolResultMessage(call.id, call.name, content, result.is_error)
         await self.agent.append_entry(self.session, "tool_result", message_to_dict(message))
         self.pending.pop(call.id, None)
         self.results[call.id] = message
-        self.emit(ToolResultEvent(call.id, call.name, result.content, result.is_error, duration_ms))
+        self.emit(ToolResultEvent(call.id, call.name, content, result.is_error, duration_ms))
 
     async def _pair_all(self, calls: tuple[ToolCall, ...], reason: str) -> None:
         self.pending = {c.id: c for c in calls}
@@ -325,6 +413,9 @@ def handoff_note(handoff: Mapping[str, Any] | None) -> str | None:
     """The system prompt's note about a handoff anchor (with its summary), if the session has one."""
     if not handoff:
         return None
+    compacted = summary_note(handoff)
+    if compacted is not None:
+        return compacted
     state = handoff.get("state") or {}
     summary = state.get("summary") if isinstance(state, Mapping) else None
     note = f"Earlier conversation was handed off at anchor {handoff.get('name')!r}."

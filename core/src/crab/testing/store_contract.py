@@ -263,6 +263,44 @@ class StoreContract:
         appended = append_all(store, info.id, [("message", user("a")), ("anchor", handoff("h"))])
         assert run(store.entries(info.id, since_handoff=True)) == appended[1:]
 
+    def test_a_compaction_anchor_round_trips_and_starts_the_context(self, store: Store) -> None:
+        """A compaction (``crab/loop/compaction.py``) is a handoff anchor whose payload also holds
+        the verbatim tail it kept, tool calls and results included; a store keeps it whole."""
+        kept = [
+            user("the question"),
+            assistant("", stop_reason="tool_use", tool_calls=[{"id": "c1", "name": "read", "arguments": {"p": "ü"}}]),
+            {"v": 1, "role": "tool", "call_id": "c1", "name": "read", "content": "line\n\tindented", "is_error": True},
+        ]
+        compaction = {
+            "name": "compaction",
+            "kind": "handoff",
+            "state": {"summary": "Goal: fix the parser. Progress: read parser.py."},
+            "compaction": {
+                "reason": "threshold",
+                "summarised": 40,
+                "kept": kept,
+                "tools": ["read"],
+                "tokens_before": 9000,
+            },
+        }
+        info = run(store.create_session(WORKSPACE))
+        appended = append_all(
+            store,
+            info.id,
+            [*[("message", m) for m in kept], ("anchor", compaction), ("message", user("after"))],
+        )
+        recent = run(store.entries(info.id, since_handoff=True))
+        assert recent == appended[3:]
+        assert recent[0].payload == compaction
+        assert run(store.entries(info.id)) == appended
+        reopened = self.reopen(store)
+        if reopened is not None:
+            run(reopened.open())
+            try:
+                assert run(reopened.entries(info.id, since_handoff=True)) == appended[3:]
+            finally:
+                run(reopened.close())
+
     # --- fork -------------------------------------------------------------------------------
 
     def _source(self, store: Store) -> tuple[SessionInfo, list[Entry]]:

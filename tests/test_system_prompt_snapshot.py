@@ -1,0 +1,54 @@
+"""The system prompt and the first request's tool list for a typical plugin set (core and
+crab-tools-basic), rendered with a fixed date and workspace and compared with
+``tests/snapshots/system_prompt.txt``: agent quality lives in this text, so every change to it
+is a reviewed diff.
+
+After an intended change, rewrite the snapshot and review the diff before committing::
+
+    UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/test_system_prompt_snapshot.py
+    git diff tests/snapshots/system_prompt.txt
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import crab_tools_basic
+import pytest
+from crab import prompt
+from crab.loop.budget import schema_tokens
+from crab.loop.tool_view import tool_specs
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "system_prompt.txt"
+WORKSPACE = "/home/user/project"
+
+
+def render(h) -> str:
+    request = h.requests[0]
+    system = request.system.replace(str(h.workspace), WORKSPACE)
+    tools = "\n".join(
+        json.dumps({"name": s.name, "description": s.description, "parameters": s.parameters}, ensure_ascii=False)
+        for s in request.tools
+    )
+    full = schema_tokens(tool_specs(h.agent.tools, "full", ()))
+    sent = schema_tokens(request.tools)
+    return (
+        f"==== system prompt ====\n{system}\n"
+        f"==== tools in the first request (progressive view) ====\n{tools}\n"
+        f"==== estimated schema tokens: {sent} progressive, {full} full ====\n"
+    )
+
+
+def test_the_system_prompt_matches_its_snapshot(crab_agent, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(prompt, "today", lambda: "2026-01-15")
+    h = crab_agent([[{"text": "ok"}]], plugins={"tools-basic": crab_tools_basic})
+    h.run("hello")
+    text = render(h)
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        SNAPSHOT.write_text(text, encoding="utf-8")
+    assert SNAPSHOT.exists(), "no snapshot yet: run with UPDATE_SNAPSHOTS=1 and review it"
+    assert text == SNAPSHOT.read_text(encoding="utf-8"), (
+        "the system prompt changed: if intended, run with UPDATE_SNAPSHOTS=1 and review the diff"
+    )
