@@ -52,9 +52,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 def _version(value: bool) -> None:
     if value:
-        from crab._version import __version__
+        from crab.cli.version import version_lines
 
-        typer.echo(f"crab {__version__}")
+        typer.echo("\n".join(version_lines()))
         raise typer.Exit()
 
 
