@@ -26,6 +26,8 @@ plugins_app = typer.Typer(help="List, enable and disable plugins.", rich_markup_
 config_app = typer.Typer(help="Show and change configuration (comments in the TOML survive).", rich_markup_mode=None)
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(config_app, name="config")
+plugin_app = typer.Typer(help="Create a new plugin package from crab's template.", rich_markup_mode=None)
+app.add_typer(plugin_app, name="plugin")
 
 
 class Output(StrEnum):
@@ -227,6 +229,20 @@ def plugins_disable(name: str, project: ScopeProject = False, user: ScopeUser = 
     set_enabled(name, False, project, user)
 
 
+@plugin_app.command("new")
+def plugin_new(
+    name: Annotated[str, typer.Argument(help="The plugin's name, e.g. word-count (distribution crab-NAME).")],
+    kind: Annotated[
+        str, typer.Option("--kind", help="tool, provider, store, channel, renderer or command: the hook it shows.")
+    ] = "tool",
+    folder: Annotated[Path | None, typer.Option("--dir", help="Folder to create (default: ./crab-NAME).")] = None,
+) -> None:
+    """Create a complete plugin package (pyproject, hooks, tests, README) in a new folder."""
+    from crab.cli.plugin_new import new_plugin
+
+    new_plugin(name, kind, folder)
+
+
 @config_app.command("show")
 def config_show(as_json: JsonOpt = False) -> None:
     """The merged configuration (defaults, user, project, environment)."""
@@ -317,7 +333,7 @@ def run_app(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     _add_sessions()
     try:
-        if not (args and args[0] in ("plugins", "doctor", "config", "trust", "untrust")):
+        if not (args and args[0] in ("plugins", "plugin", "doctor", "config", "trust", "untrust")):
             _add_plugin_commands()
         app(args=args, prog_name="crab")
     except SystemExit as exc:
