@@ -53,7 +53,7 @@ KINDS: dict[str, Kind] = {
         "a session store for crab keeping one JSON file per session",
         "store",
         "the session store `${name}`: one JSON file per session, rewritten atomically on each append.",
-        "```sh\ncrab run --store ${name} \"hello\"      # or [crab] store = \"${name}\"\n```",
+        '```sh\ncrab run --store ${name} "hello"      # or [crab] store = "${name}"\n```',
         "```toml\n[plugins.${name}]\n"
         'root = "~/.crab/${name}"   # where the session files go (default: $$CRAB_HOME/${name}); trust-only\n```',
     ),
