@@ -22,7 +22,7 @@ app = typer.Typer(
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-plugins_app = typer.Typer(help="List, enable and disable plugins.", rich_markup_mode=None)
+plugins_app = typer.Typer(help="List, enable, disable, install and uninstall plugins.", rich_markup_mode=None)
 config_app = typer.Typer(help="Show and change configuration (comments in the TOML survive).", rich_markup_mode=None)
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(config_app, name="config")
@@ -241,6 +241,28 @@ def plugin_new(
     from crab.cli.plugin_new import new_plugin
 
     new_plugin(name, kind, folder)
+
+
+@plugins_app.command("install")
+def plugins_install(
+    specs: Annotated[list[str], typer.Argument(help="Distributions, folders or wheel files, as pip takes them.")],
+    editable: Annotated[bool, typer.Option("--editable", "-e", help="Install folders in editable mode.")] = False,
+    upgrade: Annotated[bool, typer.Option("--upgrade", "-U", help="Upgrade what is installed.")] = False,
+) -> None:
+    """Install plugins with pip into crab's own environment and enable them in your user config."""
+    from crab.cli.plugins_cmd import install_plugins
+
+    install_plugins(specs, editable, upgrade)
+
+
+@plugins_app.command("uninstall")
+def plugins_uninstall(
+    names: Annotated[list[str], typer.Argument(help="Plugin names (see `crab plugins list`) or distributions.")],
+) -> None:
+    """Uninstall plugins with pip and remove them from your user config's plugin lists."""
+    from crab.cli.plugins_cmd import uninstall_plugins
+
+    uninstall_plugins(names)
 
 
 @config_app.command("show")
