@@ -107,7 +107,7 @@ def test_the_plugin_is_an_entry_point_with_an_api_range(folder: Path):
     assert meta["project"]["entry-points"]["crab"] == {folder.name: package_of(folder)}
     assert any(r.startswith("crab-core") for r in meta["project"]["dependencies"])
     init = (folder / "src" / package_of(folder) / "__init__.py").read_text()
-    assert re.search(r'^CRAB_API = "[^"]+"', init, re.M), "declare CRAB_API = \">=1.0,<2\" (a string)"
+    assert re.search(r'^CRAB_API = "[^"]+"', init, re.M), 'declare CRAB_API = ">=1.0,<2" (a string)'
 
 
 @pytest.mark.parametrize("folder", PLUGINS, ids=lambda p: p.name)
