@@ -507,3 +507,28 @@ def update_plugin_lists(path: Path, name: str, enable: bool) -> None:
     from crab.atomic import write_atomic
 
     write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
+
+
+def forget_plugin(path: Path, name: str) -> bool:
+    """``crab plugins uninstall``: drop ``name`` from ``[plugins]`` enabled and disabled, in place.
+
+    Returns whether the file named it; a file that does not is left untouched.
+    """
+    import tomlkit
+
+    read_toml(path)
+    if not path.exists():
+        return False
+    doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    plugins: Any = doc.get("plugins")
+    changed = False
+    for key in ("enabled", "disabled"):
+        names = plugins.get(key) if plugins is not None else None
+        while names is not None and name in names:
+            names.remove(name)
+            changed = True
+    if changed:
+        from crab.atomic import write_atomic
+
+        write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
+    return changed

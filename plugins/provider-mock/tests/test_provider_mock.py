@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from crab.errors import ConfigError
 from crab.testing import load_script, make_config
-from crab_provider_mock.provider import ScriptFileProvider
+from crab_provider_mock.provider import ScriptFileProvider, packaged_scripts, script_path
 
 
 def test_json_and_toml_scripts_load(tmp_path: Path):
@@ -45,9 +45,22 @@ def test_malformed_scripts_are_one_line_config_errors(tmp_path: Path, content: s
 
 def test_provider_needs_a_script(crab_home):
     provider = ScriptFileProvider(make_config())
-    with pytest.raises(ConfigError, match="needs a script: pass -m mock/FILE"):
+    with pytest.raises(ConfigError, match=r"needs a script: try -m mock/tour .*pass -m mock/FILE"):
         provider.check("scripted")
-    assert [m.id for m in provider.models()] == ["scripted"]
+    assert [m.id for m in provider.models()] == ["scripted", "tour"]
+
+
+def test_a_packaged_name_wins_over_a_file_of_that_name(crab_home, tmp_path: Path, monkeypatch):
+    # Only core and this plugin are installed here, so the tour's tools are not: the tour with
+    # real tools runs in tests/test_quickstart.py and from wheels in tests/test_packaging.py.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tour").write_text("not a script")
+    path = script_path(make_config(), "tour")
+    assert path == packaged_scripts()["tour"] and path.is_file()
+    replies, loop = load_script(str(path))
+    assert [step["tool"] for reply in replies for step in reply if "tool" in step] == ["ls", "glob", "grep"]
+    assert loop is False
+    assert script_path(make_config(), "tour.json") == tmp_path / "tour.json"
 
 
 def test_crab_run_replays_the_script(crab_cli, tmp_path: Path):

@@ -9,9 +9,9 @@ def main() -> None:
     """Entry point of the ``crab`` command."""
     args = sys.argv[1:]
     if args in (["--version"], ["-V"]):
-        from crab._version import __version__
+        from crab.cli.version import version_lines
 
-        print(f"crab {__version__}")
+        print("\n".join(version_lines()))
         return
     from crab.cli.signals import GATE, Interrupted, finish
 

@@ -22,10 +22,12 @@ app = typer.Typer(
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-plugins_app = typer.Typer(help="List, enable and disable plugins.", rich_markup_mode=None)
+plugins_app = typer.Typer(help="List, enable, disable, install and uninstall plugins.", rich_markup_mode=None)
 config_app = typer.Typer(help="Show and change configuration (comments in the TOML survive).", rich_markup_mode=None)
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(config_app, name="config")
+plugin_app = typer.Typer(help="Create a new plugin package from crab's template.", rich_markup_mode=None)
+app.add_typer(plugin_app, name="plugin")
 
 
 class Output(StrEnum):
@@ -52,9 +54,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 def _version(value: bool) -> None:
     if value:
-        from crab._version import __version__
+        from crab.cli.version import version_lines
 
-        typer.echo(f"crab {__version__}")
+        typer.echo("\n".join(version_lines()))
         raise typer.Exit()
 
 
@@ -236,6 +238,42 @@ def plugins_disable(name: str, project: ScopeProject = False, user: ScopeUser = 
     set_enabled(name, False, project, user)
 
 
+@plugin_app.command("new")
+def plugin_new(
+    name: Annotated[str, typer.Argument(help="The plugin's name, e.g. word-count (distribution crab-NAME).")],
+    kind: Annotated[
+        str, typer.Option("--kind", help="tool, provider, store, channel, renderer or command: the hook it shows.")
+    ] = "tool",
+    folder: Annotated[Path | None, typer.Option("--dir", help="Folder to create (default: ./crab-NAME).")] = None,
+) -> None:
+    """Create a complete plugin package (pyproject, hooks, tests, README) in a new folder."""
+    from crab.cli.plugin_new import new_plugin
+
+    new_plugin(name, kind, folder)
+
+
+@plugins_app.command("install")
+def plugins_install(
+    specs: Annotated[list[str], typer.Argument(help="Distributions, folders or wheel files, as pip takes them.")],
+    editable: Annotated[bool, typer.Option("--editable", "-e", help="Install folders in editable mode.")] = False,
+    upgrade: Annotated[bool, typer.Option("--upgrade", "-U", help="Upgrade what is installed.")] = False,
+) -> None:
+    """Install plugins with pip into crab's own environment and enable them in your user config."""
+    from crab.cli.plugins_cmd import install_plugins
+
+    install_plugins(specs, editable, upgrade)
+
+
+@plugins_app.command("uninstall")
+def plugins_uninstall(
+    names: Annotated[list[str], typer.Argument(help="Plugin names (see `crab plugins list`) or distributions.")],
+) -> None:
+    """Uninstall plugins with pip and remove them from your user config's plugin lists."""
+    from crab.cli.plugins_cmd import uninstall_plugins
+
+    uninstall_plugins(names)
+
+
 @config_app.command("show")
 def config_show(as_json: JsonOpt = False) -> None:
     """The merged configuration (defaults, user, project, environment)."""
@@ -326,7 +364,7 @@ def run_app(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     _add_sessions()
     try:
-        if not (args and args[0] in ("plugins", "doctor", "config", "trust", "untrust")):
+        if not (args and args[0] in ("plugins", "plugin", "doctor", "config", "trust", "untrust")):
             _add_plugin_commands()
         app(args=args, prog_name="crab")
     except SystemExit as exc:

@@ -51,3 +51,105 @@ def set_enabled(name: str, enable: bool, project: bool, user: bool) -> None:
     path = config.path_for("project" if project else "user" if user else None)
     update_plugin_lists(path, name, enable)
     typer.echo(f"{'enabled' if enable else 'disabled'} {name} in {path}")
+
+
+# --- crab plugins install / uninstall ---------------------------------------------------------
+# pip runs in crab's own environment (sys.executable), so what it installs is what crab finds.
+# No plugin is imported here: the names come from the installed entry points (crab/entrypoints.py),
+# so both commands work while another installed plugin is broken.
+
+
+def _installed() -> dict[str, tuple[str, str]]:
+    """Every installed plugin: name → (distribution, version), read from metadata only."""
+    from crab.entrypoints import entry_points
+
+    return {ep.name: (ep.dist.name, ep.dist.version) if ep.dist else ("", "") for ep in entry_points("crab")}
+
+
+def _normalized(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pip(args: list[str]) -> int:
+    """Run ``python -m pip ARGS`` in crab's environment, its output shown (redacted) as it comes."""
+    import subprocess
+    import sys
+
+    from crab.auth import known_secrets
+    from crab.redaction import Redactor
+
+    redactor = Redactor(known_secrets())
+    command = [sys.executable, "-m", "pip", *args]
+    typer.echo(f"$ python -m pip {' '.join(args)}", err=True)
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, errors="replace"
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            typer.echo(redactor.text(line.rstrip("\n")), err=True)
+    return process.returncode
+
+
+def pip_spec(spec: str) -> str:
+    """What pip is given for ``spec``: a bare plugin name means its distribution (``tools-basic`` →
+    ``crab-tools-basic``), so a plugin's name never installs an unrelated package of that name."""
+    import re
+    from pathlib import Path
+
+    bare = re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", spec) is not None
+    return f"crab-{spec}" if bare and not spec.startswith("crab-") and not Path(spec).exists() else spec
+
+
+def install_plugins(specs: list[str], editable: bool, upgrade: bool) -> None:
+    """pip-install ``specs`` (names, paths, wheels) and enable the crab plugins they add in the user config."""
+    from crab.config import read_toml, update_plugin_lists, user_config_path
+    from crab.errors import UsageError
+
+    specs = [pip_spec(spec) for spec in specs]
+    path = user_config_path()
+    read_toml(path)  # a malformed config fails now, before pip changes anything
+    before = _installed()
+    args = ["install", *(["--upgrade"] if upgrade else [])]
+    for spec in specs:
+        args.extend(["--editable", spec] if editable else [spec])
+    code = _pip(args)
+    if code != 0:
+        raise CrabError(f"pip install failed (exit {code}); nothing was recorded in {path}")
+    after = _installed()
+    wanted = {_normalized(spec) for spec in specs}
+    added = sorted(name for name, (dist, _) in after.items() if name not in before or _normalized(dist) in wanted)
+    if not added:
+        raise UsageError(f"pip installed {' '.join(specs)}, but it adds no crab plugin (no entry point in group crab)")
+    enabled = read_toml(path).get("plugins", {}).get("enabled")
+    for name in added:
+        dist, version = after[name]
+        update_plugin_lists(path, name, True)
+        where = f"enabled in {path}" if enabled is not None else "loads: [plugins] enabled is not set"
+        typer.echo(f"installed plugin {name} ({dist} {version}); {where}")
+
+
+def uninstall_plugins(names: list[str]) -> None:
+    """pip-uninstall the distributions of the named plugins (or distributions); forget them in the user config."""
+    from crab.config import forget_plugin, user_config_path
+    from crab.errors import UsageError
+
+    installed = _installed()
+    dists: dict[str, list[str]] = {}
+    for name in names:
+        matches = [p for p, (dist, _) in installed.items() if p == name or _normalized(dist) == _normalized(name)]
+        if _normalized(name) == "crab-core":
+            raise UsageError("crab-core is crab itself: uninstall it with pip")
+        if not matches:
+            raise UsageError(f"no installed plugin or distribution {name!r}; `crab plugins list` shows the names")
+        for plugin in matches:
+            dists.setdefault(installed[plugin][0], []).append(plugin)
+    code = _pip(["uninstall", "--yes", *dists])
+    if code != 0:
+        raise CrabError(f"pip uninstall failed (exit {code})")
+    path = user_config_path()
+    for dist, plugins in dists.items():
+        for plugin in sorted(set(plugins) | {p for p, (d, _) in installed.items() if d == dist}):
+            forgot = forget_plugin(path, plugin)
+            typer.echo(f"uninstalled plugin {plugin} ({dist})" + (f"; removed from {path}" if forgot else ""))

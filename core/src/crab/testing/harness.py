@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crab.cli.runtime import apply_declarations
 from crab.config import Config, load_config
 from crab.events import Event
 from crab.interception import AskUser
@@ -67,6 +68,9 @@ class AgentHarness:
         self.workspace = workspace or Path.cwd()
         self.config = make_config(config, cwd=self.workspace)
         self.host = build_host(plugins, self.config)
+        # As a real run does: check each declared [plugins.<name>] table and fill its defaults,
+        # so a plugin's tools and commands read the same settings here as under `crab run`.
+        apply_declarations(self.host, self.config)
         self.provider: Provider = provider or ScriptedProvider(replies)
         self.store = store or MemoryStore()
         self.agent = Agent(

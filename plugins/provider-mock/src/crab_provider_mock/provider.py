@@ -1,7 +1,9 @@
 """The ``mock`` provider: the model id names the script file, replayed with the scripted engine.
 
 ``crab run -m mock/examples/tour.json "…"`` replays ``examples/tour.json`` (relative paths are
-read from the current folder). The model ``scripted`` (the default when no model is given) reads
+read from the current folder); a bare name that is one of the scripts shipped in this package
+(``crab run -m mock/tour "…"``) replays that script, so a pip user has a demo with no file of
+their own. The model ``scripted`` (the default when no model is given) reads
 ``[plugins.provider-mock] script`` instead. Core knows nothing of scripts: the model id is the
 provider-agnostic way every provider is told what to run.
 """
@@ -15,15 +17,30 @@ from crab import Config, ConfigError, ModelInfo, ModelRequest, StreamEvent
 from crab.testing import ScriptedProvider, load_script
 
 DEFAULT_MODEL = "scripted"
+SCRIPTS = Path(__file__).parent / "scripts"
+"""Scripts shipped in the package, named by their file stem (``tour``)."""
 NO_SCRIPT = (
-    "the mock provider needs a script: pass -m mock/FILE (see examples/tour.json) or set [plugins.provider-mock] script"
+    "the mock provider needs a script: try -m mock/tour (a packaged tour), pass -m mock/FILE,"
+    " or set [plugins.provider-mock] script"
 )
 
 
+def packaged_scripts() -> dict[str, Path]:
+    """The scripts shipped in this package, by name."""
+    return {path.stem: path for path in sorted(SCRIPTS.glob("*.json"))}
+
+
 def script_path(config: Config, model: str = DEFAULT_MODEL) -> Path | None:
-    """The script a model id names: the id itself, or ``[plugins.provider-mock] script`` for ``scripted``."""
+    """The script a model id names: a packaged script's name, a file, or ``[plugins.provider-mock] script``.
+
+    A bare packaged name (``tour``) wins over a file of that name in the current folder, so
+    ``-m mock/tour`` means the same everywhere; any other id is a path.
+    """
     value = model if model and model != DEFAULT_MODEL else config.plugin_settings("provider-mock").get("script")
-    return Path(str(value)).expanduser().resolve() if value else None
+    if not value:
+        return None
+    packaged = packaged_scripts().get(str(value))
+    return packaged if packaged is not None else Path(str(value)).expanduser().resolve()
 
 
 class ScriptFileProvider:
@@ -36,7 +53,8 @@ class ScriptFileProvider:
         self._engines: dict[str, ScriptedProvider] = {}
 
     def models(self) -> list[ModelInfo]:
-        return [ModelInfo(id=DEFAULT_MODEL, provider=self.name, context_window=1_000_000)]
+        names = [DEFAULT_MODEL, *packaged_scripts()]
+        return [ModelInfo(id=name, provider=self.name, context_window=1_000_000) for name in names]
 
     def _load(self, model: str) -> ScriptedProvider:
         engine = self._engines.get(model)

@@ -1,0 +1,176 @@
+"""Every package of the repository has the shape docs/plugins.md asks of a plugin, and ships.
+
+Checked for core/ and for every plugins/*/ folder, so a new plugin that follows the documented
+shape passes without editing this file: a pyproject on hatchling naming crab-<folder>, a README
+and a LICENSE, one place for the version, bounded crab-core dependency, the `crab` entry point,
+py.typed, CRAB_API. Each plugin README carries its config keys in a block generated from the
+plugin's own ConfigTable (so it cannot drift): regenerate with `python tests/test_plugin_packages.py`.
+The slow test builds a wheel and an sdist of every package and looks inside them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import subprocess
+import sys
+import tarfile
+import tomllib
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGINS = sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file())
+PACKAGES = [ROOT / "core", *PLUGINS]
+BEGIN = "<!-- config-keys: generated from the plugin's ConfigTable by tests/test_plugin_packages.py; do not edit -->"
+END = "<!-- config-keys: end -->"
+LOWER = re.compile(r"(>=|==|~=|>)\s*\d")
+
+
+def project(folder: Path) -> dict[str, Any]:
+    return tomllib.loads((folder / "pyproject.toml").read_text())
+
+
+def package_of(folder: Path) -> str:
+    return "crab" if folder.name == "core" else "crab_" + folder.name.replace("-", "_")
+
+
+def config_keys_block(plugin: str) -> str:
+    """The README block listing ``[plugins.<plugin>]``: each key, its type, default and meaning."""
+    from crab.config_tables import show_value
+
+    module = importlib.import_module("crab_" + plugin.replace("-", "_"))
+    declare = getattr(module, "crab_config_table", None)
+    table = declare() if declare is not None else None
+    if table is None:
+        return f"{BEGIN}\nThis plugin has no settings.\n{END}"
+    rows = [f"`[plugins.{plugin}]`" + (f": {table.doc}" if table.doc else ""), "", "| key | type | default | meaning |"]
+    rows.append("|---|---|---|---|")
+    for s in table.settings:
+        default = "unset" if s.default is None else "`{}`" if s.default == {} else f"`{show_value(s.default)}`"
+        doc = s.doc.replace("|", "\\|") + (f" ({s.trust})" if s.trust else "")
+        rows.append(f"| `{s.name}` | {s.kind} | {default} | {doc} |")
+    return "\n".join([BEGIN, *rows, END])
+
+
+def readme_block(text: str) -> str | None:
+    start, end = text.find(BEGIN), text.find(END)
+    return text[start : end + len(END)] if start >= 0 and end > start else None
+
+
+@pytest.mark.parametrize("folder", PACKAGES, ids=lambda p: p.name)
+def test_the_package_has_the_documented_shape(folder: Path):
+    meta = project(folder)
+    build = meta["build-system"]
+    assert build["build-backend"] == "hatchling.build" and any(r.startswith("hatchling") for r in build["requires"])
+    info = meta["project"]
+    assert info["name"] == ("crab-core" if folder.name == "core" else f"crab-{folder.name}")
+    assert info["readme"] == "README.md" and (folder / "README.md").is_file()
+    assert info.get("license") and (folder / "LICENSE").is_file(), "declare license and add a LICENSE file"
+    assert info["requires-python"].startswith(">=3.")
+    package = folder / "src" / package_of(folder)
+    assert (package / "py.typed").is_file(), f"add {package.relative_to(ROOT)}/py.typed"
+    assert meta["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"] == [f"src/{package_of(folder)}"]
+
+
+@pytest.mark.parametrize("folder", PACKAGES, ids=lambda p: p.name)
+def test_the_version_is_written_in_one_place(folder: Path):
+    meta = project(folder)
+    package = folder / "src" / package_of(folder)
+    assigned = [p for p in package.rglob("*.py") if re.search(r"^__version__\s*=\s*['\"]", p.read_text(), re.M)]
+    if "version" in meta["project"].get("dynamic", []):
+        source = folder / meta["tool"]["hatch"]["version"]["path"]
+        assert assigned == [source], f"the version lives in {source} only"
+    else:
+        assert re.fullmatch(r"\d+\.\d+\.\d+", meta["project"]["version"])
+        assert assigned == [], "a static version in pyproject.toml is the one place; read it from metadata"
+
+
+@pytest.mark.parametrize("folder", PACKAGES, ids=lambda p: p.name)
+def test_dependencies_have_ranges(folder: Path):
+    info = project(folder)["project"]
+    requirements = list(info.get("dependencies", []))
+    requirements += [r for extra in info.get("optional-dependencies", {}).values() for r in extra]
+    for requirement in requirements:
+        name = re.split(r"[\[<>=~!; ]", requirement, maxsplit=1)[0]
+        assert LOWER.search(requirement), f"{folder.name}: {requirement!r} needs a lower bound (>=X.Y)"
+        if name == "crab-core":
+            assert "<" in requirement, f"{folder.name}: {requirement!r} needs an upper bound (<1)"
+
+
+@pytest.mark.parametrize("folder", PLUGINS, ids=lambda p: p.name)
+def test_the_plugin_is_an_entry_point_with_an_api_range(folder: Path):
+    meta = project(folder)
+    assert meta["project"]["entry-points"]["crab"] == {folder.name: package_of(folder)}
+    assert any(r.startswith("crab-core") for r in meta["project"]["dependencies"])
+    init = (folder / "src" / package_of(folder) / "__init__.py").read_text()
+    assert re.search(r'^CRAB_API = "[^"]+"', init, re.M), 'declare CRAB_API = ">=1.0,<2" (a string)'
+
+
+@pytest.mark.parametrize("folder", PLUGINS, ids=lambda p: p.name)
+def test_the_readme_says_what_how_to_install_its_settings_and_an_example(folder: Path):
+    text = (folder / "README.md").read_text()
+    assert text.startswith(f"# crab-{folder.name}\n")
+    assert "## Install" in text and (f"pip install crab-{folder.name}" in text or "crab plugins install" in text)
+    assert re.search(r"```(sh|console)\n[^`]*\bcrab ", text), "give one example: a ```sh block running crab"
+    block = readme_block(text)
+    assert block is not None, f"add the config keys block: python {Path(__file__).relative_to(ROOT)}"
+    assert block == config_keys_block(folder.name), f"regenerate: python {Path(__file__).relative_to(ROOT)}"
+
+
+@pytest.mark.slow
+def test_every_package_builds_a_wheel_and_an_sdist(tmp_path: Path):
+    """Built with hatchling from requirements-dev.txt, without isolation, so offline."""
+    wheels = tmp_path / "wheels"
+    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels)]
+    result = subprocess.run([*pip, *map(str, PACKAGES)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for folder in PACKAGES:
+        info = project(folder)["project"]
+        stem = info["name"].replace("-", "_")
+        [wheel] = wheels.glob(f"{stem}-*.whl")
+        names = zipfile.ZipFile(wheel).namelist()
+        package = package_of(folder)
+        assert f"{package}/py.typed" in names and f"{package}/__init__.py" in names
+        assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), names
+        metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+        assert f"\nName: {info['name']}\n" in metadata and "\nLicense-Expression: " in metadata
+        if folder.name != "core":
+            points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
+            assert f"[crab]\n{folder.name} = {package}" in points
+        sdist = subprocess.run(
+            [sys.executable, "-m", "hatchling", "build", "-t", "sdist", "-d", str(tmp_path / "sdist")],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert sdist.returncode == 0, sdist.stderr[-3000:]
+        [archive] = (tmp_path / "sdist").glob(f"{stem}-*.tar.gz")
+        members = {m.split("/", 1)[1] for m in tarfile.open(archive).getnames() if "/" in m}
+        assert {"pyproject.toml", "README.md", "LICENSE", f"src/{package}/__init__.py"} <= members, members
+        archive.unlink()
+    core = zipfile.ZipFile(next(wheels.glob("crab_core-*.whl"))).namelist()
+    assert "crab/templates/plugin/tool/tools.py.tmpl" in core  # what `crab plugin new` renders from
+    mock = zipfile.ZipFile(next(wheels.glob("crab_provider_mock-*.whl"))).namelist()
+    assert "crab_provider_mock/scripts/tour.json" in mock  # `-m mock/tour` for pip users
+
+
+def write_readme_blocks() -> None:
+    """Put (or refresh) the generated config keys block in every plugin README."""
+    for folder in PLUGINS:
+        path = folder / "README.md"
+        text = path.read_text()
+        block = config_keys_block(folder.name)
+        old = readme_block(text)
+        if old is None:
+            raise SystemExit(f"{path}: add the two marker lines under ## Configuration, then run this again")
+        path.write_text(text.replace(old, block))
+        print(f"{path.relative_to(ROOT)}: config keys written")
+
+
+if __name__ == "__main__":
+    write_readme_blocks()
