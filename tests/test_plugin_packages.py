@@ -42,8 +42,12 @@ def config_keys_block(plugin: str) -> str:
     """The README block listing ``[plugins.<plugin>]``: each key, its type, default and meaning."""
     from crab.config_tables import show_value
 
-    module = importlib.import_module("crab_" + plugin.replace("-", "_"))
-    declare = getattr(module, "crab_config_table", None)
+    target = project(ROOT / "plugins" / plugin)["project"]["entry-points"]["crab"][plugin]
+    module_name, _, attr = target.partition(":")
+    plugin_object: Any = importlib.import_module(module_name)
+    if attr:  # a class entry point: crab makes one object of it per plugin host
+        plugin_object = getattr(plugin_object, attr)()
+    declare = getattr(plugin_object, "crab_config_table", None)
     table = declare() if declare is not None else None
     if table is None:
         return f"{BEGIN}\nThis plugin has no settings.\n{END}"
@@ -104,7 +108,10 @@ def test_dependencies_have_ranges(folder: Path):
 @pytest.mark.parametrize("folder", PLUGINS, ids=lambda p: p.name)
 def test_the_plugin_is_an_entry_point_with_an_api_range(folder: Path):
     meta = project(folder)
-    assert meta["project"]["entry-points"]["crab"] == {folder.name: package_of(folder)}
+    entry_points = meta["project"]["entry-points"]["crab"]
+    assert list(entry_points) == [folder.name], "one entry point, named after the folder"
+    module, _, attr = entry_points[folder.name].partition(":")
+    assert module == package_of(folder) and (not attr or attr.isidentifier()), "the package, or a class in it"
     assert any(r.startswith("crab-core") for r in meta["project"]["dependencies"])
     init = (folder / "src" / package_of(folder) / "__init__.py").read_text()
     assert re.search(r'^CRAB_API = "[^"]+"', init, re.M), 'declare CRAB_API = ">=1.0,<2" (a string)'
