@@ -93,9 +93,9 @@ def chat_screen(tmp_path: Path) -> Iterator[Callable[..., Screen]]:
         name = f"rr{uuid.uuid4().hex[:8]}"
         command = [sys.executable, "-m", "crab", "chat", "--provider", "fake", "-m", "script", *args]
         shell = " ".join(_quote(part) for part in command) + "; echo CHAT-EXITED $?; sleep 60"
+        tmux = ["tmux", "-S", str(socket), "-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "100", "-y", "40"]
         subprocess.run(
-            ["tmux", "-S", str(socket), "-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "100", "-y", "40"]
-            + ["-c", str(work), "env", *[f"{k}={v}" for k, v in environment.items()], "sh", "-c", shell],
+            [*tmux, "-c", str(work), "env", *[f"{k}={v}" for k, v in environment.items()], "sh", "-c", shell],
             check=True,
             timeout=30,
         )
