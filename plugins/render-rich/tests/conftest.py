@@ -33,6 +33,27 @@ def make_site(root: Path) -> Path:
     return site
 
 
+@pytest.fixture
+def fake_env(tmp_path: Path) -> Callable[[list[Any]], dict[str, str]]:
+    """``fake_env(replies)``: the environment for a ``crab`` subprocess that sees only the test
+    plugin and this one, with the fake provider replaying ``replies``."""
+
+    def build(replies: list[Any]) -> dict[str, str]:
+        script = tmp_path / "script.json"
+        script.write_text(json.dumps({"replies": replies}))
+        environment = {k: v for k, v in os.environ.items() if not k.startswith(("CRAB_", "TMUX"))}
+        environment.update(
+            PYTHONPATH=str(make_site(tmp_path)),
+            CRAB_HOME=str(tmp_path / "home"),
+            CRAB_PLUGINS="rrfake,render-rich",
+            RENDER_RICH_REQUESTS=str(tmp_path / "requests.jsonl"),
+            RENDER_RICH_SCRIPT=str(script),
+        )
+        return environment
+
+    return build
+
+
 class Screen:
     """``crab chat`` running in a detached tmux session of a fixed size."""
 
@@ -68,7 +89,7 @@ class Screen:
 
 
 @pytest.fixture
-def chat_screen(tmp_path: Path) -> Iterator[Callable[..., Screen]]:
+def chat_screen(tmp_path: Path, fake_env: Callable[[list[Any]], dict[str, str]]) -> Iterator[Callable[..., Screen]]:
     """``chat_screen(replies, *args)`` starts ``crab chat`` on the fake provider inside tmux."""
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed (apt-get install tmux); the terminal tests need it")
@@ -78,18 +99,8 @@ def chat_screen(tmp_path: Path) -> Iterator[Callable[..., Screen]]:
     def start(replies: list[Any], *args: str, env: dict[str, str] | None = None) -> Screen:
         work = tmp_path / "work"
         work.mkdir(exist_ok=True)
-        script = tmp_path / "script.json"
-        script.write_text(json.dumps({"replies": replies}))
-        environment = {k: v for k, v in os.environ.items() if not k.startswith(("CRAB_", "TMUX"))}
-        environment.update(
-            PYTHONPATH=str(make_site(tmp_path)),
-            CRAB_HOME=str(tmp_path / "home"),
-            CRAB_PLUGINS="rrfake,render-rich",
-            RENDER_RICH_REQUESTS=str(tmp_path / "requests.jsonl"),
-            RENDER_RICH_SCRIPT=str(script),
-            TERM="xterm-256color",
-            **(env or {}),
-        )
+        environment = fake_env(replies)
+        environment.update(TERM="xterm-256color", **(env or {}))
         name = f"rr{uuid.uuid4().hex[:8]}"
         command = [sys.executable, "-m", "crab", "chat", "--provider", "fake", "-m", "script", *args]
         shell = " ".join(_quote(part) for part in command) + "; echo CHAT-EXITED $?; sleep 60"

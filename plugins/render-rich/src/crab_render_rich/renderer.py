@@ -10,6 +10,7 @@ message is. Without a terminal (``PipedScreen``) the answer is written as it com
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -102,7 +103,14 @@ def _last_lines(console: Console, options: ConsoleOptions, renderable: Any, coun
 class RichRenderer:
     """Shows a chat or a run on a ``Screen``; see the module docstring."""
 
-    def __init__(self, target: RenderTarget, screen: Screen, prefs: Preferences = PREFERENCES) -> None:
+    def __init__(
+        self,
+        target: RenderTarget,
+        screen: Screen,
+        prefs: Preferences = PREFERENCES,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.clock = clock
         self.target = target
         self.screen = screen
         self.prefs = prefs
@@ -186,7 +194,7 @@ class RichRenderer:
             self._live()
             return
         if isinstance(event, TurnStarted):
-            self.turn_started = time.monotonic()
+            self.turn_started = self.clock()
             self.context_tokens = 0
             self.waiting = True
         elif isinstance(event, ToolCallEvent):
@@ -235,7 +243,7 @@ class RichRenderer:
         self.waiting = False
         if event.stop == "aborted":
             self.screen.print(view.notice("turn stopped", "yellow", "■ "))
-        elapsed = time.monotonic() - self.turn_started if self.turn_started is not None else 0.0
+        elapsed = self.clock() - self.turn_started if self.turn_started is not None else 0.0
         self.turn_started = None
         if event.stop != "command":
             self.screen.print(
