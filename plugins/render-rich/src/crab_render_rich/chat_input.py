@@ -16,6 +16,7 @@ from crab import Answer, ChatEntry, ChatState, PermissionRequest, Renderer
 
 from crab_render_rich.prompt_screen import PromptScreen
 from crab_render_rich.renderer import PREFERENCES, RichRenderer
+from crab_render_rich.screen import REFRESH_PER_SECOND
 from crab_render_rich.view import shorten, visible
 
 if TYPE_CHECKING:
@@ -66,6 +67,8 @@ class PromptInput:
                 bottom_toolbar=self._toolbar,
                 refresh_interval=0.1,
             )
+            # Redraws (which render the live area) follow the clock, not the token rate.
+            self._session.app.min_redraw_interval = 1 / REFRESH_PER_SECOND
         return self._session
 
     def _keys(self) -> Any:
