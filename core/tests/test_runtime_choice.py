@@ -148,16 +148,20 @@ def test_an_interactive_renderer_is_the_default_of_chat_only(crab_cli):
     assert renderer_spec(configured, configured.config, None).name == "term"
 
 
-def test_an_unknown_renderer_is_one_line_with_a_suggestion(crab_cli):
+def test_an_unknown_renderer_is_one_line_with_a_suggestion(crab_run, fake_site, tmp_path):
     import json
-    from pathlib import Path
 
-    Path("script.json").write_text(json.dumps({"replies": [[{"text": "hi"}]]}))
-    result = crab_cli("run", "--plugins", "provider-mock", "-m", "mock/script.json", "--renderer", "plian", "hi")
-    assert result.exit_code == 2
-    (line,) = result.stderr.strip().splitlines()
-    assert line.startswith("crab: no renderer named 'plian' is loaded. Did you mean: plain? Available: jsonl, plain")
-    chosen = crab_cli("run", "--plugins", "provider-mock", "-m", "mock/script.json", "--renderer", "plain", "hi")
-    assert chosen.exit_code == 0 and chosen.stdout == "hi\n"
-    flagged = crab_cli("run", "--output", "json", "--renderer", "plain", "hi")
-    assert flagged.exit_code == 2 and "--renderer" in flagged.stderr
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": [[{"text": "hi"}]]}))
+    env = fake_site(["scripted"])
+    base = ["run", "--plugins", "scripted", "--provider", "scripted", "-m", str(script)]
+    wrong = crab_run([*base, "--renderer", "plian", "hi"], env)
+    assert wrong.returncode == 2
+    assert wrong.stderr.strip().splitlines() == [
+        "crab: no renderer named 'plian' is loaded. Did you mean: plain? Available: jsonl, plain "
+        "(see `crab plugins list`)."
+    ]
+    chosen = crab_run([*base, "--renderer", "plain", "hi"], env)
+    assert chosen.returncode == 0 and chosen.stdout == "hi\n"
+    flagged = crab_run([*base, "--output", "json", "--renderer", "plain", "hi"], env)
+    assert flagged.returncode == 2 and "--renderer" in flagged.stderr
