@@ -109,5 +109,7 @@ def test_help_imports_at_most_150_modules_beyond_the_interpreter(crab_home):
     # typer alone accounts for about 105; bench/startup.py prints the figures side by side.
     assert len(plugin_packages()) >= 6, "run with every first-party plugin installed"
     before, after = modules_after(["--help"])
-    added = sorted(after - before)
+    # Each installed plugin necessarily adds its one thin top-level module (the test above holds it
+    # to that); the budget is for core's startup path and what it imports, whatever is installed.
+    added = sorted(after - before - plugin_packages())
     assert len(added) <= 150, added
