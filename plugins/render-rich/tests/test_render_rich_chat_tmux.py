@@ -110,3 +110,31 @@ def test_ctrl_d_leaves_and_history_and_continue_survive(chat_screen, tmp_path: P
     screen.keys("C-d")
     screen.wait_for("CHAT-EXITED 0")
     assert "remember this line" in (tmp_path / "home" / "chat_history").read_text()
+
+
+def test_multi_line_input_completion_and_the_thinking_toggle(chat_screen, sent_requests) -> None:
+    screen = chat_screen([[{"thinking": "secret plan here"}, {"text": "answered"}]])
+    screen.type("/thin")
+    screen.keys("Tab")
+    screen.wait_for("❯ /thinking")
+    screen.keys("Enter")
+    screen.wait_for("thinking is shown")
+    screen.type("line one")
+    screen.keys("C-j")
+    screen.type("line two")
+    screen.keys("Enter")
+    shown = screen.wait_for("answered")
+    assert "secret plan here" in shown  # shown, as toggled
+    (request,) = sent_requests()
+    assert request[-1]["content"] == "line one\nline two"
+
+
+def test_output_follows_a_resized_terminal(chat_screen) -> None:
+    screen = chat_screen([[{"text": "above\n\n---\n\nbelow"}]])
+    screen.tmux("resize-window", "-t", screen.name, "-x", "50", "-y", "30")
+    screen.wait_for(lambda text: len(text.rstrip().splitlines()[-1]) <= 50)  # the toolbar redrawn
+    screen.type("rule please")
+    screen.keys("Enter")
+    shown = screen.wait_for("below")
+    rule = next(line for line in shown.splitlines() if line.strip() and not line.strip().strip("-─"))
+    assert 40 <= len(rule.strip()) <= 50  # drawn at the new width (joined wrapped lines would be 100)

@@ -50,7 +50,18 @@ def terminal_console(file: TextIO, **options: Any) -> Console:
     from rich.console import Console
 
     options.setdefault("no_color", no_color() or None)
-    return Console(file=file, force_terminal=True, highlight=False, soft_wrap=False, **options)
+    return Console(
+        file=file, force_terminal=True, highlight=False, soft_wrap=False, markup=False, emoji=False, **options
+    )
+
+
+def _stderr_is_terminal() -> bool:
+    import sys
+
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 class TerminalScreen:
@@ -91,7 +102,9 @@ class TerminalScreen:
                 refresh_per_second=REFRESH_PER_SECOND,
                 transient=True,
                 redirect_stdout=False,
-                redirect_stderr=False,
+                # What crab itself writes to a terminal's stderr meanwhile (the permission gate's
+                # question in `crab run`, a warning) is printed above the live area, not under it.
+                redirect_stderr=_stderr_is_terminal(),
                 vertical_overflow="crop",
             )
             self._live.start()
