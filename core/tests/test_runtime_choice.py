@@ -121,3 +121,47 @@ def test_plain_renderer_shows_control_characters_on_a_terminal() -> None:
     piped = RenderTarget(io.StringIO(), io.StringIO(), color=False)
     PlainRenderer(piped).handle(TextDelta("raw \x1b[1m text"))
     assert piped.out.getvalue() == "raw \x1b[1m text"  # > answer.txt keeps the model's bytes
+
+
+def test_an_interactive_renderer_is_the_default_of_chat_only(crab_cli):
+    import io
+
+    from crab.cli.runtime import renderer_spec
+
+    class Loud:
+        def __init__(self, target: RenderTarget) -> None:
+            self.target = target
+
+        def handle(self, event: crab.Event) -> None: ...
+
+        def close(self) -> None: ...
+
+    plugin = types.SimpleNamespace(
+        crab_renderers=crab.hookimpl(lambda config: [crab.RendererSpec("term", "for people", Loud, interactive=True)])
+    )
+    host = build_host({"term-plugin": plugin})
+    assert renderer_spec(host, host.config, None).name == "plain"
+    assert renderer_spec(host, host.config, None, chat=True).name == "term"
+    target = RenderTarget(io.StringIO(), io.StringIO())
+    assert isinstance(choose_renderer(host, host.config, "term", target), Loud)
+    configured = build_host({"term-plugin": plugin}, make_config({"crab.renderer": "term"}))
+    assert renderer_spec(configured, configured.config, None).name == "term"
+
+
+def test_an_unknown_renderer_is_one_line_with_a_suggestion(crab_run, fake_site, tmp_path):
+    import json
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": [[{"text": "hi"}]]}))
+    env = fake_site(["scripted"])
+    base = ["run", "--plugins", "scripted", "--provider", "scripted", "-m", str(script)]
+    wrong = crab_run([*base, "--renderer", "plian", "hi"], env)
+    assert wrong.returncode == 2
+    assert wrong.stderr.strip().splitlines() == [
+        "crab: no renderer named 'plian' is loaded. Did you mean: plain? Available: jsonl, plain "
+        "(see `crab plugins list`)."
+    ]
+    chosen = crab_run([*base, "--renderer", "plain", "hi"], env)
+    assert chosen.returncode == 0 and chosen.stdout == "hi\n"
+    flagged = crab_run([*base, "--output", "json", "--renderer", "plain", "hi"], env)
+    assert flagged.returncode == 2 and "--renderer" in flagged.stderr

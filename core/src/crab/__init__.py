@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     )
     from crab.handles import AgentHandle, PluginStatus, SessionView
     from crab.hookspecs import hookimpl
-    from crab.interception import Allow, Decision, Deny, Replace
+    from crab.interception import Allow, Answer, Decision, Deny, PermissionRequest, Replace
     from crab.messages import (
         AssistantMessage,
         Message,
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     )
     from crab.providers import ModelInfo, ModelRequest, Provider
     from crab.redaction import Redactor
-    from crab.render import Renderer, RendererSpec, RenderTarget
+    from crab.render import ChatEntry, ChatInput, ChatState, Renderer, RendererSpec, RenderTarget
     from crab.storage import (
         ENTRY_TYPES,
         INTERCHANGE_VERSION,
@@ -185,6 +185,11 @@ _EXPORTS: dict[str, str] = {
     "Renderer": "crab.render",
     "RendererSpec": "crab.render",
     "RenderTarget": "crab.render",
+    "ChatEntry": "crab.render",
+    "ChatInput": "crab.render",
+    "ChatState": "crab.render",
+    "PermissionRequest": "crab.interception",
+    "Answer": "crab.interception",
     # stores
     "ENTRY_TYPES": "crab.storage",
     "INTERCHANGE_VERSION": "crab.storage",
@@ -213,8 +218,12 @@ __all__ = [
     "SESSION_HEADER_KEY",
     "AgentHandle",
     "Allow",
+    "Answer",
     "AssistantMessage",
     "Channel",
+    "ChatEntry",
+    "ChatInput",
+    "ChatState",
     "Command",
     "CommandContext",
     "CommandOutput",
@@ -240,6 +249,7 @@ __all__ = [
     "ModelRequest",
     "NoticeEvent",
     "OutputLimit",
+    "PermissionRequest",
     "PluginError",
     "PluginStatus",
     "PluginTable",

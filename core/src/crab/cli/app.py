@@ -50,6 +50,9 @@ SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a conf
 ScopeProject = Annotated[bool, typer.Option("--project", help="Write the project's .crab/config.toml.")]
 ScopeUser = Annotated[bool, typer.Option("--user", help="Write the user's ~/.crab/config.toml.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+RendererOpt = Annotated[
+    str | None, typer.Option("--renderer", help="A renderer's name for text output (see `crab plugins list`).")
+]
 
 
 def _version(value: bool) -> None:
@@ -89,6 +92,7 @@ def run(
     session: SessionOpt = None,
     store: StoreOpt = None,
     set_: SetOpt = None,
+    renderer: RendererOpt = None,
 ) -> None:
     """Run one agent turn and exit: 0 done, 1 model or tool failure, 2 usage or config error, 130 interrupted."""
     from crab.cli.options import RunOptions
@@ -104,6 +108,7 @@ def run(
         session=session,
         store=store,
         settings=tuple(set_ or ()),
+        renderer=renderer,
     )
     raise typer.Exit(run_once(prompt, output.value, options))
 
@@ -119,9 +124,7 @@ def chat(
     session: SessionOpt = None,
     store: StoreOpt = None,
     set_: SetOpt = None,
-    renderer: Annotated[
-        str | None, typer.Option("--renderer", help="A renderer's name (see `crab plugins list`).")
-    ] = None,
+    renderer: RendererOpt = None,
 ) -> None:
     """Talk with the agent: Ctrl-C stops the running turn, Ctrl-D leaves, /help lists commands."""
     from crab.cli.chat import chat as run_chat

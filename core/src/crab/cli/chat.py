@@ -1,4 +1,9 @@
-"""``crab chat``: the interactive terminal channel (readline history, Ctrl-C aborts, Ctrl-D exits)."""
+"""``crab chat``: the interactive terminal channel.
+
+With a renderer that offers a live input (``RendererSpec.chat_input``) on a terminal, the chat runs
+in ``crab.cli.chat_live`` (type while it works). Otherwise it reads line by line here (readline
+history, Ctrl-C aborts the turn, Ctrl-D exits). Either way ``-c`` first shows the last exchanges.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,13 @@ from pathlib import Path
 from crab.cli.options import RunOptions
 from crab.config import crab_home
 from crab.interception import Answer, PermissionRequest
-from crab.render import RenderTarget
+from crab.loop.session import Session
+from crab.messages import AssistantMessage, UserMessage
+from crab.render import ChatInput, ChatState, RenderTarget
 
 PROMPT = "crab> "
+RECAP_EXCHANGES = 3
+RECAP_CHARS = 600
 
 
 async def ask_on_terminal(request: PermissionRequest) -> Answer:
@@ -62,28 +71,84 @@ def _save_history(history: Path | None) -> None:
         pass
 
 
+def recap(session: Session, exchanges: int = RECAP_EXCHANGES, limit: int = RECAP_CHARS) -> str:
+    """The last ``exchanges`` user inputs and final answers of a resumed session, each shortened."""
+    pairs: list[tuple[str, str]] = []
+    for message in session.messages:
+        if isinstance(message, UserMessage):
+            pairs.append((message.content, ""))
+        elif isinstance(message, AssistantMessage) and message.content and pairs:
+            pairs[-1] = (pairs[-1][0], message.content)
+
+    def short(text: str) -> str:
+        text = text.strip()
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    lines = [f"… earlier in session {session.id}:"] if len(pairs) > exchanges else [f"session {session.id}:"]
+    for said, answered in pairs[-exchanges:]:
+        lines.append(f"> {short(said)}")
+        if answered:
+            lines.append(short(answered))
+    return "\n".join(lines) + "\n" if pairs else ""
+
+
 def chat(options: RunOptions) -> None:
-    """Read lines until Ctrl-D or /quit; each line is a turn or a command."""
-    from crab.cli.runtime import choose_renderer, start_agent
+    """Read input until Ctrl-D or /quit; each entry is a turn, a steer, a follow-up or a command."""
+    from crab.cli.runtime import context_window, renderer_spec, start_agent
     from crab.cli.setup import open_session, prepare
 
     interactive = sys.stdin.isatty()
-    prepared = prepare(options, ask=ask_on_terminal if interactive else None)
+    live: list[ChatInput] = []  # the live input, once built: the gate's question goes through it
+
+    async def ask(request: PermissionRequest) -> Answer:
+        return await (live[0].ask(request) if live else ask_on_terminal(request))
+
+    prepared = prepare(options, ask=ask if interactive else None)
     agent = prepared.agent
     agent.keyboard = interactive  # a typed !cmd is the user's own word (crab/loop/shell.py)
-    target = RenderTarget(out=sys.stdout, err=sys.stderr, color=sys.stdout.isatty())
-    renderer = choose_renderer(prepared.host, prepared.config, options.renderer, target)
+    target = RenderTarget(
+        out=sys.stdout,
+        err=sys.stderr,
+        color=sys.stdout.isatty(),
+        model=agent.model,
+        context_window=context_window(agent),
+    )
+    spec = renderer_spec(prepared.host, prepared.config, options.renderer, chat=True)
+    renderer = spec.create(target)
     agent.subscribe(renderer.handle)
     from crab.cli.signals import GATE, Interrupted, turn_stopped
 
-    history = _setup_readline() if interactive else None
+    state: ChatState | None = None
+    if interactive and sys.stdout.isatty() and spec.chat_input is not None:
+        state = ChatState(
+            workspace=agent.workspace, history=crab_home() / "chat_history", commands=tuple(sorted(agent.commands))
+        )
+    history = _setup_readline() if interactive and state is None else None
     runner = asyncio.Runner()
     try:
         GATE.run(runner, start_agent(agent))
         session = GATE.run(runner, open_session(agent, options))
         if interactive:
             sys.stderr.write(f"crab chat · {agent.provider.name}/{agent.model} · session {session.id}\n")
-            sys.stderr.write("Ctrl-C stops a turn, Ctrl-D leaves, /help lists commands.\n")
+            sys.stderr.write(
+                "Ctrl-C stops a turn, Ctrl-D leaves, /help lists commands."
+                + (" Enter during a turn steers it, Alt-Enter queues a follow-up.\n" if state else "\n")
+            )
+        shown = recap(session)
+        if shown:
+            from crab.events import CommandOutput
+
+            agent.emit(CommandOutput("resume", shown), session.id)
+        if state is not None and spec.chat_input is not None:
+            from crab.cli.chat_live import live_chat
+
+            live.append(spec.chat_input(renderer, state))
+            try:
+                GATE.run(runner, live_chat(agent, session, live[0], state))
+            finally:
+                live[0].close()
+            renderer.close()
+            return
         while True:
             try:
                 line = input(PROMPT if interactive else "")

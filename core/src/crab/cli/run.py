@@ -82,13 +82,23 @@ def _can_ask() -> bool:
 def run_once(prompt: str, output: str, options: RunOptions) -> int:
     """Run one turn; returns the process exit code."""
     from crab.cli.chat import ask_on_terminal
-    from crab.cli.runtime import choose_renderer, start_agent
+    from crab.cli.runtime import choose_renderer, context_window, start_agent
     from crab.cli.setup import open_session, prepare
 
+    if options.renderer and output != "text":
+        from crab.errors import UsageError
+
+        raise UsageError(f"--renderer picks how text output looks; drop it or drop --output {output}")
     text = _read_prompt(prompt)
     prepared = prepare(options, ask=ask_on_terminal if _can_ask() and prompt != "-" else None)
     agent = prepared.agent
-    target = RenderTarget(out=sys.stdout, err=sys.stderr, color=sys.stdout.isatty() and sys.stderr.isatty())
+    target = RenderTarget(
+        out=sys.stdout,
+        err=sys.stderr,
+        color=sys.stdout.isatty() and sys.stderr.isatty(),
+        model=agent.model,
+        context_window=context_window(agent),
+    )
     collector: JsonCollector | None = None
     renderer: Renderer
     if output == "json":

@@ -215,19 +215,45 @@ def choose_provider(
     return chosen, model_id
 
 
-def default_renderer(host: PluginHost, renderers: Mapping[str, RendererSpec]) -> str:
-    """The first renderer offered by a plugin that is not core's own, else ``plain``."""
+def context_window(agent: Agent) -> int | None:
+    """The context window of the agent's model, when its provider says (for status lines)."""
+    info = agent.model_info()
+    return info.context_window if info else None
+
+
+def default_renderer(host: PluginHost, renderers: Mapping[str, RendererSpec], *, chat: bool = False) -> str:
+    """The first renderer offered by a plugin that is not core's own, else ``plain``.
+
+    Outside ``crab chat`` a renderer marked ``interactive`` (made for a person at a terminal) is
+    passed over, so installing one does not change what ``crab run`` prints.
+    """
     builtin = {name for name, record in host.records.items() if record.status == "builtin"}
-    offered = [name for name, spec in renderers.items() if spec.plugin not in builtin]
+    offered = [
+        name for name, spec in renderers.items() if spec.plugin not in builtin and (chat or not spec.interactive)
+    ]
     return offered[0] if offered else "plain"
 
 
-def choose_renderer(host: PluginHost, config: Config, name: str | None, target: RenderTarget) -> Renderer:
-    """The named renderer, else ``[crab] renderer``, else the first one an installed plugin offers
-    (in plugin order), else core's ``plain``: installing a renderer plugin is enough to use it."""
+def renderer_spec(host: PluginHost, config: Config, name: str | None, *, chat: bool = False) -> RendererSpec:
+    """The named renderer (``--renderer``), else ``[crab] renderer``, else the default
+    (``default_renderer``); an unknown name is a ``ConfigError`` (exit 2) with a did-you-mean."""
     renderers: dict[str, RendererSpec] = host.registry("renderers")
-    wanted = name or config.get("crab.renderer") or default_renderer(host, renderers)
+    wanted = name or config.get("crab.renderer") or default_renderer(host, renderers, chat=chat)
     if wanted not in renderers:
-        raise ConfigError(f"no renderer named {wanted!r} is loaded (available: {', '.join(sorted(renderers))})")
-    renderer: Renderer = renderers[wanted].create(target)
+        from crab.loop.router import did_you_mean
+
+        raise ConfigError(
+            f"no renderer named {wanted!r} is loaded.{did_you_mean(wanted, renderers)} "
+            f"Available: {', '.join(sorted(renderers))} (see `crab plugins list`)."
+        )
+    return renderers[wanted]
+
+
+def choose_renderer(
+    host: PluginHost, config: Config, name: str | None, target: RenderTarget, *, chat: bool = False
+) -> Renderer:
+    """The named renderer, else ``[crab] renderer``, else the first one an installed plugin offers
+    (in plugin order; for ``crab run`` the first that is not ``interactive``), else core's ``plain``:
+    installing a renderer plugin is enough to use it."""
+    renderer: Renderer = renderer_spec(host, config, name, chat=chat).create(target)
     return renderer

@@ -1,0 +1,207 @@
+"""``PromptInput``: the live input of ``crab chat`` (a ``crab.ChatInput``), built on prompt_toolkit.
+
+Enter sends (during a turn: steers it), Alt-Enter queues a follow-up, Ctrl-J starts a new line,
+Tab completes ``/commands`` and ``@paths``, Up/Down walk the history (kept in ``ChatState.history``
+across runs), Ctrl-C clears the line or, on an empty one, interrupts; Ctrl-D on an empty line
+leaves; Ctrl-T shows or folds thinking. The renderer's live area, the pending steers and
+follow-ups, and the permission gate's question are drawn above the line being typed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, Literal
+
+from crab import Answer, ChatEntry, ChatState, PermissionRequest, Renderer
+
+from crab_render_rich.prompt_screen import PromptScreen
+from crab_render_rich.renderer import PREFERENCES, RichRenderer
+from crab_render_rich.screen import REFRESH_PER_SECOND
+from crab_render_rich.view import shorten, visible
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+
+PROMPT, BUSY_PROMPT = "❯ ", "↳ "
+IDLE_HELP = "Enter send · Ctrl-J new line · Tab complete /cmd @file · Ctrl-T thinking · Ctrl-D leave"
+BUSY_HELP = "working · Enter steers · Alt-Enter queues a follow-up · Ctrl-C stops the turn"
+Sent = Literal["send", "follow_up"]
+
+
+class PromptInput:
+    """See the module docstring; ``renderer`` is this plugin's ``RichRenderer`` (it draws here)."""
+
+    def __init__(self, renderer: Renderer, state: ChatState) -> None:
+        self.state = state
+        self.screen = PromptScreen()
+        if isinstance(renderer, RichRenderer):
+            renderer.use_screen(self.screen)
+        self.question: tuple[PermissionRequest, asyncio.Future[Answer]] | None = None
+        self._asking = asyncio.Lock()
+        self._kind: Sent = "send"
+        self._accepting = False
+        self._session: PromptSession[str] | None = None
+
+    # --- prompt_toolkit ------------------------------------------------------------------------
+
+    def _prompt_session(self) -> PromptSession[str]:
+        if self._session is None:
+            from prompt_toolkit import PromptSession
+            from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+            from crab_render_rich.completion import make_completer
+
+            history: Any
+            try:
+                self.state.history.parent.mkdir(parents=True, exist_ok=True)
+                history = FileHistory(str(self.state.history))
+            except OSError:
+                history = InMemoryHistory()
+            self._session = PromptSession(
+                history=history,
+                completer=make_completer(self.state.commands, self.state.workspace),  # type: ignore[arg-type]
+                complete_while_typing=False,
+                key_bindings=self._keys(),
+                multiline=True,
+                prompt_continuation=lambda width, line, wrap: "  ",
+                bottom_toolbar=self._toolbar,
+                refresh_interval=0.1,
+            )
+            # Redraws (which render the live area) follow the clock, not the token rate.
+            self._session.app.min_redraw_interval = 1 / REFRESH_PER_SECOND
+        return self._session
+
+    def _keys(self) -> Any:
+        from prompt_toolkit.filters import Condition
+        from prompt_toolkit.key_binding import KeyBindings
+
+        keys = KeyBindings()
+        asking = Condition(lambda: self.question is not None)
+
+        def accept(event: Any, kind: Sent) -> None:
+            buffer = event.current_buffer
+            if kind == "send" and buffer.complete_state and buffer.complete_state.current_completion:
+                buffer.apply_completion(buffer.complete_state.current_completion)
+                return
+            self._kind = kind
+            self._accepting = True
+            buffer.validate_and_handle()
+
+        @keys.add("enter", filter=~asking)
+        def _send(event: Any) -> None:
+            accept(event, "send")
+
+        @keys.add("escape", "enter", filter=~asking)
+        def _follow_up(event: Any) -> None:
+            accept(event, "follow_up")
+
+        @keys.add("c-j", filter=~asking)
+        def _newline(event: Any) -> None:
+            event.current_buffer.insert_text("\n")
+
+        @keys.add("c-c")
+        def _interrupt(event: Any) -> None:
+            if self.question is not None:
+                self._answer("deny")
+            elif event.current_buffer.text:
+                event.current_buffer.reset()
+            else:
+                self._accepting = True
+                event.app.exit(exception=KeyboardInterrupt())
+
+        @keys.add("c-d", filter=~asking)
+        def _leave(event: Any) -> None:
+            buffer = event.current_buffer
+            if buffer.text:
+                buffer.delete()
+            else:
+                self._accepting = True
+                event.app.exit(exception=EOFError())
+
+        @keys.add("c-t")
+        def _thinking(event: Any) -> None:
+            PREFERENCES.show_thinking = not PREFERENCES.show_thinking
+            event.app.invalidate()
+
+        for key, answer in (("y", "once"), ("a", "always"), ("n", "deny"), ("escape", "deny"), ("enter", "deny")):
+
+            def answer_with(event: Any, answer: Answer = answer) -> None:  # type: ignore[assignment]
+                self._answer(answer)
+
+            keys.add(key, filter=asking, eager=True)(answer_with)
+        return keys
+
+    def _message(self) -> Any:
+        from prompt_toolkit.formatted_text import ANSI
+
+        prompt = BUSY_PROMPT if self.state.busy else PROMPT
+        if self._accepting:
+            return ANSI(f"\x1b[1m{prompt}\x1b[0m")
+        parts = [self.screen.ansi()]
+        for text in self.state.steering:
+            parts.append(f"\x1b[2m  ⇢ steer (pending): {_one_line(text)}\x1b[0m\n")
+        for text in self.state.follow_ups:
+            parts.append(f"\x1b[2m  ⏎ follow-up (queued): {_one_line(text)}\x1b[0m\n")
+        if self.question is not None:
+            request = self.question[0]
+            parts.append(
+                f"\x1b[1;33m? allow {visible(request.permission)}: {_one_line(request.summary)}\x1b[0m\n"
+                f"\x1b[1m  [y]es once · [a]lways for {visible(request.permission)} this session · [n]o\x1b[0m\n"
+            )
+        parts.append(f"\x1b[1m{prompt}\x1b[0m")
+        return ANSI("".join(parts))
+
+    def _toolbar(self) -> str:
+        if self.question is not None:
+            return "answer with y, a or n (Ctrl-C: no)"
+        text = BUSY_HELP if self.state.busy else IDLE_HELP
+        return f"{self.state.hint} · {text}" if self.state.hint else text
+
+    # --- crab.ChatInput ------------------------------------------------------------------------
+
+    async def read(self) -> ChatEntry:
+        self._accepting = False
+        self._kind = "send"
+        session = self._prompt_session()
+        try:
+            text = await session.prompt_async(self._message)
+        except KeyboardInterrupt:
+            return ChatEntry("interrupt")
+        except EOFError:
+            return ChatEntry("exit")
+        finally:
+            self._accepting = False
+        return ChatEntry(self._kind, text)
+
+    async def ask(self, request: PermissionRequest) -> Answer:
+        async with self._asking:
+            future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+            self.question = (request, future)
+            self.refresh()
+            try:
+                answer = await future
+            finally:
+                self.question = None
+                self.refresh()
+            from crab_render_rich.view import notice
+
+            said = {"once": "allowed once", "always": f"allowed {request.permission} for this session"}
+            style = "red" if answer == "deny" else "green"
+            self.screen.print(notice(f"{said.get(answer, 'denied')}: {_one_line(request.summary)}", style, "  "))
+            return answer
+
+    def _answer(self, answer: Answer) -> None:
+        if self.question is not None and not self.question[1].done():
+            self.question[1].set_result(answer)
+
+    def refresh(self) -> None:
+        self.screen.refresh()
+
+    def close(self) -> None:
+        if self.question is not None:
+            self._answer("deny")
+        self.screen.close()
+
+
+def _one_line(text: str, limit: int = 100) -> str:
+    return shorten(" ".join(visible(text).split()), limit)

@@ -1,0 +1,73 @@
+"""Completion for ``crab chat``: ``/`` commands at the start of the input, ``@path`` anywhere.
+
+Paths complete only inside the workspace: an ``@`` word with ``..`` or an absolute path lists
+nothing, and at most ``LIMIT`` entries are read from one folder.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+LIMIT = 200
+
+
+def command_matches(text: str, commands: Iterable[str]) -> list[str]:
+    """``/he`` → ``["/help"]``; empty when ``text`` is not a lone command word."""
+    if not text.startswith("/") or " " in text or "\n" in text:
+        return []
+    stem = text[1:]
+    return [f"/{name}" for name in sorted(commands) if name.startswith(stem)]
+
+
+def path_matches(word: str, workspace: Path) -> list[str]:
+    """``@src/ma`` → ``["@src/main.py", "@src/maps/"]``, relative to ``workspace`` and inside it."""
+    if not word.startswith("@"):
+        return []
+    typed = word[1:]
+    if typed.startswith(("/", "~")) or ".." in Path(typed).parts:
+        return []
+    folder, _, stem = typed.rpartition("/")
+    base = workspace / folder if folder else workspace
+    try:
+        if not base.resolve().is_relative_to(workspace.resolve()):
+            return []
+        entries = _entries(base)
+    except OSError:
+        return []
+    found = []
+    for name, is_dir in entries:
+        if not name.startswith(stem) or (name.startswith(".") and not stem.startswith(".")):
+            continue
+        found.append(f"@{folder + '/' if folder else ''}{name}{'/' if is_dir else ''}")
+    return sorted(found)
+
+
+def _entries(base: Path) -> Iterator[tuple[str, bool]]:
+    with os.scandir(base) as scan:
+        for count, entry in enumerate(scan):
+            if count >= LIMIT:
+                break
+            try:
+                yield entry.name, entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+
+
+def make_completer(commands: Iterable[str], workspace: Path) -> object:
+    """A prompt_toolkit ``Completer`` over ``command_matches`` and ``path_matches``."""
+    from prompt_toolkit.completion import Completer, Completion
+
+    names = tuple(commands)
+
+    class ChatCompleter(Completer):
+        def get_completions(self, document, complete_event):  # type: ignore[no-untyped-def]
+            before = document.text_before_cursor
+            for match in command_matches(before, names):
+                yield Completion(match, start_position=-len(before))
+            word = before.split()[-1] if before and not before[-1].isspace() else ""
+            for match in path_matches(word, workspace):
+                yield Completion(match, start_position=-len(word))
+
+    return ChatCompleter()

@@ -1,0 +1,146 @@
+"""What each piece of a turn looks like: tool lines, notices, the status line (rich renderables).
+
+Pure functions of event data; text from outside (model output, tool results, arguments) has its
+control characters made visible first, so nothing a model or a file says can drive the terminal.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from crab import ToolCall, Usage
+    from rich.console import RenderableType
+    from rich.text import Text
+
+RESULT_LINES = 3
+ARGS_LIMIT = 80
+LINE_LIMIT = 160
+KEY_ARGS = ("command", "cmd", "path", "file", "pattern", "query", "url", "name")
+"""Arguments that say most about a call; shown first."""
+
+_VISIBLE = {c: f"^{chr(c ^ 0x40)}" for c in (*range(0x20), 0x7F) if chr(c) not in "\n\t"}
+_VISIBLE.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
+
+
+def visible(text: str) -> str:
+    """``text`` with control characters other than newline and tab shown as ``^[`` or ``\\x9b``."""
+    return text.translate(_VISIBLE)
+
+
+def shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def key_args(arguments: dict[str, Any], limit: int = ARGS_LIMIT) -> str:
+    """The arguments that say most about a call, one line: key ones first, long values cut."""
+    keys = sorted(arguments, key=lambda k: (k not in KEY_ARGS, KEY_ARGS.index(k) if k in KEY_ARGS else 0))
+    parts = []
+    for key in keys:
+        value = arguments[key]
+        text = value if isinstance(value, str) else repr(value)
+        text = " ".join(visible(text).split())
+        parts.append(f"{key}={shorten(text, 48)}")
+    return shorten(" ".join(parts), limit)
+
+
+def seconds(value: float) -> str:
+    if value < 10:
+        return f"{value:.1f}s"
+    if value < 120:
+        return f"{value:.0f}s"
+    return f"{int(value // 60)}m{int(value % 60):02d}s"
+
+
+def tokens(count: int) -> str:
+    if count < 1000:
+        return str(count)
+    if count < 100_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count // 1000}k"
+
+
+def tool_running(call: ToolCall, elapsed: float, spinner: str) -> Text:
+    from rich.text import Text
+
+    line = Text(f"{spinner} ", style="cyan")
+    line.append(visible(call.name), style="bold")
+    args = key_args(call.arguments)
+    if args:
+        line.append(f" {args}", style="dim")
+    line.append(f"  {seconds(elapsed)}", style="dim")
+    return line
+
+
+def tool_done(call: ToolCall | None, name: str, content: str, is_error: bool, duration: float) -> Text:
+    """``✓ name key=args · 0.3s · 12 lines`` and the head of the result (errors in red)."""
+    from rich.text import Text
+
+    line = Text("✗ " if is_error else "✓ ", style="bold red" if is_error else "green")
+    line.append(visible(name), style="bold red" if is_error else "bold")
+    if call is not None:
+        args = key_args(call.arguments)
+        if args:
+            line.append(f" {args}", style="dim")
+    lines = content.strip("\n").splitlines()
+    summary = f"{len(lines)} line" + ("" if len(lines) == 1 else "s")
+    line.append(f" · {seconds(duration)}", style="dim")
+    if not is_error:
+        line.append(f" · {summary}", style="dim")
+    head = lines[:RESULT_LINES]
+    for text in head:
+        line.append("\n  ")
+        line.append(shorten(visible(text.rstrip()), LINE_LIMIT), style="red" if is_error else "dim")
+    if len(lines) > RESULT_LINES:
+        line.append(f"\n  … {len(lines) - RESULT_LINES} more lines", style="dim italic")
+    return line
+
+
+def notice(text: str, style: str, prefix: str = "") -> Text:
+    from rich.text import Text
+
+    return Text(prefix + visible(text), style=style)
+
+
+def retry(attempt: int, max_attempts: int, delay: float, reason: str) -> Text:
+    return notice(f"retrying in {delay:.1f}s (attempt {attempt}/{max_attempts}): {reason}", "yellow", "↻ ")
+
+
+def thinking_collapsed(text: str) -> Text:
+    from rich.text import Text
+
+    words = len(text.split())
+    return Text(f"▸ thought ({words} words) · /thinking shows it", style="dim italic")
+
+
+def thinking_shown(text: str) -> Text:
+    from rich.text import Text
+
+    return Text(visible(text.strip()), style="dim italic")
+
+
+def status_line(
+    model: str, usage: Usage | None, context_tokens: int, context_window: int | None, elapsed: float
+) -> Text:
+    """``model · 1.2k in · 340 out · $0.0012 · context 3% of 128k · 4.2s``."""
+    from rich.text import Text
+
+    parts = [model] if model else []
+    if usage is not None:
+        parts.append(f"{tokens(usage.input_tokens + usage.cache_read_tokens)} in")
+        parts.append(f"{tokens(usage.output_tokens)} out")
+        if usage.cost is not None:
+            parts.append(f"${usage.cost:.4f}")
+    if context_tokens:
+        if context_window:
+            parts.append(f"context {100 * context_tokens / context_window:.0f}% of {tokens(context_window)}")
+        else:
+            parts.append(f"context {tokens(context_tokens)}")
+    parts.append(seconds(elapsed))
+    return Text(visible(" · ".join(parts)), style="dim")
+
+
+def markdown(text: str) -> RenderableType:
+    from rich.markdown import Markdown
+
+    return Markdown(visible(text), code_theme="monokai")

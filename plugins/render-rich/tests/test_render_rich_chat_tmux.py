@@ -1,0 +1,140 @@
+"""``crab chat`` with crab-render-rich, driven through a real terminal (tmux) and read off the screen."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def test_streaming_text_tool_call_and_status_line(chat_screen) -> None:
+    screen = chat_screen(
+        [
+            [
+                {"text": "Let me "},
+                {"delay": 0.2},
+                {"text": "wait **a bit**.\n\n"},
+                {"tool": "slow", "args": {"seconds": 0.1}},
+            ],
+            [{"text": "All done: `ok`."}, {"usage": {"input_tokens": 1000, "output_tokens": 50}}],
+        ]
+    )
+    screen.type("please wait")
+    screen.keys("Enter")
+    shown = screen.wait_for("All done: ok.")
+    assert "Let me wait a bit." in shown  # Markdown rendered, not shown as source
+    assert "✓ slow seconds=0.1" in shown
+    assert "waited 0.1 s" in shown and "second line" in shown  # the head of the result
+    assert "… 1 more lines" in shown
+    screen.wait_for("1.0k in · 50 out · $0.0011 · context 1% of 200k")
+    assert "script" in shown.splitlines()[-1] or "script ·" in screen.text()
+
+
+def test_an_approval_is_answered_with_the_keyboard(chat_screen, tmp_path: Path) -> None:
+    screen = chat_screen(
+        [
+            [{"tool": "touch", "args": {"path": "made.txt"}}],
+            [{"tool": "touch", "args": {"path": "refused.txt"}}],
+            [{"text": "finished"}],
+        ]
+    )
+    screen.type("make files")
+    screen.keys("Enter")
+    screen.wait_for("? allow write: touch")
+    screen.type("y")
+    screen.wait_for("allowed once")
+    screen.wait_for("? allow write: touch")
+    screen.type("n")
+    screen.wait_for("finished")
+    assert (tmp_path / "work" / "made.txt").exists()
+    assert not (tmp_path / "work" / "refused.txt").exists()
+    assert "✗ touch" in screen.text()  # the refusal is the tool's (red) error result
+
+
+def test_a_steering_message_typed_during_a_slow_tool_reaches_the_next_request(chat_screen, sent_requests) -> None:
+    screen = chat_screen(
+        [
+            [{"text": "starting"}, {"tool": "slow", "args": {"seconds": 3}}],
+            [{"text": "turned left"}],
+        ]
+    )
+    screen.type("go")
+    screen.keys("Enter")
+    screen.wait_for("slow seconds=3")
+    screen.type("go left instead")
+    screen.keys("Enter")
+    screen.wait_for("steer (pending): go left instead")
+    screen.wait_for("turned left")
+    sent = sent_requests()
+    assert len(sent) == 2
+    last = sent[1]
+    assert last[-1]["role"] == "user" and "go left instead" in json.dumps(last[-1])
+    assert any(m["role"] == "tool" for m in last)  # the tool call finished before the steer joined
+    assert "steer (pending)" not in screen.text().split("turned left")[-1]
+
+
+def test_ctrl_c_stops_the_turn_and_the_session_goes_on(chat_screen, sent_requests) -> None:
+    screen = chat_screen(
+        [
+            [{"text": "on it"}, {"tool": "slow", "args": {"seconds": 60}}],
+            [{"text": "second answer"}],
+        ]
+    )
+    screen.type("long job")
+    screen.keys("Enter")
+    screen.wait_for("slow seconds=60")
+    screen.keys("C-c")
+    screen.wait_for("turn stopped")
+    screen.type("and now?")
+    screen.keys("Enter")
+    screen.wait_for("second answer")
+    sent = sent_requests()
+    # the interrupted call was paired with a result before the next request (the session is valid)
+    calls = [c["id"] for m in sent[1] if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+    results = [m.get("call_id") or m.get("tool_call_id") for m in sent[1] if m["role"] == "tool"]
+    assert calls and calls == results
+
+
+def test_ctrl_c_twice_at_an_empty_prompt_leaves(chat_screen) -> None:
+    screen = chat_screen([[{"text": "hi"}]])
+    screen.keys("C-c")
+    screen.wait_for("Ctrl-C again")
+    screen.keys("C-c")
+    screen.wait_for("CHAT-EXITED 0")
+
+
+def test_ctrl_d_leaves_and_history_and_continue_survive(chat_screen, tmp_path: Path) -> None:
+    screen = chat_screen([[{"text": "first answer"}]], "--store", "memory")
+    screen.type("remember this line")
+    screen.keys("Enter")
+    screen.wait_for("first answer")
+    screen.keys("C-d")
+    screen.wait_for("CHAT-EXITED 0")
+    assert "remember this line" in (tmp_path / "home" / "chat_history").read_text()
+
+
+def test_multi_line_input_completion_and_the_thinking_toggle(chat_screen, sent_requests) -> None:
+    screen = chat_screen([[{"thinking": "secret plan here"}, {"text": "answered"}]])
+    screen.type("/thin")
+    screen.keys("Tab")
+    screen.wait_for("❯ /thinking")
+    screen.keys("Enter")
+    screen.wait_for("thinking is shown")
+    screen.type("line one")
+    screen.keys("C-j")
+    screen.type("line two")
+    screen.keys("Enter")
+    shown = screen.wait_for("answered")
+    assert "secret plan here" in shown  # shown, as toggled
+    (request,) = sent_requests()
+    assert request[-1]["content"] == "line one\nline two"
+
+
+def test_output_follows_a_resized_terminal(chat_screen) -> None:
+    screen = chat_screen([[{"text": "above\n\n---\n\nbelow"}]])
+    screen.tmux("resize-window", "-t", screen.name, "-x", "50", "-y", "30")
+    screen.wait_for(lambda text: len(text.rstrip().splitlines()[-1]) <= 50)  # the toolbar redrawn
+    screen.type("rule please")
+    screen.keys("Enter")
+    shown = screen.wait_for("below")
+    rule = next(line for line in shown.splitlines() if line.strip() and not line.strip().strip("-─"))
+    assert 40 <= len(rule.strip()) <= 50  # drawn at the new width (joined wrapped lines would be 100)

@@ -1,0 +1,115 @@
+"""The pure parts: Markdown block splitting, completion, the plugin's hooks and command."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import crab_render_rich
+from crab_render_rich.blocks import BlockSplitter
+from crab_render_rich.completion import command_matches, path_matches
+from crab_render_rich.renderer import PREFERENCES
+from hypothesis import given
+from hypothesis import strategies as st
+
+
+def split(text: str, step: int) -> tuple[list[str], str]:
+    splitter = BlockSplitter()
+    blocks: list[str] = []
+    for i in range(0, len(text), step):
+        blocks += splitter.feed(text[i : i + step])
+    return blocks, splitter.finish()
+
+
+def test_blocks_end_at_blank_lines_headings_and_closed_fences() -> None:
+    text = "# Title\npara one\nstill one\n\n```py\nx = 1\n\ny = 2\n```\nafter"
+    blocks, rest = split(text, 3)
+    assert blocks == ["# Title\n", "para one\nstill one\n", "```py\nx = 1\n\ny = 2\n```\n"]
+    assert rest == "after"
+
+
+def test_an_unclosed_fence_stays_the_tail() -> None:
+    splitter = BlockSplitter()
+    assert splitter.feed("```\ncode\n\nmore\n") == []
+    assert splitter.in_code and splitter.tail == "```\ncode\n\nmore\n"
+
+
+@given(st.text(alphabet="ab #`~\n", max_size=200), st.integers(min_value=1, max_value=9))
+def test_splitting_loses_and_repeats_nothing(text: str, step: int) -> None:
+    blocks, rest = split(text, step)
+    joined = "".join(blocks) + rest
+    assert [c for c in joined if not c.isspace()] == [c for c in text if not c.isspace()]
+
+
+def test_command_and_path_completion(tmp_path: Path) -> None:
+    assert command_matches("/h", ["help", "handoff", "tools"]) == ["/handoff", "/help"]
+    assert command_matches("/he", ["help", "handoff", "tools"]) == ["/help"]
+    assert command_matches("/help x", ["help"]) == []
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "main.py").write_text("")
+    (tmp_path / ".hidden").write_text("")
+    assert path_matches("@s", tmp_path) == ["@src/"]
+    assert path_matches("@src/m", tmp_path) == ["@src/main.py"]
+    assert path_matches("@", tmp_path) == ["@src/"]
+    assert path_matches("@.h", tmp_path) == ["@.hidden"]
+
+
+def test_completion_never_lists_outside_the_workspace(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "secret.txt").write_text("")
+    (work / "link").symlink_to(tmp_path)
+    assert path_matches("@../", work) == []
+    assert path_matches("@/etc/", work) == []
+    assert path_matches("@~/", work) == []
+    assert path_matches("@link/", work) == []
+
+
+def test_the_plugin_offers_an_interactive_renderer_with_a_chat_input() -> None:
+    (spec,) = crab_render_rich.crab_renderers(None)  # type: ignore[arg-type]
+    assert spec.name == "rich" and spec.interactive and spec.chat_input is not None
+
+
+def test_thinking_command_toggles_the_shared_preference() -> None:
+    before = PREFERENCES.show_thinking
+    try:
+        result = asyncio.run(crab_render_rich.toggle_thinking(None, "on"))  # type: ignore[arg-type]
+        assert PREFERENCES.show_thinking and "shown" in result.text
+        result = asyncio.run(crab_render_rich.toggle_thinking(None, ""))  # type: ignore[arg-type]
+        assert not PREFERENCES.show_thinking
+        assert asyncio.run(crab_render_rich.toggle_thinking(None, "maybe")).is_error  # type: ignore[arg-type]
+    finally:
+        PREFERENCES.show_thinking = before
+
+
+def test_loading_the_plugin_imports_neither_rich_nor_prompt_toolkit() -> None:
+    code = (
+        "import sys, crab_render_rich; crab_render_rich.crab_renderers(None); crab_render_rich.crab_commands(None);"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('rich', 'prompt_toolkit')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_crab_run_keeps_plain_and_renderer_picks_rich(tmp_path: Path, fake_env) -> None:
+    env = fake_env([[{"text": "hello"}, {"tool": "slow", "args": {"seconds": 0}}], [{"text": "bye"}]])
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "crab", "run", "--provider", "fake", "-m", "script", *args, "hi"]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+    plain = run()
+    assert plain.returncode == 0, plain.stderr
+    assert "→ slow(" in plain.stderr and "hello" in plain.stdout
+    rich = run("--renderer", "rich")
+    assert rich.returncode == 0, rich.stderr
+    assert "✓ slow seconds=0" in rich.stderr and "\x1b" not in rich.stdout + rich.stderr
+    assert rich.stdout == "hello\nbye\n"  # a progress line ends the line it interrupts, as plain does
+    wrong = run("--renderer", "ricj")
+    assert wrong.returncode == 2
+    assert wrong.stderr.strip().splitlines() == [
+        "crab: no renderer named 'ricj' is loaded. Did you mean: rich? Available: jsonl, plain, rich "
+        "(see `crab plugins list`)."
+    ]
