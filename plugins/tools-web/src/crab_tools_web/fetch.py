@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from crab_tools_web.seatbelt import AllowList, check_target, check_url
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
 
 REDIRECTS = (301, 302, 303, 307, 308)
@@ -115,11 +117,15 @@ async def fetch(
     connect_timeout: float,
     read_timeout: float,
     total_timeout: float,
+    verify: ssl.SSLContext | bool = True,
 ) -> Fetched:
-    """GET ``url`` within the limits; raises ``Refused`` (seatbelt) or ``FetchError`` (one line)."""
+    """GET ``url`` within the limits; raises ``Refused`` (seatbelt) or ``FetchError`` (one line).
+
+    ``verify`` is for tests that trust their own certificate authority; crab passes nothing.
+    """
     try:
         async with asyncio.timeout(total_timeout):
-            return await _fetch(url, allow, max_bytes, max_redirects, connect_timeout, read_timeout)
+            return await _fetch(url, allow, max_bytes, max_redirects, connect_timeout, read_timeout, verify)
     except TimeoutError:
         raise FetchError(
             f"web_fetch: {url} did not finish within {total_timeout:g} s (total_timeout); "
@@ -128,7 +134,13 @@ async def fetch(
 
 
 async def _fetch(
-    url: str, allow: AllowList, max_bytes: int, max_redirects: int, connect_timeout: float, read_timeout: float
+    url: str,
+    allow: AllowList,
+    max_bytes: int,
+    max_redirects: int,
+    connect_timeout: float,
+    read_timeout: float,
+    verify: ssl.SSLContext | bool,
 ) -> Fetched:
     import httpx
 
@@ -136,7 +148,7 @@ async def _fetch(
     current = check_url(url)
     hops: list[str] = []
     # trust_env=False: HTTP(S)_PROXY would resolve the host itself, bypassing the pinned address.
-    async with httpx.AsyncClient(timeout=timeout, trust_env=False, follow_redirects=False) as client:
+    async with httpx.AsyncClient(timeout=timeout, trust_env=False, follow_redirects=False, verify=verify) as client:
         while True:
             target = await check_target(current, allow)
             extensions = {"sni_hostname": target.sni_hostname} if target.sni_hostname else {}
