@@ -81,7 +81,7 @@ def _handler(server: WebServer) -> type[http.server.BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        def do_GET(self) -> None:
             server.seen.append(Seen(self.path, self.headers.get("Host", "")))
             path = self.path.split("?", 1)[0]
             if path == "/page.html":

@@ -101,10 +101,11 @@ def _converter(base_url: str) -> Any:
 
     from markdownify import MarkdownConverter
 
-    class WebConverter(MarkdownConverter):  # type: ignore[misc]
+    class WebConverter(MarkdownConverter):
         """markdownify with absolute links and no inline data: images."""
 
-        def convert_a(self, el: Any, text: str, parent_tags: set[str]) -> str:
+        # markdownify finds convert_<tag> by name; its type hints do not declare them
+        def convert_a(self, el: Any, text: str, parent_tags: set[str]) -> str:  # type: ignore[misc]
             href = el.get("href")
             if href:
                 href = href.strip()
@@ -114,7 +115,7 @@ def _converter(base_url: str) -> Any:
                     el["href"] = urljoin(base_url, href)
             return str(super().convert_a(el, text, parent_tags))
 
-        def convert_img(self, el: Any, text: str, parent_tags: set[str]) -> str:
+        def convert_img(self, el: Any, text: str, parent_tags: set[str]) -> str:  # type: ignore[misc]
             src = (el.get("src") or "").strip()
             if not src or src.lower().startswith("data:"):
                 alt = (el.get("alt") or "").strip()

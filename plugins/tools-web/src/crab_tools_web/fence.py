@@ -83,7 +83,6 @@ def render_page(info: PageInfo, piece: Slice) -> str:
         )
     elif not info.complete:
         notes.append(
-            f"[The download stopped at {_n(info.max_bytes)} bytes (max_bytes): the rest of the page "
-            "was not fetched.]"
+            f"[The download stopped at {_n(info.max_bytes)} bytes (max_bytes): the rest of the page was not fetched.]"
         )
     return fence(body, label, "\n".join(notes))

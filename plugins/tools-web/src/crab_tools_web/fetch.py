@@ -230,4 +230,3 @@ def _timeout_kind(exc: Exception) -> str:
 def _reason(exc: Exception) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:300]
-

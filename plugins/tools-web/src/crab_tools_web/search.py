@@ -55,7 +55,7 @@ def not_configured(settings: WebSettings) -> str:
     """What web_search answers with no back-end: how the user configures one."""
     return (
         "web_search has no search back-end configured, so it cannot search. The user can add one in "
-        "their crab config: `[plugins.tools-web] searxng_url = \"http://localhost:8888\"` (a SearXNG "
+        'their crab config: `[plugins.tools-web] searxng_url = "http://localhost:8888"` (a SearXNG '
         "instance with the json format enabled in its settings.yml), or a Brave Search API key in "
         f"the environment variable {settings.brave_api_key_env} (named by [plugins.tools-web] "
         "brave_api_key_env). Meanwhile web_fetch can read a page whose URL you know."
@@ -134,18 +134,23 @@ async def search(query: str, count: int, settings: WebSettings, backend: Backend
             hits = await _ask(query, count, settings, backend)
     except TimeoutError:
         raise SearchError(
-            f"web_search: the {backend.kind} back-end did not answer within {settings.total_timeout:g} s (total_timeout)."
+            f"web_search: the {backend.kind} back-end did not answer within "
+            f"{settings.total_timeout:g} s (total_timeout)."
         ) from None
     except SearchError as exc:
         raise SearchError(redactor.text(str(exc))) from None
-    return hits[:count]
+    # a back-end that echoes the key (in a snippet, a URL) must not hand it to the model
+    return [Hit(redactor.text(h.title), redactor.text(h.url), redactor.text(h.snippet)) for h in hits[:count]]
 
 
 async def _ask(query: str, count: int, settings: WebSettings, backend: Backend) -> list[Hit]:
     import httpx
 
     timeout = httpx.Timeout(
-        connect=settings.connect_timeout, read=settings.read_timeout, write=settings.read_timeout, pool=settings.connect_timeout
+        connect=settings.connect_timeout,
+        read=settings.read_timeout,
+        write=settings.read_timeout,
+        pool=settings.connect_timeout,
     )
     headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
     if backend.kind == "brave":
@@ -166,7 +171,9 @@ async def _ask(query: str, count: int, settings: WebSettings, backend: Backend) 
             raise SearchError(f"web_search: the {backend.kind} back-end at {backend.url} timed out.") from None
         except httpx.HTTPError as exc:
             reason = (str(exc).strip() or type(exc).__name__).splitlines()[0][:300]
-            raise SearchError(f"web_search: cannot reach the {backend.kind} back-end at {backend.url}: {reason}.") from None
+            raise SearchError(
+                f"web_search: cannot reach the {backend.kind} back-end at {backend.url}: {reason}."
+            ) from None
     if response.status_code in (401, 403) and backend.kind == "brave":
         raise SearchError(
             f"web_search: Brave refused the key (HTTP {response.status_code}); the user should check "
@@ -175,11 +182,17 @@ async def _ask(query: str, count: int, settings: WebSettings, backend: Backend) 
     if response.status_code != 200:
         raise SearchError(
             f"web_search: the {backend.kind} back-end at {backend.url} answered HTTP {response.status_code}"
-            + (" (is the json format enabled in SearXNG's settings.yml?)" if backend.kind == "searxng" and response.status_code == 403 else "")
+            + (
+                " (is the json format enabled in SearXNG's settings.yml?)"
+                if backend.kind == "searxng" and response.status_code == 403
+                else ""
+            )
             + "."
         )
     if body is None:
-        raise SearchError(f"web_search: the {backend.kind} back-end's answer is larger than {MAX_ANSWER_BYTES:,} bytes.")
+        raise SearchError(
+            f"web_search: the {backend.kind} back-end's answer is larger than {MAX_ANSWER_BYTES:,} bytes."
+        )
     try:
         data = json.loads(body)
     except ValueError:

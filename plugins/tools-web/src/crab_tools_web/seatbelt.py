@@ -71,7 +71,9 @@ _EXTRA_BLOCKED: tuple[tuple[IPNetwork, str], ...] = tuple(
 )
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$", re.IGNORECASE)
-_CANONICAL_IPV4 = re.compile(r"^(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}$")
+_CANONICAL_IPV4 = re.compile(
+    r"^(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}$"
+)
 _HOST_NAME = re.compile(r"^(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$")
 
 
@@ -160,13 +162,17 @@ def check_url(text: str) -> httpx.URL:
 
     shown = text if len(text) <= 200 else text[:199] + "…"
     if any(c.isspace() or ord(c) < 0x20 or c == "\\" for c in text):
-        raise Refused(f"Refused: {shown!r} contains spaces, control characters or backslashes; give a plain http(s) URL.")
+        raise Refused(
+            f"Refused: {shown!r} contains spaces, control characters or backslashes; give a plain http(s) URL."
+        )
     try:
         url = httpx.URL(text)
     except (httpx.InvalidURL, ValueError, TypeError) as exc:
         raise Refused(f"Refused: {shown!r} is not a valid URL ({exc}).") from None
     if url.scheme not in ("http", "https"):
-        raise Refused(f"Refused: {shown!r} is not an http or https URL; web_fetch reads only http:// and https:// pages.")
+        raise Refused(
+            f"Refused: {shown!r} is not an http or https URL; web_fetch reads only http:// and https:// pages."
+        )
     if url.userinfo:
         raise Refused(f"Refused: {shown!r} carries a user name or password (user@host); give the URL without it.")
     host = url.raw_host.decode("ascii", "replace")
@@ -285,8 +291,5 @@ async def check_target(url: httpx.URL, allow: AllowList) -> Target:
         if name_allowed and address not in METADATA_ADDRESSES:
             continue
         via = " is" if literal is not None else f" resolves to {address}, which is"
-        raise Refused(
-            f"Refused: {host}{via} {reason}; web_fetch reaches only public addresses "
-            f"unless {ALLOW_HINT}."
-        )
+        raise Refused(f"Refused: {host}{via} {reason}; web_fetch reaches only public addresses unless {ALLOW_HINT}.")
     return Target(url=url, host=host, address=addresses[0], checked=tuple(addresses))

@@ -8,7 +8,7 @@ config sets them; ``load_settings`` turns checked values into ``WebSettings`` (a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from crab import ConfigTable, InvalidValue, Setting, validate_table
@@ -25,10 +25,14 @@ def _check(values: Mapping[str, Any]) -> None:
     try:
         parse_allow_hosts(values["allow_hosts"])
     except ValueError as exc:
-        raise InvalidValue(("plugins", PLUGIN, "allow_hosts"), f"host names, IP addresses or networks ({exc})", values["allow_hosts"]) from None
+        raise InvalidValue(
+            ("plugins", PLUGIN, "allow_hosts"), f"host names, IP addresses or networks ({exc})", values["allow_hosts"]
+        ) from None
     if values["default_max_chars"] > values["max_chars"]:
         raise InvalidValue(
-            ("plugins", PLUGIN, "default_max_chars"), f"a number <= max_chars ({values['max_chars']})", values["default_max_chars"]
+            ("plugins", PLUGIN, "default_max_chars"),
+            f"a number <= max_chars ({values['max_chars']})",
+            values["default_max_chars"],
         )
     for key in ("searxng_url", "brave_url"):
         url = values.get(key)
@@ -47,14 +51,45 @@ TABLE = ConfigTable(
             "host names, IPs or networks (CIDR) web_fetch may reach although they are private/loopback",
             trust_only=True,
         ),
-        Setting("max_bytes", "int", 5_000_000, "the most bytes of a page web_fetch downloads", minimum=1024, maximum=100_000_000),
-        Setting("max_chars", "int", 50_000, "the most characters one web_fetch call returns", minimum=100, maximum=MAX_CHARS_CEILING),
-        Setting("default_max_chars", "int", 20_000, "characters web_fetch returns when the model names none", minimum=100),
+        Setting(
+            "max_bytes",
+            "int",
+            5_000_000,
+            "the most bytes of a page web_fetch downloads",
+            minimum=1024,
+            maximum=100_000_000,
+        ),
+        Setting(
+            "max_chars",
+            "int",
+            50_000,
+            "the most characters one web_fetch call returns",
+            minimum=100,
+            maximum=MAX_CHARS_CEILING,
+        ),
+        Setting(
+            "default_max_chars", "int", 20_000, "characters web_fetch returns when the model names none", minimum=100
+        ),
         Setting("max_redirects", "int", 5, "redirects web_fetch follows (each one re-checked)", minimum=0, maximum=20),
         Setting("connect_timeout", "float", 10.0, "seconds to open a connection", above=0, maximum=600),
-        Setting("read_timeout", "float", 20.0, "seconds to wait for the next bytes from a server", above=0, maximum=600),
-        Setting("total_timeout", "float", 30.0, "seconds one web_fetch or web_search call may take in all", above=0, maximum=600),
-        Setting("search_backend", "str", "auto", "which search back-end web_search uses", choices=("auto", "searxng", "brave")),
+        Setting(
+            "read_timeout", "float", 20.0, "seconds to wait for the next bytes from a server", above=0, maximum=600
+        ),
+        Setting(
+            "total_timeout",
+            "float",
+            30.0,
+            "seconds one web_fetch or web_search call may take in all",
+            above=0,
+            maximum=600,
+        ),
+        Setting(
+            "search_backend",
+            "str",
+            "auto",
+            "which search back-end web_search uses",
+            choices=("auto", "searxng", "brave"),
+        ),
         Setting(
             "searxng_url",
             "str",
@@ -68,7 +103,9 @@ TABLE = ConfigTable(
             "environment variable holding a Brave Search API key",
             trust_only=True,
         ),
-        Setting("brave_url", "str", DEFAULT_BRAVE_URL, "the Brave Search API endpoint the key is sent to", trust_only=True),
+        Setting(
+            "brave_url", "str", DEFAULT_BRAVE_URL, "the Brave Search API endpoint the key is sent to", trust_only=True
+        ),
         Setting("max_results", "int", 10, "the most results one web_search call returns", minimum=1, maximum=50),
     ),
     check=_check,
@@ -79,7 +116,7 @@ TABLE = ConfigTable(
 class WebSettings:
     """What an operator may configure; every field has a safe default."""
 
-    allow: AllowList = AllowList()
+    allow: AllowList = field(default_factory=AllowList)
     max_bytes: int = 5_000_000
     max_chars: int = 50_000
     default_max_chars: int = 20_000

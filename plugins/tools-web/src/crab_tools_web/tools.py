@@ -5,7 +5,6 @@ call (or once for the session). A page read in parts is kept for a while in the 
 state, so reading on with ``start`` does not download it again.
 """
 
-
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
