@@ -101,11 +101,13 @@ def _converter(base_url: str) -> Any:
 
     from markdownify import MarkdownConverter
 
+    # markdownify finds convert_<tag> methods by name, so its type hints do not declare them
+    plain: Any = MarkdownConverter
+
     class WebConverter(MarkdownConverter):
         """markdownify with absolute links and no inline data: images."""
 
-        # markdownify finds convert_<tag> by name; its type hints do not declare them
-        def convert_a(self, el: Any, text: str, parent_tags: set[str]) -> str:  # type: ignore[misc]
+        def convert_a(self, el: Any, text: str, parent_tags: set[str]) -> str:
             href = el.get("href")
             if href:
                 href = href.strip()
@@ -113,15 +115,15 @@ def _converter(base_url: str) -> Any:
                     del el["href"]
                 else:
                     el["href"] = urljoin(base_url, href)
-            return str(super().convert_a(el, text, parent_tags))
+            return str(plain.convert_a(self, el, text, parent_tags))
 
-        def convert_img(self, el: Any, text: str, parent_tags: set[str]) -> str:  # type: ignore[misc]
+        def convert_img(self, el: Any, text: str, parent_tags: set[str]) -> str:
             src = (el.get("src") or "").strip()
             if not src or src.lower().startswith("data:"):
                 alt = (el.get("alt") or "").strip()
                 return f"[image: {alt}]" if alt else ""
             el["src"] = urljoin(base_url, src)
-            return str(super().convert_img(el, text, parent_tags))
+            return str(plain.convert_img(self, el, text, parent_tags))
 
     return WebConverter(
         heading_style="ATX",
