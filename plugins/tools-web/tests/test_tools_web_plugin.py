@@ -38,7 +38,7 @@ def test_host_registers_both_tools_with_network_permission(tmp_path: Path) -> No
     host.load_objects({"tools-web": crab_tools_web})
     tools = host.registry("tools")
     assert {name: tool.permission for name, tool in tools.items()} == {"web_fetch": "network", "web_search": "network"}
-    assert tools["web_fetch"].timeout == 22  # total_timeout plus the conversion margin
+    assert tools["web_fetch"].timeout == 72  # total_timeout plus the conversion margin
     assert host.problems() == []
 
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from crab_tools_web.threads import in_daemon_thread
 
 if TYPE_CHECKING:
     import httpx
@@ -235,37 +236,6 @@ def resolve(host: str, port: int) -> list[str]:
     return seen
 
 
-async def resolve_in_thread(host: str, port: int) -> list[str]:
-    """``resolve`` in a daemon thread: a resolver that hangs is abandoned at the call's timeout,
-    and never holds crab's exit (asyncio's default executor would be joined at shutdown)."""
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[list[str]] = loop.create_future()
-
-    def settle(result: list[str] | BaseException) -> None:
-        if future.done():
-            return
-        if isinstance(result, BaseException):
-            future.set_exception(result)
-        else:
-            future.set_result(result)
-
-    def work() -> None:
-        outcome: list[str] | BaseException
-        try:
-            outcome = resolve(host, port)
-        except Exception as exc:
-            outcome = exc
-        try:
-            loop.call_soon_threadsafe(settle, outcome)
-        except RuntimeError:
-            pass  # the loop is gone: the call was abandoned
-
-    threading.Thread(target=work, name="crab-tools-web-resolve", daemon=True).start()
-    return await future
-
-
 async def check_target(url: httpx.URL, allow: AllowList) -> Target:
     """Resolve ``url``'s host once and check every address; ``Refused`` names the first bad one."""
     host = url.raw_host.decode("ascii").lower().rstrip(".")
@@ -278,7 +248,7 @@ async def check_target(url: httpx.URL, allow: AllowList) -> Target:
         if host in METADATA_HOSTS and not name_allowed:
             raise Refused(f"Refused: {host} is a cloud metadata service; {ALLOW_HINT}.")
         try:
-            found = await resolve_in_thread(host, port)
+            found = await in_daemon_thread(lambda: resolve(host, port), "resolve")
         except (OSError, UnicodeError) as exc:
             raise Refused(f"web_fetch: cannot resolve {host} ({exc}); check the host name.") from None
         addresses = [a for a in (_literal(f.split("%", 1)[0]) for f in found) if a is not None]

@@ -54,7 +54,7 @@ TABLE = ConfigTable(
         Setting(
             "max_bytes",
             "int",
-            5_000_000,
+            3_000_000,
             "the most bytes of a page web_fetch downloads",
             minimum=1024,
             maximum=100_000_000,
@@ -117,7 +117,7 @@ class WebSettings:
     """What an operator may configure; every field has a safe default."""
 
     allow: AllowList = field(default_factory=AllowList)
-    max_bytes: int = 5_000_000
+    max_bytes: int = 3_000_000
     max_chars: int = 50_000
     default_max_chars: int = 20_000
     max_redirects: int = 5

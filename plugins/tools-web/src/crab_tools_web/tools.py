@@ -18,12 +18,14 @@ from crab_tools_web.fetch import FetchError, fetch
 from crab_tools_web.search import SearchError, choose_backend, not_configured, render_hits, search
 from crab_tools_web.seatbelt import Refused
 from crab_tools_web.settings import MAX_CHARS_CEILING, WebSettings, load_settings
+from crab_tools_web.threads import in_daemon_thread
 
 CACHE_KEY = "tools-web.pages"
 CACHE_ENTRIES = 4
 CACHE_SECONDS = 600.0
-TIMEOUT_MARGIN = 10.0
-"""Seconds the loop's own timeout allows beyond ``total_timeout`` (for the conversion)."""
+TIMEOUT_MARGIN = 60.0
+"""Seconds the loop's own timeout allows beyond ``total_timeout``, for the conversion: a page at
+the default ``max_bytes`` takes seconds to convert (bench/web_fetch.py), more on a busy machine."""
 OUTPUT_LIMIT = OutputLimit(lines=MAX_CHARS_CEILING + 200, bytes=4 * MAX_CHARS_CEILING + 16_384)
 """web_fetch cuts by characters itself and says how to read on; this only backs it up."""
 
@@ -56,7 +58,10 @@ async def read_page(url: str, start: int, settings: WebSettings, ctx: ToolContex
         read_timeout=settings.read_timeout,
         total_timeout=settings.total_timeout,
     )
-    page = to_page(fetched.body, fetched.charset, fetched.is_html, fetched.url)
+    # seconds of CPU for a large page: off the event loop, so rendering and Ctrl-C stay live
+    page = await in_daemon_thread(
+        lambda: to_page(fetched.body, fetched.charset, fetched.is_html, fetched.url), "convert"
+    )
     info = PageInfo(fetched.url, url, page.kind, page.title, fetched.complete, settings.max_bytes)
     cache[url] = (now, info, page)
     while len(cache) > CACHE_ENTRIES:
