@@ -107,7 +107,11 @@ def test_help_imports_no_plugin_implementation_module(crab_home):
 
 def test_help_imports_at_most_150_modules_beyond_the_interpreter(crab_home):
     # typer alone accounts for about 105; bench/startup.py prints the figures side by side.
-    assert len(plugin_packages()) >= 6, "run with every first-party plugin installed"
+    # Each enabled plugin's top-level module is loaded by design (one module, thin hooks: the test
+    # above holds it to that), so the budget is 150 with the first six plugins, plus one per plugin
+    # beyond them; whatever else a plugin's top-level module imports still counts against it.
+    packages = plugin_packages()
+    assert len(packages) >= 6, "run with every first-party plugin installed"
     before, after = modules_after(["--help"])
     added = sorted(after - before)
-    assert len(added) <= 150, added
+    assert len(added) <= 150 + max(0, len(packages) - 6), added
