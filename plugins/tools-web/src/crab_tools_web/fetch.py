@@ -147,10 +147,12 @@ async def _fetch(
     timeout = httpx.Timeout(connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout)
     current = check_url(url)
     hops: list[str] = []
-    # trust_env=False: HTTP(S)_PROXY would resolve the host itself, bypassing the pinned address.
-    async with httpx.AsyncClient(timeout=timeout, trust_env=False, follow_redirects=False, verify=verify) as client:
-        while True:
-            target = await check_target(current, allow)
+    while True:
+        target = await check_target(current, allow)
+        # A client per hop: a pooled connection (keyed by address) must never carry a request for
+        # another host name, nor a cookie go from one host to another. trust_env=False: a proxy
+        # from HTTP(S)_PROXY would resolve the host itself, bypassing the checked address.
+        async with httpx.AsyncClient(timeout=timeout, trust_env=False, follow_redirects=False, verify=verify) as client:
             extensions = {"sni_hostname": target.sni_hostname} if target.sni_hostname else {}
             headers = {
                 "Host": target.host_header,
@@ -159,7 +161,6 @@ async def _fetch(
                 # Only codecs httpx decodes incrementally in small pieces; never brotli/zstd bombs.
                 "Accept-Encoding": "gzip, deflate",
             }
-            client.cookies.clear()  # a cookie of one host must not follow a redirect to another
             request = client.build_request("GET", target.connect_url, headers=headers, extensions=extensions)
             shown = str(current)
             try:

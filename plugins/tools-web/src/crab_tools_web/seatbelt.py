@@ -16,7 +16,7 @@ import ipaddress
 import re
 import socket
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from crab_tools_web.threads import in_daemon_thread
@@ -198,7 +198,6 @@ class Target:
     url: httpx.URL
     host: str
     address: IPAddress
-    checked: tuple[IPAddress, ...] = field(default=())
 
     @property
     def connect_url(self) -> httpx.URL:
@@ -207,8 +206,7 @@ class Target:
 
     @property
     def host_header(self) -> str:
-        netloc = self.url.netloc.decode("ascii")
-        return netloc
+        return self.url.netloc.decode("ascii")
 
     @property
     def sni_hostname(self) -> str | None:
@@ -262,4 +260,4 @@ async def check_target(url: httpx.URL, allow: AllowList) -> Target:
             continue
         via = " is" if literal is not None else f" resolves to {address}, which is"
         raise Refused(f"Refused: {host}{via} {reason}; web_fetch reaches only public addresses unless {ALLOW_HINT}.")
-    return Target(url=url, host=host, address=addresses[0], checked=tuple(addresses))
+    return Target(url=url, host=host, address=addresses[0])
