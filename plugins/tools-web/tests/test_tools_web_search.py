@@ -168,6 +168,18 @@ def test_unreachable_backend_is_one_line(call: Call, settings: dict[str, Any]) -
     assert "\n" not in result.content
 
 
+def test_a_searxng_password_stays_out_of_messages(call: Call, settings: dict[str, Any]) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings["searxng_url"] = f"http://searcher:hunter2-long-password@127.0.0.1:{port}"
+    result = call("web_search", query="crab")
+    assert result.is_error and f"http://127.0.0.1:{port}/search" in result.content
+    assert "hunter2" not in result.content and "searcher" not in result.content
+
+
 def test_brave_backend_sends_the_key_in_its_header(
     backend: Backend, call: Call, settings: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,8 +13,9 @@ import asyncio
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from crab import Redactor
 
@@ -48,7 +49,14 @@ class Backend:
 
     kind: str
     url: str
-    key: str | None = None
+    key: str | None = field(default=None, repr=False)
+
+    @property
+    def shown(self) -> str:
+        """The URL without user-info (a SearXNG behind basic auth keeps its password out of messages)."""
+        parts = urlsplit(self.url)
+        host = parts.netloc.rpartition("@")[2]
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def not_configured(settings: WebSettings) -> str:
@@ -128,7 +136,8 @@ def render_hits(query: str, hits: list[Hit], backend: str) -> str:
 
 async def search(query: str, count: int, settings: WebSettings, backend: Backend) -> list[Hit]:
     """Ask ``backend`` for at most ``count`` hits, within the timeouts; ``SearchError`` on failure."""
-    redactor = Redactor([backend.key] if backend.key else [])
+    password = urlsplit(backend.url).password
+    redactor = Redactor([secret for secret in (backend.key, password) if secret])
     try:
         async with asyncio.timeout(settings.total_timeout):
             hits = await _ask(query, count, settings, backend)
@@ -168,11 +177,11 @@ async def _ask(query: str, count: int, settings: WebSettings, backend: Backend) 
             finally:
                 await response.aclose()
         except httpx.TimeoutException:
-            raise SearchError(f"web_search: the {backend.kind} back-end at {backend.url} timed out.") from None
+            raise SearchError(f"web_search: the {backend.kind} back-end at {backend.shown} timed out.") from None
         except httpx.HTTPError as exc:
             reason = (str(exc).strip() or type(exc).__name__).splitlines()[0][:300]
             raise SearchError(
-                f"web_search: cannot reach the {backend.kind} back-end at {backend.url}: {reason}."
+                f"web_search: cannot reach the {backend.kind} back-end at {backend.shown}: {reason}."
             ) from None
     if response.status_code in (401, 403) and backend.kind == "brave":
         raise SearchError(
@@ -181,7 +190,7 @@ async def _ask(query: str, count: int, settings: WebSettings, backend: Backend) 
         )
     if response.status_code != 200:
         raise SearchError(
-            f"web_search: the {backend.kind} back-end at {backend.url} answered HTTP {response.status_code}"
+            f"web_search: the {backend.kind} back-end at {backend.shown} answered HTTP {response.status_code}"
             + (
                 " (is the json format enabled in SearXNG's settings.yml?)"
                 if backend.kind == "searxng" and response.status_code == 403
