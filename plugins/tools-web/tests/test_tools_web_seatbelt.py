@@ -242,6 +242,24 @@ def test_connection_goes_to_the_checked_address(
     assert lookups(fake_dns).count("rebind.test") == 1
 
 
+def test_an_unreachable_checked_address_falls_back_to_the_next(
+    web: WebServer, call: Call, settings: dict[str, Any], fake_dns: dict[str, list[list[str]]]
+) -> None:
+    import socket
+
+    with socket.socket(socket.AF_INET6) as sock:  # a port on ::1 that nothing listens on
+        try:
+            sock.bind(("::1", web.port))
+        except OSError:
+            pytest.skip("no IPv6 loopback here: cannot test the fall-back from ::1 to 127.0.0.1")
+    settings["allow_hosts"] = ["127.0.0.1", "::1"]
+    fake_dns["dual.test"] = [["::1", "127.0.0.1"]]
+    result = call("web_fetch", url=f"http://dual.test:{web.port}/host")
+    assert not result.is_error, result.content
+    assert f"host=dual.test:{web.port}" in result.content
+    assert lookups(fake_dns) == ["dual.test"]
+
+
 def test_each_redirect_hop_is_resolved_and_checked(
     web: WebServer, call: Call, fake_dns: dict[str, list[list[str]]], settings: dict[str, Any]
 ) -> None:

@@ -13,7 +13,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from crab_tools_web.seatbelt import AllowList, check_target, check_url
+from crab_tools_web.seatbelt import AllowList, Target, check_target, check_url
 
 if TYPE_CHECKING:
     import ssl
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     import httpx
 
 REDIRECTS = (301, 302, 303, 307, 308)
+MAX_ADDRESSES = 3
+"""Checked addresses of one host tried in turn when a connection is refused."""
 USER_AGENT = "crab-tools-web/0.1 (an AI agent's web_fetch tool)"
 ACCEPT = "text/html,application/xhtml+xml,text/plain;q=0.9,text/*;q=0.8,application/json;q=0.8,*/*;q=0.1"
 
@@ -161,10 +163,9 @@ async def _fetch(
                 # Only codecs httpx decodes incrementally in small pieces; never brotli/zstd bombs.
                 "Accept-Encoding": "gzip, deflate",
             }
-            request = client.build_request("GET", target.connect_url, headers=headers, extensions=extensions)
             shown = str(current)
             try:
-                response = await client.send(request, stream=True)
+                response = await _open(client, target, headers, extensions)
             except httpx.TimeoutException as exc:
                 raise FetchError(f"web_fetch: {shown} timed out ({_timeout_kind(exc)}).") from None
             except httpx.HTTPError as exc:
@@ -196,6 +197,27 @@ async def _fetch(
             if looks_binary(body):
                 raise FetchError(_binary_message(shown, media_type))
             return Fetched(shown, response.status_code, media_type, charset, body, complete, tuple(hops))
+
+
+async def _open(
+    client: httpx.AsyncClient, target: Target, headers: dict[str, str], extensions: dict[str, str]
+) -> httpx.Response:
+    """Send the GET to the first checked address that accepts a connection (at most three tried).
+
+    A refused or unreachable address (an IPv6 address without IPv6 routing, say) moves on to the
+    next one the resolver gave; a timeout does not, so the connect timeout is not multiplied.
+    """
+    import httpx
+
+    addresses = target.addresses[:MAX_ADDRESSES]
+    for number, address in enumerate(addresses, 1):
+        request = client.build_request("GET", target.connect_url(address), headers=headers, extensions=extensions)
+        try:
+            return await client.send(request, stream=True)
+        except httpx.ConnectError:
+            if number == len(addresses):
+                raise
+    raise AssertionError("a checked target has at least one address")
 
 
 async def _read_capped(response: httpx.Response, max_bytes: int, shown: str) -> tuple[bytes, bool]:

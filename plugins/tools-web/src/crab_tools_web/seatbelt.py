@@ -193,16 +193,20 @@ def check_url(text: str) -> httpx.URL:
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A checked hop: the URL as asked, and the one address the connection must go to."""
+    """A checked hop: the URL as asked, and the addresses (all checked) a connection may go to."""
 
     url: httpx.URL
     host: str
-    address: IPAddress
+    addresses: tuple[IPAddress, ...]
 
     @property
-    def connect_url(self) -> httpx.URL:
-        """The URL with the checked address in place of the host name (Host and SNI keep the name)."""
-        return self.url.copy_with(host=str(self.address))
+    def address(self) -> IPAddress:
+        """The first checked address, in the resolver's order."""
+        return self.addresses[0]
+
+    def connect_url(self, address: IPAddress) -> httpx.URL:
+        """The URL with a checked address in place of the host name (Host and SNI keep the name)."""
+        return self.url.copy_with(host=str(address))
 
     @property
     def host_header(self) -> str:
@@ -260,4 +264,4 @@ async def check_target(url: httpx.URL, allow: AllowList) -> Target:
             continue
         via = " is" if literal is not None else f" resolves to {address}, which is"
         raise Refused(f"Refused: {host}{via} {reason}; web_fetch reaches only public addresses unless {ALLOW_HINT}.")
-    return Target(url=url, host=host, address=addresses[0])
+    return Target(url=url, host=host, addresses=tuple(dict.fromkeys(addresses)))
