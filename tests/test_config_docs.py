@@ -13,9 +13,10 @@ from crab_skills.settings import TABLE as SKILLS
 from crab_store_sqlite.settings import TABLE as SQLITE
 from crab_tape_jsonl.settings import TABLE as JSONL
 from crab_tools_basic.settings import TABLE as TOOLS
+from crab_tools_web.settings import TABLE as WEB
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLES: list[ConfigTable] = [CORE_TABLE, TOOLS, OPENAI, ANTHROPIC, JSONL, SQLITE, SKILLS, mock_table()]
+TABLES: list[ConfigTable] = [CORE_TABLE, TOOLS, OPENAI, ANTHROPIC, JSONL, SQLITE, SKILLS, WEB, mock_table()]
 
 
 def test_every_declared_key_is_documented() -> None:

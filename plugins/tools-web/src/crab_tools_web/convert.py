@@ -1,0 +1,185 @@
+"""Turning a downloaded body into text for the model: HTML to Markdown, other text decoded.
+
+HTML goes through beautifulsoup4 (``html.parser``, no C extension needed) and markdownify. Before
+conversion the noise is dropped: scripts, styles, navigation, forms, and elements the page hides
+from its readers (``hidden``, ``aria-hidden``, ``display:none``), which are a favourite place to
+put instructions for an AI that no human would see. When the page has one ``<main>`` (or else one
+``<article>``), only that is converted. Links and images get absolute URLs, so the model can
+fetch what a page links to; ``data:`` images are dropped. bs4 and markdownify are imported
+inside the functions.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+from typing import Any
+
+NOISE_TAGS = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "nav",
+    "aside",
+    "footer",
+    "form",
+    "button",
+    "input",
+    "select",
+    "textarea",
+    "iframe",
+    "frame",
+    "frameset",
+    "object",
+    "embed",
+    "svg",
+    "canvas",
+    "link",
+    "meta",
+    "dialog",
+)
+"""Elements whose text is never the page's content."""
+
+NOISE_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "menu", "menubar", "dialog", "alert"})
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_BLANK_LINES = re.compile(r"\n[ \t]*(\n[ \t]*){2,}")
+_LANGUAGE_CLASS = re.compile(r"^(?:language|lang|highlight-source|sourceCode)-?([\w+#.-]+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A page as text: ``kind`` is ``markdown`` (from HTML) or ``text``; ``title`` may be empty."""
+
+    text: str
+    kind: str
+    title: str = ""
+
+
+def decode(body: bytes, charset: str | None) -> str:
+    """``body`` as text: the declared charset when Python knows it, else UTF-8, else Windows-1252."""
+    if charset:
+        try:
+            codecs.lookup(charset)
+        except LookupError:
+            charset = None
+    if charset:
+        return body.decode(charset, errors="replace")
+    if body.startswith(codecs.BOM_UTF8):
+        return body[3:].decode("utf-8", errors="replace")
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(body) - 3:  # the download cap cut a character in two
+            return body[: exc.start].decode("utf-8")
+        return body.decode("cp1252", errors="replace")
+
+
+def _language(el: Any) -> str:
+    for node in (el, el.find("code")):
+        if node is None:
+            continue
+        for cls in node.get("class") or ():
+            match = _LANGUAGE_CLASS.match(cls)
+            if match:
+                return str(match.group(1))
+    return ""
+
+
+def _hidden(el: Any) -> bool:
+    attrs = el.attrs or {}
+    if "hidden" in attrs or str(attrs.get("aria-hidden", "")).lower() == "true":
+        return True
+    if str(attrs.get("role", "")).lower() in NOISE_ROLES:
+        return True
+    return bool(_HIDDEN_STYLE.search(str(attrs.get("style", ""))))
+
+
+def _converter(base_url: str) -> Any:
+    from urllib.parse import urljoin
+
+    from markdownify import MarkdownConverter
+
+    # markdownify finds convert_<tag> methods by name, so its type hints do not declare them
+    plain: Any = MarkdownConverter
+
+    class WebConverter(MarkdownConverter):
+        """markdownify with absolute links and no inline data: images."""
+
+        def convert_a(self, el: Any, text: str, parent_tags: set[str]) -> str:
+            href = el.get("href")
+            if href:
+                href = href.strip()
+                if href.lower().startswith(("javascript:", "data:", "vbscript:")):
+                    del el["href"]
+                else:
+                    el["href"] = urljoin(base_url, href)
+            return str(plain.convert_a(self, el, text, parent_tags))
+
+        def convert_img(self, el: Any, text: str, parent_tags: set[str]) -> str:
+            src = (el.get("src") or "").strip()
+            if not src or src.lower().startswith("data:"):
+                alt = (el.get("alt") or "").strip()
+                return f"[image: {alt}]" if alt else ""
+            el["src"] = urljoin(base_url, src)
+            return str(plain.convert_img(self, el, text, parent_tags))
+
+    return WebConverter(
+        heading_style="ATX",
+        bullets="-",
+        escape_underscores=False,
+        escape_asterisks=False,
+        code_language_callback=_language,
+        strip_document="strip",
+    )
+
+
+def html_to_markdown(body: bytes | str, charset: str | None = None, base_url: str = "") -> Page:
+    """Readable Markdown of an HTML page (see the module docstring for what is dropped)."""
+    from bs4 import BeautifulSoup
+
+    if isinstance(body, bytes):
+        soup = BeautifulSoup(body, "html.parser", from_encoding=_known(charset))
+    else:
+        soup = BeautifulSoup(body, "html.parser")
+    title_tag = soup.find("title")
+    title = " ".join(title_tag.get_text().split()) if title_tag is not None else ""
+    for tag in soup(NOISE_TAGS):
+        tag.decompose()
+    for tag in soup.find_all(_hidden):
+        if not tag.decomposed:
+            tag.decompose()
+    if title_tag is not None and not title_tag.decomposed:
+        title_tag.decompose()
+    root: Any = soup
+    for name in ("main", "article"):
+        found = soup.find_all(name)
+        if len(found) == 1:
+            root = found[0]
+            break
+    text = _converter(base_url).convert_soup(root)
+    return Page(tidy(text), "markdown", title)
+
+
+def _known(charset: str | None) -> str | None:
+    if not charset:
+        return None
+    try:
+        codecs.lookup(charset)
+    except LookupError:
+        return None
+    return charset
+
+
+def tidy(text: str) -> str:
+    """Trailing spaces off, no more than one blank line in a row."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip("\n")
+
+
+def to_page(body: bytes, charset: str | None, is_html: bool, base_url: str) -> Page:
+    """The body as a ``Page``: Markdown for HTML, decoded text otherwise."""
+    if is_html:
+        return html_to_markdown(body, charset, base_url)
+    return Page(decode(body, charset).replace("\r\n", "\n"), "text")

@@ -1,0 +1,155 @@
+"""web_fetch against a real HTTP server on 127.0.0.1 (allowed explicitly): conversion, types, limits."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from crab.tools import ToolResult
+
+if TYPE_CHECKING:
+    from conftest import WebServer
+
+Call = Callable[..., ToolResult]
+
+
+def body_of(result: ToolResult) -> str:
+    """The text between the web-content fence markers."""
+    match = re.search(r"<<<web-content ([0-9a-f]+)>>>\n(.*)\n<<<end web-content \1>>>", result.content, re.S)
+    assert match, result.content
+    return match.group(2)
+
+
+def test_html_becomes_markdown_with_headings_links_and_code(web: WebServer, call: Call) -> None:
+    result = call("web_fetch", url=web.url("/page.html"))
+    assert not result.is_error, result.content
+    text = body_of(result)
+    assert "# Main heading" in text
+    assert "## Second heading" in text
+    assert f"[the intro](http://127.0.0.1:{web.port}/docs/intro.html)" in text  # made absolute
+    assert "[elsewhere](https://example.org/x)" in text
+    assert "```python\ndef answer():\n    return 42\n```" in text
+    assert "- first item" in text
+    assert "Title: The Test Page" in text
+
+
+def test_noise_and_hidden_text_are_dropped(web: WebServer, call: Call) -> None:
+    text = body_of(call("web_fetch", url=web.url("/page.html")))
+    for noise in ("SCRIPT-NOISE", "color: red", "NAV-NOISE", "FOOTER-NOISE", "HIDDEN-INSTRUCTION", "HIDDEN-ATTR"):
+        assert noise not in text
+
+
+def test_result_is_labelled_as_web_content_with_the_url(web: WebServer, call: Call) -> None:
+    result = call("web_fetch", url=web.url("/page.html"))
+    first = result.content.splitlines()[0]
+    assert web.url("/page.html") in first
+    assert "not from the user" in first
+    assert result.details["url"] == web.url("/page.html")
+
+
+def test_fence_cannot_be_closed_by_the_page(web: WebServer, call: Call) -> None:
+    one = re.findall(r"<<<web-content ([0-9a-f]+)>>>", call("web_fetch", url=web.url("/plain.txt")).content)
+    two = re.findall(r"<<<web-content ([0-9a-f]+)>>>", call("web_fetch", url=web.url("/plain.txt")).content)
+    assert one and two and one != two  # a fresh id each time: a page cannot guess the closing marker
+
+
+def test_plain_text_and_json_come_back_as_text(web: WebServer, call: Call) -> None:
+    assert body_of(call("web_fetch", url=web.url("/plain.txt"))) == "just some plain text\nline two"
+    assert body_of(call("web_fetch", url=web.url("/data.json"))) == '{"a": 1}'
+
+
+def test_declared_charset_is_honoured(web: WebServer, call: Call) -> None:
+    assert body_of(call("web_fetch", url=web.url("/latin1.txt"))) == "café au lait"
+
+
+def test_gzip_body_is_decoded(web: WebServer, call: Call) -> None:
+    assert "# Zipped heading" in body_of(call("web_fetch", url=web.url("/gzip.html")))
+
+
+def test_unlabelled_html_is_sniffed(web: WebServer, call: Call) -> None:
+    assert "# Sniffed" in body_of(call("web_fetch", url=web.url("/unlabelled.html")))
+
+
+@pytest.mark.parametrize("path", ["/image.png", "/unlabelled.bin"])
+def test_binary_is_refused_with_a_clear_message(web: WebServer, call: Call, path: str) -> None:
+    result = call("web_fetch", url=web.url(path))
+    assert result.is_error
+    assert "not text" in result.content and "HTML and text" in result.content
+    assert "PNG" not in result.content
+
+
+def test_redirect_chain_is_followed(web: WebServer, call: Call) -> None:
+    result = call("web_fetch", url=web.url("/chain/3"))
+    assert not result.is_error, result.content
+    assert "# Main heading" in body_of(result)
+    assert f"{web.url('/page.html')} (redirected from {web.url('/chain/3')})" in result.content
+
+
+def test_too_many_redirects_stop(web: WebServer, call: Call, settings: dict[str, Any]) -> None:
+    settings["max_redirects"] = 2
+    result = call("web_fetch", url=web.url("/chain/3"))
+    assert result.is_error and "more than 2 times" in result.content
+    assert call("web_fetch", url=web.url("/loop")).is_error
+
+
+def test_redirect_to_another_scheme_is_refused(web: WebServer, call: Call) -> None:
+    result = call("web_fetch", url=web.url("/to-file"))
+    assert result.is_error and "not an http or https URL" in result.content
+
+
+def test_error_status_is_reported(web: WebServer, call: Call) -> None:
+    result = call("web_fetch", url=web.url("/missing"))
+    assert result.is_error and "HTTP 404" in result.content
+
+
+def test_slow_response_times_out(web: WebServer, call: Call, settings: dict[str, Any]) -> None:
+    settings["read_timeout"] = 0.3
+    result = call("web_fetch", url=web.url("/slow"))
+    assert result.is_error
+    assert "timed out" in result.content and "read_timeout" in result.content
+
+
+def test_total_timeout_bounds_the_call(web: WebServer, call: Call, settings: dict[str, Any]) -> None:
+    settings["read_timeout"] = 60.0
+    settings["total_timeout"] = 0.5
+    result = call("web_fetch", url=web.url("/slow"))
+    assert result.is_error and "total_timeout" in result.content
+
+
+def test_huge_page_stops_at_the_download_cap(web: WebServer, call: Call, settings: dict[str, Any]) -> None:
+    settings["max_bytes"] = 100_000
+    settings["max_chars"] = 100_000
+    result = call("web_fetch", url=web.url("/huge.html"), max_chars=100_000)
+    assert not result.is_error, result.content
+    assert "download stopped at 100,000 bytes" in result.content
+    text = body_of(result)
+    assert 500 < text.count("x" * 93) <= 100_000 // 100 + 1
+
+
+def test_long_page_is_cut_with_a_note_and_read_on(web: WebServer, call: Call) -> None:
+    first = call("web_fetch", url=web.url("/long.txt"), max_chars=1000)
+    assert not first.is_error
+    note = re.search(r"start=(\d+) to read on", first.content)
+    assert note, first.content
+    start = int(note.group(1))
+    assert body_of(first).endswith("line 00089")  # cut at a line break
+    requests_before = len(web.seen)
+    second = call("web_fetch", url=web.url("/long.txt"), max_chars=1000, start=start)
+    assert body_of(second).startswith("line 00090")
+    assert len(web.seen) == requests_before  # read on from the session's copy, not downloaded again
+    past = call("web_fetch", url=web.url("/long.txt"), start=10_000_000)
+    assert past.is_error and "past the end" in past.content
+
+
+def test_max_chars_is_capped_by_config(web: WebServer, call: Call, settings: dict[str, Any]) -> None:
+    settings["max_chars"] = 200
+    settings["default_max_chars"] = 100
+    result = call("web_fetch", url=web.url("/long.txt"), max_chars=1_000_000)
+    assert len(body_of(result)) <= 200
+
+
+def test_bad_arguments_are_one_line(web: WebServer, call: Call) -> None:
+    result = call("web_fetch", url=web.url("/plain.txt"), max_chars=0)
+    assert result.is_error and "max_chars" in result.content
