@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from crab.handles import AgentHandle, PluginStatus, SessionView
     from crab.hookspecs import hookimpl
     from crab.interception import Allow, Decision, Deny, Replace
+    from crab.toolbox import ToolBox, open_toolbox
     from crab.messages import (
         AssistantMessage,
         Message,
@@ -109,6 +110,8 @@ _EXPORTS: dict[str, str] = {
     "truncate_output": "crab.truncate:truncate",
     "describe_truncation": "crab.truncate:describe",
     "write_atomic": "crab.atomic",
+    "ToolBox": "crab.toolbox",
+    "open_toolbox": "crab.toolbox",
     # secrets
     "Redactor": "crab.redaction",
     "known_secrets": "crab.auth",
@@ -266,6 +269,7 @@ __all__ = [
     "ToolResultEvent",
     "ToolResultMessage",
     "ToolSpec",
+    "ToolBox",
     "Truncation",
     "TurnEnded",
     "TurnStarted",
@@ -286,6 +290,7 @@ __all__ = [
     "message_to_dict",
     "new_entry_id",
     "new_session_id",
+    "open_toolbox",
     "session_from_header",
     "session_header",
     "tool",
