@@ -53,7 +53,6 @@ if TYPE_CHECKING:
     from crab.handles import AgentHandle, PluginStatus, SessionView
     from crab.hookspecs import hookimpl
     from crab.interception import Allow, Decision, Deny, Replace
-    from crab.toolbox import ToolBox, open_toolbox
     from crab.messages import (
         AssistantMessage,
         Message,
@@ -89,6 +88,7 @@ if TYPE_CHECKING:
         session_from_header,
         session_header,
     )
+    from crab.toolbox import ToolBox, open_toolbox
     from crab.tools import Tool, ToolContext, ToolResult, ToolSpec, tool
     from crab.truncate import OutputLimit, Truncation
     from crab.truncate import describe as describe_truncation
@@ -261,6 +261,7 @@ __all__ = [
     "Thinking",
     "ThinkingDelta",
     "Tool",
+    "ToolBox",
     "ToolCall",
     "ToolCallEvent",
     "ToolContext",
@@ -269,7 +270,6 @@ __all__ = [
     "ToolResultEvent",
     "ToolResultMessage",
     "ToolSpec",
-    "ToolBox",
     "Truncation",
     "TurnEnded",
     "TurnStarted",
