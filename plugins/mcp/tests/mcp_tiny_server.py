@@ -3,7 +3,8 @@
 ``python mcp_tiny_server.py`` serves over stdio; ``--http PORT`` over streamable HTTP on
 127.0.0.1 (``--token T`` demands ``Authorization: Bearer T``); ``--exit`` exits at once with
 status 3; ``--mute`` reads stdin and never answers; ``--sleep S`` waits S seconds before serving
-(for the parallel start-up benchmark); ``--stderr`` writes a line to stderr first.
+(for the parallel start-up benchmark); ``--barrier DIR N`` serves only once N
+servers of DIR run (proof of a parallel start); ``--stderr`` writes a line to stderr first.
 """
 
 from __future__ import annotations
@@ -98,6 +99,14 @@ def main(argv: list[str]) -> None:
             pass
         time.sleep(3600)
         return
+    if "--barrier" in argv:  # serve only once N servers of this barrier folder are running
+        folder, count = argv[argv.index("--barrier") + 1], int(argv[argv.index("--barrier") + 2])
+        open(os.path.join(folder, str(os.getpid())), "w").close()
+        deadline = time.monotonic() + 60
+        while len(os.listdir(folder)) < count:
+            if time.monotonic() > deadline:
+                sys.exit(4)
+            time.sleep(0.05)
     if "--sleep" in argv:
         time.sleep(float(argv[argv.index("--sleep") + 1]))
     srv = build()
