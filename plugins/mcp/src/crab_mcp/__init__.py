@@ -51,7 +51,52 @@ async def crab_shutdown(agent: AgentHandle) -> None:
 
 @crab.hookimpl
 def crab_cli(app: Any, config: Config) -> None:
-    """``crab mcp list|tools|add|serve``."""
-    from crab_mcp.cli import register
+    """``crab mcp list|tools|add|serve``; each command imports its work when it runs (``crab_mcp.cli``)."""
+    import typer
 
-    register(app, config)
+    mcp_app = typer.Typer(help="MCP servers: list them, show their tools, add one, serve crab's tools.")
+
+    @mcp_app.command("list")
+    def list_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+        """Every configured server: status (ready, failed, disabled, untrusted) and why."""
+        from crab_mcp.cli import print_servers
+
+        print_servers(config, as_json)
+
+    @mcp_app.command("tools")
+    def tools_cmd(
+        server: str | None = typer.Argument(None, help="Only this server's tools."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """The crab tools each server gives (a name mapped to fit providers shows its MCP name)."""
+        from crab_mcp.cli import show_tools
+
+        raise typer.Exit(show_tools(config, server, as_json))
+
+    @mcp_app.command("add", no_args_is_help=True)
+    def add_cmd(
+        name: str = typer.Argument(..., help="The server's name (its tools become NAME_tool)."),
+        command: list[str] | None = typer.Argument(None, help="-- COMMAND ARGS… of a stdio server."),
+        url: str | None = typer.Option(None, "--url", help="A streamable-HTTP server's URL instead."),
+        env: list[str] | None = typer.Option(None, "--env", help="KEY=VALUE for the server; ${VAR} for secrets."),
+        header: list[str] | None = typer.Option(None, "--header", help="KEY=VALUE HTTP header; ${VAR} works."),
+        force: bool = typer.Option(False, "--force", help="Replace a server of that name."),
+    ) -> None:
+        """Add a server to your user config (~/.crab/config.toml), keeping its comments."""
+        from crab_mcp.config_write import add_server
+
+        where = add_server(
+            config.user_path, name, command or [], url=url, env=env or [], headers=header or [], force=force
+        )
+        typer.echo(f"added MCP server {name!r} to {where}; check it with: crab mcp list")
+
+    @mcp_app.command("serve")
+    def serve_cmd(
+        plugins: str | None = typer.Option(None, "--plugins", help="Comma list of plugins whose tools to offer."),
+    ) -> None:
+        """Offer crab's tools to an MCP client over stdio (write/exec only if serve_permissions allows)."""
+        from crab_mcp.bridge import serve
+
+        raise typer.Exit(serve(plugins))
+
+    app.add_typer(mcp_app, name="mcp")

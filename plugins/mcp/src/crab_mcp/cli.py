@@ -9,7 +9,7 @@ config through tomlkit. ``serve`` is ``crab_mcp.bridge``.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -22,64 +22,19 @@ if TYPE_CHECKING:
 PLUGIN = "mcp"
 
 
-def register(app: Any, config: Config) -> None:
-    """Add the ``mcp`` command group to the root ``crab`` app."""
-    mcp_app = typer.Typer(help="MCP servers: list them, show their tools, add one, serve crab's tools.")
-
-    @mcp_app.command("list")
-    def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-        """Every configured server: status (ready, failed, disabled, untrusted) and why."""
-        rows = server_rows(config)
-        if as_json:
-            typer.echo(json.dumps(rows, indent=2))
-            return
-        if not rows:
-            typer.echo("no MCP servers configured (add one: crab mcp add NAME -- COMMAND ARGS…)")
-            return
-        width = max(len(r["name"]) for r in rows)
-        for row in rows:
-            detail = f"  {row['reason']}" if row["reason"] else ""
-            typer.echo(f"{row['name']:<{width}}  {row['status']:<9}  {row['transport']:<5}  {row['target']}{detail}")
-
-    @mcp_app.command("tools")
-    def tools_cmd(
-        server: Annotated[str | None, typer.Argument(help="Only this server's tools.")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    ) -> None:
-        """The crab tools each server gives (a name mapped to fit providers shows its MCP name)."""
-        raise typer.Exit(show_tools(config, server, as_json))
-
-    @mcp_app.command(
-        "add", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, no_args_is_help=True
-    )
-    def add_cmd(
-        name: Annotated[str, typer.Argument(help="The server's name (tools become NAME_tool).")],
-        command: Annotated[list[str] | None, typer.Argument(help="-- COMMAND ARGS… (a stdio server).")] = None,
-        url: Annotated[str | None, typer.Option("--url", help="A streamable-HTTP server's URL instead.")] = None,
-        env: Annotated[
-            list[str] | None, typer.Option("--env", help="KEY=VALUE for the server; use ${VAR} for secrets.")
-        ] = None,
-        header: Annotated[list[str] | None, typer.Option("--header", help="KEY=VALUE HTTP header; ${VAR} works.")] = None,
-        force: Annotated[bool, typer.Option("--force", help="Replace a server of that name.")] = False,
-    ) -> None:
-        """Add a server to your user config (~/.crab/config.toml), keeping its comments."""
-        from crab_mcp.config_write import add_server
-
-        path = add_server(config.user_path, name, command or [], url=url, env=env or [], headers=header or [], force=force)
-        typer.echo(f"added MCP server {name!r} to {path}; check it with: crab mcp list")
-
-    @mcp_app.command("serve")
-    def serve_cmd(
-        plugins: Annotated[
-            str | None, typer.Option("--plugins", help="Comma list of plugins whose tools to offer (default: all).")
-        ] = None,
-    ) -> None:
-        """Offer crab's tools to an MCP client over stdio (write/exec only if serve_permissions allows)."""
-        from crab_mcp.bridge import serve
-
-        raise typer.Exit(serve(plugins))
-
-    app.add_typer(mcp_app, name="mcp")
+def print_servers(config: Config, as_json: bool) -> None:
+    """``crab mcp list``: one line (or JSON object) per server."""
+    rows = server_rows(config)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        typer.echo("no MCP servers configured (add one: crab mcp add NAME -- COMMAND ARGS…)")
+        return
+    width = max(len(r["name"]) for r in rows)
+    for row in rows:
+        detail = f"  {row['reason']}" if row["reason"] else ""
+        typer.echo(f"{row['name']:<{width}}  {row['status']:<9}  {row['transport']:<5}  {row['target']}{detail}")
 
 
 def resolved(config: Config) -> Config:
