@@ -107,7 +107,10 @@ def test_help_imports_no_plugin_implementation_module(crab_home):
 
 def test_help_imports_at_most_150_modules_beyond_the_interpreter(crab_home):
     # typer alone accounts for about 105; bench/startup.py prints the figures side by side.
-    assert len(plugin_packages()) >= 6, "run with every first-party plugin installed"
+    # Each enabled plugin's top-level module is loaded by design (one module each, see above), so
+    # it is not counted: the budget is for what core and those modules import.
+    packages = plugin_packages()
+    assert len(packages) >= 6, "run with every first-party plugin installed"
     before, after = modules_after(["--help"])
-    added = sorted(after - before)
+    added = sorted(after - before - packages)
     assert len(added) <= 150, added
