@@ -6,7 +6,8 @@ plugin only starts then (MCP servers) is there. ``ToolBox.call`` runs one call t
 does: argument check, the ``crab_before_tool_call`` interceptors with the permission gate last,
 the tool with its timeout, the ``crab_after_tool_call`` interceptors. Nobody can be asked, so the
 permission classes in ``allow`` are the whole answer: any other non-read call is refused with an
-error result (and ``read-only`` mode still refuses writes and exec).
+error result (ending with ``hint``: how the user allows it), and the gate still applies
+``read-only`` mode.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class ToolBox:
     config: Config
     workspace: Path
     allow: frozenset[str] = frozenset()
+    hint: str = ""
     session_id: str = field(default_factory=lambda: f"bridge-{uuid.uuid4().hex[:12]}")
     state: dict[str, Any] = field(default_factory=dict)
 
@@ -71,6 +73,12 @@ class ToolBox:
 
         timeout = float(self.config.get("crab.tool_timeout", 120.0))
         runner = ToolRunner(self.host.dispatch, self.tools, timeout, lambda c, t: self.context(t, c.id), record)
+        tool = self.tools.get(name)
+        if tool is not None and tool.permission != "read" and tool.permission not in self.allow:
+            return ToolResult(
+                f"Refused: {name} needs {tool.permission} permission, which this bridge does not grant. {self.hint}".strip(),
+                is_error=True,
+            )
         call = ToolCall(id=f"call-{uuid.uuid4().hex[:12]}", name=name, arguments=dict(arguments))
         return await runner.execute(call)
 

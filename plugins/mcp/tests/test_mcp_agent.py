@@ -53,7 +53,10 @@ def test_interceptors_see_mcp_calls_like_any_other(crab_agent, tiny_cmd):
             return Deny("no echo today") if call.name == "tiny_echo" else None
 
     h = crab_agent(
-        [[{"tool": "tiny_echo", "args": {"text": "x"}}, {"tool": "tiny_add", "args": {"a": 2, "b": 2}}], [{"text": "k"}]],
+        [
+            [{"tool": "tiny_echo", "args": {"text": "x"}}, {"tool": "tiny_add", "args": {"a": 2, "b": 2}}],
+            [{"text": "k"}],
+        ],
         plugins={"guard": Guard(), "mcp": crab_mcp},
         config={"plugins.mcp.servers": {"tiny": tiny_cmd()}, "crab.permissions": "yolo"},
     )

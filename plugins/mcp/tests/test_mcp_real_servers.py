@@ -93,9 +93,7 @@ def test_server_everything_over_stdio(tmp_path, everything_js):
 
 
 def test_server_everything_over_streamable_http(tmp_path, everything_js, http_server, port):
-    server = http_server(
-        ["node", str(everything_js), "streamableHttp"], port, env={**os.environ, "PORT": str(port)}
-    )
+    server = http_server(["node", str(everything_js), "streamableHttp"], port, env={**os.environ, "PORT": str(port)})
     try:
 
         async def check(tools: dict[str, Any], call: Any) -> None:

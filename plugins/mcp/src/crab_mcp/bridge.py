@@ -69,6 +69,10 @@ def serve(plugins: str | None = None) -> int:
         print(f"crab: {exc}", file=sys.stderr)
         return exc.exit_code
     box.allow = frozenset(settings.get("serve_permissions") or ["read"])
+    box.hint = (
+        "The user can allow it in their own config: [plugins.mcp] serve_permissions = "
+        '["read", "write", "exec", "network"] (only the classes they want).'
+    )
     for line in box.failures:
         print(f"warning: {line}", file=sys.stderr)
     for line in box.config.notices():

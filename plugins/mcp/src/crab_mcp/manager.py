@@ -97,7 +97,9 @@ class Manager:
             for tool in link.tools:
                 if not config.wants(tool.name):
                     continue
-                existing = next((e for e in self.entries.values() if e.server == link.name and e.remote == tool.name), None)
+                existing = next(
+                    (e for e in self.entries.values() if e.server == link.name and e.remote == tool.name), None
+                )
                 if existing is not None:
                     used.add(existing.crab_name)
                     continue

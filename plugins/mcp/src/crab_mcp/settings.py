@@ -112,7 +112,9 @@ TABLE = ConfigTable(
             "exclude, timeout, connect_timeout, prefix, permission, permissions (see the plugin README)",
             trust_only=True,
         ),
-        Setting("timeout", "float", DEFAULT_TIMEOUT, "seconds one MCP tool call may take (per server: timeout)", above=0),
+        Setting(
+            "timeout", "float", DEFAULT_TIMEOUT, "seconds one MCP tool call may take (per server: timeout)", above=0
+        ),
         Setting(
             "connect_timeout",
             "float",
