@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from crab.config_tables import CORE_TABLE, ConfigTable
+from crab_mcp.settings import TABLE as MCP
 from crab_provider_anthropic.settings import TABLE as ANTHROPIC
 from crab_provider_mock import crab_config_table as mock_table
 from crab_provider_openai.settings import TABLE as OPENAI
 from crab_store_sqlite.settings import TABLE as SQLITE
 from crab_tape_jsonl.settings import TABLE as JSONL
-from crab_mcp.settings import TABLE as MCP
 from crab_tools_basic.settings import TABLE as TOOLS
 
 ROOT = Path(__file__).resolve().parents[1]

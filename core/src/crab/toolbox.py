@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crab.tools import Permission, Tool, ToolContext, ToolResult
+from crab.tools import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     from crab.config import Config
@@ -75,10 +75,8 @@ class ToolBox:
         runner = ToolRunner(self.host.dispatch, self.tools, timeout, lambda c, t: self.context(t, c.id), record)
         tool = self.tools.get(name)
         if tool is not None and tool.permission != "read" and tool.permission not in self.allow:
-            return ToolResult(
-                f"Refused: {name} needs {tool.permission} permission, which this bridge does not grant. {self.hint}".strip(),
-                is_error=True,
-            )
+            refusal = f"Refused: {name} needs {tool.permission} permission, which this bridge does not grant."
+            return ToolResult(f"{refusal} {self.hint}".strip(), is_error=True)
         call = ToolCall(id=f"call-{uuid.uuid4().hex[:12]}", name=name, arguments=dict(arguments))
         return await runner.execute(call)
 
@@ -86,7 +84,7 @@ class ToolBox:
 def open_toolbox(
     plugins: str | None = None,
     *,
-    allow: Collection[Permission] = ("read",),
+    allow: Collection[str] = ("read",),
     workspace: Path | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> ToolBox:

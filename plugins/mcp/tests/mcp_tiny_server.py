@@ -3,8 +3,9 @@
 ``python mcp_tiny_server.py`` serves over stdio; ``--http PORT`` over streamable HTTP on
 127.0.0.1 (``--token T`` demands ``Authorization: Bearer T``); ``--exit`` exits at once with
 status 3; ``--mute`` reads stdin and never answers; ``--sleep S`` waits S seconds before serving
-(for the parallel start-up benchmark); ``--barrier DIR N`` serves only once N
-servers of DIR run (proof of a parallel start); ``--stderr`` writes a line to stderr first.
+(for the parallel start-up benchmark); ``--barrier DIR N`` serves only once N servers of DIR
+run (proof of a parallel start); ``--stderr`` writes a line to stderr first; ``--marker FILE``
+creates FILE when the process starts.
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ def build() -> MCPServer:
 def main(argv: list[str]) -> None:
     if "--stderr" in argv:
         print("tiny server: starting (this goes to stderr)", file=sys.stderr, flush=True)
+    if "--marker" in argv:  # proof the process was started at all
+        open(argv[argv.index("--marker") + 1], "w").close()
     if "--exit" in argv:
         sys.exit(3)
     if "--mute" in argv:

@@ -7,11 +7,11 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 
 
 @pytest.fixture

@@ -28,7 +28,8 @@ def crab_config_table() -> ConfigTable:
     """``[plugins.mcp]``: see ``crab_mcp.settings.TABLE``."""
     from crab_mcp.settings import TABLE
 
-    return TABLE
+    table: ConfigTable = TABLE
+    return table
 
 
 @crab.hookimpl

@@ -158,4 +158,5 @@ async def call_tool(link: ServerLink, tool: str, arguments: Mapping[str, Any]) -
         return ToolResult(text, is_error=True)
     except RuntimeError as exc:  # the SDK's output-schema check: "Invalid structured content …"
         return ToolResult(f"{where} answered {tool} with an invalid result: {exc}", is_error=True)
-    return to_tool_result(result)
+    converted: ToolResult = to_tool_result(result)
+    return converted

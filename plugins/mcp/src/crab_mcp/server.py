@@ -68,7 +68,8 @@ class ServerLink:
 
     @property
     def name(self) -> str:
-        return self.config.name
+        name: str = self.config.name
+        return name
 
     @property
     def log_path(self) -> Path | None:
@@ -105,7 +106,7 @@ class ServerLink:
     def _open_log(self) -> Any:
         path = self.log_path
         if path is None:
-            return open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - closed by the exit stack
+            return open(os.devnull, "w", encoding="utf-8")
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         log = open(path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by the exit stack
         log.write(f"--- crab started {self.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n")
@@ -121,7 +122,7 @@ class ServerLink:
                 transport = await self._transport(stack)
                 client = Client(
                     transport,
-                    mode=self.mode,  # type: ignore[arg-type]
+                    mode=self.mode,
                     read_timeout_seconds=self.config.connect_timeout,
                     cache=None,
                 )
@@ -163,7 +164,7 @@ class ServerLink:
                 # The owner's own deadline is the connect timeout; past it (plus the child's
                 # shielded clean-up) it is cancelled, which ends the process.
                 await asyncio.wait_for(asyncio.shield(ready), self.config.connect_timeout)
-            except (TimeoutError, asyncio.TimeoutError):
+            except TimeoutError:
                 await self._end_owner()
                 self._failed(f"did not answer within {self.config.connect_timeout:g} s (see its log)")
                 raise ServerDown(self.reason) from None
@@ -187,7 +188,7 @@ class ServerLink:
             self._stop.set()
         try:
             await asyncio.wait_for(asyncio.shield(owner), SHUTDOWN_GRACE)
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:
             owner.cancel()
             await asyncio.gather(owner, return_exceptions=True)
         except BaseException:

@@ -11,7 +11,7 @@ user's environment as ``${VAR}``; they are resolved only when the server starts
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +56,7 @@ def _positive(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value - value == 0 and value > 0
 
 
-_CHECKS = {
+_CHECKS: dict[str, Callable[[Any], bool]] = {
     "command": lambda v: isinstance(v, str) and bool(v.strip()),
     "args": _strings,
     "env": _string_table,
