@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from crab import ToolContext
+from crab import REDACTED, ToolContext
 from crab_mcp.manager import Manager
 from crab_mcp.server import ServerLink
 from crab_mcp.settings import ServerConfig, server_configs
@@ -127,7 +127,9 @@ def test_the_server_sees_only_the_safe_environment_and_its_resolved_env(tmp_path
             names = (await call(manager, "e_env_names")).content.splitlines()
             assert "OPENAI_API_KEY" not in names and "MY_TOKEN" not in names
             assert {"TOKEN", "PLAIN", "PATH", "HOME"} <= set(names)
-            assert (await call(manager, "e_env", {"name": "TOKEN"})).content == "t0ken-value"
+            # The server has the value; what it hands back to the model has it masked.
+            assert (await call(manager, "e_env", {"name": "TOKEN"})).content == REDACTED
+            assert (await call(manager, "e_env", {"name": "PLAIN"})).content == "p"
         finally:
             await manager.stop()
 

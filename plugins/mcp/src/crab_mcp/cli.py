@@ -22,19 +22,44 @@ if TYPE_CHECKING:
 PLUGIN = "mcp"
 
 
+def redactor(config: Config) -> Any:
+    """Masks every secret crab knows plus the values of the servers' ``${VAR}`` references."""
+    import os
+
+    from crab import Redactor, known_secrets
+
+    from crab_mcp.settings import secret_values, server_configs
+
+    values = list(known_secrets(config))
+    for server in server_configs(config.plugin_settings(PLUGIN)):
+        values.extend(secret_values(server, os.environ))
+    return Redactor(values)
+
+
+def printer(config: Config) -> Any:
+    """``echo(text, err=False)`` that masks secrets (every printed byte is redacted)."""
+    mask = redactor(config).text
+
+    def echo(text: str, *, err: bool = False) -> None:
+        typer.echo(mask(text), err=err)
+
+    return echo
+
+
 def print_servers(config: Config, as_json: bool) -> None:
     """``crab mcp list``: one line (or JSON object) per server."""
     rows = server_rows(config)
+    echo = printer(resolved(config))
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        echo(json.dumps(rows, indent=2))
         return
     if not rows:
-        typer.echo("no MCP servers configured (add one: crab mcp add NAME -- COMMAND ARGS…)")
+        echo("no MCP servers configured (add one: crab mcp add NAME -- COMMAND ARGS…)")
         return
     width = max(len(r["name"]) for r in rows)
     for row in rows:
         detail = f"  {row['reason']}" if row["reason"] else ""
-        typer.echo(f"{row['name']:<{width}}  {row['status']:<9}  {row['transport']:<5}  {row['target']}{detail}")
+        echo(f"{row['name']:<{width}}  {row['status']:<9}  {row['transport']:<5}  {row['target']}{detail}")
 
 
 def resolved(config: Config) -> Config:
@@ -121,18 +146,19 @@ def show_tools(config: Config, only: str | None, as_json: bool) -> int:
     from crab_mcp.settings import server_configs
 
     config = resolved(config)
+    echo = printer(config)
     configs: list[ServerConfig] = [c for c in server_configs(config.plugin_settings(PLUGIN)) if c.enabled]
     if only is not None:
         configs = [c for c in configs if c.name == only]
         if not configs:
-            typer.echo(f"crab: no enabled MCP server named {only!r} (see `crab mcp list`)", err=True)
+            echo(f"crab: no enabled MCP server named {only!r} (see `crab mcp list`)", err=True)
             return 1
     manager = Manager.from_configs(configs)
     asyncio.run(_probe(manager))
     code = 0
     for link in manager.links.values():
         if link.reason:
-            typer.echo(f"warning: MCP server {link.name!r} failed to start: {link.reason}", err=True)
+            echo(f"warning: MCP server {link.name!r} failed to start: {link.reason}", err=True)
             code = 1 if only is not None else code
     entries = list(manager.entries.values())
     if as_json:
@@ -147,13 +173,13 @@ def show_tools(config: Config, only: str | None, as_json: bool) -> int:
             }
             for e in entries
         ]
-        typer.echo(json.dumps(rows, indent=2))
+        echo(json.dumps(rows, indent=2))
         return code
     if not entries:
-        typer.echo("no MCP tools (see `crab mcp list`)")
+        echo("no MCP tools (see `crab mcp list`)")
         return code
     width = max(len(e.crab_name) for e in entries)
     for e in entries:
         mapped = f"  [MCP name: {e.remote}]" if e.mapped else ""
-        typer.echo(f"{e.crab_name:<{width}}  {e.permission:<7}  {e.description.splitlines()[0]}{mapped}")
+        echo(f"{e.crab_name:<{width}}  {e.permission:<7}  {e.description.splitlines()[0]}{mapped}")
     return code

@@ -159,4 +159,18 @@ async def call_tool(link: ServerLink, tool: str, arguments: Mapping[str, Any]) -
     except RuntimeError as exc:  # the SDK's output-schema check: "Invalid structured content …"
         return ToolResult(f"{where} answered {tool} with an invalid result: {exc}", is_error=True)
     converted: ToolResult = to_tool_result(result)
-    return converted
+    return mask(link, converted)
+
+
+def mask(link: ServerLink, result: ToolResult) -> ToolResult:
+    """``result`` with the values of the server's ``${VAR}`` references masked (a server that
+    echoes its token must not hand it to the model; crab's own redaction covers known keys)."""
+    from crab_mcp.settings import secret_values
+
+    secrets = secret_values(link.config, link.environ)
+    if not secrets:
+        return result
+    from crab import Redactor
+
+    redactor = Redactor(secrets)
+    return ToolResult(redactor.text(result.content), result.is_error, redactor.payload(dict(result.details)))
