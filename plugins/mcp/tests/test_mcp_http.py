@@ -51,3 +51,31 @@ def test_a_wrong_token_and_a_closed_port_fail_with_one_line_and_no_secret(tiny_h
     assert set(failed) == {"wrong", "closed"}
     assert "ConnectError" in failed["closed"] or "connect" in failed["closed"].lower()
     assert all("\n" not in r and "not-the-token-123" not in r for r in failed.values())
+
+
+def test_an_http_server_that_goes_away_is_an_error_result_and_is_reconnected_when_back(http_server, port, tiny):
+    import sys
+
+    args = [sys.executable, tiny.__file__, "--http", str(port)]
+    servers = {"web": {"url": f"http://127.0.0.1:{port}/mcp", "connect_timeout": 20, "timeout": 20}}
+
+    async def go() -> None:
+        server = http_server(args, port)
+        manager = manager_for(servers, {})
+        assert await manager.start() == {}
+        tool = {t.name: t for t in manager.tools()}["web_echo"]
+        ctx = ToolContext(session_id="s", workspace=Path.cwd())
+        try:
+            assert (await tool.run({"text": "one"}, ctx)).content == "echo: one"
+            server.stop()
+            gone = await tool.run({"text": "two"}, ctx)
+            assert gone.is_error and "MCP server 'web'" in gone.content
+            assert manager.links["web"].status == "down"
+            server = http_server(args, port)
+            back = await tool.run({"text": "three"}, ctx)
+            assert back.content == "echo: three" and manager.links["web"].status == "ready"
+        finally:
+            await manager.stop()
+            server.stop()
+
+    asyncio.run(go())
