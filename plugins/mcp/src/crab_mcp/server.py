@@ -138,7 +138,7 @@ class ServerLink:
             if not ready.done():
                 ready.set_exception(ServerDown(f"did not answer within {self.config.connect_timeout:g} s"))
             raise
-        except BaseException as exc:  # the SDK raises nested groups, OSError, MCPError…
+        except (Exception, BaseExceptionGroup) as exc:  # the SDK raises nested groups, OSError, MCPError…
             reason = describe_failure(exc, self.log_path)
             if not ready.done():
                 ready.set_exception(ServerDown(reason))
@@ -165,8 +165,9 @@ class ServerLink:
                 # shielded clean-up) it is cancelled, which ends the process.
                 await asyncio.wait_for(asyncio.shield(ready), self.config.connect_timeout)
             except TimeoutError:
-                await self._end_owner()
-                self._failed(f"did not answer within {self.config.connect_timeout:g} s (see its log)")
+                await self._end_owner(cancel=True)
+                log = f" (see its log: {self.log_path})" if self.log_path is not None else ""
+                self._failed(f"did not answer within {self.config.connect_timeout:g} s{log}")
                 raise ServerDown(self.reason) from None
             except ServerDown as exc:
                 await self._end_owner()
@@ -180,14 +181,15 @@ class ServerLink:
         delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (self._failures - 1))
         self._retry_at = time.monotonic() + delay
 
-    async def _end_owner(self) -> None:
+    async def _end_owner(self, *, cancel: bool = False) -> None:
+        """Let the owner leave its connection (closing the child), cancelling it when it does not."""
         owner, self._owner = self._owner, None
         if owner is None:
             return
         if self._stop is not None:
             self._stop.set()
         try:
-            await asyncio.wait_for(asyncio.shield(owner), SHUTDOWN_GRACE)
+            await asyncio.wait_for(asyncio.shield(owner), 0 if cancel else SHUTDOWN_GRACE)
         except TimeoutError:
             owner.cancel()
             await asyncio.gather(owner, return_exceptions=True)
