@@ -89,6 +89,7 @@ if TYPE_CHECKING:
         session_from_header,
         session_header,
     )
+    from crab.toolbox import ToolBox, open_toolbox
     from crab.tools import Tool, ToolContext, ToolResult, ToolSpec, tool
     from crab.truncate import OutputLimit, Truncation
     from crab.truncate import describe as describe_truncation
@@ -110,6 +111,8 @@ _EXPORTS: dict[str, str] = {
     "truncate_output": "crab.truncate:truncate",
     "describe_truncation": "crab.truncate:describe",
     "write_atomic": "crab.atomic",
+    "ToolBox": "crab.toolbox",
+    "open_toolbox": "crab.toolbox",
     # secrets
     "Redactor": "crab.redaction",
     "known_secrets": "crab.auth",
@@ -274,6 +277,7 @@ __all__ = [
     "Thinking",
     "ThinkingDelta",
     "Tool",
+    "ToolBox",
     "ToolCall",
     "ToolCallEvent",
     "ToolContext",
@@ -303,6 +307,7 @@ __all__ = [
     "message_to_dict",
     "new_entry_id",
     "new_session_id",
+    "open_toolbox",
     "session_from_header",
     "session_header",
     "tool",

@@ -2,8 +2,8 @@
 
 ``AgentHandle`` offers what those callers need and nothing of the loop's machinery: emit a
 notice, route input, abort a turn, open, resume and fork sessions, record a handoff, compact, list the
-tools, commands and plugin statuses, read the config, and subscribe to events (for channels
-that render them). ``SessionView`` is what a caller may read of a session.
+tools (and add those a plugin learns of at start-up), commands and plugin statuses, read the
+config, and subscribe to events (for channels that render them). ``SessionView`` is what a caller may read of a session.
 
 Compatibility (API 1.x): plugins written before the handle existed reached the ``Agent`` through
 ``ctx.agent`` or the ``agent`` hook argument. Any other attribute read on a handle is still
@@ -134,6 +134,15 @@ class AgentHandle:
     def abort(self, session: SessionView) -> bool:
         """Stop the running turn of ``session``; False when nothing was running."""
         return self._agent.abort(_session(session))
+
+    def add_tools(self, plugin: str, tools: Sequence[Tool]) -> list[str]:
+        """Register tools that ``plugin`` could only learn of while starting (from ``crab_startup``).
+
+        They join the same registry as every ``crab_tools`` tool, so the permission gate,
+        interception hooks, timeouts and the loop guard apply to them unchanged. A name already
+        taken is left out and reported as a fault of ``plugin``. Returns the names added.
+        """
+        return self._agent.host.add_tools(plugin, tools)
 
     # --- sessions ---------------------------------------------------------------------------
 

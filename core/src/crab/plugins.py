@@ -367,6 +367,32 @@ class PluginHost:
                 )
         return table
 
+    def add_tools(self, plugin: str, tools: Sequence[Any]) -> list[str]:
+        """Add tools that ``plugin`` learned of after start-up (MCP servers, say) to the live registry.
+
+        Each is tagged with ``plugin`` as if ``crab_tools`` had returned it. A name already taken
+        is left out and reported once as a fault of ``plugin`` (as ``_build`` does); nothing is
+        added for a plugin that is not loaded or has failed. Returns the names added.
+        """
+        from crab.tools import Tool
+
+        record = self.records.get(plugin)
+        if plugin not in self._order or record is None or record.status == "failed":
+            return []
+        table = self.registry("tools")
+        added: list[str] = []
+        for item in tools:
+            if not isinstance(item, Tool):
+                self.fault(plugin, f"add_tools was given a {type(item).__name__}, expected a Tool")
+                continue
+            if item.name in table:
+                owner = table[item.name].plugin or "another plugin"
+                self.fault(plugin, f"its tool {item.name!r} was left out because {owner!r} registers one of that name")
+                continue
+            table[item.name] = tag_with_plugin(item, plugin)
+            added.append(item.name)
+        return added
+
     # --- reporting ------------------------------------------------------------------------
 
     def problems(self) -> list[PluginRecord]:

@@ -1,0 +1,103 @@
+"""crab-mcp: MCP servers' tools become crab tools; ``crab mcp serve`` offers crab's tools over MCP.
+
+Hook implementations only. Servers start in ``crab_startup`` (they must answer before their
+tools are known) and join the registry through ``AgentHandle.add_tools``; they stop in
+``crab_shutdown``. Nothing here imports ``mcp``: ``crab --help`` loads none of it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import crab
+
+if TYPE_CHECKING:
+    from crab import AgentHandle, Config, ConfigTable
+
+    from crab_mcp.manager import Manager
+
+CRAB_API = ">=1.0,<2"
+PLUGIN = "mcp"
+
+_running: dict[int, Manager] = {}
+"""The servers of each live agent (by the id of its config), from startup to shutdown."""
+
+
+@crab.hookimpl
+def crab_config_table() -> ConfigTable:
+    """``[plugins.mcp]``: see ``crab_mcp.settings.TABLE``."""
+    from crab_mcp.settings import TABLE
+
+    table: ConfigTable = TABLE
+    return table
+
+
+@crab.hookimpl
+async def crab_startup(agent: AgentHandle) -> None:
+    """Start every enabled server in parallel and register the tools of those that answered."""
+    from crab_mcp.lifecycle import start_servers
+
+    manager = await start_servers(agent, PLUGIN)
+    if manager is not None:
+        _running[id(agent.config)] = manager
+
+
+@crab.hookimpl
+async def crab_shutdown(agent: AgentHandle) -> None:
+    """Stop this agent's servers (and their processes)."""
+    manager = _running.pop(id(agent.config), None)
+    if manager is not None:
+        await manager.stop()
+
+
+@crab.hookimpl
+def crab_cli(app: Any, config: Config) -> None:
+    """``crab mcp list|tools|add|serve``; each command imports its work when it runs (``crab_mcp.cli``)."""
+    import typer
+
+    mcp_app = typer.Typer(help="MCP servers: list them, show their tools, add one, serve crab's tools.")
+
+    @mcp_app.command("list")
+    def list_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+        """Every configured server: status (ready, failed, disabled, untrusted) and why."""
+        from crab_mcp.cli import print_servers
+
+        print_servers(config, as_json)
+
+    @mcp_app.command("tools")
+    def tools_cmd(
+        server: str | None = typer.Argument(None, help="Only this server's tools."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """The crab tools each server gives (a name mapped to fit providers shows its MCP name)."""
+        from crab_mcp.cli import show_tools
+
+        raise typer.Exit(show_tools(config, server, as_json))
+
+    @mcp_app.command("add", no_args_is_help=True)
+    def add_cmd(
+        name: str = typer.Argument(..., help="The server's name (its tools become NAME_tool)."),
+        command: list[str] | None = typer.Argument(None, help="-- COMMAND ARGS… of a stdio server."),
+        url: str | None = typer.Option(None, "--url", help="A streamable-HTTP server's URL instead."),
+        env: list[str] | None = typer.Option(None, "--env", help="KEY=VALUE for the server; ${VAR} for secrets."),
+        header: list[str] | None = typer.Option(None, "--header", help="KEY=VALUE HTTP header; ${VAR} works."),
+        force: bool = typer.Option(False, "--force", help="Replace a server of that name."),
+    ) -> None:
+        """Add a server to your user config (~/.crab/config.toml), keeping its comments."""
+        from crab_mcp.config_write import add_server
+
+        where = add_server(
+            config.user_path, name, command or [], url=url, env=env or [], headers=header or [], force=force
+        )
+        typer.echo(f"added MCP server {name!r} to {where}; check it with: crab mcp list")
+
+    @mcp_app.command("serve")
+    def serve_cmd(
+        plugins: str | None = typer.Option(None, "--plugins", help="Comma list of plugins whose tools to offer."),
+    ) -> None:
+        """Offer crab's tools to an MCP client over stdio (write/exec only if serve_permissions allows)."""
+        from crab_mcp.bridge import serve
+
+        raise typer.Exit(serve(plugins))
+
+    app.add_typer(mcp_app, name="mcp")

@@ -1,0 +1,31 @@
+"""What ``crab_startup`` does: start the configured servers and hand their tools to the agent."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crab_mcp.manager import Manager
+from crab_mcp.settings import server_configs
+
+if TYPE_CHECKING:
+    from crab import AgentHandle
+
+
+async def start_servers(agent: AgentHandle, plugin: str) -> Manager | None:
+    """Start every enabled server at once; report each failure as one warning; register the tools.
+
+    Returns None when no server is configured (nothing to stop later).
+    """
+    configs = [c for c in server_configs(agent.config.plugin_settings(plugin)) if c.enabled]
+    if not configs:
+        return None
+    manager = Manager.from_configs(configs)
+    failed = await manager.start()
+    for name, reason in failed.items():
+        agent.notice(
+            f"MCP server {name!r} failed to start: {reason}; its tools are missing "
+            "for this run (`crab mcp list` shows every server and why)",
+            "warning",
+        )
+    agent.add_tools(plugin, manager.tools())
+    return manager

@@ -1,0 +1,176 @@
+"""Every configured server of one run: started in parallel, their tools as crab ``Tool`` objects.
+
+``Manager.start`` starts all enabled servers at once, each bounded by its connect timeout, so
+start-up costs about the slowest server, not the sum; one that fails is reported and the
+others work. ``tools()`` names each MCP tool ``<prefix><tool>`` (``crab_mcp.names``), with the
+server's schema, its description's first line first (the one line a tool list shows), the
+permission class from config and a timeout that covers a restart plus the call. A call's
+``is_error`` result and any protocol error come back as error results, never exceptions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from crab import Tool, ToolContext, ToolResult, crab_home
+
+from crab_mcp.names import crab_name
+from crab_mcp.server import ServerDown, ServerLink
+from crab_mcp.settings import ServerConfig
+
+
+def log_dir() -> Path:
+    """Where server stderr logs go: ``$CRAB_HOME/mcp/logs`` (outside any workspace)."""
+    return crab_home() / "mcp" / "logs"
+
+
+@dataclass(frozen=True)
+class ToolEntry:
+    """One MCP tool as crab registers it."""
+
+    crab_name: str
+    server: str
+    remote: str
+    permission: str
+    description: str
+    schema: dict[str, Any]
+    wanted: str = ""
+
+    @property
+    def mapped(self) -> bool:
+        """Whether the name had to change from ``<prefix><tool>`` to fit what providers accept."""
+        return self.crab_name != self.wanted
+
+
+def describe(server: str, tool: Any) -> str:
+    """The crab description: the server's first line first, then the rest, then where it comes from."""
+    text = (getattr(tool, "description", None) or getattr(tool, "title", None) or "").strip()
+    first, _, rest = text.partition("\n")
+    first = first.strip() or f"{tool.name} (no description given)"
+    body = f"{first}\n{rest.strip()}".strip() if rest.strip() else first
+    return f"{body}\n\n(MCP tool {tool.name!r} of server {server!r})"
+
+
+def schema_of(tool: Any) -> dict[str, Any]:
+    """The tool's input schema, as a provider expects it (an object schema without ``$schema``)."""
+    schema = dict(getattr(tool, "input_schema", None) or {})
+    schema.pop("$schema", None)
+    if schema.get("type") != "object":
+        schema = {"type": "object", "properties": {}, **{k: v for k, v in schema.items() if k != "type"}}
+    schema.setdefault("properties", {})
+    return schema
+
+
+class Manager:
+    """The servers of one run (see the module docstring)."""
+
+    def __init__(self, links: Sequence[ServerLink]) -> None:
+        self.links = {link.name: link for link in links}
+        self.entries: dict[str, ToolEntry] = {}
+
+    @classmethod
+    def from_configs(cls, configs: Sequence[ServerConfig], logs: Path | None = None) -> Manager:
+        return cls([ServerLink(c, logs or log_dir()) for c in configs if c.enabled])
+
+    async def start(self) -> dict[str, str]:
+        """Start every server at once; server name → failure reason for those that did not start."""
+        links = list(self.links.values())
+        outcomes = await asyncio.gather(*(link.start() for link in links), return_exceptions=True)
+        failed: dict[str, str] = {}
+        for link, outcome in zip(links, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                failed[link.name] = str(outcome) if isinstance(outcome, ServerDown) else link.reason or repr(outcome)
+        self._index()
+        return failed
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(link.stop() for link in self.links.values()), return_exceptions=True)
+
+    def _index(self, taken: Mapping[str, Any] | None = None) -> None:
+        used = set(taken or ())
+        for link in self.links.values():
+            config = link.config
+            for tool in link.tools:
+                if not config.wants(tool.name):
+                    continue
+                existing = next(
+                    (e for e in self.entries.values() if e.server == link.name and e.remote == tool.name), None
+                )
+                if existing is not None:
+                    used.add(existing.crab_name)
+                    continue
+                name = crab_name(config.tool_prefix, tool.name, used | set(self.entries))
+                used.add(name)
+                self.entries[name] = ToolEntry(
+                    crab_name=name,
+                    server=link.name,
+                    remote=tool.name,
+                    permission=config.permission_of(tool.name),
+                    description=describe(link.name, tool),
+                    schema=schema_of(tool),
+                    wanted=f"{config.tool_prefix}{tool.name}",
+                )
+
+    def tools(self) -> list[Tool]:
+        """A crab ``Tool`` for every listed MCP tool that ``include``/``exclude`` let through."""
+        return [self._tool(entry) for entry in self.entries.values()]
+
+    def _tool(self, entry: ToolEntry) -> Tool:
+        link = self.links[entry.server]
+
+        async def handler(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+            return await call_tool(link, entry.remote, arguments)
+
+        return Tool(
+            name=entry.crab_name,
+            description=entry.description,
+            parameters=entry.schema,
+            handler=handler,
+            permission=entry.permission,  # type: ignore[arg-type]
+            timeout=link.config.connect_timeout + link.config.timeout + 5.0,
+            validate_arguments=False,  # the server checks its own schema and says what is wrong
+        )
+
+
+async def call_tool(link: ServerLink, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
+    """One call as a crab result: the server's answer, or one line saying why there is none."""
+    from mcp import MCPError
+    from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+    from crab_mcp.results import to_tool_result
+
+    where = f"MCP server {link.name!r}"
+    try:
+        result = await link.call(tool, arguments)
+    except ServerDown as exc:
+        return ToolResult(f"{where} is not available: {exc}", is_error=True)
+    except MCPError as exc:
+        if exc.code == CONNECTION_CLOSED:
+            text = f"{where} closed the connection during {tool} (it crashed); crab starts it again on the next call"
+        elif exc.code == REQUEST_TIMEOUT:
+            text = f"{where} did not answer {tool} within {link.config.timeout:g} s"
+        else:
+            text = f"{where} refused {tool}: error {exc.code}: {exc.message}"
+        return ToolResult(text, is_error=True)
+    except RuntimeError as exc:  # the SDK's output-schema check: "Invalid structured content …"
+        return ToolResult(f"{where} answered {tool} with an invalid result: {exc}", is_error=True)
+    converted: ToolResult = to_tool_result(result)
+    return mask(link, converted)
+
+
+def mask(link: ServerLink, result: ToolResult) -> ToolResult:
+    """``result`` with the values of the server's ``${VAR}`` references masked (a server that
+    echoes its token must not hand it to the model; crab's own redaction covers known keys)."""
+    from crab_mcp.settings import secret_values
+
+    secrets = secret_values(link.config, link.environ)
+    if not secrets:
+        return result
+    from crab import Redactor
+
+    redactor = Redactor(secrets)
+    return ToolResult(redactor.text(result.content), result.is_error, redactor.payload(dict(result.details)))

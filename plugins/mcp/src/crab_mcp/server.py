@@ -1,0 +1,256 @@
+"""One MCP server as crab sees it: an owner task holding its client, its status and its tools.
+
+The SDK's ``Client`` (and the task groups inside it) must be entered and left by one task, so
+``ServerLink`` runs an owner task per server that connects, lists the tools, then holds the
+connection until ``stop``. Calls come from any task. Connecting is bounded by
+``connect_timeout`` (the owner is cancelled past it, which ends the child process), so a silent
+server never hangs start-up. A server whose connection closes (it crashed) is marked down; the
+next call starts it again, waiting out a backoff that doubles with each failed start. A stdio
+server's stderr goes to a log file, never to crab's terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from crab_mcp.errors import describe_failure
+from crab_mcp.settings import ServerConfig, child_env, resolve_refs
+
+if TYPE_CHECKING:
+    from mcp import types
+
+Connector = Callable[[AsyncExitStack], Any]
+"""Builds what ``mcp.Client`` connects to (a transport, or a server object in tests), entering
+whatever it needs (log file, HTTP client) on the given stack."""
+
+BACKOFF_FIRST = 1.0
+BACKOFF_MAX = 60.0
+SHUTDOWN_GRACE = 5.0
+
+
+class ServerDown(Exception):
+    """The server is not connected and may not be started again yet (or failed to start)."""
+
+
+class ServerLink:
+    """One configured server: ``start``, ``call``, ``stop``; ``status`` and ``reason`` say how it is."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        log_dir: Path | None = None,
+        *,
+        connector: Connector | None = None,
+        environ: Mapping[str, str] | None = None,
+        mode: str = "legacy",
+    ) -> None:
+        self.config = config
+        self.log_dir = log_dir
+        self.connector = connector
+        self.environ = os.environ if environ is None else environ
+        self.mode = mode
+        self.status = "stopped"
+        self.reason = ""
+        self.tools: list[types.Tool] = []
+        self.protocol = ""
+        self._client: Any = None
+        self._owner: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._lock: asyncio.Lock | None = None
+        self._failures = 0
+        self._retry_at = 0.0
+
+    @property
+    def name(self) -> str:
+        name: str = self.config.name
+        return name
+
+    @property
+    def log_path(self) -> Path | None:
+        if self.log_dir is None or self.config.transport != "stdio":
+            return None
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)
+        return self.log_dir / f"{safe}.log"
+
+    # --- connecting -----------------------------------------------------------------------
+
+    async def _transport(self, stack: AsyncExitStack) -> Any:
+        if self.connector is not None:
+            return self.connector(stack)
+        config = self.config
+        if config.url is not None:
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            headers = resolve_refs(config.headers, self.environ, "header")
+            timeout = httpx2.Timeout(config.connect_timeout, read=max(300.0, config.timeout))
+            http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=timeout))
+            return streamable_http_client(config.url, http_client=http)
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        env = child_env(config, self.environ)
+        cwd = config.cwd
+        if cwd is not None and not Path(cwd).is_dir():
+            raise FileNotFoundError(f"cwd {cwd} is not a folder")
+        params = StdioServerParameters(command=config.command or "", args=list(config.args), env=env, cwd=cwd)
+        errlog = stack.enter_context(self._open_log())
+        return stdio_client(params, errlog=errlog)
+
+    def _open_log(self) -> Any:
+        path = self.log_path
+        if path is None:
+            return open(os.devnull, "w", encoding="utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        log = open(path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by the exit stack
+        log.write(f"--- crab started {self.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n")
+        log.flush()
+        return log
+
+    async def _own(self, ready: asyncio.Future[None]) -> None:
+        from mcp import Client
+
+        assert self._stop is not None
+        try:
+            async with AsyncExitStack() as stack:
+                transport = await self._transport(stack)
+                client = Client(
+                    transport,
+                    mode=self.mode,
+                    read_timeout_seconds=self.config.connect_timeout,
+                    cache=None,
+                )
+                await stack.enter_async_context(client)
+                self.tools = await _list_all(client)
+                self.protocol = str(getattr(client, "protocol_version", "") or "")
+                self._client = client
+                self.status, self.reason = "ready", ""
+                if not ready.done():
+                    ready.set_result(None)
+                await self._stop.wait()
+        except asyncio.CancelledError:
+            if not ready.done():
+                ready.set_exception(ServerDown(f"did not answer within {self.config.connect_timeout:g} s"))
+            raise
+        except (Exception, BaseExceptionGroup) as exc:  # the SDK raises nested groups, OSError, MCPError…
+            reason = describe_failure(exc, self.log_path)
+            if not ready.done():
+                ready.set_exception(ServerDown(reason))
+            elif self.status == "ready":
+                self.status, self.reason = "down", reason
+        finally:
+            self._client = None
+
+    async def start(self) -> None:
+        """Connect and list tools within ``connect_timeout``; ``ServerDown`` says why not."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self.status == "ready" and self._client is not None:
+                return
+            await self._end_owner()
+            self.status, self.reason = "starting", ""
+            self._stop = asyncio.Event()
+            ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            ready.add_done_callback(_retrieve)  # a failure after our deadline is not "never retrieved"
+            self._owner = asyncio.create_task(self._own(ready), name=f"crab-mcp-{self.name}")
+            try:
+                # The owner's own deadline is the connect timeout; past it (plus the child's
+                # shielded clean-up) it is cancelled, which ends the process.
+                await asyncio.wait_for(asyncio.shield(ready), self.config.connect_timeout)
+            except TimeoutError:
+                await self._end_owner(cancel=True)
+                log = f" (see its log: {self.log_path})" if self.log_path is not None else ""
+                self._failed(f"did not answer within {self.config.connect_timeout:g} s{log}")
+                raise ServerDown(self.reason) from None
+            except ServerDown as exc:
+                await self._end_owner()
+                self._failed(str(exc))
+                raise
+            self._failures = 0
+
+    def _failed(self, reason: str) -> None:
+        self.status, self.reason = "failed", reason
+        self._failures += 1
+        delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (self._failures - 1))
+        self._retry_at = time.monotonic() + delay
+
+    async def _end_owner(self, *, cancel: bool = False) -> None:
+        """Let the owner leave its connection (closing the child), cancelling it when it does not."""
+        owner, self._owner = self._owner, None
+        if owner is None:
+            return
+        if self._stop is not None:
+            self._stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(owner), 0 if cancel else SHUTDOWN_GRACE)
+        except TimeoutError:
+            owner.cancel()
+            await asyncio.gather(owner, return_exceptions=True)
+        except BaseException:
+            pass  # the owner reported its own failure
+        self._client = None
+
+    async def stop(self) -> None:
+        """End the connection (and the child process); safe to call more than once."""
+        await self._end_owner()
+        if self.status in ("ready", "down", "starting"):
+            self.status = "stopped"
+
+    # --- calling ----------------------------------------------------------------------------
+
+    async def ensure(self) -> Any:
+        """The connected client, starting the server again if it is down and its backoff is over."""
+        if self.status == "ready" and self._client is not None:
+            return self._client
+        wait = self._retry_at - time.monotonic()
+        if self.status in ("failed",) and wait > 0:
+            raise ServerDown(f"{self.reason}; crab tries again in {wait:.0f} s")
+        try:
+            await self.start()
+        except ServerDown as exc:
+            raise ServerDown(f"failed to start: {exc}") from None
+        return self._client
+
+    async def call(self, tool: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
+        """One ``tools/call``; a closed connection marks the server down (the next call restarts it)."""
+        from mcp import MCPError
+        from mcp.types import CONNECTION_CLOSED
+
+        client = await self.ensure()
+        try:
+            result: types.CallToolResult = await client.call_tool(
+                tool, dict(arguments), read_timeout_seconds=self.config.timeout
+            )
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                self.status, self.reason = "down", "the connection closed (the server exited; see its log)"
+                self._retry_at = 0.0
+                if self._stop is not None:
+                    self._stop.set()
+            raise
+        return result
+
+
+def _retrieve(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+async def _list_all(client: Any) -> list[types.Tool]:
+    """Every page of ``tools/list`` (the SDK does not follow ``next_cursor``)."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(1000):  # a server that pages forever is cut off
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools

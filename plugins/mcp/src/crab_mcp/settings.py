@@ -1,0 +1,250 @@
+"""The ``[plugins.mcp]`` table: its declaration, the check of each ``servers.<name>`` table, and
+the typed ``ServerConfig`` read from it.
+
+``servers`` is trust-only as a whole: a server starts a command (or reaches a URL with headers
+that may carry keys), so one declared in an untrusted project's config never starts; core drops
+the table and ``crab mcp list`` says so. Values in ``env`` and ``headers`` may reference the
+user's environment as ``${VAR}``; they are resolved only when the server starts
+(``resolve_refs``) and never shown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from crab import ConfigTable, InvalidValue, Setting
+
+PLUGIN = "mcp"
+PERMISSIONS = ("read", "write", "exec", "network")
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_CONNECT_TIMEOUT = 20.0
+
+SERVER_KEYS: dict[str, str] = {
+    "command": "a string (the program to start)",
+    "args": "a list of strings",
+    "env": "a table of strings",
+    "cwd": "a string (a folder)",
+    "url": "a string starting with http:// or https://",
+    "headers": "a table of strings",
+    "enabled": "true or false",
+    "include": "a list of strings",
+    "exclude": "a list of strings",
+    "timeout": "a number > 0",
+    "connect_timeout": "a number > 0",
+    "prefix": "a string",
+    "permission": "one of read, write, exec, network",
+    "permissions": "a table of tool name = read, write, exec or network",
+}
+
+
+def _key(*parts: str) -> tuple[str, ...]:
+    return ("plugins", PLUGIN, *parts)
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _string_table(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value - value == 0 and value > 0
+
+
+_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "command": lambda v: isinstance(v, str) and bool(v.strip()),
+    "args": _strings,
+    "env": _string_table,
+    "cwd": lambda v: isinstance(v, str) and bool(v),
+    "url": lambda v: isinstance(v, str) and v.startswith(("http://", "https://")),
+    "headers": _string_table,
+    "enabled": lambda v: isinstance(v, bool),
+    "include": _strings,
+    "exclude": _strings,
+    "timeout": _positive,
+    "connect_timeout": _positive,
+    "prefix": lambda v: isinstance(v, str),
+    "permission": lambda v: v in PERMISSIONS,
+    "permissions": lambda v: isinstance(v, Mapping) and all(p in PERMISSIONS for p in v.values()),
+}
+
+
+def check_server(name: str, table: Any) -> None:
+    """Raise ``InvalidValue`` (one line: key, expected, found) for the first bad key of one server."""
+    if not isinstance(table, Mapping):
+        raise InvalidValue(_key("servers", name), "a table with command = … or url = …", table)
+    for key, value in table.items():
+        check = _CHECKS.get(key)
+        if check is None:
+            raise InvalidValue(_key("servers", name, key), "one of " + ", ".join(SERVER_KEYS), key)
+        if not check(value):
+            raise InvalidValue(_key("servers", name, key), SERVER_KEYS[key], value)
+    has_command, has_url = "command" in table, "url" in table
+    if has_command == has_url:
+        raise InvalidValue(
+            _key("servers", name), "exactly one of command = … (stdio) or url = … (streamable HTTP)", table
+        )
+
+
+def _check(values: Mapping[str, Any]) -> None:
+    servers = values.get("servers") or {}
+    for name, table in servers.items():
+        check_server(name, table)
+    bad = [p for p in values.get("serve_permissions") or [] if p not in PERMISSIONS]
+    if bad:
+        raise InvalidValue(_key("serve_permissions"), "a list of read, write, exec, network", bad)
+
+
+TABLE = ConfigTable(
+    name=PLUGIN,
+    doc="MCP servers whose tools crab uses, and what `crab mcp serve` offers",
+    settings=(
+        Setting(
+            "servers",
+            "table",
+            {},
+            "MCP servers by name: command/args/env/cwd (stdio) or url/headers (HTTP), enabled, include, "
+            "exclude, timeout, connect_timeout, prefix, permission, permissions (see the plugin README)",
+            trust_only=True,
+        ),
+        Setting(
+            "timeout", "float", DEFAULT_TIMEOUT, "seconds one MCP tool call may take (per server: timeout)", above=0
+        ),
+        Setting(
+            "connect_timeout",
+            "float",
+            DEFAULT_CONNECT_TIMEOUT,
+            "seconds a server may take to start and list its tools before it is reported failed",
+            above=0,
+        ),
+        Setting(
+            "serve_permissions",
+            "list[str]",
+            ["read"],
+            "permission classes `crab mcp serve` lets its client use (add write, exec, network to allow them)",
+            trust_only=True,
+        ),
+    ),
+    check=_check,
+)
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One configured server, defaults filled from the plugin table."""
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    enabled: bool = True
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    timeout: float = DEFAULT_TIMEOUT
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    prefix: str | None = None
+    permission: str = "network"
+    permissions: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command is not None else "http"
+
+    @property
+    def tool_prefix(self) -> str:
+        return f"{self.name}_" if self.prefix is None else self.prefix
+
+    def wants(self, tool: str) -> bool:
+        """Whether ``tool`` passes ``include`` (when given) and is not in ``exclude``."""
+        return (not self.include or tool in self.include) and tool not in self.exclude
+
+    def permission_of(self, tool: str) -> str:
+        return self.permissions.get(tool, self.permission)
+
+    def target(self) -> str:
+        """What the server is, for listings (never with env or header values)."""
+        if self.url is not None:
+            return self.url
+        return " ".join([self.command or "", *self.args])
+
+
+def server_configs(settings: Mapping[str, Any]) -> list[ServerConfig]:
+    """Every server of the checked ``[plugins.mcp]`` table, in file order."""
+    timeout = float(settings.get("timeout", DEFAULT_TIMEOUT))
+    connect = float(settings.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT))
+    servers: list[ServerConfig] = []
+    for name, raw in (settings.get("servers") or {}).items():
+        servers.append(
+            ServerConfig(
+                name=name,
+                command=raw.get("command"),
+                args=tuple(raw.get("args", ())),
+                env=dict(raw.get("env", {})),
+                cwd=raw.get("cwd"),
+                url=raw.get("url"),
+                headers=dict(raw.get("headers", {})),
+                enabled=bool(raw.get("enabled", True)),
+                include=tuple(raw.get("include", ())),
+                exclude=tuple(raw.get("exclude", ())),
+                timeout=float(raw.get("timeout", timeout)),
+                connect_timeout=float(raw.get("connect_timeout", connect)),
+                prefix=raw.get("prefix"),
+                permission=str(raw.get("permission", "network")),
+                permissions=dict(raw.get("permissions", {})),
+            )
+        )
+    return servers
+
+
+_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class MissingVariable(ValueError):
+    """An ``${VAR}`` reference names a variable the user's environment does not have."""
+
+
+def resolve_refs(values: Mapping[str, str], environ: Mapping[str, str], what: str) -> dict[str, str]:
+    """``values`` with every ``${VAR}`` replaced from ``environ``; a missing one raises
+    ``MissingVariable`` naming the key and the variable (never a value)."""
+    resolved: dict[str, str] = {}
+    for key, value in values.items():
+
+        def sub(match: re.Match[str], key: str = key) -> str:
+            var = match.group(1)
+            if var not in environ:
+                raise MissingVariable(f"{what} {key} references ${{{var}}}, which is not set in your environment")
+            return environ[var]
+
+        resolved[key] = _REF.sub(sub, value)
+    return resolved
+
+
+SAFE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ")
+"""What a stdio server inherits of crab's environment besides its configured ``env``."""
+
+
+def child_env(config: ServerConfig, environ: Mapping[str, str]) -> dict[str, str]:
+    """The whole environment of a stdio server: the safe default set, then its resolved ``env``."""
+    env = {k: environ[k] for k in SAFE_ENV if k in environ}
+    env.update(resolve_refs(config.env, environ, "env"))
+    return env
+
+
+def secret_values(config: ServerConfig, environ: Mapping[str, str]) -> list[str]:
+    """The values a server's ``${VAR}`` references resolve to (to mask them wherever text is shown)."""
+    found: list[str] = []
+    for table in (config.env, config.headers):
+        for value in table.values():
+            for match in _REF.finditer(value):
+                secret = environ.get(match.group(1))
+                if secret and len(secret) >= 4:
+                    found.append(secret)
+    return found

@@ -1,0 +1,145 @@
+"""A tiny MCP server of the tests' own (the SDK's ``MCPServer``), importable or run as a script.
+
+``python mcp_tiny_server.py`` serves over stdio; ``--http PORT`` over streamable HTTP on
+127.0.0.1 (``--token T`` demands ``Authorization: Bearer T``); ``--exit`` exits at once with
+status 3; ``--mute`` reads stdin and never answers; ``--sleep S`` waits S seconds before serving
+(for the parallel start-up benchmark); ``--barrier DIR N`` serves only once N servers of DIR
+run (proof of a parallel start); ``--stderr`` writes a line to stderr first; ``--marker FILE``
+creates FILE when the process starts.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+LONG_NAME = "a_tool_whose_name_is_far_too_long_for_any_provider_to_accept_as_it_stands_today"
+
+
+def build() -> MCPServer:
+    srv = MCPServer("tiny", version="0.1", log_level="CRITICAL")
+
+    @srv.tool()
+    def add(a: int, b: int) -> int:
+        """Add two whole numbers.
+
+        Returns their sum.
+        """
+        return a + b
+
+    @srv.tool()
+    def echo(text: str) -> str:
+        """Echo the text back."""
+        return f"echo: {text}"
+
+    @srv.tool()
+    def boom() -> str:
+        """Fail with a tool error."""
+        raise ToolError("it went boom")
+
+    @srv.tool()
+    def protocol_error() -> str:
+        """Fail with a JSON-RPC error."""
+        from mcp import MCPError
+
+        raise MCPError(-32099, "custom protocol failure")
+
+    @srv.tool()
+    async def slow(seconds: float) -> str:
+        """Sleep, then answer."""
+        import anyio
+
+        await anyio.sleep(seconds)
+        return "slept"
+
+    @srv.tool()
+    def crash() -> str:
+        """Kill the server process mid-call."""
+        os._exit(7)
+
+    @srv.tool()
+    def env(name: str) -> str:
+        """The value of one environment variable of the server process, or <unset>."""
+        return os.environ.get(name, "<unset>")
+
+    @srv.tool()
+    def env_names() -> list[str]:
+        """The names of the server's environment variables."""
+        return sorted(os.environ)
+
+    @srv.tool()
+    def pid() -> int:
+        """The server's process id."""
+        return os.getpid()
+
+    @srv.tool(name="dotted.name")
+    def dotted() -> str:
+        """A tool whose MCP name has a dot."""
+        return "dotted"
+
+    @srv.tool(name=LONG_NAME)
+    def long_named() -> str:
+        """A tool with a very long name."""
+        return "long"
+
+    return srv
+
+
+def main(argv: list[str]) -> None:
+    if "--stderr" in argv:
+        print("tiny server: starting (this goes to stderr)", file=sys.stderr, flush=True)
+    if "--marker" in argv:  # proof the process was started at all
+        open(argv[argv.index("--marker") + 1], "w").close()
+    if "--exit" in argv:
+        sys.exit(3)
+    if "--mute" in argv:
+        for _line in sys.stdin:
+            pass
+        time.sleep(3600)
+        return
+    if "--barrier" in argv:  # serve only once N servers of this barrier folder are running
+        folder, count = argv[argv.index("--barrier") + 1], int(argv[argv.index("--barrier") + 2])
+        open(os.path.join(folder, str(os.getpid())), "w").close()
+        deadline = time.monotonic() + 60
+        while len(os.listdir(folder)) < count:
+            if time.monotonic() > deadline:
+                sys.exit(4)
+            time.sleep(0.05)
+    if "--sleep" in argv:
+        time.sleep(float(argv[argv.index("--sleep") + 1]))
+    srv = build()
+    if "--http" in argv:
+        port = int(argv[argv.index("--http") + 1])
+        token = argv[argv.index("--token") + 1] if "--token" in argv else None
+        serve_http(srv, port, token)
+        return
+    srv.run()
+
+
+def serve_http(srv: MCPServer, port: int, token: str | None) -> None:
+    import uvicorn
+
+    app: Any = srv.streamable_http_app()
+    if token is not None:
+        inner = app
+
+        async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                headers = dict(scope.get("headers") or [])
+                if headers.get(b"authorization") != f"Bearer {token}".encode():
+                    await send({"type": "http.response.start", "status": 401, "headers": []})
+                    await send({"type": "http.response.body", "body": b"unauthorized"})
+                    return
+            await inner(scope, receive, send)
+
+        app = guarded
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

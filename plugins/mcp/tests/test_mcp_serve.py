@@ -1,0 +1,191 @@
+"""``crab mcp serve`` driven by the SDK's own client over stdio, with a tool plugin of the test's
+own (so this suite needs only core and crab-mcp): list tools with their schemas, call read tools,
+a refused write, a write allowed by the user's config, a project that cannot allow it, and
+configured MCP servers that are never started by the bridge."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PLUGIN_SOURCE = '''
+"""Tools for the crab mcp serve tests."""
+from pathlib import Path
+
+import crab
+
+CRAB_API = ">=1.0,<2"
+
+
+@crab.tool
+def t_read(path: str, ctx: crab.ToolContext) -> str:
+    """Read a text file of the workspace.
+
+    Args:
+        path: the file, relative to the workspace
+    """
+    target = (ctx.workspace / path).resolve()
+    if not target.is_relative_to(ctx.workspace.resolve()):
+        raise crab.ToolError(f"{path} is outside the workspace")
+    return target.read_text()
+
+
+@crab.tool
+def t_grep(pattern: str, ctx: crab.ToolContext) -> str:
+    """Lines of workspace files containing a text."""
+    hits = []
+    for file in sorted(ctx.workspace.rglob("*.txt")):
+        for n, line in enumerate(file.read_text().splitlines(), 1):
+            if pattern in line:
+                hits.append(f"{file.name}:{n}:{line}")
+    return "\\n".join(hits) or "no matches"
+
+
+@crab.tool(permission="write")
+def t_write(path: str, content: str, ctx: crab.ToolContext) -> str:
+    """Write a file of the workspace."""
+    (ctx.workspace / path).write_text(content)
+    return f"wrote {path}"
+
+
+@crab.hookimpl
+def crab_tools(config):
+    return [t_read, t_grep, t_write]
+'''
+
+
+@pytest.fixture
+def bridge_env(tmp_path: Path) -> dict[str, str]:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "crab_mcp_test_tools.py").write_text(PLUGIN_SOURCE)
+    dist = site / "crab_mcp_test_tools-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: crab-mcp-test-tools\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[crab]\nmcptesttools = crab_mcp_test_tools\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_") and not k.endswith("_API_KEY")}
+    env.update({"PYTHONPATH": str(site), "CRAB_HOME": str(home)})
+    return env
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\nbeta gamma\n")
+    (tmp_path / "secret.txt").write_text("outside")
+    return root
+
+
+def session(env: dict[str, str], cwd: Path, check: Any, *extra: str) -> None:
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "crab", "mcp", "serve", "--plugins", "mcptesttools", *extra],
+        env=env,
+        cwd=str(cwd),
+    )
+
+    async def go() -> None:
+        with open(cwd.parent / "serve-stderr.log", "a") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), mode="legacy", read_timeout_seconds=60) as client:
+                await check(client)
+
+    asyncio.run(go())
+
+
+def text(result: Any) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+def test_serve_lists_tools_with_schemas_and_runs_read_tools(bridge_env, workspace):
+    async def check(client: Any) -> None:
+        listed = await client.list_tools()
+        tools = {t.name: t for t in listed.tools}
+        assert set(tools) == {"t_read", "t_grep", "t_write"}
+        assert tools["t_read"].input_schema["required"] == ["path"]
+        assert tools["t_read"].annotations.read_only_hint is True
+        assert tools["t_write"].annotations.read_only_hint is False
+        read = await client.call_tool("t_read", {"path": "notes.txt"})
+        assert not read.is_error and text(read) == "alpha\nbeta gamma\n"
+        grep = await client.call_tool("t_grep", {"pattern": "gamma"})
+        assert text(grep) == "notes.txt:2:beta gamma"
+        escape = await client.call_tool("t_read", {"path": "../secret.txt"})
+        assert escape.is_error and "outside the workspace" in text(escape)
+        bad = await client.call_tool("t_read", {"nope": 1})
+        assert bad.is_error and "invalid arguments for t_read" in text(bad)
+        unknown = await client.call_tool("rm_rf", {})
+        assert unknown.is_error and "Unknown tool 'rm_rf'" in text(unknown)
+
+    session(bridge_env, workspace, check)
+
+
+def test_a_write_is_refused_unless_the_users_config_allows_it(bridge_env, workspace):
+    async def refused(client: Any) -> None:
+        result = await client.call_tool("t_write", {"path": "new.txt", "content": "x"})
+        assert result.is_error and "needs write permission, which this bridge does not grant" in text(result)
+        assert "serve_permissions" in text(result)
+
+    session(bridge_env, workspace, refused)
+    assert not (workspace / "new.txt").exists()
+
+    # An untrusted project config cannot allow it (serve_permissions is trust-only)...
+    (workspace / ".crab").mkdir()
+    (workspace / ".crab" / "config.toml").write_text('[plugins.mcp]\nserve_permissions = ["read", "write"]\n')
+    session(bridge_env, workspace, refused)
+    assert not (workspace / "new.txt").exists()
+
+    # ...the user's own config can.
+    home = Path(bridge_env["CRAB_HOME"])
+    (home / "config.toml").write_text('[plugins.mcp]\nserve_permissions = ["read", "write"]\n')
+
+    async def allowed(client: Any) -> None:
+        result = await client.call_tool("t_write", {"path": "new.txt", "content": "x"})
+        assert not result.is_error and text(result) == "wrote new.txt"
+
+    session(bridge_env, workspace, allowed)
+    assert (workspace / "new.txt").read_text() == "x"
+
+
+def test_serve_does_not_start_the_configured_mcp_servers(bridge_env, workspace, tmp_path):
+    marker = tmp_path / "started"
+    home = Path(bridge_env["CRAB_HOME"])
+    (home / "config.toml").write_text(
+        f'[plugins.mcp.servers.loop]\ncommand = "touch"\nargs = ["{marker}"]\n'
+        f'[plugins.mcp.servers.self]\ncommand = "{sys.executable}"\nargs = ["-m", "crab", "mcp", "serve"]\n'
+    )
+
+    async def check(client: Any) -> None:
+        listed = await client.list_tools()
+        assert not any(t.name.startswith(("loop_", "self_")) for t in listed.tools)
+
+    session(bridge_env, workspace, check)
+    bridge_env_all = dict(bridge_env)
+    del bridge_env_all["PYTHONPATH"]
+    session_all_plugins(bridge_env_all, workspace)
+    assert not marker.exists()
+
+
+def session_all_plugins(env: dict[str, str], cwd: Path) -> None:
+    """``crab mcp serve`` with every installed plugin (crab-mcp itself among them) lists no MCP tool."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "crab", "mcp", "serve"], env=env, cwd=str(cwd))
+
+    async def go() -> None:
+        with open(cwd.parent / "serve-stderr.log", "a") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), mode="legacy", read_timeout_seconds=60) as client:
+                listed = await client.list_tools()
+                assert not any(t.name.startswith(("loop_", "self_")) for t in listed.tools)
+
+    asyncio.run(go())

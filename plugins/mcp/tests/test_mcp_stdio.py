@@ -1,0 +1,167 @@
+"""The tiny server as a real child process over stdio: failure modes, restart, env, stderr log."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from crab import REDACTED, ToolContext
+from crab_mcp.manager import Manager
+from crab_mcp.server import ServerLink
+from crab_mcp.settings import ServerConfig, server_configs
+
+
+def configs(servers: dict[str, dict[str, Any]], **table: Any) -> list[ServerConfig]:
+    return server_configs({"servers": servers, **table})
+
+
+def manager_for(tmp_path: Path, servers: dict[str, dict[str, Any]], environ: dict[str, str] | None = None) -> Manager:
+    links = [ServerLink(c, tmp_path / "logs", environ=environ) for c in configs(servers)]
+    return Manager(links)
+
+
+async def call(manager: Manager, name: str, args: dict[str, Any] | None = None) -> Any:
+    tool = {t.name: t for t in manager.tools()}[name]
+    return await tool.run(args or {}, ToolContext(session_id="s", workspace=Path.cwd()))
+
+
+def test_failing_servers_are_reported_one_line_each_and_the_good_one_works(tmp_path, tiny_cmd):
+    servers = {
+        "good": tiny_cmd(),
+        "missing": {"command": "crab-no-such-mcp-server"},
+        "exits": tiny_cmd("--exit"),
+        "mute": {**tiny_cmd("--mute"), "connect_timeout": 1.5},
+        "notdir": {**tiny_cmd(), "cwd": str(tmp_path / "nowhere")},
+    }
+
+    async def go() -> None:
+        manager = manager_for(tmp_path, servers)
+        failed = await manager.start()
+        try:
+            assert set(failed) == {"missing", "exits", "mute", "notdir"}
+            assert failed["missing"] == "command not found: crab-no-such-mcp-server (check command and PATH)"
+            assert failed["exits"].startswith("the server closed the connection (it exited)")
+            assert str(tmp_path / "logs" / "exits.log") in failed["exits"]
+            assert failed["mute"].startswith("did not answer within 1.5 s")
+            assert "nowhere is not a folder" in failed["notdir"]
+            assert all("\n" not in reason for reason in failed.values())
+            assert (await call(manager, "good_add", {"a": 1, "b": 41})).content == "42"
+        finally:
+            await manager.stop()
+
+    asyncio.run(go())
+
+
+def test_a_crash_mid_call_is_an_error_result_and_the_next_call_restarts_the_server(tmp_path, tiny_cmd):
+    async def go() -> None:
+        manager = manager_for(tmp_path, {"t": tiny_cmd()})
+        assert await manager.start() == {}
+        try:
+            first = (await call(manager, "t_pid")).content
+            crashed = await call(manager, "t_crash")
+            assert crashed.is_error and "closed the connection during crash" in crashed.content
+            assert manager.links["t"].status == "down"
+            second = await call(manager, "t_pid")
+            assert not second.is_error and second.content != first
+            assert manager.links["t"].status == "ready"
+        finally:
+            await manager.stop()
+
+    asyncio.run(go())
+
+
+def test_a_server_that_cannot_come_back_waits_out_a_growing_backoff(tmp_path, tiny_cmd):
+    marker = tmp_path / "broken"
+    script = tmp_path / "flaky.py"
+    script.write_text(
+        "import os, runpy, sys\n"
+        f"if os.path.exists({str(marker)!r}): sys.exit(5)\n"
+        f"sys.argv = [{tiny_cmd()['args'][0]!r}]\n"
+        f"runpy.run_path({tiny_cmd()['args'][0]!r}, run_name='__main__')\n"
+    )
+
+    async def go() -> None:
+        manager = manager_for(tmp_path, {"f": {"command": sys.executable, "args": [str(script)]}})
+        assert await manager.start() == {}
+        link = manager.links["f"]
+        try:
+            marker.write_text("x")
+            await call(manager, "f_crash")
+            failed = await call(manager, "f_pid")  # restart attempted at once, fails: backoff starts
+            assert failed.is_error and "failed to start" in failed.content
+            waiting = await call(manager, "f_pid")  # within the backoff: no new process
+            assert waiting.is_error and "crab tries again in" in waiting.content
+            assert link._failures == 1
+            marker.unlink()
+            link._retry_at = 0.0  # the backoff is over
+            assert not (await call(manager, "f_pid")).is_error
+            assert link._failures == 0
+        finally:
+            await manager.stop()
+
+    asyncio.run(go())
+
+
+def test_server_stderr_goes_to_its_log_file_not_the_terminal(tmp_path, tiny_cmd, capfd):
+    async def go() -> None:
+        manager = manager_for(tmp_path, {"noisy": tiny_cmd("--stderr")})
+        assert await manager.start() == {}
+        await manager.stop()
+
+    asyncio.run(go())
+    out, err = capfd.readouterr()
+    assert "this goes to stderr" not in out + err
+    assert "this goes to stderr" in (tmp_path / "logs" / "noisy.log").read_text()
+
+
+def test_the_server_sees_only_the_safe_environment_and_its_resolved_env(tmp_path, tiny_cmd):
+    environ = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OPENAI_API_KEY": "sk-leak", "MY_TOKEN": "t0ken-value"}
+    servers = {"e": {**tiny_cmd(), "env": {"TOKEN": "${MY_TOKEN}", "PLAIN": "p"}}}
+
+    async def go() -> None:
+        manager = manager_for(tmp_path, servers, environ)
+        assert await manager.start() == {}
+        try:
+            names = (await call(manager, "e_env_names")).content.splitlines()
+            assert "OPENAI_API_KEY" not in names and "MY_TOKEN" not in names
+            assert {"TOKEN", "PLAIN", "PATH", "HOME"} <= set(names)
+            # The server has the value; what it hands back to the model has it masked.
+            assert (await call(manager, "e_env", {"name": "TOKEN"})).content == REDACTED
+            assert (await call(manager, "e_env", {"name": "PLAIN"})).content == "p"
+        finally:
+            await manager.stop()
+
+    asyncio.run(go())
+
+
+def test_a_missing_env_reference_fails_that_server_naming_the_variable(tmp_path, tiny_cmd):
+    servers = {"e": {**tiny_cmd(), "env": {"TOKEN": "${CRAB_TEST_UNSET_VAR}"}}}
+
+    async def go() -> dict[str, str]:
+        manager = manager_for(tmp_path, servers, {"PATH": "/usr/bin:/bin"})
+        try:
+            return await manager.start()
+        finally:
+            await manager.stop()
+
+    failed = asyncio.run(go())
+    assert failed == {"e": "env TOKEN references ${CRAB_TEST_UNSET_VAR}, which is not set in your environment"}
+
+
+def test_servers_start_in_parallel(tmp_path, tiny_cmd):
+    """Each server answers only once all three run: a one-after-another start could never finish."""
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    servers = {f"s{i}": {**tiny_cmd("--barrier", str(barrier), "3"), "connect_timeout": 60} for i in range(3)}
+
+    async def go() -> dict[str, str]:
+        manager = manager_for(tmp_path, servers)
+        try:
+            return await manager.start()
+        finally:
+            await manager.stop()
+
+    assert asyncio.run(go()) == {}
+    assert len(list(barrier.iterdir())) == 3

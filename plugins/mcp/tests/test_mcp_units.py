@@ -1,0 +1,131 @@
+"""Names, config checks, environment and result conversion: plain functions, no server."""
+
+from __future__ import annotations
+
+import pytest
+from crab import InvalidValue
+from crab_mcp.names import PATTERN, crab_name
+from crab_mcp.results import to_tool_result
+from crab_mcp.settings import (
+    TABLE,
+    MissingVariable,
+    ServerConfig,
+    check_server,
+    child_env,
+    resolve_refs,
+    secret_values,
+    server_configs,
+)
+from mcp import types
+
+
+@pytest.mark.parametrize(
+    ("prefix", "tool"),
+    [
+        ("git_", "status"),
+        ("fs_", "read.file"),
+        ("a b_", "tool/with spaces"),
+        ("srv_", "x" * 128),
+        ("", "ünïcode-tool"),
+        ("p_", ""),
+    ],
+)
+def test_every_crab_name_is_one_providers_accept(prefix: str, tool: str):
+    assert PATTERN.match(crab_name(prefix, tool))
+
+
+def test_a_fitting_name_is_kept_and_an_odd_one_is_mapped_stably():
+    assert crab_name("git_", "status") == "git_status"
+    assert crab_name("fs_", "read.file") == "fs_read_file"
+    long = "x" * 100
+    assert crab_name("s_", long) == crab_name("s_", long)
+    assert len(crab_name("s_", long)) == 64
+
+
+def test_names_that_clash_after_mapping_stay_distinct():
+    first = crab_name("s_", "a.b")
+    second = crab_name("s_", "a-b" if first != "s_a-b" else "a_b", {first})
+    third = crab_name("s_", "a/b", {first, second})
+    assert len({first, second, third}) == 3
+    assert crab_name("s_", "a_b", {"s_a_b"}) != "s_a_b"
+
+
+def test_server_table_errors_name_the_key_and_what_was_expected():
+    with pytest.raises(InvalidValue, match=r"servers\.x: expected exactly one of command"):
+        check_server("x", {"args": ["a"]})
+    with pytest.raises(InvalidValue, match=r"servers\.x: expected exactly one of command"):
+        check_server("x", {"command": "a", "url": "http://h/mcp"})
+    with pytest.raises(InvalidValue, match=r"servers\.x\.timeout: expected a number > 0, found -1"):
+        check_server("x", {"command": "a", "timeout": -1})
+    with pytest.raises(InvalidValue, match=r"servers\.x\.url: expected a string starting with http"):
+        check_server("x", {"url": "file:///etc/passwd"})
+    with pytest.raises(InvalidValue, match=r"servers\.x\.permission: expected one of read"):
+        check_server("x", {"command": "a", "permission": "root"})
+    with pytest.raises(InvalidValue, match=r"servers\.x\.comand: expected one of command"):
+        check_server("x", {"comand": "a"})
+    check_server("ok", {"command": "a", "args": ["b"], "env": {"K": "${V}"}, "permissions": {"t": "read"}})
+
+
+def test_the_servers_table_is_trust_only():
+    setting = TABLE.setting("servers")
+    assert setting is not None and setting.trust_only
+    serve = TABLE.setting("serve_permissions")
+    assert serve is not None and serve.trust_only and serve.default == ["read"]
+
+
+def test_server_configs_fill_defaults_from_the_plugin_table():
+    (cfg,) = server_configs({"timeout": 7.0, "connect_timeout": 3.0, "servers": {"git": {"command": "g"}}})
+    assert (cfg.timeout, cfg.connect_timeout, cfg.tool_prefix, cfg.permission) == (7.0, 3.0, "git_", "network")
+    assert cfg.transport == "stdio"
+
+
+def test_include_exclude_and_per_tool_permission():
+    cfg = ServerConfig("s", command="c", include=("a", "b"), exclude=("b",), permissions={"a": "read"})
+    assert [t for t in ("a", "b", "c") if cfg.wants(t)] == ["a"]
+    assert cfg.permission_of("a") == "read" and cfg.permission_of("z") == "network"
+
+
+def test_env_references_resolve_from_the_users_environment_and_a_missing_one_names_the_variable():
+    assert resolve_refs({"K": "Bearer ${TOKEN}"}, {"TOKEN": "s3cret"}, "header") == {"K": "Bearer s3cret"}
+    with pytest.raises(MissingVariable, match=r"env K references \$\{NOPE\}") as caught:
+        resolve_refs({"K": "${NOPE}"}, {"OTHER": "x"}, "env")
+    assert "x" not in str(caught.value).replace("expected", "")
+
+
+def test_a_stdio_server_gets_only_the_safe_set_plus_its_env():
+    environ = {"PATH": "/bin", "HOME": "/h", "LANG": "C.UTF-8", "OPENAI_API_KEY": "sk-xyz", "AWS_SECRET": "a"}
+    cfg = ServerConfig("s", command="c", env={"TOKEN": "${AWS_SECRET}", "MODE": "fast"})
+    env = child_env(cfg, environ)
+    assert env == {"PATH": "/bin", "HOME": "/h", "LANG": "C.UTF-8", "TOKEN": "a", "MODE": "fast"}
+    assert secret_values(ServerConfig("s", command="c", env={"T": "${K}"}), {"K": "longsecret"}) == ["longsecret"]
+
+
+def test_results_join_text_note_images_and_keep_structured_content():
+    result = types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="one"),
+            types.ImageContent(type="image", data="aGVsbG8gd29ybGQh", mime_type="image/png"),
+            types.ResourceLink(type="resource_link", uri="file:///x.txt", name="x"),
+            types.EmbeddedResource(
+                type="resource", resource=types.TextResourceContents(uri="file:///y", text="inside")
+            ),
+            types.EmbeddedResource(
+                type="resource", resource=types.BlobResourceContents(uri="file:///z", blob="AAAA", mime_type="a/b")
+            ),
+        ],
+        structured_content={"n": 1},
+    )
+    converted = to_tool_result(result)
+    lines = converted.content.splitlines()
+    assert lines[0] == "one"
+    assert lines[1] == "[image image/png, about 12 bytes, not shown]"
+    assert "file:///x.txt" in lines[2] and lines[3] == "inside" and "file:///z" in lines[4]
+    assert converted.details["structured_content"] == {"n": 1}
+    assert not converted.is_error
+
+
+def test_structured_only_results_become_json_and_is_error_stays_an_error():
+    assert to_tool_result(types.CallToolResult(content=[], structured_content={"a": [1]})).content == '{"a": [1]}'
+    failed = to_tool_result(types.CallToolResult(content=[types.TextContent(type="text", text="bad")], is_error=True))
+    assert failed.is_error and failed.content == "bad"
+    assert to_tool_result(types.CallToolResult(content=[])).content == "(no output)"
