@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from crab_mcp.manager import Manager
 
-CRAB_API = ">=1.0,<2"
+CRAB_API = ">=1.2,<2"  # AgentHandle.add_tools, open_toolbox
 PLUGIN = "mcp"
 
 _running: dict[int, Manager] = {}
