@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crab.config_tables import CORE_TABLE, ConfigTable
+from crab.config_tables import CORE_TABLE, SERVE_TABLE, ConfigTable
 from crab_provider_anthropic.settings import TABLE as ANTHROPIC
 from crab_provider_mock import crab_config_table as mock_table
 from crab_provider_openai.settings import TABLE as OPENAI
@@ -14,7 +14,7 @@ from crab_tape_jsonl.settings import TABLE as JSONL
 from crab_tools_basic.settings import TABLE as TOOLS
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLES: list[ConfigTable] = [CORE_TABLE, TOOLS, OPENAI, ANTHROPIC, JSONL, SQLITE, mock_table()]
+TABLES: list[ConfigTable] = [CORE_TABLE, SERVE_TABLE, TOOLS, OPENAI, ANTHROPIC, JSONL, SQLITE, mock_table()]
 
 
 def test_every_declared_key_is_documented() -> None:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from crab.apiversion import API_VERSION
     from crab.atomic import write_atomic
     from crab.auth import REDACTED, known_secrets
+    from crab.channel_host import ChannelError
     from crab.channels import Channel
     from crab.commands import Command, CommandContext, CommandResult
     from crab.config import Config, PluginTable, crab_home
@@ -118,6 +119,7 @@ _EXPORTS: dict[str, str] = {
     "CommandContext": "crab.commands",
     "CommandResult": "crab.commands",
     "Channel": "crab.channels",
+    "ChannelError": "crab.channel_host",
     "AgentHandle": "crab.handles",
     "SessionView": "crab.handles",
     "PluginStatus": "crab.handles",
@@ -211,6 +213,7 @@ __all__ = [
     "Allow",
     "AssistantMessage",
     "Channel",
+    "ChannelError",
     "Command",
     "CommandContext",
     "CommandOutput",

@@ -13,7 +13,7 @@ import asyncio
 import inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crab.auth import known_secrets
 from crab.commands import Command, CommandContext, CommandResult
@@ -33,6 +33,9 @@ from crab.providers import ModelInfo, Provider
 from crab.redaction import EventRedactor, Redactor
 from crab.storage import EntryType, Store
 from crab.tools import Tool
+
+if TYPE_CHECKING:
+    from crab.channel_host import ChannelHost
 
 Listener = Callable[[Event], None]
 
@@ -64,6 +67,10 @@ class Agent:
         self.workspace = workspace
         self.ask = ask
         self.local = local
+        self.busy: set[Session] = set()
+        """Sessions with a turn running or queued (``crab serve`` waits for them on SIGTERM)."""
+        self.channel_host: ChannelHost | None = None
+        """The channels ``crab serve`` runs (delivery, keyed sessions); None elsewhere."""
         self.max_iterations = int(config.get("crab.max_iterations", 25))
         self.tool_timeout = float(config.get("crab.tool_timeout", 120.0))
         self.max_tokens: int | None = config.get("crab.max_tokens")
@@ -193,6 +200,7 @@ class Agent:
             return await item.outcome
         session.follow_ups.appendleft(item)
         session.busy = True
+        self.busy.add(session)
         try:
             while session.steering or session.follow_ups:
                 queue = session.steering if session.steering else session.follow_ups
@@ -216,6 +224,7 @@ class Agent:
         finally:
             session.busy = False
             session.task = None
+            self.busy.discard(session)
         return await item.outcome
 
     def abort(self, session: Session) -> bool:

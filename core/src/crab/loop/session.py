@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from crab.events import TurnStop
+from crab.interception import AskUser
 from crab.messages import Message, Usage
 from crab.storage import SessionInfo
 
@@ -46,6 +47,8 @@ class Session:
 
     ``messages`` is the repaired context since the last handoff (the store is the truth; this
     is a cache kept in step as entries are appended). ``state`` is the tools' session scratch.
+    ``ask`` is how the permission gate asks the person behind this session when that is not the
+    agent's own ``ask`` (a chat on a remote channel: ``crab.channel_host``).
     """
 
     info: SessionInfo
@@ -59,6 +62,7 @@ class Session:
     task: asyncio.Task[TurnOutcome] | None = None
     busy: bool = False
     abort_requested: bool = False
+    ask: AskUser | None = None
 
     @property
     def id(self) -> str:
