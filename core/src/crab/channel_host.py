@@ -3,8 +3,9 @@
 ``ChannelHost`` runs each channel in a task of its own. A channel whose ``run`` raises is
 reported (a warning notice) and restarted after a wait that doubles from ``[serve]
 restart_delay`` up to ``restart_max_delay``; the others go on. A ``ConfigError`` or
-``UsageError`` ends that channel for good (restarting would not fix its setup). A channel whose
-``run`` returns has closed and is not restarted; the host ends when every channel has.
+``UsageError`` ends that channel for good (restarting would not fix its setup; ``broken``). A
+channel whose ``run`` returns has closed and is not restarted; the host ends when every channel
+has (``crab serve`` exits 2 when every one ended on a setup error).
 
 ``request_stop`` (SIGTERM, through ``crab.cli.signals.GATE``) drains: channels that have a
 ``stop()`` are asked to take no more input, running turns get ``[serve] grace_seconds`` to
@@ -95,6 +96,8 @@ class ChannelHost:
         self.restart_delay = restart_delay
         self.restart_max_delay = max(restart_max_delay, restart_delay)
         self.running: set[str] = set()
+        self.broken: dict[str, str] = {}
+        """Channels that ended on a setup error (``ConfigError``), with its line."""
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.sessions: dict[tuple[str, str], Session] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
@@ -141,6 +144,7 @@ class ChannelHost:
                 return
             except (ConfigError, UsageError) as exc:
                 self.agent.notice(f"channel {name} stopped: {exc}", "warning")
+                self.broken[name] = str(exc)
                 return
             except Exception as exc:
                 if self.stopping:

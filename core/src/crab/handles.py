@@ -115,9 +115,10 @@ class AgentHandle:
         """Emit a ``NoticeEvent`` (``level`` "info" or "warning"); renderers show it."""
         self._agent.notice(message, level)
 
-    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
-        """Receive every event (a channel renders them); returns the function that unsubscribes."""
-        return self._agent.subscribe(listener)
+    def subscribe(self, listener: Callable[[Event], None], *, session: SessionView | None = None) -> Callable[[], None]:
+        """Receive every event (a channel renders them), or with ``session`` only that session's
+        (a chat that streams its own reply); returns the function that unsubscribes."""
+        return self._agent.subscribe(listener, None if session is None else session.id)
 
     async def handle_input(self, session: SessionView, text: str, *, steer: bool = False) -> TurnOutcome:
         """Route one line of input (a command, ``!shell`` on local channels, or a model turn)."""

@@ -87,4 +87,4 @@ def serve_channels(names: Sequence[str], options: RunOptions) -> int:
         return 130
     finally:
         runner.close()
-    return 0
+    return 2 if host.broken and len(host.broken) == len(channels) else 0

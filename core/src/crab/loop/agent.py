@@ -79,6 +79,7 @@ class Agent:
         self.redactor = Redactor(known_secrets(config))
         self.outgoing = EventRedactor(self.redactor)
         self._listeners: list[Listener] = []
+        self._session_listeners: dict[str, list[Listener]] = {}
         self._model_info: ModelInfo | None = None
         self._unsubscribe_failures: Callable[[], None] | None = None
 
@@ -129,10 +130,18 @@ class Agent:
 
     # --- events -----------------------------------------------------------------------------
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Receive every event; returns a function that unsubscribes."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+    def subscribe(self, listener: Listener, session_id: str | None = None) -> Callable[[], None]:
+        """Receive every event (or only those of ``session_id``); returns a function that unsubscribes."""
+        listeners = self._listeners if session_id is None else self._session_listeners.setdefault(session_id, [])
+        listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in listeners:
+                listeners.remove(listener)
+            if session_id is not None and not listeners:
+                self._session_listeners.pop(session_id, None)
+
+        return unsubscribe
 
     def emit(self, event: Event, session_id: str = "") -> None:
         """The one delivery point: secrets masked and text made valid UTF-8 (``crab.redaction``), then
@@ -141,12 +150,15 @@ class Agent:
             self._deliver(shown, session_id)
 
     def _deliver(self, event: Event, session_id: str) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener(event)
-            except Exception as exc:  # a broken renderer must not end the turn
-                self._listeners.remove(listener)
-                self.notice(f"a renderer failed and was detached: {type(exc).__name__}: {exc}", "warning")
+        scoped = self._session_listeners.get(session_id, []) if session_id else []
+        for listeners in (self._listeners, scoped):
+            for listener in list(listeners):
+                try:
+                    listener(event)
+                except Exception as exc:  # a broken renderer must not end the turn
+                    if listener in listeners:
+                        listeners.remove(listener)
+                    self.notice(f"a renderer failed and was detached: {type(exc).__name__}: {exc}", "warning")
         self.host.dispatch.observe("crab_event", event=event, session_id=session_id)
 
     def notice(self, message: str, level: str = "info") -> None:
