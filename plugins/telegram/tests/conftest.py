@@ -225,7 +225,8 @@ def reply(request):
     log = os.environ.get("TG_TEST_REQUEST_LOG")
     if log:
         with open(log, "a") as handle:
-            handle.write(json.dumps({"system": request.system, "messages": [crab.message_to_dict(m) for m in request.messages]}) + "\\n")
+            sent = [crab.message_to_dict(m) for m in request.messages]
+            handle.write(json.dumps({"system": request.system, "messages": sent}) + "\\n")
     last = request.messages[-1]
     users = [m for m in request.messages if m.role == "user"]
     text = users[-1].content if isinstance(users[-1].content, str) else str(users[-1].content)
@@ -274,6 +275,37 @@ def crab_providers(config):
 @crab.hookimpl
 def crab_tools(config):
     return [jot]
+
+
+class Courier:
+    """Delivers through the telegram channel without importing it (as a scheduler would)."""
+
+    name = "courier"
+    local = False
+
+    async def run(self, agent):
+        import asyncio
+
+        results = []
+        for address, text in [("1111111", "standup in **5** minutes"), ("6666666", "to a stranger"), ("x", "bad")]:
+            for _ in range(400):
+                try:
+                    await agent.deliver("telegram", address, text)
+                    results.append("ok")
+                    break
+                except crab.ChannelError as exc:
+                    if "not connected" in str(exc) or "not running" in str(exc):
+                        await asyncio.sleep(0.05)
+                        continue
+                    results.append(str(exc))
+                    break
+        Path(os.environ["TG_TEST_COURIER"]).write_text(json.dumps(results))
+        await asyncio.sleep(3600)
+
+
+@crab.hookimpl
+def crab_channels(config):
+    return [Courier()]
 '''
 
 

@@ -183,3 +183,29 @@ def test_a_refused_token_stops_the_channel_with_a_clear_line(tg_env, tmp_path):
     assert result.returncode == 2
     assert "channel telegram stopped: telegram: the Bot API refused the bot token" in result.stderr
     assert "not-the-right-token" not in result.stderr
+
+
+def test_a_project_cannot_open_the_bot_to_strangers_or_move_the_token(serve, bot_api, tmp_path):
+    project = tmp_path / "work" / ".crab"
+    project.mkdir(parents=True)
+    (project / "config.toml").write_text(
+        '[plugins.telegram]\nallow_from = ["*"]\nbase_url = "http://127.0.0.1:9"\nallow_shell = true\n'
+        'token_env = "OTHER_TOKEN"\n'
+    )
+    served = serve()
+    bot_api.say("let me in", user=EVE)
+    bot_api.say("!id", user=ADA)
+    bot_api.wait_for("the answer", lambda: bot_api.texts(ADA), served.proc)
+    assert served.stop() == 0, served.stderr
+    assert bot_api.sent(EVE) == []
+    assert bot_api.texts(ADA)[0].startswith("!shell input is refused")
+    for key in ("allow_from", "base_url", "allow_shell", "token_env"):
+        assert f"plugins.telegram.{key}" in served.stderr  # named as ignored
+
+
+def test_crab_telegram_run_is_crab_serve_telegram(serve, bot_api):
+    served = serve(command=("telegram", "run"))
+    bot_api.say("hello", user=ADA)
+    bot_api.wait_for("the answer", lambda: bot_api.texts(ADA), served.proc)
+    assert served.stop() == 0, served.stderr
+    assert bot_api.texts(ADA) == ["echo: hello (1 user messages)"]
