@@ -264,3 +264,21 @@ def test_delivery_outside_crab_serve_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ChannelError, match="channels run only inside `crab serve`"):
         harness.run_async(AgentHandle(harness.agent).deliver("telegram", "1", "hi"))
     harness.close()
+
+
+def test_a_listener_can_follow_one_session_only(tmp_path: Path) -> None:
+    from crab.events import TextDelta
+    from crab.handles import AgentHandle
+
+    harness = AgentHarness([[{"text": "for one"}], [{"text": "for two"}]], workspace=tmp_path)
+    handle = AgentHandle(harness.agent)
+    one = harness.run_async(handle.session_for("chat", "1"))
+    two = harness.run_async(handle.session_for("chat", "2"))
+    seen: list[str] = []
+    unsubscribe = handle.subscribe(lambda e: seen.append(e.text) if isinstance(e, TextDelta) else None, session=one)
+    harness.run_async(handle.handle_input(one, "hi"))
+    harness.run_async(handle.handle_input(two, "hi"))
+    assert seen == ["for one"]
+    unsubscribe()
+    assert harness.agent._session_listeners == {}
+    harness.close()

@@ -174,7 +174,9 @@ class TelegramChannel:
                 finally:
                     self._poll = None
                 backoff = 1.0
-                for update in state.take([u for u in updates or [] if isinstance(u, dict)]):
+                # journaled redacted: a pasted token or key never reaches the state file
+                received = [self.redactor.payload(u) for u in updates or [] if isinstance(u, dict)]
+                for update in state.take(received):
                     self._dispatch(agent, update)
             await self._finish()
         finally:
