@@ -209,3 +209,28 @@ def test_crab_telegram_run_is_crab_serve_telegram(serve, bot_api):
     bot_api.wait_for("the answer", lambda: bot_api.texts(ADA), served.proc)
     assert served.stop() == 0, served.stderr
     assert bot_api.texts(ADA) == ["echo: hello (1 user messages)"]
+
+
+def test_server_errors_are_retried_and_polling_goes_on(serve, bot_api):
+    bad_gateway = {"ok": False, "error_code": 502, "description": "Bad Gateway"}
+    served = serve()
+    bot_api.fail("getUpdates", bad_gateway, times=2)
+    bot_api.fail("sendMessage", bad_gateway, times=1)
+    bot_api.say("still there?", user=ADA)
+    bot_api.wait_for("the answer", lambda: bot_api.texts(ADA), served.proc)
+    assert served.stop() == 0, served.stderr
+    assert bot_api.texts(ADA) == ["echo: still there? (1 user messages)"]
+    assert len(bot_api.sent(ADA)) == 2  # the 502, then the answer
+
+
+def test_the_token_can_come_from_the_auth_file(serve, bot_api, tg_env, bot_token):
+    import json
+
+    env = dict(tg_env)
+    del env["TELEGRAM_BOT_TOKEN"]
+    (Path(env["CRAB_HOME"]) / "auth.json").write_text(json.dumps({"telegram": bot_token}))
+    served = serve(env=env)
+    bot_api.say("hello", user=ADA)
+    bot_api.wait_for("the answer", lambda: bot_api.texts(ADA), served.proc)
+    assert served.stop() == 0, served.stderr
+    assert bot_token not in served.stderr
