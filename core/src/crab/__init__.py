@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     )
     from crab.handles import AgentHandle, PluginStatus, SessionView
     from crab.hookspecs import hookimpl
-    from crab.interception import Allow, Decision, Deny, Replace
+    from crab.interception import Allow, Decision, Deny, PermissionRequest, Replace
     from crab.messages import (
         AssistantMessage,
         Message,
@@ -161,6 +161,7 @@ _EXPORTS: dict[str, str] = {
     "Allow": "crab.interception",
     "Deny": "crab.interception",
     "Replace": "crab.interception",
+    "PermissionRequest": "crab.interception",
     "Decision": "crab.interception",
     # messages
     "AssistantMessage": "crab.messages",
@@ -237,6 +238,7 @@ __all__ = [
     "ModelRequest",
     "NoticeEvent",
     "OutputLimit",
+    "PermissionRequest",
     "PluginError",
     "PluginStatus",
     "PluginTable",

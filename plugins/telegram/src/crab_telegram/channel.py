@@ -16,7 +16,7 @@ import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import crab
 from crab.provider_kit import lookup_key
@@ -25,8 +25,6 @@ from crab_telegram.access import allowed, bad_entries, describe_sender
 from crab_telegram.settings import AUTH_NAME, TelegramSettings
 
 if TYPE_CHECKING:
-    from crab.interception import Answer, PermissionRequest
-
     from crab_telegram.api import BotApi
     from crab_telegram.state import UpdateState
 
@@ -60,11 +58,10 @@ def command_text(text: str) -> str:
 
 
 def missing_token_line(settings: TelegramSettings) -> str:
-    from crab.auth import auth_path
-
+    auth_file = crab.crab_home() / "auth.json"
     return (
         f"telegram: no bot token: set {settings.token_env} "
-        f'(or store it under "{AUTH_NAME}" in {auth_path()}); get one from @BotFather'
+        f'(or store it under "{AUTH_NAME}" in {auth_file}); get one from @BotFather'
     )
 
 
@@ -425,7 +422,7 @@ class TelegramChannel:
 
     # --- permission questions -----------------------------------------------------------------
 
-    async def _ask(self, address: str, request: PermissionRequest) -> Answer:
+    async def _ask(self, address: str, request: crab.PermissionRequest) -> Literal["once", "always", "deny"]:
         """Ask the chat with inline buttons; no press within ``ask_timeout`` is a refusal."""
         from crab_telegram.api import TelegramError
 

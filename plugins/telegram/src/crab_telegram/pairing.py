@@ -12,7 +12,7 @@ import asyncio
 import secrets
 import sys
 import time
-from typing import Any
+from pathlib import Path
 
 import crab
 from crab.provider_kit import lookup_key
@@ -50,22 +50,38 @@ def run_pairing(config: crab.Config, seconds: float) -> int:
         print("crab: no matching code arrived; nothing changed", file=sys.stderr)
         return 1
     user_id, who = found
-    path = add_to_allowlist(str(user_id))
+    try:
+        path = add_to_allowlist(str(user_id))
+    except crab.ConfigError as exc:
+        print(f"crab: {exc}; add {user_id} to [plugins.telegram] allow_from yourself", file=sys.stderr)
+        return 2
     print(f"paired {who}: it may now use the bot ([plugins.telegram] allow_from in {path})")
     return 0
 
 
-def add_to_allowlist(user_id: str) -> Any:
-    """Add ``user_id`` to ``allow_from`` in the user config file (not a project's), keeping its comments."""
-    from crab.config import edit_config, get_path, read_toml, user_config_path
+def add_to_allowlist(user_id: str) -> Path:
+    """Add ``user_id`` to ``allow_from`` in the user config file (not a project's), keeping its
+    comments; a file that does not parse is left alone (``ConfigError``)."""
+    import tomlkit
+    from tomlkit.exceptions import ParseError
 
-    path = user_config_path()
-    current = get_path(read_toml(path), ("plugins", "telegram", "allow_from"), [])
+    path = crab.crab_home() / "config.toml"
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        doc = tomlkit.parse(text)
+    except (OSError, UnicodeDecodeError, ParseError) as exc:
+        raise crab.ConfigError(f"cannot add you to allow_from: {path} does not parse ({exc})") from None
+    plugins = doc.setdefault("plugins", tomlkit.table())
+    table = plugins.setdefault("telegram", tomlkit.table()) if isinstance(plugins, dict) else None
+    if not isinstance(table, dict):
+        raise crab.ConfigError(f"cannot add you to allow_from: [plugins.telegram] in {path} is not a table")
+    current = table.get("allow_from")
     entries = [str(e) for e in current] if isinstance(current, list) else []
     if user_id not in entries:
         entries.append(user_id)
+    table["allow_from"] = entries
     path.parent.mkdir(parents=True, exist_ok=True)
-    edit_config(path, "plugins.telegram.allow_from", entries)
+    crab.write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
     return path
 
 
