@@ -149,6 +149,24 @@ def test_after_the_grace_period_the_turn_is_aborted_and_crab_still_exits_0(serve
     assert not (folder / "eve.1.out").exists()
 
 
+def test_a_second_signal_stops_at_once(served):
+    proc, folder = served(["inbox"], [[{"delay": 60}, {"text": "never"}]])
+    wait_for(folder / "ready", "the inbox channel", proc)
+    (folder / "gus.1.in").write_text("slow")
+    wait_for(folder / "gus.1.started", "the turn to start", proc)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.stderr is not None
+    seen = ""
+    while "stopping: waiting up to 30s" not in seen:  # the drain has begun
+        line = proc.stderr.readline()
+        assert line, f"crab serve ended without draining: {seen}"
+        seen += line
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=WAIT)
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert not (folder / "gus.1.out").exists()
+
+
 def test_serve_without_names_runs_the_configured_channels(served, crab_run, tmp_path):
     env = served.env
     home = Path(env["CRAB_HOME"])
