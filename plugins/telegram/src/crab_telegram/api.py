@@ -67,9 +67,13 @@ class BotApi:
     async def close(self) -> None:
         await self._client.aclose()
 
-    async def call(self, method: str, *, http_timeout: float | None = None, **params: Any) -> Any:
+    async def call(
+        self, method: str, *, http_timeout: float | None = None, retries: int | None = None, **params: Any
+    ) -> Any:
         """``method`` with ``params`` (None values left out; every ``text`` redacted); see the
-        module docstring. ``http_timeout`` replaces the client's for this call (a long poll)."""
+        module docstring. ``http_timeout`` replaces the client's for this call (a long poll);
+        ``retries`` replaces ``max_retries`` (0 for a call not worth waiting for)."""
+        limit = self.max_retries if retries is None else retries
         body = {k: v for k, v in params.items() if v is not None}
         if isinstance(body.get("text"), str):
             body["text"] = self._redactor.text(body["text"]) or "…"
@@ -79,7 +83,7 @@ class BotApi:
                 return await self._once(method, body, http_timeout)
             except TelegramError as exc:
                 attempt += 1
-                if attempt > self.max_retries:
+                if attempt > limit:
                     raise
                 if exc.retry_after is not None:
                     await self._sleep(exc.retry_after)

@@ -357,7 +357,7 @@ class TelegramChannel:
         assert self.api is not None
         chat_id, thread = parse_address(address)
         with contextlib.suppress(TelegramError):
-            await self.api.call("sendChatAction", chat_id=chat_id, message_thread_id=thread, action="typing")
+            await self.api.call("sendChatAction", chat_id=chat_id, message_thread_id=thread, action="typing", retries=0)
 
     # --- sending ---------------------------------------------------------------------------------
 
