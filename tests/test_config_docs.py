@@ -19,7 +19,18 @@ from crab_tools_web.settings import TABLE as WEB
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES: list[ConfigTable] = [
-    CORE_TABLE, SERVE_TABLE, TOOLS, OPENAI, ANTHROPIC, JSONL, SQLITE, SKILLS, WEB, mock_table(), MCP, TELEGRAM
+    CORE_TABLE,
+    SERVE_TABLE,
+    TOOLS,
+    OPENAI,
+    ANTHROPIC,
+    JSONL,
+    SQLITE,
+    SKILLS,
+    WEB,
+    mock_table(),
+    MCP,
+    TELEGRAM,
 ]
 
 

@@ -194,7 +194,6 @@ _EXPORTS: dict[str, str] = {
     "ChatEntry": "crab.render",
     "ChatInput": "crab.render",
     "ChatState": "crab.render",
-    "PermissionRequest": "crab.interception",
     "Answer": "crab.interception",
     # stores
     "ENTRY_TYPES": "crab.storage",

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from crab.events import TurnStop
-from crab.loop.budget import TokenBudget
 from crab.interception import AskUser
+from crab.loop.budget import TokenBudget
 from crab.messages import Message, Usage
 from crab.storage import SessionInfo
 
