@@ -7,7 +7,6 @@ import asyncio
 from datetime import timedelta
 
 import crab
-import pytest
 from crab_schedule import ceiling
 from crab_schedule.adding import add_job
 from crab_schedule.jobs import Origin
@@ -15,15 +14,9 @@ from crab_schedule.runner import Scheduler
 from crab_schedule.sqlite_store import SQLiteJobStore
 
 
-@pytest.fixture(autouse=True)
-def _doubles(fakes):
-    global FakeClock, FakeHandle, Outcome, settings
-    FakeClock, FakeHandle, Outcome, settings = fakes.FakeClock, fakes.FakeHandle, fakes.Outcome, fakes.settings
-
-
-def setup(tmp_path, **changes):
-    clock = FakeClock()
-    conf = settings(tmp_path / "schedule.db", **changes)
+def setup(tmp_path, fakes, **changes):
+    clock = fakes.FakeClock()
+    conf = fakes.settings(tmp_path / "schedule.db", **changes)
     store = SQLiteJobStore(conf.path)
     return clock, conf, store, Scheduler(conf, store=store, clock=clock, worker="w1")
 
@@ -50,10 +43,10 @@ async def poll_and_wait(scheduler, handle):
     return started
 
 
-def test_a_terminal_reminder_goes_to_the_log_when_due_and_not_before(tmp_path):
-    clock, conf, store, scheduler = setup(tmp_path)
+def test_a_terminal_reminder_goes_to_the_log_when_due_and_not_before(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
     job = add(store, conf, clock)
-    handle = FakeHandle()
+    handle = fakes.FakeHandle()
     assert asyncio.run(poll_and_wait(scheduler, handle)) == []
     clock.advance(minutes=1)
     assert asyncio.run(poll_and_wait(scheduler, handle)) == [job.id]
@@ -63,21 +56,21 @@ def test_a_terminal_reminder_goes_to_the_log_when_due_and_not_before(tmp_path):
     assert done.next_run is None and done.last_status == "ok" and done.claimed_by is None
 
 
-def test_a_chat_reminder_is_delivered_to_its_chat_and_logged(tmp_path):
-    clock, conf, store, scheduler = setup(tmp_path)
+def test_a_chat_reminder_is_delivered_to_its_chat_and_logged(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
     add(store, conf, clock, origin=Origin("tool", "s1", "fakechat", "alice"))
     clock.advance(minutes=2)
-    handle = FakeHandle(channels={"fakechat"})
+    handle = fakes.FakeHandle(channels={"fakechat"})
     asyncio.run(poll_and_wait(scheduler, handle))
     assert handle.delivered == [("fakechat", "alice", "Reminder: standup")]
     assert [(r.status, r.destination) for r in asyncio.run(store.records())] == [("ok", "fakechat:alice")]
 
 
-def test_a_delivery_that_fails_is_recorded_never_silent(tmp_path):
-    clock, conf, store, scheduler = setup(tmp_path)
+def test_a_delivery_that_fails_is_recorded_never_silent(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
     job = add(store, conf, clock, origin=Origin("tool", "s1", "telegram", "42"))
     clock.advance(minutes=2)
-    handle = FakeHandle()  # telegram does not run in this serve
+    handle = fakes.FakeHandle()  # telegram does not run in this serve
     asyncio.run(poll_and_wait(scheduler, handle))
     [entry] = asyncio.run(store.records())
     assert entry.status == "undelivered" and "no channel named 'telegram'" in (entry.error or "")
@@ -86,21 +79,21 @@ def test_a_delivery_that_fails_is_recorded_never_silent(tmp_path):
     assert asyncio.run(store.get(job.id)).last_status == "undelivered"
 
 
-def test_an_agent_job_runs_its_prompt_in_the_originating_session_and_delivers_the_answer(tmp_path):
-    clock, conf, store, scheduler = setup(tmp_path)
+def test_an_agent_job_runs_its_prompt_in_the_originating_session_and_delivers_the_answer(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
     job = add(store, conf, clock, origin=Origin("tool", "s1", "fakechat", "bob"), mode="agent", text="summarize")
     clock.advance(minutes=2)
-    handle = FakeHandle(channels={"fakechat"}, outcome=Outcome("all quiet"))
+    handle = fakes.FakeHandle(channels={"fakechat"}, outcome=fakes.Outcome("all quiet"))
     asyncio.run(poll_and_wait(scheduler, handle))
     assert handle.prompts == [("fakechat:bob", f"[scheduled job {job.id}] summarize")]
     assert handle.delivered == [("fakechat", "bob", "all quiet")]
 
 
-def test_a_failing_agent_job_reports_its_error_where_it_came_from(tmp_path):
-    clock, conf, store, scheduler = setup(tmp_path)
+def test_a_failing_agent_job_reports_its_error_where_it_came_from(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
     job = add(store, conf, clock, origin=Origin("tool", "s1", "fakechat", "bob"), mode="agent", text="go")
     clock.advance(minutes=2)
-    handle = FakeHandle(channels={"fakechat"}, outcome=Outcome("", "error", "provider overloaded (529)"))
+    handle = fakes.FakeHandle(channels={"fakechat"}, outcome=fakes.Outcome("", "error", "provider overloaded (529)"))
     asyncio.run(poll_and_wait(scheduler, handle))
     [(_, _, text)] = handle.delivered
     assert text == f"Scheduled job {job.id} (once at {job.trigger.describe()[8:]}) failed: provider overloaded (529)"
@@ -108,11 +101,11 @@ def test_a_failing_agent_job_reports_its_error_where_it_came_from(tmp_path):
     assert stored.last_status == "error" and stored.last_error == "provider overloaded (529)"
 
 
-def test_an_exception_in_a_terminal_job_is_logged_and_noticed(tmp_path):
-    clock, conf, store, scheduler = setup(tmp_path)
+def test_an_exception_in_a_terminal_job_is_logged_and_noticed(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
     add(store, conf, clock, mode="agent", text="go")
     clock.advance(minutes=2)
-    handle = FakeHandle(outcome=RuntimeError("boom"))
+    handle = fakes.FakeHandle(outcome=RuntimeError("boom"))
     asyncio.run(poll_and_wait(scheduler, handle))
     [entry] = asyncio.run(store.records())
     assert (
@@ -121,38 +114,38 @@ def test_an_exception_in_a_terminal_job_is_logged_and_noticed(tmp_path):
     assert any("RuntimeError: boom" in n for n in handle.notices)
 
 
-def test_missed_runs_are_coalesced_into_one_within_the_catch_up_window(tmp_path):
-    clock, conf, store, scheduler = setup(tmp_path, catch_up=timedelta(hours=6))
+def test_missed_runs_are_coalesced_into_one_within_the_catch_up_window(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes, catch_up=timedelta(hours=6))
     job = add(store, conf, clock, every="1h")
     clock.advance(hours=4, minutes=30)  # four runs missed while nothing ran
-    handle = FakeHandle()
+    handle = fakes.FakeHandle()
     asyncio.run(poll_and_wait(scheduler, handle))
     asyncio.run(poll_and_wait(scheduler, handle))
     assert [r.status for r in asyncio.run(store.records())] == ["ok"]
     assert asyncio.run(store.get(job.id)).next_run == job.created + timedelta(hours=5)
 
 
-def test_a_run_later_than_the_catch_up_window_is_skipped_and_logged(tmp_path):
-    clock, conf, store, scheduler = setup(tmp_path, catch_up=timedelta(hours=1))
+def test_a_run_later_than_the_catch_up_window_is_skipped_and_logged(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes, catch_up=timedelta(hours=1))
     job = add(store, conf, clock, cron="0 9 * * *", timezone="UTC")
     clock.advance(hours=4)  # due 09:00, now 12:00
-    asyncio.run(poll_and_wait(scheduler, FakeHandle()))
+    asyncio.run(poll_and_wait(scheduler, fakes.FakeHandle()))
     [entry] = asyncio.run(store.records())
     assert entry.status == "missed" and "Skipped scheduled job" in entry.text
     assert asyncio.run(store.get(job.id)).next_run.hour == 9 and asyncio.run(store.get(job.id)).next_run.day == 2
 
 
-def test_a_running_job_is_not_started_again(tmp_path):
-    clock, conf, store, scheduler = setup(tmp_path)
+def test_a_running_job_is_not_started_again(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
     job = add(store, conf, clock, mode="agent", text="slow", every="1m")
     clock.advance(minutes=1)
     gate = asyncio.Event()
 
-    class Slow(FakeHandle):
+    class Slow(fakes.FakeHandle):
         async def handle_input(self, session, text):
             self.prompts.append((session.id, text))
             await gate.wait()
-            return Outcome("done")
+            return fakes.Outcome("done")
 
     handle = Slow()
 

@@ -223,7 +223,7 @@ def make_trigger(
     if at:
         when = parse_at(at, zone, now)
         if when <= now:
-            raise UsageError(f"time {at!r} is in the past ({format_time(when)}); give a future time")
+            raise UsageError(f"time {at!r} is in the past ({when:%Y-%m-%d %H:%M} UTC); give a future time")
         return Trigger("once", timezone=zone.key, start=when)
     assert after is not None
     seconds = after if isinstance(after, int | float) else parse_duration(str(after))
