@@ -107,7 +107,10 @@ def test_help_imports_no_plugin_implementation_module(crab_home):
 
 def test_help_imports_at_most_150_modules_beyond_the_interpreter(crab_home):
     # typer alone accounts for about 105; bench/startup.py prints the figures side by side.
-    assert len(plugin_packages()) >= 6, "run with every first-party plugin installed"
+    # Each installed plugin adds its top-level module and nothing else (the test above); the
+    # budget holds for core with the six plugins it was set with, whatever plugins come later.
+    packages = plugin_packages()
+    assert len(packages) >= 6, "run with every first-party plugin installed"
     before, after = modules_after(["--help"])
     added = sorted(after - before)
-    assert len(added) <= 150, added
+    assert len([m for m in added if m not in packages]) <= 150 - 6, added

@@ -204,3 +204,24 @@ def test_cli_add_list_run_now_remove(crab_cmd):
     assert crab_cmd.jobs() == []
     gone = crab_cmd.run("schedule", "remove", job_id)
     assert gone.returncode == 2 and f"no job {job_id}" in gone.stderr
+
+
+def test_a_job_added_from_a_chat_asks_first_and_delivers_to_that_chat(crab_cmd):
+    """Telegram's path: the tool in a chat's keyed session; the job remembers the chat."""
+    replies = [
+        [{"tool": "schedule_add", "args": {"mode": "agent", "text": "check the queue", "after": "2s"}}],
+        [{"text": "Scheduled."}],
+        [{"text": "The queue is empty."}],  # the agent job's own turn, two seconds later
+    ]
+    proc = crab_cmd.serve(replies)
+    (crab_cmd.chat / "erin.in").write_text("check the queue in two seconds")
+    out = wait_until(lambda: (crab_cmd.chat / "erin.out").exists() and (crab_cmd.chat / "erin.out").read_text(), "the answer", proc)
+    assert "Scheduled." in out
+    # added from a remote chat: the person there was asked before anything was stored
+    assert (crab_cmd.chat / "erin.asked").read_text() == "schedule_add exec\n"
+    [job] = crab_cmd.jobs()
+    assert (job.origin.channel, job.origin.address, job.mode) == ("fakechat", "erin", "agent")
+    delivered = crab_cmd.chat / "erin.delivered"
+    wait_until(delivered.exists, "the agent job's answer in the chat", proc)
+    assert delivered.read_text() == "The queue is empty.\n"
+    assert crab_cmd.stop(proc)[0] == 0
