@@ -7,6 +7,7 @@ import asyncio
 from datetime import timedelta
 
 import crab
+import pytest
 from crab_schedule import ceiling
 from crab_schedule.adding import add_job
 from crab_schedule.jobs import Origin
@@ -180,3 +181,38 @@ def test_an_agent_job_is_held_to_the_permissions_of_its_creator():
     finally:
         ceiling.release("s-job", "ask")
     assert ceiling.mode_for("s-job") is None
+
+
+def test_declared_jobs_are_synced_into_the_store_replaced_when_edited_and_removed_when_gone(tmp_path, fakes):
+    from crab_schedule.config_jobs import sync_jobs
+
+    clock, conf, store, _ = setup(tmp_path, fakes)
+    declared = {"standup": {"cron": "0 9 * * 1-5", "timezone": "Europe/Berlin", "message": "standup", "to": "tg:1"}}
+
+    def sync(jobs):
+        return asyncio.run(sync_jobs(store, jobs, timezone="UTC", permissions="ask", now=clock.now()))
+
+    assert sync(declared) == ["config-standup"]
+    assert sync(declared) == []  # unchanged: kept as it is (its run history too)
+    [job] = asyncio.run(store.list())
+    assert (job.origin.source, job.origin.destination, job.trigger.timezone) == ("config", "tg:1", "Europe/Berlin")
+    declared["standup"]["message"] = "standup, room 2"
+    assert sync(declared) == ["config-standup"]
+    assert asyncio.run(store.get("config-standup")).text == "standup, room 2"
+    add(store, conf, clock)  # a job added by hand is not the config's to remove
+    sync({})
+    assert [j.origin.source for j in asyncio.run(store.list())] == ["cli"]
+
+
+def test_a_bad_declared_job_is_one_config_line(tmp_path):
+    from crab_schedule.settings import TABLE
+
+    with pytest.raises(crab.InvalidValue) as caught:
+        TABLE.validate({"jobs": {"standup": {"cron": "0 9 * *", "message": "x"}}})
+    assert str(caught.value).startswith(
+        "config: plugins.schedule.jobs.standup.cron: expected a five-field cron expression"
+    )
+    with pytest.raises(crab.InvalidValue, match="exactly one of message or prompt"):
+        TABLE.validate({"jobs": {"a": {"every": "1h"}}})
+    with pytest.raises(crab.InvalidValue, match="expected an IANA timezone"):
+        TABLE.validate({"jobs": {"a": {"every": "1h", "message": "x", "timezone": "Nowhere/Land"}}})

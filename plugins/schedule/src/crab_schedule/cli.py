@@ -22,6 +22,8 @@ from crab_schedule.settings import NAME, TABLE, ScheduleSettings, open_store, re
 def load_settings(config: crab.Config) -> ScheduleSettings:
     """``[plugins.schedule]`` checked as a run would check it (an untrusted project's trust-only keys dropped)."""
     config.resolve([TABLE])
+    for line in config.notices():
+        sys.stderr.write(f"warning: {line}\n")
     return read_settings(config.plugin_settings(NAME))
 
 

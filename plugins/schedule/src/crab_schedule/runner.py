@@ -52,8 +52,10 @@ class Scheduler:
         store: JobStore | None = None,
         clock: Clock | None = None,
         worker: str | None = None,
+        permissions: str = "ask",
     ) -> None:
         self.settings = settings
+        self.permissions = permissions  # [crab] permissions: declared jobs that name none get these
         self._store = store
         self.clock: Clock = clock or SystemClock()
         self.worker = worker or worker_id()
@@ -75,6 +77,16 @@ class Scheduler:
         self._stopping = asyncio.Event()
         self._redactor = crab.Redactor(crab.known_secrets(agent.config))
         try:
+            from crab_schedule.config_jobs import sync_jobs
+
+            # Also when none are declared: a job the user deleted from the config goes away.
+            await sync_jobs(
+                self.store,
+                self.settings.jobs,
+                timezone=self.settings.timezone,
+                permissions=self.permissions,
+                now=self.clock.now(),
+            )
             while not self._stopping.is_set():
                 try:
                     await self.poll(agent)
@@ -243,4 +255,5 @@ class Scheduler:
 def build(config: crab.Config, **overrides: Any) -> Scheduler:
     from crab_schedule.settings import settings_of
 
+    overrides.setdefault("permissions", str(config.get("crab.permissions") or "ask"))
     return Scheduler(settings_of(config), **overrides)

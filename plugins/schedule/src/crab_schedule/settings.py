@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -11,6 +11,13 @@ from typing import Any
 import crab
 
 NAME = "schedule"
+
+
+def _check(values: Mapping[str, Any]) -> None:
+    from crab_schedule.config_jobs import check_jobs
+
+    check_jobs(values.get("jobs"), timezone=values.get("timezone") or "UTC")
+
 
 TABLE = crab.ConfigTable(
     NAME,
@@ -44,8 +51,16 @@ TABLE = crab.ConfigTable(
         ),
         crab.Setting("min_interval", "float", 60.0, "shortest --every interval, in seconds", minimum=0),
         crab.Setting("max_jobs", "int", 200, "most active jobs the store accepts", minimum=1),
+        crab.Setting(
+            "jobs",
+            "table",
+            doc="jobs declared here, [plugins.schedule.jobs.NAME]: cron or every, message or prompt, to, "
+            "timezone, permissions",
+            trust_only=True,
+        ),
     ),
     doc="reminders and agent jobs that crab serve runs",
+    check=_check,
 )
 
 
@@ -58,6 +73,7 @@ class ScheduleSettings:
     lease: timedelta
     min_interval: float
     max_jobs: int
+    jobs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 def system_timezone() -> str:
@@ -91,6 +107,7 @@ def read_settings(values: Mapping[str, Any]) -> ScheduleSettings:
         lease=timedelta(seconds=float(values.get("lease", 300.0))),
         min_interval=float(values.get("min_interval", 60.0)),
         max_jobs=int(values.get("max_jobs", 200)),
+        jobs=dict(values.get("jobs") or {}),
     )
 
 
