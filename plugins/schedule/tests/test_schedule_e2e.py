@@ -244,3 +244,12 @@ def test_jobs_declared_in_an_untrusted_project_are_ignored_and_the_users_own_run
     ids = wait_until(lambda: [job.id for job in crab_cmd.jobs()], "the declared jobs to be synced", proc)
     assert ids == ["config-standup"]
     assert crab_cmd.stop(proc)[0] == 0
+
+
+def test_a_secret_in_a_job_is_masked_before_it_is_stored(crab_cmd):
+    crab_cmd.env["SCHEDULE_TEST_API_KEY"] = "sk-test-0123456789abcdef"
+    added = crab_cmd.run("schedule", "add", "--in", "5m", "--message", "rotate sk-test-0123456789abcdef today")
+    assert added.returncode == 0, added.stderr
+    [job] = crab_cmd.jobs()
+    assert "sk-test-0123456789abcdef" not in job.text and "rotate" in job.text
+    assert b"sk-test-0123456789abcdef" not in (crab_cmd.home / "schedule.db").read_bytes()

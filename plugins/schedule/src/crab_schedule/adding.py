@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -30,8 +31,11 @@ async def add_job(
     at: str | None = None,
     after: str | float | None = None,
     name: str = "",
+    redact: Callable[[str], str] | None = None,
 ) -> Job:
-    """Check everything, then store one job; ``crab.UsageError`` (one line) and nothing stored otherwise."""
+    """Check everything, then store one job; ``crab.UsageError`` (one line) and nothing stored otherwise.
+
+    ``redact`` masks secrets in the text and name before they are stored (``crab.Redactor.text``)."""
     if mode not in ("reminder", "agent"):
         raise crab.UsageError(f"invalid mode {mode!r}: use reminder (sends a text) or agent (runs a prompt)")
     text = (text or "").strip()
@@ -60,12 +64,13 @@ async def add_job(
             f"the job store holds {len(active)} active jobs, the most allowed "
             "([plugins.schedule] max_jobs); remove some first"
         )
+    mask = redact or (lambda value: value)
     job = Job(
         id=new_job_id(),
         trigger=trigger,
         mode=mode,
-        text=text,
-        name=name.strip()[:80],
+        text=mask(text),
+        name=mask(name.strip()[:80]),
         origin=origin,
         permissions=permissions,
         created=now,

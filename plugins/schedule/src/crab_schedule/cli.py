@@ -63,6 +63,7 @@ def add(config: crab.Config, options: dict[str, Any]) -> int:
                 at=options.get("at"),
                 after=options.get("after"),
                 name=options.get("name") or "",
+                redact=crab.Redactor(crab.known_secrets(config)).text,
             )
         finally:
             await store.close()

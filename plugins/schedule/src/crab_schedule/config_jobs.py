@@ -10,7 +10,7 @@ stored job, removing it from the config removes the stored one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -69,7 +69,15 @@ def check_jobs(jobs: Any, *, timezone: str = "UTC", now: datetime | None = None)
             raise crab.InvalidValue(_path(name, "permissions"), f"one of {', '.join(PERMISSION_MODES)}", permissions)
 
 
-def declared_job(name: str, job: Mapping[str, str], *, timezone: str, permissions: str, now: datetime) -> Job:
+def declared_job(
+    name: str,
+    job: Mapping[str, str],
+    *,
+    timezone: str,
+    permissions: str,
+    now: datetime,
+    redact: Callable[[str], str] = str,
+) -> Job:
     trigger = make_trigger(
         cron=job.get("cron"), every=job.get("every"), timezone=job.get("timezone") or timezone, now=now
     )
@@ -78,7 +86,7 @@ def declared_job(name: str, job: Mapping[str, str], *, timezone: str, permission
         id=f"{PREFIX}{name}",
         trigger=trigger,
         mode="agent" if "prompt" in job else "reminder",
-        text=(job.get("prompt") or job.get("message") or "").strip(),
+        text=redact((job.get("prompt") or job.get("message") or "").strip()),
         name=name,
         origin=Origin("config", None, channel or None, address or None),
         permissions=job.get("permissions") or permissions,
@@ -98,11 +106,17 @@ def _same(stored: Job, wanted: Job) -> bool:
 
 
 async def sync_jobs(
-    store: JobStore, jobs: Mapping[str, Mapping[str, str]], *, timezone: str, permissions: str, now: datetime
+    store: JobStore,
+    jobs: Mapping[str, Mapping[str, str]],
+    *,
+    timezone: str,
+    permissions: str,
+    now: datetime,
+    redact: Callable[[str], str] = str,
 ) -> list[str]:
-    """Make the store's ``config-*`` jobs match ``jobs``; the ids added or replaced."""
+    """Make the store's ``config-*`` jobs match ``jobs``; the ids added or replaced (texts masked by ``redact``)."""
     wanted = {
-        f"{PREFIX}{name}": declared_job(name, job, timezone=timezone, permissions=permissions, now=now)
+        f"{PREFIX}{name}": declared_job(name, job, timezone=timezone, permissions=permissions, now=now, redact=redact)
         for name, job in jobs.items()
     }
     changed = []

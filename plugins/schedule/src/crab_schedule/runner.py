@@ -86,6 +86,7 @@ class Scheduler:
                 timezone=self.settings.timezone,
                 permissions=self.permissions,
                 now=self.clock.now(),
+                redact=self._redact,
             )
             while not self._stopping.is_set():
                 try:
@@ -189,7 +190,12 @@ class Scheduler:
             text = f"Scheduled job {job.id} ({self._label(job)}) failed: {error}"
         status = await self._deliver(agent, job, text, "error" if error else "ok", error)
         await self.store.finish(
-            job.id, self.worker, ran_at=now, status="error" if error else status, error=error, next_run=upcoming
+            job.id,
+            self.worker,
+            ran_at=now,
+            status="error" if error else status,
+            error=self._redact(error) if error else None,
+            next_run=upcoming,
         )
         return status
 
@@ -237,8 +243,11 @@ class Scheduler:
         await self._record(job, status, destination, text, error)
         return status
 
+    def _redact(self, text: str) -> str:
+        return self._redactor.text(text) if self._redactor is not None else text
+
     async def _record(self, job: Job, status: Status, destination: str, text: str, error: str | None) -> None:
-        redact = self._redactor.text if self._redactor is not None else (lambda value: value)
+        redact = self._redact
         await self.store.record(
             RunRecord(
                 job_id=job.id,

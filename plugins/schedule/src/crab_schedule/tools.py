@@ -96,6 +96,7 @@ async def schedule_add(
             at=at,
             after=after,
             name=name or "",
+            redact=crab.Redactor(crab.known_secrets(ctx.config)).text,
         )
     except crab.UsageError as exc:
         raise crab.ToolError(str(exc)) from None
