@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 import crab
 
 if TYPE_CHECKING:
-    from crab import AgentHandle, Channel, Config, ConfigTable, Tool, ToolContext
-    from crab.messages import ToolCall
+    from crab import AgentHandle, Channel, Config, ConfigTable, Tool, ToolCall, ToolContext
 
 CRAB_API = ">=1.0,<2"
 
