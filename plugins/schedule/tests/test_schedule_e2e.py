@@ -253,3 +253,14 @@ def test_a_secret_in_a_job_is_masked_before_it_is_stored(crab_cmd):
     [job] = crab_cmd.jobs()
     assert "sk-test-0123456789abcdef" not in job.text and "rotate" in job.text
     assert b"sk-test-0123456789abcdef" not in (crab_cmd.home / "schedule.db").read_bytes()
+
+
+def test_sigterm_lets_a_running_agent_job_finish_and_deliver(crab_cmd):
+    crab_cmd.run("schedule", "add", "--prompt", "slow report", "--in", "1s", "--to", "fakechat:frank")
+    proc = crab_cmd.serve([[{"delay": 2}, {"text": "report done"}]])
+    wait_until(lambda: any(j.claimed_by for j in crab_cmd.jobs()), "the job to start", proc)
+    code, stderr = crab_cmd.stop(proc)  # during the turn: it finishes within [serve] grace_seconds
+    assert code == 0, stderr
+    assert (crab_cmd.chat / "frank.delivered").read_text() == "report done\n"
+    [job] = crab_cmd.jobs()
+    assert (job.last_status, job.claimed_by, job.next_run) == ("ok", None, None)
