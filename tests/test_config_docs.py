@@ -10,6 +10,7 @@ from crab_mcp.settings import TABLE as MCP
 from crab_provider_anthropic.settings import TABLE as ANTHROPIC
 from crab_provider_mock import crab_config_table as mock_table
 from crab_provider_openai.settings import TABLE as OPENAI
+from crab_schedule.settings import TABLE as SCHEDULE
 from crab_skills.settings import TABLE as SKILLS
 from crab_store_sqlite.settings import TABLE as SQLITE
 from crab_tape_jsonl.settings import TABLE as JSONL
@@ -31,6 +32,7 @@ TABLES: list[ConfigTable] = [
     mock_table(),
     MCP,
     TELEGRAM,
+    SCHEDULE,
 ]
 
 

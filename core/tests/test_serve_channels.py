@@ -299,4 +299,57 @@ def test_a_listener_can_follow_one_session_only(tmp_path: Path) -> None:
     assert seen == ["for one"]
     unsubscribe()
     assert harness.agent._session_listeners == {}
+def test_drain_stops_channels_without_deliver_first_so_their_last_work_is_delivered(tmp_path: Path) -> None:
+    """A scheduler finishing a job during the drain still reaches the chat channel it sends to."""
+
+    class Chat:
+        name = "chat"
+        local = False
+
+        def __init__(self) -> None:
+            self.stopped = asyncio.Event()
+            self.got: list[str] = []
+
+        async def run(self, agent: Any) -> None:
+            await self.stopped.wait()
+
+        async def stop(self) -> None:
+            self.stopped.set()
+
+        async def deliver(self, address: str, text: str) -> None:
+            if self.stopped.is_set():
+                raise ChannelError("chat is not connected")
+            self.got.append(text)
+
+    class Sender:
+        name = "sender"
+        local = False
+
+        def __init__(self) -> None:
+            self.stopping = asyncio.Event()
+            self.error: str | None = None
+
+        async def run(self, agent: Any) -> None:
+            await self.stopping.wait()
+            await asyncio.sleep(0.05)  # the job in hand finishes after stop() was asked
+            try:
+                await agent.deliver("chat", "1", "job done")
+            except ChannelError as exc:
+                self.error = str(exc)
+
+        async def stop(self) -> None:
+            self.stopping.set()
+
+    harness = AgentHarness([], workspace=tmp_path, local=False)
+    chat, sender = Chat(), Sender()
+    host = ChannelHost(harness.agent, {"chat": chat, "sender": sender}, grace=10)
+
+    async def scenario() -> None:
+        running = asyncio.ensure_future(host.run())
+        await asyncio.sleep(0.05)
+        host.request_stop()
+        await asyncio.wait_for(running, 10)
+
+    harness.run_async(scenario())
+    assert (chat.got, sender.error) == (["job done"], None)
     harness.close()

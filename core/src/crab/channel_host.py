@@ -8,9 +8,10 @@ channel whose ``run`` returns has closed and is not restarted; the host ends whe
 has (``crab serve`` exits 2 when every one ended on a setup error).
 
 ``request_stop`` (SIGTERM, through ``crab.cli.signals.GATE``) drains: channels that have a
-``stop()`` are asked to take no more input, running turns get ``[serve] grace_seconds`` to
-finish, then whatever still runs is cancelled (a cancelled turn is aborted and settled, so its
-session stays whole).
+``stop()`` are asked to take no more input (those without ``deliver``, such as a scheduler,
+first, so what they finish can still be delivered through the others), running turns get
+``[serve] grace_seconds`` to finish, then whatever still runs is cancelled (a cancelled turn is
+aborted and settled, so its session stays whole).
 
 Outbound delivery: ``deliver(channel, address, text)`` hands ``text`` (redacted) to the
 channel's ``deliver(address, text)``, so a plugin (a scheduler) can write to a chat without
@@ -177,16 +178,23 @@ class ChannelHost:
             if busy
             else "stopping"
         )
-        stoppable = []
-        for name, channel in self.channels.items():
-            stop = getattr(channel, "stop", None)
-            if callable(stop) and not self.tasks[name].done():
-                stoppable.append(self.tasks[name])
-                try:
-                    await stop()
-                except Exception as exc:
-                    self.agent.notice(f"channel {name} failed to stop: {type(exc).__name__}: {exc}", "warning")
-        if not await self._settled(stoppable, self.grace):
+        stoppable: list[asyncio.Task[None]] = []
+        deadline = time.monotonic() + self.grace
+        # Channels that cannot deliver (a scheduler) stop first and finish their work while the
+        # channels it delivers to still run; then the others.
+        senders = [name for name, channel in self.channels.items() if not callable(getattr(channel, "deliver", None))]
+        for group in (senders, [name for name in self.channels if name not in senders]):
+            for name in group:
+                stop = getattr(self.channels[name], "stop", None)
+                if callable(stop) and not self.tasks[name].done():
+                    stoppable.append(self.tasks[name])
+                    try:
+                        await stop()
+                    except Exception as exc:
+                        self.agent.notice(f"channel {name} failed to stop: {type(exc).__name__}: {exc}", "warning")
+            if group is senders and stoppable:
+                await asyncio.wait(stoppable, timeout=max(deadline - time.monotonic(), 0))
+        if not await self._settled(stoppable, max(deadline - time.monotonic(), 0)):
             left = len(self.agent.busy)
             if left:
                 turns = f"{left} running turn{'s' if left != 1 else ''}"
