@@ -299,6 +299,8 @@ def test_a_listener_can_follow_one_session_only(tmp_path: Path) -> None:
     assert seen == ["for one"]
     unsubscribe()
     assert harness.agent._session_listeners == {}
+
+
 def test_drain_stops_channels_without_deliver_first_so_their_last_work_is_delivered(tmp_path: Path) -> None:
     """A scheduler finishing a job during the drain still reaches the chat channel it sends to."""
 
