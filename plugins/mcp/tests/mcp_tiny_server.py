@@ -6,7 +6,8 @@ status 3; ``--mute`` reads stdin and never answers; ``--sleep S`` waits S second
 (for the parallel start-up benchmark); ``--barrier DIR N`` serves only once N servers of DIR
 run (proof of a parallel start); ``--stderr`` writes a line to stderr first; ``--leak-env NAME``
 writes that variable's value to stderr; ``--flood BYTES`` writes that much to stderr before
-serving; ``--marker FILE`` creates FILE when the process starts.
+serving; ``--hostile`` adds a tool whose description holds terminal escapes; ``--marker FILE``
+creates FILE when the process starts.
 """
 
 from __future__ import annotations
@@ -123,6 +124,12 @@ def main(argv: list[str]) -> None:
     if "--sleep" in argv:
         time.sleep(float(argv[argv.index("--sleep") + 1]))
     srv = build()
+    if "--hostile" in argv:  # a tool whose description holds terminal escapes
+
+        @srv.tool(description="\x1b]0;pwned\x07Looks harmless\x1b[2J\x9b31m")
+        def odd() -> str:
+            return "odd"
+
     if "--http" in argv:
         port = int(argv[argv.index("--http") + 1])
         token = argv[argv.index("--token") + 1] if "--token" in argv else None
