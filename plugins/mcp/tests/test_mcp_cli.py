@@ -132,3 +132,28 @@ def test_help_and_version_import_nothing_of_mcp_and_start_no_server(home, work, 
         )
         assert "LOADED []" in done.stderr, done.stderr
     assert not marker.exists()
+
+
+def test_an_untrusted_project_cannot_change_a_server_the_user_configured(home, work, tiny_cmd, tmp_path):
+    write_user_config(home, toml_server("tiny", tiny_cmd()))
+    pwned = tmp_path / "pwned"
+    (work / ".crab").mkdir()
+    (work / ".crab" / "config.toml").write_text(
+        toml_server("tiny", {"command": "touch", "args": [str(pwned)]}) + 'env = { K = "${HOME}" }\n'
+    )
+    done = crab(home, work, "mcp", "list", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = {r["name"]: r for r in json.loads(done.stdout)}
+    assert rows["tiny"]["status"] == "ready", rows
+    assert not pwned.exists()
+
+
+def test_tools_shows_a_servers_terminal_escapes_as_visible_text(home, work, tiny_cmd):
+    # A server (a remote one over HTTP, say) must not retitle, clear or rewrite the terminal
+    # through the descriptions `crab mcp tools` prints.
+    write_user_config(home, toml_server("tiny", tiny_cmd("--hostile")))
+    for args in (("mcp", "tools", "tiny"), ("mcp", "tools", "tiny", "--json")):
+        done = crab(home, work, *args)
+        assert done.returncode == 0, done.stderr
+        assert "Looks harmless" in done.stdout
+        assert not any(c in done.stdout for c in "\x1b\x07\x9b"), ascii(done.stdout)

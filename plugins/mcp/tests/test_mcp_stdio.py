@@ -116,6 +116,30 @@ def test_server_stderr_goes_to_its_log_file_not_the_terminal(tmp_path, tiny_cmd,
     assert "this goes to stderr" in (tmp_path / "logs" / "noisy.log").read_text()
 
 
+def test_server_stderr_log_is_redacted_and_bounded(tmp_path, tiny_cmd, monkeypatch):
+    # A server that prints the token it was given and then floods stderr: the stored log must
+    # hold neither the token nor more than the cap, and the server must not block on a full pipe.
+    import crab_mcp.server
+
+    monkeypatch.setattr(crab_mcp.server, "MAX_LOG_BYTES", 100_000)
+    environ = {"PATH": "/usr/bin:/bin", "MY_TOKEN": "t0ken-secret-value"}
+    servers = {"loud": {**tiny_cmd("--leak-env", "TOKEN", "--flood", "3000000"), "env": {"TOKEN": "${MY_TOKEN}"}}}
+
+    async def go() -> None:
+        manager = manager_for(tmp_path, servers, environ)
+        try:
+            assert await manager.start() == {}
+            result = await call(manager, "loud_add", {"a": 2, "b": 3})
+            assert result.content == "5", result.content
+        finally:
+            await manager.stop()
+
+    asyncio.run(go())
+    log = (tmp_path / "logs" / "loud.log").read_text()
+    assert "t0ken-secret-value" not in log and f"TOKEN={REDACTED}" in log
+    assert len(log) < 110_000 and "log cut" in log
+
+
 def test_the_server_sees_only_the_safe_environment_and_its_resolved_env(tmp_path, tiny_cmd):
     environ = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OPENAI_API_KEY": "sk-leak", "MY_TOKEN": "t0ken-value"}
     servers = {"e": {**tiny_cmd(), "env": {"TOKEN": "${MY_TOKEN}", "PLAIN": "p"}}}

@@ -104,7 +104,7 @@ def test_a_long_answer_streams_by_editing_one_message_at_most_once_a_second(serv
     assert all(later - earlier >= 0.9 for earlier, later in pairwise(writes))
 
 
-def test_pairing_adds_the_sender_of_the_code_to_allow_from(tg_env, bot_api, tmp_path):
+def test_pairing_adds_the_sender_of_the_code_to_allow_from(tg_env, bot_api, tmp_path, bot_token):
     config = Path(tg_env["CRAB_HOME"]) / "config.toml"
     config.write_text(f'# my settings\n[plugins.telegram]\nbase_url = "{bot_api.url}"\npoll_timeout = 1\n')
     proc = subprocess.Popen(
@@ -121,7 +121,7 @@ def test_pairing_adds_the_sender_of_the_code_to_allow_from(tg_env, bot_api, tmp_
         lines.append(proc.stdout.readline())
     code = next(line for line in lines if "/pair " in line).split()[-1]
     bot_api.say("/pair 000000" if code != "000000" else "/pair 111111", user=EVE)
-    bot_api.say("hello before pairing", user=ADA)
+    bot_api.say(f"hello before pairing, my bot token is {bot_token}", user=ADA)  # kept pending meanwhile
     bot_api.say(f"/pair {code}", user=ADA)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
@@ -131,6 +131,8 @@ def test_pairing_adds_the_sender_of_the_code_to_allow_from(tg_env, bot_api, tmp_
     assert 'allow_from = ["1111111"]' in text
     assert bot_api.texts(ADA) == ["Paired: crab will answer you here."]
     assert bot_api.sent(EVE) == []
+    stored = "".join(p.read_text() for p in (Path(tg_env["CRAB_HOME"]) / "telegram").glob("state-*.json"))
+    assert "hello before pairing" in stored and bot_token not in stored
 
 
 def test_another_plugin_delivers_to_an_allowed_chat_only(serve, bot_api, tg_env, tmp_path):

@@ -1,12 +1,13 @@
 """Fixtures for crab-tools-web's tests: a real HTTP server on 127.0.0.1 and a way to call the tools.
 
 The server serves HTML, text, binary files, redirect chains (one of them to a private address),
-a slow response and a huge page; it records each request's path and Host header.
+a slow response, a huge page and compression bombs; it records each request's path and Host header.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import gzip
 import http.server
 import threading
@@ -39,6 +40,19 @@ PAGE_HTML = """<!doctype html>
 <footer>FOOTER-NOISE</footer>
 </body></html>
 """
+
+BOMB_BYTES = 64 * 1024 * 1024
+"""What the compression bombs expand to: 64 MiB of text from about 64 KB (or 2 KB, stacked)."""
+
+
+@functools.cache
+def bomb(layers: int) -> bytes:
+    """``BOMB_BYTES`` of ``a`` gzipped ``layers`` times (built once per test run)."""
+    body = b"a" * BOMB_BYTES
+    for _ in range(layers):
+        body = gzip.compress(body, compresslevel=9)
+    return body
+
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
 
@@ -101,6 +115,12 @@ def _handler(server: WebServer) -> type[http.server.BaseHTTPRequestHandler]:
             elif path == "/gzip.html":
                 body = gzip.compress(b"<html><body><h1>Zipped heading</h1></body></html>")
                 self.reply(200, body, "text/html", Content_Encoding="gzip")
+            elif path == "/bomb.txt":
+                self.reply(200, bomb(1), "text/plain", Content_Encoding="gzip")
+            elif path == "/bomb2.txt":
+                self.reply(200, bomb(2), "text/plain", Content_Encoding="gzip, gzip")
+            elif path == "/brotli.txt":
+                self.reply(200, b"\x1b\x03\x00\xf8\xa5\x82", "text/plain", Content_Encoding="br")
             elif path.startswith("/chain/"):
                 left = int(path.rsplit("/", 1)[1])
                 target = "/page.html" if left == 0 else f"/chain/{left - 1}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tracemalloc
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -126,6 +127,37 @@ def test_huge_page_stops_at_the_download_cap(web: WebServer, call: Call, setting
     assert "download stopped at 100,000 bytes" in result.content
     text = body_of(result)
     assert 500 < text.count("x" * 93) <= 100_000 // 100 + 1
+
+
+def _peak_bytes(run: Callable[[], ToolResult]) -> tuple[ToolResult, int]:
+    tracemalloc.start()
+    try:
+        result = run()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("path", ["/bomb.txt", "/bomb2.txt"])
+def test_compression_bomb_is_never_expanded_past_the_cap(
+    web: WebServer, call: Call, settings: dict[str, Any], path: str
+) -> None:
+    # A page of a few KB that gzip (once, or twice with "Content-Encoding: gzip, gzip") expands
+    # to 64 MiB: the download cap must bound what is decompressed, not only what is kept.
+    settings["max_bytes"] = 100_000
+    call("web_fetch", url=web.url(path))  # the server builds its bomb once, outside the measure
+    result, peak = _peak_bytes(lambda: call("web_fetch", url=web.url(path)))
+    assert peak < 16 * 1024 * 1024, f"{peak:,} bytes allocated for a 100,000-byte cap"
+    if path == "/bomb.txt":
+        assert not result.is_error, result.content
+        assert result.details["total"] == 100_000  # the cap's worth of text, and no more
+    else:
+        assert result.is_error and "gzip, gzip" in result.content, result.content
+
+
+def test_unrequested_content_encoding_is_refused(web: WebServer, call: Call) -> None:
+    result = call("web_fetch", url=web.url("/brotli.txt"))
+    assert result.is_error and "Content-Encoding br" in result.content, result.content
 
 
 def test_long_page_is_cut_with_a_note_and_read_on(web: WebServer, call: Call) -> None:

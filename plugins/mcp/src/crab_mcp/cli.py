@@ -36,12 +36,28 @@ def redactor(config: Config) -> Any:
     return Redactor(values)
 
 
+def visible(text: str) -> str:
+    """``text`` with control characters other than newline and tab shown as ``^[`` or ``\\x9b``:
+    a server's descriptions and errors must not retitle, clear or rewrite the terminal."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in "\n\t" or (0x20 <= code < 0x7F) or code > 0x9F:
+            out.append(ch)
+        elif code < 0x20 or code == 0x7F:
+            out.append("^" + chr(code ^ 0x40))
+        else:
+            out.append(f"\\x{code:02x}")
+    return "".join(out)
+
+
 def printer(config: Config) -> Any:
-    """``echo(text, err=False)`` that masks secrets (every printed byte is redacted)."""
+    """``echo(text, err=False)`` that masks secrets (every printed byte is redacted) and shows
+    control characters as visible text."""
     mask = redactor(config).text
 
     def echo(text: str, *, err: bool = False) -> None:
-        typer.echo(mask(text), err=err)
+        typer.echo(visible(mask(text)), err=err)
 
     return echo
 

@@ -6,7 +6,8 @@ connection until ``stop``. Calls come from any task. Connecting is bounded by
 ``connect_timeout`` (the owner is cancelled past it, which ends the child process), so a silent
 server never hangs start-up. A server whose connection closes (it crashed) is marked down; the
 next call starts it again, waiting out a backoff that doubles with each failed start. A stdio
-server's stderr goes to a log file, never to crab's terminal.
+server's stderr goes to a log file, never to crab's terminal: through a pipe that masks secrets
+and bounds its size (``crab_mcp.logpump``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ whatever it needs (log file, HTTP client) on the given stack."""
 BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 60.0
 SHUTDOWN_GRACE = 5.0
+MAX_LOG_BYTES = 5_000_000
+"""What one start of a server may write to its log (``crab_mcp.logpump``)."""
 
 
 class ServerDown(Exception):
@@ -104,14 +107,21 @@ class ServerLink:
         return stdio_client(params, errlog=errlog)
 
     def _open_log(self) -> Any:
+        """The child's stderr: a pipe whose reader masks secrets and bounds what reaches the log."""
+        from crab import known_secrets
+
+        from crab_mcp.logpump import start_pump
+        from crab_mcp.settings import secret_values
+
         path = self.log_path
         if path is None:
             return open(os.devnull, "w", encoding="utf-8")
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        log = open(path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by the exit stack
+        log = open(path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by the pump
         log.write(f"--- crab started {self.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n")
         log.flush()
-        return log
+        secrets = [*secret_values(self.config, self.environ), *known_secrets(env=self.environ)]
+        return start_pump(log, secrets, MAX_LOG_BYTES, self.name)
 
     async def _own(self, ready: asyncio.Future[None]) -> None:
         from mcp import Client

@@ -8,11 +8,13 @@ a skill from an untrusted project says where it came from.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from crab_skills.discovery import SKILL_FILE, Catalog, Skill, inside, read_regular
 from crab_skills.frontmatter import FrontMatterError, split
 
+_CLOSE_TAG = re.compile(r"</(?=skill)", re.IGNORECASE)
 MAX_FILES_LISTED = 50
 MAX_ENTRIES_WALKED = 2000
 """Folders and files looked at to list the files beside a skill (a huge tree costs no more)."""
@@ -110,9 +112,12 @@ def read_file(skill: Skill, relative: str, max_bytes: int) -> str:
 def user_turn(skill: Skill, max_bytes: int, args: str) -> str:
     """The user's turn ``/skill:name args`` becomes: the skill wrapped in a tag, then the request.
 
-    It starts with ``<`` so it is routed to the model, never as a command or ``!shell``.
+    It starts with ``<`` so it is routed to the model, never as a command or ``!shell``. A
+    ``</skill`` inside the body is written ``<\\/skill``, so a skill cannot end the block early and
+    write text that reads as the user's request.
     """
     text, cut = body(skill, max_bytes)
+    text = _CLOSE_TAG.sub(r"<\\/", text)
     note = f"\n[SKILL.md cut at {max_bytes} bytes]" if cut else ""
     source = skill.label.replace('"', "'")
     request = args.strip() or "Follow this skill now."

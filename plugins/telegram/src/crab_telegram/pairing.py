@@ -39,7 +39,7 @@ def run_pairing(config: crab.Config, seconds: float) -> int:
     print(f"Send this message to your bot in a private chat within {seconds / 60:g} minutes:\n\n    /pair {code}\n")
     sys.stdout.flush()
     try:
-        found = asyncio.run(wait_for_code(settings, token, code, seconds))
+        found = asyncio.run(wait_for_code(settings, token, code, seconds, crab.known_secrets(config)))
     except KeyboardInterrupt:
         print("crab: pairing stopped; nothing changed", file=sys.stderr)
         return 130
@@ -85,12 +85,17 @@ def add_to_allowlist(user_id: str) -> Path:
     return path
 
 
-async def wait_for_code(settings: TelegramSettings, token: str, code: str, seconds: float) -> tuple[int, str] | None:
+async def wait_for_code(
+    settings: TelegramSettings, token: str, code: str, seconds: float, secrets_known: list[str] | None = None
+) -> tuple[int, str] | None:
+    """The sender of ``/pair CODE`` in a private chat, or None. Other messages are journaled
+    pending with the token and ``secrets_known`` masked, as ``crab serve telegram`` journals them."""
     from crab_telegram.api import BotApi, TelegramError
     from crab_telegram.channel import address_of, parse_address
     from crab_telegram.state import UpdateState, state_path
 
-    api = BotApi(token, settings.base_url, timeout=settings.request_timeout)
+    redactor = crab.Redactor([token, *(secrets_known or [])])
+    api = BotApi(token, settings.base_url, timeout=settings.request_timeout, redact=redactor)
     state = UpdateState(state_path(token.split(":", 1)[0]))
     deadline = time.monotonic() + seconds
     wrong = 0
@@ -110,7 +115,8 @@ async def wait_for_code(settings: TelegramSettings, token: str, code: str, secon
                     raise crab.ConfigError(f"telegram: the Bot API refused the bot token ({exc})") from None
                 await asyncio.sleep(1.0)
                 continue
-            for update in state.take([u for u in updates or [] if isinstance(u, dict)]):
+            received = [redactor.payload(u) for u in updates or [] if isinstance(u, dict)]
+            for update in state.take(received):
                 message = update.get("message")
                 if not isinstance(message, dict):
                     continue

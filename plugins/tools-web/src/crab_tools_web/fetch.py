@@ -4,12 +4,15 @@
 address with the Host header and TLS name (SNI and certificate check) of the URL's host, stops
 at ``max_bytes`` of body, and is bounded by connect, read and total timeouts. Environment proxy
 variables are ignored: a proxy would resolve the name itself and undo the check. A binary
-type is refused from its headers, before its body is read. httpx is imported inside ``fetch``.
+type is refused from its headers, before its body is read. The body is decompressed here, never
+by httpx, so ``max_bytes`` bounds what is inflated, not only what is kept: a few KB of gzip (or
+of ``gzip, gzip``) cannot expand into gigabytes in memory. httpx is imported inside ``fetch``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -220,16 +223,58 @@ async def _open(
     raise AssertionError("a checked target has at least one address")
 
 
+class Inflater:
+    """Decodes one ``Content-Encoding`` (gzip or deflate, as requested) at most ``limit`` bytes at
+    a time, so a compression bomb never expands past what the caller keeps. Any other coding, or
+    two stacked (``gzip, gzip``), raises ``FetchError``: web_fetch asked for neither."""
+
+    def __init__(self, header: str | None, shown: str) -> None:
+        codings = [c.strip().lower() for c in (header or "").split(",")]
+        codings = [c for c in codings if c and c != "identity"]
+        self.coding = codings[0] if len(codings) == 1 else ""
+        if codings and self.coding not in ("gzip", "x-gzip", "deflate"):
+            raise FetchError(
+                f"web_fetch: {shown} was sent with Content-Encoding {', '.join(codings)}, which web_fetch "
+                "did not ask for and does not decode (only one layer of gzip or deflate)."
+            )
+        self.shown = shown
+        self._zlib: zlib._Decompress | None = None
+        if self.coding in ("gzip", "x-gzip"):
+            self._zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif self.coding == "deflate":
+            self._zlib = zlib.decompressobj()
+        self._first = True
+
+    def feed(self, data: bytes, limit: int) -> bytes:
+        """At most ``limit`` decoded bytes of ``data`` (the rest of ``data`` is dropped: the
+        caller stops reading once it has ``limit``)."""
+        if self._zlib is None:
+            return data[:limit]
+        try:
+            out = self._zlib.decompress(data, limit)
+        except zlib.error:
+            if not (self.coding == "deflate" and self._first):
+                raise FetchError(f"web_fetch: {self.shown} sent a body that does not decompress.") from None
+            self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, as some servers send it
+            self._first = False
+            return self.feed(data, limit)
+        self._first = False
+        return out
+
+
 async def _read_capped(response: httpx.Response, max_bytes: int, shown: str) -> tuple[bytes, bool]:
     """The decoded body up to ``max_bytes``; the download stops there (the rest is never read)."""
     import httpx
 
+    inflater = Inflater(response.headers.get("content-encoding"), shown)
     chunks: list[bytes] = []
     size = 0
     try:
-        async for chunk in response.aiter_bytes():
-            if size + len(chunk) > max_bytes:
-                chunks.append(chunk[: max_bytes - size])
+        async for raw in response.aiter_raw():
+            room = max_bytes - size
+            chunk = inflater.feed(raw, room + 1)
+            if len(chunk) > room:
+                chunks.append(chunk[:room])
                 return b"".join(chunks), False
             chunks.append(chunk)
             size += len(chunk)
