@@ -104,3 +104,12 @@ def test_a_missing_script_named_by_the_model_is_one_line_exit_2(crab_cli, tmp_pa
     result = crab_cli("run", "--plugins", "provider-mock", "-m", f"mock/{tmp_path / 'nope.json'}", "x")
     assert result.exit_code == 2
     assert "cannot read script" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_doctor_takes_the_model_its_hint_names(crab_cli):
+    # doctor's hint for a missing script is "try -m mock/tour": doctor itself accepts -m.
+    missing = crab_cli("doctor", "--plugins", "provider-mock")
+    assert "FAIL  provider: the mock provider needs a script: try -m mock/tour" in missing.stdout
+    ready = crab_cli("doctor", "--plugins", "provider-mock", "-m", "mock/tour")
+    assert "ok    provider: mock/tour is ready" in ready.stdout.splitlines(), ready.stdout + ready.stderr
+    assert ready.exit_code == 0

@@ -172,11 +172,11 @@ def models(plugins: PluginsOpt = None, as_json: JsonOpt = False) -> None:
 
 
 @app.command()
-def doctor(plugins: PluginsOpt = None) -> None:
+def doctor(plugins: PluginsOpt = None, provider: ProviderOpt = None, model: ModelOpt = None) -> None:
     """Check config, plugins, providers and the store; print each problem with its fix."""
     from crab.cli.doctor import run_doctor
 
-    raise typer.Exit(run_doctor(plugins))
+    raise typer.Exit(run_doctor(plugins, provider, model))
 
 
 @app.command()

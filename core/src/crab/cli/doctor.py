@@ -65,8 +65,12 @@ def _project_trust() -> TrustState | None:
         return None
 
 
-def run_doctor(plugins: str | None) -> int:
-    """Print one line per check; returns 1 when anything failed (exit 2 under strict mode when a plugin did)."""
+def run_doctor(plugins: str | None, provider_name: str | None = None, model_name: str | None = None) -> int:
+    """Print one line per check; returns 1 when anything failed (exit 2 under strict mode when a plugin did).
+
+    ``provider_name`` and ``model_name`` are ``--provider`` and ``-m``: the provider check is then
+    of what ``crab run`` with the same flags would use.
+    """
     from crab.cli.runtime import (
         build_host,
         choose_provider,
@@ -102,7 +106,7 @@ def run_doctor(plugins: str | None) -> int:
         failures += 1
     else:
         try:
-            provider, model = choose_provider(host, config)
+            provider, model = choose_provider(host, config, provider_name, model_name)
             _ok(f"provider: {provider.name}/{model} is ready")
         except CrabError as exc:
             _bad(f"provider: {exc}")
@@ -128,7 +132,9 @@ def run_doctor(plugins: str | None) -> int:
         _bad(f"renderer: {renderer!r} is not loaded (available: {', '.join(sorted(renderers))}); fix [crab] renderer")
         failures += 1
     else:
-        _ok(f"renderer: {renderer or default_renderer(host, renderers)}")
+        used = renderer or default_renderer(host, renderers)
+        in_chat = renderer or default_renderer(host, renderers, chat=True)
+        _ok(f"renderer: {used}" + (f" (crab chat: {in_chat})" if in_chat != used else ""))
     mode = config.get("crab.permissions", "ask")
     _ok(f"permissions: {mode}")
     strict_exit(host)
