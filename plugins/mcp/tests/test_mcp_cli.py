@@ -132,3 +132,20 @@ def test_help_and_version_import_nothing_of_mcp_and_start_no_server(home, work, 
         )
         assert "LOADED []" in done.stderr, done.stderr
     assert not marker.exists()
+
+
+def test_remove_deletes_one_server_keeping_comments_and_names_the_others(home, work):
+    write_user_config(home, "# mine\n[crab]\nmax_iterations = 9  # keep\n")
+    assert crab(home, work, "mcp", "add", "wrong", "--", "no-such-server").returncode == 0
+    assert crab(home, work, "mcp", "add", "right", "--", "mcp-server-time").returncode == 0
+    done = crab(home, work, "mcp", "remove", "wrong")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"removed MCP server 'wrong' from {home / 'config.toml'}"
+    text = (home / "config.toml").read_text()
+    assert text.startswith("# mine\n") and "max_iterations = 9  # keep" in text
+    assert list(tomllib.loads(text)["plugins"]["mcp"]["servers"]) == ["right"]
+    missing = crab(home, work, "mcp", "remove", "wrong")
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines() == [
+        f"crab: no MCP server named 'wrong' in {home / 'config.toml'} (servers there: right)"
+    ]
