@@ -65,6 +65,21 @@ def _project_trust() -> TrustState | None:
         return None
 
 
+def _instructions() -> str:
+    """The instruction files the model reads here (AGENTS.md hierarchy), in prompt order."""
+    from pathlib import Path
+
+    from crab.environ import crab_home
+    from crab.prompt import instruction_files
+
+    labels = [label for label, _ in instruction_files(Path.cwd(), crab_home())]
+    return (
+        ", ".join(labels)
+        if labels
+        else "no AGENTS.md or CLAUDE.md here, above (to the repository root) or in your crab folder"
+    )
+
+
 def run_doctor(plugins: str | None, provider_name: str | None = None, model_name: str | None = None) -> int:
     """Print one line per check; returns 1 when anything failed (exit 2 under strict mode when a plugin did).
 
@@ -137,5 +152,6 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
         _ok(f"renderer: {used}" + (f" (crab chat: {in_chat})" if in_chat != used else ""))
     mode = config.get("crab.permissions", "ask")
     _ok(f"permissions: {mode}")
+    _ok(f"instructions: {_instructions()}")
     strict_exit(host)
     return 1 if failures else 0
