@@ -1,4 +1,5 @@
-"""``crab doctor``: check config, plugins, providers, store and renderer; each problem with its fix."""
+"""``crab doctor``: check config, plugins, providers, store, renderer, ``[serve]`` channels and
+instruction files; each problem with its fix."""
 
 from __future__ import annotations
 
@@ -63,6 +64,27 @@ def _project_trust() -> TrustState | None:
         return state_for(found / "config.toml", (found / "config.toml").read_bytes())
     except OSError:
         return None
+
+
+def _check_serve(host: PluginHost, config: Config) -> int:
+    """The channels ``[serve] channels`` names, checked as ``crab serve`` would before starting
+    them (loaded, and each channel's own ``check()``: a bot's token…); returns failures."""
+    from crab.cli.serve import chosen_channels
+
+    configured = config.get("serve.channels") or []
+    if not configured:
+        return 0
+    try:
+        channels = chosen_channels([], configured, host.registry("channels"))
+        for channel in channels.values():
+            check = getattr(channel, "check", None)
+            if callable(check):
+                check()
+    except CrabError as exc:
+        _bad(f"serve: {exc}")
+        return 1
+    _ok(f"serve: {', '.join(channels)} ready to start")
+    return 0
 
 
 def _instructions() -> str:
@@ -150,6 +172,7 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
         used = renderer or default_renderer(host, renderers)
         in_chat = renderer or default_renderer(host, renderers, chat=True)
         _ok(f"renderer: {used}" + (f" (crab chat: {in_chat})" if in_chat != used else ""))
+    failures += _check_serve(host, config)
     mode = config.get("crab.permissions", "ask")
     _ok(f"permissions: {mode}")
     _ok(f"instructions: {_instructions()}")
