@@ -149,7 +149,11 @@ def install_plugins(specs: list[str], editable: bool, upgrade: bool) -> None:
     for name in added:
         dist, version = after[name]
         update_plugin_lists(path, name, True)
-        where = f"enabled in {path}" if enabled is not None else "loads: [plugins] enabled is not set"
+        where = (
+            f"enabled in {path}"
+            if enabled is not None
+            else "it loads, as every installed plugin does while [plugins] enabled is not set"
+        )
         typer.echo(f"installed plugin {name} ({dist} {version}); {where}")
 
 
