@@ -93,3 +93,32 @@ def test_instruction_files_from_home_and_the_repository_root_down_in_order(tmp_p
     system = _system(bodies)
     assert system.index("global rule 0") < system.index("root rule 1") < system.index("package rule 2")
     assert "outside rule" not in system
+
+
+def test_doctor_lists_the_instruction_files_in_prompt_order(tmp_path):
+    # A user has no other way to see which AGENTS.md files the model reads from where they stand.
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "pkg" / "sub").mkdir(parents=True)
+    home.mkdir()
+    (home / "AGENTS.md").write_text("mine\n")
+    (repo / "AGENTS.md").write_text("root\n")
+    (repo / "pkg" / "CLAUDE.md").write_text("pkg\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env.update(CRAB_HOME=str(home), CRAB_PLUGINS="")
+
+    def doctor(cwd: Path) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "crab", "doctor"], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+        )
+        return [line for line in done.stdout.splitlines() if "instructions:" in line]
+
+    assert doctor(repo / "pkg" / "sub") == [
+        f"ok    instructions: {home / 'AGENTS.md'} (your global instructions), AGENTS.md, pkg/CLAUDE.md"
+    ]
+    (home / "AGENTS.md").unlink()
+    (repo / "AGENTS.md").unlink()
+    (repo / "pkg" / "CLAUDE.md").unlink()
+    assert doctor(repo) == [
+        "ok    instructions: no AGENTS.md or CLAUDE.md here, above (to the repository root) or in your crab folder"
+    ]

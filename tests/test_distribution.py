@@ -172,6 +172,11 @@ def test_plugins_install_and_uninstall_work_beside_a_broken_plugin(fresh: Path, 
         assert f"installed plugin ex-installed (crab-ex-installed 0.1.0); enabled in {config}" in installed.stdout
         recorded = tomllib.loads(config.read_text())["plugins"]["enabled"]
         assert recorded == ["provider-mock", "broken-demo", "ex-installed"]
+        # Installing it again (an author reinstalling after an edit) is not "adds no crab plugin".
+        reinstalled = run([fresh / "crab", "plugins", "install", wheel], env=env, cwd=tmp_path)
+        assert reinstalled.returncode == 0, reinstalled.stdout + reinstalled.stderr
+        assert "installed plugin ex-installed (crab-ex-installed 0.1.0)" in reinstalled.stdout
+        assert tomllib.loads(config.read_text())["plugins"]["enabled"] == recorded
         assert "# keep this comment" in config.read_text()
         listed = run([fresh / "crab", "plugins", "list", "--json"], env=env, cwd=tmp_path)
         status = {p["name"]: p["status"] for p in json.loads(listed.stdout)}

@@ -81,6 +81,7 @@ def test_crab_plugin_new_writes_the_folder_and_says_what_next(crab_home: Path):
     assert tree(folder) == render("word-count", "tool")
     assert "created crab-word-count (tool plugin)" in result.stdout
     assert "crab plugins install -e" in result.stdout
+    assert f"-e '{folder}[test]'" in result.stdout  # the extra brings pytest, which the next command runs
     empty = Path.cwd() / "empty"
     empty.mkdir()
     assert run_cli("plugin", "new", "other", "--kind", "store", "--dir", str(empty)).exit_code == 0

@@ -114,3 +114,19 @@ def test_help_imports_at_most_144_modules_plus_one_per_plugin(crab_home):
     before, after = modules_after(["--help"])
     added = sorted(after - before - packages)
     assert len(added) <= 144, added
+
+
+def test_no_command_s_one_line_help_is_cut_mid_sentence():
+    # click cuts a command's line in `--help` at the first ". ": "e.g. crab.model" became "e.g.".
+    import typer
+    from crab.cli.app import app
+
+    def walk(command: typer.core.TyperCommand, path: str) -> list[tuple[str, str]]:
+        found = [(path, command.get_short_help_str(limit=200))]
+        for name, sub in getattr(command, "commands", {}).items():
+            found += walk(sub, f"{path} {name}")
+        return found
+
+    lines = walk(typer.main.get_command(app), "crab")
+    cut = [(path, text) for path, text in lines if text.endswith(("e.g.", "i.e.", "etc."))]
+    assert cut == [], cut

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from crab.cli.plugins_cmd import pip_spec
+from crab.cli.plugins_cmd import pip_spec, spec_distribution
 from crab.config import forget_plugin
 from crab.testing import run_cli
 
@@ -34,6 +34,20 @@ def test_a_folder_named_like_a_plugin_is_a_folder(tmp_path: Path, monkeypatch: p
     monkeypatch.chdir(tmp_path)
     (tmp_path / "word-count").mkdir()
     assert pip_spec("word-count") == "word-count"
+
+
+def test_the_distribution_of_a_spec_is_known_before_pip_runs(tmp_path: Path):
+    """So reinstalling a plugin already installed (an author's folder, again) still records it."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "pyproject.toml").write_text('[project]\nname = "crab_Word.Count"\n')
+    assert spec_distribution(str(folder)) == "crab-word-count"
+    assert spec_distribution(f"{folder}[test]") == "crab-word-count"
+    assert spec_distribution("dist/crab_word_count-0.1.0-py3-none-any.whl") == "crab-word-count"
+    assert spec_distribution("crab-foo==0.2") == "crab-foo"
+    assert spec_distribution("crab-foo[test]>=1") == "crab-foo"
+    (tmp_path / "no-project").mkdir()
+    assert spec_distribution(str(tmp_path / "no-project")) == ""
 
 
 def test_forget_plugin_keeps_comments_and_other_names(tmp_path: Path):

@@ -18,9 +18,11 @@ def tools_command(ctx: CommandContext, args: str) -> str:
     tools = ctx.handle.tools
     if not tools:
         return "No tools are loaded (install crab-tools-basic, or check `crab plugins list`)."
+    from crab.loop.tool_view import one_line
+
     lines = []
     for name, tool in sorted(tools.items()):
-        first = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
+        first = one_line(tool.description)  # the line the progressive view gives the model
         lines.append(f"  {name} [{tool.permission}] ({tool.plugin or 'core'}) — {first}")
     return "\n".join(lines)
 

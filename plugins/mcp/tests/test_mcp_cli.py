@@ -157,3 +157,20 @@ def test_tools_shows_a_servers_terminal_escapes_as_visible_text(home, work, tiny
         assert done.returncode == 0, done.stderr
         assert "Looks harmless" in done.stdout
         assert not any(c in done.stdout for c in "\x1b\x07\x9b"), ascii(done.stdout)
+
+
+def test_remove_deletes_one_server_keeping_comments_and_names_the_others(home, work):
+    write_user_config(home, "# mine\n[crab]\nmax_iterations = 9  # keep\n")
+    assert crab(home, work, "mcp", "add", "wrong", "--", "no-such-server").returncode == 0
+    assert crab(home, work, "mcp", "add", "right", "--", "mcp-server-time").returncode == 0
+    done = crab(home, work, "mcp", "remove", "wrong")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"removed MCP server 'wrong' from {home / 'config.toml'}"
+    text = (home / "config.toml").read_text()
+    assert text.startswith("# mine\n") and "max_iterations = 9  # keep" in text
+    assert list(tomllib.loads(text)["plugins"]["mcp"]["servers"]) == ["right"]
+    missing = crab(home, work, "mcp", "remove", "wrong")
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines() == [
+        f"crab: no MCP server named 'wrong' in {home / 'config.toml'} (servers there: right)"
+    ]

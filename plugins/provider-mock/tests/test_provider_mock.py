@@ -59,7 +59,7 @@ def test_a_packaged_name_wins_over_a_file_of_that_name(crab_home, tmp_path: Path
     assert path == packaged_scripts()["tour"] and path.is_file()
     replies, loop = load_script(str(path))
     assert [step["tool"] for reply in replies for step in reply if "tool" in step] == ["ls", "glob", "grep"]
-    assert loop is False
+    assert loop is True  # every message of a chat gets the tour
     assert script_path(make_config(), "tour.json") == tmp_path / "tour.json"
 
 
@@ -104,3 +104,22 @@ def test_a_missing_script_named_by_the_model_is_one_line_exit_2(crab_cli, tmp_pa
     result = crab_cli("run", "--plugins", "provider-mock", "-m", f"mock/{tmp_path / 'nope.json'}", "x")
     assert result.exit_code == 2
     assert "cannot read script" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_doctor_takes_the_model_its_hint_names(crab_cli):
+    # doctor's hint for a missing script is "try -m mock/tour": doctor itself accepts -m.
+    missing = crab_cli("doctor", "--plugins", "provider-mock")
+    assert "FAIL  provider: the mock provider needs a script: try -m mock/tour" in missing.stdout
+    ready = crab_cli("doctor", "--plugins", "provider-mock", "-m", "mock/tour")
+    assert "ok    provider: mock/tour is ready" in ready.stdout.splitlines(), ready.stdout + ready.stderr
+    assert ready.exit_code == 0
+
+
+def test_the_tour_answers_every_message_of_a_chat(crab_cli):
+    # `crab chat -m mock/tour`: a second message used to end in "the script has no reply for
+    # model call 5 (it has 4)"; the packaged tour starts over instead.
+    result = crab_cli("chat", "--plugins", "provider-mock", "-m", "mock/tour", stdin="first\nsecond\n")
+    assert result.exit_code == 0, result.stderr
+    output = result.stdout + result.stderr
+    assert "has no reply" not in output
+    assert output.count("That was crab's scripted tour") == 2, output

@@ -113,3 +113,11 @@ def test_crab_run_keeps_plain_and_renderer_picks_rich(tmp_path: Path, fake_env) 
         "crab: no renderer named 'ricj' is loaded. Did you mean: rich? Available: jsonl, plain, rich "
         "(see `crab plugins list`)."
     ]
+
+
+def test_doctor_names_the_renderer_of_run_and_of_chat(fake_env) -> None:
+    # Installed, rich is chat's renderer and not run's: doctor says both, not a bare "plain".
+    env = fake_env([[{"text": "hello"}]])
+    command = [sys.executable, "-m", "crab", "doctor", "--provider", "fake", "-m", "script"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert "ok    renderer: plain (crab chat: rich)" in done.stdout.splitlines(), done.stdout + done.stderr

@@ -157,3 +157,10 @@ def test_no_skills_no_section(crab_agent, crab_home):
     harness = crab_agent([[{"text": "hi"}]], plugins={"skills": SkillsPlugin()})
     harness.run("hello")
     assert "## Skills" not in harness.requests[0].system
+
+
+def test_help_shows_the_skill_command_s_arguments_once(crab_agent, skills_home):
+    # /help prints "/NAME USAGE — description": a usage of "/skill:NAME …" read "/skill /skill:NAME".
+    harness = crab_agent([], plugins={"skills": SkillsPlugin()})
+    [line] = [line for line in harness.run("/help").text.splitlines() if line.strip().startswith("/skill")]
+    assert line.strip().startswith("/skill [NAME [request]] — run a turn with a skill's instructions"), line

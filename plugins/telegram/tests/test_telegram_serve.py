@@ -234,3 +234,26 @@ def test_the_token_can_come_from_the_auth_file(serve, bot_api, tg_env, bot_token
     bot_api.wait_for("the answer", lambda: bot_api.texts(ADA), served.proc)
     assert served.stop() == 0, served.stderr
     assert bot_token not in served.stderr
+
+
+def test_doctor_checks_the_channels_serve_would_start(tg_env, tmp_path):
+    # [serve] channels = ["telegram"] with no token: doctor says so, as `crab serve` would.
+    home = Path(tg_env["CRAB_HOME"])
+    (home / "config.toml").write_text('[serve]\nchannels = ["telegram"]\n')
+    env = dict(tg_env)
+    del env["TELEGRAM_BOT_TOKEN"]
+
+    def doctor(environ: dict[str, str]) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "crab", "doctor", "-m", "echo/echo"],
+            env=environ,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return [line for line in done.stdout.splitlines() if line[6:].startswith("serve:")]
+
+    [missing] = doctor(env)
+    assert missing.startswith("FAIL  serve: telegram: no bot token: set TELEGRAM_BOT_TOKEN"), missing
+    assert doctor(tg_env) == ["ok    serve: telegram ready to start"]

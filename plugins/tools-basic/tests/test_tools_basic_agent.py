@@ -33,3 +33,10 @@ def test_read_edit_and_bash_through_the_loop(crab_agent: Callable[..., Any], cra
     assert results[2].content == "edited notes.txt: 1 replacement (line 1)"
     assert results[3].content == "status: final\r\n[exit code 0]"
     assert (workspace / "notes.txt").read_bytes() == b"status: final\r\n"
+
+
+def test_slash_tools_lists_whole_sentences(crab_agent: Callable[..., Any]) -> None:
+    # glob's description wraps in its docstring: /tools cut it at the line end ("with `/` it").
+    h = crab_agent([], plugins={"tools-basic": crab_tools_basic})
+    lines = {line.split()[0]: line for line in h.run("/tools").text.splitlines()}
+    assert lines["glob"].endswith("— Find files by name."), lines["glob"]

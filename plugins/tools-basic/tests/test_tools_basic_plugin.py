@@ -68,3 +68,12 @@ def test_descriptions_state_the_limits(tmp_path: Path) -> None:
 def test_bad_settings_fail_registration(tmp_path: Path, table: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
         crab_tools_basic.crab_tools(config(tmp_path, table))
+
+
+def test_crab_tools_lists_whole_sentences(crab_cli) -> None:
+    # glob's description wraps in its docstring: `crab tools` cut it at the line end ("with `/` it").
+    result = crab_cli("tools", "--plugins", "tools-basic")
+    assert result.exit_code == 0, result.stderr
+    lines = {line.split()[0]: line for line in result.stdout.splitlines()}
+    assert lines["glob"].endswith("Find files by name."), lines["glob"]
+    assert all(line.rstrip().endswith((".", ")", "`")) for line in lines.values()), lines

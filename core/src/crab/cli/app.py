@@ -172,18 +172,18 @@ def models(plugins: PluginsOpt = None, as_json: JsonOpt = False) -> None:
 
 
 @app.command()
-def doctor(plugins: PluginsOpt = None) -> None:
+def doctor(plugins: PluginsOpt = None, provider: ProviderOpt = None, model: ModelOpt = None) -> None:
     """Check config, plugins, providers and the store; print each problem with its fix."""
     from crab.cli.doctor import run_doctor
 
-    raise typer.Exit(run_doctor(plugins))
+    raise typer.Exit(run_doctor(plugins, provider, model))
 
 
 @app.command()
 def serve(
     channel: Annotated[
         list[str] | None,
-        typer.Argument(help="Channel names (see `crab plugins list`); none: those [serve] channels enables."),
+        typer.Argument(help="Channel names (see `crab plugins list`); none given: those listed in [serve] channels."),
     ] = None,
     plugins: PluginsOpt = None,
     provider: ProviderOpt = None,
@@ -298,7 +298,7 @@ def config_keys(plugins: PluginsOpt = None, as_json: JsonOpt = False) -> None:
 
 @config_app.command("get")
 def config_get(key: str) -> None:
-    """One value by dotted key, e.g. crab.model."""
+    """One value by dotted key (crab.model, plugins.enabled)."""
     from crab.cli.config_cmd import get
 
     get(key)

@@ -1,4 +1,5 @@
-"""``crab doctor``: check config, plugins, providers, store and renderer; each problem with its fix."""
+"""``crab doctor``: check config, plugins, providers, store, renderer, ``[serve]`` channels and
+instruction files; each problem with its fix."""
 
 from __future__ import annotations
 
@@ -65,8 +66,48 @@ def _project_trust() -> TrustState | None:
         return None
 
 
-def run_doctor(plugins: str | None) -> int:
-    """Print one line per check; returns 1 when anything failed (exit 2 under strict mode when a plugin did)."""
+def _check_serve(host: PluginHost, config: Config) -> int:
+    """The channels ``[serve] channels`` names, checked as ``crab serve`` would before starting
+    them (loaded, and each channel's own ``check()``: a bot's token…); returns failures."""
+    from crab.cli.serve import chosen_channels
+
+    configured = config.get("serve.channels") or []
+    if not configured:
+        return 0
+    try:
+        channels = chosen_channels([], configured, host.registry("channels"))
+        for channel in channels.values():
+            check = getattr(channel, "check", None)
+            if callable(check):
+                check()
+    except CrabError as exc:
+        _bad(f"serve: {exc}")
+        return 1
+    _ok(f"serve: {', '.join(channels)} ready to start")
+    return 0
+
+
+def _instructions() -> str:
+    """The instruction files the model reads here (AGENTS.md hierarchy), in prompt order."""
+    from pathlib import Path
+
+    from crab.environ import crab_home
+    from crab.prompt import instruction_files
+
+    labels = [label for label, _ in instruction_files(Path.cwd(), crab_home())]
+    return (
+        ", ".join(labels)
+        if labels
+        else "no AGENTS.md or CLAUDE.md here, above (to the repository root) or in your crab folder"
+    )
+
+
+def run_doctor(plugins: str | None, provider_name: str | None = None, model_name: str | None = None) -> int:
+    """Print one line per check; returns 1 when anything failed (exit 2 under strict mode when a plugin did).
+
+    ``provider_name`` and ``model_name`` are ``--provider`` and ``-m``: the provider check is then
+    of what ``crab run`` with the same flags would use.
+    """
     from crab.cli.runtime import (
         build_host,
         choose_provider,
@@ -102,7 +143,7 @@ def run_doctor(plugins: str | None) -> int:
         failures += 1
     else:
         try:
-            provider, model = choose_provider(host, config)
+            provider, model = choose_provider(host, config, provider_name, model_name)
             _ok(f"provider: {provider.name}/{model} is ready")
         except CrabError as exc:
             _bad(f"provider: {exc}")
@@ -128,8 +169,12 @@ def run_doctor(plugins: str | None) -> int:
         _bad(f"renderer: {renderer!r} is not loaded (available: {', '.join(sorted(renderers))}); fix [crab] renderer")
         failures += 1
     else:
-        _ok(f"renderer: {renderer or default_renderer(host, renderers)}")
+        used = renderer or default_renderer(host, renderers)
+        in_chat = renderer or default_renderer(host, renderers, chat=True)
+        _ok(f"renderer: {used}" + (f" (crab chat: {in_chat})" if in_chat != used else ""))
+    failures += _check_serve(host, config)
     mode = config.get("crab.permissions", "ask")
     _ok(f"permissions: {mode}")
+    _ok(f"instructions: {_instructions()}")
     strict_exit(host)
     return 1 if failures else 0

@@ -41,9 +41,11 @@ def list_tools(plugins: str | None, as_json: bool) -> None:
     if not tools:
         typer.echo("no tools loaded (pip install crab-tools-basic; see `crab plugins list`)")
         return
+    from crab.loop.tool_view import one_line
+
     width = max(len(n) for n in tools)
     for name, tool in sorted(tools.items()):
-        first = tool.description.strip().splitlines()[0]
+        first = one_line(tool.description)  # the line the progressive view gives the model
         typer.echo(f"{name:<{width}}  {tool.permission:<7}  {tool.plugin:<14}  {first}")
 
 

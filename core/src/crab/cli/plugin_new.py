@@ -158,4 +158,6 @@ def new_plugin(name: str, kind: str, folder: Path | None) -> None:
     target = write_plugin(name, kind, folder)
     typer.echo(f"created crab-{name} ({kind} plugin) in {target}")
     where = shlex.quote(str(target))
-    typer.echo(f"next: crab plugins install -e {where} && {shlex.quote(sys.executable)} -m pytest -q {where}")
+    # The [test] extra brings pytest, which crab's own environment need not have.
+    extra = shlex.quote(f"{target}[test]")
+    typer.echo(f"next: crab plugins install -e {extra} && {shlex.quote(sys.executable)} -m pytest -q {where}")

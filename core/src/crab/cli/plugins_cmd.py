@@ -102,6 +102,29 @@ def pip_spec(spec: str) -> str:
     return f"crab-{spec}" if bare and not spec.startswith("crab-") and not Path(spec).exists() else spec
 
 
+def spec_distribution(spec: str) -> str:
+    """The distribution a pip ``spec`` names, as far as crab can tell without pip: a wheel's file
+    name, a folder's ``[project] name``, else the requirement's name (extras and versions cut off),
+    so installing a plugin that is already installed (an author reinstalling a folder) still
+    counts as installing it."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    bare = re.sub(r"\[[^\]]*\]$", "", spec.strip())
+    path = Path(bare)
+    if path.suffix == ".whl":
+        return _normalized(path.name.split("-")[0])
+    if path.is_dir():
+        try:
+            name = tomllib.loads((path / "pyproject.toml").read_text(encoding="utf-8"))["project"]["name"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return ""
+        return _normalized(str(name))
+    match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", bare)
+    return _normalized(match.group(0)) if match else ""
+
+
 def install_plugins(specs: list[str], editable: bool, upgrade: bool) -> None:
     """pip-install ``specs`` (names, paths, wheels) and enable the crab plugins they add in the user config."""
     from crab.config import read_toml, update_plugin_lists, user_config_path
@@ -118,7 +141,7 @@ def install_plugins(specs: list[str], editable: bool, upgrade: bool) -> None:
     if code != 0:
         raise CrabError(f"pip install failed (exit {code}); nothing was recorded in {path}")
     after = _installed()
-    wanted = {_normalized(spec) for spec in specs}
+    wanted = {spec_distribution(spec) for spec in specs} - {""}
     added = sorted(name for name, (dist, _) in after.items() if name not in before or _normalized(dist) in wanted)
     if not added:
         raise UsageError(f"pip installed {' '.join(specs)}, but it adds no crab plugin (no entry point in group crab)")
@@ -126,7 +149,11 @@ def install_plugins(specs: list[str], editable: bool, upgrade: bool) -> None:
     for name in added:
         dist, version = after[name]
         update_plugin_lists(path, name, True)
-        where = f"enabled in {path}" if enabled is not None else "loads: [plugins] enabled is not set"
+        where = (
+            f"enabled in {path}"
+            if enabled is not None
+            else "it loads, as every installed plugin does while [plugins] enabled is not set"
+        )
         typer.echo(f"installed plugin {name} ({dist} {version}); {where}")
 
 

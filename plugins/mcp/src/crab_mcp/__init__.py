@@ -52,10 +52,10 @@ async def crab_shutdown(agent: AgentHandle) -> None:
 
 @crab.hookimpl
 def crab_cli(app: Any, config: Config) -> None:
-    """``crab mcp list|tools|add|serve``; each command imports its work when it runs (``crab_mcp.cli``)."""
+    """``crab mcp list|tools|add|remove|serve``; each command imports its work when it runs (``crab_mcp.cli``)."""
     import typer
 
-    mcp_app = typer.Typer(help="MCP servers: list them, show their tools, add one, serve crab's tools.")
+    mcp_app = typer.Typer(help="MCP servers: list them, show their tools, add or remove one, serve crab's tools.")
 
     @mcp_app.command("list")
     def list_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
@@ -90,6 +90,14 @@ def crab_cli(app: Any, config: Config) -> None:
             config.user_path, name, command or [], url=url, env=env or [], headers=header or [], force=force
         )
         typer.echo(f"added MCP server {name!r} to {where}; check it with: crab mcp list")
+
+    @mcp_app.command("remove", no_args_is_help=True)
+    def remove_cmd(name: str = typer.Argument(..., help="The server's name (see `crab mcp list`).")) -> None:
+        """Remove a server from your user config (~/.crab/config.toml), keeping its comments."""
+        from crab_mcp.config_write import remove_server
+
+        where = remove_server(config.user_path, name)
+        typer.echo(f"removed MCP server {name!r} from {where}")
 
     @mcp_app.command("serve")
     def serve_cmd(

@@ -1,4 +1,5 @@
-"""``crab mcp add``: one ``[plugins.mcp.servers.<name>]`` table written into the user's config.
+"""``crab mcp add`` and ``remove``: one ``[plugins.mcp.servers.<name>]`` table written into, or
+deleted from, the user's config.
 
 The file goes through tomlkit, so its comments and order survive; the new table is checked with
 the same rules as a loaded one before anything is written, and the write is atomic. Only the
@@ -81,5 +82,25 @@ def add_server(
             new[key] = value
     node[name] = new
     path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
+    return path
+
+
+def remove_server(path: Path, name: str) -> Path:
+    """Delete ``[plugins.mcp.servers.<name>]`` from the user's config, keeping everything else;
+    ``UsageError`` (one line, naming the servers there are) when there is no such server."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    try:
+        doc = tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc}); fix it before removing a server") from None
+    servers: Any = doc.get("plugins", {}).get("mcp", {}).get("servers", {})
+    if not hasattr(servers, "keys") or name not in servers:
+        names = ", ".join(sorted(servers)) if hasattr(servers, "keys") and servers else "none"
+        raise UsageError(f"no MCP server named {name!r} in {path} (servers there: {names})")
+    del servers[name]
     write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
     return path

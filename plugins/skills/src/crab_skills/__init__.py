@@ -56,7 +56,7 @@ class SkillsPlugin:
                 "skill",
                 "run a turn with a skill's instructions (/skill:NAME request); alone, list skills",
                 self.skills.command,
-                usage="/skill:NAME [request]",
+                usage="[NAME [request]]",
             )
         ]
 
