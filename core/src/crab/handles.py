@@ -63,10 +63,12 @@ def _session(view: SessionView) -> Session:
 class AgentHandle:
     """A narrow view of one agent for commands, channels and the startup/shutdown hooks."""
 
-    __slots__ = ("_agent",)
+    __slots__ = ("_agent", "_turns")
 
     def __init__(self, agent: Agent) -> None:
         self._agent = agent
+        self._turns: list[TurnOutcome] = []
+        """Outcomes of the model turns run through this handle (a command's turn is its answer)."""
 
     # --- what the run is ------------------------------------------------------------------
 
@@ -132,7 +134,10 @@ class AgentHandle:
 
     async def handle_input(self, session: SessionView, text: str, *, steer: bool = False) -> TurnOutcome:
         """Route one line of input (a command, ``!shell`` on local channels, or a model turn)."""
-        return await self._agent.handle_input(_session(session), text, steer=steer)
+        outcome = await self._agent.handle_input(_session(session), text, steer=steer)
+        if outcome.stop != "command":
+            self._turns.append(outcome)
+        return outcome
 
     def abort(self, session: SessionView) -> bool:
         """Stop the running turn of ``session``; False when nothing was running."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -387,14 +388,16 @@ class Agent:
 
     async def _run_command(self, session: Session, name: str, args: str) -> TurnOutcome:
         command = self.commands.get(name)
+        handle: AgentHandle | None = None
         if command is None:
             text = f"unknown command /{name}.{did_you_mean(name, self.commands)} Type /help for the list."
             result = CommandResult(text, is_error=True)
         elif command.local_only and not self.local:
             result = CommandResult(f"/{name} only works in a local terminal", is_error=True)
         else:
+            handle = AgentHandle(self)
             try:
-                value = command.handler(CommandContext(AgentHandle(self), session, self.local), args)
+                value = command.handler(CommandContext(handle, session, self.local), args)
                 if inspect.isawaitable(value):
                     value = await value
                 result = value if isinstance(value, CommandResult) else CommandResult(str(value or ""))
@@ -403,6 +406,12 @@ class Agent:
             except Exception as exc:
                 result = CommandResult(f"/{name} failed: {type(exc).__name__}: {exc}", is_error=True)
         self.emit(CommandOutput(name, result.text, result.is_error), session.id)
+        turns = handle._turns if handle is not None else []
+        if turns and not result.text and not result.is_error:
+            # A command that ran a turn and said nothing itself (/skill:name request) answers with
+            # that turn: a channel that shows only the outcome (Telegram, `crab run -o json`) gets
+            # the model's answer, not an empty command result.
+            return replace(turns[-1], quit=result.quit, switch_session=result.switch_session)
         return TurnOutcome(
             stop="command",
             text=result.text,
