@@ -72,11 +72,15 @@ def _save_history(history: Path | None) -> None:
 
 
 def recap(session: Session, exchanges: int = RECAP_EXCHANGES, limit: int = RECAP_CHARS) -> str:
-    """The last ``exchanges`` user inputs and final answers of a resumed session, each shortened."""
+    """The last ``exchanges`` user inputs and final answers of a resumed session, each shortened
+    (crab's own notes in the history are not the user's inputs: left out)."""
+    from crab.loop.tool_view import is_note
+
     pairs: list[tuple[str, str]] = []
     for message in session.messages:
         if isinstance(message, UserMessage):
-            pairs.append((message.content, ""))
+            if not is_note(message.content):
+                pairs.append((message.content, ""))
         elif isinstance(message, AssistantMessage) and message.content and pairs:
             pairs[-1] = (pairs[-1][0], message.content)
 
