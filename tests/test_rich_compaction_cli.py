@@ -46,3 +46,19 @@ def test_rich_shows_a_threshold_compaction_and_its_failure(tmp_path: Path):
     empty = _crab(work, home, "--renderer", "rich", "-m", script, "/compact")
     assert empty.returncode == 1
     assert "compaction failed: nothing older than the most recent turn to summarise" in empty.stderr
+
+
+def test_rich_status_line_uses_the_window_the_budget_uses(tmp_path: Path):
+    """``[crab] context_window`` (what compaction measures against) is also what the status line's
+    "context N% of W" is of, not the provider's figure for the model."""
+    work = tmp_path / "work"
+    work.mkdir()
+    script = tmp_path / "usage.json"
+    script.write_text(
+        json.dumps({"replies": [[{"text": "ok"}, {"usage": {"input_tokens": 500, "output_tokens": 10}}]]})
+    )
+    result = _crab(
+        work, tmp_path / "home", "--renderer", "rich", "--set", "crab.context_window=2000", "-m", f"mock/{script}", "hi"
+    )
+    assert result.returncode == 0, result.stderr
+    assert "context 26% of 2.0k" in result.stderr

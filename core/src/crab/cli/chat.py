@@ -98,7 +98,7 @@ def recap(session: Session, exchanges: int = RECAP_EXCHANGES, limit: int = RECAP
 
 def chat(options: RunOptions) -> None:
     """Read input until Ctrl-D or /quit; each entry is a turn, a steer, a follow-up or a command."""
-    from crab.cli.runtime import context_window, renderer_spec, start_agent
+    from crab.cli.runtime import renderer_spec, start_agent
     from crab.cli.setup import open_session, prepare
 
     interactive = sys.stdin.isatty()
@@ -115,7 +115,7 @@ def chat(options: RunOptions) -> None:
         err=sys.stderr,
         color=sys.stdout.isatty(),
         model=agent.model,
-        context_window=context_window(agent),
+        context_window=agent.known_context_window(),
     )
     spec = renderer_spec(prepared.host, prepared.config, options.renderer, chat=True)
     renderer = spec.create(target)

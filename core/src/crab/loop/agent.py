@@ -206,14 +206,19 @@ class Agent:
 
     # --- token budget and compaction -----------------------------------------------------------
 
-    def context_window(self) -> int:
+    def known_context_window(self) -> int | None:
         """Tokens the model reads: ``[crab] context_window``, else the provider's model info, else
-        ``DEFAULT_CONTEXT_WINDOW``."""
+        None (the budget assumes ``DEFAULT_CONTEXT_WINDOW``; a status line shows no share)."""
         configured = self.config.get("crab.context_window")
         if configured:
             return int(configured)
         info = self.model_info()
-        return info.context_window if info is not None and info.context_window else DEFAULT_CONTEXT_WINDOW
+        return info.context_window if info is not None and info.context_window else None
+
+    def context_window(self) -> int:
+        """The window the token budget measures against: ``known_context_window`` or
+        ``DEFAULT_CONTEXT_WINDOW``."""
+        return self.known_context_window() or DEFAULT_CONTEXT_WINDOW
 
     def budget(self, session: Session) -> TokenBudget:
         """The session's token budget (made on first use; its correction is learned per call)."""
