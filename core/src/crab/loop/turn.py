@@ -21,6 +21,7 @@ from crab.events import (
     ErrorEvent,
     Event,
     MessageEnd,
+    NoticeEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallEvent,
@@ -195,6 +196,8 @@ class Turn:
             return False
         names = ", ".join(new)
         await self.agent.record_message(self.session, UserMessage(SCHEMAS_SENT.format(names=names)))
+        # Renderers show the step between this reply and the next (else their text runs together).
+        self.emit(NoticeEvent(f"full schema{'s' if len(new) > 1 else ''} sent: {names}"))
         return True
 
     async def _request(self, *, with_tools: bool, note: str | None) -> ModelRequest:
