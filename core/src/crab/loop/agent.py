@@ -241,6 +241,10 @@ class Agent:
         with ``phase="failed"`` says why). Each summarising call is priced and reported with one
         ``UsageEvent``. Raises only on cancellation (or ``PluginError`` in strict mode).
         """
+        async with session.compacting:
+            return await self._compact(session, reason, focus)
+
+    async def _compact(self, session: Session, reason: CompactionReason, focus: str | None) -> Compacted | None:
         budget = self.budget(session)
         messages = list(session.messages)
         history_tokens = raw_tokens(sum(message_chars(m) for m in messages))
@@ -321,6 +325,11 @@ class Agent:
         if routed.kind == "shell":
             return await self._run_shell(session, routed.text)
         item = QueuedInput(routed.text)
+        if not session.busy and session.compacting.locked():
+            # A /compact is rewriting the context: start after it, so this turn is neither
+            # summarised half-way nor dropped from the context the compaction leaves.
+            async with session.compacting:
+                pass
         if session.busy:
             (session.steering if steer else session.follow_ups).append(item)
             return await item.outcome
