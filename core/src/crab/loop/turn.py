@@ -31,6 +31,7 @@ from crab.events import (
     TurnStop,
     UsageEvent,
 )
+from crab.interception import redacted_ask
 from crab.loop.compaction import summary_note
 from crab.loop.guard import LoopGuard
 from crab.loop.history import INTERRUPTED, repair
@@ -437,6 +438,6 @@ def tool_context(
         state=session.state,
         emit=emit,
         config=agent.config,
-        ask=session.ask if session.ask is not None else agent.ask,
+        ask=redacted_ask(session.ask if session.ask is not None else agent.ask, agent.redactor.text),
         local=agent.local,
     )
