@@ -60,3 +60,17 @@ def test_a_command_with_its_own_text_keeps_it():
         assert (outcome.stop, outcome.text) == ("command", "reported")
     finally:
         harness.close()
+
+
+def test_a_long_lived_handle_keeps_no_outcomes():
+    """A channel's handle lives as long as ``crab serve``: it must not collect every turn."""
+    from crab.handles import AgentHandle
+
+    harness = AgentHarness([[{"text": "one"}], [{"text": "two"}]])
+    try:
+        handle = AgentHandle(harness.agent)
+        harness.run_async(handle.handle_input(harness.session, "a"))
+        harness.run_async(handle.handle_input(harness.session, "b"))
+        assert handle._turns is None
+    finally:
+        harness.close()

@@ -67,8 +67,9 @@ class AgentHandle:
 
     def __init__(self, agent: Agent) -> None:
         self._agent = agent
-        self._turns: list[TurnOutcome] = []
-        """Outcomes of the model turns run through this handle (a command's turn is its answer)."""
+        self._turns: list[TurnOutcome] | None = None
+        """A command's handle keeps the outcomes of the turns it ran (the last is its answer);
+        None on the long-lived handles of channels and lifecycle hooks, which keep nothing."""
 
     # --- what the run is ------------------------------------------------------------------
 
@@ -135,7 +136,7 @@ class AgentHandle:
     async def handle_input(self, session: SessionView, text: str, *, steer: bool = False) -> TurnOutcome:
         """Route one line of input (a command, ``!shell`` on local channels, or a model turn)."""
         outcome = await self._agent.handle_input(_session(session), text, steer=steer)
-        if outcome.stop != "command":
+        if self._turns is not None and outcome.stop != "command":
             self._turns.append(outcome)
         return outcome
 

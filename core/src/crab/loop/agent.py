@@ -410,6 +410,7 @@ class Agent:
             result = CommandResult(f"/{name} only works in a local terminal", is_error=True)
         else:
             handle = AgentHandle(self)
+            handle._turns = []  # the turns this command runs (see below)
             try:
                 value = command.handler(CommandContext(handle, session, self.local), args)
                 if inspect.isawaitable(value):
@@ -420,7 +421,7 @@ class Agent:
             except Exception as exc:
                 result = CommandResult(f"/{name} failed: {type(exc).__name__}: {exc}", is_error=True)
         self.emit(CommandOutput(name, result.text, result.is_error), session.id)
-        turns = handle._turns if handle is not None else []
+        turns = (handle._turns or []) if handle is not None else []
         if turns and not result.text and not result.is_error:
             # A command that ran a turn and said nothing itself (/skill:name request) answers with
             # that turn: a channel that shows only the outcome (Telegram, `crab run -o json`) gets
