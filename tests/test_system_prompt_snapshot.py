@@ -22,6 +22,7 @@ from crab.loop.budget import schema_tokens
 from crab.loop.tool_view import tool_specs
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "system_prompt.txt"
+SKILLS_SNAPSHOT = Path(__file__).parent / "snapshots" / "system_prompt_skills.txt"
 WORKSPACE = "/home/user/project"
 
 
@@ -41,14 +42,34 @@ def render(h) -> str:
     )
 
 
+def check(text: str, snapshot: Path) -> None:
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        snapshot.write_text(text, encoding="utf-8")
+    assert snapshot.exists(), "no snapshot yet: run with UPDATE_SNAPSHOTS=1 and review it"
+    assert text == snapshot.read_text(encoding="utf-8"), (
+        "the system prompt changed: if intended, run with UPDATE_SNAPSHOTS=1 and review the diff"
+    )
+
+
 def test_the_system_prompt_matches_its_snapshot(crab_agent, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(prompt, "today", lambda: "2026-01-15")
     h = crab_agent([[{"text": "ok"}]], plugins={"tools-basic": crab_tools_basic})
     h.run("hello")
-    text = render(h)
-    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
-        SNAPSHOT.write_text(text, encoding="utf-8")
-    assert SNAPSHOT.exists(), "no snapshot yet: run with UPDATE_SNAPSHOTS=1 and review it"
-    assert text == SNAPSHOT.read_text(encoding="utf-8"), (
-        "the system prompt changed: if intended, run with UPDATE_SNAPSHOTS=1 and review the diff"
-    )
+    check(render(h), SNAPSHOT)
+
+
+def test_the_prompt_with_skills_matches_its_snapshot(
+    crab_agent, crab_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """crab-skills' section comes after core's prompt and the instruction files, and its tool is a
+    stub like every other until hinted (``$skill``) or called."""
+    crab_skills = pytest.importorskip("crab_skills")
+    skill = crab_home / "skills" / "pdf"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: pdf\ndescription: Extract text from PDF files.\n---\nUse pdftotext.\n")
+    (Path(os.getcwd()) / "AGENTS.md").write_text("Run the tests with make test.\n")
+    monkeypatch.setattr(prompt, "today", lambda: "2026-01-15")
+    plugins = {"tools-basic": crab_tools_basic, "skills": crab_skills.SkillsPlugin()}
+    h = crab_agent([[{"text": "ok"}]], plugins=plugins)
+    h.run("hello")
+    check(render(h), SKILLS_SNAPSHOT)

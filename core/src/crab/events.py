@@ -141,6 +141,18 @@ class CompactionEvent(Event):
     summary: str | None = None
     error: str | None = None
 
+    def line(self) -> str:
+        """The one line every renderer shows for this event (plain, rich, a chat channel)."""
+        why = {"threshold": "the context is filling up", "overflow": "the window was exceeded", "manual": "/compact"}
+        if self.phase == "start":
+            return f"compacting {self.summarised} older messages ({why[self.reason]})…"
+        if self.phase == "failed":
+            return f"compaction failed: {self.error}"
+        return (
+            f"compacted {self.summarised} messages into a summary, {self.kept} kept verbatim "
+            f"(~{self.tokens_before:,} → ~{self.tokens_after:,} tokens)"
+        )
+
 
 @dataclass(frozen=True)
 class CommandOutput(Event):

@@ -63,10 +63,13 @@ def _session(view: SessionView) -> Session:
 class AgentHandle:
     """A narrow view of one agent for commands, channels and the startup/shutdown hooks."""
 
-    __slots__ = ("_agent",)
+    __slots__ = ("_agent", "_turns")
 
     def __init__(self, agent: Agent) -> None:
         self._agent = agent
+        self._turns: list[TurnOutcome] | None = None
+        """A command's handle keeps the outcomes of the turns it ran (the last is its answer);
+        None on the long-lived handles of channels and lifecycle hooks, which keep nothing."""
 
     # --- what the run is ------------------------------------------------------------------
 
@@ -132,7 +135,10 @@ class AgentHandle:
 
     async def handle_input(self, session: SessionView, text: str, *, steer: bool = False) -> TurnOutcome:
         """Route one line of input (a command, ``!shell`` on local channels, or a model turn)."""
-        return await self._agent.handle_input(_session(session), text, steer=steer)
+        outcome = await self._agent.handle_input(_session(session), text, steer=steer)
+        if self._turns is not None and outcome.stop != "command":
+            self._turns.append(outcome)
+        return outcome
 
     def abort(self, session: SessionView) -> bool:
         """Stop the running turn of ``session``; False when nothing was running."""

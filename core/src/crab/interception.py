@@ -48,3 +48,17 @@ class PermissionRequest:
 
 AskUser = Callable[[PermissionRequest], Awaitable[Answer]]
 """How a channel asks the user; channels that cannot ask give none, and the gate refuses."""
+
+
+def redacted_ask(ask: AskUser | None, redact: Callable[[str], str]) -> AskUser | None:
+    """``ask`` given the question with secrets masked (``redact``): whoever shows it (the terminal,
+    the live chat's input, a remote chat) gets printable text, as every event is."""
+    if ask is None:
+        return None
+    asker = ask
+
+    async def asked(request: PermissionRequest) -> Answer:
+        shown = PermissionRequest(redact(request.tool), request.permission, redact(request.summary))
+        return await asker(shown)
+
+    return asked

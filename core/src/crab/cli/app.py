@@ -151,7 +151,7 @@ def tools(
     plugins: PluginsOpt = None,
     as_json: JsonOpt = False,
     tokens: Annotated[
-        bool, typer.Option("--tokens", help="Estimated schema tokens per request: full against progressive.")
+        bool, typer.Option("--tokens", help="Schema tokens per request: full against progressive (start-up tools too).")
     ] = False,
 ) -> None:
     """List the tools the model can use, with their permission class and plugin."""

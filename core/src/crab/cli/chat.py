@@ -72,11 +72,15 @@ def _save_history(history: Path | None) -> None:
 
 
 def recap(session: Session, exchanges: int = RECAP_EXCHANGES, limit: int = RECAP_CHARS) -> str:
-    """The last ``exchanges`` user inputs and final answers of a resumed session, each shortened."""
+    """The last ``exchanges`` user inputs and final answers of a resumed session, each shortened
+    (crab's own notes in the history are not the user's inputs: left out)."""
+    from crab.loop.tool_view import is_note
+
     pairs: list[tuple[str, str]] = []
     for message in session.messages:
         if isinstance(message, UserMessage):
-            pairs.append((message.content, ""))
+            if not is_note(message.content):
+                pairs.append((message.content, ""))
         elif isinstance(message, AssistantMessage) and message.content and pairs:
             pairs[-1] = (pairs[-1][0], message.content)
 
@@ -94,7 +98,7 @@ def recap(session: Session, exchanges: int = RECAP_EXCHANGES, limit: int = RECAP
 
 def chat(options: RunOptions) -> None:
     """Read input until Ctrl-D or /quit; each entry is a turn, a steer, a follow-up or a command."""
-    from crab.cli.runtime import context_window, renderer_spec, start_agent
+    from crab.cli.runtime import renderer_spec, start_agent
     from crab.cli.setup import open_session, prepare
 
     interactive = sys.stdin.isatty()
@@ -111,7 +115,7 @@ def chat(options: RunOptions) -> None:
         err=sys.stderr,
         color=sys.stdout.isatty(),
         model=agent.model,
-        context_window=context_window(agent),
+        context_window=agent.known_context_window(),
     )
     spec = renderer_spec(prepared.host, prepared.config, options.renderer, chat=True)
     renderer = spec.create(target)

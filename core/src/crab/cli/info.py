@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from crab.plugins import PluginHost
+    from crab.tools import Tool
 
 
 def _host(plugins: str | None) -> object:
@@ -49,19 +55,68 @@ def list_tools(plugins: str | None, as_json: bool) -> None:
         typer.echo(f"{name:<{width}}  {tool.permission:<7}  {tool.plugin:<14}  {first}")
 
 
+class _NoModel:
+    """The provider of an agent that only starts and stops (no model is called)."""
+
+    name = "none"
+
+    def models(self) -> list[Any]:
+        return []
+
+    def check(self, model: str) -> None:
+        from crab.errors import ConfigError
+
+        raise ConfigError("this agent lists tools only; it calls no model")
+
+    async def stream(self, request: Any) -> AsyncIterator[Any]:
+        self.check(request.model)
+        yield  # pragma: no cover - unreachable, makes this an async generator
+
+
+def started_tools(host: PluginHost) -> dict[str, Tool]:
+    """Every tool a run's requests carry: ``crab_tools``' and those ``crab_startup`` adds (an MCP
+    server's, ``AgentHandle.add_tools``). Starts an agent without a model on the memory store,
+    then shuts it down (servers stop); its warnings, and every plugin failure, go to stderr once."""
+    import asyncio
+    from pathlib import Path
+
+    from crab.events import Event, NoticeEvent
+    from crab.loop.agent import Agent
+    from crab.memory_store import MemoryStore
+
+    for failure in host.failures:
+        typer.echo(f"warning: {failure.line}", err=True)
+
+    def show(event: Event) -> None:
+        if isinstance(event, NoticeEvent) and event.level == "warning":
+            typer.echo(f"warning: {event.message}", err=True)
+
+    store = MemoryStore()
+    agent = Agent(host, host.config, store=store, provider=_NoModel(), model="", workspace=Path.cwd(), local=False)
+    agent.subscribe(show)
+
+    async def run() -> dict[str, Tool]:
+        await agent.start()
+        try:
+            return dict(agent.tools)
+        finally:
+            await agent.close()
+
+    return asyncio.run(run())
+
+
 def tool_tokens(plugins: str | None, as_json: bool) -> None:
     """Estimated tokens of the tool schemas a request carries: every full schema (``tool_view =
-    "full"``) against the progressive view's first request (every tool a one-line stub)."""
+    "full"``) against the progressive view's first request (every tool a one-line stub). Tools
+    added at start-up count too (``started_tools``)."""
     from crab.loop.budget import schema_tokens
     from crab.loop.tool_view import stub
     from crab.plugins import PluginHost
 
     host = _host(plugins)
     assert isinstance(host, PluginHost)
-    tools = host.registry("tools")
-    for failure in host.failures:
-        typer.echo(f"warning: {failure.line}", err=True)
-    rows = [
+    tools = started_tools(host)
+    rows: list[dict[str, Any]] = [
         {"name": t.name, "full": schema_tokens([t.spec()]), "stub": schema_tokens([stub(t)])} for t in tools.values()
     ]
     full = schema_tokens([t.spec() for t in tools.values()])

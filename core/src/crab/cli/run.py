@@ -82,7 +82,7 @@ def _can_ask() -> bool:
 def run_once(prompt: str, output: str, options: RunOptions) -> int:
     """Run one turn; returns the process exit code."""
     from crab.cli.chat import ask_on_terminal
-    from crab.cli.runtime import choose_renderer, context_window, start_agent
+    from crab.cli.runtime import choose_renderer, start_agent
     from crab.cli.setup import open_session, prepare
 
     if options.renderer and output != "text":
@@ -97,7 +97,7 @@ def run_once(prompt: str, output: str, options: RunOptions) -> int:
         err=sys.stderr,
         color=sys.stdout.isatty() and sys.stderr.isatty(),
         model=agent.model,
-        context_window=context_window(agent),
+        context_window=agent.known_context_window(),
     )
     collector: JsonCollector | None = None
     renderer: Renderer

@@ -215,12 +215,6 @@ def choose_provider(
     return chosen, model_id
 
 
-def context_window(agent: Agent) -> int | None:
-    """The context window of the agent's model, when its provider says (for status lines)."""
-    info = agent.model_info()
-    return info.context_window if info else None
-
-
 def default_renderer(host: PluginHost, renderers: Mapping[str, RendererSpec], *, chat: bool = False) -> str:
     """The first renderer offered by a plugin that is not core's own, else ``plain``.
 

@@ -115,7 +115,10 @@ def _call_text(call: Mapping[str, Any]) -> str:
 
 
 def export_markdown(info: SessionInfo, entries: Iterable[Entry]) -> Iterable[str]:
-    """A readable transcript: messages, tool calls and results, anchors; events and plugin data left out."""
+    """A readable transcript: messages, tool calls and results, anchors; events and plugin data left
+    out. Crab's own notes to the model (``crab.loop.tool_view.is_note``) are headed "crab", not "User"."""
+    from crab.loop.tool_view import is_note
+
     yield f"# Session {info.id}"
     yield ""
     yield f"- workspace: `{info.workspace}`"
@@ -129,7 +132,7 @@ def export_markdown(info: SessionInfo, entries: Iterable[Entry]) -> Iterable[str
         stamp = format_time(entry.time)
         if entry.type == "message" and payload.get("role") == "user":
             yield ""
-            yield f"## User · {stamp}"
+            yield f"## {'crab' if is_note(str(payload.get('content', ''))) else 'User'} · {stamp}"
             yield ""
             yield str(payload.get("content", ""))
         elif entry.type == "message":

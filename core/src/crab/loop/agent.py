@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -205,14 +206,19 @@ class Agent:
 
     # --- token budget and compaction -----------------------------------------------------------
 
-    def context_window(self) -> int:
+    def known_context_window(self) -> int | None:
         """Tokens the model reads: ``[crab] context_window``, else the provider's model info, else
-        ``DEFAULT_CONTEXT_WINDOW``."""
+        None (the budget assumes ``DEFAULT_CONTEXT_WINDOW``; a status line shows no share)."""
         configured = self.config.get("crab.context_window")
         if configured:
             return int(configured)
         info = self.model_info()
-        return info.context_window if info is not None and info.context_window else DEFAULT_CONTEXT_WINDOW
+        return info.context_window if info is not None and info.context_window else None
+
+    def context_window(self) -> int:
+        """The window the token budget measures against: ``known_context_window`` or
+        ``DEFAULT_CONTEXT_WINDOW``."""
+        return self.known_context_window() or DEFAULT_CONTEXT_WINDOW
 
     def budget(self, session: Session) -> TokenBudget:
         """The session's token budget (made on first use; its correction is learned per call)."""
@@ -235,6 +241,10 @@ class Agent:
         with ``phase="failed"`` says why). Each summarising call is priced and reported with one
         ``UsageEvent``. Raises only on cancellation (or ``PluginError`` in strict mode).
         """
+        async with session.compacting:
+            return await self._compact(session, reason, focus)
+
+    async def _compact(self, session: Session, reason: CompactionReason, focus: str | None) -> Compacted | None:
         budget = self.budget(session)
         messages = list(session.messages)
         history_tokens = raw_tokens(sum(message_chars(m) for m in messages))
@@ -315,6 +325,11 @@ class Agent:
         if routed.kind == "shell":
             return await self._run_shell(session, routed.text)
         item = QueuedInput(routed.text)
+        if not session.busy and session.compacting.locked():
+            # A /compact is rewriting the context: start after it, so this turn is neither
+            # summarised half-way nor dropped from the context the compaction leaves.
+            async with session.compacting:
+                pass
         if session.busy:
             (session.steering if steer else session.follow_ups).append(item)
             return await item.outcome
@@ -387,14 +402,17 @@ class Agent:
 
     async def _run_command(self, session: Session, name: str, args: str) -> TurnOutcome:
         command = self.commands.get(name)
+        handle: AgentHandle | None = None
         if command is None:
             text = f"unknown command /{name}.{did_you_mean(name, self.commands)} Type /help for the list."
             result = CommandResult(text, is_error=True)
         elif command.local_only and not self.local:
             result = CommandResult(f"/{name} only works in a local terminal", is_error=True)
         else:
+            handle = AgentHandle(self)
+            handle._turns = []  # the turns this command runs (see below)
             try:
-                value = command.handler(CommandContext(AgentHandle(self), session, self.local), args)
+                value = command.handler(CommandContext(handle, session, self.local), args)
                 if inspect.isawaitable(value):
                     value = await value
                 result = value if isinstance(value, CommandResult) else CommandResult(str(value or ""))
@@ -403,6 +421,12 @@ class Agent:
             except Exception as exc:
                 result = CommandResult(f"/{name} failed: {type(exc).__name__}: {exc}", is_error=True)
         self.emit(CommandOutput(name, result.text, result.is_error), session.id)
+        turns = (handle._turns or []) if handle is not None else []
+        if turns and not result.text and not result.is_error:
+            # A command that ran a turn and said nothing itself (/skill:name request) answers with
+            # that turn: a channel that shows only the outcome (Telegram, `crab run -o json`) gets
+            # the model's answer, not an empty command result.
+            return replace(turns[-1], quit=result.quit, switch_session=result.switch_session)
         return TurnOutcome(
             stop="command",
             text=result.text,

@@ -51,6 +51,7 @@ class Session:
     ``budget`` is the token budget, made on first use (``Agent.budget``).
     ``ask`` is how the permission gate asks the person behind this session when that is not the
     agent's own ``ask`` (a chat on a remote channel: ``crab.channel_host``).
+    ``compacting`` is held while a compaction rewrites the context; a turn does not start then.
     """
 
     info: SessionInfo
@@ -66,6 +67,7 @@ class Session:
     abort_requested: bool = False
     budget: TokenBudget | None = None
     ask: AskUser | None = None
+    compacting: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
     def id(self) -> str:

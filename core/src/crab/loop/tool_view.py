@@ -43,9 +43,15 @@ def hinted(text: str, known: Iterable[str]) -> set[str]:
     return found
 
 
+def is_note(text: str) -> bool:
+    """Whether a user message's text is crab's own note, not something the user said (a recap or
+    a transcript shows it as crab's, or leaves it out)."""
+    return text.startswith(NOTE_PREFIXES)
+
+
 def turn_starts(messages: Sequence[Message]) -> list[int]:
     """Indexes of the user messages that start a turn (not crab's own notes in the history)."""
-    return [i for i, m in enumerate(messages) if isinstance(m, UserMessage) and not m.content.startswith(NOTE_PREFIXES)]
+    return [i for i, m in enumerate(messages) if isinstance(m, UserMessage) and not is_note(m.content)]
 
 
 def expanded_tools(

@@ -21,6 +21,7 @@ from crab.events import (
     ErrorEvent,
     Event,
     MessageEnd,
+    NoticeEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallEvent,
@@ -30,6 +31,7 @@ from crab.events import (
     TurnStop,
     UsageEvent,
 )
+from crab.interception import redacted_ask
 from crab.loop.compaction import summary_note
 from crab.loop.guard import LoopGuard
 from crab.loop.history import INTERRUPTED, repair
@@ -195,6 +197,8 @@ class Turn:
             return False
         names = ", ".join(new)
         await self.agent.record_message(self.session, UserMessage(SCHEMAS_SENT.format(names=names)))
+        # Renderers show the step between this reply and the next (else their text runs together).
+        self.emit(NoticeEvent(f"full schema{'s' if len(new) > 1 else ''} sent: {names}"))
         return True
 
     async def _request(self, *, with_tools: bool, note: str | None) -> ModelRequest:
@@ -434,6 +438,6 @@ def tool_context(
         state=session.state,
         emit=emit,
         config=agent.config,
-        ask=session.ask if session.ask is not None else agent.ask,
+        ask=redacted_ask(session.ask if session.ask is not None else agent.ask, agent.redactor.text),
         local=agent.local,
     )

@@ -50,19 +50,6 @@ def _first_line(text: str, limit: int = 120) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def compaction_line(event: CompactionEvent) -> str:
-    """One line for a compaction's start, end or failure."""
-    why = {"threshold": "the context is filling up", "overflow": "the window was exceeded", "manual": "/compact"}
-    if event.phase == "start":
-        return f"compacting {event.summarised} older messages ({why[event.reason]})…"
-    if event.phase == "failed":
-        return f"compaction failed: {event.error}"
-    return (
-        f"compacted {event.summarised} messages into a summary, {event.kept} kept verbatim "
-        f"(~{event.tokens_before:,} → ~{event.tokens_after:,} tokens)"
-    )
-
-
 class PlainRenderer:
     """Streams text deltas as they come; one short stderr line per tool call, retry or problem."""
 
@@ -119,7 +106,7 @@ class PlainRenderer:
         elif isinstance(event, NoticeEvent):
             self._err(f"{event.level}: {event.message}", YELLOW if event.level == "warning" else DIM)
         elif isinstance(event, CompactionEvent):
-            self._err(compaction_line(event), YELLOW if event.phase == "failed" else DIM)
+            self._err(event.line(), YELLOW if event.phase == "failed" else DIM)
         elif isinstance(event, CommandOutput):
             if event.is_error:
                 self._err(event.text, RED)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from crab import (
     CommandOutput,
+    CompactionEvent,
     ErrorEvent,
     Event,
     NoticeEvent,
@@ -215,6 +216,9 @@ class RichRenderer:
         elif isinstance(event, NoticeEvent):
             style = "yellow" if event.level == "warning" else "dim"
             self._line(view.notice(event.message, style, "! " if event.level == "warning" else "· "))
+        elif isinstance(event, CompactionEvent):
+            failed = event.phase == "failed"
+            self._line(view.notice(event.line(), "yellow" if failed else "dim", "! " if failed else "· "))
         elif isinstance(event, CommandOutput):
             self._command(event)
         elif isinstance(event, TurnEnded):
