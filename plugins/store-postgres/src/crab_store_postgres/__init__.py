@@ -1,0 +1,55 @@
+"""crab-store-postgres: the ``postgres`` session store, every session in one PostgreSQL schema.
+
+Several ``crab serve`` workers on several machines can share it. Config: ``[plugins.store-postgres]``
+``dsn`` (trust-only; ``CRAB_POSTGRES_DSN`` and the auth file's ``"postgres"`` entry come first),
+``schema`` (default ``crab``), ``pool_size`` and ``connect_timeout``. This module stays thin
+(``crab --help`` imports it): psycopg and the store are imported when the store is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from crab import ConfigTable, hookimpl, validate_table
+
+if TYPE_CHECKING:
+    from crab import Config, Store
+
+    from crab_store_postgres.store import PostgresStore
+
+CRAB_API = ">=1.0,<2"
+
+__all__ = ["CRAB_API", "PostgresStore", "crab_config_table", "crab_stores"]
+
+
+@hookimpl
+def crab_config_table() -> ConfigTable:
+    from crab_store_postgres.settings import TABLE
+
+    return TABLE
+
+
+def __getattr__(name: str) -> Any:
+    if name != "PostgresStore":
+        raise AttributeError(f"module 'crab_store_postgres' has no attribute {name!r}")
+    return importlib.import_module("crab_store_postgres.store").PostgresStore
+
+
+@hookimpl
+def crab_stores(config: Config) -> list[Store]:
+    from crab_store_postgres.dsn import find_dsn
+    from crab_store_postgres.settings import TABLE
+    from crab_store_postgres.store import PostgresStore
+
+    settings = validate_table(TABLE, config.plugin_settings(TABLE.name))
+    source = find_dsn(settings)
+    return [
+        PostgresStore(
+            source.dsn,
+            schema=settings["schema"],
+            pool_size=settings["pool_size"],
+            connect_timeout=settings["connect_timeout"],
+            setting=source.setting,
+        )
+    ]
