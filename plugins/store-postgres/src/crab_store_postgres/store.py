@@ -145,7 +145,7 @@ class PostgresStore:
         password = dsn_password(dsn) if dsn else None
         if dsn and dsn in text:
             text = text.replace(dsn, redact_dsn(dsn))
-        if password:
+        if password and len(password) >= 4:  # shorter ones would mangle every message they occur in
             text = text.replace(password, "[redacted]")
         return text
 
