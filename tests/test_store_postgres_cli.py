@@ -1,0 +1,95 @@
+"""``crab`` on the PostgreSQL store as a user drives it: runs, fork, search, and ``crab sessions
+migrate`` from Postgres to SQLite to JSONL tapes and back into Postgres with ids, parents,
+handoffs and usage unchanged. Needs PostgreSQL's server binaries (installed by .ci/run)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CRAB = Path(sys.executable).with_name("crab")
+PLUGINS = "provider-mock,tape-jsonl,store-sqlite,store-postgres"
+SCRIPT = {
+    "replies": [
+        [{"text": "Counting pelicans."}, {"usage": {"input_tokens": 120, "output_tokens": 30}}],
+        [{"text": "Forty-two pelicans."}, {"usage": {"input_tokens": 200, "output_tokens": 12}}],
+    ],
+    "loop": False,
+}
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def dsn() -> Iterator[str]:
+    from crab_store_postgres.testing import TempCluster, find_binaries
+
+    binaries = find_binaries()
+    if binaries is None:
+        if os.environ.get("CI"):
+            pytest.fail("no PostgreSQL server binaries in CI (.ci/run installs postgresql)")
+        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl): apt-get install postgresql")
+    cluster = TempCluster(binaries).start()
+    try:
+        yield cluster.dsn()
+    finally:
+        cluster.stop()
+
+
+def test_sessions_migrate_round_trips_through_postgres(tmp_path: Path, dsn: str) -> None:
+    if not CRAB.exists():
+        pytest.skip(f"no crab command next to {sys.executable}")
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT), encoding="utf-8")
+
+    def crab(*args: str, schema: str = "first") -> subprocess.CompletedProcess[str]:
+        (home / "config.toml").write_text(
+            f'[plugins.store-postgres]\nschema = "{schema}"\n\n[plugins.tape-jsonl]\nroot = "{home / "tapes"}"\n',
+            encoding="utf-8",
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+        env.update({"CRAB_HOME": str(home), "CRAB_PLUGINS": PLUGINS, "NO_COLOR": "1", "CRAB_POSTGRES_DSN": dsn})
+        done = subprocess.run([str(CRAB), *args], cwd=project, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, f"crab {' '.join(args)}: {done.stderr}"
+        return done
+
+    crab("run", "--store", "postgres", "-m", f"mock/{script}", "count the pelicans")
+    listed = json.loads(crab("sessions", "list", "--json", "--store", "postgres").stdout)
+    first = listed[0]["id"]
+    assert listed[0]["usage"] == {"input_tokens": 120, "output_tokens": 30}
+    crab("run", "--store", "postgres", "-m", f"mock/{script}", "--session", first, "and now?")
+    crab("sessions", "fork", first, "--store", "postgres")
+    assert first in crab("sessions", "search", "PELICANS", "--store", "postgres").stdout
+    sessions = json.loads(crab("sessions", "list", "--json", "--store", "postgres").stdout)
+    assert len(sessions) == 2
+
+    def export(store: str, session_id: str, schema: str = "first") -> str:
+        return crab("sessions", "export", session_id, "--format", "jsonl", "--store", store, schema=schema).stdout
+
+    originals = {s["id"]: export("postgres", s["id"]) for s in sessions}
+    assert "copied 2 sessions" in crab("sessions", "migrate", "--from", "postgres", "--to", "sqlite").stdout
+    assert "copied 2 sessions" in crab("sessions", "migrate", "--from", "sqlite", "--to", "jsonl").stdout
+    done = crab("sessions", "migrate", "--from", "jsonl", "--to", "postgres", schema="second")
+    assert "copied 2 sessions" in done.stdout
+    again = crab("sessions", "migrate", "--from", "jsonl", "--to", "postgres", schema="second")
+    assert "2 already there" in again.stdout
+    back = json.loads(crab("sessions", "list", "--json", "--store", "postgres", schema="second").stdout)
+    assert [s["id"] for s in back] == [s["id"] for s in sessions]
+    for session_id, text in originals.items():
+        for store in ("sqlite", "jsonl"):
+            assert export(store, session_id) == text
+        assert export("postgres", session_id, schema="second") == text
+    by_id = {s["id"]: s for s in back}
+    assert by_id[first]["usage"] == {"input_tokens": 240, "output_tokens": 60}  # two runs of the first reply
+    assert [s["usage"] for s in back] == [s["usage"] for s in sessions]
+    fork = next(s for s in back if s["forked_from"])
+    assert fork["forked_from"] == first
