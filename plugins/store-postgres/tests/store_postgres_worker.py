@@ -3,9 +3,9 @@
     python store_postgres_worker.py DSN SCHEMA SESSION LABEL COUNT [--die-inside]
 
 Prints each appended entry's id as soon as ``append`` returns (so the test knows it is durable).
-``--die-inside`` makes the COUNT+1-th append stop forever inside its transaction, after its
-entry row is written and while it holds the session's lock, and prints ``inside``: the test
-kills the process there with SIGKILL.
+``--die-inside`` then runs one more append (the store's own statement) inside a transaction it
+never commits, so the entry row is written and the session's lock held, prints ``inside`` and
+waits: the test kills the process there with SIGKILL.
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ async def main(dsn: str, schema: str, session_id: str, label: str, count: int, d
             entry = await store.append(session_id, "message", {"v": 1, "role": "user", "content": f"{label} {i}"})
             print(entry.id, flush=True)
         if die_inside:
-            original = PostgresStore._add_to_session
 
-            async def stall(conn: Any, sid: str, added: Any) -> None:
-                await original(conn, sid, added)
-                print("inside", flush=True)
-                await asyncio.sleep(3600)
+            async def hold() -> None:
+                async with store.pool.connection() as conn, conn.transaction():
+                    payload: dict[str, Any] = {"v": 1, "role": "user", "content": f"{label} never"}
+                    await store.append_in(conn, session_id, "message", payload)
+                    print("inside", flush=True)
+                    await asyncio.sleep(3600)
 
-            PostgresStore._add_to_session = staticmethod(stall)  # type: ignore[method-assign]
-            await store.append(session_id, "message", {"v": 1, "role": "user", "content": f"{label} never"})
+            await store._call(hold())
     finally:
         await store.close()
 

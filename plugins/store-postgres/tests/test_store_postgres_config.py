@@ -27,7 +27,10 @@ def test_dsn_comes_from_the_environment_then_the_auth_file_then_the_config(
     assert find_dsn(configured, env={}).setting == "[plugins.store-postgres] dsn"
     (tmp_path / "auth.json").write_text(json.dumps({"postgres": "postgresql://auth@db/crab"}), encoding="utf-8")
     found = find_dsn(configured, env={})
-    assert (found.dsn, found.setting) == ("postgresql://auth@db/crab", f'the "postgres" entry of {tmp_path / "auth.json"}')
+    assert (found.dsn, found.setting) == (
+        "postgresql://auth@db/crab",
+        f'the "postgres" entry of {tmp_path / "auth.json"}',
+    )
     found = find_dsn(configured, env={"CRAB_POSTGRES_DSN": "postgresql://env@db/crab"})
     assert (found.dsn, found.setting) == ("postgresql://env@db/crab", "CRAB_POSTGRES_DSN")
     (tmp_path / "auth.json").unlink()
@@ -105,7 +108,9 @@ def test_a_projects_config_cannot_choose_the_database(tmp_path: Path, pg_dsn: st
     assert done.returncode == 2
     assert "no database to connect to" in done.stderr and "127.0.0.1:2" not in done.stderr
     # The user's own config is trusted: it works.
-    (home / "config.toml").write_text(f'[plugins.store-postgres]\ndsn = "{pg_dsn}"\nschema = "mine"\n', encoding="utf-8")
+    (home / "config.toml").write_text(
+        f'[plugins.store-postgres]\ndsn = "{pg_dsn}"\nschema = "mine"\n', encoding="utf-8"
+    )
     done = _crab(home, "sessions", "list", "--store", "postgres", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []

@@ -2,7 +2,8 @@
 
 Appends to one session are serialised by a row lock: each append is one transaction that starts
 with ``SELECT … FROM sessions WHERE id = … FOR UPDATE``, so a second worker's append waits for
-the first to commit and then reads the new last entry as its parent. That lock is an exact
+the first to commit and then reads the new last entry as its parent (the lock, the insert and
+the session's summary are one SQL statement: one round trip per append). That lock is an exact
 per-session lock (an advisory lock would need a hash of the id, with collisions between
 sessions) and it needs no retry loop (a serialisable transaction would fail with a
 serialisation error under exactly the load it is for, and every caller would have to retry).
@@ -50,6 +51,33 @@ _SESSION_COLUMNS = (
 _ENTRY_COLUMNS = "e.session_id, e.id, e.parent_id, e.type, e.time, e.payload, p.text"
 _ENTRY_FROM = "entries e LEFT JOIN system_prompts p ON p.sha256 = e.system_prompt"
 _SCAN_BATCH = 200
+
+# One statement: lock the session's row, insert the entry after its last one, fold it into the
+# session's summary. The entry's time never goes before the last entry's, even when the
+# workers' clocks differ.
+_APPEND = """
+WITH s AS (
+    SELECT id, entry_count, last_entry, updated FROM sessions WHERE id = %(sid)s FOR UPDATE
+), e AS (
+    INSERT INTO entries (session_id, seq, id, parent_id, type, time, payload, system_prompt, search, search_complete)
+    SELECT s.id, s.entry_count, %(id)s, s.last_entry, %(type)s,
+           CASE WHEN s.last_entry IS NULL THEN %(now)s ELSE greatest(%(now)s, s.updated) END,
+           %(payload)s, %(prompt)s, array_to_tsvector(%(words)s::text[]), %(complete)s
+    FROM s
+    RETURNING seq, parent_id, time
+)
+UPDATE sessions SET
+    entry_count = e.seq + 1, last_entry = %(id)s, updated = e.time,
+    handoff_seq = CASE WHEN %(handoff)s THEN e.seq ELSE sessions.handoff_seq END,
+    usage_count = usage_count + %(counted)s,
+    input_tokens = input_tokens + %(input)s, output_tokens = output_tokens + %(output)s,
+    cache_read_tokens = cache_read_tokens + %(cache_read)s,
+    cache_write_tokens = cache_write_tokens + %(cache_write)s,
+    reasoning_tokens = reasoning_tokens + %(reasoning)s,
+    cost = CASE WHEN %(has_cost)s THEN COALESCE(cost, 0) + %(cost)s ELSE cost END
+FROM e WHERE sessions.id = %(sid)s
+RETURNING e.parent_id, e.time
+"""
 
 
 def _is_handoff(type: str, payload: Mapping[str, Any]) -> bool:
@@ -228,7 +256,9 @@ class PostgresStore:
             self.dsn,
             min_size=1,
             max_size=self.pool_size,
-            kwargs={"connect_timeout": timeout},
+            # Autocommit: a one-statement append or read is its own transaction (no BEGIN/COMMIT
+            # round trips); work of several statements opens one with ``conn.transaction()``.
+            kwargs={"connect_timeout": timeout, "autocommit": True},
             configure=configure,
             timeout=self.connect_timeout,
             name="crab-store-postgres",
@@ -318,23 +348,56 @@ class PostgresStore:
         return await self._call(self._append(session_id, type, dict(payload)))
 
     async def _append(self, session_id: str, type: EntryType, payload: dict[str, Any]) -> Entry:
-        async with self.pool.connection() as conn, conn.transaction():
-            # The per-session lock: held until commit, or until the server sees this connection go.
-            cur = await conn.execute(
-                "SELECT entry_count, last_entry, updated FROM sessions WHERE id = %s FOR UPDATE", (session_id,)
-            )
-            row = await cur.fetchone()
-            if row is None:
-                raise StoreError(f"no session {session_id!r} in the PostgreSQL store at {self._where()}")
-            seq, parent, updated = row
-            # Taken under the lock, and never before the last entry's, even when workers' clocks differ.
-            at = time.time()
-            if parent is not None and at < updated:
-                at = updated
-            entry = Entry(new_entry_id(), session_id, parent, type, at, payload)
-            await self._insert(conn, [(seq, entry)])
-            await self._add_to_session(conn, session_id, [(seq, entry)])
-        return entry
+        stored = store_payload(type, payload)
+        async with self.pool.connection() as conn:
+            if stored.prompt_sha is None:
+                return await self.append_in(conn, session_id, type, payload)  # one statement, one round trip
+            async with conn.transaction():
+                await conn.execute(
+                    "INSERT INTO system_prompts (sha256, text) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                    (stored.prompt_sha, stored.prompt_text),
+                )
+                return await self.append_in(conn, session_id, type, payload)
+
+    async def append_in(
+        self, conn: AsyncConnection[Any], session_id: str, type: EntryType, payload: dict[str, Any]
+    ) -> Entry:
+        """Append with one statement on ``conn`` (its own transaction in autocommit, else the caller's).
+
+        The statement locks the session's row first (``FOR UPDATE``): that is the per-session
+        lock, held until the transaction ends or the server sees the connection go.
+        """
+        stored = store_payload(type, payload)
+        words, complete = search_words(type, payload)
+        usage = usage_of(type, payload)
+        entry_id = new_entry_id()
+        cur = await conn.execute(
+            _APPEND,
+            {
+                "sid": session_id,
+                "id": entry_id,
+                "type": type,
+                "now": time.time(),
+                "payload": stored.json,
+                "prompt": stored.prompt_sha,
+                "words": words,
+                "complete": complete,
+                "handoff": _is_handoff(type, payload),
+                "counted": int(usage is not None),
+                "input": usage.input_tokens if usage else 0,
+                "output": usage.output_tokens if usage else 0,
+                "cache_read": usage.cache_read_tokens if usage else 0,
+                "cache_write": usage.cache_write_tokens if usage else 0,
+                "reasoning": usage.reasoning_tokens if usage else 0,
+                "has_cost": usage is not None and usage.cost is not None,
+                "cost": (usage.cost if usage else None) or 0.0,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            raise StoreError(f"no session {session_id!r} in the PostgreSQL store at {self._where()}")
+        parent, at = row
+        return Entry(entry_id, session_id, parent, type, at, payload)
 
     @staticmethod
     async def _insert(conn: AsyncConnection[Any], added: list[tuple[int, Entry]]) -> None:

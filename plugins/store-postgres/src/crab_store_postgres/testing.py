@@ -19,6 +19,9 @@ from pathlib import Path
 
 UNPRIVILEGED = "nobody"
 
+THROWAWAY = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+"""Server settings of a cluster that is thrown away: nothing waits for the disk."""
+
 
 def find_binaries() -> Path | None:
     """The folder holding ``initdb`` and ``pg_ctl``: on PATH, else Debian's newest /usr/lib/postgresql/N/bin."""
@@ -49,6 +52,7 @@ class TempCluster:
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="crab-pg-")))
     port: int = 0
     user: str = "crab"
+    settings: dict[str, str] = field(default_factory=lambda: dict(THROWAWAY))
 
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
         command = [str(self.binaries / args[0]), *args[1:]]
@@ -66,14 +70,16 @@ class TempCluster:
             raise RuntimeError(f"initdb failed: {made.stderr.strip()[-500:]}")
         for _attempt in range(5):
             self.port = _free_port()
-            options = (
-                f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            extra = " ".join(f"-c {key}={value}" for key, value in self.settings.items())
+            options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c max_connections=200 {extra}"
+            started = self._run(
+                "pg_ctl", "-D", str(data), "-l", str(self.root / "server.log"), "-w", "-o", options, "start"
             )
-            started = self._run("pg_ctl", "-D", str(data), "-l", str(self.root / "server.log"), "-w", "-o", options, "start")
             if started.returncode == 0:
                 return self
-        log = (self.root / "server.log").read_text(errors="replace")[-500:] if (self.root / "server.log").exists() else ""
+        log = (
+            (self.root / "server.log").read_text(errors="replace")[-500:] if (self.root / "server.log").exists() else ""
+        )
         raise RuntimeError(f"pg_ctl start failed: {started.stderr.strip()[-300:]} {log}")
 
     def dsn(self, database: str = "postgres") -> str:
