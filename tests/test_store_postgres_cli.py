@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,23 +25,8 @@ SCRIPT = {
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def dsn() -> Iterator[str]:
-    from crab_store_postgres.testing import TempCluster, find_binaries
-
-    binaries = find_binaries()
-    if binaries is None:
-        if os.environ.get("CI"):
-            pytest.fail("no PostgreSQL server binaries in CI (.ci/run installs postgresql)")
-        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl): apt-get install postgresql")
-    cluster = TempCluster(binaries).start()
-    try:
-        yield cluster.dsn()
-    finally:
-        cluster.stop()
-
-
-def test_sessions_migrate_round_trips_through_postgres(tmp_path: Path, dsn: str) -> None:
+def test_sessions_migrate_round_trips_through_postgres(tmp_path: Path, postgres_dsn: str) -> None:
+    dsn = postgres_dsn
     if not CRAB.exists():
         pytest.skip(f"no crab command next to {sys.executable}")
     home, project = tmp_path / "home", tmp_path / "project"
