@@ -1,6 +1,6 @@
 """Where the connection string comes from, what to call the server in a message, and hiding passwords.
 
-The DSN is looked up in order: ``CRAB_POSTGRES_DSN`` (through ``crab.environ``), the auth file's
+The DSN is looked up in order: ``CRAB_POSTGRES_DSN`` (read by core: ``crab.postgres_dsn``), the auth file's
 ``"postgres"`` entry, then ``[plugins.store-postgres] dsn`` in the user's config (trust-only, so a
 project's config cannot point crab at another database). A DSN may hold a password: every message
 this plugin writes names the server by host and port only, or shows the DSN with the password
@@ -14,10 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from crab import REDACTED, environ
-from crab.auth import auth_path, read_auth
+from crab import REDACTED, crab_home, postgres_dsn
+from crab.provider_kit import lookup_key
 
 AUTH_ENTRY = "postgres"
+ENV_VARIABLE = "CRAB_POSTGRES_DSN"
+"""Named in messages only: core reads it (``crab.postgres_dsn``)."""
 
 _URL_PASSWORD = re.compile(r"^(\w+://[^:/?#@]*):[^@/?#]*@")
 _KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)")
@@ -33,21 +35,22 @@ class DsnSource:
 
 def find_dsn(settings: Mapping[str, Any], env: Mapping[str, str] | None = None) -> DsnSource:
     """The DSN to use and where it was set; ``dsn`` None when no setting gives one."""
-    from_env = environ.postgres_dsn(env)
+    from_env = postgres_dsn(env)
     if from_env:
-        return DsnSource(from_env, environ.POSTGRES_DSN)
+        return DsnSource(from_env, ENV_VARIABLE)
+    auth_file = crab_home() / "auth.json"
     try:
-        from_auth = read_auth().get(AUTH_ENTRY, "").strip()
+        from_auth = lookup_key(AUTH_ENTRY, None)
     except Exception:  # a broken auth file is reported where keys are read; here it only has no DSN
-        from_auth = ""
+        from_auth = None
     if from_auth:
-        return DsnSource(from_auth, f'the "{AUTH_ENTRY}" entry of {auth_path()}')
+        return DsnSource(from_auth, f'the "{AUTH_ENTRY}" entry of {auth_file}')
     configured = str(settings.get("dsn") or "").strip()
     if configured:
         return DsnSource(configured, "[plugins.store-postgres] dsn")
     return DsnSource(
         None,
-        f'{environ.POSTGRES_DSN}, the "{AUTH_ENTRY}" entry of {auth_path()} or [plugins.store-postgres] dsn',
+        f'{ENV_VARIABLE}, the "{AUTH_ENTRY}" entry of {auth_file} or [plugins.store-postgres] dsn',
     )
 
 

@@ -21,17 +21,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from crab import (
     ENTRY_TYPES,
+    REDACTED,
     Entry,
     EntryType,
     SearchHit,
     SessionInfo,
     StoreError,
     Usage,
+    dsn_password,
     entry_text,
     new_entry_id,
     new_session_id,
 )
-from crab.auth import dsn_password
 
 from crab_store_postgres.dsn import redact_dsn, server_name
 from crab_store_postgres.loop import LoopThread
@@ -174,7 +175,7 @@ class PostgresStore:
         if dsn and dsn in text:
             text = text.replace(dsn, redact_dsn(dsn))
         if password and len(password) >= 4:  # shorter ones would mangle every message they occur in
-            text = text.replace(password, "[redacted]")
+            text = text.replace(password, REDACTED)
         return text
 
     def _where(self) -> str:
