@@ -114,3 +114,10 @@ def test_a_projects_config_cannot_choose_the_database(tmp_path: Path, pg_dsn: st
     done = _crab(home, "sessions", "list", "--store", "postgres", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
+
+
+@pytest.mark.skipif(not CRAB.exists(), reason="no crab command beside this Python")
+def test_installed_but_not_named_it_is_not_the_default_store(tmp_path: Path) -> None:
+    done = _crab(tmp_path, "sessions", "list", "--json")
+    assert done.returncode == 0, done.stderr  # core's memory store, not a server nobody configured
+    assert json.loads(done.stdout) == []

@@ -146,6 +146,8 @@ class PostgresStore:
     """
 
     name = "postgres"
+    by_name_only = True
+    """Installed beside another store, it is not the default: it needs a server, so it is named."""
 
     def __init__(
         self,
