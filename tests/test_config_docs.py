@@ -5,19 +5,35 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crab.config_tables import CORE_TABLE, ConfigTable
+from crab.config_tables import CORE_TABLE, SERVE_TABLE, ConfigTable
 from crab_mcp.settings import TABLE as MCP
 from crab_provider_anthropic.settings import TABLE as ANTHROPIC
 from crab_provider_mock import crab_config_table as mock_table
 from crab_provider_openai.settings import TABLE as OPENAI
+from crab_schedule.settings import TABLE as SCHEDULE
 from crab_skills.settings import TABLE as SKILLS
 from crab_store_sqlite.settings import TABLE as SQLITE
 from crab_tape_jsonl.settings import TABLE as JSONL
+from crab_telegram.settings import TABLE as TELEGRAM
 from crab_tools_basic.settings import TABLE as TOOLS
 from crab_tools_web.settings import TABLE as WEB
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLES: list[ConfigTable] = [CORE_TABLE, TOOLS, OPENAI, ANTHROPIC, JSONL, SQLITE, SKILLS, WEB, mock_table(), MCP]
+TABLES: list[ConfigTable] = [
+    CORE_TABLE,
+    SERVE_TABLE,
+    TOOLS,
+    OPENAI,
+    ANTHROPIC,
+    JSONL,
+    SQLITE,
+    SKILLS,
+    WEB,
+    mock_table(),
+    MCP,
+    TELEGRAM,
+    SCHEDULE,
+]
 
 
 def test_every_declared_key_is_documented() -> None:

@@ -27,6 +27,7 @@ FAKE_NAMES = {
     "misnamed": "crab_fake_misnamed",
     "legacy": "crab_fake_legacy",
     "stuck": "crab_fake_stuck",
+    "inbox": "crab_fake_inbox",
 }
 BROKEN_PACKAGE = "crab_fake_broken"
 """One third-party package (distribution crab-fake-broken), one entry point per way a plugin breaks."""

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from crab.apiversion import API_VERSION
     from crab.atomic import write_atomic
     from crab.auth import REDACTED, dsn_password, known_secrets
+    from crab.channel_host import ChannelError
     from crab.channels import Channel
     from crab.commands import Command, CommandContext, CommandResult
     from crab.config import Config, PluginTable, crab_home
@@ -125,6 +126,7 @@ _EXPORTS: dict[str, str] = {
     "CommandContext": "crab.commands",
     "CommandResult": "crab.commands",
     "Channel": "crab.channels",
+    "ChannelError": "crab.channel_host",
     "AgentHandle": "crab.handles",
     "SessionView": "crab.handles",
     "PluginStatus": "crab.handles",
@@ -169,6 +171,7 @@ _EXPORTS: dict[str, str] = {
     "Allow": "crab.interception",
     "Deny": "crab.interception",
     "Replace": "crab.interception",
+    "PermissionRequest": "crab.interception",
     "Decision": "crab.interception",
     # messages
     "AssistantMessage": "crab.messages",
@@ -194,7 +197,6 @@ _EXPORTS: dict[str, str] = {
     "ChatEntry": "crab.render",
     "ChatInput": "crab.render",
     "ChatState": "crab.render",
-    "PermissionRequest": "crab.interception",
     "Answer": "crab.interception",
     # stores
     "ENTRY_TYPES": "crab.storage",
@@ -227,6 +229,7 @@ __all__ = [
     "Answer",
     "AssistantMessage",
     "Channel",
+    "ChannelError",
     "ChatEntry",
     "ChatInput",
     "ChatState",

@@ -14,6 +14,18 @@ class Channel(Protocol):
     given (``crab.AgentHandle``) and renders the events it subscribes to.
 
     ``local`` channels run on the user's own machine; only they may run ``!shell`` commands.
+
+    Optional methods ``crab serve`` uses when a channel has them (``crab.channel_host``):
+
+    - ``async deliver(address, text)``: send ``text`` to ``address`` (a chat id) it owns; other
+      plugins reach it through ``AgentHandle.deliver(channel, address, text)``.
+    - ``async ask(address, request) -> "once" | "always" | "deny"``: ask the person at ``address``
+      to allow a tool call (``crab.PermissionRequest``); without it the gate refuses such calls
+      in that channel's sessions (``AgentHandle.session_for``).
+    - ``async stop()``: take no more input and return from ``run`` once the work in hand is
+      done (SIGTERM); a channel without it is cancelled once no turn is running.
+    - ``check()``: raise ``crab.ConfigError`` when the channel cannot start (a missing token);
+      ``crab serve`` calls it before starting anything and exits 2 with its line.
     """
 
     name: str

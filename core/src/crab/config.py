@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from crab import environ
-from crab.config_tables import CORE_TABLE, ConfigTable, InvalidValue, Parts, format_key
+from crab.config_tables import CORE_TABLE, SERVE_TABLE, ConfigTable, InvalidValue, Parts, format_key
 from crab.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ Scope = Literal["user", "project"]
 LayerKind = Literal["user", "project", "env", "flag"]
 
 
-TOP_LEVEL = ("crab", "plugins")
+TOP_LEVEL = ("crab", "plugins", "serve")
 PLUGIN_LISTS: tuple[Parts, ...] = (("plugins", "enabled"), ("plugins", "disabled"))
 """Which plugins load is the user's word: an untrusted project could otherwise switch off a guard."""
 
@@ -275,7 +275,7 @@ class Config:
         """
         if not self.layers:
             return
-        declared: dict[Parts, ConfigTable] = {CORE_TABLE.path: CORE_TABLE}
+        declared: dict[Parts, ConfigTable] = {CORE_TABLE.path: CORE_TABLE, SERVE_TABLE.path: SERVE_TABLE}
         for table in tables:
             declared[table.path] = table
         effective = list(self.layers)

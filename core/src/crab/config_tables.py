@@ -179,11 +179,13 @@ class ConfigTable:
     doc: str = ""
     check: TableCheck | None = field(default=None, compare=False)
     trust_filter: TrustFilter | None = field(default=None, compare=False)
+    top_level: bool = False
+    """Core's own tables besides ``[crab]`` (``[serve]``) live at the top, not under ``[plugins]``."""
 
     @property
     def path(self) -> Parts:
-        """Where the table lives: ``("crab",)`` or ``("plugins", name)``."""
-        return ("crab",) if self.name == "crab" else ("plugins", self.name)
+        """Where the table lives: ``("crab",)``, ``("serve",)`` or ``("plugins", name)``."""
+        return (self.name,) if self.name == "crab" or self.top_level else ("plugins", self.name)
 
     def setting(self, name: str) -> Setting | None:
         return next((s for s in self.settings if s.name == name), None)
@@ -253,3 +255,22 @@ CORE_TABLE = ConfigTable(
     ),
 )
 """``[crab]``: the keys core reads."""
+
+SERVE_TABLE = ConfigTable(
+    name="serve",
+    doc="`crab serve`: which channels run, how they restart and how they stop",
+    top_level=True,
+    settings=(
+        Setting(
+            "channels",
+            "list[str]",
+            [],
+            "channels `crab serve` runs when named none (each opens a listener or a bot)",
+            trust_only=True,
+        ),
+        Setting("grace_seconds", "float", 30.0, "on SIGTERM, seconds running turns may take to finish", minimum=0),
+        Setting("restart_delay", "float", 1.0, "first wait before restarting a channel that failed", above=0),
+        Setting("restart_max_delay", "float", 60.0, "longest wait between restarts (the wait doubles)", above=0),
+    ),
+)
+"""``[serve]``: the keys ``crab serve`` reads."""

@@ -1,8 +1,10 @@
 """The narrow handle commands, channels and lifecycle hooks get instead of the whole ``Agent``.
 
 ``AgentHandle`` offers what those callers need and nothing of the loop's machinery: emit a
-notice, route input, abort a turn, open, resume and fork sessions, record a handoff, compact, list the
-tools (and add those a plugin learns of at start-up), commands and plugin statuses, read the
+notice, route input, abort a turn, open, resume and fork sessions, open the session of one
+conversation on a channel (``session_for``), deliver a message through a channel ``crab serve``
+runs (``deliver``), record a handoff, compact, list the tools (and add those a plugin learns of at
+start-up), commands and plugin statuses, read the
 config, and subscribe to events (for channels that render them). ``SessionView`` is what a caller may read of a session.
 
 Compatibility (API 1.x): plugins written before the handle existed reached the ``Agent`` through
@@ -123,9 +125,10 @@ class AgentHandle:
         """Emit a ``NoticeEvent`` (``level`` "info" or "warning"); renderers show it."""
         self._agent.notice(message, level)
 
-    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
-        """Receive every event (a channel renders them); returns the function that unsubscribes."""
-        return self._agent.subscribe(listener)
+    def subscribe(self, listener: Callable[[Event], None], *, session: SessionView | None = None) -> Callable[[], None]:
+        """Receive every event (a channel renders them), or with ``session`` only that session's
+        (a chat that streams its own reply); returns the function that unsubscribes."""
+        return self._agent.subscribe(listener, None if session is None else session.id)
 
     async def handle_input(self, session: SessionView, text: str, *, steer: bool = False) -> TurnOutcome:
         """Route one line of input (a command, ``!shell`` on local channels, or a model turn)."""
@@ -156,6 +159,30 @@ class AgentHandle:
     async def latest_session(self) -> SessionView | None:
         """The most recent session of this workspace, or None."""
         return await self._agent.latest_session()
+
+    async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> SessionView:
+        """The session of conversation ``address`` (a chat id) on ``channel``: the stored session
+        keyed so (``crab.channel_host``), resumed, or a new one. Under ``crab serve`` it is kept
+        live for the process, and the permission gate asks through the channel's ``ask`` when it
+        has one. ``session_id`` moves the conversation to that session (after ``/fork``)."""
+        host = self._agent.channel_host
+        if host is not None:
+            return await host.session_for(channel, address, session_id=session_id)
+        if session_id is not None:
+            return await self._agent.resume(session_id)
+        from crab.channel_host import open_keyed_session
+
+        return await open_keyed_session(self._agent, channel, address)
+
+    async def deliver(self, channel: str, address: str, text: str) -> None:
+        """Send ``text`` to ``address`` through ``channel``'s ``deliver`` (a channel ``crab serve``
+        runs in this process); ``crab.ChannelError`` says why when it cannot."""
+        host = self._agent.channel_host
+        if host is None:
+            from crab.channel_host import ChannelError
+
+            raise ChannelError(f"cannot deliver to {channel!r}: channels run only inside `crab serve`")
+        await host.deliver(channel, address, text)
 
     async def session_info(self, session_id: str) -> SessionInfo:
         """The stored header of a session (usage, entry count, fork origin)."""

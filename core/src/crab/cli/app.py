@@ -181,19 +181,22 @@ def doctor(plugins: PluginsOpt = None) -> None:
 
 @app.command()
 def serve(
-    channel: Annotated[str, typer.Argument(help="Channel name (see `crab plugins list`).")],
+    channel: Annotated[
+        list[str] | None,
+        typer.Argument(help="Channel names (see `crab plugins list`); none: those [serve] channels enables."),
+    ] = None,
     plugins: PluginsOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     store: StoreOpt = None,
     set_: SetOpt = None,
 ) -> None:
-    """Run a channel plugin (a chat bot, a scheduler) until interrupted."""
+    """Run channel plugins (chat bots, a scheduler) until stopped; SIGTERM lets running turns finish."""
     from crab.cli.options import RunOptions
-    from crab.cli.serve import serve_channel
+    from crab.cli.serve import serve_channels
 
     options = RunOptions(plugins=plugins, provider=provider, model=model, store=store, settings=tuple(set_ or ()))
-    raise typer.Exit(serve_channel(channel, options))
+    raise typer.Exit(serve_channels(channel or [], options))
 
 
 @app.command()

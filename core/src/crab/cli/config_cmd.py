@@ -48,7 +48,7 @@ def show(as_json: bool) -> None:
 def _tables(plugins: str | None) -> list[ConfigTable]:
     from crab.cli.runtime import build_host, declared_tables, load_cli_config
     from crab.config import Config
-    from crab.config_tables import CORE_TABLE
+    from crab.config_tables import CORE_TABLE, SERVE_TABLE
     from crab.errors import CrabError
 
     try:
@@ -57,7 +57,7 @@ def _tables(plugins: str | None) -> list[ConfigTable]:
         typer.echo(f"crab: {exc}", err=True)
         config = Config(data={}, user_path=user_config_path(), project_path=None)
     host = build_host(config, plugins, validate=False)
-    return [CORE_TABLE, *declared_tables(host)]
+    return [CORE_TABLE, SERVE_TABLE, *declared_tables(host)]
 
 
 def keys(plugins: str | None, as_json: bool) -> None:

@@ -1,37 +1,78 @@
-"""``crab serve CHANNEL``: run a channel plugin (a bot, a scheduler) with an agent until stopped."""
+"""``crab serve [CHANNEL…]``: run channel plugins (a bot, a scheduler) with one agent until stopped.
+
+No name runs the channels ``[serve] channels`` enables. Every channel is remote unless all of
+them are local (only then may ``!shell`` run). ``crab.channel_host`` supervises them; SIGTERM (or
+Ctrl-C) drains running turns for up to ``[serve] grace_seconds`` and exits 0; a second signal
+stops at once.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from crab.cli.options import RunOptions
 from crab.errors import ConfigError
 
+if TYPE_CHECKING:
+    from crab.channels import Channel
 
-def serve_channel(name: str, options: RunOptions) -> int:
-    from crab.cli.runtime import choose_renderer, start_agent
-    from crab.cli.setup import prepare
-    from crab.handles import AgentHandle
+
+def chosen_channels(names: Sequence[str], configured: Sequence[str], loaded: dict[str, Any]) -> dict[str, Channel]:
+    """The channels to run: ``names`` (from the command line), else ``[serve] channels``."""
     from crab.loop.router import did_you_mean
+
+    wanted = list(dict.fromkeys(names or configured))
+    if not wanted:
+        raise ConfigError(
+            "no channel to serve: name one (`crab serve telegram`) or enable some with "
+            f'[serve] channels = ["…"] in your user config (loaded: {", ".join(sorted(loaded)) or "none"})'
+        )
+    for name in wanted:
+        if name not in loaded:
+            raise ConfigError(
+                f"no channel named {name!r}.{did_you_mean(name, loaded)} Loaded: {', '.join(sorted(loaded)) or 'none'}."
+            )
+    return {name: loaded[name] for name in wanted}
+
+
+def serve_channels(names: Sequence[str], options: RunOptions) -> int:
+    from crab.channel_host import ChannelHost
+    from crab.cli.runtime import choose_renderer, emit_config_notices, start_agent
+    from crab.cli.setup import prepare
     from crab.render import RenderTarget
 
     prepared = prepare(options, ask=None, local=False)
-    channels = prepared.host.registry("channels")
-    if name not in channels:
-        raise ConfigError(
-            f"no channel named {name!r}.{did_you_mean(name, channels)} Loaded: {', '.join(sorted(channels)) or 'none'}."
-        )
-    channel = channels[name]
+    config = prepared.config
+    try:
+        channels = chosen_channels(names, config.get("serve.channels") or [], prepared.host.registry("channels"))
+    except ConfigError:
+        # No agent will start to show them, and one (an ignored [serve] channels) may be why.
+        emit_config_notices(config, lambda line, _level: sys.stderr.write(f"warning: {line}\n"))
+        raise
+    for channel in channels.values():
+        check = getattr(channel, "check", None)
+        if callable(check):
+            check()  # a ConfigError here: exit 2 with its line, before anything started
     agent = prepared.agent
-    agent.local = channel.local
-    renderer = choose_renderer(prepared.host, prepared.config, "plain", RenderTarget(sys.stderr, sys.stderr))
+    agent.local = all(channel.local for channel in channels.values())
+    renderer = choose_renderer(prepared.host, config, "plain", RenderTarget(sys.stderr, sys.stderr))
     agent.subscribe(renderer.handle)
+    grace = float(config.get("serve.grace_seconds", 30.0))
+    host = ChannelHost(
+        agent,
+        channels,
+        grace=grace,
+        restart_delay=float(config.get("serve.restart_delay", 1.0)),
+        restart_max_delay=float(config.get("serve.restart_max_delay", 60.0)),
+    )
 
     async def main() -> None:
         await start_agent(agent)
         try:
-            await channel.run(AgentHandle(agent))
+            await host.run()
         finally:
             await agent.close()
 
@@ -39,11 +80,11 @@ def serve_channel(name: str, options: RunOptions) -> int:
 
     runner = asyncio.Runner()
     try:
-        GATE.run(runner, main())
+        GATE.run(runner, main(), drain=host.request_stop, drain_seconds=grace)
     except Interrupted as exc:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
     finally:
         runner.close()
-    return 0
+    return 2 if host.broken and len(host.broken) == len(channels) else 0

@@ -2,10 +2,12 @@
 
 SIGINT, SIGTERM and SIGHUP cancel the running main task (the turn is aborted and settled, so
 the session stays whole) and end the command with 130, 143 or 129; outside a task they raise
-``Interrupted`` at once. ``crab chat`` catches a SIGINT to stop one turn and goes on. From the
-first signal the watchdog gives the clean-up ``BUDGET`` seconds. On every way out ``finish``
-ends every process a tool started (``crab.processes``) and leaves without waiting for
-abandoned tool threads.
+``Interrupted`` at once. A command run with a ``drain`` callback (``crab serve``) gets the first
+signal as a call to it instead, with ``drain_seconds`` more on the watchdog's clock, and ends
+normally once drained; a second signal cancels as above. ``crab chat`` catches a SIGINT to stop
+one turn and goes on. From the first signal the watchdog gives the clean-up ``BUDGET`` seconds.
+On every way out ``finish`` ends every process a tool started (``crab.processes``) and leaves
+without waiting for abandoned tool threads.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -50,6 +52,9 @@ class SignalGate:
         self.task: asyncio.Task[Any] | None = None
         self.pending: int | None = None
         self.installed = False
+        self.drain: Callable[[int], None] | None = None
+        self.drain_seconds = 0.0
+        self.draining: int | None = None
 
     def install(self) -> None:
         for sig in HANDLED:
@@ -63,6 +68,12 @@ class SignalGate:
         # Loaded (and enabled) by ``run``: a command that never ran agent work has nothing to bound.
         watchdog = sys.modules.get("crab.watchdog")
         task = self.task
+        if task is not None and not task.done() and self.drain is not None and self.draining is None:
+            self.draining = signum
+            if watchdog is not None:
+                watchdog.exit_within(self.drain_seconds + BUDGET)
+            task.get_loop().call_soon_threadsafe(self.drain, signum)
+            return
         if task is None or task.done() or self.pending is not None:
             if watchdog is not None:
                 watchdog.exit_within(BUDGET)
@@ -73,8 +84,18 @@ class SignalGate:
         task.cancel()
         task.get_loop().call_soon_threadsafe(lambda: None)  # wake a loop blocked in select()
 
-    def run(self, runner: asyncio.Runner, coro: Coroutine[Any, Any, T]) -> T:
-        """``runner.run(coro)``, cancellable by a signal; raises ``Interrupted`` when one came."""
+    def run(
+        self,
+        runner: asyncio.Runner,
+        coro: Coroutine[Any, Any, T],
+        *,
+        drain: Callable[[int], None] | None = None,
+        drain_seconds: float = 0.0,
+    ) -> T:
+        """``runner.run(coro)``, cancellable by a signal; raises ``Interrupted`` when one came.
+
+        With ``drain``, the first signal calls ``drain(signum)`` in the event loop instead of
+        cancelling, and the watchdog allows ``drain_seconds`` more for the clean-up."""
         import asyncio
 
         from crab import watchdog
@@ -85,6 +106,7 @@ class SignalGate:
 
         watchdog.enable()  # the crab command owns this process: the watchdog may end it
         self.pending = None
+        self.drain, self.drain_seconds, self.draining = drain, drain_seconds, None
         try:
             return runner.run(main())
         except asyncio.CancelledError:
@@ -93,6 +115,7 @@ class SignalGate:
             raise
         finally:
             self.task = None
+            self.drain, self.draining = None, None
             if self.pending is not None and not sys.exc_info()[0]:
                 # The task finished anyway (the signal came as it ended): still honour it.
                 signum, self.pending = self.pending, None

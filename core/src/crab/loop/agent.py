@@ -13,7 +13,7 @@ import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from crab.auth import known_secrets
 from crab.commands import Command, CommandContext, CommandResult
@@ -47,6 +47,9 @@ from crab.redaction import EventRedactor, Redactor
 from crab.storage import EntryType, Store
 from crab.tools import Tool
 
+if TYPE_CHECKING:
+    from crab.channel_host import ChannelHost
+
 Listener = Callable[[Event], None]
 CompactionReason = Literal["threshold", "overflow", "manual"]
 
@@ -78,6 +81,10 @@ class Agent:
         self.workspace = workspace
         self.ask = ask
         self.local = local
+        self.busy: set[Session] = set()
+        """Sessions with a turn running or queued (``crab serve`` waits for them on SIGTERM)."""
+        self.channel_host: ChannelHost | None = None
+        """The channels ``crab serve`` runs (delivery, keyed sessions); None elsewhere."""
         self.max_iterations = int(config.get("crab.max_iterations", 25))
         self.tool_timeout = float(config.get("crab.tool_timeout", 120.0))
         self.max_tokens: int | None = config.get("crab.max_tokens")
@@ -86,6 +93,7 @@ class Agent:
         self.redactor = Redactor(known_secrets(config))
         self.outgoing = EventRedactor(self.redactor)
         self._listeners: list[Listener] = []
+        self._session_listeners: dict[str, list[Listener]] = {}
         self._model_info: ModelInfo | None = None
         self._unsubscribe_failures: Callable[[], None] | None = None
 
@@ -136,10 +144,18 @@ class Agent:
 
     # --- events -----------------------------------------------------------------------------
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Receive every event; returns a function that unsubscribes."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+    def subscribe(self, listener: Listener, session_id: str | None = None) -> Callable[[], None]:
+        """Receive every event (or only those of ``session_id``); returns a function that unsubscribes."""
+        listeners = self._listeners if session_id is None else self._session_listeners.setdefault(session_id, [])
+        listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in listeners:
+                listeners.remove(listener)
+            if session_id is not None and not listeners:
+                self._session_listeners.pop(session_id, None)
+
+        return unsubscribe
 
     def emit(self, event: Event, session_id: str = "") -> None:
         """The one delivery point: secrets masked and text made valid UTF-8 (``crab.redaction``), then
@@ -148,12 +164,15 @@ class Agent:
             self._deliver(shown, session_id)
 
     def _deliver(self, event: Event, session_id: str) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener(event)
-            except Exception as exc:  # a broken renderer must not end the turn
-                self._listeners.remove(listener)
-                self.notice(f"a renderer failed and was detached: {type(exc).__name__}: {exc}", "warning")
+        scoped = self._session_listeners.get(session_id, []) if session_id else []
+        for listeners in (self._listeners, scoped):
+            for listener in list(listeners):
+                try:
+                    listener(event)
+                except Exception as exc:  # a broken renderer must not end the turn
+                    if listener in listeners:
+                        listeners.remove(listener)
+                    self.notice(f"a renderer failed and was detached: {type(exc).__name__}: {exc}", "warning")
         self.host.dispatch.observe("crab_event", event=event, session_id=session_id)
 
     def notice(self, message: str, level: str = "info") -> None:
@@ -301,6 +320,7 @@ class Agent:
             return await item.outcome
         session.follow_ups.appendleft(item)
         session.busy = True
+        self.busy.add(session)
         try:
             while session.steering or session.follow_ups:
                 queue = session.steering if session.steering else session.follow_ups
@@ -324,6 +344,7 @@ class Agent:
         finally:
             session.busy = False
             session.task = None
+            self.busy.discard(session)
         return await item.outcome
 
     def abort(self, session: Session) -> bool:

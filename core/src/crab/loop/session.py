@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from crab.events import TurnStop
+from crab.interception import AskUser
 from crab.loop.budget import TokenBudget
 from crab.messages import Message, Usage
 from crab.storage import SessionInfo
@@ -48,6 +49,8 @@ class Session:
     ``messages`` is the repaired context since the last handoff (the store is the truth; this
     is a cache kept in step as entries are appended). ``state`` is the tools' session scratch.
     ``budget`` is the token budget, made on first use (``Agent.budget``).
+    ``ask`` is how the permission gate asks the person behind this session when that is not the
+    agent's own ``ask`` (a chat on a remote channel: ``crab.channel_host``).
     """
 
     info: SessionInfo
@@ -62,6 +65,7 @@ class Session:
     busy: bool = False
     abort_requested: bool = False
     budget: TokenBudget | None = None
+    ask: AskUser | None = None
 
     @property
     def id(self) -> str:

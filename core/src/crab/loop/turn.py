@@ -434,6 +434,6 @@ def tool_context(
         state=session.state,
         emit=emit,
         config=agent.config,
-        ask=agent.ask,
+        ask=session.ask if session.ask is not None else agent.ask,
         local=agent.local,
     )

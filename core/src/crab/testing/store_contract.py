@@ -142,6 +142,23 @@ class StoreContract:
         assert [i.id for i in run(store.list_sessions(limit=1))] == [first.id]
         assert run(store.list_sessions("/no/such/workspace")) == []
 
+    def test_list_sessions_gives_each_sessions_meta(self, store: Store) -> None:
+        # ``crab serve`` finds a chat's session by its meta (crab.channel_host), also after a restart
+        keyed = run(store.create_session(WORKSPACE, meta={"crab.channel": "telegram", "crab.address": "42"}))
+        run(store.create_session(WORKSPACE, meta={"crab.channel": "telegram", "crab.address": "43"}))
+        run(store.append(keyed.id, "message", user("hi")))
+        listed = {i.id: dict(i.meta) for i in run(store.list_sessions(WORKSPACE))}
+        assert listed[keyed.id] == {"crab.channel": "telegram", "crab.address": "42"}
+        other = self.reopen(store)
+        if other is None:
+            return  # a store that keeps nothing across instances
+        run(other.open())
+        try:
+            again = {i.id: dict(i.meta) for i in run(other.list_sessions(WORKSPACE))}
+            assert again[keyed.id] == {"crab.channel": "telegram", "crab.address": "42"}
+        finally:
+            run(other.close())
+
     def test_unknown_session_raises_store_error(self, store: Store) -> None:
         steps: list[Callable[[], Awaitable[object]]] = [
             lambda: store.get_session("20000101T000000-000000"),

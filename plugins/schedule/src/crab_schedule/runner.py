@@ -1,0 +1,268 @@
+"""The scheduler channel ``schedule`` that ``crab serve`` runs: claims due jobs and runs them.
+
+Each poll it asks the store for due jobs, claims each one (a lease under this worker's id, so no
+other ``crab serve`` runs it too), runs it and finishes it with its next run, computed after now:
+missed runs are coalesced into one, and a run later than ``catch_up`` is skipped and logged. A
+reminder delivers its text; an agent job runs one turn in the session it came from, held to the
+permissions recorded when it was added, and delivers the answer. Every outcome, failures first,
+goes to where the job came from and into the schedule log. ``stop()`` (SIGTERM) takes no new
+jobs and returns once the running ones are done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+from datetime import datetime
+from typing import Any
+
+import crab
+
+from crab_schedule import ceiling
+from crab_schedule.clock import Clock, SystemClock
+from crab_schedule.jobs import Job, JobStore, RunRecord, Status
+from crab_schedule.settings import ScheduleSettings
+from crab_schedule.timing import format_time, next_fire
+
+JOB_CHANNEL = "schedule"  # a CLI job's own keyed session: session_for("schedule", job id)
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+def describe_failure(exc: BaseException) -> str:
+    text = str(exc).strip()
+    if isinstance(exc, crab.CrabError) and text:
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Scheduler:
+    """The ``schedule`` channel (remote: agent jobs never run ``!shell``)."""
+
+    name = "schedule"
+    local = False
+
+    def __init__(
+        self,
+        settings: ScheduleSettings,
+        store: JobStore | None = None,
+        clock: Clock | None = None,
+        worker: str | None = None,
+        permissions: str = "ask",
+    ) -> None:
+        self.settings = settings
+        self.permissions = permissions  # [crab] permissions: declared jobs that name none get these
+        self._store = store
+        self.clock: Clock = clock or SystemClock()
+        self.worker = worker or worker_id()
+        self.running: dict[str, asyncio.Task[None]] = {}
+        self._stopping: asyncio.Event | None = None  # made in run(), inside the loop that waits on it
+        self._redactor: crab.Redactor | None = None
+
+    @property
+    def store(self) -> JobStore:
+        if self._store is None:
+            from crab_schedule.settings import open_store
+
+            self._store = open_store(self.settings)
+        return self._store
+
+    # --- the channel ---------------------------------------------------------------------------
+
+    async def run(self, agent: crab.AgentHandle) -> None:
+        self._stopping = asyncio.Event()
+        self._redactor = crab.Redactor(crab.known_secrets(agent.config))
+        try:
+            from crab_schedule.config_jobs import sync_jobs
+
+            # Also when none are declared: a job the user deleted from the config goes away.
+            await sync_jobs(
+                self.store,
+                self.settings.jobs,
+                timezone=self.settings.timezone,
+                permissions=self.permissions,
+                now=self.clock.now(),
+                redact=self._redact,
+            )
+            while not self._stopping.is_set():
+                try:
+                    await self.poll(agent)
+                except crab.StoreError as exc:
+                    agent.notice(f"schedule: {exc}", "warning")  # the store may come back: keep polling
+                await self._pause()
+            if self.running:
+                await asyncio.gather(*self.running.values(), return_exceptions=True)
+        finally:
+            for task in list(self.running.values()):
+                task.cancel()
+            await self.store.close()
+
+    async def stop(self) -> None:
+        if self._stopping is not None:
+            self._stopping.set()
+
+    async def _pause(self) -> None:
+        assert self._stopping is not None
+        sleeper = asyncio.ensure_future(self.clock.sleep(self.settings.poll_interval))
+        waiter = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            waiter.cancel()
+
+    # --- one poll --------------------------------------------------------------------------------
+
+    async def poll(self, agent: crab.AgentHandle) -> list[str]:
+        """Claim and start every due job this worker does not run yet; the ids started."""
+        now = self.clock.now()
+        started = []
+        for job in await self.store.due(now):
+            if job.id in self.running or (self._stopping is not None and self._stopping.is_set()):
+                continue
+            claimed = await self.store.claim(job.id, self.worker, now, self.settings.lease)
+            if claimed is None:
+                continue  # another worker took it first
+            task = asyncio.ensure_future(self._run_claimed(agent, claimed, now))
+            self.running[job.id] = task
+            task.add_done_callback(self._forget(job.id))
+            started.append(job.id)
+        return started
+
+    def _forget(self, job_id: str) -> Any:
+        def done(_task: asyncio.Task[None]) -> None:
+            self.running.pop(job_id, None)
+
+        return done
+
+    async def _run_claimed(self, agent: crab.AgentHandle, job: Job, now: datetime) -> None:
+        keeper = asyncio.ensure_future(self._keep_lease(job.id))
+        try:
+            await self.run_job(agent, job, now)
+        except Exception as exc:  # our own failure (the store): say so, the lease brings the job back
+            agent.notice(f"schedule: job {job.id} could not finish: {describe_failure(exc)}", "warning")
+        finally:
+            keeper.cancel()
+
+    async def _keep_lease(self, job_id: str) -> None:
+        period = max(self.settings.lease.total_seconds() / 3, 0.05)
+        while True:
+            await self.clock.sleep(period)
+            try:
+                await self.store.extend(job_id, self.worker, self.clock.now() + self.settings.lease)
+            except crab.StoreError:
+                continue
+
+    async def run_job(self, agent: crab.AgentHandle, job: Job, now: datetime) -> Status:
+        """Run one claimed job to its end: execute, deliver, record, finish. Returns its status."""
+        scheduled = job.next_run or now
+        upcoming = next_fire(job.trigger, now)
+        late = now - scheduled
+        if late > self.settings.catch_up:
+            text = (
+                f"Skipped scheduled job {job.id} ({self._label(job)}): it was due at {format_time(scheduled)}, "
+                f"more than {int(self.settings.catch_up.total_seconds())}s ago ([plugins.schedule] catch_up)"
+            )
+            status: Status = await self._deliver(agent, job, text, "missed", None)
+            await self.store.finish(job.id, self.worker, ran_at=now, status="missed", error=None, next_run=upcoming)
+            return status
+        error: str | None = None
+        interrupted = False
+        try:
+            if job.mode == "reminder":
+                text = f"Reminder: {job.text}"
+            else:
+                text, error, interrupted = await self._agent_turn(agent, job)
+        except Exception as exc:  # the job failed, not crab serve: report it where it came from
+            text, error = "", describe_failure(exc)
+        if interrupted:
+            # crab serve is stopping and aborted the turn: run it again when it starts next time
+            await self._record(job, "error", "log", "", "interrupted: crab serve stopped during the run")
+            await self.store.finish(
+                job.id, self.worker, ran_at=now, status="error", error="interrupted by shutdown", next_run=scheduled
+            )
+            return "error"
+        if error is not None:
+            text = f"Scheduled job {job.id} ({self._label(job)}) failed: {error}"
+        status = await self._deliver(agent, job, text, "error" if error else "ok", error)
+        await self.store.finish(
+            job.id,
+            self.worker,
+            ran_at=now,
+            status="error" if error else status,
+            error=self._redact(error) if error else None,
+            next_run=upcoming,
+        )
+        return status
+
+    async def _agent_turn(self, agent: crab.AgentHandle, job: Job) -> tuple[str, str | None, bool]:
+        """(answer, error or None, interrupted) of one agent turn in the job's session."""
+        origin = job.origin
+        if origin.channel and origin.address is not None:
+            session = await agent.session_for(origin.channel, origin.address)
+        elif origin.session_id:
+            try:
+                session = await agent.resume(origin.session_id)
+            except crab.StoreError:
+                session = await agent.session_for(JOB_CHANNEL, job.id)
+        else:
+            session = await agent.session_for(JOB_CHANNEL, job.id)
+        ceiling.hold(session.id, job.permissions)
+        try:
+            # The prefix tells the model why it speaks, and keeps a prompt from routing as /cmd or !sh.
+            outcome = await agent.handle_input(session, f"[scheduled job {job.id}] {job.text}")
+        finally:
+            ceiling.release(session.id, job.permissions)
+        if outcome.stop == "aborted" and self._stopping is not None and self._stopping.is_set():
+            return "", None, True
+        if outcome.stop in ("error", "aborted") or outcome.error:
+            return "", outcome.error or f"the turn ended with {outcome.stop}", False
+        return (outcome.text or "").strip() or "(the agent gave no answer)", None, False
+
+    @staticmethod
+    def _label(job: Job) -> str:
+        return job.name or job.trigger.describe()
+
+    async def _deliver(self, agent: crab.AgentHandle, job: Job, text: str, status: Status, error: str | None) -> Status:
+        """Send ``text`` where the job came from and log it; a delivery that fails is logged too."""
+        origin = job.origin
+        destination = origin.destination
+        if origin.channel and origin.address is not None:
+            try:
+                await agent.deliver(origin.channel, origin.address, text)
+            except crab.ChannelError as exc:
+                agent.notice(f"schedule: job {job.id}: {exc}", "warning")
+                await self._record(job, "undelivered", destination, text, f"{error + '; ' if error else ''}{exc}")
+                return "undelivered"
+        elif status == "error":
+            agent.notice(f"schedule: {text}", "warning")
+        await self._record(job, status, destination, text, error)
+        return status
+
+    def _redact(self, text: str) -> str:
+        return self._redactor.text(text) if self._redactor is not None else text
+
+    async def _record(self, job: Job, status: Status, destination: str, text: str, error: str | None) -> None:
+        redact = self._redact
+        await self.store.record(
+            RunRecord(
+                job_id=job.id,
+                time=self.clock.now(),
+                status=status,
+                destination=destination,
+                text=redact(text),
+                error=redact(error) if error else None,
+                worker=self.worker,
+            )
+        )
+
+
+def build(config: crab.Config, **overrides: Any) -> Scheduler:
+    from crab_schedule.settings import settings_of
+
+    overrides.setdefault("permissions", str(config.get("crab.permissions") or "ask"))
+    return Scheduler(settings_of(config), **overrides)

@@ -1,0 +1,232 @@
+"""When a job runs: triggers (cron with a timezone, every N, once), their parsing and the next fire time.
+
+Cron fields are matched by croniter on local wall-clock times; zoneinfo turns each into an instant.
+Across a daylight-saving change a time that does not exist (spring forward) runs at the same
+instant the clock jumps to (02:30 → 03:30), and a time that exists twice (fall back) runs once, at
+its first occurrence. Every time this module returns is an aware UTC ``datetime``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from crab import UsageError
+
+Kind = Literal["cron", "every", "once"]
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)", re.IGNORECASE)
+_UNIT = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+_MAX_CRON_STEPS = 10_000  # a year of minutes is far fewer matches than this before one lands
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """When a job fires: ``cron`` (expression in ``timezone``), ``every`` (seconds from ``start``)
+    or ``once`` (at ``start``). ``start`` is aware UTC."""
+
+    kind: Kind
+    timezone: str = "UTC"
+    cron: str | None = None
+    every: float | None = None
+    start: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "timezone": self.timezone,
+            "cron": self.cron,
+            "every": self.every,
+            "start": format_time(self.start) if self.start else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trigger:
+        start = data.get("start")
+        return cls(
+            kind=data["kind"],
+            timezone=data.get("timezone") or "UTC",
+            cron=data.get("cron"),
+            every=data.get("every"),
+            start=parse_stored_time(start) if start else None,
+        )
+
+    def describe(self) -> str:
+        """One short phrase for lists: ``cron "0 9 * * 1-5" Europe/Berlin``, ``every 2h``."""
+        if self.kind == "cron":
+            return f'cron "{self.cron}" {self.timezone}'
+        if self.kind == "every":
+            return f"every {format_duration(self.every or 0)}"
+        return f"once at {format_time(self.start) if self.start else '?'}"
+
+
+def format_time(when: datetime) -> str:
+    """Fixed-width UTC ISO text: sorts as it compares (what the job store keeps)."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_stored_time(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def format_duration(seconds: float) -> str:
+    """``7200`` → ``2h``, ``5400`` → ``1h30m``, ``90`` → ``1m30s``."""
+    left = round(seconds)
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if left >= size:
+            parts.append(f"{left // size}{unit}")
+            left %= size
+    return "".join(parts) or "0s"
+
+
+def parse_duration(text: str) -> float:
+    """``20m``, ``2h``, ``1h30m``, ``90s``, ``1d``, ``1w`` → seconds; ``UsageError`` otherwise."""
+    cleaned = text.strip().replace(" ", "")
+    matches = list(_DURATION.finditer(cleaned))
+    if not cleaned or not matches or "".join(m.group(0) for m in matches) != cleaned:
+        raise UsageError(f"invalid duration {text!r}: write a number with a unit, like 90s, 20m, 2h, 1h30m or 1d")
+    seconds = sum(float(m.group(1)) * _UNIT[m.group(2).lower()] for m in matches)
+    if seconds <= 0:
+        raise UsageError(f"invalid duration {text!r}: it must be longer than zero")
+    return seconds
+
+
+def parse_timezone(name: str) -> ZoneInfo:
+    """An IANA zone (``Europe/Berlin``, ``UTC``); ``UsageError`` naming the bad one otherwise."""
+    if not name or name.startswith(("/", ".")) or ".." in name or "\\" in name or "\x00" in name:
+        raise UsageError(f"unknown timezone {name!r}: use an IANA name such as Europe/Berlin or UTC")
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise UsageError(f"unknown timezone {name!r}: use an IANA name such as Europe/Berlin or UTC") from None
+
+
+def check_cron(expression: str) -> str:
+    """The expression, stripped, if croniter accepts it as five fields (or ``@daily`` and kin)."""
+    from croniter import croniter
+
+    text = " ".join(expression.split())
+    fields = text.split(" ")
+    bad = (
+        f"invalid cron expression {expression!r}: expected five fields "
+        '(minute hour day month weekday), e.g. "0 9 * * 1-5"'
+    )
+    if not text or (not text.startswith("@") and len(fields) != 5):
+        raise UsageError(bad)
+    try:
+        valid = croniter.is_valid(text)
+    except Exception:  # croniter raises its own types on some malformed input
+        valid = False
+    if not valid:
+        raise UsageError(bad)
+    return text
+
+
+def parse_at(text: str, zone: ZoneInfo, now: datetime) -> datetime:
+    """``2026-12-24T09:00`` (in ``zone`` unless it carries an offset or ``Z``), ``2026-12-24 09:00``
+    or ``09:00`` (the next such wall-clock time) → aware UTC; ``UsageError`` otherwise."""
+    raw = text.strip()
+    clock = re.fullmatch(r"(\d{1,2}):(\d{2})(?::(\d{2}))?", raw)
+    if clock:
+        hour, minute, second = int(clock.group(1)), int(clock.group(2)), int(clock.group(3) or 0)
+        if hour > 23 or minute > 59 or second > 59:
+            raise UsageError(f"invalid time {text!r}: write HH:MM (00:00 to 23:59)")
+        local_now = now.astimezone(zone)
+        day = local_now.date()
+        for _ in range(3):
+            candidate = datetime(day.year, day.month, day.day, hour, minute, second, tzinfo=zone).astimezone(UTC)
+            if candidate > now:
+                return candidate
+            day = day + timedelta(days=1)
+        raise UsageError(f"invalid time {text!r}")  # unreachable: a wall-clock time recurs daily
+    try:
+        parsed = datetime.fromisoformat(raw.replace("Z", "+00:00") if raw.endswith("Z") else raw)
+    except ValueError:
+        raise UsageError(
+            f"invalid time {text!r}: write an ISO date and time "
+            "(2026-12-24T09:00, with +01:00 or Z for an offset) or HH:MM"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=zone)
+    return parsed.astimezone(UTC)
+
+
+def next_fire(trigger: Trigger, after: datetime) -> datetime | None:
+    """The first instant strictly after ``after`` at which ``trigger`` fires (None: never again)."""
+    if trigger.kind == "once":
+        assert trigger.start is not None
+        return trigger.start if trigger.start > after else None
+    if trigger.kind == "every":
+        assert trigger.every is not None
+        assert trigger.start is not None
+        if trigger.start > after:
+            return trigger.start
+        steps = int((after - trigger.start).total_seconds() // trigger.every) + 1
+        return trigger.start + timedelta(seconds=steps * trigger.every)
+    return _next_cron(trigger, after)
+
+
+def _next_cron(trigger: Trigger, after: datetime) -> datetime:
+    from croniter import croniter
+
+    assert trigger.cron is not None
+    zone = ZoneInfo(trigger.timezone)
+    # Walk naive wall-clock matches; start an hour early so a time repeated after a fall-back
+    # change is not skipped when ``after`` lies in its second occurrence.
+    local = after.astimezone(zone).replace(tzinfo=None) - timedelta(hours=1)
+    walker = croniter(trigger.cron, local)
+    for _ in range(_MAX_CRON_STEPS):
+        wall: datetime = walker.get_next(datetime)
+        instant = wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
+        if instant > after:
+            return instant
+    raise UsageError(f"cron expression {trigger.cron!r} never fires")
+
+
+def make_trigger(
+    *,
+    cron: str | None = None,
+    every: str | float | None = None,
+    at: str | None = None,
+    after: str | float | None = None,
+    timezone: str,
+    now: datetime,
+    min_interval: float = 0.0,
+) -> Trigger:
+    """Exactly one of ``cron``, ``every``, ``at``, ``after`` → a checked ``Trigger`` (``UsageError``
+    with one line naming what is wrong otherwise). Nothing is stored here."""
+    options = (("cron", cron), ("every", every), ("at", at), ("in", after))
+    given = [name for name, value in options if value not in (None, "")]
+    if len(given) != 1:
+        raise UsageError(
+            "say when: exactly one of cron (with a timezone), every (like 2h), at (a time) or in (like 20m)"
+            + (f"; got {', '.join(given)}" if given else "")
+        )
+    zone = parse_timezone(timezone)
+    if cron:
+        expression = check_cron(cron)
+        return Trigger("cron", timezone=zone.key, cron=expression)
+    if every not in (None, ""):
+        seconds = every if isinstance(every, int | float) else parse_duration(str(every))
+        if seconds <= 0:
+            raise UsageError("every must be longer than zero")
+        if seconds < min_interval:
+            raise UsageError(
+                f"every {format_duration(seconds)} is shorter than the shortest interval allowed "
+                f"({format_duration(min_interval)}, [plugins.schedule] min_interval)"
+            )
+        return Trigger("every", timezone=zone.key, every=float(seconds), start=now + timedelta(seconds=seconds))
+    if at:
+        when = parse_at(at, zone, now)
+        if when <= now:
+            raise UsageError(f"time {at!r} is in the past ({when:%Y-%m-%d %H:%M} UTC); give a future time")
+        return Trigger("once", timezone=zone.key, start=when)
+    assert after is not None
+    seconds = after if isinstance(after, int | float) else parse_duration(str(after))
+    if seconds <= 0:
+        raise UsageError("in must be longer than zero")
+    return Trigger("once", timezone=zone.key, start=now + timedelta(seconds=seconds))

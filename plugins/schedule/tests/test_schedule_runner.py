@@ -1,0 +1,218 @@
+"""The scheduler with a fake clock: delivery to the origin or the log, failures reported, missed
+runs coalesced or skipped, one instance at a time, the permission ceiling of agent jobs."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import crab
+import pytest
+from crab_schedule import ceiling
+from crab_schedule.adding import add_job
+from crab_schedule.jobs import Origin
+from crab_schedule.runner import Scheduler
+from crab_schedule.sqlite_store import SQLiteJobStore
+
+
+def setup(tmp_path, fakes, **changes):
+    clock = fakes.FakeClock()
+    conf = fakes.settings(tmp_path / "schedule.db", **changes)
+    store = SQLiteJobStore(conf.path)
+    return clock, conf, store, Scheduler(conf, store=store, clock=clock, worker="w1")
+
+
+def add(store, conf, clock, *, origin=None, mode="reminder", text="standup", **when):
+    when = when or {"after": "1m"}
+    return asyncio.run(
+        add_job(
+            store,
+            conf,
+            now=clock.now(),
+            mode=mode,
+            text=text,
+            origin=origin or Origin("cli"),
+            permissions="ask",
+            **when,
+        )
+    )
+
+
+async def poll_and_wait(scheduler, handle):
+    started = await scheduler.poll(handle)
+    await asyncio.gather(*scheduler.running.values())
+    return started
+
+
+def test_a_terminal_reminder_goes_to_the_log_when_due_and_not_before(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
+    job = add(store, conf, clock)
+    handle = fakes.FakeHandle()
+    assert asyncio.run(poll_and_wait(scheduler, handle)) == []
+    clock.advance(minutes=1)
+    assert asyncio.run(poll_and_wait(scheduler, handle)) == [job.id]
+    [entry] = asyncio.run(store.records())
+    assert (entry.status, entry.destination, entry.text) == ("ok", "log", "Reminder: standup")
+    done = asyncio.run(store.get(job.id))
+    assert done.next_run is None and done.last_status == "ok" and done.claimed_by is None
+
+
+def test_a_chat_reminder_is_delivered_to_its_chat_and_logged(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
+    add(store, conf, clock, origin=Origin("tool", "s1", "fakechat", "alice"))
+    clock.advance(minutes=2)
+    handle = fakes.FakeHandle(channels={"fakechat"})
+    asyncio.run(poll_and_wait(scheduler, handle))
+    assert handle.delivered == [("fakechat", "alice", "Reminder: standup")]
+    assert [(r.status, r.destination) for r in asyncio.run(store.records())] == [("ok", "fakechat:alice")]
+
+
+def test_a_delivery_that_fails_is_recorded_never_silent(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
+    job = add(store, conf, clock, origin=Origin("tool", "s1", "telegram", "42"))
+    clock.advance(minutes=2)
+    handle = fakes.FakeHandle()  # telegram does not run in this serve
+    asyncio.run(poll_and_wait(scheduler, handle))
+    [entry] = asyncio.run(store.records())
+    assert entry.status == "undelivered" and "no channel named 'telegram'" in (entry.error or "")
+    assert entry.text == "Reminder: standup"
+    assert any("no channel named 'telegram'" in n for n in handle.notices)
+    assert asyncio.run(store.get(job.id)).last_status == "undelivered"
+
+
+def test_an_agent_job_runs_its_prompt_in_the_originating_session_and_delivers_the_answer(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
+    job = add(store, conf, clock, origin=Origin("tool", "s1", "fakechat", "bob"), mode="agent", text="summarize")
+    clock.advance(minutes=2)
+    handle = fakes.FakeHandle(channels={"fakechat"}, outcome=fakes.Outcome("all quiet"))
+    asyncio.run(poll_and_wait(scheduler, handle))
+    assert handle.prompts == [("fakechat:bob", f"[scheduled job {job.id}] summarize")]
+    assert handle.delivered == [("fakechat", "bob", "all quiet")]
+
+
+def test_a_failing_agent_job_reports_its_error_where_it_came_from(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
+    job = add(store, conf, clock, origin=Origin("tool", "s1", "fakechat", "bob"), mode="agent", text="go")
+    clock.advance(minutes=2)
+    handle = fakes.FakeHandle(channels={"fakechat"}, outcome=fakes.Outcome("", "error", "provider overloaded (529)"))
+    asyncio.run(poll_and_wait(scheduler, handle))
+    [(_, _, text)] = handle.delivered
+    assert text == f"Scheduled job {job.id} (once at {job.trigger.describe()[8:]}) failed: provider overloaded (529)"
+    stored = asyncio.run(store.get(job.id))
+    assert stored.last_status == "error" and stored.last_error == "provider overloaded (529)"
+
+
+def test_an_exception_in_a_terminal_job_is_logged_and_noticed(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
+    add(store, conf, clock, mode="agent", text="go")
+    clock.advance(minutes=2)
+    handle = fakes.FakeHandle(outcome=RuntimeError("boom"))
+    asyncio.run(poll_and_wait(scheduler, handle))
+    [entry] = asyncio.run(store.records())
+    assert (
+        entry.status == "error" and entry.error == "RuntimeError: boom" and "failed: RuntimeError: boom" in entry.text
+    )
+    assert any("RuntimeError: boom" in n for n in handle.notices)
+
+
+def test_missed_runs_are_coalesced_into_one_within_the_catch_up_window(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes, catch_up=timedelta(hours=6))
+    job = add(store, conf, clock, every="1h")
+    clock.advance(hours=4, minutes=30)  # four runs missed while nothing ran
+    handle = fakes.FakeHandle()
+    asyncio.run(poll_and_wait(scheduler, handle))
+    asyncio.run(poll_and_wait(scheduler, handle))
+    assert [r.status for r in asyncio.run(store.records())] == ["ok"]
+    assert asyncio.run(store.get(job.id)).next_run == job.created + timedelta(hours=5)
+
+
+def test_a_run_later_than_the_catch_up_window_is_skipped_and_logged(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes, catch_up=timedelta(hours=1))
+    job = add(store, conf, clock, cron="0 9 * * *", timezone="UTC")
+    clock.advance(hours=4)  # due 09:00, now 12:00
+    asyncio.run(poll_and_wait(scheduler, fakes.FakeHandle()))
+    [entry] = asyncio.run(store.records())
+    assert entry.status == "missed" and "Skipped scheduled job" in entry.text
+    assert asyncio.run(store.get(job.id)).next_run.hour == 9 and asyncio.run(store.get(job.id)).next_run.day == 2
+
+
+def test_a_running_job_is_not_started_again(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
+    job = add(store, conf, clock, mode="agent", text="slow", every="1m")
+    clock.advance(minutes=1)
+    gate = asyncio.Event()
+
+    class Slow(fakes.FakeHandle):
+        async def handle_input(self, session, text):
+            self.prompts.append((session.id, text))
+            await gate.wait()
+            return fakes.Outcome("done")
+
+    handle = Slow()
+
+    async def scenario():
+        assert await scheduler.poll(handle) == [job.id]
+        await asyncio.sleep(0)
+        clock.advance(minutes=3)  # due again while the first run goes on
+        assert await scheduler.poll(handle) == []
+        gate.set()
+        await asyncio.gather(*scheduler.running.values())
+
+    asyncio.run(scenario())
+    assert len(handle.prompts) == 1
+
+
+def test_an_agent_job_is_held_to_the_permissions_of_its_creator():
+    bash = crab.Tool("bash", "", {"type": "object"}, lambda a, c: "", permission="exec")
+    read = crab.Tool("read", "", {"type": "object"}, lambda a, c: "", permission="read")
+    config = crab.Config({"crab": {"permissions": "yolo"}}, crab.crab_home() / "config.toml", None)
+    ctx = crab.ToolContext(session_id="s-job", workspace=crab.crab_home(), config=config)
+    assert asyncio.run(ceiling.decide(bash, ctx)) is None  # no job running: core's gate decides
+    ceiling.hold("s-job", "read-only")
+    try:
+        assert isinstance(asyncio.run(ceiling.decide(bash, ctx)), crab.Deny)
+        assert asyncio.run(ceiling.decide(read, ctx)) is None
+    finally:
+        ceiling.release("s-job", "read-only")
+    ceiling.hold("s-job", "ask")
+    try:
+        # crab serve runs yolo, but the creator was asked before such calls: refused, never more
+        assert isinstance(asyncio.run(ceiling.decide(bash, ctx)), crab.Deny)
+    finally:
+        ceiling.release("s-job", "ask")
+    assert ceiling.mode_for("s-job") is None
+
+
+def test_declared_jobs_are_synced_into_the_store_replaced_when_edited_and_removed_when_gone(tmp_path, fakes):
+    from crab_schedule.config_jobs import sync_jobs
+
+    clock, conf, store, _ = setup(tmp_path, fakes)
+    declared = {"standup": {"cron": "0 9 * * 1-5", "timezone": "Europe/Berlin", "message": "standup", "to": "tg:1"}}
+
+    def sync(jobs):
+        return asyncio.run(sync_jobs(store, jobs, timezone="UTC", permissions="ask", now=clock.now()))
+
+    assert sync(declared) == ["config-standup"]
+    assert sync(declared) == []  # unchanged: kept as it is (its run history too)
+    [job] = asyncio.run(store.list())
+    assert (job.origin.source, job.origin.destination, job.trigger.timezone) == ("config", "tg:1", "Europe/Berlin")
+    declared["standup"]["message"] = "standup, room 2"
+    assert sync(declared) == ["config-standup"]
+    assert asyncio.run(store.get("config-standup")).text == "standup, room 2"
+    add(store, conf, clock)  # a job added by hand is not the config's to remove
+    sync({})
+    assert [j.origin.source for j in asyncio.run(store.list())] == ["cli"]
+
+
+def test_a_bad_declared_job_is_one_config_line(tmp_path):
+    from crab_schedule.settings import TABLE
+
+    with pytest.raises(crab.InvalidValue) as caught:
+        TABLE.validate({"jobs": {"standup": {"cron": "0 9 * *", "message": "x"}}})
+    assert str(caught.value).startswith(
+        "config: plugins.schedule.jobs.standup.cron: expected a five-field cron expression"
+    )
+    with pytest.raises(crab.InvalidValue, match="exactly one of message or prompt"):
+        TABLE.validate({"jobs": {"a": {"every": "1h"}}})
+    with pytest.raises(crab.InvalidValue, match="expected an IANA timezone"):
+        TABLE.validate({"jobs": {"a": {"every": "1h", "message": "x", "timezone": "Nowhere/Land"}}})

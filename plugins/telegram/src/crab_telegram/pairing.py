@@ -1,0 +1,137 @@
+"""``crab telegram pair``: add the Telegram account that sends a one-time code to ``allow_from``.
+
+The code is shown only on this terminal (the user's own word); whoever sends ``/pair CODE`` to
+the bot in a private chat within the time is added to ``[plugins.telegram] allow_from`` in the
+user config. Five wrong codes end the attempt. Other messages that arrive meanwhile stay
+pending, for ``crab serve telegram`` to answer (or drop) at its next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import sys
+import time
+from pathlib import Path
+
+import crab
+from crab.provider_kit import lookup_key
+
+from crab_telegram.access import describe_sender
+from crab_telegram.settings import AUTH_NAME, TelegramSettings
+
+MAX_WRONG = 5
+
+
+def run_pairing(config: crab.Config, seconds: float) -> int:
+    from crab_telegram.channel import missing_token_line
+
+    try:
+        settings = TelegramSettings.from_table(config.plugin_settings("telegram"))
+    except crab.ConfigError as exc:
+        print(f"crab: {exc}", file=sys.stderr)
+        return 2
+    token = lookup_key(AUTH_NAME, settings.token_env)
+    if not token:
+        print(f"crab: {missing_token_line(settings)}", file=sys.stderr)
+        return 2
+    code = f"{secrets.randbelow(10**6):06d}"
+    print(f"Send this message to your bot in a private chat within {seconds / 60:g} minutes:\n\n    /pair {code}\n")
+    sys.stdout.flush()
+    try:
+        found = asyncio.run(wait_for_code(settings, token, code, seconds))
+    except KeyboardInterrupt:
+        print("crab: pairing stopped; nothing changed", file=sys.stderr)
+        return 130
+    except crab.CrabError as exc:
+        print(f"crab: {exc}", file=sys.stderr)
+        return 1
+    if found is None:
+        print("crab: no matching code arrived; nothing changed", file=sys.stderr)
+        return 1
+    user_id, who = found
+    try:
+        path = add_to_allowlist(str(user_id))
+    except crab.ConfigError as exc:
+        print(f"crab: {exc}; add {user_id} to [plugins.telegram] allow_from yourself", file=sys.stderr)
+        return 2
+    print(f"paired {who}: it may now use the bot ([plugins.telegram] allow_from in {path})")
+    return 0
+
+
+def add_to_allowlist(user_id: str) -> Path:
+    """Add ``user_id`` to ``allow_from`` in the user config file (not a project's), keeping its
+    comments; a file that does not parse is left alone (``ConfigError``)."""
+    import tomlkit
+    from tomlkit.exceptions import ParseError
+
+    path = crab.crab_home() / "config.toml"
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        doc = tomlkit.parse(text)
+    except (OSError, UnicodeDecodeError, ParseError) as exc:
+        raise crab.ConfigError(f"cannot add you to allow_from: {path} does not parse ({exc})") from None
+    plugins = doc.setdefault("plugins", tomlkit.table())
+    table = plugins.setdefault("telegram", tomlkit.table()) if isinstance(plugins, dict) else None
+    if not isinstance(table, dict):
+        raise crab.ConfigError(f"cannot add you to allow_from: [plugins.telegram] in {path} is not a table")
+    current = table.get("allow_from")
+    entries = [str(e) for e in current] if isinstance(current, list) else []
+    if user_id not in entries:
+        entries.append(user_id)
+    table["allow_from"] = entries
+    path.parent.mkdir(parents=True, exist_ok=True)
+    crab.write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
+    return path
+
+
+async def wait_for_code(settings: TelegramSettings, token: str, code: str, seconds: float) -> tuple[int, str] | None:
+    from crab_telegram.api import BotApi, TelegramError
+    from crab_telegram.channel import address_of, parse_address
+    from crab_telegram.state import UpdateState, state_path
+
+    api = BotApi(token, settings.base_url, timeout=settings.request_timeout)
+    state = UpdateState(state_path(token.split(":", 1)[0]))
+    deadline = time.monotonic() + seconds
+    wrong = 0
+    try:
+        while time.monotonic() < deadline and wrong < MAX_WRONG:
+            wait = int(max(0, min(settings.poll_timeout, deadline - time.monotonic())))
+            try:
+                updates = await api.call(
+                    "getUpdates",
+                    offset=state.offset or None,
+                    timeout=wait,
+                    allowed_updates=["message", "callback_query"],
+                    http_timeout=wait + settings.request_timeout,
+                )
+            except TelegramError as exc:
+                if exc.code in (401, 404):
+                    raise crab.ConfigError(f"telegram: the Bot API refused the bot token ({exc})") from None
+                await asyncio.sleep(1.0)
+                continue
+            for update in state.take([u for u in updates or [] if isinstance(u, dict)]):
+                message = update.get("message")
+                if not isinstance(message, dict):
+                    continue
+                text = str(message.get("text") or "").strip()
+                if not text.startswith("/pair"):
+                    continue  # left pending for crab serve
+                state.done(int(update["update_id"]))
+                chat = message.get("chat") or {}
+                sender = (message.get("from") or {}).get("id")
+                chat_id, thread = parse_address(address_of(message))
+                if chat.get("type") != "private" or not isinstance(sender, int):
+                    continue
+                if secrets.compare_digest(text.split(maxsplit=1)[-1].strip(), code):
+                    await api.call(
+                        "sendMessage",
+                        chat_id=chat_id,
+                        message_thread_id=thread,
+                        text="Paired: crab will answer you here.",
+                    )
+                    return sender, describe_sender(message)
+                wrong += 1
+        return None
+    finally:
+        await api.close()

@@ -1,0 +1,72 @@
+"""The channel's durable state under ``$CRAB_HOME/telegram/``: the next update offset and the
+updates taken but not yet answered, so a restart neither loses nor repeats one.
+
+One JSON file per bot (named by the bot's numeric id, the part of the token before ``:``, which is
+public), written atomically. An update is added (``take``) before the offset that confirms it
+to Telegram moves past it, and removed (``done``) once it is answered; at start, the updates
+still pending are handled first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import crab
+
+VERSION = 1
+
+
+def state_path(bot_id: str) -> Path:
+    safe = bot_id if bot_id.isdigit() else "bot"
+    return crab.crab_home() / "telegram" / f"state-{safe}.json"
+
+
+class UpdateState:
+    """``offset`` (the next ``update_id`` to ask for) and ``pending`` updates, by id."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.pending: dict[int, dict[str, Any]] = {}
+        self.load()
+
+    def load(self) -> None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return  # no state yet (or unreadable): start from what Telegram still holds
+        if not isinstance(data, Mapping) or data.get("version") != VERSION:
+            return
+        offset = data.get("offset")
+        if isinstance(offset, int) and not isinstance(offset, bool):
+            self.offset = offset
+        for update in data.get("pending") or []:
+            if isinstance(update, Mapping) and isinstance(update.get("update_id"), int):
+                self.pending[int(update["update_id"])] = dict(update)
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        pending = [self.pending[k] for k in sorted(self.pending)]
+        data = {"version": VERSION, "offset": self.offset, "pending": pending}
+        crab.write_atomic(self.path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+
+    def take(self, updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Record ``updates`` as pending and move the offset past them; returns the new ones."""
+        fresh = []
+        for update in updates:
+            update_id = update.get("update_id")
+            if not isinstance(update_id, int) or update_id < self.offset:
+                continue  # already taken: Telegram sent it again
+            self.offset = update_id + 1
+            self.pending[update_id] = update
+            fresh.append(update)
+        if updates:
+            self.save()
+        return fresh
+
+    def done(self, update_id: int) -> None:
+        if self.pending.pop(update_id, None) is not None:
+            self.save()

@@ -1,0 +1,384 @@
+"""A fake Telegram Bot API on 127.0.0.1 (real HTTP), an echo provider for the ``crab`` subprocess,
+and helpers to drive ``crab serve telegram`` against them.
+
+The server answers getUpdates (long polling with ``offset``), sendMessage, editMessageText,
+sendChatAction, answerCallbackQuery and setMyCommands with the JSON shapes recorded in
+``fixtures/bot_api.json`` (from https://core.telegram.org/bots/api), and can be told to fail a
+method (429 with ``retry_after``, a parse error) to test the channel's handling.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FIXTURES = json.loads((Path(__file__).parent / "fixtures" / "bot_api.json").read_text())
+TOKEN = "7788990011:AAH-fake-Token-that-must-never-leak_x1y2z3"
+WAIT = 60.0
+
+
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+    time: float
+    message_id: int | None = None
+
+
+@dataclass
+class FakeBotApi:
+    """The server's state; ``url`` is its base URL (``base_url`` of the channel)."""
+
+    token: str = TOKEN
+    updates: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    failures: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    refuse_html_containing: str | None = None
+    next_update_id: int = 500
+    next_message_id: int = 9000
+    lock: threading.Condition = field(default_factory=threading.Condition)
+    url: str = ""
+
+    # --- what a test does -------------------------------------------------------------------------
+
+    def say(self, text: str, *, user: int = 1111111, chat: int | None = None, thread: int | None = None) -> int:
+        """A user's text message arrives; returns its update_id."""
+        message = copy.deepcopy(FIXTURES["message"])
+        message["from"]["id"] = user
+        message["chat"] = {
+            "id": chat if chat is not None else user,
+            "type": "private" if chat in (None, user) else "group",
+        }
+        message["text"] = text
+        message["date"] = int(time.time())
+        if thread is not None:
+            message["message_thread_id"] = thread
+            message["is_topic_message"] = True
+        with self.lock:
+            update_id = self.next_update_id
+            self.next_update_id += 1
+            message["message_id"] = update_id
+            self.updates.append({"update_id": update_id, "message": message})
+            self.lock.notify_all()
+        return update_id
+
+    def press(self, data: str, *, user: int = 1111111, chat: int = 1111111, message_id: int = 1) -> int:
+        """A user presses an inline button carrying ``data``."""
+        query = copy.deepcopy(FIXTURES["callback_query"])
+        query["from"]["id"] = user
+        query["data"] = data
+        query["message"] = {"message_id": message_id, "chat": {"id": chat, "type": "private"}, "date": 0, "text": "?"}
+        with self.lock:
+            update_id = self.next_update_id
+            self.next_update_id += 1
+            self.updates.append({"update_id": update_id, "callback_query": query})
+            self.lock.notify_all()
+        return update_id
+
+    def fail(self, method: str, answer: dict[str, Any], times: int = 1) -> None:
+        with self.lock:
+            self.failures.setdefault(method, []).extend([answer] * times)
+
+    def sent(self, chat: int | None = None, method: str = "sendMessage") -> list[Call]:
+        with self.lock:
+            return [c for c in self.calls if c.method == method and (chat is None or c.params.get("chat_id") == chat)]
+
+    def wait_for(self, what: str, check: Callable[[], Any], proc: subprocess.Popen[str] | None = None) -> Any:
+        deadline = time.monotonic() + WAIT
+        while True:
+            value = check()
+            if value:
+                return value
+            if proc is not None and proc.poll() is not None:
+                raise AssertionError(f"crab ended ({proc.returncode}) before {what}: {proc.stderr.read()}")  # type: ignore[union-attr]
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; calls: {[c.method for c in self.calls]}")
+            time.sleep(0.02)
+
+    def texts(self, chat: int) -> list[str]:
+        """What the chat shows: each message's latest text (edits applied), in order sent."""
+        shown: dict[int, str] = {}
+        with self.lock:
+            for c in self.calls:
+                ok = c.message_id is not None and c.params.get("chat_id") == chat
+                if ok and (c.method == "sendMessage" or c.message_id in shown):
+                    shown[int(c.message_id or 0)] = str(c.params.get("text"))
+        return list(shown.values())
+
+    # --- what the server does -----------------------------------------------------------------------
+
+    def answer(self, method: str, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        call = Call(method, params, time.monotonic())
+        with self.lock:
+            self.calls.append(call)
+            queued = self.failures.get(method)
+            if queued:
+                failure = queued.pop(0)
+                return int(failure["error_code"]), failure
+        if method == "getUpdates":
+            return 200, {"ok": True, "result": self._updates(params)}
+        if method in ("sendChatAction", "answerCallbackQuery", "setMyCommands"):
+            return 200, FIXTURES["ok_true"]
+        if method in ("sendMessage", "editMessageText"):
+            text = str(params.get("text") or "")
+            if not text or len(text.encode("utf-16-le")) // 2 > 4096:
+                return 400, {"ok": False, "error_code": 400, "description": "Bad Request: message is too long"}
+            marker = self.refuse_html_containing
+            if marker and params.get("parse_mode") and marker in text:
+                return 400, FIXTURES["cannot_parse"]
+            with self.lock:
+                if method == "sendMessage":
+                    self.next_message_id += 1
+                message_id = params.get("message_id") or self.next_message_id
+                call.message_id = message_id
+            result = {
+                "message_id": message_id,
+                "from": FIXTURES["bot_user"],
+                "chat": {"id": params.get("chat_id"), "type": "private"},
+                "date": int(time.time()),
+                "text": text,
+            }
+            return 200, {"ok": True, "result": result}
+        return 404, {"ok": False, "error_code": 404, "description": "Not Found: method not found"}
+
+    def _updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        offset = int(params.get("offset") or 0)
+        deadline = time.monotonic() + min(float(params.get("timeout") or 0), 0.5)
+        with self.lock:
+            while True:
+                # as Telegram does: an offset confirms every update before it
+                self.updates = [u for u in self.updates if u["update_id"] >= offset]
+                if self.updates or time.monotonic() >= deadline:
+                    return list(self.updates)
+                self.lock.wait(max(0.0, deadline - time.monotonic()))
+
+
+def _handler(api: FakeBotApi) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            _, _, rest = self.path.partition("/bot")
+            token, _, method = rest.partition("/")
+            if token != api.token:
+                status, answer = 401, FIXTURES["unauthorized"]
+            else:
+                status, answer = api.answer(method, body)
+            data = json.dumps(answer).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up on a long poll (crab stopping)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+@pytest.fixture
+def bot_api() -> Iterator[FakeBotApi]:
+    api = FakeBotApi()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(api))
+    server.daemon_threads = True
+    api.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield api
+    server.shutdown()
+    server.server_close()
+
+
+ECHO_PLUGIN = '''
+"""An echo provider for crab-telegram's tests, and a write tool ``jot``."""
+import json, os
+from pathlib import Path
+
+import crab
+from crab.testing import ScriptedProvider
+
+LONG = "\\n\\n".join(
+    [f"Paragraph {i}: " + "words and more words " * 12 for i in range(30)]
+    + ["```python\\n" + "\\n".join(f"print({i})" for i in range(400)) + "\\n```"]
+    + [f"Tail {i}: " + "the end is near " * 10 for i in range(10)]
+)
+
+
+def reply(request):
+    log = os.environ.get("TG_TEST_REQUEST_LOG")
+    if log:
+        with open(log, "a") as handle:
+            sent = [crab.message_to_dict(m) for m in request.messages]
+            handle.write(json.dumps({"system": request.system, "messages": sent}) + "\\n")
+    last = request.messages[-1]
+    users = [m for m in request.messages if m.role == "user"]
+    text = users[-1].content if isinstance(users[-1].content, str) else str(users[-1].content)
+    if last.role == "tool":
+        return [{"text": f"jot said: {last.content}"}]
+    if text.startswith("long"):
+        return [{"text": LONG}]
+    if text.startswith("slow"):
+        return [step for i in range(5) for step in ({"delay": 0.5}, {"text": f"part {i}. "})]
+    if text.startswith("wait"):
+        return [{"delay": 2.0}, {"text": f"waited: {text}"}]
+    if text.startswith("jot"):
+        return [{"tool": "jot", "args": {"note": text[4:]}}]
+    if text.startswith("broken"):
+        return [{"text": "**BREAK** this"}]
+    return [{"text": f"echo: {text} ({len(users)} user messages)"}]
+
+
+class Echo:
+    name = "echo"
+
+    def __init__(self):
+        self.engine = ScriptedProvider(reply)
+
+    def models(self):
+        return [crab.ModelInfo(id="echo", provider="echo")]
+
+    def check(self, model):
+        return None
+
+    def stream(self, request):
+        return self.engine.stream(request)
+
+
+@crab.tool(permission="write")
+def jot(note: str) -> str:
+    """Write a note."""
+    return f"noted {note}"
+
+
+@crab.hookimpl
+def crab_providers(config):
+    return [Echo()]
+
+
+@crab.hookimpl
+def crab_tools(config):
+    return [jot]
+
+
+class Courier:
+    """Delivers through the telegram channel without importing it (as a scheduler would)."""
+
+    name = "courier"
+    local = False
+
+    async def run(self, agent):
+        import asyncio
+
+        results = []
+        for address, text in [("1111111", "standup in **5** minutes"), ("6666666", "to a stranger"), ("x", "bad")]:
+            for _ in range(400):
+                try:
+                    await agent.deliver("telegram", address, text)
+                    results.append("ok")
+                    break
+                except crab.ChannelError as exc:
+                    if "not connected" in str(exc) or "not running" in str(exc):
+                        await asyncio.sleep(0.05)
+                        continue
+                    results.append(str(exc))
+                    break
+        Path(os.environ["TG_TEST_COURIER"]).write_text(json.dumps(results))
+        await asyncio.sleep(3600)
+
+
+@crab.hookimpl
+def crab_channels(config):
+    return [Courier()]
+'''
+
+
+@pytest.fixture
+def tg_env(tmp_path: Path, bot_api: FakeBotApi) -> dict[str, str]:
+    """Environment for a ``crab`` subprocess: the echo plugin, the fake server, a fresh CRAB_HOME."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "crab_tg_echo.py").write_text(ECHO_PLUGIN)
+    dist = site / "crab_tg_echo-0.0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: crab-tg-echo\nVersion: 0.0.1\n")
+    (dist / "entry_points.txt").write_text("[crab]\ntg-echo = crab_tg_echo\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(
+        f'[plugins.telegram]\nbase_url = "{bot_api.url}"\nallow_from = ["1111111", "2222222"]\npoll_timeout = 1\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAB_", "TELEGRAM_"))}
+    env.update(
+        PYTHONPATH=str(site),
+        CRAB_HOME=str(home),
+        CRAB_PLUGINS="telegram,tg-echo",
+        TELEGRAM_BOT_TOKEN=TOKEN,
+        TG_TEST_REQUEST_LOG=str(home / "requests.jsonl"),
+    )
+    return env
+
+
+@dataclass
+class Served:
+    proc: subprocess.Popen[str]
+    stdout: str = ""
+    stderr: str = ""
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        self.stdout, self.stderr = self.proc.communicate(timeout=WAIT)
+        return self.proc.returncode
+
+
+@pytest.fixture
+def serve(tg_env: dict[str, str], tmp_path: Path, bot_api: FakeBotApi) -> Iterator[Callable[..., Served]]:
+    """``serve(*extra_args)`` starts ``crab serve telegram`` and waits until it polls."""
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    started: list[Served] = []
+
+    def start(
+        *extra: str, env: dict[str, str] | None = None, command: tuple[str, ...] = ("serve", "telegram")
+    ) -> Served:
+        polls = len(bot_api.sent(method="getUpdates"))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crab", *command, "-m", "echo/echo", *extra],
+            env=env or tg_env,
+            cwd=work,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        served = Served(proc)
+        started.append(served)
+        bot_api.wait_for("the first poll", lambda: len(bot_api.sent(method="getUpdates")) > polls, proc)
+        return served
+
+    yield start
+    for served in started:
+        if served.proc.poll() is None:
+            served.proc.kill()
+            served.proc.communicate()
+
+
+@pytest.fixture
+def bot_token() -> str:
+    return TOKEN
