@@ -62,19 +62,22 @@ class Scheduler:
         self.running: dict[str, asyncio.Task[None]] = {}
         self._stopping: asyncio.Event | None = None  # made in run(), inside the loop that waits on it
         self._redactor: crab.Redactor | None = None
+        self._agent: crab.AgentHandle | None = None
 
     @property
     def store(self) -> JobStore:
         if self._store is None:
             from crab_schedule.settings import open_store
 
-            self._store = open_store(self.settings)
+            agent = self._agent
+            self._store = open_store(self.settings, (lambda: agent.collect("crab_job_stores")) if agent else None)
         return self._store
 
     # --- the channel ---------------------------------------------------------------------------
 
     async def run(self, agent: crab.AgentHandle) -> None:
         self._stopping = asyncio.Event()
+        self._agent = agent
         self._redactor = crab.Redactor(crab.known_secrets(agent.config))
         try:
             from crab_schedule.config_jobs import sync_jobs
