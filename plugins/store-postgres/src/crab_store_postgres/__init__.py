@@ -4,6 +4,7 @@ Several ``crab serve`` workers on several machines can share it. Config: ``[plug
 ``dsn`` (trust-only; ``CRAB_POSTGRES_DSN`` and the auth file's ``"postgres"`` entry come first),
 ``schema`` (default ``crab``), ``pool_size`` and ``connect_timeout``. This module stays thin
 (``crab --help`` imports it): psycopg and the store are imported when the store is asked for.
+It also offers crab-schedule a job store on the same database (``crab_job_stores``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from crab import ConfigTable, hookimpl, validate_table
 if TYPE_CHECKING:
     from crab import Config, Store
 
+    from crab_store_postgres.jobs import PostgresJobStore
     from crab_store_postgres.store import PostgresStore
 
 CRAB_API = ">=1.0,<2"
 
-__all__ = ["CRAB_API", "PostgresStore", "crab_config_table", "crab_stores"]
+__all__ = ["CRAB_API", "PostgresJobStore", "PostgresStore", "crab_config_table", "crab_job_stores", "crab_stores"]
 
 
 @hookimpl
@@ -31,25 +33,36 @@ def crab_config_table() -> ConfigTable:
 
 
 def __getattr__(name: str) -> Any:
-    if name != "PostgresStore":
+    modules = {"PostgresStore": "crab_store_postgres.store", "PostgresJobStore": "crab_store_postgres.jobs"}
+    if name not in modules:
         raise AttributeError(f"module 'crab_store_postgres' has no attribute {name!r}")
-    return importlib.import_module("crab_store_postgres.store").PostgresStore
+    return getattr(importlib.import_module(modules[name]), name)
 
 
 @hookimpl
 def crab_stores(config: Config) -> list[Store]:
+    return [_store(config)]
+
+
+@hookimpl
+def crab_job_stores(config: Config) -> list[Any]:
+    """crab-schedule's jobs on the same database (``[plugins.schedule] store = "postgres"``)."""
+    from crab_store_postgres.jobs import PostgresJobStore
+
+    return [PostgresJobStore(_store(config))]
+
+
+def _store(config: Config) -> PostgresStore:
     from crab_store_postgres.dsn import find_dsn
     from crab_store_postgres.settings import TABLE
     from crab_store_postgres.store import PostgresStore
 
     settings = validate_table(TABLE, config.plugin_settings(TABLE.name))
     source = find_dsn(settings)
-    return [
-        PostgresStore(
-            source.dsn,
-            schema=settings["schema"],
-            pool_size=settings["pool_size"],
-            connect_timeout=settings["connect_timeout"],
-            setting=source.setting,
-        )
-    ]
+    return PostgresStore(
+        source.dsn,
+        schema=settings["schema"],
+        pool_size=settings["pool_size"],
+        connect_timeout=settings["connect_timeout"],
+        setting=source.setting,
+    )
