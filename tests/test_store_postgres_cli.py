@@ -77,3 +77,61 @@ def test_sessions_migrate_round_trips_through_postgres(tmp_path: Path, postgres_
     assert [s["usage"] for s in back] == [s["usage"] for s in sessions]
     fork = next(s for s in back if s["forked_from"])
     assert fork["forked_from"] == first
+
+
+def test_crab_serve_runs_a_scheduled_job_from_the_postgres_job_store(
+    tmp_path: Path, postgres_dsn: str, postgres_schema: str
+) -> None:
+    """`[plugins.schedule] store = "postgres"`: the CLI adds to the database, two `crab serve
+    schedule` workers poll it, the reminder is delivered once, and `crab schedule log` reads it back."""
+    if not CRAB.exists():
+        pytest.skip(f"no crab command next to {sys.executable}")
+    import signal
+    import time
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(
+        f'[crab]\nmodel = "mock/tour"\n\n[plugins.store-postgres]\nschema = "{postgres_schema}"\n\n'
+        '[plugins.schedule]\nstore = "postgres"\ntimezone = "UTC"\npoll_interval = 0.2\n',
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env.update(
+        {
+            "CRAB_HOME": str(home),
+            "CRAB_PLUGINS": "schedule,store-postgres,provider-mock",
+            "NO_COLOR": "1",
+            "CRAB_POSTGRES_DSN": postgres_dsn,
+        }
+    )
+
+    def crab(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(CRAB), *args], cwd=home, env=env, capture_output=True, text=True, timeout=60)
+
+    added = crab("schedule", "add", "--in", "1s", "--message", "feed the pelicans")
+    assert added.returncode == 0, added.stderr
+    job_id = added.stdout.split()[1].rstrip(":")
+    assert job_id in crab("schedule", "list").stdout
+    assert not (home / "schedule.db").exists()  # the jobs are in the database, not in a file
+    workers = [
+        subprocess.Popen([str(CRAB), "serve", "schedule"], cwd=home, env=env, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            logged = crab("schedule", "log", "--json")
+            if logged.returncode == 0 and job_id in logged.stdout:
+                break
+            time.sleep(0.3)
+        time.sleep(1)  # a second delivery, if there were one, would land now
+    finally:
+        for worker in workers:
+            worker.send_signal(signal.SIGTERM)
+        for worker in workers:
+            worker.communicate(timeout=60)
+    records = json.loads(crab("schedule", "log", "--json").stdout)
+    mine = [r for r in records if r["job_id"] == job_id]
+    assert len(mine) == 1, records
+    assert mine[0]["text"] == "Reminder: feed the pelicans" and mine[0]["status"] == "ok"
