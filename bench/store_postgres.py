@@ -3,7 +3,9 @@
 - append latency (p50, p99) of one process appending to one session;
 - sessions resumed per second (``get_session`` + ``entries(since_handoff=True)`` of sessions
   with a long history before their last handoff);
-- appends per second with 1, 2 and 4 worker processes, each on its own session.
+- appends per second with 1, 2 and 4 worker processes, each on its own session;
+- crab-schedule jobs claimed (and finished) per second by 1, 2 and 4 worker processes draining
+  one table of due jobs, polling as crab-schedule's runner does (``due``, then ``claim`` each).
 
 The Postgres server is a throwaway cluster started here (``initdb``; as root it runs as
 ``nobody``) with ``fsync`` on and ``synchronous_commit = off``: like SQLite's WAL with
@@ -118,6 +120,83 @@ def appends_per_second(kind: str, where: str, workers: int, count: int) -> float
     return workers * count / elapsed
 
 
+def _job_worker(dsn: str, schema: str, name: str, batch: bool, ready: Any, go: Any, out: Any) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from crab_store_postgres import PostgresJobStore, PostgresStore
+
+    async def main() -> None:
+        store = PostgresJobStore(PostgresStore(dsn, schema=schema, pool_size=2))
+        await store.list()  # connected before the clock starts
+        ready.release()
+        go.wait()
+        done = 0
+        lease = timedelta(seconds=60)
+        while True:
+            now = datetime.now(UTC)
+            if batch:  # what crab-schedule's runner does with this store: claim_due (SKIP LOCKED)
+                claimed = await store.claim_due(name, now, lease, 20)
+                if not claimed and not await store.due(now, limit=1):
+                    break
+            else:  # the plain interface: due, then claim each (workers race for the same jobs)
+                due = await store.due(now, limit=20)
+                if not due:
+                    break
+                claimed = [job for job in due if await store.claim(job.id, name, now, lease)]
+            for job in claimed:
+                await store.finish(job.id, name, ran_at=now, status="ok", error=None, next_run=None)
+                done += 1
+        out.put(done)
+        await store.close()
+
+    asyncio.run(main())
+
+
+def jobs_per_second(dsn: str, workers: int, count: int, batch: bool) -> tuple[float, int]:
+    from datetime import UTC, datetime, timedelta
+
+    from crab.jobs import Job, Origin, Trigger, new_job_id
+    from crab_store_postgres import PostgresJobStore, PostgresStore
+
+    schema = f"crab_bench_jobs_{workers}_{int(batch)}"
+
+    async def fill() -> None:
+        store = PostgresJobStore(PostgresStore(dsn, schema=schema))
+        now = datetime.now(UTC) - timedelta(seconds=1)
+        for _ in range(count):
+            await store.add(
+                Job(
+                    id=new_job_id(),
+                    trigger=Trigger(kind="once", start=now),
+                    mode="reminder",
+                    text="tea",
+                    origin=Origin(source="cli"),
+                    permissions="ask",
+                    created=now,
+                    next_run=now,
+                )
+            )
+        await store.close()
+
+    asyncio.run(fill())
+    context = multiprocessing.get_context("spawn")
+    ready, go, out = context.Semaphore(0), context.Event(), context.Queue()
+    procs = [
+        context.Process(target=_job_worker, args=(dsn, schema, f"w{n}", batch, ready, go, out)) for n in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    for _ in procs:
+        ready.acquire()
+    start = time.perf_counter()
+    go.set()
+    for proc in procs:
+        proc.join()
+    elapsed = time.perf_counter() - start
+    ran = sum(out.get() for _ in procs)
+    return ran / elapsed, ran
+
+
 async def measure(kind: str, where: str, args: argparse.Namespace) -> dict[str, float]:
     store = make_store(kind, where)
     await store.open()
@@ -139,6 +218,7 @@ def main() -> None:
     parser.add_argument("--appends", type=int, default=2000)
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--worker-appends", type=int, default=500)
+    parser.add_argument("--jobs", type=int, default=1000, help="due jobs drained per worker count")
     parser.add_argument("--dsn", help="measure this server instead of a throwaway one")
     args = parser.parse_args()
 
@@ -174,6 +254,15 @@ def main() -> None:
             for kind, where in (("sqlite", folder), ("postgres", dsn)):
                 rates = [appends_per_second(kind, where, n, args.worker_appends) for n in (1, 2, 4)]
                 print(f"{kind:10} " + " ".join(f"{r:10.0f}" for r in rates))
+            print()
+            print(f"crab-schedule jobs claimed and finished per second, {args.jobs} due jobs on Postgres")
+            print(f"{'workers':>8} {'claim_due jobs/s':>17} {'due+claim jobs/s':>17}")
+            for workers in (1, 2, 4):
+                rates = []
+                for batch in (True, False):
+                    rate, ran = jobs_per_second(dsn, workers, args.jobs, batch)
+                    rates.append(f"{rate:17.0f}" if ran == args.jobs else f"{'ran ' + str(ran) + '!':>17}")
+                print(f"{workers:8} " + " ".join(rates))
     finally:
         if cluster is not None:
             cluster.stop()

@@ -264,6 +264,10 @@ class JobStore(Protocol):
       means it will not run again. False when the claim was lost (the lease ran out).
     - ``set_next_run(job_id, when)``: make a job due at ``when`` (``crab schedule run-now``).
     - ``record(entry)``, ``records(job_id, limit)``: the schedule log, newest last.
+
+    Optional: ``claim_due(worker, now, lease, limit)`` claims up to ``limit`` due jobs at once and
+    returns them (crab-store-postgres: ``FOR UPDATE SKIP LOCKED``, so workers polling together
+    take different jobs instead of racing for the same ones); crab-schedule uses it when present.
     """
 
     async def add(self, job: Job) -> None: ...

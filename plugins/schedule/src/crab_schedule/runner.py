@@ -123,17 +123,25 @@ class Scheduler:
     async def poll(self, agent: crab.AgentHandle) -> list[str]:
         """Claim and start every due job this worker does not run yet; the ids started."""
         now = self.clock.now()
-        started = []
-        for job in await self.store.due(now):
-            if job.id in self.running or (self._stopping is not None and self._stopping.is_set()):
-                continue
-            claimed = await self.store.claim(job.id, self.worker, now, self.settings.lease)
-            if claimed is None:
-                continue  # another worker took it first
+        started: list[str] = []
+        claim_due = getattr(self.store, "claim_due", None)
+        if claim_due is not None:  # a queue's batch claim: workers take different jobs, none waits
+            if self._stopping is not None and self._stopping.is_set():
+                return started
+            batch: list[Job] = await claim_due(self.worker, now, self.settings.lease, 100)
+        else:
+            batch = []
+            for job in await self.store.due(now):
+                if job.id in self.running or (self._stopping is not None and self._stopping.is_set()):
+                    continue
+                claimed = await self.store.claim(job.id, self.worker, now, self.settings.lease)
+                if claimed is not None:  # else another worker took it first
+                    batch.append(claimed)
+        for claimed in batch:
             task = asyncio.ensure_future(self._run_claimed(agent, claimed, now))
-            self.running[job.id] = task
-            task.add_done_callback(self._forget(job.id))
-            started.append(job.id)
+            self.running[claimed.id] = task
+            task.add_done_callback(self._forget(claimed.id))
+            started.append(claimed.id)
         return started
 
     def _forget(self, job_id: str) -> Any:
