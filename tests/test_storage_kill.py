@@ -1,6 +1,7 @@
 """Nothing is lost when ``crab run`` is killed: kill -9 at random moments, resume, check every session.
 
-Also two ``crab run`` processes appending to one session at once. Both stores, real processes,
+Also two ``crab run`` processes appending to one session at once. Every store (PostgreSQL through
+a throwaway server, when its binaries are there), real processes,
 the scripted ``mock`` provider. When crab-tools-basic is installed its ``bash`` tool (a real,
 slow tool) widens the window in which a tool call is stored but its result is not.
 """
@@ -116,6 +117,7 @@ class Harness:
     project: Path
     scripts: Path
     log: list[str] = field(default_factory=list)
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     def script(self, name: str, script: dict[str, object]) -> Path:
         path = self.scripts / f"{name}.json"
@@ -141,9 +143,9 @@ class Harness:
 
     def env(self) -> dict[str, str]:
         env = {**os.environ, "CRAB_HOME": str(self.home), "NO_COLOR": "1"}
-        for key in ("CRAB_PLUGINS", "CRAB_STORE"):
+        for key in ("CRAB_PLUGINS", "CRAB_STORE", "CRAB_POSTGRES_DSN"):
             env.pop(key, None)
-        return env
+        return {**env, **self.extra_env}
 
     def start(self, script: Path, prompt: str, session_id: str) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
@@ -223,7 +225,7 @@ def check_files(harness: Harness, session_id: str, kills: int) -> None:
             except ValueError:
                 bad += 1
         assert bad <= kills
-    else:
+    elif harness.kind.name == "sqlite":
         with sqlite3.connect(harness.home / "crab.db") as conn:
             assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
@@ -287,20 +289,34 @@ def kill_lane(harness: Harness, lane: int, seed: int) -> int:
     return killed
 
 
-def harness_for(tmp_path: Path, store: str) -> Harness:
+def harness_for(tmp_path: Path, store: str, request: pytest.FixtureRequest) -> Harness:
     project = tmp_path / "project"
     project.mkdir()
     scripts = tmp_path / "scripts"
     scripts.mkdir()
-    harness = Harness(kind=STORE_KINDS[store], home=tmp_path / "home", project=project, scripts=scripts)
+    home = tmp_path / "home"
+    if store == "postgres":
+        # Every crab run is a separate worker on one server: the sessions live in a fresh schema.
+        from crab_store_postgres import PostgresStore
+
+        dsn: str = request.getfixturevalue("postgres_dsn")
+        schema: str = request.getfixturevalue("postgres_schema")
+        home.mkdir()
+        (home / "config.toml").write_text(f'[plugins.store-postgres]\nschema = "{schema}"\n', encoding="utf-8")
+        kind = StoreKind("store-postgres", "postgres", lambda _home: PostgresStore(dsn, schema=schema))
+        harness = Harness(kind=kind, home=home, project=project, scripts=scripts, extra_env={"CRAB_POSTGRES_DSN": dsn})
+    else:
+        harness = Harness(kind=STORE_KINDS[store], home=home, project=project, scripts=scripts)
     harness.script("resume", RESUME_SCRIPT)
     return harness
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("store", ["jsonl", "sqlite"])
-def test_fifty_kills_lose_nothing_and_every_session_resumes(tmp_path: Path, store: str) -> None:
-    harness = harness_for(tmp_path, store)
+@pytest.mark.parametrize("store", ["jsonl", "sqlite", "postgres"])
+def test_fifty_kills_lose_nothing_and_every_session_resumes(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
+    harness = harness_for(tmp_path, store, request)
     seed = int(os.environ.get("CRAB_KILL_SEED", "20261130"))
     with ThreadPoolExecutor(PARALLEL) as pool:
         killed = sum(pool.map(lambda lane: kill_lane(harness, lane, seed), range(SESSIONS)))
@@ -309,9 +325,11 @@ def test_fifty_kills_lose_nothing_and_every_session_resumes(tmp_path: Path, stor
     print(f"{store}: 50 kills left sessions in these states: {states}")
 
 
-@pytest.mark.parametrize("store", ["jsonl", "sqlite"])
-def test_two_crab_processes_append_to_one_session_at_once(tmp_path: Path, store: str) -> None:
-    harness = harness_for(tmp_path, store)
+@pytest.mark.parametrize("store", ["jsonl", "sqlite", "postgres"])
+def test_two_crab_processes_append_to_one_session_at_once(
+    tmp_path: Path, store: str, request: pytest.FixtureRequest
+) -> None:
+    harness = harness_for(tmp_path, store, request)
     solo = harness.create()
     harness.finish(harness.script("solo", short_script("solo", 12)), "writer solo", solo)
     per_run = len(harness.read(solo))

@@ -86,3 +86,23 @@ def test_redact_replaces_every_occurrence_and_skips_short_values() -> None:
     text = f"key {KEY} again {KEY}; short abc"
     assert redact(text, [KEY, "abc"]) == f"key {REDACTED} again {REDACTED}; short abc"
     assert redact("nothing here", [KEY]) == "nothing here"
+
+
+def test_database_connection_strings_and_their_passwords_are_secrets(home: Path) -> None:
+    from crab.auth import dsn_password
+
+    url = "postgresql://crab:p%40ss-w0rd-long@db.internal:5432/crab"
+    keywords = "host=db port=5432 password='it''s a \\'secret\\' pw' dbname=crab"
+    assert dsn_password(url) == "p@ss-w0rd-long"
+    assert dsn_password("host=db password=plain-secret-1 dbname=x") == "plain-secret-1"
+    assert dsn_password("postgresql://crab@db/crab") is None
+    assert dsn_password("host=db dbname=x") is None
+    assert dsn_password(keywords) is not None
+    config = Config(
+        data={"plugins": {"store-postgres": {"dsn": "postgresql://crab:config-pw-123@db/crab"}}},
+        user_path=home / "config.toml",
+        project_path=None,
+    )
+    secrets = known_secrets(config, env={"CRAB_POSTGRES_DSN": url})
+    assert url in secrets and "p@ss-w0rd-long" in secrets
+    assert "config-pw-123" in secrets and "postgresql://crab:config-pw-123@db/crab" in secrets

@@ -45,7 +45,7 @@ def test_a_failing_implementation_fails_its_plugin_once(crab_agent, tmp_path):
 @pytest.mark.parametrize("hook", ["crab_tools", "crab_cli", "crab_system_prompt", "crab_nothing"])
 def test_only_hooks_left_for_plugins_can_be_collected(crab_agent, hook):
     harness = crab_agent()
-    with pytest.raises(ValueError, match="these can: crab_skill_dirs"):
+    with pytest.raises(ValueError, match="these can: crab_job_stores, crab_skill_dirs"):
         collect_from(harness.host, hook, harness.config)
 
 

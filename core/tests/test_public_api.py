@@ -17,7 +17,7 @@ from crab.handles import AgentHandle
 from crab.testing import AgentHarness
 
 ROOT = Path(__file__).resolve().parents[2]
-PUBLIC = ("crab", "crab.processes", "crab.provider_kit", "crab.testing")
+PUBLIC = ("crab", "crab.processes", "crab.provider_kit", "crab.testing", "crab.jobs")
 
 
 def public_names() -> dict[str, list[str]]:

@@ -17,12 +17,13 @@ from crab._version import __version__
 if TYPE_CHECKING:
     from crab.apiversion import API_VERSION
     from crab.atomic import write_atomic
-    from crab.auth import REDACTED, known_secrets
+    from crab.auth import REDACTED, dsn_password, known_secrets
     from crab.channel_host import ChannelError
     from crab.channels import Channel
     from crab.commands import Command, CommandContext, CommandResult
     from crab.config import Config, PluginTable, crab_home
     from crab.config_tables import ConfigTable, InvalidValue, Setting, validate_table
+    from crab.environ import postgres_dsn
     from crab.errors import (
         ConfigError,
         ContextOverflowError,
@@ -118,6 +119,8 @@ _EXPORTS: dict[str, str] = {
     "Redactor": "crab.redaction",
     "known_secrets": "crab.auth",
     "REDACTED": "crab.auth",
+    "dsn_password": "crab.auth",
+    "postgres_dsn": "crab.environ",
     # commands and channels
     "Command": "crab.commands",
     "CommandContext": "crab.commands",
@@ -301,6 +304,7 @@ __all__ = [
     "collect_hook",
     "crab_home",
     "describe_truncation",
+    "dsn_password",
     "entry_from_dict",
     "entry_text",
     "entry_to_dict",
@@ -311,6 +315,7 @@ __all__ = [
     "new_entry_id",
     "new_session_id",
     "open_toolbox",
+    "postgres_dsn",
     "session_from_header",
     "session_header",
     "tool",

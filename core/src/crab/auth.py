@@ -20,8 +20,13 @@ REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8
 """Shorter values are not redacted: replacing every "1" or "yes" in output would do more harm."""
 
-_SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|PASSWORD)$")
-"""Environment variable names treated as secrets even when no config names them."""
+_SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|PASSWORD|DSN)$")
+"""Environment variable names (and config keys) treated as secrets even when no config names them.
+
+A ``DSN`` (database connection string, such as ``CRAB_POSTGRES_DSN``) may carry a password: the
+whole string is a secret, and so is the password inside it, wherever it shows up on its own."""
+
+_DSN_PASSWORD = re.compile(r"(?:^|\s)password\s*=\s*(?:'((?:[^'\\]|\\.)*)'|(\S+))")
 
 
 def auth_path() -> Path:
@@ -117,7 +122,24 @@ def known_secrets(
         values.update(read_auth(path).values())
     except ConfigError:
         pass
+    values.update(password for value in list(values) if (password := dsn_password(value)))
     return sorted((v for v in values if len(v) >= MIN_SECRET_LENGTH), key=len, reverse=True)
+
+
+def dsn_password(dsn: str) -> str | None:
+    """The password inside a PostgreSQL-style connection string (URL or ``key=value``), if any."""
+    if "://" in dsn:
+        from urllib.parse import unquote, urlsplit
+
+        try:
+            password = urlsplit(dsn.strip()).password
+        except ValueError:
+            return None
+        return unquote(password) if password else None
+    match = _DSN_PASSWORD.search(dsn)
+    if match is None:
+        return None
+    return match.group(1).replace("\\'", "'") if match.group(1) is not None else match.group(2)
 
 
 def _env_names(node: Any) -> set[str]:

@@ -55,6 +55,7 @@ HOOKS: dict[str, HookPolicy] = {
     "crab_cli": _REGISTER,
     "crab_config_table": _REGISTER,
     "crab_skill_dirs": _REGISTER,
+    "crab_job_stores": _REGISTER,
     "crab_system_prompt": HookPolicy("context", "drop"),
     "crab_before_model_call": HookPolicy("interception", "refuse", awaitable=True),
     "crab_before_tool_call": HookPolicy("interception", "refuse", awaitable=True),

@@ -120,6 +120,17 @@ def crab_skill_dirs(config: Config) -> list[Path] | None:
     """
 
 
+@hookspec
+def crab_job_stores(config: Config) -> list[Any] | None:
+    """Job stores this plugin offers to crab-schedule, each a ``crab.jobs.JobStore`` with a ``name``.
+
+    ``[plugins.schedule] store = "<name>"`` picks one (crab-schedule's own is ``sqlite``). Core
+    declares the hook but does not call it: crab-schedule collects it (``AgentHandle.collect``
+    in ``crab serve``, ``crab.collect_hook`` in its CLI). Return stores that connect on first use
+    (the interface has no ``open``), or None. Not first-result.
+    """
+
+
 # --- context ------------------------------------------------------------------------------
 
 

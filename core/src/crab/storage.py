@@ -96,6 +96,10 @@ class Store(Protocol):
     - a fork's ``entries`` are the source's entries up to and including the fork entry (same ids
       and payloads) followed by its own.
     - unknown session ids raise ``crab.errors.StoreError``.
+
+    Optional attribute: ``by_name_only = True`` keeps a store from being picked when no store is
+    configured (it is used only as ``[crab] store`` or ``--store``): for stores that need setup,
+    such as a database server.
     """
 
     name: str

@@ -264,3 +264,11 @@ def test_sigterm_lets_a_running_agent_job_finish_and_deliver(crab_cmd):
     assert (crab_cmd.chat / "frank.delivered").read_text() == "report done\n"
     [job] = crab_cmd.jobs()
     assert (job.last_status, job.claimed_by, job.next_run) == ("ok", None, None)
+
+
+def test_a_job_store_no_plugin_offers_is_one_line_and_exit_2(crab_cmd):
+    (crab_cmd.home / "config.toml").write_text('[plugins.schedule]\nstore = "nosuch"\n')
+    done = crab_cmd.run("schedule", "list")
+    assert done.returncode == 2
+    assert "store = 'nosuch': no loaded plugin offers that job store (available: sqlite" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr

@@ -106,14 +106,18 @@ def emit_config_notices(config: Config, notice: Callable[[str, str], object]) ->
 def store_name(host: PluginHost, config: Config, name: str | None = None) -> str:
     """``name``, else ``[crab] store``, else the first persistent store in plugin order, else memory.
 
-    Installing a store plugin is enough to keep sessions; config picks among several.
+    Installing a store plugin is enough to keep sessions; config picks among several. A store
+    whose ``by_name_only`` attribute is true (a database server that needs a DSN) is never that
+    default: it is used only when named.
     """
     if name:
         return name
     configured = config.get("crab.store")
     if configured:
         return str(configured)
-    persistent = [n for n in host.registry("stores") if n != "memory"]
+    persistent = [
+        n for n, store in host.registry("stores").items() if n != "memory" and not getattr(store, "by_name_only", False)
+    ]
     return persistent[0] if persistent else "memory"
 
 

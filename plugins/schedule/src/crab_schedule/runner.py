@@ -62,19 +62,22 @@ class Scheduler:
         self.running: dict[str, asyncio.Task[None]] = {}
         self._stopping: asyncio.Event | None = None  # made in run(), inside the loop that waits on it
         self._redactor: crab.Redactor | None = None
+        self._agent: crab.AgentHandle | None = None
 
     @property
     def store(self) -> JobStore:
         if self._store is None:
             from crab_schedule.settings import open_store
 
-            self._store = open_store(self.settings)
+            agent = self._agent
+            self._store = open_store(self.settings, (lambda: agent.collect("crab_job_stores")) if agent else None)
         return self._store
 
     # --- the channel ---------------------------------------------------------------------------
 
     async def run(self, agent: crab.AgentHandle) -> None:
         self._stopping = asyncio.Event()
+        self._agent = agent
         self._redactor = crab.Redactor(crab.known_secrets(agent.config))
         try:
             from crab_schedule.config_jobs import sync_jobs
@@ -120,17 +123,25 @@ class Scheduler:
     async def poll(self, agent: crab.AgentHandle) -> list[str]:
         """Claim and start every due job this worker does not run yet; the ids started."""
         now = self.clock.now()
-        started = []
-        for job in await self.store.due(now):
-            if job.id in self.running or (self._stopping is not None and self._stopping.is_set()):
-                continue
-            claimed = await self.store.claim(job.id, self.worker, now, self.settings.lease)
-            if claimed is None:
-                continue  # another worker took it first
+        started: list[str] = []
+        claim_due = getattr(self.store, "claim_due", None)
+        if claim_due is not None:  # a queue's batch claim: workers take different jobs, none waits
+            if self._stopping is not None and self._stopping.is_set():
+                return started
+            batch: list[Job] = await claim_due(self.worker, now, self.settings.lease, 100)
+        else:
+            batch = []
+            for job in await self.store.due(now):
+                if job.id in self.running or (self._stopping is not None and self._stopping.is_set()):
+                    continue
+                claimed = await self.store.claim(job.id, self.worker, now, self.settings.lease)
+                if claimed is not None:  # else another worker took it first
+                    batch.append(claimed)
+        for claimed in batch:
             task = asyncio.ensure_future(self._run_claimed(agent, claimed, now))
-            self.running[job.id] = task
-            task.add_done_callback(self._forget(job.id))
-            started.append(job.id)
+            self.running[claimed.id] = task
+            task.add_done_callback(self._forget(claimed.id))
+            started.append(claimed.id)
         return started
 
     def _forget(self, job_id: str) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -26,6 +26,14 @@ TABLE = crab.ConfigTable(
             "path",
             "str",
             doc="the job store (SQLite file; default $CRAB_HOME/schedule.db): where jobs and the schedule log live",
+            trust_only=True,
+        ),
+        crab.Setting(
+            "store",
+            "str",
+            "sqlite",
+            'job store: "sqlite" (the file at path) or one a plugin offers (crab-store-postgres: "postgres", '
+            "shared by several crab serve workers)",
             trust_only=True,
         ),
         crab.Setting(
@@ -74,6 +82,7 @@ class ScheduleSettings:
     min_interval: float
     max_jobs: int
     jobs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    store: str = "sqlite"
 
 
 def system_timezone() -> str:
@@ -108,6 +117,7 @@ def read_settings(values: Mapping[str, Any]) -> ScheduleSettings:
         min_interval=float(values.get("min_interval", 60.0)),
         max_jobs=int(values.get("max_jobs", 200)),
         jobs=dict(values.get("jobs") or {}),
+        store=str(values.get("store") or "sqlite"),
     )
 
 
@@ -115,8 +125,21 @@ def settings_of(config: crab.Config) -> ScheduleSettings:
     return read_settings(config.plugin_settings(NAME))
 
 
-def open_store(settings: ScheduleSettings) -> Any:
-    """The job store the settings name (the SQLite one: the only back-end so far)."""
-    from crab_schedule.sqlite_store import SQLiteJobStore
+def open_store(settings: ScheduleSettings, offered: Callable[[], list[tuple[str, Any]]] | None = None) -> Any:
+    """The job store ``[plugins.schedule] store`` names: SQLite (ours), or one another plugin
+    offers through ``crab_job_stores``. ``offered`` collects that hook (``AgentHandle.collect``
+    in a run); without it the plugins are loaded as a command does (``crab.collect_hook``).
+    """
+    if settings.store == "sqlite":
+        from crab_schedule.sqlite_store import SQLiteJobStore
 
-    return SQLiteJobStore(settings.path)
+        return SQLiteJobStore(settings.path)
+    results = offered() if offered is not None else crab.collect_hook("crab_job_stores").results
+    stores = {getattr(store, "name", ""): store for _plugin, found in results for store in (found or [])}
+    if settings.store in stores:
+        return stores[settings.store]
+    known = ", ".join(sorted({"sqlite", *stores}))
+    raise crab.ConfigError(
+        f"[plugins.schedule] store = {settings.store!r}: no loaded plugin offers that job store "
+        f"(available: {known}; crab-store-postgres offers postgres)"
+    )

@@ -9,78 +9,31 @@ its first occurrence. Every time this module returns is an aware UTC ``datetime`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from crab import UsageError
+from crab.jobs import Trigger, TriggerKind, format_duration, format_time, parse_stored_time
 
-Kind = Literal["cron", "every", "once"]
+Kind = TriggerKind
+# Trigger and the stored-time helpers are core's (crab.jobs), re-exported with what is built on them.
+__all__ = [
+    "Kind",
+    "Trigger",
+    "check_cron",
+    "format_duration",
+    "format_time",
+    "make_trigger",
+    "next_fire",
+    "parse_at",
+    "parse_duration",
+    "parse_stored_time",
+    "parse_timezone",
+]
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)", re.IGNORECASE)
 _UNIT = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 _MAX_CRON_STEPS = 10_000  # a year of minutes is far fewer matches than this before one lands
-
-
-@dataclass(frozen=True, slots=True)
-class Trigger:
-    """When a job fires: ``cron`` (expression in ``timezone``), ``every`` (seconds from ``start``)
-    or ``once`` (at ``start``). ``start`` is aware UTC."""
-
-    kind: Kind
-    timezone: str = "UTC"
-    cron: str | None = None
-    every: float | None = None
-    start: datetime | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "timezone": self.timezone,
-            "cron": self.cron,
-            "every": self.every,
-            "start": format_time(self.start) if self.start else None,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Trigger:
-        start = data.get("start")
-        return cls(
-            kind=data["kind"],
-            timezone=data.get("timezone") or "UTC",
-            cron=data.get("cron"),
-            every=data.get("every"),
-            start=parse_stored_time(start) if start else None,
-        )
-
-    def describe(self) -> str:
-        """One short phrase for lists: ``cron "0 9 * * 1-5" Europe/Berlin``, ``every 2h``."""
-        if self.kind == "cron":
-            return f'cron "{self.cron}" {self.timezone}'
-        if self.kind == "every":
-            return f"every {format_duration(self.every or 0)}"
-        return f"once at {format_time(self.start) if self.start else '?'}"
-
-
-def format_time(when: datetime) -> str:
-    """Fixed-width UTC ISO text: sorts as it compares (what the job store keeps)."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_stored_time(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-
-
-def format_duration(seconds: float) -> str:
-    """``7200`` → ``2h``, ``5400`` → ``1h30m``, ``90`` → ``1m30s``."""
-    left = round(seconds)
-    parts = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        if left >= size:
-            parts.append(f"{left // size}{unit}")
-            left %= size
-    return "".join(parts) or "0s"
 
 
 def parse_duration(text: str) -> float:

@@ -10,7 +10,7 @@ remove only the jobs of its own conversation.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import crab
 
@@ -26,6 +26,14 @@ def remember(handle: crab.AgentHandle) -> None:
 
 def forget(handle: crab.AgentHandle) -> None:
     _HANDLES.pop(id(handle.config), None)
+
+
+def _store(ctx: crab.ToolContext, settings: Any) -> Any:
+    """The configured job store; another plugin's (``crab_job_stores``) is found through this run."""
+    from crab_schedule.settings import open_store
+
+    handle = _HANDLES.get(id(ctx.config)) if ctx.config is not None else None
+    return open_store(settings, (lambda: handle.collect("crab_job_stores")) if handle else None)
 
 
 async def origin_of(ctx: crab.ToolContext) -> Origin:
@@ -75,10 +83,10 @@ async def schedule_add(
     """
     from crab_schedule.adding import add_job, local_time
     from crab_schedule.clock import SystemClock
-    from crab_schedule.settings import open_store, read_settings
+    from crab_schedule.settings import read_settings
 
     settings = read_settings(ctx.settings)
-    store = open_store(settings)
+    store = _store(ctx, settings)
     origin = await origin_of(ctx)
     permissions = str(ctx.config.get("crab.permissions") or "ask") if ctx.config is not None else "ask"
     try:
@@ -114,9 +122,9 @@ async def schedule_add(
 async def schedule_list(ctx: crab.ToolContext) -> str:
     """List the scheduled jobs of this conversation: id, kind, schedule, next run."""
     from crab_schedule.adding import describe_job
-    from crab_schedule.settings import open_store, read_settings
+    from crab_schedule.settings import read_settings
 
-    store = open_store(read_settings(ctx.settings))
+    store = _store(ctx, read_settings(ctx.settings))
     origin = await origin_of(ctx)
     try:
         jobs = [job for job in await store.list() if _mine(job, origin)]
@@ -135,9 +143,9 @@ async def schedule_remove(
     job_id: Annotated[str, "The id schedule_add or schedule_list gave."], ctx: crab.ToolContext
 ) -> str:
     """Remove a scheduled job of this conversation, so it never runs again."""
-    from crab_schedule.settings import open_store, read_settings
+    from crab_schedule.settings import read_settings
 
-    store = open_store(read_settings(ctx.settings))
+    store = _store(ctx, read_settings(ctx.settings))
     origin = await origin_of(ctx)
     try:
         job = await store.get(job_id.strip())
