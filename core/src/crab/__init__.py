@@ -91,6 +91,17 @@ if TYPE_CHECKING:
         session_from_header,
         session_header,
     )
+    from crab.store_rows import (
+        SESSION_COLUMNS,
+        StoredPayload,
+        decode_payload,
+        entry_usage,
+        payload_json,
+        search_hit,
+        session_from_row,
+        store_payload,
+        utf8_encodable,
+    )
     from crab.toolbox import ToolBox, open_toolbox
     from crab.tools import Tool, ToolContext, ToolResult, ToolSpec, tool
     from crab.truncate import OutputLimit, Truncation
@@ -215,6 +226,15 @@ _EXPORTS: dict[str, str] = {
     "new_session_id": "crab.storage",
     "session_from_header": "crab.storage",
     "session_header": "crab.storage",
+    "SESSION_COLUMNS": "crab.store_rows",
+    "StoredPayload": "crab.store_rows",
+    "decode_payload": "crab.store_rows",
+    "entry_usage": "crab.store_rows",
+    "payload_json": "crab.store_rows",
+    "search_hit": "crab.store_rows",
+    "session_from_row": "crab.store_rows",
+    "store_payload": "crab.store_rows",
+    "utf8_encodable": "crab.store_rows",
 }
 """Public name → ``module`` (same name there) or ``module:attribute``."""
 
@@ -223,6 +243,7 @@ __all__ = [
     "ENTRY_TYPES",
     "INTERCHANGE_VERSION",
     "REDACTED",
+    "SESSION_COLUMNS",
     "SESSION_HEADER_KEY",
     "AgentHandle",
     "Allow",
@@ -278,6 +299,7 @@ __all__ = [
     "StopReason",
     "Store",
     "StoreError",
+    "StoredPayload",
     "StreamEvent",
     "TextDelta",
     "Thinking",
@@ -303,11 +325,13 @@ __all__ = [
     "__version__",
     "collect_hook",
     "crab_home",
+    "decode_payload",
     "describe_truncation",
     "dsn_password",
     "entry_from_dict",
     "entry_text",
     "entry_to_dict",
+    "entry_usage",
     "hookimpl",
     "known_secrets",
     "message_from_dict",
@@ -315,13 +339,18 @@ __all__ = [
     "new_entry_id",
     "new_session_id",
     "open_toolbox",
+    "payload_json",
     "postgres_dsn",
+    "search_hit",
     "session_from_header",
+    "session_from_row",
     "session_header",
+    "store_payload",
     "tool",
     "truncate_output",
     "usage_from_dict",
     "usage_to_dict",
+    "utf8_encodable",
     "validate_table",
     "write_atomic",
 ]

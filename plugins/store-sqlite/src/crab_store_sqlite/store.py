@@ -19,24 +19,27 @@ from typing import Any, cast
 
 from crab import (
     ENTRY_TYPES,
+    SESSION_COLUMNS,
     Entry,
     EntryType,
     SearchHit,
     SessionInfo,
+    StoredPayload,
     StoreError,
     Usage,
-    entry_text,
+    decode_payload,
+    entry_usage,
     new_entry_id,
     new_session_id,
+    payload_json,
+    search_hit,
+    session_from_row,
+    store_payload,
 )
 
-from crab_store_sqlite.rows import StoredPayload, decode_payload, dumps, fts_query, fts_text, store_payload, usage_of
+from crab_store_sqlite.rows import fts_query, fts_text
 from crab_store_sqlite.schema import has_fts5, migrate
 
-_SESSION_COLUMNS = (
-    "id, workspace, created, title, forked_from, fork_entry, meta, updated, entry_count, usage_count, "
-    "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost"
-)
 _ENTRY_COLUMNS = "e.session_id, e.id, e.parent_id, e.type, e.time, e.payload, p.text"
 _ENTRY_FROM = "entries e LEFT JOIN system_prompts p ON p.sha256 = e.system_prompt"
 
@@ -59,42 +62,6 @@ def _entry(row: tuple[Any, ...]) -> Entry:
         time=at,
         payload=decode_payload(payload, prompt),
     )
-
-
-def _info(row: tuple[Any, ...]) -> SessionInfo:
-    (id, workspace, created, title, forked_from, fork_entry, meta, updated, count, usage_count, *tokens) = row
-    usage = None
-    if usage_count:
-        usage = Usage(
-            input_tokens=tokens[0],
-            output_tokens=tokens[1],
-            cache_read_tokens=tokens[2],
-            cache_write_tokens=tokens[3],
-            reasoning_tokens=tokens[4],
-            cost=tokens[5],
-        )
-    return SessionInfo(
-        id=id,
-        workspace=workspace,
-        created=created,
-        title=title,
-        forked_from=forked_from,
-        fork_entry=fork_entry,
-        meta=decode_payload(meta, None),
-        updated=updated,
-        entry_count=count,
-        usage=usage,
-    )
-
-
-def _match(entry: Entry, words: list[str]) -> SearchHit | None:
-    text = entry_text(entry)
-    lowered = text.lower()
-    if not all(w in lowered for w in words):
-        return None
-    at = lowered.find(words[0])
-    excerpt = text[max(0, at - 60) : at + 100].replace("\n", " ")
-    return SearchHit(entry.session_id, entry.id, entry.type, excerpt, entry.time)
 
 
 class SqliteStore:
@@ -214,7 +181,7 @@ class SqliteStore:
             raise
 
     def _session_row(self, conn: sqlite3.Connection, session_id: str) -> tuple[Any, ...]:
-        row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise StoreError(f"no session {session_id!r} in the SQLite store at {self.path}")
         return cast(tuple[Any, ...], row)
@@ -231,24 +198,24 @@ class SqliteStore:
                 session_id = new_session_id()
             conn.execute(
                 "INSERT INTO sessions (id, workspace, created, title, meta, updated) VALUES (?, ?, ?, ?, ?, ?)",
-                (session_id, workspace, now, title, dumps(dict(meta or {})), now),
+                (session_id, workspace, now, title, payload_json(dict(meta or {})), now),
             )
-            return _info(self._session_row(conn, session_id))
+            return session_from_row(self._session_row(conn, session_id))
 
     async def get_session(self, session_id: str) -> SessionInfo:
-        return _info(self._session_row(self.conn, session_id))
+        return session_from_row(self._session_row(self.conn, session_id))
 
     async def list_sessions(self, workspace: str | None = None, limit: int = 50) -> list[SessionInfo]:
         if workspace is None:
             rows = self.conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated DESC, id DESC LIMIT ?", (limit,)
+                f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated DESC, id DESC LIMIT ?", (limit,)
             )
         else:
             rows = self.conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE workspace = ? ORDER BY updated DESC, id DESC LIMIT ?",
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE workspace = ? ORDER BY updated DESC, id DESC LIMIT ?",
                 (workspace, limit),
             )
-        return [_info(row) for row in rows]
+        return [session_from_row(row) for row in rows]
 
     async def append(self, session_id: str, type: EntryType, payload: Mapping[str, Any]) -> Entry:
         if type not in ENTRY_TYPES:
@@ -302,7 +269,7 @@ class SqliteStore:
         has_cost = False
         handoff: int | None = None
         for seq, entry in added:
-            usage = usage_of(entry.type, entry.payload)
+            usage = entry_usage(entry.type, entry.payload)
             if usage is not None:
                 total = total + usage
                 counted += 1
@@ -382,7 +349,7 @@ class SqliteStore:
         hits: list[SearchHit] = []
         try:
             for row in self.conn.execute(sql, params):
-                hit = _match(_entry(row), words)
+                hit = search_hit(_entry(row), words)
                 if hit is not None:
                     hits.append(hit)
                     if len(hits) >= limit:
@@ -393,7 +360,7 @@ class SqliteStore:
 
     async def fork(self, session_id: str, at_entry: str | None = None) -> SessionInfo:
         with self._transaction() as conn:
-            origin = _info(self._session_row(conn, session_id))
+            origin = session_from_row(self._session_row(conn, session_id))
             if at_entry is None:
                 cut = origin.entry_count or 0
             else:
@@ -421,7 +388,7 @@ class SqliteStore:
                 meta=origin.meta,
             )
             self._write_session(conn, info, copied)
-            return _info(self._session_row(conn, fork_id))
+            return session_from_row(self._session_row(conn, fork_id))
 
     def _write_session(self, conn: sqlite3.Connection, info: SessionInfo, entries: Iterable[Entry]) -> None:
         """Insert a session row and its entries as given (ids, parents, times) in the caller's transaction."""
@@ -435,7 +402,7 @@ class SqliteStore:
                 info.title,
                 info.forked_from,
                 info.fork_entry,
-                dumps(dict(info.meta)),
+                payload_json(dict(info.meta)),
                 info.created,
             ),
         )
@@ -458,4 +425,4 @@ class SqliteStore:
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (info.id,)).fetchone():
                 raise StoreError(f"session {info.id} already exists in the SQLite store at {self.path}")
             self._write_session(conn, info, entries)
-            return _info(self._session_row(conn, info.id))
+            return session_from_row(self._session_row(conn, info.id))
