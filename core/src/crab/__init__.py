@@ -93,12 +93,14 @@ if TYPE_CHECKING:
     )
     from crab.store_rows import (
         SESSION_COLUMNS,
+        SessionTotals,
         StoredPayload,
         decode_payload,
         entry_usage,
         payload_json,
         search_hit,
         session_from_row,
+        session_totals,
         store_payload,
         utf8_encodable,
     )
@@ -233,6 +235,8 @@ _EXPORTS: dict[str, str] = {
     "payload_json": "crab.store_rows",
     "search_hit": "crab.store_rows",
     "session_from_row": "crab.store_rows",
+    "session_totals": "crab.store_rows",
+    "SessionTotals": "crab.store_rows",
     "store_payload": "crab.store_rows",
     "utf8_encodable": "crab.store_rows",
 }
@@ -294,6 +298,7 @@ __all__ = [
     "SearchHit",
     "SessionImporter",
     "SessionInfo",
+    "SessionTotals",
     "SessionView",
     "Setting",
     "StopReason",
@@ -345,6 +350,7 @@ __all__ = [
     "session_from_header",
     "session_from_row",
     "session_header",
+    "session_totals",
     "store_payload",
     "tool",
     "truncate_output",

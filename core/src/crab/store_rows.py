@@ -2,14 +2,14 @@
 
 A store that keeps entries as rows (crab-store-sqlite, crab-store-postgres) stores a payload as
 compact JSON text, keeps a ``system_prompt`` event's ``text`` once apart from the row (keyed by
-its sha256, ``null`` in the payload so the key keeps its place), sums assistant messages' usage
-into its session row and reads that row back into a ``SessionInfo``. These are those pieces, so
-each store holds only its SQL.
+its sha256, ``null`` in the payload so the key keeps its place), folds entries written in bulk
+(imports, forks) into its session row's summary and reads that row back into a ``SessionInfo``.
+These are those pieces, so each store holds only its SQL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,3 +140,68 @@ def search_hit(entry: Entry, words: list[str]) -> SearchHit | None:
     at = lowered.find(words[0])
     excerpt = text[max(0, at - 60) : at + 100].replace("\n", " ")
     return SearchHit(entry.session_id, entry.id, entry.type, excerpt, entry.time)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTotals:
+    """What entries stored together add to their session's row: position, last entry, handoff, usage."""
+
+    entry_count: int
+    last_entry: str
+    updated: float
+    handoff_seq: int | None
+    usage_count: int
+    usage: Usage
+    has_cost: bool
+
+    def update(self, session_id: str, mark: str = "?") -> tuple[str, tuple[Any, ...]]:
+        """The ``UPDATE sessions`` statement folding these totals in, and its values; ``mark`` is
+        the driver's placeholder (``?`` for sqlite3, ``%s`` for psycopg)."""
+        sql = (
+            "UPDATE sessions SET entry_count = ?, last_entry = ?, updated = ?, "
+            "handoff_seq = COALESCE(?, handoff_seq), usage_count = usage_count + ?, "
+            "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
+            "cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, "
+            "reasoning_tokens = reasoning_tokens + ?, "
+            "cost = CASE WHEN ? THEN COALESCE(cost, 0) + ? ELSE cost END WHERE id = ?"
+        ).replace("?", mark)
+        usage = self.usage
+        values = (
+            self.entry_count,
+            self.last_entry,
+            self.updated,
+            self.handoff_seq,
+            self.usage_count,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.reasoning_tokens,
+            self.has_cost,
+            usage.cost or 0.0,
+            session_id,
+        )
+        return sql, values
+
+
+def session_totals(added: Sequence[tuple[int, Entry]]) -> SessionTotals | None:
+    """The totals of entries just stored at the given positions (in order); None when there are none.
+
+    Usage counts as ``entry_usage`` says; the last ``handoff`` anchor gives ``handoff_seq``.
+    """
+    if not added:
+        return None
+    total = Usage()
+    counted = 0
+    has_cost = False
+    handoff: int | None = None
+    for seq, entry in added:
+        usage = entry_usage(entry.type, entry.payload)
+        if usage is not None:
+            total = total + usage
+            counted += 1
+            has_cost = has_cost or usage.cost is not None
+        if entry.type == "anchor" and entry.payload.get("kind") == "handoff":
+            handoff = seq
+    last_seq, last = added[-1]
+    return SessionTotals(last_seq + 1, last.id, last.time, handoff, counted, total, has_cost)

@@ -28,7 +28,6 @@ from crab import (
     SearchHit,
     SessionInfo,
     StoreError,
-    Usage,
     decode_payload,
     dsn_password,
     entry_usage,
@@ -37,6 +36,7 @@ from crab import (
     payload_json,
     search_hit,
     session_from_row,
+    session_totals,
     store_payload,
 )
 
@@ -401,44 +401,9 @@ class PostgresStore:
     @staticmethod
     async def _add_to_session(conn: AsyncConnection[Any], session_id: str, added: list[tuple[int, Entry]]) -> None:
         """Fold newly stored entries (with their positions) into the session's summary columns."""
-        if not added:
-            return
-        total = Usage()
-        counted = 0
-        has_cost = False
-        handoff: int | None = None
-        for seq, entry in added:
-            usage = entry_usage(entry.type, entry.payload)
-            if usage is not None:
-                total = total + usage
-                counted += 1
-                has_cost = has_cost or usage.cost is not None
-            if _is_handoff(entry.type, entry.payload):
-                handoff = seq
-        last_seq, last = added[-1]
-        await conn.execute(
-            "UPDATE sessions SET entry_count = %s, last_entry = %s, updated = %s, "
-            "handoff_seq = COALESCE(%s, handoff_seq), usage_count = usage_count + %s, "
-            "input_tokens = input_tokens + %s, output_tokens = output_tokens + %s, "
-            "cache_read_tokens = cache_read_tokens + %s, cache_write_tokens = cache_write_tokens + %s, "
-            "reasoning_tokens = reasoning_tokens + %s, "
-            "cost = CASE WHEN %s THEN COALESCE(cost, 0) + %s ELSE cost END WHERE id = %s",
-            (
-                last_seq + 1,
-                last.id,
-                last.time,
-                handoff,
-                counted,
-                total.input_tokens,
-                total.output_tokens,
-                total.cache_read_tokens,
-                total.cache_write_tokens,
-                total.reasoning_tokens,
-                has_cost,
-                total.cost or 0.0,
-                session_id,
-            ),
-        )
+        totals = session_totals(added)
+        if totals is not None:
+            await conn.execute(*totals.update(session_id, "%s"))
 
     async def entries(self, session_id: str, *, since_handoff: bool = False) -> list[Entry]:
         return await self._call(self._entries(session_id, since_handoff))

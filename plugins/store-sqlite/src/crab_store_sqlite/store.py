@@ -26,14 +26,13 @@ from crab import (
     SessionInfo,
     StoredPayload,
     StoreError,
-    Usage,
     decode_payload,
-    entry_usage,
     new_entry_id,
     new_session_id,
     payload_json,
     search_hit,
     session_from_row,
+    session_totals,
     store_payload,
 )
 
@@ -46,10 +45,6 @@ _ENTRY_FROM = "entries e LEFT JOIN system_prompts p ON p.sha256 = e.system_promp
 
 class FullTextSearchUnavailable(UserWarning):
     """This Python's SQLite has no FTS5; search scans entries instead of using an index."""
-
-
-def _is_handoff(type: str, payload: Mapping[str, Any]) -> bool:
-    return type == "anchor" and payload.get("kind") == "handoff"
 
 
 def _entry(row: tuple[Any, ...]) -> Entry:
@@ -262,44 +257,9 @@ class SqliteStore:
     @staticmethod
     def _add_to_session(conn: sqlite3.Connection, session_id: str, added: list[tuple[int, Entry]]) -> None:
         """Fold newly stored entries (with their positions) into the session's summary columns."""
-        if not added:
-            return
-        total = Usage()
-        counted = 0
-        has_cost = False
-        handoff: int | None = None
-        for seq, entry in added:
-            usage = entry_usage(entry.type, entry.payload)
-            if usage is not None:
-                total = total + usage
-                counted += 1
-                has_cost = has_cost or usage.cost is not None
-            if _is_handoff(entry.type, entry.payload):
-                handoff = seq
-        last_seq, last = added[-1]
-        conn.execute(
-            "UPDATE sessions SET entry_count = ?, last_entry = ?, updated = ?, "
-            "handoff_seq = COALESCE(?, handoff_seq), usage_count = usage_count + ?, "
-            "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
-            "cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, "
-            "reasoning_tokens = reasoning_tokens + ?, "
-            "cost = CASE WHEN ? THEN COALESCE(cost, 0) + ? ELSE cost END WHERE id = ?",
-            (
-                last_seq + 1,
-                last.id,
-                last.time,
-                handoff,
-                counted,
-                total.input_tokens,
-                total.output_tokens,
-                total.cache_read_tokens,
-                total.cache_write_tokens,
-                total.reasoning_tokens,
-                has_cost,
-                total.cost or 0.0,
-                session_id,
-            ),
-        )
+        totals = session_totals(added)
+        if totals is not None:
+            conn.execute(*totals.update(session_id))
 
     async def entries(self, session_id: str, *, since_handoff: bool = False) -> list[Entry]:
         # One read transaction, so the handoff position and the rows come from the same snapshot.
