@@ -84,6 +84,14 @@ def decode_payload(stored: str, prompt_text: str | None) -> dict[str, Any]:
     return payload
 
 
+def entry_from_row(row: tuple[Any, ...]) -> Entry:
+    """An ``Entry`` from a row of ``(session_id, id, parent_id, type, time, payload JSON, prompt text)``."""
+    session_id, id, parent_id, type, at, payload, prompt = row
+    return Entry(
+        id=id, session_id=session_id, parent_id=parent_id, type=type, time=at, payload=decode_payload(payload, prompt)
+    )
+
+
 def entry_usage(type: str, payload: Mapping[str, Any]) -> Usage | None:
     """The usage an entry adds to its session's totals: assistant messages' ``usage`` only.
 

@@ -28,8 +28,8 @@ from crab import (
     SearchHit,
     SessionInfo,
     StoreError,
-    decode_payload,
     dsn_password,
+    entry_from_row,
     entry_usage,
     new_entry_id,
     new_session_id,
@@ -85,13 +85,6 @@ RETURNING e.parent_id, e.time
 
 def _is_handoff(type: str, payload: Mapping[str, Any]) -> bool:
     return type == "anchor" and payload.get("kind") == "handoff"
-
-
-def _entry(row: tuple[Any, ...]) -> Entry:
-    session_id, id, parent_id, type, at, payload, prompt = row
-    return Entry(
-        id=id, session_id=session_id, parent_id=parent_id, type=type, time=at, payload=decode_payload(payload, prompt)
-    )
 
 
 def _text(value: str, what: str) -> str:
@@ -421,7 +414,7 @@ class PostgresStore:
             rows = await cur.fetchall()
         if not rows:
             raise StoreError(f"no session {session_id!r} in the PostgreSQL store at {self._where()}")
-        return [_entry(tuple(r)) for r in rows if r[1] is not None]
+        return [entry_from_row(tuple(r)) for r in rows if r[1] is not None]
 
     async def search(
         self, query: str, *, session_id: str | None = None, workspace: str | None = None, limit: int = 20
@@ -459,7 +452,7 @@ class PostgresStore:
                 if not rows:
                     break
                 for row in rows:
-                    hit = search_hit(_entry(tuple(row)), words)
+                    hit = search_hit(entry_from_row(tuple(row)), words)
                     if hit is not None:
                         hits.append(hit)
                         if len(hits) >= limit:
@@ -487,7 +480,7 @@ class PostgresStore:
                 f"SELECT {_ENTRY_COLUMNS} FROM {_ENTRY_FROM} WHERE e.session_id = %s AND e.seq < %s ORDER BY e.seq",
                 (session_id, cut),
             )
-            copied = [_entry(tuple(r)) for r in await cur.fetchall()]
+            copied = [entry_from_row(tuple(r)) for r in await cur.fetchall()]
             info = SessionInfo(
                 id=new_session_id(),
                 workspace=origin.workspace,

@@ -26,7 +26,7 @@ from crab import (
     SessionInfo,
     StoredPayload,
     StoreError,
-    decode_payload,
+    entry_from_row,
     new_entry_id,
     new_session_id,
     payload_json,
@@ -45,18 +45,6 @@ _ENTRY_FROM = "entries e LEFT JOIN system_prompts p ON p.sha256 = e.system_promp
 
 class FullTextSearchUnavailable(UserWarning):
     """This Python's SQLite has no FTS5; search scans entries instead of using an index."""
-
-
-def _entry(row: tuple[Any, ...]) -> Entry:
-    session_id, id, parent_id, type, at, payload, prompt = row
-    return Entry(
-        id=id,
-        session_id=session_id,
-        parent_id=parent_id,
-        type=type,
-        time=at,
-        payload=decode_payload(payload, prompt),
-    )
 
 
 class SqliteStore:
@@ -272,7 +260,7 @@ class SqliteStore:
                 f"SELECT {_ENTRY_COLUMNS} FROM {_ENTRY_FROM} WHERE e.session_id = ? AND e.seq >= ? ORDER BY e.seq",
                 (session_id, start),
             ).fetchall()
-        return [_entry(r) for r in rows]
+        return [entry_from_row(r) for r in rows]
 
     async def search(
         self, query: str, *, session_id: str | None = None, workspace: str | None = None, limit: int = 20
@@ -309,7 +297,7 @@ class SqliteStore:
         hits: list[SearchHit] = []
         try:
             for row in self.conn.execute(sql, params):
-                hit = search_hit(_entry(row), words)
+                hit = search_hit(entry_from_row(row), words)
                 if hit is not None:
                     hits.append(hit)
                     if len(hits) >= limit:
@@ -334,7 +322,7 @@ class SqliteStore:
                 f"SELECT {_ENTRY_COLUMNS} FROM {_ENTRY_FROM} WHERE e.session_id = ? AND e.seq < ? ORDER BY e.seq",
                 (session_id, cut),
             ).fetchall()
-            copied = [_entry(r) for r in rows]
+            copied = [entry_from_row(r) for r in rows]
             fork_id = new_session_id()
             while conn.execute("SELECT 1 FROM sessions WHERE id = ?", (fork_id,)).fetchone():
                 fork_id = new_session_id()
