@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import builtins
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 
 __all__ = [
+    "JOB_COLUMNS",
     "Job",
     "JobStore",
     "Mode",
@@ -27,6 +29,7 @@ __all__ = [
     "TriggerKind",
     "format_duration",
     "format_time",
+    "job_from_row",
     "job_from_spec",
     "new_job_id",
     "parse_stored_time",
@@ -211,6 +214,34 @@ def job_from_spec(
         last_status=last_status,
         last_error=last_error,
         runs=runs,
+    )
+
+
+JOB_COLUMNS = "id, spec, created, next_run, claimed_by, lease_until, last_run, last_status, last_error, runs"
+"""A job row's columns, in the order ``job_from_row`` reads them (``spec`` is ``Job.spec()`` as JSON text)."""
+
+
+def job_from_row(row: Any, to_time: Callable[[Any], datetime | None]) -> Job:
+    """A ``Job`` from a row of ``JOB_COLUMNS``; ``to_time`` turns a stored time (or NULL) into aware UTC.
+
+    Raises ``ValueError`` when the row has no ``created`` time.
+    """
+    import json
+
+    created = to_time(row[2])
+    if created is None:
+        raise ValueError(f"job {row[0]!r} has no created time")
+    return job_from_spec(
+        row[0],
+        json.loads(row[1]),
+        created=created,
+        next_run=to_time(row[3]),
+        claimed_by=row[4],
+        lease_until=to_time(row[5]),
+        last_run=to_time(row[6]),
+        last_status=row[7],
+        last_error=row[8],
+        runs=int(row[9]),
     )
 
 

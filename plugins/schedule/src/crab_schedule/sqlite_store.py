@@ -15,11 +15,12 @@ import sqlite3
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from crab import StoreError
+from crab.jobs import JOB_COLUMNS, job_from_row
 
-from crab_schedule.jobs import Job, RunRecord, Status, job_from_spec
+from crab_schedule.jobs import Job, RunRecord, Status
 from crab_schedule.timing import format_time, parse_stored_time
 
 T = TypeVar("T")
@@ -46,26 +47,9 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_job ON runs(job_id);
 """
 
-_COLUMNS = "id, spec, created, next_run, claimed_by, lease_until, last_run, last_status, last_error, runs"
-
 
 def _time(text: str | None) -> datetime | None:
     return parse_stored_time(text) if text else None
-
-
-def _row_job(row: tuple[Any, ...]) -> Job:
-    return job_from_spec(
-        row[0],
-        json.loads(row[1]),
-        created=parse_stored_time(row[2]),
-        next_run=_time(row[3]),
-        claimed_by=row[4],
-        lease_until=_time(row[5]),
-        last_run=_time(row[6]),
-        last_status=row[7],
-        last_error=row[8],
-        runs=int(row[9]),
-    )
 
 
 class SQLiteJobStore:
@@ -122,15 +106,15 @@ class SQLiteJobStore:
 
     async def get(self, job_id: str) -> Job | None:
         def work(conn: sqlite3.Connection) -> Job | None:
-            row = conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
-            return _row_job(row) if row else None
+            row = conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            return job_from_row(row, _time) if row else None
 
         return await self._run(work)
 
     async def list(self, include_finished: bool = False) -> builtins.list[Job]:
         where = "" if include_finished else "WHERE next_run IS NOT NULL"
-        query = f"SELECT {_COLUMNS} FROM jobs {where} ORDER BY next_run IS NULL, next_run, created"
-        return await self._run(lambda conn: [_row_job(row) for row in conn.execute(query)])
+        query = f"SELECT {JOB_COLUMNS} FROM jobs {where} ORDER BY next_run IS NULL, next_run, created"
+        return await self._run(lambda conn: [job_from_row(row, _time) for row in conn.execute(query)])
 
     async def remove(self, job_id: str) -> bool:
         return await self._run(lambda conn: conn.execute("DELETE FROM jobs WHERE id = ?", (job_id,)).rowcount > 0)
@@ -138,10 +122,12 @@ class SQLiteJobStore:
     async def due(self, now: datetime, limit: int = 100) -> builtins.list[Job]:
         stamp = format_time(now)
         query = (
-            f"SELECT {_COLUMNS} FROM jobs WHERE next_run IS NOT NULL AND next_run <= ? "
+            f"SELECT {JOB_COLUMNS} FROM jobs WHERE next_run IS NOT NULL AND next_run <= ? "
             "AND (claimed_by IS NULL OR lease_until < ?) ORDER BY next_run LIMIT ?"
         )
-        return await self._run(lambda conn: [_row_job(row) for row in conn.execute(query, (stamp, stamp, limit))])
+        return await self._run(
+            lambda conn: [job_from_row(row, _time) for row in conn.execute(query, (stamp, stamp, limit))]
+        )
 
     async def claim(self, job_id: str, worker: str, now: datetime, lease: timedelta) -> Job | None:
         stamp = format_time(now)
@@ -153,9 +139,11 @@ class SQLiteJobStore:
                 "AND next_run <= ? AND (claimed_by IS NULL OR lease_until < ?)",
                 (worker, format_time(now + lease), job_id, stamp, stamp),
             ).rowcount
-            row = conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone() if changed else None
+            row = (
+                conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone() if changed else None
+            )
             conn.execute("COMMIT")
-            return _row_job(row) if row else None
+            return job_from_row(row, _time) if row else None
 
         return await self._run(work)
 

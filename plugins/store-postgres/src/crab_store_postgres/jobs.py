@@ -21,37 +21,17 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from crab.jobs import Job, RunRecord, job_from_spec
-
-from crab_store_postgres.rows import dumps
+from crab import payload_json
+from crab.jobs import JOB_COLUMNS, Job, RunRecord, job_from_row
 
 if TYPE_CHECKING:
     from crab.jobs import Status
 
     from crab_store_postgres.store import PostgresStore
 
-_COLUMNS = "id, spec, created, next_run, claimed_by, lease_until, last_run, last_status, last_error, runs"
-
 
 def _utc(value: datetime | None) -> datetime | None:
     return value.astimezone(UTC) if value is not None else None
-
-
-def _job(row: Any) -> Job:
-    created = _utc(row[2])
-    assert created is not None
-    return job_from_spec(
-        row[0],
-        json.loads(row[1]),
-        created=created,
-        next_run=_utc(row[3]),
-        claimed_by=row[4],
-        lease_until=_utc(row[5]),
-        last_run=_utc(row[6]),
-        last_status=row[7],
-        last_error=row[8],
-        runs=int(row[9]),
-    )
 
 
 class PostgresJobStore:
@@ -82,41 +62,41 @@ class PostgresJobStore:
     async def add(self, job: Job) -> None:
         await self._fetch(
             "INSERT INTO jobs (id, spec, created, next_run, runs) VALUES (%s, %s, %s, %s, 0)",
-            (job.id, dumps(job.spec()), job.created, job.next_run),
+            (job.id, payload_json(job.spec()), job.created, job.next_run),
         )
 
     async def get(self, job_id: str) -> Job | None:
-        row = await self._fetch(f"SELECT {_COLUMNS} FROM jobs WHERE id = %s", (job_id,), one=True)
-        return _job(row) if row else None
+        row = await self._fetch(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = %s", (job_id,), one=True)
+        return job_from_row(row, _utc) if row else None
 
     async def list(self, include_finished: bool = False) -> builtins.list[Job]:
         where = "" if include_finished else "WHERE next_run IS NOT NULL"
         rows = await self._fetch(
-            f"SELECT {_COLUMNS} FROM jobs {where} ORDER BY next_run IS NULL, next_run, created", ()
+            f"SELECT {JOB_COLUMNS} FROM jobs {where} ORDER BY next_run IS NULL, next_run, created", ()
         )
-        return [_job(r) for r in rows]
+        return [job_from_row(r, _utc) for r in rows]
 
     async def remove(self, job_id: str) -> bool:
         return bool(await self._fetch("DELETE FROM jobs WHERE id = %s", (job_id,)))
 
     async def due(self, now: datetime, limit: int = 100) -> builtins.list[Job]:
         rows = await self._fetch(
-            f"SELECT {_COLUMNS} FROM jobs WHERE next_run IS NOT NULL AND next_run <= %(now)s "
+            f"SELECT {JOB_COLUMNS} FROM jobs WHERE next_run IS NOT NULL AND next_run <= %(now)s "
             "AND (claimed_by IS NULL OR lease_until < %(now)s) ORDER BY next_run LIMIT %(limit)s",
             {"now": now, "limit": limit},
         )
-        return [_job(r) for r in rows]
+        return [job_from_row(r, _utc) for r in rows]
 
     async def claim(self, job_id: str, worker: str, now: datetime, lease: timedelta) -> Job | None:
         row = await self._fetch(
             f"UPDATE jobs SET claimed_by = %(worker)s, lease_until = %(until)s WHERE id = ("
             "SELECT id FROM jobs WHERE id = %(id)s AND next_run IS NOT NULL AND next_run <= %(now)s "
             "AND (claimed_by IS NULL OR lease_until < %(now)s) FOR UPDATE SKIP LOCKED"
-            f") RETURNING {_COLUMNS}",
+            f") RETURNING {JOB_COLUMNS}",
             {"worker": worker, "until": now + lease, "id": job_id, "now": now},
             one=True,
         )
-        return _job(row) if row else None
+        return job_from_row(row, _utc) if row else None
 
     async def claim_due(self, worker: str, now: datetime, lease: timedelta, limit: int = 10) -> builtins.list[Job]:
         """Claim up to ``limit`` due jobs in one statement, oldest due first (what a busy queue wants)."""
@@ -124,10 +104,10 @@ class PostgresJobStore:
             f"UPDATE jobs SET claimed_by = %(worker)s, lease_until = %(until)s WHERE id IN ("
             "SELECT id FROM jobs WHERE next_run IS NOT NULL AND next_run <= %(now)s "
             "AND (claimed_by IS NULL OR lease_until < %(now)s) ORDER BY next_run LIMIT %(limit)s "
-            f"FOR UPDATE SKIP LOCKED) RETURNING {_COLUMNS}",
+            f"FOR UPDATE SKIP LOCKED) RETURNING {JOB_COLUMNS}",
             {"worker": worker, "until": now + lease, "now": now, "limit": limit},
         )
-        return sorted((_job(r) for r in rows), key=lambda job: job.next_run or job.created)
+        return sorted((job_from_row(r, _utc) for r in rows), key=lambda job: job.next_run or job.created)
 
     async def extend(self, job_id: str, worker: str, until: datetime) -> bool:
         changed = await self._fetch(
@@ -156,7 +136,9 @@ class PostgresJobStore:
         return bool(await self._fetch("UPDATE jobs SET next_run = %s WHERE id = %s", (when, job_id)))
 
     async def record(self, entry: RunRecord) -> None:
-        await self._fetch("INSERT INTO job_runs (job_id, data) VALUES (%s, %s)", (entry.job_id, dumps(entry.to_dict())))
+        await self._fetch(
+            "INSERT INTO job_runs (job_id, data) VALUES (%s, %s)", (entry.job_id, payload_json(entry.to_dict()))
+        )
 
     async def records(self, job_id: str | None = None, limit: int = 50) -> builtins.list[RunRecord]:
         if job_id is None:

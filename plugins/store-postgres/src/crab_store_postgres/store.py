@@ -22,21 +22,27 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from crab import (
     ENTRY_TYPES,
     REDACTED,
+    SESSION_COLUMNS,
     Entry,
     EntryType,
     SearchHit,
     SessionInfo,
     StoreError,
-    Usage,
     dsn_password,
-    entry_text,
+    entry_from_row,
+    entry_usage,
     new_entry_id,
     new_session_id,
+    payload_json,
+    search_hit,
+    session_from_row,
+    session_totals,
+    store_payload,
 )
 
 from crab_store_postgres.dsn import redact_dsn, server_name
 from crab_store_postgres.loop import LoopThread
-from crab_store_postgres.rows import dumps, encodable, search_query, search_words, store_payload, usage_of
+from crab_store_postgres.rows import encodable, search_query, search_words
 from crab_store_postgres.schema import migrate
 
 if TYPE_CHECKING:
@@ -45,10 +51,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_SESSION_COLUMNS = (
-    "id, workspace, created, title, forked_from, fork_entry, meta, updated, entry_count, usage_count, "
-    "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost"
-)
 _ENTRY_COLUMNS = "e.session_id, e.id, e.parent_id, e.type, e.time, e.payload, p.text"
 _ENTRY_FROM = "entries e LEFT JOIN system_prompts p ON p.sha256 = e.system_prompt"
 _SCAN_BATCH = 200
@@ -83,54 +85,6 @@ RETURNING e.parent_id, e.time
 
 def _is_handoff(type: str, payload: Mapping[str, Any]) -> bool:
     return type == "anchor" and payload.get("kind") == "handoff"
-
-
-def _entry(row: tuple[Any, ...]) -> Entry:
-    from crab_store_postgres.rows import decode_payload
-
-    session_id, id, parent_id, type, at, payload, prompt = row
-    return Entry(
-        id=id, session_id=session_id, parent_id=parent_id, type=type, time=at, payload=decode_payload(payload, prompt)
-    )
-
-
-def _info(row: tuple[Any, ...]) -> SessionInfo:
-    from crab_store_postgres.rows import decode_payload
-
-    (id, workspace, created, title, forked_from, fork_entry, meta, updated, count, usage_count, *tokens) = row
-    usage = None
-    if usage_count:
-        usage = Usage(
-            input_tokens=int(tokens[0]),
-            output_tokens=int(tokens[1]),
-            cache_read_tokens=int(tokens[2]),
-            cache_write_tokens=int(tokens[3]),
-            reasoning_tokens=int(tokens[4]),
-            cost=tokens[5],
-        )
-    return SessionInfo(
-        id=id,
-        workspace=workspace,
-        created=created,
-        title=title,
-        forked_from=forked_from,
-        fork_entry=fork_entry,
-        meta=decode_payload(meta, None),
-        updated=updated,
-        entry_count=count,
-        usage=usage,
-    )
-
-
-def _match(entry: Entry, words: list[str]) -> SearchHit | None:
-    text = entry_text(entry)
-    lowered = text.lower()
-    if not all(w in lowered for w in words):
-        return None
-    at = lowered.find(words[0])
-    start = max(0, at - 40)
-    excerpt = ("…" if start else "") + text[start : at + len(words[0]) + 80].replace("\n", " ")
-    return SearchHit(session_id=entry.session_id, entry_id=entry.id, type=entry.type, excerpt=excerpt, time=entry.time)
 
 
 def _text(value: str, what: str) -> str:
@@ -292,7 +246,7 @@ class PostgresStore:
         return self._pool
 
     async def _session_row(self, conn: AsyncConnection[Any], session_id: str, lock: str = "") -> tuple[Any, ...]:
-        cur = await conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = %s {lock}", (session_id,))
+        cur = await conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s {lock}", (session_id,))
         row = await cur.fetchone()
         if row is None:
             raise StoreError(f"no session {session_id!r} in the PostgreSQL store at {self._where()}")
@@ -306,7 +260,7 @@ class PostgresStore:
         _text(workspace, "workspace")
         if title is not None:
             _text(title, "title")
-        return await self._call(self._create(workspace, title, dumps(dict(meta or {}))))
+        return await self._call(self._create(workspace, title, payload_json(dict(meta or {}))))
 
     async def _create(self, workspace: str, title: str | None, meta: str) -> SessionInfo:
         now = time.time()
@@ -314,19 +268,19 @@ class PostgresStore:
             while True:
                 cur = await conn.execute(
                     "INSERT INTO sessions (id, workspace, created, title, meta, updated) "
-                    f"VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING {_SESSION_COLUMNS}",
+                    f"VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING {SESSION_COLUMNS}",
                     (new_session_id(), workspace, now, title, meta, now),
                 )
                 row = await cur.fetchone()
                 if row is not None:
-                    return _info(tuple(row))
+                    return session_from_row(tuple(row))
 
     async def get_session(self, session_id: str) -> SessionInfo:
         return await self._call(self._get(session_id))
 
     async def _get(self, session_id: str) -> SessionInfo:
         async with self.pool.connection() as conn:
-            return _info(await self._session_row(conn, session_id))
+            return session_from_row(await self._session_row(conn, session_id))
 
     async def list_sessions(self, workspace: str | None = None, limit: int = 50) -> list[SessionInfo]:
         return await self._call(self._list(workspace, limit))
@@ -335,15 +289,15 @@ class PostgresStore:
         async with self.pool.connection() as conn:
             if workspace is None:
                 cur = await conn.execute(
-                    f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated DESC, id DESC LIMIT %s", (limit,)
+                    f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated DESC, id DESC LIMIT %s", (limit,)
                 )
             else:
                 cur = await conn.execute(
-                    f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE workspace = %s "
+                    f"SELECT {SESSION_COLUMNS} FROM sessions WHERE workspace = %s "
                     "ORDER BY updated DESC, id DESC LIMIT %s",
                     (workspace, limit),
                 )
-            return [_info(tuple(row)) for row in await cur.fetchall()]
+            return [session_from_row(tuple(row)) for row in await cur.fetchall()]
 
     async def append(self, session_id: str, type: EntryType, payload: Mapping[str, Any]) -> Entry:
         if type not in ENTRY_TYPES:
@@ -351,7 +305,7 @@ class PostgresStore:
         return await self._call(self._append(session_id, type, dict(payload)))
 
     async def _append(self, session_id: str, type: EntryType, payload: dict[str, Any]) -> Entry:
-        stored = store_payload(type, payload)
+        stored = store_payload(type, payload, storable=encodable)
         async with self.pool.connection() as conn:
             if stored.prompt_sha is None:
                 return await self.append_in(conn, session_id, type, payload)  # one statement, one round trip
@@ -370,9 +324,9 @@ class PostgresStore:
         The statement locks the session's row first (``FOR UPDATE``): that is the per-session
         lock, held until the transaction ends or the server sees the connection go.
         """
-        stored = store_payload(type, payload)
+        stored = store_payload(type, payload, storable=encodable)
         words, complete = search_words(type, payload)
-        usage = usage_of(type, payload)
+        usage = entry_usage(type, payload)
         entry_id = new_entry_id()
         cur = await conn.execute(
             _APPEND,
@@ -407,7 +361,7 @@ class PostgresStore:
         prompts: dict[str, str] = {}
         rows = []
         for seq, entry in added:
-            stored = store_payload(entry.type, entry.payload)
+            stored = store_payload(entry.type, entry.payload, storable=encodable)
             if stored.prompt_sha is not None and stored.prompt_text is not None:
                 prompts[stored.prompt_sha] = stored.prompt_text
             words, complete = search_words(entry.type, entry.payload)
@@ -440,44 +394,9 @@ class PostgresStore:
     @staticmethod
     async def _add_to_session(conn: AsyncConnection[Any], session_id: str, added: list[tuple[int, Entry]]) -> None:
         """Fold newly stored entries (with their positions) into the session's summary columns."""
-        if not added:
-            return
-        total = Usage()
-        counted = 0
-        has_cost = False
-        handoff: int | None = None
-        for seq, entry in added:
-            usage = usage_of(entry.type, entry.payload)
-            if usage is not None:
-                total = total + usage
-                counted += 1
-                has_cost = has_cost or usage.cost is not None
-            if _is_handoff(entry.type, entry.payload):
-                handoff = seq
-        last_seq, last = added[-1]
-        await conn.execute(
-            "UPDATE sessions SET entry_count = %s, last_entry = %s, updated = %s, "
-            "handoff_seq = COALESCE(%s, handoff_seq), usage_count = usage_count + %s, "
-            "input_tokens = input_tokens + %s, output_tokens = output_tokens + %s, "
-            "cache_read_tokens = cache_read_tokens + %s, cache_write_tokens = cache_write_tokens + %s, "
-            "reasoning_tokens = reasoning_tokens + %s, "
-            "cost = CASE WHEN %s THEN COALESCE(cost, 0) + %s ELSE cost END WHERE id = %s",
-            (
-                last_seq + 1,
-                last.id,
-                last.time,
-                handoff,
-                counted,
-                total.input_tokens,
-                total.output_tokens,
-                total.cache_read_tokens,
-                total.cache_write_tokens,
-                total.reasoning_tokens,
-                has_cost,
-                total.cost or 0.0,
-                session_id,
-            ),
-        )
+        totals = session_totals(added)
+        if totals is not None:
+            await conn.execute(*totals.update(session_id, "%s"))
 
     async def entries(self, session_id: str, *, since_handoff: bool = False) -> list[Entry]:
         return await self._call(self._entries(session_id, since_handoff))
@@ -495,7 +414,7 @@ class PostgresStore:
             rows = await cur.fetchall()
         if not rows:
             raise StoreError(f"no session {session_id!r} in the PostgreSQL store at {self._where()}")
-        return [_entry(tuple(r)) for r in rows if r[1] is not None]
+        return [entry_from_row(tuple(r)) for r in rows if r[1] is not None]
 
     async def search(
         self, query: str, *, session_id: str | None = None, workspace: str | None = None, limit: int = 20
@@ -533,7 +452,7 @@ class PostgresStore:
                 if not rows:
                     break
                 for row in rows:
-                    hit = _match(_entry(tuple(row)), words)
+                    hit = search_hit(entry_from_row(tuple(row)), words)
                     if hit is not None:
                         hits.append(hit)
                         if len(hits) >= limit:
@@ -546,7 +465,7 @@ class PostgresStore:
     async def _fork(self, session_id: str, at_entry: str | None) -> SessionInfo:
         async with self.pool.connection() as conn, conn.transaction():
             # FOR SHARE: no append to the source lands between choosing the cut and copying.
-            origin = _info(await self._session_row(conn, session_id, "FOR SHARE"))
+            origin = session_from_row(await self._session_row(conn, session_id, "FOR SHARE"))
             if at_entry is None:
                 cut = origin.entry_count or 0
             else:
@@ -561,7 +480,7 @@ class PostgresStore:
                 f"SELECT {_ENTRY_COLUMNS} FROM {_ENTRY_FROM} WHERE e.session_id = %s AND e.seq < %s ORDER BY e.seq",
                 (session_id, cut),
             )
-            copied = [_entry(tuple(r)) for r in await cur.fetchall()]
+            copied = [entry_from_row(tuple(r)) for r in await cur.fetchall()]
             info = SessionInfo(
                 id=new_session_id(),
                 workspace=origin.workspace,
@@ -573,7 +492,7 @@ class PostgresStore:
             )
             while not await self._write_session(conn, info, copied):
                 info = replace(info, id=new_session_id())
-            return _info(await self._session_row(conn, info.id))
+            return session_from_row(await self._session_row(conn, info.id))
 
     async def _write_session(self, conn: AsyncConnection[Any], info: SessionInfo, entries: Iterable[Entry]) -> bool:
         """Insert a session row and its entries as given; False (nothing written) when the id is taken."""
@@ -587,7 +506,7 @@ class PostgresStore:
                 info.title if info.title is None else _text(info.title, "title"),
                 info.forked_from,
                 info.fork_entry,
-                dumps(dict(info.meta)),
+                payload_json(dict(info.meta)),
                 info.created,
             ),
         )
@@ -613,4 +532,4 @@ class PostgresStore:
         async with self.pool.connection() as conn, conn.transaction():
             if not await self._write_session(conn, info, entries):
                 raise StoreError(f"session {info.id} already exists in the PostgreSQL store at {self._where()}")
-            return _info(await self._session_row(conn, info.id))
+            return session_from_row(await self._session_row(conn, info.id))

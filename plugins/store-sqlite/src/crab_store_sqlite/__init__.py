@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from crab_store_sqlite.store import FullTextSearchUnavailable, SqliteStore
 
-CRAB_API = ">=1.0,<2"
+CRAB_API = ">=1.2,<2"  # uses the 1.2 store row helpers (crab.store_payload, session_from_row, …)
 
 __all__ = ["CRAB_API", "FullTextSearchUnavailable", "SqliteStore", "crab_config_table", "crab_stores"]
 

@@ -1,89 +1,24 @@
-"""How an entry becomes a row and back: payload JSON, system prompts kept once, usage, search text.
+"""How an entry's search text reaches SQLite's full-text index, and how a query becomes FTS5.
 
-A ``system_prompt`` event's ``text`` is stored once in ``system_prompts`` (keyed by its sha256)
-and left as ``null`` in the row's payload, so the key keeps its place when it is filled back in.
+The rest of a row (payload JSON, the system prompt kept once, usage) is core's
+(``crab.store_payload``, ``crab.decode_payload``, ``crab.entry_usage``), shared with crab-store-postgres.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from crab import Entry, EntryType, StoreError, Usage, entry_text, usage_from_dict
+from crab import Entry, entry_text, utf8_encodable
 
 _FTS_TOKEN = re.compile(r"[^\W_]+")
-
-
-@dataclass(frozen=True, slots=True)
-class StoredPayload:
-    """The payload as the ``entries`` row holds it, and the system prompt kept apart, if any."""
-
-    json: str
-    prompt_sha: str | None = None
-    prompt_text: str | None = None
-
-
-def dumps(obj: Any) -> str:
-    """Compact JSON; falls back to ASCII escapes for text SQLite cannot take (lone surrogates)."""
-    try:
-        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
-        raise StoreError(f"cannot store a payload that is not JSON: {exc}") from None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
-    return text
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def store_payload(type: EntryType, payload: Mapping[str, Any]) -> StoredPayload:
-    text = payload.get("text")
-    if type == "event" and payload.get("kind") == "system_prompt" and isinstance(text, str) and _encodable(text):
-        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        return StoredPayload(dumps({**payload, "text": None}), sha, text)
-    return StoredPayload(dumps(payload))
-
-
-def decode_payload(stored: str, prompt_text: str | None) -> dict[str, Any]:
-    payload: dict[str, Any] = json.loads(stored)
-    if prompt_text is not None:
-        payload["text"] = prompt_text
-    return payload
-
-
-def usage_of(type: str, payload: Mapping[str, Any]) -> Usage | None:
-    """The usage an entry adds to its session's totals: assistant messages' ``usage`` only.
-
-    ``model_call`` events repeat the same numbers, so counting both would double them; the
-    assistant message is what every store, fork and migration keeps.
-    """
-    if type != "message" or payload.get("role") != "assistant":
-        return None
-    usage = payload.get("usage")
-    if not isinstance(usage, Mapping):
-        return None
-    try:
-        return usage_from_dict(dict(usage))
-    except (TypeError, ValueError):
-        return None
 
 
 def fts_text(type: str, payload: Mapping[str, Any]) -> str:
     """What the full-text index holds for an entry: ``entry_text``, made safe for SQLite."""
     text = entry_text(Entry(id="", session_id="", parent_id=None, type=type, time=0.0, payload=payload))  # type: ignore[arg-type]
-    return text if _encodable(text) else text.encode("utf-8", "replace").decode("utf-8")
+    return text if utf8_encodable(text) else text.encode("utf-8", "replace").decode("utf-8")
 
 
 def fts_query(words: list[str]) -> str | None:

@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from crab import StoreError
+from crab import StoreError, decode_payload
 
-from crab_store_sqlite.rows import decode_payload, fts_text
+from crab_store_sqlite.rows import fts_text
 
 
 @dataclass(frozen=True, slots=True)

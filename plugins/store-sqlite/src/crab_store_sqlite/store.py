@@ -19,82 +19,32 @@ from typing import Any, cast
 
 from crab import (
     ENTRY_TYPES,
+    SESSION_COLUMNS,
     Entry,
     EntryType,
     SearchHit,
     SessionInfo,
+    StoredPayload,
     StoreError,
-    Usage,
-    entry_text,
+    entry_from_row,
     new_entry_id,
     new_session_id,
+    payload_json,
+    search_hit,
+    session_from_row,
+    session_totals,
+    store_payload,
 )
 
-from crab_store_sqlite.rows import StoredPayload, decode_payload, dumps, fts_query, fts_text, store_payload, usage_of
+from crab_store_sqlite.rows import fts_query, fts_text
 from crab_store_sqlite.schema import has_fts5, migrate
 
-_SESSION_COLUMNS = (
-    "id, workspace, created, title, forked_from, fork_entry, meta, updated, entry_count, usage_count, "
-    "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost"
-)
 _ENTRY_COLUMNS = "e.session_id, e.id, e.parent_id, e.type, e.time, e.payload, p.text"
 _ENTRY_FROM = "entries e LEFT JOIN system_prompts p ON p.sha256 = e.system_prompt"
 
 
 class FullTextSearchUnavailable(UserWarning):
     """This Python's SQLite has no FTS5; search scans entries instead of using an index."""
-
-
-def _is_handoff(type: str, payload: Mapping[str, Any]) -> bool:
-    return type == "anchor" and payload.get("kind") == "handoff"
-
-
-def _entry(row: tuple[Any, ...]) -> Entry:
-    session_id, id, parent_id, type, at, payload, prompt = row
-    return Entry(
-        id=id,
-        session_id=session_id,
-        parent_id=parent_id,
-        type=type,
-        time=at,
-        payload=decode_payload(payload, prompt),
-    )
-
-
-def _info(row: tuple[Any, ...]) -> SessionInfo:
-    (id, workspace, created, title, forked_from, fork_entry, meta, updated, count, usage_count, *tokens) = row
-    usage = None
-    if usage_count:
-        usage = Usage(
-            input_tokens=tokens[0],
-            output_tokens=tokens[1],
-            cache_read_tokens=tokens[2],
-            cache_write_tokens=tokens[3],
-            reasoning_tokens=tokens[4],
-            cost=tokens[5],
-        )
-    return SessionInfo(
-        id=id,
-        workspace=workspace,
-        created=created,
-        title=title,
-        forked_from=forked_from,
-        fork_entry=fork_entry,
-        meta=decode_payload(meta, None),
-        updated=updated,
-        entry_count=count,
-        usage=usage,
-    )
-
-
-def _match(entry: Entry, words: list[str]) -> SearchHit | None:
-    text = entry_text(entry)
-    lowered = text.lower()
-    if not all(w in lowered for w in words):
-        return None
-    at = lowered.find(words[0])
-    excerpt = text[max(0, at - 60) : at + 100].replace("\n", " ")
-    return SearchHit(entry.session_id, entry.id, entry.type, excerpt, entry.time)
 
 
 class SqliteStore:
@@ -214,7 +164,7 @@ class SqliteStore:
             raise
 
     def _session_row(self, conn: sqlite3.Connection, session_id: str) -> tuple[Any, ...]:
-        row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise StoreError(f"no session {session_id!r} in the SQLite store at {self.path}")
         return cast(tuple[Any, ...], row)
@@ -231,24 +181,24 @@ class SqliteStore:
                 session_id = new_session_id()
             conn.execute(
                 "INSERT INTO sessions (id, workspace, created, title, meta, updated) VALUES (?, ?, ?, ?, ?, ?)",
-                (session_id, workspace, now, title, dumps(dict(meta or {})), now),
+                (session_id, workspace, now, title, payload_json(dict(meta or {})), now),
             )
-            return _info(self._session_row(conn, session_id))
+            return session_from_row(self._session_row(conn, session_id))
 
     async def get_session(self, session_id: str) -> SessionInfo:
-        return _info(self._session_row(self.conn, session_id))
+        return session_from_row(self._session_row(self.conn, session_id))
 
     async def list_sessions(self, workspace: str | None = None, limit: int = 50) -> list[SessionInfo]:
         if workspace is None:
             rows = self.conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated DESC, id DESC LIMIT ?", (limit,)
+                f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated DESC, id DESC LIMIT ?", (limit,)
             )
         else:
             rows = self.conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE workspace = ? ORDER BY updated DESC, id DESC LIMIT ?",
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE workspace = ? ORDER BY updated DESC, id DESC LIMIT ?",
                 (workspace, limit),
             )
-        return [_info(row) for row in rows]
+        return [session_from_row(row) for row in rows]
 
     async def append(self, session_id: str, type: EntryType, payload: Mapping[str, Any]) -> Entry:
         if type not in ENTRY_TYPES:
@@ -295,44 +245,9 @@ class SqliteStore:
     @staticmethod
     def _add_to_session(conn: sqlite3.Connection, session_id: str, added: list[tuple[int, Entry]]) -> None:
         """Fold newly stored entries (with their positions) into the session's summary columns."""
-        if not added:
-            return
-        total = Usage()
-        counted = 0
-        has_cost = False
-        handoff: int | None = None
-        for seq, entry in added:
-            usage = usage_of(entry.type, entry.payload)
-            if usage is not None:
-                total = total + usage
-                counted += 1
-                has_cost = has_cost or usage.cost is not None
-            if _is_handoff(entry.type, entry.payload):
-                handoff = seq
-        last_seq, last = added[-1]
-        conn.execute(
-            "UPDATE sessions SET entry_count = ?, last_entry = ?, updated = ?, "
-            "handoff_seq = COALESCE(?, handoff_seq), usage_count = usage_count + ?, "
-            "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
-            "cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, "
-            "reasoning_tokens = reasoning_tokens + ?, "
-            "cost = CASE WHEN ? THEN COALESCE(cost, 0) + ? ELSE cost END WHERE id = ?",
-            (
-                last_seq + 1,
-                last.id,
-                last.time,
-                handoff,
-                counted,
-                total.input_tokens,
-                total.output_tokens,
-                total.cache_read_tokens,
-                total.cache_write_tokens,
-                total.reasoning_tokens,
-                has_cost,
-                total.cost or 0.0,
-                session_id,
-            ),
-        )
+        totals = session_totals(added)
+        if totals is not None:
+            conn.execute(*totals.update(session_id))
 
     async def entries(self, session_id: str, *, since_handoff: bool = False) -> list[Entry]:
         # One read transaction, so the handoff position and the rows come from the same snapshot.
@@ -345,7 +260,7 @@ class SqliteStore:
                 f"SELECT {_ENTRY_COLUMNS} FROM {_ENTRY_FROM} WHERE e.session_id = ? AND e.seq >= ? ORDER BY e.seq",
                 (session_id, start),
             ).fetchall()
-        return [_entry(r) for r in rows]
+        return [entry_from_row(r) for r in rows]
 
     async def search(
         self, query: str, *, session_id: str | None = None, workspace: str | None = None, limit: int = 20
@@ -382,7 +297,7 @@ class SqliteStore:
         hits: list[SearchHit] = []
         try:
             for row in self.conn.execute(sql, params):
-                hit = _match(_entry(row), words)
+                hit = search_hit(entry_from_row(row), words)
                 if hit is not None:
                     hits.append(hit)
                     if len(hits) >= limit:
@@ -393,7 +308,7 @@ class SqliteStore:
 
     async def fork(self, session_id: str, at_entry: str | None = None) -> SessionInfo:
         with self._transaction() as conn:
-            origin = _info(self._session_row(conn, session_id))
+            origin = session_from_row(self._session_row(conn, session_id))
             if at_entry is None:
                 cut = origin.entry_count or 0
             else:
@@ -407,7 +322,7 @@ class SqliteStore:
                 f"SELECT {_ENTRY_COLUMNS} FROM {_ENTRY_FROM} WHERE e.session_id = ? AND e.seq < ? ORDER BY e.seq",
                 (session_id, cut),
             ).fetchall()
-            copied = [_entry(r) for r in rows]
+            copied = [entry_from_row(r) for r in rows]
             fork_id = new_session_id()
             while conn.execute("SELECT 1 FROM sessions WHERE id = ?", (fork_id,)).fetchone():
                 fork_id = new_session_id()
@@ -421,7 +336,7 @@ class SqliteStore:
                 meta=origin.meta,
             )
             self._write_session(conn, info, copied)
-            return _info(self._session_row(conn, fork_id))
+            return session_from_row(self._session_row(conn, fork_id))
 
     def _write_session(self, conn: sqlite3.Connection, info: SessionInfo, entries: Iterable[Entry]) -> None:
         """Insert a session row and its entries as given (ids, parents, times) in the caller's transaction."""
@@ -435,7 +350,7 @@ class SqliteStore:
                 info.title,
                 info.forked_from,
                 info.fork_entry,
-                dumps(dict(info.meta)),
+                payload_json(dict(info.meta)),
                 info.created,
             ),
         )
@@ -458,4 +373,4 @@ class SqliteStore:
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (info.id,)).fetchone():
                 raise StoreError(f"session {info.id} already exists in the SQLite store at {self.path}")
             self._write_session(conn, info, entries)
-            return _info(self._session_row(conn, info.id))
+            return session_from_row(self._session_row(conn, info.id))
