@@ -17,10 +17,10 @@ from crab.storage import (
     EntryType,
     SearchHit,
     SessionInfo,
-    entry_text,
     new_entry_id,
     new_session_id,
 )
+from crab.store_rows import search_hit
 
 
 class MemoryStore:
@@ -101,12 +101,9 @@ class MemoryStore:
             if workspace is not None and self._sessions[sid].workspace != workspace:
                 continue
             for entry in entries:
-                text = entry_text(entry)
-                lowered = text.lower()
-                if words and all(w in lowered for w in words):
-                    at = lowered.find(words[0])
-                    excerpt = text[max(0, at - 60) : at + 100].replace("\n", " ")
-                    hits.append(SearchHit(sid, entry.id, entry.type, excerpt, entry.time))
+                hit = search_hit(entry, words) if words else None
+                if hit is not None:
+                    hits.append(hit)
         hits.sort(key=lambda h: h.time, reverse=True)
         return hits[:limit]
 

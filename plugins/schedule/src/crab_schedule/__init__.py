@@ -12,7 +12,7 @@ import crab
 if TYPE_CHECKING:
     from crab import AgentHandle, Channel, Config, ConfigTable, Tool, ToolCall, ToolContext
 
-CRAB_API = ">=1.0,<2"
+CRAB_API = ">=1.2,<2"
 
 
 @crab.hookimpl

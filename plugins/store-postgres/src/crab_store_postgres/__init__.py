@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from crab_store_postgres.jobs import PostgresJobStore
     from crab_store_postgres.store import PostgresStore
 
-CRAB_API = ">=1.0,<2"
+CRAB_API = ">=1.2,<2"
 
 __all__ = ["CRAB_API", "PostgresJobStore", "PostgresStore", "crab_config_table", "crab_job_stores", "crab_stores"]
 

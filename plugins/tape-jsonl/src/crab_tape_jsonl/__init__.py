@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from crab_tape_jsonl.store import TapeStore
     from crab_tape_jsonl.tapefile import TornLineWarning
 
-CRAB_API = ">=1.0,<2"
+CRAB_API = ">=1.2,<2"  # crab.search_hit
 
 __all__ = ["CRAB_API", "TapeStore", "TornLineWarning", "crab_config_table", "crab_stores"]
 _LAZY = {"TapeStore": "crab_tape_jsonl.store", "TornLineWarning": "crab_tape_jsonl.tapefile"}

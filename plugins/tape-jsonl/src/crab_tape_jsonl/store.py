@@ -24,9 +24,9 @@ from crab import (
     SearchHit,
     SessionInfo,
     StoreError,
-    entry_text,
     new_entry_id,
     new_session_id,
+    search_hit,
 )
 
 from crab_tape_jsonl.layout import SUFFIX, check_session_id, tape_path, workspace_folder
@@ -295,7 +295,7 @@ class TapeStore:
                     entry = decode_entry(line, info.id)
                     if entry is None:
                         continue
-                    hit = _match(entry, words)
+                    hit = search_hit(entry, words)
                     if hit is not None:
                         hits.append(hit)
         hits.sort(key=lambda h: h.time, reverse=True)
@@ -370,13 +370,3 @@ class TapeStore:
                 tmp.unlink(missing_ok=True)
         self._paths[info.id] = target
         return self._info(target)
-
-
-def _match(entry: Entry, words: list[str]) -> SearchHit | None:
-    text = entry_text(entry)
-    lowered = text.lower()
-    if not all(w in lowered for w in words):
-        return None
-    at = lowered.find(words[0])
-    excerpt = text[max(0, at - 60) : at + 100].replace("\n", " ")
-    return SearchHit(entry.session_id, entry.id, entry.type, excerpt, entry.time)
