@@ -6,7 +6,7 @@ the conversation uses five of them, named (`$name`) beside their first call or c
 away, the way a session of small tasks does. Tokens are crab's estimate (characters / 4, the one the
 token budget uses). The progressive view also adds a paragraph to the system prompt; the
 second line counts the system prompt too. A hinted or called tool keeps its full schema to the
-end of its turn (``crab/loop/tool_view.py``).
+end of its turn (``crab/_builtin/tool_view.py``).
 
     python bench/context.py
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import crab
-from crab.loop.budget import raw_tokens, schema_tokens
-from crab.providers import ModelRequest
+from crab._contracts.providers import ModelRequest
+from crab._loop.budget import raw_tokens, schema_tokens
 from crab.testing import AgentHarness
 
 P = tuple[str, str, str, bool]  # name, JSON type, description, required

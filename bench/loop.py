@@ -18,9 +18,9 @@ import types
 from pathlib import Path
 
 import crab
-from crab.events import MessageEnd
+from crab._contracts.events import MessageEnd
+from crab._contracts.tools import ToolContext
 from crab.testing import AgentHarness, ScriptedProvider
-from crab.tools import ToolContext
 
 
 @crab.tool

@@ -1,4 +1,4 @@
-"""Event redaction benchmark: what masking every delivered event costs (crab.redaction).
+"""Event redaction benchmark: what masking every delivered event costs (crab._secrets.redaction).
 
 Every event the loop delivers passes ``EventRedactor.events`` (secrets masked, nested; text and
 thinking streams held back at a possible secret start; lone surrogates replaced). This runs a
@@ -22,7 +22,7 @@ import random
 import time
 from collections.abc import Callable
 
-from crab.events import (
+from crab._contracts.events import (
     Event,
     TextDelta,
     ThinkingDelta,
@@ -33,8 +33,8 @@ from crab.events import (
     UsageEvent,
     event_to_dict,
 )
-from crab.messages import ToolCall, Usage, json_text
-from crab.redaction import EventRedactor, Redactor
+from crab._contracts.messages import ToolCall, Usage, json_text
+from crab._secrets.redaction import EventRedactor, Redactor
 
 WORDS = [
     "the",

@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from crab.events import MessageEnd
-from crab.messages import AssistantMessage
+from crab._contracts.events import MessageEnd
+from crab._contracts.messages import AssistantMessage
 from crab.sse import SSEDecoder
 from crab_provider_openai.parser import ChatStreamParser
 

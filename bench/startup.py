@@ -44,7 +44,7 @@ import sys
 before = set(sys.modules)
 if sys.argv[1:] != ["-c", "pass"]:
     sys.argv = ["crab", *sys.argv[1:]]
-    from crab.cli import main
+    from crab._cli import main
     try:
         main()
     except SystemExit:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crab.loop.history import build_context
-from crab.memory_store import MemoryStore
-from crab.storage import EntryType, Store
+from crab._builtin.memory_store import MemoryStore
+from crab._contracts.storage import EntryType, Store
+from crab._loop.history import build_context
 
 SIZES = (1_000, 100_000, 1_000_000)
 TAIL = 40

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from crab.storage import Store
+from crab._contracts.storage import Store
 
 WORKSPACE = "/bench/project"
 

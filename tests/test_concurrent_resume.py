@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from crab import Store, ToolResultMessage
-from crab.loop.history import NO_RESULT, build_context, unpaired_calls
+from crab._loop.history import NO_RESULT, build_context, unpaired_calls
 from crab_store_sqlite import SqliteStore
 from crab_tape_jsonl import TapeStore
 

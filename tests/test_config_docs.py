@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crab.config_tables import CORE_TABLE, SERVE_TABLE, ConfigTable
+from crab._contracts.config_tables import CORE_TABLE, SERVE_TABLE, ConfigTable
 from crab_mcp.settings import TABLE as MCP
 from crab_provider_anthropic.settings import TABLE as ANTHROPIC
 from crab_provider_mock import crab_config_table as mock_table

@@ -14,7 +14,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from crab.cli.plugin_new import KINDS, render
+from crab._cli.plugin_new import KINDS, render
 from crab.testing import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -192,8 +192,8 @@ def test_migrate_keeps_ids_parents_times_and_forks(crab: Crab) -> None:
 def test_migrate_sessions_into_a_store_without_import_appends_afresh(tmp_path: Path) -> None:
     import asyncio
 
-    from crab.cli.sessions import migrate_sessions
-    from crab.memory_store import MemoryStore
+    from crab._builtin.memory_store import MemoryStore
+    from crab._cli.sessions import migrate_sessions
     from crab_tape_jsonl import TapeStore
 
     async def go() -> None:

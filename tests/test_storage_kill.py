@@ -23,9 +23,9 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-from crab.loop.history import build_context, unpaired_calls
-from crab.messages import AssistantMessage
-from crab.storage import Entry, Store
+from crab._contracts.messages import AssistantMessage
+from crab._contracts.storage import Entry, Store
+from crab._loop.history import build_context, unpaired_calls
 from crab_store_sqlite import SqliteStore
 from crab_tape_jsonl import TapeStore
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import crab_tools_basic
 import pytest
-from crab import prompt
-from crab.loop.budget import schema_tokens
-from crab.loop.tool_view import tool_specs
+from crab._builtin import prompt
+from crab._builtin.tool_view import tool_specs
+from crab._loop.budget import schema_tokens
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "system_prompt.txt"
 SKILLS_SNAPSHOT = Path(__file__).parent / "snapshots" / "system_prompt_skills.txt"

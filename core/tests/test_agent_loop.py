@@ -11,9 +11,9 @@ import types
 
 import crab
 import pytest
-from crab.events import ErrorEvent, NoticeEvent, TextDelta, ToolResultEvent, TurnEnded
-from crab.loop.history import INTERRUPTED, SKIPPED, build_context, unpaired_calls
-from crab.messages import AssistantMessage, ToolResultMessage, UserMessage
+from crab._contracts.events import ErrorEvent, NoticeEvent, TextDelta, ToolResultEvent, TurnEnded
+from crab._contracts.messages import AssistantMessage, ToolResultMessage, UserMessage
+from crab._loop.history import INTERRUPTED, SKIPPED, build_context, unpaired_calls
 
 
 def plugin(*tools: crab.Tool, **hooks) -> object:
@@ -445,8 +445,8 @@ def test_secrets_from_config_and_auth_file_are_redacted(crab_agent, crab_home):
 
 
 def test_usage_is_priced_once_and_reported_once_per_model_call(crab_agent):
-    from crab.events import MessageEnd, UsageEvent
-    from crab.messages import Usage
+    from crab._contracts.events import MessageEnd, UsageEvent
+    from crab._contracts.messages import Usage
 
     class OldStyle:
         """A provider written before the loop priced usage: it emits its own UsageEvent too."""

@@ -7,7 +7,9 @@ import stat
 from pathlib import Path
 
 import pytest
-from crab.auth import (
+from crab._config.layers import Config
+from crab._contracts.errors import ConfigError
+from crab._secrets.keys import (
     REDACTED,
     auth_path,
     known_secrets,
@@ -17,8 +19,6 @@ from crab.auth import (
     redact,
     save_key,
 )
-from crab.config import Config
-from crab.errors import ConfigError
 
 KEY = "sk-test-0123456789abcdef"
 
@@ -89,7 +89,7 @@ def test_redact_replaces_every_occurrence_and_skips_short_values() -> None:
 
 
 def test_database_connection_strings_and_their_passwords_are_secrets(home: Path) -> None:
-    from crab.auth import dsn_password
+    from crab._secrets.keys import dsn_password
 
     url = "postgresql://crab:p%40ss-w0rd-long@db.internal:5432/crab"
     keywords = "host=db port=5432 password='it''s a \\'secret\\' pw' dbname=crab"

@@ -14,10 +14,10 @@ import re
 from pathlib import Path
 
 import crab
-import crab.hookspecs
+import crab._host.hookspecs
 import pytest
+from crab._contracts.tools import make_tool
 from crab.testing.scripted import STEP_KEYS
-from crab.tools import make_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGINS_MD = (ROOT / "docs" / "plugins.md").read_text()
@@ -44,7 +44,7 @@ def test_every_public_name_is_documented(module: str):
 
 
 def test_every_hook_is_in_the_authors_reference():
-    hooks = [n for n in dir(crab.hookspecs) if n.startswith("crab_")]
+    hooks = [n for n in dir(crab._host.hookspecs) if n.startswith("crab_")]
     assert len(hooks) >= 15
     assert [h for h in hooks if not documented(h, PLUGINS_MD)] == []
 

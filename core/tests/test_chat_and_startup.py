@@ -66,7 +66,7 @@ MODULES_AFTER = """
 import sys
 before = set(sys.modules)  # what a bare interpreter has already loaded
 sys.argv = ["crab", *sys.argv[1:]]
-from crab.cli import main
+from crab._cli import main
 try:
     main()
 except SystemExit:
@@ -90,7 +90,7 @@ def modules_after(args: list[str]) -> tuple[set[str], set[str]]:
 
 
 def plugin_packages() -> set[str]:
-    from crab.entrypoints import entry_points
+    from crab._host.entry_points import entry_points
 
     return {ep.value.split(":")[0].split(".")[0] for ep in entry_points("crab")}
 
@@ -105,21 +105,23 @@ def test_help_imports_no_plugin_implementation_module(crab_home):
     assert implementation == []
 
 
-def test_help_imports_at_most_144_modules_plus_one_per_plugin(crab_home):
+def test_help_imports_at_most_149_modules_plus_one_per_plugin(crab_home):
     # typer alone accounts for about 105; bench/startup.py prints the figures side by side.
     # Each enabled plugin adds its top-level module (and nothing else: the test above), so the
-    # budget is 144 for crab and its dependencies plus one per plugin (150 with the first six).
+    # budget is 149 for crab and its dependencies plus one per plugin. Since core is split into
+    # subpackages, four of those are empty package ``__init__`` modules (crab._host, ._config,
+    # ._contracts, ._cli) and one the API 1.x shim finder (crab._compat).
     packages = plugin_packages()
     assert len(packages) >= 6, "run with every first-party plugin installed"
     before, after = modules_after(["--help"])
     added = sorted(after - before - packages)
-    assert len(added) <= 144, added
+    assert len(added) <= 149, added
 
 
 def test_no_command_s_one_line_help_is_cut_mid_sentence():
     # click cuts a command's line in `--help` at the first ". ": "e.g. crab.model" became "e.g.".
     import typer
-    from crab.cli.app import app
+    from crab._cli.app import app
 
     def walk(command: typer.core.TyperCommand, path: str) -> list[tuple[str, str]]:
         found = [(path, command.get_short_help_str(limit=200))]

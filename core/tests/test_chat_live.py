@@ -1,4 +1,4 @@
-"""``crab chat``'s live loop (crab/cli/chat_live.py) driven by a scripted ``ChatInput``: steering,
+"""``crab chat``'s live loop (crab/_cli/chat_live.py) driven by a scripted ``ChatInput``: steering,
 follow-ups, Ctrl-C and leaving, with the agent's real loop on the scripted provider."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import types
 from pathlib import Path
 
 import crab
-from crab.cli.chat import recap
-from crab.cli.chat_live import LEAVE_HINT, live_chat
-from crab.render import ChatEntry, ChatState
+from crab._cli.chat import recap
+from crab._cli.chat_live import LEAVE_HINT, live_chat
+from crab._contracts.renderers import ChatEntry, ChatState
 
 
 class ScriptedInput:

@@ -7,8 +7,8 @@ otherwise get an empty command result in place of the model's answer.
 from __future__ import annotations
 
 import crab
-from crab.commands import Command, CommandContext, CommandResult
-from crab.events import CommandOutput
+from crab._contracts.commands import Command, CommandContext, CommandResult
+from crab._contracts.events import CommandOutput
 from crab.testing import AgentHarness
 
 
@@ -64,7 +64,7 @@ def test_a_command_with_its_own_text_keeps_it():
 
 def test_a_long_lived_handle_keeps_no_outcomes():
     """A channel's handle lives as long as ``crab serve``: it must not collect every turn."""
-    from crab.handles import AgentHandle
+    from crab._contracts.handle import AgentHandle
 
     harness = AgentHarness([[{"text": "one"}], [{"text": "two"}]])
     try:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from crab.events import CompactionEvent
-from crab.messages import UserMessage
+from crab._contracts.events import CompactionEvent
+from crab._contracts.messages import UserMessage
 from crab.testing import AgentHarness
 
 

@@ -8,12 +8,12 @@ import random
 import types
 
 import crab
-from crab.events import CompactionEvent, ErrorEvent, TurnEnded, UsageEvent
-from crab.loop import compaction
-from crab.loop.budget import TokenBudget, request_tokens
-from crab.loop.history import build_context, unpaired_calls
-from crab.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
-from crab.providers import ModelRequest
+from crab._builtin import compaction
+from crab._contracts.events import CompactionEvent, ErrorEvent, TurnEnded, UsageEvent
+from crab._contracts.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
+from crab._contracts.providers import ModelRequest
+from crab._loop.budget import TokenBudget, request_tokens
+from crab._loop.history import build_context, unpaired_calls
 from crab.testing import ScriptedProvider
 
 TRUE_RATIO = 1.3  # the "real" tokenizer counts 30% more than characters / 4

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from crab.config import edit_config, load_config, update_plugin_lists
-from crab.errors import ConfigError
-from crab.plugins import select_plugins
+from crab._config.layers import edit_config, load_config, update_plugin_lists
+from crab._contracts.errors import ConfigError
+from crab._host.plugin_host import select_plugins
 
 
 def write(path: Path, text: str) -> Path:

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab.config import Config, load_config
-from crab.config_tables import CORE_TABLE, ConfigTable, InvalidValue, Setting, validate_table
-from crab.errors import ConfigError
+from crab._config.layers import Config, load_config
+from crab._contracts.config_tables import CORE_TABLE, ConfigTable, InvalidValue, Setting, validate_table
+from crab._contracts.errors import ConfigError
 
 TABLE = ConfigTable(
     "demo",
@@ -114,7 +114,7 @@ def plugin_config(crab_home: Path, tmp_path: Path, user: str, project: str, trus
     work = tmp_path / "work"
     path = write(work / ".crab" / "config.toml", project)
     if trusted:
-        from crab.trust import trust
+        from crab._config.trust import trust
 
         trust(path)
     config = load_config(cwd=work, env={})

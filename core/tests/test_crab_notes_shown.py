@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import crab
-from crab.cli.chat import recap
-from crab.cli.sessions import export_markdown
+from crab._cli.chat import recap
+from crab._cli.sessions import export_markdown
 from crab.testing import AgentHarness
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import crab
 import pytest
-from crab import hookspecs
-from crab.dispatch import HOOKS, Failure
-from crab.errors import PluginError
-from crab.events import NoticeEvent, ToolResultEvent
-from crab.plugins import api_problem
+from crab._contracts.errors import PluginError
+from crab._contracts.events import NoticeEvent, ToolResultEvent
+from crab._host import hookspecs
+from crab._host.dispatch import HOOKS, Failure
+from crab._host.plugin_host import api_problem
 from crab.testing import build_host
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ import inspect
 import re
 from pathlib import Path
 
-from crab import hookspecs
+from crab._host import hookspecs
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = [name for name, value in vars(hookspecs).items() if name.startswith("crab_") and inspect.isfunction(value)]

@@ -1,11 +1,11 @@
-"""``crab.entrypoints`` lists what ``importlib.metadata`` lists, from the same files."""
+"""``crab._host.entry_points`` lists what ``importlib.metadata`` lists, from the same files."""
 
 from __future__ import annotations
 
 from importlib.metadata import entry_points as importlib_entry_points
 from pathlib import Path
 
-from crab.entrypoints import entry_points, parse_entry_points
+from crab._host.entry_points import entry_points, parse_entry_points
 
 
 def dist_info(site: Path, folder: str, name: str, version: str, entry_points_txt: str | None) -> None:

@@ -1,11 +1,11 @@
-"""``crab.environ``: the one place ``CRAB_*`` variables are read."""
+"""``crab._config.environ``: the one place ``CRAB_*`` variables are read."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from crab import environ
+from crab._config import environ
 
 ROOT = Path(__file__).resolve().parents[2]
 

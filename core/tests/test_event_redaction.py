@@ -1,4 +1,4 @@
-"""Every event a renderer or observer gets is redacted, nested, and valid UTF-8 (crab.redaction)."""
+"""Every event a renderer or observer gets is redacted, nested, and valid UTF-8 (crab._secrets.redaction)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import random
 
 import pytest
-from crab.events import (
+from crab._contracts.events import (
     CommandOutput,
     ErrorEvent,
     MessageEnd,
@@ -21,9 +21,9 @@ from crab.events import (
     UsageEvent,
     event_to_dict,
 )
-from crab.hookspecs import hookimpl
-from crab.messages import AssistantMessage, Thinking, ToolCall, Usage, json_text
-from crab.redaction import EventRedactor, Redactor, StreamRedactor
+from crab._contracts.messages import AssistantMessage, Thinking, ToolCall, Usage, json_text
+from crab._host.hookspecs import hookimpl
+from crab._secrets.redaction import EventRedactor, Redactor, StreamRedactor
 
 KEY = "sk-test-0123456789abcdef"
 
@@ -156,7 +156,7 @@ def test_the_agent_delivers_only_redacted_events_to_listeners_and_observers(crab
 
 
 def test_the_cli_error_line_is_masked(crab_home, monkeypatch):
-    from crab.redaction import error_line
+    from crab._secrets.redaction import error_line
 
     monkeypatch.setenv("SOME_SERVICE_TOKEN", KEY)
     assert (

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from crab.loop.history import NO_REPLY, NO_RESULT, build_context, repair, unpaired_calls
-from crab.memory_store import MemoryStore
-from crab.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage, message_to_dict
+from crab._builtin.memory_store import MemoryStore
+from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage, message_to_dict
+from crab._loop.history import NO_REPLY, NO_RESULT, build_context, repair, unpaired_calls
 
 
 def call(i: str, name: str = "t") -> ToolCall:

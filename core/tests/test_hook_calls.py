@@ -7,7 +7,7 @@ from pathlib import Path
 
 import crab
 import pytest
-from crab.hook_calls import collect_from
+from crab._host.collect import collect_from
 
 
 def _offering(path: Path) -> types.SimpleNamespace:

@@ -14,9 +14,9 @@ import time
 from typing import Any
 
 import pytest
-from crab.config import PluginTable
-from crab.errors import ConfigError, ProviderError
-from crab.events import ErrorEvent, RetryEvent, StreamEvent, TextDelta
+from crab._config.layers import PluginTable
+from crab._contracts.errors import ConfigError, ProviderError
+from crab._contracts.events import ErrorEvent, RetryEvent, StreamEvent, TextDelta
 from crab.http_stream import (
     DEFAULT_REQUEST_TIMEOUT,
     read_http_options,

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from crab.errors import ConfigError, ProviderError
-from crab.events import ErrorEvent, RetryEvent, StreamEvent, TextDelta
+from crab._contracts.errors import ConfigError, ProviderError
+from crab._contracts.events import ErrorEvent, RetryEvent, StreamEvent, TextDelta
 from crab.http_stream import HttpOptions, PluginTable, read_http_options, stream_call
 from crab.sse import ServerSentEvent
 from crab.testing.http_replay import ReplayServer

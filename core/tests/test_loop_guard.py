@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crab.loop.guard import LoopGuard, signature
+from crab._builtin.loop_guard import LoopGuard, signature
 
 
 def actions(guard: LoopGuard, calls: list[tuple[str, dict, str]]) -> list[str]:

@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-from crab.memory_store import MemoryStore
-from crab.storage import Store
+from crab._builtin.memory_store import MemoryStore
+from crab._contracts.storage import Store
 from crab.testing.store_contract import StoreContract
 
 

@@ -1,12 +1,12 @@
-"""Lone surrogates never crash a hash, a cut or a JSON serialiser (crab.messages helpers)."""
+"""Lone surrogates never crash a hash, a cut or a JSON serialiser (crab._contracts.messages helpers)."""
 
 from __future__ import annotations
 
 import json
 
-from crab.loop.guard import LoopGuard, result_hash, signature
-from crab.messages import hash_bytes, json_text, valid_text
-from crab.truncate import OutputLimit, truncate
+from crab._builtin.loop_guard import LoopGuard, result_hash, signature
+from crab._contracts.messages import hash_bytes, json_text, valid_text
+from crab._contracts.truncate import OutputLimit, truncate
 
 
 def test_valid_text_replaces_only_lone_surrogates():

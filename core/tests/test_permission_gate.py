@@ -6,8 +6,8 @@ import types
 
 import crab
 import pytest
-from crab.events import NoticeEvent, ToolResultEvent
-from crab.interception import PermissionRequest
+from crab._contracts.events import NoticeEvent, ToolResultEvent
+from crab._contracts.interception import PermissionRequest
 
 
 @crab.tool(permission="write")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from crab.messages import Usage
-from crab.pricing import usage_cost, with_cost
-from crab.providers import ModelInfo
+from crab._contracts.messages import Usage
+from crab._contracts.providers import ModelInfo
+from crab._loop.pricing import usage_cost, with_cost
 
 
 def test_cost_of_input_and_output() -> None:

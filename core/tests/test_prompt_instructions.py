@@ -11,7 +11,7 @@ from pathlib import Path
 
 import crab
 import pytest
-from crab.prompt import MAX_AGENTS_BYTES, base_prompt, instruction_files, repository_root
+from crab._builtin.prompt import MAX_AGENTS_BYTES, base_prompt, instruction_files, repository_root
 
 
 def tree(tmp_path: Path) -> tuple[Path, Path, Path]:

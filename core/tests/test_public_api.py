@@ -11,9 +11,9 @@ from pathlib import Path
 
 import crab
 import pytest
-from crab.apiversion import API_VERSION, check_range
-from crab.commands import CommandContext
-from crab.handles import AgentHandle
+from crab._contracts.commands import CommandContext
+from crab._contracts.handle import AgentHandle
+from crab._host.api_version import API_VERSION, check_range
 from crab.testing import AgentHarness
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def test_crab_all_is_exactly_the_lazy_exports():
 
 
 def test_no_public_name_is_shadowed_by_a_submodule():
-    # `import crab.truncate` sets the attribute crab.truncate to the module: a public function
+    # `import crab._contracts.truncate` sets the attribute crab._contracts.truncate to the module: a public function
     # with a submodule's name would turn into that module once anything imported it.
     submodules = {p.stem for p in Path(crab.__file__).parent.glob("*.py")} | {
         p.name for p in Path(crab.__file__).parent.iterdir() if p.is_dir()
@@ -181,6 +181,6 @@ def test_a_command_context_built_the_1_0_way_wraps_the_agent(crab_home):
 
 
 async def _session_text(ctx: CommandContext) -> str:
-    from crab.core_commands import session_command
+    from crab._builtin.commands import session_command
 
     return await session_command(ctx, "")

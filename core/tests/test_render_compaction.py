@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
-from crab.events import CompactionEvent
-from crab.render import RenderTarget
-from crab.render.plain import PlainRenderer
+from crab._builtin.render_plain import PlainRenderer
+from crab._contracts.events import CompactionEvent
+from crab._contracts.renderers import RenderTarget
 
 
 def lines(*events: CompactionEvent) -> list[str]:

@@ -6,9 +6,9 @@ import types
 
 import crab
 import pytest
-from crab.cli.runtime import choose_provider, choose_renderer, choose_store
-from crab.errors import ConfigError
-from crab.render import RenderTarget
+from crab._assembly.runtime import choose_provider, choose_renderer, choose_store
+from crab._contracts.errors import ConfigError
+from crab._contracts.renderers import RenderTarget
 from crab.testing import ScriptedProvider, build_host, make_config
 
 
@@ -72,7 +72,7 @@ def test_store_and_renderer_choice(capsys):
 
 
 def test_an_installed_persistent_store_is_the_default():
-    from crab.memory_store import MemoryStore
+    from crab._builtin.memory_store import MemoryStore
 
     class Disk(MemoryStore):
         name = "disk"
@@ -112,8 +112,8 @@ def test_an_installed_renderer_is_the_default_whatever_its_name():
 def test_plain_renderer_shows_control_characters_on_a_terminal() -> None:
     import io
 
-    from crab.events import TextDelta
-    from crab.render.plain import PlainRenderer
+    from crab._builtin.render_plain import PlainRenderer
+    from crab._contracts.events import TextDelta
 
     terminal = RenderTarget(io.StringIO(), io.StringIO(), color=True)
     PlainRenderer(terminal).handle(TextDelta("a\x1b]0;title\x07b\x1b[2Jc\r\n\td\x9b"))
@@ -126,7 +126,7 @@ def test_plain_renderer_shows_control_characters_on_a_terminal() -> None:
 def test_an_interactive_renderer_is_the_default_of_chat_only(crab_cli):
     import io
 
-    from crab.cli.runtime import renderer_spec
+    from crab._assembly.runtime import renderer_spec
 
     class Loud:
         def __init__(self, target: RenderTarget) -> None:

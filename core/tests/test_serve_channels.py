@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab.channel_host import ADDRESS_META, CHANNEL_META, ChannelError, ChannelHost
-from crab.interception import PermissionRequest
-from crab.memory_store import MemoryStore
+from crab._builtin.memory_store import MemoryStore
+from crab._contracts.interception import PermissionRequest
+from crab._loop.channel_host import ADDRESS_META, CHANNEL_META, ChannelError, ChannelHost
 from crab.testing import AgentHarness
 
 WAIT = 60.0
@@ -276,7 +276,7 @@ class Crashless:
 
 
 def test_delivery_outside_crab_serve_is_a_clear_error(tmp_path: Path) -> None:
-    from crab.handles import AgentHandle
+    from crab._contracts.handle import AgentHandle
 
     harness = AgentHarness([], workspace=tmp_path)
     with pytest.raises(ChannelError, match="channels run only inside `crab serve`"):
@@ -285,8 +285,8 @@ def test_delivery_outside_crab_serve_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_listener_can_follow_one_session_only(tmp_path: Path) -> None:
-    from crab.events import TextDelta
-    from crab.handles import AgentHandle
+    from crab._contracts.events import TextDelta
+    from crab._contracts.handle import AgentHandle
 
     harness = AgentHarness([[{"text": "for one"}], [{"text": "for two"}]], workspace=tmp_path)
     handle = AgentHandle(harness.agent)

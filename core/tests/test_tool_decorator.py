@@ -8,8 +8,8 @@ from typing import Annotated, Literal, TypedDict
 
 import crab
 import pytest
-from crab.schema import SchemaError, parse_docstring
-from crab.tools import ToolContext
+from crab._contracts.tool_schema import SchemaError, parse_docstring
+from crab._contracts.tools import ToolContext
 
 
 class Pair(TypedDict):

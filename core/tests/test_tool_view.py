@@ -6,10 +6,10 @@ from __future__ import annotations
 import types
 
 import crab
-from crab.loop.compaction import CONTINUED
-from crab.loop.tool_view import STUB_PARAMETERS, expanded_tools, hinted, stub, tool_specs
-from crab.loop.turn import SCHEMAS_SENT, STUB_CALL_NOTE
-from crab.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from crab._builtin.compaction import CONTINUED
+from crab._builtin.tool_view import STUB_PARAMETERS, expanded_tools, hinted, stub, tool_specs
+from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from crab._loop.turn import SCHEMAS_SENT, STUB_CALL_NOTE
 
 
 def plugin(*tools: crab.Tool) -> object:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crab.truncate import OutputLimit, split_lines, truncate
+from crab._contracts.truncate import OutputLimit, split_lines, truncate
 from hypothesis import given
 from hypothesis import strategies as st
 

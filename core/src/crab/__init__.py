@@ -12,19 +12,21 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from crab import _compat
 from crab._version import __version__
 
+_compat.install()
+
 if TYPE_CHECKING:
-    from crab.apiversion import API_VERSION
-    from crab.atomic import write_atomic
-    from crab.auth import REDACTED, dsn_password, known_secrets
-    from crab.channel_host import ChannelError
-    from crab.channels import Channel
-    from crab.commands import Command, CommandContext, CommandResult
-    from crab.config import Config, PluginTable, crab_home
-    from crab.config_tables import ConfigTable, InvalidValue, Setting, validate_table
-    from crab.environ import postgres_dsn
-    from crab.errors import (
+    from crab._assembly.toolbox import ToolBox, open_toolbox
+    from crab._config.environ import postgres_dsn
+    from crab._config.layers import Config, PluginTable
+    from crab._config.paths import crab_home
+    from crab._contracts.channels import Channel
+    from crab._contracts.commands import Command, CommandContext, CommandResult
+    from crab._contracts.config_tables import ConfigTable, InvalidValue, Setting, validate_table
+    from crab._contracts.errors import (
+        ChannelError,
         ConfigError,
         ContextOverflowError,
         CrabError,
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
         ToolError,
         UsageError,
     )
-    from crab.events import (
+    from crab._contracts.events import (
         CommandOutput,
         CompactionEvent,
         ErrorEvent,
@@ -53,10 +55,9 @@ if TYPE_CHECKING:
         TurnStop,
         UsageEvent,
     )
-    from crab.handles import AgentHandle, PluginStatus, SessionView
-    from crab.hookspecs import hookimpl
-    from crab.interception import Allow, Answer, Decision, Deny, PermissionRequest, Replace
-    from crab.messages import (
+    from crab._contracts.handle import AgentHandle, PluginStatus, SessionView
+    from crab._contracts.interception import Allow, Answer, Decision, Deny, PermissionRequest, Replace
+    from crab._contracts.messages import (
         AssistantMessage,
         Message,
         StopReason,
@@ -70,10 +71,9 @@ if TYPE_CHECKING:
         usage_from_dict,
         usage_to_dict,
     )
-    from crab.providers import ModelInfo, ModelRequest, Provider
-    from crab.redaction import Redactor
-    from crab.render import ChatEntry, ChatInput, ChatState, Renderer, RendererSpec, RenderTarget
-    from crab.storage import (
+    from crab._contracts.providers import ModelInfo, ModelRequest, Provider
+    from crab._contracts.renderers import ChatEntry, ChatInput, ChatState, Renderer, RendererSpec, RenderTarget
+    from crab._contracts.storage import (
         ENTRY_TYPES,
         INTERCHANGE_VERSION,
         SESSION_HEADER_KEY,
@@ -91,6 +91,15 @@ if TYPE_CHECKING:
         session_from_header,
         session_header,
     )
+    from crab._contracts.tools import Tool, ToolContext, ToolResult, ToolSpec, tool
+    from crab._contracts.truncate import OutputLimit, Truncation
+    from crab._contracts.truncate import describe as describe_truncation
+    from crab._contracts.truncate import truncate as truncate_output
+    from crab._host.api_version import API_VERSION
+    from crab._host.hookspecs import hookimpl
+    from crab._secrets.keys import REDACTED, dsn_password, known_secrets
+    from crab._secrets.redaction import Redactor
+    from crab._system.atomic import write_atomic
     from crab.store_rows import (
         SESSION_COLUMNS,
         SessionTotals,
@@ -105,130 +114,125 @@ if TYPE_CHECKING:
         store_payload,
         utf8_encodable,
     )
-    from crab.toolbox import ToolBox, open_toolbox
-    from crab.tools import Tool, ToolContext, ToolResult, ToolSpec, tool
-    from crab.truncate import OutputLimit, Truncation
-    from crab.truncate import describe as describe_truncation
-    from crab.truncate import truncate as truncate_output
 
 _EXPORTS: dict[str, str] = {
     # version
-    "API_VERSION": "crab.apiversion",
+    "API_VERSION": "crab._host.api_version",
     # hooks
-    "hookimpl": "crab.hookspecs",
+    "hookimpl": "crab._host.hookspecs",
     # tools
-    "tool": "crab.tools",
-    "Tool": "crab.tools",
-    "ToolContext": "crab.tools",
-    "ToolResult": "crab.tools",
-    "ToolSpec": "crab.tools",
-    "OutputLimit": "crab.truncate",
-    "Truncation": "crab.truncate",
-    "truncate_output": "crab.truncate:truncate",
-    "describe_truncation": "crab.truncate:describe",
-    "write_atomic": "crab.atomic",
-    "ToolBox": "crab.toolbox",
-    "open_toolbox": "crab.toolbox",
+    "tool": "crab._contracts.tools",
+    "Tool": "crab._contracts.tools",
+    "ToolContext": "crab._contracts.tools",
+    "ToolResult": "crab._contracts.tools",
+    "ToolSpec": "crab._contracts.tools",
+    "OutputLimit": "crab._contracts.truncate",
+    "Truncation": "crab._contracts.truncate",
+    "truncate_output": "crab._contracts.truncate:truncate",
+    "describe_truncation": "crab._contracts.truncate:describe",
+    "write_atomic": "crab._system.atomic",
+    "ToolBox": "crab._assembly.toolbox",
+    "open_toolbox": "crab._assembly.toolbox",
     # secrets
-    "Redactor": "crab.redaction",
-    "known_secrets": "crab.auth",
-    "REDACTED": "crab.auth",
-    "dsn_password": "crab.auth",
-    "postgres_dsn": "crab.environ",
+    "Redactor": "crab._secrets.redaction",
+    "known_secrets": "crab._secrets.keys",
+    "REDACTED": "crab._secrets.keys",
+    "dsn_password": "crab._secrets.keys",
+    "postgres_dsn": "crab._config.environ",
     # commands and channels
-    "Command": "crab.commands",
-    "CommandContext": "crab.commands",
-    "CommandResult": "crab.commands",
-    "Channel": "crab.channels",
-    "ChannelError": "crab.channel_host",
-    "AgentHandle": "crab.handles",
-    "SessionView": "crab.handles",
-    "PluginStatus": "crab.handles",
-    "collect_hook": "crab.hook_calls",
-    "HookResults": "crab.hook_calls",
+    "Command": "crab._contracts.commands",
+    "CommandContext": "crab._contracts.commands",
+    "CommandResult": "crab._contracts.commands",
+    "Channel": "crab._contracts.channels",
+    "ChannelError": "crab._contracts.errors",
+    "AgentHandle": "crab._contracts.handle",
+    "SessionView": "crab._contracts.handle",
+    "PluginStatus": "crab._contracts.handle",
+    "collect_hook": "crab._assembly.collect_hook",
+    "HookResults": "crab._assembly.collect_hook",
     # config
-    "Config": "crab.config",
-    "PluginTable": "crab.config",
-    "crab_home": "crab.config",
-    "ConfigTable": "crab.config_tables",
-    "InvalidValue": "crab.config_tables",
-    "Setting": "crab.config_tables",
-    "validate_table": "crab.config_tables",
+    "Config": "crab._config.layers",
+    "PluginTable": "crab._config.layers",
+    "crab_home": "crab._config.paths",
+    "ConfigTable": "crab._contracts.config_tables",
+    "InvalidValue": "crab._contracts.config_tables",
+    "Setting": "crab._contracts.config_tables",
+    "validate_table": "crab._contracts.config_tables",
     # errors
-    "ConfigError": "crab.errors",
-    "ContextOverflowError": "crab.errors",
-    "CrabError": "crab.errors",
-    "PluginError": "crab.errors",
-    "ProviderError": "crab.errors",
-    "StoreError": "crab.errors",
-    "ToolError": "crab.errors",
-    "UsageError": "crab.errors",
+    "ConfigError": "crab._contracts.errors",
+    "ContextOverflowError": "crab._contracts.errors",
+    "CrabError": "crab._contracts.errors",
+    "PluginError": "crab._contracts.errors",
+    "ProviderError": "crab._contracts.errors",
+    "StoreError": "crab._contracts.errors",
+    "ToolError": "crab._contracts.errors",
+    "UsageError": "crab._contracts.errors",
     # events
-    "CommandOutput": "crab.events",
-    "CompactionEvent": "crab.events",
-    "ErrorEvent": "crab.events",
-    "ErrorKind": "crab.events",
-    "Event": "crab.events",
-    "MessageEnd": "crab.events",
-    "NoticeEvent": "crab.events",
-    "RetryEvent": "crab.events",
-    "StreamEvent": "crab.events",
-    "TextDelta": "crab.events",
-    "ThinkingDelta": "crab.events",
-    "ToolCallEvent": "crab.events",
-    "ToolResultEvent": "crab.events",
-    "TurnEnded": "crab.events",
-    "TurnStarted": "crab.events",
-    "TurnStop": "crab.events",
-    "UsageEvent": "crab.events",
+    "CommandOutput": "crab._contracts.events",
+    "CompactionEvent": "crab._contracts.events",
+    "ErrorEvent": "crab._contracts.events",
+    "ErrorKind": "crab._contracts.events",
+    "Event": "crab._contracts.events",
+    "MessageEnd": "crab._contracts.events",
+    "NoticeEvent": "crab._contracts.events",
+    "RetryEvent": "crab._contracts.events",
+    "StreamEvent": "crab._contracts.events",
+    "TextDelta": "crab._contracts.events",
+    "ThinkingDelta": "crab._contracts.events",
+    "ToolCallEvent": "crab._contracts.events",
+    "ToolResultEvent": "crab._contracts.events",
+    "TurnEnded": "crab._contracts.events",
+    "TurnStarted": "crab._contracts.events",
+    "TurnStop": "crab._contracts.events",
+    "UsageEvent": "crab._contracts.events",
     # interception
-    "Allow": "crab.interception",
-    "Deny": "crab.interception",
-    "Replace": "crab.interception",
-    "PermissionRequest": "crab.interception",
-    "Decision": "crab.interception",
+    "Allow": "crab._contracts.interception",
+    "Deny": "crab._contracts.interception",
+    "Replace": "crab._contracts.interception",
+    "PermissionRequest": "crab._contracts.interception",
+    "Decision": "crab._contracts.interception",
     # messages
-    "AssistantMessage": "crab.messages",
-    "Message": "crab.messages",
-    "StopReason": "crab.messages",
-    "Thinking": "crab.messages",
-    "ToolCall": "crab.messages",
-    "ToolResultMessage": "crab.messages",
-    "Usage": "crab.messages",
-    "UserMessage": "crab.messages",
-    "usage_from_dict": "crab.messages",
-    "usage_to_dict": "crab.messages",
-    "message_from_dict": "crab.messages",
-    "message_to_dict": "crab.messages",
+    "AssistantMessage": "crab._contracts.messages",
+    "Message": "crab._contracts.messages",
+    "StopReason": "crab._contracts.messages",
+    "Thinking": "crab._contracts.messages",
+    "ToolCall": "crab._contracts.messages",
+    "ToolResultMessage": "crab._contracts.messages",
+    "Usage": "crab._contracts.messages",
+    "UserMessage": "crab._contracts.messages",
+    "usage_from_dict": "crab._contracts.messages",
+    "usage_to_dict": "crab._contracts.messages",
+    "message_from_dict": "crab._contracts.messages",
+    "message_to_dict": "crab._contracts.messages",
     # providers
-    "ModelInfo": "crab.providers",
-    "ModelRequest": "crab.providers",
-    "Provider": "crab.providers",
+    "ModelInfo": "crab._contracts.providers",
+    "ModelRequest": "crab._contracts.providers",
+    "Provider": "crab._contracts.providers",
     # renderers
-    "Renderer": "crab.render",
-    "RendererSpec": "crab.render",
-    "RenderTarget": "crab.render",
-    "ChatEntry": "crab.render",
-    "ChatInput": "crab.render",
-    "ChatState": "crab.render",
-    "Answer": "crab.interception",
+    "Renderer": "crab._contracts.renderers",
+    "RendererSpec": "crab._contracts.renderers",
+    "RenderTarget": "crab._contracts.renderers",
+    "ChatEntry": "crab._contracts.renderers",
+    "ChatInput": "crab._contracts.renderers",
+    "ChatState": "crab._contracts.renderers",
+    "Answer": "crab._contracts.interception",
     # stores
-    "ENTRY_TYPES": "crab.storage",
-    "INTERCHANGE_VERSION": "crab.storage",
-    "SESSION_HEADER_KEY": "crab.storage",
-    "Entry": "crab.storage",
-    "EntryType": "crab.storage",
-    "SearchHit": "crab.storage",
-    "SessionInfo": "crab.storage",
-    "Store": "crab.storage",
-    "SessionImporter": "crab.storage",
-    "entry_from_dict": "crab.storage",
-    "entry_text": "crab.storage",
-    "entry_to_dict": "crab.storage",
-    "new_entry_id": "crab.storage",
-    "new_session_id": "crab.storage",
-    "session_from_header": "crab.storage",
-    "session_header": "crab.storage",
+    "ENTRY_TYPES": "crab._contracts.storage",
+    "INTERCHANGE_VERSION": "crab._contracts.storage",
+    "SESSION_HEADER_KEY": "crab._contracts.storage",
+    "Entry": "crab._contracts.storage",
+    "EntryType": "crab._contracts.storage",
+    "SearchHit": "crab._contracts.storage",
+    "SessionInfo": "crab._contracts.storage",
+    "Store": "crab._contracts.storage",
+    "SessionImporter": "crab._contracts.storage",
+    "entry_from_dict": "crab._contracts.storage",
+    "entry_text": "crab._contracts.storage",
+    "entry_to_dict": "crab._contracts.storage",
+    "new_entry_id": "crab._contracts.storage",
+    "new_session_id": "crab._contracts.storage",
+    "session_from_header": "crab._contracts.storage",
+    "session_header": "crab._contracts.storage",
     "SESSION_COLUMNS": "crab.store_rows",
     "StoredPayload": "crab.store_rows",
     "decode_payload": "crab.store_rows",

@@ -1,5 +1,5 @@
 """``python -m crab`` is the ``crab`` command."""
 
-from crab.cli import main
+from crab._cli import main
 
 main()

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from crab.config_tables import InvalidValue
+from crab._contracts.config_tables import InvalidValue
 
 if TYPE_CHECKING:
-    from crab.providers import ModelInfo
+    from crab._contracts.providers import ModelInfo
 
 KEY = "extra_body"
 _JSON = "a string, number, boolean, array or table (it is sent as JSON)"
@@ -57,7 +57,7 @@ class ExtraBody:
     ) -> tuple[dict[str, ModelInfo], dict[str, dict[str, Any]]]:
         """A provider's ``models`` table (at ``where``) over its ``known`` models: every model's
         ``ModelInfo`` and, for those that set one, its checked ``extra_body``."""
-        from crab.providers import model_from_table
+        from crab._contracts.providers import model_from_table
 
         if not isinstance(table, Mapping):
             raise InvalidValue(where, "a table of model id to settings", table)

@@ -25,7 +25,7 @@ Also the connection settings those plugins read from their config tables with th
 defaults (``HttpOptions``, from ``read_http_options``: ``base_url``, ``api_key_env``,
 ``require_key``, ``max_retries``, ``retry_base_delay``, ``retry_cap``, ``idle_timeout``,
 ``connect_timeout``, ``request_timeout``, ``headers``), declared by ``http_settings`` for a plugin's
-config table, read with ``crab.config.PluginTable``, and the key-routing rule an untrusted project
+config table, read with ``crab._config.layers.PluginTable``, and the key-routing rule an untrusted project
 obeys (``key_routing``).
 
 httpx (the ``crab-core[http]`` extra) is imported inside the functions that use it, never at
@@ -39,11 +39,11 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from crab.auth import known_secrets, lookup_key, missing_key_message, redact
-from crab.config import Config, PluginTable
-from crab.config_tables import Parts, Setting
-from crab.errors import ConfigError, ContextOverflowError, ProviderError
-from crab.events import ErrorEvent, RetryEvent, StreamEvent
+from crab._config.layers import Config, PluginTable
+from crab._contracts.config_tables import Parts, Setting
+from crab._contracts.errors import ConfigError, ContextOverflowError, ProviderError
+from crab._contracts.events import ErrorEvent, RetryEvent, StreamEvent
+from crab._secrets.keys import known_secrets, lookup_key, missing_key_message, redact
 from crab.retry import RetryPolicy, retry_after_from_headers
 from crab.sse import ServerSentEvent, SSEDecoder
 
@@ -115,7 +115,7 @@ class HttpOptions:
         return RetryPolicy(max_retries=self.max_retries, base_delay=self.retry_base_delay, retry_cap=self.retry_cap)
 
     def key_for(self, provider: str, env: Mapping[str, str] | None = None) -> str | None:
-        """The key: the ``api_key_env`` variable, then the auth file (``crab.auth.lookup_key``).
+        """The key: the ``api_key_env`` variable, then the auth file (``crab._secrets.keys.lookup_key``).
 
         Raises ``ConfigError`` saying what to set when a key is required and none is found. With
         ``key_lookup`` off (a custom ``base_url`` that names no ``api_key_env``) no key is sent:

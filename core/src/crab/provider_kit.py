@@ -14,7 +14,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from crab.auth import lookup_key, missing_key_message
+    from crab._contracts.messages import json_text, parse_tool_arguments, unique_id
+    from crab._contracts.providers import model_from_table
+    from crab._loop.pricing import usage_cost, with_cost
+    from crab._secrets.keys import lookup_key, missing_key_message
     from crab.extra_body import KEY as EXTRA_KEY
     from crab.extra_body import ExtraBody
     from crab.extra_body import merge as merge_tables
@@ -30,9 +33,6 @@ if TYPE_CHECKING:
         request_timeout_from,
         stream_call,
     )
-    from crab.messages import json_text, parse_tool_arguments, unique_id
-    from crab.pricing import usage_cost, with_cost
-    from crab.providers import model_from_table
     from crab.retry import (
         RetryPolicy,
         is_retryable_status,
@@ -47,7 +47,7 @@ _EXPORTS: dict[str, str] = {  # public name → ``module`` (same name there) or 
     "ExtraBody": "crab.extra_body",
     "EXTRA_KEY": "crab.extra_body:KEY",
     "merge_tables": "crab.extra_body:merge",
-    "unique_id": "crab.messages",
+    "unique_id": "crab._contracts.messages",
     "HttpOptions": "crab.http_stream",
     "StreamParser": "crab.http_stream",
     "read_http_options": "crab.http_stream",
@@ -57,7 +57,7 @@ _EXPORTS: dict[str, str] = {  # public name → ``module`` (same name there) or 
     "http_settings": "crab.http_stream",
     "key_routing": "crab.http_stream",
     "request_timeout_from": "crab.http_stream",
-    "json_text": "crab.messages",
+    "json_text": "crab._contracts.messages",
     "ServerSentEvent": "crab.sse",
     "SSEDecoder": "crab.sse",
     "RetryPolicy": "crab.retry",
@@ -65,12 +65,12 @@ _EXPORTS: dict[str, str] = {  # public name → ``module`` (same name there) or 
     "parse_retry_after": "crab.retry",
     "retry_after_from_headers": "crab.retry",
     "status_kind": "crab.retry",
-    "usage_cost": "crab.pricing",
-    "with_cost": "crab.pricing",
-    "model_from_table": "crab.providers",
-    "parse_tool_arguments": "crab.messages",
-    "lookup_key": "crab.auth",
-    "missing_key_message": "crab.auth",
+    "usage_cost": "crab._loop.pricing",
+    "with_cost": "crab._loop.pricing",
+    "model_from_table": "crab._contracts.providers",
+    "parse_tool_arguments": "crab._contracts.messages",
+    "lookup_key": "crab._secrets.keys",
+    "missing_key_message": "crab._secrets.keys",
 }
 
 __all__ = [

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crab.errors import StoreError
-from crab.messages import Usage, usage_from_dict
-from crab.storage import Entry, EntryType, SearchHit, SessionInfo, entry_text
+from crab._contracts.errors import StoreError
+from crab._contracts.messages import Usage, usage_from_dict
+from crab._contracts.storage import Entry, EntryType, SearchHit, SessionInfo, entry_text
 
 SESSION_COLUMNS = (
     "id, workspace, created, title, forked_from, fork_entry, meta, updated, entry_count, usage_count, "

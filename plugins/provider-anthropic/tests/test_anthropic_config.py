@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from crab.config import load_config
-from crab.errors import ConfigError
+from crab._config.layers import load_config
+from crab._contracts.errors import ConfigError
 from crab_provider_anthropic.settings import TABLE
 
 

@@ -8,10 +8,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from crab.errors import ContextOverflowError, ProviderError
-from crab.events import ErrorEvent, MessageEnd, RetryEvent, StreamEvent, TextDelta, ToolCallEvent
-from crab.messages import UserMessage
-from crab.providers import ModelRequest
+from crab._contracts.errors import ContextOverflowError, ProviderError
+from crab._contracts.events import ErrorEvent, MessageEnd, RetryEvent, StreamEvent, TextDelta, ToolCallEvent
+from crab._contracts.messages import UserMessage
+from crab._contracts.providers import ModelRequest
 from crab_provider_anthropic.provider import AnthropicProvider
 
 Run = Callable[[AnthropicProvider, ModelRequest], tuple[list[StreamEvent], Exception | None]]

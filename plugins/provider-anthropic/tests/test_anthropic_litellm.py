@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab.events import MessageEnd, StreamEvent, ToolCallEvent
-from crab.messages import ToolResultMessage, UserMessage
-from crab.providers import ModelRequest
+from crab._contracts.events import MessageEnd, StreamEvent, ToolCallEvent
+from crab._contracts.messages import ToolResultMessage, UserMessage
+from crab._contracts.providers import ModelRequest
+from crab._contracts.tools import ToolSpec
 from crab.sse import ServerSentEvent, SSEDecoder
 from crab.testing.http_replay import CRAB, run_crab
-from crab.tools import ToolSpec
 from crab_provider_anthropic.parser import MessagesStreamParser
 from crab_provider_anthropic.provider import AnthropicProvider
 

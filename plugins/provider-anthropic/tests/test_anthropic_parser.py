@@ -6,11 +6,19 @@ import json
 from collections.abc import Callable
 
 import pytest
-from crab.errors import ContextOverflowError, ProviderError
-from crab.events import ErrorEvent, MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent, UsageEvent
-from crab.messages import Thinking, Usage
-from crab.pricing import with_cost
-from crab.providers import ModelInfo
+from crab._contracts.errors import ContextOverflowError, ProviderError
+from crab._contracts.events import (
+    ErrorEvent,
+    MessageEnd,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallEvent,
+    UsageEvent,
+)
+from crab._contracts.messages import Thinking, Usage
+from crab._contracts.providers import ModelInfo
+from crab._loop.pricing import with_cost
 from crab.sse import ServerSentEvent, SSEDecoder
 from crab_provider_anthropic.parser import MessagesStreamParser
 

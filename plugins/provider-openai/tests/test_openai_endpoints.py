@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab.errors import ConfigError
+from crab._contracts.errors import ConfigError
 from crab.testing import make_config
 from crab.testing.http_replay import CRAB, run_crab
 from crab_provider_openai.provider import providers_from_config

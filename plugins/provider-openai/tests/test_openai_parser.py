@@ -5,10 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from crab.errors import ProviderError
-from crab.events import ErrorEvent, MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent, UsageEvent
-from crab.messages import Usage
-from crab.messages import parse_tool_arguments as parse_arguments
+from crab._contracts.errors import ProviderError
+from crab._contracts.events import (
+    ErrorEvent,
+    MessageEnd,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallEvent,
+    UsageEvent,
+)
+from crab._contracts.messages import Usage
+from crab._contracts.messages import parse_tool_arguments as parse_arguments
 from crab.sse import SSEDecoder
 from crab_provider_openai.parser import ChatStreamParser, parse_usage
 
@@ -133,7 +141,7 @@ def test_error_object_in_the_stream_raises_a_typed_error(load_fixture: Loader) -
 
 
 def test_context_overflow_inside_the_stream() -> None:
-    from crab.errors import ContextOverflowError
+    from crab._contracts.errors import ContextOverflowError
 
     with pytest.raises(ContextOverflowError):
         ChatStreamParser("m").feed_chunk({"error": {"message": "maximum context length is 8192 tokens"}})

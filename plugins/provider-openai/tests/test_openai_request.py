@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from crab.auth import save_key
-from crab.errors import ConfigError
-from crab.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
-from crab.providers import ModelRequest
-from crab.tools import ToolSpec
+from crab._contracts.errors import ConfigError
+from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from crab._contracts.providers import ModelRequest
+from crab._contracts.tools import ToolSpec
+from crab._secrets.keys import save_key
 from crab_provider_openai.provider import OpenAIProvider
 from crab_provider_openai.request import build_body, build_headers, endpoint
 from crab_provider_openai.settings import OPENAI_BASE_URL, parse_settings

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from crab import StoreError
-from crab.auth import known_secrets, redact
+from crab._secrets.keys import known_secrets, redact
 from crab_store_postgres import PostgresStore
 from crab_store_postgres.dsn import find_dsn, redact_dsn, server_name
 

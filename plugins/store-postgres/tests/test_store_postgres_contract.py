@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-from crab.storage import Store
+from crab._contracts.storage import Store
 from crab.testing.store_contract import StoreContract
 from crab_store_postgres import PostgresStore
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from crab.storage import Store
+from crab._contracts.storage import Store
 from crab.testing.store_contract import StoreContract
 from crab_tape_jsonl import TapeStore
 

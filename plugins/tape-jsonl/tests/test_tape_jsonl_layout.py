@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from crab.config import load_config
-from crab.errors import StoreError
+from crab._config.layers import load_config
+from crab._contracts.errors import StoreError
 from crab_tape_jsonl import TapeStore, TornLineWarning, crab_stores
 from crab_tape_jsonl.layout import check_session_id, workspace_folder
 

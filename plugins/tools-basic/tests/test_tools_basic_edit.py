@@ -6,8 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from crab.errors import ToolError
-from crab.tools import ToolResult
+from crab._contracts.errors import ToolError
+from crab._contracts.tools import ToolResult
 from crab_tools_basic.edit import prepare_edit_arguments
 from crab_tools_basic.splice import apply_edits, dominant_ending
 

@@ -7,8 +7,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from crab.errors import ToolError
-from crab.tools import ToolContext
+from crab._contracts.errors import ToolError
+from crab._contracts.tools import ToolContext
 from crab_tools_basic.registry import build_tools
 from crab_tools_basic.splice import apply_edits
 from hypothesis import HealthCheck, assume, given, settings

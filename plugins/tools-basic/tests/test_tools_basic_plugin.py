@@ -7,10 +7,10 @@ from pathlib import Path
 
 import crab_tools_basic
 import pytest
-from crab.apiversion import check_range
-from crab.config import Config
-from crab.errors import ConfigError
-from crab.plugins import PluginHost
+from crab._config.layers import Config
+from crab._contracts.errors import ConfigError
+from crab._host.api_version import check_range
+from crab._host.plugin_host import PluginHost
 
 EXPECTED = {
     "read": "read",

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab.errors import ConfigError, ToolError
-from crab.tools import ToolResult
+from crab._contracts.errors import ConfigError, ToolError
+from crab._contracts.tools import ToolResult
 from crab_tools_basic.workspace import Workspace
 
 

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import crab_tools_web
 import pytest
-from crab.apiversion import check_range
-from crab.config import Config
-from crab.errors import ConfigError
-from crab.messages import ToolResultMessage
-from crab.plugins import PluginHost
+from crab._config.layers import Config
+from crab._contracts.errors import ConfigError
+from crab._contracts.messages import ToolResultMessage
+from crab._host.api_version import check_range
+from crab._host.plugin_host import PluginHost
 
 if TYPE_CHECKING:
     from conftest import WebServer

@@ -24,10 +24,10 @@ from urllib.parse import parse_qs, urlsplit
 import crab_tools_web
 import pytest
 from crab import known_secrets
-from crab.events import ToolResultEvent
-from crab.messages import ToolResultMessage
+from crab._contracts.events import ToolResultEvent
+from crab._contracts.messages import ToolResultMessage
+from crab._contracts.tools import ToolResult
 from crab.testing import make_config
-from crab.tools import ToolResult
 
 Call = Callable[..., ToolResult]
 KEY = "brv-test-key-0123456789abcdef"

@@ -15,16 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crab.cli.runtime import apply_declarations
-from crab.config import Config, load_config
-from crab.events import Event
-from crab.interception import AskUser
-from crab.loop.agent import Agent
-from crab.loop.session import Session, TurnOutcome
-from crab.memory_store import MemoryStore
-from crab.plugins import PluginHost
-from crab.providers import ModelRequest, Provider
-from crab.storage import Store
+from crab._assembly.runtime import apply_declarations
+from crab._builtin.memory_store import MemoryStore
+from crab._config.layers import Config, load_config
+from crab._contracts.events import Event
+from crab._contracts.interception import AskUser
+from crab._contracts.providers import ModelRequest, Provider
+from crab._contracts.storage import Store
+from crab._host.plugin_host import PluginHost
+from crab._loop.agent import Agent
+from crab._loop.session import Session, TurnOutcome
 from crab.testing.scripted import Reply, ScriptedProvider
 
 
@@ -37,7 +37,7 @@ def build_host(
     plugins: Mapping[str, object] | None = None, config: Config | None = None, *, builtins: bool = True
 ) -> PluginHost:
     """A plugin host with core's built-ins (unless ``builtins=False``) and exactly ``plugins``."""
-    from crab.builtin import register_builtins
+    from crab._builtin.core_plugin import register_builtins
 
     host = PluginHost(config or make_config(), strict=False)
     if builtins:
@@ -143,7 +143,7 @@ def run_cli(*args: str, env: Mapping[str, str | None] | None = None, stdin: str 
     """Run ``crab ARGS`` in this process, capturing stdout and stderr."""
     import sys
 
-    from crab.cli.app import run_app
+    from crab._cli.app import run_app
 
     out, err = io.StringIO(), io.StringIO()
     old_stdin = sys.stdin

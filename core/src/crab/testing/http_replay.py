@@ -51,8 +51,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from crab.events import StreamEvent
-    from crab.providers import ModelRequest, Provider
+    from crab._contracts.events import StreamEvent
+    from crab._contracts.providers import ModelRequest, Provider
 
 _UNSCRIPTED = b'{"error":{"message":"unscripted"}}'
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from crab import environ
-from crab.config import Config, load_config
+from crab._config import environ
+from crab._config.layers import Config, load_config
 from crab.testing.harness import AgentHarness, CliResult, run_cli
 
 CRAB_ENV = tuple(name for name in environ.ALL if name != environ.HOME)

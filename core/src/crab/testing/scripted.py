@@ -21,10 +21,10 @@ import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
-from crab.errors import ConfigError
-from crab.events import ErrorEvent, MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent
-from crab.messages import AssistantMessage, Thinking, ToolCall, parse_tool_arguments, usage_from_dict
-from crab.providers import ModelInfo, ModelRequest
+from crab._contracts.errors import ConfigError
+from crab._contracts.events import ErrorEvent, MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent
+from crab._contracts.messages import AssistantMessage, Thinking, ToolCall, parse_tool_arguments, usage_from_dict
+from crab._contracts.providers import ModelInfo, ModelRequest
 
 Step = Mapping[str, Any]
 Reply = Sequence[Step]

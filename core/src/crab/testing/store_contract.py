@@ -28,8 +28,8 @@ from typing import Any, TypeVar, cast
 
 import pytest
 
-from crab.errors import StoreError
-from crab.storage import ENTRY_TYPES, Entry, EntryType, SessionImporter, SessionInfo, Store
+from crab._contracts.errors import StoreError
+from crab._contracts.storage import ENTRY_TYPES, Entry, EntryType, SessionImporter, SessionInfo, Store
 
 T = TypeVar("T")
 
@@ -143,7 +143,7 @@ class StoreContract:
         assert run(store.list_sessions("/no/such/workspace")) == []
 
     def test_list_sessions_gives_each_sessions_meta(self, store: Store) -> None:
-        # ``crab serve`` finds a chat's session by its meta (crab.channel_host), also after a restart
+        # ``crab serve`` finds a chat's session by its meta (crab._loop.channel_host), also after a restart
         keyed = run(store.create_session(WORKSPACE, meta={"crab.channel": "telegram", "crab.address": "42"}))
         run(store.create_session(WORKSPACE, meta={"crab.channel": "telegram", "crab.address": "43"}))
         run(store.append(keyed.id, "message", user("hi")))
@@ -281,7 +281,7 @@ class StoreContract:
         assert run(store.entries(info.id, since_handoff=True)) == appended[1:]
 
     def test_a_compaction_anchor_round_trips_and_starts_the_context(self, store: Store) -> None:
-        """A compaction (``crab/loop/compaction.py``) is a handoff anchor whose payload also holds
+        """A compaction (``crab/_builtin/compaction.py``) is a handoff anchor whose payload also holds
         the verbatim tail it kept, tool calls and results included; a store keeps it whole."""
         kept = [
             user("the question"),
@@ -480,7 +480,7 @@ class StoreContract:
         """Only for stores with the ``SessionImporter`` capability (``crab sessions migrate``)."""
         if not isinstance(store, SessionImporter):
             pytest.skip(f"{type(store).__name__} has no import_session (an optional capability)")
-        from crab.memory_store import MemoryStore
+        from crab._builtin.memory_store import MemoryStore
 
         source = MemoryStore()
         info = run(source.create_session(WORKSPACE, title="imported", meta={"k": "v"}))

@@ -1,0 +1,257 @@
+"""What CLI commands share: loading config and plugins, picking the store, provider and renderer.
+
+Kept free of typer so other front-ends (and tests) can build an agent the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from crab._config.layers import Config, load_config
+from crab._contracts.config_tables import ConfigTable
+from crab._contracts.errors import ConfigError, PluginError, StoreError, UsageError
+from crab._contracts.providers import Provider
+from crab._contracts.renderers import Renderer, RendererSpec, RenderTarget
+from crab._contracts.storage import SessionInfo, Store
+from crab._host.hookspecs import hookimpl
+from crab._host.plugin_host import PluginHost, parse_plugin_list
+
+if TYPE_CHECKING:
+    from crab._loop.agent import Agent
+
+
+def load_cli_config(overrides: Mapping[str, Any] | None = None, cwd: Path | None = None) -> Config:
+    """The merged config for a CLI command (``overrides`` are dotted keys from flags)."""
+    return load_config(cwd=cwd, overrides=overrides)
+
+
+def build_host(
+    config: Config, plugins: str | Sequence[str] | None = None, *, validate: bool = True, strict: bool | None = None
+) -> PluginHost:
+    """Core's built-in plugins plus the enabled installed ones (``plugins`` = ``--plugins``).
+
+    With ``validate`` every declared table is checked now (``ConfigError``, exit 2, before any
+    registration hook runs); without it, call ``apply_declarations`` to check later. ``strict``
+    overrides ``CRAB_STRICT_PLUGINS`` (the diagnostic commands collect every failure first).
+    """
+    from crab._builtin.core_plugin import register_builtins
+
+    host = PluginHost(config, strict=strict)
+    register_builtins(host)
+    chosen = (
+        parse_plugin_list(plugins) if isinstance(plugins, str) else (list(plugins) if plugins is not None else None)
+    )
+    host.load_entry_points(cli=chosen)
+    if validate:
+        apply_declarations(host, config)
+    return host
+
+
+def declared_tables(host: PluginHost) -> list[ConfigTable]:
+    """Every loaded plugin's ``crab_config_table``; a plugin returning something else is marked failed."""
+    tables: list[ConfigTable] = []
+    for name, table in host.call_each("crab_config_table"):
+        if table is None:
+            continue
+        if not isinstance(table, ConfigTable):
+            host.fail(name, f"crab_config_table returned {type(table).__name__}, expected a crab.ConfigTable")
+        elif table.name != name:
+            host.fail(name, f"crab_config_table declared [plugins.{table.name}], but the plugin is named {name!r}")
+        else:
+            tables.append(table)
+    return tables
+
+
+def apply_declarations(host: PluginHost, config: Config) -> None:
+    """Check every plugin's table against its declaration (filling defaults) and arrange for the
+    config notices (ignored trust-only keys, unknown keys) to be shown once when an agent starts."""
+    config.resolve(declared_tables(host), plugins=host.records)
+    if NOTICES not in host.records:
+        host.add_builtin(NOTICES, ConfigNotices(config))
+
+
+NOTICES = "crab-config"
+"""The built-in plugin that shows config notices (a name no installed plugin is likely to take)."""
+
+
+class ConfigNotices:
+    """Shows ``Config.notices()`` as warning notice events when the agent starts (so jsonl has them)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    @hookimpl
+    def crab_startup(self, agent: Any) -> None:
+        emit_config_notices(self.config, agent.notice)
+
+
+def strict_exit(host: PluginHost) -> None:
+    """For ``plugins list`` and ``doctor``, which show every failure: under ``CRAB_STRICT_PLUGINS=1``
+    any failure still ends them with exit 2 and the first failure's line, as it ends every command."""
+    from crab._config import environ
+
+    if environ.strict_plugins() and host.failures:
+        raise PluginError(host.failures[0].line)
+
+
+def emit_config_notices(config: Config, notice: Callable[[str, str], object]) -> None:
+    """The one place config warnings are shown: each line once, as a warning."""
+    for line in config.notices():
+        notice(line, "warning")
+
+
+def store_name(host: PluginHost, config: Config, name: str | None = None) -> str:
+    """``name``, else ``[crab] store``, else the first persistent store in plugin order, else memory.
+
+    Installing a store plugin is enough to keep sessions; config picks among several. A store
+    whose ``by_name_only`` attribute is true (a database server that needs a DSN) is never that
+    default: it is used only when named.
+    """
+    if name:
+        return name
+    configured = config.get("crab.store")
+    if configured:
+        return str(configured)
+    persistent = [
+        n for n, store in host.registry("stores").items() if n != "memory" and not getattr(store, "by_name_only", False)
+    ]
+    return persistent[0] if persistent else "memory"
+
+
+def choose_store(host: PluginHost, config: Config, name: str | None = None) -> Store:
+    stores: dict[str, Store] = host.registry("stores")
+    wanted = store_name(host, config, name)
+    if wanted not in stores:
+        from crab._loop.router import did_you_mean
+
+        hint = did_you_mean(wanted, stores)
+        raise ConfigError(
+            f"no store named {wanted!r} is loaded.{hint} Available: {', '.join(sorted(stores))}. "
+            "Install one (pip install crab-tape-jsonl) or set [crab] store."
+        )
+    return stores[wanted]
+
+
+async def require_session(store: Store, session_id: str) -> SessionInfo:
+    """The header of a session the user named; an unknown id is a usage error (exit 2)."""
+    try:
+        return await store.get_session(session_id)
+    except StoreError as exc:
+        raise UsageError(f"{exc} (see `crab sessions list`)") from None
+
+
+def unusable_store(exc: StoreError) -> ConfigError:
+    """A store that cannot open is a setup problem like a bad config value: exit 2, nothing ran."""
+    return ConfigError(f"{exc} (fix the store's path in config, or pick another with --store NAME)")
+
+
+async def start_agent(agent: Agent) -> None:
+    """``agent.start()``, with a store that cannot open reported as ``unusable_store``."""
+    try:
+        await agent.start()
+    except StoreError as exc:
+        raise unusable_store(exc) from None
+
+
+@asynccontextmanager
+async def open_store(config: Config, name: str | None = None, host: PluginHost | None = None) -> AsyncIterator[Store]:
+    """The configured (or named) store, opened, and closed again afterwards."""
+    host = host or build_host(config)
+    store = choose_store(host, config, name)
+    try:
+        await store.open()
+    except StoreError as exc:
+        raise unusable_store(exc) from None
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+def split_model(model: str | None, providers: Mapping[str, Provider]) -> tuple[str | None, str | None]:
+    """``openai/gpt-4.1-mini`` → (``openai``, ``gpt-4.1-mini``) when ``openai`` is a provider."""
+    if model and "/" in model:
+        prefix, rest = model.split("/", 1)
+        if prefix in providers:
+            return prefix, rest
+    return None, model
+
+
+def choose_provider(
+    host: PluginHost, config: Config, provider: str | None = None, model: str | None = None
+) -> tuple[Provider, str]:
+    """The provider and model for a run; raises ``ConfigError`` with what to do when unclear."""
+    from crab._loop.router import did_you_mean
+
+    providers: dict[str, Provider] = host.registry("providers")
+    flag_provider, flag_model = split_model(model, providers)
+    config_provider, config_model = split_model(config.get("crab.model"), providers)
+    name = provider or flag_provider or config.get("crab.provider") or config_provider
+    if not name:
+        if len(providers) == 1:
+            name = next(iter(providers))
+        elif not providers:
+            raise ConfigError(
+                "no provider plugin is loaded: pip install crab-provider-openai (or crab-provider-mock "
+                "for a scripted run), then check `crab plugins list`"
+            )
+        else:
+            raise ConfigError(
+                f"choose a provider with --provider NAME or [crab] provider (loaded: {', '.join(sorted(providers))})"
+            )
+    if name not in providers:
+        raise ConfigError(
+            f"no provider named {name!r} is loaded.{did_you_mean(name, providers)} "
+            f"Loaded: {', '.join(sorted(providers)) or 'none'} (see `crab plugins list`)."
+        )
+    chosen = providers[name]
+    configured_for = config_provider or config.get("crab.provider")
+    model_id = flag_model or (config_model if configured_for in (None, name) else None)
+    if not model_id:
+        known = chosen.models()
+        if not known:
+            raise ConfigError(f"no model chosen for provider {name}: pass --model or set [crab] model")
+        model_id = known[0].id
+    chosen.check(model_id)
+    return chosen, model_id
+
+
+def default_renderer(host: PluginHost, renderers: Mapping[str, RendererSpec], *, chat: bool = False) -> str:
+    """The first renderer offered by a plugin that is not core's own, else ``plain``.
+
+    Outside ``crab chat`` a renderer marked ``interactive`` (made for a person at a terminal) is
+    passed over, so installing one does not change what ``crab run`` prints.
+    """
+    builtin = {name for name, record in host.records.items() if record.status == "builtin"}
+    offered = [
+        name for name, spec in renderers.items() if spec.plugin not in builtin and (chat or not spec.interactive)
+    ]
+    return offered[0] if offered else "plain"
+
+
+def renderer_spec(host: PluginHost, config: Config, name: str | None, *, chat: bool = False) -> RendererSpec:
+    """The named renderer (``--renderer``), else ``[crab] renderer``, else the default
+    (``default_renderer``); an unknown name is a ``ConfigError`` (exit 2) with a did-you-mean."""
+    renderers: dict[str, RendererSpec] = host.registry("renderers")
+    wanted = name or config.get("crab.renderer") or default_renderer(host, renderers, chat=chat)
+    if wanted not in renderers:
+        from crab._loop.router import did_you_mean
+
+        raise ConfigError(
+            f"no renderer named {wanted!r} is loaded.{did_you_mean(wanted, renderers)} "
+            f"Available: {', '.join(sorted(renderers))} (see `crab plugins list`)."
+        )
+    return renderers[wanted]
+
+
+def choose_renderer(
+    host: PluginHost, config: Config, name: str | None, target: RenderTarget, *, chat: bool = False
+) -> Renderer:
+    """The named renderer, else ``[crab] renderer``, else the first one an installed plugin offers
+    (in plugin order; for ``crab run`` the first that is not ``interactive``), else core's ``plain``:
+    installing a renderer plugin is enough to use it."""
+    renderer: Renderer = renderer_spec(host, config, name, chat=chat).create(target)
+    return renderer

@@ -1,0 +1,62 @@
+"""Core's own plugins, registered like any other: commands, renderers, the memory store, the
+base system prompt, and the permission gate (a separate plugin so its status shows on its own)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crab._builtin.memory_store import MemoryStore
+from crab._builtin.permission_gate import PermissionGate
+from crab._config.layers import Config
+from crab._contracts.commands import Command
+from crab._contracts.renderers import Renderer, RendererSpec, RenderTarget
+from crab._contracts.storage import Store
+from crab._host.hookspecs import hookimpl
+from crab._host.plugin_host import PluginHost
+
+
+def _plain(target: RenderTarget) -> Renderer:
+    from crab._builtin.render_plain import PlainRenderer
+
+    return PlainRenderer(target)
+
+
+def _jsonl(target: RenderTarget) -> Renderer:
+    from crab._builtin.render_jsonl import JsonlRenderer
+
+    return JsonlRenderer(target)
+
+
+class CorePlugin:
+    """Hook implementations for what core offers itself."""
+
+    @hookimpl
+    def crab_commands(self, config: Config) -> list[Command]:
+        from crab._builtin.commands import CORE_COMMANDS
+
+        return list(CORE_COMMANDS)
+
+    @hookimpl
+    def crab_renderers(self, config: Config) -> list[RendererSpec]:
+        return [
+            RendererSpec("plain", "plain text: answer on stdout, progress on stderr", _plain),
+            RendererSpec("jsonl", "one JSON event per line on stdout", _jsonl),
+        ]
+
+    @hookimpl
+    def crab_stores(self, config: Config) -> list[Store]:
+        return [MemoryStore()]
+
+    @hookimpl(tryfirst=True)
+    def crab_system_prompt(self, workspace: Path, session_id: str, config: Config) -> list[str]:
+        from crab._builtin.prompt import base_prompt, instruction_parts
+        from crab._config.environ import crab_home
+
+        view = str(config.get("crab.tool_view", "progressive"))
+        return [base_prompt(workspace, tool_view=view), *instruction_parts(workspace, crab_home())]
+
+
+def register_builtins(host: PluginHost) -> None:
+    """Add core's plugins to ``host`` (before any installed plugin)."""
+    host.add_builtin("core", CorePlugin())
+    host.add_builtin("permissions", PermissionGate(str(host.config.get("crab.permissions", "ask"))))

@@ -1,0 +1,136 @@
+"""The loop guard: spots a model stuck repeating itself and escalates warn → refuse → stop.
+
+Three detectors over the last ``window`` calls, with signatures built from the registered tool
+name and canonical JSON arguments (hashed with ``crab._contracts.messages.hash_bytes``, so text that is not
+valid UTF-8 never fails a check):
+
+- exact repeat: the same call several times in a row (warn 3, refuse 4, stop 5);
+- ping-pong: two calls alternating A-B-A-B (warn at 4 cycles, refuse 5, stop 6);
+- no progress: the same tool with different arguments but the same result (warn 5, refuse 6, stop 7).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from crab._contracts.messages import hash_bytes
+
+Action = Literal["ok", "warn", "block", "stop"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    action: Action
+    reason: str = ""
+
+
+OK = Verdict("ok")
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    warn: int
+    block: int
+    stop: int
+
+    def action(self, count: int) -> Action:
+        if count >= self.stop:
+            return "stop"
+        if count >= self.block:
+            return "block"
+        if count >= self.warn:
+            return "warn"
+        return "ok"
+
+
+EXACT = Thresholds(3, 4, 5)
+PING_PONG = Thresholds(4, 5, 6)
+NO_PROGRESS = Thresholds(5, 6, 7)
+_SEVERITY: dict[Action, int] = {"ok": 0, "warn": 1, "block": 2, "stop": 3}
+
+
+def signature(name: str, arguments: Mapping[str, Any]) -> str:
+    """Tool name plus a hash of the arguments as canonical JSON (sorted keys, no spaces)."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return f"{name}:{hashlib.sha256(hash_bytes(canonical)).hexdigest()[:16]}"
+
+
+def result_hash(content: str) -> str:
+    return hashlib.sha256(hash_bytes(content)).hexdigest()[:16]
+
+
+class LoopGuard:
+    """Remembers recent calls of one turn; ``check`` before a call runs, ``record`` after."""
+
+    def __init__(self, window: int = 20) -> None:
+        self._calls: deque[tuple[str, str, str | None]] = deque(maxlen=window)
+
+    def check(self, name: str, arguments: Mapping[str, Any]) -> Verdict:
+        """What to do with this call, counting it as if it were made now."""
+        sig = signature(name, arguments)
+        history = [*self._calls, (name, sig, None)]
+        verdicts = [
+            self._exact(history, name),
+            self._ping_pong(history),
+            self._no_progress(history, name),
+        ]
+        return max(verdicts, key=lambda v: _SEVERITY[v.action])
+
+    def record(self, name: str, arguments: Mapping[str, Any], result: str) -> None:
+        self._calls.append((name, signature(name, arguments), result_hash(result)))
+
+    @staticmethod
+    def _exact(history: list[tuple[str, str, str | None]], name: str) -> Verdict:
+        last = history[-1][1]
+        count = 0
+        for _, sig, _ in reversed(history):
+            if sig != last:
+                break
+            count += 1
+        action = EXACT.action(count)
+        if action == "ok":
+            return OK
+        return Verdict(action, f"{name} was called {count} times in a row with the same arguments")
+
+    @staticmethod
+    def _ping_pong(history: list[tuple[str, str, str | None]]) -> Verdict:
+        sigs = [sig for _, sig, _ in history]
+        if len(sigs) < 4 or sigs[-1] == sigs[-2]:
+            return OK
+        a, b = sigs[-2], sigs[-1]
+        length = 0
+        for i, sig in enumerate(reversed(sigs)):
+            if sig != (b if i % 2 == 0 else a):
+                break
+            length += 1
+        cycles = length // 2
+        action = PING_PONG.action(cycles)
+        if action == "ok":
+            return OK
+        names = f"{history[-2][0]} and {history[-1][0]}"
+        return Verdict(action, f"{names} have alternated {cycles} times with the same arguments")
+
+    @staticmethod
+    def _no_progress(history: list[tuple[str, str, str | None]], name: str) -> Verdict:
+        previous = [(n, sig, res) for n, sig, res in history[:-1]]
+        if not previous or previous[-1][0] != name or previous[-1][2] is None:
+            return OK
+        target = previous[-1][2]
+        count = 1  # the call being checked, predicted to give the same result again
+        seen: set[str] = set()
+        for n, sig, res in reversed(previous):
+            if n != name or res != target:
+                break
+            count += 1
+            seen.add(sig)
+        if len(seen) < 2:
+            return OK  # identical arguments are the exact-repeat detector's business
+        action = NO_PROGRESS.action(count)
+        if action == "ok":
+            return OK
+        return Verdict(action, f"{name} gave the same result {count - 1} times in a row with different arguments")

@@ -1,0 +1,64 @@
+"""The permission gate: reads pass; writes, exec and network ask the user once, always, or not.
+
+A seatbelt against a confused model, not a security boundary: a tool that lies about its
+permission class, or a shell command that writes files, is not stopped by it. Modes (``[crab]
+permissions`` or the flags): ``ask`` (default), ``yolo`` (allow everything), ``read-only``
+(refuse write and exec). Where nobody can answer (a non-interactive run), it refuses.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from crab._contracts.interception import Allow, Decision, Deny, PermissionRequest
+from crab._contracts.messages import ToolCall
+from crab._contracts.tools import Tool, ToolContext
+from crab._host.hookspecs import hookimpl
+
+ALWAYS_KEY = "crab.permissions.always"
+
+
+def summarize(call: ToolCall, limit: int = 200) -> str:
+    """``name(arg=value, …)`` cut to ``limit`` characters, for the question shown to the user."""
+    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.arguments.items())
+    text = f"{call.name}({args})"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+async def decide(mode: str, call: ToolCall, tool: Tool, ctx: ToolContext) -> Decision:
+    """The gate's decision for one call (see the module docstring)."""
+    permission = tool.permission
+    if permission == "read" or mode == "yolo":
+        return Allow()
+    if mode == "read-only" and permission in ("write", "exec"):
+        return Deny(
+            f"Refused: {tool.name} needs {permission} permission and crab runs read-only "
+            "(--read-only). Tell the user what you would change instead."
+        )
+    always: set[str] = ctx.state.setdefault(ALWAYS_KEY, set())
+    if permission in always:
+        return Allow()
+    if ctx.ask is None:
+        return Deny(
+            f"Refused: {tool.name} needs {permission} permission and this run cannot ask the user. "
+            'The user can allow it with --yolo (or [crab] permissions = "yolo"), or run `crab chat` to answer.'
+        )
+    answer = await ctx.ask(PermissionRequest(tool.name, permission, summarize(call)))
+    if answer == "always":
+        always.add(permission)
+        return Allow()
+    if answer == "once":
+        return Allow()
+    return Deny(f"The user refused this {permission} call ({tool.name}). Ask them how to proceed.")
+
+
+class PermissionGate:
+    """Core's built-in ``crab_before_tool_call``; runs last so it sees the final arguments."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    @hookimpl(trylast=True)
+    def crab_before_tool_call(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> Any:
+        return decide(self.mode, call, tool, ctx)

@@ -1,0 +1,120 @@
+"""The plain text renderer: the answer streams to stdout, progress goes to stderr.
+
+stdout carries only the model's text (and command output), so ``crab run … > answer.txt`` and
+``| tee`` work; ANSI styling is used only when the target says color (a TTY). Text from outside
+(file contents in tool results, a model's reply) may hold escape sequences that retitle, clear or
+rewrite a terminal: progress lines always, and the answer on a terminal, show control characters
+as visible text (``^[``, ``\\x9b``) instead.
+"""
+
+from __future__ import annotations
+
+from crab._contracts.events import (
+    CommandOutput,
+    CompactionEvent,
+    ErrorEvent,
+    Event,
+    NoticeEvent,
+    RetryEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEnded,
+)
+from crab._contracts.renderers import RenderTarget
+
+DIM, RED, YELLOW, RESET = "\033[2m", "\033[31m", "\033[33m", "\033[0m"
+PREVIEW_LINES = 3
+
+_VISIBLE = {c: f"^{chr(c ^ 0x40)}" for c in (*range(0x20), 0x7F) if chr(c) not in "\n\t"}
+_VISIBLE.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
+
+
+def visible(text: str) -> str:
+    """``text`` with control characters other than newline and tab shown as ``^[`` or ``\\x9b``."""
+    return text.translate(_VISIBLE)
+
+
+def _args_preview(event: ToolCallEvent, limit: int = 100) -> str:
+    parts = []
+    for key, value in event.call.arguments.items():
+        text = value if isinstance(value, str) else repr(value)
+        parts.append(f"{key}={text!r}" if isinstance(value, str) else f"{key}={text}")
+    preview = ", ".join(parts)
+    return preview if len(preview) <= limit else preview[: limit - 1] + "…"
+
+
+def _first_line(text: str, limit: int = 120) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+class PlainRenderer:
+    """Streams text deltas as they come; one short stderr line per tool call, retry or problem."""
+
+    def __init__(self, target: RenderTarget) -> None:
+        self.target = target
+        self._mid_line = False
+        self._thinking = False
+
+    def _style(self, text: str, code: str) -> str:
+        return f"{code}{text}{RESET}" if self.target.color else text
+
+    def _out(self, text: str) -> None:
+        if not text:
+            return
+        self.target.out.write(text)
+        self.target.out.flush()
+        self._mid_line = not text.endswith("\n")
+
+    def _err(self, text: str, code: str = DIM) -> None:
+        if self._mid_line:
+            self._out("\n")
+        self.target.err.write(self._style(visible(text), code) + "\n")
+        self.target.err.flush()
+
+    def handle(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            self._thinking = False
+            self._out(visible(event.text) if self.target.color else event.text)
+        elif isinstance(event, ThinkingDelta):
+            if self.target.verbose:
+                if not self._thinking:
+                    self._err("thinking…")
+                    self._thinking = True
+                self.target.err.write(self._style(visible(event.text), DIM))
+        elif isinstance(event, ToolCallEvent):
+            self._err(f"→ {event.call.name}({_args_preview(event)})")
+        elif isinstance(event, ToolResultEvent):
+            mark = "✗" if event.is_error else "✓"
+            lines = event.content.splitlines()
+            summary = _first_line(event.content) if event.is_error else f"{len(lines)} lines"
+            self._err(f"  {mark} {event.name}: {summary}", RED if event.is_error else DIM)
+            if not event.is_error:
+                for line in lines[:PREVIEW_LINES]:
+                    self._err(f"    {_first_line(line, 100)}")
+                if len(lines) > PREVIEW_LINES:
+                    self._err(f"    … {len(lines) - PREVIEW_LINES} more")
+        elif isinstance(event, RetryEvent):
+            self._err(
+                f"retrying in {event.delay:.1f} s (attempt {event.attempt}/{event.max_attempts}): {event.reason}",
+                YELLOW,
+            )
+        elif isinstance(event, ErrorEvent):
+            self._err(f"error: {event.message}", RED)
+        elif isinstance(event, NoticeEvent):
+            self._err(f"{event.level}: {event.message}", YELLOW if event.level == "warning" else DIM)
+        elif isinstance(event, CompactionEvent):
+            self._err(event.line(), YELLOW if event.phase == "failed" else DIM)
+        elif isinstance(event, CommandOutput):
+            if event.is_error:
+                self._err(event.text, RED)
+            elif event.text:
+                self._out(event.text if event.text.endswith("\n") else event.text + "\n")
+        elif isinstance(event, TurnEnded) and self._mid_line:
+            self._out("\n")
+
+    def close(self) -> None:
+        if self._mid_line:
+            self._out("\n")

@@ -1,0 +1,29 @@
+"""The ``crab`` console script: a fast path for ``--version``, then the typer app."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    """Entry point of the ``crab`` command."""
+    args = sys.argv[1:]
+    if args in (["--version"], ["-V"]):
+        from crab._cli.version import version_lines
+
+        print("\n".join(version_lines()))
+        return
+    from crab._cli.signals import GATE, Interrupted, finish
+
+    GATE.install()  # the gate enables the watchdog once it runs agent work or a signal comes
+    code = 1
+    try:
+        from crab._cli.app import run_app
+
+        code = run_app(args)
+    except Interrupted as exc:
+        sys.stderr.write(f"{exc.message}\n")
+        code = exc.exit_code
+    finally:
+        code = finish(code)
+    sys.exit(code)

@@ -1,0 +1,385 @@
+"""The typer application: every ``crab`` sub-command's signature; the work lives in sibling modules.
+
+Only typer is imported at start-up; each command imports what it needs when it runs, so
+``crab --help`` stays fast with many plugins installed.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    name="crab",
+    help="crab: a small agent in which everything is a plugin. Bare `crab` starts `crab chat`.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    no_args_is_help=False,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+plugins_app = typer.Typer(help="List, enable, disable, install and uninstall plugins.", rich_markup_mode=None)
+config_app = typer.Typer(help="Show and change configuration (comments in the TOML survive).", rich_markup_mode=None)
+app.add_typer(plugins_app, name="plugins")
+app.add_typer(config_app, name="config")
+plugin_app = typer.Typer(help="Create a new plugin package from crab's template.", rich_markup_mode=None)
+app.add_typer(plugin_app, name="plugin")
+
+
+class Output(StrEnum):
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+
+
+PluginsOpt = Annotated[
+    str | None, typer.Option("--plugins", help="Comma list of plugins to load (overrides config; '' = none).")
+]
+ProviderOpt = Annotated[str | None, typer.Option("--provider", help="Provider name (see `crab models`).")]
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Model id, or provider/model.")]
+YoloOpt = Annotated[bool, typer.Option("--yolo", help="Allow every tool call without asking.")]
+ReadOnlyOpt = Annotated[bool, typer.Option("--read-only", help="Refuse write and exec tool calls.")]
+ContinueOpt = Annotated[bool, typer.Option("--continue", "-c", help="Continue the latest session of this folder.")]
+SessionOpt = Annotated[str | None, typer.Option("--session", help="Continue the session with this id.")]
+StoreOpt = Annotated[str | None, typer.Option("--store", help="Session store (memory, jsonl, sqlite…).")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a config key for this run: KEY=VALUE.")]
+ScopeProject = Annotated[bool, typer.Option("--project", help="Write the project's .crab/config.toml.")]
+ScopeUser = Annotated[bool, typer.Option("--user", help="Write the user's ~/.crab/config.toml.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+RendererOpt = Annotated[
+    str | None, typer.Option("--renderer", help="A renderer's name for text output (see `crab plugins list`).")
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from crab._cli.version import version_lines
+
+        typer.echo("\n".join(version_lines()))
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    version: Annotated[
+        bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    if ctx.invoked_subcommand is None:
+        from crab._cli.chat import chat
+        from crab._cli.options import RunOptions
+
+        chat(RunOptions())
+
+
+@app.command()
+def run(
+    prompt: Annotated[str, typer.Argument(help="What to ask; '-' reads it from stdin.")],
+    output: Annotated[Output, typer.Option("--output", "-o", help="text, json (one object) or jsonl (events).")] = (
+        Output.text
+    ),
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    plugins: PluginsOpt = None,
+    yolo: YoloOpt = False,
+    read_only: ReadOnlyOpt = False,
+    continue_: ContinueOpt = False,
+    session: SessionOpt = None,
+    store: StoreOpt = None,
+    set_: SetOpt = None,
+    renderer: RendererOpt = None,
+) -> None:
+    """Run one agent turn and exit: 0 done, 1 model or tool failure, 2 usage or config error, 130 interrupted."""
+    from crab._cli.options import RunOptions
+    from crab._cli.run import run_once
+
+    options = RunOptions(
+        plugins=plugins,
+        provider=provider,
+        model=model,
+        yolo=yolo,
+        read_only=read_only,
+        continue_latest=continue_,
+        session=session,
+        store=store,
+        settings=tuple(set_ or ()),
+        renderer=renderer,
+    )
+    raise typer.Exit(run_once(prompt, output.value, options))
+
+
+@app.command()
+def chat(
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    plugins: PluginsOpt = None,
+    yolo: YoloOpt = False,
+    read_only: ReadOnlyOpt = False,
+    continue_: ContinueOpt = False,
+    session: SessionOpt = None,
+    store: StoreOpt = None,
+    set_: SetOpt = None,
+    renderer: RendererOpt = None,
+) -> None:
+    """Talk with the agent: Ctrl-C stops the running turn, Ctrl-D leaves, /help lists commands."""
+    from crab._cli.chat import chat as run_chat
+    from crab._cli.options import RunOptions
+
+    run_chat(
+        RunOptions(
+            plugins=plugins,
+            provider=provider,
+            model=model,
+            yolo=yolo,
+            read_only=read_only,
+            continue_latest=continue_,
+            session=session,
+            store=store,
+            settings=tuple(set_ or ()),
+            renderer=renderer,
+        )
+    )
+
+
+@app.command()
+def tools(
+    plugins: PluginsOpt = None,
+    as_json: JsonOpt = False,
+    tokens: Annotated[
+        bool, typer.Option("--tokens", help="Schema tokens per request: full against progressive (start-up tools too).")
+    ] = False,
+) -> None:
+    """List the tools the model can use, with their permission class and plugin."""
+    from crab._cli.info import list_tools, tool_tokens
+
+    if tokens:
+        tool_tokens(plugins, as_json)
+    else:
+        list_tools(plugins, as_json)
+
+
+@app.command()
+def models(plugins: PluginsOpt = None, as_json: JsonOpt = False) -> None:
+    """List configured and known models with context windows and prices."""
+    from crab._cli.info import list_models
+
+    list_models(plugins, as_json)
+
+
+@app.command()
+def doctor(plugins: PluginsOpt = None, provider: ProviderOpt = None, model: ModelOpt = None) -> None:
+    """Check config, plugins, providers and the store; print each problem with its fix."""
+    from crab._cli.doctor import run_doctor
+
+    raise typer.Exit(run_doctor(plugins, provider, model))
+
+
+@app.command()
+def serve(
+    channel: Annotated[
+        list[str] | None,
+        typer.Argument(help="Channel names (see `crab plugins list`); none given: those listed in [serve] channels."),
+    ] = None,
+    plugins: PluginsOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    store: StoreOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """Run channel plugins (chat bots, a scheduler) until stopped; SIGTERM lets running turns finish."""
+    from crab._cli.options import RunOptions
+    from crab._cli.serve import serve_channels
+
+    options = RunOptions(plugins=plugins, provider=provider, model=model, store=store, settings=tuple(set_ or ()))
+    raise typer.Exit(serve_channels(channel or [], options))
+
+
+@app.command()
+def trust(
+    path: Annotated[Path | None, typer.Argument(help="The project folder (default: this one).")] = None,
+    show_list: Annotated[bool, typer.Option("--list", help="List trusted projects.")] = False,
+) -> None:
+    """Trust a project's .crab/config.toml, so its trust-only keys apply (until the file changes)."""
+    from crab._cli.trust_cmd import trust_project
+
+    trust_project(path, show_list)
+
+
+@app.command()
+def untrust(
+    path: Annotated[Path | None, typer.Argument(help="The project folder (default: this one).")] = None,
+) -> None:
+    """Stop trusting a project's .crab/config.toml."""
+    from crab._cli.trust_cmd import untrust_project
+
+    untrust_project(path)
+
+
+@plugins_app.command("list")
+def plugins_list(plugins: PluginsOpt = None, as_json: JsonOpt = False) -> None:
+    """Every installed plugin: name, distribution, version, status and hooks."""
+    from crab._cli.plugins_cmd import list_plugins
+
+    list_plugins(plugins, as_json)
+
+
+@plugins_app.command("enable")
+def plugins_enable(name: str, project: ScopeProject = False, user: ScopeUser = False) -> None:
+    """Enable a plugin in the config file (project's if there is one, else the user's)."""
+    from crab._cli.plugins_cmd import set_enabled
+
+    set_enabled(name, True, project, user)
+
+
+@plugins_app.command("disable")
+def plugins_disable(name: str, project: ScopeProject = False, user: ScopeUser = False) -> None:
+    """Disable a plugin in the config file; a disabled plugin is never imported."""
+    from crab._cli.plugins_cmd import set_enabled
+
+    set_enabled(name, False, project, user)
+
+
+@plugin_app.command("new")
+def plugin_new(
+    name: Annotated[str, typer.Argument(help="The plugin's name, e.g. word-count (distribution crab-NAME).")],
+    kind: Annotated[
+        str, typer.Option("--kind", help="tool, provider, store, channel, renderer or command: the hook it shows.")
+    ] = "tool",
+    folder: Annotated[Path | None, typer.Option("--dir", help="Folder to create (default: ./crab-NAME).")] = None,
+) -> None:
+    """Create a complete plugin package (pyproject, hooks, tests, README) in a new folder."""
+    from crab._cli.plugin_new import new_plugin
+
+    new_plugin(name, kind, folder)
+
+
+@plugins_app.command("install")
+def plugins_install(
+    specs: Annotated[list[str], typer.Argument(help="Distributions, folders or wheel files, as pip takes them.")],
+    editable: Annotated[bool, typer.Option("--editable", "-e", help="Install folders in editable mode.")] = False,
+    upgrade: Annotated[bool, typer.Option("--upgrade", "-U", help="Upgrade what is installed.")] = False,
+) -> None:
+    """Install plugins with pip into crab's own environment and enable them in your user config."""
+    from crab._cli.plugins_cmd import install_plugins
+
+    install_plugins(specs, editable, upgrade)
+
+
+@plugins_app.command("uninstall")
+def plugins_uninstall(
+    names: Annotated[list[str], typer.Argument(help="Plugin names (see `crab plugins list`) or distributions.")],
+) -> None:
+    """Uninstall plugins with pip and remove them from your user config's plugin lists."""
+    from crab._cli.plugins_cmd import uninstall_plugins
+
+    uninstall_plugins(names)
+
+
+@config_app.command("show")
+def config_show(as_json: JsonOpt = False) -> None:
+    """The merged configuration (defaults, user, project, environment)."""
+    from crab._cli.config_cmd import show
+
+    show(as_json)
+
+
+@config_app.command("keys")
+def config_keys(plugins: PluginsOpt = None, as_json: JsonOpt = False) -> None:
+    """Every key of [crab] and of each loaded plugin's table: type, default, trust-only, meaning."""
+    from crab._cli.config_cmd import keys
+
+    keys(plugins, as_json)
+
+
+@config_app.command("get")
+def config_get(key: str) -> None:
+    """One value by dotted key (crab.model, plugins.enabled)."""
+    from crab._cli.config_cmd import get
+
+    get(key)
+
+
+@config_app.command("set")
+def config_set(key: str, value: str, project: ScopeProject = False, user: ScopeUser = False) -> None:
+    """Set a dotted key; VALUE is read as TOML (true, 3, [\"a\"]) or else as a string."""
+    from crab._cli.config_cmd import set_value
+
+    set_value(key, value, project, user)
+
+
+@config_app.command("path")
+def config_path() -> None:
+    """Where the user and project config files are."""
+    from crab._cli.config_cmd import paths
+
+    paths()
+
+
+_extended: set[str] = set()
+
+
+def _add_plugin_commands() -> None:
+    """Let plugins add sub-commands; a broken config or plugin never breaks the CLI itself.
+
+    Only ``crab_cli`` failures are printed here (once); the command's own host reports the rest.
+    """
+    from crab._contracts.errors import CrabError, PluginError
+
+    if "plugins" in _extended:
+        return
+    _extended.add("plugins")
+
+    try:
+        from crab._config import environ
+        from crab._config.layers import load_config
+        from crab._host.plugin_host import PluginHost
+
+        config = load_config()
+        host = PluginHost(config, strict=False)  # only what crab_cli needs: no built-ins, no registries
+        host.load_entry_points()
+    except CrabError:
+        return
+    before = len(host.failures)
+    host.call_each("crab_cli", app=app, config=config)
+    for failure in host.failures[before:]:
+        if environ.strict_plugins():
+            raise PluginError(failure.line)
+        typer.echo(f"warning: {failure.line}", err=True)
+
+
+def _add_sessions() -> None:
+    if "sessions" in _extended:
+        return
+    _extended.add("sessions")
+    try:
+        from crab._cli.sessions import app as sessions_app
+    except ImportError:
+        return
+    app.add_typer(sessions_app, name="sessions", help="List, show, search, fork, export and migrate sessions.")
+
+
+def run_app(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code. Errors a user can meet print one line."""
+    from crab._contracts.errors import CrabError
+
+    args = sys.argv[1:] if argv is None else argv
+    _add_sessions()
+    try:
+        if not (args and args[0] in ("plugins", "plugin", "doctor", "config", "trust", "untrust")):
+            _add_plugin_commands()
+        app(args=args, prog_name="crab")
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except CrabError as exc:
+        from crab._secrets.redaction import error_line
+
+        typer.echo(error_line(f"crab: {exc}"), err=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -1,0 +1,163 @@
+"""``crab plugin new NAME --kind KIND``: render the plugin template shipped in crab-core's wheel.
+
+The templates under ``crab/templates/plugin/`` are the one source: ``common/`` holds what every
+kind gets (pyproject, README, licence, .gitignore), ``<kind>/`` the hook module, its logic and its
+tests. They are ``string.Template`` files (``${name}``); nothing beyond the standard library is
+needed. The repository's ``plugin-template/`` is this command's output for ``example --kind tool``,
+and a test keeps the two identical.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+
+from crab._contracts.errors import UsageError
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "plugin"
+NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+MAX_NAME = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """One kind of plugin: the hook it shows, its implementation module, and its README text."""
+
+    description: str
+    module: str
+    what: str
+    usage: str
+    config: str
+
+
+_NO_CONFIG = "This plugin declares no settings. To add some, see the `tool` kind's `crab_config_table`."
+KINDS: dict[str, Kind] = {
+    "tool": Kind(
+        "a word-counting tool and command for crab",
+        "tools",
+        "the tool `word_count` (permission `read`) and the command `/words PATH`.",
+        'Ask the model to count words (`crab run "how many words are in README.md?"`), or type\n'
+        "`/words README.md` in `crab chat`.",
+        "```toml\n[plugins.${name}]\nmax_bytes = 1000000   # largest file word_count reads, in bytes\n```",
+    ),
+    "provider": Kind(
+        "an echo model provider for crab",
+        "provider",
+        "the model provider `${name}`, whose model `echo` answers with the user's last message.",
+        '```sh\ncrab run --provider ${name} -m ${name}/echo "hello"\n```',
+        _NO_CONFIG,
+    ),
+    "store": Kind(
+        "a session store for crab keeping one JSON file per session",
+        "store",
+        "the session store `${name}`: one JSON file per session, rewritten atomically on each append.",
+        '```sh\ncrab run --store ${name} "hello"      # or [crab] store = "${name}"\n```',
+        "```toml\n[plugins.${name}]\n"
+        'root = "~/.crab/${name}"   # where the session files go (default: $$CRAB_HOME/${name}); trust-only\n```',
+    ),
+    "channel": Kind(
+        "a line-by-line input channel for crab",
+        "channel",
+        "the channel `${name}`: each line of standard input is one turn; each answer is printed.",
+        "```sh\nprintf 'hello\\nand again\\n' | crab serve ${name}\n```",
+        _NO_CONFIG,
+    ),
+    "renderer": Kind(
+        "a compact one-line-per-step renderer for crab",
+        "renderer",
+        "the renderer `${name}`: the answer as it streams, each tool call as one `[tool name]` line.",
+        '```sh\ncrab run --set crab.renderer=${name} "hello"    # or [crab] renderer = "${name}"\n```',
+        _NO_CONFIG,
+    ),
+    "command": Kind(
+        "a session statistics command for crab",
+        "command",
+        "the command `/${name}`: how many messages this session holds, by role, and the tools loaded.",
+        "Type `/${name}` in `crab chat` (or `crab run /${name}`).",
+        _NO_CONFIG,
+    ),
+}
+COMMON = {
+    "pyproject.toml": "pyproject.toml.tmpl",
+    "README.md": "README.md.tmpl",
+    "LICENSE": "LICENSE.tmpl",
+    ".gitignore": "gitignore.tmpl",
+}
+
+
+def check_name(name: str) -> str:
+    """The plugin name, or a ``UsageError`` saying what a good one looks like."""
+    if name.startswith("crab-"):
+        raise UsageError(f"plugin name {name!r}: leave out the crab- prefix (the distribution is crab-NAME)")
+    if not NAME.fullmatch(name) or len(name) > MAX_NAME:
+        raise UsageError(
+            f"plugin name {name!r}: use lower-case letters, digits and single hyphens, starting with a letter"
+            f" (at most {MAX_NAME} characters), e.g. word-count"
+        )
+    return name
+
+
+def values(name: str, kind: str) -> dict[str, str]:
+    """What the templates' ``${...}`` stand for, for plugin ``name`` of ``kind``."""
+    from crab._host.api_version import API_VERSION
+    from crab._version import __version__
+
+    spec = KINDS[kind]
+    core_major = int(__version__.split(".")[0])
+    base = {
+        "name": name,
+        "package": "crab_" + name.replace("-", "_"),
+        "distribution": f"crab-{name}",
+        "kind": kind,
+        "description": spec.description,
+        "crab_api": f">={API_VERSION},<{int(API_VERSION.split('.')[0]) + 1}",
+        "core_requirement": f"crab-core>={__version__},<{core_major + 1}",
+    }
+    for key in ("what", "usage", "config"):
+        base[key] = Template(getattr(spec, key)).substitute(base)
+    return base
+
+
+def render(name: str, kind: str) -> dict[str, str]:
+    """Every file of the new plugin, by path relative to its folder."""
+    if kind not in KINDS:
+        raise UsageError(f"unknown kind {kind!r}: pick one of {', '.join(KINDS)}")
+    subs = values(check_name(name), kind)
+    package = subs["package"]
+    sources = {path: TEMPLATES / "common" / template for path, template in COMMON.items()}
+    sources[f"src/{package}/__init__.py"] = TEMPLATES / kind / "__init__.py.tmpl"
+    sources[f"src/{package}/{KINDS[kind].module}.py"] = TEMPLATES / kind / f"{KINDS[kind].module}.py.tmpl"
+    sources[f"tests/test_{package}.py"] = TEMPLATES / kind / "test.py.tmpl"
+    files = {path: Template(source.read_text(encoding="utf-8")).substitute(subs) for path, source in sources.items()}
+    files[f"src/{package}/py.typed"] = ""
+    return files
+
+
+def write_plugin(name: str, kind: str, folder: Path | None) -> Path:
+    """Render into ``folder`` (default ``./crab-NAME``), which must be missing or empty."""
+    files = render(name, kind)
+    target = folder if folder is not None else Path.cwd() / f"crab-{name}"
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise UsageError(f"{target} already exists and is not empty: pick a new folder with --dir PATH")
+    for path, text in files.items():
+        out = target / path
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    return target
+
+
+def new_plugin(name: str, kind: str, folder: Path | None) -> None:
+    """The command: render, then say what to do next."""
+    import shlex
+    import sys
+
+    import typer
+
+    target = write_plugin(name, kind, folder)
+    typer.echo(f"created crab-{name} ({kind} plugin) in {target}")
+    where = shlex.quote(str(target))
+    # The [test] extra brings pytest, which crab's own environment need not have.
+    extra = shlex.quote(f"{target}[test]")
+    typer.echo(f"next: crab plugins install -e {extra} && {shlex.quote(sys.executable)} -m pytest -q {where}")

@@ -1,0 +1,185 @@
+"""``crab plugins list|enable|disable``: statuses, and edits to ``[plugins]`` that keep comments."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from crab._contracts.errors import CrabError
+
+
+def list_plugins(plugins: str | None, as_json: bool) -> None:
+    """Load what is enabled, run every registration hook, and show each plugin's status."""
+    from crab._assembly.runtime import build_host, load_cli_config, strict_exit
+    from crab._config.layers import Config
+    from crab._config.paths import user_config_path
+
+    try:
+        config = load_cli_config()
+        config_error = None
+    except CrabError as exc:  # still list plugins with a broken config
+        config, config_error = Config(data={}, user_path=user_config_path(), project_path=None), str(exc)
+    host = build_host(config, plugins, validate=False, strict=False)
+    host.collect_all()
+    records = list(host.records.values())
+    if as_json:
+        typer.echo(json.dumps([r.to_dict() for r in records], indent=2))
+    else:
+        width = max(len(r.name) for r in records)
+        for record in records:
+            dist = f"{record.distribution or '-'} {record.version or ''}".strip()
+            typer.echo(f"{record.name:<{width}}  {record.status:<8}  {dist}")
+            if record.reason:
+                typer.echo(f"{'':<{width}}  ↳ {record.reason}")
+            elif record.hooks:
+                typer.echo(f"{'':<{width}}  hooks: {', '.join(record.hooks)}")
+            for fault in record.faults:
+                typer.echo(f"{'':<{width}}  ↳ {fault}")
+    if config_error:
+        typer.echo(f"crab: {config_error}", err=True)
+    strict_exit(host)
+
+
+def set_enabled(name: str, enable: bool, project: bool, user: bool) -> None:
+    from crab._assembly.runtime import load_cli_config
+    from crab._config.layers import update_plugin_lists
+    from crab._contracts.errors import UsageError
+
+    if project and user:
+        raise UsageError("--project and --user: pick one")
+    config = load_cli_config()
+    path = config.path_for("project" if project else "user" if user else None)
+    update_plugin_lists(path, name, enable)
+    typer.echo(f"{'enabled' if enable else 'disabled'} {name} in {path}")
+
+
+# --- crab plugins install / uninstall ---------------------------------------------------------
+# pip runs in crab's own environment (sys.executable), so what it installs is what crab finds.
+# No plugin is imported here: the names come from the installed entry points (crab/_host/entry_points.py),
+# so both commands work while another installed plugin is broken.
+
+
+def _installed() -> dict[str, tuple[str, str]]:
+    """Every installed plugin: name → (distribution, version), read from metadata only."""
+    from crab._host.entry_points import entry_points
+
+    return {ep.name: (ep.dist.name, ep.dist.version) if ep.dist else ("", "") for ep in entry_points("crab")}
+
+
+def _normalized(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pip(args: list[str]) -> int:
+    """Run ``python -m pip ARGS`` in crab's environment, its output shown (redacted) as it comes."""
+    import subprocess
+    import sys
+
+    from crab._secrets.keys import known_secrets
+    from crab._secrets.redaction import Redactor
+
+    redactor = Redactor(known_secrets())
+    command = [sys.executable, "-m", "pip", *args]
+    typer.echo(f"$ python -m pip {' '.join(args)}", err=True)
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, errors="replace"
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            typer.echo(redactor.text(line.rstrip("\n")), err=True)
+    return process.returncode
+
+
+def pip_spec(spec: str) -> str:
+    """What pip is given for ``spec``: a bare plugin name means its distribution (``tools-basic`` →
+    ``crab-tools-basic``), so a plugin's name never installs an unrelated package of that name."""
+    import re
+    from pathlib import Path
+
+    bare = re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", spec) is not None
+    return f"crab-{spec}" if bare and not spec.startswith("crab-") and not Path(spec).exists() else spec
+
+
+def spec_distribution(spec: str) -> str:
+    """The distribution a pip ``spec`` names, as far as crab can tell without pip: a wheel's file
+    name, a folder's ``[project] name``, else the requirement's name (extras and versions cut off),
+    so installing a plugin that is already installed (an author reinstalling a folder) still
+    counts as installing it."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    bare = re.sub(r"\[[^\]]*\]$", "", spec.strip())
+    path = Path(bare)
+    if path.suffix == ".whl":
+        return _normalized(path.name.split("-")[0])
+    if path.is_dir():
+        try:
+            name = tomllib.loads((path / "pyproject.toml").read_text(encoding="utf-8"))["project"]["name"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return ""
+        return _normalized(str(name))
+    match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", bare)
+    return _normalized(match.group(0)) if match else ""
+
+
+def install_plugins(specs: list[str], editable: bool, upgrade: bool) -> None:
+    """pip-install ``specs`` (names, paths, wheels) and enable the crab plugins they add in the user config."""
+    from crab._config.layers import read_toml, update_plugin_lists
+    from crab._config.paths import user_config_path
+    from crab._contracts.errors import UsageError
+
+    specs = [pip_spec(spec) for spec in specs]
+    path = user_config_path()
+    read_toml(path)  # a malformed config fails now, before pip changes anything
+    before = _installed()
+    args = ["install", *(["--upgrade"] if upgrade else [])]
+    for spec in specs:
+        args.extend(["--editable", spec] if editable else [spec])
+    code = _pip(args)
+    if code != 0:
+        raise CrabError(f"pip install failed (exit {code}); nothing was recorded in {path}")
+    after = _installed()
+    wanted = {spec_distribution(spec) for spec in specs} - {""}
+    added = sorted(name for name, (dist, _) in after.items() if name not in before or _normalized(dist) in wanted)
+    if not added:
+        raise UsageError(f"pip installed {' '.join(specs)}, but it adds no crab plugin (no entry point in group crab)")
+    enabled = read_toml(path).get("plugins", {}).get("enabled")
+    for name in added:
+        dist, version = after[name]
+        update_plugin_lists(path, name, True)
+        where = (
+            f"enabled in {path}"
+            if enabled is not None
+            else "it loads, as every installed plugin does while [plugins] enabled is not set"
+        )
+        typer.echo(f"installed plugin {name} ({dist} {version}); {where}")
+
+
+def uninstall_plugins(names: list[str]) -> None:
+    """pip-uninstall the distributions of the named plugins (or distributions); forget them in the user config."""
+    from crab._config.layers import forget_plugin
+    from crab._config.paths import user_config_path
+    from crab._contracts.errors import UsageError
+
+    installed = _installed()
+    dists: dict[str, list[str]] = {}
+    for name in names:
+        matches = [p for p, (dist, _) in installed.items() if p == name or _normalized(dist) == _normalized(name)]
+        if _normalized(name) == "crab-core":
+            raise UsageError("crab-core is crab itself: uninstall it with pip")
+        if not matches:
+            raise UsageError(f"no installed plugin or distribution {name!r}; `crab plugins list` shows the names")
+        for plugin in matches:
+            dists.setdefault(installed[plugin][0], []).append(plugin)
+    code = _pip(["uninstall", "--yes", *dists])
+    if code != 0:
+        raise CrabError(f"pip uninstall failed (exit {code})")
+    path = user_config_path()
+    for dist, plugins in dists.items():
+        for plugin in sorted(set(plugins) | {p for p, (d, _) in installed.items() if d == dist}):
+            forgot = forget_plugin(path, plugin)
+            typer.echo(f"uninstalled plugin {plugin} ({dist})" + (f"; removed from {path}" if forgot else ""))

@@ -1,0 +1,137 @@
+"""``crab run``: one turn, rendered as text, one JSON object, or JSON lines; exit code from the outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from crab._cli.options import RunOptions
+from crab._contracts.events import Event, NoticeEvent, ToolCallEvent, ToolResultEvent
+from crab._contracts.messages import FORMAT_VERSION, json_text, usage_to_dict
+from crab._contracts.renderers import Renderer, RenderTarget
+from crab._loop.session import TurnOutcome
+
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+
+
+def exit_code(outcome: TurnOutcome) -> int:
+    """0 for an answer (also at the iteration cap), 1 for a model/tool failure or guard stop, 130 for an abort."""
+    if outcome.stop in ("end", "max_iterations"):
+        return EXIT_OK
+    if outcome.stop == "command":
+        return EXIT_FAILED if outcome.error else EXIT_OK
+    if outcome.stop == "aborted":
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED
+
+
+class JsonCollector:
+    """Collects what ``--output json`` prints at the end: the answer, tool calls and usage.
+
+    Warnings (a plugin failure, the iteration cap) go to stderr as they happen, as in text mode.
+    """
+
+    def __init__(self) -> None:
+        self.calls: dict[str, dict[str, Any]] = {}
+
+    def handle(self, event: Event) -> None:
+        if isinstance(event, NoticeEvent) and event.level == "warning":
+            sys.stderr.write(f"warning: {event.message}\n")  # stdout holds only the JSON document
+        elif isinstance(event, ToolCallEvent):
+            self.calls[event.call.id] = {
+                "id": event.call.id,
+                "name": event.call.name,
+                "arguments": event.call.arguments,
+            }
+        elif isinstance(event, ToolResultEvent):
+            entry = self.calls.setdefault(event.call_id, {"id": event.call_id, "name": event.name})
+            entry["is_error"] = event.is_error
+            entry["result"] = event.content
+
+    def close(self) -> None:
+        return None
+
+    def document(self, outcome: TurnOutcome) -> dict[str, Any]:
+        return {
+            "v": FORMAT_VERSION,
+            "session_id": outcome.session_id,
+            "stop": outcome.stop,
+            "text": outcome.text,
+            "error": outcome.error,
+            "usage": usage_to_dict(outcome.usage),
+            "tool_calls": list(self.calls.values()),
+        }
+
+
+def _read_prompt(prompt: str) -> str:
+    if prompt != "-":
+        return prompt
+    text = sys.stdin.read()
+    if not text.strip():
+        from crab._contracts.errors import UsageError
+
+        raise UsageError("no prompt on stdin (crab run - reads the prompt from standard input)")
+    return text
+
+
+def _can_ask() -> bool:
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def run_once(prompt: str, output: str, options: RunOptions) -> int:
+    """Run one turn; returns the process exit code."""
+    from crab._assembly.runtime import choose_renderer, start_agent
+    from crab._cli.chat import ask_on_terminal
+    from crab._cli.setup import open_session, prepare
+
+    if options.renderer and output != "text":
+        from crab._contracts.errors import UsageError
+
+        raise UsageError(f"--renderer picks how text output looks; drop it or drop --output {output}")
+    text = _read_prompt(prompt)
+    prepared = prepare(options, ask=ask_on_terminal if _can_ask() and prompt != "-" else None)
+    agent = prepared.agent
+    target = RenderTarget(
+        out=sys.stdout,
+        err=sys.stderr,
+        color=sys.stdout.isatty() and sys.stderr.isatty(),
+        model=agent.model,
+        context_window=agent.known_context_window(),
+    )
+    collector: JsonCollector | None = None
+    renderer: Renderer
+    if output == "json":
+        renderer = collector = JsonCollector()
+    else:
+        renderer = choose_renderer(
+            prepared.host, prepared.config, "jsonl" if output == "jsonl" else options.renderer, target
+        )
+    agent.subscribe(renderer.handle)
+
+    async def main() -> TurnOutcome:
+        await start_agent(agent)
+        try:
+            session = await open_session(agent, options)
+            return await agent.handle_input(session, text)
+        finally:
+            await agent.close()
+
+    from crab._cli.signals import GATE, Interrupted
+
+    runner = asyncio.Runner()
+    try:
+        outcome = GATE.run(runner, main())
+    except Interrupted as exc:
+        sys.stderr.write(f"{exc.message}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("crab: interrupted\n")
+        return EXIT_INTERRUPTED
+    finally:
+        runner.close()
+        renderer.close()
+    if collector is not None:
+        # The collector saw only redacted events; the outcome's own text and error are masked here.
+        print(json_text(agent.redactor.payload(collector.document(outcome))))
+    return exit_code(outcome)

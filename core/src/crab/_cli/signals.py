@@ -1,0 +1,153 @@
+"""How the ``crab`` command ends on a signal, and what it cleans up on the way out.
+
+SIGINT, SIGTERM and SIGHUP cancel the running main task (the turn is aborted and settled, so
+the session stays whole) and end the command with 130, 143 or 129; outside a task they raise
+``Interrupted`` at once. A command run with a ``drain`` callback (``crab serve``) gets the first
+signal as a call to it instead, with ``drain_seconds`` more on the watchdog's clock, and ends
+normally once drained; a second signal cancels as above. ``crab chat`` catches a SIGINT to stop
+one turn and goes on. From the first signal the watchdog gives the clean-up ``BUDGET`` seconds.
+On every way out ``finish`` ends every process a tool started (``crab.processes``) and leaves
+without waiting for abandoned tool threads.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable, Coroutine
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
+
+T = TypeVar("T")
+
+BUDGET = 1.9
+"""Seconds from a signal to the process's end; the watchdog ends it then, if nothing else did."""
+HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Interrupted(BaseException):
+    """The command was stopped by ``signum``; ``exit_code`` is the shell's convention (128 + n)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+    @property
+    def message(self) -> str:
+        return "crab: interrupted" if self.signum == signal.SIGINT else f"crab: stopped by {self.args[0]}"
+
+
+class SignalGate:
+    """Turns signals into a cancelled main task, or into ``Interrupted`` when none is running."""
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[Any] | None = None
+        self.pending: int | None = None
+        self.installed = False
+        self.drain: Callable[[int], None] | None = None
+        self.drain_seconds = 0.0
+        self.draining: int | None = None
+
+    def install(self) -> None:
+        for sig in HANDLED:
+            try:
+                signal.signal(sig, self._handle)
+            except (ValueError, OSError):  # not the main thread, or a platform without it
+                continue
+        self.installed = True
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        # Loaded (and enabled) by ``run``: a command that never ran agent work has nothing to bound.
+        watchdog = sys.modules.get("crab._system.watchdog")
+        task = self.task
+        if task is not None and not task.done() and self.drain is not None and self.draining is None:
+            self.draining = signum
+            if watchdog is not None:
+                watchdog.exit_within(self.drain_seconds + BUDGET)
+            task.get_loop().call_soon_threadsafe(self.drain, signum)
+            return
+        if task is None or task.done() or self.pending is not None:
+            if watchdog is not None:
+                watchdog.exit_within(BUDGET)
+            raise Interrupted(signum)
+        self.pending = signum
+        if watchdog is not None:
+            watchdog.exit_within(BUDGET)
+        task.cancel()
+        task.get_loop().call_soon_threadsafe(lambda: None)  # wake a loop blocked in select()
+
+    def run(
+        self,
+        runner: asyncio.Runner,
+        coro: Coroutine[Any, Any, T],
+        *,
+        drain: Callable[[int], None] | None = None,
+        drain_seconds: float = 0.0,
+    ) -> T:
+        """``runner.run(coro)``, cancellable by a signal; raises ``Interrupted`` when one came.
+
+        With ``drain``, the first signal calls ``drain(signum)`` in the event loop instead of
+        cancelling, and the watchdog allows ``drain_seconds`` more for the clean-up."""
+        import asyncio
+
+        from crab._system import watchdog
+
+        async def main() -> T:
+            self.task = asyncio.current_task()
+            return await coro
+
+        watchdog.enable()  # the crab command owns this process: the watchdog may end it
+        self.pending = None
+        self.drain, self.drain_seconds, self.draining = drain, drain_seconds, None
+        try:
+            return runner.run(main())
+        except asyncio.CancelledError:
+            if self.pending is not None:
+                raise Interrupted(self.pending) from None
+            raise
+        finally:
+            self.task = None
+            self.drain, self.draining = None, None
+            if self.pending is not None and not sys.exc_info()[0]:
+                # The task finished anyway (the signal came as it ended): still honour it.
+                signum, self.pending = self.pending, None
+                raise Interrupted(signum)
+            self.pending = None
+
+
+GATE = SignalGate()
+
+
+def turn_stopped() -> None:
+    """``crab chat`` goes on after a stopped turn: withdraw the exit deadline."""
+    from crab._system import watchdog
+
+    watchdog.clear_exit()
+
+
+def finish(code: int) -> int:
+    """The way out of every command: end tool processes; skip joining abandoned tool threads."""
+    if "crab.processes" in sys.modules:
+        from crab import processes
+
+        processes.terminate_all()
+    if "crab._system.watchdog" in sys.modules:
+        from crab._system import watchdog
+
+        if watchdog.alive_threads():
+            # A tool thread that never returned: interpreter shutdown could wait on it.
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os._exit(code)
+    return code

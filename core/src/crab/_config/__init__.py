@@ -1,0 +1,1 @@
+"""Configuration: layered TOML, project trust and every CRAB_* environment variable. Private."""

@@ -1,0 +1,512 @@
+"""Layered configuration: user file, project file, environment, command line.
+
+Each layer is kept with where it came from, so a bad value is reported as one line naming the
+file, variable or flag, the key, what was expected and what was found (``crab._contracts.config_tables``
+holds the declarations). A project file that the user has not trusted (``crab._config.trust``) loses its
+trust-only keys before the layers are merged. Reading uses ``tomllib``; writing (``crab config
+set``, ``crab plugins enable``) goes through ``tomlkit`` so comments and order survive. A
+malformed file is reported as ``path:line:col`` and nothing is overwritten.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import tomllib
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from crab._config import environ
+from crab._config.paths import find_project_dir, user_config_path
+from crab._contracts.config_tables import CORE_TABLE, SERVE_TABLE, ConfigTable, InvalidValue, Parts, format_key
+from crab._contracts.errors import ConfigError
+
+if TYPE_CHECKING:
+    from crab._config.trust import TrustState
+
+Scope = Literal["user", "project"]
+LayerKind = Literal["user", "project", "env", "flag"]
+
+
+TOP_LEVEL = ("crab", "plugins", "serve")
+PLUGIN_LISTS: tuple[Parts, ...] = (("plugins", "enabled"), ("plugins", "disabled"))
+"""Which plugins load is the user's word: an untrusted project could otherwise switch off a guard."""
+
+
+_TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+
+
+def parse_toml(content: bytes, path: Path) -> dict[str, Any]:
+    """Parse ``content`` read from ``path``; errors become ``ConfigError("path:line:col: message")``."""
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+    try:
+        return tomllib.loads(text)
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply (fix the file; nothing was changed)") from None
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        where = _TOML_POSITION.search(message)
+        reason = _TOML_POSITION.sub("", message).strip()
+        line, col = (where.group(1), where.group(2)) if where else ("?", "?")
+        raise ConfigError(f"{path}:{line}:{col}: invalid TOML: {reason} (fix the file; nothing was changed)") from None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse ``path`` (empty when missing); a syntax error names ``path:line:col``."""
+    content = _read_bytes(path)
+    return {} if content is None else parse_toml(content, path)
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` wins; tables merge key by key, everything else is replaced."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def parse_value(text: str) -> Any:
+    """A command-line value as TOML would read it (``true``, ``3``, ``[1, 2]``), else a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return text
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    set_path(data, _split_key(key), value)
+
+
+def set_path(data: dict[str, Any], parts: Sequence[str], value: Any) -> None:
+    node = data
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+
+
+_MISSING = object()
+
+
+def get_path(data: Any, parts: Sequence[str], default: Any = None) -> Any:
+    """The value at ``parts`` in nested tables, else ``default``."""
+    node = data
+    for part in parts:
+        if not isinstance(node, Mapping) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def _remove_path(data: dict[str, Any], parts: Sequence[str]) -> None:
+    node: Any = data
+    for part in parts[:-1]:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        node.pop(parts[-1], None)
+
+
+def _split_key(key: str) -> list[str]:
+    if not key or any(not p for p in key.split(".")):
+        raise ConfigError(f"invalid config key {key!r}: use dotted names like crab.model")
+    return key.split(".")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One source of settings: ``source`` names it in messages (a file, a variable, ``--set``)."""
+
+    kind: LayerKind
+    source: str
+    data: dict[str, Any]
+
+
+def merge_layers(layers: Iterable[Layer]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged = deep_merge(merged, layer.data)
+    return merged
+
+
+def untrusted_keys(
+    project: Mapping[str, Any], below: Mapping[str, Any], trusted: Mapping[str, Any], tables: Iterable[ConfigTable]
+) -> list[Parts]:
+    """Keys an untrusted project layer sets that it may not: trust-only keys, values wider than
+    what the layers below give (``trust_order``), and what each table's ``trust_filter`` names."""
+    drops: list[Parts] = []
+    for table in tables:
+        own = get_path(project, table.path)
+        if not isinstance(own, Mapping):
+            continue
+        for setting in table.settings:
+            if setting.name not in own:
+                continue
+            old = get_path(below, (*table.path, setting.name), setting.default)
+            if setting.trust_only or setting.widens(own[setting.name], old):
+                drops.append((*table.path, setting.name))
+        if table.trust_filter is not None:
+            base = get_path(trusted, table.path)
+            for relative in table.trust_filter(own, base if isinstance(base, Mapping) else {}):
+                parts = (*table.path, *relative)
+                if parts not in drops:
+                    drops.append(parts)
+    return drops
+
+
+def _close_matches(word: str, options: Iterable[str]) -> str:
+    import difflib
+
+    found = difflib.get_close_matches(word, list(options), n=1)
+    return f" (did you mean {found[0]}?)" if found else ""
+
+
+@dataclass
+class Config:
+    """The merged configuration, the layers it came from, and what validation found.
+
+    ``data`` holds validated values with defaults filled for every declared table; ``ignored``
+    names the trust-only keys dropped from an untrusted project; ``warnings`` are one-line notes
+    (unknown keys) to show once per command.
+    """
+
+    data: dict[str, Any]
+    user_path: Path
+    project_path: Path | None
+    layers: list[Layer] = field(default_factory=list)
+    trust: TrustState | None = None
+    ignored: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    tables: dict[Parts, ConfigTable] = field(default_factory=dict)
+    _effective: list[Layer] = field(default_factory=list, repr=False)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return get_path(self.data, _split_key(key), default)
+
+    def plugin_settings(self, name: str) -> Mapping[str, Any]:
+        """The ``[plugins.<name>]`` table, validated and with defaults once the plugin declared it."""
+        table = self.get(f"plugins.{name}")
+        return table if isinstance(table, Mapping) else {}
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        """Every leaf as (dotted key, value), in file order."""
+
+        def walk(prefix: str, node: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+            for key, value in node.items():
+                dotted = f"{prefix}.{key}" if prefix else key
+                if isinstance(value, Mapping) and value:
+                    yield from walk(dotted, value)
+                else:
+                    yield dotted, value
+
+        return walk("", self.data)
+
+    def path_for(self, scope: Scope | None) -> Path:
+        """The file a write goes to: the given scope, else the project's if there is one."""
+        if scope == "user" or (scope is None and self.project_path is None):
+            return self.user_path
+        if self.project_path is not None:
+            return self.project_path
+        return Path.cwd() / ".crab" / "config.toml"
+
+    def source_of(self, parts: Sequence[str]) -> str:
+        """Which layer gave the value at ``parts`` (the last one that set it, or a parent of it)."""
+        for layer in reversed(self._effective or self.layers):
+            node: Any = layer.data
+            for part in parts:
+                if not isinstance(node, Mapping):
+                    return layer.source
+                if part not in node:
+                    break
+                node = node[part]
+            else:
+                return layer.source
+        return "config"
+
+    def resolve(self, tables: Iterable[ConfigTable] = (), plugins: Collection[str] | None = None) -> None:
+        """Merge the layers again, checking ``[crab]`` and the given plugin tables.
+
+        Drops what an untrusted project may not set, fills defaults, and raises ``InvalidValue``
+        (one line: source, key, expected, found) for the first bad value. With ``plugins`` (every
+        plugin crab knows of, installed or not enabled), a ``[plugins.NAME]`` table none of them
+        answers to warns: a misspelt name would otherwise do nothing without a word. A ``Config``
+        built by hand (no layers) is left as it is.
+        """
+        if not self.layers:
+            return
+        declared: dict[Parts, ConfigTable] = {CORE_TABLE.path: CORE_TABLE, SERVE_TABLE.path: SERVE_TABLE}
+        for table in tables:
+            declared[table.path] = table
+        effective = list(self.layers)
+        self.ignored = []
+        project_at = next((i for i, layer in enumerate(effective) if layer.kind == "project"), None)
+        if project_at is not None and not (self.trust is not None and self.trust.trusted):
+            project = effective[project_at]
+            drops = untrusted_keys(
+                project.data,
+                merge_layers(effective[:project_at]),
+                merge_layers(layer for layer in effective if layer.kind != "project"),
+                declared.values(),
+            )
+            drops += [parts for parts in PLUGIN_LISTS if get_path(project.data, parts, _MISSING) is not _MISSING]
+            if drops:
+                kept = copy.deepcopy(project.data)
+                for parts in drops:
+                    _remove_path(kept, parts)
+                effective[project_at] = replace(project, data=kept)
+                later = merge_layers(effective[project_at + 1 :])
+                self.ignored = [format_key(p) for p in drops if get_path(later, p, _MISSING) is _MISSING]
+        self._effective = effective
+        for layer in effective:  # a later layer's table would hide an earlier layer's non-table
+            for path in (("plugins",), *declared):
+                for end in range(1, len(path) + 1):
+                    value = get_path(layer.data, path[:end], _MISSING)
+                    if value is not _MISSING and not isinstance(value, Mapping):
+                        raise InvalidValue(path[:end], "a table", value, layer.source)
+        merged = merge_layers(effective)
+        self.warnings = []
+        for key in merged:
+            if key not in TOP_LEVEL:
+                self.warnings.append(
+                    f"{self.source_of((key,))}: {format_key((key,))} is not a crab setting"
+                    f"{_close_matches(key, TOP_LEVEL)}; it is ignored"
+                )
+        self._check_plugin_lists(merged)
+        for path, table in declared.items():
+            raw = get_path(merged, path, {})
+            if not isinstance(raw, Mapping):
+                raise InvalidValue(path, "a table", raw, self.source_of(path))
+            try:
+                values, unknown = table.validate(raw)
+            except InvalidValue as exc:
+                raise exc.at(self.source_of(exc.key)) from None
+            except ConfigError as exc:
+                raise ConfigError(f"{self.source_of(path)}: {exc}") from None
+            for key in unknown:
+                self.warnings.append(
+                    f"{self.source_of((*path, key))}: {format_key((*path, key))} is not a setting of "
+                    f"[{format_key(path)}]{_close_matches(key, (s.name for s in table.settings))}; it is ignored "
+                    "(see `crab config keys`)"
+                )
+            set_path(merged, path, values)
+        if plugins is not None:
+            self._check_plugin_names(merged, plugins)
+        self.data = merged
+        self.tables = declared
+
+    def _check_plugin_names(self, merged: Mapping[str, Any], plugins: Collection[str]) -> None:
+        for name, value in merged.get("plugins", {}).items():
+            if isinstance(value, Mapping) and name not in plugins:
+                path = ("plugins", name)
+                self.warnings.append(
+                    f"{self.source_of(path)}: [{format_key(path)}] is the table of no installed plugin"
+                    f"{_close_matches(name, plugins)}; it is ignored (see `crab plugins list`)"
+                )
+
+    def _check_plugin_lists(self, merged: Mapping[str, Any]) -> None:
+        plugins = merged.get("plugins", {})
+        if not isinstance(plugins, Mapping):
+            raise InvalidValue(("plugins",), "a table", plugins, self.source_of(("plugins",)))
+        for key in ("enabled", "disabled"):
+            value = plugins.get(key)
+            if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+                where = ("plugins", key)
+                raise InvalidValue(where, 'a list of plugin names, like ["tools-basic"]', value, self.source_of(where))
+
+    def notices(self) -> list[str]:
+        """The lines to show once per command: dropped trust-only keys, then unknown keys."""
+        from crab._config.trust import ignored_warning
+
+        lines = []
+        if self.ignored and self.trust is not None:
+            lines.append(ignored_warning(self.trust, self.ignored))
+        return [*lines, *self.warnings]
+
+
+def load_config(
+    cwd: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    overrides_source: str = "--set",
+) -> Config:
+    """Layer the user file, project file, environment and ``overrides`` (dotted keys), and check ``[crab]``.
+
+    The project file is read once: the bytes parsed are the bytes whose hash decides its trust.
+    """
+    user_path = user_config_path()
+    project_dir = find_project_dir(cwd)
+    project_path = project_dir / "config.toml" if project_dir else None
+    layers = [Layer("user", f"user config {user_path}", read_toml(user_path))]
+    trust = None
+    if project_path is not None:
+        from crab._config.trust import state_for
+
+        content = _read_bytes(project_path) or b""
+        layers.append(Layer("project", f"project config {project_path}", parse_toml(content, project_path)))
+        trust = state_for(project_path, content)
+    variable_of = {key: var for var, key in environ.CONFIG_VARIABLES.items()}
+    for key, text in environ.config_overrides(env).items():
+        setting = CORE_TABLE.setting(key.split(".", 1)[1])
+        value = text if setting is None or setting.kind == "str" else parse_value(text)
+        data: dict[str, Any] = {}
+        set_dotted(data, key, value)
+        layers.append(Layer("env", f"environment variable {variable_of[key]}", data))
+    flags: dict[str, Any] = {}
+    for key, value in (overrides or {}).items():
+        set_dotted(flags, key, value)
+    if flags:
+        layers.append(Layer("flag", overrides_source, flags))
+    config = Config(data={}, user_path=user_path, project_path=project_path, layers=layers, trust=trust)
+    config.resolve()
+    return config
+
+
+@dataclass(frozen=True)
+class PluginTable:
+    """Typed reads of one table under ``[plugins]`` that no declaration covers (a nested table).
+
+    ``plugin`` is the path below ``plugins`` (``provider-openai.endpoints.local``). A missing key
+    gives the default; a bad value raises ``InvalidValue`` in the same one-line format as a
+    declared table's, and ``Config.resolve`` adds the file it came from.
+    """
+
+    plugin: str
+    table: Mapping[str, Any]
+
+    def key(self, key: str) -> Parts:
+        return ("plugins", *self.plugin.split("."), key)
+
+    def where(self, key: str) -> str:
+        return f"config: {format_key(self.key(key))}"
+
+    def invalid(self, key: str, expected: str, found: Any) -> InvalidValue:
+        return InvalidValue(self.key(key), expected, found)
+
+    def number(self, key: str, default: float, *, minimum: float = 0.0) -> float:
+        value = self.table.get(key, default)
+        # ``value - value == 0`` leaves out TOML's nan (which passes ``< minimum``) and inf.
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum or value - value != 0:
+            raise self.invalid(key, f"a number >= {minimum:g}", value)
+        return float(value)
+
+    def whole(self, key: str, default: int, *, minimum: int = 0) -> int:
+        value = self.table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.invalid(key, f"a whole number >= {minimum}", value)
+        return value
+
+    def text(self, key: str, default: str) -> str:
+        value = self.table.get(key, default)
+        if not isinstance(value, str):
+            raise self.invalid(key, "a string", value)
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.table.get(key, default)
+        if not isinstance(value, bool):
+            raise self.invalid(key, "true or false", value)
+        return value
+
+
+def edit_config(path: Path, key: str, value: Any = None, *, remove: bool = False) -> None:
+    """Set (or remove) one dotted key in ``path`` with tomlkit, keeping comments and order.
+
+    The file is parsed first; if it is malformed nothing is written. The write is atomic.
+    """
+    import tomlkit
+
+    read_toml(path)  # raises with the location when malformed
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    doc = tomlkit.parse(text)
+    parts = _split_key(key)
+    node: Any = doc
+    for part in parts[:-1]:
+        if part not in node:
+            if remove:
+                return
+            node[part] = tomlkit.table()
+        node = node[part]
+        if not isinstance(node, Mapping):
+            raise ConfigError(f"config: {key} cannot be set: {part} is not a table in {path}")
+    if remove:
+        if parts[-1] in node:
+            del node[parts[-1]]
+    else:
+        node[parts[-1]] = value
+    from crab._system.atomic import write_atomic
+
+    write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
+
+
+def update_plugin_lists(path: Path, name: str, enable: bool) -> None:
+    """``crab plugins enable|disable``: edit ``[plugins]`` enabled/disabled in place."""
+    import tomlkit
+
+    read_toml(path)
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    doc = tomlkit.parse(text)
+    if "plugins" not in doc:
+        doc["plugins"] = tomlkit.table()
+    plugins: Any = doc["plugins"]
+    disabled = plugins.get("disabled")
+    enabled = plugins.get("enabled")
+    if enable:
+        if disabled is not None and name in disabled:
+            disabled.remove(name)
+        if enabled is not None and name not in enabled:
+            enabled.append(name)
+    else:
+        if enabled is not None and name in enabled:
+            enabled.remove(name)
+        if disabled is None:
+            plugins["disabled"] = [name]
+        elif name not in disabled:
+            disabled.append(name)
+    from crab._system.atomic import write_atomic
+
+    write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
+
+
+def forget_plugin(path: Path, name: str) -> bool:
+    """``crab plugins uninstall``: drop ``name`` from ``[plugins]`` enabled and disabled, in place.
+
+    Returns whether the file named it; a file that does not is left untouched.
+    """
+    import tomlkit
+
+    read_toml(path)
+    if not path.exists():
+        return False
+    doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    plugins: Any = doc.get("plugins")
+    changed = False
+    for key in ("enabled", "disabled"):
+        names = plugins.get(key) if plugins is not None else None
+        while names is not None and name in names:
+            names.remove(name)
+            changed = True
+    if changed:
+        from crab._system.atomic import write_atomic
+
+        write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
+    return changed

@@ -1,0 +1,30 @@
+"""Where crab's files are: the user folder (``$CRAB_HOME``), the user config and a project's ``.crab``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crab._config import environ
+
+
+def crab_home() -> Path:
+    """``$CRAB_HOME`` or ``~/.crab``: user config, auth file, sessions."""
+    return environ.crab_home()
+
+
+def user_config_path() -> Path:
+    return crab_home() / "config.toml"
+
+
+def find_project_dir(start: Path | None = None) -> Path | None:
+    """The nearest ``.crab`` folder holding a ``config.toml``, from ``start`` (cwd) upwards.
+
+    The user's own ``CRAB_HOME`` is not a project folder.
+    """
+    here = (start or Path.cwd()).resolve()
+    home = crab_home().resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / ".crab"
+        if candidate.resolve() != home and (candidate / "config.toml").is_file():
+            return candidate
+    return None

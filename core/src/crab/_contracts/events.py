@@ -1,0 +1,208 @@
+"""Events: what providers stream and what the loop emits to renderers and observers.
+
+Providers yield the *stream* events (text, thinking, tool call, usage, retry, error, message end).
+The loop forwards those and adds its own (turn start and end, tool results, notices, command
+output). ``event_to_dict`` gives the versioned JSON-lines shape documented in docs/format.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Literal
+
+from crab._contracts.messages import (
+    FORMAT_VERSION,
+    AssistantMessage,
+    ToolCall,
+    Usage,
+    message_to_dict,
+    tool_call_to_dict,
+    usage_to_dict,
+)
+
+ErrorKind = Literal[
+    "auth",
+    "rate_limit",
+    "overloaded",
+    "server",
+    "network",
+    "context_overflow",
+    "model_not_found",
+    "invalid_request",
+    "stream",
+    "tool",
+    "plugin",
+    "config",
+    "unknown",
+]
+
+TurnStop = Literal["end", "aborted", "error", "guard", "max_iterations", "command"]
+"""How a turn ended: a final answer, an abort, a failure, a loop-guard stop, the iteration cap
+(after one last tool-less answer), or a router command that never reached the model."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base of every event; ``type`` is the name used in JSON."""
+
+    type: ClassVar[str] = "event"
+
+
+@dataclass(frozen=True)
+class TextDelta(Event):
+    type: ClassVar[str] = "text_delta"
+    text: str
+
+
+@dataclass(frozen=True)
+class ThinkingDelta(Event):
+    type: ClassVar[str] = "thinking_delta"
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallEvent(Event):
+    """The model asked for a complete tool call (arguments fully received)."""
+
+    type: ClassVar[str] = "tool_call"
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolResultEvent(Event):
+    """A tool call finished (or was refused, skipped or interrupted)."""
+
+    type: ClassVar[str] = "tool_result"
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class UsageEvent(Event):
+    type: ClassVar[str] = "usage"
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class RetryEvent(Event):
+    """A provider is retrying a failed request after ``delay`` seconds."""
+
+    type: ClassVar[str] = "retry"
+    attempt: int
+    max_attempts: int
+    delay: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class ErrorEvent(Event):
+    """Something failed. From a provider stream it ends the model call as an error."""
+
+    type: ClassVar[str] = "error"
+    message: str
+    kind: ErrorKind = "unknown"
+
+
+@dataclass(frozen=True)
+class MessageEnd(Event):
+    """The last event of a successful provider stream: the complete assistant message."""
+
+    type: ClassVar[str] = "message_end"
+    message: AssistantMessage
+
+
+@dataclass(frozen=True)
+class NoticeEvent(Event):
+    """Information for the user that is not model output (guard warnings, plugin problems)."""
+
+    type: ClassVar[str] = "notice"
+    message: str
+    level: Literal["info", "warning"] = "info"
+
+
+@dataclass(frozen=True)
+class CompactionEvent(Event):
+    """Older history is being (``start``) or was (``done``) summarised into a compaction anchor,
+    or the attempt failed (``failed``, with ``error``). ``reason`` is ``threshold`` (the request
+    would pass ``[crab] compact_at`` of the window), ``overflow`` (the provider said the request
+    did not fit; the call is retried once) or ``manual`` (``/compact``)."""
+
+    type: ClassVar[str] = "compaction"
+    session_id: str
+    phase: Literal["start", "done", "failed"]
+    reason: Literal["threshold", "overflow", "manual"]
+    summarised: int = 0
+    kept: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summary: str | None = None
+    error: str | None = None
+
+    def line(self) -> str:
+        """The one line every renderer shows for this event (plain, rich, a chat channel)."""
+        why = {"threshold": "the context is filling up", "overflow": "the window was exceeded", "manual": "/compact"}
+        if self.phase == "start":
+            return f"compacting {self.summarised} older messages ({why[self.reason]})…"
+        if self.phase == "failed":
+            return f"compaction failed: {self.error}"
+        return (
+            f"compacted {self.summarised} messages into a summary, {self.kept} kept verbatim "
+            f"(~{self.tokens_before:,} → ~{self.tokens_after:,} tokens)"
+        )
+
+
+@dataclass(frozen=True)
+class CommandOutput(Event):
+    """What a router command answered."""
+
+    type: ClassVar[str] = "command_output"
+    command: str
+    text: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class TurnStarted(Event):
+    type: ClassVar[str] = "turn_start"
+    session_id: str
+    turn_id: str
+    input: str
+
+
+@dataclass(frozen=True)
+class TurnEnded(Event):
+    type: ClassVar[str] = "turn_end"
+    session_id: str
+    turn_id: str
+    stop: TurnStop
+    text: str = ""
+    usage: Usage | None = None
+    error: str | None = None
+
+
+StreamEvent = TextDelta | ThinkingDelta | ToolCallEvent | UsageEvent | RetryEvent | ErrorEvent | MessageEnd
+"""What ``Provider.stream`` may yield."""
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, Usage):
+        return usage_to_dict(value)
+    if isinstance(value, ToolCall):
+        return tool_call_to_dict(value)
+    if isinstance(value, AssistantMessage):
+        return message_to_dict(value)
+    return value
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """The versioned JSON object for one event: ``{"v": 1, "type": ..., <fields>}``."""
+    data: dict[str, Any] = {"v": FORMAT_VERSION, "type": event.type}
+    for f in fields(event):
+        value = getattr(event, f.name)
+        if value is None:
+            continue
+        data[f.name] = _json_value(value)
+    return data

@@ -1,0 +1,216 @@
+"""The narrow handle commands, channels and lifecycle hooks get instead of the whole ``Agent``.
+
+``AgentHandle`` offers what those callers need and nothing of the loop's machinery: emit a
+notice, route input, abort a turn, open, resume and fork sessions, open the session of one
+conversation on a channel (``session_for``), deliver a message through a channel ``crab serve``
+runs (``deliver``), record a handoff, compact, list the tools (and add those a plugin learns of at
+start-up), commands and plugin statuses, read the
+config, and subscribe to events (for channels that render them). ``SessionView`` is what a caller may read of a session.
+
+Compatibility (API 1.x): plugins written before the handle existed reached the ``Agent`` through
+``ctx.agent`` or the ``agent`` hook argument. Any other attribute read on a handle is still
+forwarded to the agent, with a ``DeprecationWarning`` naming it; crab 2.0 removes the forwarding.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+if TYPE_CHECKING:
+    from crab._config.layers import Config
+    from crab._contracts.commands import Command
+    from crab._contracts.events import Event
+    from crab._contracts.messages import Message
+    from crab._contracts.storage import SessionInfo
+    from crab._contracts.tools import Tool
+    from crab._loop.agent import Agent
+    from crab._loop.session import Session, TurnOutcome
+
+
+class SessionView(Protocol):
+    """What a command or channel may read of a live session; pass it back to the handle to act on it."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def info(self) -> SessionInfo: ...
+
+    @property
+    def workspace(self) -> Path: ...
+
+    @property
+    def messages(self) -> Sequence[Message]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PluginStatus:
+    """One plugin as ``/plugins`` and ``crab plugins list`` show it; ``reason`` explains a failure."""
+
+    name: str
+    status: str
+    reason: str | None = None
+
+
+def _session(view: SessionView) -> Session:
+    return cast("Session", view)  # every SessionView a handle hands out is the loop's Session
+
+
+class AgentHandle:
+    """A narrow view of one agent for commands, channels and the startup/shutdown hooks."""
+
+    __slots__ = ("_agent", "_turns")
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+        self._turns: list[TurnOutcome] | None = None
+        """A command's handle keeps the outcomes of the turns it ran (the last is its answer);
+        None on the long-lived handles of channels and lifecycle hooks, which keep nothing."""
+
+    # --- what the run is ------------------------------------------------------------------
+
+    @property
+    def config(self) -> Config:
+        """The validated configuration of this run (read it; changing it changes nothing)."""
+        return self._agent.config
+
+    @property
+    def local(self) -> bool:
+        """Whether input comes from the user's own machine (only then may ``!shell`` run)."""
+        return self._agent.local
+
+    @property
+    def workspace(self) -> Path:
+        return self._agent.workspace
+
+    @property
+    def provider_name(self) -> str:
+        return self._agent.provider.name
+
+    @property
+    def model(self) -> str:
+        return self._agent.model
+
+    @property
+    def store_name(self) -> str:
+        return self._agent.store.name
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        """Every tool the model can use, by name."""
+        return dict(self._agent.tools)
+
+    @property
+    def commands(self) -> Mapping[str, Command]:
+        """Every router command, by name."""
+        return dict(self._agent.commands)
+
+    def plugins(self) -> list[PluginStatus]:
+        """Every plugin's status, in load order."""
+        return [PluginStatus(r.name, r.status, r.reason) for r in self._agent.host.records.values()]
+
+    def collect(self, hook: str) -> list[tuple[str, Any]]:
+        """(plugin, value) from every plugin implementing ``hook``, a registration hook core leaves
+        for plugins to collect (``crab_skill_dirs``); called with this run's config, through the
+        dispatcher (a failing implementation fails its plugin, reported once). ``ValueError`` for
+        any other hook."""
+        from crab._host.collect import collect_from
+
+        return collect_from(self._agent.host, hook, self._agent.config)
+
+    # --- acting -----------------------------------------------------------------------------
+
+    def notice(self, message: str, level: str = "info") -> None:
+        """Emit a ``NoticeEvent`` (``level`` "info" or "warning"); renderers show it."""
+        self._agent.notice(message, level)
+
+    def subscribe(self, listener: Callable[[Event], None], *, session: SessionView | None = None) -> Callable[[], None]:
+        """Receive every event (a channel renders them), or with ``session`` only that session's
+        (a chat that streams its own reply); returns the function that unsubscribes."""
+        return self._agent.subscribe(listener, None if session is None else session.id)
+
+    async def handle_input(self, session: SessionView, text: str, *, steer: bool = False) -> TurnOutcome:
+        """Route one line of input (a command, ``!shell`` on local channels, or a model turn)."""
+        outcome = await self._agent.handle_input(_session(session), text, steer=steer)
+        if self._turns is not None and outcome.stop != "command":
+            self._turns.append(outcome)
+        return outcome
+
+    def abort(self, session: SessionView) -> bool:
+        """Stop the running turn of ``session``; False when nothing was running."""
+        return self._agent.abort(_session(session))
+
+    def add_tools(self, plugin: str, tools: Sequence[Tool]) -> list[str]:
+        """Register tools that ``plugin`` could only learn of while starting (from ``crab_startup``).
+
+        They join the same registry as every ``crab_tools`` tool, so the permission gate,
+        interception hooks, timeouts and the loop guard apply to them unchanged. A name already
+        taken is left out and reported as a fault of ``plugin``. Returns the names added.
+        """
+        return self._agent.host.add_tools(plugin, tools)
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    async def new_session(self, title: str | None = None) -> SessionView:
+        return await self._agent.new_session(title)
+
+    async def resume(self, session_id: str) -> SessionView:
+        """A stored session, its context repaired; ``StoreError`` when there is none."""
+        return await self._agent.resume(session_id)
+
+    async def latest_session(self) -> SessionView | None:
+        """The most recent session of this workspace, or None."""
+        return await self._agent.latest_session()
+
+    async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> SessionView:
+        """The session of conversation ``address`` (a chat id) on ``channel``: the stored session
+        keyed so (``crab._loop.channel_host``), resumed, or a new one. Under ``crab serve`` it is kept
+        live for the process, and the permission gate asks through the channel's ``ask`` when it
+        has one. ``session_id`` moves the conversation to that session (after ``/fork``)."""
+        return await self._agent.session_for(channel, address, session_id=session_id)
+
+    async def deliver(self, channel: str, address: str, text: str) -> None:
+        """Send ``text`` to ``address`` through ``channel``'s ``deliver`` (a channel ``crab serve``
+        runs in this process); ``crab.ChannelError`` says why when it cannot."""
+        await self._agent.deliver(channel, address, text)
+
+    async def session_info(self, session_id: str) -> SessionInfo:
+        """The stored header of a session (usage, entry count, fork origin)."""
+        return await self._agent.store.get_session(session_id)
+
+    async def handoff(self, session: SessionView, name: str, state: Mapping[str, Any] | None = None) -> None:
+        """Record a handoff anchor: the model's context starts afresh after it."""
+        await self._agent.handoff(_session(session), name, state)
+
+    async def compact(self, session: SessionView, focus: str | None = None) -> bool:
+        """Summarise the older history of ``session`` into a compaction anchor now (``/compact``),
+        keeping the recent turns verbatim; ``focus`` tells the summary what matters. False when
+        nothing was compacted (a ``CompactionEvent`` says why). Refused while a turn runs."""
+        from crab._contracts.errors import CrabError
+
+        live = _session(session)
+        if live.busy:
+            raise CrabError("a turn is running: wait for it to end (or /abort it), then compact")
+        return await self._agent.compact(live, "manual", focus or None) is not None
+
+    async def fork(self, session_id: str, at: str | None = None) -> SessionInfo:
+        """A new session branched from ``session_id`` (at entry ``at``, else at its end)."""
+        return await self._agent.store.fork(session_id, at)
+
+    # --- API 1.x compatibility ------------------------------------------------------------
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = getattr(self._agent, name)
+        warnings.warn(
+            f"reaching Agent.{name} through the agent handle is deprecated and ends in crab 2.0; "
+            "use what crab.AgentHandle offers (docs/api.md)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return value

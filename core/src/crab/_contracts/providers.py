@@ -1,0 +1,107 @@
+"""The provider protocol: what an LLM back-end plugin implements, and the request it receives."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from crab._contracts.events import StreamEvent
+from crab._contracts.messages import Message
+from crab._contracts.tools import ToolSpec
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What crab knows about one model. Prices are US dollars per million tokens."""
+
+    id: str
+    provider: str
+    context_window: int | None = None
+    max_output_tokens: int | None = None
+    input_price: float | None = None
+    output_price: float | None = None
+    cache_read_price: float | None = None
+    cache_write_price: float | None = None
+
+
+MODEL_SETTINGS: dict[str, type] = {
+    "context_window": int,
+    "max_output_tokens": int,
+    "input_price": float,
+    "output_price": float,
+    "cache_read_price": float,
+    "cache_write_price": float,
+}
+"""The keys a provider's ``models."<id>"`` config table may set, and their types."""
+
+
+def model_from_table(
+    model_id: str, table: Any, base: ModelInfo | None, *, provider: str, where: Sequence[str]
+) -> ModelInfo:
+    """One ``models."<id>"`` config entry as ``ModelInfo``; fields it leaves out keep ``base``'s values.
+
+    ``where`` is the key path of the models table (``("plugins", "provider-openai", "models")``).
+    Unknown keys and wrong types raise ``crab.InvalidValue`` (one line), so a typo never silently
+    does nothing.
+    """
+    from dataclasses import replace
+
+    from crab._contracts.config_tables import InvalidValue
+
+    if not isinstance(table, Mapping):
+        raise InvalidValue((*where, model_id), "a table like { context_window = 128000 }", table)
+    changes: dict[str, Any] = {}
+    for key, value in table.items():
+        kind = MODEL_SETTINGS.get(key)
+        if kind is None:
+            raise InvalidValue((*where, model_id, key), f"a model setting ({', '.join(MODEL_SETTINGS)})", value)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise InvalidValue((*where, model_id, key), "a number >= 0", value)
+        changes[key] = kind(value)
+    return replace(base or ModelInfo(id=model_id, provider=provider), **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One model call: system prompt, replayable history, tools, and sampling options.
+
+    ``messages`` never holds aborted or failed assistant messages, and every tool call in it has
+    exactly one result: the loop repairs history before it builds a request.
+    """
+
+    model: str
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_tokens: int | None = None
+    temperature: float | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """An LLM back-end. Construction must be cheap and import nothing heavy.
+
+    ``stream`` yields ``StreamEvent``s and ends with exactly one ``MessageEnd`` (success) or one
+    ``ErrorEvent`` (failure; partial tool calls are then never run). It may raise
+    ``crab._contracts.errors.ProviderError`` instead of yielding an ``ErrorEvent``; the loop treats both alike.
+    Retries happen inside ``stream`` and are reported as ``RetryEvent``s.
+    """
+
+    name: str
+
+    def models(self) -> list[ModelInfo]:
+        """Models this provider knows or has configured (for ``crab models``)."""
+        ...
+
+    def check(self, model: str) -> None:
+        """Raise ``crab._contracts.errors.ConfigError`` when a call to ``model`` cannot work (missing key…).
+
+        Called before the first request of a run, so a missing key stops the run at once.
+        """
+        ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Send ``request`` and yield what the model streams back."""
+        ...

@@ -1,0 +1,309 @@
+"""Tools: the ``Tool`` object the loop runs, the ``@crab.tool`` decorator, results and context.
+
+A tool validates its arguments against its JSON schema before it runs; an invalid call, a
+``ToolError`` and oversized output all become results for the model, never exceptions that end
+a turn. Sync functions run in a daemon thread of their own, so a slow one does not block the
+loop, and one that never returns is abandoned at its timeout or abort (and never keeps the
+process from exiting); ``crab._system.watchdog`` covers one that holds the interpreter itself.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import json
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from crab._contracts.errors import ToolError
+from crab._contracts.tool_schema import function_schema, validate
+from crab._contracts.truncate import OutputLimit, describe, truncate
+
+if TYPE_CHECKING:
+    from crab._config.layers import Config
+    from crab._contracts.events import Event
+    from crab._contracts.interception import AskUser
+
+Permission = Literal["read", "write", "exec", "network"]
+"""What a tool may do. The permission gate lets ``read`` pass and asks for the others."""
+
+PERMISSIONS: tuple[Permission, ...] = ("read", "write", "exec", "network")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool gives back. ``content`` goes to the model; ``details`` only to renderers/stores."""
+
+    content: str
+    is_error: bool = False
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _no_event(event: Event) -> None:
+    return None
+
+
+@dataclass
+class ToolContext:
+    """What a running tool may know about its call.
+
+    ``state`` is a scratch dict that lives as long as the session (the read gate of the file
+    tools keeps its records there); plugins prefix their keys with their own name. ``settings``
+    is the tool's plugin's ``[plugins.<name>]`` config table. ``ask`` asks the user through the
+    active channel (None where nobody can answer); ``local`` is False on remote channels.
+    ``cancelled`` is set when the call is aborted or times out: a sync tool, which keeps running
+    in its worker thread, should check it in long loops and stop early.
+    """
+
+    session_id: str
+    workspace: Path
+    call_id: str = ""
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+    emit: Callable[[Event], None] = _no_event
+    config: Config | None = None
+    ask: AskUser | None = None
+    local: bool = True
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+
+Handler = Callable[[dict[str, Any], ToolContext], Awaitable[Any] | Any]
+
+
+@dataclass
+class Tool:
+    """A callable the model can use.
+
+    Build one with ``@crab.tool`` from a typed function, or directly (for tools whose schema
+    comes from elsewhere, like MCP servers) with a ``handler(arguments, ctx)``.
+
+    - ``permission``: read, write, exec or network (see the permission gate).
+    - ``exclusive``: never runs at the same time as another tool call of the same reply.
+    - ``timeout``: seconds; ``None`` takes the loop's default.
+    - ``override``: this tool intentionally replaces another plugin's tool of the same name.
+    - ``output_limit``: content beyond it is cut with a note; ``None`` disables the cut.
+    - ``prepare_arguments``: rewrites argument shapes models commonly send, before validation.
+    - ``validate_arguments``: check arguments against ``parameters`` before calling.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: Handler
+    permission: Permission = "read"
+    exclusive: bool = False
+    timeout: float | None = None
+    override: bool = False
+    output_limit: OutputLimit | None = field(default_factory=OutputLimit)
+    prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    validate_arguments: bool = True
+    plugin: str = ""
+    fn: Callable[..., Any] | None = None
+
+    def spec(self) -> ToolSpec:
+        """What a provider needs to describe this tool to the model."""
+        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+
+    async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        """Validate ``arguments`` and run the tool; tool-level failures come back as error results."""
+        args = dict(arguments)
+        if self.prepare_arguments is not None:
+            try:
+                args = self.prepare_arguments(args)
+            except (TypeError, ValueError) as exc:
+                return ToolResult(f"invalid arguments for {self.name}: {exc}", is_error=True)
+        if self.validate_arguments:
+            problem = validate(args, self.parameters)
+            if problem:
+                return ToolResult(f"invalid arguments for {self.name}: {problem}", is_error=True)
+        try:
+            value = self.handler(args, ctx)
+            if inspect.isawaitable(value):
+                value = await value
+        except ToolError as exc:
+            return self._limit(ToolResult(str(exc) or f"{self.name} failed", is_error=True))
+        return self._limit(as_result(value))
+
+    def _limit(self, result: ToolResult) -> ToolResult:
+        if self.output_limit is None:
+            return result
+        text, cut = truncate(result.content, self.output_limit)
+        if cut is None:
+            return result
+        note = describe(cut, self.output_limit, "ask for a narrower slice to see the rest")
+        return ToolResult(f"{text.rstrip(chr(10))}\n{note}", result.is_error, result.details)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as the model sees it: name, description and JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+def as_result(value: Any) -> ToolResult:
+    """Turn what a tool function returned into a ``ToolResult`` (str as is, others as JSON)."""
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult(value)
+    if value is None:
+        return ToolResult("(no output)")
+    try:
+        return ToolResult(json.dumps(value, ensure_ascii=False, default=str))
+    except (TypeError, ValueError):
+        return ToolResult(str(value))
+
+
+def _is_context(name: str, hint: Any) -> bool:
+    from typing import get_args
+
+    candidates = (hint, *get_args(hint))
+    return any(c is ToolContext or c == "ToolContext" for c in candidates) or (name == "ctx" and hint is Any)
+
+
+def _make_handler(fn: Callable[..., Any], context_param: str | None) -> Handler:
+    is_async = inspect.iscoroutinefunction(fn)
+
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> Any:
+        kwargs = dict(args)
+        if context_param is not None:
+            kwargs[context_param] = ctx
+        if is_async:
+            return await fn(**kwargs)
+        return await run_in_thread(fn, kwargs, ctx)
+
+    return handler
+
+
+async def run_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: ToolContext | None = None) -> Any:
+    """Call ``fn(**kwargs)`` in a new daemon thread; on cancellation, abandon it.
+
+    Not ``asyncio.to_thread``: the default executor's threads are joined at exit, so one stuck
+    tool would keep crab from ending. A cancelled call sets ``ctx.cancelled`` so a well-behaved
+    function stops by itself; one that does not runs on unobserved until the process ends.
+    Also for other blocking calls that must not hold crab's exit (a terminal prompt).
+    """
+    import asyncio
+
+    from crab._system import watchdog
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if future.done():
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def work() -> None:
+        try:
+            ok, value = True, context.run(fn, **kwargs)
+        except Exception as exc:
+            ok, value = False, exc
+        except BaseException as exc:  # SystemExit or the like from a tool: a failure of that call only
+            ok, value = False, RuntimeError(f"{type(exc).__name__} raised in the tool")
+        watchdog.done(threading.current_thread())
+        try:
+            loop.call_soon_threadsafe(settle, ok, value)
+        except RuntimeError:
+            pass  # the loop is gone: this call was abandoned long ago
+
+    thread = threading.Thread(target=work, name=f"crab-tool-{getattr(fn, '__name__', 'tool')}", daemon=True)
+    watchdog.watch(thread)
+    try:
+        thread.start()
+    except RuntimeError:
+        watchdog.done(thread)
+        raise
+    try:
+        return await future
+    except asyncio.CancelledError:
+        if ctx is not None:
+            ctx.cancelled.set()  # the thread cannot be stopped; tell the function to stop itself
+        raise
+
+
+def make_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    permission: Permission = "read",
+    exclusive: bool = False,
+    timeout: float | None = None,
+    override: bool = False,
+    output_limit: OutputLimit | None = OutputLimit(),
+    prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> Tool:
+    """Build a ``Tool`` from a typed function (what ``@crab.tool`` does)."""
+    if permission not in PERMISSIONS:
+        raise ValueError(f"permission must be one of {', '.join(PERMISSIONS)}, not {permission!r}")
+    context_params: list[str] = []
+
+    def skip(param: str, hint: Any) -> bool:
+        if _is_context(param, hint):
+            context_params.append(param)
+            return True
+        return False
+
+    parameters, doc_description = function_schema(fn, skip)
+    text = description if description is not None else doc_description
+    if not text:
+        raise ValueError(f"tool {fn.__name__} needs a description: give it a docstring")
+    return Tool(
+        name=name or fn.__name__,
+        description=text,
+        parameters=parameters,
+        handler=_make_handler(fn, context_params[0] if context_params else None),
+        permission=permission,
+        exclusive=exclusive,
+        timeout=timeout,
+        override=override,
+        output_limit=output_limit,
+        prepare_arguments=prepare_arguments,
+        fn=fn,
+    )
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    permission: Permission = "read",
+    exclusive: bool = False,
+    timeout: float | None = None,
+    override: bool = False,
+    output_limit: OutputLimit | None = OutputLimit(),
+    prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(fn: Callable[..., Any] | None = None, /, **options: Any) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a typed function into a ``Tool``: ``@crab.tool`` or ``@crab.tool(permission="write")``.
+
+    The name is the function's name, the description its docstring (per-parameter text from an
+    ``Args:`` section or ``:param x:`` lines, or ``Annotated[str, "text"]``), the schema comes
+    from the type hints. A parameter typed ``ToolContext`` receives the call's context.
+    """
+    if fn is not None:
+        return make_tool(fn, **options)
+
+    def decorate(func: Callable[..., Any]) -> Tool:
+        return make_tool(func, **options)
+
+    return decorate

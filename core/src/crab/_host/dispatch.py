@@ -1,0 +1,348 @@
+"""The one place crab calls plugin hooks, each hook's failure policy, and the line a failure makes.
+
+Every hook is listed in ``HOOKS`` with what happens when an implementation raises or returns the
+wrong type:
+
+- ``fail-plugin`` (registration hooks, ``crab_startup``): the plugin is marked failed and all it
+  registered (tools, commands, renderers, providers, stores, channels) is gone for the run;
+- ``drop`` (``crab_event``, ``crab_system_prompt``, ``crab_shutdown``): that one implementation is
+  not called again in this run; the plugin's other hooks keep working;
+- ``refuse`` (interceptors): the call being checked is refused (fail closed) and the reason is
+  given in its place. A plugin that failed while it had an interceptor keeps refusing those calls.
+
+Each failure is one ``Failure``; its ``line`` (``plugin NAME failed: REASON``) is what every
+command shows, once. With ``CRAB_STRICT_PLUGINS=1`` each failure raises ``PluginError`` (exit 2).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from crab._contracts.errors import CrabError, PluginError
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from crab._contracts.interception import Deny
+    from crab._contracts.messages import ToolCall
+    from crab._contracts.providers import ModelRequest
+    from crab._contracts.tools import Tool, ToolContext, ToolResult
+
+Category = Literal["registration", "context", "interception", "observation", "lifecycle"]
+OnFailure = Literal["fail-plugin", "drop", "refuse"]
+
+
+@dataclass(frozen=True, slots=True)
+class HookPolicy:
+    """How a hook is called and what a failing implementation costs."""
+
+    category: Category
+    on_failure: OnFailure
+    awaitable: bool = False
+
+
+_REGISTER = HookPolicy("registration", "fail-plugin")
+HOOKS: dict[str, HookPolicy] = {
+    "crab_tools": _REGISTER,
+    "crab_providers": _REGISTER,
+    "crab_stores": _REGISTER,
+    "crab_renderers": _REGISTER,
+    "crab_commands": _REGISTER,
+    "crab_channels": _REGISTER,
+    "crab_cli": _REGISTER,
+    "crab_config_table": _REGISTER,
+    "crab_skill_dirs": _REGISTER,
+    "crab_job_stores": _REGISTER,
+    "crab_system_prompt": HookPolicy("context", "drop"),
+    "crab_before_model_call": HookPolicy("interception", "refuse", awaitable=True),
+    "crab_before_tool_call": HookPolicy("interception", "refuse", awaitable=True),
+    "crab_after_tool_call": HookPolicy("interception", "refuse", awaitable=True),
+    "crab_event": HookPolicy("observation", "drop"),
+    "crab_startup": HookPolicy("lifecycle", "fail-plugin", awaitable=True),
+    "crab_shutdown": HookPolicy("lifecycle", "drop", awaitable=True),
+}
+INTERCEPTORS = frozenset(name for name, policy in HOOKS.items() if policy.on_failure == "refuse")
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One plugin failure; ``line`` is the one line every command shows for it."""
+
+    plugin: str
+    reason: str
+    status: str = "failed"
+
+    @property
+    def line(self) -> str:
+        return f"plugin {self.plugin} {self.status}: {self.reason}"
+
+
+class ModelCallRefused(CrabError):
+    """A ``crab_before_model_call`` interceptor failed, so the model call was not made."""
+
+
+def describe(exc: BaseException) -> str:
+    """``ValueError: first line of the message`` (one line, whatever the exception says)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def raised(hook: str, exc: BaseException) -> str:
+    return f"{hook} raised {describe(exc)}"
+
+
+def wrong_type(hook: str, value: object, expected: str) -> str:
+    return f"{hook} returned {type(value).__name__}, expected {expected}"
+
+
+def _discard(value: Any) -> None:
+    if inspect.iscoroutine(value):
+        value.close()  # never awaited on purpose: the hook may not be async
+
+
+Listener = Callable[[Failure], None]
+Implementation = tuple[str, Callable[..., Any]]
+
+
+class Dispatcher:
+    """Calls hooks plugin by plugin in load order and applies each hook's failure policy.
+
+    ``order`` is the plugins' load order (only plugins in it are called); ``fail_plugin`` marks a
+    plugin failed and unregisters it, ``fault`` records a lost hook on a plugin that stays loaded
+    (the host does both, then reports through ``report``).
+    """
+
+    def __init__(
+        self,
+        pm: pluggy.PluginManager,
+        order: dict[str, int],
+        fail_plugin: Callable[[str, str], None],
+        fault: Callable[[str, str], None],
+        *,
+        strict: bool,
+    ) -> None:
+        self.pm = pm
+        self.order = order
+        self.fail_plugin = fail_plugin
+        self.fault = fault
+        self.strict = strict
+        self.failures: list[Failure] = []
+        self._listeners: list[Listener] = []
+        self._reported: set[str] = set()
+        self._cache: dict[str, list[Implementation]] = {}
+        self._dropped: set[tuple[str, str]] = set()
+        self._refused: set[tuple[str, str]] = set()
+        self._closed: dict[str, Failure] = {}  # interceptor hook → failure of a plugin that had one
+
+    # --- failures -------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Get every failure so far, then each new one as it happens; returns an unsubscribe."""
+        past = list(self.failures)
+        self._listeners.append(listener)  # first, so failures met while replaying are delivered too
+        for failure in past:
+            listener(failure)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def report(self, failure: Failure) -> None:
+        """Record ``failure`` once and tell the listeners; in strict mode raise ``PluginError``."""
+        if failure.line in self._reported:
+            return
+        self._reported.add(failure.line)
+        self.failures.append(failure)
+        if self.strict:  # the one line is the error itself; no warning before it
+            raise PluginError(failure.line)
+        for listener in list(self._listeners):
+            listener(failure)
+
+    def plugin_failed(self, plugin: str, failure: Failure, hooks: Iterable[str]) -> None:
+        """The host unregistered ``plugin``: its interceptors now refuse, then the failure is reported."""
+        for hook in hooks:
+            if hook in INTERCEPTORS and hook not in self._closed:
+                self._closed[hook] = failure
+        self.invalidate()
+        self.report(failure)
+
+    def _fail(self, plugin: str, hook: str, reason: str) -> Failure:
+        """Apply ``hook``'s policy to a failing implementation of ``plugin``."""
+        policy = HOOKS[hook].on_failure
+        if policy == "fail-plugin":
+            self.fail_plugin(plugin, reason)
+            return Failure(plugin, reason)
+        if policy == "drop":
+            self._dropped.add((plugin, hook))
+            self._cache.pop(hook, None)
+            reason = f"{reason} (its {hook} is not called again in this run)"
+        else:
+            reason = f"{reason} (the call was refused)"
+            if (plugin, hook) in self._refused:  # each call says why; the report is made once
+                return Failure(plugin, reason)
+            self._refused.add((plugin, hook))
+        self.fault(plugin, reason)
+        return Failure(plugin, reason)
+
+    # --- implementations ------------------------------------------------------------------
+
+    def invalidate(self) -> None:
+        self._cache.clear()
+
+    def implementations(self, hook: str) -> list[Implementation]:
+        """(plugin, function) for each live implementation of ``hook``, in call order."""
+        cached = self._cache.get(hook)
+        if cached is not None:
+            return cached
+        caller = getattr(self.pm.hook, hook, None)
+        impls = [
+            i
+            for i in (caller.get_hookimpls() if caller is not None else [])
+            if i.plugin_name in self.order and (i.plugin_name, hook) not in self._dropped
+        ]
+
+        def key(impl: Any) -> tuple[int, int]:
+            tier = 0 if impl.tryfirst else 2 if impl.trylast else 1
+            return tier, self.order[impl.plugin_name]
+
+        found = [(i.plugin_name, i.function) for i in sorted(impls, key=key)]
+        self._cache[hook] = found
+        return found
+
+    # --- registration, observation, lifecycle ---------------------------------------------
+
+    def collect(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Call a registration hook in every plugin: (plugin, value) for those that did not fail."""
+        results: list[tuple[str, Any]] = []
+        for plugin, function in self.implementations(hook):
+            try:
+                value = function(**kwargs)
+            except Exception as exc:
+                self._fail(plugin, hook, raised(hook, exc))
+                continue
+            if inspect.isawaitable(value):
+                _discard(value)
+                self._fail(plugin, hook, f"{hook} returned an awaitable; registration hooks must be plain functions")
+                continue
+            results.append((plugin, value))
+        return results
+
+    def observe(self, hook: str, **kwargs: Any) -> None:
+        """Call an observer everywhere; one that raises is dropped for the run."""
+        for plugin, function in self.implementations(hook):
+            try:
+                value = function(**kwargs)
+            except Exception as exc:
+                self._fail(plugin, hook, raised(hook, exc))
+                continue
+            if value is not None and inspect.isawaitable(value):
+                _discard(value)
+                self._fail(plugin, hook, f"{hook} returned an awaitable; it must be a plain function")
+
+    async def lifecycle(self, hook: str, **kwargs: Any) -> None:
+        """``crab_startup`` (a failure fails the plugin) or ``crab_shutdown`` (reported only)."""
+        for plugin, function in self.implementations(hook):
+            try:
+                value = function(**kwargs)
+                if inspect.isawaitable(value):
+                    await value
+            except Exception as exc:
+                self._fail(plugin, hook, raised(hook, exc))
+
+    # --- context --------------------------------------------------------------------------
+
+    def system_prompt(self, **kwargs: Any) -> list[str]:
+        """Every plugin's prompt parts, in order; a part of the wrong type drops that hook."""
+        hook = "crab_system_prompt"
+        parts: list[str] = []
+        for plugin, function in self.implementations(hook):
+            try:
+                value = function(**kwargs)
+            except Exception as exc:
+                self._fail(plugin, hook, raised(hook, exc))
+                continue
+            if value is None:
+                continue
+            items = [value] if isinstance(value, str) else value
+            if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+                _discard(value)
+                self._fail(plugin, hook, wrong_type(hook, value, "str, a list of str or None"))
+                continue
+            parts.extend(v.strip() for v in items if v.strip())
+        return parts
+
+    # --- interception ---------------------------------------------------------------------
+
+    def _refusal(self, hook: str) -> Failure | None:
+        return self._closed.get(hook)
+
+    async def _intercept(self, plugin: str, hook: str, function: Callable[..., Any], **kwargs: Any) -> Any:
+        """One interceptor's answer; a failure is reported and returned as a ``Failure``."""
+        try:
+            value = function(**kwargs)
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:
+            return self._fail(plugin, hook, raised(hook, exc))
+        return value
+
+    async def before_model_call(self, request: ModelRequest, session_id: str) -> ModelRequest:
+        """The request as every ``crab_before_model_call`` left it; raises ``ModelCallRefused``."""
+        from crab._contracts.providers import ModelRequest
+
+        hook = "crab_before_model_call"
+        closed = self._refusal(hook)
+        if closed is not None:
+            raise ModelCallRefused(f"model call refused: {closed.line}; fix or disable that plugin")
+        for plugin, function in self.implementations(hook):
+            value = await self._intercept(plugin, hook, function, request=request, session_id=session_id)
+            if isinstance(value, Failure):
+                raise ModelCallRefused(f"model call refused: {value.line}")
+            if value is None:
+                continue
+            if not isinstance(value, ModelRequest):
+                failure = self._fail(plugin, hook, wrong_type(hook, value, "ModelRequest or None"))
+                raise ModelCallRefused(f"model call refused: {failure.line}")
+            request = value
+        return request
+
+    async def before_tool_call(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> tuple[ToolCall, Deny | None]:
+        """``call`` as the interceptors left it, and the ``Deny`` that refuses it (first one wins)."""
+        from crab._contracts.interception import Allow, Deny, Replace
+
+        hook = "crab_before_tool_call"
+        closed = self._refusal(hook)
+        if closed is not None:
+            return call, Deny(f"Refused: {closed.line}; it checks every tool call, so none can run until it is fixed.")
+        for plugin, function in self.implementations(hook):
+            value = await self._intercept(plugin, hook, function, call=call, tool=tool, ctx=ctx)
+            if isinstance(value, Failure):
+                return call, Deny(f"Refused: {value.line}")
+            if isinstance(value, Deny):
+                return call, value
+            if isinstance(value, Replace):
+                call = replace(call, arguments=dict(value.arguments))
+            elif value is not None and not isinstance(value, Allow):
+                failure = self._fail(plugin, hook, wrong_type(hook, value, "a Decision or None"))
+                return call, Deny(f"Refused: {failure.line}")
+        return call, None
+
+    async def after_tool_call(self, call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext) -> ToolResult:
+        """``result`` as every ``crab_after_tool_call`` left it; a failing one withholds it."""
+        from crab._contracts.tools import ToolResult
+
+        hook = "crab_after_tool_call"
+        closed = self._refusal(hook)
+        if closed is not None:
+            return ToolResult(f"Result withheld: {closed.line}; it checks every tool result.", is_error=True)
+        for plugin, function in self.implementations(hook):
+            value = await self._intercept(plugin, hook, function, call=call, tool=tool, result=result, ctx=ctx)
+            if isinstance(value, Failure):
+                return ToolResult(f"Result withheld: {value.line}", is_error=True)
+            if value is None:
+                continue
+            if not isinstance(value, ToolResult):
+                failure = self._fail(plugin, hook, wrong_type(hook, value, "ToolResult or None"))
+                return ToolResult(f"Result withheld: {failure.line}", is_error=True)
+            result = value
+        return result

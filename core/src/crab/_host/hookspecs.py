@@ -1,0 +1,215 @@
+"""Every hook crab calls. Each docstring is that hook's documentation; there is no logic here.
+
+Hooks are synchronous pluggy calls. Where a docstring says "may be awaitable", an
+implementation may be ``async def`` (or return an awaitable) and core awaits it. Every hook is
+called through ``crab._host.dispatch``, each plugin in isolation, and each hook has a failure policy
+there (``HOOKS``; docs/hooks.md): a failing registration hook fails the whole plugin, a failing
+observer loses that one implementation, a failing interceptor refuses the call. Registration
+hooks are called once per run. Hook wrappers are refused at registration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from crab._config.layers import Config
+    from crab._contracts.channels import Channel
+    from crab._contracts.commands import Command
+    from crab._contracts.config_tables import ConfigTable
+    from crab._contracts.events import Event
+    from crab._contracts.handle import AgentHandle
+    from crab._contracts.interception import Decision
+    from crab._contracts.messages import ToolCall
+    from crab._contracts.providers import ModelRequest, Provider
+    from crab._contracts.renderers import RendererSpec
+    from crab._contracts.storage import Store
+    from crab._contracts.tools import Tool, ToolContext, ToolResult
+
+PROJECT = "crab"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# --- registration -------------------------------------------------------------------------
+
+
+@hookspec
+def crab_config_table() -> ConfigTable | None:
+    """Declare this plugin's ``[plugins.<name>]`` config table: a ``crab.ConfigTable`` of ``crab.Setting``.
+
+    Called once after plugins load, before any other registration hook. ``name`` must be the
+    plugin's name. Core checks the table from every layer (one line naming the file, key, what was
+    expected and what was found; exit 2 before anything runs), drops ``trust_only`` keys that an
+    untrusted project config set, and fills defaults: ``config.plugin_settings(name)`` then returns
+    the checked values. Unknown keys are a one-line warning. Return None to declare nothing.
+    """
+
+
+@hookspec
+def crab_tools(config: Config) -> list[Tool]:
+    """Tools this plugin offers.
+
+    Called once per run after plugins load. Return a list of ``crab.Tool`` (``@crab.tool``
+    makes them). A name another plugin also registers is an error naming both plugins unless
+    one of the tools sets ``override=True``. Not first-result: every plugin's lists are joined.
+    """
+
+
+@hookspec
+def crab_providers(config: Config) -> list[Provider]:
+    """Model back-ends this plugin offers, each a ``crab.Provider`` with a unique ``name``.
+
+    Construction must be cheap (no network, no heavy imports); checks happen in
+    ``Provider.check``. Not first-result.
+    """
+
+
+@hookspec
+def crab_stores(config: Config) -> list[Store]:
+    """Session stores this plugin offers, each a ``crab.Store`` with a unique ``name``.
+
+    ``[crab] store = "<name>"`` picks one; core's in-memory store is called ``memory``. The
+    chosen store's ``open`` is awaited before use. Not first-result.
+    """
+
+
+@hookspec
+def crab_renderers(config: Config) -> list[RendererSpec]:
+    """Renderers this plugin offers (``crab.RendererSpec``); ``[crab] renderer`` picks one.
+
+    Core offers ``plain`` and ``jsonl``. Not first-result.
+    """
+
+
+@hookspec
+def crab_commands(config: Config) -> list[Command]:
+    """Router commands (``/name args``) this plugin offers, each a ``crab.Command``.
+
+    Core offers /help /tools /plugins /session /handoff /compact /fork /abort /quit. Not first-result.
+    """
+
+
+@hookspec
+def crab_channels(config: Config) -> list[Channel]:
+    """Channels (long-running input sources such as a chat bot) this plugin offers.
+
+    ``crab serve NAME`` runs one. Not first-result.
+    """
+
+
+@hookspec
+def crab_cli(app: Any, config: Config) -> None:
+    """Add sub-commands to the ``crab`` command line.
+
+    ``app`` is the root ``typer.Typer``; call ``app.command()`` or ``app.add_typer()`` on it.
+    Called for every CLI invocation, so import heavy modules inside the command functions.
+    """
+
+
+@hookspec
+def crab_skill_dirs(config: Config) -> list[Path] | None:
+    """Folders holding skills this plugin ships (each a folder per skill with a ``SKILL.md``).
+
+    Core declares this hook but does not call it: a skills plugin collects it (through
+    ``AgentHandle.collect`` or ``crab.collect_hook``). Return a list of ``Path``, or None.
+    Not first-result: every plugin's lists are joined, in plugin order.
+    """
+
+
+@hookspec
+def crab_job_stores(config: Config) -> list[Any] | None:
+    """Job stores this plugin offers to crab-schedule, each a ``crab.jobs.JobStore`` with a ``name``.
+
+    ``[plugins.schedule] store = "<name>"`` picks one (crab-schedule's own is ``sqlite``). Core
+    declares the hook but does not call it: crab-schedule collects it (``AgentHandle.collect``
+    in ``crab serve``, ``crab.collect_hook`` in its CLI). Return stores that connect on first use
+    (the interface has no ``open``), or None. Not first-result.
+    """
+
+
+# --- context ------------------------------------------------------------------------------
+
+
+@hookspec
+def crab_system_prompt(workspace: Path, session_id: str, config: Config) -> str | list[str] | None:
+    """Parts of the system prompt for the next model call.
+
+    Called before every model call; return text, a list of texts, or None. Parts are joined
+    with blank lines in plugin order. Core's part comes first: the default prompt
+    (``crab/_builtin/system_prompt.md``: the tool protocol, which plugins add to and never replace) and
+    the instruction files (``$CRAB_HOME/AGENTS.md``, then AGENTS.md or CLAUDE.md of each folder
+    from the repository root down to the workspace). ``[crab] system_prompt_append`` and a
+    handoff or compaction summary follow every plugin's parts. Not first-result.
+    """
+
+
+# --- interception -------------------------------------------------------------------------
+
+
+@hookspec
+def crab_before_model_call(request: ModelRequest, session_id: str) -> ModelRequest | None:
+    """See (and maybe change) a request before it goes to the provider.
+
+    Return a new ``ModelRequest`` to replace it, or None to leave it. Each plugin sees the
+    request as the previous one left it. A hook that raises refuses the model call (fail
+    closed). May be awaitable.
+    """
+
+
+@hookspec
+def crab_before_tool_call(call: ToolCall, tool: Tool, ctx: ToolContext) -> Decision | None:
+    """Allow, refuse or rewrite a tool call before it runs.
+
+    Return ``crab.Deny(reason)`` to refuse (the model receives the reason as an error result),
+    ``crab.Replace(arguments)`` to change the arguments, or None / ``crab.Allow()`` to pass.
+    The first Deny wins. The permission gate is an implementation of this hook. A hook that
+    raises refuses the call (fail closed). May be awaitable.
+    """
+
+
+@hookspec
+def crab_after_tool_call(call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext) -> ToolResult | None:
+    """See (and maybe replace) a tool's result before it is recorded and sent to the model.
+
+    Return a new ``ToolResult`` to replace it, or None. A hook that raises withholds the result
+    (fail closed). May be awaitable.
+    """
+
+
+# --- observation --------------------------------------------------------------------------
+
+
+@hookspec
+def crab_event(event: Event, session_id: str) -> None:
+    """Every event the loop emits (see ``crab._contracts.events``), in order, for loggers and metrics.
+
+    Must be quick and synchronous: it runs inline in the loop. An implementation that raises is
+    reported once and not called again in this run (the plugin's other hooks keep working).
+    Renderers are not hooks; they are attached by channels.
+    """
+
+
+# --- lifecycle ----------------------------------------------------------------------------
+
+
+@hookspec
+def crab_startup(agent: AgentHandle) -> None:
+    """The agent is built and about to take input: open connections, start services.
+
+    ``agent`` is the narrow ``crab.AgentHandle`` (reading other ``Agent`` attributes through it
+    still works in API 1.x, with a ``DeprecationWarning``). May be awaitable. A plugin that
+    raises is marked failed and unregistered.
+    """
+
+
+@hookspec
+def crab_shutdown(agent: AgentHandle) -> None:
+    """The agent is closing: close connections, stop services. May be awaitable. ``agent`` is
+    the narrow ``crab.AgentHandle``, as in ``crab_startup``.
+
+    Called even after errors; failures are reported, never raised.
+    """

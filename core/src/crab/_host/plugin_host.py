@@ -1,0 +1,458 @@
+"""Finding, choosing, loading and isolating plugins, and the registries built from their hooks.
+
+Plugins are entry points in group ``crab``; the entry-point name is the plugin's name. Entry
+points are listed without importing them, and a plugin that is not enabled is never imported.
+Every plugin ends with a status: ``loaded``, ``disabled``, ``failed`` (with a one-line reason),
+``missing`` (enabled but not installed) or ``builtin``; a loaded plugin may also carry ``faults``
+(one hook or one contribution lost, the rest working). Hooks are called only through
+``crab._host.dispatch.Dispatcher`` (``host.dispatch``), which applies each hook's failure policy. A
+failing plugin is reported, never fatal, unless ``CRAB_STRICT_PLUGINS=1``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+import pluggy
+
+from crab._config import environ
+from crab._host import hookspecs
+from crab._host.api_version import API_VERSION, check_range
+from crab._host.dispatch import Dispatcher, Failure, describe
+
+if TYPE_CHECKING:
+    from crab._config.layers import Config
+    from crab._host.entry_points import EntryPoint
+
+ENTRY_POINT_GROUP = "crab"
+Status = Literal["loaded", "disabled", "failed", "missing", "builtin"]
+Kind = Literal["tools", "providers", "stores", "renderers", "commands", "channels"]
+KINDS: tuple[Kind, ...] = ("tools", "providers", "stores", "renderers", "commands", "channels")
+
+
+@dataclass
+class PluginRecord:
+    """One plugin's identity and status; ``reason`` explains ``failed``, ``disabled`` or ``missing``."""
+
+    name: str
+    status: Status
+    distribution: str | None = None
+    version: str | None = None
+    target: str | None = None
+    reason: str | None = None
+    hooks: list[str] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "distribution": self.distribution,
+            "version": self.version,
+            "target": self.target,
+            "reason": self.reason,
+            "hooks": self.hooks,
+            "faults": self.faults,
+        }
+
+
+def discover_entry_points() -> list[EntryPoint]:
+    """Installed plugins' entry points, listed from package metadata (nothing is imported)."""
+    from crab._host.entry_points import entry_points
+
+    return entry_points(ENTRY_POINT_GROUP)
+
+
+def parse_plugin_list(text: str) -> list[str]:
+    """``"a, b"`` → ``["a", "b"]``; the empty string means no plugins."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def select_plugins(
+    installed: Sequence[str],
+    config: Config | None,
+    cli: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[list[str], dict[str, str]]:
+    """Which plugins load, in which order, and why each other one does not.
+
+    Precedence: ``--plugins`` on the command line, then ``CRAB_PLUGINS``, then ``[plugins]
+    enabled`` (config order), else every installed plugin sorted by name; ``[plugins] disabled``
+    then removes names from the config-based choice. Returns (names to load, {name: reason}).
+    """
+    from_env = environ.plugin_list(env)
+    reasons: dict[str, str] = {}
+    if cli is not None:
+        chosen, source = list(cli), "--plugins"
+    elif from_env is not None:
+        chosen, source = parse_plugin_list(from_env), environ.PLUGINS
+    else:
+        enabled = config.get("plugins.enabled") if config else None
+        disabled = set(config.get("plugins.disabled") or ()) if config else set()
+        if enabled is not None:
+            chosen, source = list(enabled), "[plugins] enabled"
+        else:
+            chosen, source = sorted(installed), ""
+        for name in [n for n in chosen if n in disabled]:
+            chosen.remove(name)
+            reasons[name] = "disabled in config ([plugins] disabled)"
+    ordered = list(dict.fromkeys(chosen))  # first mention wins, order kept
+    for name in installed:
+        if name not in ordered and name not in reasons:
+            reasons[name] = f"not listed in {source}" if source else "disabled"
+    return ordered, reasons
+
+
+def api_problem(wanted: object, version: str = API_VERSION) -> str | None:
+    """Why a plugin's ``CRAB_API`` does not fit this crab, saying which side to change; None if it fits."""
+    if not isinstance(wanted, str):
+        return (
+            f'CRAB_API must be a version range string such as ">=1.0,<2", not {type(wanted).__name__} '
+            f"{wanted!r}; quote it in the plugin"
+        )
+    try:
+        if check_range(wanted, version):
+            return None
+    except ValueError as exc:
+        return f"CRAB_API: {exc}"
+    have = tuple(int(p) for p in version.split("."))
+    for clause in wanted.split(","):
+        if check_range(clause, version):
+            continue
+        text = clause.strip()
+        op = text.rstrip("0123456789. ")
+        want = tuple(int(p) for p in text[len(op) :].strip().split("."))
+        if op.startswith(">") or (op in ("", "==", "~=") and want > have):
+            return (
+                f"needs crab plugin API {wanted} but this crab-core provides {version}: upgrade crab-core "
+                f"(pip install -U crab-core), or use a release of the plugin written for API {version}"
+            )
+        if op.startswith("<") or (op in ("", "==", "~=") and want < have):
+            return (
+                f"was written for crab plugin API {wanted} and this crab-core provides {version}: upgrade the "
+                "plugin to a release for this API, or use an older crab-core"
+            )
+    return f"CRAB_API {wanted} excludes this crab-core's plugin API {version}; change the plugin's CRAB_API"
+
+
+class PluginHost:
+    """Owns the pluggy manager, every plugin's status and the registries built from hooks.
+
+    Every hook call goes through ``self.dispatch`` (load order: config order, else by name,
+    honouring ``tryfirst``/``trylast``), so one plugin's failure is attributed to it, handled by
+    the hook's policy and reported once.
+    """
+
+    def __init__(self, config: Config, *, strict: bool | None = None) -> None:
+        self.config = config
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm.add_hookspecs(hookspecs)
+        self.records: dict[str, PluginRecord] = {}
+        self.strict = environ.strict_plugins() if strict is None else strict
+        self._order: dict[str, int] = {}
+        self.dispatch = Dispatcher(self.pm, self._order, self.fail, self.fault, strict=self.strict)
+        self._contributions: dict[Kind, dict[str, list[Any]]] = {k: {} for k in KINDS}
+        self._collected = False
+        self._registries: dict[Kind, dict[str, Any]] = {}
+
+    # --- loading --------------------------------------------------------------------------
+
+    def add_builtin(self, name: str, plugin: object) -> None:
+        """Register one of core's own plugins (always on, listed as ``builtin``)."""
+        self._register(name, plugin, PluginRecord(name=name, status="builtin", distribution="crab-core"))
+
+    def load_entry_points(
+        self,
+        entry_points: Sequence[EntryPoint] | None = None,
+        cli: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """Discover installed plugins, choose the enabled ones and import only those.
+
+        ``cli`` is ``--plugins`` (None when not given); ``CRAB_PLUGINS`` is read from ``env``.
+        """
+        found = discover_entry_points() if entry_points is None else list(entry_points)
+        by_name: dict[str, EntryPoint] = {}
+        for ep in found:
+            dist = getattr(ep.dist, "name", None) if getattr(ep, "dist", None) else None
+            if ep.name in by_name:
+                other = by_name[ep.name]
+                other_dist = getattr(other.dist, "name", "?") if getattr(other, "dist", None) else "?"
+                self._fail(
+                    PluginRecord(name=ep.name, status="failed", distribution=dist, target=ep.value),
+                    f"the name {ep.name!r} is also used by {other_dist}; uninstall one of them",
+                )
+                continue
+            by_name[ep.name] = ep
+        chosen, reasons = select_plugins(list(by_name), self.config, cli, env)
+        for name, reason in reasons.items():
+            if name in self.records:
+                continue
+            ep = by_name[name]
+            dist = ep.dist
+            self.records[name] = PluginRecord(
+                name=name,
+                status="disabled",
+                distribution=dist.name if dist else None,
+                version=dist.version if dist else None,
+                target=ep.value,
+                reason=reason,
+            )
+        for name in chosen:
+            if name in self.records and self.records[name].status == "failed":
+                continue
+            if name not in by_name:
+                reason = f"enabled but not installed (pip install crab-{name}?)"
+                self.records[name] = PluginRecord(name=name, status="missing", reason=reason)
+                self.dispatch.report(Failure(name, reason, status="missing"))
+                continue
+            self._load_one(by_name[name])
+
+    def load_objects(self, plugins: Mapping[str, object]) -> None:
+        """Register in-process plugin objects (modules, instances) as if they were installed."""
+        for name, plugin in plugins.items():
+            self._register(name, plugin, PluginRecord(name=name, status="loaded", target=repr(plugin)))
+
+    def _load_one(self, ep: EntryPoint) -> None:
+        dist = ep.dist
+        record = PluginRecord(
+            name=ep.name,
+            status="loaded",
+            distribution=dist.name if dist else None,
+            version=dist.version if dist else None,
+            target=ep.value,
+        )
+        try:
+            plugin = ep.load()
+        except (Exception, SystemExit) as exc:
+            self._fail(record, f"importing {ep.value} raised {describe(exc)}")
+            return
+        if inspect.isclass(plugin):
+            try:
+                plugin = plugin()
+            except Exception as exc:
+                self._fail(record, f"creating the plugin object raised {describe(exc)}")
+                return
+        self._register(ep.name, plugin, record)
+
+    def _register(self, name: str, plugin: object, record: PluginRecord) -> None:
+        self.records[name] = record
+        wanted: object = getattr(plugin, "CRAB_API", None)
+        if wanted is not None:
+            problem = api_problem(wanted)
+            if problem is not None:
+                self._fail(record, problem)
+                return
+        problem = unsupported_hooks(self.pm, plugin)
+        if problem is not None:
+            self._fail(record, problem)
+            return
+        try:
+            self.pm.register(plugin, name=name)
+        except Exception as exc:
+            self._fail(record, f"invalid hook implementation: {describe(exc)}")
+            return
+        self._order[name] = len(self._order)
+        record.hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
+        self._collected = False  # a plugin added after the registries were built: collect again
+        self._registries.clear()
+        self.dispatch.invalidate()
+
+    def _fail(self, record: PluginRecord, reason: str) -> None:
+        record.status = "failed"
+        record.reason = reason
+        self.records[record.name] = record
+        plugin = self.pm.get_plugin(record.name)
+        if plugin is not None:
+            self.pm.unregister(plugin, name=record.name)
+        self._order.pop(record.name, None)
+        for contributions in self._contributions.values():
+            contributions.pop(record.name, None)
+        self._registries.clear()
+        self.dispatch.plugin_failed(record.name, Failure(record.name, reason), record.hooks)
+
+    def fail(self, name: str, reason: str) -> None:
+        """Mark a loaded plugin failed and unregister all of it for the rest of the run."""
+        record = self.records.get(name)
+        if record is not None and record.status in ("loaded", "builtin"):
+            self._fail(record, reason)
+
+    def fault(self, name: str, reason: str) -> None:
+        """Record that one hook or contribution of ``name`` was lost; the rest keeps working."""
+        record = self.records.get(name)
+        if record is not None and reason not in record.faults:
+            record.faults.append(reason)
+        self.dispatch.report(Failure(name, reason))
+
+    # --- calling hooks --------------------------------------------------------------------
+
+    def implementations(self, hook: str) -> list[tuple[str, Callable[..., Any]]]:
+        """(plugin name, function) for every live implementation of ``hook``, in call order."""
+        return self.dispatch.implementations(hook)
+
+    def call_each(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Call a registration hook (``crab_cli``, ``crab_config_table``…) in every plugin.
+
+        A plugin that raises is marked failed, unregistered and reported; the others go on.
+        """
+        return self.dispatch.collect(hook, **kwargs)
+
+    # --- registries -----------------------------------------------------------------------
+
+    def collect_all(self) -> None:
+        """Run every registration hook (once), so statuses and conflicts are known before use.
+
+        All kinds are collected before any registry is built, so a plugin that fails in one
+        registration hook has none of its contributions used anywhere in the run.
+        """
+        if self._collected:
+            return
+        self._collected = True
+        for kind in KINDS:
+            self._collect(kind)
+        for kind in KINDS:
+            self.registry(kind)
+
+    def _collect(self, kind: Kind) -> None:
+        expected = expected_type(kind)
+        hook = f"crab_{kind}"
+        contributions: dict[str, list[Any]] = {}
+        for name, result in self.dispatch.collect(hook, config=self.config):
+            if result is None:
+                continue
+            if isinstance(result, (str, bytes)) or not isinstance(result, (list, tuple)):
+                self.fail(name, f"{hook} returned {type(result).__name__}, expected a list of {expected.__name__}")
+                continue
+            bad = [item for item in result if not isinstance(item, expected)]
+            if bad:
+                self.fail(name, f"{hook} returned a {type(bad[0]).__name__} in its list, expected {expected.__name__}")
+                continue
+            contributions[name] = [tag_with_plugin(item, name) for item in result]
+        self._contributions[kind] = {n: c for n, c in contributions.items() if n in self._order}
+
+    def registry(self, kind: Kind) -> dict[str, Any]:
+        """Name → object for one kind (same names: see ``_build``)."""
+        self.collect_all()
+        if kind not in self._registries:
+            self._registries[kind] = self._build(kind)
+        return self._registries[kind]
+
+    def _build(self, kind: Kind) -> dict[str, Any]:
+        """The first plugin in load order keeps a name; a later plugin's item of the same name is
+        left out (reported once as a fault of that plugin) unless exactly one sets ``override``."""
+        table: dict[str, Any] = {}
+        owner: dict[str, str] = {}
+        noun = kind[:-1]
+        for plugin in sorted(self._contributions[kind], key=lambda n: self._order.get(n, 0)):
+            if plugin not in self._order:
+                continue
+            for item in self._contributions[kind][plugin]:
+                name = item.name
+                if name not in table:
+                    table[name], owner[name] = item, plugin
+                    continue
+                first = table[name]
+                if getattr(item, "override", False) and not getattr(first, "override", False):
+                    table[name], owner[name] = item, plugin
+                    continue
+                if getattr(first, "override", False) and not getattr(item, "override", False):
+                    continue
+                self.fault(
+                    plugin,
+                    f"its {noun} {name!r} was left out because plugin {owner[name]!r} (loaded earlier) registers "
+                    f"one too; disable one of them (crab plugins disable {owner[name]} or {plugin}) or set "
+                    "override=True on the one that should win",
+                )
+        return table
+
+    def add_tools(self, plugin: str, tools: Sequence[Any]) -> list[str]:
+        """Add tools that ``plugin`` learned of after start-up (MCP servers, say) to the live registry.
+
+        Each is tagged with ``plugin`` as if ``crab_tools`` had returned it. A name already taken
+        is left out and reported once as a fault of ``plugin`` (as ``_build`` does); nothing is
+        added for a plugin that is not loaded or has failed. Returns the names added.
+        """
+        from crab._contracts.tools import Tool
+
+        record = self.records.get(plugin)
+        if plugin not in self._order or record is None or record.status == "failed":
+            return []
+        table = self.registry("tools")
+        added: list[str] = []
+        for item in tools:
+            if not isinstance(item, Tool):
+                self.fault(plugin, f"add_tools was given a {type(item).__name__}, expected a Tool")
+                continue
+            if item.name in table:
+                owner = table[item.name].plugin or "another plugin"
+                self.fault(plugin, f"its tool {item.name!r} was left out because {owner!r} registers one of that name")
+                continue
+            table[item.name] = tag_with_plugin(item, plugin)
+            added.append(item.name)
+        return added
+
+    # --- reporting ------------------------------------------------------------------------
+
+    def problems(self) -> list[PluginRecord]:
+        """Plugins that failed, are missing, or lost part of what they offer."""
+        return [r for r in self.records.values() if r.status in ("failed", "missing") or r.faults]
+
+    @property
+    def failures(self) -> list[Failure]:
+        """Every failure so far, in order, each once (``failure.line`` is what users see)."""
+        return list(self.dispatch.failures)
+
+
+def unsupported_hooks(pm: pluggy.PluginManager, plugin: object) -> str | None:
+    """Why ``plugin`` cannot be registered as written (an unknown hook, a hook wrapper), or None."""
+    for attr in sorted(dir(plugin)):
+        if not attr.startswith("crab_"):
+            continue
+        try:
+            opts = pm.parse_hookimpl_opts(plugin, attr)
+        except Exception:
+            opts = None
+        if opts is None:
+            continue
+        if not hasattr(hookspecs, opts.get("specname") or attr):
+            return f"implements unknown hook {attr} (misspelt? see crab._host.hookspecs)"
+        if opts.get("wrapper") or opts.get("hookwrapper"):
+            kind = "wrapper=True" if opts.get("wrapper") else "hookwrapper=True"
+            return (
+                f"{attr} is a hook wrapper (@hookimpl({kind})), which crab does not call: crab calls each "
+                "plugin's hook on its own; make it a plain @crab.hookimpl"
+            )
+    return None
+
+
+def expected_type(kind: Kind) -> type:
+    """The class (or runtime-checkable protocol) a registration hook's items must be."""
+    from crab._contracts.channels import Channel
+    from crab._contracts.commands import Command
+    from crab._contracts.providers import Provider
+    from crab._contracts.renderers import RendererSpec
+    from crab._contracts.storage import Store
+    from crab._contracts.tools import Tool
+
+    types_by_kind: dict[Kind, type] = {
+        "tools": Tool,
+        "providers": Provider,
+        "stores": Store,
+        "renderers": RendererSpec,
+        "commands": Command,
+        "channels": Channel,
+    }
+    return types_by_kind[kind]
+
+
+def tag_with_plugin(item: Any, plugin: str) -> Any:
+    """Record which plugin registered ``item`` (a copy for frozen dataclasses)."""
+    if hasattr(item, "__dataclass_fields__") and "plugin" in item.__dataclass_fields__:
+        try:
+            item.plugin = plugin
+        except (AttributeError, TypeError):
+            return replace(item, plugin=plugin)
+    return item

@@ -1,0 +1,468 @@
+"""The agent: sessions, input routing and queues, events and plugin lifecycle for every channel.
+
+route → (command | !shell | turn). A turn (``crab/_loop/turn.py``) records the input, calls the
+model, runs tool calls and repeats; each turn is an asyncio task that ``abort`` cancels. The
+loop never prints: ``emit`` is the one place events are delivered, to listeners (renderers) and
+to the ``crab_event`` hook. Every hook is called through the host's dispatcher, and each plugin
+failure is shown once as a warning notice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from crab._builtin.compaction import (
+    Compacted,
+    anchor_payload,
+    carried,
+    carried_tools,
+    keep_tokens,
+    previous_summary,
+    split,
+    summarise,
+)
+from crab._builtin.tool_view import expanded_tools
+from crab._config.layers import Config
+from crab._contracts.commands import Command, CommandContext, CommandResult
+from crab._contracts.errors import ChannelError, CrabError, PluginError
+from crab._contracts.events import CommandOutput, CompactionEvent, Event, NoticeEvent, UsageEvent
+from crab._contracts.handle import AgentHandle
+from crab._contracts.interception import AskUser
+from crab._contracts.messages import AssistantMessage, Message, Usage, message_to_dict, usage_to_dict
+from crab._contracts.providers import ModelInfo, ModelRequest, Provider
+from crab._contracts.storage import EntryType, Store
+from crab._contracts.tools import Tool
+from crab._host.dispatch import Failure
+from crab._host.plugin_host import PluginHost
+from crab._loop.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget, message_chars, raw_tokens
+from crab._loop.history import load_history
+from crab._loop.pricing import with_cost
+from crab._loop.router import did_you_mean, route
+from crab._loop.session import QueuedInput, Session, TurnOutcome
+from crab._loop.turn import Turn, handoff_note
+from crab._secrets.keys import known_secrets
+from crab._secrets.redaction import EventRedactor, Redactor
+
+if TYPE_CHECKING:
+    from crab._loop.channel_host import ChannelHost
+
+Listener = Callable[[Event], None]
+CompactionReason = Literal["threshold", "overflow", "manual"]
+
+
+class Agent:
+    """Runs turns for sessions of one store with one provider and model.
+
+    ``ask`` is how the active channel asks the user for permission (None: nobody can answer,
+    so the gate refuses). ``local`` is False for remote channels, which may not run ``!shell``.
+    """
+
+    def __init__(
+        self,
+        host: PluginHost,
+        config: Config,
+        *,
+        store: Store,
+        provider: Provider,
+        model: str,
+        workspace: Path,
+        ask: AskUser | None = None,
+        local: bool = True,
+    ) -> None:
+        self.host = host
+        self.config = config
+        self.store = store
+        self.provider = provider
+        self.model = model
+        self.workspace = workspace
+        self.ask = ask
+        self.local = local
+        self.busy: set[Session] = set()
+        """Sessions with a turn running or queued (``crab serve`` waits for them on SIGTERM)."""
+        self.channel_host: ChannelHost | None = None
+        """The channels ``crab serve`` runs (delivery, keyed sessions); None elsewhere."""
+        self.max_iterations = int(config.get("crab.max_iterations", 25))
+        self.tool_timeout = float(config.get("crab.tool_timeout", 120.0))
+        self.max_tokens: int | None = config.get("crab.max_tokens")
+        self.temperature: float | None = config.get("crab.temperature")
+        self.keyboard = False  # True when a person types each input (interactive chat): see loop/shell.py
+        self.redactor = Redactor(known_secrets(config))
+        self.outgoing = EventRedactor(self.redactor)
+        self._listeners: list[Listener] = []
+        self._session_listeners: dict[str, list[Listener]] = {}
+        self._model_info: ModelInfo | None = None
+        self._unsubscribe_failures: Callable[[], None] | None = None
+
+    # --- registries and lifecycle ---------------------------------------------------------
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        return self.host.registry("tools")
+
+    @property
+    def commands(self) -> dict[str, Command]:
+        return self.host.registry("commands")
+
+    def model_info(self) -> ModelInfo | None:
+        if self._model_info is None:
+            try:
+                models = self.provider.models()
+            except Exception:
+                models = []
+            self._model_info = next((m for m in models if m.id == self.model), None)
+        return self._model_info
+
+    async def start(self) -> None:
+        """Run every registration hook, open the store, report every plugin failure so far (and
+        each later one, as it happens) as a warning notice, then run ``crab_startup``."""
+        self.host.collect_all()
+        await self.store.open()
+        if self._unsubscribe_failures is None:
+            self._unsubscribe_failures = self.host.dispatch.subscribe(self._report_failure)
+        await self.host.dispatch.lifecycle("crab_startup", agent=AgentHandle(self))
+
+    async def close(self) -> None:
+        """Run ``crab_shutdown`` hooks and close the store; failures are reported, never raised
+        (except ``PluginError`` in strict mode, after the store is closed)."""
+        try:
+            await self.host.dispatch.lifecycle("crab_shutdown", agent=AgentHandle(self))
+        finally:
+            try:
+                await self.store.close()
+            except Exception as exc:
+                self.notice(f"closing the {self.store.name} store failed: {exc}", "warning")
+            if self._unsubscribe_failures is not None:
+                self._unsubscribe_failures()
+                self._unsubscribe_failures = None
+
+    def _report_failure(self, failure: Failure) -> None:
+        self.notice(failure.line, "warning")
+
+    # --- events -----------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener, session_id: str | None = None) -> Callable[[], None]:
+        """Receive every event (or only those of ``session_id``); returns a function that unsubscribes."""
+        listeners = self._listeners if session_id is None else self._session_listeners.setdefault(session_id, [])
+        listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in listeners:
+                listeners.remove(listener)
+            if session_id is not None and not listeners:
+                self._session_listeners.pop(session_id, None)
+
+        return unsubscribe
+
+    def emit(self, event: Event, session_id: str = "") -> None:
+        """The one delivery point: secrets masked and text made valid UTF-8 (``crab._secrets.redaction``), then
+        every listener and ``crab_event`` observer."""
+        for shown in self.outgoing.events(event, session_id):
+            self._deliver(shown, session_id)
+
+    def _deliver(self, event: Event, session_id: str) -> None:
+        scoped = self._session_listeners.get(session_id, []) if session_id else []
+        for listeners in (self._listeners, scoped):
+            for listener in list(listeners):
+                try:
+                    listener(event)
+                except Exception as exc:  # a broken renderer must not end the turn
+                    if listener in listeners:
+                        listeners.remove(listener)
+                    self.notice(f"a renderer failed and was detached: {type(exc).__name__}: {exc}", "warning")
+        self.host.dispatch.observe("crab_event", event=event, session_id=session_id)
+
+    def notice(self, message: str, level: str = "info") -> None:
+        self.emit(NoticeEvent(message, "warning" if level == "warning" else "info"))
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    async def new_session(self, title: str | None = None) -> Session:
+        info = await self.store.create_session(str(self.workspace), title=title)
+        return Session(info=info, workspace=self.workspace)
+
+    async def resume(self, session_id: str) -> Session:
+        """Load a stored session and repair what will go to the provider."""
+        info = await self.store.get_session(session_id)
+        history = load_history(await self.store.entries(session_id, since_handoff=True))
+        if history.skipped:
+            self.notice(f"{history.skipped} unreadable entries in session {session_id} were left out", "warning")
+        workspace = Path(info.workspace) if info.workspace else self.workspace
+        return Session(
+            info=info,
+            workspace=workspace,
+            messages=history.messages,
+            handoff=dict(history.handoff) if history.handoff else None,
+        )
+
+    async def latest_session(self) -> Session | None:
+        """The most recently updated session of this workspace, resumed; None if there is none."""
+        sessions = await self.store.list_sessions(str(self.workspace), limit=1)
+        return await self.resume(sessions[0].id) if sessions else None
+
+    async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> Session:
+        """The session of conversation ``address`` on ``channel`` (``AgentHandle.session_for``)."""
+        if self.channel_host is not None:
+            return await self.channel_host.session_for(channel, address, session_id=session_id)
+        if session_id is not None:
+            return await self.resume(session_id)
+        from crab._loop.channel_host import open_keyed_session
+
+        return await open_keyed_session(self, channel, address)
+
+    async def deliver(self, channel: str, address: str, text: str) -> None:
+        """Send ``text`` through a channel ``crab serve`` runs here (``AgentHandle.deliver``)."""
+        if self.channel_host is None:
+            raise ChannelError(f"cannot deliver to {channel!r}: channels run only inside `crab serve`")
+        await self.channel_host.deliver(channel, address, text)
+
+    # --- token budget and compaction -----------------------------------------------------------
+
+    def known_context_window(self) -> int | None:
+        """Tokens the model reads: ``[crab] context_window``, else the provider's model info, else
+        None (the budget assumes ``DEFAULT_CONTEXT_WINDOW``; a status line shows no share)."""
+        configured = self.config.get("crab.context_window")
+        if configured:
+            return int(configured)
+        info = self.model_info()
+        return info.context_window if info is not None and info.context_window else None
+
+    def context_window(self) -> int:
+        """The window the token budget measures against: ``known_context_window`` or
+        ``DEFAULT_CONTEXT_WINDOW``."""
+        return self.known_context_window() or DEFAULT_CONTEXT_WINDOW
+
+    def budget(self, session: Session) -> TokenBudget:
+        """The session's token budget (made on first use; its correction is learned per call)."""
+        if session.budget is None:
+            session.budget = TokenBudget(self.context_window(), float(self.config.get("crab.compact_at", 0.8)))
+        return session.budget
+
+    def tool_view(self) -> str:
+        return str(self.config.get("crab.tool_view", "progressive"))
+
+    def expanded_tools(self, session: Session) -> set[str]:
+        """Tools whose full schema the next request carries (derived from the context, see
+        ``crab/_builtin/tool_view.py``)."""
+        return expanded_tools(session.messages, self.tools, carried_tools(session.handoff))
+
+    async def compact(self, session: Session, reason: CompactionReason, focus: str | None = None) -> Compacted | None:
+        """Summarise older history into a compaction anchor and keep the recent turns verbatim.
+
+        None when there was nothing older to summarise or the summary failed (a ``CompactionEvent``
+        with ``phase="failed"`` says why). Each summarising call is priced and reported with one
+        ``UsageEvent``. Raises only on cancellation (or ``PluginError`` in strict mode).
+        """
+        async with session.compacting:
+            return await self._compact(session, reason, focus)
+
+    async def _compact(self, session: Session, reason: CompactionReason, focus: str | None) -> Compacted | None:
+        budget = self.budget(session)
+        messages = list(session.messages)
+        history_tokens = raw_tokens(sum(message_chars(m) for m in messages))
+        cut = split(messages, keep_tokens(reason, budget.threshold, history_tokens))
+        before = int(history_tokens * budget.ratio)
+        if cut == 0:
+            why = "nothing older than the most recent turn to summarise"
+            self.emit(CompactionEvent(session.id, "failed", reason, tokens_before=before, error=why), session.id)
+            return None
+        older, kept = messages[:cut], messages[cut:]
+        self.emit(CompactionEvent(session.id, "start", reason, len(older), len(kept), before), session.id)
+        base = ModelRequest(model=self.model, system="", messages=(), temperature=self.temperature)
+        try:
+            summary = await summarise(
+                older,
+                previous=previous_summary(session.handoff),
+                focus=focus,
+                window=budget.window,
+                base=base,
+                send=lambda request: self._send(session, request),
+                on_event=lambda event: self.emit(event, session.id),
+            )
+        except (asyncio.CancelledError, KeyboardInterrupt, PluginError):
+            raise
+        except Exception as exc:  # a provider failing in any way leaves the history as it was
+            error = str(exc) if isinstance(exc, CrabError) else f"{type(exc).__name__}: {exc}"
+            self.emit(CompactionEvent(session.id, "failed", reason, tokens_before=before, error=error), session.id)
+            return None
+        total = Usage()
+        for usage in summary.usages:
+            priced = with_cost(usage, self.model_info())
+            total = total + priced
+            self.emit(UsageEvent(priced), session.id)
+            call = {"kind": "model_call", "purpose": "compaction", "model": self.model, "provider": self.provider.name}
+            await self.append_entry(session, "event", {**call, "usage": usage_to_dict(priced)})
+        payload = anchor_payload(
+            summary.text,
+            kept,
+            reason=reason,
+            focus=focus,
+            summarised=len(older),
+            tools=sorted(self.expanded_tools(session)),
+            tokens_before=before,
+        )
+        await self.append_entry(session, "anchor", payload)
+        budget.held_until = 0
+        session.handoff = payload
+        session.messages = carried(payload)[0]
+        after = int(raw_tokens(len(summary.text) + sum(message_chars(m) for m in session.messages)) * budget.ratio)
+        done = CompactionEvent(session.id, "done", reason, len(older), len(kept), before, after, summary.text)
+        self.emit(done, session.id)
+        return Compacted(len(older), len(kept), total)
+
+    async def _send(self, session: Session, request: ModelRequest) -> AsyncIterator[Event]:
+        """One request through ``crab_before_model_call`` and the provider (for compaction)."""
+        from contextlib import aclosing
+
+        request = await self.host.dispatch.before_model_call(request, session.id)
+        async with aclosing(self.provider.stream(request)) as stream:  # type: ignore[type-var]
+            async for event in stream:
+                yield event
+
+    async def handoff(self, session: Session, name: str, state: Mapping[str, Any] | None = None) -> None:
+        """Record a handoff anchor: context for the model starts afresh after it."""
+        payload = {"name": name, "kind": "handoff", "state": dict(state or {})}
+        await self.append_entry(session, "anchor", payload)
+        session.messages = []
+        session.handoff = payload
+
+    # --- input ------------------------------------------------------------------------------
+
+    async def handle_input(self, session: Session, text: str, *, steer: bool = False) -> TurnOutcome:
+        """Route one input. Commands answer at once, even during a turn; model input starts a
+        turn, or joins the running one (``steer``) or waits for it (follow-up)."""
+        routed = route(text)
+        if routed.kind == "command":
+            return await self._run_command(session, routed.name, routed.args)
+        if routed.kind == "shell":
+            return await self._run_shell(session, routed.text)
+        item = QueuedInput(routed.text)
+        if not session.busy and session.compacting.locked():
+            # A /compact is rewriting the context: start after it, so this turn is neither
+            # summarised half-way nor dropped from the context the compaction leaves.
+            async with session.compacting:
+                pass
+        if session.busy:
+            (session.steering if steer else session.follow_ups).append(item)
+            return await item.outcome
+        session.follow_ups.appendleft(item)
+        session.busy = True
+        self.busy.add(session)
+        try:
+            while session.steering or session.follow_ups:
+                queue = session.steering if session.steering else session.follow_ups
+                current = queue[0]
+                session.abort_requested = False
+                session.task = asyncio.create_task(self._turn(session, current, queue))
+                try:
+                    outcome = await asyncio.shield(session.task)
+                except asyncio.CancelledError:
+                    # our caller was cancelled (Ctrl-C on the whole program): abort the turn cleanly
+                    session.abort_requested = True
+                    session.task.cancel()
+                    outcome = await session.task
+                    if not current.outcome.done():
+                        current.outcome.set_result(outcome)
+                    raise
+                if not current.outcome.done():
+                    current.outcome.set_result(outcome)
+                if current in queue:
+                    queue.remove(current)  # aborted or failed before it was written: the user sees the error
+        finally:
+            session.busy = False
+            session.task = None
+            self.busy.discard(session)
+        return await item.outcome
+
+    def abort(self, session: Session) -> bool:
+        """Cancel the running turn of ``session``; False when nothing was running."""
+        if session.task is None or session.task.done():
+            return False
+        session.abort_requested = True
+        session.task.cancel()
+        return True
+
+    async def _turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
+        return await Turn(self, session, item, queue).run()
+
+    # --- context and recording ----------------------------------------------------------------
+
+    async def system_prompt(self, session: Session) -> str:
+        """Every plugin's ``crab_system_prompt`` parts (core's default prompt and instruction files
+        first), then ``[crab] system_prompt_append``, then the handoff or compaction note, joined by
+        blank lines."""
+        parts = self.host.dispatch.system_prompt(workspace=session.workspace, session_id=session.id, config=self.config)
+        appended = self.config.get("crab.system_prompt_append")
+        if isinstance(appended, str) and appended.strip():
+            parts.append(appended.strip())
+        note = handoff_note(session.handoff)
+        if note:
+            parts.append(note)
+        return "\n\n".join(parts)
+
+    async def append_entry(self, session: Session, type: EntryType, payload: Mapping[str, Any]) -> None:
+        """Append one entry to the session's store, secrets redacted."""
+        await self.store.append(session.id, type, self.redactor.payload(payload))
+
+    async def record_message(self, session: Session, message: Message) -> None:
+        """Store ``message``; keep it in context unless it is an aborted or failed reply."""
+        await self.append_entry(session, "message", message_to_dict(message))
+        if not isinstance(message, AssistantMessage) or message.replayable:
+            session.messages.append(message)
+
+    # --- commands and shell -----------------------------------------------------------------
+
+    async def _run_command(self, session: Session, name: str, args: str) -> TurnOutcome:
+        command = self.commands.get(name)
+        handle: AgentHandle | None = None
+        if command is None:
+            text = f"unknown command /{name}.{did_you_mean(name, self.commands)} Type /help for the list."
+            result = CommandResult(text, is_error=True)
+        elif command.local_only and not self.local:
+            result = CommandResult(f"/{name} only works in a local terminal", is_error=True)
+        else:
+            handle = AgentHandle(self)
+            handle._turns = []  # the turns this command runs (see below)
+            try:
+                value = command.handler(CommandContext(handle, session, self.local), args)
+                if inspect.isawaitable(value):
+                    value = await value
+                result = value if isinstance(value, CommandResult) else CommandResult(str(value or ""))
+            except CrabError as exc:
+                result = CommandResult(str(exc), is_error=True)
+            except Exception as exc:
+                result = CommandResult(f"/{name} failed: {type(exc).__name__}: {exc}", is_error=True)
+        self.emit(CommandOutput(name, result.text, result.is_error), session.id)
+        turns = (handle._turns or []) if handle is not None else []
+        if turns and not result.text and not result.is_error:
+            # A command that ran a turn and said nothing itself (/skill:name request) answers with
+            # that turn: a channel that shows only the outcome (Telegram, `crab run -o json`) gets
+            # the model's answer, not an empty command result.
+            return replace(turns[-1], quit=result.quit, switch_session=result.switch_session)
+        return TurnOutcome(
+            stop="command",
+            text=result.text,
+            error=result.text if result.is_error else None,
+            session_id=session.id,
+            quit=result.quit,
+            switch_session=result.switch_session,
+        )
+
+    async def _run_shell(self, session: Session, command: str) -> TurnOutcome:
+        from crab._loop.shell import shell_input  # the gate decides: see crab/_loop/shell.py
+        from crab._loop.turn import tool_context
+
+        result = await shell_input(
+            self.host,
+            command,
+            lambda call, tool: tool_context(self, session, call, tool, lambda event: self.emit(event, session.id)),
+            timeout=self.tool_timeout,
+            local=self.local,
+            keyboard=self.keyboard,
+        )
+        self.emit(CommandOutput("!", result.text, result.is_error), session.id)
+        return TurnOutcome(stop="command", text=result.text, error=result.text if result.is_error else None)

@@ -1,0 +1,112 @@
+"""The token budget: how many tokens a request is estimated to take, and when to compact.
+
+The estimate is characters / 4, multiplied by a correction learned from the provider's reported
+usage of the previous call (reported input tokens / estimate of that request, kept within
+``RATIO_RANGE``). The model's window is ``[crab] context_window``, else the provider's
+``ModelInfo.context_window``, else ``DEFAULT_CONTEXT_WINDOW``; compaction starts once a request
+would pass ``compact_at`` of it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
+from crab._contracts.providers import ModelRequest
+from crab._contracts.tools import ToolSpec
+
+CHARS_PER_TOKEN = 4
+DEFAULT_CONTEXT_WINDOW = 128_000
+"""The window assumed when neither the config nor the provider names one."""
+RATIO_RANGE = (0.25, 4.0)
+MESSAGE_OVERHEAD = 4
+"""Characters each message costs beyond its text (role and framing), in the raw estimate."""
+
+
+def message_chars(message: Message) -> int:
+    """Characters ``message`` adds to a request (text, tool calls, reasoning)."""
+    if isinstance(message, UserMessage):
+        return len(message.content) + MESSAGE_OVERHEAD
+    if isinstance(message, ToolResultMessage):
+        return len(message.content) + len(message.call_id) + len(message.name) + MESSAGE_OVERHEAD
+    assert isinstance(message, AssistantMessage)
+    size = len(message.content) + MESSAGE_OVERHEAD
+    for call in message.tool_calls:
+        size += len(call.id) + len(call.name) + len(call.raw_arguments or json.dumps(call.arguments))
+    for block in message.thinking:
+        size += len(block.text) + len(block.signature or "")
+    return size
+
+
+def spec_chars(spec: ToolSpec) -> int:
+    """Characters one tool description adds (name, description and JSON schema)."""
+    return len(spec.name) + len(spec.description) + len(json.dumps(spec.parameters, separators=(",", ":")))
+
+
+def raw_tokens(chars: int) -> int:
+    return -(-chars // CHARS_PER_TOKEN)
+
+
+def request_tokens(request: ModelRequest) -> int:
+    """The uncorrected estimate of ``request``: its characters / 4."""
+    chars = len(request.system) + sum(message_chars(m) for m in request.messages)
+    chars += sum(spec_chars(s) for s in request.tools)
+    return raw_tokens(chars)
+
+
+def schema_tokens(specs: tuple[ToolSpec, ...] | list[ToolSpec]) -> int:
+    """The estimated tokens of tool descriptions alone."""
+    return raw_tokens(sum(spec_chars(s) for s in specs))
+
+
+def reported_input(usage: Usage) -> int:
+    """Every input token a provider reported (crab's ``Usage`` keeps cached ones apart)."""
+    return usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+
+
+@dataclass
+class TokenBudget:
+    """One session's window, threshold and learned correction."""
+
+    window: int
+    compact_at: float = 0.8
+    ratio: float = 1.0
+    held_until: int = 0
+    """After a compaction that did nothing or failed, the next try waits until requests grow past this."""
+
+    @property
+    def threshold(self) -> int:
+        """Estimated request tokens above which history is compacted first."""
+        return int(self.window * self.compact_at)
+
+    def estimate(self, request: ModelRequest) -> int:
+        return int(request_tokens(request) * self.ratio)
+
+    def over(self, request: ModelRequest) -> bool:
+        """Whether ``request`` should be compacted first: past the threshold, and past where the
+        last attempt that could not compact left off (so a failing summary is not retried on
+        every call)."""
+        estimate = self.estimate(request)
+        return estimate > self.threshold and estimate > self.held_until
+
+    def hold(self, request: ModelRequest) -> None:
+        """A compaction did nothing: try again once requests are a tenth larger."""
+        self.held_until = int(self.estimate(request) * 1.1)
+
+    def learn(self, request: ModelRequest, usage: Usage | None) -> None:
+        """Correct later estimates by what the provider reported for ``request``."""
+        if usage is None:
+            return
+        reported, raw = reported_input(usage), request_tokens(request)
+        if reported <= 0 or raw <= 0:
+            return
+        low, high = RATIO_RANGE
+        self.ratio = min(high, max(low, reported / raw))
+
+    def overflowed(self, request: ModelRequest) -> None:
+        """The provider refused ``request`` as too long: the window is at most its estimated size,
+        so the threshold (and what compaction keeps) shrinks to match."""
+        size = self.estimate(request)
+        if 0 < size < self.window:
+            self.window = size

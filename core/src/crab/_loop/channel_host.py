@@ -1,0 +1,276 @@
+"""``crab serve``'s channels in one process: supervised, addressable, keyed sessions, drained.
+
+``ChannelHost`` runs each channel in a task of its own. A channel whose ``run`` raises is
+reported (a warning notice) and restarted after a wait that doubles from ``[serve]
+restart_delay`` up to ``restart_max_delay``; the others go on. A ``ConfigError`` or
+``UsageError`` ends that channel for good (restarting would not fix its setup; ``broken``). A
+channel whose ``run`` returns has closed and is not restarted; the host ends when every channel
+has (``crab serve`` exits 2 when every one ended on a setup error).
+
+``request_stop`` (SIGTERM, through ``crab._cli.signals.GATE``) drains: channels that have a
+``stop()`` are asked to take no more input (those without ``deliver``, such as a scheduler,
+first, so what they finish can still be delivered through the others), running turns get
+``[serve] grace_seconds`` to finish, then whatever still runs is cancelled (a cancelled turn is
+aborted and settled, so its session stays whole).
+
+Outbound delivery: ``deliver(channel, address, text)`` hands ``text`` (redacted) to the
+channel's ``deliver(address, text)``, so a plugin (a scheduler) can write to a chat without
+importing the channel. ``ChannelError`` says why it cannot: no such channel here, one that
+cannot deliver, or one that is not running right now.
+
+Keyed sessions: ``session_for(channel, address)`` is the session of one conversation (a chat),
+found by the store's session ``meta`` (``CHANNEL_META``/``ADDRESS_META``, which every store
+keeps and a fork copies) or created; the live session is kept, so queues and per-session state
+hold for the life of the process. When the channel has ``ask(address, request)``, the
+permission gate asks through it for that session's tool calls; otherwise it refuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from crab._contracts.errors import ChannelError, ConfigError, CrabError, UsageError
+
+if TYPE_CHECKING:
+    from crab._contracts.channels import Channel
+    from crab._contracts.interception import Answer, PermissionRequest
+    from crab._loop.agent import Agent
+    from crab._loop.session import Session
+
+CHANNEL_META = "crab.channel"
+"""Session ``meta`` key naming the channel a keyed session belongs to."""
+ADDRESS_META = "crab.address"
+"""Session ``meta`` key naming the address (a chat id) within that channel."""
+SCAN_LIMIT = 10_000
+"""A keyed session is looked for among this many most recently updated sessions of the workspace."""
+SETTLE_SECONDS = 1.0
+"""After the grace period, how long cancelled turns get to settle before the host gives up on them."""
+
+
+def keyed_meta(channel: str, address: str) -> dict[str, str]:
+    """The session ``meta`` that marks the conversation ``address`` on ``channel``."""
+    return {CHANNEL_META: channel, ADDRESS_META: address}
+
+
+async def open_keyed_session(agent: Agent, channel: str, address: str) -> Session:
+    """The most recently updated session keyed ``(channel, address)`` in this workspace, resumed,
+    or a new one carrying that key."""
+    from crab._loop.session import Session
+
+    found = None
+    for info in await agent.store.list_sessions(str(agent.workspace), limit=SCAN_LIMIT):
+        meta = info.meta or {}
+        if meta.get(CHANNEL_META) == channel and meta.get(ADDRESS_META) == address:
+            found = info
+            break
+    if found is not None:
+        return await agent.resume(found.id)
+    info = await agent.store.create_session(
+        str(agent.workspace), title=f"{channel} {address}", meta=keyed_meta(channel, address)
+    )
+    return Session(info=info, workspace=agent.workspace)
+
+
+class ChannelHost:
+    """Runs ``channels`` with one agent: supervision, delivery, keyed sessions and drain."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        channels: Mapping[str, Channel],
+        *,
+        grace: float = 30.0,
+        restart_delay: float = 1.0,
+        restart_max_delay: float = 60.0,
+    ) -> None:
+        self.agent = agent
+        self.channels = dict(channels)
+        self.grace = grace
+        self.restart_delay = restart_delay
+        self.restart_max_delay = max(restart_max_delay, restart_delay)
+        self.running: set[str] = set()
+        self.broken: dict[str, str] = {}
+        """Channels that ended on a setup error (``ConfigError``), with its line."""
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.sessions: dict[tuple[str, str], Session] = {}
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._stop: asyncio.Event | None = None
+        self.stopping = False
+        agent.channel_host = self
+
+    # --- running ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Run every channel until all have closed, or until ``request_stop`` has drained them."""
+        from crab._contracts.handle import AgentHandle
+
+        self._stop = stop = asyncio.Event()
+        handle = AgentHandle(self.agent)
+        self.tasks = {
+            name: asyncio.create_task(self._supervise(name, channel, handle), name=f"crab-channel-{name}")
+            for name, channel in self.channels.items()
+        }
+        waiter = asyncio.create_task(stop.wait())
+        try:
+            pending: set[asyncio.Future[Any]] = set(self.tasks.values())
+            while pending and not stop.is_set():
+                _, pending = await asyncio.wait({waiter, *pending}, return_when=asyncio.FIRST_COMPLETED)
+                pending.discard(waiter)
+            if stop.is_set():
+                await self._drain()
+        finally:
+            waiter.cancel()
+            await self._cancel_all()
+
+    def request_stop(self, signum: int = 0) -> None:
+        """Begin the drain (called in the event loop, e.g. from the SIGTERM handler)."""
+        if self._stop is not None:
+            self._stop.set()
+
+    async def _supervise(self, name: str, channel: Channel, handle: Any) -> None:
+        delay = self.restart_delay
+        while not self.stopping:
+            started = time.monotonic()
+            self.running.add(name)
+            try:
+                await channel.run(handle)
+                return
+            except (ConfigError, UsageError) as exc:
+                self.agent.notice(f"channel {name} stopped: {exc}", "warning")
+                self.broken[name] = str(exc)
+                return
+            except Exception as exc:
+                if self.stopping:
+                    return
+                if time.monotonic() - started > self.restart_max_delay:
+                    delay = self.restart_delay  # it had been running fine: start the backoff afresh
+                self.agent.notice(
+                    f"channel {name} failed: {type(exc).__name__}: {exc}; restarting in {delay:g}s", "warning"
+                )
+            finally:
+                self.running.discard(name)
+            await self._pause(delay)
+            delay = min(delay * 2, self.restart_max_delay)
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less when a stop is requested."""
+        if self._stop is None:
+            await asyncio.sleep(seconds)
+            return
+        try:
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        except TimeoutError:
+            pass
+
+    async def _drain(self) -> None:
+        self.stopping = True
+        busy = len(self.agent.busy)
+        self.agent.notice(
+            f"stopping: waiting up to {self.grace:g}s for {busy} running turn{'s' if busy != 1 else ''}"
+            if busy
+            else "stopping"
+        )
+        stoppable: list[asyncio.Task[None]] = []
+        deadline = time.monotonic() + self.grace
+        # Channels that cannot deliver (a scheduler) stop first and finish their work while the
+        # channels it delivers to still run; then the others.
+        senders = [name for name, channel in self.channels.items() if not callable(getattr(channel, "deliver", None))]
+        for group in (senders, [name for name in self.channels if name not in senders]):
+            for name in group:
+                stop = getattr(self.channels[name], "stop", None)
+                if callable(stop) and not self.tasks[name].done():
+                    stoppable.append(self.tasks[name])
+                    try:
+                        await stop()
+                    except Exception as exc:
+                        self.agent.notice(f"channel {name} failed to stop: {type(exc).__name__}: {exc}", "warning")
+            if group is senders and stoppable:
+                await asyncio.wait(stoppable, timeout=max(deadline - time.monotonic(), 0))
+        if not await self._settled(stoppable, max(deadline - time.monotonic(), 0)):
+            left = len(self.agent.busy)
+            if left:
+                turns = f"{left} running turn{'s' if left != 1 else ''}"
+                self.agent.notice(f"grace period over: aborting {turns}", "warning")
+
+    async def _settled(self, tasks: list[asyncio.Task[None]], seconds: float) -> bool:
+        """Wait until no turn runs and ``tasks`` are done; False when ``seconds`` ran out first."""
+        deadline = time.monotonic() + seconds
+        while True:
+            waiting: list[asyncio.Future[Any]] = [t for t in tasks if not t.done()]
+            waiting += [s.task for s in self.agent.busy if s.task is not None]
+            if not waiting and not self.agent.busy:
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if waiting and not all(w.done() for w in waiting):
+                await asyncio.wait(waiting, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            else:  # between two queued turns of a session: let its loop start the next one
+                await asyncio.sleep(0.01)
+
+    async def _cancel_all(self) -> None:
+        for task in self.tasks.values():
+            task.cancel()
+        if self.tasks:
+            await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+        for session in list(self.agent.busy):  # turns started outside a channel's task
+            self.agent.abort(session)
+        await self._settled([], SETTLE_SECONDS)
+
+    # --- delivery -----------------------------------------------------------------------------
+
+    async def deliver(self, channel: str, address: str, text: str) -> None:
+        """Send ``text`` to ``address`` on ``channel``; ``ChannelError`` when that cannot be done."""
+        target = self.channels.get(channel)
+        if target is None:
+            running = ", ".join(sorted(self.channels)) or "none"
+            raise ChannelError(f"no channel named {channel!r} runs in this crab serve (running: {running})")
+        deliver = getattr(target, "deliver", None)
+        if not callable(deliver):
+            raise ChannelError(f"channel {channel!r} cannot deliver messages")
+        if channel not in self.running:
+            raise ChannelError(f"channel {channel!r} is not running right now (it failed and restarts, or it closed)")
+        try:
+            await deliver(address, self.agent.redactor.text(text))
+        except ChannelError:
+            raise
+        except CrabError as exc:
+            raise ChannelError(f"delivery to {channel} {address} failed: {exc}") from None
+        except Exception as exc:
+            raise ChannelError(f"delivery to {channel} {address} failed: {type(exc).__name__}: {exc}") from None
+
+    # --- keyed sessions -----------------------------------------------------------------------
+
+    async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> Session:
+        """The live session of ``address`` on ``channel`` (opened or resumed once, then kept).
+
+        With ``session_id`` the conversation moves to that stored session (after ``/fork``).
+        """
+        key = (channel, address)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            session = self.sessions.get(key)
+            if session_id is not None and (session is None or session.id != session_id):
+                session = await self.agent.resume(session_id)
+            elif session is None:
+                session = await open_keyed_session(self.agent, channel, address)
+            ask = getattr(self.channels.get(channel), "ask", None)
+            if callable(ask):
+                session.ask = partial(_ask, ask, address)
+            self.sessions[key] = session
+            return session
+
+
+async def _ask(ask: Any, address: str, request: PermissionRequest) -> Answer:
+    """A channel's ``ask(address, request)``; anything but a known answer refuses."""
+    try:
+        answer = await ask(address, request)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        return "deny"
+    return answer if answer in ("once", "always", "deny") else "deny"

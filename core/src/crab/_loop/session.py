@@ -1,0 +1,74 @@
+"""A live session: its stored header, the repaired context cache, queues and per-session state."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crab._contracts.events import TurnStop
+from crab._contracts.interception import AskUser
+from crab._contracts.messages import Message, Usage
+from crab._contracts.storage import SessionInfo
+from crab._loop.budget import TokenBudget
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How one turn ended, what the model finally said, and what it cost."""
+
+    stop: TurnStop
+    text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    turn_id: str = ""
+    session_id: str = ""
+    tool_calls: int = 0
+    quit: bool = False
+    switch_session: str | None = None
+
+
+@dataclass(eq=False)
+class QueuedInput:
+    """User input waiting for (or taking part in) a turn; resolved with that turn's outcome.
+
+    It stays in its queue until it has been written to the store (in flight), so an abort never
+    loses it.
+    """
+
+    text: str
+    outcome: asyncio.Future[TurnOutcome] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+@dataclass(eq=False)
+class Session:
+    """What the loop keeps in memory for a session.
+
+    ``messages`` is the repaired context since the last handoff (the store is the truth; this
+    is a cache kept in step as entries are appended). ``state`` is the tools' session scratch.
+    ``budget`` is the token budget, made on first use (``Agent.budget``).
+    ``ask`` is how the permission gate asks the person behind this session when that is not the
+    agent's own ``ask`` (a chat on a remote channel: ``crab._loop.channel_host``).
+    ``compacting`` is held while a compaction rewrites the context; a turn does not start then.
+    """
+
+    info: SessionInfo
+    workspace: Path
+    messages: list[Message] = field(default_factory=list)
+    handoff: dict[str, Any] | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    system_hashes: set[str] = field(default_factory=set)
+    steering: deque[QueuedInput] = field(default_factory=deque)
+    follow_ups: deque[QueuedInput] = field(default_factory=deque)
+    task: asyncio.Task[TurnOutcome] | None = None
+    busy: bool = False
+    abort_requested: bool = False
+    budget: TokenBudget | None = None
+    ask: AskUser | None = None
+    compacting: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def id(self) -> str:
+        return self.info.id

@@ -1,0 +1,157 @@
+"""Running the tool calls of one model reply: guard, interception hooks, timeouts, concurrency.
+
+Independent calls run concurrently; ``exclusive`` tools run alone. Every call ends with exactly
+one result — executed, refused, skipped or failed — and no failure escapes as an exception
+(except ``PluginError`` in strict mode, after the other calls of the batch have ended). The
+interceptors (the permission gate among them) are reached only through the dispatcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from crab._builtin.loop_guard import LoopGuard, Verdict
+from crab._contracts.messages import ToolCall
+from crab._contracts.tools import Tool, ToolContext, ToolResult
+from crab._host.dispatch import Dispatcher
+from crab._loop.router import did_you_mean
+
+GUARD_STOPPED = "Skipped: the loop guard stopped this turn."
+MAX_RAW_ECHO = 2000
+
+RecordResult = Callable[[ToolCall, ToolResult, float], Awaitable[None]]
+MakeContext = Callable[[ToolCall, Tool], ToolContext]
+
+
+@dataclass
+class BatchOutcome:
+    """Results of one reply's calls in call order, and whether the guard ended the turn."""
+
+    results: list[tuple[ToolCall, ToolResult]]
+    guard_stop: str | None = None
+    skipped_for_steering: bool = False
+
+
+def batches(calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -> list[list[ToolCall]]:
+    """Consecutive non-exclusive calls form one concurrent batch; an exclusive call runs alone."""
+    groups: list[list[ToolCall]] = []
+    current: list[ToolCall] = []
+    for call in calls:
+        tool = tools.get(call.name)
+        if tool is not None and tool.exclusive:
+            if current:
+                groups.append(current)
+                current = []
+            groups.append([call])
+        else:
+            current.append(call)
+    if current:
+        groups.append(current)
+    return groups
+
+
+class ToolRunner:
+    """Executes calls for one session; the loop gives it the registry and callbacks."""
+
+    def __init__(
+        self,
+        dispatch: Dispatcher,
+        tools: Mapping[str, Tool],
+        default_timeout: float,
+        make_context: MakeContext,
+        record: RecordResult,
+    ) -> None:
+        self.dispatch = dispatch
+        self.tools = tools
+        self.default_timeout = default_timeout
+        self.make_context = make_context
+        self.record = record
+
+    async def run_all(
+        self, calls: Sequence[ToolCall], guard: LoopGuard, steering_pending: Callable[[], bool]
+    ) -> BatchOutcome:
+        """Run ``calls``; each gets a result recorded through ``record`` as soon as it exists."""
+        outcome = BatchOutcome(results=[])
+        done: dict[str, ToolResult] = {}
+        for group in batches(calls, self.tools):
+            if outcome.guard_stop is not None:
+                reason = GUARD_STOPPED
+                await self._skip(group, reason, done)
+                continue
+            if steering_pending():
+                outcome.skipped_for_steering = True
+                from crab._loop.history import SKIPPED
+
+                await self._skip(group, SKIPPED, done)
+                continue
+            verdicts: list[tuple[ToolCall, Verdict]] = []
+            for call in group:
+                verdict = guard.check(call.name, call.arguments)
+                if verdict.action == "stop":
+                    outcome.guard_stop = verdict.reason
+                verdicts.append((call, verdict))
+            if outcome.guard_stop is not None:
+                await self._skip(group, f"Stopped by the loop guard: {outcome.guard_stop}.", done)
+                continue
+            ended = await asyncio.gather(
+                *(self._one(call, verdict, guard, done) for call, verdict in verdicts), return_exceptions=True
+            )
+            for value in ended:  # every sibling has ended; now a strict-mode PluginError may escape
+                if isinstance(value, BaseException):
+                    raise value
+        outcome.results = [(call, done[call.id]) for call in calls if call.id in done]
+        return outcome
+
+    async def _skip(self, group: Sequence[ToolCall], reason: str, done: dict[str, ToolResult]) -> None:
+        for call in group:
+            result = ToolResult(reason, is_error=True)
+            done[call.id] = result
+            await self.record(call, result, 0.0)
+
+    async def _one(self, call: ToolCall, verdict: Verdict, guard: LoopGuard, done: dict[str, ToolResult]) -> None:
+        started = time.monotonic()
+        if verdict.action == "block":
+            result = ToolResult(
+                f"Refused by the loop guard: {verdict.reason}. Try a different approach or give your answer.",
+                is_error=True,
+            )
+        else:
+            result = await self.execute(call)
+            if verdict.action == "warn":
+                note = f"[crab loop guard: {verdict.reason}. Change your approach or give your answer.]"
+                result = ToolResult(f"{result.content}\n{note}", result.is_error, result.details)
+        guard.record(call.name, call.arguments, result.content)
+        done[call.id] = result
+        await self.record(call, result, (time.monotonic() - started) * 1000)
+
+    async def execute(self, call: ToolCall) -> ToolResult:
+        """One call through parse check, lookup, before hooks, the tool, after hooks."""
+        if call.parse_error is not None:
+            raw = (call.raw_arguments or "")[:MAX_RAW_ECHO]
+            return ToolResult(
+                f"Invalid arguments for {call.name}: {call.parse_error}. You sent: {raw!r}. "
+                "Send the arguments as one JSON object.",
+                is_error=True,
+            )
+        tool = self.tools.get(call.name)
+        if tool is None:
+            available = ", ".join(sorted(self.tools)) or "none"
+            return ToolResult(
+                f"Unknown tool {call.name!r}.{did_you_mean(call.name, self.tools)} Available tools: {available}.",
+                is_error=True,
+            )
+        ctx = self.make_context(call, tool)
+        call, deny = await self.dispatch.before_tool_call(call, tool, ctx)
+        if deny is not None:
+            return ToolResult(deny.reason, is_error=True)
+        timeout = tool.timeout if tool.timeout is not None else self.default_timeout
+        try:
+            result = await asyncio.wait_for(tool.run(call.arguments, ctx), timeout)
+        except TimeoutError:
+            result = ToolResult(f"{tool.name} timed out after {timeout:g} s and was cancelled.", is_error=True)
+        except Exception as exc:
+            result = ToolResult(f"{tool.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+        return await self.dispatch.after_tool_call(call, tool, result, ctx)

@@ -1,0 +1,194 @@
+"""Keeping secrets in: mask every key or token crab knows in what it stores and what it shows.
+
+Which values are secret is ``crab._secrets.keys.known_secrets``'s business; this module masks them:
+
+- ``Redactor`` in strings and in the JSON-like payloads the loop appends to a store, keys and
+  values alike (and in log files crab writes);
+- ``EventRedactor`` in every event the loop delivers to renderers and ``crab_event`` observers,
+  every string field of it, nested (tool call arguments, messages, errors, notices, output), with
+  lone surrogates replaced (``crab._contracts.messages.valid_text``) so what is shown is valid UTF-8. Text
+  and thinking arrive in deltas, and a secret split across two deltas would pass a per-event
+  mask, so each stream holds back a tail that could be the start of a secret (never more than
+  the longest secret minus one character) until the next delta completes or clears it, or any
+  other event of that session (tool call, usage, error, turn end) flushes it first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from crab._contracts.events import Event, TextDelta, ThinkingDelta
+from crab._contracts.messages import valid_text
+from crab._secrets.keys import MIN_SECRET_LENGTH, REDACTED
+
+
+class Redactor:
+    """Masks a fixed set of secrets in strings and in nested JSON-like payloads."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        self.secrets = sorted((s for s in secrets if len(s) >= MIN_SECRET_LENGTH), key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(s) for s in self.secrets)) if self.secrets else None
+
+    def text(self, value: str) -> str:
+        if self._pattern is None or not value:
+            return value
+        return self._pattern.sub(REDACTED, value)
+
+    def found(self, value: str) -> bool:
+        """Whether any secret occurs in ``value``."""
+        return self._pattern is not None and self._pattern.search(value) is not None
+
+    def matches(self, value: str) -> Iterator[re.Match[str]]:
+        """Where secrets occur in ``value`` (leftmost first, longest secret first at one place)."""
+        return self._pattern.finditer(value) if self._pattern is not None else iter(())
+
+    def payload(self, value: Any) -> Any:
+        """A copy of ``value`` with every string (keys included) masked."""
+        if self._pattern is None:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {self.text(str(k)): self.payload(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.payload(v) for v in value]
+        return value
+
+
+def error_line(text: str) -> str:
+    """An error line safe to print when no agent is at hand: every secret crab can find masked
+    (from the config if it still loads, the environment and the auth file), valid UTF-8."""
+    from crab._secrets.keys import known_secrets
+
+    try:
+        from crab._config.layers import load_config
+
+        config = load_config()
+    except Exception:  # the config itself may be what failed: mask what the rest can find
+        config = None
+    return valid_text(Redactor(known_secrets(config)).text(text))
+
+
+class StreamRedactor:
+    """Masks secrets in one stream of text pieces, even a secret split across pieces.
+
+    ``feed`` returns what can be shown now: everything except a tail that is a proper prefix of
+    a secret (and so might become one with the next piece). ``flush`` returns the held tail,
+    masked, when the stream ends. Shown pieces joined equal ``Redactor.text`` of the whole text.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self._pending = ""
+        self._longest = max((len(s) for s in redactor.secrets), default=0)
+        self._starts = frozenset(s[0] for s in redactor.secrets)
+        self._prefixes = frozenset(s[:n] for s in redactor.secrets for n in range(1, len(s)))
+
+    def feed(self, piece: str) -> str:
+        if not self._longest:
+            return piece
+        text = self._pending + piece if self._pending else piece
+        hold = self._held_from(text)
+        if hold == len(text) and not self._pending and not self.redactor.found(text):
+            return piece  # the common case: nothing to mask, nothing to hold
+
+        shown: list[str] = []
+        done = 0
+        for match in self.redactor.matches(text):
+            if match.start() >= hold:
+                break  # inside the held tail: decided when more text arrives
+            if match.end() > hold:
+                hold = match.end()  # a complete secret reaching into the tail is masked now
+            shown.append(text[done : match.start()])
+            shown.append(REDACTED)
+            done = match.end()
+        shown.append(text[done:hold])
+        self._pending = text[hold:]
+        return "".join(shown)
+
+    def flush(self) -> str:
+        """The held tail, masked; the stream starts afresh."""
+        text, self._pending = self._pending, ""
+        return self.redactor.text(text)
+
+    def _held_from(self, text: str) -> int:
+        """Start of the longest tail of ``text`` that is a proper prefix of some secret."""
+        for start in range(max(0, len(text) - self._longest + 1), len(text)):
+            if text[start] in self._starts and text[start:] in self._prefixes:
+                return start
+        return len(text)
+
+
+class EventRedactor:
+    """Makes every event safe to show: secrets masked, text valid UTF-8 (see the module docstring).
+
+    ``events(event, session_id)`` gives the events to deliver in its place: usually one, none
+    while a delta is held back, or a flushed delta before the event that ends a stream.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self._streams: dict[tuple[str, type[Event]], StreamRedactor] = {}
+
+    def events(self, event: Event, session_id: str = "") -> list[Event]:
+        if isinstance(event, TextDelta | ThinkingDelta):
+            out = self._flush(session_id, keep=type(event)) if self._streams else []
+            shown = valid_text(self._stream(session_id, type(event)).feed(event.text))
+            if shown is event.text:
+                out.append(event)  # unchanged: deliver the event itself, not a copy
+            elif shown:
+                out.append(type(event)(shown))
+            return out
+        out = self._flush(session_id) if self._streams else []
+        out.append(self.event(event))
+        return out
+
+    def event(self, event: Event) -> Event:
+        """A copy of ``event`` with every string field, nested, masked and made valid UTF-8."""
+        cleaned: Event = self._value(event)
+        return cleaned
+
+    def _stream(self, session_id: str, kind: type[Event]) -> StreamRedactor:
+        key = (session_id, kind)
+        stream = self._streams.get(key)
+        if stream is None:
+            stream = self._streams[key] = StreamRedactor(self.redactor)
+        return stream
+
+    def _flush(self, session_id: str, keep: type[Event] | None = None) -> list[Event]:
+        out: list[Event] = []
+        for kind in (TextDelta, ThinkingDelta):
+            if kind is keep:
+                continue
+            stream = self._streams.pop((session_id, kind), None)
+            if stream is not None:
+                rest = stream.flush()
+                if rest:
+                    out.append(kind(valid_text(rest)))
+        return out
+
+    def _value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return valid_text(self.redactor.text(value))
+        if isinstance(value, Mapping):
+            pairs = [(self._value(str(k)), self._value(v)) for k, v in value.items()]
+            if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(pairs, value.items(), strict=True)):
+                return value  # nothing to mask: keep the object (and the cost of copying) as it is
+            return dict(pairs)
+        if isinstance(value, list | tuple):
+            items = [self._value(v) for v in value]
+            if all(new is old for new, old in zip(items, value, strict=True)):
+                return value
+            return items if isinstance(value, list) else tuple(items)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            changes: dict[str, Any] = {}
+            for f in dataclasses.fields(value):
+                old = getattr(value, f.name)
+                new = self._value(old)
+                if new is not old:
+                    changes[f.name] = new
+            return dataclasses.replace(value, **changes) if changes else value
+        return value

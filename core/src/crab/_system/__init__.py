@@ -1,0 +1,1 @@
+"""What touches the operating system beyond plain files: atomic replacement and the last-resort watchdog. Private."""
