@@ -1,6 +1,7 @@
 """llama.cpp's OpenAI-compatible server (llama-cpp-python) as recorded in the fixtures: each call
 once although every chunk also carries the legacy ``function_call``; a tool-call reply replayed
-without ``"content": null``; ``extra_body`` reaching the server; a keyless 401 that says what to set.
+with ``"content": ""`` (the recorded body the server accepts); ``extra_body`` reaching the server;
+a keyless 401 that says what to set.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from crab.testing.http_replay import CRAB, run_crab
 from crab.tools import ToolSpec
 from crab_provider_openai.parser import ChatStreamParser
 from crab_provider_openai.provider import OpenAIProvider
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 Run = Callable[[OpenAIProvider, ModelRequest], tuple[list[StreamEvent], Exception | None]]
 CALL_ID = "call__0_read_cmpl-7c1f4e2a-93d5-4b8e-a6f0-2d5c8e1b9a47"
@@ -71,7 +74,13 @@ def test_calls_that_share_an_id_get_ids_of_their_own() -> None:
     assert [(c.id, c.arguments) for c in calls] == [("call_0", {"path": "a.py"}), ("call_0_2", {"path": "b.py"})]
 
 
-def test_tool_call_round_trip_sends_no_null_content_and_extra_body(
+def recorded_body(name: str) -> Any:
+    """A recorded request body: the fixture's JSON, its ``#`` header dropped."""
+    text = (FIXTURES / name).read_text()
+    return json.loads("".join(line for line in text.splitlines(keepends=True) if not line.startswith("#")))
+
+
+def test_tool_call_round_trip_sends_the_body_llamacpp_python_accepts(
     server: Any, make_provider: Any, run_stream: Run
 ) -> None:
     server.script(server.sse("llamacpp_python_tool_call.sse"), server.sse("llamacpp_python_answer.sse"))
@@ -96,10 +105,11 @@ def test_tool_call_round_trip_sends_no_null_content_and_extra_body(
     second = ModelRequest("local", "sys", (*first.messages, end.message, result), (READ,))
     events, error = run_stream(provider, second)
     assert error is None
+    assert server.requests[1].body == recorded_body("llamacpp_python_followup.body")
     replayed = server.requests[1].body["messages"]
     assistant = replayed[2]
-    assert assistant["role"] == "assistant"
-    assert "content" not in assistant  # llama-cpp-python answers "content": null with HTTP 500
+    # Missing, llama-cpp-python's template fails (HTTP 500); null, its request schema refuses it.
+    assert (assistant["role"], assistant["content"]) == ("assistant", "")
     assert [c["id"] for c in assistant["tool_calls"]] == [CALL_ID]
     assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == ARGUMENTS
     assert replayed[3] == {"role": "tool", "tool_call_id": CALL_ID, "content": "[table]\nkey = 1"}
@@ -113,6 +123,7 @@ def test_an_assistant_reply_with_text_and_calls_keeps_its_text() -> None:
 
     call = ToolCall("c1", "read", {"path": "x"})
     assert message_to_openai(AssistantMessage("Let me look.", (call,)))["content"] == "Let me look."
+    assert message_to_openai(AssistantMessage("", (call,)))["content"] == ""
     assert message_to_openai(AssistantMessage(""))["content"] == ""
 
 
@@ -150,7 +161,7 @@ def test_crab_run_against_llamacpp_runs_each_call_once(server: Any, isolated_hom
     assert (server.requests[0].body["top_k"], server.requests[0].body["repeat_penalty"]) == (20, 1.1)
     replayed = server.requests[1].body["messages"]
     assert [m["role"] for m in replayed][-2:] == ["assistant", "tool"]
-    assert "content" not in replayed[-2]
+    assert replayed[-2]["content"] == ""
     assert [m.get("tool_call_id") for m in replayed if m["role"] == "tool"] == [CALL_ID]
 
 
