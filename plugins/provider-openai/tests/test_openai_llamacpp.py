@@ -1,7 +1,7 @@
 """llama.cpp's OpenAI-compatible server (llama-cpp-python) as recorded in the fixtures: each call
 once although every chunk also carries the legacy ``function_call``; a tool-call reply replayed
 with ``"content": ""`` (the recorded body the server accepts); ``extra_body`` reaching the server;
-a keyless 401 that says what to set.
+a stream the server ends without a chunk, said as such; a keyless 401 that says what to set.
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crab import ErrorEvent
 from crab.events import MessageEnd, StreamEvent, ToolCallEvent
 from crab.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from crab.providers import ModelRequest
 from crab.sse import SSEDecoder
+from crab.testing import HttpReply
 from crab.testing.http_replay import CRAB, run_crab
 from crab.tools import ToolSpec
 from crab_provider_openai.parser import ChatStreamParser
@@ -127,6 +129,46 @@ def test_an_assistant_reply_with_text_and_calls_keeps_its_text() -> None:
     assert message_to_openai(AssistantMessage(""))["content"] == ""
 
 
+def test_a_stream_the_server_ends_before_any_chunk_says_so(server: Any, make_provider: Any, run_stream: Run) -> None:
+    """llama-cpp-python whose chat handler fails: HTTP 200, then the body ends with no chunk."""
+    server.script(server.sse("llamacpp_python_failed_stream.sse"))
+    events, error = run_stream(make_provider(), ModelRequest("local", "", (UserMessage("hi"),)))
+    assert error is None
+    (failure,) = events
+    assert isinstance(failure, ErrorEvent)
+    assert failure.kind == "stream"
+    assert failure.message == (
+        "openai: the stream (HTTP 200) ended without [DONE] and held no event: "
+        "the server failed on this request (its own log says why)"
+    )
+
+
+def test_the_servers_own_words_outside_any_event_are_quoted(
+    server: Any, make_provider: Any, run_stream: Run, api_key: str
+) -> None:
+    server.script(server.sse("error_field_no_done.sse"))
+    events, _ = run_stream(make_provider(), ModelRequest("local", "", (UserMessage("hi"),)))
+    (failure,) = [e for e in events if isinstance(e, ErrorEvent)]
+    assert failure.message == (
+        "openai: the stream (HTTP 200) ended without [DONE]; the server said: error: "
+        '{"code":500,"message":"failed to parse tool call arguments","type":"server_error"}; '
+        "the partial reply was dropped"
+    )
+    assert not any(isinstance(e, MessageEnd | ToolCallEvent) for e in events)
+
+
+def test_what_the_server_said_is_bounded_and_redacted(
+    server: Any, make_provider: Any, run_stream: Run, api_key: str
+) -> None:
+    body = [f"oops: key {api_key} refused\n\n".encode(), *(b"x" * 200 + b"\n\n" for _ in range(50))]
+    server.script(HttpReply(events=body))
+    events, _ = run_stream(make_provider(), ModelRequest("local", "", (UserMessage("hi"),)))
+    (failure,) = events
+    assert isinstance(failure, ErrorEvent)
+    assert api_key not in failure.message and "oops: key [redacted] refused" in failure.message
+    assert len(failure.message) < 450
+
+
 def test_a_keyless_401_says_to_set_api_key_env(server: Any, run_stream: Run) -> None:
     server.script(server.error(401, {"error": {"message": "Invalid API Key", "type": "invalid_request_error"}}))
     provider = OpenAIProvider({"base_url": server.url, "retry_base_delay": 0.01}, env={})
@@ -178,4 +220,20 @@ def test_crab_run_keyless_401_names_api_key_env(server: Any, isolated_home: Path
     said = denied.stdout + denied.stderr
     assert "set api_key_env in [plugins.provider-openai]" in said
     assert "set  to" not in said
+    assert "Traceback" not in said
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CRAB is None, reason="the crab console script is not installed in this environment")
+def test_crab_run_says_the_server_failed_before_answering(server: Any, isolated_home: Path) -> None:
+    """What the user met: only "the stream ended without [DONE]", with no hint where to look."""
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    (isolated_home / "config.toml").write_text(
+        f'[plugins.provider-openai]\nbase_url = "{server.url}"\nretry_base_delay = 0.01\n'
+    )
+    server.script(server.sse("llamacpp_python_failed_stream.sse"))
+    failed = run_crab(isolated_home, "run", "hi", "--model", "openai/local")
+    assert failed.returncode != 0
+    said = failed.stdout + failed.stderr
+    assert "(HTTP 200) ended without [DONE] and held no event: the server failed on this request" in said
     assert "Traceback" not in said
