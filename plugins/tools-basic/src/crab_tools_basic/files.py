@@ -49,9 +49,13 @@ def open_existing(parent: Parent, on_folder: str = "use ls to list it") -> tuple
         fd = anchored.open_entry(parent, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise Missing(f"{parent.display} does not exist") from None
-    info = os.fstat(fd)
-    if stat.S_ISREG(info.st_mode):
-        return os.fdopen(fd, "rb"), info
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode):
+            return os.fdopen(fd, "rb"), info
+    except BaseException:
+        os.close(fd)
+        raise
     os.close(fd)
     if stat.S_ISDIR(info.st_mode):
         raise ToolError(f"{parent.display} is a folder, not a file: {on_folder}")
