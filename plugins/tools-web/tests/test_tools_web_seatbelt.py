@@ -110,6 +110,9 @@ def test_public_addresses_pass(address: str) -> None:
         ("http://exa mple.com/", "spaces"),
         ("http://evil.com\\@127.0.0.1/", "backslashes"),
         ("/relative/path", "not an http or https"),
+        ("http://127.0.0.1:65536/", "port 65536; a port is a number from 1 to 65535"),
+        ("http://example.com:0/", "port 0"),
+        ("http://example.com:99999999999999999999/", "port 99999999999999999999"),
     ],
 )
 def test_odd_url_forms_are_refused(url: str, why: str) -> None:
@@ -143,6 +146,7 @@ def test_loopback_is_refused_when_not_allowed(web: WebServer, call: Call, settin
         "http://[fd00:ec2::254]/",
         "http://metadata.google.internal/computeMetadata/v1/",
         "http://0.0.0.0/",
+        "http://127.0.0.1:65536/",  # loopback is allowed here: a port out of range must not reach a socket
     ],
 )
 def test_private_targets_are_refused_directly(call: Call, url: str, fake_dns: dict[str, list[list[str]]]) -> None:

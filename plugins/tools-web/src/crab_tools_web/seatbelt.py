@@ -230,6 +230,8 @@ def check_url(text: str) -> httpx.URL:
     host = url.raw_host.decode("ascii", "replace")
     if not host:
         raise Refused(f"Refused: {shown!r} has no host name.")
+    if url.port is not None and not 0 < url.port < 65536:  # httpx parses any number; sockets take 1–65535
+        raise Refused(f"Refused: {shown!r} names port {url.port}; a port is a number from 1 to 65535.")
     if "%" in host or "%25" in url.netloc.decode("ascii", "replace"):
         raise Refused(f"Refused: {shown!r} names an IPv6 zone id (%…); web_fetch reaches only public addresses.")
     if ":" not in host:
