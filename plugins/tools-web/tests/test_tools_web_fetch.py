@@ -155,6 +155,28 @@ def test_compression_bomb_is_never_expanded_past_the_cap(
         assert result.is_error and "gzip, gzip" in result.content, result.content
 
 
+def test_endless_empty_deflate_blocks_stop_at_the_download_cap(
+    web: WebServer, call: Call, settings: dict[str, Any]
+) -> None:
+    # They inflate to nothing, so a cap on inflated bytes alone never ends the download: it ran
+    # until total_timeout, gigabytes later. The bytes received count against max_bytes too.
+    settings["max_bytes"] = 100_000
+    settings["total_timeout"] = 60.0
+    result = call("web_fetch", url=web.url("/empty-blocks.txt"))
+    assert not result.is_error, result.content
+    assert "download stopped at 100,000 bytes" in result.content
+
+
+def test_the_download_stops_where_the_gzip_stream_ends(web: WebServer, call: Call, settings: dict[str, Any]) -> None:
+    # Bytes after the end of the member are no part of the page; reading on kept them in zlib's
+    # unused_data (copied on every chunk) until the cap or total_timeout.
+    settings["total_timeout"] = 60.0
+    result = call("web_fetch", url=web.url("/after-the-end.txt"))
+    assert not result.is_error, result.content
+    assert body_of(result) == "the whole page"
+    assert "download stopped" not in result.content
+
+
 def test_unrequested_content_encoding_is_refused(web: WebServer, call: Call) -> None:
     result = call("web_fetch", url=web.url("/brotli.txt"))
     assert result.is_error and "Content-Encoding br" in result.content, result.content
