@@ -153,6 +153,10 @@ def _handler(server: WebServer) -> type[http.server.BaseHTTPRequestHandler]:
                 self.endless(GZIP_HEADER, EMPTY_BLOCKS)
             elif path == "/after-the-end.txt":
                 self.endless(gzip.compress(b"the whole page\n"), b"not part of any gzip member " * 2048)
+            elif path.startswith("/charset/"):
+                kind, charset = path.split("/")[2:4]
+                body = b"<p>plain words</p>" if kind == "html" else b"plain words\n"
+                self.reply(200, body, f"text/{kind}; charset={charset}")
             elif path == "/brotli.txt":
                 self.reply(200, b"\x1b\x03\x00\xf8\xa5\x82", "text/plain", Content_Encoding="br")
             elif path.startswith("/chain/"):

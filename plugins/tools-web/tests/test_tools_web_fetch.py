@@ -65,6 +65,18 @@ def test_declared_charset_is_honoured(web: WebServer, call: Call) -> None:
     assert body_of(call("web_fetch", url=web.url("/latin1.txt"))) == "café au lait"
 
 
+@pytest.mark.parametrize("kind", ["plain", "html"])
+@pytest.mark.parametrize("charset", ["rot13", "zlib", "base64", "hex", "idna", "undefined", "no-such-charset"])
+def test_a_charset_that_is_no_text_encoding_counts_as_unknown(
+    web: WebServer, call: Call, kind: str, charset: str
+) -> None:
+    # codecs.lookup knows these, but they turn bytes into bytes (or take no error handler):
+    # decoding with one ended the call with core's "web_fetch failed: LookupError"
+    result = call("web_fetch", url=web.url(f"/charset/{kind}/{charset}"))
+    assert not result.is_error, result.content
+    assert body_of(result) == "plain words"
+
+
 def test_gzip_body_is_decoded(web: WebServer, call: Call) -> None:
     assert "# Zipped heading" in body_of(call("web_fetch", url=web.url("/gzip.html")))
 

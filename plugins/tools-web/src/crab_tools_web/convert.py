@@ -5,7 +5,8 @@ conversion the noise is dropped: scripts, styles, navigation, forms, and element
 from its readers (``hidden``, ``aria-hidden``, ``display:none``), which are a favourite place to
 put instructions for an AI that no human would see. When the page has one ``<main>`` (or else one
 ``<article>``), only that is converted. Links and images get absolute URLs, so the model can
-fetch what a page links to; ``data:`` images are dropped. bs4 and markdownify are imported
+fetch what a page links to; ``data:`` images are dropped. A declared charset that is no text
+encoding (``rot13``, ``zlib``, ``base64``…) counts as unknown. bs4 and markdownify are imported
 inside the functions.
 """
 
@@ -57,15 +58,27 @@ class Page:
     title: str = ""
 
 
+def text_charset(charset: str | None) -> str | None:
+    """``charset`` when Python knows it as a text encoding, else None."""
+    if not charset:
+        return None
+    try:
+        # LookupError for codecs that are no text encoding (zlib, rot13, base64, hex); UnicodeError
+        # for ones that take no error handler (idna, undefined). b"" would skip the codec.
+        b"a".decode(charset, errors="ignore")
+    except (LookupError, UnicodeError):
+        return None
+    return charset
+
+
 def decode(body: bytes, charset: str | None) -> str:
     """``body`` as text: the declared charset when Python knows it, else UTF-8, else Windows-1252."""
+    charset = text_charset(charset)
     if charset:
         try:
-            codecs.lookup(charset)
-        except LookupError:
-            charset = None
-    if charset:
-        return body.decode(charset, errors="replace")
+            return body.decode(charset, errors="replace")
+        except UnicodeError:
+            pass  # idna, punycode and the like refuse errors="replace" or these bytes: as if undeclared
     if body.startswith(codecs.BOM_UTF8):
         return body[3:].decode("utf-8", errors="replace")
     try:
@@ -140,7 +153,7 @@ def html_to_markdown(body: bytes | str, charset: str | None = None, base_url: st
     from bs4 import BeautifulSoup
 
     if isinstance(body, bytes):
-        soup = BeautifulSoup(body, "html.parser", from_encoding=_known(charset))
+        soup = BeautifulSoup(body, "html.parser", from_encoding=text_charset(charset))
     else:
         soup = BeautifulSoup(body, "html.parser")
     title_tag = soup.find("title")
@@ -160,16 +173,6 @@ def html_to_markdown(body: bytes | str, charset: str | None = None, base_url: st
             break
     text = _converter(base_url).convert_soup(root)
     return Page(tidy(text), "markdown", title)
-
-
-def _known(charset: str | None) -> str | None:
-    if not charset:
-        return None
-    try:
-        codecs.lookup(charset)
-    except LookupError:
-        return None
-    return charset
 
 
 def tidy(text: str) -> str:
