@@ -63,6 +63,15 @@ ENDLESS_LIMIT = 2 * 1024**3
 """An endless body stops here, or when the client hangs up."""
 
 
+DEEP_LEVELS = 5_000
+"""Far deeper than markdownify can recurse (about 330 levels under Python's default limit)."""
+DEEP_HTML = (
+    "<html><body><main>"
+    + "".join(f"<div>level{n} " + ("<span hidden>DEEP-HIDDEN</span>" if n == 3_000 else "") for n in range(DEEP_LEVELS))
+    + "</main></body></html>"
+)
+
+
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
 
 
@@ -153,6 +162,8 @@ def _handler(server: WebServer) -> type[http.server.BaseHTTPRequestHandler]:
                 self.endless(GZIP_HEADER, EMPTY_BLOCKS)
             elif path == "/after-the-end.txt":
                 self.endless(gzip.compress(b"the whole page\n"), b"not part of any gzip member " * 2048)
+            elif path == "/deep.html":
+                self.reply(200, DEEP_HTML.encode(), "text/html; charset=utf-8")
             elif path.startswith("/charset/"):
                 kind, charset = path.split("/")[2:4]
                 body = b"<p>plain words</p>" if kind == "html" else b"plain words\n"

@@ -77,6 +77,17 @@ def test_a_charset_that_is_no_text_encoding_counts_as_unknown(
     assert body_of(result) == "plain words"
 
 
+def test_deeply_nested_html_still_yields_its_text(web: WebServer, call: Call, settings: dict[str, Any]) -> None:
+    # 5,000 nested elements: markdownify recursed once per level and the call ended with core's
+    # "web_fetch failed: RecursionError"; past MAX_DEPTH the text is kept as plain text
+    settings["max_chars"] = settings["default_max_chars"] = 100_000
+    result = call("web_fetch", url=web.url("/deep.html"))
+    assert not result.is_error, result.content
+    text = body_of(result)
+    assert re.findall(r"\blevel(\d+)\b", text) == [str(n) for n in range(5_000)]  # every level, in order
+    assert "DEEP-HIDDEN" not in text  # a hidden element stays hidden, however deep
+
+
 def test_gzip_body_is_decoded(web: WebServer, call: Call) -> None:
     assert "# Zipped heading" in body_of(call("web_fetch", url=web.url("/gzip.html")))
 

@@ -5,9 +5,10 @@ conversion the noise is dropped: scripts, styles, navigation, forms, and element
 from its readers (``hidden``, ``aria-hidden``, ``display:none``), which are a favourite place to
 put instructions for an AI that no human would see. When the page has one ``<main>`` (or else one
 ``<article>``), only that is converted. Links and images get absolute URLs, so the model can
-fetch what a page links to; ``data:`` images are dropped. A declared charset that is no text
-encoding (``rot13``, ``zlib``, ``base64``…) counts as unknown. bs4 and markdownify are imported
-inside the functions.
+fetch what a page links to; ``data:`` images are dropped. Elements nested deeper than
+``MAX_DEPTH`` are kept as their plain text. A declared charset that is no text encoding
+(``rot13``, ``zlib``, ``base64``…) counts as unknown. bs4 and markdownify are imported inside the
+functions.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ NOISE_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "menu"
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _BLANK_LINES = re.compile(r"\n[ \t]*(\n[ \t]*){2,}")
 _LANGUAGE_CLASS = re.compile(r"^(?:language|lang|highlight-source|sourceCode)-?([\w+#.-]+)$")
+MAX_DEPTH = 100
+"""Levels of elements converted as structure; deeper ones become plain text. markdownify recurses
+about three Python frames a level, so 100,000 nested tags would exceed the recursion limit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +175,29 @@ def html_to_markdown(body: bytes | str, charset: str | None = None, base_url: st
         if len(found) == 1:
             root = found[0]
             break
+    flatten_below(root, MAX_DEPTH)
     text = _converter(base_url).convert_soup(root)
     return Page(tidy(text), "markdown", title)
+
+
+def flatten_below(root: Any, depth: int) -> None:
+    """Replace what each element ``depth`` levels below ``root`` holds with its plain text.
+
+    Runs after the noise is dropped, so hidden text stays hidden; walks level by level, never
+    recursing, since the tree may be as deep as the page likes.
+    """
+    from bs4 import Tag
+
+    level = [root]
+    for _ in range(depth):
+        level = [child for tag in level for child in tag.children if isinstance(child, Tag)]
+        if not level:
+            return
+    for tag in level:
+        if any(isinstance(child, Tag) for child in tag.children):
+            text = tag.get_text()
+            tag.clear()
+            tag.append(text)
 
 
 def tidy(text: str) -> str:
