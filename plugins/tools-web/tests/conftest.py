@@ -162,6 +162,12 @@ def _handler(server: WebServer) -> type[http.server.BaseHTTPRequestHandler]:
                 self.endless(GZIP_HEADER, EMPTY_BLOCKS)
             elif path == "/after-the-end.txt":
                 self.endless(gzip.compress(b"the whole page\n"), b"not part of any gzip member " * 2048)
+            elif path == "/broken-links.html":
+                body = (
+                    '<p><a href="http://[::1">broken</a>, <img src="https://[oops/x.png" alt="pic"> and '
+                    '<a href="/fine">fine</a></p>'
+                )
+                self.reply(200, body.encode(), "text/html")
             elif path == "/deep.html":
                 self.reply(200, DEEP_HTML.encode(), "text/html; charset=utf-8")
             elif path.startswith("/charset/"):

@@ -88,6 +88,13 @@ def test_deeply_nested_html_still_yields_its_text(web: WebServer, call: Call, se
     assert "DEEP-HIDDEN" not in text  # a hidden element stays hidden, however deep
 
 
+def test_links_that_are_no_url_are_kept_as_text(web: WebServer, call: Call) -> None:
+    # urljoin raises ValueError on "http://[::1": the call ended with core's "web_fetch failed"
+    result = call("web_fetch", url=web.url("/broken-links.html"))
+    assert not result.is_error, result.content
+    assert body_of(result) == f"broken, [image: pic] and [fine]({web.url('/fine')})"
+
+
 def test_gzip_body_is_decoded(web: WebServer, call: Call) -> None:
     assert "# Zipped heading" in body_of(call("web_fetch", url=web.url("/gzip.html")))
 

@@ -113,9 +113,21 @@ def _hidden(el: Any) -> bool:
     return bool(_HIDDEN_STYLE.search(str(attrs.get("style", ""))))
 
 
-def _converter(base_url: str) -> Any:
+def absolute(base_url: str, link: str) -> str | None:
+    """``link`` made absolute against ``base_url``; None for script and ``data:`` links, and for
+    ones that are no URL at all (``http://[::1``), which urljoin refuses with ValueError."""
     from urllib.parse import urljoin
 
+    link = link.strip()
+    if not link or link.lower().startswith(("javascript:", "data:", "vbscript:")):
+        return None
+    try:
+        return urljoin(base_url, link)
+    except ValueError:
+        return None
+
+
+def _converter(base_url: str) -> Any:
     from markdownify import MarkdownConverter
 
     # markdownify finds convert_<tag> methods by name, so its type hints do not declare them
@@ -127,19 +139,19 @@ def _converter(base_url: str) -> Any:
         def convert_a(self, el: Any, text: str, parent_tags: set[str]) -> str:
             href = el.get("href")
             if href:
-                href = href.strip()
-                if href.lower().startswith(("javascript:", "data:", "vbscript:")):
+                target = absolute(base_url, str(href))
+                if target is None:
                     del el["href"]
                 else:
-                    el["href"] = urljoin(base_url, href)
+                    el["href"] = target
             return str(plain.convert_a(self, el, text, parent_tags))
 
         def convert_img(self, el: Any, text: str, parent_tags: set[str]) -> str:
-            src = (el.get("src") or "").strip()
-            if not src or src.lower().startswith("data:"):
+            src = absolute(base_url, str(el.get("src") or ""))
+            if src is None:
                 alt = (el.get("alt") or "").strip()
                 return f"[image: {alt}]" if alt else ""
-            el["src"] = urljoin(base_url, src)
+            el["src"] = src
             return str(plain.convert_img(self, el, text, parent_tags))
 
     return WebConverter(
