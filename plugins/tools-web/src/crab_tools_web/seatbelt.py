@@ -1,15 +1,15 @@
 """The network seatbelt: which URLs and addresses web_fetch may reach, decided before connecting.
 
-Only ``http`` and ``https``; no user-info, IPv6 zone ids or odd IPv4 spellings
-(``http://2130706433/``, ``0x7f.1``, ``0177.0.0.1``). A host name is resolved once here and
-*every* address it gives must be public — not loopback, private, link-local, CGNAT, multicast,
-unspecified, reserved, IPv6 ULA or link-local, nor a cloud metadata address — unless
+Only ``http`` and ``https``; no user-info, IPv6 zone ids, ports outside 1–65535 or odd IPv4
+spellings (``http://2130706433/``, ``0x7f.1``, ``0177.0.0.1``). A host name is resolved once here
+and *every* address it gives must be public — not loopback, private, link-local, CGNAT,
+multicast, unspecified, reserved, IPv6 ULA or link-local, nor a cloud metadata address — unless
 ``allow_hosts`` (trust-only) names the host, the address or its network. An IPv6 address that
-stands for an IPv4 one (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo) is that IPv4 address
-for every check, so no IPv6 entry (``::/0``) unlocks 127.0.0.1 or a metadata address. The caller connects
-to the checked address itself (``Target.address``), so a second DNS answer cannot send the
-connection elsewhere (DNS rebinding). Every redirect hop goes through ``check_url`` and
-``check_target`` again.
+stands for an IPv4 one (IPv4-mapped, NAT64, 6to4, Teredo) is that IPv4 address for every check
+(``ipv4_inside``), so no IPv6 entry (``::/0``) unlocks 127.0.0.1 or a metadata address. The
+caller connects to the checked address itself (``Target.address``), so a second DNS answer
+cannot send the connection elsewhere (DNS rebinding). Every redirect hop goes through
+``check_url`` and ``check_target`` again.
 """
 
 from __future__ import annotations
