@@ -4,6 +4,7 @@ schedule add`` are run by ``crab serve schedule`` processes and delivered to the
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -163,6 +164,10 @@ def test_a_killed_workers_job_runs_again_after_its_lease(crab_cmd):
         (["--cron", "0 9 * * 1-5", "--timezone", "Europe/Berlinn"], "crab: unknown timezone 'Europe/Berlinn'"),
         (["--every", "2 fortnights"], "crab: invalid duration '2 fortnights'"),
         (["--at", "2001-01-01T00:00"], "crab: time '2001-01-01T00:00' is in the past (2001-01-01 00:00 UTC)"),
+        (["--cron", "0 0 31 2 *"], "crab: cron expression '0 0 31 2 *' never fires"),
+        (["--in", "99999999d"], "crab: invalid duration '99999999d': at most 3650d (ten years)"),
+        (["--every", "99999999d"], "crab: invalid duration '99999999d': at most 3650d (ten years)"),
+        (["--in", "1h", "--name", "n" * 81], "crab: the name is 81 characters; at most 80"),
     ],
 )
 def test_an_invalid_schedule_exits_2_with_one_line_and_stores_nothing(crab_cmd, args, message):
@@ -173,16 +178,24 @@ def test_an_invalid_schedule_exits_2_with_one_line_and_stores_nothing(crab_cmd, 
     assert crab_cmd.jobs() == []
 
 
-def test_the_tool_refuses_a_bad_cron_expression_and_stores_nothing(crab_cmd):
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"cron": "every monday"}, "invalid cron expression 'every monday'"),
+        ({"cron": "0 0 31 2 *"}, "cron expression '0 0 31 2 *' never fires"),
+        ({"after": "99999999d"}, "invalid duration '99999999d': at most 3650d (ten years)"),
+        ({"after": "1h", "name": "n" * 81}, "the name is 81 characters; at most 80"),
+    ],
+)
+def test_the_tool_refuses_a_bad_schedule_in_one_line_and_stores_nothing(crab_cmd, args, message):
     model = crab_cmd.script(
-        [
-            [{"tool": "schedule_add", "args": {"mode": "reminder", "text": "x", "cron": "every monday"}}],
-            [{"text": "ok"}],
-        ]
+        [[{"tool": "schedule_add", "args": {"mode": "reminder", "text": "x", **args}}], [{"text": "ok"}]]
     )
     ran = crab_cmd.run("run", "--yolo", "-m", model, "-o", "json", "schedule it")
     assert ran.returncode == 0, ran.stderr
-    assert "invalid cron expression 'every monday'" in ran.stdout
+    [call] = json.loads(ran.stdout)["tool_calls"]
+    assert call["is_error"] and call["result"].startswith(message), call
+    assert "\n" not in call["result"] and "Traceback" not in ran.stdout + ran.stderr
     assert crab_cmd.jobs() == []
 
 

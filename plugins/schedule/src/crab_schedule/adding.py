@@ -13,6 +13,7 @@ from crab_schedule.settings import ScheduleSettings
 from crab_schedule.timing import format_time, make_trigger, next_fire
 
 MAX_TEXT = 4000  # characters of a reminder or prompt
+MAX_NAME = 80  # characters of a job's label: one line of `crab schedule list`
 PERMISSION_MODES = ("read-only", "ask", "yolo")
 
 
@@ -46,6 +47,9 @@ async def add_job(
         raise crab.UsageError(f"the {what} is {len(text)} characters; at most {MAX_TEXT}")
     if permissions not in PERMISSION_MODES:
         raise crab.UsageError(f"invalid permissions {permissions!r}: use one of {', '.join(PERMISSION_MODES)}")
+    name = name.strip()
+    if len(name) > MAX_NAME:
+        raise crab.UsageError(f"the name is {len(name)} characters; at most {MAX_NAME}: give a shorter label")
     trigger = make_trigger(
         cron=cron,
         every=every,
@@ -70,7 +74,7 @@ async def add_job(
         trigger=trigger,
         mode=mode,
         text=mask(text),
-        name=mask(name.strip()[:80]),
+        name=mask(name),
         origin=origin,
         permissions=permissions,
         created=now,
