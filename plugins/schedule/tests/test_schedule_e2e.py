@@ -285,3 +285,23 @@ def test_a_job_store_no_plugin_offers_is_one_line_and_exit_2(crab_cmd):
     assert done.returncode == 2
     assert "store = 'nosuch': no loaded plugin offers that job store (available: sqlite" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_sigterm_past_the_grace_period_records_the_run_as_interrupted_and_a_restart_runs_it(crab_cmd):
+    crab_cmd.run("schedule", "add", "--prompt", "endless report", "--in", "1s", "--to", "fakechat:gina")
+    grace = ["--set", "serve.grace_seconds=0.5"]
+    proc = crab_cmd.serve([[{"delay": 600}, {"text": "never"}]], *grace)
+    wait_until(lambda: any(j.claimed_by for j in crab_cmd.jobs()), "the job to start", proc)
+    code, stderr = crab_cmd.stop(proc)  # the turn outlives the grace period: it is cancelled
+    assert code == 0, stderr
+    [job] = crab_cmd.jobs()
+    # released and still due, so the next crab serve runs it at once (not after a 5-minute lease)
+    assert (job.claimed_by, job.lease_until, job.runs, job.last_status) == (None, None, 1, "error")
+    assert job.next_run is not None and job.next_run <= datetime.now(UTC)
+    [entry] = crab_cmd.records()
+    assert entry.status == "error" and "interrupted" in (entry.error or "")
+    proc = crab_cmd.serve([[{"text": "report at last"}]])
+    delivered = crab_cmd.chat / "gina.delivered"
+    wait_until(delivered.exists, "the interrupted job to run after the restart", proc)
+    assert delivered.read_text() == "report at last\n"
+    assert crab_cmd.stop(proc)[0] == 0

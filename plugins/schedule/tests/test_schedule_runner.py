@@ -216,3 +216,28 @@ def test_a_bad_declared_job_is_one_config_line(tmp_path):
         TABLE.validate({"jobs": {"a": {"every": "1h"}}})
     with pytest.raises(crab.InvalidValue, match="expected an IANA timezone"):
         TABLE.validate({"jobs": {"a": {"every": "1h", "message": "x", "timezone": "Nowhere/Land"}}})
+
+
+def test_a_run_cancelled_with_the_scheduler_is_logged_as_interrupted_and_released_still_due(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
+    job = add(store, conf, clock, mode="agent", text="endless")
+    clock.advance(minutes=1)
+
+    class Hung(fakes.FakeHandle):
+        async def handle_input(self, session, text):
+            await asyncio.Event().wait()  # a turn that never ends by itself
+
+    async def scenario():
+        serving = asyncio.ensure_future(scheduler.run(Hung()))
+        while job.id not in scheduler.running:
+            await asyncio.sleep(0.01)
+        serving.cancel()  # what crab serve does once [serve] grace_seconds are over
+        with pytest.raises(asyncio.CancelledError):
+            await serving
+
+    asyncio.run(scenario())
+    stored = asyncio.run(store.get(job.id))
+    assert (stored.claimed_by, stored.lease_until, stored.next_run) == (None, None, job.next_run)
+    assert (stored.runs, stored.last_error) == (1, "interrupted by shutdown")
+    [entry] = asyncio.run(store.records())
+    assert entry.status == "error" and entry.error == "interrupted: crab serve stopped during the run"

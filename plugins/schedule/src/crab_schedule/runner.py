@@ -6,7 +6,8 @@ missed runs are coalesced into one, and a run later than ``catch_up`` is skipped
 reminder delivers its text; an agent job runs one turn in the session it came from, held to the
 permissions recorded when it was added, and delivers the answer. Every outcome, failures first,
 goes to where the job came from and into the schedule log. ``stop()`` (SIGTERM) takes no new
-jobs and returns once the running ones are done.
+jobs and returns once the running ones are done; a run cancelled after ``[serve] grace_seconds``
+is logged as interrupted and released, still due.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from crab_schedule.settings import ScheduleSettings
 from crab_schedule.timing import format_time, next_fire
 
 JOB_CHANNEL = "schedule"  # a CLI job's own keyed session: session_for("schedule", job id)
+SETTLE_SECONDS = 5.0  # how long cancelled runs get to record themselves before the store closes
 
 
 def worker_id() -> str:
@@ -100,8 +102,13 @@ class Scheduler:
             if self.running:
                 await asyncio.gather(*self.running.values(), return_exceptions=True)
         finally:
-            for task in list(self.running.values()):
+            # Cancelled (crab serve's grace period is over): each run records itself as interrupted
+            # and releases its claim, which needs the store still open.
+            left = list(self.running.values())
+            for task in left:
                 task.cancel()
+            if left:
+                await asyncio.wait(left, timeout=SETTLE_SECONDS)
             await self.store.close()
 
     async def stop(self) -> None:
@@ -181,34 +188,47 @@ class Scheduler:
             status: Status = await self._deliver(agent, job, text, "missed", None)
             await self.store.finish(job.id, self.worker, ran_at=now, status="missed", error=None, next_run=upcoming)
             return status
-        error: str | None = None
-        interrupted = False
+        finished = False
         try:
-            if job.mode == "reminder":
-                text = f"Reminder: {job.text}"
-            else:
-                text, error, interrupted = await self._agent_turn(agent, job)
-        except Exception as exc:  # the job failed, not crab serve: report it where it came from
-            text, error = "", describe_failure(exc)
-        if interrupted:
-            # crab serve is stopping and aborted the turn: run it again when it starts next time
-            await self._record(job, "error", "log", "", "interrupted: crab serve stopped during the run")
+            error: str | None = None
+            interrupted = False
+            try:
+                if job.mode == "reminder":
+                    text = f"Reminder: {job.text}"
+                else:
+                    text, error, interrupted = await self._agent_turn(agent, job)
+            except Exception as exc:  # the job failed, not crab serve: report it where it came from
+                text, error = "", describe_failure(exc)
+            if interrupted:  # crab serve is stopping and aborted the turn
+                finished = True
+                await self._interrupted(job, now, scheduled)
+                return "error"
+            if error is not None:
+                text = f"Scheduled job {job.id} ({self._label(job)}) failed: {error}"
+            status = await self._deliver(agent, job, text, "error" if error else "ok", error)
             await self.store.finish(
-                job.id, self.worker, ran_at=now, status="error", error="interrupted by shutdown", next_run=scheduled
+                job.id,
+                self.worker,
+                ran_at=now,
+                status="error" if error else status,
+                error=self._redact(error) if error else None,
+                next_run=upcoming,
             )
-            return "error"
-        if error is not None:
-            text = f"Scheduled job {job.id} ({self._label(job)}) failed: {error}"
-        status = await self._deliver(agent, job, text, "error" if error else "ok", error)
+            finished = True
+            return status
+        except asyncio.CancelledError:
+            # crab serve's grace period ran out and it cancelled the run: without this the claim
+            # would stay until its lease ran out and nothing would say the run happened.
+            if not finished:
+                await self._interrupted(job, now, scheduled)
+            raise
+
+    async def _interrupted(self, job: Job, now: datetime, scheduled: datetime) -> None:
+        """Log a run that crab serve's stop cut short and release the job, still due: the next start runs it."""
+        await self._record(job, "error", "log", "", "interrupted: crab serve stopped during the run")
         await self.store.finish(
-            job.id,
-            self.worker,
-            ran_at=now,
-            status="error" if error else status,
-            error=self._redact(error) if error else None,
-            next_run=upcoming,
+            job.id, self.worker, ran_at=now, status="error", error="interrupted by shutdown", next_run=scheduled
         )
-        return status
 
     async def _agent_turn(self, agent: crab.AgentHandle, job: Job) -> tuple[str, str | None, bool]:
         """(answer, error or None, interrupted) of one agent turn in the job's session."""
