@@ -305,3 +305,35 @@ def test_sigterm_past_the_grace_period_records_the_run_as_interrupted_and_a_rest
     wait_until(delivered.exists, "the interrupted job to run after the restart", proc)
     assert delivered.read_text() == "report at last\n"
     assert crab_cmd.stop(proc)[0] == 0
+
+
+def test_a_hung_job_is_listed_as_running_and_its_timeout_is_an_error_and_one_warning(crab_cmd):
+    hung = crab_cmd.run("schedule", "add", "--prompt", "hang on", "--in", "1s", "--name", "hung")
+    brief = crab_cmd.run("schedule", "add", "--prompt", "hang briefly", "--in", "1s", "--timeout", "1s")
+    assert hung.returncode == 0 and brief.returncode == 0, hung.stderr + brief.stderr
+    proc = crab_cmd.serve([[{"delay": 600}, {"text": "never"}]], "--set", "serve.grace_seconds=0.5")
+    wait_until(lambda: sum(bool(j.claimed_by) for j in crab_cmd.jobs()) == 2, "both jobs to start", proc)
+    listed = crab_cmd.run("schedule", "list")
+    assert listed.returncode == 0, listed.stderr
+    [line] = [line for line in listed.stdout.splitlines() if "'hung'" in line]
+    assert "; running now on " in line, listed.stdout
+    [entry] = wait_until(crab_cmd.records, "the brief job to time out", proc)
+    assert (entry.status, entry.error) == ("error", "timed out after 1s (the job's timeout)")
+    code, stderr = crab_cmd.stop(proc)
+    assert code == 0, stderr
+    [warning] = [line for line in stderr.splitlines() if "timed out" in line]
+    assert warning.startswith(f"warning: schedule: Scheduled job {entry.job_id} ("), stderr
+    assert warning.endswith("failed: timed out after 1s (the job's timeout)"), stderr
+
+
+def test_a_job_whose_tool_failed_but_that_answered_shows_the_failure_in_the_log(crab_cmd):
+    added = crab_cmd.run("schedule", "add", "--prompt", "tidy up", "--in", "1s", "--permissions", "yolo")
+    assert added.returncode == 0, added.stderr
+    replies = [[{"tool": "schedule_remove", "args": {"job_id": "nope"}}], [{"text": "Tidied."}]]
+    proc = crab_cmd.serve(replies, "--set", "crab.permissions=yolo")
+    [entry] = wait_until(crab_cmd.records, "the job to run", proc)
+    assert crab_cmd.stop(proc)[0] == 0
+    assert entry.status == "ok" and entry.text == "Tidied."
+    assert (entry.error or "").startswith("1 tool call failed: schedule_remove: no scheduled job 'nope'"), entry
+    shown = crab_cmd.run("schedule", "log")
+    assert f"{entry.job_id} ok → log: Tidied. (1 tool call failed: schedule_remove: no scheduled job" in shown.stdout

@@ -23,7 +23,8 @@ def setup(tmp_path, fakes, **changes):
 
 
 def add(store, conf, clock, *, origin=None, mode="reminder", text="standup", **when):
-    when = when or {"after": "1m"}
+    """``when``: the schedule (default ``after="1m"``), and ``timeout``/``longest_timeout`` when given."""
+    limits = {key: when.pop(key) for key in ("timeout", "longest_timeout") if key in when}
     return asyncio.run(
         add_job(
             store,
@@ -33,7 +34,8 @@ def add(store, conf, clock, *, origin=None, mode="reminder", text="standup", **w
             text=text,
             origin=origin or Origin("cli"),
             permissions="ask",
-            **when,
+            **(when or {"after": "1m"}),
+            **limits,
         )
     )
 
@@ -241,3 +243,72 @@ def test_a_run_cancelled_with_the_scheduler_is_logged_as_interrupted_and_release
     assert (stored.runs, stored.last_error) == (1, "interrupted by shutdown")
     [entry] = asyncio.run(store.records())
     assert entry.status == "error" and entry.error == "interrupted: crab serve stopped during the run"
+
+
+class Hung:
+    """A FakeHandle mix-in whose turns never end by themselves."""
+
+    async def handle_input(self, session, text):
+        self.prompts.append((session.id, text))
+        await asyncio.Event().wait()
+
+
+@pytest.mark.parametrize("origin", [Origin("cli"), Origin("tool", "s1", "fakechat", "hal")])
+def test_a_hung_agent_job_times_out_as_an_error_record_and_one_warning(tmp_path, fakes, origin):
+    clock, conf, store, scheduler = setup(tmp_path, fakes, job_timeout=0.2)
+    job = add(store, conf, clock, origin=origin, mode="agent", text="hang")
+    clock.advance(minutes=1)
+    handle = type("HungHandle", (Hung, fakes.FakeHandle), {})(channels={"fakechat"})
+    asyncio.run(poll_and_wait(scheduler, handle))
+    [entry] = asyncio.run(store.records())
+    assert (entry.status, entry.error) == ("error", "timed out after 0.2s ([plugins.schedule] job_timeout)")
+    [warning] = handle.notices
+    assert "timed out after 0.2s" in warning and "\n" not in warning
+    stored = asyncio.run(store.get(job.id))
+    assert (stored.claimed_by, stored.last_status, stored.next_run) == (None, "error", None)
+    if origin.channel:
+        [(_, _, text)] = handle.delivered
+        assert text.endswith("failed: timed out after 0.2s ([plugins.schedule] job_timeout)")
+
+
+def test_a_jobs_own_timeout_wins_over_the_default_and_the_tool_may_only_shorten_it(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes, job_timeout=3600.0)
+    job = add(store, conf, clock, mode="agent", text="hang", after="1m", timeout=0.2)
+    assert job.timeout == 0.2 and asyncio.run(store.get(job.id)).timeout == 0.2
+    clock.advance(minutes=1)
+    asyncio.run(poll_and_wait(scheduler, type("HungHandle", (Hung, fakes.FakeHandle), {})()))
+    [entry] = asyncio.run(store.records())
+    assert entry.error == "timed out after 0.2s (the job's timeout)"
+    with pytest.raises(crab.UsageError, match="longer than the 1h allowed"):
+        add(store, conf, clock, mode="agent", text="x", after="1m", timeout="2h", longest_timeout=3600.0)
+    with pytest.raises(crab.UsageError, match="a timeout is for agent jobs"):
+        add(store, conf, clock, text="x", after="1m", timeout="2h")
+    assert add(store, conf, clock, mode="agent", text="x", after="1m", timeout="30m").timeout == 1800
+
+
+def test_failed_tool_calls_of_an_answered_job_are_in_its_log_record(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
+    job = add(store, conf, clock, mode="agent", text="check")
+    clock.advance(minutes=1)
+    failed = crab.ToolResultEvent(call_id="c1", name="bash", content="exit status 2\nstderr: nope", is_error=True)
+    fine = crab.ToolResultEvent(call_id="c2", name="read", content="ok")
+    handle = fakes.FakeHandle(outcome=fakes.Outcome("done, mostly"), events=[failed, fine])
+    asyncio.run(poll_and_wait(scheduler, handle))
+    [entry] = asyncio.run(store.records())
+    assert (entry.status, entry.text, entry.error) == ("ok", "done, mostly", "1 tool call failed: bash: exit status 2")
+    stored = asyncio.run(store.get(job.id))
+    assert (stored.last_status, stored.last_error) == ("ok", "1 tool call failed: bash: exit status 2")
+    assert handle.notices == []  # answered: no warning, the log says what failed
+
+
+def test_a_running_job_is_listed_as_running_and_a_lapsed_claim_is_not(tmp_path, fakes):
+    from crab_schedule.adding import describe_job, job_json
+
+    clock, conf, store, _ = setup(tmp_path, fakes)
+    job = add(store, conf, clock)
+    clock.advance(minutes=1)
+    claimed = asyncio.run(store.claim(job.id, "host:7:ab", clock.now(), conf.lease))
+    assert "; running now on host:7:ab:" in describe_job(claimed, clock.now())
+    assert job_json(claimed, clock.now())["running"] is True
+    clock.advance(minutes=10)  # the worker died: its lease ran out, the job is due again
+    assert "; next " in describe_job(claimed, clock.now()) and not job_json(claimed, clock.now())["running"]

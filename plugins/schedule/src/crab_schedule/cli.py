@@ -63,6 +63,7 @@ def add(config: crab.Config, options: dict[str, Any]) -> int:
                 at=options.get("at"),
                 after=options.get("after"),
                 name=options.get("name") or "",
+                timeout=options.get("timeout"),
                 redact=crab.Redactor(crab.known_secrets(config)).text,
             )
         finally:
@@ -78,13 +79,14 @@ def add(config: crab.Config, options: dict[str, Any]) -> int:
 def list_jobs(config: crab.Config, include_finished: bool, as_json: bool) -> int:
     store = open_store(load_settings(config))
     jobs = asyncio.run(store.list(include_finished))
+    now = SystemClock().now()
     if as_json:
-        print(json.dumps([job_json(job) for job in jobs], ensure_ascii=False, indent=2))
+        print(json.dumps([job_json(job, now) for job in jobs], ensure_ascii=False, indent=2))
     elif not jobs:
         print("no scheduled jobs (`crab schedule add --help` says how to add one)")
     else:
         for job in jobs:
-            print(describe_job(job))
+            print(describe_job(job, now))
     return 0
 
 

@@ -3,8 +3,8 @@
 Each poll it asks the store for due jobs, claims each one (a lease under this worker's id, so no
 other ``crab serve`` runs it too), runs it and finishes it with its next run, computed after now:
 missed runs are coalesced into one, and a run later than ``catch_up`` is skipped and logged. A
-reminder delivers its text; an agent job runs one turn in the session it came from, held to the
-permissions recorded when it was added, and delivers the answer. Every outcome, failures first,
+reminder delivers its text; an agent job runs one turn (``turn.py``: its session, permissions,
+timeout and failed tool calls) and delivers the answer. Every outcome, failures first,
 goes to where the job came from and into the schedule log. ``stop()`` (SIGTERM) takes no new
 jobs and returns once the running ones are done; a run cancelled after ``[serve] grace_seconds``
 is logged as interrupted and released, still due.
@@ -21,13 +21,12 @@ from typing import Any
 
 import crab
 
-from crab_schedule import ceiling
 from crab_schedule.clock import Clock, SystemClock
 from crab_schedule.jobs import Job, JobStore, RunRecord, Status
 from crab_schedule.settings import ScheduleSettings
 from crab_schedule.timing import format_time, next_fire
+from crab_schedule.turn import TurnResult, run_turn
 
-JOB_CHANNEL = "schedule"  # a CLI job's own keyed session: session_for("schedule", job id)
 SETTLE_SECONDS = 5.0  # how long cancelled runs get to record themselves before the store closes
 
 
@@ -190,27 +189,24 @@ class Scheduler:
             return status
         finished = False
         try:
-            error: str | None = None
-            interrupted = False
-            try:
-                if job.mode == "reminder":
-                    text = f"Reminder: {job.text}"
-                else:
-                    text, error, interrupted = await self._agent_turn(agent, job)
-            except Exception as exc:  # the job failed, not crab serve: report it where it came from
-                text, error = "", describe_failure(exc)
-            if interrupted:  # crab serve is stopping and aborted the turn
-                finished = True
+            result = await self._execute(agent, job)
+            if result.aborted and self._stopping is not None and self._stopping.is_set():
+                finished = True  # crab serve is stopping and aborted the turn
                 await self._interrupted(job, now, scheduled)
                 return "error"
-            if error is not None:
+            error = "; ".join(part for part in (result.error, result.tool_failures) if part) or None
+            if result.error is not None:
                 text = f"Scheduled job {job.id} ({self._label(job)}) failed: {error}"
-            status = await self._deliver(agent, job, text, "error" if error else "ok", error)
+                if result.timed_out and job.origin.destination != "log":  # _deliver warns for the log
+                    agent.notice(f"schedule: {text}", "warning")
+            else:
+                text = result.text  # answered; failed tool calls, if any, go into the log line
+            status = await self._deliver(agent, job, text, "error" if result.error else "ok", error)
             await self.store.finish(
                 job.id,
                 self.worker,
                 ran_at=now,
-                status="error" if error else status,
+                status="error" if result.error else status,
                 error=self._redact(error) if error else None,
                 next_run=upcoming,
             )
@@ -223,36 +219,21 @@ class Scheduler:
                 await self._interrupted(job, now, scheduled)
             raise
 
+    async def _execute(self, agent: crab.AgentHandle, job: Job) -> TurnResult:
+        """A reminder's text, or the agent job's turn; an exception is the job's error, not ours."""
+        if job.mode == "reminder":
+            return TurnResult(text=f"Reminder: {job.text}")
+        try:
+            return await run_turn(agent, job, default_timeout=self.settings.job_timeout)
+        except Exception as exc:  # the job failed, not crab serve: report it where it came from
+            return TurnResult(error=describe_failure(exc))
+
     async def _interrupted(self, job: Job, now: datetime, scheduled: datetime) -> None:
         """Log a run that crab serve's stop cut short and release the job, still due: the next start runs it."""
         await self._record(job, "error", "log", "", "interrupted: crab serve stopped during the run")
         await self.store.finish(
             job.id, self.worker, ran_at=now, status="error", error="interrupted by shutdown", next_run=scheduled
         )
-
-    async def _agent_turn(self, agent: crab.AgentHandle, job: Job) -> tuple[str, str | None, bool]:
-        """(answer, error or None, interrupted) of one agent turn in the job's session."""
-        origin = job.origin
-        if origin.channel and origin.address is not None:
-            session = await agent.session_for(origin.channel, origin.address)
-        elif origin.session_id:
-            try:
-                session = await agent.resume(origin.session_id)
-            except crab.StoreError:
-                session = await agent.session_for(JOB_CHANNEL, job.id)
-        else:
-            session = await agent.session_for(JOB_CHANNEL, job.id)
-        ceiling.hold(session.id, job.permissions)
-        try:
-            # The prefix tells the model why it speaks, and keeps a prompt from routing as /cmd or !sh.
-            outcome = await agent.handle_input(session, f"[scheduled job {job.id}] {job.text}")
-        finally:
-            ceiling.release(session.id, job.permissions)
-        if outcome.stop == "aborted" and self._stopping is not None and self._stopping.is_set():
-            return "", None, True
-        if outcome.stop in ("error", "aborted") or outcome.error:
-            return "", outcome.error or f"the turn ended with {outcome.stop}", False
-        return (outcome.text or "").strip() or "(the agent gave no answer)", None, False
 
     @staticmethod
     def _label(job: Job) -> str:

@@ -21,6 +21,7 @@ __all__ = [
     "Kind",
     "Trigger",
     "check_cron",
+    "describe_seconds",
     "format_duration",
     "format_time",
     "make_trigger",
@@ -54,6 +55,11 @@ def _bounded(seconds: float, shown: str) -> float:
     if not seconds <= MAX_DURATION:  # also inf, from a number too long for a float
         raise UsageError(f"invalid duration {shown}: at most {format_duration(MAX_DURATION)} (ten years)")
     return seconds
+
+
+def describe_seconds(seconds: float) -> str:
+    """``1800`` → ``30m``; ``0.5`` → ``0.5s`` (format_duration rounds to whole seconds)."""
+    return format_duration(seconds) if seconds >= 1 and seconds == int(seconds) else f"{seconds:g}s"
 
 
 def parse_timezone(name: str) -> ZoneInfo:
