@@ -312,3 +312,65 @@ def test_a_running_job_is_listed_as_running_and_a_lapsed_claim_is_not(tmp_path, 
     assert job_json(claimed, clock.now())["running"] is True
     clock.advance(minutes=10)  # the worker died: its lease ran out, the job is due again
     assert "; next " in describe_job(claimed, clock.now()) and not job_json(claimed, clock.now())["running"]
+
+
+class BatchStore(SQLiteJobStore):
+    """A store with the optional batch claim (as crab-store-postgres has), made of due + claim."""
+
+    async def claim_due(self, worker, now, lease, limit):
+        self.asked = [*getattr(self, "asked", []), limit]
+        claimed = [await self.claim(job.id, worker, now, lease) for job in await self.due(now, limit)]
+        return [job for job in claimed if job is not None]
+
+
+@pytest.mark.parametrize("store_class", [SQLiteJobStore, BatchStore])
+def test_a_worker_claims_only_as_many_due_jobs_as_it_has_room_for(tmp_path, fakes, store_class):
+    clock, conf, _, _ = setup(tmp_path, fakes, max_running=2)
+    store = store_class(conf.path)
+    first, second = (Scheduler(conf, store=store, clock=clock, worker=name) for name in ("w1", "w2"))
+    jobs = [add(store, conf, clock, mode="agent", text=f"job {n}") for n in range(5)]
+    clock.advance(minutes=1)
+    gate = asyncio.Event()
+
+    class Waiting(fakes.FakeHandle):
+        async def handle_input(self, session, text):
+            await gate.wait()
+            return fakes.Outcome("done")
+
+    async def scenario():
+        handle = Waiting()
+        taken = [await first.poll(handle), await second.poll(handle), await first.poll(handle)]
+        gate.set()
+        await asyncio.gather(*first.running.values(), *second.running.values())
+        return taken
+
+    one, two, full = asyncio.run(scenario())
+    assert (len(one), len(two), full) == (2, 2, [])  # the fifth is left for a worker with room
+    assert not set(one) & set(two)
+    left = [job for job in asyncio.run(store.list()) if job.runs == 0]
+    assert [job.id for job in left] == [job.id for job in jobs if job.id not in one + two]
+    if store_class is BatchStore:
+        assert store.asked == [2, 2]  # never more than the room it has; a full worker does not ask
+
+
+def test_a_finished_run_makes_room_and_the_next_due_job_starts_without_waiting_a_poll_interval(tmp_path, fakes):
+    from crab_schedule.clock import SystemClock
+
+    conf = fakes.settings(tmp_path / "schedule.db", max_running=1, poll_interval=3600.0)
+    store = SQLiteJobStore(conf.path)
+    clock = SystemClock()
+    jobs = [add(store, conf, clock, after=0.05) for _ in range(3)]
+    scheduler = Scheduler(conf, store=store, clock=clock, worker="w1")
+
+    async def scenario():
+        await asyncio.sleep(0.1)  # due now
+        serving = asyncio.ensure_future(scheduler.run(fakes.FakeHandle()))
+        for _ in range(3000):
+            if len(await store.records()) == 3:
+                break
+            await asyncio.sleep(0.01)
+        await scheduler.stop()
+        await serving
+
+    asyncio.run(scenario())
+    assert sorted(entry.job_id for entry in asyncio.run(store.records())) == sorted(job.id for job in jobs)

@@ -1,13 +1,13 @@
 """The scheduler channel ``schedule`` that ``crab serve`` runs: claims due jobs and runs them.
 
-Each poll it asks the store for due jobs, claims each one (a lease under this worker's id, so no
-other ``crab serve`` runs it too), runs it and finishes it with its next run, computed after now:
-missed runs are coalesced into one, and a run later than ``catch_up`` is skipped and logged. A
-reminder delivers its text; an agent job runs one turn (``turn.py``: its session, permissions,
-timeout and failed tool calls) and delivers the answer. Every outcome, failures first,
-goes to where the job came from and into the schedule log. ``stop()`` (SIGTERM) takes no new
-jobs and returns once the running ones are done; a run cancelled after ``[serve] grace_seconds``
-is logged as interrupted and released, still due.
+Each poll it asks the store for due jobs and claims as many as it has room for (``max_running``;
+a lease under this worker's id, so no other ``crab serve`` runs them too). It runs each and
+finishes it with its next run, computed after now: missed runs are coalesced into one, and a run
+later than ``catch_up`` is skipped and logged. A reminder delivers its text; an agent job runs
+one turn (``turn.py``: its session, permissions, timeout and failed tool calls) and delivers the
+answer. Every outcome, failures first, goes to where the job came from and into the schedule
+log. ``stop()`` (SIGTERM) takes no new jobs and returns once the running ones are done; a run
+cancelled after ``[serve] grace_seconds`` is logged as interrupted and released, still due.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from crab_schedule.settings import ScheduleSettings
 from crab_schedule.timing import format_time, next_fire
 from crab_schedule.turn import TurnResult, run_turn
 
+_CLAIM_SLACK = 10  # due rows read beyond this worker's free room, for the claims other workers win
 SETTLE_SECONDS = 5.0  # how long cancelled runs get to record themselves before the store closes
 
 
@@ -62,6 +63,7 @@ class Scheduler:
         self.worker = worker or worker_id()
         self.running: dict[str, asyncio.Task[None]] = {}
         self._stopping: asyncio.Event | None = None  # made in run(), inside the loop that waits on it
+        self._wake: asyncio.Event | None = None  # set when a run ends: there is room to claim another
         self._redactor: crab.Redactor | None = None
         self._agent: crab.AgentHandle | None = None
 
@@ -78,6 +80,7 @@ class Scheduler:
 
     async def run(self, agent: crab.AgentHandle) -> None:
         self._stopping = asyncio.Event()
+        self._wake = asyncio.Event()
         self._agent = agent
         self._redactor = crab.Redactor(crab.known_secrets(agent.config))
         try:
@@ -116,29 +119,44 @@ class Scheduler:
 
     async def _pause(self) -> None:
         assert self._stopping is not None
-        sleeper = asyncio.ensure_future(self.clock.sleep(self.settings.poll_interval))
-        waiter = asyncio.ensure_future(self._stopping.wait())
+        assert self._wake is not None
+        waits = {
+            asyncio.ensure_future(self.clock.sleep(self.settings.poll_interval)),
+            asyncio.ensure_future(self._stopping.wait()),
+            asyncio.ensure_future(self._wake.wait()),
+        }
         try:
-            await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            sleeper.cancel()
-            waiter.cancel()
+            for waiting in waits:
+                waiting.cancel()
 
     # --- one poll --------------------------------------------------------------------------------
 
     async def poll(self, agent: crab.AgentHandle) -> list[str]:
-        """Claim and start every due job this worker does not run yet; the ids started."""
+        """Claim and start as many due jobs as this worker has room for (``max_running``); the ids started.
+
+        A worker claims only what it can start now: a job claimed and left waiting behind this
+        worker's other runs is one no other worker may run, so more workers would add nothing.
+        """
+        if self._wake is not None:
+            self._wake.clear()
         now = self.clock.now()
         started: list[str] = []
+        free = self.settings.max_running - len(self.running)
+        if free <= 0 or (self._stopping is not None and self._stopping.is_set()):
+            return started
         claim_due = getattr(self.store, "claim_due", None)
         if claim_due is not None:  # a queue's batch claim: workers take different jobs, none waits
-            if self._stopping is not None and self._stopping.is_set():
-                return started
-            batch: list[Job] = await claim_due(self.worker, now, self.settings.lease, 100)
+            batch: list[Job] = await claim_due(self.worker, now, self.settings.lease, free)
         else:
             batch = []
-            for job in await self.store.due(now):
-                if job.id in self.running or (self._stopping is not None and self._stopping.is_set()):
+            # More than ``free``: workers polling together race for the first rows, and a claim
+            # another worker won is skipped for the next one.
+            for job in await self.store.due(now, limit=free + _CLAIM_SLACK):
+                if len(batch) >= free or (self._stopping is not None and self._stopping.is_set()):
+                    break
+                if job.id in self.running:
                     continue
                 claimed = await self.store.claim(job.id, self.worker, now, self.settings.lease)
                 if claimed is not None:  # else another worker took it first
@@ -153,6 +171,8 @@ class Scheduler:
     def _forget(self, job_id: str) -> Any:
         def done(_task: asyncio.Task[None]) -> None:
             self.running.pop(job_id, None)
+            if self._wake is not None:
+                self._wake.set()  # room for another job: look now, not a poll_interval later
 
         return done
 

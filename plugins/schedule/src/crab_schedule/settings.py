@@ -68,6 +68,14 @@ TABLE = crab.ConfigTable(
             above=0,
             maximum=MAX_DURATION,
         ),
+        crab.Setting(
+            "max_running",
+            "int",
+            8,
+            "most jobs one crab serve runs at once; it claims due jobs only while it has room, so the "
+            "rest go to other workers on the same store",
+            minimum=1,
+        ),
         crab.Setting("min_interval", "float", 60.0, "shortest --every interval, in seconds", minimum=0),
         crab.Setting("max_jobs", "int", 200, "most active jobs the store accepts", minimum=1),
         crab.Setting(
@@ -93,6 +101,7 @@ class ScheduleSettings:
     min_interval: float
     max_jobs: int
     job_timeout: float = 1800.0
+    max_running: int = 8
     jobs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     store: str = "sqlite"
 
@@ -129,6 +138,7 @@ def read_settings(values: Mapping[str, Any]) -> ScheduleSettings:
         min_interval=float(values.get("min_interval", 60.0)),
         max_jobs=int(values.get("max_jobs", 200)),
         job_timeout=float(values.get("job_timeout", 1800.0)),
+        max_running=int(values.get("max_running", 8)),
         jobs=dict(values.get("jobs") or {}),
         store=str(values.get("store") or "sqlite"),
     )
