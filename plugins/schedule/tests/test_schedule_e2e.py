@@ -337,3 +337,15 @@ def test_a_job_whose_tool_failed_but_that_answered_shows_the_failure_in_the_log(
     assert (entry.error or "").startswith("1 tool call failed: schedule_remove: no scheduled job 'nope'"), entry
     shown = crab_cmd.run("schedule", "log")
     assert f"{entry.job_id} ok → log: Tidied. (1 tool call failed: schedule_remove: no scheduled job" in shown.stdout
+
+
+@pytest.mark.parametrize("command", [["list"], ["log"], ["run-now", "abc"], ["add", "--in", "1h", "--message", "x"]])
+def test_a_job_store_that_cannot_be_reached_is_one_line_and_exit_2(crab_cmd, command):
+    blocker = crab_cmd.root / "not-a-folder"
+    blocker.write_text("a file where the store's folder should be\n")
+    config = crab_cmd.home / "config.toml"
+    config.write_text(config.read_text() + f'path = "{blocker / "schedule.db"}"\n')
+    done = crab_cmd.run("schedule", *command)
+    assert done.returncode == 2, done.stderr  # as crab run exits for a store it cannot open
+    assert done.stderr.startswith("crab: cannot open the job store ") and "[plugins.schedule] store" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr

@@ -374,3 +374,26 @@ def test_a_finished_run_makes_room_and_the_next_due_job_starts_without_waiting_a
 
     asyncio.run(scenario())
     assert sorted(entry.job_id for entry in asyncio.run(store.records())) == sorted(job.id for job in jobs)
+
+
+def test_a_job_store_that_fails_for_a_while_is_one_warning_and_one_line_when_it_is_back(tmp_path, fakes):
+    clock, conf, _, _ = setup(tmp_path, fakes)
+
+    class Flaky(SQLiteJobStore):
+        polls = 0
+
+        async def due(self, now, limit=100):
+            Flaky.polls += 1
+            if 2 <= Flaky.polls <= 6:
+                raise crab.StoreError("job store db:5432: no connection within 10s")
+            if Flaky.polls >= 9:
+                await scheduler.stop()
+            return await super().due(now, limit)
+
+    scheduler = Scheduler(conf, store=Flaky(conf.path), clock=clock, worker="w1")
+    handle = fakes.FakeHandle()
+    asyncio.run(scheduler.run(handle))
+    assert handle.notices == [
+        "schedule: job store db:5432: no connection within 10s; trying again every poll",
+        "schedule: the job store answers again",
+    ]

@@ -95,11 +95,19 @@ class Scheduler:
                 now=self.clock.now(),
                 redact=self._redact,
             )
+            failing = False
             while not self._stopping.is_set():
                 try:
                     await self.poll(agent)
                 except crab.StoreError as exc:
-                    agent.notice(f"schedule: {exc}", "warning")  # the store may come back: keep polling
+                    # The store may come back: keep polling, and say so once, not every poll.
+                    if not failing:
+                        agent.notice(f"schedule: {exc}; trying again every poll", "warning")
+                    failing = True
+                else:
+                    if failing:
+                        agent.notice("schedule: the job store answers again")
+                    failing = False
                 await self._pause()
             if self.running:
                 await asyncio.gather(*self.running.values(), return_exceptions=True)
