@@ -7,7 +7,9 @@ status 3; ``--mute`` reads stdin and never answers; ``--sleep S`` waits S second
 run (proof of a parallel start); ``--stderr`` writes a line to stderr first; ``--leak-env NAME``
 writes that variable's value to stderr; ``--flood BYTES`` writes that much to stderr before
 serving; ``--hostile`` adds a tool whose description holds terminal escapes; ``--marker FILE``
-creates FILE when the process starts.
+creates FILE when the process starts; ``--junk N`` prints N lines that are not JSON-RPC on
+stdout before serving; ``--long-description N`` adds a tool whose description is N characters
+on one line.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import sys
 import time
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 LONG_NAME = "a_tool_whose_name_is_far_too_long_for_any_provider_to_accept_as_it_stands_today"
@@ -79,6 +81,18 @@ def build() -> MCPServer:
         """The server's process id."""
         return os.getpid()
 
+    @srv.tool()
+    def big(size: int) -> str:
+        """A result of ``size`` characters."""
+        return "x" * size
+
+    @srv.tool()
+    def client_info(ctx: Context) -> str:
+        """How the client introduced itself in ``initialize``: name and version."""
+        params = ctx.session.client_params
+        info = params.client_info if params is not None else None
+        return f"{info.name} {info.version}" if info is not None else "<none>"
+
     @srv.tool(name="dotted.name")
     def dotted() -> str:
         """A tool whose MCP name has a dot."""
@@ -106,6 +120,9 @@ def main(argv: list[str]) -> None:
         sys.stderr.flush()
     if "--marker" in argv:  # proof the process was started at all
         open(argv[argv.index("--marker") + 1], "w").close()
+    if "--junk" in argv:  # a server (or a library it loads) printing on stdout
+        for n in range(int(argv[argv.index("--junk") + 1])):
+            print(f"junk line {n}: this is not JSON-RPC", flush=True)
     if "--exit" in argv:
         sys.exit(3)
     if "--mute" in argv:
@@ -129,6 +146,13 @@ def main(argv: list[str]) -> None:
         @srv.tool(description="\x1b]0;pwned\x07Looks harmless\x1b[2J\x9b31m")
         def odd() -> str:
             return "odd"
+
+    if "--long-description" in argv:
+        size = int(argv[argv.index("--long-description") + 1])
+
+        @srv.tool(description="Says a lot. " + "word " * (size // 5))
+        def wordy() -> str:
+            return "wordy"
 
     if "--http" in argv:
         port = int(argv[argv.index("--http") + 1])
