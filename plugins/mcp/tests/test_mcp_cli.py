@@ -174,3 +174,12 @@ def test_remove_deletes_one_server_keeping_comments_and_names_the_others(home, w
     assert missing.stderr.strip().splitlines() == [
         f"crab: no MCP server named 'wrong' in {home / 'config.toml'} (servers there: right)"
     ]
+
+
+def test_tools_cuts_a_100_kb_description_to_a_short_line(home, work, tiny_cmd):
+    write_user_config(home, toml_server("tiny", tiny_cmd("--long-description", "100000")))
+    for args in (("mcp", "tools", "tiny"), ("mcp", "tools", "tiny", "--json")):
+        done = crab(home, work, *args)
+        assert done.returncode == 0, done.stderr
+        assert "Says a lot." in done.stdout
+        assert max(len(line) for line in done.stdout.splitlines()) < 400

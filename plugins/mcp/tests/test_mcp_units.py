@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from crab import InvalidValue
+from crab_mcp.manager import MAX_DESCRIPTION, describe
 from crab_mcp.names import PATTERN, crab_name
 from crab_mcp.results import to_tool_result
 from crab_mcp.settings import (
@@ -129,3 +130,14 @@ def test_structured_only_results_become_json_and_is_error_stays_an_error():
     failed = to_tool_result(types.CallToolResult(content=[types.TextContent(type="text", text="bad")], is_error=True))
     assert failed.is_error and failed.content == "bad"
     assert to_tool_result(types.CallToolResult(content=[])).content == "(no output)"
+
+
+def test_a_huge_description_is_cut_before_it_reaches_every_request():
+    tool = types.Tool(name="wordy", description="Says a lot. " + "word " * 20_000, input_schema={"type": "object"})
+    text = describe("srv", tool)
+    assert text.startswith("Says a lot. word")
+    assert len(text) < MAX_DESCRIPTION + 200
+    assert "[… cut: the server's description has 100,011 characters]" in text
+    assert text.endswith("(MCP tool 'wordy' of server 'srv')")
+    short = types.Tool(name="t", description="Short.", input_schema={"type": "object"})
+    assert describe("srv", short) == "Short.\n\n(MCP tool 't' of server 'srv')"

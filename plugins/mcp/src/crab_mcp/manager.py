@@ -46,12 +46,19 @@ class ToolEntry:
         return self.crab_name != self.wanted
 
 
+MAX_DESCRIPTION = 8_000
+"""Characters of a server's description kept: it goes into every request that carries the tool."""
+
+
 def describe(server: str, tool: Any) -> str:
-    """The crab description: the server's first line first, then the rest, then where it comes from."""
+    """The crab description: the server's first line first, then the rest (cut at
+    ``MAX_DESCRIPTION``), then where it comes from."""
     text = (getattr(tool, "description", None) or getattr(tool, "title", None) or "").strip()
     first, _, rest = text.partition("\n")
     first = first.strip() or f"{tool.name} (no description given)"
     body = f"{first}\n{rest.strip()}".strip() if rest.strip() else first
+    if len(body) > MAX_DESCRIPTION:
+        body = f"{body[:MAX_DESCRIPTION].rstrip()} [… cut: the server's description has {len(body):,} characters]"
     return f"{body}\n\n(MCP tool {tool.name!r} of server {server!r})"
 
 
