@@ -79,3 +79,20 @@ def test_an_http_server_that_goes_away_is_an_error_result_and_is_reconnected_whe
             server.stop()
 
     asyncio.run(go())
+
+
+def test_crab_introduces_itself_over_http_too(tiny_http):
+    import crab
+
+    url, token = tiny_http
+
+    async def go() -> str:
+        manager = manager_for({"web": {"url": url, "headers": {"Authorization": f"Bearer {token}"}}}, {})
+        assert await manager.start() == {}
+        try:
+            tool = {t.name: t for t in manager.tools()}["web_client_info"]
+            return str((await tool.run({}, ToolContext(session_id="s", workspace=Path.cwd()))).content)
+        finally:
+            await manager.stop()
+
+    assert asyncio.run(go()) == f"crab {crab.__version__}"

@@ -189,3 +189,17 @@ def test_servers_start_in_parallel(tmp_path, tiny_cmd):
 
     assert asyncio.run(go()) == {}
     assert len(list(barrier.iterdir())) == 3
+
+
+def test_crab_introduces_itself_as_crab_and_its_version(tmp_path, tiny_cmd):
+    import crab
+
+    async def go() -> str:
+        manager = manager_for(tmp_path, {"t": tiny_cmd()})
+        assert await manager.start() == {}
+        try:
+            return str((await call(manager, "t_client_info")).content)
+        finally:
+            await manager.stop()
+
+    assert asyncio.run(go()) == f"crab {crab.__version__}"

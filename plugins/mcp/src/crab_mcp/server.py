@@ -41,6 +41,16 @@ class ServerDown(Exception):
     """The server is not connected and may not be started again yet (or failed to start)."""
 
 
+def client_info() -> Any:
+    """How crab introduces itself in ``initialize``: ``crab`` and its version."""
+    import crab
+    from mcp.types import Implementation
+
+    from crab_mcp._version import version
+
+    return Implementation(name="crab", title=f"crab (crab-mcp {version()})", version=crab.__version__)
+
+
 class ServerLink:
     """One configured server: ``start``, ``call``, ``stop``; ``status`` and ``reason`` say how it is."""
 
@@ -135,6 +145,7 @@ class ServerLink:
                     mode=self.mode,
                     read_timeout_seconds=self.config.connect_timeout,
                     cache=None,
+                    client_info=client_info(),
                 )
                 await stack.enter_async_context(client)
                 self.tools = await _list_all(client)
