@@ -1,14 +1,16 @@
 """A tiny MCP server of the tests' own (the SDK's ``MCPServer``), importable or run as a script.
 
 ``python mcp_tiny_server.py`` serves over stdio; ``--http PORT`` over streamable HTTP on
-127.0.0.1 (``--token T`` demands ``Authorization: Bearer T``); ``--exit`` exits at once with
+127.0.0.1 (``--token T`` demands ``Authorization: Bearer T``; ``--json`` answers with JSON bodies
+instead of event streams); ``--exit`` exits at once with
 status 3; ``--mute`` reads stdin and never answers; ``--sleep S`` waits S seconds before serving
 (for the parallel start-up benchmark); ``--barrier DIR N`` serves only once N servers of DIR
 run (proof of a parallel start); ``--stderr`` writes a line to stderr first; ``--leak-env NAME``
 writes that variable's value to stderr; ``--flood BYTES`` writes that much to stderr before
 serving; ``--hostile`` adds a tool whose description holds terminal escapes; ``--marker FILE``
 creates FILE when the process starts; ``--junk N`` prints N lines that are not JSON-RPC on
-stdout before serving; ``--long-description N`` adds a tool whose description is N characters
+stdout before serving; ``--on-eof FILE`` (with ``--mute``) creates FILE once stdin closes;
+``--long-description N`` adds a tool whose description is N characters
 on one line.
 """
 
@@ -128,6 +130,8 @@ def main(argv: list[str]) -> None:
     if "--mute" in argv:
         for _line in sys.stdin:
             pass
+        if "--on-eof" in argv:  # proof crab closed stdin (the polite shutdown) before ending it
+            open(argv[argv.index("--on-eof") + 1], "w").close()
         time.sleep(3600)
         return
     if "--barrier" in argv:  # serve only once N servers of this barrier folder are running
@@ -157,15 +161,15 @@ def main(argv: list[str]) -> None:
     if "--http" in argv:
         port = int(argv[argv.index("--http") + 1])
         token = argv[argv.index("--token") + 1] if "--token" in argv else None
-        serve_http(srv, port, token)
+        serve_http(srv, port, token, json_response="--json" in argv)
         return
     srv.run()
 
 
-def serve_http(srv: MCPServer, port: int, token: str | None) -> None:
+def serve_http(srv: MCPServer, port: int, token: str | None, json_response: bool = False) -> None:
     import uvicorn
 
-    app: Any = srv.streamable_http_app()
+    app: Any = srv.streamable_http_app(json_response=json_response)
     if token is not None:
         inner = app
 

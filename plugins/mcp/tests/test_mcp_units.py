@@ -141,3 +141,29 @@ def test_a_huge_description_is_cut_before_it_reaches_every_request():
     assert text.endswith("(MCP tool 'wordy' of server 'srv')")
     short = types.Tool(name="t", description="Short.", input_schema={"type": "object"})
     assert describe("srv", short) == "Short.\n\n(MCP tool 't' of server 'srv')"
+
+
+def test_sdk_records_go_to_the_servers_log_and_elsewhere_to_pythons_usual_place(tmp_path, root_records):
+    import logging
+
+    from crab_mcp import sdklog
+    from crab_mcp.logpump import LogSink
+
+    sdklog.install()
+    log = tmp_path / "s.log"
+    sink = LogSink(open(log, "w", encoding="utf-8"), ["hunter2-secret"], 10_000)
+    token = sdklog.current.set(sink)
+    try:
+        try:
+            raise ValueError("bad line hunter2-secret\nsecond line")
+        except ValueError:
+            logging.getLogger("mcp.client.stdio").exception("Failed to parse JSONRPC message from server")
+    finally:
+        sdklog.current.reset(token)
+        sink.close()
+    logging.getLogger("mcp.server").warning("outside any server")
+    # Only the record outside a server reached the root logger's handlers.
+    assert [r.getMessage() for r in root_records] == ["outside any server"]
+    text = log.read_text()
+    assert text.startswith("[mcp sdk error] Failed to parse JSONRPC message from server: ValueError: bad line")
+    assert "hunter2-secret" not in text and "Traceback" not in text and len(text.splitlines()) == 1

@@ -40,6 +40,11 @@ def _line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
+def message_too_large(limit: int) -> str:
+    """What a server did when one of its messages passed ``max_message``."""
+    return f"sent a message over {limit:,} bytes (the limit is [plugins.mcp] max_message)"
+
+
 def describe_failure(exc: BaseException, log: Path | None = None) -> str:
     """``command not found: x`` / ``the server closed the connection … (see its log: PATH)``."""
     from crab_mcp.settings import MissingVariable
