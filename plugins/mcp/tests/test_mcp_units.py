@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from crab import InvalidValue
+from crab_mcp.errors import http_status_line
 from crab_mcp.manager import MAX_DESCRIPTION, describe
 from crab_mcp.names import PATTERN, crab_name
 from crab_mcp.results import to_tool_result
@@ -141,6 +142,22 @@ def test_a_huge_description_is_cut_before_it_reaches_every_request():
     assert text.endswith("(MCP tool 'wordy' of server 'srv')")
     short = types.Tool(name="t", description="Short.", input_schema={"type": "object"})
     assert describe("srv", short) == "Short.\n\n(MCP tool 't' of server 'srv')"
+
+
+def test_http_error_statuses_say_the_status_and_what_to_check_never_a_value():
+    headers = {"Authorization": "Bearer ${TOKEN}", "X-Team": "${TEAM} fixed"}
+    assert http_status_line(401, "Unauthorized", "s", headers) == (
+        "the server answered HTTP 401 Unauthorized: check the Authorization, X-Team headers in "
+        "[plugins.mcp.servers.s] and the value of ${TEAM}, ${TOKEN} in your environment"
+    )
+    assert http_status_line(403, "Forbidden", "s", {"X-Key": "literal"}) == (
+        "the server answered HTTP 403 Forbidden: the key was refused for this server; "
+        "check the X-Key header in [plugins.mcp.servers.s]"
+    )
+    assert http_status_line(401, "", "s", {}).startswith("the server answered HTTP 401: it wants a key; add headers")
+    assert (
+        http_status_line(503, "Service Unavailable", "s", headers) == "the server answered HTTP 503 Service Unavailable"
+    )
 
 
 def test_sdk_records_go_to_the_servers_log_and_elsewhere_to_pythons_usual_place(tmp_path, root_records):

@@ -22,12 +22,13 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crab_mcp.errors import describe_failure
+from crab_mcp.errors import describe_failure, http_status_line, message_too_large
 from crab_mcp.settings import ServerConfig, child_env, resolve_refs
 
 if TYPE_CHECKING:
     from mcp import types
 
+    from crab_mcp.http_client import HttpWatch
     from crab_mcp.logpump import LogSink
     from crab_mcp.stdio import StdioTransport
 
@@ -90,6 +91,7 @@ class ServerLink:
         self._failures = 0
         self._retry_at = 0.0
         self._stdio: StdioTransport | None = None
+        self._http: HttpWatch | None = None
         self._sink: LogSink | None = None
 
     @property
@@ -117,13 +119,15 @@ class ServerLink:
             return self.connector(stack)
         config = self.config
         if config.url is not None:
-            import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
+            from crab_mcp.http_client import HttpWatch, http_client
+
             headers = resolve_refs(config.headers, self.environ, "header")
-            timeout = httpx2.Timeout(config.connect_timeout, read=max(300.0, config.timeout))
-            http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=timeout))
-            return streamable_http_client(config.url, http_client=http)
+            self._http = HttpWatch()
+            http = http_client(headers, config.connect_timeout, config.timeout, config.max_message, self._http)
+            await stack.enter_async_context(http)
+            return streamable_http_client(config.url, http_client=http, max_sse_event_size=config.max_message)
         from crab_mcp.logpump import start_pump
         from crab_mcp.stdio import StdioTransport
 
@@ -157,6 +161,12 @@ class ServerLink:
         secrets = [*secret_values(self.config, self.environ), *known_secrets(env=self.environ)]
         return LogSink(log, secrets, MAX_LOG_BYTES)
 
+    def _http_line(self) -> str:
+        watch = self._http
+        if watch is None or not watch.status:
+            return ""
+        return http_status_line(watch.status, watch.reason, self.name, self.config.headers)
+
     async def _own(self, ready: asyncio.Future[None]) -> None:
         from mcp import Client
 
@@ -164,7 +174,7 @@ class ServerLink:
 
         assert self._stop is not None
         sdklog.install()
-        self._stdio = None
+        self._stdio, self._http = None, None
         sink = self._sink = self._open_log()
         sdklog.current.set(sink)  # this task's context: the SDK's tasks below inherit it
         try:
@@ -195,7 +205,7 @@ class ServerLink:
                 ready.set_exception(ServerDown(f"did not answer within {self.config.connect_timeout:g} s"))
             raise
         except (Exception, BaseExceptionGroup) as exc:  # the SDK raises nested groups, OSError, MCPError…
-            reason = describe_failure(exc, self._log_hint)
+            reason = describe_failure(exc, self._log_hint, self._http_line())
             if not ready.done():
                 ready.set_exception(ServerDown(reason))
             elif self.status == "ready":
@@ -308,15 +318,17 @@ class ServerLink:
 
     async def _call_failure(self, tool: str, exc: Any) -> str:
         """Why ``tool`` got no answer, dropping the link where it cannot be trusted any more."""
-        from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+        from mcp.types import CONNECTION_CLOSED, INTERNAL_ERROR, PARSE_ERROR, REQUEST_TIMEOUT
 
+        oversized = self._http is not None and self._http.oversized
+        too_large = message_too_large(self.config.max_message)
         again = (
             "crab ended the server and starts it again on the next call"
             if self._stdio is not None
             else "crab closed the connection and opens a new one on the next call"
         )
         if exc.code == CONNECTION_CLOSED:
-            why = self._stdio.failure if self._stdio is not None else None
+            why = self._stdio.failure if self._stdio is not None else too_large if oversized else None
             if why is None:
                 await self._drop("the connection closed (the server exited; see its log)")
                 return f"closed the connection during {tool} (it crashed); crab starts it again on the next call"
@@ -327,6 +339,12 @@ class ServerLink:
             # state crab can trust for the next call.
             await self._drop(f"did not answer {tool} within {self.config.timeout:g} s")
             return f"did not answer {tool} within {self.config.timeout:g} s; {again}"
+        if exc.code == PARSE_ERROR and oversized:
+            await self._drop(too_large)
+            return f"{too_large} in answer to {tool}; {again}"
+        http = self._http_line()
+        if exc.code == INTERNAL_ERROR and http:
+            return f"refused {tool}: {http}"
         return f"refused {tool}: error {exc.code}: {exc.message}"
 
 

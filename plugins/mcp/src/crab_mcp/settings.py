@@ -219,6 +219,11 @@ def server_configs(settings: Mapping[str, Any]) -> list[ServerConfig]:
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
+def references(values: Mapping[str, str]) -> list[str]:
+    """The names of the variables ``${VAR}`` in ``values`` refers to, sorted, each once."""
+    return sorted({m.group(1) for value in values.values() for m in _REF.finditer(value)})
+
+
 class MissingVariable(ValueError):
     """An ``${VAR}`` reference names a variable the user's environment does not have."""
 
