@@ -35,7 +35,7 @@ def collect_hook(hook: str, plugins: str | None = None) -> HookResults:
     ``plugins`` is a ``--plugins`` list. A bad config raises ``ConfigError``; with
     ``CRAB_STRICT_PLUGINS=1`` a plugin failure raises ``PluginError``.
     """
-    from crab._assembly.runtime import build_host, load_cli_config
+    from crab._assembly.choosing import build_host, load_cli_config
 
     check_collectable(hook)
     config = load_cli_config()

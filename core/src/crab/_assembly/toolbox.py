@@ -93,7 +93,7 @@ def open_toolbox(
     Raises ``ConfigError`` for a bad config, like any command. ``allow`` lists the permission
     classes a call may have without asking (``read`` always passes).
     """
-    from crab._assembly.runtime import build_host, load_cli_config
+    from crab._assembly.choosing import build_host, load_cli_config
 
     where = workspace or Path.cwd()
     config = load_cli_config(overrides, cwd=where)

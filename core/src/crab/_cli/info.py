@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def _host(plugins: str | None) -> object:
-    from crab._assembly.runtime import build_host, emit_config_notices, load_cli_config
+    from crab._assembly.choosing import build_host, emit_config_notices, load_cli_config
 
     config = load_cli_config()
     host = build_host(config, plugins)
