@@ -18,6 +18,8 @@ from crab._version import __version__
 _compat.install()
 
 if TYPE_CHECKING:
+    from crab._assembly.library import Agent, Run
+    from crab._assembly.result import RunResult, ToolCallRecord
     from crab._assembly.toolbox import ToolBox, open_toolbox
     from crab._config.environ import postgres_dsn
     from crab._config.layers import Config, PluginTable
@@ -118,6 +120,11 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     # version
     "API_VERSION": "crab._host.api_version",
+    # crab as a library (docs/library.md)
+    "Agent": "crab._assembly.library",
+    "Run": "crab._assembly.library",
+    "RunResult": "crab._assembly.result",
+    "ToolCallRecord": "crab._assembly.result",
     # hooks
     "hookimpl": "crab._host.hookspecs",
     # tools
@@ -255,6 +262,7 @@ __all__ = [
     "REDACTED",
     "SESSION_COLUMNS",
     "SESSION_HEADER_KEY",
+    "Agent",
     "AgentHandle",
     "Allow",
     "Answer",
@@ -301,6 +309,8 @@ __all__ = [
     "RendererSpec",
     "Replace",
     "RetryEvent",
+    "Run",
+    "RunResult",
     "SearchHit",
     "SessionImporter",
     "SessionInfo",
@@ -319,6 +329,7 @@ __all__ = [
     "ToolBox",
     "ToolCall",
     "ToolCallEvent",
+    "ToolCallRecord",
     "ToolContext",
     "ToolError",
     "ToolResult",

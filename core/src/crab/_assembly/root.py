@@ -75,6 +75,51 @@ def require_listed(host: PluginHost, plugins: Sequence[str]) -> None:
             raise PluginError(f"plugin {name} {record.status}: {record.reason}")
 
 
+def assemble_host(
+    *,
+    workspace: Path | None = None,
+    layers: Layers = Layers(),
+    plugins: str | Sequence[str] | None = None,
+    objects: Mapping[str, object] | None = None,
+    builtins: bool = True,
+    tools: Sequence[Tool | Callable[..., Any]] = (),
+    permissions: PermissionMode | None = None,
+    store: str | None = None,
+    strict: bool | None = None,
+    require_plugins: bool = False,
+) -> tuple[Config, PluginHost]:
+    """The config layers and the plugin host of an agent, without the agent (what ``crab mcp serve``'s
+    toolbox and ``crab.collect_hook`` need); ``assemble`` documents the arguments."""
+    from crab._assembly.choosing import build_host, load_cli_config
+    from crab._assembly.function_tools import PLUGIN, FunctionTools, as_tools
+
+    overrides = config_overrides(layers.settings, permissions=permissions, store=store)
+    config = load_cli_config(
+        overrides,
+        cwd=workspace,
+        user=layers.user,
+        project=layers.project,
+        environment=layers.environment,
+        source=layers.source,
+    )
+    in_process = dict(objects or {})
+    if tools:
+        in_process[PLUGIN] = FunctionTools(as_tools(tools))
+    listed = None if plugins is None or isinstance(plugins, str) else list(plugins)
+    host = build_host(
+        config,
+        plugins,
+        objects=in_process,
+        builtins=builtins,
+        discover=listed is None or len(listed) > 0,
+        strict=strict,
+        environment=layers.environment,
+    )
+    if require_plugins and listed:
+        require_listed(host, listed)
+    return config, host
+
+
 def assemble(
     *,
     workspace: Path | None = None,
@@ -103,37 +148,24 @@ def assemble(
     in ``ask`` mode). ``require_plugins`` makes a listed plugin that did not load an error.
     ``on_setup_notice`` gets the config notices when setup fails before an agent exists to show them.
     """
-    from crab._assembly.choosing import build_host, choose_provider, choose_store, load_cli_config
-    from crab._assembly.function_tools import PLUGIN, FunctionTools, as_tools
+    from crab._assembly.choosing import choose_provider, choose_store
     from crab._loop.agent import Agent
 
     where = workspace or Path.cwd()
-    store_name = store if isinstance(store, str) else None
-    overrides = config_overrides(layers.settings, permissions=permissions, store=store_name)
-    config = load_cli_config(
-        overrides,
-        cwd=where,
-        user=layers.user,
-        project=layers.project,
-        environment=layers.environment,
-        source=layers.source,
-    )
-    in_process = dict(objects or {})
-    if tools:
-        in_process[PLUGIN] = FunctionTools(as_tools(tools))
-    listed = None if plugins is None else (plugins if not isinstance(plugins, str) else None)
-    host = build_host(
-        config,
-        plugins,
-        objects=in_process,
+    config, host = assemble_host(
+        workspace=where,
+        layers=layers,
+        plugins=plugins,
+        objects=objects,
         builtins=builtins,
-        discover=listed is None or len(listed) > 0,
+        tools=tools,
+        permissions=permissions,
+        store=store if isinstance(store, str) else None,
         strict=strict,
-        environment=layers.environment,
     )
     try:
-        if require_plugins and listed:
-            require_listed(host, listed)
+        if require_plugins and plugins is not None and not isinstance(plugins, str):
+            require_listed(host, plugins)
         if provider is None or isinstance(provider, str):
             chosen, model_id = choose_provider(host, config, provider, model)
         else:
