@@ -4,6 +4,10 @@ The callback gets a ``crab.PermissionRequest`` and answers ``"once"`` (allow thi
 ``"always"`` (allow this permission class for the rest of the session) or ``"deny"``; it may be a
 plain function or a coroutine function. Any other answer refuses the call, as "deny" does: a
 callback that is unsure must not widen what the model may do.
+
+Calls of one reply run side by side, so two questions could be pending at once and an "always"
+answered to the first would not spare the second. Each session therefore gets its own asker
+(``SessionAsker``) that asks one question at a time and remembers the classes allowed "always".
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import asyncio
 
 from crab._contracts.interception import Answer, AskUser, PermissionRequest
 
@@ -37,3 +43,21 @@ def as_ask(callback: AskCallback | None) -> AskUser | None:
         return "deny"
 
     return asked
+
+
+class SessionAsker:
+    """One session's questions: asked one at a time, and not again for a class allowed "always"."""
+
+    def __init__(self, ask: AskUser) -> None:
+        self.ask = ask
+        self.always: set[str] = set()
+        self.lock = asyncio.Lock()
+
+    async def __call__(self, request: PermissionRequest) -> Answer:
+        async with self.lock:
+            if request.permission in self.always:
+                return "always"
+            answer = await self.ask(request)
+            if answer == "always":
+                self.always.add(request.permission)
+            return answer

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mappin
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from crab._assembly.asking import AskCallback, as_ask
+from crab._assembly.asking import AskCallback, SessionAsker, as_ask
 from crab._assembly.result import ResultCollector, RunResult
 from crab._assembly.root import Layers, PermissionMode, assemble
 from crab._contracts.errors import UsageError
@@ -95,7 +95,6 @@ class Agent:
             provider=provider,
             model=model,
             permissions=permissions,
-            ask=as_ask(ask),
             strict=False,
             require_plugins=True,
         )
@@ -104,6 +103,7 @@ class Agent:
         self._renderer = _attach_renderer(built, renderer) if renderer is not None else None
         for listener in listeners:
             self._agent.subscribe(listener)
+        self._ask = as_ask(ask)
         self._sessions: dict[str, Session] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: asyncio.Runner | None = None
@@ -218,6 +218,8 @@ class Agent:
     # --- internals ------------------------------------------------------------------------------
 
     def _own_runner(self) -> asyncio.Runner:
+        if self._closed:
+            raise UsageError("this crab.Agent is closed; make a new one")
         if self._runner is None:
             if self._loop is not None:
                 raise UsageError("this crab.Agent runs on an event loop: use the async methods there")
@@ -243,6 +245,8 @@ class Agent:
 
             await require_session(self._agent.store, session_id)
             session = await self._agent.resume(session_id)
+        if self._ask is not None:
+            session.ask = SessionAsker(self._ask)
         self._sessions[session.id] = session
         return session
 
