@@ -64,3 +64,20 @@ def test_example_runs_and_prints_what_it_says(name: str, tmp_path: Path):
     assert len(lines) == len(EXPECTED[name]), result.stdout
     for line, expected in zip(lines, EXPECTED[name], strict=True):
         assert line.startswith(expected), (line, expected)
+
+
+def test_the_readme_python_example_runs(tmp_path: Path):
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## crab from Python") :]
+    code = section[
+        section.index("```python\n") + len("```python\n") : section.index("\n```", section.index("```python"))
+    ]
+    (tmp_path / "notes.md").write_text("# notes\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env["CRAB_HOME"] = str(tmp_path / "home")
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "scripted tour" in result.stdout
+    assert "['ls', 'glob', 'grep']" in result.stdout
