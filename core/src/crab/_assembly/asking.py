@@ -12,11 +12,10 @@ answered to the first would not spare the second. Each session therefore gets it
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
-
-import asyncio
 
 from crab._contracts.interception import Answer, AskUser, PermissionRequest
 
