@@ -1,10 +1,11 @@
 """crab: a small agent framework in which everything is a plugin.
 
-This module is the public surface for plugin authors, together with ``crab.provider_kit``
-(streamed HTTP, SSE, retries, pricing and keys for model providers) and ``crab.testing`` (the test
-kit). Every name in ``__all__`` is covered by ``API_VERSION`` and listed in docs/api.md; every
-other module under ``crab`` is private and may change in any release. Names are imported on first
-use (PEP 562) so ``import crab`` stays cheap for the CLI.
+This module is the public surface for plugin authors and for programs that embed crab
+(``crab.Agent``, docs/library.md), together with ``crab.provider_kit`` (streamed HTTP, SSE,
+retries, pricing and keys for model providers) and ``crab.testing`` (the test kit). Every name
+in ``__all__`` is covered by ``API_VERSION`` and listed in docs/api.md; every other module under
+``crab`` is private and may change in any release. Names are imported on first use (PEP 562) so
+``import crab`` stays cheap for the CLI.
 """
 
 from __future__ import annotations
