@@ -230,3 +230,25 @@ def test_an_agent_runs_on_one_event_loop(crab_home: Path):
     agent.close()
     with pytest.raises(crab.UsageError, match="closed"):
         agent.run_sync("three")
+
+
+def test_a_command_as_the_prompt_runs_the_command(crab_home: Path):
+    with crab.Agent(provider=ScriptedProvider([]), plugins=[], **QUIET) as agent:
+        run = agent.run_stream_sync("/help")
+        outputs = [e for e in run if isinstance(e, crab.CommandOutput)]
+        result = run.result_sync()
+    assert result.stop == "command"
+    assert result.ok
+    assert outputs and "/help" in outputs[0].text
+
+
+def test_sync_methods_inside_a_running_event_loop_say_what_to_do(crab_home: Path):
+    agent = crab.Agent(provider=ScriptedProvider([[{"text": "a"}]]), plugins=[], **QUIET)
+
+    async def inside() -> None:
+        with pytest.raises(crab.UsageError, match="inside a running event loop"):
+            agent.run_sync("hi")
+        assert (await agent.run("hi")).text == "a"
+        await agent.aclose()
+
+    asyncio.run(inside())

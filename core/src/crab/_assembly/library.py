@@ -220,6 +220,8 @@ class Agent:
     def _own_runner(self) -> asyncio.Runner:
         if self._closed:
             raise UsageError("this crab.Agent is closed; make a new one")
+        if _loop_running():
+            raise UsageError("a *_sync method was called inside a running event loop; await agent.run(...) there")
         if self._runner is None:
             if self._loop is not None:
                 raise UsageError("this crab.Agent runs on an event loop: use the async methods there")
@@ -399,6 +401,14 @@ class Run:
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe.clear()
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _attach_renderer(built: Any, renderer: str | Renderer) -> Renderer:
