@@ -136,6 +136,7 @@ def assemble(
     local: bool = True,
     strict: bool | None = None,
     require_plugins: bool = False,
+    check_model: bool = True,
     on_setup_notice: Callable[[str], object] | None = None,
 ) -> Assembly:
     """Build one agent (not started: ``await agent.start()``); raises ``crab.errors`` on bad setup.
@@ -146,6 +147,8 @@ def assemble(
     (None: the config's choice); ``model`` may be ``provider/model``. ``permissions`` sets the
     gate's mode; ``ask`` answers its questions (None: nobody can, so non-read calls are refused
     in ``ask`` mode). ``require_plugins`` makes a listed plugin that did not load an error.
+    ``check_model=False`` skips a provider object's ``check`` (the test kit's agents use the model
+    id ``scripted`` with any provider a test hands them).
     ``on_setup_notice`` gets the config notices when setup fails before an agent exists to show them.
     """
     from crab._assembly.choosing import choose_provider, choose_store
@@ -170,7 +173,8 @@ def assemble(
             chosen, model_id = choose_provider(host, config, provider, model)
         else:
             chosen, model_id = provider, model or _first_model(provider)
-            chosen.check(model_id)
+            if check_model:
+                chosen.check(model_id)
         chosen_store = store if store is not None and not isinstance(store, str) else choose_store(host, config)
     except CrabError:
         if on_setup_notice is not None:

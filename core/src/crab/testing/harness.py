@@ -84,6 +84,7 @@ class AgentHarness:
             store=self.store,
             provider=self.provider,
             model="scripted",
+            check_model=False,
             ask=ask,
             local=local,
             strict=False,
