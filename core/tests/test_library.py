@@ -116,7 +116,8 @@ def test_a_program_listing_no_plugins_gets_only_its_own_tools_and_core(crab_home
     assert [t.name for t in provider.requests[0].tools] == ["add"]
     # No installed plugin is even listed: discovery was not asked.
     assert {r.status for r in records.values()} == {"builtin", "loaded"}
-    assert [name for name, r in records.items() if r.status == "loaded"] == ["program-tools"]
+    # The program's own plugins: its tools and the routes that give each run its session's events.
+    assert sorted(name for name, r in records.items() if r.status == "loaded") == ["program-runs", "program-tools"]
 
 
 def test_a_packaged_mock_script_runs_as_provider_slash_model(crab_home: Path, tmp_path: Path):

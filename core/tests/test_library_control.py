@@ -220,3 +220,35 @@ def test_steer_reaches_the_running_turn_and_a_follow_up_runs_after_it(crab_home:
     steered = [m.content for m in provider.requests[1].messages if isinstance(m, crab.UserMessage)]
     assert steered == ["start", "also look left"]
     assert [c.result for c in result.tool_calls] == ["waited 1"]
+
+
+def test_runs_of_one_agent_in_two_sessions_see_only_their_own_events(crab_home: Path):
+    def reply(request: crab.ModelRequest) -> list[dict[str, object]]:
+        said = request.messages[0].content if isinstance(request.messages[0], crab.UserMessage) else ""
+        if isinstance(request.messages[-1], crab.UserMessage):
+            return [{"tool": "wait", "args": {"label": said}}]
+        return [{"text": f"answer to {said}"}]
+
+    async def main() -> tuple[list[crab.Event], list[crab.Event], crab.RunResult, crab.RunResult]:
+        gate = Gate()
+        async with crab.Agent(provider=ScriptedProvider(reply), tools=[gate.tool], plugins=[], **QUIET) as agent:
+            left, right = agent.run_stream("left"), agent.run_stream("right")
+
+            async def drain(run: crab.Run) -> list[crab.Event]:
+                return [event async for event in run]
+
+            streams = asyncio.gather(drain(left), drain(right))
+            await asyncio.wait_for(gate.started.wait(), 10)
+            # A second run in a session that has one in progress is refused: steer or follow up.
+            with pytest.raises(crab.UsageError, match="run in progress"):
+                await agent.run("meanwhile", session=left.session_id)
+            gate.release.set()
+            left_events, right_events = await asyncio.wait_for(streams, 10)
+            return left_events, right_events, await left.result(), await right.result()
+
+    left_events, right_events, left, right = asyncio.run(main())
+    assert (left.text, right.text) == ("answer to left", "answer to right")
+    assert [e.input for e in left_events if isinstance(e, crab.TurnStarted)] == ["left"]
+    assert [e.input for e in right_events if isinstance(e, crab.TurnStarted)] == ["right"]
+    assert [e.content for e in left_events if isinstance(e, crab.ToolResultEvent)] == ["waited left"]
+    assert [e.content for e in right_events if isinstance(e, crab.ToolResultEvent)] == ["waited right"]

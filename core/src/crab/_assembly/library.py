@@ -19,6 +19,7 @@ from crab._assembly.result import ResultCollector, RunResult
 from crab._assembly.root import Layers, PermissionMode, assemble
 from crab._contracts.errors import UsageError
 from crab._contracts.events import Event, NoticeEvent
+from crab._host.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -85,11 +86,12 @@ class Agent:
     ) -> None:
         if isinstance(plugins, str):
             raise UsageError('plugins= takes a list of names (["mock", "tools-basic"]), not one string')
+        self._routes = RunRoutes()
         built = assemble(
             workspace=Path(workspace) if workspace is not None else None,
             layers=Layers(user_config, project_config, environment, settings),
             plugins=plugins,
-            objects=plugin_objects,
+            objects={**(plugin_objects or {}), ROUTES: self._routes},
             tools=tools,
             store=store,
             provider=provider,
@@ -253,6 +255,31 @@ class Agent:
         return session
 
 
+ROUTES = "program-runs"
+"""The plugin name of an agent's ``RunRoutes`` (beside ``program-tools``)."""
+
+
+class RunRoutes:
+    """Hands each run the events of its session, and every run the agent's notices.
+
+    A ``crab_event`` observer, not a listener: the hook is told which session an event belongs
+    to (a listener is not), so a run never sees another session's events.
+    """
+
+    def __init__(self) -> None:
+        self.runs: dict[str, Run] = {}
+
+    @hookimpl
+    def crab_event(self, event: Event, session_id: str) -> None:
+        if session_id:
+            run = self.runs.get(session_id)
+            if run is not None:
+                run._take(event)
+        elif isinstance(event, NoticeEvent):  # a plugin failure, a config warning: the whole agent's
+            for run in list(self.runs.values()):
+                run._take(event)
+
+
 class Run:
     """One input to an agent, its events as they happen, and its ``RunResult`` at the end.
 
@@ -272,7 +299,6 @@ class Run:
         self._events: asyncio.Queue[Event | None] | None = None
         self._collector = ResultCollector()
         self._tasks: list[asyncio.Task[TurnOutcome]] = []
-        self._unsubscribe: list[Callable[[], None]] = []
         self._result: RunResult | None = None
         self._pending: list[tuple[str, bool]] = []
 
@@ -289,24 +315,19 @@ class Run:
         if self._session is not None:
             return
         session = await self._owner._session(self._wanted)
+        routes = self._owner._routes.runs
+        if session.id in routes:
+            raise UsageError(
+                f"session {session.id} has a run in progress: give it more with run.steer(text) or "
+                "run.follow_up(text), or wait for its result"
+            )
         self._session = session
         self._events = asyncio.Queue()
-        agent = self._owner._agent
-        self._unsubscribe.append(agent.subscribe(self._scoped, session.id))
-        # Notices (a plugin failure, a config warning) go to every listener without a session.
-        self._unsubscribe.append(agent.subscribe(self._notice))
+        routes[session.id] = self
         self._submit(self._prompt, steer=False)
         for text, steer in self._pending:
             self._submit(text, steer=steer)
         self._pending.clear()
-
-    def _scoped(self, event: Event) -> None:
-        if not isinstance(event, NoticeEvent):
-            self._take(event)
-
-    def _notice(self, event: Event) -> None:
-        if isinstance(event, NoticeEvent):
-            self._take(event)
 
     def _take(self, event: Event) -> None:
         self._collector.handle(event)
@@ -388,19 +409,18 @@ class Run:
         """The caller was cancelled (Ctrl-C): abort the turn and let it pair its open calls."""
         self.abort()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._close_listeners()
+        self._leave_routes()
 
     async def _finish(self) -> None:
-        self._close_listeners()
+        self._leave_routes()
         outcomes = [task.result() for task in self._tasks]  # a failure of the loop itself raises here
         assert self._session is not None
         redact = self._owner._agent.redactor.text
         self._result = self._collector.result(self._session.id, outcomes[0], outcomes, redact)
 
-    def _close_listeners(self) -> None:
-        for unsubscribe in self._unsubscribe:
-            unsubscribe()
-        self._unsubscribe.clear()
+    def _leave_routes(self) -> None:
+        if self._session is not None and self._owner._routes.runs.get(self._session.id) is self:
+            del self._owner._routes.runs[self._session.id]
 
 
 def _loop_running() -> bool:
