@@ -309,6 +309,7 @@ class Run:
 
     @property
     def done(self) -> bool:
+        """True once the run has ended (its result is ready)."""
         return self._result is not None
 
     async def _start(self) -> None:

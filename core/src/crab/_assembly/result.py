@@ -87,13 +87,12 @@ class ResultCollector:
         if self.ended:
             last = self.ended[-1].turn_id
             final = next((o for o in reversed(outcomes) if o.turn_id == last), first)
-        usage = self.usage if self.ended or self.usage != Usage() else final.usage
         return RunResult(
             text=redact(final.text),
             stop=final.stop,
             session_id=session_id,
             tool_calls=tuple(self.calls.values()),
-            usage=usage,
+            usage=self.usage,
             error=redact(final.error) if final.error is not None else None,
             turns=len(self.ended),
         )
