@@ -253,3 +253,33 @@ def test_sync_methods_inside_a_running_event_loop_say_what_to_do(crab_home: Path
         await agent.aclose()
 
     asyncio.run(inside())
+
+
+class BrokenPrompt:
+    """An in-process plugin whose system prompt part raises."""
+
+    @crab.hookimpl
+    def crab_system_prompt(self, workspace: Path, session_id: str, config: crab.Config) -> list[str]:
+        raise RuntimeError("broken prompt")
+
+
+def test_a_plugin_failing_during_a_run_is_a_notice_or_under_strict_mode_a_plugin_error(
+    crab_home: Path, monkeypatch: pytest.MonkeyPatch
+):
+    def agent() -> crab.Agent:
+        return crab.Agent(
+            provider=ScriptedProvider([[{"text": "hi"}]]),
+            plugins=[],
+            plugin_objects={"broken": BrokenPrompt()},
+            user_config=False,
+            project_config=False,
+        )
+
+    with agent() as lenient:
+        run = lenient.run_stream_sync("x")
+        notices = [e.message for e in run if isinstance(e, crab.NoticeEvent)]
+        assert run.result_sync().text == "hi"
+    assert any("plugin broken failed" in line for line in notices)
+    monkeypatch.setenv("CRAB_STRICT_PLUGINS", "1")
+    with agent() as strict, pytest.raises(crab.PluginError, match="plugin broken failed"):
+        strict.run_sync("x")

@@ -97,7 +97,8 @@ class Agent:
             provider=provider,
             model=model,
             permissions=permissions,
-            strict=False,
+            # CRAB_STRICT_PLUGINS=1 decides, as for the CLI, unless the environment layer is off.
+            strict=None,
             require_plugins=True,
         )
         self.config: Config = built.config
