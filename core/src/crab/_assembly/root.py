@@ -165,10 +165,9 @@ def assemble(
         permissions=permissions,
         store=store if isinstance(store, str) else None,
         strict=strict,
+        require_plugins=require_plugins,
     )
     try:
-        if require_plugins and plugins is not None and not isinstance(plugins, str):
-            require_listed(host, plugins)
         if provider is None or isinstance(provider, str):
             chosen, model_id = choose_provider(host, config, provider, model)
         else:
