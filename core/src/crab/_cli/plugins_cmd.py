@@ -11,7 +11,7 @@ from crab._contracts.errors import CrabError
 
 def list_plugins(plugins: str | None, as_json: bool) -> None:
     """Load what is enabled, run every registration hook, and show each plugin's status."""
-    from crab._assembly.runtime import build_host, load_cli_config, strict_exit
+    from crab._assembly.choosing import build_host, load_cli_config, strict_exit
     from crab._config.layers import Config
     from crab._config.paths import user_config_path
 
@@ -42,7 +42,7 @@ def list_plugins(plugins: str | None, as_json: bool) -> None:
 
 
 def set_enabled(name: str, enable: bool, project: bool, user: bool) -> None:
-    from crab._assembly.runtime import load_cli_config
+    from crab._assembly.choosing import load_cli_config
     from crab._config.layers import update_plugin_lists
     from crab._contracts.errors import UsageError
 
