@@ -99,3 +99,33 @@ def test_an_unknown_crab_name_is_still_an_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match="module 'crab' has no attribute 'no_such_name'"):
         crab.no_such_name  # noqa: B018
+
+
+def test_a_plugin_written_for_api_1_2_offering_a_hook_core_used_to_declare_still_works() -> None:
+    # Before 1.3 core declared crab_job_stores and crab_skill_dirs; now crab-schedule and crab-skills
+    # do. A 1.2 plugin implementing them loads with or without the declaring plugin, unchanged.
+    import types
+
+    import crab
+    from crab.testing import build_host
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from crab.jobs import JobStore  # what a 1.2 plugin imported
+
+    @crab.hookimpl
+    def crab_job_stores(config: crab.Config) -> list[object]:
+        return ["a job store"]
+
+    offering = types.SimpleNamespace(CRAB_API=">=1.2,<2", crab_job_stores=crab_job_stores)
+    alone = build_host({"offering": offering})
+    assert alone.records["offering"].status == "loaded" and alone.failures == []
+
+    class Declares:
+        @crab.hookspec
+        def crab_job_stores(self, config: crab.Config) -> list[JobStore] | None:
+            """Job stores."""
+
+    declarer = types.SimpleNamespace(CRAB_API=">=1.3,<2", CRAB_HOOKSPECS=Declares)
+    both = build_host({"offering": offering, "schedule": declarer})
+    assert both.dispatch.collect("crab_job_stores", config=both.config) == [("offering", ["a job store"])]

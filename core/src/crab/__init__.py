@@ -75,7 +75,7 @@ if TYPE_CHECKING:
         usage_from_dict,
         usage_to_dict,
     )
-    from crab._contracts.providers import ModelInfo, ModelRequest, Provider, model_from_table
+    from crab._contracts.providers import ModelInfo, ModelRequest, Provider
     from crab._contracts.renderers import ChatEntry, ChatInput, ChatState, Renderer, RendererSpec, RenderTarget
     from crab._contracts.storage import (
         ENTRY_TYPES,
@@ -206,7 +206,6 @@ _EXPORTS: dict[str, str] = {
     "ModelInfo": "crab._contracts.providers",
     "ModelRequest": "crab._contracts.providers",
     "Provider": "crab._contracts.providers",
-    "model_from_table": "crab._contracts.providers",
     "usage_cost": "crab._loop.pricing",
     "with_cost": "crab._loop.pricing",
     # renderers
@@ -336,7 +335,6 @@ __all__ = [
     "message_from_dict",
     "message_to_dict",
     "missing_key_message",
-    "model_from_table",
     "new_entry_id",
     "new_session_id",
     "open_toolbox",

@@ -4,8 +4,8 @@ Streamed HTTP with retries and redaction (``stream_call``, ``HttpOptions``), Ser
 (``ServerSentEvent``, ``SSEDecoder``), retry classification (``status_kind``,
 ``is_retryable_status``, ``RetryPolicy``), a provider's ``extra_body`` rules (``ExtraBody``) and
 its config table's connection keys (``http_settings``, ``read_http_options``, ``key_routing``).
-For convenience it also re-exports the ``crab`` names providers use most: pricing (``with_cost``,
-``usage_cost``), per-model config tables (``model_from_table``), tool-argument parsing and ids
+Per-model config tables (``model_from_table``) are its own too. For convenience it also re-exports
+the ``crab`` names providers use most: pricing (``with_cost``, ``usage_cost``), tool-argument parsing and ids
 (``parse_tool_arguments``, ``unique_id``, ``json_text``) and API keys (``lookup_key``,
 ``missing_key_message``). A kit, not a plugin: no entry point; provider plugins depend on it.
 It imports only crab's public API. Before crab-core 0.2 this was ``crab.provider_kit``, which
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
         json_text,
         lookup_key,
         missing_key_message,
-        model_from_table,
         parse_tool_arguments,
         unique_id,
         usage_cost,
@@ -45,6 +44,7 @@ if TYPE_CHECKING:
         request_timeout_from,
         stream_call,
     )
+    from crab_provider_kit._models import model_from_table
     from crab_provider_kit._retry import (
         RetryPolicy,
         is_retryable_status,
@@ -81,7 +81,7 @@ _EXPORTS: dict[str, str] = {  # public name → ``module`` (same name there) or 
     "json_text": "crab",
     "unique_id": "crab",
     "parse_tool_arguments": "crab",
-    "model_from_table": "crab",
+    "model_from_table": "crab_provider_kit._models",
     "usage_cost": "crab",
     "with_cost": "crab",
     "lookup_key": "crab",

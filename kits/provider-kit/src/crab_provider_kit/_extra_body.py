@@ -57,7 +57,7 @@ class ExtraBody:
     ) -> tuple[dict[str, ModelInfo], dict[str, dict[str, Any]]]:
         """A provider's ``models`` table (at ``where``) over its ``known`` models: every model's
         ``ModelInfo`` and, for those that set one, its checked ``extra_body``."""
-        from crab import model_from_table
+        from crab_provider_kit._models import model_from_table
 
         if not isinstance(table, Mapping):
             raise InvalidValue(where, "a table of model id to settings", table)
