@@ -170,3 +170,13 @@ def test_an_argument_with_a_default_is_passed_when_the_spec_has_it(crab_agent):
     host = build_host({"defaults": types.SimpleNamespace(crab_tools=crab_tools)})
     host.registry("tools")
     assert got == [(host.config, 3)]  # config given by the call, unknown left at its default
+
+
+def test_an_argument_the_hook_does_not_pass_is_refused_at_registration():
+    @crab.hookimpl
+    def crab_tools(config: crab.Config, workspace: Path) -> list[crab.Tool]:
+        return []
+
+    host = build_host({"greedy": types.SimpleNamespace(crab_tools=crab_tools)})
+    record = host.records["greedy"]
+    assert (record.status, record.reason) == ("failed", "its crab_tools takes workspace, which the hook does not pass")

@@ -476,6 +476,11 @@ def unsupported_hooks(pm: pluggy.PluginManager, plugin: object, known: Collectio
         hook = opts.get("specname") or attr
         if hook not in known and (near := declared.near_miss(hook, known)) is not None:
             return f"implements unknown hook {attr} (misspelt {near}? see docs/hooks.md)"
+        caller = getattr(pm.hook, hook, None)
+        spec = caller.spec if caller is not None else None
+        extra = sorted(set(required_arguments(getattr(plugin, attr))) - set(spec.argnames)) if spec else []
+        if extra:
+            return f"its {attr} takes {', '.join(extra)}, which the hook does not pass"
         if opts.get("wrapper") or opts.get("hookwrapper"):
             kind = "wrapper=True" if opts.get("wrapper") else "hookwrapper=True"
             return (
@@ -483,6 +488,17 @@ def unsupported_hooks(pm: pluggy.PluginManager, plugin: object, known: Collectio
                 "plugin's hook on its own; make it a plain @crab.hookimpl"
             )
     return None
+
+
+def required_arguments(function: Callable[..., Any]) -> list[str]:
+    """The parameters ``function`` needs a value for (a bound method's ``self`` left out), as pluggy counts them."""
+    empty = inspect.Parameter.empty
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: pluggy's own check decides
+        return []
+    return [p.name for p in parameters if p.kind in positional and p.default is empty]
 
 
 def expected_type(kind: Kind) -> type:
