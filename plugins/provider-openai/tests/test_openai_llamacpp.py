@@ -15,8 +15,8 @@ from crab._contracts.events import MessageEnd, StreamEvent, ToolCallEvent
 from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import ToolSpec
+from crab.sse import SSEDecoder
 from crab.testing.http_replay import CRAB, run_crab
-from crab_provider_kit import SSEDecoder
 from crab_provider_openai.parser import ChatStreamParser
 from crab_provider_openai.provider import OpenAIProvider
 
