@@ -243,10 +243,10 @@ class Agent:
         base = ModelRequest(model=self.model, system="", messages=(), temperature=self.temperature)
         async with session.compacting:
             return await compaction.compact(
-                session, reason, focus, budget=self.budget(session), calls=self.parts().calls, base=base
+                session, reason, focus, budget=self.budget(session), calls=self.turn_parts().calls, base=base
             )
 
-    def parts(self) -> TurnParts:
+    def turn_parts(self) -> TurnParts:
         """What this agent's turns run with (made once: the settings are read at construction)."""
         if self._turn_parts is None:
             calls = ModelCalls(
@@ -337,7 +337,7 @@ class Agent:
         return True
 
     async def _turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
-        return await Turn(self.parts(), session, item, queue).run()
+        return await Turn(self.turn_parts(), session, item, queue).run()
 
     # --- context and recording ----------------------------------------------------------------
 
