@@ -8,7 +8,7 @@ import types
 import crab
 from crab._builtin.tool_view import STUB_PARAMETERS, ToolView, expanded_tools, hinted, stub, tool_specs
 from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
-from crab._loop.compaction import anchor_payload, carried
+from crab._loop.compaction import CONTINUED, anchor_payload, carried
 from crab._loop.turn import SCHEMAS_SENT, STUB_CALL_NOTE
 
 
@@ -187,3 +187,27 @@ def test_tool_specs_keep_registry_order_and_stub_the_rest() -> None:
     specs = tool_specs(tools, "progressive", {"beta"})
     assert [s.name for s in specs] == ["alpha", "beta"]
     assert specs[0] == stub(alpha) and specs[1] == beta.spec()
+
+
+def test_a_compaction_mid_turn_keeps_the_turns_expanded_tools_live_and_resumed(crab_agent):
+    sent: list = []
+
+    def reply(request):
+        if "You summarise a conversation" in request.system:
+            return [{"text": "Goal: search, then read."}]
+        sent.append(request)
+        if len(sent) == 1:
+            return [{"tool": "beta", "args": {"pattern": "x" * 1000}}]
+        if len(sent) <= 5:
+            return [{"tool": "alpha", "args": {"path": "p" * 1500 + str(len(sent))}}]
+        return [{"text": "done"}]
+
+    h = crab_agent(reply, plugins=TOOLS, config={"crab.context_window": 2000})
+    assert h.run("go").stop == "end"
+    compacted = [i for i, r in enumerate(sent) if r.messages[0].content.startswith(CONTINUED)]
+    assert compacted, "the turn should have been compacted mid-way"
+    after = sent[compacted[0]]
+    assert not any(isinstance(m, AssistantMessage) and m.tool_calls[0].name == "beta" for m in after.messages)
+    assert full(after) == {"alpha", "beta"}  # beta was summarised away, its schema stays for the turn
+    resumed = h.run_async(h.agent.resume(h.session.id))
+    assert expanded_tools(resumed.messages, h.agent.tools) == {"alpha", "beta"}

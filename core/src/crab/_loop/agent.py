@@ -243,7 +243,13 @@ class Agent:
         base = ModelRequest(model=self.model, system="", messages=(), temperature=self.temperature)
         async with session.compacting:
             return await compaction.compact(
-                session, reason, focus, budget=self.budget(session), calls=self.turn_parts().calls, base=base
+                session,
+                reason,
+                focus,
+                budget=self.budget(session),
+                calls=self.turn_parts().calls,
+                base=base,
+                tools=self.tools.keys(),
             )
 
     def turn_parts(self) -> TurnParts:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -310,10 +310,12 @@ async def compact(
     budget: TokenBudget,
     calls: ModelCalls,
     base: ModelRequest,
+    tools: Collection[str] = (),
 ) -> Compacted | None:
     """Summarise older history of ``session`` into a compaction anchor, keep the recent turns.
 
-    The caller holds ``session.compacting``. ``base`` gives the model and sampling options.
+    The caller holds ``session.compacting``. ``base`` gives the model and sampling options;
+    ``tools`` names every registered tool.
     None when there was nothing older to summarise or the summary failed (a ``CompactionEvent``
     with ``phase="failed"`` says why). Raises only on cancellation (or ``PluginError`` in strict mode).
     """
@@ -358,7 +360,9 @@ async def compact(
         reason=reason,
         focus=focus,
         summarised=len(older),
-        tools=sorted(session.described),
+        # The tools the last request described in full carry over, unless it described every one
+        # (the full view): then nothing was expanded and nothing needs carrying.
+        tools=sorted(session.described) if session.described != frozenset(tools) else [],
         tokens_before=before,
     )
     await calls.append_entry(session, "anchor", payload)
