@@ -22,7 +22,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from crab._contracts.messages import AssistantMessage, Message, UserMessage
+from crab._contracts.messages import AssistantMessage, Message, UserMessage, extends
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool, ToolSpec
 from crab._host.hookspecs import hookimpl
@@ -108,7 +108,7 @@ class ToolView:
         request lacked (the context only grows between compactions and repairs, which scan anew)."""
         scan = self._scans.pop(session_id, None)
         count = len(scan.messages) if scan is not None else 0
-        if scan is None or scan.known != known or len(messages) < count or messages[:count] != scan.messages:
+        if scan is None or scan.known != known or not extends(messages, scan.messages):
             scan, count = _Scan(known=known), 0
         for message in messages[count:]:
             if _starts_turn(message):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
+from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage, extends
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import ToolSpec
 
@@ -93,10 +93,8 @@ class TokenBudget:
         """``request_tokens(request)``, measuring only the messages the last request lacked."""
         messages, known = request.messages, self._messages
         if messages is not known:
-            count = len(known)
-            # Tuples compare element by element, identity first: a grown context costs a C loop.
-            if len(messages) >= count and messages[:count] == known:
-                self._message_chars += sum(map(message_chars, messages[count:]))
+            if extends(messages, known):
+                self._message_chars += sum(map(message_chars, messages[len(known) :]))
             else:
                 self._message_chars = sum(map(message_chars, messages))
             self._messages = messages
