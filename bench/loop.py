@@ -82,28 +82,38 @@ class _Forgotten(list):  # type: ignore[type-arg]
         return None
 
 
+WIDE_TURNS = 5
+"""A 200-call turn takes a few tens of ms: the wide figure is the best of this many turns in one
+process, after one warm-up turn (first calls import what they use)."""
+
+
 def crab_worker(shape: str, n: int, store_name: str, tool: str) -> float:
     """CPU seconds of one scripted turn (``sequential``: n replies of one call; ``wide``: one
-    reply of n calls), harness set-up left out."""
+    reply of n calls, the best of ``WIDE_TURNS`` after a warm-up), harness set-up left out."""
     name = "noop" if tool == "noop" else "read"
     # Distinct arguments and results per call, as real work has (the loop guard stops repeats).
     calls = [{"tool": name, "args": {"path": "file.txt", "offset": i + 1, "limit": 1}} for i in range(n)]
     if tool == "noop":
         for call in calls:
             del call["args"]["limit"]  # type: ignore[attr-defined]
-    replies: list[Any] = [[call] for call in calls] if shape == "sequential" else [calls]
-    replies.append([{"text": "done"}])
+    turns = 1 if shape == "sequential" else 1 + WIDE_TURNS
+    replies: list[Any] = []
+    for _ in range(turns):
+        replies.extend([[call] for call in calls] if shape == "sequential" else [calls])
+        replies.append([{"text": "done"}])
     root = Path(tempfile.mkdtemp(prefix="crab-bench-loop-"))
     harness = _crab_harness(replies, store_name, root, tool)
+    spent: list[float] = []
     try:
-        start = time.process_time()
-        outcome = harness.run("go")
-        spent = time.process_time() - start
-        assert outcome.stop == "end", outcome
-        assert outcome.tool_calls == n, outcome
+        for _ in range(turns):
+            start = time.process_time()
+            outcome = harness.run("go")
+            spent.append(time.process_time() - start)
+            assert outcome.stop == "end", outcome
+            assert outcome.tool_calls == n, outcome
     finally:
         harness.close()
-    return spent
+    return spent[0] if shape == "sequential" else min(spent[1:])
 
 
 def llm_worker(shape: str, n: int) -> float:
@@ -136,14 +146,16 @@ def llm_worker(shape: str, n: int) -> float:
                 yield "done"
 
     replies = [1] * n if shape == "sequential" else [n]
-    model = Scripted(replies)
-    start = time.process_time()
-    chain = model.conversation(tools=[noop], chain_limit=0).chain("go")  # 0: no limit
-    text = chain.text()
-    spent = time.process_time() - start
-    assert text == "done", text
-    assert model.served == len(replies) + 1, model.served
-    return spent
+    spent: list[float] = []
+    for _ in range(1 if shape == "sequential" else 1 + WIDE_TURNS):
+        model = Scripted(replies)
+        start = time.process_time()
+        chain = model.conversation(tools=[noop], chain_limit=0).chain("go")  # 0: no limit
+        text = chain.text()
+        spent.append(time.process_time() - start)
+        assert text == "done", text
+        assert model.served == len(replies) + 1, model.served
+    return spent[0] if shape == "sequential" else min(spent[1:])
 
 
 def worker_main(args: list[str]) -> None:
@@ -249,12 +261,15 @@ def main() -> None:
         print(f"{'llm, sequential':<24}{figures}   (ms per iteration)")
     else:
         print("llm: not measured (no interpreter with llm: pass --llm-python)")
-    now_memory, now_wide = ratios["now"].get("memory"), wide.get("now")
+    now_memory, now_wide, now_large = ratios["now"].get("memory"), wide.get("now"), largest.get("now")
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "MISSED"
+
     print("\ntargets (memory store, now):")
-    print(f"  N=2000/N=200 <= 1.3x: {'met' if now_memory is not None and now_memory <= 1.3 else 'MISSED'}")
-    print(
-        f"  per tool call in a {WIDE}-call reply <= 0.1 ms: {'met' if now_wide is not None and now_wide <= 1e-4 else 'MISSED'}"
-    )
+    print(f"  N=2000/N=200 <= 1.3x: {verdict(now_memory is not None and now_memory <= 1.3)}")
+    print(f"  per iteration at N=2000 <= 0.5 ms: {verdict(now_large is not None and now_large <= 5e-4)}")
+    print(f"  per tool call in a {WIDE}-call reply <= 0.1 ms: {verdict(now_wide is not None and now_wide <= 1e-4)}")
 
 
 if __name__ == "__main__":
