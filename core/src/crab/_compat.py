@@ -47,7 +47,7 @@ MOVED: dict[str, str] = {
     "crab.loop": "crab._loop",
     "crab.loop.agent": "crab._loop.agent",
     "crab.loop.budget": "crab._loop.budget",
-    "crab.loop.compaction": "crab._builtin.compaction",
+    "crab.loop.compaction": "crab._loop.compaction",
     "crab.loop.guard": "crab._builtin.loop_guard",
     "crab.loop.history": "crab._loop.history",
     "crab.loop.router": "crab._loop.router",

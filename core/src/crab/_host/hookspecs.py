@@ -120,9 +120,10 @@ def crab_cli(app: Any, config: Config) -> None:
 
 @hookspec
 def crab_system_prompt(workspace: Path, session_id: str, config: Config) -> str | list[str] | None:
-    """Parts of the system prompt for the next model call.
+    """Parts of the system prompt for the model calls of a turn.
 
-    Called before every model call; return text, a list of texts, or None. Parts are joined
+    Called once per turn, before its first model call (and again after a compaction changes the
+    summary); return text, a list of texts, or None. Parts are joined
     with blank lines in plugin order. Core's part comes first: the default prompt
     (``crab/_builtin/system_prompt.md``: the tool protocol, which plugins add to and never replace) and
     the instruction files (``$CRAB_HOME/AGENTS.md``, then AGENTS.md or CLAUDE.md of each folder
