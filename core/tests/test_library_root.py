@@ -59,12 +59,10 @@ def test_harness_toolbox_collect_hook_and_the_cli_build_through_the_root(
     monkeypatch.setattr(root, "assemble_host", spy_host)
     monkeypatch.setattr(root, "assemble", spy_assemble)
     crab.open_toolbox("")
-    from crab._host.collect import CORE_COLLECTED
-    from crab._host.dispatch import HOOKS
-
-    # Whichever registration hook core leaves for plugins to collect (crab_skill_dirs today).
-    hook = next(h for h, p in HOOKS.items() if p.category == "registration" and h not in CORE_COLLECTED)
-    crab.collect_hook(hook, plugins="")
+    # Core declares no hook for plugins to collect any more (plugins declare their own): with no
+    # plugin loaded, none declares this one, which collect_hook says after building the host.
+    with pytest.raises(ValueError, match="crab_skill_dirs"):
+        crab.collect_hook("crab_skill_dirs", plugins="")
     from crab._cli.options import RunOptions
     from crab._cli.setup import prepare
 

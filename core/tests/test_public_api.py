@@ -61,11 +61,16 @@ def test_every_public_name_is_documented_in_docs_api():
                 assert re.search(rf"`{re.escape(name)}`", text), f"{module}.{name} is not in docs/api.md"
 
 
-def plugin_imports() -> list[tuple[str, int, str, str]]:
-    """(file, line, plugin package, imported module) for every import in first-party plugin code."""
+def plugin_imports(*, tests: bool = False) -> list[tuple[str, int, str, str]]:
+    """(file, line, plugin package, imported module) for every import in first-party plugin code
+    (with ``tests``, in plugins' and kits' tests instead: ``package`` is then the folder's name)."""
     found = []
-    for path in sorted((ROOT / "plugins").glob("*/src/*/**/*.py")):
-        package = path.relative_to(ROOT / "plugins").parts[2]
+    if tests:
+        paths = sorted([*(ROOT / "plugins").glob("*/tests/**/*.py"), *(ROOT / "kits").glob("*/tests/**/*.py")])
+    else:
+        paths = sorted((ROOT / "plugins").glob("*/src/*/**/*.py"))
+    for path in paths:
+        package = path.relative_to(ROOT).parts[1 if tests else 3]
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 found.append((str(path.relative_to(ROOT)), node.lineno, package, node.module))
@@ -84,6 +89,20 @@ def test_first_party_plugins_import_only_the_public_api():
         and module not in PUBLIC
     ]
     assert private == [], "import these names from crab, crab.processes, crab.testing or a kit (docs/api.md)"
+
+
+def test_plugin_tests_import_only_the_public_api_too():
+    # A plugin's tests are what its author copies from: they use crab.testing, never core's insides.
+    imports = plugin_imports(tests=True)
+    assert len(imports) > 100
+    private = [
+        f"{file}:{line}: {module}"
+        for file, line, folder, module in imports
+        if (module == "crab" or module.startswith(("crab.", "crab_provider_kit.", "crab_sql_kit.", "crab_jobs_kit.")))
+        and module not in PUBLIC
+        and not module.startswith(f"crab_{folder.replace('-', '_')}.")  # a kit's tests may test its own modules
+    ]
+    assert private == [], "import these names from crab or crab.testing (add what tests need to crab.testing)"
 
 
 def test_no_first_party_plugin_imports_another_plugin():

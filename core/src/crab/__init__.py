@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         TurnStarted,
         TurnStop,
         UsageEvent,
+        event_to_dict,
     )
     from crab._contracts.handle import AgentHandle, PluginStatus, SessionView
     from crab._contracts.interception import Allow, Answer, Decision, Deny, PermissionRequest, Replace
@@ -175,6 +176,7 @@ _EXPORTS: dict[str, str] = {
     "CompactionEvent": "crab._contracts.events",
     "ErrorEvent": "crab._contracts.events",
     "ErrorKind": "crab._contracts.events",
+    "event_to_dict": "crab._contracts.events",
     "Event": "crab._contracts.events",
     "MessageEnd": "crab._contracts.events",
     "NoticeEvent": "crab._contracts.events",
@@ -339,6 +341,7 @@ __all__ = [
     "entry_from_dict",
     "entry_text",
     "entry_to_dict",
+    "event_to_dict",
     "hookimpl",
     "hookspec",
     "json_text",

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from crab._config.layers import load_config
-from crab._contracts.errors import ConfigError
+from crab import ConfigError
+from crab.testing import load_config
 from crab_provider_anthropic.settings import TABLE
 
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from crab._contracts.errors import ConfigError
-from crab._contracts.messages import UserMessage
-from crab._contracts.providers import ModelRequest
+from crab import ConfigError, ModelRequest, UserMessage
 from crab_provider_anthropic.request import build_body
 from crab_provider_anthropic.settings import parse_settings
 
@@ -46,7 +44,7 @@ def test_a_value_json_cannot_carry_is_a_config_error() -> None:
 
 
 def test_tool_choice_is_left_out_of_a_request_that_offers_no_tools() -> None:
-    from crab._contracts.tools import ToolSpec
+    from crab import ToolSpec
 
     table = {"extra_body": {"tool_choice": {"type": "any"}}}
     assert "tool_choice" not in body_for(table)

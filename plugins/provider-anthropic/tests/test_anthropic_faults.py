@@ -8,10 +8,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from crab._contracts.errors import ContextOverflowError, ProviderError
-from crab._contracts.events import ErrorEvent, MessageEnd, RetryEvent, StreamEvent, TextDelta, ToolCallEvent
-from crab._contracts.messages import UserMessage
-from crab._contracts.providers import ModelRequest
+from crab import (
+    ContextOverflowError,
+    ErrorEvent,
+    MessageEnd,
+    ModelRequest,
+    ProviderError,
+    RetryEvent,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    UserMessage,
+)
 from crab_provider_anthropic.provider import AnthropicProvider
 
 Run = Callable[[AnthropicProvider, ModelRequest], tuple[list[StreamEvent], Exception | None]]

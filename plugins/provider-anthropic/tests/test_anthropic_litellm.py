@@ -12,11 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab._contracts.events import MessageEnd, StreamEvent, ToolCallEvent
-from crab._contracts.messages import ToolResultMessage, UserMessage
-from crab._contracts.providers import ModelRequest
-from crab._contracts.tools import ToolSpec
-from crab.testing.http_replay import CRAB, run_crab
+from crab import MessageEnd, ModelRequest, StreamEvent, ToolCallEvent, ToolResultMessage, ToolSpec, UserMessage
+from crab.testing import CRAB, run_crab
 from crab_provider_anthropic.parser import MessagesStreamParser
 from crab_provider_anthropic.provider import AnthropicProvider
 from crab_provider_kit import ServerSentEvent, SSEDecoder

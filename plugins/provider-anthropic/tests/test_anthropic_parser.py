@@ -6,19 +6,21 @@ import json
 from collections.abc import Callable
 
 import pytest
-from crab._contracts.errors import ContextOverflowError, ProviderError
-from crab._contracts.events import (
+from crab import (
+    ContextOverflowError,
     ErrorEvent,
     MessageEnd,
+    ModelInfo,
+    ProviderError,
     StreamEvent,
     TextDelta,
+    Thinking,
     ThinkingDelta,
     ToolCallEvent,
+    Usage,
     UsageEvent,
+    with_cost,
 )
-from crab._contracts.messages import Thinking, Usage
-from crab._contracts.providers import ModelInfo
-from crab._loop.pricing import with_cost
 from crab_provider_anthropic.parser import MessagesStreamParser
 from crab_provider_kit import ServerSentEvent, SSEDecoder
 

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from crab._contracts.errors import ConfigError
-from crab._contracts.messages import AssistantMessage, Thinking, ToolCall, ToolResultMessage, UserMessage
-from crab._contracts.providers import ModelRequest
-from crab._contracts.tools import ToolSpec
+from crab import (
+    AssistantMessage,
+    ConfigError,
+    ModelRequest,
+    Thinking,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
 from crab_provider_anthropic.provider import AnthropicProvider
 from crab_provider_anthropic.request import EMPTY_REPLY, build_body, build_headers, endpoint
 from crab_provider_anthropic.settings import parse_settings

@@ -6,10 +6,16 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from crab._contracts.events import MessageEnd, StreamEvent, ThinkingDelta, ToolCallEvent, event_to_dict
-from crab._contracts.messages import UserMessage
-from crab._contracts.providers import ModelRequest
-from crab._contracts.tools import ToolSpec
+from crab import (
+    MessageEnd,
+    ModelRequest,
+    StreamEvent,
+    ThinkingDelta,
+    ToolCallEvent,
+    ToolSpec,
+    UserMessage,
+    event_to_dict,
+)
 from crab_provider_anthropic.provider import AnthropicProvider
 
 Run = Callable[[AnthropicProvider, ModelRequest], tuple[list[StreamEvent], Exception | None]]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab.testing.http_replay import CRAB, run_crab
+from crab.testing import CRAB, run_crab
 
 pytestmark = [
     pytest.mark.slow,

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from crab._contracts.errors import ConfigError
+from crab import ConfigError
 from crab.testing import load_script, make_config
 from crab_provider_mock.provider import ScriptFileProvider, packaged_scripts, script_path
 

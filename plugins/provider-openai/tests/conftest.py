@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab.testing.http_replay import ReplayServer, collect_stream, sse_bytes
+from crab.testing import ReplayServer, collect_stream, sse_bytes
 from crab_provider_openai.provider import OpenAIProvider
 
 FIXTURES = Path(__file__).parent / "fixtures"

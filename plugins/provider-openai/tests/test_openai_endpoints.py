@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab._contracts.errors import ConfigError
-from crab.testing import make_config
-from crab.testing.http_replay import CRAB, run_crab
+from crab import ConfigError
+from crab.testing import CRAB, make_config, run_crab
 from crab_provider_openai.provider import providers_from_config
 
 

@@ -6,9 +6,7 @@ import datetime
 from typing import Any
 
 import pytest
-from crab._contracts.errors import ConfigError
-from crab._contracts.messages import UserMessage
-from crab._contracts.providers import ModelRequest
+from crab import ConfigError, ModelRequest, UserMessage
 from crab.testing import make_config
 from crab_provider_openai.provider import OpenAIProvider, providers_from_config
 from crab_provider_openai.request import build_body
@@ -106,7 +104,7 @@ def test_a_bad_endpoint_extra_body_names_the_endpoint_table() -> None:
 
 def test_tool_fields_are_left_out_of_a_request_that_offers_no_tools() -> None:
     """The loop's last call of a turn offers no tools; OpenAI rejects tool_choice without them."""
-    from crab._contracts.tools import ToolSpec
+    from crab import ToolSpec
 
     settings = parse_settings(
         {"base_url": LOCAL, "extra_body": {"tool_choice": "required", "parallel_tool_calls": False, "top_k": 5}}

@@ -10,10 +10,18 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from crab._contracts.errors import ContextOverflowError, ProviderError
-from crab._contracts.events import ErrorEvent, MessageEnd, RetryEvent, StreamEvent, TextDelta, ToolCallEvent
-from crab._contracts.messages import UserMessage
-from crab._contracts.providers import ModelRequest
+from crab import (
+    ContextOverflowError,
+    ErrorEvent,
+    MessageEnd,
+    ModelRequest,
+    ProviderError,
+    RetryEvent,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    UserMessage,
+)
 from crab_provider_openai.provider import OpenAIProvider
 
 Run = Callable[[OpenAIProvider, ModelRequest], tuple[list[StreamEvent], Exception | None]]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab.testing.http_replay import CRAB, find_secret, run_crab
+from crab.testing import CRAB, find_secret, run_crab
 
 pytestmark = [
     pytest.mark.slow,

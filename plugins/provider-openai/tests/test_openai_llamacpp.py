@@ -24,9 +24,8 @@ from crab import (
     ToolSpec,
     UserMessage,
 )
-from crab.sse import SSEDecoder
-from crab.testing import HttpReply
-from crab.testing.http_replay import CRAB, run_crab
+from crab.testing import CRAB, HttpReply, run_crab
+from crab_provider_kit import SSEDecoder
 from crab_provider_openai.parser import ChatStreamParser
 from crab_provider_openai.provider import OpenAIProvider
 

@@ -5,18 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from crab._contracts.errors import ProviderError
-from crab._contracts.events import (
+from crab import (
     ErrorEvent,
     MessageEnd,
+    ProviderError,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallEvent,
+    Usage,
     UsageEvent,
 )
-from crab._contracts.messages import Usage
-from crab._contracts.messages import parse_tool_arguments as parse_arguments
+from crab import parse_tool_arguments as parse_arguments
 from crab_provider_kit import SSEDecoder
 from crab_provider_openai.parser import ChatStreamParser, parse_usage
 
@@ -141,7 +141,7 @@ def test_error_object_in_the_stream_raises_a_typed_error(load_fixture: Loader) -
 
 
 def test_context_overflow_inside_the_stream() -> None:
-    from crab._contracts.errors import ContextOverflowError
+    from crab import ContextOverflowError
 
     with pytest.raises(ContextOverflowError):
         ChatStreamParser("m").feed_chunk({"error": {"message": "maximum context length is 8192 tokens"}})

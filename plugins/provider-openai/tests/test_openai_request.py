@@ -5,11 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from crab._contracts.errors import ConfigError
-from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
-from crab._contracts.providers import ModelRequest
-from crab._contracts.tools import ToolSpec
-from crab._secrets.keys import save_key
+from crab import AssistantMessage, ConfigError, ModelRequest, ToolCall, ToolResultMessage, ToolSpec, UserMessage
+from crab.testing import save_key
 from crab_provider_openai.provider import OpenAIProvider
 from crab_provider_openai.request import build_body, build_headers, endpoint
 from crab_provider_openai.settings import OPENAI_BASE_URL, parse_settings

@@ -6,10 +6,17 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from crab._contracts.events import MessageEnd, StreamEvent, TextDelta, ToolCallEvent, UsageEvent, event_to_dict
-from crab._contracts.messages import UserMessage
-from crab._contracts.providers import ModelRequest
-from crab._contracts.tools import ToolSpec
+from crab import (
+    MessageEnd,
+    ModelRequest,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    ToolSpec,
+    UsageEvent,
+    UserMessage,
+    event_to_dict,
+)
 from crab_provider_openai.provider import OpenAIProvider
 
 Run = Callable[[OpenAIProvider, ModelRequest], tuple[list[StreamEvent], Exception | None]]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab.testing.http_replay import CRAB, ReplayServer
+from crab.testing import CRAB, ReplayServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

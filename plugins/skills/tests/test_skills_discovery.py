@@ -72,12 +72,12 @@ def test_an_untrusted_project_never_replaces_your_skills(crab_home: Path, tmp_pa
 def test_a_trusted_project_comes_first_then_user_config_plugins(
     crab_home: Path, tmp_path: Path, crab_config, write_skill
 ):
-    from crab._config.trust import trust
+    from crab.testing import trust_project as trust
 
     _collide(crab_home, tmp_path, write_skill)
     crab_config({"crab": {"max_iterations": 5}})
     trust(Path.cwd() / ".crab" / "config.toml")
-    from crab._config.layers import load_config
+    from crab.testing import load_config
 
     config = load_config()
     roots = build_roots(Path.cwd(), config, Settings(paths=(tmp_path / "team",)), [("p", tmp_path / "shipped")])

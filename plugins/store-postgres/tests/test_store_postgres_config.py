@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from crab import StoreError
-from crab._secrets.keys import known_secrets, redact
+from crab import Redactor, StoreError, known_secrets
 from crab_store_postgres import PostgresStore
 from crab_store_postgres.dsn import find_dsn, redact_dsn, server_name
 
@@ -49,8 +48,8 @@ def test_passwords_are_redacted_in_both_dsn_forms() -> None:
     assert server_name("host=/run/postgresql dbname=x") == "/run/postgresql port 5432, database x"
     # crab's own redaction knows DSNs too: the whole string, and the password alone.
     secrets = known_secrets(env={"CRAB_POSTGRES_DSN": url})
-    assert redact(f"{url} and {PASSWORD}", secrets).count(PASSWORD) == 0
-    assert redact(f"pw {PASSWORD}", known_secrets(env={"X_DSN": keywords})) == "pw [redacted]"
+    assert Redactor(secrets).text(f"{url} and {PASSWORD}").count(PASSWORD) == 0
+    assert Redactor(known_secrets(env={"X_DSN": keywords})).text(f"pw {PASSWORD}") == "pw [redacted]"
 
 
 def test_an_unreachable_server_is_one_line_naming_host_and_setting() -> None:

@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-from crab._contracts.storage import Store
-from crab.testing.store_contract import StoreContract
+from crab import Store
+from crab.testing import StoreContract
 from crab_store_postgres import PostgresStore
 
 

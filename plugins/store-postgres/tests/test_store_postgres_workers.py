@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from crab.testing.store_contract import assert_chain
+from crab.testing import assert_chain
 from crab_store_postgres import PostgresStore
 
 WORKER = Path(__file__).with_name("store_postgres_worker.py")

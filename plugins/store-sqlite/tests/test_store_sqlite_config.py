@@ -40,7 +40,7 @@ def test_bad_values_are_one_line_and_exit_2(tmp_path: Path, toml: str, line: str
 
 
 def test_checked_values_reach_the_store(tmp_path: Path) -> None:
-    from crab._config.layers import load_config
+    from crab.testing import load_config
     from crab_store_sqlite import crab_stores
 
     config = load_config(cwd=tmp_path, env={}, overrides={"plugins.store-sqlite.busy_timeout": 3})

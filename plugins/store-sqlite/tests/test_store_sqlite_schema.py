@@ -7,9 +7,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from crab._config.layers import load_config
-from crab._contracts.errors import StoreError
-from crab._contracts.messages import Usage
+from crab import StoreError, Usage
+from crab.testing import load_config
 from crab_store_sqlite import SqliteStore, crab_stores
 from crab_store_sqlite.schema import MIGRATIONS
 

@@ -37,7 +37,7 @@ def test_bad_values_are_one_line_and_exit_2(tmp_path: Path, toml: str, line: str
 
 
 def test_a_false_fsync_is_false(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from crab._config.layers import load_config
+    from crab.testing import load_config
     from crab_tape_jsonl import crab_stores
 
     monkeypatch.setenv("CRAB_HOME", str(tmp_path))

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from crab._contracts.storage import Store
-from crab.testing.store_contract import StoreContract
+from crab import Store
+from crab.testing import StoreContract
 from crab_tape_jsonl import TapeStore
 
 

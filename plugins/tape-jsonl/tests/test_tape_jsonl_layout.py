@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from crab._config.layers import load_config
-from crab._contracts.errors import StoreError
+from crab import StoreError
+from crab.testing import load_config
 from crab_tape_jsonl import TapeStore, TornLineWarning, crab_stores
 from crab_tape_jsonl.layout import check_session_id, workspace_folder
 

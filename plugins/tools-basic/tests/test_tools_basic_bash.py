@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab._contracts.tools import ToolContext, ToolResult
+from crab import ToolContext, ToolResult
 from crab_tools_basic.registry import build_tools
 
 

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from crab._config.layers import load_config
-from crab._contracts.errors import ConfigError
+from crab import ConfigError
+from crab.testing import load_config
 from crab_tools_basic.settings import TABLE, load_settings
 
 
@@ -82,7 +82,7 @@ def test_trust_only_keys_are_declared() -> None:
 
 
 def test_untrusted_project_roots_do_not_reach_the_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from crab._assembly.choosing import build_host
+    from crab.testing import build_host
 
     monkeypatch.setenv("CRAB_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("CRAB_PLUGINS", "tools-basic")
@@ -104,7 +104,7 @@ def test_untrusted_project_roots_do_not_reach_the_tools(tmp_path: Path, monkeypa
         "plugins.tools-basic.allow_hardlinks",
     ]
 
-    from crab._config.trust import trust
+    from crab.testing import trust_project as trust
 
     trust(work / ".crab" / "config.toml")
     config = load_config(cwd=work, env={})

@@ -11,9 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab._contracts.errors import ToolError
-from crab._contracts.tools import ToolContext, ToolResult
-from crab._secrets.keys import REDACTED
+from crab import REDACTED, ToolContext, ToolError, ToolResult
 from crab_tools_basic import bash_log, grep_engine
 from crab_tools_basic.bash_log import Capture
 from crab_tools_basic.search import search

@@ -6,8 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from crab._contracts.errors import ToolError
-from crab._contracts.tools import ToolResult
+from crab import ToolError, ToolResult
 from crab_tools_basic.edit import prepare_edit_arguments
 from crab_tools_basic.splice import apply_edits, dominant_ending
 

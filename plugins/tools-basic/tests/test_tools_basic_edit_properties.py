@@ -7,8 +7,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from crab._contracts.errors import ToolError
-from crab._contracts.tools import ToolContext
+from crab import ToolContext, ToolError
 from crab_tools_basic.registry import build_tools
 from crab_tools_basic.splice import apply_edits
 from hypothesis import HealthCheck, assume, given, settings

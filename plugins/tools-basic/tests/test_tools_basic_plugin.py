@@ -7,10 +7,8 @@ from pathlib import Path
 
 import crab_tools_basic
 import pytest
-from crab._config.layers import Config
-from crab._contracts.errors import ConfigError
-from crab._host.api_version import check_range
-from crab._host.plugin_host import PluginHost
+from crab import Config, ConfigError
+from crab.testing import build_host, check_range
 
 EXPECTED = {
     "read": "read",
@@ -34,8 +32,11 @@ def test_entry_point_and_api_range() -> None:
 
 
 def test_host_registers_the_seven_tools_with_their_permissions(tmp_path: Path) -> None:
-    host = PluginHost(config(tmp_path, {"bash_max_timeout": 30, "bash_default_timeout": 10}))
-    host.load_objects({"tools-basic": crab_tools_basic})
+    host = build_host(
+        {"tools-basic": crab_tools_basic},
+        config(tmp_path, {"bash_max_timeout": 30, "bash_default_timeout": 10}),
+        builtins=False,
+    )
     tools = host.registry("tools")
     assert {name: tool.permission for name, tool in tools.items()} == EXPECTED
     assert tools["bash"].timeout == 60  # the configured maximum plus the kill margin

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from crab._contracts.tools import ToolResult
+from crab import ToolResult
 
 
 def test_numbered_lines_without_line_endings_or_bom(workspace: Path, call: Callable[..., ToolResult]) -> None:

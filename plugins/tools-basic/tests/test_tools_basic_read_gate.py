@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from crab._contracts.tools import ToolResult
+from crab import ToolResult
 
 
 def test_overwrite_without_read_is_refused(workspace: Path, call: Callable[..., ToolResult]) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from crab._contracts.tools import ToolResult
+from crab import ToolResult
 from crab_tools_basic.grep_engine import search_text
 from crab_tools_basic.search import search
 from crab_tools_basic.settings import Backend
@@ -145,7 +145,7 @@ def test_caseless_literal_shortcut_is_only_taken_when_exact(workspace: Path) -> 
 def test_an_abandoned_search_stops_early(tmp_path: Path) -> None:
     import threading
 
-    from crab._contracts.errors import ToolError
+    from crab import ToolError
     from crab_tools_basic.search import find_files
 
     for i in range(3):

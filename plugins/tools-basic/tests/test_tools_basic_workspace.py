@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab._contracts.errors import ConfigError, ToolError
-from crab._contracts.tools import ToolResult
+from crab import ConfigError, ToolError, ToolResult
 from crab_tools_basic.workspace import Workspace
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab._contracts.tools import ToolContext, ToolResult
+from crab import ToolContext, ToolResult
 from crab_tools_web.tools import build_tools
 
 PAGE_HTML = """<!doctype html>

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from crab._contracts.tools import ToolResult
+from crab import ToolResult
 
 if TYPE_CHECKING:
     from conftest import WebServer

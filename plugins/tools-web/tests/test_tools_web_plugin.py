@@ -13,11 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import crab_tools_web
 import pytest
-from crab._config.layers import Config
-from crab._contracts.errors import ConfigError
-from crab._contracts.messages import ToolResultMessage
-from crab._host.api_version import check_range
-from crab._host.plugin_host import PluginHost
+from crab import Config, ConfigError, ToolResultMessage
+from crab.testing import build_host, check_range
 
 if TYPE_CHECKING:
     from conftest import WebServer
@@ -34,8 +31,7 @@ def test_entry_point_and_api_range() -> None:
 
 
 def test_host_registers_both_tools_with_network_permission(tmp_path: Path) -> None:
-    host = PluginHost(config(tmp_path, {"total_timeout": 12}))
-    host.load_objects({"tools-web": crab_tools_web})
+    host = build_host({"tools-web": crab_tools_web}, config(tmp_path, {"total_timeout": 12}), builtins=False)
     tools = host.registry("tools")
     assert {name: tool.permission for name, tool in tools.items()} == {"web_fetch": "network", "web_search": "network"}
     assert tools["web_fetch"].timeout == 72  # total_timeout plus the conversion margin

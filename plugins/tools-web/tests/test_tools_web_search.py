@@ -23,10 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import crab_tools_web
 import pytest
-from crab import known_secrets
-from crab._contracts.events import ToolResultEvent
-from crab._contracts.messages import ToolResultMessage
-from crab._contracts.tools import ToolResult
+from crab import ToolResult, ToolResultEvent, ToolResultMessage, known_secrets
 from crab.testing import make_config
 
 Call = Callable[..., ToolResult]

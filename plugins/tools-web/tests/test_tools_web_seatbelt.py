@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from crab import ConfigError
-from crab._contracts.tools import ToolResult
+from crab import ConfigError, ToolResult
 from crab_tools_web import seatbelt
 from crab_tools_web.fetch import fetch
 from crab_tools_web.seatbelt import AllowList, Refused, blocked_reason, check_target, check_url, parse_allow_hosts

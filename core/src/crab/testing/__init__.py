@@ -12,8 +12,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from crab._config.layers import load_config
+    from crab._config.trust import trust as trust_project
+    from crab._host.api_version import check_range
+    from crab._secrets.keys import save_key
     from crab.testing.harness import AgentHarness, CliResult, build_host, make_config, run_cli
     from crab.testing.http_replay import (
+        CRAB,
         HttpReply,
         RecordedRequest,
         ReplayServer,
@@ -24,9 +29,15 @@ if TYPE_CHECKING:
         sse_events,
     )
     from crab.testing.scripted import ScriptedProvider, load_script
-    from crab.testing.store_contract import StoreContract
+    from crab.testing.store_contract import StoreContract, assert_chain
 
 _EXPORTS = {
+    "load_config": "crab._config.layers",
+    "trust_project": "crab._config.trust:trust",
+    "check_range": "crab._host.api_version",
+    "save_key": "crab._secrets.keys",
+    "CRAB": "crab.testing.http_replay",
+    "assert_chain": "crab.testing.store_contract",
     "AgentHarness": "crab.testing.harness",
     "CliResult": "crab.testing.harness",
     "build_host": "crab.testing.harness",
@@ -45,6 +56,7 @@ _EXPORTS = {
     "StoreContract": "crab.testing.store_contract",
 }
 __all__ = [
+    "CRAB",
     "AgentHarness",
     "CliResult",
     "HttpReply",
@@ -52,15 +64,20 @@ __all__ = [
     "ReplayServer",
     "ScriptedProvider",
     "StoreContract",
+    "assert_chain",
     "build_host",
+    "check_range",
     "collect_stream",
     "find_secret",
+    "load_config",
     "load_script",
     "make_config",
     "run_cli",
     "run_crab",
+    "save_key",
     "sse_bytes",
     "sse_events",
+    "trust_project",
 ]
 
 
