@@ -105,6 +105,17 @@ def test_help_imports_no_plugin_implementation_module(crab_home):
     assert implementation == []
 
 
+def test_plugins_list_imports_only_top_level_plugin_modules_and_not_typer(crab_home):
+    # It shows what loading finds (bench/startup.py prints its cost beside --help's): each
+    # enabled plugin's top-level module is imported, no hook is called, and typer, which alone
+    # costs more than the listing, is never loaded (crab._cli.main answers before the app).
+    packages = plugin_packages()
+    _, after = modules_after(["plugins", "list"])
+    assert packages <= after
+    assert sorted(m for m in after if "." in m and m.split(".")[0] in packages) == []
+    assert "typer" not in after and "crab._cli.app" not in after
+
+
 def test_help_imports_at_most_149_modules_plus_one_per_plugin(crab_home):
     # typer alone accounts for about 105; bench/startup.py prints the figures side by side.
     # Each enabled plugin adds its top-level module (and nothing else: the test above), so the
