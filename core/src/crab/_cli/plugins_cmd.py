@@ -8,7 +8,6 @@ as cheap as ``--help`` (``bench/startup.py`` measures it).
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -75,6 +74,8 @@ def list_plugins(plugins: str | None, as_json: bool) -> int:
 
     records, failures, config_error = plugin_records(plugins)
     if as_json:
+        import json
+
         _echo(json.dumps([r.to_dict() for r in records], indent=2))
     else:
         width = max(len(r.name) for r in records)
