@@ -19,23 +19,22 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 _SUFFIXES = (".dist-info", ".egg-info")
 _SEPARATORS = re.compile(r"[-_.]+")
 
 
-@dataclass(frozen=True, slots=True)
-class Distribution:
+# NamedTuples, not dataclasses: ``crab --version`` needs nothing else, and dataclasses would bring
+# inspect, ast, dis and tokenize, half of what it imports.
+class Distribution(NamedTuple):
     """The installed distribution an entry point comes from."""
 
     name: str
     version: str
 
 
-@dataclass(frozen=True, slots=True)
-class EntryPoint:
+class EntryPoint(NamedTuple):
     """One entry point: ``name = module:attribute`` in ``group``; ``load()`` imports it."""
 
     name: str
