@@ -78,7 +78,8 @@ reader = sys.modules["crab_reader"] = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(reader)
 def rows(eps):
     return [[ep.name, ep.value, ep.group, ep.dist.name, ep.dist.version] for ep in eps]
-print(json.dumps({"crab": rows(reader.entry_points("crab")), "importlib": rows(standard(group="crab"))}))
+found = {"crab": rows(reader.entry_points("crab")), "importlib": rows(standard(group="crab"))}
+print(json.dumps({**found, "asked_importlib": reader._needs_importlib(sys.path)}))
 """
 
 
@@ -141,13 +142,13 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return python, site
 
 
-def listings(python: Path, pythonpath: list[Path]) -> dict[str, list[list[str]]]:
+def listings(python: Path, pythonpath: list[Path]) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(str(p) for p in pythonpath)
     done = subprocess.run([str(python), "-c", COMPARE, str(ENTRY_POINTS_FILE)], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, list[list[str]]] = json.loads(done.stdout)
+    result: dict[str, Any] = json.loads(done.stdout)
     return result
 
 
@@ -177,6 +178,7 @@ def test_crab_lists_what_importlib_metadata_lists_for_every_way_of_installing(ve
     )
 
     found = listings(python, [first, second])
+    assert found["asked_importlib"] is False  # the folders were read by crab's reader itself
     assert found["crab"] == found["importlib"]
     names = {(row[0], row[3], row[4]) for row in found["crab"]}
     assert {
@@ -191,7 +193,9 @@ def test_crab_lists_what_importlib_metadata_lists_for_every_way_of_installing(ve
     } == names
     finders = list(site.glob("_editable_impl_crab_diff_exact*"))
     assert any(f.suffix == ".py" for f in finders), "hatchling wrote no finder hook for dev-mode-exact"
-    assert listings(python, [second, first])["crab"] == listings(python, [second, first])["importlib"]
+    swapped = listings(python, [second, first])  # now the older copies come first, and win
+    assert swapped["crab"] == swapped["importlib"]
+    assert ("twice", "crab-diff-twice", "1.0") in {(row[0], row[3], row[4]) for row in swapped["crab"]}
 
 
 def test_a_zipped_distribution_is_listed_through_importlib_metadata(venv, tmp_path: Path):
@@ -202,7 +206,9 @@ def test_a_zipped_distribution_is_listed_through_importlib_metadata(venv, tmp_pa
     (egg / "EGG-INFO" / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: crab-diff-egg\nVersion: 1.0\n")
     (egg / "EGG-INFO" / "entry_points.txt").write_text("[crab]\negg = crab_diff_egg\n")
     found = listings(python, [built, egg])
+    assert found["asked_importlib"] is True
     assert found["crab"] == found["importlib"]
+    assert listings(python, [egg])["asked_importlib"] is True  # an .egg alone is enough
     assert {(row[0], row[3]) for row in found["crab"]} >= {("zipped", "crab-diff-zipped"), ("egg", "crab-diff-egg")}
 
 
