@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from importlib.metadata import entry_points as importlib_entry_points
 from pathlib import Path
 from typing import Any
 
+import editables
 import pytest
 from crab._host.entry_points import entry_points, parse_entry_points
 
@@ -79,7 +81,8 @@ spec.loader.exec_module(reader)
 def rows(eps):
     return [[ep.name, ep.value, ep.group, ep.dist.name, ep.dist.version] for ep in eps]
 found = {"crab": rows(reader.entry_points("crab")), "importlib": rows(standard(group="crab"))}
-print(json.dumps({**found, "asked_importlib": reader._needs_importlib(sys.path)}))
+finders = [getattr(f, "__name__", type(f).__name__) for f in sys.meta_path]
+print(json.dumps({**found, "asked_importlib": reader._needs_importlib(sys.path), "finders": finders}))
 """
 
 
@@ -158,7 +161,9 @@ def test_crab_lists_what_importlib_metadata_lists_for_every_way_of_installing(ve
     pip(*target, str(wheel(tmp_path, "crab-diff-wheel", "1.0")), python=python)
     pip(*target, str(editable(tmp_path, "crab-diff-pth", "1.0")), python=python)
     pip(*target, str(editable(tmp_path, "crab-diff-exact", "1.0", exact=True)), python=python)
-    pip("install", "--no-deps", "editables", python=python)  # what the finder hook imports at start-up
+    # The finder hook imports the editables package at start-up: its code alone, copied from this
+    # venv (it is no distribution of the throwaway one, so neither listing should show it).
+    shutil.copytree(Path(editables.__file__).parent, site / "editables")
     pip(*target, str(wheel(tmp_path, "crab-diff-twice", "0.5")), python=python)  # shadowed by both folders below
     first, second = tmp_path / "first", tmp_path / "second"
     pip("install", "--no-deps", "--no-index", "--target", str(first), str(wheel(tmp_path, "crab-diff-twice", "2.0")))
@@ -179,6 +184,7 @@ def test_crab_lists_what_importlib_metadata_lists_for_every_way_of_installing(ve
 
     found = listings(python, [first, second])
     assert found["asked_importlib"] is False  # the folders were read by crab's reader itself
+    assert "RedirectingFinder" in found["finders"]  # with hatchling's finder hook in place
     assert found["crab"] == found["importlib"]
     names = {(row[0], row[3], row[4]) for row in found["crab"]}
     assert {
