@@ -4,7 +4,8 @@ Runs ``crab run`` (provider-mock, one scripted text reply) with no server, with 
 stdio servers alone (the tests' tiny server, made to take 1, 2 and 3 s to boot), and with all
 three; prints the medians, the extra time each costs over no server, the sum and the slowest of
 those, and where all three land between them (near the slowest = parallel; near the sum =
-one after another). Then checks that ``crab --help`` with the three configured starts none of
+one after another). Then a server that never answers ``initialize`` (``connect_timeout = 2``):
+its extra time should be the 2 s and no shutdown grace on top. Then checks that ``crab --help`` with the three configured starts none of
 them and imports no ``mcp`` module.
 
     python bench/mcp_startup.py [--runs 3]
@@ -34,9 +35,20 @@ def server_table(name: str, delay: float, marker: Path) -> str:
     return f"[plugins.mcp.servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps(args)}\n"
 
 
-def setup(home: Path, servers: list[tuple[str, float]]) -> None:
+HANG_TIMEOUT = 2.0
+
+
+def setup(home: Path, servers: list[tuple[str, float]], extra: str = "") -> None:
     text = "".join(server_table(name, delay, home / f"started-{name}") for name, delay in servers)
-    (home / "config.toml").write_text(text)
+    (home / "config.toml").write_text(text + extra)
+
+
+def hanging_table() -> str:
+    args = [str(TINY), "--mute"]
+    return (
+        f"[plugins.mcp.servers.hang]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps(args)}\n"
+        f"connect_timeout = {HANG_TIMEOUT}\n"
+    )
 
 
 def crab_run(home: Path, work: Path, script: Path) -> float:
@@ -57,8 +69,10 @@ def crab_run(home: Path, work: Path, script: Path) -> float:
     return elapsed
 
 
-def median_run(home: Path, work: Path, script: Path, servers: list[tuple[str, float]], runs: int) -> float:
-    setup(home, servers)
+def median_run(
+    home: Path, work: Path, script: Path, servers: list[tuple[str, float]], runs: int, extra: str = ""
+) -> float:
+    setup(home, servers, extra)
     return statistics.median(crab_run(home, work, script) for _ in range(runs))
 
 
@@ -111,6 +125,11 @@ def main() -> None:
         print(f"  slowest one                 {slowest:6.2f} s")
         print(
             f"  all three configured        {together:6.2f} s   ({together / slowest:.2f}x slowest, {together / total:.2f}x sum)"
+        )
+        hang = median_run(home, work, script, [], runs, hanging_table()) - base
+        print(
+            f"  a server that never answers {hang:6.2f} s   (connect_timeout {HANG_TIMEOUT:g} s; "
+            f"{hang - HANG_TIMEOUT:+.2f} s over it)"
         )
         elapsed, loaded, started = help_check(home, work)
         print(

@@ -6,7 +6,7 @@ import types
 
 import crab
 import pytest
-from crab._assembly.runtime import choose_provider, choose_renderer, choose_store
+from crab._assembly.choosing import choose_provider, choose_renderer, choose_store
 from crab._contracts.errors import ConfigError
 from crab._contracts.renderers import RenderTarget
 from crab.testing import ScriptedProvider, build_host, make_config
@@ -126,7 +126,7 @@ def test_plain_renderer_shows_control_characters_on_a_terminal() -> None:
 def test_an_interactive_renderer_is_the_default_of_chat_only(crab_cli):
     import io
 
-    from crab._assembly.runtime import renderer_spec
+    from crab._assembly.choosing import renderer_spec
 
     class Loud:
         def __init__(self, target: RenderTarget) -> None:

@@ -1,10 +1,11 @@
 """crab: a small agent framework in which everything is a plugin.
 
-This module is the public surface for plugin authors, together with ``crab.provider_kit``
-(streamed HTTP, SSE, retries, pricing and keys for model providers) and ``crab.testing`` (the test
-kit). Every name in ``__all__`` is covered by ``API_VERSION`` and listed in docs/api.md; every
-other module under ``crab`` is private and may change in any release. Names are imported on first
-use (PEP 562) so ``import crab`` stays cheap for the CLI.
+This module is the public surface for plugin authors and for programs that embed crab
+(``crab.Agent``, docs/library.md), together with ``crab.provider_kit`` (streamed HTTP, SSE,
+retries, pricing and keys for model providers) and ``crab.testing`` (the test kit). Every name
+in ``__all__`` is covered by ``API_VERSION`` and listed in docs/api.md; every other module under
+``crab`` is private and may change in any release. Names are imported on first use (PEP 562) so
+``import crab`` stays cheap for the CLI.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from crab._version import __version__
 _compat.install()
 
 if TYPE_CHECKING:
+    from crab._assembly.library import Agent, Run
+    from crab._assembly.result import RunResult, ToolCallRecord
     from crab._assembly.toolbox import ToolBox, open_toolbox
     from crab._config.environ import postgres_dsn
     from crab._config.layers import Config, PluginTable
@@ -118,6 +121,11 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     # version
     "API_VERSION": "crab._host.api_version",
+    # crab as a library (docs/library.md)
+    "Agent": "crab._assembly.library",
+    "Run": "crab._assembly.library",
+    "RunResult": "crab._assembly.result",
+    "ToolCallRecord": "crab._assembly.result",
     # hooks
     "hookimpl": "crab._host.hookspecs",
     # tools
@@ -255,6 +263,7 @@ __all__ = [
     "REDACTED",
     "SESSION_COLUMNS",
     "SESSION_HEADER_KEY",
+    "Agent",
     "AgentHandle",
     "Allow",
     "Answer",
@@ -301,6 +310,8 @@ __all__ = [
     "RendererSpec",
     "Replace",
     "RetryEvent",
+    "Run",
+    "RunResult",
     "SearchHit",
     "SessionImporter",
     "SessionInfo",
@@ -319,6 +330,7 @@ __all__ = [
     "ToolBox",
     "ToolCall",
     "ToolCallEvent",
+    "ToolCallRecord",
     "ToolContext",
     "ToolError",
     "ToolResult",

@@ -26,7 +26,7 @@ MOVED: dict[str, str] = {
     "crab.channel_host": "crab._loop.channel_host",
     "crab.channels": "crab._contracts.channels",
     "crab.cli": "crab._cli",
-    "crab.cli.runtime": "crab._assembly.runtime",
+    "crab.cli.runtime": "crab._assembly.choosing",
     "crab.commands": "crab._contracts.commands",
     "crab.config": "crab._config.layers",
     "crab.config_tables": "crab._contracts.config_tables",

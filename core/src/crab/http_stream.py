@@ -377,6 +377,7 @@ async def _read(
         return
     decoder = SSEDecoder()
     received = False
+    dispatched = False
     yielded = False
     progress = [asyncio.get_running_loop().time()]
     chunks = _chunks(response, call, deadline, progress)
@@ -384,6 +385,7 @@ async def _read(
         async for chunk in chunks:
             received = received or bool(chunk)
             for sse in decoder.feed(chunk):
+                dispatched = True
                 if sse.event != "ping":
                     progress[0] = asyncio.get_running_loop().time()
                 for event in parser.feed(sse):
@@ -436,9 +438,17 @@ async def _read(
     finally:
         await chunks.aclose()
     if not parser.done:
-        yield ErrorEvent(
-            f"{call.provider}: the stream ended without {parser.end_marker}; the partial reply was dropped", "stream"
-        )
+        # Say what the server did: its status, and its own words when it wrote some outside any
+        # event; a stream with no event at all is a server that failed before answering.
+        said = " ".join(decoder._ignored)[:300]
+        ended = f"the stream (HTTP {response.status_code}) ended without {parser.end_marker}"
+        if said:
+            ended += f"; the server said: {said}"
+        if not dispatched and not said:
+            ended += " and held no event: the server failed on this request (its own log says why)"
+        else:
+            ended += "; the partial reply was dropped"
+        yield ErrorEvent(call.clean(f"{call.provider}: {ended}"), "stream")
         return
     for event in closing:
         yield event

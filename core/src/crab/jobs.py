@@ -152,7 +152,8 @@ class Origin:
 class Job:
     """One scheduled job. ``text`` is the reminder's message or the agent job's prompt.
     ``permissions`` is the permission mode of the session that added it (``ask``, ``yolo``,
-    ``read-only``): an agent job never runs with more. ``next_run`` None: it will not run again."""
+    ``read-only``): an agent job never runs with more. ``next_run`` None: it will not run again.
+    ``timeout``: seconds its agent turn may run (None: the runner's default)."""
 
     id: str
     trigger: Trigger
@@ -169,10 +170,11 @@ class Job:
     last_status: str | None = None
     last_error: str | None = None
     runs: int = 0
+    timeout: float | None = None
 
     def spec(self) -> dict[str, Any]:
         """The job's fixed part, as a JSON object (what a store keeps in one column)."""
-        return {
+        spec: dict[str, Any] = {
             "trigger": self.trigger.to_dict(),
             "mode": self.mode,
             "text": self.text,
@@ -180,6 +182,9 @@ class Job:
             "origin": self.origin.to_dict(),
             "permissions": self.permissions,
         }
+        if self.timeout is not None:  # absent when unset: specs stored before it existed stay equal
+            spec["timeout"] = self.timeout
+        return spec
 
     def with_run(self, **changes: Any) -> Job:
         return replace(self, **changes)
@@ -214,6 +219,7 @@ def job_from_spec(
         last_status=last_status,
         last_error=last_error,
         runs=runs,
+        timeout=spec.get("timeout"),
     )
 
 

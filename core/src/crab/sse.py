@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 _BOM = "\ufeff"
+_IGNORED_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,9 +24,14 @@ class ServerSentEvent:
 
 
 class SSEDecoder:
-    """Feed it bytes as they arrive; it returns the events completed by each chunk."""
+    """Feed it bytes as they arrive; it returns the events completed by each chunk.
 
-    __slots__ = ("_buffer", "_data", "_event", "_id", "_retry", "_started")
+    Lines the rules ignore (an unknown field such as llama.cpp's ``error: {...}``, text that is no
+    field at all) are kept in ``_ignored``, the first 300 characters of them: where a failing
+    server puts its own words, for ``crab.http_stream`` to quote.
+    """
+
+    __slots__ = ("_buffer", "_data", "_event", "_id", "_ignored", "_retry", "_started")
 
     def __init__(self) -> None:
         self._buffer = b""
@@ -34,6 +40,7 @@ class SSEDecoder:
         self._id: str | None = None
         self._retry: int | None = None
         self._started = False
+        self._ignored: list[str] = []
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Add ``chunk`` and return every event it completed, in order."""
@@ -101,4 +108,6 @@ class SSEDecoder:
                     self._id = value
             elif name == "retry" and value.isdigit():
                 self._retry = int(value)
+            elif name != "retry" and sum(map(len, self._ignored)) < _IGNORED_CHARS:
+                self._ignored.append(line[:_IGNORED_CHARS])
         return events

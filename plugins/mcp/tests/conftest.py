@@ -175,3 +175,25 @@ def http_server() -> Any:
 @pytest.fixture
 def port() -> int:
     return free_port()
+
+
+@pytest.fixture
+def root_records() -> Iterator[list[Any]]:
+    """The log records that reach the root logger's handlers during the test (where Python
+    prints them on stderr when crab configures no logging; pytest's own capture also sees
+    records of loggers that do not propagate, so it cannot tell)."""
+    import logging
+
+    seen: list[Any] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    handler = Keep(logging.DEBUG)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield seen
+    finally:
+        root.removeHandler(handler)

@@ -1,13 +1,17 @@
 """A tiny MCP server of the tests' own (the SDK's ``MCPServer``), importable or run as a script.
 
 ``python mcp_tiny_server.py`` serves over stdio; ``--http PORT`` over streamable HTTP on
-127.0.0.1 (``--token T`` demands ``Authorization: Bearer T``); ``--exit`` exits at once with
+127.0.0.1 (``--token T`` demands ``Authorization: Bearer T``; ``--json`` answers with JSON bodies
+instead of event streams); ``--exit`` exits at once with
 status 3; ``--mute`` reads stdin and never answers; ``--sleep S`` waits S seconds before serving
 (for the parallel start-up benchmark); ``--barrier DIR N`` serves only once N servers of DIR
 run (proof of a parallel start); ``--stderr`` writes a line to stderr first; ``--leak-env NAME``
 writes that variable's value to stderr; ``--flood BYTES`` writes that much to stderr before
 serving; ``--hostile`` adds a tool whose description holds terminal escapes; ``--marker FILE``
-creates FILE when the process starts.
+creates FILE when the process starts; ``--junk N`` prints N lines that are not JSON-RPC on
+stdout before serving; ``--on-eof FILE`` (with ``--mute``) creates FILE once stdin closes;
+``--long-description N`` adds a tool whose description is N characters
+on one line.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 LONG_NAME = "a_tool_whose_name_is_far_too_long_for_any_provider_to_accept_as_it_stands_today"
@@ -79,6 +83,18 @@ def build() -> MCPServer:
         """The server's process id."""
         return os.getpid()
 
+    @srv.tool()
+    def big(size: int) -> str:
+        """A result of ``size`` characters."""
+        return "x" * size
+
+    @srv.tool()
+    def client_info(ctx: Context) -> str:
+        """How the client introduced itself in ``initialize``: name and version."""
+        params = ctx.session.client_params
+        info = params.client_info if params is not None else None
+        return f"{info.name} {info.version}" if info is not None else "<none>"
+
     @srv.tool(name="dotted.name")
     def dotted() -> str:
         """A tool whose MCP name has a dot."""
@@ -106,11 +122,16 @@ def main(argv: list[str]) -> None:
         sys.stderr.flush()
     if "--marker" in argv:  # proof the process was started at all
         open(argv[argv.index("--marker") + 1], "w").close()
+    if "--junk" in argv:  # a server (or a library it loads) printing on stdout
+        for n in range(int(argv[argv.index("--junk") + 1])):
+            print(f"junk line {n}: this is not JSON-RPC", flush=True)
     if "--exit" in argv:
         sys.exit(3)
     if "--mute" in argv:
         for _line in sys.stdin:
             pass
+        if "--on-eof" in argv:  # proof crab closed stdin (the polite shutdown) before ending it
+            open(argv[argv.index("--on-eof") + 1], "w").close()
         time.sleep(3600)
         return
     if "--barrier" in argv:  # serve only once N servers of this barrier folder are running
@@ -130,18 +151,25 @@ def main(argv: list[str]) -> None:
         def odd() -> str:
             return "odd"
 
+    if "--long-description" in argv:
+        size = int(argv[argv.index("--long-description") + 1])
+
+        @srv.tool(description="Says a lot. " + "word " * (size // 5))
+        def wordy() -> str:
+            return "wordy"
+
     if "--http" in argv:
         port = int(argv[argv.index("--http") + 1])
         token = argv[argv.index("--token") + 1] if "--token" in argv else None
-        serve_http(srv, port, token)
+        serve_http(srv, port, token, json_response="--json" in argv)
         return
     srv.run()
 
 
-def serve_http(srv: MCPServer, port: int, token: str | None) -> None:
+def serve_http(srv: MCPServer, port: int, token: str | None, json_response: bool = False) -> None:
     import uvicorn
 
-    app: Any = srv.streamable_http_app()
+    app: Any = srv.streamable_http_app(json_response=json_response)
     if token is not None:
         inner = app
 

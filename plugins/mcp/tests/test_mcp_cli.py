@@ -76,7 +76,7 @@ def test_list_shows_ready_failed_disabled_and_untrusted_servers(home, work, tiny
     done = crab(home, work, "mcp", "list", "--json")
     assert done.returncode == 0, done.stderr
     rows = {r["name"]: r for r in json.loads(done.stdout)}
-    assert rows["tiny"]["status"] == "ready" and rows["tiny"]["reason"] == "11 of 11 tools"
+    assert rows["tiny"]["status"] == "ready" and rows["tiny"]["reason"] == "13 of 13 tools"
     assert rows["gone"]["status"] == "failed" and "command not found" in rows["gone"]["reason"]
     assert rows["off"]["status"] == "disabled"
     assert rows["evil"]["status"] == "untrusted" and f"crab trust {work}" in rows["evil"]["reason"]
@@ -174,3 +174,12 @@ def test_remove_deletes_one_server_keeping_comments_and_names_the_others(home, w
     assert missing.stderr.strip().splitlines() == [
         f"crab: no MCP server named 'wrong' in {home / 'config.toml'} (servers there: right)"
     ]
+
+
+def test_tools_cuts_a_100_kb_description_to_a_short_line(home, work, tiny_cmd):
+    write_user_config(home, toml_server("tiny", tiny_cmd("--long-description", "100000")))
+    for args in (("mcp", "tools", "tiny"), ("mcp", "tools", "tiny", "--json")):
+        done = crab(home, work, *args)
+        assert done.returncode == 0, done.stderr
+        assert "Says a lot." in done.stdout
+        assert max(len(line) for line in done.stdout.splitlines()) < 400

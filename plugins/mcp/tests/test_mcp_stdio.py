@@ -189,3 +189,116 @@ def test_servers_start_in_parallel(tmp_path, tiny_cmd):
 
     assert asyncio.run(go()) == {}
     assert len(list(barrier.iterdir())) == 3
+
+
+def test_a_message_over_max_message_ends_the_server_and_the_next_call_starts_it_again(tmp_path, tiny_cmd):
+    # A 3 MB answer with a 1 MB limit: the call fails at once naming the limit (it is not read
+    # whole), the process is ended, and the next call gets a fresh server that answers.
+    servers = configs({"big": tiny_cmd()}, max_message=1_000_000, timeout=60)
+
+    async def go() -> None:
+        manager = Manager([ServerLink(c, tmp_path / "logs") for c in servers])
+        assert await manager.start() == {}
+        try:
+            first = (await call(manager, "big_pid")).content
+            big = await call(manager, "big_big", {"size": 3_000_000})
+            assert big.is_error, big.content[:200]
+            assert "sent a message over 1,000,000 bytes" in big.content and "max_message" in big.content
+            assert "starts it again on the next call" in big.content
+            assert manager.links["big"].status == "down"
+            again = await call(manager, "big_pid")
+            assert not again.is_error and again.content != first
+            assert (await call(manager, "big_big", {"size": 10})).content == "x" * 10
+        finally:
+            await manager.stop()
+
+    asyncio.run(go())
+    assert "crab ended the server" in (tmp_path / "logs" / "big.log").read_text()
+
+
+def test_a_call_that_times_out_ends_the_server_and_the_next_call_gets_a_fresh_one(tmp_path, tiny_cmd):
+    # Whatever kept the server from answering (a huge reply on its way, a wedged loop) must not
+    # make every later call wait out its timeout too.
+    async def go() -> None:
+        manager = manager_for(tmp_path, {"t": {**tiny_cmd(), "timeout": 1}})
+        assert await manager.start() == {}
+        try:
+            first = (await call(manager, "t_pid")).content
+            slow = await call(manager, "t_slow", {"seconds": 60})
+            assert slow.is_error and "did not answer slow within 1 s" in slow.content
+            assert "starts it again on the next call" in slow.content
+            assert manager.links["t"].status == "down"
+            again = await call(manager, "t_pid")
+            assert not again.is_error and again.content != first
+        finally:
+            await manager.stop()
+
+    asyncio.run(go())
+
+
+def test_lines_on_stdout_that_are_not_json_rpc_go_to_the_servers_log_not_the_terminal(
+    tmp_path, tiny_cmd, capfd, root_records
+):
+    async def go() -> None:
+        manager = manager_for(tmp_path, {"junk": tiny_cmd("--junk", "6")})
+        try:
+            assert await manager.start() == {}
+            assert (await call(manager, "junk_add", {"a": 1, "b": 2})).content == "3"
+        finally:
+            await manager.stop()
+
+    asyncio.run(go())
+    out, err = capfd.readouterr()
+    assert out + err == "", (out + err)[:500]
+    # Nothing reached Python's logging either (without crab's routing it prints to stderr).
+    assert [r.getMessage() for r in root_records if r.name.startswith("mcp")] == []
+    log = (tmp_path / "logs" / "junk.log").read_text()
+    assert [line for line in log.splitlines() if "not JSON-RPC" in line] == [
+        f"[stdout, not JSON-RPC] junk line {n}: this is not JSON-RPC" for n in range(6)
+    ]
+
+
+def test_a_server_that_hangs_on_initialize_is_ended_at_once_without_a_shutdown_grace(tmp_path, tiny_cmd):
+    # The polite shutdown (close stdin, wait, then signal) is for a server that started; one that
+    # never answered is ended at once, so start-up costs connect_timeout and nothing on top.
+    # The server ignores the end of its stdin and records it: had crab closed stdin and waited,
+    # the file would be there (bench/mcp_startup.py measures the time).
+    eof = tmp_path / "saw-eof"
+
+    async def go() -> dict[str, str]:
+        manager = manager_for(tmp_path, {"hang": {**tiny_cmd("--mute", "--on-eof", str(eof)), "connect_timeout": 1}})
+        try:
+            return await manager.start()
+        finally:
+            await manager.stop()
+
+    failed = asyncio.run(go())
+    assert failed["hang"].startswith("did not answer within 1 s")
+    assert not eof.exists()
+
+
+def test_a_started_server_is_still_stopped_politely_stdin_first(tmp_path, tiny_cmd):
+    async def go() -> int | None:
+        manager = manager_for(tmp_path, {"t": tiny_cmd()})
+        assert await manager.start() == {}
+        transport = manager.links["t"]._stdio
+        await manager.stop()
+        assert transport is not None and transport._process is not None
+        return transport._process.returncode
+
+    # The tiny server leaves by itself (status 0) once its stdin closes: no signal was needed.
+    assert asyncio.run(go()) == 0
+
+
+def test_crab_introduces_itself_as_crab_and_its_version(tmp_path, tiny_cmd):
+    import crab
+
+    async def go() -> str:
+        manager = manager_for(tmp_path, {"t": tiny_cmd()})
+        assert await manager.start() == {}
+        try:
+            return str((await call(manager, "t_client_info")).content)
+        finally:
+            await manager.stop()
+
+    assert asyncio.run(go()) == f"crab {crab.__version__}"

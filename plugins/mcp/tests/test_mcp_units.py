@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from crab import InvalidValue
+from crab_mcp.errors import http_status_line
+from crab_mcp.manager import MAX_DESCRIPTION, describe
 from crab_mcp.names import PATTERN, crab_name
 from crab_mcp.results import to_tool_result
 from crab_mcp.settings import (
@@ -129,3 +131,56 @@ def test_structured_only_results_become_json_and_is_error_stays_an_error():
     failed = to_tool_result(types.CallToolResult(content=[types.TextContent(type="text", text="bad")], is_error=True))
     assert failed.is_error and failed.content == "bad"
     assert to_tool_result(types.CallToolResult(content=[])).content == "(no output)"
+
+
+def test_a_huge_description_is_cut_before_it_reaches_every_request():
+    tool = types.Tool(name="wordy", description="Says a lot. " + "word " * 20_000, input_schema={"type": "object"})
+    text = describe("srv", tool)
+    assert text.startswith("Says a lot. word")
+    assert len(text) < MAX_DESCRIPTION + 200
+    assert "[… cut: the server's description has 100,011 characters]" in text
+    assert text.endswith("(MCP tool 'wordy' of server 'srv')")
+    short = types.Tool(name="t", description="Short.", input_schema={"type": "object"})
+    assert describe("srv", short) == "Short.\n\n(MCP tool 't' of server 'srv')"
+
+
+def test_http_error_statuses_say_the_status_and_what_to_check_never_a_value():
+    headers = {"Authorization": "Bearer ${TOKEN}", "X-Team": "${TEAM} fixed"}
+    assert http_status_line(401, "Unauthorized", "s", headers) == (
+        "the server answered HTTP 401 Unauthorized: check the Authorization, X-Team headers in "
+        "[plugins.mcp.servers.s] and the value of ${TEAM}, ${TOKEN} in your environment"
+    )
+    assert http_status_line(403, "Forbidden", "s", {"X-Key": "literal"}) == (
+        "the server answered HTTP 403 Forbidden: the key was refused for this server; "
+        "check the X-Key header in [plugins.mcp.servers.s]"
+    )
+    assert http_status_line(401, "", "s", {}).startswith("the server answered HTTP 401: it wants a key; add headers")
+    assert (
+        http_status_line(503, "Service Unavailable", "s", headers) == "the server answered HTTP 503 Service Unavailable"
+    )
+
+
+def test_sdk_records_go_to_the_servers_log_and_elsewhere_to_pythons_usual_place(tmp_path, root_records):
+    import logging
+
+    from crab_mcp import sdklog
+    from crab_mcp.logpump import LogSink
+
+    sdklog.install()
+    log = tmp_path / "s.log"
+    sink = LogSink(open(log, "w", encoding="utf-8"), ["hunter2-secret"], 10_000)
+    token = sdklog.current.set(sink)
+    try:
+        try:
+            raise ValueError("bad line hunter2-secret\nsecond line")
+        except ValueError:
+            logging.getLogger("mcp.client.stdio").exception("Failed to parse JSONRPC message from server")
+    finally:
+        sdklog.current.reset(token)
+        sink.close()
+    logging.getLogger("mcp.server").warning("outside any server")
+    # Only the record outside a server reached the root logger's handlers.
+    assert [r.getMessage() for r in root_records] == ["outside any server"]
+    text = log.read_text()
+    assert text.startswith("[mcp sdk error] Failed to parse JSONRPC message from server: ValueError: bad line")
+    assert "hunter2-secret" not in text and "Traceback" not in text and len(text.splitlines()) == 1

@@ -1,6 +1,7 @@
 """llama.cpp's OpenAI-compatible server (llama-cpp-python) as recorded in the fixtures: each call
 once although every chunk also carries the legacy ``function_call``; a tool-call reply replayed
-without ``"content": null``; ``extra_body`` reaching the server; a keyless 401 that says what to set.
+with ``"content": ""`` (the recorded body the server accepts); ``extra_body`` reaching the server;
+a stream the server ends without a chunk, said as such; a keyless 401 that says what to set.
 """
 
 from __future__ import annotations
@@ -11,14 +12,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab._contracts.events import MessageEnd, StreamEvent, ToolCallEvent
-from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
-from crab._contracts.providers import ModelRequest
-from crab._contracts.tools import ToolSpec
+from crab import (
+    AssistantMessage,
+    ErrorEvent,
+    MessageEnd,
+    ModelRequest,
+    StreamEvent,
+    ToolCall,
+    ToolCallEvent,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
 from crab.sse import SSEDecoder
+from crab.testing import HttpReply
 from crab.testing.http_replay import CRAB, run_crab
 from crab_provider_openai.parser import ChatStreamParser
 from crab_provider_openai.provider import OpenAIProvider
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 Run = Callable[[OpenAIProvider, ModelRequest], tuple[list[StreamEvent], Exception | None]]
 CALL_ID = "call__0_read_cmpl-7c1f4e2a-93d5-4b8e-a6f0-2d5c8e1b9a47"
@@ -71,7 +83,13 @@ def test_calls_that_share_an_id_get_ids_of_their_own() -> None:
     assert [(c.id, c.arguments) for c in calls] == [("call_0", {"path": "a.py"}), ("call_0_2", {"path": "b.py"})]
 
 
-def test_tool_call_round_trip_sends_no_null_content_and_extra_body(
+def recorded_body(name: str) -> Any:
+    """A recorded request body: the fixture's JSON, its ``#`` header dropped."""
+    text = (FIXTURES / name).read_text()
+    return json.loads("".join(line for line in text.splitlines(keepends=True) if not line.startswith("#")))
+
+
+def test_tool_call_round_trip_sends_the_body_llamacpp_python_accepts(
     server: Any, make_provider: Any, run_stream: Run
 ) -> None:
     server.script(server.sse("llamacpp_python_tool_call.sse"), server.sse("llamacpp_python_answer.sse"))
@@ -96,10 +114,11 @@ def test_tool_call_round_trip_sends_no_null_content_and_extra_body(
     second = ModelRequest("local", "sys", (*first.messages, end.message, result), (READ,))
     events, error = run_stream(provider, second)
     assert error is None
+    assert server.requests[1].body == recorded_body("llamacpp_python_followup.body")
     replayed = server.requests[1].body["messages"]
     assistant = replayed[2]
-    assert assistant["role"] == "assistant"
-    assert "content" not in assistant  # llama-cpp-python answers "content": null with HTTP 500
+    # Missing, llama-cpp-python's template fails (HTTP 500); null, its request schema refuses it.
+    assert (assistant["role"], assistant["content"]) == ("assistant", "")
     assert [c["id"] for c in assistant["tool_calls"]] == [CALL_ID]
     assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == ARGUMENTS
     assert replayed[3] == {"role": "tool", "tool_call_id": CALL_ID, "content": "[table]\nkey = 1"}
@@ -113,7 +132,48 @@ def test_an_assistant_reply_with_text_and_calls_keeps_its_text() -> None:
 
     call = ToolCall("c1", "read", {"path": "x"})
     assert message_to_openai(AssistantMessage("Let me look.", (call,)))["content"] == "Let me look."
+    assert message_to_openai(AssistantMessage("", (call,)))["content"] == ""
     assert message_to_openai(AssistantMessage(""))["content"] == ""
+
+
+def test_a_stream_the_server_ends_before_any_chunk_says_so(server: Any, make_provider: Any, run_stream: Run) -> None:
+    """llama-cpp-python whose chat handler fails: HTTP 200, then the body ends with no chunk."""
+    server.script(server.sse("llamacpp_python_failed_stream.sse"))
+    events, error = run_stream(make_provider(), ModelRequest("local", "", (UserMessage("hi"),)))
+    assert error is None
+    (failure,) = events
+    assert isinstance(failure, ErrorEvent)
+    assert failure.kind == "stream"
+    assert failure.message == (
+        "openai: the stream (HTTP 200) ended without [DONE] and held no event: "
+        "the server failed on this request (its own log says why)"
+    )
+
+
+def test_the_servers_own_words_outside_any_event_are_quoted(
+    server: Any, make_provider: Any, run_stream: Run, api_key: str
+) -> None:
+    server.script(server.sse("error_field_no_done.sse"))
+    events, _ = run_stream(make_provider(), ModelRequest("local", "", (UserMessage("hi"),)))
+    (failure,) = [e for e in events if isinstance(e, ErrorEvent)]
+    assert failure.message == (
+        "openai: the stream (HTTP 200) ended without [DONE]; the server said: error: "
+        '{"code":500,"message":"failed to parse tool call arguments","type":"server_error"}; '
+        "the partial reply was dropped"
+    )
+    assert not any(isinstance(e, MessageEnd | ToolCallEvent) for e in events)
+
+
+def test_what_the_server_said_is_bounded_and_redacted(
+    server: Any, make_provider: Any, run_stream: Run, api_key: str
+) -> None:
+    body = [f"oops: key {api_key} refused\n\n".encode(), *(b"x" * 200 + b"\n\n" for _ in range(50))]
+    server.script(HttpReply(events=body))
+    events, _ = run_stream(make_provider(), ModelRequest("local", "", (UserMessage("hi"),)))
+    (failure,) = events
+    assert isinstance(failure, ErrorEvent)
+    assert api_key not in failure.message and "oops: key [redacted] refused" in failure.message
+    assert len(failure.message) < 450
 
 
 def test_a_keyless_401_says_to_set_api_key_env(server: Any, run_stream: Run) -> None:
@@ -150,7 +210,7 @@ def test_crab_run_against_llamacpp_runs_each_call_once(server: Any, isolated_hom
     assert (server.requests[0].body["top_k"], server.requests[0].body["repeat_penalty"]) == (20, 1.1)
     replayed = server.requests[1].body["messages"]
     assert [m["role"] for m in replayed][-2:] == ["assistant", "tool"]
-    assert "content" not in replayed[-2]
+    assert replayed[-2]["content"] == ""
     assert [m.get("tool_call_id") for m in replayed if m["role"] == "tool"] == [CALL_ID]
 
 
@@ -167,4 +227,20 @@ def test_crab_run_keyless_401_names_api_key_env(server: Any, isolated_home: Path
     said = denied.stdout + denied.stderr
     assert "set api_key_env in [plugins.provider-openai]" in said
     assert "set  to" not in said
+    assert "Traceback" not in said
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CRAB is None, reason="the crab console script is not installed in this environment")
+def test_crab_run_says_the_server_failed_before_answering(server: Any, isolated_home: Path) -> None:
+    """What the user met: only "the stream ended without [DONE]", with no hint where to look."""
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    (isolated_home / "config.toml").write_text(
+        f'[plugins.provider-openai]\nbase_url = "{server.url}"\nretry_base_delay = 0.01\n'
+    )
+    server.script(server.sse("llamacpp_python_failed_stream.sse"))
+    failed = run_crab(isolated_home, "run", "hi", "--model", "openai/local")
+    assert failed.returncode != 0
+    said = failed.stdout + failed.stderr
+    assert "(HTTP 200) ended without [DONE] and held no event: the server failed on this request" in said
     assert "Traceback" not in said

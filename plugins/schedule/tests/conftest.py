@@ -76,9 +76,16 @@ class FakeHandle:
     notices: list[str] = field(default_factory=list)
     prompts: list[tuple[str, str]] = field(default_factory=list)
     config: Any = None
+    events: list[Any] = field(default_factory=list)  # emitted to the turn's session during each turn
+    listeners: dict[str, list[Any]] = field(default_factory=dict)
 
     def notice(self, message: str, level: str = "info") -> None:
         self.notices.append(message)
+
+    def subscribe(self, listener: Any, *, session: Session | None = None) -> Any:
+        assert session is not None, "the scheduler listens to the job's session only"
+        self.listeners.setdefault(session.id, []).append(listener)
+        return lambda: self.listeners[session.id].remove(listener)
 
     async def deliver(self, channel: str, address: str, text: str) -> None:
         if channel not in self.channels:
@@ -93,6 +100,9 @@ class FakeHandle:
 
     async def handle_input(self, session: Session, text: str) -> Outcome:
         self.prompts.append((session.id, text))
+        for event in self.events:
+            for listener in list(self.listeners.get(session.id, [])):
+                listener(event)
         if isinstance(self.outcome, Exception):
             raise self.outcome
         return self.outcome

@@ -4,6 +4,7 @@ schedule add`` are run by ``crab serve schedule`` processes and delivered to the
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -163,6 +164,10 @@ def test_a_killed_workers_job_runs_again_after_its_lease(crab_cmd):
         (["--cron", "0 9 * * 1-5", "--timezone", "Europe/Berlinn"], "crab: unknown timezone 'Europe/Berlinn'"),
         (["--every", "2 fortnights"], "crab: invalid duration '2 fortnights'"),
         (["--at", "2001-01-01T00:00"], "crab: time '2001-01-01T00:00' is in the past (2001-01-01 00:00 UTC)"),
+        (["--cron", "0 0 31 2 *"], "crab: cron expression '0 0 31 2 *' never fires"),
+        (["--in", "99999999d"], "crab: invalid duration '99999999d': at most 3650d (ten years)"),
+        (["--every", "99999999d"], "crab: invalid duration '99999999d': at most 3650d (ten years)"),
+        (["--in", "1h", "--name", "n" * 81], "crab: the name is 81 characters; at most 80"),
     ],
 )
 def test_an_invalid_schedule_exits_2_with_one_line_and_stores_nothing(crab_cmd, args, message):
@@ -173,16 +178,24 @@ def test_an_invalid_schedule_exits_2_with_one_line_and_stores_nothing(crab_cmd, 
     assert crab_cmd.jobs() == []
 
 
-def test_the_tool_refuses_a_bad_cron_expression_and_stores_nothing(crab_cmd):
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"cron": "every monday"}, "invalid cron expression 'every monday'"),
+        ({"cron": "0 0 31 2 *"}, "cron expression '0 0 31 2 *' never fires"),
+        ({"after": "99999999d"}, "invalid duration '99999999d': at most 3650d (ten years)"),
+        ({"after": "1h", "name": "n" * 81}, "the name is 81 characters; at most 80"),
+    ],
+)
+def test_the_tool_refuses_a_bad_schedule_in_one_line_and_stores_nothing(crab_cmd, args, message):
     model = crab_cmd.script(
-        [
-            [{"tool": "schedule_add", "args": {"mode": "reminder", "text": "x", "cron": "every monday"}}],
-            [{"text": "ok"}],
-        ]
+        [[{"tool": "schedule_add", "args": {"mode": "reminder", "text": "x", **args}}], [{"text": "ok"}]]
     )
     ran = crab_cmd.run("run", "--yolo", "-m", model, "-o", "json", "schedule it")
     assert ran.returncode == 0, ran.stderr
-    assert "invalid cron expression 'every monday'" in ran.stdout
+    [call] = json.loads(ran.stdout)["tool_calls"]
+    assert call["is_error"] and call["result"].startswith(message), call
+    assert "\n" not in call["result"] and "Traceback" not in ran.stdout + ran.stderr
     assert crab_cmd.jobs() == []
 
 
@@ -271,4 +284,68 @@ def test_a_job_store_no_plugin_offers_is_one_line_and_exit_2(crab_cmd):
     done = crab_cmd.run("schedule", "list")
     assert done.returncode == 2
     assert "store = 'nosuch': no loaded plugin offers that job store (available: sqlite" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_sigterm_past_the_grace_period_records_the_run_as_interrupted_and_a_restart_runs_it(crab_cmd):
+    crab_cmd.run("schedule", "add", "--prompt", "endless report", "--in", "1s", "--to", "fakechat:gina")
+    grace = ["--set", "serve.grace_seconds=0.5"]
+    proc = crab_cmd.serve([[{"delay": 600}, {"text": "never"}]], *grace)
+    wait_until(lambda: any(j.claimed_by for j in crab_cmd.jobs()), "the job to start", proc)
+    code, stderr = crab_cmd.stop(proc)  # the turn outlives the grace period: it is cancelled
+    assert code == 0, stderr
+    [job] = crab_cmd.jobs()
+    # released and still due, so the next crab serve runs it at once (not after a 5-minute lease)
+    assert (job.claimed_by, job.lease_until, job.runs, job.last_status) == (None, None, 1, "error")
+    assert job.next_run is not None and job.next_run <= datetime.now(UTC)
+    [entry] = crab_cmd.records()
+    assert entry.status == "error" and "interrupted" in (entry.error or "")
+    proc = crab_cmd.serve([[{"text": "report at last"}]])
+    delivered = crab_cmd.chat / "gina.delivered"
+    wait_until(delivered.exists, "the interrupted job to run after the restart", proc)
+    assert delivered.read_text() == "report at last\n"
+    assert crab_cmd.stop(proc)[0] == 0
+
+
+def test_a_hung_job_is_listed_as_running_and_its_timeout_is_an_error_and_one_warning(crab_cmd):
+    hung = crab_cmd.run("schedule", "add", "--prompt", "hang on", "--in", "1s", "--name", "hung")
+    brief = crab_cmd.run("schedule", "add", "--prompt", "hang briefly", "--in", "1s", "--timeout", "1s")
+    assert hung.returncode == 0 and brief.returncode == 0, hung.stderr + brief.stderr
+    proc = crab_cmd.serve([[{"delay": 600}, {"text": "never"}]], "--set", "serve.grace_seconds=0.5")
+    wait_until(lambda: sum(bool(j.claimed_by) for j in crab_cmd.jobs()) == 2, "both jobs to start", proc)
+    listed = crab_cmd.run("schedule", "list")
+    assert listed.returncode == 0, listed.stderr
+    [line] = [line for line in listed.stdout.splitlines() if "'hung'" in line]
+    assert "; running now on " in line, listed.stdout
+    [entry] = wait_until(crab_cmd.records, "the brief job to time out", proc)
+    assert (entry.status, entry.error) == ("error", "timed out after 1s (the job's timeout)")
+    code, stderr = crab_cmd.stop(proc)
+    assert code == 0, stderr
+    [warning] = [line for line in stderr.splitlines() if "timed out" in line]
+    assert warning.startswith(f"warning: schedule: Scheduled job {entry.job_id} ("), stderr
+    assert warning.endswith("failed: timed out after 1s (the job's timeout)"), stderr
+
+
+def test_a_job_whose_tool_failed_but_that_answered_shows_the_failure_in_the_log(crab_cmd):
+    added = crab_cmd.run("schedule", "add", "--prompt", "tidy up", "--in", "1s", "--permissions", "yolo")
+    assert added.returncode == 0, added.stderr
+    replies = [[{"tool": "schedule_remove", "args": {"job_id": "nope"}}], [{"text": "Tidied."}]]
+    proc = crab_cmd.serve(replies, "--set", "crab.permissions=yolo")
+    [entry] = wait_until(crab_cmd.records, "the job to run", proc)
+    assert crab_cmd.stop(proc)[0] == 0
+    assert entry.status == "ok" and entry.text == "Tidied."
+    assert (entry.error or "").startswith("1 tool call failed: schedule_remove: no scheduled job 'nope'"), entry
+    shown = crab_cmd.run("schedule", "log")
+    assert f"{entry.job_id} ok → log: Tidied. (1 tool call failed: schedule_remove: no scheduled job" in shown.stdout
+
+
+@pytest.mark.parametrize("command", [["list"], ["log"], ["run-now", "abc"], ["add", "--in", "1h", "--message", "x"]])
+def test_a_job_store_that_cannot_be_reached_is_one_line_and_exit_2(crab_cmd, command):
+    blocker = crab_cmd.root / "not-a-folder"
+    blocker.write_text("a file where the store's folder should be\n")
+    config = crab_cmd.home / "config.toml"
+    config.write_text(config.read_text() + f'path = "{blocker / "schedule.db"}"\n')
+    done = crab_cmd.run("schedule", *command)
+    assert done.returncode == 2, done.stderr  # as crab run exits for a store it cannot open
+    assert done.stderr.startswith("crab: cannot open the job store ") and "[plugins.schedule] store" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr

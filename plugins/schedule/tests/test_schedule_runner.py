@@ -23,7 +23,8 @@ def setup(tmp_path, fakes, **changes):
 
 
 def add(store, conf, clock, *, origin=None, mode="reminder", text="standup", **when):
-    when = when or {"after": "1m"}
+    """``when``: the schedule (default ``after="1m"``), and ``timeout``/``longest_timeout`` when given."""
+    limits = {key: when.pop(key) for key in ("timeout", "longest_timeout") if key in when}
     return asyncio.run(
         add_job(
             store,
@@ -33,7 +34,8 @@ def add(store, conf, clock, *, origin=None, mode="reminder", text="standup", **w
             text=text,
             origin=origin or Origin("cli"),
             permissions="ask",
-            **when,
+            **(when or {"after": "1m"}),
+            **limits,
         )
     )
 
@@ -216,3 +218,182 @@ def test_a_bad_declared_job_is_one_config_line(tmp_path):
         TABLE.validate({"jobs": {"a": {"every": "1h"}}})
     with pytest.raises(crab.InvalidValue, match="expected an IANA timezone"):
         TABLE.validate({"jobs": {"a": {"every": "1h", "message": "x", "timezone": "Nowhere/Land"}}})
+
+
+def test_a_run_cancelled_with_the_scheduler_is_logged_as_interrupted_and_released_still_due(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
+    job = add(store, conf, clock, mode="agent", text="endless")
+    clock.advance(minutes=1)
+
+    class Hung(fakes.FakeHandle):
+        async def handle_input(self, session, text):
+            await asyncio.Event().wait()  # a turn that never ends by itself
+
+    async def scenario():
+        serving = asyncio.ensure_future(scheduler.run(Hung()))
+        while job.id not in scheduler.running:
+            await asyncio.sleep(0.01)
+        serving.cancel()  # what crab serve does once [serve] grace_seconds are over
+        with pytest.raises(asyncio.CancelledError):
+            await serving
+
+    asyncio.run(scenario())
+    stored = asyncio.run(store.get(job.id))
+    assert (stored.claimed_by, stored.lease_until, stored.next_run) == (None, None, job.next_run)
+    assert (stored.runs, stored.last_error) == (1, "interrupted by shutdown")
+    [entry] = asyncio.run(store.records())
+    assert entry.status == "error" and entry.error == "interrupted: crab serve stopped during the run"
+
+
+class Hung:
+    """A FakeHandle mix-in whose turns never end by themselves."""
+
+    async def handle_input(self, session, text):
+        self.prompts.append((session.id, text))
+        await asyncio.Event().wait()
+
+
+@pytest.mark.parametrize("origin", [Origin("cli"), Origin("tool", "s1", "fakechat", "hal")])
+def test_a_hung_agent_job_times_out_as_an_error_record_and_one_warning(tmp_path, fakes, origin):
+    clock, conf, store, scheduler = setup(tmp_path, fakes, job_timeout=0.2)
+    job = add(store, conf, clock, origin=origin, mode="agent", text="hang")
+    clock.advance(minutes=1)
+    handle = type("HungHandle", (Hung, fakes.FakeHandle), {})(channels={"fakechat"})
+    asyncio.run(poll_and_wait(scheduler, handle))
+    [entry] = asyncio.run(store.records())
+    assert (entry.status, entry.error) == ("error", "timed out after 0.2s ([plugins.schedule] job_timeout)")
+    [warning] = handle.notices
+    assert "timed out after 0.2s" in warning and "\n" not in warning
+    stored = asyncio.run(store.get(job.id))
+    assert (stored.claimed_by, stored.last_status, stored.next_run) == (None, "error", None)
+    if origin.channel:
+        [(_, _, text)] = handle.delivered
+        assert text.endswith("failed: timed out after 0.2s ([plugins.schedule] job_timeout)")
+
+
+def test_a_jobs_own_timeout_wins_over_the_default_and_the_tool_may_only_shorten_it(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes, job_timeout=3600.0)
+    job = add(store, conf, clock, mode="agent", text="hang", after="1m", timeout=0.2)
+    assert job.timeout == 0.2 and asyncio.run(store.get(job.id)).timeout == 0.2
+    clock.advance(minutes=1)
+    asyncio.run(poll_and_wait(scheduler, type("HungHandle", (Hung, fakes.FakeHandle), {})()))
+    [entry] = asyncio.run(store.records())
+    assert entry.error == "timed out after 0.2s (the job's timeout)"
+    with pytest.raises(crab.UsageError, match="longer than the 1h allowed"):
+        add(store, conf, clock, mode="agent", text="x", after="1m", timeout="2h", longest_timeout=3600.0)
+    with pytest.raises(crab.UsageError, match="a timeout is for agent jobs"):
+        add(store, conf, clock, text="x", after="1m", timeout="2h")
+    assert add(store, conf, clock, mode="agent", text="x", after="1m", timeout="30m").timeout == 1800
+
+
+def test_failed_tool_calls_of_an_answered_job_are_in_its_log_record(tmp_path, fakes):
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
+    job = add(store, conf, clock, mode="agent", text="check")
+    clock.advance(minutes=1)
+    failed = crab.ToolResultEvent(call_id="c1", name="bash", content="exit status 2\nstderr: nope", is_error=True)
+    fine = crab.ToolResultEvent(call_id="c2", name="read", content="ok")
+    handle = fakes.FakeHandle(outcome=fakes.Outcome("done, mostly"), events=[failed, fine])
+    asyncio.run(poll_and_wait(scheduler, handle))
+    [entry] = asyncio.run(store.records())
+    assert (entry.status, entry.text, entry.error) == ("ok", "done, mostly", "1 tool call failed: bash: exit status 2")
+    stored = asyncio.run(store.get(job.id))
+    assert (stored.last_status, stored.last_error) == ("ok", "1 tool call failed: bash: exit status 2")
+    assert handle.notices == []  # answered: no warning, the log says what failed
+
+
+def test_a_running_job_is_listed_as_running_and_a_lapsed_claim_is_not(tmp_path, fakes):
+    from crab_schedule.adding import describe_job, job_json
+
+    clock, conf, store, _ = setup(tmp_path, fakes)
+    job = add(store, conf, clock)
+    clock.advance(minutes=1)
+    claimed = asyncio.run(store.claim(job.id, "host:7:ab", clock.now(), conf.lease))
+    assert "; running now on host:7:ab:" in describe_job(claimed, clock.now())
+    assert job_json(claimed, clock.now())["running"] is True
+    clock.advance(minutes=10)  # the worker died: its lease ran out, the job is due again
+    assert "; next " in describe_job(claimed, clock.now()) and not job_json(claimed, clock.now())["running"]
+
+
+class BatchStore(SQLiteJobStore):
+    """A store with the optional batch claim (as crab-store-postgres has), made of due + claim."""
+
+    async def claim_due(self, worker, now, lease, limit):
+        self.asked = [*getattr(self, "asked", []), limit]
+        claimed = [await self.claim(job.id, worker, now, lease) for job in await self.due(now, limit)]
+        return [job for job in claimed if job is not None]
+
+
+@pytest.mark.parametrize("store_class", [SQLiteJobStore, BatchStore])
+def test_a_worker_claims_only_as_many_due_jobs_as_it_has_room_for(tmp_path, fakes, store_class):
+    clock, conf, _, _ = setup(tmp_path, fakes, max_running=2)
+    store = store_class(conf.path)
+    first, second = (Scheduler(conf, store=store, clock=clock, worker=name) for name in ("w1", "w2"))
+    jobs = [add(store, conf, clock, mode="agent", text=f"job {n}") for n in range(5)]
+    clock.advance(minutes=1)
+    gate = asyncio.Event()
+
+    class Waiting(fakes.FakeHandle):
+        async def handle_input(self, session, text):
+            await gate.wait()
+            return fakes.Outcome("done")
+
+    async def scenario():
+        handle = Waiting()
+        taken = [await first.poll(handle), await second.poll(handle), await first.poll(handle)]
+        gate.set()
+        await asyncio.gather(*first.running.values(), *second.running.values())
+        return taken
+
+    one, two, full = asyncio.run(scenario())
+    assert (len(one), len(two), full) == (2, 2, [])  # the fifth is left for a worker with room
+    assert not set(one) & set(two)
+    left = [job for job in asyncio.run(store.list()) if job.runs == 0]
+    assert [job.id for job in left] == [job.id for job in jobs if job.id not in one + two]
+    if store_class is BatchStore:
+        assert store.asked == [2, 2]  # never more than the room it has; a full worker does not ask
+
+
+def test_a_finished_run_makes_room_and_the_next_due_job_starts_without_waiting_a_poll_interval(tmp_path, fakes):
+    from crab_schedule.clock import SystemClock
+
+    conf = fakes.settings(tmp_path / "schedule.db", max_running=1, poll_interval=3600.0)
+    store = SQLiteJobStore(conf.path)
+    clock = SystemClock()
+    jobs = [add(store, conf, clock, after=0.05) for _ in range(3)]
+    scheduler = Scheduler(conf, store=store, clock=clock, worker="w1")
+
+    async def scenario():
+        await asyncio.sleep(0.1)  # due now
+        serving = asyncio.ensure_future(scheduler.run(fakes.FakeHandle()))
+        for _ in range(3000):
+            if len(await store.records()) == 3:
+                break
+            await asyncio.sleep(0.01)
+        await scheduler.stop()
+        await serving
+
+    asyncio.run(scenario())
+    assert sorted(entry.job_id for entry in asyncio.run(store.records())) == sorted(job.id for job in jobs)
+
+
+def test_a_job_store_that_fails_for_a_while_is_one_warning_and_one_line_when_it_is_back(tmp_path, fakes):
+    clock, conf, _, _ = setup(tmp_path, fakes)
+
+    class Flaky(SQLiteJobStore):
+        polls = 0
+
+        async def due(self, now, limit=100):
+            Flaky.polls += 1
+            if 2 <= Flaky.polls <= 6:
+                raise crab.StoreError("job store db:5432: no connection within 10s")
+            if Flaky.polls >= 9:
+                await scheduler.stop()
+            return await super().due(now, limit)
+
+    scheduler = Scheduler(conf, store=Flaky(conf.path), clock=clock, worker="w1")
+    handle = fakes.FakeHandle()
+    asyncio.run(scheduler.run(handle))
+    assert handle.notices == [
+        "schedule: job store db:5432: no connection within 10s; trying again every poll",
+        "schedule: the job store answers again",
+    ]

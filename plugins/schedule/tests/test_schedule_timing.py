@@ -81,6 +81,12 @@ def test_once_after_a_duration_or_at_a_local_time():
         ({"at": "tomorrowish"}, "invalid time 'tomorrowish'"),
         ({}, "say when"),
         ({"cron": "0 9 * * *", "every": "2h"}, "got cron, every"),
+        ({"cron": "0 0 31 2 *"}, "cron expression '0 0 31 2 *' never fires"),
+        ({"after": "99999999d"}, "invalid duration '99999999d': at most 3650d"),
+        ({"after": "9" * 400 + "s"}, "at most 3650d"),
+        ({"every": "99999999d"}, "invalid duration '99999999d': at most 3650d"),
+        ({"after": 1e300}, "invalid duration in 1e+300s: at most 3650d"),
+        ({"at": "9999-12-31T23:00-05:00"}, "outside the years 1 to 9999"),
     ],
 )
 def test_bad_schedules_are_one_line_usage_errors(kwargs, message):

@@ -121,3 +121,16 @@ def test_installed_but_not_named_it_is_not_the_default_store(tmp_path: Path) -> 
     done = _crab(tmp_path, "sessions", "list", "--json")
     assert done.returncode == 0, done.stderr  # core's memory store, not a server nobody configured
     assert json.loads(done.stdout) == []
+
+
+@pytest.mark.skipif(not CRAB.exists(), reason="no crab command beside this Python")
+def test_crab_schedule_with_an_unreachable_server_exits_2_as_core_commands_do(tmp_path: Path) -> None:
+    pytest.importorskip("crab_schedule", reason="crab-schedule is not installed")
+    (tmp_path / "config.toml").write_text('[plugins.schedule]\nstore = "postgres"\n', encoding="utf-8")
+    url = f"postgresql://crab:{PASSWORD}@127.0.0.1:1/crab"
+    env = {"CRAB_POSTGRES_DSN": url, "CRAB_PLUGINS": "store-postgres,schedule"}
+    for command in (["sessions", "list", "--store", "postgres"], ["schedule", "list"], ["schedule", "log"]):
+        done = _crab(tmp_path, *command, env=env)
+        assert done.returncode == 2, (command, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1 and "127.0.0.1:1" in done.stderr, done.stderr
+        assert PASSWORD not in done.stderr + done.stdout and "Traceback" not in done.stderr

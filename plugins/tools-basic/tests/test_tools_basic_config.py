@@ -82,7 +82,7 @@ def test_trust_only_keys_are_declared() -> None:
 
 
 def test_untrusted_project_roots_do_not_reach_the_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from crab._assembly.runtime import build_host
+    from crab._assembly.choosing import build_host
 
     monkeypatch.setenv("CRAB_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("CRAB_PLUGINS", "tools-basic")

@@ -157,3 +157,19 @@ def test_working_inside_crab_home_on_purpose_is_allowed(
     monkeypatch.setenv("CRAB_HOME", str(tmp_path))  # the workspace lies inside crab's folder
     (workspace / "a.txt").write_text("hi\n")
     assert call("read", path="a.txt").content == "     1\thi"
+
+
+def test_a_path_that_changes_while_it_is_resolved_is_an_error_result(
+    workspace: Path, call: Callable[..., ToolResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_realpath = os.path.realpath
+
+    def vanished(path: str | Path) -> str:
+        if str(path).endswith("a.txt"):  # what realpath raises when a link goes mid-walk
+            raise FileNotFoundError(2, "No such file or directory")
+        return real_realpath(path)
+
+    monkeypatch.setattr(os.path, "realpath", vanished)
+    result = call("write", path="d/a.txt", content="x")
+    assert result.is_error
+    assert result.content == "d/a.txt cannot be resolved (No such file or directory); try again"

@@ -1,7 +1,8 @@
 """Fixtures for crab-tools-web's tests: a real HTTP server on 127.0.0.1 and a way to call the tools.
 
 The server serves HTML, text, binary files, redirect chains (one of them to a private address),
-a slow response, a huge page and compression bombs; it records each request's path and Host header.
+a slow response, a huge page and compression bombs (some endless); it records each request's path
+and Host header.
 """
 
 from __future__ import annotations
@@ -54,6 +55,23 @@ def bomb(layers: int) -> bytes:
     return body
 
 
+EMPTY_BLOCKS = b"\x00\x00\x00\xff\xff" * 13_107
+"""64 KB of deflate stored blocks that are not the last and hold nothing: they inflate to no
+bytes at all, so only a cap on the bytes received stops a body made of them."""
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+ENDLESS_LIMIT = 2 * 1024**3
+"""An endless body stops here, or when the client hangs up."""
+
+
+DEEP_LEVELS = 5_000
+"""Far deeper than markdownify can recurse (about 330 levels under Python's default limit)."""
+DEEP_HTML = (
+    "<html><body><main>"
+    + "".join(f"<div>level{n} " + ("<span hidden>DEEP-HIDDEN</span>" if n == 3_000 else "") for n in range(DEEP_LEVELS))
+    + "</main></body></html>"
+)
+
+
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
 
 
@@ -73,6 +91,7 @@ class WebServer:
     release: threading.Event = field(default_factory=threading.Event)
     huge_bytes: int = 3_000_000
     huge_sent: list[int] = field(default_factory=list)
+    endless_sent: list[int] = field(default_factory=list)
 
     def url(self, path: str, host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}{path}"
@@ -94,6 +113,26 @@ def _handler(server: WebServer) -> type[http.server.BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+
+        def endless(self, first: bytes, repeated: bytes) -> None:
+            """``first``, then ``repeated`` until the client stops reading, with no length: the
+            body ends only when the connection closes."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            sent = 0
+            try:
+                self.wfile.write(first)
+                sent = len(first)
+                while sent < ENDLESS_LIMIT:
+                    self.wfile.write(repeated)
+                    sent += len(repeated)
+            except OSError:
+                pass  # the client hung up
+            server.endless_sent.append(sent)
 
         def do_GET(self) -> None:
             server.seen.append(Seen(self.path, self.headers.get("Host", "")))
@@ -119,6 +158,22 @@ def _handler(server: WebServer) -> type[http.server.BaseHTTPRequestHandler]:
                 self.reply(200, bomb(1), "text/plain", Content_Encoding="gzip")
             elif path == "/bomb2.txt":
                 self.reply(200, bomb(2), "text/plain", Content_Encoding="gzip, gzip")
+            elif path == "/empty-blocks.txt":
+                self.endless(GZIP_HEADER, EMPTY_BLOCKS)
+            elif path == "/after-the-end.txt":
+                self.endless(gzip.compress(b"the whole page\n"), b"not part of any gzip member " * 2048)
+            elif path == "/broken-links.html":
+                body = (
+                    '<p><a href="http://[::1">broken</a>, <img src="https://[oops/x.png" alt="pic"> and '
+                    '<a href="/fine">fine</a></p>'
+                )
+                self.reply(200, body.encode(), "text/html")
+            elif path == "/deep.html":
+                self.reply(200, DEEP_HTML.encode(), "text/html; charset=utf-8")
+            elif path.startswith("/charset/"):
+                kind, charset = path.split("/")[2:4]
+                body = b"<p>plain words</p>" if kind == "html" else b"plain words\n"
+                self.reply(200, body, f"text/{kind}; charset={charset}")
             elif path == "/brotli.txt":
                 self.reply(200, b"\x1b\x03\x00\xf8\xa5\x82", "text/plain", Content_Encoding="br")
             elif path.startswith("/chain/"):

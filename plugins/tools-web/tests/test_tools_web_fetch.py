@@ -65,6 +65,36 @@ def test_declared_charset_is_honoured(web: WebServer, call: Call) -> None:
     assert body_of(call("web_fetch", url=web.url("/latin1.txt"))) == "café au lait"
 
 
+@pytest.mark.parametrize("kind", ["plain", "html"])
+@pytest.mark.parametrize("charset", ["rot13", "zlib", "base64", "hex", "idna", "undefined", "no-such-charset"])
+def test_a_charset_that_is_no_text_encoding_counts_as_unknown(
+    web: WebServer, call: Call, kind: str, charset: str
+) -> None:
+    # codecs.lookup knows these, but they turn bytes into bytes (or take no error handler):
+    # decoding with one ended the call with core's "web_fetch failed: LookupError"
+    result = call("web_fetch", url=web.url(f"/charset/{kind}/{charset}"))
+    assert not result.is_error, result.content
+    assert body_of(result) == "plain words"
+
+
+def test_deeply_nested_html_still_yields_its_text(web: WebServer, call: Call, settings: dict[str, Any]) -> None:
+    # 5,000 nested elements: markdownify recursed once per level and the call ended with core's
+    # "web_fetch failed: RecursionError"; past MAX_DEPTH the text is kept as plain text
+    settings["max_chars"] = settings["default_max_chars"] = 100_000
+    result = call("web_fetch", url=web.url("/deep.html"))
+    assert not result.is_error, result.content
+    text = body_of(result)
+    assert re.findall(r"\blevel(\d+)\b", text) == [str(n) for n in range(5_000)]  # every level, in order
+    assert "DEEP-HIDDEN" not in text  # a hidden element stays hidden, however deep
+
+
+def test_links_that_are_no_url_are_kept_as_text(web: WebServer, call: Call) -> None:
+    # urljoin raises ValueError on "http://[::1": the call ended with core's "web_fetch failed"
+    result = call("web_fetch", url=web.url("/broken-links.html"))
+    assert not result.is_error, result.content
+    assert body_of(result) == f"broken, [image: pic] and [fine]({web.url('/fine')})"
+
+
 def test_gzip_body_is_decoded(web: WebServer, call: Call) -> None:
     assert "# Zipped heading" in body_of(call("web_fetch", url=web.url("/gzip.html")))
 
@@ -153,6 +183,28 @@ def test_compression_bomb_is_never_expanded_past_the_cap(
         assert result.details["total"] == 100_000  # the cap's worth of text, and no more
     else:
         assert result.is_error and "gzip, gzip" in result.content, result.content
+
+
+def test_endless_empty_deflate_blocks_stop_at_the_download_cap(
+    web: WebServer, call: Call, settings: dict[str, Any]
+) -> None:
+    # They inflate to nothing, so a cap on inflated bytes alone never ends the download: it ran
+    # until total_timeout, gigabytes later. The bytes received count against max_bytes too.
+    settings["max_bytes"] = 100_000
+    settings["total_timeout"] = 60.0
+    result = call("web_fetch", url=web.url("/empty-blocks.txt"))
+    assert not result.is_error, result.content
+    assert "download stopped at 100,000 bytes" in result.content
+
+
+def test_the_download_stops_where_the_gzip_stream_ends(web: WebServer, call: Call, settings: dict[str, Any]) -> None:
+    # Bytes after the end of the member are no part of the page; reading on kept them in zlib's
+    # unused_data (copied on every chunk) until the cap or total_timeout.
+    settings["total_timeout"] = 60.0
+    result = call("web_fetch", url=web.url("/after-the-end.txt"))
+    assert not result.is_error, result.content
+    assert body_of(result) == "the whole page"
+    assert "download stopped" not in result.content
 
 
 def test_unrequested_content_encoding_is_refused(web: WebServer, call: Call) -> None:

@@ -71,9 +71,11 @@ def lookups(dns: dict[str, list[list[str]]]) -> list[str]:
         ("fe80::1", "link-local"),
         ("ff02::1", "multicast"),
         ("::", "unspecified"),
-        ("::ffff:127.0.0.1", "IPv4-mapped"),
-        ("::ffff:8.8.8.8", "IPv4-mapped"),
+        ("::ffff:127.0.0.1", "IPv4-mapped IPv6 address of 127.0.0.1, a loopback"),
+        ("::ffff:169.254.169.254", "of 169.254.169.254, a cloud metadata"),
         ("2002:7f00:1::", "embeds 127.0.0.1"),
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", "embeds 127.0.0.1"),  # Teredo, client 127.0.0.1
+        ("::7f00:1", "reserved"),
         ("64:ff9b::a00:1", "embeds 10.0.0.1"),
         ("198.18.0.1", "benchmarking"),
     ],
@@ -83,7 +85,9 @@ def test_non_public_addresses_are_blocked(address: str, why: str) -> None:
     assert reason is not None and why in reason
 
 
-@pytest.mark.parametrize("address", ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "1.1.1.1"])
+@pytest.mark.parametrize(
+    "address", ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "1.1.1.1", "::ffff:8.8.8.8", "64:ff9b::808:808"]
+)
 def test_public_addresses_pass(address: str) -> None:
     assert blocked_reason(ipaddress.ip_address(address)) is None
 
@@ -106,6 +110,9 @@ def test_public_addresses_pass(address: str) -> None:
         ("http://exa mple.com/", "spaces"),
         ("http://evil.com\\@127.0.0.1/", "backslashes"),
         ("/relative/path", "not an http or https"),
+        ("http://127.0.0.1:65536/", "port 65536; a port is a number from 1 to 65535"),
+        ("http://example.com:0/", "port 0"),
+        ("http://example.com:99999999999999999999/", "port 99999999999999999999"),
     ],
 )
 def test_odd_url_forms_are_refused(url: str, why: str) -> None:
@@ -135,10 +142,11 @@ def test_loopback_is_refused_when_not_allowed(web: WebServer, call: Call, settin
         "http://192.168.0.1/admin",
         "http://169.254.169.254/latest/meta-data/",
         "http://[::1]/",
-        "http://[::ffff:127.0.0.1]/",
+        "http://[::ffff:192.168.0.1]/",
         "http://[fd00:ec2::254]/",
         "http://metadata.google.internal/computeMetadata/v1/",
         "http://0.0.0.0/",
+        "http://127.0.0.1:65536/",  # loopback is allowed here: a port out of range must not reach a socket
     ],
 )
 def test_private_targets_are_refused_directly(call: Call, url: str, fake_dns: dict[str, list[list[str]]]) -> None:
@@ -181,11 +189,66 @@ def test_redirect_to_a_name_that_resolves_privately_is_refused(
     assert result.is_error and "inside.test resolves to 192.168.7.7" in result.content
 
 
-def test_allowing_loopback_does_not_allow_other_private_ranges(web: WebServer, call: Call) -> None:
-    # settings allow 127.0.0.1 only: the redirect to 10.0.0.1 stays refused (above), and so does
-    # the IPv4-mapped spelling of the allowed address
-    result = call("web_fetch", url=f"http://[::ffff:127.0.0.1]:{web.port}/page.html")
-    assert result.is_error and "IPv4-mapped" in result.content
+def test_an_ipv4_mapped_address_is_the_ipv4_address(web: WebServer, call: Call) -> None:
+    # settings allow 127.0.0.1 only: its IPv4-mapped spelling is the same address, and reaches the
+    # server on 127.0.0.1 (connecting to the checked IPv4 address); a mapped private one does not
+    result = call("web_fetch", url=f"http://[::ffff:127.0.0.1]:{web.port}/plain.txt")
+    assert not result.is_error and "just some plain text" in result.content, result.content
+    result = call("web_fetch", url=f"http://[::ffff:10.0.0.1]:{web.port}/page.html")
+    assert result.is_error
+    assert "is an IPv4-mapped IPv6 address of 10.0.0.1, a private address" in result.content
+
+
+MAPPED_METADATA = "::ffff:169.254.169.254"
+TEREDO_LOOPBACK = "2001:0:4136:e378:8000:63bf:80ff:fffe"  # a Teredo client at 127.0.0.1
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"http://[{MAPPED_METADATA}]/latest/meta-data/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://[::ffff:10.0.0.6]/",
+        "http://[64:ff9b::a9fe:a9fe]/",  # NAT64
+        "http://[64:ff9b::7f00:1]/",
+        "http://[2002:a9fe:a9fe::]/",  # 6to4
+        f"http://[{TEREDO_LOOPBACK}]/",
+        "http://[64:ff9b:1::a9fe:a9fe]/",  # local-use NAT64: where the IPv4 address sits is unknown
+        "http://[::a9fe:a9fe]/",  # IPv4-compatible (deprecated)
+    ],
+)
+@pytest.mark.parametrize("entry", ["::/0", "::/1"])
+def test_an_ipv6_allow_entry_does_not_unlock_ipv4_inside(url: str, entry: str) -> None:
+    # every one of these is an IPv4 address in IPv6 clothes: an IPv6 network in allow_hosts must
+    # not open the loopback, private or metadata address inside
+    with pytest.raises(Refused, match="web_fetch reaches only public addresses"):
+        asyncio.run(check_target(check_url(url), parse_allow_hosts([entry])))
+
+
+@pytest.mark.parametrize(
+    "url", [f"http://[{MAPPED_METADATA}]/", "http://[64:ff9b::a9fe:a9fe]/", "http://[2002:a9fe:a9fe::]/"]
+)
+def test_an_ipv4_network_does_not_unlock_metadata_in_ipv6_clothes(url: str) -> None:
+    with pytest.raises(Refused, match="cloud metadata"):
+        asyncio.run(check_target(check_url(url), parse_allow_hosts(["0.0.0.0/0", "169.254.0.0/16"])))
+    # naming the metadata address itself is the user's word, in whatever form it is reached
+    target = asyncio.run(check_target(check_url(url), parse_allow_hosts(["169.254.169.254"])))
+    assert target.addresses
+
+
+def test_an_allowed_name_resolving_to_mapped_metadata_is_refused(fake_dns: dict[str, list[list[str]]]) -> None:
+    fake_dns["wiki.corp"] = [[MAPPED_METADATA]]
+    fake_dns["app.dev.corp"] = [["64:ff9b::a9fe:a9fe"]]
+    allow = parse_allow_hosts(["wiki.corp", "*.dev.corp"])
+    for url in ("http://wiki.corp/", "http://app.dev.corp/"):
+        with pytest.raises(Refused, match=r"(embeds|of) 169\.254\.169\.254, a cloud metadata"):
+            asyncio.run(check_target(check_url(url), allow))
+
+
+def test_a_mapped_dns_answer_connects_to_the_ipv4_address(fake_dns: dict[str, list[list[str]]]) -> None:
+    fake_dns["dual.corp"] = [["::ffff:10.0.0.5", "10.0.0.5"]]
+    target = asyncio.run(check_target(check_url("http://dual.corp/"), parse_allow_hosts(["10.0.0.0/8"])))
+    assert target.addresses == (ipaddress.ip_address("10.0.0.5"),)
 
 
 def test_a_network_in_allow_hosts_does_not_unlock_metadata() -> None:
@@ -210,6 +273,14 @@ def test_allow_hosts_by_name_and_wildcard(fake_dns: dict[str, list[list[str]]]) 
 def test_bad_allow_hosts_entry_is_a_config_error(entry: str) -> None:
     with pytest.raises(ConfigError, match="allow_hosts"):
         load_settings({"allow_hosts": [entry]})
+
+
+@pytest.mark.parametrize("entry", ["::ffff:0:0/96", "::ffff:10.0.0.6", "64:ff9b::/96", "2002::/16", "2001::/32"])
+def test_an_allow_entry_of_ipv6_forms_of_ipv4_says_to_name_the_ipv4(entry: str) -> None:
+    # these are checked as the IPv4 address inside, so such an entry would open nothing: say so
+    with pytest.raises(ConfigError, match="name that IPv4 address or network instead"):
+        load_settings({"allow_hosts": [entry]})
+    assert load_settings({"allow_hosts": ["::1", "::/0", "fd00::/8"]}).allow.networks
 
 
 def test_allow_hosts_is_trust_only() -> None:

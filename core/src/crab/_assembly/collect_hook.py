@@ -35,10 +35,9 @@ def collect_hook(hook: str, plugins: str | None = None) -> HookResults:
     ``plugins`` is a ``--plugins`` list. A bad config raises ``ConfigError``; with
     ``CRAB_STRICT_PLUGINS=1`` a plugin failure raises ``PluginError``.
     """
-    from crab._assembly.runtime import build_host, load_cli_config
+    from crab._assembly.root import assemble_host
 
     check_collectable(hook)
-    config = load_cli_config()
-    host = build_host(config, plugins)
+    config, host = assemble_host(plugins=plugins)
     results = collect_from(host, hook, config)
     return HookResults(config, results, [*config.notices(), *(f.line for f in host.failures)])

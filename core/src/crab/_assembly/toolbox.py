@@ -93,10 +93,9 @@ def open_toolbox(
     Raises ``ConfigError`` for a bad config, like any command. ``allow`` lists the permission
     classes a call may have without asking (``read`` always passes).
     """
-    from crab._assembly.runtime import build_host, load_cli_config
+    from crab._assembly.root import Layers, assemble_host
 
     where = workspace or Path.cwd()
-    config = load_cli_config(overrides, cwd=where)
-    host = build_host(config, plugins)
+    config, host = assemble_host(workspace=where, layers=Layers(settings=overrides, source="--set"), plugins=plugins)
     host.collect_all()
     return ToolBox(host=host, config=config, workspace=where, allow=frozenset(allow))

@@ -98,7 +98,7 @@ def recap(session: Session, exchanges: int = RECAP_EXCHANGES, limit: int = RECAP
 
 def chat(options: RunOptions) -> None:
     """Read input until Ctrl-D or /quit; each entry is a turn, a steer, a follow-up or a command."""
-    from crab._assembly.runtime import renderer_spec, start_agent
+    from crab._assembly.choosing import renderer_spec, start_agent
     from crab._cli.setup import open_session, prepare
 
     interactive = sys.stdin.isatty()

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def _checked_config(quiet: bool = False) -> Config:
     """The config with every loaded plugin's table checked and defaults filled; notes go to stderr."""
-    from crab._assembly.runtime import build_host, load_cli_config
+    from crab._assembly.choosing import build_host, load_cli_config
 
     config = load_cli_config()
     build_host(config)
@@ -47,7 +47,7 @@ def show(as_json: bool) -> None:
 
 
 def _tables(plugins: str | None) -> list[ConfigTable]:
-    from crab._assembly.runtime import build_host, declared_tables, load_cli_config
+    from crab._assembly.choosing import build_host, declared_tables, load_cli_config
     from crab._config.layers import Config
     from crab._contracts.config_tables import CORE_TABLE, SERVE_TABLE
     from crab._contracts.errors import CrabError

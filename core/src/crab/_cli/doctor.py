@@ -30,7 +30,7 @@ def _note(text: str) -> None:
 
 def _check_tables(host: PluginHost, config: Config) -> int:
     """Plugin tables against their declarations, then the project's trust; returns failures."""
-    from crab._assembly.runtime import apply_declarations
+    from crab._assembly.choosing import apply_declarations
 
     failures = 0
     try:
@@ -108,7 +108,7 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
     ``provider_name`` and ``model_name`` are ``--provider`` and ``-m``: the provider check is then
     of what ``crab run`` with the same flags would use.
     """
-    from crab._assembly.runtime import (
+    from crab._assembly.choosing import (
         build_host,
         choose_provider,
         choose_store,

@@ -14,10 +14,10 @@ if TYPE_CHECKING:
 
 
 def _host(plugins: str | None) -> object:
-    from crab._assembly.runtime import build_host, emit_config_notices, load_cli_config
+    from crab._assembly.choosing import emit_config_notices
+    from crab._assembly.root import assemble_host
 
-    config = load_cli_config()
-    host = build_host(config, plugins)
+    config, host = assemble_host(plugins=plugins)
     emit_config_notices(config, lambda line, _level: typer.echo(f"warning: {line}", err=True))
     return host
 

@@ -117,7 +117,7 @@ def run_list(args: Sequence[str]) -> int | None:
 
 
 def set_enabled(name: str, enable: bool, project: bool, user: bool) -> None:
-    from crab._assembly.runtime import load_cli_config
+    from crab._assembly.choosing import load_cli_config
     from crab._config.layers import update_plugin_lists
     from crab._contracts.errors import UsageError
 

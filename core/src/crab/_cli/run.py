@@ -6,8 +6,9 @@ import asyncio
 import sys
 from typing import Any
 
+from crab._assembly.result import ResultCollector
 from crab._cli.options import RunOptions
-from crab._contracts.events import Event, NoticeEvent, ToolCallEvent, ToolResultEvent
+from crab._contracts.events import Event, NoticeEvent
 from crab._contracts.messages import FORMAT_VERSION, json_text, usage_to_dict
 from crab._contracts.renderers import Renderer, RenderTarget
 from crab._loop.session import TurnOutcome
@@ -29,30 +30,29 @@ def exit_code(outcome: TurnOutcome) -> int:
 class JsonCollector:
     """Collects what ``--output json`` prints at the end: the answer, tool calls and usage.
 
+    The tool calls are gathered as a library run gathers them (``crab._assembly.result``).
     Warnings (a plugin failure, the iteration cap) go to stderr as they happen, as in text mode.
     """
 
     def __init__(self) -> None:
-        self.calls: dict[str, dict[str, Any]] = {}
+        self.collected = ResultCollector()
 
     def handle(self, event: Event) -> None:
         if isinstance(event, NoticeEvent) and event.level == "warning":
             sys.stderr.write(f"warning: {event.message}\n")  # stdout holds only the JSON document
-        elif isinstance(event, ToolCallEvent):
-            self.calls[event.call.id] = {
-                "id": event.call.id,
-                "name": event.call.name,
-                "arguments": event.call.arguments,
-            }
-        elif isinstance(event, ToolResultEvent):
-            entry = self.calls.setdefault(event.call_id, {"id": event.call_id, "name": event.name})
-            entry["is_error"] = event.is_error
-            entry["result"] = event.content
+        self.collected.handle(event)
 
     def close(self) -> None:
         return None
 
     def document(self, outcome: TurnOutcome) -> dict[str, Any]:
+        calls: list[dict[str, Any]] = []
+        for record in self.collected.calls.values():
+            call: dict[str, Any] = {"id": record.id, "name": record.name, "arguments": dict(record.arguments)}
+            if record.result is not None:
+                call["is_error"] = record.is_error
+                call["result"] = record.result
+            calls.append(call)
         return {
             "v": FORMAT_VERSION,
             "session_id": outcome.session_id,
@@ -60,7 +60,7 @@ class JsonCollector:
             "text": outcome.text,
             "error": outcome.error,
             "usage": usage_to_dict(outcome.usage),
-            "tool_calls": list(self.calls.values()),
+            "tool_calls": calls,
         }
 
 
@@ -81,7 +81,7 @@ def _can_ask() -> bool:
 
 def run_once(prompt: str, output: str, options: RunOptions) -> int:
     """Run one turn; returns the process exit code."""
-    from crab._assembly.runtime import choose_renderer, start_agent
+    from crab._assembly.choosing import choose_renderer, start_agent
     from crab._cli.chat import ask_on_terminal
     from crab._cli.setup import open_session, prepare
 

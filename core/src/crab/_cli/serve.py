@@ -39,7 +39,7 @@ def chosen_channels(names: Sequence[str], configured: Sequence[str], loaded: dic
 
 
 def serve_channels(names: Sequence[str], options: RunOptions) -> int:
-    from crab._assembly.runtime import choose_renderer, emit_config_notices, start_agent
+    from crab._assembly.choosing import choose_renderer, emit_config_notices, start_agent
     from crab._cli.setup import prepare
     from crab._contracts.renderers import RenderTarget
     from crab._loop.channel_host import ChannelHost

@@ -258,7 +258,7 @@ def _with_store(store_name: str | None, plugins: str | None, work: Callable[[Sto
     """Run ``work`` with the configured (or named) store opened, from a plain sync command."""
     import asyncio
 
-    from crab._assembly.runtime import build_host, load_cli_config, open_store
+    from crab._assembly.choosing import build_host, load_cli_config, open_store
 
     config = load_cli_config()
 
@@ -314,7 +314,7 @@ def show_cmd(
     """A session's header and entries, one line each."""
 
     async def work(s: Store) -> tuple[SessionInfo, list[Entry]]:
-        from crab._assembly.runtime import require_session
+        from crab._assembly.choosing import require_session
 
         return await require_session(s, session_id), await s.entries(session_id, since_handoff=since_handoff)
 
@@ -379,7 +379,7 @@ def fork_cmd(
     """A new session holding ID's entries up to ENTRY; prints the new id (resume it with --session)."""
 
     async def work(s: Store) -> SessionInfo:
-        from crab._assembly.runtime import require_session
+        from crab._assembly.choosing import require_session
 
         await require_session(s, session_id)
         return await s.fork(session_id, at_entry=at)
@@ -399,7 +399,7 @@ def export_cmd(
     """A session as JSON lines (header, then one entry per line) or as a Markdown transcript."""
 
     async def work(s: Store) -> tuple[SessionInfo, list[Entry]]:
-        from crab._assembly.runtime import require_session
+        from crab._assembly.choosing import require_session
 
         return await require_session(s, session_id), await s.entries(session_id)
 
@@ -428,7 +428,7 @@ def migrate_cmd(
     """Copy every session, with ids, parents and times, from the current store into another."""
     import asyncio
 
-    from crab._assembly.runtime import build_host, load_cli_config, open_store, store_name
+    from crab._assembly.choosing import build_host, load_cli_config, open_store, store_name
     from crab._contracts.errors import UsageError
 
     config = load_cli_config()

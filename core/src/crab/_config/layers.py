@@ -348,15 +348,19 @@ def load_config(
     env: Mapping[str, str] | None = None,
     *,
     overrides_source: str = "--set",
+    user: bool = True,
+    project: bool = True,
 ) -> Config:
     """Layer the user file, project file, environment and ``overrides`` (dotted keys), and check ``[crab]``.
 
     The project file is read once: the bytes parsed are the bytes whose hash decides its trust.
+    ``user=False`` or ``project=False`` leaves that file out (a program that wants none of them;
+    ``env={}`` leaves the environment out).
     """
     user_path = user_config_path()
-    project_dir = find_project_dir(cwd)
+    project_dir = find_project_dir(cwd) if project else None
     project_path = project_dir / "config.toml" if project_dir else None
-    layers = [Layer("user", f"user config {user_path}", read_toml(user_path))]
+    layers = [Layer("user", f"user config {user_path}", read_toml(user_path) if user else {})]
     trust = None
     if project_path is not None:
         from crab._config.trust import state_for

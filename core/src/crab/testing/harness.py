@@ -1,5 +1,8 @@
 """Building hosts and agents from an explicit set of in-process plugins, and running the ``crab`` command.
 
+Agents are built by the same composition root as ``crab run`` and ``crab.Agent``
+(``crab._assembly.root``), with no config file or environment layer and no installed plugin.
+
 Third-party plugin authors use these through the pytest fixtures in ``crab.testing.pytest_plugin``
 or directly: ``AgentHarness(replies=[...], plugins={"mine": my_plugin_module})``.
 """
@@ -13,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crab._assembly.runtime import apply_declarations
+from crab._assembly.choosing import build_host as _build_host
+from crab._assembly.root import Layers, assemble
 from crab._builtin.memory_store import MemoryStore
 from crab._config.layers import Config, load_config
 from crab._contracts.events import Event
@@ -35,13 +39,15 @@ def build_host(
     plugins: Mapping[str, object] | None = None, config: Config | None = None, *, builtins: bool = True
 ) -> PluginHost:
     """A plugin host with core's built-ins (unless ``builtins=False``) and exactly ``plugins``."""
-    from crab._builtin.core_plugin import register_builtins
-
-    host = PluginHost(config or make_config(), strict=False)
-    if builtins:
-        register_builtins(host)
-    host.load_objects(plugins or {})
-    return host
+    return _build_host(
+        config or make_config(),
+        [],
+        objects=plugins,
+        builtins=builtins,
+        discover=False,
+        validate=False,
+        strict=False,
+    )
 
 
 class AgentHarness:
@@ -64,23 +70,26 @@ class AgentHarness:
         local: bool = True,
     ) -> None:
         self.workspace = workspace or Path.cwd()
-        self.config = make_config(config, cwd=self.workspace)
-        self.host = build_host(plugins, self.config)
-        # As a real run does: check each declared [plugins.<name>] table and fill its defaults,
-        # so a plugin's tools and commands read the same settings here as under `crab run`.
-        apply_declarations(self.host, self.config)
         self.provider: Provider = provider or ScriptedProvider(replies)
         self.store = store or MemoryStore()
-        self.agent = Agent(
-            self.host,
-            self.config,
+        # As a real run does, the root checks each declared [plugins.<name>] table and fills its
+        # defaults, so a plugin's tools and commands read the same settings here as under `crab run`.
+        built = assemble(
+            workspace=self.workspace,
+            layers=Layers(environment=False, settings=config, source="--set"),
+            plugins=[],
+            objects=plugins,
             store=self.store,
             provider=self.provider,
             model="scripted",
-            workspace=self.workspace,
+            check_model=False,
             ask=ask,
             local=local,
+            strict=False,
         )
+        self.config: Config = built.config
+        self.host: PluginHost = built.host
+        self.agent: Agent = built.agent
         self.events: list[Event] = []
         self.agent.subscribe(self.events.append)
         self.runner = asyncio.Runner()

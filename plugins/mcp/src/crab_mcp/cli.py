@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from crab_mcp.settings import ServerConfig
 
 PLUGIN = "mcp"
+LIST_WIDTH = 160
+"""Characters of a tool's first description line ``crab mcp tools`` shows."""
 
 
 def redactor(config: Config) -> Any:
@@ -60,6 +62,12 @@ def printer(config: Config) -> Any:
         typer.echo(visible(mask(text)), err=err)
 
     return echo
+
+
+def summary(description: str) -> str:
+    """A tool's first description line, cut at ``LIST_WIDTH`` characters (a server may send 100 KB)."""
+    line = description.splitlines()[0] if description else ""
+    return line if len(line) <= LIST_WIDTH else line[: LIST_WIDTH - 1] + "…"
 
 
 def print_servers(config: Config, as_json: bool) -> None:
@@ -184,7 +192,7 @@ def show_tools(config: Config, only: str | None, as_json: bool) -> int:
                 "server": e.server,
                 "mcp_name": e.remote,
                 "permission": e.permission,
-                "description": e.description.splitlines()[0],
+                "description": summary(e.description),
                 "parameters": e.schema,
             }
             for e in entries
@@ -197,5 +205,5 @@ def show_tools(config: Config, only: str | None, as_json: bool) -> int:
     width = max(len(e.crab_name) for e in entries)
     for e in entries:
         mapped = f"  [MCP name: {e.remote}]" if e.mapped else ""
-        echo(f"{e.crab_name:<{width}}  {e.permission:<7}  {e.description.splitlines()[0]}{mapped}")
+        echo(f"{e.crab_name:<{width}}  {e.permission:<7}  {summary(e.description)}{mapped}")
     return code

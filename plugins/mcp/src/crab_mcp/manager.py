@@ -19,7 +19,7 @@ from typing import Any
 from crab import Tool, ToolContext, ToolResult, crab_home
 
 from crab_mcp.names import crab_name
-from crab_mcp.server import ServerDown, ServerLink
+from crab_mcp.server import CallFailed, ServerDown, ServerLink
 from crab_mcp.settings import ServerConfig
 
 
@@ -46,12 +46,19 @@ class ToolEntry:
         return self.crab_name != self.wanted
 
 
+MAX_DESCRIPTION = 8_000
+"""Characters of a server's description kept: it goes into every request that carries the tool."""
+
+
 def describe(server: str, tool: Any) -> str:
-    """The crab description: the server's first line first, then the rest, then where it comes from."""
+    """The crab description: the server's first line first, then the rest (cut at
+    ``MAX_DESCRIPTION``), then where it comes from."""
     text = (getattr(tool, "description", None) or getattr(tool, "title", None) or "").strip()
     first, _, rest = text.partition("\n")
     first = first.strip() or f"{tool.name} (no description given)"
     body = f"{first}\n{rest.strip()}".strip() if rest.strip() else first
+    if len(body) > MAX_DESCRIPTION:
+        body = f"{body[:MAX_DESCRIPTION].rstrip()} [… cut: the server's description has {len(body):,} characters]"
     return f"{body}\n\n(MCP tool {tool.name!r} of server {server!r})"
 
 
@@ -138,9 +145,6 @@ class Manager:
 
 async def call_tool(link: ServerLink, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
     """One call as a crab result: the server's answer, or one line saying why there is none."""
-    from mcp import MCPError
-    from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
-
     from crab_mcp.results import to_tool_result
 
     where = f"MCP server {link.name!r}"
@@ -148,14 +152,8 @@ async def call_tool(link: ServerLink, tool: str, arguments: Mapping[str, Any]) -
         result = await link.call(tool, arguments)
     except ServerDown as exc:
         return ToolResult(f"{where} is not available: {exc}", is_error=True)
-    except MCPError as exc:
-        if exc.code == CONNECTION_CLOSED:
-            text = f"{where} closed the connection during {tool} (it crashed); crab starts it again on the next call"
-        elif exc.code == REQUEST_TIMEOUT:
-            text = f"{where} did not answer {tool} within {link.config.timeout:g} s"
-        else:
-            text = f"{where} refused {tool}: error {exc.code}: {exc.message}"
-        return ToolResult(text, is_error=True)
+    except CallFailed as exc:
+        return ToolResult(f"{where} {exc}", is_error=True)
     except RuntimeError as exc:  # the SDK's output-schema check: "Invalid structured content …"
         return ToolResult(f"{where} answered {tool} with an invalid result: {exc}", is_error=True)
     converted: ToolResult = to_tool_result(result)

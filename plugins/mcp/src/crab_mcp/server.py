@@ -3,11 +3,13 @@
 The SDK's ``Client`` (and the task groups inside it) must be entered and left by one task, so
 ``ServerLink`` runs an owner task per server that connects, lists the tools, then holds the
 connection until ``stop``. Calls come from any task. Connecting is bounded by
-``connect_timeout`` (the owner is cancelled past it, which ends the child process), so a silent
-server never hangs start-up. A server whose connection closes (it crashed) is marked down; the
-next call starts it again, waiting out a backoff that doubles with each failed start. A stdio
-server's stderr goes to a log file, never to crab's terminal: through a pipe that masks secrets
-and bounds its size (``crab_mcp.logpump``).
+``connect_timeout``, ending the server included: a server that fails to start is killed at once,
+without the shutdown grace a running one gets. A server whose connection closes (it crashed, or
+sent a message over ``max_message``) or that lets a call time out is dropped: its process is
+ended and the next call starts it again, waiting out a backoff that doubles with each failed
+start. A stdio server's stderr, the lines it prints on stdout that are not JSON-RPC, and the SDK's
+log records about any server go to that server's log file, never to crab's terminal, masked and
+bounded (``crab_mcp.logpump``, ``crab_mcp.stdio``, ``crab_mcp.sdklog``).
 """
 
 from __future__ import annotations
@@ -20,11 +22,15 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crab_mcp.errors import describe_failure
+from crab_mcp.errors import describe_failure, http_status_line, message_too_large
 from crab_mcp.settings import ServerConfig, child_env, resolve_refs
 
 if TYPE_CHECKING:
     from mcp import types
+
+    from crab_mcp.http_client import HttpWatch
+    from crab_mcp.logpump import LogSink
+    from crab_mcp.stdio import StdioTransport
 
 Connector = Callable[[AsyncExitStack], Any]
 """Builds what ``mcp.Client`` connects to (a transport, or a server object in tests), entering
@@ -33,12 +39,28 @@ whatever it needs (log file, HTTP client) on the given stack."""
 BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 60.0
 SHUTDOWN_GRACE = 5.0
+STOP_GRACE_READY = 2.0
+"""Seconds a started stdio server may take to exit once its stdin closes (then it is ended)."""
 MAX_LOG_BYTES = 5_000_000
 """What one start of a server may write to its log (``crab_mcp.logpump``)."""
 
 
 class ServerDown(Exception):
     """The server is not connected and may not be started again yet (or failed to start)."""
+
+
+class CallFailed(Exception):
+    """A call got no answer: the text says why, after ``MCP server 'NAME' ``."""
+
+
+def client_info() -> Any:
+    """How crab introduces itself in ``initialize``: ``crab`` and its version."""
+    import crab
+    from mcp.types import Implementation
+
+    from crab_mcp._version import version
+
+    return Implementation(name="crab", title=f"crab (crab-mcp {version()})", version=crab.__version__)
 
 
 class ServerLink:
@@ -68,6 +90,9 @@ class ServerLink:
         self._lock: asyncio.Lock | None = None
         self._failures = 0
         self._retry_at = 0.0
+        self._stdio: StdioTransport | None = None
+        self._http: HttpWatch | None = None
+        self._sink: LogSink | None = None
 
     @property
     def name(self) -> str:
@@ -76,10 +101,16 @@ class ServerLink:
 
     @property
     def log_path(self) -> Path | None:
-        if self.log_dir is None or self.config.transport != "stdio":
+        """The server's log: its stderr and stray stdout (stdio), the SDK's records about it (both)."""
+        if self.log_dir is None:
             return None
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)
         return self.log_dir / f"{safe}.log"
+
+    @property
+    def _log_hint(self) -> Path | None:
+        """The log to point at in a failure: a stdio server's, where its own words are."""
+        return self.log_path if self.config.transport == "stdio" else None
 
     # --- connecting -----------------------------------------------------------------------
 
@@ -88,57 +119,82 @@ class ServerLink:
             return self.connector(stack)
         config = self.config
         if config.url is not None:
-            import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
+            from crab_mcp.http_client import HttpWatch, http_client
+
             headers = resolve_refs(config.headers, self.environ, "header")
-            timeout = httpx2.Timeout(config.connect_timeout, read=max(300.0, config.timeout))
-            http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=timeout))
-            return streamable_http_client(config.url, http_client=http)
-        from mcp import StdioServerParameters
-        from mcp.client.stdio import stdio_client
+            self._http = HttpWatch()
+            http = http_client(headers, config.connect_timeout, config.timeout, config.max_message, self._http)
+            await stack.enter_async_context(http)
+            return streamable_http_client(config.url, http_client=http, max_sse_event_size=config.max_message)
+        from crab_mcp.logpump import start_pump
+        from crab_mcp.stdio import StdioTransport
 
         env = child_env(config, self.environ)
         cwd = config.cwd
         if cwd is not None and not Path(cwd).is_dir():
             raise FileNotFoundError(f"cwd {cwd} is not a folder")
-        params = StdioServerParameters(command=config.command or "", args=list(config.args), env=env, cwd=cwd)
-        errlog = stack.enter_context(self._open_log())
-        return stdio_client(params, errlog=errlog)
+        if self._sink is not None:
+            stderr: Any = stack.enter_context(start_pump(self._sink, self.name))
+        else:
+            stderr = asyncio.subprocess.DEVNULL
+        self._stdio = StdioTransport(
+            config.command or "", config.args, env, cwd, stderr=stderr, log=self._sink, max_message=config.max_message
+        )
+        return self._stdio.connect()
 
-    def _open_log(self) -> Any:
-        """The child's stderr: a pipe whose reader masks secrets and bounds what reaches the log."""
+    def _open_log(self) -> LogSink | None:
+        """This start's log, masking the server's ``${VAR}`` values and every secret crab knows."""
         from crab import known_secrets
 
-        from crab_mcp.logpump import start_pump
+        from crab_mcp.logpump import LogSink
         from crab_mcp.settings import secret_values
 
         path = self.log_path
         if path is None:
-            return open(os.devnull, "w", encoding="utf-8")
+            return None
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        log = open(path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by the pump
+        log = open(path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - the sink closes it
         log.write(f"--- crab started {self.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n")
         log.flush()
         secrets = [*secret_values(self.config, self.environ), *known_secrets(env=self.environ)]
-        return start_pump(log, secrets, MAX_LOG_BYTES, self.name)
+        return LogSink(log, secrets, MAX_LOG_BYTES)
+
+    def _http_line(self) -> str:
+        watch = self._http
+        if watch is None or not watch.status:
+            return ""
+        return http_status_line(watch.status, watch.reason, self.name, self.config.headers)
 
     async def _own(self, ready: asyncio.Future[None]) -> None:
         from mcp import Client
 
+        from crab_mcp import sdklog
+
         assert self._stop is not None
+        sdklog.install()
+        self._stdio, self._http = None, None
+        sink = self._sink = self._open_log()
+        sdklog.current.set(sink)  # this task's context: the SDK's tasks below inherit it
         try:
             async with AsyncExitStack() as stack:
+                if sink is not None:
+                    stack.callback(sink.close)
                 transport = await self._transport(stack)
                 client = Client(
                     transport,
                     mode=self.mode,
-                    read_timeout_seconds=self.config.connect_timeout,
+                    # Past crab's own deadline, so the failure is crab's "did not answer within".
+                    read_timeout_seconds=self.config.connect_timeout + 5.0,
                     cache=None,
+                    client_info=client_info(),
                 )
                 await stack.enter_async_context(client)
                 self.tools = await _list_all(client)
                 self.protocol = str(getattr(client, "protocol_version", "") or "")
+                if self._stdio is not None:
+                    self._stdio.grace = STOP_GRACE_READY
                 self._client = client
                 self.status, self.reason = "ready", ""
                 if not ready.done():
@@ -149,7 +205,7 @@ class ServerLink:
                 ready.set_exception(ServerDown(f"did not answer within {self.config.connect_timeout:g} s"))
             raise
         except (Exception, BaseExceptionGroup) as exc:  # the SDK raises nested groups, OSError, MCPError…
-            reason = describe_failure(exc, self.log_path)
+            reason = describe_failure(exc, self._log_hint, self._http_line())
             if not ready.done():
                 ready.set_exception(ServerDown(reason))
             elif self.status == "ready":
@@ -171,12 +227,12 @@ class ServerLink:
             ready.add_done_callback(_retrieve)  # a failure after our deadline is not "never retrieved"
             self._owner = asyncio.create_task(self._own(ready), name=f"crab-mcp-{self.name}")
             try:
-                # The owner's own deadline is the connect timeout; past it (plus the child's
-                # shielded clean-up) it is cancelled, which ends the process.
                 await asyncio.wait_for(asyncio.shield(ready), self.config.connect_timeout)
             except TimeoutError:
+                # Ended at once (a server that is not ready gets no shutdown grace), so start-up
+                # costs connect_timeout and not a moment more.
                 await self._end_owner(cancel=True)
-                log = f" (see its log: {self.log_path})" if self.log_path is not None else ""
+                log = f" (see its log: {self._log_hint})" if self._log_hint is not None else ""
                 self._failed(f"did not answer within {self.config.connect_timeout:g} s{log}")
                 raise ServerDown(self.reason) from None
             except ServerDown as exc:
@@ -198,6 +254,8 @@ class ServerLink:
             return
         if self._stop is not None:
             self._stop.set()
+        if cancel and self._stdio is not None:
+            await self._stdio.kill()
         try:
             await asyncio.wait_for(asyncio.shield(owner), 0 if cancel else SHUTDOWN_GRACE)
         except TimeoutError:
@@ -206,6 +264,15 @@ class ServerLink:
         except BaseException:
             pass  # the owner reported its own failure
         self._client = None
+
+    async def _drop(self, reason: str) -> None:
+        """Mark the server down and end its connection now; the next call starts it again."""
+        self.status, self.reason = "down", reason
+        self._retry_at = 0.0
+        if self._stdio is not None:
+            await self._stdio.kill()
+        if self._stop is not None:
+            self._stop.set()
 
     async def stop(self) -> None:
         """End the connection (and the child process); safe to call more than once."""
@@ -229,23 +296,56 @@ class ServerLink:
         return self._client
 
     async def call(self, tool: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
-        """One ``tools/call``; a closed connection marks the server down (the next call restarts it)."""
+        """One ``tools/call``. ``CallFailed`` when there is no answer: a closed connection, a
+        message over ``max_message`` or a timeout drops the link (the next call starts the
+        server again); a JSON-RPC error leaves it up."""
         from mcp import MCPError
-        from mcp.types import CONNECTION_CLOSED
+
+        from crab_mcp import sdklog
 
         client = await self.ensure()
+        # The SDK handles an HTTP request in the caller's task: its records go to this server's log.
+        token = sdklog.current.set(self._sink)
         try:
             result: types.CallToolResult = await client.call_tool(
                 tool, dict(arguments), read_timeout_seconds=self.config.timeout
             )
         except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
-                self.status, self.reason = "down", "the connection closed (the server exited; see its log)"
-                self._retry_at = 0.0
-                if self._stop is not None:
-                    self._stop.set()
-            raise
+            raise CallFailed(await self._call_failure(tool, exc)) from None
+        finally:
+            sdklog.current.reset(token)
         return result
+
+    async def _call_failure(self, tool: str, exc: Any) -> str:
+        """Why ``tool`` got no answer, dropping the link where it cannot be trusted any more."""
+        from mcp.types import CONNECTION_CLOSED, INTERNAL_ERROR, PARSE_ERROR, REQUEST_TIMEOUT
+
+        oversized = self._http is not None and self._http.oversized
+        too_large = message_too_large(self.config.max_message)
+        again = (
+            "crab ended the server and starts it again on the next call"
+            if self._stdio is not None
+            else "crab closed the connection and opens a new one on the next call"
+        )
+        if exc.code == CONNECTION_CLOSED:
+            why = self._stdio.failure if self._stdio is not None else too_large if oversized else None
+            if why is None:
+                await self._drop("the connection closed (the server exited; see its log)")
+                return f"closed the connection during {tool} (it crashed); crab starts it again on the next call"
+            await self._drop(why)
+            return f"{why} in answer to {tool}; {again}"
+        if exc.code == REQUEST_TIMEOUT:
+            # A late answer could still be on its way (or never end): a fresh link is the only
+            # state crab can trust for the next call.
+            await self._drop(f"did not answer {tool} within {self.config.timeout:g} s")
+            return f"did not answer {tool} within {self.config.timeout:g} s; {again}"
+        if exc.code == PARSE_ERROR and oversized:
+            await self._drop(too_large)
+            return f"{too_large} in answer to {tool}; {again}"
+        http = self._http_line()
+        if exc.code == INTERNAL_ERROR and http:
+            return f"refused {tool}: {http}"
+        return f"refused {tool}: error {exc.code}: {exc.message}"
 
 
 def _retrieve(future: asyncio.Future[None]) -> None:

@@ -21,6 +21,7 @@ PLUGIN = "mcp"
 PERMISSIONS = ("read", "write", "exec", "network")
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 20.0
+DEFAULT_MAX_MESSAGE = 4_000_000
 
 SERVER_KEYS: dict[str, str] = {
     "command": "a string (the program to start)",
@@ -123,6 +124,14 @@ TABLE = ConfigTable(
             above=0,
         ),
         Setting(
+            "max_message",
+            "int",
+            DEFAULT_MAX_MESSAGE,
+            "bytes one message from a server may have; a larger one ends that connection (crab starts "
+            "the server again on the next call)",
+            above=0,
+        ),
+        Setting(
             "serve_permissions",
             "list[str]",
             ["read"],
@@ -153,6 +162,7 @@ class ServerConfig:
     prefix: str | None = None
     permission: str = "network"
     permissions: Mapping[str, str] = field(default_factory=dict)
+    max_message: int = DEFAULT_MAX_MESSAGE
 
     @property
     def transport(self) -> str:
@@ -180,6 +190,7 @@ def server_configs(settings: Mapping[str, Any]) -> list[ServerConfig]:
     """Every server of the checked ``[plugins.mcp]`` table, in file order."""
     timeout = float(settings.get("timeout", DEFAULT_TIMEOUT))
     connect = float(settings.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT))
+    max_message = int(settings.get("max_message", DEFAULT_MAX_MESSAGE))
     servers: list[ServerConfig] = []
     for name, raw in (settings.get("servers") or {}).items():
         servers.append(
@@ -199,12 +210,18 @@ def server_configs(settings: Mapping[str, Any]) -> list[ServerConfig]:
                 prefix=raw.get("prefix"),
                 permission=str(raw.get("permission", "network")),
                 permissions=dict(raw.get("permissions", {})),
+                max_message=max_message,
             )
         )
     return servers
 
 
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def references(values: Mapping[str, str]) -> list[str]:
+    """The names of the variables ``${VAR}`` in ``values`` refers to, sorted, each once."""
+    return sorted({m.group(1) for value in values.values() for m in _REF.finditer(value)})
 
 
 class MissingVariable(ValueError):

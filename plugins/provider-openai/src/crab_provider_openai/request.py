@@ -20,11 +20,10 @@ def message_to_openai(message: Message) -> dict[str, Any]:
         return {"role": "user", "content": message.content}
     if isinstance(message, ToolResultMessage):
         return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
-    out: dict[str, Any] = {"role": "assistant"}
-    # A reply that is only tool calls leaves ``content`` out: llama.cpp's Python server refuses
-    # ``null`` (HTTP 500), and OpenAI and the other servers accept the field missing.
-    if message.content or not message.tool_calls:
-        out["content"] = message.content
+    # Always a string, "" for a reply that is only tool calls: llama-cpp-python's server refuses
+    # ``null`` (its request schema says str) and fails on a missing key (its chatml-function-calling
+    # template reads ``message.content``: HTTP 500), while OpenAI and the others accept "".
+    out: dict[str, Any] = {"role": "assistant", "content": message.content}
     if message.tool_calls:
         # A call whose arguments did not parse is replayed as "{}": servers that re-parse history
         # reject invalid JSON, and the paired error result already shows the model its raw text.

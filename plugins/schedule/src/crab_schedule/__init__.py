@@ -76,7 +76,10 @@ def crab_cli(app: Any, config: Config) -> None:
         every: str = typer.Option(None, "--every", help="repeat interval: 30m, 2h, 1d"),
         at: str = typer.Option(None, "--at", help="once, at 2026-12-24T09:00 or HH:MM"),
         after: str = typer.Option(None, "--in", help="once, after 20m, 2h …"),
-        name: str = typer.Option("", "--name", help="a short label"),
+        name: str = typer.Option("", "--name", help="a short label (at most 80 characters)"),
+        timeout: str = typer.Option(
+            None, "--timeout", help="agent jobs: longest the turn may run, e.g. 10m (default: job_timeout)"
+        ),
         to: str = typer.Option(None, "--to", help="deliver to CHANNEL:ADDRESS (telegram:123) instead of the log"),
         permissions: str = typer.Option(
             None, "--permissions", help="agent jobs: read-only, ask or yolo (default: [crab] permissions)"
@@ -96,6 +99,7 @@ def crab_cli(app: Any, config: Config) -> None:
                 "at": at,
                 "after": after,
                 "name": name,
+                "timeout": timeout,
                 "to": to,
                 "permissions": permissions,
             },

@@ -10,9 +10,10 @@ import crab
 
 from crab_schedule.jobs import Job, JobStore, Mode, Origin, new_job_id
 from crab_schedule.settings import ScheduleSettings
-from crab_schedule.timing import format_time, make_trigger, next_fire
+from crab_schedule.timing import MAX_DURATION, describe_seconds, format_time, make_trigger, next_fire, parse_duration
 
 MAX_TEXT = 4000  # characters of a reminder or prompt
+MAX_NAME = 80  # characters of a job's label: one line of `crab schedule list`
 PERMISSION_MODES = ("read-only", "ask", "yolo")
 
 
@@ -31,11 +32,15 @@ async def add_job(
     at: str | None = None,
     after: str | float | None = None,
     name: str = "",
+    timeout: str | float | None = None,
+    longest_timeout: float | None = None,
     redact: Callable[[str], str] | None = None,
 ) -> Job:
     """Check everything, then store one job; ``crab.UsageError`` (one line) and nothing stored otherwise.
 
-    ``redact`` masks secrets in the text and name before they are stored (``crab.Redactor.text``)."""
+    ``timeout`` (an agent job's: ``10m`` or seconds) may be at most ``longest_timeout`` when that
+    is given (the model's tool: it may shorten ``job_timeout``, never lengthen it). ``redact``
+    masks secrets in the text and name before they are stored (``crab.Redactor.text``)."""
     if mode not in ("reminder", "agent"):
         raise crab.UsageError(f"invalid mode {mode!r}: use reminder (sends a text) or agent (runs a prompt)")
     text = (text or "").strip()
@@ -46,6 +51,10 @@ async def add_job(
         raise crab.UsageError(f"the {what} is {len(text)} characters; at most {MAX_TEXT}")
     if permissions not in PERMISSION_MODES:
         raise crab.UsageError(f"invalid permissions {permissions!r}: use one of {', '.join(PERMISSION_MODES)}")
+    name = name.strip()
+    if len(name) > MAX_NAME:
+        raise crab.UsageError(f"the name is {len(name)} characters; at most {MAX_NAME}: give a shorter label")
+    seconds = job_timeout(timeout, mode, longest_timeout)
     trigger = make_trigger(
         cron=cron,
         every=every,
@@ -70,14 +79,32 @@ async def add_job(
         trigger=trigger,
         mode=mode,
         text=mask(text),
-        name=mask(name.strip()[:80]),
+        name=mask(name),
         origin=origin,
         permissions=permissions,
         created=now,
         next_run=first,
+        timeout=seconds,
     )
     await store.add(job)
     return job
+
+
+def job_timeout(timeout: str | float | None, mode: str, longest: float | None = None) -> float | None:
+    """Seconds of a job's own timeout (None: none given); ``crab.UsageError`` when it cannot be one."""
+    if timeout in (None, ""):
+        return None
+    if mode != "agent":
+        raise crab.UsageError("a timeout is for agent jobs (a prompt); a reminder only sends its text")
+    seconds = float(timeout) if isinstance(timeout, int | float) else parse_duration(str(timeout))
+    if not 0 < seconds <= MAX_DURATION:
+        raise crab.UsageError(f"invalid timeout {timeout!r}: give a duration such as 10m, at most ten years")
+    if longest is not None and seconds > longest:
+        raise crab.UsageError(
+            f"a timeout of {describe_seconds(seconds)} is longer than the {describe_seconds(longest)} "
+            "allowed ([plugins.schedule] job_timeout); a scheduled job may only be given a shorter one"
+        )
+    return seconds
 
 
 def local_time(when: datetime, zone: str) -> str:
@@ -87,22 +114,33 @@ def local_time(when: datetime, zone: str) -> str:
     return text if zone == "UTC" else f"{text} ({when.strftime('%H:%M')} UTC)"
 
 
-def describe_job(job: Job) -> str:
+def running(job: Job, now: datetime) -> bool:
+    """A worker holds a live claim on it: it runs right now (a lapsed claim is a stopped worker's)."""
+    return job.claimed_by is not None and job.lease_until is not None and job.lease_until > now
+
+
+def describe_job(job: Job, now: datetime) -> str:
     """One line for lists."""
-    upcoming = local_time(job.next_run, job.trigger.timezone) if job.next_run else "done"
+    if running(job, now):
+        when = f"running now on {job.claimed_by}"
+    else:
+        when = f"next {local_time(job.next_run, job.trigger.timezone) if job.next_run else 'done'}"
     what = job.text if len(job.text) <= 60 else job.text[:59] + "…"
     last = f", last {job.last_status}" if job.last_status else ""
     label = f" {job.name!r}" if job.name else ""
     where = job.origin.destination
-    return f"{job.id}{label} {job.mode} {job.trigger.describe()} → {where}; next {upcoming}{last}: {what}"
+    return f"{job.id}{label} {job.mode} {job.trigger.describe()} → {where}; {when}{last}: {what}"
 
 
-def job_json(job: Job) -> dict[str, object]:
+def job_json(job: Job, now: datetime) -> dict[str, object]:
     return {
         "id": job.id,
         **job.spec(),
         "created": format_time(job.created),
         "next_run": format_time(job.next_run) if job.next_run else None,
+        "running": running(job, now),
+        "claimed_by": job.claimed_by,
+        "lease_until": format_time(job.lease_until) if job.lease_until else None,
         "last_run": format_time(job.last_run) if job.last_run else None,
         "last_status": job.last_status,
         "last_error": job.last_error,

@@ -3,9 +3,10 @@ cannot schedule work on its own), checked when the config loads and synced into 
 when ``crab serve`` starts the scheduler.
 
 A declared job has ``cron`` (with ``timezone``) or ``every``, ``message`` or ``prompt``, and may
-have ``to = "CHANNEL:ADDRESS"`` (default: the schedule log) and ``permissions`` (agent jobs;
-default ``[crab] permissions``). Its id in the store is ``config-<name>``; editing it replaces the
-stored job, removing it from the config removes the stored one.
+have ``to = "CHANNEL:ADDRESS"`` (default: the schedule log), ``permissions`` (agent jobs;
+default ``[crab] permissions``) and ``timeout`` (agent jobs; default ``job_timeout``). Its id in
+the store is ``config-<name>``; editing it replaces the stored job, removing it from the config
+removes the stored one.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import crab
 
-from crab_schedule.adding import PERMISSION_MODES
+from crab_schedule.adding import PERMISSION_MODES, job_timeout
 from crab_schedule.jobs import Job, JobStore, Origin
 from crab_schedule.timing import Trigger, make_trigger, next_fire
 
@@ -26,7 +27,7 @@ _EXPECTED = {
     "timezone": "an IANA timezone such as Europe/Berlin or UTC",
     "every": "an interval such as 30m, 2h or 1d",
 }
-KEYS = ("cron", "timezone", "every", "message", "prompt", "to", "permissions")
+KEYS = ("cron", "timezone", "every", "message", "prompt", "to", "permissions", "timeout")
 
 
 def _path(name: str, key: str | None = None) -> tuple[str, ...]:
@@ -67,6 +68,12 @@ def check_jobs(jobs: Any, *, timezone: str = "UTC", now: datetime | None = None)
         permissions = job.get("permissions")
         if permissions is not None and permissions not in PERMISSION_MODES:
             raise crab.InvalidValue(_path(name, "permissions"), f"one of {', '.join(PERMISSION_MODES)}", permissions)
+        try:
+            job_timeout(job.get("timeout"), "agent" if "prompt" in job else "reminder")
+        except crab.UsageError:
+            raise crab.InvalidValue(
+                _path(name, "timeout"), "a duration such as 10m, for an agent job (prompt)", job.get("timeout")
+            ) from None
 
 
 def declared_job(
@@ -92,6 +99,7 @@ def declared_job(
         permissions=job.get("permissions") or permissions,
         created=now,
         next_run=next_fire(trigger, now),
+        timeout=job_timeout(job.get("timeout"), "agent" if "prompt" in job else "reminder"),
     )
 
 

@@ -1,12 +1,13 @@
 """The scheduler channel ``schedule`` that ``crab serve`` runs: claims due jobs and runs them.
 
-Each poll it asks the store for due jobs, claims each one (a lease under this worker's id, so no
-other ``crab serve`` runs it too), runs it and finishes it with its next run, computed after now:
-missed runs are coalesced into one, and a run later than ``catch_up`` is skipped and logged. A
-reminder delivers its text; an agent job runs one turn in the session it came from, held to the
-permissions recorded when it was added, and delivers the answer. Every outcome, failures first,
-goes to where the job came from and into the schedule log. ``stop()`` (SIGTERM) takes no new
-jobs and returns once the running ones are done.
+Each poll it asks the store for due jobs and claims as many as it has room for (``max_running``;
+a lease under this worker's id, so no other ``crab serve`` runs them too). It runs each and
+finishes it with its next run, computed after now: missed runs are coalesced into one, and a run
+later than ``catch_up`` is skipped and logged. A reminder delivers its text; an agent job runs
+one turn (``turn.py``: its session, permissions, timeout and failed tool calls) and delivers the
+answer. Every outcome, failures first, goes to where the job came from and into the schedule
+log. ``stop()`` (SIGTERM) takes no new jobs and returns once the running ones are done; a run
+cancelled after ``[serve] grace_seconds`` is logged as interrupted and released, still due.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from typing import Any
 
 import crab
 
-from crab_schedule import ceiling
 from crab_schedule.clock import Clock, SystemClock
 from crab_schedule.jobs import Job, JobStore, RunRecord, Status
 from crab_schedule.settings import ScheduleSettings
 from crab_schedule.timing import format_time, next_fire
+from crab_schedule.turn import TurnResult, run_turn
 
-JOB_CHANNEL = "schedule"  # a CLI job's own keyed session: session_for("schedule", job id)
+_CLAIM_SLACK = 10  # due rows read beyond this worker's free room, for the claims other workers win
+SETTLE_SECONDS = 5.0  # how long cancelled runs get to record themselves before the store closes
 
 
 def worker_id() -> str:
@@ -61,6 +63,7 @@ class Scheduler:
         self.worker = worker or worker_id()
         self.running: dict[str, asyncio.Task[None]] = {}
         self._stopping: asyncio.Event | None = None  # made in run(), inside the loop that waits on it
+        self._wake: asyncio.Event | None = None  # set when a run ends: there is room to claim another
         self._redactor: crab.Redactor | None = None
         self._agent: crab.AgentHandle | None = None
 
@@ -77,6 +80,7 @@ class Scheduler:
 
     async def run(self, agent: crab.AgentHandle) -> None:
         self._stopping = asyncio.Event()
+        self._wake = asyncio.Event()
         self._agent = agent
         self._redactor = crab.Redactor(crab.known_secrets(agent.config))
         try:
@@ -91,17 +95,30 @@ class Scheduler:
                 now=self.clock.now(),
                 redact=self._redact,
             )
+            failing = False
             while not self._stopping.is_set():
                 try:
                     await self.poll(agent)
                 except crab.StoreError as exc:
-                    agent.notice(f"schedule: {exc}", "warning")  # the store may come back: keep polling
+                    # The store may come back: keep polling, and say so once, not every poll.
+                    if not failing:
+                        agent.notice(f"schedule: {exc}; trying again every poll", "warning")
+                    failing = True
+                else:
+                    if failing:
+                        agent.notice("schedule: the job store answers again")
+                    failing = False
                 await self._pause()
             if self.running:
                 await asyncio.gather(*self.running.values(), return_exceptions=True)
         finally:
-            for task in list(self.running.values()):
+            # Cancelled (crab serve's grace period is over): each run records itself as interrupted
+            # and releases its claim, which needs the store still open.
+            left = list(self.running.values())
+            for task in left:
                 task.cancel()
+            if left:
+                await asyncio.wait(left, timeout=SETTLE_SECONDS)
             await self.store.close()
 
     async def stop(self) -> None:
@@ -110,29 +127,44 @@ class Scheduler:
 
     async def _pause(self) -> None:
         assert self._stopping is not None
-        sleeper = asyncio.ensure_future(self.clock.sleep(self.settings.poll_interval))
-        waiter = asyncio.ensure_future(self._stopping.wait())
+        assert self._wake is not None
+        waits = {
+            asyncio.ensure_future(self.clock.sleep(self.settings.poll_interval)),
+            asyncio.ensure_future(self._stopping.wait()),
+            asyncio.ensure_future(self._wake.wait()),
+        }
         try:
-            await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            sleeper.cancel()
-            waiter.cancel()
+            for waiting in waits:
+                waiting.cancel()
 
     # --- one poll --------------------------------------------------------------------------------
 
     async def poll(self, agent: crab.AgentHandle) -> list[str]:
-        """Claim and start every due job this worker does not run yet; the ids started."""
+        """Claim and start as many due jobs as this worker has room for (``max_running``); the ids started.
+
+        A worker claims only what it can start now: a job claimed and left waiting behind this
+        worker's other runs is one no other worker may run, so more workers would add nothing.
+        """
+        if self._wake is not None:
+            self._wake.clear()
         now = self.clock.now()
         started: list[str] = []
+        free = self.settings.max_running - len(self.running)
+        if free <= 0 or (self._stopping is not None and self._stopping.is_set()):
+            return started
         claim_due = getattr(self.store, "claim_due", None)
         if claim_due is not None:  # a queue's batch claim: workers take different jobs, none waits
-            if self._stopping is not None and self._stopping.is_set():
-                return started
-            batch: list[Job] = await claim_due(self.worker, now, self.settings.lease, 100)
+            batch: list[Job] = await claim_due(self.worker, now, self.settings.lease, free)
         else:
             batch = []
-            for job in await self.store.due(now):
-                if job.id in self.running or (self._stopping is not None and self._stopping.is_set()):
+            # More than ``free``: workers polling together race for the first rows, and a claim
+            # another worker won is skipped for the next one.
+            for job in await self.store.due(now, limit=free + _CLAIM_SLACK):
+                if len(batch) >= free or (self._stopping is not None and self._stopping.is_set()):
+                    break
+                if job.id in self.running:
                     continue
                 claimed = await self.store.claim(job.id, self.worker, now, self.settings.lease)
                 if claimed is not None:  # else another worker took it first
@@ -147,6 +179,8 @@ class Scheduler:
     def _forget(self, job_id: str) -> Any:
         def done(_task: asyncio.Task[None]) -> None:
             self.running.pop(job_id, None)
+            if self._wake is not None:
+                self._wake.set()  # room for another job: look now, not a poll_interval later
 
         return done
 
@@ -181,58 +215,53 @@ class Scheduler:
             status: Status = await self._deliver(agent, job, text, "missed", None)
             await self.store.finish(job.id, self.worker, ran_at=now, status="missed", error=None, next_run=upcoming)
             return status
-        error: str | None = None
-        interrupted = False
+        finished = False
         try:
-            if job.mode == "reminder":
-                text = f"Reminder: {job.text}"
+            result = await self._execute(agent, job)
+            if result.aborted and self._stopping is not None and self._stopping.is_set():
+                finished = True  # crab serve is stopping and aborted the turn
+                await self._interrupted(job, now, scheduled)
+                return "error"
+            error = "; ".join(part for part in (result.error, result.tool_failures) if part) or None
+            if result.error is not None:
+                text = f"Scheduled job {job.id} ({self._label(job)}) failed: {error}"
+                if result.timed_out and job.origin.destination != "log":  # _deliver warns for the log
+                    agent.notice(f"schedule: {text}", "warning")
             else:
-                text, error, interrupted = await self._agent_turn(agent, job)
-        except Exception as exc:  # the job failed, not crab serve: report it where it came from
-            text, error = "", describe_failure(exc)
-        if interrupted:
-            # crab serve is stopping and aborted the turn: run it again when it starts next time
-            await self._record(job, "error", "log", "", "interrupted: crab serve stopped during the run")
+                text = result.text  # answered; failed tool calls, if any, go into the log line
+            status = await self._deliver(agent, job, text, "error" if result.error else "ok", error)
             await self.store.finish(
-                job.id, self.worker, ran_at=now, status="error", error="interrupted by shutdown", next_run=scheduled
+                job.id,
+                self.worker,
+                ran_at=now,
+                status="error" if result.error else status,
+                error=self._redact(error) if error else None,
+                next_run=upcoming,
             )
-            return "error"
-        if error is not None:
-            text = f"Scheduled job {job.id} ({self._label(job)}) failed: {error}"
-        status = await self._deliver(agent, job, text, "error" if error else "ok", error)
-        await self.store.finish(
-            job.id,
-            self.worker,
-            ran_at=now,
-            status="error" if error else status,
-            error=self._redact(error) if error else None,
-            next_run=upcoming,
-        )
-        return status
+            finished = True
+            return status
+        except asyncio.CancelledError:
+            # crab serve's grace period ran out and it cancelled the run: without this the claim
+            # would stay until its lease ran out and nothing would say the run happened.
+            if not finished:
+                await self._interrupted(job, now, scheduled)
+            raise
 
-    async def _agent_turn(self, agent: crab.AgentHandle, job: Job) -> tuple[str, str | None, bool]:
-        """(answer, error or None, interrupted) of one agent turn in the job's session."""
-        origin = job.origin
-        if origin.channel and origin.address is not None:
-            session = await agent.session_for(origin.channel, origin.address)
-        elif origin.session_id:
-            try:
-                session = await agent.resume(origin.session_id)
-            except crab.StoreError:
-                session = await agent.session_for(JOB_CHANNEL, job.id)
-        else:
-            session = await agent.session_for(JOB_CHANNEL, job.id)
-        ceiling.hold(session.id, job.permissions)
+    async def _execute(self, agent: crab.AgentHandle, job: Job) -> TurnResult:
+        """A reminder's text, or the agent job's turn; an exception is the job's error, not ours."""
+        if job.mode == "reminder":
+            return TurnResult(text=f"Reminder: {job.text}")
         try:
-            # The prefix tells the model why it speaks, and keeps a prompt from routing as /cmd or !sh.
-            outcome = await agent.handle_input(session, f"[scheduled job {job.id}] {job.text}")
-        finally:
-            ceiling.release(session.id, job.permissions)
-        if outcome.stop == "aborted" and self._stopping is not None and self._stopping.is_set():
-            return "", None, True
-        if outcome.stop in ("error", "aborted") or outcome.error:
-            return "", outcome.error or f"the turn ended with {outcome.stop}", False
-        return (outcome.text or "").strip() or "(the agent gave no answer)", None, False
+            return await run_turn(agent, job, default_timeout=self.settings.job_timeout)
+        except Exception as exc:  # the job failed, not crab serve: report it where it came from
+            return TurnResult(error=describe_failure(exc))
+
+    async def _interrupted(self, job: Job, now: datetime, scheduled: datetime) -> None:
+        """Log a run that crab serve's stop cut short and release the job, still due: the next start runs it."""
+        await self._record(job, "error", "log", "", "interrupted: crab serve stopped during the run")
+        await self.store.finish(
+            job.id, self.worker, ran_at=now, status="error", error="interrupted by shutdown", next_run=scheduled
+        )
 
     @staticmethod
     def _label(job: Job) -> str:

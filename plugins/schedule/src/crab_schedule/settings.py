@@ -10,6 +10,8 @@ from typing import Any
 
 import crab
 
+from crab_schedule.timing import MAX_DURATION
+
 NAME = "schedule"
 
 
@@ -57,13 +59,30 @@ TABLE = crab.ConfigTable(
             "seconds a worker's claim on a running job lasts unless renewed; a killed worker's job runs again after it",
             above=0,
         ),
+        crab.Setting(
+            "job_timeout",
+            "float",
+            1800.0,
+            "seconds an agent job's turn may run before it is stopped and logged as an error; a job may "
+            "set its own (--timeout; the schedule_add tool only a shorter one)",
+            above=0,
+            maximum=MAX_DURATION,
+        ),
+        crab.Setting(
+            "max_running",
+            "int",
+            8,
+            "most jobs one crab serve runs at once; it claims due jobs only while it has room, so the "
+            "rest go to other workers on the same store",
+            minimum=1,
+        ),
         crab.Setting("min_interval", "float", 60.0, "shortest --every interval, in seconds", minimum=0),
         crab.Setting("max_jobs", "int", 200, "most active jobs the store accepts", minimum=1),
         crab.Setting(
             "jobs",
             "table",
             doc="jobs declared here, [plugins.schedule.jobs.NAME]: cron or every, message or prompt, to, "
-            "timezone, permissions",
+            "timezone, permissions, timeout",
             trust_only=True,
         ),
     ),
@@ -81,6 +100,8 @@ class ScheduleSettings:
     lease: timedelta
     min_interval: float
     max_jobs: int
+    job_timeout: float = 1800.0
+    max_running: int = 8
     jobs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     store: str = "sqlite"
 
@@ -116,6 +137,8 @@ def read_settings(values: Mapping[str, Any]) -> ScheduleSettings:
         lease=timedelta(seconds=float(values.get("lease", 300.0))),
         min_interval=float(values.get("min_interval", 60.0)),
         max_jobs=int(values.get("max_jobs", 200)),
+        job_timeout=float(values.get("job_timeout", 1800.0)),
+        max_running=int(values.get("max_running", 8)),
         jobs=dict(values.get("jobs") or {}),
         store=str(values.get("store") or "sqlite"),
     )

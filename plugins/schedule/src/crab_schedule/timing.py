@@ -21,6 +21,7 @@ __all__ = [
     "Kind",
     "Trigger",
     "check_cron",
+    "describe_seconds",
     "format_duration",
     "format_time",
     "make_trigger",
@@ -34,6 +35,8 @@ __all__ = [
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)", re.IGNORECASE)
 _UNIT = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 _MAX_CRON_STEPS = 10_000  # a year of minutes is far fewer matches than this before one lands
+MAX_DURATION = 3650 * 86400.0
+"""Longest ``in``/``every``: ten years (a longer one would leave ``datetime``'s range, year 9999)."""
 
 
 def parse_duration(text: str) -> float:
@@ -45,7 +48,18 @@ def parse_duration(text: str) -> float:
     seconds = sum(float(m.group(1)) * _UNIT[m.group(2).lower()] for m in matches)
     if seconds <= 0:
         raise UsageError(f"invalid duration {text!r}: it must be longer than zero")
+    return _bounded(seconds, repr(text))
+
+
+def _bounded(seconds: float, shown: str) -> float:
+    if not seconds <= MAX_DURATION:  # also inf, from a number too long for a float
+        raise UsageError(f"invalid duration {shown}: at most {format_duration(MAX_DURATION)} (ten years)")
     return seconds
+
+
+def describe_seconds(seconds: float) -> str:
+    """``1800`` → ``30m``; ``0.5`` → ``0.5s`` (format_duration rounds to whole seconds)."""
+    return format_duration(seconds) if seconds >= 1 and seconds == int(seconds) else f"{seconds:g}s"
 
 
 def parse_timezone(name: str) -> ZoneInfo:
@@ -76,6 +90,13 @@ def check_cron(expression: str) -> str:
         valid = False
     if not valid:
         raise UsageError(bad)
+    try:
+        # Fields can each be valid and never meet (31 February): croniter then gives up searching.
+        croniter(text, datetime(2000, 1, 1)).get_next(datetime)
+    except Exception:  # CroniterBadDateError, or its kin on other odd input
+        raise UsageError(
+            f"cron expression {expression!r} never fires: no date matches its day and month fields"
+        ) from None
     return text
 
 
@@ -105,7 +126,10 @@ def parse_at(text: str, zone: ZoneInfo, now: datetime) -> datetime:
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=zone)
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:00-05:00 is in year 10000 in UTC
+        raise UsageError(f"invalid time {text!r}: it lies outside the years 1 to 9999 in UTC") from None
 
 
 def next_fire(trigger: Trigger, after: datetime) -> datetime | None:
@@ -133,7 +157,10 @@ def _next_cron(trigger: Trigger, after: datetime) -> datetime:
     local = after.astimezone(zone).replace(tzinfo=None) - timedelta(hours=1)
     walker = croniter(trigger.cron, local)
     for _ in range(_MAX_CRON_STEPS):
-        wall: datetime = walker.get_next(datetime)
+        try:
+            wall: datetime = walker.get_next(datetime)
+        except Exception:  # CroniterBadDateError: a stored expression (from before check_cron) that never fires
+            break
         instant = wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
         if instant > after:
             return instant
@@ -167,6 +194,7 @@ def make_trigger(
         seconds = every if isinstance(every, int | float) else parse_duration(str(every))
         if seconds <= 0:
             raise UsageError("every must be longer than zero")
+        _bounded(seconds, f"every {seconds:g}s")
         if seconds < min_interval:
             raise UsageError(
                 f"every {format_duration(seconds)} is shorter than the shortest interval allowed "
@@ -182,4 +210,5 @@ def make_trigger(
     seconds = after if isinstance(after, int | float) else parse_duration(str(after))
     if seconds <= 0:
         raise UsageError("in must be longer than zero")
+    _bounded(seconds, f"in {seconds:g}s")
     return Trigger("once", timezone=zone.key, start=now + timedelta(seconds=seconds))

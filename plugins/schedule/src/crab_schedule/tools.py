@@ -66,6 +66,7 @@ async def schedule_add(
     at: str | None = None,
     after: str | None = None,
     name: str | None = None,
+    timeout: str | None = None,
 ) -> str:
     """Schedule a reminder or an agent job; its output comes back to this conversation.
 
@@ -80,6 +81,7 @@ async def schedule_add(
         at: One run at this time: ISO 2026-12-24T09:00 (in timezone) or HH:MM (the next one).
         after: One run after this long, such as 20m or 2h.
         name: A short label shown in lists.
+        timeout: Agent jobs: longest the turn may run, such as 10m; by default and at most the job_timeout setting.
     """
     from crab_schedule.adding import add_job, local_time
     from crab_schedule.clock import SystemClock
@@ -104,6 +106,8 @@ async def schedule_add(
             at=at,
             after=after,
             name=name or "",
+            timeout=timeout,
+            longest_timeout=settings.job_timeout,
             redact=crab.Redactor(crab.known_secrets(ctx.config)).text,
         )
     except crab.UsageError as exc:
@@ -122,6 +126,7 @@ async def schedule_add(
 async def schedule_list(ctx: crab.ToolContext) -> str:
     """List the scheduled jobs of this conversation: id, kind, schedule, next run."""
     from crab_schedule.adding import describe_job
+    from crab_schedule.clock import SystemClock
     from crab_schedule.settings import read_settings
 
     store = _store(ctx, read_settings(ctx.settings))
@@ -132,7 +137,8 @@ async def schedule_list(ctx: crab.ToolContext) -> str:
         await store.close()
     if not jobs:
         return "No scheduled jobs for this conversation."
-    lines = [describe_job(job) for job in jobs[:MAX_LISTED]]
+    now = SystemClock().now()
+    lines = [describe_job(job, now) for job in jobs[:MAX_LISTED]]
     if len(jobs) > MAX_LISTED:
         lines.append(f"… and {len(jobs) - MAX_LISTED} more (`crab schedule list` shows all)")
     return "\n".join(lines)

@@ -4,7 +4,8 @@ Several ``crab serve`` workers on several machines can share it. Config: ``[plug
 ``dsn`` (trust-only; ``CRAB_POSTGRES_DSN`` and the auth file's ``"postgres"`` entry come first),
 ``schema`` (default ``crab``), ``pool_size`` and ``connect_timeout``. This module stays thin
 (``crab --help`` imports it): psycopg and the store are imported when the store is asked for.
-It also offers crab-schedule a job store on the same database (``crab_job_stores``).
+It also offers crab-schedule a job store on the same database (``crab_job_stores``), and turns
+psycopg's log records into the running agent's warning notices (``crab_startup``).
 """
 
 from __future__ import annotations
@@ -15,14 +16,23 @@ from typing import TYPE_CHECKING, Any
 from crab import ConfigTable, hookimpl, validate_table
 
 if TYPE_CHECKING:
-    from crab import Config, Store
+    from crab import AgentHandle, Config, Store
 
     from crab_store_postgres.jobs import PostgresJobStore
     from crab_store_postgres.store import PostgresStore
 
 CRAB_API = ">=1.2,<2"
 
-__all__ = ["CRAB_API", "PostgresJobStore", "PostgresStore", "crab_config_table", "crab_job_stores", "crab_stores"]
+__all__ = [
+    "CRAB_API",
+    "PostgresJobStore",
+    "PostgresStore",
+    "crab_config_table",
+    "crab_job_stores",
+    "crab_shutdown",
+    "crab_startup",
+    "crab_stores",
+]
 
 
 @hookimpl
@@ -37,6 +47,21 @@ def __getattr__(name: str) -> Any:
     if name not in modules:
         raise AttributeError(f"module 'crab_store_postgres' has no attribute {name!r}")
     return getattr(importlib.import_module(modules[name]), name)
+
+
+@hookimpl
+def crab_startup(agent: AgentHandle) -> None:
+    """psycopg's log records become this agent's warning notices (``crab_store_postgres.logs``)."""
+    from crab_store_postgres.logs import route_to
+
+    route_to(agent)
+
+
+@hookimpl
+def crab_shutdown(agent: AgentHandle) -> None:
+    from crab_store_postgres.logs import stop_routing
+
+    stop_routing(agent)
 
 
 @hookimpl

@@ -40,6 +40,7 @@ from crab import (
     store_payload,
 )
 
+from crab_store_postgres import logs
 from crab_store_postgres.dsn import redact_dsn, server_name
 from crab_store_postgres.loop import LoopThread
 from crab_store_postgres.rows import encodable, search_query, search_words
@@ -168,11 +169,13 @@ class PostgresStore:
             return
         if not self.dsn:
             raise StoreError(f"store-postgres: no database to connect to: set {self.setting}")
+        logs.watch(self, self._redact)  # psycopg's own records become crab lines, not raw stderr
         loop = LoopThread("crab-store-postgres")
         try:
             self._pool = await loop.call(self._open_pool())
         except BaseException as exc:
             loop.stop()
+            logs.unwatch(self)
             import psycopg
 
             if isinstance(exc, psycopg.Error):
@@ -238,6 +241,7 @@ class PostgresStore:
                 await loop.call(pool.close())
         finally:
             loop.stop()
+            logs.unwatch(self)
 
     @property
     def pool(self) -> AsyncConnectionPool[Any]:

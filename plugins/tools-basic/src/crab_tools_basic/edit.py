@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-from crab import ToolContext, ToolError, tool, write_atomic
+from crab import ToolContext, ToolError, tool
 
-from crab_tools_basic import read_gate
-from crab_tools_basic.files import existing_file, refuse_hardlinked
+from crab_tools_basic import anchored, read_gate
+from crab_tools_basic.files import open_existing, refuse_hardlinked
 from crab_tools_basic.oserrors import os_errors
 from crab_tools_basic.splice import apply_edits
 from crab_tools_basic.text import looks_binary
@@ -81,20 +82,28 @@ def prepare_edit_arguments(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def edit_file(
-    state: dict[str, Any], real: Path, display: str, edits: Sequence[tuple[str, str]], allow_hardlinks: bool = True
+    state: dict[str, Any],
+    root: Path,
+    real: Path,
+    display: str,
+    edits: Sequence[tuple[str, str]],
+    allow_hardlinks: bool = True,
 ) -> str:
-    """Apply ``edits`` to ``real`` after the read gate; the file is untouched unless all apply."""
-    with read_gate.path_lock(state, real):
-        existing_file(real, display)
-        with real.open("rb") as handle:
+    """Apply ``edits`` to ``real`` (inside ``root``) after the read gate; untouched unless all apply.
+
+    The file is opened, and replaced, from ``root`` without following a symlink on the way.
+    """
+    with read_gate.path_lock(state, real), anchored.parent_of(root, real, display) as parent:
+        handle, info = open_existing(parent)
+        with handle:
             refuse_hardlinked(handle, display, allow_hardlinks)
             original = handle.read()
         if looks_binary(original):
             raise ToolError(f"{display} is a binary file; edit changes text files only")
-        read_gate.check(state, real, display, original)
+        read_gate.check(state, real, display, hashlib.sha256(original).hexdigest(), info.st_mtime_ns)
         updated, landed = apply_edits(original, edits)
-        write_atomic(real, updated)
-        read_gate.remember(state, real, hashlib.sha256(updated).hexdigest())
+        mtime_ns = anchored.replace_entry(parent, updated, stat.S_IMODE(info.st_mode))
+        read_gate.remember(state, real, hashlib.sha256(updated).hexdigest(), mtime_ns)
     where = ", ".join(
         f"line {r.first_line}" if r.first_line == r.last_line else f"lines {r.first_line}-{r.last_line}" for r in landed
     )
@@ -127,4 +136,4 @@ def edit(
     real = ws.resolve(path, write=True)
     with os_errors(f"cannot edit {ws.display(real)}"):
         pairs = [(e["old"], e["new"]) for e in edits]
-        return edit_file(ctx.state, real, ws.display(real), pairs, settings.allow_hardlinks)
+        return edit_file(ctx.state, ws.scope_of(real), real, ws.display(real), pairs, settings.allow_hardlinks)

@@ -1,18 +1,23 @@
-"""The ``read`` and ``write`` tools: numbered, budgeted reads and gated, atomic writes."""
+"""The ``read`` and ``write`` tools: numbered, budgeted reads and gated, atomic writes.
+
+Both open files through ``anchored``, so a folder swapped for a symlink after the check is refused.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
-from crab import OutputLimit, ToolContext, ToolError, tool, write_atomic
+from crab import OutputLimit, ToolContext, ToolError, tool
 from crab import truncate_output as truncate
 
-from crab_tools_basic import read_gate
+from crab_tools_basic import anchored, read_gate
+from crab_tools_basic.anchored import Parent
 from crab_tools_basic.oserrors import os_errors
 from crab_tools_basic.text import BOM, SNIFF_BYTES, looks_binary
 from crab_tools_basic.workspace import settings_of, workspace_of
@@ -30,18 +35,32 @@ class Window:
     mtime_ns: int
 
 
-def existing_file(real: Path, display: str) -> os.stat_result:
-    """``real``'s stat if it is a regular file, else a ``ToolError`` that says what it is."""
+class Missing(ToolError):
+    """The file to open does not exist (``write`` then creates it)."""
+
+
+def open_existing(parent: Parent, on_folder: str = "use ls to list it") -> tuple[io.BufferedReader, os.stat_result]:
+    """``parent.name`` opened for reading, with its stat, if it is a regular file; else a ``ToolError``.
+
+    The checks run on the opened descriptor, so they are about the file that will be read.
+    """
     try:
-        info = os.stat(real)
+        # O_NONBLOCK: a FIFO in the file's place must not hang the open; the check below refuses it.
+        fd = anchored.open_entry(parent, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
-        raise ToolError(f"{display} does not exist") from None
+        raise Missing(f"{parent.display} does not exist") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode):
+            return os.fdopen(fd, "rb"), info
+    except BaseException:
+        os.close(fd)
+        raise
+    os.close(fd)
     if stat.S_ISDIR(info.st_mode):
-        raise ToolError(f"{display} is a folder, not a file: use ls to list it")
-    if not stat.S_ISREG(info.st_mode):
-        # A FIFO or device would block or never end.
-        raise ToolError(f"{display} is not a regular file")
-    return info
+        raise ToolError(f"{parent.display} is a folder, not a file: {on_folder}")
+    # A FIFO or device would block or never end.
+    raise ToolError(f"{parent.display} is not a regular file")
 
 
 def refuse_hardlinked(handle: BinaryIO, display: str, allow: bool) -> None:
@@ -60,10 +79,8 @@ def refuse_hardlinked(handle: BinaryIO, display: str, allow: bool) -> None:
         )
 
 
-def read_window(
-    real: Path, display: str, offset: int = 1, limit: int | None = None, allow_hardlinks: bool = True
-) -> Window:
-    """Lines ``offset``.. of ``real``, numbered, within 2,000 lines / 50 KB (head kept).
+def read_window(parent: Parent, offset: int = 1, limit: int | None = None, allow_hardlinks: bool = True) -> Window:
+    """Lines ``offset``.. of the file ``parent.name``, numbered, within 2,000 lines / 50 KB (head kept).
 
     Line numbers count ``\\n`` only, as an editor does; a trailing ``\\r`` and a UTF-8 BOM are
     not shown. The whole file is hashed on the way through so the read gate covers it.
@@ -72,13 +89,14 @@ def read_window(
         raise ToolError("offset is the 1-based line to start from; it must be 1 or more")
     if limit is not None and limit < 1:
         raise ToolError("limit must be 1 or more lines")
-    info = existing_file(real, display)
+    display = parent.display
+    handle, info = open_existing(parent)
     wanted = min(limit, READ_LIMIT.lines) if limit is not None else READ_LIMIT.lines
     digest = hashlib.sha256()
     shown: list[str] = []
     shown_bytes = 0
     total = 0
-    with real.open("rb") as handle:
+    with handle:
         refuse_hardlinked(handle, display, allow_hardlinks)
         head = handle.read(SNIFF_BYTES)
         if looks_binary(head):
@@ -138,33 +156,38 @@ def read(
     settings = settings_of(ctx)
     ws = workspace_of(ctx, settings)
     real = ws.resolve(path)
-    with os_errors(f"cannot read {ws.display(real)}"):
-        window = read_window(real, ws.display(real), offset or 1, limit, settings.allow_hardlinks)
+    display = ws.display(real)
+    with os_errors(f"cannot read {display}"), anchored.parent_of(ws.scope_of(real), real, display) as parent:
+        window = read_window(parent, offset or 1, limit, settings.allow_hardlinks)
     read_gate.remember(ctx.state, real, window.sha256, window.mtime_ns)
     return window.text
 
 
-def write_file(state: dict[str, Any], real: Path, display: str, content: str, allow_hardlinks: bool = True) -> str:
-    """Create or overwrite ``real`` with ``content`` (UTF-8), gated and atomic; returns a summary."""
+def write_file(
+    state: dict[str, Any], root: Path, real: Path, display: str, content: str, allow_hardlinks: bool = True
+) -> str:
+    """Create or overwrite ``real`` (inside ``root``) with ``content`` (UTF-8), gated and atomic.
+
+    Returns a summary. Every folder on the way is opened from ``root`` without following a symlink.
+    """
     try:
         data = content.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
         raise ToolError("content contains characters that cannot be written as UTF-8 (lone surrogates)") from None
-    with read_gate.path_lock(state, real):
+    with read_gate.path_lock(state, real), anchored.parent_of(root, real, display, create=True) as parent:
+        info: os.stat_result | None = None
         try:
-            info = os.stat(real)
-        except FileNotFoundError:
-            info = None
-        if info is not None:
-            if stat.S_ISDIR(info.st_mode):
-                raise ToolError(f"{display} is a folder; give a file path")
-            if not stat.S_ISREG(info.st_mode):
-                raise ToolError(f"{display} is not a regular file")
-            with real.open("rb") as handle:
+            handle, info = open_existing(parent, on_folder="give a file path")
+        except Missing:
+            pass  # a new file
+        else:
+            with handle:
                 refuse_hardlinked(handle, display, allow_hardlinks)
-            read_gate.check(state, real, display)
-        write_atomic(real, data)
-        read_gate.remember(state, real, hashlib.sha256(data).hexdigest())
+                current = hashlib.file_digest(handle, "sha256").hexdigest()
+            read_gate.check(state, real, display, current, info.st_mtime_ns)
+        mode = stat.S_IMODE(info.st_mode) if info is not None else None
+        mtime_ns = anchored.replace_entry(parent, data, mode)
+        read_gate.remember(state, real, hashlib.sha256(data).hexdigest(), mtime_ns)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     verb = "overwrote" if info is not None else "created"
     return f"{verb} {display} ({len(data)} bytes, {lines} lines)"
@@ -186,4 +209,4 @@ def write(
     ws = workspace_of(ctx, settings)
     real = ws.resolve(path, write=True)
     with os_errors(f"cannot write {ws.display(real)}"):
-        return write_file(ctx.state, real, ws.display(real), content, settings.allow_hardlinks)
+        return write_file(ctx.state, ws.scope_of(real), real, ws.display(real), content, settings.allow_hardlinks)

@@ -7,8 +7,6 @@ trusted because two writes within the filesystem's timestamp granularity share o
 
 from __future__ import annotations
 
-import hashlib
-import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,44 +27,36 @@ class FileRecord:
     sha256: str
 
 
-def sha256_of(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
 def _records(state: dict[str, Any]) -> dict[str, FileRecord]:
     records = state.setdefault(STATE_KEY, {})
     assert isinstance(records, dict)
     return records
 
 
-def remember(state: dict[str, Any], path: Path, digest: str | None = None, mtime_ns: int | None = None) -> None:
+def remember(state: dict[str, Any], path: Path, digest: str, mtime_ns: int) -> None:
     """Record that the session now knows ``path`` as it is on disk (after a read, write or edit).
 
-    Give the ``digest`` of the bytes the caller read or wrote, and the ``mtime_ns`` it saw
-    before reading them: if the file changes in between, the next check sees a different hash.
+    Give the ``digest`` of the bytes the caller read or wrote, and the ``mtime_ns`` it saw on the
+    open file before reading them: if the file changes in between, the next check sees a different
+    hash. Nothing here opens ``path`` again: the callers opened it safely (``anchored``).
     """
-    if mtime_ns is None:
-        mtime_ns = os.stat(path).st_mtime_ns
-    _records(state)[str(path)] = FileRecord(mtime_ns, digest if digest is not None else sha256_of(path))
+    _records(state)[str(path)] = FileRecord(mtime_ns, digest)
 
 
-def check(state: dict[str, Any], path: Path, display: str, current: bytes | None = None) -> None:
+def check(state: dict[str, Any], path: Path, display: str, digest: str, mtime_ns: int) -> None:
     """Raise ``ToolError`` unless ``path`` was read in this session and is unchanged since.
 
-    ``current`` is the file's bytes when the caller has them already (edit does), which saves
-    reading the file twice. A file whose mtime moved but whose content is the same passes and
-    its record is refreshed.
+    ``digest`` is the sha256 of the file's current bytes and ``mtime_ns`` its current mtime, both
+    from the caller's open file. A file whose mtime moved but whose content is the same passes
+    and its record is refreshed.
     """
     record = _records(state).get(str(path))
     if record is None:
         raise ToolError(f"{display} exists but was not read in this session: read it first, then write or edit it")
-    digest = hashlib.sha256(current).hexdigest() if current is not None else sha256_of(path)
     if digest != record.sha256:
         raise ToolError(f"{display} changed on disk since it was last read: read it again before changing it")
-    mtime = os.stat(path).st_mtime_ns
-    if mtime != record.mtime_ns:
-        _records(state)[str(path)] = FileRecord(mtime, digest)
+    if mtime_ns != record.mtime_ns:
+        _records(state)[str(path)] = FileRecord(mtime_ns, digest)
 
 
 def path_lock(state: dict[str, Any], path: Path) -> threading.Lock:

@@ -44,7 +44,10 @@ class Workspace:
             raise ToolError("path contains a NUL byte")
         given = Path(path).expanduser()
         candidate = given if given.is_absolute() else self.root / given
-        real = Path(os.path.realpath(candidate))
+        try:
+            real = Path(os.path.realpath(candidate))
+        except OSError as exc:  # a link replaced between realpath's lstat and readlink
+            raise ToolError(f"{path} cannot be resolved ({exc.strerror or exc}); try again") from None
         self._refuse_private(path, real)
         roots: Sequence[Path] = self.writable if write else (*self.writable, *self.read_only_roots)
         if any(real == root or real.is_relative_to(root) for root in roots):

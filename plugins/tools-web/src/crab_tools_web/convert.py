@@ -5,8 +5,10 @@ conversion the noise is dropped: scripts, styles, navigation, forms, and element
 from its readers (``hidden``, ``aria-hidden``, ``display:none``), which are a favourite place to
 put instructions for an AI that no human would see. When the page has one ``<main>`` (or else one
 ``<article>``), only that is converted. Links and images get absolute URLs, so the model can
-fetch what a page links to; ``data:`` images are dropped. bs4 and markdownify are imported
-inside the functions.
+fetch what a page links to; ``data:`` images are dropped. Elements nested deeper than
+``MAX_DEPTH`` are kept as their plain text. A declared charset that is no text encoding
+(``rot13``, ``zlib``, ``base64``…) counts as unknown. bs4 and markdownify are imported inside the
+functions.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ NOISE_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "menu"
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _BLANK_LINES = re.compile(r"\n[ \t]*(\n[ \t]*){2,}")
 _LANGUAGE_CLASS = re.compile(r"^(?:language|lang|highlight-source|sourceCode)-?([\w+#.-]+)$")
+MAX_DEPTH = 100
+"""Levels of elements converted as structure; deeper ones become plain text. markdownify recurses
+about three Python frames a level, so 100,000 nested tags would exceed the recursion limit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,15 +62,27 @@ class Page:
     title: str = ""
 
 
+def text_charset(charset: str | None) -> str | None:
+    """``charset`` when Python knows it as a text encoding, else None."""
+    if not charset:
+        return None
+    try:
+        # LookupError for codecs that are no text encoding (zlib, rot13, base64, hex); UnicodeError
+        # for ones that take no error handler (idna, undefined). b"" would skip the codec.
+        b"a".decode(charset, errors="ignore")
+    except (LookupError, UnicodeError):
+        return None
+    return charset
+
+
 def decode(body: bytes, charset: str | None) -> str:
     """``body`` as text: the declared charset when Python knows it, else UTF-8, else Windows-1252."""
+    charset = text_charset(charset)
     if charset:
         try:
-            codecs.lookup(charset)
-        except LookupError:
-            charset = None
-    if charset:
-        return body.decode(charset, errors="replace")
+            return body.decode(charset, errors="replace")
+        except UnicodeError:
+            pass  # idna, punycode and the like refuse errors="replace" or these bytes: as if undeclared
     if body.startswith(codecs.BOM_UTF8):
         return body[3:].decode("utf-8", errors="replace")
     try:
@@ -96,9 +113,21 @@ def _hidden(el: Any) -> bool:
     return bool(_HIDDEN_STYLE.search(str(attrs.get("style", ""))))
 
 
-def _converter(base_url: str) -> Any:
+def absolute(base_url: str, link: str) -> str | None:
+    """``link`` made absolute against ``base_url``; None for script and ``data:`` links, and for
+    ones that are no URL at all (``http://[::1``), which urljoin refuses with ValueError."""
     from urllib.parse import urljoin
 
+    link = link.strip()
+    if not link or link.lower().startswith(("javascript:", "data:", "vbscript:")):
+        return None
+    try:
+        return urljoin(base_url, link)
+    except ValueError:
+        return None
+
+
+def _converter(base_url: str) -> Any:
     from markdownify import MarkdownConverter
 
     # markdownify finds convert_<tag> methods by name, so its type hints do not declare them
@@ -110,19 +139,19 @@ def _converter(base_url: str) -> Any:
         def convert_a(self, el: Any, text: str, parent_tags: set[str]) -> str:
             href = el.get("href")
             if href:
-                href = href.strip()
-                if href.lower().startswith(("javascript:", "data:", "vbscript:")):
+                target = absolute(base_url, str(href))
+                if target is None:
                     del el["href"]
                 else:
-                    el["href"] = urljoin(base_url, href)
+                    el["href"] = target
             return str(plain.convert_a(self, el, text, parent_tags))
 
         def convert_img(self, el: Any, text: str, parent_tags: set[str]) -> str:
-            src = (el.get("src") or "").strip()
-            if not src or src.lower().startswith("data:"):
+            src = absolute(base_url, str(el.get("src") or ""))
+            if src is None:
                 alt = (el.get("alt") or "").strip()
                 return f"[image: {alt}]" if alt else ""
-            el["src"] = urljoin(base_url, src)
+            el["src"] = src
             return str(plain.convert_img(self, el, text, parent_tags))
 
     return WebConverter(
@@ -140,7 +169,7 @@ def html_to_markdown(body: bytes | str, charset: str | None = None, base_url: st
     from bs4 import BeautifulSoup
 
     if isinstance(body, bytes):
-        soup = BeautifulSoup(body, "html.parser", from_encoding=_known(charset))
+        soup = BeautifulSoup(body, "html.parser", from_encoding=text_charset(charset))
     else:
         soup = BeautifulSoup(body, "html.parser")
     title_tag = soup.find("title")
@@ -158,18 +187,29 @@ def html_to_markdown(body: bytes | str, charset: str | None = None, base_url: st
         if len(found) == 1:
             root = found[0]
             break
+    flatten_below(root, MAX_DEPTH)
     text = _converter(base_url).convert_soup(root)
     return Page(tidy(text), "markdown", title)
 
 
-def _known(charset: str | None) -> str | None:
-    if not charset:
-        return None
-    try:
-        codecs.lookup(charset)
-    except LookupError:
-        return None
-    return charset
+def flatten_below(root: Any, depth: int) -> None:
+    """Replace what each element ``depth`` levels below ``root`` holds with its plain text.
+
+    Runs after the noise is dropped, so hidden text stays hidden; walks level by level, never
+    recursing, since the tree may be as deep as the page likes.
+    """
+    from bs4 import Tag
+
+    level = [root]
+    for _ in range(depth):
+        level = [child for tag in level for child in tag.children if isinstance(child, Tag)]
+        if not level:
+            return
+    for tag in level:
+        if any(isinstance(child, Tag) for child in tag.children):
+            text = tag.get_text()
+            tag.clear()
+            tag.append(text)
 
 
 def tidy(text: str) -> str:

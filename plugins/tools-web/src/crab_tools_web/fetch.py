@@ -6,7 +6,9 @@ at ``max_bytes`` of body, and is bounded by connect, read and total timeouts. En
 variables are ignored: a proxy would resolve the name itself and undo the check. A binary
 type is refused from its headers, before its body is read. The body is decompressed here, never
 by httpx, so ``max_bytes`` bounds what is inflated, not only what is kept: a few KB of gzip (or
-of ``gzip, gzip``) cannot expand into gigabytes in memory. httpx is imported inside ``fetch``.
+of ``gzip, gzip``) cannot expand into gigabytes in memory. ``max_bytes`` bounds the bytes
+received too (endless empty deflate blocks inflate to nothing), and the download stops where
+the compressed stream ends. httpx is imported inside ``fetch``.
 """
 
 from __future__ import annotations
@@ -261,23 +263,39 @@ class Inflater:
         self._first = False
         return out
 
+    @property
+    def finished(self) -> bool:
+        """Whether the compressed stream has ended: bytes after it are not the page (zlib would
+        keep copying them into ``unused_data``), so the caller stops reading."""
+        return self._zlib is not None and self._zlib.eof
+
 
 async def _read_capped(response: httpx.Response, max_bytes: int, shown: str) -> tuple[bytes, bool]:
-    """The decoded body up to ``max_bytes``; the download stops there (the rest is never read)."""
+    """The decoded body up to ``max_bytes``; the download stops there, after ``max_bytes`` bytes
+    received, or at the end of the compressed stream (the rest is never read)."""
     import httpx
 
     inflater = Inflater(response.headers.get("content-encoding"), shown)
     chunks: list[bytes] = []
     size = 0
+    received = 0
     try:
         async for raw in response.aiter_raw():
             room = max_bytes - size
+            over = received + len(raw) > max_bytes
+            if over:
+                raw = raw[: max_bytes - received]
+            received += len(raw)
             chunk = inflater.feed(raw, room + 1)
             if len(chunk) > room:
                 chunks.append(chunk[:room])
                 return b"".join(chunks), False
             chunks.append(chunk)
             size += len(chunk)
+            if inflater.finished:
+                return b"".join(chunks), True
+            if over:
+                return b"".join(chunks), False
     except httpx.TimeoutException as exc:
         raise FetchError(f"web_fetch: {shown} timed out while sending its body ({_timeout_kind(exc)}).") from None
     except httpx.HTTPError as exc:

@@ -1,13 +1,15 @@
 """The network seatbelt: which URLs and addresses web_fetch may reach, decided before connecting.
 
-Only ``http`` and ``https``; no user-info, IPv6 zone ids or odd IPv4 spellings
-(``http://2130706433/``, ``0x7f.1``, ``0177.0.0.1``). A host name is resolved once here and
-*every* address it gives must be public — not loopback, private, link-local, CGNAT, multicast,
-unspecified, reserved, IPv6 ULA or link-local, IPv4-mapped, nor a cloud metadata address — unless
-``allow_hosts`` (trust-only) names the host, the address or its network. The caller then connects
-to the checked address itself (``Target.address``), so a second DNS answer cannot send the
-connection elsewhere (DNS rebinding). Every redirect hop goes through ``check_url`` and
-``check_target`` again.
+Only ``http`` and ``https``; no user-info, IPv6 zone ids, ports outside 1–65535 or odd IPv4
+spellings (``http://2130706433/``, ``0x7f.1``, ``0177.0.0.1``). A host name is resolved once here
+and *every* address it gives must be public — not loopback, private, link-local, CGNAT,
+multicast, unspecified, reserved, IPv6 ULA or link-local, nor a cloud metadata address — unless
+``allow_hosts`` (trust-only) names the host, the address or its network. An IPv6 address that
+stands for an IPv4 one (IPv4-mapped, NAT64, 6to4, Teredo) is that IPv4 address for every check
+(``ipv4_inside``), so no IPv6 entry (``::/0``) unlocks 127.0.0.1 or a metadata address. The
+caller connects to the checked address itself (``Target.address``), so a second DNS answer
+cannot send the connection elsewhere (DNS rebinding). Every redirect hop goes through
+``check_url`` and ``check_target`` again.
 """
 
 from __future__ import annotations
@@ -71,6 +73,12 @@ _EXTRA_BLOCKED: tuple[tuple[IPNetwork, str], ...] = tuple(
     )
 )
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_IPV4_FORMS = tuple(ipaddress.IPv6Network(net) for net in ("::ffff:0:0/96", "64:ff9b::/96", "2002::/16", "2001::/32"))
+"""IPv6 ranges whose addresses stand for an IPv4 address (mapped, NAT64, 6to4, Teredo)."""
+_UNKNOWN_INSIDE = (ipaddress.ip_network("64:ff9b:1::/48"), ipaddress.ip_network("::/96"))
+"""Local-use NAT64 (the operator picks the prefix length, so where the IPv4 address sits) and the
+deprecated IPv4-compatible ``::a.b.c.d`` (where it leads depends on the host's tunnels): the IPv4
+address inside cannot be known, so only an exact address in ``allow_hosts`` unlocks one."""
 _NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$", re.IGNORECASE)
 _CANONICAL_IPV4 = re.compile(
     r"^(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}$"
@@ -95,10 +103,41 @@ class AllowList:
         return host in self.names or any(host.endswith(s) for s in self.suffixes)
 
     def allows_address(self, address: IPAddress) -> bool:
-        """Whether a listed address or network holds ``address``; a metadata address needs itself listed."""
-        if address in METADATA_ADDRESSES:
+        """Whether a listed address or network holds ``address`` (an IPv6 form of an IPv4 address
+        counts as that IPv4 address); a metadata address needs itself listed."""
+        address = ipv4_inside(address) or address
+        if needs_exact_entry(address):
             return any(net.num_addresses == 1 and address in net for net in self.networks)
         return any(address.version == net.version and address in net for net in self.networks)
+
+
+def ipv4_inside(address: IPAddress) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address stands for (IPv4-mapped) or is translated to (NAT64
+    ``64:ff9b::/96``, 6to4, Teredo's client), else None: every check judges that address."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def _mapped(address: IPAddress) -> bool:
+    return isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None
+
+
+def needs_exact_entry(address: IPAddress) -> bool:
+    """Whether only ``allow_hosts`` naming this very address (not a network, not a host name) opens it."""
+    address = ipv4_inside(address) or address
+    if address in METADATA_ADDRESSES:
+        return True
+    # :: and ::1 lie in ::/96 but are IPv6's own unspecified and loopback addresses
+    return int(address) > 1 and any(address in net for net in _UNKNOWN_INSIDE)
 
 
 def parse_allow_hosts(entries: Iterable[str]) -> AllowList:
@@ -110,10 +149,17 @@ def parse_allow_hosts(entries: Iterable[str]) -> AllowList:
         entry = raw.strip().lower().rstrip(".")
         bare = entry[1:-1] if entry.startswith("[") and entry.endswith("]") else entry
         try:
-            networks.append(ipaddress.ip_network(bare, strict=False))
-            continue
+            network = ipaddress.ip_network(bare, strict=False)
         except ValueError:
             pass
+        else:
+            if _only_ipv4_forms(network):
+                raise ValueError(
+                    f"{raw!r} holds only IPv6 forms of IPv4 addresses (IPv4-mapped, NAT64, 6to4, Teredo), which "
+                    "are checked as the IPv4 address inside; name that IPv4 address or network instead"
+                )
+            networks.append(network)
+            continue
         if not _HOST_NAME.match(entry) or _NUMERIC_LABEL.match(entry.rsplit(".", 1)[-1]):
             raise ValueError(f"{raw!r} is not a host name, an IP address or a network such as 10.0.0.0/8")
         if entry.startswith("*."):
@@ -123,20 +169,25 @@ def parse_allow_hosts(entries: Iterable[str]) -> AllowList:
     return AllowList(frozenset(names), tuple(suffixes), tuple(networks))
 
 
+def _only_ipv4_forms(network: IPNetwork) -> bool:
+    """Whether every address of ``network`` is an IPv6 form of an IPv4 address."""
+    if not isinstance(network, ipaddress.IPv6Network):
+        return False
+    return any(network.subnet_of(form) for form in _IPV4_FORMS)
+
+
 def blocked_reason(address: IPAddress) -> str | None:
-    """Why ``address`` is not a public address web_fetch may reach, or None when it is."""
+    """Why ``address`` is not a public address web_fetch may reach, or None when it is. An IPv6
+    form of an IPv4 address is judged as the IPv4 address inside (``ipv4_inside``)."""
+    inside = ipv4_inside(address)
+    if inside is not None:
+        reason = blocked_reason(inside)
+        if reason is None:
+            return None
+        form = "an IPv4-mapped IPv6 address of" if _mapped(address) else "an IPv6 address that embeds"
+        return f"{form} {inside}, {reason}"
     if address in METADATA_ADDRESSES:
         return "a cloud metadata service address"
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return "an IPv4-mapped IPv6 address"
-        embedded = address.sixtofour or (address.teredo[1] if address.teredo else None)
-        if embedded is None and address in _NAT64:
-            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-        if embedded is not None:
-            inner = blocked_reason(embedded)
-            if inner is not None:
-                return f"an IPv6 address that embeds {embedded}, {inner}"
     if address.is_unspecified:
         return "the unspecified address"
     if address.is_loopback:
@@ -179,6 +230,8 @@ def check_url(text: str) -> httpx.URL:
     host = url.raw_host.decode("ascii", "replace")
     if not host:
         raise Refused(f"Refused: {shown!r} has no host name.")
+    if url.port is not None and not 0 < url.port < 65536:  # httpx parses any number; sockets take 1–65535
+        raise Refused(f"Refused: {shown!r} names port {url.port}; a port is a number from 1 to 65535.")
     if "%" in host or "%25" in url.netloc.decode("ascii", "replace"):
         raise Refused(f"Refused: {shown!r} names an IPv6 zone id (%…); web_fetch reaches only public addresses.")
     if ":" not in host:
@@ -260,8 +313,10 @@ async def check_target(url: httpx.URL, allow: AllowList) -> Target:
         reason = blocked_reason(address)
         if reason is None or allow.allows_address(address):
             continue
-        if name_allowed and address not in METADATA_ADDRESSES:
+        if name_allowed and not needs_exact_entry(address):
             continue
         via = " is" if literal is not None else f" resolves to {address}, which is"
         raise Refused(f"Refused: {host}{via} {reason}; web_fetch reaches only public addresses unless {ALLOW_HINT}.")
-    return Target(url=url, host=host, addresses=tuple(dict.fromkeys(addresses)))
+    # An IPv4-mapped address is its IPv4 address: connect to what was checked, even without IPv6.
+    connect = (ipv4_inside(a) or a if _mapped(a) else a for a in addresses)
+    return Target(url=url, host=host, addresses=tuple(dict.fromkeys(connect)))

@@ -1,8 +1,9 @@
 """The plugin's ``[plugins.tools-web]`` config table: its declaration, and the typed object read from it.
 
 Core checks the table against ``TABLE`` and drops its trust-only keys when an untrusted project
-config sets them; ``load_settings`` turns checked values into ``WebSettings`` (and parses
-``allow_hosts`` once, so a bad entry is one config error, not a failure at fetch time).
+config sets them (and a ``total_timeout`` longer than the user's: ``trust_filter``);
+``load_settings`` turns checked values into ``WebSettings`` (and parses ``allow_hosts`` once, so
+a bad entry is one config error, not a failure at fetch time).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ PLUGIN = "tools-web"
 DEFAULT_BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
 MAX_CHARS_CEILING = 100_000
 """The most characters one web_fetch call may return, whatever the config says."""
+DEFAULT_TOTAL_TIMEOUT = 30.0
 
 
 def _check(values: Mapping[str, Any]) -> None:
@@ -38,6 +40,16 @@ def _check(values: Mapping[str, Any]) -> None:
         url = values.get(key)
         if url is not None and not url.lower().startswith(("http://", "https://")):
             raise InvalidValue(("plugins", PLUGIN, key), "an http:// or https:// URL", url)
+
+
+def trust_filter(project: Mapping[str, Any], trusted: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """An untrusted project may shorten ``total_timeout``, never lengthen it past what the user's
+    own layers give (the default when they give none): how long a page may keep a call busy,
+    downloading, is the user's word."""
+    asked, bound = project.get("total_timeout"), trusted.get("total_timeout", DEFAULT_TOTAL_TIMEOUT)
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (asked, bound))
+    # a value that is no number is left for validation to report, naming the file it came from
+    return [("total_timeout",)] if numbers and asked > bound else []
 
 
 TABLE = ConfigTable(
@@ -78,8 +90,8 @@ TABLE = ConfigTable(
         Setting(
             "total_timeout",
             "float",
-            30.0,
-            "seconds one web_fetch or web_search call may take in all",
+            DEFAULT_TOTAL_TIMEOUT,
+            "seconds one web_fetch or web_search call may take in all (an untrusted project may only shorten it)",
             above=0,
             maximum=600,
         ),
@@ -109,6 +121,7 @@ TABLE = ConfigTable(
         Setting("max_results", "int", 10, "the most results one web_search call returns", minimum=1, maximum=50),
     ),
     check=_check,
+    trust_filter=trust_filter,
 )
 
 
@@ -123,7 +136,7 @@ class WebSettings:
     max_redirects: int = 5
     connect_timeout: float = 10.0
     read_timeout: float = 20.0
-    total_timeout: float = 30.0
+    total_timeout: float = DEFAULT_TOTAL_TIMEOUT
     search_backend: str = "auto"
     searxng_url: str | None = None
     brave_api_key_env: str = "BRAVE_SEARCH_API_KEY"

@@ -1,6 +1,7 @@
-"""What CLI commands share: loading config and plugins, picking the store, provider and renderer.
+"""Choosing each part of an agent: the config layers, the plugin host, the store, provider and renderer.
 
-Kept free of typer so other front-ends (and tests) can build an agent the same way.
+The composition root (``crab._assembly.root``) puts these together; CLI commands that need only
+one part (``crab sessions``, ``crab doctor``) call them directly. Free of typer and of ``crab._cli``.
 """
 
 from __future__ import annotations
@@ -23,28 +24,55 @@ if TYPE_CHECKING:
     from crab._loop.agent import Agent
 
 
-def load_cli_config(overrides: Mapping[str, Any] | None = None, cwd: Path | None = None) -> Config:
-    """The merged config for a CLI command (``overrides`` are dotted keys from flags)."""
-    return load_config(cwd=cwd, overrides=overrides)
+def load_cli_config(
+    overrides: Mapping[str, Any] | None = None,
+    cwd: Path | None = None,
+    *,
+    user: bool = True,
+    project: bool = True,
+    environment: bool = True,
+    source: str = "--set",
+) -> Config:
+    """The merged config layers (``overrides`` are dotted keys from flags or a program).
+
+    ``user``, ``project`` and ``environment`` switch those layers off for a program that wants
+    none of them; an untrusted project file still only narrows what it may (docs/security.md).
+    """
+    env: dict[str, str] | None = None if environment else {}
+    return load_config(cwd=cwd, overrides=overrides, env=env, overrides_source=source, user=user, project=project)
 
 
 def build_host(
-    config: Config, plugins: str | Sequence[str] | None = None, *, validate: bool = True, strict: bool | None = None
+    config: Config,
+    plugins: str | Sequence[str] | None = None,
+    *,
+    objects: Mapping[str, object] | None = None,
+    builtins: bool = True,
+    discover: bool = True,
+    validate: bool = True,
+    strict: bool | None = None,
+    environment: bool = True,
 ) -> PluginHost:
-    """Core's built-in plugins plus the enabled installed ones (``plugins`` = ``--plugins``).
+    """Core's built-in plugins, the chosen installed ones, then ``objects`` (in-process plugins).
 
+    ``plugins`` is ``--plugins`` text or a program's list of entry-point names: exactly those load
+    (``[]``: none); None lets ``CRAB_PLUGINS`` (unless ``environment`` is off) or the config choose.
+    ``discover=False`` reads no package metadata at all (a program or test with only ``objects``).
     With ``validate`` every declared table is checked now (``ConfigError``, exit 2, before any
     registration hook runs); without it, call ``apply_declarations`` to check later. ``strict``
     overrides ``CRAB_STRICT_PLUGINS`` (the diagnostic commands collect every failure first).
     """
     from crab._builtin.core_plugin import register_builtins
 
-    host = PluginHost(config, strict=strict)
-    register_builtins(host)
+    host = PluginHost(config, strict=strict if strict is not None or environment else False)
+    if builtins:
+        register_builtins(host)
     chosen = (
         parse_plugin_list(plugins) if isinstance(plugins, str) else (list(plugins) if plugins is not None else None)
     )
-    host.load_entry_points(cli=chosen)
+    if discover:
+        host.load_entry_points(cli=chosen, env=None if environment else {})
+    host.load_objects(objects or {})
     if validate:
         apply_declarations(host, config)
     return host

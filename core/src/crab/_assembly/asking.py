@@ -1,0 +1,62 @@
+"""A program's permission callback, turned into what the permission gate awaits.
+
+The callback gets a ``crab.PermissionRequest`` and answers ``"once"`` (allow this call),
+``"always"`` (allow this permission class for the rest of the session) or ``"deny"``; it may be a
+plain function or a coroutine function. Any other answer refuses the call, as "deny" does: a
+callback that is unsure must not widen what the model may do.
+
+Calls of one reply run side by side, so two questions could be pending at once and an "always"
+answered to the first would not spare the second. Each session therefore gets its own asker
+(``SessionAsker``) that asks one question at a time and remembers the classes allowed "always".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from crab._contracts.interception import Answer, AskUser, PermissionRequest
+
+AskCallback = Callable[[PermissionRequest], "Answer | str | Awaitable[Answer | str]"]
+"""What a program may pass as ``ask``: sync or async, answering once / always / deny."""
+
+ANSWERS: frozenset[str] = frozenset({"once", "always", "deny"})
+
+
+def as_ask(callback: AskCallback | None) -> AskUser | None:
+    """``callback`` as an ``AskUser`` coroutine function (None stays None: the gate refuses)."""
+    if callback is None:
+        return None
+    ask = callback
+
+    async def asked(request: PermissionRequest) -> Answer:
+        answer: Any = ask(request)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if answer == "once":
+            return "once"
+        if answer == "always":
+            return "always"
+        return "deny"
+
+    return asked
+
+
+class SessionAsker:
+    """One session's questions: asked one at a time, and not again for a class allowed "always"."""
+
+    def __init__(self, ask: AskUser) -> None:
+        self.ask = ask
+        self.always: set[str] = set()
+        self.lock = asyncio.Lock()
+
+    async def __call__(self, request: PermissionRequest) -> Answer:
+        async with self.lock:
+            if request.permission in self.always:
+                return "always"
+            answer = await self.ask(request)
+            if answer == "always":
+                self.always.add(request.permission)
+            return answer

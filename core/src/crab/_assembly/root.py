@@ -1,0 +1,195 @@
+"""The composition root: config layers, plugin host, store, provider and model → one loop ``Agent``.
+
+Every front-end builds its agent here: ``crab run``, ``crab chat`` and ``crab serve`` (through
+``crab._cli.setup``, which only turns typer options into these arguments), ``crab.testing``'s
+``AgentHarness`` and the public ``crab.Agent`` (``crab._assembly.library``). Each call makes its
+own config, host and plugin objects, so several agents live in one process without shared state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from crab._contracts.errors import CrabError, PluginError, UsageError
+
+if TYPE_CHECKING:
+    from crab._config.layers import Config
+    from crab._contracts.interception import AskUser
+    from crab._contracts.providers import Provider
+    from crab._contracts.storage import Store
+    from crab._contracts.tools import Tool
+    from crab._host.plugin_host import PluginHost
+    from crab._loop.agent import Agent
+
+PermissionMode = Literal["ask", "yolo", "read-only"]
+PERMISSION_MODES: tuple[str, ...] = ("ask", "yolo", "read-only")
+
+
+@dataclass(frozen=True, slots=True)
+class Layers:
+    """Which config layers are read: each can be switched off by a program that wants none of them.
+
+    ``settings`` (dotted keys, ``{"crab.max_iterations": 5}``) always apply, last, as the
+    caller's own word; ``source`` names them in error messages (``--set`` for the CLI).
+    """
+
+    user: bool = True
+    project: bool = True
+    environment: bool = True
+    settings: Mapping[str, Any] | None = None
+    source: str = "the program's settings"
+
+
+@dataclass(frozen=True, slots=True)
+class Assembly:
+    """What ``assemble`` built: the checked config, the plugin host and the (not yet started) agent."""
+
+    config: Config
+    host: PluginHost
+    agent: Agent
+
+
+def config_overrides(
+    settings: Mapping[str, Any] | None, *, permissions: str | None = None, store: str | None = None
+) -> dict[str, Any]:
+    """The caller's dotted settings plus what its permission mode and store name mean in config."""
+    overrides = dict(settings or {})
+    if permissions is not None:
+        if permissions not in PERMISSION_MODES:
+            raise UsageError(f"permissions must be one of {', '.join(PERMISSION_MODES)}, not {permissions!r}")
+        overrides["crab.permissions"] = permissions
+    if store is not None:
+        overrides["crab.store"] = store
+    return overrides
+
+
+def require_listed(host: PluginHost, plugins: Sequence[str]) -> None:
+    """A plugin a program named that is not installed or failed to load is a ``PluginError``:
+    the program asked for exactly these, so going on without one would not be what it asked."""
+    for name in plugins:
+        record = host.records.get(name)
+        if record is not None and record.status in ("missing", "failed"):
+            raise PluginError(f"plugin {name} {record.status}: {record.reason}")
+
+
+def assemble_host(
+    *,
+    workspace: Path | None = None,
+    layers: Layers = Layers(),
+    plugins: str | Sequence[str] | None = None,
+    objects: Mapping[str, object] | None = None,
+    builtins: bool = True,
+    tools: Sequence[Tool | Callable[..., Any]] = (),
+    permissions: PermissionMode | None = None,
+    store: str | None = None,
+    strict: bool | None = None,
+    require_plugins: bool = False,
+) -> tuple[Config, PluginHost]:
+    """The config layers and the plugin host of an agent, without the agent (what ``crab mcp serve``'s
+    toolbox and ``crab.collect_hook`` need); ``assemble`` documents the arguments."""
+    from crab._assembly.choosing import build_host, load_cli_config
+    from crab._assembly.function_tools import PLUGIN, FunctionTools, as_tools
+
+    overrides = config_overrides(layers.settings, permissions=permissions, store=store)
+    config = load_cli_config(
+        overrides,
+        cwd=workspace,
+        user=layers.user,
+        project=layers.project,
+        environment=layers.environment,
+        source=layers.source,
+    )
+    in_process = dict(objects or {})
+    if tools:
+        in_process[PLUGIN] = FunctionTools(as_tools(tools))
+    listed = None if plugins is None or isinstance(plugins, str) else list(plugins)
+    host = build_host(
+        config,
+        plugins,
+        objects=in_process,
+        builtins=builtins,
+        discover=listed is None or len(listed) > 0,
+        strict=strict,
+        environment=layers.environment,
+    )
+    if require_plugins and listed:
+        require_listed(host, listed)
+    return config, host
+
+
+def assemble(
+    *,
+    workspace: Path | None = None,
+    layers: Layers = Layers(),
+    plugins: str | Sequence[str] | None = None,
+    objects: Mapping[str, object] | None = None,
+    builtins: bool = True,
+    tools: Sequence[Tool | Callable[..., Any]] = (),
+    store: Store | str | None = None,
+    provider: Provider | str | None = None,
+    model: str | None = None,
+    permissions: PermissionMode | None = None,
+    ask: AskUser | None = None,
+    local: bool = True,
+    strict: bool | None = None,
+    require_plugins: bool = False,
+    check_model: bool = True,
+    on_setup_notice: Callable[[str], object] | None = None,
+) -> Assembly:
+    """Build one agent (not started: ``await agent.start()``); raises ``crab.errors`` on bad setup.
+
+    ``plugins``: entry-point names that load (exactly these; ``[]`` none) or None for the config's
+    choice; ``objects``: in-process plugin objects by name; ``tools``: a program's functions,
+    registered as the plugin ``program-tools``. ``store`` and ``provider`` are objects or names
+    (None: the config's choice); ``model`` may be ``provider/model``. ``permissions`` sets the
+    gate's mode; ``ask`` answers its questions (None: nobody can, so non-read calls are refused
+    in ``ask`` mode). ``require_plugins`` makes a listed plugin that did not load an error.
+    ``check_model=False`` skips a provider object's ``check`` (the test kit's agents use the model
+    id ``scripted`` with any provider a test hands them).
+    ``on_setup_notice`` gets the config notices when setup fails before an agent exists to show them.
+    """
+    from crab._assembly.choosing import choose_provider, choose_store
+    from crab._loop.agent import Agent
+
+    where = workspace or Path.cwd()
+    config, host = assemble_host(
+        workspace=where,
+        layers=layers,
+        plugins=plugins,
+        objects=objects,
+        builtins=builtins,
+        tools=tools,
+        permissions=permissions,
+        store=store if isinstance(store, str) else None,
+        strict=strict,
+        require_plugins=require_plugins,
+    )
+    try:
+        if provider is None or isinstance(provider, str):
+            chosen, model_id = choose_provider(host, config, provider, model)
+        else:
+            chosen, model_id = provider, model or _first_model(provider)
+            if check_model:
+                chosen.check(model_id)
+        chosen_store = store if store is not None and not isinstance(store, str) else choose_store(host, config)
+    except CrabError:
+        if on_setup_notice is not None:
+            for line in config.notices():
+                on_setup_notice(line)
+        raise
+    agent = Agent(
+        host, config, store=chosen_store, provider=chosen, model=model_id, workspace=where, ask=ask, local=local
+    )
+    return Assembly(config, host, agent)
+
+
+def _first_model(provider: Provider) -> str:
+    from crab._contracts.errors import ConfigError
+
+    known = provider.models()
+    if not known:
+        raise ConfigError(f"no model chosen for provider {provider.name}: pass model=")
+    return known[0].id

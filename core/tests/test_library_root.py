@@ -1,0 +1,129 @@
+"""The composition root is the one way an agent is assembled, and it sits below the CLI."""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import crab
+import pytest
+from crab._assembly import root
+from crab.testing import AgentHarness
+
+SRC = Path(crab.__file__).parent
+ALLOWED_CLI_IMPORTERS = {"_cli", "__main__.py", "_compat.py", "testing"}
+"""The CLI itself, ``python -m crab``, the old-path table and the test kit's in-process ``run_cli``."""
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module ``path`` imports, at the top or inside functions."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_no_runtime_module_imports_the_cli():
+    offenders = []
+    for path in sorted(SRC.rglob("*.py")):
+        top = path.relative_to(SRC).parts[0]
+        if top in ALLOWED_CLI_IMPORTERS:
+            continue
+        if any(m == "crab._cli" or m.startswith("crab._cli.") for m in imported_modules(path)):
+            offenders.append(str(path.relative_to(SRC)))
+    assert offenders == []
+
+
+def test_harness_toolbox_collect_hook_and_the_cli_build_through_the_root(
+    crab_home: Path, monkeypatch: pytest.MonkeyPatch
+):
+    calls: list[str] = []
+    real_host, real_assemble = root.assemble_host, root.assemble
+
+    def spy_host(**kwargs: object):
+        calls.append("assemble_host")
+        return real_host(**kwargs)  # type: ignore[arg-type]
+
+    def spy_assemble(**kwargs: object):
+        calls.append("assemble")
+        return real_assemble(**kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(root, "assemble_host", spy_host)
+    monkeypatch.setattr(root, "assemble", spy_assemble)
+    crab.open_toolbox("")
+    from crab._host.collect import CORE_COLLECTED
+    from crab._host.dispatch import HOOKS
+
+    # Whichever registration hook core leaves for plugins to collect (crab_skill_dirs today).
+    hook = next(h for h, p in HOOKS.items() if p.category == "registration" and h not in CORE_COLLECTED)
+    crab.collect_hook(hook, plugins="")
+    from crab._cli.options import RunOptions
+    from crab._cli.setup import prepare
+
+    # setup.py imported assemble by name at import time: patch the name it holds too.
+    monkeypatch.setattr("crab._cli.setup.assemble", spy_assemble)
+    prepare(RunOptions(plugins="provider-mock", model="mock/tour"), ask=None)
+    harness_calls = len(calls)
+    monkeypatch.setattr("crab.testing.harness.assemble", spy_assemble)
+    AgentHarness([[{"text": "hi"}]]).close()
+    assert calls[:harness_calls] == ["assemble_host", "assemble_host", "assemble", "assemble_host"]
+    assert calls[harness_calls:] == ["assemble", "assemble_host"]
+
+
+def test_ctrl_c_during_run_sync_aborts_the_turn_and_the_session_stays_valid(tmp_path: Path):
+    program = textwrap.dedent(
+        """
+        import sys, time
+        import crab
+        from crab.testing import ScriptedProvider
+
+        @crab.tool
+        def slow() -> str:
+            '''Take a long time.'''
+            print("started", flush=True)
+            time.sleep(0.05)
+            for _ in range(600):
+                time.sleep(0.1)
+            return "finished"
+
+        provider = ScriptedProvider([[{"tool": "slow", "args": {}}], [{"text": "after"}]])
+        agent = crab.Agent(provider=provider, tools=[slow], plugins=[], user_config=False,
+                           project_config=False, environment=False)
+        try:
+            agent.run_sync("go")
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+        [session] = agent._sync(agent.session_ids())
+        result = agent.run_sync("again", session=session)
+        paired = [type(m).__name__ for m in provider.requests[-1].messages]
+        print(result.stop, result.text, paired, flush=True)
+        agent.close()
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env["CRAB_HOME"] = str(tmp_path / "home")
+    child = subprocess.Popen(
+        [sys.executable, "-c", program],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "started"
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "interrupted"
+    assert lines[1].startswith("end after ")
+    assert "'ToolResultMessage'" in lines[1]
