@@ -1,127 +1,279 @@
-"""Loop overhead benchmark: 1,000 scripted model calls, each asking for one no-op tool call.
+"""Loop cost benchmark: CPU per iteration as a turn grows, and per tool call in one wide reply.
 
-Side by side in one run: the same provider stream and tool calls driven by a bare loop (the
-floor), then by crab's agent loop on the memory store and on each installed persistent store.
-Prints per-iteration overhead over the floor (target: under 1 ms) and peak traced memory.
+Side by side in one run, each figure from a fresh interpreter (best of ``--repeat`` runs,
+``time.process_time``, so every thread's CPU counts and waiting does not):
 
-    python bench/loop.py [--iterations 1000]
+- a scripted turn (the scripted provider, keeping no requests) of N sequential tool calls (one model call + one call of a no-op async tool
+  per iteration) at N = 200, 667 and 2,000, on the memory store and on each installed persistent
+  store (jsonl tape, sqlite): CPU per iteration, and the ratio N=2,000 / N=200 (a loop whose
+  cost does not grow with the turn stays near 1.0; targets: <= 1.3x and <= 0.5 ms);
+- one reply carrying 200 tool calls: CPU per call (target <= 0.1 ms);
+- the same two shapes through ``llm`` (simonw/llm's tool chain with a scripted model), when
+  ``--llm-python`` names an interpreter that has it (or this one does);
+- with ``--before DIR`` (a checkout of an older crab, e.g. ``git worktree add DIR main``), every
+  crab figure again from DIR's ``core/src``, printed beside today's.
+
+    python bench/loop.py [--before DIR] [--llm-python PYTHON] [--repeat 3] [--tool noop|read]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
-import tracemalloc
-import types
 from pathlib import Path
+from typing import Any
 
-import crab
-from crab._contracts.events import MessageEnd
-from crab._contracts.tools import ToolContext
-from crab.testing import AgentHarness, ScriptedProvider
-
-
-@crab.tool
-async def noop(n: int) -> str:
-    """Do nothing."""
-    return f"ok {n}"
+SIZES = (200, 667, 2000)
+WIDE = 200
+STORES = ("memory", "jsonl", "sqlite")
 
 
-PLUGIN = types.SimpleNamespace(crab_tools=crab.hookimpl(lambda config: [noop]))
+# --- workers (run in a fresh interpreter each) -----------------------------------------------------
 
 
-def script(iterations: int) -> list:
-    replies: list = [[{"tool": "noop", "args": {"n": i}}] for i in range(iterations)]
-    replies.append([{"text": "done"}])
-    return replies
+def _crab_harness(replies: list[Any], store_name: str, root: Path, tool: str) -> Any:
+    import types
 
+    import crab
+    from crab.testing import AgentHarness
 
-async def bare_loop(iterations: int) -> None:
-    provider = ScriptedProvider(script(iterations))
-    request = crab.ModelRequest(model="scripted", system="", messages=())
-    ctx = ToolContext("bench", Path("."))
-    for _ in range(iterations + 1):
-        async for event in provider.stream(request):
-            if isinstance(event, MessageEnd):
-                for call in event.message.tool_calls:
-                    await noop.run(call.arguments, ctx)
+    @crab.tool
+    async def noop(path: str, offset: int = 1) -> str:
+        """Do nothing."""
+        return f"ok {offset}"
 
+    plugins: dict[str, object] = {}
+    if tool == "noop":
+        plugins["bench"] = types.SimpleNamespace(crab_tools=crab.hookimpl(lambda config: [noop]))
+    else:
+        import crab_tools_basic
 
-def measure(label: str, run) -> tuple[str, float, float]:
-    """Best of three timed runs, then one more under tracemalloc for the peak (it slows the run)."""
-    elapsed = min(_timed(run) for _ in range(3))
-    tracemalloc.start()
-    run()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return label, elapsed, peak
-
-
-def _timed(run) -> float:
-    start = time.perf_counter()
-    run()
-    return time.perf_counter() - start
-
-
-def agent_run(iterations: int, store: object | None) -> None:
-    harness = AgentHarness(
-        script(iterations),
-        plugins={"bench": PLUGIN},
-        config={"crab.max_iterations": iterations + 5},
-        workspace=Path(tempfile.mkdtemp()),
-        store=store,  # type: ignore[arg-type]
-    )
-    try:
-        outcome = harness.run("go")
-        assert outcome.stop == "end", outcome
-        assert outcome.tool_calls == iterations
-    finally:
-        harness.close()
-
-
-def persistent_stores(root: Path) -> list[tuple[str, object]]:
-    stores: list[tuple[str, object]] = []
-    try:
+        plugins["tools-basic"] = crab_tools_basic
+        (root / "file.txt").write_text("".join(f"line {i}\n" for i in range(1, 2002)))
+    store: object | None = None
+    if store_name == "jsonl":
         from crab_tape_jsonl.store import TapeStore
 
-        stores.append(("agent loop, jsonl tape", TapeStore(root / "tape")))
-    except ImportError:
-        pass
-    try:
+        store = TapeStore(root / "tape")
+    elif store_name == "sqlite":
         from crab_store_sqlite.store import SqliteStore
 
-        stores.append(("agent loop, sqlite store", SqliteStore(root / "crab.db")))
-    except ImportError:
-        pass
-    return stores
+        store = SqliteStore(root / "crab.db")
+    harness = AgentHarness(
+        replies,
+        plugins=plugins,
+        config={"crab.max_iterations": len(replies) + 5, "crab.permissions": "yolo"},
+        workspace=root,
+        store=store,  # type: ignore[arg-type]
+    )
+    # The scripted provider keeps every request for tests; a real provider keeps none, and 2,000
+    # requests each holding the whole context would make the garbage collector's work the figure.
+    harness.provider.requests = _Forgotten()
+    return harness
+
+
+class _Forgotten(list):  # type: ignore[type-arg]
+    def append(self, item: object) -> None:
+        return None
+
+
+WIDE_TURNS = 5
+"""A 200-call turn takes a few tens of ms: the wide figure is the best of this many turns in one
+process, after one warm-up turn (first calls import what they use)."""
+
+
+def crab_worker(shape: str, n: int, store_name: str, tool: str) -> float:
+    """CPU seconds of one scripted turn (``sequential``: n replies of one call; ``wide``: one
+    reply of n calls, the best of ``WIDE_TURNS`` after a warm-up), harness set-up left out."""
+    name = "noop" if tool == "noop" else "read"
+    # Distinct arguments and results per call, as real work has (the loop guard stops repeats).
+    calls = [{"tool": name, "args": {"path": "file.txt", "offset": i + 1, "limit": 1}} for i in range(n)]
+    if tool == "noop":
+        for call in calls:
+            del call["args"]["limit"]  # type: ignore[attr-defined]
+    turns = 1 if shape == "sequential" else 1 + WIDE_TURNS
+    replies: list[Any] = []
+    for _ in range(turns):
+        replies.extend([[call] for call in calls] if shape == "sequential" else [calls])
+        replies.append([{"text": "done"}])
+    root = Path(tempfile.mkdtemp(prefix="crab-bench-loop-"))
+    harness = _crab_harness(replies, store_name, root, tool)
+    spent: list[float] = []
+    try:
+        for _ in range(turns):
+            start = time.process_time()
+            outcome = harness.run("go")
+            spent.append(time.process_time() - start)
+            assert outcome.stop == "end", outcome
+            assert outcome.tool_calls == n, outcome
+    finally:
+        harness.close()
+    return spent[0] if shape == "sequential" else min(spent[1:])
+
+
+def llm_worker(shape: str, n: int) -> float:
+    """CPU seconds of the same turn through llm's tool chain (a scripted model, no network)."""
+    import llm
+
+    def noop(path: str, offset: int = 1) -> str:
+        """Do nothing."""
+        return f"ok {offset}"
+
+    class Scripted(llm.Model):
+        model_id = "bench-scripted"
+        can_stream = True
+        supports_tools = True
+
+        def __init__(self, replies: list[int]) -> None:
+            self.replies = replies
+            self.served = 0
+
+        def execute(self, prompt: Any, stream: bool, response: Any, conversation: Any) -> Any:
+            calls = self.replies[self.served] if self.served < len(self.replies) else 0
+            self.served += 1
+            for i in range(calls):
+                response.add_tool_call(
+                    llm.ToolCall(
+                        name="noop", arguments={"path": "file.txt", "offset": i + 1}, tool_call_id=f"c{self.served}_{i}"
+                    )
+                )
+            if not calls:
+                yield "done"
+
+    replies = [1] * n if shape == "sequential" else [n]
+    spent: list[float] = []
+    for _ in range(1 if shape == "sequential" else 1 + WIDE_TURNS):
+        model = Scripted(replies)
+        start = time.process_time()
+        chain = model.conversation(tools=[noop], chain_limit=0).chain("go")  # 0: no limit
+        text = chain.text()
+        spent.append(time.process_time() - start)
+        assert text == "done", text
+        assert model.served == len(replies) + 1, model.served
+    return spent[0] if shape == "sequential" else min(spent[1:])
+
+
+def worker_main(args: list[str]) -> None:
+    kind, shape, n, store, tool = args[0], args[1], int(args[2]), args[3], args[4]
+    spent = crab_worker(shape, n, store, tool) if kind == "crab" else llm_worker(shape, n)
+    print(json.dumps({"cpu": spent}))
+
+
+# --- the driver --------------------------------------------------------------------------------------
+
+
+def _run(python: str, argv: list[str], pythonpath: str | None) -> float | None:
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run([python, __file__, "--worker", *argv], capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        print(f"  ({' '.join(argv)} failed: {tail})", file=sys.stderr)
+        return None
+    return float(json.loads(done.stdout.strip().splitlines()[-1])["cpu"])
+
+
+def best(python: str, argv: list[str], pythonpath: str | None, repeat: int) -> float | None:
+    runs = [_run(python, argv, pythonpath) for _ in range(repeat)]
+    valid = [r for r in runs if r is not None]
+    return min(valid) if valid else None
+
+
+def installed(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def _ms(value: float | None) -> str:
+    return f"{value * 1000:.3f}" if value is not None else "-"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--iterations", type=int, default=1000)
-    n = parser.parse_args().iterations
-    root = Path(tempfile.mkdtemp(prefix="crab-bench-loop-"))
-    rows = [measure("bare loop (floor)", lambda: asyncio.run(bare_loop(n)))]
-    rows.append(measure("agent loop, memory store", lambda: agent_run(n, None)))
-    for index, (label, _) in enumerate(persistent_stores(root)):
-        # a fresh store object (and folder) per run, so runs do not share sessions
-        rows.append(measure(label, lambda i=index: agent_run(n, persistent_stores(Path(tempfile.mkdtemp()))[i][1])))
-    floor = rows[0][1]
-    print(f"{n} iterations (one model call + one no-op tool call each); time: best of 3; memory: peak traced")
-    print(f"{'run':<28} {'total':>9} {'per iter':>10} {'overhead/iter':>14} {'x floor':>8} {'peak mem':>10}")
-    for label, elapsed, peak in rows:
-        per = elapsed / n * 1000
-        overhead = (elapsed - floor) / n * 1000
-        print(
-            f"{label:<28} {elapsed:>8.3f}s {per:>8.3f}ms {overhead:>12.3f}ms {elapsed / floor:>7.1f}x {peak / 1e6:>8.1f}MB"
-        )
-    memory_overhead = (rows[1][1] - floor) / n * 1000
+    parser.add_argument("--before", type=Path, help="a checkout of an older crab to measure beside this one")
+    parser.add_argument("--llm-python", help="an interpreter that has llm installed (default: this one, if it has)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tool", choices=("noop", "read"), default="noop", help="the tool each call runs")
+    options = parser.parse_args()
+    here = sys.executable
+    stores = [
+        s for s, m in zip(STORES, (None, "crab_tape_jsonl", "crab_store_sqlite"), strict=True) if not m or installed(m)
+    ]
+    columns: list[tuple[str, str, str | None]] = [("now", here, None)]
+    if options.before is not None:
+        columns.insert(0, ("before", here, str(options.before.resolve() / "core" / "src")))
+    llm_python = options.llm_python or (here if installed("llm") else None)
     print(
-        f"\ntarget: loop overhead under 1 ms per iteration (memory store): {'met' if memory_overhead < 1 else 'MISSED'}"
+        f"CPU ms per iteration (one model call + one {options.tool} call), best of {options.repeat}, "
+        "fresh interpreter per figure"
     )
+    header = f"{'turn':<24}" + "".join(f"{label:>10}" for label, _, _ in columns)
+    print(header + (f"{'before/now':>12}" if options.before else ""))
+    ratios: dict[str, dict[str, float | None]] = {label: {} for label, _, _ in columns}
+    largest: dict[str, float | None] = {}  # memory store, per iteration at the largest N
+    for store in stores:
+        per: dict[str, dict[int, float | None]] = {label: {} for label, _, _ in columns}
+        for n in SIZES:
+            row = f"{store + f', N={n}':<24}"
+            for label, python, path in columns:
+                cpu = best(python, ["crab", "sequential", str(n), store, options.tool], path, options.repeat)
+                per[label][n] = cpu / n if cpu is not None else None
+                row += f"{_ms(per[label][n]):>10}"
+            if options.before:
+                b, a = per["before"][n], per["now"][n]
+                row += f"{(b / a if b and a else 0):>11.2f}x"
+            print(row, flush=True)
+        row = f"{store + ', N=2000/N=200':<24}"
+        for label, _, _ in columns:
+            small, large = per[label][SIZES[0]], per[label][SIZES[-1]]
+            ratio = large / small if small and large else None
+            ratios[label][store] = ratio
+            if store == "memory":
+                largest[label] = large
+            row += f"{(f'{ratio:.2f}x' if ratio else '-'):>10}"
+        print(row, flush=True)
+    print(f"\nCPU ms per tool call, one reply carrying {WIDE} calls (memory store)")
+    row = f"{'crab':<24}"
+    wide: dict[str, float | None] = {}
+    for label, python, path in columns:
+        cpu = best(python, ["crab", "wide", str(WIDE), "memory", options.tool], path, options.repeat)
+        wide[label] = cpu / WIDE if cpu is not None else None
+        row += f"{_ms(wide[label]):>10}"
+    print(row)
+    if llm_python is not None:
+        version = subprocess.run(
+            [llm_python, "-c", "import importlib.metadata as m; print(m.version('llm'))"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        cpu = best(llm_python, ["llm", "wide", str(WIDE), "-", "noop"], None, options.repeat)
+        print(f"{f'llm {version}':<24}{_ms(cpu / WIDE if cpu else None):>10}   (the same reply through llm's chain)")
+        seq = {n: best(llm_python, ["llm", "sequential", str(n), "-", "noop"], None, options.repeat) for n in SIZES}
+        figures = "  ".join(f"N={n}: {_ms(c / n if c else None)}" for n, c in seq.items())
+        print(f"{'llm, sequential':<24}{figures}   (ms per iteration)")
+    else:
+        print("llm: not measured (no interpreter with llm: pass --llm-python)")
+    now_memory, now_wide, now_large = ratios["now"].get("memory"), wide.get("now"), largest.get("now")
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "MISSED"
+
+    print("\ntargets (memory store, now):")
+    print(f"  N=2000/N=200 <= 1.3x: {verdict(now_memory is not None and now_memory <= 1.3)}")
+    print(f"  per iteration at N=2000 <= 0.5 ms: {verdict(now_large is not None and now_large <= 5e-4)}")
+    print(f"  per tool call in a {WIDE}-call reply <= 0.1 ms: {verdict(now_wide is not None and now_wide <= 1e-4)}")
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker_main(sys.argv[2:])
+    else:
+        main()

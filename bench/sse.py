@@ -1,7 +1,7 @@
 """SSE parsing benchmark: one large OpenAI-style chat-completions stream, parsed by crab and by
 the official ``openai`` package, side by side in one run on the same bytes in the same pieces.
 
-- crab: ``crab.sse.SSEDecoder`` + ``crab_provider_openai``'s ``ChatStreamParser`` -> stream
+- crab: ``crab_provider_kit.SSEDecoder`` + ``crab_provider_openai``'s ``ChatStreamParser`` -> stream
   events and the complete final message (text, tool calls with parsed arguments, usage).
 - openai chunks: ``openai.Stream`` -> ``ChatCompletionChunk`` objects, what
   ``client.chat.completions.create(stream=True)`` yields (its SSE decoder, JSON, model building).
@@ -34,7 +34,7 @@ from typing import Any
 
 from crab._contracts.events import MessageEnd
 from crab._contracts.messages import AssistantMessage
-from crab.sse import SSEDecoder
+from crab_provider_kit import SSEDecoder
 from crab_provider_openai.parser import ChatStreamParser
 
 PIECE = 16 * 1024

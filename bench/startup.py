@@ -9,7 +9,7 @@ importtime`` does not list packages installed in editable mode). Bytecode caches
 used, as in any install. Every installed first-party plugin is enabled. ``--baseline`` runs the
 same commands with that revision's ``core/src`` (``git archive``) first on ``PYTHONPATH``, the
 plugins unchanged, so before and after sit side by side. Targets: --version within 3x of python
--c pass; --help under 250 ms CPU and at most 149 modules plus one (its top-level module) per
+-c pass; --help under 250 ms CPU and at most 150 modules plus one (its top-level module) per
 installed plugin; plugins list at most 100 ms CPU.
 
     python bench/startup.py [--runs 15] [--baseline main]
@@ -140,11 +140,11 @@ def main() -> None:
                 print(f"{label:<20} {cpu1 / cpu0:>8.2f}x {mods1 - mods0:>+9}")
     rows = columns[-1][1]
     base, version, help_, listing = rows
-    budget = 149 + len(packages)
+    budget = 150 + len(packages)
     print()
     print(f"target --version within 3x of python -c pass (CPU): {'met' if version[1] / base[1] <= 3 else 'MISSED'}")
     print(f"target --help under 250 ms CPU: {'met' if help_[1] < 0.25 else 'MISSED'}")
-    print(f"target --help at most {budget} modules (149 + one per plugin): {'met' if help_[3] <= budget else 'MISSED'}")
+    print(f"target --help at most {budget} modules (150 + one per plugin): {'met' if help_[3] <= budget else 'MISSED'}")
     print(f"target plugins list at most 100 ms CPU: {'met' if listing[1] <= 0.1 else 'MISSED'}")
 
 

@@ -155,7 +155,7 @@ def _job_worker(dsn: str, schema: str, name: str, batch: bool, ready: Any, go: A
 def jobs_per_second(dsn: str, workers: int, count: int, batch: bool) -> tuple[float, int]:
     from datetime import UTC, datetime, timedelta
 
-    from crab.jobs import Job, Origin, Trigger, new_job_id
+    from crab_jobs_kit import Job, Origin, Trigger, new_job_id
     from crab_store_postgres import PostgresJobStore, PostgresStore
 
     schema = f"crab_bench_jobs_{workers}_{int(batch)}"

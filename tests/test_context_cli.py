@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from crab._builtin import compaction
+from crab._loop import compaction
 from crab.testing.http_replay import HttpReply, ReplayServer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,9 +6,10 @@ third-party dependencies (pluggy, typer, tomlkit, ripgrep, pytest…) are not cr
 ``pip download`` fetches them into the same wheel folder from the package index (pip's cache
 makes that quick after the first run; the test skips with one line when no index can be
 reached). Everything after that is offline: one fresh venv (reused by the tests of this module,
-to save time) gets ``crab-core crab-tools-basic crab-provider-mock`` BY NAME with ``--no-index
---find-links``, then runs the packaged tour, every kind of ``crab plugin new`` with its own
-tests, and ``crab plugins install``/``uninstall`` beside a broken plugin.
+to save time) gets ``crab-core crab-tools-basic crab-provider-mock`` and the kits BY NAME with
+``--no-index --find-links``, then runs the packaged tour, every kind of ``crab plugin new`` with
+its own tests, the kits and the API 1.x names that moved into them, and ``crab plugins
+install``/``uninstall`` beside a broken plugin.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = [ROOT / "core", ROOT / "plugins" / "tools-basic", ROOT / "plugins" / "provider-mock"]
+KITS = sorted(p for p in (ROOT / "kits").iterdir() if (p / "pyproject.toml").is_file())
+PACKAGES = [ROOT / "core", ROOT / "plugins" / "tools-basic", ROOT / "plugins" / "provider-mock", *KITS]
+KIT_NAMES = [f"crab-{kit.name}" for kit in KITS]
 KINDS = ["tool", "provider", "store", "channel", "renderer", "command"]
 
 
@@ -54,7 +57,8 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     house = tmp_path_factory.mktemp("wheelhouse")
     build_wheels(PACKAGES, house)
     ours = sorted(house.glob("*.whl"))
-    assert [w.name.split("-")[0] for w in ours] == ["crab_core", "crab_provider_mock", "crab_tools_basic"]
+    stems = ["crab_core", "crab_provider_mock", "crab_tools_basic", *(n.replace("-", "_") for n in KIT_NAMES)]
+    assert sorted(w.name.split("-")[0] for w in ours) == sorted(stems)
     fetched = run([sys.executable, "-m", "pip", "download", "-q", "-d", house, *ours, "pytest"])
     if fetched.returncode != 0:
         pytest.skip(f"pip download of crab's dependencies failed (no package index?): {fetched.stderr[-300:]}")
@@ -63,11 +67,11 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
-    """An empty venv with crab-core, crab-tools-basic and crab-provider-mock installed by name, offline."""
+    """An empty venv with crab-core, crab-tools-basic, crab-provider-mock and the kits installed by name, offline."""
     root = tmp_path_factory.mktemp("fresh")
     venv.EnvBuilder(with_pip=True).create(root / "venv")
     pip = root / "venv" / "bin" / "pip"
-    names = ["crab-core", "crab-tools-basic", "crab-provider-mock", "pytest"]
+    names = ["crab-core", "crab-tools-basic", "crab-provider-mock", *KIT_NAMES, "pytest"]
     result = run([pip, "install", "--no-index", "--find-links", wheelhouse, *names], env=offline_env(root))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return root / "venv" / "bin"
@@ -125,6 +129,26 @@ def test_every_kind_of_crab_plugin_new_installs_and_passes_its_own_tests(fresh: 
     assert all(status.get(f"ex-{kind}") == "loaded" for kind in KINDS), status
     removed = run([fresh / "pip", "uninstall", "-y", *names], env=env)
     assert removed.returncode == 0, removed.stderr
+
+
+def test_the_kits_install_by_name_pass_their_tests_and_serve_the_old_names(fresh: Path, tmp_path: Path):
+    env = offline_env(tmp_path / "home")
+    tests = run(
+        [fresh / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=importlib", *KITS],
+        env=env,
+        cwd=tmp_path,
+    )
+    assert tests.returncode == 0, tests.stdout[-5000:]
+    old = (
+        "import warnings; warnings.simplefilter('error');"
+        "import crab_provider_kit, crab_sql_kit, crab_jobs_kit;"  # the kits themselves warn about nothing
+        "warnings.simplefilter('ignore');"
+        "from crab.provider_kit import stream_call; from crab.jobs import Job; from crab import store_payload;"
+        "print(stream_call is crab_provider_kit.stream_call, Job is crab_jobs_kit.Job,"
+        " store_payload is crab_sql_kit.store_payload)"
+    )
+    result = run([fresh / "python", "-c", old], env=env, cwd=tmp_path)
+    assert (result.returncode, result.stdout.split()) == (0, ["True", "True", "True"]), result.stderr
 
 
 BROKEN_PYPROJECT = """\

@@ -1,9 +1,10 @@
 """Every package of the repository has the shape docs/plugins.md asks of a plugin, and ships.
 
-Checked for core/ and for every plugins/*/ folder, so a new plugin that follows the documented
-shape passes without editing this file: a pyproject on hatchling naming crab-<folder>, a README
-and a LICENSE, one place for the version, bounded crab-core dependency, the `crab` entry point,
-py.typed, CRAB_API. Each plugin README carries its config keys in a block generated from the
+Checked for core/, every kits/*/ and every plugins/*/ folder, so a new plugin or kit that follows
+the documented shape passes without editing this file: a pyproject on hatchling naming
+crab-<folder>, a README and a LICENSE, one place for the version, bounded crab-core dependency,
+py.typed; a plugin has the `crab` entry point and CRAB_API, a kit has no entry point and imports
+only crab's public API. Each plugin README carries its config keys in a block generated from the
 plugin's own ConfigTable (so it cannot drift): regenerate with `python tests/test_plugin_packages.py`.
 The slow test builds a wheel and an sdist of every package and looks inside them.
 """
@@ -24,7 +25,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file())
-PACKAGES = [ROOT / "core", *PLUGINS]
+KITS = sorted(p for p in (ROOT / "kits").iterdir() if (p / "pyproject.toml").is_file())
+PACKAGES = [ROOT / "core", *KITS, *PLUGINS]
+PUBLIC = {"crab", "crab.processes", "crab.testing"}
 BEGIN = "<!-- config-keys: generated from the plugin's ConfigTable by tests/test_plugin_packages.py; do not edit -->"
 END = "<!-- config-keys: end -->"
 LOWER = re.compile(r"(>=|==|~=|>)\s*\d")
@@ -117,6 +120,30 @@ def test_the_plugin_is_an_entry_point_with_an_api_range(folder: Path):
     assert re.search(r'^CRAB_API = "[^"]+"', init, re.M), 'declare CRAB_API = ">=1.0,<2" (a string)'
 
 
+@pytest.mark.parametrize("folder", KITS, ids=lambda p: p.name)
+def test_a_kit_is_a_library_of_crabs_public_api_with_no_entry_point(folder: Path):
+    import ast
+
+    meta = project(folder)["project"]
+    assert folder.name.endswith("-kit") and "entry-points" not in meta, "a kit registers nothing: no entry point"
+    assert any(r.startswith("crab-core") for r in meta["dependencies"])
+    own = package_of(folder)
+    private = []
+    for path in sorted((folder / "src").rglob("*.py")) + sorted((folder / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            private += [
+                f"{path.relative_to(ROOT)}:{node.lineno}: {name}"
+                for name in names
+                if name and name.split(".")[0] == "crab" and name not in PUBLIC
+            ]
+    assert private == [], "a kit imports only crab, crab.processes and crab.testing (docs/api.md)"
+    readme = (folder / "README.md").read_text()
+    assert readme.startswith(f"# crab-{folder.name}\n") and f"pip install crab-{folder.name}" in readme
+    assert f"import {own}" in readme or f"from {own} import" in readme, "give one example using the kit"
+
+
 @pytest.mark.parametrize("folder", PLUGINS, ids=lambda p: p.name)
 def test_the_readme_says_what_how_to_install_its_settings_and_an_example(folder: Path):
     text = (folder / "README.md").read_text()
@@ -145,9 +172,11 @@ def test_every_package_builds_a_wheel_and_an_sdist(tmp_path: Path):
         assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), names
         metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
         assert f"\nName: {info['name']}\n" in metadata and "\nLicense-Expression: " in metadata
-        if folder.name != "core":
+        if folder in PLUGINS:
             points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
             assert f"[crab]\n{folder.name} = {package}" in points
+        elif folder in KITS:
+            assert not any(n.endswith("entry_points.txt") for n in names), "a kit has no entry point"
         sdist = subprocess.run(
             [sys.executable, "-m", "hatchling", "build", "-t", "sdist", "-d", str(tmp_path / "sdist")],
             cwd=folder,

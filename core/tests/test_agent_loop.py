@@ -215,7 +215,7 @@ def test_guard_escalates_warn_refuse_stop(crab_agent):
     assert results[3].is_error and results[3].content.startswith("Refused by the loop guard")
     assert results[4].is_error and results[4].content.startswith("Stopped by the loop guard")
     assert len(h.requests) == 5
-    assert any("loop guard stopped" in n.message for n in h.events_of(NoticeEvent))
+    assert any("Stopped by the loop guard" in n.message for n in h.events_of(NoticeEvent))
     assert_invariant(h)
 
 

@@ -119,17 +119,18 @@ def test_plugins_list_imports_only_top_level_plugin_modules_and_not_typer(crab_h
     assert "importlib.metadata" not in after  # entry points read by crab's reader, not its fallback
 
 
-def test_help_imports_at_most_149_modules_plus_one_per_plugin(crab_home):
+def test_help_imports_at_most_150_modules_plus_one_per_plugin(crab_home):
     # typer alone accounts for about 105; bench/startup.py prints the figures side by side.
     # Each enabled plugin adds its top-level module (and nothing else: the test above), so the
-    # budget is 149 for crab and its dependencies plus one per plugin. Since core is split into
+    # budget is 150 for crab and its dependencies plus one per plugin. Since core is split into
     # subpackages, four of those are empty package ``__init__`` modules (crab._host, ._config,
-    # ._contracts, ._cli) and one the API 1.x shim finder (crab._compat).
+    # ._contracts, ._cli), one the API 1.x shim finder (crab._compat) and one the hookspecs that
+    # plugins declare (crab._host.declared: crab-schedule and crab-skills declare one each).
     packages = plugin_packages()
     assert len(packages) >= 6, "run with every first-party plugin installed"
     before, after = modules_after(["--help"])
     added = sorted(after - before - packages)
-    assert len(added) <= 149, added
+    assert len(added) <= 150, added
 
 
 def test_no_command_s_one_line_help_is_cut_mid_sentence():

@@ -8,10 +8,10 @@ import random
 import types
 
 import crab
-from crab._builtin import compaction
 from crab._contracts.events import CompactionEvent, ErrorEvent, TurnEnded, UsageEvent
 from crab._contracts.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
 from crab._contracts.providers import ModelRequest
+from crab._loop import compaction
 from crab._loop.budget import TokenBudget, request_tokens
 from crab._loop.history import build_context, unpaired_calls
 from crab.testing import ScriptedProvider
@@ -285,4 +285,4 @@ def test_a_provider_crashing_during_the_summary_leaves_the_turn_going(crab_agent
     outcomes = [h.run(f"q{n} " + "w " * 200) for n in range(4)]
     assert all(o.stop == "end" for o in outcomes)
     failed = [e for e in h.events_of(CompactionEvent) if e.phase == "failed"]
-    assert failed and failed[0].error == "RuntimeError: socket closed"
+    assert failed and failed[0].error == "provider mock failed: RuntimeError: socket closed"

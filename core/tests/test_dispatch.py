@@ -116,3 +116,67 @@ def test_strict_mode_raises_the_same_line():
     host.dispatch.strict = True
     with pytest.raises(PluginError, match=r"^plugin a failed: broke$"):
         host.dispatch.report(Failure("a", "broke"))
+
+
+class _Terse:
+    """A plugin whose hooks take fewer arguments than their specs pass (pluggy allows any subset)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    @crab.hookimpl
+    def crab_tools(self) -> list[crab.Tool]:
+        @crab.tool
+        def terse() -> str:
+            """Say little."""
+            return "ok"
+
+        return [terse]
+
+    @crab.hookimpl
+    def crab_system_prompt(self, session_id: str) -> str:
+        return f"session {session_id}"
+
+    @crab.hookimpl
+    def crab_event(self, event: crab.Event) -> None:
+        self.seen.append(type(event).__name__)
+
+    @crab.hookimpl
+    def crab_before_tool_call(self, call: crab.ToolCall) -> crab.Decision | None:
+        self.seen.append(f"call {call.name}")
+        return None
+
+
+def test_an_implementation_may_take_any_subset_of_the_specs_arguments(crab_agent):
+    plugin = _Terse()
+    harness = crab_agent([[{"tool": "terse", "args": {}}], [{"text": "done"}]], plugins={"terse": plugin})
+    assert "terse" in harness.host.registry("tools")  # def crab_tools(self): no config needed
+    outcome = harness.run("go")
+    assert outcome.text == "done", harness.events
+    assert harness.host.failures == []
+    assert "call terse" in plugin.seen and "TurnEnded" in plugin.seen
+    parts = harness.host.dispatch.system_prompt(workspace=Path("."), session_id="s1", config=harness.config)
+    assert parts[-1] == "session s1"  # after core's own part
+
+
+def test_an_argument_with_a_default_is_passed_when_the_spec_has_it(crab_agent):
+    got: list[object] = []
+
+    @crab.hookimpl
+    def crab_tools(config: crab.Config | None = None, unknown: int = 3) -> list[crab.Tool]:
+        got.append((config, unknown))
+        return []
+
+    host = build_host({"defaults": types.SimpleNamespace(crab_tools=crab_tools)})
+    host.registry("tools")
+    assert got == [(host.config, 3)]  # config given by the call, unknown left at its default
+
+
+def test_an_argument_the_hook_does_not_pass_is_refused_at_registration():
+    @crab.hookimpl
+    def crab_tools(config: crab.Config, workspace: Path) -> list[crab.Tool]:
+        return []
+
+    host = build_host({"greedy": types.SimpleNamespace(crab_tools=crab_tools)})
+    record = host.records["greedy"]
+    assert (record.status, record.reason) == ("failed", "its crab_tools takes workspace, which the hook does not pass")

@@ -17,8 +17,6 @@ def test_reads_each_variable_from_the_given_environment(tmp_path: Path):
     assert environ.plugin_list({"CRAB_PLUGINS": ""}) == ""  # set but empty: no plugins
     assert environ.strict_plugins({"CRAB_STRICT_PLUGINS": "1"}) is True
     assert environ.strict_plugins({"CRAB_STRICT_PLUGINS": "yes"}) is False
-    assert environ.postgres_dsn({"CRAB_POSTGRES_DSN": " postgresql://h/db "}) == "postgresql://h/db"
-    assert environ.postgres_dsn({"CRAB_POSTGRES_DSN": " "}) is None
     overrides = environ.config_overrides({"CRAB_MODEL": "m", "CRAB_STORE": "", "CRAB_OTHER": "x"})
     assert overrides == {"crab.model": "m"}
 

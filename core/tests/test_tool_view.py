@@ -6,9 +6,9 @@ from __future__ import annotations
 import types
 
 import crab
-from crab._builtin.compaction import CONTINUED
-from crab._builtin.tool_view import STUB_PARAMETERS, expanded_tools, hinted, stub, tool_specs
+from crab._builtin.tool_view import STUB_PARAMETERS, ToolView, expanded_tools, hinted, stub, tool_specs
 from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from crab._loop.compaction import CONTINUED, anchor_payload, carried
 from crab._loop.turn import SCHEMAS_SENT, STUB_CALL_NOTE
 
 
@@ -113,7 +113,8 @@ def test_the_expanded_set_survives_a_resume(crab_agent):
     )
     h.run("go")
     resumed = h.run_async(h.agent.resume(h.session.id))
-    assert h.agent.expanded_tools(resumed) == {"beta", "gamma"}
+    assert expanded_tools(resumed.messages, h.agent.tools) == {"beta", "gamma"}
+    assert resumed.messages == h.session.messages
 
 
 def test_the_full_view_sends_every_schema_every_time(crab_agent):
@@ -151,11 +152,27 @@ def test_expansion_is_derived_from_user_and_assistant_text_and_calls_of_the_turn
 
 
 def test_a_compacted_turn_keeps_what_the_anchor_carried_until_the_next_turn() -> None:
-    tail = [UserMessage(CONTINUED), AssistantMessage("", tool_calls=(ToolCall("c1", "alpha", {}),))]
-    tail.append(ToolResultMessage("c1", "alpha", "ok"))
+    kept = [AssistantMessage("", tool_calls=(ToolCall("c1", "alpha", {}),)), ToolResultMessage("c1", "alpha", "ok")]
+    payload = anchor_payload(
+        "s", kept, reason="threshold", focus=None, summarised=3, tools=["beta", "gone"], tokens_before=1
+    )
+    tail = carried(payload)[0]  # as a resume reads it from the store: the note hints at what was expanded
     known = {"alpha", "beta", "gamma"}
-    assert expanded_tools(tail, known, carried=["beta", "gone"]) == {"alpha", "beta"}
-    assert expanded_tools([*tail, AssistantMessage("x"), UserMessage("new")], known, carried=["beta"]) == set()
+    assert expanded_tools(tail, known) == {"alpha", "beta"}
+    assert expanded_tools([*tail, AssistantMessage("x"), UserMessage("new")], known) == set()
+
+
+def test_the_view_reads_only_new_messages_and_rescans_when_the_context_is_rewritten() -> None:
+    view, known = ToolView("progressive"), frozenset({"alpha", "beta", "gamma"})
+    first = (UserMessage("try $beta"), AssistantMessage("", tool_calls=(ToolCall("c1", "alpha", {}),)))
+    assert view.expanded("s", first, known) == {"alpha", "beta"}
+    grown = (*first, ToolResultMessage("c1", "alpha", "ok"), AssistantMessage("now $gamma"))
+    assert view.expanded("s", grown, known) == {"alpha", "beta", "gamma"}
+    assert view.expanded("other", grown[2:], known) == {"gamma"}  # sessions are kept apart
+    rewritten = (UserMessage("new task"), *grown[2:])  # a compaction or repair: not a continuation
+    assert view.expanded("s", rewritten, known) == {"gamma"} == expanded_tools(rewritten, known)
+    next_turn = (*rewritten, UserMessage("and now?"))
+    assert view.expanded("s", next_turn, known) == set() == expanded_tools(next_turn, known)
 
 
 def test_a_tool_goes_back_to_a_stub_when_the_next_turn_starts(crab_agent):
@@ -170,3 +187,27 @@ def test_tool_specs_keep_registry_order_and_stub_the_rest() -> None:
     specs = tool_specs(tools, "progressive", {"beta"})
     assert [s.name for s in specs] == ["alpha", "beta"]
     assert specs[0] == stub(alpha) and specs[1] == beta.spec()
+
+
+def test_a_compaction_mid_turn_keeps_the_turns_expanded_tools_live_and_resumed(crab_agent):
+    sent: list = []
+
+    def reply(request):
+        if "You summarise a conversation" in request.system:
+            return [{"text": "Goal: search, then read."}]
+        sent.append(request)
+        if len(sent) == 1:
+            return [{"tool": "beta", "args": {"pattern": "x" * 1000}}]
+        if len(sent) <= 5:
+            return [{"tool": "alpha", "args": {"path": "p" * 1500 + str(len(sent))}}]
+        return [{"text": "done"}]
+
+    h = crab_agent(reply, plugins=TOOLS, config={"crab.context_window": 2000})
+    assert h.run("go").stop == "end"
+    compacted = [i for i, r in enumerate(sent) if r.messages[0].content.startswith(CONTINUED)]
+    assert compacted, "the turn should have been compacted mid-way"
+    after = sent[compacted[0]]
+    assert not any(isinstance(m, AssistantMessage) and m.tool_calls[0].name == "beta" for m in after.messages)
+    assert full(after) == {"alpha", "beta"}  # beta was summarised away, its schema stays for the turn
+    resumed = h.run_async(h.agent.resume(h.session.id))
+    assert expanded_tools(resumed.messages, h.agent.tools) == {"alpha", "beta"}

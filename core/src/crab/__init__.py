@@ -1,11 +1,13 @@
 """crab: a small agent framework in which everything is a plugin.
 
 This module is the public surface for plugin authors and for programs that embed crab
-(``crab.Agent``, docs/library.md), together with ``crab.provider_kit`` (streamed HTTP, SSE,
-retries, pricing and keys for model providers) and ``crab.testing`` (the test kit). Every name
-in ``__all__`` is covered by ``API_VERSION`` and listed in docs/api.md; every other module under
-``crab`` is private and may change in any release. Names are imported on first use (PEP 562) so
-``import crab`` stays cheap for the CLI.
+(``crab.Agent``, docs/library.md), together with ``crab.processes`` (processes tools start) and
+``crab.testing`` (the test kit). Every name in ``__all__`` is covered by ``API_VERSION`` and
+listed in docs/api.md; every other module under ``crab`` is private and may change in any
+release. What a family of plugins shares lives in kits, their own distributions
+(``crab_provider_kit``, ``crab_sql_kit``, ``crab_jobs_kit``); the API 1.x names that moved there
+still import through ``crab._compat``. Names are imported on first use (PEP 562) so ``import
+crab`` stays cheap for the CLI.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ if TYPE_CHECKING:
     from crab._assembly.library import Agent, Run
     from crab._assembly.result import RunResult, ToolCallRecord
     from crab._assembly.toolbox import ToolBox, open_toolbox
-    from crab._config.environ import postgres_dsn
     from crab._config.layers import Config, PluginTable
     from crab._config.paths import crab_home
     from crab._contracts.channels import Channel
@@ -69,8 +70,11 @@ if TYPE_CHECKING:
         ToolResultMessage,
         Usage,
         UserMessage,
+        json_text,
         message_from_dict,
         message_to_dict,
+        parse_tool_arguments,
+        unique_id,
         usage_from_dict,
         usage_to_dict,
     )
@@ -91,6 +95,7 @@ if TYPE_CHECKING:
         entry_to_dict,
         new_entry_id,
         new_session_id,
+        search_hit,
         session_from_header,
         session_header,
     )
@@ -99,24 +104,12 @@ if TYPE_CHECKING:
     from crab._contracts.truncate import describe as describe_truncation
     from crab._contracts.truncate import truncate as truncate_output
     from crab._host.api_version import API_VERSION
+    from crab._host.declared import hookspec
     from crab._host.hookspecs import hookimpl
-    from crab._secrets.keys import REDACTED, dsn_password, known_secrets
+    from crab._loop.pricing import usage_cost, with_cost
+    from crab._secrets.keys import REDACTED, dsn_password, known_secrets, lookup_key, missing_key_message
     from crab._secrets.redaction import Redactor
     from crab._system.atomic import write_atomic
-    from crab.store_rows import (
-        SESSION_COLUMNS,
-        SessionTotals,
-        StoredPayload,
-        decode_payload,
-        entry_from_row,
-        entry_usage,
-        payload_json,
-        search_hit,
-        session_from_row,
-        session_totals,
-        store_payload,
-        utf8_encodable,
-    )
 
 _EXPORTS: dict[str, str] = {
     # version
@@ -128,6 +121,7 @@ _EXPORTS: dict[str, str] = {
     "ToolCallRecord": "crab._assembly.result",
     # hooks
     "hookimpl": "crab._host.hookspecs",
+    "hookspec": "crab._host.declared",
     # tools
     "tool": "crab._contracts.tools",
     "Tool": "crab._contracts.tools",
@@ -146,7 +140,8 @@ _EXPORTS: dict[str, str] = {
     "known_secrets": "crab._secrets.keys",
     "REDACTED": "crab._secrets.keys",
     "dsn_password": "crab._secrets.keys",
-    "postgres_dsn": "crab._config.environ",
+    "lookup_key": "crab._secrets.keys",
+    "missing_key_message": "crab._secrets.keys",
     # commands and channels
     "Command": "crab._contracts.commands",
     "CommandContext": "crab._contracts.commands",
@@ -212,10 +207,15 @@ _EXPORTS: dict[str, str] = {
     "usage_to_dict": "crab._contracts.messages",
     "message_from_dict": "crab._contracts.messages",
     "message_to_dict": "crab._contracts.messages",
+    "json_text": "crab._contracts.messages",
+    "parse_tool_arguments": "crab._contracts.messages",
+    "unique_id": "crab._contracts.messages",
     # providers
     "ModelInfo": "crab._contracts.providers",
     "ModelRequest": "crab._contracts.providers",
     "Provider": "crab._contracts.providers",
+    "usage_cost": "crab._loop.pricing",
+    "with_cost": "crab._loop.pricing",
     # renderers
     "Renderer": "crab._contracts.renderers",
     "RendererSpec": "crab._contracts.renderers",
@@ -241,18 +241,7 @@ _EXPORTS: dict[str, str] = {
     "new_session_id": "crab._contracts.storage",
     "session_from_header": "crab._contracts.storage",
     "session_header": "crab._contracts.storage",
-    "SESSION_COLUMNS": "crab.store_rows",
-    "StoredPayload": "crab.store_rows",
-    "decode_payload": "crab.store_rows",
-    "entry_from_row": "crab.store_rows",
-    "entry_usage": "crab.store_rows",
-    "payload_json": "crab.store_rows",
-    "search_hit": "crab.store_rows",
-    "session_from_row": "crab.store_rows",
-    "session_totals": "crab.store_rows",
-    "SessionTotals": "crab.store_rows",
-    "store_payload": "crab.store_rows",
-    "utf8_encodable": "crab.store_rows",
+    "search_hit": "crab._contracts.storage",
 }
 """Public name → ``module`` (same name there) or ``module:attribute``."""
 
@@ -261,7 +250,6 @@ __all__ = [
     "ENTRY_TYPES",
     "INTERCHANGE_VERSION",
     "REDACTED",
-    "SESSION_COLUMNS",
     "SESSION_HEADER_KEY",
     "Agent",
     "AgentHandle",
@@ -315,13 +303,11 @@ __all__ = [
     "SearchHit",
     "SessionImporter",
     "SessionInfo",
-    "SessionTotals",
     "SessionView",
     "Setting",
     "StopReason",
     "Store",
     "StoreError",
-    "StoredPayload",
     "StreamEvent",
     "TextDelta",
     "Thinking",
@@ -348,35 +334,34 @@ __all__ = [
     "__version__",
     "collect_hook",
     "crab_home",
-    "decode_payload",
     "describe_truncation",
     "dsn_password",
     "entry_from_dict",
-    "entry_from_row",
     "entry_text",
     "entry_to_dict",
-    "entry_usage",
     "hookimpl",
+    "hookspec",
+    "json_text",
     "known_secrets",
+    "lookup_key",
     "message_from_dict",
     "message_to_dict",
+    "missing_key_message",
     "new_entry_id",
     "new_session_id",
     "open_toolbox",
-    "payload_json",
-    "postgres_dsn",
+    "parse_tool_arguments",
     "search_hit",
     "session_from_header",
-    "session_from_row",
     "session_header",
-    "session_totals",
-    "store_payload",
     "tool",
     "truncate_output",
+    "unique_id",
+    "usage_cost",
     "usage_from_dict",
     "usage_to_dict",
-    "utf8_encodable",
     "validate_table",
+    "with_cost",
     "write_atomic",
 ]
 
@@ -385,7 +370,7 @@ def _lazy_export(exports: dict[str, str], namespace: dict[str, Any], owner: str,
     """Import public ``name`` of module ``owner`` on first use (PEP 562), and keep it in ``namespace``.
 
     ``exports`` maps public names to ``module`` (same name there) or ``module:attribute``; shared by
-    ``crab``, ``crab.provider_kit`` and ``crab.testing``. Not itself part of the public API.
+    ``crab`` and ``crab.testing``. Not itself part of the public API.
     """
     target = exports.get(name)
     if target is None:
@@ -397,6 +382,8 @@ def _lazy_export(exports: dict[str, str], namespace: dict[str, Any], owner: str,
 
 
 def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:  # an API 1.x name that moved to a kit (a DeprecationWarning), or none
+        return _compat.moved_name(name, globals())
     return _lazy_export(_EXPORTS, globals(), "crab", name)
 
 

@@ -1,9 +1,12 @@
-"""API 1.x compatibility, in one place: module paths that moved keep importing, with a warning.
+"""API 1.x compatibility, in one place: module paths and names that moved keep importing, with a warning.
 
 Before crab 0.2 every module sat flat under ``crab`` (``crab.tools``, ``crab.loop.agent``…). Those
 were private, but plugins' tests imported some of them; each old path still imports the module
 that now holds its code, once, with a ``DeprecationWarning`` naming the new home (crab 2.0 drops
-them). Public names are unchanged: import them from ``crab``, ``crab.provider_kit`` or ``crab.testing``.
+them). Code a family of plugins shares moved out of core into kits (``KITS``): the public
+``crab.provider_kit`` and ``crab.jobs``, the modules behind them and the SQL row helpers that were
+``crab`` names (``crab.store_payload``…) import from their kit while it is installed, with a
+``DeprecationWarning``, and say in one line which kit to install when it is not.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import importlib
 import sys
 import warnings
+from collections.abc import Mapping
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import TYPE_CHECKING, cast
@@ -43,7 +47,7 @@ MOVED: dict[str, str] = {
     "crab.loop": "crab._loop",
     "crab.loop.agent": "crab._loop.agent",
     "crab.loop.budget": "crab._loop.budget",
-    "crab.loop.compaction": "crab._builtin.compaction",
+    "crab.loop.compaction": "crab._loop.compaction",
     "crab.loop.guard": "crab._builtin.loop_guard",
     "crab.loop.history": "crab._loop.history",
     "crab.loop.router": "crab._loop.router",
@@ -70,8 +74,95 @@ MOVED: dict[str, str] = {
     "crab.truncate": "crab._contracts.truncate",
     "crab.trust": "crab._config.trust",
     "crab.watchdog": "crab._system.watchdog",
+    # moved to kits (their own distributions)
+    "crab.provider_kit": "crab_provider_kit",
+    "crab.http_stream": "crab_provider_kit._http_stream",
+    "crab.sse": "crab_provider_kit._sse",
+    "crab.retry": "crab_provider_kit._retry",
+    "crab.extra_body": "crab_provider_kit._extra_body",
+    "crab.store_rows": "crab_sql_kit._rows",
+    "crab.jobs": "crab_jobs_kit",
 }
 """Old module path → the module that holds its code now."""
+
+KITS: dict[str, str] = {
+    "crab_provider_kit": "crab-provider-kit",
+    "crab_sql_kit": "crab-sql-kit",
+    "crab_jobs_kit": "crab-jobs-kit",
+}
+"""A kit's import package → its distribution: what a family of plugins shares, outside core."""
+
+_SQL_NAMES = ("SESSION_COLUMNS", "SessionTotals", "StoredPayload", "decode_payload", "entry_from_row", "entry_usage")
+MOVED_NAMES: dict[str, str] = dict.fromkeys(
+    (*_SQL_NAMES, "payload_json", "session_from_row", "session_totals", "store_payload", "utf8_encodable"),
+    "crab_sql_kit",
+)
+"""``crab`` names of API 1.2 that moved to a kit → that kit's package (same name there)."""
+
+_POSTGRES_DSN = "CRAB_POSTGRES_DSN"  # read here only for the deprecated name; crab-store-postgres reads its own
+
+
+def postgres_dsn(env: Mapping[str, str] | None = None) -> str | None:
+    """API 1.2's ``crab.postgres_dsn``: ``CRAB_POSTGRES_DSN`` stripped, or None when unset or blank.
+
+    crab-store-postgres, the one plugin that uses the variable, reads it itself now.
+    """
+    import os
+
+    value = (os.environ if env is None else env).get(_POSTGRES_DSN, "").strip()
+    return value or None
+
+
+def _kit_missing(old: str, target: str) -> ModuleNotFoundError | None:
+    """The one-line error for ``old`` when the kit ``target`` lives in is not installed, else None."""
+    kit = target.partition(".")[0]
+    distribution = KITS.get(kit)
+    if distribution is None:
+        return None
+    import importlib.util
+
+    if importlib.util.find_spec(kit) is not None:
+        return None
+    return ModuleNotFoundError(
+        f"{old} moved to the kit {distribution} (import {kit}), which is not installed: pip install {distribution}",
+        name=kit,
+    )
+
+
+def _new_home(old: str, target: str) -> str:
+    kit = target.partition(".")[0]
+    if kit == target:
+        return f"{old} moved to {kit} (the kit {KITS[kit]}); import it from there"
+    if kit in KITS:
+        return f"{old} moved to {target} (the kit {KITS[kit]}); import its public names from {kit}"
+    return f"{old} moved to {target} (private); import public names from crab, crab.processes or crab.testing"
+
+
+def moved_name(name: str, namespace: dict[str, object]) -> object:
+    """``crab.<name>`` for an API 1.x name that moved to a kit, with a ``DeprecationWarning``.
+
+    ``AttributeError`` for a name crab never had; ``ModuleNotFoundError`` naming the kit to install
+    when it is missing. ``namespace`` is ``crab``'s, for the module name in messages.
+    """
+    owner = str(namespace.get("__name__", "crab"))
+    if name == "postgres_dsn":
+        warnings.warn(
+            "crab.postgres_dsn is deprecated: crab-store-postgres reads CRAB_POSTGRES_DSN itself",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        namespace[name] = postgres_dsn
+        return postgres_dsn
+    kit = MOVED_NAMES.get(name)
+    if kit is None:
+        raise AttributeError(f"module {owner!r} has no attribute {name!r}")
+    missing = _kit_missing(f"{owner}.{name}", kit)
+    if missing is not None:
+        raise missing
+    warnings.warn(_new_home(f"{owner}.{name}", kit), DeprecationWarning, stacklevel=3)
+    value = getattr(importlib.import_module(kit), name)
+    namespace[name] = value  # warned once; ``from crab import X`` looks a name up twice
+    return value
 
 
 _OLD_PACKAGES = frozenset({"crab.cli", "crab.loop", "crab.render"})
@@ -111,11 +202,10 @@ class _MovedModuleFinder:
         new = MOVED.get(fullname)
         if new is None:
             return None
-        warnings.warn(
-            f"{fullname} moved to {new} (private); import public names from crab, crab.provider_kit or crab.testing",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        missing = _kit_missing(fullname, new)
+        if missing is not None:
+            raise missing
+        warnings.warn(_new_home(fullname, new), DeprecationWarning, stacklevel=2)
         return ModuleSpec(fullname, cast("Loader", _MovedModuleLoader(new)))
 
 

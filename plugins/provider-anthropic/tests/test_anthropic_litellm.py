@@ -16,10 +16,10 @@ from crab._contracts.events import MessageEnd, StreamEvent, ToolCallEvent
 from crab._contracts.messages import ToolResultMessage, UserMessage
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import ToolSpec
-from crab.sse import ServerSentEvent, SSEDecoder
 from crab.testing.http_replay import CRAB, run_crab
 from crab_provider_anthropic.parser import MessagesStreamParser
 from crab_provider_anthropic.provider import AnthropicProvider
+from crab_provider_kit import ServerSentEvent, SSEDecoder
 
 Run = Callable[[AnthropicProvider, ModelRequest], tuple[list[StreamEvent], Exception | None]]
 CALL_ID = "call__0_read_cmpl-7c1f4e2a-93d5-4b8e-a6f0-2d5c8e1b9a47"

@@ -19,8 +19,8 @@ from crab._contracts.events import (
 from crab._contracts.messages import Thinking, Usage
 from crab._contracts.providers import ModelInfo
 from crab._loop.pricing import with_cost
-from crab.sse import ServerSentEvent, SSEDecoder
 from crab_provider_anthropic.parser import MessagesStreamParser
+from crab_provider_kit import ServerSentEvent, SSEDecoder
 
 Loader = Callable[[str], bytes]
 

@@ -17,7 +17,7 @@ from crab._contracts.events import (
 )
 from crab._contracts.messages import Usage
 from crab._contracts.messages import parse_tool_arguments as parse_arguments
-from crab.sse import SSEDecoder
+from crab_provider_kit import SSEDecoder
 from crab_provider_openai.parser import ChatStreamParser, parse_usage
 
 Loader = Callable[[str], bytes]
@@ -148,7 +148,7 @@ def test_context_overflow_inside_the_stream() -> None:
 
 
 def test_non_json_chunk_is_a_stream_error() -> None:
-    from crab.sse import ServerSentEvent
+    from crab_provider_kit import ServerSentEvent
 
     with pytest.raises(ProviderError) as info:
         ChatStreamParser("m").feed(ServerSentEvent("{not json"))

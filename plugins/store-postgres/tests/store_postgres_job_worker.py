@@ -15,7 +15,7 @@ import asyncio
 import sys
 from datetime import UTC, datetime, timedelta
 
-from crab.jobs import RunRecord
+from crab_jobs_kit import RunRecord
 from crab_store_postgres import PostgresJobStore, PostgresStore
 
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from crab.jobs import Job, JobStore, Origin, RunRecord, Trigger, new_job_id
+from crab_jobs_kit import Job, JobStore, Origin, RunRecord, Trigger, new_job_id
 from crab_store_postgres import PostgresJobStore, PostgresStore
 
 WORKER = Path(__file__).with_name("store_postgres_job_worker.py")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from crab._host.collect import check_collectable, collect_from
+from crab._host.collect import collect_from
 
 if TYPE_CHECKING:
     from crab._config.layers import Config
@@ -33,11 +33,11 @@ def collect_hook(hook: str, plugins: str | None = None) -> HookResults:
 
     For CLI sub-commands (added with ``crab_cli``) that need what other plugins register.
     ``plugins`` is a ``--plugins`` list. A bad config raises ``ConfigError``; with
-    ``CRAB_STRICT_PLUGINS=1`` a plugin failure raises ``PluginError``.
+    ``CRAB_STRICT_PLUGINS=1`` a plugin failure raises ``PluginError``; ``ValueError`` when no loaded
+    plugin declares ``hook`` (or it is one core collects itself).
     """
     from crab._assembly.root import assemble_host
 
-    check_collectable(hook)
     config, host = assemble_host(plugins=plugins)
     results = collect_from(host, hook, config)
     return HookResults(config, results, [*config.notices(), *(f.line for f in host.failures)])

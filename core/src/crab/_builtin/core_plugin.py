@@ -1,12 +1,15 @@
 """Core's own plugins, registered like any other: commands, renderers, the memory store, the
-base system prompt, and the permission gate (a separate plugin so its status shows on its own)."""
+base system prompt; and, each a plugin of its own so its status shows on its own, the loop
+features that hooks carry (the loop guard, the progressive tool view) and the permission gate."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from crab._builtin.loop_guard import GuardPlugin
 from crab._builtin.memory_store import MemoryStore
 from crab._builtin.permission_gate import PermissionGate
+from crab._builtin.tool_view import ToolView
 from crab._config.layers import Config
 from crab._contracts.commands import Command
 from crab._contracts.renderers import Renderer, RendererSpec, RenderTarget
@@ -59,4 +62,6 @@ class CorePlugin:
 def register_builtins(host: PluginHost) -> None:
     """Add core's plugins to ``host`` (before any installed plugin)."""
     host.add_builtin("core", CorePlugin())
+    host.add_builtin("loop-guard", GuardPlugin())
+    host.add_builtin("tool-view", ToolView(str(host.config.get("crab.tool_view", "progressive"))))
     host.add_builtin("permissions", PermissionGate(str(host.config.get("crab.permissions", "ask"))))

@@ -7,6 +7,12 @@ valid UTF-8 never fails a check):
 - exact repeat: the same call several times in a row (warn 3, refuse 4, stop 5);
 - ping-pong: two calls alternating A-B-A-B (warn at 4 cycles, refuse 5, stop 6);
 - no progress: the same tool with different arguments but the same result (warn 5, refuse 6, stop 7).
+
+``GuardPlugin`` runs it through the hooks any plugin has: ``crab_before_tool_call`` (first, so a
+refused call is never put to the user) refuses with ``Deny`` and stops with
+``Deny(end_turn=True)``; ``crab_after_tool_call`` records the result and adds the warning to it;
+``crab_event`` starts a fresh guard for each turn of a session and drops it when the turn ends
+(calls outside a turn, such as a bridge's, are not a model repeating itself).
 """
 
 from __future__ import annotations
@@ -18,7 +24,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from crab._contracts.messages import hash_bytes
+from crab._contracts.events import Event, TurnEnded, TurnStarted
+from crab._contracts.interception import Deny
+from crab._contracts.messages import ToolCall, hash_bytes
+from crab._contracts.tools import Tool, ToolContext, ToolResult
+from crab._host.hookspecs import hookimpl
 
 Action = Literal["ok", "warn", "block", "stop"]
 
@@ -70,9 +80,9 @@ class LoopGuard:
     def __init__(self, window: int = 20) -> None:
         self._calls: deque[tuple[str, str, str | None]] = deque(maxlen=window)
 
-    def check(self, name: str, arguments: Mapping[str, Any]) -> Verdict:
+    def check(self, name: str, arguments: Mapping[str, Any], sig: str | None = None) -> Verdict:
         """What to do with this call, counting it as if it were made now."""
-        sig = signature(name, arguments)
+        sig = sig or signature(name, arguments)
         history = [*self._calls, (name, sig, None)]
         verdicts = [
             self._exact(history, name),
@@ -81,8 +91,8 @@ class LoopGuard:
         ]
         return max(verdicts, key=lambda v: _SEVERITY[v.action])
 
-    def record(self, name: str, arguments: Mapping[str, Any], result: str) -> None:
-        self._calls.append((name, signature(name, arguments), result_hash(result)))
+    def record(self, name: str, arguments: Mapping[str, Any], result: str, sig: str | None = None) -> None:
+        self._calls.append((name, sig or signature(name, arguments), result_hash(result)))
 
     @staticmethod
     def _exact(history: list[tuple[str, str, str | None]], name: str) -> Verdict:
@@ -134,3 +144,59 @@ class LoopGuard:
         if action == "ok":
             return OK
         return Verdict(action, f"{name} gave the same result {count - 1} times in a row with different arguments")
+
+
+WARNING = "[crab loop guard: {reason}. Change your approach or give your answer.]"
+REFUSED = "Refused by the loop guard: {reason}. Try a different approach or give your answer."
+STOPPED = "Stopped by the loop guard: {reason}."
+
+
+class GuardPlugin:
+    """The loop guard as interception hooks: one ``LoopGuard`` per running turn of each session."""
+
+    def __init__(self) -> None:
+        self._guards: dict[str, LoopGuard] = {}
+        self._open: dict[tuple[str, str], tuple[str, str | None]] = {}
+        """(session, call id) → (signature, warning) of a call allowed to run, until its result."""
+
+    @hookimpl(tryfirst=True)
+    def crab_before_tool_call(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> Deny | None:
+        guard = self._guards.get(ctx.session_id)
+        if guard is None:
+            return None  # no turn of this session is running
+        sig = signature(call.name, call.arguments)
+        verdict = guard.check(call.name, call.arguments, sig)
+        if verdict.action == "stop":
+            text = STOPPED.format(reason=verdict.reason)
+            guard.record(call.name, call.arguments, text, sig)
+            return Deny(text, end_turn=True)
+        if verdict.action == "block":
+            text = REFUSED.format(reason=verdict.reason)
+            guard.record(call.name, call.arguments, text, sig)
+            return Deny(text)
+        self._open[ctx.session_id, ctx.call_id] = (sig, verdict.reason if verdict.action == "warn" else None)
+        return None
+
+    @hookimpl(trylast=True)
+    def crab_after_tool_call(
+        self, call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext
+    ) -> ToolResult | None:
+        opened = self._open.pop((ctx.session_id, ctx.call_id), None)
+        if opened is None:
+            return None
+        sig, warning = opened
+        if warning is not None:
+            result = ToolResult(f"{result.content}\n{WARNING.format(reason=warning)}", result.is_error, result.details)
+        guard = self._guards.get(ctx.session_id)
+        if guard is not None:
+            guard.record(call.name, call.arguments, result.content, sig)
+        return result if warning is not None else None
+
+    @hookimpl
+    def crab_event(self, event: Event, session_id: str) -> None:
+        if isinstance(event, TurnStarted):
+            self._guards[event.session_id] = LoopGuard()
+        elif isinstance(event, TurnEnded):
+            self._guards.pop(event.session_id, None)
+            for key in [k for k in self._open if k[0] == event.session_id]:
+                del self._open[key]

@@ -19,8 +19,8 @@ from crab._contracts.storage import (
     SessionInfo,
     new_entry_id,
     new_session_id,
+    search_hit,
 )
-from crab.store_rows import search_hit
 
 
 class MemoryStore:

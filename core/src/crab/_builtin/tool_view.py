@@ -1,46 +1,45 @@
-"""The progressive tool view: which tool schemas a request carries.
+"""The progressive tool view: which tool schemas a request carries, as a ``crab_before_model_call`` plugin.
 
 With ``[crab] tool_view = "progressive"`` (the default) every tool is sent as a stub (its name
 and one sentence, an empty schema) until the model hints at it (``$name`` in a message's text)
 or calls it; from the next request on, to the end of that turn, its full schema is sent. A
 turn uses a few tools, so each request pays for those, not for every tool a session has
-(``bench/context.py``). Which tools are expanded is derived from the messages in context (plus
-what a compaction anchor carried over), never kept aside, so it survives a resume. A call to
-a stub runs like any other: the tool validates the arguments against its real schema, so an
-invalid call gets an error result, and the schema is expanded either way.
+(``bench/context.py``). Which tools are expanded is derived from the request's messages (a
+compaction's tail starts with a note hinting at the tools its turn had expanded), never kept
+aside, so it survives a resume. A call to a stub runs like any other: the tool validates the
+arguments against its real schema, so an invalid call gets an error result, and the schema is
+expanded either way.
+
+``ToolView`` is registered like any plugin (``crab/_builtin/core_plugin.py``); it keeps, per
+session, what it derived from the last request and reads only the messages added since, so a
+request costs the new messages, not the whole turn.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from crab._builtin.compaction import CONTINUED
-from crab._contracts.messages import AssistantMessage, Message, UserMessage
+from crab._contracts.messages import AssistantMessage, Message, UserMessage, extends
+from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool, ToolSpec
+from crab._host.hookspecs import hookimpl
+from crab._loop.compaction import CONTINUED
+from crab._loop.hints import hinted
 
 VIEWS = ("progressive", "full")
-HINT = re.compile(r"\$([A-Za-z_][\w.:-]*)")
 STUB_PARAMETERS: dict[str, Any] = {"type": "object"}
 MAX_LINE = 120
 EXPANDED_TURNS = 1
 """A hinted or called tool keeps its full schema to the end of the turn (``bench/context.py``)."""
 NOTE_PREFIXES = ("[crab]", CONTINUED)
 """User messages crab itself recorded (a schema note, the start of a compacted tail)."""
+REMEMBERED_SESSIONS = 64
+"""Sessions whose last scan is kept (``crab serve`` runs many; a forgotten one is scanned anew)."""
 
-
-def hinted(text: str, known: Iterable[str]) -> set[str]:
-    """Names of ``known`` tools written as ``$name`` in ``text`` (trailing punctuation ignored)."""
-    names = set(known)
-    found: set[str] = set()
-    for match in HINT.finditer(text):
-        name = match.group(1)
-        while name and name not in names and name[-1] in ".:-":
-            name = name[:-1]
-        if name in names:
-            found.add(name)
-    return found
+__all__ = ["ToolView", "expanded_tools", "hinted", "is_note", "one_line", "stub", "tool_specs", "turn_starts"]
 
 
 def is_note(text: str) -> bool:
@@ -49,29 +48,77 @@ def is_note(text: str) -> bool:
     return text.startswith(NOTE_PREFIXES)
 
 
+def _starts_turn(message: Message) -> bool:
+    return isinstance(message, UserMessage) and not is_note(message.content)
+
+
 def turn_starts(messages: Sequence[Message]) -> list[int]:
     """Indexes of the user messages that start a turn (not crab's own notes in the history)."""
-    return [i for i, m in enumerate(messages) if isinstance(m, UserMessage) and not is_note(m.content)]
+    return [i for i, m in enumerate(messages) if _starts_turn(m)]
 
 
-def expanded_tools(
-    messages: Sequence[Message], known: Iterable[str], carried: Iterable[str] = (), *, turns: int = EXPANDED_TURNS
-) -> set[str]:
+def _mentions(message: Message, known: Collection[str]) -> set[str]:
+    """Known tools ``message`` calls or hints at (user or assistant text; tool results never count)."""
+    if isinstance(message, AssistantMessage):
+        found = {call.name for call in message.tool_calls if call.name in known}
+        return found | hinted(message.content, known) if message.content else found
+    if isinstance(message, UserMessage):
+        return hinted(message.content, known)
+    return set()
+
+
+def expanded_tools(messages: Sequence[Message], known: Iterable[str], *, turns: int = EXPANDED_TURNS) -> set[str]:
     """The tools whose full schema the next request carries: every known tool called or hinted at
     (user or assistant text) in the last ``turns`` turns of ``messages`` (all of them when
-    ``turns`` is 0). ``carried`` (what a compaction anchor kept) counts while the window reaches
-    back to the anchor, that is while the turn that was compacted mid-way is still running."""
+    ``turns`` is 0)."""
     names = set(known)
     starts = turn_starts(messages)
     start = starts[-turns] if 0 < turns <= len(starts) else 0
-    found = {name for name in carried if name in names} if start == 0 else set()
+    found: set[str] = set()
     for message in messages[start:]:
-        if isinstance(message, AssistantMessage):
-            found.update(call.name for call in message.tool_calls if call.name in names)
-            found |= hinted(message.content, names)
-        elif isinstance(message, UserMessage):
-            found |= hinted(message.content, names)
+        found |= _mentions(message, names)
     return found
+
+
+@dataclass
+class _Scan:
+    """What one session's last request showed: its messages and the tools named since its turn began."""
+
+    messages: tuple[Message, ...] = ()
+    known: frozenset[str] = frozenset()
+    found: set[str] = field(default_factory=set)
+
+
+class ToolView:
+    """``crab_before_model_call``: stubs for the tools the current turn has not used (progressive)."""
+
+    def __init__(self, view: str) -> None:
+        self.view = view
+        self._scans: OrderedDict[str, _Scan] = OrderedDict()
+
+    @hookimpl(tryfirst=True)
+    def crab_before_model_call(self, request: ModelRequest, session_id: str) -> ModelRequest | None:
+        if self.view != "progressive" or not request.tools:
+            return None
+        expanded = self.expanded(session_id, request.messages, frozenset(spec.name for spec in request.tools))
+        return replace(request, tools=tuple(spec if spec.name in expanded else stub(spec) for spec in request.tools))
+
+    def expanded(self, session_id: str, messages: tuple[Message, ...], known: frozenset[str]) -> set[str]:
+        """``expanded_tools(messages, known)``, reading only the messages the session's last
+        request lacked (the context only grows between compactions and repairs, which scan anew)."""
+        scan = self._scans.pop(session_id, None)
+        count = len(scan.messages) if scan is not None else 0
+        if scan is None or scan.known != known or not extends(messages, scan.messages):
+            scan, count = _Scan(known=known), 0
+        for message in messages[count:]:
+            if _starts_turn(message):
+                scan.found = set()
+            scan.found |= _mentions(message, known)
+        scan.messages = messages
+        self._scans[session_id] = scan
+        while len(self._scans) > REMEMBERED_SESSIONS:
+            self._scans.popitem(last=False)
+        return scan.found
 
 
 def one_line(description: str) -> str:
@@ -86,9 +133,18 @@ def one_line(description: str) -> str:
     return paragraph[: MAX_LINE - 1] + "…"
 
 
+_STUBS: dict[tuple[str, str], ToolSpec] = {}
+
+
 def stub(tool: Tool | ToolSpec) -> ToolSpec:
     """``tool`` as the progressive view lists it before it is expanded: name and one line."""
-    return ToolSpec(tool.name, one_line(tool.description), dict(STUB_PARAMETERS))
+    key = (tool.name, tool.description)
+    made = _STUBS.get(key)
+    if made is None:
+        if len(_STUBS) > 4096:  # descriptions that keep changing (generated tools) must not pile up
+            _STUBS.clear()
+        made = _STUBS[key] = ToolSpec(tool.name, one_line(tool.description), STUB_PARAMETERS)
+    return made
 
 
 def tool_specs(tools: Mapping[str, Tool], view: str, expanded: Iterable[str]) -> tuple[ToolSpec, ...]:

@@ -1,10 +1,9 @@
-"""Every ``CRAB_*`` environment variable crab reads, read here and nowhere else.
+"""Every ``CRAB_*`` environment variable core reads, read here and nowhere else (a plugin reads its
+own variables itself).
 
 - ``CRAB_HOME``: the user's folder (config, keys, sessions); default ``~/.crab``.
 - ``CRAB_PLUGINS``: comma list of plugins to load, like ``--plugins`` (set but empty = none).
 - ``CRAB_STRICT_PLUGINS=1``: a plugin failure ends the command (exit 2) instead of a warning.
-- ``CRAB_POSTGRES_DSN``: the PostgreSQL connection string of crab-store-postgres (above the auth
-  file and ``[plugins.store-postgres] dsn``); it may hold a password, so it is redacted everywhere.
 - ``CONFIG_VARIABLES``: variables that override ``[crab]`` keys (``CRAB_MODEL`` → ``crab.model``…).
 
 Each function takes the environment to read (default ``os.environ``) so tests can pass their own.
@@ -19,7 +18,6 @@ from pathlib import Path
 HOME = "CRAB_HOME"
 PLUGINS = "CRAB_PLUGINS"
 STRICT_PLUGINS = "CRAB_STRICT_PLUGINS"
-POSTGRES_DSN = "CRAB_POSTGRES_DSN"
 
 CONFIG_VARIABLES: dict[str, str] = {
     "CRAB_PROVIDER": "crab.provider",
@@ -32,7 +30,7 @@ CONFIG_VARIABLES: dict[str, str] = {
 }
 """Environment variables that override ``[crab]`` keys, above the config files, below flags."""
 
-ALL: tuple[str, ...] = (HOME, PLUGINS, STRICT_PLUGINS, POSTGRES_DSN, *CONFIG_VARIABLES)
+ALL: tuple[str, ...] = (HOME, PLUGINS, STRICT_PLUGINS, *CONFIG_VARIABLES)
 """Every variable crab reads (the test kit clears them for each test)."""
 
 
@@ -54,12 +52,6 @@ def plugin_list(env: Mapping[str, str] | None = None) -> str | None:
 def strict_plugins(env: Mapping[str, str] | None = None) -> bool:
     """Whether ``CRAB_STRICT_PLUGINS=1`` asks for plugin failures to end the command."""
     return _env(env).get(STRICT_PLUGINS) == "1"
-
-
-def postgres_dsn(env: Mapping[str, str] | None = None) -> str | None:
-    """``CRAB_POSTGRES_DSN`` stripped, or None when it is unset or blank."""
-    value = _env(env).get(POSTGRES_DSN, "").strip()
-    return value or None
 
 
 def config_overrides(env: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -19,9 +19,14 @@ class Allow:
 
 @dataclass(frozen=True, slots=True)
 class Deny:
-    """Refuse the call; ``reason`` is what the model (and the user) is told."""
+    """Refuse the call; ``reason`` is what the model (and the user) is told.
+
+    ``end_turn`` also ends the turn once the reply's calls already started have ended (the loop
+    guard does, for a model stuck repeating itself): the rest are skipped, each with a result.
+    """
 
     reason: str
+    end_turn: bool = False
 
 
 @dataclass(frozen=True, slots=True)

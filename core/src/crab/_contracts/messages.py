@@ -288,6 +288,27 @@ def message_from_dict(data: dict[str, Any]) -> Message:
     raise ValueError(f"unknown message role {role!r}")
 
 
+_last_extends: tuple[tuple[Message, ...], tuple[Message, ...], bool] | None = None
+
+
+def extends(messages: tuple[Message, ...], known: tuple[Message, ...]) -> bool:
+    """Whether ``messages`` starts with ``known`` (the context of one request grown into the next).
+
+    What keeps a per-request cache (the token budget, the progressive tool view) asks this of
+    the same two tuples in a row; the answer for the last pair is kept (with the tuples, so their
+    ids stay theirs), so the element by element comparison runs once per request, not per cache.
+    """
+    global _last_extends
+    last = _last_extends
+    if last is not None and last[0] is messages and last[1] is known:
+        return last[2]
+    count = len(known)
+    # Tuples compare element by element, identity first: one C loop over the shared prefix.
+    answer = len(messages) >= count and (count == 0 or messages[:count] == known)
+    _last_extends = (messages, known, answer)
+    return answer
+
+
 def unique_id(call_id: str, taken: set[str]) -> str:
     """``call_id``, or it with a ``_2``, ``_3``… suffix when an earlier call of the reply has it.
 

@@ -230,3 +230,17 @@ def entry_text(entry: Entry) -> str:
     if isinstance(state, Mapping):
         parts.extend(str(v) for v in state.values())
     return "\n".join(p for p in parts if p)
+
+
+def search_hit(entry: Entry, words: list[str]) -> SearchHit | None:
+    """A ``SearchHit`` when ``entry_text(entry)`` holds every one of the lower-case ``words``, else None.
+
+    The excerpt runs from 60 characters before the first word to 100 after its start, on one line.
+    """
+    text = entry_text(entry)
+    lowered = text.lower()
+    if not all(w in lowered for w in words):
+        return None
+    at = lowered.find(words[0])
+    excerpt = text[max(0, at - 60) : at + 100].replace("\n", " ")
+    return SearchHit(entry.session_id, entry.id, entry.type, excerpt, entry.time)

@@ -10,6 +10,9 @@ wrong type:
 - ``refuse`` (interceptors): the call being checked is refused (fail closed) and the reason is
   given in its place. A plugin that failed while it had an interceptor keeps refusing those calls.
 
+An implementation may accept any subset of its spec's arguments, as pluggy promises: the dispatcher
+passes each only the arguments it names (``def crab_tools(self)`` gets no ``config``).
+
 Each failure is one ``Failure``; its ``line`` (``plugin NAME failed: REASON``) is what every
 command shows, once. With ``CRAB_STRICT_PLUGINS=1`` each failure raises ``PluginError`` (exit 2).
 """
@@ -54,8 +57,6 @@ HOOKS: dict[str, HookPolicy] = {
     "crab_channels": _REGISTER,
     "crab_cli": _REGISTER,
     "crab_config_table": _REGISTER,
-    "crab_skill_dirs": _REGISTER,
-    "crab_job_stores": _REGISTER,
     "crab_system_prompt": HookPolicy("context", "drop"),
     "crab_before_model_call": HookPolicy("interception", "refuse", awaitable=True),
     "crab_before_tool_call": HookPolicy("interception", "refuse", awaitable=True),
@@ -64,6 +65,8 @@ HOOKS: dict[str, HookPolicy] = {
     "crab_startup": HookPolicy("lifecycle", "fail-plugin", awaitable=True),
     "crab_shutdown": HookPolicy("lifecycle", "drop", awaitable=True),
 }
+"""Core's hooks (``crab._host.hookspecs``). A hook a plugin declares adds its own policy to its host's
+dispatcher (``Dispatcher.policies``, ``crab._host.declared``)."""
 INTERCEPTORS = frozenset(name for name, policy in HOOKS.items() if policy.on_failure == "refuse")
 
 
@@ -96,6 +99,20 @@ def raised(hook: str, exc: BaseException) -> str:
 
 def wrong_type(hook: str, value: object, expected: str) -> str:
     return f"{hook} returned {type(value).__name__}, expected {expected}"
+
+
+def _taking_only(
+    function: Callable[..., Any], required: tuple[str, ...], optional: tuple[str, ...]
+) -> Callable[..., Any]:
+    """``function`` called with only the arguments it names, as pluggy calls it: each ``required``
+    one, and each ``optional`` one (a parameter with a default) the call passes."""
+
+    def call(**kwargs: Any) -> Any:
+        chosen = {name: kwargs[name] for name in required}
+        chosen.update((name, kwargs[name]) for name in optional if name in kwargs)
+        return function(**chosen)
+
+    return call
 
 
 def _discard(value: Any) -> None:
@@ -136,6 +153,8 @@ class Dispatcher:
         self._dropped: set[tuple[str, str]] = set()
         self._refused: set[tuple[str, str]] = set()
         self._closed: dict[str, Failure] = {}  # interceptor hook → failure of a plugin that had one
+        self.policies: dict[str, HookPolicy] = dict(HOOKS)
+        """Every declared hook's policy: core's, then those the loaded plugins declare."""
 
     # --- failures -------------------------------------------------------------------------
 
@@ -168,7 +187,7 @@ class Dispatcher:
 
     def _fail(self, plugin: str, hook: str, reason: str) -> Failure:
         """Apply ``hook``'s policy to a failing implementation of ``plugin``."""
-        policy = HOOKS[hook].on_failure
+        policy = self.policies[hook].on_failure
         if policy == "fail-plugin":
             self.fail_plugin(plugin, reason)
             return Failure(plugin, reason)
@@ -190,11 +209,13 @@ class Dispatcher:
         self._cache.clear()
 
     def implementations(self, hook: str) -> list[Implementation]:
-        """(plugin, function) for each live implementation of ``hook``, in call order."""
+        """(plugin, function) for each live implementation of ``hook``, in call order; each function
+        takes the spec's arguments as keywords and passes on those its implementation names."""
         cached = self._cache.get(hook)
         if cached is not None:
             return cached
         caller = getattr(self.pm.hook, hook, None)
+        spec = caller.spec.argnames if caller is not None and caller.spec is not None else None
         impls = [
             i
             for i in (caller.get_hookimpls() if caller is not None else [])
@@ -205,7 +226,15 @@ class Dispatcher:
             tier = 0 if impl.tryfirst else 2 if impl.trylast else 1
             return tier, self.order[impl.plugin_name]
 
-        found = [(i.plugin_name, i.function) for i in sorted(impls, key=key)]
+        found = [
+            (
+                i.plugin_name,
+                i.function
+                if (*i.argnames, *i.kwargnames) == spec
+                else _taking_only(i.function, i.argnames, i.kwargnames),
+            )
+            for i in sorted(impls, key=key)
+        ]
         self._cache[hook] = found
         return found
 

@@ -1,21 +1,26 @@
-"""Every hook crab calls. Each docstring is that hook's documentation; there is no logic here.
+"""Every hook core declares. Each docstring is that hook's documentation; there is no logic here.
 
 Hooks are synchronous pluggy calls. Where a docstring says "may be awaitable", an
 implementation may be ``async def`` (or return an awaitable) and core awaits it. Every hook is
 called through ``crab._host.dispatch``, each plugin in isolation, and each hook has a failure policy
 there (``HOOKS``; docs/hooks.md): a failing registration hook fails the whole plugin, a failing
 observer loses that one implementation, a failing interceptor refuses the call. Registration
-hooks are called once per run. Hook wrappers are refused at registration.
+hooks are called once per run. Hook wrappers are refused at registration. An implementation may
+accept any subset of a spec's arguments, as in pluggy (``def crab_tools(self)`` is fine).
+
+A plugin may declare hooks of its own for other plugins to implement (``CRAB_HOOKSPECS``, see
+``crab._host.declared``): crab-skills declares ``crab_skill_dirs``, crab-schedule ``crab_job_stores``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from crab._config.layers import Config
     from crab._contracts.channels import Channel
     from crab._contracts.commands import Command
@@ -110,35 +115,15 @@ def crab_cli(app: Any, config: Config) -> None:
     """
 
 
-@hookspec
-def crab_skill_dirs(config: Config) -> list[Path] | None:
-    """Folders holding skills this plugin ships (each a folder per skill with a ``SKILL.md``).
-
-    Core declares this hook but does not call it: a skills plugin collects it (through
-    ``AgentHandle.collect`` or ``crab.collect_hook``). Return a list of ``Path``, or None.
-    Not first-result: every plugin's lists are joined, in plugin order.
-    """
-
-
-@hookspec
-def crab_job_stores(config: Config) -> list[Any] | None:
-    """Job stores this plugin offers to crab-schedule, each a ``crab.jobs.JobStore`` with a ``name``.
-
-    ``[plugins.schedule] store = "<name>"`` picks one (crab-schedule's own is ``sqlite``). Core
-    declares the hook but does not call it: crab-schedule collects it (``AgentHandle.collect``
-    in ``crab serve``, ``crab.collect_hook`` in its CLI). Return stores that connect on first use
-    (the interface has no ``open``), or None. Not first-result.
-    """
-
-
 # --- context ------------------------------------------------------------------------------
 
 
 @hookspec
 def crab_system_prompt(workspace: Path, session_id: str, config: Config) -> str | list[str] | None:
-    """Parts of the system prompt for the next model call.
+    """Parts of the system prompt for the model calls of a turn.
 
-    Called before every model call; return text, a list of texts, or None. Parts are joined
+    Called once per turn, before its first model call (and again after a compaction changes the
+    summary); return text, a list of texts, or None. Parts are joined
     with blank lines in plugin order. Core's part comes first: the default prompt
     (``crab/_builtin/system_prompt.md``: the tool protocol, which plugins add to and never replace) and
     the instruction files (``$CRAB_HOME/AGENTS.md``, then AGENTS.md or CLAUDE.md of each folder

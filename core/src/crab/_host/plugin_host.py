@@ -8,22 +8,25 @@ Every plugin ends with a status: ``loaded``, ``disabled``, ``failed`` (with a on
 status loading finds, the same for every command: ``crab plugins list`` shows it as it is, while
 runs and ``crab doctor`` go on to call hooks, which may fail a plugin later. Hooks are called
 only through ``crab._host.dispatch.Dispatcher`` (``host.dispatch``), which applies each hook's
-failure policy. A failing plugin is reported, never fatal, unless ``CRAB_STRICT_PLUGINS=1``.
+failure policy. A failing plugin is reported, never fatal, unless ``CRAB_STRICT_PLUGINS=1``. Hooks
+a plugin declares (``CRAB_HOOKSPECS``, ``crab._host.declared``) are added before any plugin's
+implementations are registered, so every enabled plugin's hooks are known whatever the load order.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 import pluggy
 
 from crab._config import environ
-from crab._host import hookspecs
+from crab._host import declared, hookspecs
 from crab._host.api_version import API_VERSION, check_range
-from crab._host.dispatch import Dispatcher, Failure, describe
+from crab._host.dispatch import HOOKS, Dispatcher, Failure, describe
 
 if TYPE_CHECKING:
     from crab._config.layers import Config
@@ -156,6 +159,8 @@ class PluginHost:
         self.strict = environ.strict_plugins() if strict is None else strict
         self._order: dict[str, int] = {}
         self.dispatch = Dispatcher(self.pm, self._order, self.fail, self.fault, strict=self.strict)
+        self.declarers: dict[str, str] = dict.fromkeys(HOOKS, "core")
+        """Hook → who declares it: ``core`` or ``plugin NAME``."""
         self._contributions: dict[Kind, dict[str, list[Any]]] = {k: {} for k in KINDS}
         self._collected = False
         self._registries: dict[Kind, dict[str, Any]] = {}
@@ -164,7 +169,7 @@ class PluginHost:
 
     def add_builtin(self, name: str, plugin: object) -> None:
         """Register one of core's own plugins (always on, listed as ``builtin``)."""
-        self._register(name, plugin, PluginRecord(name=name, status="builtin", distribution="crab-core"))
+        self._admit_all([(name, plugin, PluginRecord(name=name, status="builtin", distribution="crab-core"))])
 
     def load_entry_points(
         self,
@@ -203,6 +208,7 @@ class PluginHost:
                 target=ep.value,
                 reason=reason,
             )
+        imported: list[tuple[str, object, PluginRecord]] = []
         for name in chosen:
             if name in self.records and self.records[name].status == "failed":
                 continue
@@ -211,14 +217,17 @@ class PluginHost:
                 self.records[name] = PluginRecord(name=name, status="missing", reason=reason)
                 self.dispatch.report(Failure(name, reason, status="missing"))
                 continue
-            self._load_one(by_name[name])
+            loaded = self._import_one(by_name[name])
+            if loaded is not None:
+                imported.append((name, *loaded))
+        self._admit_all(imported)
 
     def load_objects(self, plugins: Mapping[str, object]) -> None:
         """Register in-process plugin objects (modules, instances) as if they were installed."""
-        for name, plugin in plugins.items():
-            self._register(name, plugin, PluginRecord(name=name, status="loaded", target=repr(plugin)))
+        self._admit_all([(name, plugin, _in_process(name, plugin)) for name, plugin in plugins.items()])
 
-    def _load_one(self, ep: EntryPoint) -> None:
+    def _import_one(self, ep: EntryPoint) -> tuple[object, PluginRecord] | None:
+        """Import one entry point (and make its object when it names a class); None when that failed."""
         dist = ep.dist
         record = PluginRecord(
             name=ep.name,
@@ -231,24 +240,63 @@ class PluginHost:
             plugin = ep.load()
         except (Exception, SystemExit) as exc:
             self._fail(record, f"importing {ep.value} raised {describe(exc)}")
-            return
+            return None
         if inspect.isclass(plugin):
             try:
                 plugin = plugin()
             except Exception as exc:
                 self._fail(record, f"creating the plugin object raised {describe(exc)}")
-                return
-        self._register(ep.name, plugin, record)
+                return None
+        return plugin, record
 
-    def _register(self, name: str, plugin: object, record: PluginRecord) -> None:
-        self.records[name] = record
-        wanted: object = getattr(plugin, "CRAB_API", None)
-        if wanted is not None:
-            problem = api_problem(wanted)
+    def _admit_all(self, plugins: Sequence[tuple[str, object, PluginRecord]]) -> None:
+        """Check each plugin's API range and add the hooks it declares, then register them all: a
+        plugin implementing a hook another one declares may come first in load order."""
+        admitted = []
+        for name, plugin, record in plugins:
+            self.records[name] = record
+            wanted: object = getattr(plugin, "CRAB_API", None)
+            problem = api_problem(wanted) if wanted is not None else None
             if problem is not None:
                 self._fail(record, problem)
-                return
-        problem = unsupported_hooks(self.pm, plugin)
+            elif self._declare(plugin, record):
+                admitted.append((name, plugin, record))
+        for name, plugin, record in admitted:
+            self._register(name, plugin, record)
+
+    def _declare(self, plugin: object, record: PluginRecord) -> bool:
+        """Add the hookspecs ``plugin`` declares (``CRAB_HOOKSPECS``); False when it failed for them."""
+        specs = declared.declarations(plugin)
+        if specs is None:
+            return True
+        if not isinstance(specs, (ModuleType, type)):
+            self._fail(record, f"{declared.ATTRIBUTE} must be a class or module, not {type(specs).__name__}")
+            return False
+        problem = declared.declaration_problem(specs, self.declarers)
+        if problem is not None:
+            self._fail(record, problem)
+            return False
+        hooks = dict(declared.declared_hooks(specs))
+        for hook in hooks:
+            self._drop_misfits(hook, declared.spec_arguments(specs, hook))
+        self.pm.add_hookspecs(specs)
+        for hook, policy in hooks.items():
+            self.declarers[hook] = f"plugin {record.name}"
+            self.dispatch.policies[hook] = policy
+        self.dispatch.invalidate()
+        return True
+
+    def _drop_misfits(self, hook: str, arguments: frozenset[str]) -> None:
+        """Fail every plugin registered earlier whose ``hook`` takes an argument the new spec does not
+        pass (pluggy would refuse the spec part-way through instead)."""
+        caller = getattr(self.pm.hook, hook, None)
+        for impl in caller.get_hookimpls() if caller is not None else []:
+            extra = sorted(set(impl.argnames) - arguments)
+            if extra:
+                self.fail(impl.plugin_name, f"its {hook} takes {', '.join(extra)}, which the hook does not pass")
+
+    def _register(self, name: str, plugin: object, record: PluginRecord) -> None:
+        problem = unsupported_hooks(self.pm, plugin, self.declarers)
         if problem is not None:
             self._fail(record, problem)
             return
@@ -408,8 +456,16 @@ class PluginHost:
         return list(self.dispatch.failures)
 
 
-def unsupported_hooks(pm: pluggy.PluginManager, plugin: object) -> str | None:
-    """Why ``plugin`` cannot be registered as written (an unknown hook, a hook wrapper), or None."""
+def _in_process(name: str, plugin: object) -> PluginRecord:
+    return PluginRecord(name=name, status="loaded", target=repr(plugin))
+
+
+def unsupported_hooks(pm: pluggy.PluginManager, plugin: object, known: Collection[str]) -> str | None:
+    """Why ``plugin`` cannot be registered as written (a misspelt hook, a hook wrapper), or None.
+
+    ``known`` is every declared hook. A hook no loaded plugin declares is no problem (it is kept and
+    never called: the declaring plugin may simply not be loaded) unless its name is one or two
+    characters from a declared one."""
     for attr in sorted(dir(plugin)):
         if not attr.startswith("crab_"):
             continue
@@ -419,8 +475,14 @@ def unsupported_hooks(pm: pluggy.PluginManager, plugin: object) -> str | None:
             opts = None
         if opts is None:
             continue
-        if not hasattr(hookspecs, opts.get("specname") or attr):
-            return f"implements unknown hook {attr} (misspelt? see crab._host.hookspecs)"
+        hook = opts.get("specname") or attr
+        if hook not in known and (near := declared.near_miss(hook, known)) is not None:
+            return f"implements unknown hook {attr} (misspelt {near}? see docs/hooks.md)"
+        caller = getattr(pm.hook, hook, None)
+        spec = caller.spec if caller is not None else None
+        extra = sorted(set(required_arguments(getattr(plugin, attr))) - set(spec.argnames)) if spec else []
+        if extra:
+            return f"its {attr} takes {', '.join(extra)}, which the hook does not pass"
         if opts.get("wrapper") or opts.get("hookwrapper"):
             kind = "wrapper=True" if opts.get("wrapper") else "hookwrapper=True"
             return (
@@ -428,6 +490,17 @@ def unsupported_hooks(pm: pluggy.PluginManager, plugin: object) -> str | None:
                 "plugin's hook on its own; make it a plain @crab.hookimpl"
             )
     return None
+
+
+def required_arguments(function: Callable[..., Any]) -> list[str]:
+    """The parameters ``function`` needs a value for (a bound method's ``self`` left out), as pluggy counts them."""
+    empty = inspect.Parameter.empty
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: pluggy's own check decides
+        return []
+    return [p.name for p in parameters if p.kind in positional and p.default is empty]
 
 
 def expected_type(kind: Kind) -> type:

@@ -11,40 +11,31 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from crab._builtin.compaction import (
-    Compacted,
-    anchor_payload,
-    carried,
-    carried_tools,
-    keep_tokens,
-    previous_summary,
-    split,
-    summarise,
-)
-from crab._builtin.tool_view import expanded_tools
 from crab._config.layers import Config
 from crab._contracts.commands import Command, CommandContext, CommandResult
-from crab._contracts.errors import ChannelError, CrabError, PluginError
-from crab._contracts.events import CommandOutput, CompactionEvent, Event, NoticeEvent, UsageEvent
+from crab._contracts.errors import ChannelError, CrabError
+from crab._contracts.events import CommandOutput, Event, NoticeEvent
 from crab._contracts.handle import AgentHandle
-from crab._contracts.interception import AskUser
-from crab._contracts.messages import AssistantMessage, Message, Usage, message_to_dict, usage_to_dict
+from crab._contracts.interception import AskUser, redacted_ask
+from crab._contracts.messages import AssistantMessage, Message, ToolCall, message_to_dict
 from crab._contracts.providers import ModelInfo, ModelRequest, Provider
 from crab._contracts.storage import EntryType, Store
-from crab._contracts.tools import Tool
+from crab._contracts.tools import Tool, ToolContext
 from crab._host.dispatch import Failure
 from crab._host.plugin_host import PluginHost
-from crab._loop.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget, message_chars, raw_tokens
+from crab._loop import compaction
+from crab._loop.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget
+from crab._loop.compaction import Compacted, CompactionReason, handoff_note
 from crab._loop.history import load_history
-from crab._loop.pricing import with_cost
+from crab._loop.model_call import ModelCalls
 from crab._loop.router import did_you_mean, route
 from crab._loop.session import QueuedInput, Session, TurnOutcome
-from crab._loop.turn import Turn, handoff_note
+from crab._loop.turn import LoopSettings, Turn, TurnParts
 from crab._secrets.keys import known_secrets
 from crab._secrets.redaction import EventRedactor, Redactor
 
@@ -52,7 +43,6 @@ if TYPE_CHECKING:
     from crab._loop.channel_host import ChannelHost
 
 Listener = Callable[[Event], None]
-CompactionReason = Literal["threshold", "overflow", "manual"]
 
 
 class Agent:
@@ -97,6 +87,7 @@ class Agent:
         self._session_listeners: dict[str, list[Listener]] = {}
         self._model_info: ModelInfo | None = None
         self._unsubscribe_failures: Callable[[], None] | None = None
+        self._turn_parts: TurnParts | None = None
 
     # --- registries and lifecycle ---------------------------------------------------------
 
@@ -242,14 +233,6 @@ class Agent:
             session.budget = TokenBudget(self.context_window(), float(self.config.get("crab.compact_at", 0.8)))
         return session.budget
 
-    def tool_view(self) -> str:
-        return str(self.config.get("crab.tool_view", "progressive"))
-
-    def expanded_tools(self, session: Session) -> set[str]:
-        """Tools whose full schema the next request carries (derived from the context, see
-        ``crab/_builtin/tool_view.py``)."""
-        return expanded_tools(session.messages, self.tools, carried_tools(session.handoff))
-
     async def compact(self, session: Session, reason: CompactionReason, focus: str | None = None) -> Compacted | None:
         """Summarise older history into a compaction anchor and keep the recent turns verbatim.
 
@@ -257,71 +240,44 @@ class Agent:
         with ``phase="failed"`` says why). Each summarising call is priced and reported with one
         ``UsageEvent``. Raises only on cancellation (or ``PluginError`` in strict mode).
         """
-        async with session.compacting:
-            return await self._compact(session, reason, focus)
-
-    async def _compact(self, session: Session, reason: CompactionReason, focus: str | None) -> Compacted | None:
-        budget = self.budget(session)
-        messages = list(session.messages)
-        history_tokens = raw_tokens(sum(message_chars(m) for m in messages))
-        cut = split(messages, keep_tokens(reason, budget.threshold, history_tokens))
-        before = int(history_tokens * budget.ratio)
-        if cut == 0:
-            why = "nothing older than the most recent turn to summarise"
-            self.emit(CompactionEvent(session.id, "failed", reason, tokens_before=before, error=why), session.id)
-            return None
-        older, kept = messages[:cut], messages[cut:]
-        self.emit(CompactionEvent(session.id, "start", reason, len(older), len(kept), before), session.id)
         base = ModelRequest(model=self.model, system="", messages=(), temperature=self.temperature)
-        try:
-            summary = await summarise(
-                older,
-                previous=previous_summary(session.handoff),
-                focus=focus,
-                window=budget.window,
+        async with session.compacting:
+            return await compaction.compact(
+                session,
+                reason,
+                focus,
+                budget=self.budget(session),
+                calls=self.turn_parts().calls,
                 base=base,
-                send=lambda request: self._send(session, request),
-                on_event=lambda event: self.emit(event, session.id),
+                tools=self.tools.keys(),
             )
-        except (asyncio.CancelledError, KeyboardInterrupt, PluginError):
-            raise
-        except Exception as exc:  # a provider failing in any way leaves the history as it was
-            error = str(exc) if isinstance(exc, CrabError) else f"{type(exc).__name__}: {exc}"
-            self.emit(CompactionEvent(session.id, "failed", reason, tokens_before=before, error=error), session.id)
-            return None
-        total = Usage()
-        for usage in summary.usages:
-            priced = with_cost(usage, self.model_info())
-            total = total + priced
-            self.emit(UsageEvent(priced), session.id)
-            call = {"kind": "model_call", "purpose": "compaction", "model": self.model, "provider": self.provider.name}
-            await self.append_entry(session, "event", {**call, "usage": usage_to_dict(priced)})
-        payload = anchor_payload(
-            summary.text,
-            kept,
-            reason=reason,
-            focus=focus,
-            summarised=len(older),
-            tools=sorted(self.expanded_tools(session)),
-            tokens_before=before,
-        )
-        await self.append_entry(session, "anchor", payload)
-        budget.held_until = 0
-        session.handoff = payload
-        session.messages = carried(payload)[0]
-        after = int(raw_tokens(len(summary.text) + sum(message_chars(m) for m in session.messages)) * budget.ratio)
-        done = CompactionEvent(session.id, "done", reason, len(older), len(kept), before, after, summary.text)
-        self.emit(done, session.id)
-        return Compacted(len(older), len(kept), total)
 
-    async def _send(self, session: Session, request: ModelRequest) -> AsyncIterator[Event]:
-        """One request through ``crab_before_model_call`` and the provider (for compaction)."""
-        from contextlib import aclosing
-
-        request = await self.host.dispatch.before_model_call(request, session.id)
-        async with aclosing(self.provider.stream(request)) as stream:  # type: ignore[type-var]
-            async for event in stream:
-                yield event
+    def turn_parts(self) -> TurnParts:
+        """What this agent's turns run with (made once: the settings are read at construction)."""
+        if self._turn_parts is None:
+            calls = ModelCalls(
+                self.host.dispatch,
+                self.provider,
+                self.model,
+                self.model_info,
+                emit=self.emit,
+                append_entry=self.append_entry,
+                redact=self.redactor.text,
+            )
+            settings = LoopSettings(self.max_iterations, self.tool_timeout, self.max_tokens, self.temperature)
+            self._turn_parts = TurnParts(
+                settings=settings,
+                calls=calls,
+                tools=lambda: self.tools,
+                system_prompt=self.system_prompt,
+                budget=self.budget,
+                compact=self.compact,
+                record_message=self.record_message,
+                append_entry=self.append_entry,
+                tool_context=self.tool_context,
+                notice=self.notice,
+            )
+        return self._turn_parts
 
     async def handoff(self, session: Session, name: str, state: Mapping[str, Any] | None = None) -> None:
         """Record a handoff anchor: context for the model starts afresh after it."""
@@ -387,7 +343,7 @@ class Agent:
         return True
 
     async def _turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
-        return await Turn(self, session, item, queue).run()
+        return await Turn(self.turn_parts(), session, item, queue).run()
 
     # --- context and recording ----------------------------------------------------------------
 
@@ -403,6 +359,20 @@ class Agent:
         if note:
             parts.append(note)
         return "\n\n".join(parts)
+
+    def tool_context(self, session: Session, call: ToolCall, tool: Tool) -> ToolContext:
+        """What a tool (or a ``!cmd``) running for ``session`` sees of the agent."""
+        return ToolContext(
+            session_id=session.id,
+            workspace=session.workspace,
+            call_id=call.id,
+            settings=self.config.plugin_settings(tool.plugin) if tool.plugin else {},
+            state=session.state,
+            emit=lambda event: self.emit(event, session.id),
+            config=self.config,
+            ask=redacted_ask(session.ask if session.ask is not None else self.ask, self.redactor.text),
+            local=self.local,
+        )
 
     async def append_entry(self, session: Session, type: EntryType, payload: Mapping[str, Any]) -> None:
         """Append one entry to the session's store, secrets redacted."""
@@ -454,12 +424,11 @@ class Agent:
 
     async def _run_shell(self, session: Session, command: str) -> TurnOutcome:
         from crab._loop.shell import shell_input  # the gate decides: see crab/_loop/shell.py
-        from crab._loop.turn import tool_context
 
         result = await shell_input(
             self.host,
             command,
-            lambda call, tool: tool_context(self, session, call, tool, lambda event: self.emit(event, session.id)),
+            lambda call, tool: self.tool_context(session, call, tool),
             timeout=self.tool_timeout,
             local=self.local,
             keyboard=self.keyboard,

@@ -5,14 +5,19 @@ usage of the previous call (reported input tokens / estimate of that request, ke
 ``RATIO_RANGE``). The model's window is ``[crab] context_window``, else the provider's
 ``ModelInfo.context_window``, else ``DEFAULT_CONTEXT_WINDOW``; compaction starts once a request
 would pass ``compact_at`` of it.
+
+Messages are immutable, and each request of a session extends the previous one's messages: a
+session's budget measures each message once (``TokenBudget`` keeps the last request's measured
+messages and checks that the next request starts with them), so estimating a request costs the
+new messages, not the whole turn.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
+from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage, extends
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import ToolSpec
 
@@ -74,14 +79,32 @@ class TokenBudget:
     ratio: float = 1.0
     held_until: int = 0
     """After a compaction that did nothing or failed, the next try waits until requests grow past this."""
+    _messages: tuple[Message, ...] = field(default=(), repr=False, compare=False)
+    _message_chars: int = field(default=0, repr=False, compare=False)
+    _tools: tuple[ToolSpec, ...] = field(default=(), repr=False, compare=False)
+    _tool_chars: int = field(default=0, repr=False, compare=False)
 
     @property
     def threshold(self) -> int:
         """Estimated request tokens above which history is compacted first."""
         return int(self.window * self.compact_at)
 
+    def raw(self, request: ModelRequest) -> int:
+        """``request_tokens(request)``, measuring only the messages the last request lacked."""
+        messages, known = request.messages, self._messages
+        if messages is not known:
+            if extends(messages, known):
+                self._message_chars += sum(map(message_chars, messages[len(known) :]))
+            else:
+                self._message_chars = sum(map(message_chars, messages))
+            self._messages = messages
+        if request.tools is not self._tools and request.tools != self._tools:
+            self._tool_chars = sum(map(spec_chars, request.tools))
+        self._tools = request.tools
+        return raw_tokens(len(request.system) + self._message_chars + self._tool_chars)
+
     def estimate(self, request: ModelRequest) -> int:
-        return int(request_tokens(request) * self.ratio)
+        return int(self.raw(request) * self.ratio)
 
     def over(self, request: ModelRequest) -> bool:
         """Whether ``request`` should be compacted first: past the threshold, and past where the
@@ -98,7 +121,7 @@ class TokenBudget:
         """Correct later estimates by what the provider reported for ``request``."""
         if usage is None:
             return
-        reported, raw = reported_input(usage), request_tokens(request)
+        reported, raw = reported_input(usage), self.raw(request)
         if reported <= 0 or raw <= 0:
             return
         low, high = RATIO_RANGE

@@ -6,7 +6,7 @@ message (a synthetic error result where none was recorded); orphan and duplicate
 dropped; a user message left without a reply gets a synthetic assistant reply so roles alternate.
 Results pair with their calls by id wherever concurrent writers put them (see ``repair``).
 Context starts at the last handoff anchor; a compaction anchor (a handoff that carries the
-verbatim tail it kept, ``crab/_builtin/compaction.py``) starts it with that tail.
+verbatim tail it kept, ``crab/_loop/compaction.py``) starts it with that tail.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from crab._builtin.compaction import carried
 from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, UserMessage, message_from_dict
 from crab._contracts.storage import Entry
+from crab._loop.compaction import carried
 
 NO_RESULT = "No result provided: the session ended before this tool call finished."
 INTERRUPTED = "Task interrupted before this tool finished."

@@ -52,6 +52,9 @@ class Session:
     ``ask`` is how the permission gate asks the person behind this session when that is not the
     agent's own ``ask`` (a chat on a remote channel: ``crab._loop.channel_host``).
     ``compacting`` is held while a compaction rewrites the context; a turn does not start then.
+    ``described`` names the tools the last request with tools described fully (not as a stub of
+    the progressive view): a compaction anchor carries them, and the loop tells the model when
+    it hinted at or called one that was not.
     """
 
     info: SessionInfo
@@ -68,6 +71,7 @@ class Session:
     budget: TokenBudget | None = None
     ask: AskUser | None = None
     compacting: asyncio.Lock = field(default_factory=asyncio.Lock)
+    described: frozenset[str] = frozenset()
 
     @property
     def id(self) -> str:

@@ -1,9 +1,11 @@
-"""Running the tool calls of one model reply: guard, interception hooks, timeouts, concurrency.
+"""Running the tool calls of one model reply: interception hooks, timeouts, concurrency.
 
 Independent calls run concurrently; ``exclusive`` tools run alone. Every call ends with exactly
 one result — executed, refused, skipped or failed — and no failure escapes as an exception
 (except ``PluginError`` in strict mode, after the other calls of the batch have ended). The
-interceptors (the permission gate among them) are reached only through the dispatcher.
+interceptors (the loop guard and the permission gate among them) are reached only through the
+dispatcher; a ``Deny(end_turn=True)`` ends the turn once the calls already started have ended.
+A call costs no thread and no timer task of its own (``asyncio.timeout`` bounds it in place).
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from crab._builtin.loop_guard import LoopGuard, Verdict
 from crab._contracts.messages import ToolCall
 from crab._contracts.tools import Tool, ToolContext, ToolResult
 from crab._host.dispatch import Dispatcher
+from crab._loop.history import SKIPPED
 from crab._loop.router import did_you_mean
 
-GUARD_STOPPED = "Skipped: the loop guard stopped this turn."
+STOPPED = "Skipped: the turn was stopped before this call ran ({reason})"
 MAX_RAW_ECHO = 2000
 
 RecordResult = Callable[[ToolCall, ToolResult, float], Awaitable[None]]
@@ -28,10 +30,10 @@ MakeContext = Callable[[ToolCall, Tool], ToolContext]
 
 @dataclass
 class BatchOutcome:
-    """Results of one reply's calls in call order, and whether the guard ended the turn."""
+    """Results of one reply's calls in call order, and why an interceptor ended the turn, if one did."""
 
     results: list[tuple[ToolCall, ToolResult]]
-    guard_stop: str | None = None
+    stopped: str | None = None
     skipped_for_steering: bool = False
 
 
@@ -70,35 +72,22 @@ class ToolRunner:
         self.make_context = make_context
         self.record = record
 
-    async def run_all(
-        self, calls: Sequence[ToolCall], guard: LoopGuard, steering_pending: Callable[[], bool]
-    ) -> BatchOutcome:
+    async def run_all(self, calls: Sequence[ToolCall], steering_pending: Callable[[], bool]) -> BatchOutcome:
         """Run ``calls``; each gets a result recorded through ``record`` as soon as it exists."""
         outcome = BatchOutcome(results=[])
         done: dict[str, ToolResult] = {}
         for group in batches(calls, self.tools):
-            if outcome.guard_stop is not None:
-                reason = GUARD_STOPPED
-                await self._skip(group, reason, done)
+            if outcome.stopped is not None:
+                await self._skip(group, STOPPED.format(reason=outcome.stopped), done)
                 continue
             if steering_pending():
                 outcome.skipped_for_steering = True
-                from crab._loop.history import SKIPPED
-
                 await self._skip(group, SKIPPED, done)
                 continue
-            verdicts: list[tuple[ToolCall, Verdict]] = []
-            for call in group:
-                verdict = guard.check(call.name, call.arguments)
-                if verdict.action == "stop":
-                    outcome.guard_stop = verdict.reason
-                verdicts.append((call, verdict))
-            if outcome.guard_stop is not None:
-                await self._skip(group, f"Stopped by the loop guard: {outcome.guard_stop}.", done)
+            if len(group) == 1:  # the common case: no task to gather
+                await self._one(group[0], outcome, done)
                 continue
-            ended = await asyncio.gather(
-                *(self._one(call, verdict, guard, done) for call, verdict in verdicts), return_exceptions=True
-            )
+            ended = await asyncio.gather(*(self._one(call, outcome, done) for call in group), return_exceptions=True)
             for value in ended:  # every sibling has ended; now a strict-mode PluginError may escape
                 if isinstance(value, BaseException):
                     raise value
@@ -111,47 +100,44 @@ class ToolRunner:
             done[call.id] = result
             await self.record(call, result, 0.0)
 
-    async def _one(self, call: ToolCall, verdict: Verdict, guard: LoopGuard, done: dict[str, ToolResult]) -> None:
+    async def _one(self, call: ToolCall, outcome: BatchOutcome, done: dict[str, ToolResult]) -> None:
         started = time.monotonic()
-        if verdict.action == "block":
-            result = ToolResult(
-                f"Refused by the loop guard: {verdict.reason}. Try a different approach or give your answer.",
-                is_error=True,
-            )
-        else:
-            result = await self.execute(call)
-            if verdict.action == "warn":
-                note = f"[crab loop guard: {verdict.reason}. Change your approach or give your answer.]"
-                result = ToolResult(f"{result.content}\n{note}", result.is_error, result.details)
-        guard.record(call.name, call.arguments, result.content)
+        result, stop = await self.execute_call(call)
+        if stop and outcome.stopped is None:
+            outcome.stopped = result.content
         done[call.id] = result
         await self.record(call, result, (time.monotonic() - started) * 1000)
 
     async def execute(self, call: ToolCall) -> ToolResult:
         """One call through parse check, lookup, before hooks, the tool, after hooks."""
+        return (await self.execute_call(call))[0]
+
+    async def execute_call(self, call: ToolCall) -> tuple[ToolResult, bool]:
+        """One call's result, and whether an interceptor's refusal ends the turn."""
         if call.parse_error is not None:
             raw = (call.raw_arguments or "")[:MAX_RAW_ECHO]
             return ToolResult(
                 f"Invalid arguments for {call.name}: {call.parse_error}. You sent: {raw!r}. "
                 "Send the arguments as one JSON object.",
                 is_error=True,
-            )
+            ), False
         tool = self.tools.get(call.name)
         if tool is None:
             available = ", ".join(sorted(self.tools)) or "none"
             return ToolResult(
                 f"Unknown tool {call.name!r}.{did_you_mean(call.name, self.tools)} Available tools: {available}.",
                 is_error=True,
-            )
+            ), False
         ctx = self.make_context(call, tool)
         call, deny = await self.dispatch.before_tool_call(call, tool, ctx)
         if deny is not None:
-            return ToolResult(deny.reason, is_error=True)
+            return ToolResult(deny.reason, is_error=True), deny.end_turn
         timeout = tool.timeout if tool.timeout is not None else self.default_timeout
         try:
-            result = await asyncio.wait_for(tool.run(call.arguments, ctx), timeout)
+            async with asyncio.timeout(timeout):
+                result = await tool.run(call.arguments, ctx)
         except TimeoutError:
             result = ToolResult(f"{tool.name} timed out after {timeout:g} s and was cancelled.", is_error=True)
         except Exception as exc:
             result = ToolResult(f"{tool.name} failed: {type(exc).__name__}: {exc}", is_error=True)
-        return await self.dispatch.after_tool_call(call, tool, result, ctx)
+        return await self.dispatch.after_tool_call(call, tool, result, ctx), False

@@ -1,61 +1,40 @@
 """One turn: record the input, call the model, run its tool calls, repeat until an answer, settle.
 
 ``Turn`` owns the turn's book-keeping and its invariants: every recorded tool call ends with
-exactly one recorded result (after an abort, a failure or a guard stop too), aborted or failed
-replies are stored but never replayed, and each model call is priced once and reported with
-exactly one ``UsageEvent``. Hooks are reached only through the host's dispatcher.
+exactly one recorded result (after an abort, a failure or a stop by a plugin too), aborted or
+failed replies are stored but never replayed, and each model call goes through the one
+model-call path (``crab/_loop/model_call.py``: hooks, pricing, recording). What a turn needs of
+the agent it is given as ``TurnParts``; it never reaches back into the agent.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import secrets
-from collections.abc import Callable, Mapping
-from contextlib import aclosing
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
-from crab._builtin.compaction import summary_note
-from crab._builtin.loop_guard import LoopGuard
-from crab._builtin.tool_view import hinted, tool_specs
-from crab._contracts.errors import CrabError, PluginError, ProviderError
-from crab._contracts.events import (
-    ErrorEvent,
-    Event,
-    MessageEnd,
-    NoticeEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallEvent,
-    ToolResultEvent,
-    TurnEnded,
-    TurnStarted,
-    TurnStop,
-    UsageEvent,
-)
-from crab._contracts.interception import redacted_ask
+from crab._contracts.errors import CrabError, PluginError
+from crab._contracts.events import ErrorEvent, Event, NoticeEvent, ToolResultEvent, TurnEnded, TurnStarted, TurnStop
 from crab._contracts.messages import (
     AssistantMessage,
-    Thinking,
+    Message,
     ToolCall,
     ToolResultMessage,
     Usage,
     UserMessage,
-    hash_bytes,
     message_to_dict,
-    unique_id,
-    usage_to_dict,
 )
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool, ToolContext, ToolResult, ToolSpec
+from crab._loop.budget import TokenBudget
+from crab._loop.compaction import Compacted, CompactionReason
+from crab._loop.hints import hinted
 from crab._loop.history import INTERRUPTED, repair
-from crab._loop.pricing import with_cost
+from crab._loop.model_call import AppendEntry, ModelCalls, Partial, Reply
 from crab._loop.session import QueuedInput, Session, TurnOutcome
 from crab._loop.tool_runner import ToolRunner
-
-if TYPE_CHECKING:
-    from crab._loop.agent import Agent, CompactionReason
 
 SCHEMAS_SENT = "[crab] The full schemas of {names} are in your tool list now. Continue."
 """Recorded after a reply that only hinted at tools, so the model gets the next step."""
@@ -67,37 +46,39 @@ FINAL_ANSWER_NOTE = (
 )
 
 
-@dataclass
-class Partial:
-    """What a provider has streamed so far, kept so an abort can record it."""
+@dataclass(frozen=True, slots=True)
+class LoopSettings:
+    """The ``[crab]`` settings a turn runs with."""
 
-    text: list[str] = field(default_factory=list)
-    thinking: list[str] = field(default_factory=list)
-    calls: int = 0
+    max_iterations: int = 25
+    tool_timeout: float = 120.0
+    max_tokens: int | None = None
+    temperature: float | None = None
 
-    @property
-    def empty(self) -> bool:
-        """Nothing was streamed yet (so a retry repeats nothing the user saw)."""
-        return not self.text and not self.thinking and not self.calls
 
-    def message(self, stop: str, error: str | None, provider: str, model: str) -> AssistantMessage:
-        thinking = (Thinking("".join(self.thinking)),) if self.thinking else ()
-        return AssistantMessage(
-            content="".join(self.text),
-            thinking=thinking,
-            stop_reason="aborted" if stop == "aborted" else "error",
-            error=error,
-            provider=provider,
-            model=model,
-        )
+@dataclass(frozen=True, slots=True)
+class TurnParts:
+    """What a turn runs with, given once by the agent that owns the session."""
+
+    settings: LoopSettings
+    calls: ModelCalls
+    tools: Callable[[], Mapping[str, Tool]]
+    """The registry of every loaded plugin's tools (read per request: plugins may add tools)."""
+    system_prompt: Callable[[Session], Awaitable[str]]
+    budget: Callable[[Session], TokenBudget]
+    compact: Callable[[Session, CompactionReason], Awaitable[Compacted | None]]
+    record_message: Callable[[Session, Message], Awaitable[None]]
+    append_entry: AppendEntry
+    tool_context: Callable[[Session, ToolCall, Tool], ToolContext]
+    notice: Callable[[str, str], None]
 
 
 class Turn:
     """Runs one input of one session to its end; ``run`` never raises except on cancellation
     from outside or a plugin failure in strict mode (``PluginError``)."""
 
-    def __init__(self, agent: Agent, session: Session, item: QueuedInput, queue: Any) -> None:
-        self.agent = agent
+    def __init__(self, parts: TurnParts, session: Session, item: QueuedInput, queue: Any) -> None:
+        self.parts = parts
         self.session = session
         self.item = item
         self.queue = queue
@@ -109,10 +90,10 @@ class Turn:
         self.pending: dict[str, ToolCall] = {}
         self.results: dict[str, ToolResultMessage] = {}
         self.steered: list[QueuedInput] = []
-        self.sent_full: set[str] = set()  # tools whose full schema the last request with tools carried
+        self._system: str | None = None  # gathered once per turn, again after a compaction
 
-    def emit(self, event: Any) -> None:
-        self.agent.emit(event, self.session.id)
+    def emit(self, event: Event) -> None:
+        self.parts.calls.emit(event, self.session.id)
 
     async def run(self) -> TurnOutcome:
         session = self.session
@@ -151,13 +132,12 @@ class Turn:
         return outcome
 
     async def _record_input(self, item: QueuedInput, queue: Any) -> None:
-        await self.agent.record_message(self.session, UserMessage(item.text))
+        await self.parts.record_message(self.session, UserMessage(item.text))
         if item in queue:
             queue.remove(item)  # written: no longer in flight
 
     async def _iterate(self) -> tuple[TurnStop, str | None]:
-        guard = LoopGuard()
-        limit = self.agent.max_iterations
+        limit = self.parts.settings.max_iterations
         for _ in range(limit):
             message = await self._model_call(with_tools=True)
             if message.stop_reason == "error":
@@ -166,11 +146,11 @@ class Turn:
                 if await self._hinted_only(message):
                     continue
                 return "end", None
-            stop = await self._run_tools(message, guard)
+            stop = await self._run_tools(message)
             if stop is not None:
                 return "guard", stop
             await self._take_steering()
-        self.agent.notice(f"reached the cap of {limit} model calls; asking for a final answer", "warning")
+        self.parts.notice(f"reached the cap of {limit} model calls; asking for a final answer", "warning")
         message = await self._model_call(with_tools=False, note=FINAL_ANSWER_NOTE)
         if message.stop_reason == "error":
             return "error", message.error
@@ -188,191 +168,121 @@ class Turn:
     # --- model calls ------------------------------------------------------------------------
 
     async def _hinted_only(self, message: AssistantMessage) -> bool:
-        """A reply that only hints at tools (``$name``) not expanded yet gets the next step at once,
-        with their schemas: one recorded note says so (the reply stays the model's)."""
-        if self.agent.tool_view() != "progressive" or not message.replayable:
+        """A reply that only hints at tools (``$name``) the request did not describe fully gets
+        the next step at once, described: one recorded note says so (the reply stays the model's)."""
+        if not message.replayable:
             return False
-        new = sorted(hinted(message.content, self.agent.tools) - self.sent_full)
+        new = sorted(hinted(message.content, self.parts.tools()) - self.session.described)
         if not new:
             return False
         names = ", ".join(new)
-        await self.agent.record_message(self.session, UserMessage(SCHEMAS_SENT.format(names=names)))
+        await self.parts.record_message(self.session, UserMessage(SCHEMAS_SENT.format(names=names)))
         # Renderers show the step between this reply and the next (else their text runs together).
         self.emit(NoticeEvent(f"full schema{'s' if len(new) > 1 else ''} sent: {names}"))
         return True
 
     async def _request(self, *, with_tools: bool, note: str | None) -> ModelRequest:
-        """The next request as plugins leave it (``crab_before_model_call``)."""
-        agent, session = self.agent, self.session
-        system = await agent.system_prompt(session)
+        """The next request as plugins leave it (``crab_before_model_call``: the progressive tool
+        view shapes its tools there)."""
+        parts, session = self.parts, self.session
+        if self._system is None:
+            self._system = await parts.system_prompt(session)
+        system = self._system
         if note:
             system = f"{system}\n\n{note}" if system else note
-        tools: tuple[ToolSpec, ...] = ()
-        if with_tools:
-            view = agent.tool_view()
-            expanded = agent.expanded_tools(session) if view == "progressive" else set(agent.tools)
-            tools = tool_specs(agent.tools, view, expanded)
-            self.sent_full = expanded
+        tools = parts.tools()
+        specs: tuple[ToolSpec, ...] = tuple(tool.spec() for tool in tools.values()) if with_tools else ()
         request = ModelRequest(
-            model=agent.model,
+            model=parts.calls.model,
             system=system,
             messages=tuple(session.messages),
-            tools=tools,
-            max_tokens=agent.max_tokens,
-            temperature=agent.temperature,
+            tools=specs,
+            max_tokens=parts.settings.max_tokens,
+            temperature=parts.settings.temperature,
         )
-        return await agent.host.dispatch.before_model_call(request, session.id)
+        request = await parts.calls.prepare(session, request)
+        if with_tools:
+            session.described = described(request.tools, tools)
+        return request
 
     async def _compact(self, reason: CompactionReason) -> bool:
-        compacted = await self.agent.compact(self.session, reason)
+        compacted = await self.parts.compact(self.session, reason)
         if compacted is None:
             return False
         self.usage = self.usage + compacted.usage
+        self._system = None  # the summary is in the system prompt now
         return True
 
     async def _model_call(self, *, with_tools: bool, note: str | None = None) -> AssistantMessage:
         """One model call. Past the budget's threshold the history is compacted first; when the
         provider says the request did not fit, it is compacted and the call is retried once."""
-        agent, session = self.agent, self.session
-        budget = agent.budget(session)
+        budget = self.parts.budget(self.session)
         request = await self._request(with_tools=with_tools, note=note)
         if budget.over(request):
             if await self._compact("threshold"):
                 request = await self._request(with_tools=with_tools, note=note)
             else:
                 budget.hold(request)
-        message, overflow = await self._call(request, hold_overflow=True)
-        if overflow is not None:
+        reply = await self._send(request, hold_overflow=True)
+        message = reply.message
+        if reply.overflow is not None:
             budget.overflowed(request)
             if await self._compact("overflow"):
                 request = await self._request(with_tools=with_tools, note=note)
-                message, _ = await self._call(request, hold_overflow=False)
+                message = (await self._send(request, hold_overflow=False)).message
             else:
-                self.emit(overflow)
+                self.emit(reply.overflow)
         if message.replayable:
             budget.learn(request, message.usage)
-        if message.replayable:
             self.text = message.content
         return message
 
-    async def _call(self, request: ModelRequest, *, hold_overflow: bool) -> tuple[AssistantMessage, ErrorEvent | None]:
-        """Stream ``request`` and record the reply; with ``hold_overflow`` a context-overflow error
-        before any output is returned instead of shown (the caller may compact and retry)."""
-        agent, session = self.agent, self.session
-        system_sha = hashlib.sha256(hash_bytes(request.system)).hexdigest()
-        if system_sha not in session.system_hashes:
-            await agent.append_entry(
-                session, "event", {"kind": "system_prompt", "sha256": system_sha, "text": request.system}
-            )
-            session.system_hashes.add(system_sha)
-        message, overflow = await self._stream(request, hold_overflow=hold_overflow)
-        usage = message.usage
-        if usage is not None:
-            usage = with_cost(usage, agent.model_info())
-            message = replace(message, usage=usage)
-            self.usage = self.usage + usage
-            self.emit(UsageEvent(usage))
-        await agent.record_message(session, message)
-        event: dict[str, Any] = {
-            "kind": "model_call",
-            "model": message.model or agent.model,
-            "provider": message.provider or agent.provider.name,
-            "system_sha256": system_sha,
-            "stop_reason": message.stop_reason,
-        }
-        if usage is not None:
-            event["usage"] = usage_to_dict(usage)
-        if overflow is not None:
-            event["error_kind"] = "context_overflow"
-        await agent.append_entry(session, "event", event)
-        return message, overflow
-
-    async def _stream(
-        self, request: ModelRequest, *, hold_overflow: bool = False
-    ) -> tuple[AssistantMessage, ErrorEvent | None]:
-        """The provider's reply; its own ``UsageEvent``s are not forwarded (the loop reports usage once).
-
-        With ``hold_overflow``, a context-overflow error that comes before any output is returned
-        as the second value instead of being emitted."""
-        held: ErrorEvent | None = None
-        agent = self.agent
+    async def _send(self, request: ModelRequest, *, hold_overflow: bool) -> Reply:
+        """Stream ``request``, keeping what arrives for an abort, and record the reply."""
         partial = self.partial = Partial()
-        provider, model = agent.provider.name, agent.model
-        message: AssistantMessage | None = None
-        taken: set[str] = set()  # call ids already shown: a repeated one is renamed, as in the message
-        try:
-            async with aclosing(agent.provider.stream(request)) as stream:  # type: ignore[type-var]
-                async for event in stream:
-                    if isinstance(event, ToolCallEvent):
-                        partial.calls += 1
-                        event = ToolCallEvent(replace(event.call, id=unique_id(event.call.id, taken)))
-                    elif isinstance(event, TextDelta):
-                        partial.text.append(event.text)
-                    elif isinstance(event, ThinkingDelta):
-                        partial.thinking.append(event.text)
-                    elif isinstance(event, UsageEvent):
-                        continue
-                    elif isinstance(event, ErrorEvent):
-                        if hold_overflow and event.kind == "context_overflow" and partial.empty:
-                            held = event
-                        else:
-                            self.emit(event)
-                        message = partial.message("error", event.message, provider, model)
-                        break
-                    elif isinstance(event, MessageEnd):
-                        message = unique_call_ids(event.message)
-                        break
-                    self.emit(event)
-        except ProviderError as exc:
-            if hold_overflow and exc.kind == "context_overflow" and partial.empty:
-                held = ErrorEvent(str(exc), exc.kind)
-            else:
-                self.emit(ErrorEvent(str(exc), exc.kind))
-            message = partial.message("error", str(exc), provider, model)
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            raise
-        except Exception as exc:
-            text = f"provider {provider} failed: {type(exc).__name__}: {exc}"
-            self.emit(ErrorEvent(agent.redactor.text(text), "unknown"))
-            message = partial.message("error", text, provider, model)
+        session = self.session
+        reply = await self.parts.calls.send(
+            session,
+            request,
+            partial=partial,
+            hold_overflow=hold_overflow,
+            record_reply=lambda message: self.parts.record_message(session, message),
+        )
         self.partial = None
-        if message is None:
-            text = f"provider {provider} ended its stream without a final message"
-            self.emit(ErrorEvent(text, "stream"))
-            message = partial.message("error", text, provider, model)
-        if message.provider is None or message.model is None:
-            message = replace(message, provider=message.provider or provider, model=message.model or model)
-        return message, held
+        if reply.message.usage is not None:
+            self.usage = self.usage + reply.message.usage
+        return reply
 
     # --- tools ------------------------------------------------------------------------------
 
-    def _tool_context(self, call: ToolCall, tool: Tool) -> ToolContext:
-        return tool_context(self.agent, self.session, call, tool, self.emit)
-
-    async def _run_tools(self, message: AssistantMessage, guard: LoopGuard) -> str | None:
+    async def _run_tools(self, message: AssistantMessage) -> str | None:
         self.pending = {call.id: call for call in message.tool_calls}
         self.results = {}
         self.tool_calls += len(message.tool_calls)
+        session = self.session
         runner = ToolRunner(
-            self.agent.host.dispatch, self.agent.tools, self.agent.tool_timeout, self._tool_context, self._record_result
+            self.parts.calls.dispatch,
+            self.parts.tools(),
+            self.parts.settings.tool_timeout,
+            lambda call, tool: self.parts.tool_context(session, call, tool),
+            self._record_result,
         )
-        outcome = await runner.run_all(message.tool_calls, guard, lambda: bool(self.session.steering))
-        self.session.messages.extend(self.results[c.id] for c in message.tool_calls if c.id in self.results)
+        outcome = await runner.run_all(message.tool_calls, lambda: bool(session.steering))
+        session.messages.extend(self.results[c.id] for c in message.tool_calls if c.id in self.results)
         self.pending, self.results = {}, {}
-        if outcome.guard_stop is not None:
-            self.agent.notice(f"loop guard stopped the turn: {outcome.guard_stop}", "warning")
-        return outcome.guard_stop
+        if outcome.stopped is not None:
+            self.parts.notice(f"the turn was stopped: {outcome.stopped}", "warning")
+        return outcome.stopped
 
     async def _record_result(self, call: ToolCall, result: ToolResult, duration_ms: float) -> None:
         if call.id not in self.pending:
             return  # already settled (an abort raced the tool)
         content = result.content
-        stub = call.name in self.agent.tools and call.name not in self.sent_full
         invalid = result.is_error and content.startswith(f"invalid arguments for {call.name}")
-        if invalid and stub and self.agent.tool_view() == "progressive":
+        if invalid and call.name in self.parts.tools() and call.name not in self.session.described:
             content = f"{content}\n{STUB_CALL_NOTE}"
         message = ToolResultMessage(call.id, call.name, content, result.is_error)
-        await self.agent.append_entry(self.session, "tool_result", message_to_dict(message))
+        await self.parts.append_entry(self.session, "tool_result", message_to_dict(message))
         self.pending.pop(call.id, None)
         self.results[call.id] = message
         self.emit(ToolResultEvent(call.id, call.name, content, result.is_error, duration_ms))
@@ -386,12 +296,12 @@ class Turn:
 
     async def _settle(self, why: str) -> None:
         """After an abort or a failure: keep the partial reply out of context and pair every call."""
-        agent, session = self.agent, self.session
+        session, calls = self.session, self.parts.calls
         try:
             if self.partial is not None and (self.partial.text or self.partial.thinking):
                 stop = "aborted" if why == "aborted" else "error"
-                partial = self.partial.message(stop, why, agent.provider.name, agent.model)
-                await agent.append_entry(session, "message", message_to_dict(partial))
+                partial = self.partial.message(stop, why, calls.provider.name, calls.model)
+                await self.parts.append_entry(session, "message", message_to_dict(partial))
             self.partial = None
             reason = INTERRUPTED if why == "aborted" else f"Not run: the turn failed ({why})."
             for call in list(self.pending.values()):
@@ -405,39 +315,11 @@ class Turn:
         self.pending, self.results = {}, {}
 
 
-def unique_call_ids(message: AssistantMessage) -> AssistantMessage:
-    """``message`` with a call id repeated by the provider renamed (``id_2``…), in order, the way
-    its forwarded ``ToolCallEvent``s were: results pair with calls by id, so every call needs its own."""
-    taken: set[str] = set()
-    calls = tuple(replace(call, id=unique_id(call.id, taken)) for call in message.tool_calls)
-    return message if calls == message.tool_calls else replace(message, tool_calls=calls)
-
-
-def handoff_note(handoff: Mapping[str, Any] | None) -> str | None:
-    """The system prompt's note about a handoff anchor (with its summary), if the session has one."""
-    if not handoff:
-        return None
-    compacted = summary_note(handoff)
-    if compacted is not None:
-        return compacted
-    state = handoff.get("state") or {}
-    summary = state.get("summary") if isinstance(state, Mapping) else None
-    note = f"Earlier conversation was handed off at anchor {handoff.get('name')!r}."
-    return f"{note} Summary: {summary}" if summary else note
-
-
-def tool_context(
-    agent: Agent, session: Session, call: ToolCall, tool: Tool, emit: Callable[[Event], None]
-) -> ToolContext:
-    """What a tool (or a ``!cmd``) running for ``session`` sees of the agent."""
-    return ToolContext(
-        session_id=session.id,
-        workspace=session.workspace,
-        call_id=call.id,
-        settings=agent.config.plugin_settings(tool.plugin) if tool.plugin else {},
-        state=session.state,
-        emit=emit,
-        config=agent.config,
-        ask=redacted_ask(session.ask if session.ask is not None else agent.ask, agent.redactor.text),
-        local=agent.local,
-    )
+def described(specs: tuple[ToolSpec, ...], tools: Mapping[str, Tool]) -> frozenset[str]:
+    """Names of the registered tools whose schema ``specs`` (a prepared request's) carries in full."""
+    names = []
+    for spec in specs:
+        tool = tools.get(spec.name)
+        if tool is not None and (spec.parameters is tool.parameters or spec.parameters == tool.parameters):
+            names.append(spec.name)
+    return frozenset(names)

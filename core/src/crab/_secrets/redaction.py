@@ -122,6 +122,21 @@ class StreamRedactor:
         return len(text)
 
 
+_PLAIN = frozenset({int, float, bool, type(None)})
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _field_names(kind: type) -> tuple[str, ...] | None:
+    """The field names of dataclass ``kind`` (None for other types), looked up once per type:
+    every delivered event is walked, so this runs for each event and each nested value."""
+    try:
+        return _FIELDS[kind]
+    except KeyError:
+        names = tuple(f.name for f in dataclasses.fields(kind)) if dataclasses.is_dataclass(kind) else None
+        _FIELDS[kind] = names
+        return names
+
+
 class EventRedactor:
     """Makes every event safe to show: secrets masked, text valid UTF-8 (see the module docstring).
 
@@ -173,6 +188,8 @@ class EventRedactor:
     def _value(self, value: Any) -> Any:
         if isinstance(value, str):
             return valid_text(self.redactor.text(value))
+        if type(value) in _PLAIN:  # most leaves: skip the ABC and dataclass checks below
+            return value
         if isinstance(value, Mapping):
             pairs = [(self._value(str(k)), self._value(v)) for k, v in value.items()]
             if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(pairs, value.items(), strict=True)):
@@ -183,12 +200,13 @@ class EventRedactor:
             if all(new is old for new, old in zip(items, value, strict=True)):
                 return value
             return items if isinstance(value, list) else tuple(items)
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = _field_names(type(value))
+        if names is not None:
             changes: dict[str, Any] = {}
-            for f in dataclasses.fields(value):
-                old = getattr(value, f.name)
+            for name in names:
+                old = getattr(value, name)
                 new = self._value(old)
                 if new is not old:
-                    changes[f.name] = new
+                    changes[name] = new
             return dataclasses.replace(value, **changes) if changes else value
         return value

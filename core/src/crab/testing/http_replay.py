@@ -2,7 +2,7 @@
 
 For crab's own provider plugins and for third-party ones alike. Standard library only (the
 server is ``http.server``), so it costs nothing to import; the provider under test brings its
-own HTTP client (``crab.http_stream`` uses httpx).
+own HTTP client (crab-provider-kit's ``stream_call`` uses httpx).
 
 A test scripts the replies the server gives to successive requests, then points the provider's
 ``base_url`` at ``server.url``:
@@ -24,7 +24,7 @@ Requests are recorded in ``server.requests`` (path, lower-cased headers, parsed 
 time on the ``time.monotonic`` clock), so a test can check what was sent and how long retries
 waited. A request with no scripted reply left gets a 500. ``server.provider_table(key_env)`` is a
 provider config table aimed at the server with tiny retry delays (keys that
-``crab.http_stream.read_http_options`` reads).
+``crab_provider_kit.read_http_options`` reads).
 
 ``collect_stream`` runs one ``Provider.stream`` to the end. ``run_crab`` and ``find_secret`` are
 for end-to-end key-leak tests: run ``crab`` as a subprocess with its own ``CRAB_HOME``, then list

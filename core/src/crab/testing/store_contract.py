@@ -281,7 +281,7 @@ class StoreContract:
         assert run(store.entries(info.id, since_handoff=True)) == appended[1:]
 
     def test_a_compaction_anchor_round_trips_and_starts_the_context(self, store: Store) -> None:
-        """A compaction (``crab/_builtin/compaction.py``) is a handoff anchor whose payload also holds
+        """A compaction (``crab/_loop/compaction.py``) is a handoff anchor whose payload also holds
         the verbatim tail it kept, tool calls and results included; a store keeps it whole."""
         kept = [
             user("the question"),

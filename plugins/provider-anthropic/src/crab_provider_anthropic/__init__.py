@@ -1,7 +1,7 @@
 """crab-provider-anthropic: the Anthropic Messages API as a crab provider.
 
 Hook implementations only; the parser, request building and settings live in sibling modules;
-the HTTP streaming itself is `crab.http_stream`.
+the HTTP streaming itself is crab-provider-kit's `stream_call`.
 Imports nothing heavy: httpx is loaded when a request is made.
 """
 
@@ -26,7 +26,7 @@ def crab_config_table() -> ConfigTable:
 
 @hookimpl
 def crab_providers(config: Config) -> list[Provider]:
-    from crab.provider_kit import request_timeout_from
+    from crab_provider_kit import request_timeout_from
 
     from crab_provider_anthropic.provider import AnthropicProvider
     from crab_provider_anthropic.settings import PLUGIN

@@ -1,7 +1,7 @@
-"""The Messages API body's ``extra_body`` rules (``crab.provider_kit.ExtraBody``)."""
+"""The Messages API body's ``extra_body`` rules (``crab_provider_kit.ExtraBody``)."""
 
 from __future__ import annotations
 
-from crab.provider_kit import ExtraBody
+from crab_provider_kit import ExtraBody
 
 EXTRA_BODY = ExtraBody(reserved=("model", "messages", "stream", "system", "tools"), tool_fields=("tool_choice",))

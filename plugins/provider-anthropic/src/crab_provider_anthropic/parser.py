@@ -26,7 +26,7 @@ from crab import (
     ToolCallEvent,
     Usage,
 )
-from crab.provider_kit import ServerSentEvent, parse_tool_arguments, unique_id
+from crab_provider_kit import ServerSentEvent, parse_tool_arguments, unique_id
 
 from crab_provider_anthropic.errors import classify_error, details_from_object
 

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from crab import ConfigError, ModelInfo, ModelRequest, ProviderError, StreamEvent
-from crab.provider_kit import DEFAULT_REQUEST_TIMEOUT, json_text, stream_call
+from crab_provider_kit import DEFAULT_REQUEST_TIMEOUT, json_text, stream_call
 
 from crab_provider_anthropic.errors import classify_error, error_details
 from crab_provider_anthropic.parser import MessagesStreamParser

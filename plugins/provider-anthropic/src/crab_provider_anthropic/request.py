@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from crab import AssistantMessage, Message, ModelRequest, ToolResultMessage, UserMessage
-from crab.provider_kit import merge_tables
+from crab_provider_kit import merge_tables
 
 from crab_provider_anthropic.extra import EXTRA_BODY
 from crab_provider_anthropic.settings import API_VERSION, AnthropicSettings

@@ -1,7 +1,7 @@
 """The ``[plugins.provider-anthropic]`` config table: its declaration, its typed reading, the models it knows.
 
 Core checks the table against ``TABLE`` (``check_table`` covers the nested ``models``) before
-anything runs, and drops key routing an untrusted project sets (``crab.http_stream.key_routing``).
+anything runs, and drops key routing an untrusted project sets (``crab_provider_kit.key_routing``).
 
 Built-in context windows apply only when ``base_url`` is Anthropic's own; prices always come
 from config, because a price list shipped in code is wrong by the time anyone reads it.
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crab import ConfigTable, ModelInfo, PluginTable, Setting
-from crab.provider_kit import (
+from crab_provider_kit import (
     EXTRA_KEY,
     HttpOptions,
     extra_body_paths,

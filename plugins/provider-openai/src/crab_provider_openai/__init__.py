@@ -1,7 +1,7 @@
 """crab-provider-openai: OpenAI-compatible chat completions as a crab provider.
 
 Hook implementations only; the parser, request building and settings live in sibling modules;
-the HTTP streaming itself is `crab.http_stream`.
+the HTTP streaming itself is crab-provider-kit's `stream_call`.
 Imports nothing heavy: httpx is loaded when a request is made.
 """
 

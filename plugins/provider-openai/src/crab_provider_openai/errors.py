@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from crab import ContextOverflowError, ErrorKind, ProviderError
-from crab.provider_kit import is_retryable_status, status_kind
+from crab_provider_kit import is_retryable_status, status_kind
 
 # Servers word this differently; these cover OpenAI, DeepSeek, Kimi, OpenRouter, vLLM, llama.cpp, Ollama.
 _OVERFLOW_MARKERS = (

@@ -1,8 +1,8 @@
-"""The chat-completions body's ``extra_body`` rules (``crab.provider_kit.ExtraBody``)."""
+"""The chat-completions body's ``extra_body`` rules (``crab_provider_kit.ExtraBody``)."""
 
 from __future__ import annotations
 
-from crab.provider_kit import ExtraBody
+from crab_provider_kit import ExtraBody
 
 EXTRA_BODY = ExtraBody(
     reserved=("model", "messages", "stream", "stream_options", "tools"),  # include_usage sets stream_options

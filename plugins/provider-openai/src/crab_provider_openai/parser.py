@@ -25,7 +25,7 @@ from crab import (
     ToolCallEvent,
     Usage,
 )
-from crab.provider_kit import ServerSentEvent, parse_tool_arguments, unique_id
+from crab_provider_kit import ServerSentEvent, parse_tool_arguments, unique_id
 
 from crab_provider_openai.errors import classify_error, details_from_object
 from crab_provider_openai.thinktags import ThinkTagSplitter

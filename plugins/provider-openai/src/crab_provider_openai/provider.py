@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from crab import Config, ConfigError, ModelInfo, ModelRequest, Provider, ProviderError, StreamEvent
-from crab.provider_kit import DEFAULT_REQUEST_TIMEOUT, json_text, request_timeout_from, stream_call
+from crab_provider_kit import DEFAULT_REQUEST_TIMEOUT, json_text, request_timeout_from, stream_call
 
 from crab_provider_openai.errors import classify_error, error_details
 from crab_provider_openai.parser import ChatStreamParser

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from crab import AssistantMessage, Message, ModelRequest, ToolResultMessage, UserMessage
-from crab.provider_kit import merge_tables
+from crab_provider_kit import merge_tables
 
 from crab_provider_openai.extra import EXTRA_BODY
 from crab_provider_openai.settings import OpenAISettings

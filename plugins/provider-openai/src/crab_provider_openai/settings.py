@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crab import ConfigTable, InvalidValue, ModelInfo, PluginTable, Setting
-from crab.provider_kit import (
+from crab_provider_kit import (
     EXTRA_KEY,
     HttpOptions,
     extra_body_paths,

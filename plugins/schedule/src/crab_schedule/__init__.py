@@ -12,7 +12,25 @@ import crab
 if TYPE_CHECKING:
     from crab import AgentHandle, Channel, Config, ConfigTable, Tool, ToolCall, ToolContext
 
-CRAB_API = ">=1.2,<2"
+CRAB_API = ">=1.3,<2"  # declares its own hook (crab.hookspec, API 1.3)
+
+
+class ScheduleHooks:
+    """The hook crab-schedule declares: another plugin offers a job store without importing crab-schedule."""
+
+    @crab.hookspec
+    def crab_job_stores(self, config: Config) -> list[Any] | None:
+        """Job stores this plugin offers to crab-schedule, each a ``crab_jobs_kit.JobStore`` with a ``name``.
+
+        ``[plugins.schedule] store = "<name>"`` picks one (crab-schedule's own is ``sqlite``).
+        crab-schedule collects it (``AgentHandle.collect`` in ``crab serve``, ``crab.collect_hook``
+        in its CLI). Return stores that connect on first use (the interface has no ``open``), or
+        None. Not first-result. A plugin implementing it loads fine without crab-schedule; its
+        implementation is then never called.
+        """
+
+
+CRAB_HOOKSPECS = ScheduleHooks
 
 
 @crab.hookimpl

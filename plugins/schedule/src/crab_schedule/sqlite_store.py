@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from crab import StoreError
-from crab.jobs import JOB_COLUMNS, job_from_row
+from crab_jobs_kit import JOB_COLUMNS, job_from_row
 
 from crab_schedule.jobs import Job, RunRecord, Status
 from crab_schedule.timing import format_time, parse_stored_time

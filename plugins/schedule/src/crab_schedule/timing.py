@@ -13,10 +13,10 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from crab import UsageError
-from crab.jobs import Trigger, TriggerKind, format_duration, format_time, parse_stored_time
+from crab_jobs_kit import Trigger, TriggerKind, format_duration, format_time, parse_stored_time
 
 Kind = TriggerKind
-# Trigger and the stored-time helpers are core's (crab.jobs), re-exported with what is built on them.
+# Trigger and the stored-time helpers are crab-jobs-kit's (crab_jobs_kit), re-exported with what is built on them.
 __all__ = [
     "Kind",
     "Trigger",

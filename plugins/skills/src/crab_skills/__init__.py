@@ -2,7 +2,7 @@
 
 Hook implementations only; the work is in ``crab_skills.runtime`` and the modules it uses. The
 entry point is the class: crab makes one object per plugin host, which keeps the folders other
-plugins ship (``crab_skill_dirs``) for that run.
+plugins ship (``crab_skill_dirs``, a hook crab-skills declares: ``SkillHooks``) for that run.
 """
 
 from __future__ import annotations
@@ -17,13 +17,28 @@ if TYPE_CHECKING:
 
     from crab_skills.runtime import Skills
 
-CRAB_API = ">=1.2,<2"
+CRAB_API = ">=1.3,<2"  # declares its own hook (crab.hookspec, API 1.3)
+
+
+class SkillHooks:
+    """The hook crab-skills declares: other plugins ship skills through it without importing crab-skills."""
+
+    @crab.hookspec
+    def crab_skill_dirs(self, config: Config) -> list[Path] | None:
+        """Folders holding skills this plugin ships (each a folder per skill with a ``SKILL.md``).
+
+        crab-skills collects it (through ``AgentHandle.collect`` when the agent starts, or
+        ``crab.collect_hook`` in ``crab skills``). Return a list of ``Path``, or None. Not
+        first-result: every plugin's lists are joined, in plugin order. A plugin implementing it
+        loads fine without crab-skills; its implementation is then never called.
+        """
 
 
 class SkillsPlugin:
     """The ``skills`` plugin: one per host."""
 
     CRAB_API = CRAB_API
+    CRAB_HOOKSPECS = SkillHooks
 
     def __init__(self) -> None:
         self._skills: Skills | None = None

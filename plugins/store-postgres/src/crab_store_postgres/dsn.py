@@ -1,6 +1,6 @@
 """Where the connection string comes from, what to call the server in a message, and hiding passwords.
 
-The DSN is looked up in order: ``CRAB_POSTGRES_DSN`` (read by core: ``crab.postgres_dsn``), the auth file's
+The DSN is looked up in order: ``CRAB_POSTGRES_DSN`` (``crab_store_postgres.environ``), the auth file's
 ``"postgres"`` entry, then ``[plugins.store-postgres] dsn`` in the user's config (trust-only, so a
 project's config cannot point crab at another database). A DSN may hold a password: every message
 this plugin writes names the server by host and port only, or shows the DSN with the password
@@ -14,12 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from crab import REDACTED, crab_home, postgres_dsn
-from crab.provider_kit import lookup_key
+from crab import REDACTED, crab_home, lookup_key
+
+from crab_store_postgres.environ import postgres_dsn
 
 AUTH_ENTRY = "postgres"
 ENV_VARIABLE = "CRAB_POSTGRES_DSN"
-"""Named in messages only: core reads it (``crab.postgres_dsn``)."""
+"""Named in messages only: ``crab_store_postgres.environ`` reads it."""
 
 _URL_PASSWORD = re.compile(r"^(\w+://[^:/?#@]*):[^@/?#]*@")
 _KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)")

@@ -21,11 +21,11 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from crab import payload_json
-from crab.jobs import JOB_COLUMNS, Job, RunRecord, job_from_row
+from crab_jobs_kit import JOB_COLUMNS, Job, RunRecord, job_from_row
+from crab_sql_kit import payload_json
 
 if TYPE_CHECKING:
-    from crab.jobs import Status
+    from crab_jobs_kit import Status
 
     from crab_store_postgres.store import PostgresStore
 

@@ -20,7 +20,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from crab import Entry, entry_text, utf8_encodable
+from crab import Entry, entry_text
+from crab_sql_kit import utf8_encodable
 
 _WORD = re.compile(r"[^\W_]+")
 

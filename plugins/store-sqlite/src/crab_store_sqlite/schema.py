@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from crab import StoreError, decode_payload
+from crab import StoreError
+from crab_sql_kit import decode_payload
 
 from crab_store_sqlite.rows import fts_text
 

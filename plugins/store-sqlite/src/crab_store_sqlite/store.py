@@ -19,18 +19,20 @@ from typing import Any, cast
 
 from crab import (
     ENTRY_TYPES,
-    SESSION_COLUMNS,
     Entry,
     EntryType,
     SearchHit,
     SessionInfo,
-    StoredPayload,
     StoreError,
-    entry_from_row,
     new_entry_id,
     new_session_id,
-    payload_json,
     search_hit,
+)
+from crab_sql_kit import (
+    SESSION_COLUMNS,
+    StoredPayload,
+    entry_from_row,
+    payload_json,
     session_from_row,
     session_totals,
     store_payload,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import crab
-from crab.provider_kit import lookup_key
+from crab import lookup_key
 
 from crab_telegram.access import allowed, bad_entries, describe_sender
 from crab_telegram.settings import AUTH_NAME, TelegramSettings

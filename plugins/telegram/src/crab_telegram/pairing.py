@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import crab
-from crab.provider_kit import lookup_key
+from crab import lookup_key
 
 from crab_telegram.access import describe_sender
 from crab_telegram.settings import AUTH_NAME, TelegramSettings

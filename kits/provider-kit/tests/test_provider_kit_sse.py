@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crab.sse import ServerSentEvent, SSEDecoder
+from crab_provider_kit import ServerSentEvent, SSEDecoder
 
 
 def decode_all(data: bytes, size: int) -> list[ServerSentEvent]:

@@ -1,4 +1,4 @@
-"""What SQL session stores share: payload JSON, system prompts kept once, usage totals, session rows, hits.
+"""What SQL session stores share: payload JSON, system prompts kept once, usage totals, session rows.
 
 A store that keeps entries as rows (crab-store-sqlite, crab-store-postgres) stores a payload as
 compact JSON text, keeps a ``system_prompt`` event's ``text`` once apart from the row (keyed by
@@ -13,9 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crab._contracts.errors import StoreError
-from crab._contracts.messages import Usage, usage_from_dict
-from crab._contracts.storage import Entry, EntryType, SearchHit, SessionInfo, entry_text
+from crab import Entry, EntryType, SessionInfo, StoreError, Usage, usage_from_dict
 
 SESSION_COLUMNS = (
     "id, workspace, created, title, forked_from, fork_entry, meta, updated, entry_count, usage_count, "
@@ -134,20 +132,6 @@ def session_from_row(row: tuple[Any, ...]) -> SessionInfo:
         entry_count=count,
         usage=usage,
     )
-
-
-def search_hit(entry: Entry, words: list[str]) -> SearchHit | None:
-    """A ``SearchHit`` when ``entry_text(entry)`` holds every one of the lower-case ``words``, else None.
-
-    The excerpt runs from 60 characters before the first word to 100 after its start, on one line.
-    """
-    text = entry_text(entry)
-    lowered = text.lower()
-    if not all(w in lowered for w in words):
-        return None
-    at = lowered.find(words[0])
-    excerpt = text[max(0, at - 60) : at + 100].replace("\n", " ")
-    return SearchHit(entry.session_id, entry.id, entry.type, excerpt, entry.time)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ provider's table and a model's table and merged into the request body.
 The fields a provider builds from the conversation (its ``reserved`` fields) cannot be set here:
 a config error says so rather than letting a table silently replace the messages or turn
 streaming off. Any other field replaces what the provider would send: the user wrote it. The
-values are trust-only (``crab.http_stream.extra_body_paths``).
+values are trust-only (``crab_provider_kit.extra_body_paths``).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from crab._contracts.config_tables import InvalidValue
+from crab import InvalidValue
 
 if TYPE_CHECKING:
-    from crab._contracts.providers import ModelInfo
+    from crab import ModelInfo
 
 KEY = "extra_body"
 _JSON = "a string, number, boolean, array or table (it is sent as JSON)"
@@ -57,7 +57,7 @@ class ExtraBody:
     ) -> tuple[dict[str, ModelInfo], dict[str, dict[str, Any]]]:
         """A provider's ``models`` table (at ``where``) over its ``known`` models: every model's
         ``ModelInfo`` and, for those that set one, its checked ``extra_body``."""
-        from crab._contracts.providers import model_from_table
+        from crab_provider_kit._models import model_from_table
 
         if not isinstance(table, Mapping):
             raise InvalidValue(where, "a table of model id to settings", table)

@@ -5,14 +5,14 @@ from __future__ import annotations
 from email.utils import formatdate
 
 import pytest
-from crab.retry import (
-    RetryDecision,
+from crab_provider_kit import (
     RetryPolicy,
     is_retryable_status,
     parse_retry_after,
     retry_after_from_headers,
     status_kind,
 )
+from crab_provider_kit._retry import RetryDecision  # the kit's own module: its tests may look inside
 
 
 def test_backoff_doubles_and_is_capped() -> None:

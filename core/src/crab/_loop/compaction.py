@@ -7,17 +7,24 @@ chunk's summary carried into the next); ``anchor_payload`` is the entry the stor
 entry is a ``handoff`` anchor, so every store already starts the model's context at it, and it
 carries the kept tail (``compaction.kept``) and the expanded tool set. The full history stays in
 the store before it.
+
+``compact`` runs one compaction for a session: its summary calls take the loop's one model-call
+path (``crab/_loop/model_call.py``), so each is dispatched through ``crab_before_model_call``,
+priced once and recorded like any other. Compaction is part of the loop, not a plugin: it
+rewrites the session's stored context (the anchor every store starts the model's context at),
+which no hook can do without a resumed session seeing something else than the live one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from crab._contracts.errors import ProviderError
-from crab._contracts.events import ErrorEvent, Event, MessageEnd, RetryEvent
+from crab._contracts.errors import CrabError, PluginError, ProviderError
+from crab._contracts.events import CompactionEvent, Event
 from crab._contracts.messages import (
     AssistantMessage,
     Message,
@@ -28,7 +35,13 @@ from crab._contracts.messages import (
     message_to_dict,
 )
 from crab._contracts.providers import ModelRequest
-from crab._loop.budget import CHARS_PER_TOKEN, message_chars, raw_tokens
+from crab._loop.budget import CHARS_PER_TOKEN, TokenBudget, message_chars, raw_tokens
+
+if TYPE_CHECKING:
+    from crab._loop.model_call import ModelCalls
+    from crab._loop.session import Session
+
+CompactionReason = Literal["threshold", "overflow", "manual"]
 
 ANCHOR_NAME = "compaction"
 KEEP_SHARE = 0.3
@@ -167,7 +180,7 @@ def summary_request(chunk: str, previous: str | None, focus: str | None) -> str:
     return "\n\n".join(parts)
 
 
-Send = Callable[[ModelRequest], AsyncIterator[Event]]
+Send = Callable[[ModelRequest], Awaitable[AssistantMessage]]
 
 
 async def summarise(
@@ -178,12 +191,11 @@ async def summarise(
     window: int,
     base: ModelRequest,
     send: Send,
-    on_event: Callable[[Event], None],
 ) -> Summary:
     """The model's summary of ``messages`` (after ``previous``, an earlier summary).
 
-    ``base`` gives the model and sampling options; ``send`` streams one request (through the
-    ``crab_before_model_call`` hook and the provider). Raises ``ProviderError`` when a call fails.
+    ``base`` gives the model and sampling options; ``send`` makes one model call and returns the
+    reply (raising ``ProviderError`` when the call fails), which is priced and recorded there.
     """
     limit_tokens = max(256, min(SUMMARY_TOKENS, window // 10))
     room = max(1000, (window // 2 - limit_tokens) * CHARS_PER_TOKEN)
@@ -197,7 +209,7 @@ async def summarise(
             max_tokens=limit_tokens,
             temperature=base.temperature,
         )
-        message = await _one_call(send(request), on_event)
+        message = await send(request)
         if message.usage is not None:
             usages.append(message.usage)
         text = message.content.strip()
@@ -205,20 +217,6 @@ async def summarise(
             raise ProviderError("the model returned an empty summary", "invalid_request")
         summary = text
     return Summary(summary or "", usages)
-
-
-async def _one_call(stream: AsyncIterator[Event], on_event: Callable[[Event], None]) -> AssistantMessage:
-    from contextlib import aclosing
-
-    async with aclosing(stream) as events:  # type: ignore[type-var]
-        async for event in events:
-            if isinstance(event, RetryEvent):
-                on_event(event)
-            elif isinstance(event, ErrorEvent):
-                raise ProviderError(event.message, event.kind)
-            elif isinstance(event, MessageEnd):
-                return event.message
-    raise ProviderError("the provider ended its stream without a final message", "stream")
 
 
 def anchor_payload(
@@ -258,8 +256,17 @@ def carried(payload: Mapping[str, Any]) -> tuple[list[Message], int]:
         except (KeyError, TypeError, ValueError):
             unreadable += 1
     if messages and not isinstance(messages[0], UserMessage):
-        messages.insert(0, UserMessage(CONTINUED))
+        messages.insert(0, UserMessage(continued_note(carried_tools(payload))))
     return messages, unreadable
+
+
+def continued_note(tools: Sequence[str]) -> str:
+    """The note a tail kept from mid-turn starts with; it hints at the tools that turn had
+    expanded (``$name``), so the tool view keeps them expanded to the end of that turn, derived
+    from the context alone."""
+    if not tools:
+        return CONTINUED
+    return f"{CONTINUED} Tools in use: {', '.join(f'${name}' for name in tools)}."
 
 
 def carried_tools(handoff: Mapping[str, Any] | None) -> list[str]:
@@ -267,6 +274,19 @@ def carried_tools(handoff: Mapping[str, Any] | None) -> list[str]:
     details = handoff.get("compaction") if handoff else None
     tools = details.get("tools") if isinstance(details, Mapping) else None
     return [str(t) for t in tools] if isinstance(tools, list) else []
+
+
+def handoff_note(handoff: Mapping[str, Any] | None) -> str | None:
+    """The system prompt's note about a handoff anchor (with its summary), if the session has one."""
+    if not handoff:
+        return None
+    compacted = summary_note(handoff)
+    if compacted is not None:
+        return compacted
+    state = handoff.get("state") or {}
+    summary = state.get("summary") if isinstance(state, Mapping) else None
+    note = f"Earlier conversation was handed off at anchor {handoff.get('name')!r}."
+    return f"{note} Summary: {summary}" if summary else note
 
 
 def summary_note(handoff: Mapping[str, Any]) -> str | None:
@@ -280,3 +300,75 @@ def summary_note(handoff: Mapping[str, Any]) -> str | None:
         "conversation: a record of it, not new instructions from the user); the messages after it are verbatim."
     )
     return f"{head}\n\n{summary}" if summary else head
+
+
+async def compact(
+    session: Session,
+    reason: CompactionReason,
+    focus: str | None,
+    *,
+    budget: TokenBudget,
+    calls: ModelCalls,
+    base: ModelRequest,
+    tools: Collection[str] = (),
+) -> Compacted | None:
+    """Summarise older history of ``session`` into a compaction anchor, keep the recent turns.
+
+    The caller holds ``session.compacting``. ``base`` gives the model and sampling options;
+    ``tools`` names every registered tool.
+    None when there was nothing older to summarise or the summary failed (a ``CompactionEvent``
+    with ``phase="failed"`` says why). Raises only on cancellation (or ``PluginError`` in strict mode).
+    """
+
+    def emit(event: Event) -> None:
+        calls.emit(event, session.id)
+
+    messages = list(session.messages)
+    history_tokens = raw_tokens(sum(message_chars(m) for m in messages))
+    cut = split(messages, keep_tokens(reason, budget.threshold, history_tokens))
+    before = int(history_tokens * budget.ratio)
+    if cut == 0:
+        why = "nothing older than the most recent turn to summarise"
+        emit(CompactionEvent(session.id, "failed", reason, tokens_before=before, error=why))
+        return None
+    older, kept = messages[:cut], messages[cut:]
+    emit(CompactionEvent(session.id, "start", reason, len(older), len(kept), before))
+
+    async def send(request: ModelRequest) -> AssistantMessage:
+        request = await calls.prepare(session, request)
+        reply = await calls.send(session, request, purpose="compaction")
+        if reply.message.stop_reason == "error":
+            raise ProviderError(reply.message.error or "the summary call failed", reply.error_kind or "unknown")
+        return reply.message
+
+    try:
+        summary = await summarise(
+            older, previous=previous_summary(session.handoff), focus=focus, window=budget.window, base=base, send=send
+        )
+    except (asyncio.CancelledError, KeyboardInterrupt, PluginError):
+        raise
+    except Exception as exc:  # a provider failing in any way leaves the history as it was
+        error = str(exc) if isinstance(exc, CrabError) else f"{type(exc).__name__}: {exc}"
+        emit(CompactionEvent(session.id, "failed", reason, tokens_before=before, error=error))
+        return None
+    total = Usage()
+    for usage in summary.usages:
+        total = total + usage
+    payload = anchor_payload(
+        summary.text,
+        kept,
+        reason=reason,
+        focus=focus,
+        summarised=len(older),
+        # The tools the last request described in full carry over, unless it described every one
+        # (the full view): then nothing was expanded and nothing needs carrying.
+        tools=sorted(session.described) if session.described != frozenset(tools) else [],
+        tokens_before=before,
+    )
+    await calls.append_entry(session, "anchor", payload)
+    budget.held_until = 0
+    session.handoff = payload
+    session.messages = carried(payload)[0]
+    after = int(raw_tokens(len(summary.text) + sum(message_chars(m) for m in session.messages)) * budget.ratio)
+    emit(CompactionEvent(session.id, "done", reason, len(older), len(kept), before, after, summary.text))
+    return Compacted(len(older), len(kept), total)

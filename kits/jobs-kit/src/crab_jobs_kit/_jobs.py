@@ -4,7 +4,7 @@ A job is JSON-able data: no pickles, no callables. The interface speaks aware UT
 string ids and assumes nothing local (no file, no process, no clock of its own): the time is
 always passed in, and a claim is a lease held by a named worker, so a database-backed queue
 (``SELECT … FOR UPDATE SKIP LOCKED``) implements the same methods. crab-schedule runs jobs and
-keeps them in SQLite by default; a plugin offers another store through ``crab_job_stores``
+keeps them in SQLite by default; a plugin offers another store through crab-schedule's ``crab_job_stores``
 (crab-store-postgres: ``postgres``), chosen with ``[plugins.schedule] store``.
 """
 
@@ -16,24 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
-
-__all__ = [
-    "JOB_COLUMNS",
-    "Job",
-    "JobStore",
-    "Mode",
-    "Origin",
-    "RunRecord",
-    "Status",
-    "Trigger",
-    "TriggerKind",
-    "format_duration",
-    "format_time",
-    "job_from_row",
-    "job_from_spec",
-    "new_job_id",
-    "parse_stored_time",
-]
 
 TriggerKind = Literal["cron", "every", "once"]
 Kind = TriggerKind

@@ -1,4 +1,4 @@
-"""Model calls have a deadline (crab.http_stream): request_timeout bounds a call, retries included,
+"""Model calls have a deadline (crab_provider_kit.stream_call): request_timeout bounds a call, retries included,
 whatever the server sends meanwhile; idle_timeout counts from the last meaningful event.
 
 Real servers on 127.0.0.1 (``crab.testing.http_replay``): one that sends keep-alive comments
@@ -14,18 +14,15 @@ import time
 from typing import Any
 
 import pytest
-from crab._config.layers import PluginTable
-from crab._contracts.errors import ConfigError, ProviderError
-from crab._contracts.events import ErrorEvent, RetryEvent, StreamEvent, TextDelta
-from crab.http_stream import (
+from crab import ConfigError, ErrorEvent, PluginTable, ProviderError, RetryEvent, StreamEvent, TextDelta
+from crab.testing import HttpReply, ReplayServer, make_config
+from crab_provider_kit import (
     DEFAULT_REQUEST_TIMEOUT,
+    ServerSentEvent,
     read_http_options,
     request_timeout_from,
     stream_call,
 )
-from crab.sse import ServerSentEvent
-from crab.testing.harness import make_config
-from crab.testing.http_replay import HttpReply, ReplayServer
 
 pytest.importorskip("httpx")
 

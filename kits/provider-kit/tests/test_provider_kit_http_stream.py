@@ -1,4 +1,4 @@
-"""crab.http_stream: connection settings from a config table, and one streamed call over real HTTP."""
+"""crab_provider_kit's streamed HTTP: connection settings from a config table, and one streamed call over real HTTP."""
 
 from __future__ import annotations
 
@@ -7,11 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from crab._contracts.errors import ConfigError, ProviderError
-from crab._contracts.events import ErrorEvent, RetryEvent, StreamEvent, TextDelta
-from crab.http_stream import HttpOptions, PluginTable, read_http_options, stream_call
-from crab.sse import ServerSentEvent
-from crab.testing.http_replay import ReplayServer
+from crab import ConfigError, ErrorEvent, PluginTable, ProviderError, RetryEvent, StreamEvent, TextDelta
+from crab.testing import ReplayServer
+from crab_provider_kit import HttpOptions, ServerSentEvent, read_http_options, stream_call
 
 VENDOR = "https://api.example.com/v1"
 
@@ -62,7 +60,7 @@ def test_key_for_names_the_variable_unless_none_is_required(tmp_path: Path, monk
 
 
 def test_importing_it_does_not_import_httpx() -> None:
-    code = "import sys, crab.http_stream; print('httpx' in sys.modules)"
+    code = "import sys, crab_provider_kit; crab_provider_kit.HttpOptions; print('httpx' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 

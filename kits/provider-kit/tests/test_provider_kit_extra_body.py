@@ -1,4 +1,4 @@
-"""``crab.provider_kit.ExtraBody``: what a provider's ``extra_body`` may hold and how it is merged."""
+"""``crab_provider_kit.ExtraBody``: what a provider's ``extra_body`` may hold and how it is merged."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 from crab import InvalidValue
-from crab.provider_kit import ExtraBody, merge_tables, unique_id
+from crab_provider_kit import ExtraBody, merge_tables, unique_id
 
 RULES = ExtraBody(reserved=("model", "messages", "stream"), tool_fields=("tool_choice",))
 KEY = ("plugins", "provider-x", "extra_body")

@@ -1,9 +1,9 @@
 """Streaming HTTP for model providers: one POST, retries for what may be retried, and the
-response body fed through ``crab.sse.SSEDecoder`` into a provider's own stream parser.
+response body fed through ``SSEDecoder`` into a provider's own stream parser.
 
 Owns the HTTP side every SSE-speaking provider plugin shares: timeouts, status → typed error
 through the provider's ``classify``, ``Retry-After``
-handling via ``crab.retry``, redaction of the key from every message, and the faults of a
+handling via ``RetryPolicy``, redaction of the key from every message, and the faults of a
 stream (dropped connection, idle stream, malformed chunk, missing end marker) as one
 ``ErrorEvent``. The wire format stays in the plugin: it passes a ``StreamParser`` and a
 ``classify`` function. A failure retries only while nothing has reached the caller (an error
@@ -25,11 +25,11 @@ Also the connection settings those plugins read from their config tables with th
 defaults (``HttpOptions``, from ``read_http_options``: ``base_url``, ``api_key_env``,
 ``require_key``, ``max_retries``, ``retry_base_delay``, ``retry_cap``, ``idle_timeout``,
 ``connect_timeout``, ``request_timeout``, ``headers``), declared by ``http_settings`` for a plugin's
-config table, read with ``crab._config.layers.PluginTable``, and the key-routing rule an untrusted project
+config table, read with ``crab.PluginTable``, and the key-routing rule an untrusted project
 obeys (``key_routing``).
 
-httpx (the ``crab-core[http]`` extra) is imported inside the functions that use it, never at
-import of this module, so ``crab --help`` does not load it.
+httpx (a dependency of this kit; ``crab-core[http]`` installs the kit) is imported inside the
+functions that use it, never at import of this module, so ``crab --help`` does not load it.
 """
 
 from __future__ import annotations
@@ -39,13 +39,27 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from crab._config.layers import Config, PluginTable
-from crab._contracts.config_tables import Parts, Setting
-from crab._contracts.errors import ConfigError, ContextOverflowError, ProviderError
-from crab._contracts.events import ErrorEvent, RetryEvent, StreamEvent
-from crab._secrets.keys import known_secrets, lookup_key, missing_key_message, redact
-from crab.retry import RetryPolicy, retry_after_from_headers
-from crab.sse import ServerSentEvent, SSEDecoder
+from crab import (
+    Config,
+    ConfigError,
+    ContextOverflowError,
+    ErrorEvent,
+    PluginTable,
+    ProviderError,
+    Redactor,
+    RetryEvent,
+    Setting,
+    StreamEvent,
+    known_secrets,
+    lookup_key,
+    missing_key_message,
+)
+
+from crab_provider_kit._retry import RetryPolicy, retry_after_from_headers
+from crab_provider_kit._sse import ServerSentEvent, SSEDecoder
+
+Parts = tuple[str, ...]
+"""A dotted config key as its parts: ``("plugins", "provider-x", "extra_body")``."""
 
 if TYPE_CHECKING:
     import httpx
@@ -89,8 +103,7 @@ class HttpCall:
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
 
     def clean(self, text: str) -> str:
-        cleaned: str = redact(text, self.secrets)
-        return cleaned
+        return Redactor(self.secrets).text(text)
 
 
 @dataclass(frozen=True)
@@ -115,7 +128,7 @@ class HttpOptions:
         return RetryPolicy(max_retries=self.max_retries, base_delay=self.retry_base_delay, retry_cap=self.retry_cap)
 
     def key_for(self, provider: str, env: Mapping[str, str] | None = None) -> str | None:
-        """The key: the ``api_key_env`` variable, then the auth file (``crab._secrets.keys.lookup_key``).
+        """The key: the ``api_key_env`` variable, then the auth file (``crab.lookup_key``).
 
         Raises ``ConfigError`` saying what to set when a key is required and none is found. With
         ``key_lookup`` off (a custom ``base_url`` that names no ``api_key_env``) no key is sent:

@@ -1,0 +1,224 @@
+"""The one path every model call takes: a turn's and compaction's summary calls alike.
+
+``ModelCalls.prepare`` is the one place ``crab_before_model_call`` is dispatched;
+``ModelCalls.send`` streams the prepared request from the provider, prices its usage once
+(``crab._loop.pricing``) and reports it with exactly one ``UsageEvent``, and records the
+``model_call`` event (and each new system prompt) in the store: in one place, for every purpose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from crab._contracts.errors import ProviderError
+from crab._contracts.events import (
+    ErrorEvent,
+    ErrorKind,
+    Event,
+    MessageEnd,
+    RetryEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallEvent,
+    UsageEvent,
+)
+from crab._contracts.messages import AssistantMessage, Thinking, hash_bytes, unique_id, usage_to_dict
+from crab._contracts.providers import ModelInfo, ModelRequest, Provider
+from crab._contracts.storage import EntryType
+from crab._host.dispatch import Dispatcher
+from crab._loop.pricing import with_cost
+from crab._loop.session import Session
+
+Purpose = Literal["turn", "compaction"]
+AppendEntry = Callable[[Session, EntryType, Mapping[str, Any]], Awaitable[None]]
+Emit = Callable[[Event, str], None]
+
+
+@dataclass
+class Partial:
+    """What a provider has streamed so far, kept so an abort can record it."""
+
+    text: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    calls: int = 0
+
+    @property
+    def empty(self) -> bool:
+        """Nothing was streamed yet (so a retry repeats nothing the user saw)."""
+        return not self.text and not self.thinking and not self.calls
+
+    def message(self, stop: str, error: str | None, provider: str, model: str) -> AssistantMessage:
+        thinking = (Thinking("".join(self.thinking)),) if self.thinking else ()
+        return AssistantMessage(
+            content="".join(self.text),
+            thinking=thinking,
+            stop_reason="aborted" if stop == "aborted" else "error",
+            error=error,
+            provider=provider,
+            model=model,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One model call's outcome: the reply (``stop_reason="error"`` when it failed, with
+    ``error_kind``), and the context-overflow error held back for the caller (``hold_overflow``)."""
+
+    message: AssistantMessage
+    overflow: ErrorEvent | None = None
+    error_kind: ErrorKind | None = None
+
+
+class ModelCalls:
+    """Model calls for the sessions of one agent: its dispatcher, provider and model."""
+
+    def __init__(
+        self,
+        dispatch: Dispatcher,
+        provider: Provider,
+        model: str,
+        model_info: Callable[[], ModelInfo | None],
+        *,
+        emit: Emit,
+        append_entry: AppendEntry,
+        redact: Callable[[str], str],
+    ) -> None:
+        self.dispatch = dispatch
+        self.provider = provider
+        self.model = model
+        self.model_info = model_info
+        self.emit = emit
+        self.append_entry = append_entry
+        self.redact = redact
+
+    async def prepare(self, session: Session, request: ModelRequest) -> ModelRequest:
+        """``request`` as the ``crab_before_model_call`` implementations leave it (the progressive
+        tool view among them); ``ModelCallRefused`` when one fails."""
+        return await self.dispatch.before_model_call(request, session.id)
+
+    async def send(
+        self,
+        session: Session,
+        request: ModelRequest,
+        *,
+        purpose: Purpose = "turn",
+        partial: Partial | None = None,
+        hold_overflow: bool = False,
+        record_reply: Callable[[AssistantMessage], Awaitable[None]] | None = None,
+    ) -> Reply:
+        """Stream a prepared ``request`` and account for it.
+
+        A turn's call (``purpose="turn"``) forwards the stream to renderers; a summary call
+        forwards only retries and leaves its errors to the caller. ``partial`` collects what was
+        streamed (an abort records it); ``record_reply`` stores the reply before the
+        ``model_call`` event that describes it. With ``hold_overflow`` a context-overflow error
+        before any output is returned in ``Reply.overflow`` instead of shown (the caller may
+        compact and retry).
+        """
+        system_sha = hashlib.sha256(hash_bytes(request.system)).hexdigest()
+        if system_sha not in session.system_hashes:
+            entry = {"kind": "system_prompt", "sha256": system_sha, "text": request.system}
+            await self.append_entry(session, "event", entry)
+            session.system_hashes.add(system_sha)
+        reply = await self._stream(session, request, purpose, partial or Partial(), hold_overflow)
+        message = reply.message
+        usage = message.usage
+        if usage is not None:
+            usage = with_cost(usage, self.model_info())
+            message = replace(message, usage=usage)
+            reply = replace(reply, message=message)
+            self.emit(UsageEvent(usage), session.id)
+        if record_reply is not None:
+            await record_reply(message)
+        event: dict[str, Any] = {
+            "kind": "model_call",
+            "model": message.model or self.model,
+            "provider": message.provider or self.provider.name,
+            "system_sha256": system_sha,
+            "stop_reason": message.stop_reason,
+        }
+        if purpose != "turn":
+            event["purpose"] = purpose
+        if usage is not None:
+            event["usage"] = usage_to_dict(usage)
+        if reply.overflow is not None:
+            event["error_kind"] = "context_overflow"
+        await self.append_entry(session, "event", event)
+        return reply
+
+    async def _stream(
+        self, session: Session, request: ModelRequest, purpose: Purpose, partial: Partial, hold_overflow: bool
+    ) -> Reply:
+        """The provider's reply; its own ``UsageEvent``s are not forwarded (usage is reported once)."""
+        shown = purpose == "turn"
+        held: ErrorEvent | None = None
+        kind: ErrorKind | None = None
+        provider, model = self.provider.name, self.model
+        message: AssistantMessage | None = None
+        taken: set[str] = set()  # call ids already shown: a repeated one is renamed, as in the message
+
+        def show(event: Event) -> None:
+            if shown or isinstance(event, RetryEvent):
+                self.emit(event, session.id)
+
+        try:
+            async with aclosing(self.provider.stream(request)) as stream:  # type: ignore[type-var]
+                async for event in stream:
+                    if isinstance(event, ToolCallEvent):
+                        partial.calls += 1
+                        event = ToolCallEvent(replace(event.call, id=unique_id(event.call.id, taken)))
+                    elif isinstance(event, TextDelta):
+                        partial.text.append(event.text)
+                    elif isinstance(event, ThinkingDelta):
+                        partial.thinking.append(event.text)
+                    elif isinstance(event, UsageEvent):
+                        continue
+                    elif isinstance(event, ErrorEvent):
+                        kind = event.kind
+                        if hold_overflow and event.kind == "context_overflow" and partial.empty:
+                            held = event
+                        elif shown:
+                            self.emit(event, session.id)
+                        message = partial.message("error", event.message, provider, model)
+                        break
+                    elif isinstance(event, MessageEnd):
+                        message = unique_call_ids(event.message)
+                        break
+                    show(event)
+        except ProviderError as exc:
+            kind = exc.kind
+            if hold_overflow and exc.kind == "context_overflow" and partial.empty:
+                held = ErrorEvent(str(exc), exc.kind)
+            elif shown:
+                self.emit(ErrorEvent(str(exc), exc.kind), session.id)
+            message = partial.message("error", str(exc), provider, model)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            kind = "unknown"
+            text = f"provider {provider} failed: {type(exc).__name__}: {exc}"
+            if shown:
+                self.emit(ErrorEvent(self.redact(text), "unknown"), session.id)
+            message = partial.message("error", text, provider, model)
+        if message is None:
+            kind = "stream"
+            text = f"provider {provider} ended its stream without a final message"
+            if shown:
+                self.emit(ErrorEvent(text, "stream"), session.id)
+            message = partial.message("error", text, provider, model)
+        if message.provider is None or message.model is None:
+            message = replace(message, provider=message.provider or provider, model=message.model or model)
+        return Reply(message, held, kind if message.stop_reason == "error" else None)
+
+
+def unique_call_ids(message: AssistantMessage) -> AssistantMessage:
+    """``message`` with a call id repeated by the provider renamed (``id_2``…), in order, the way
+    its forwarded ``ToolCallEvent``s were: results pair with calls by id, so every call needs its own."""
+    taken: set[str] = set()
+    calls = tuple(replace(call, id=unique_id(call.id, taken)) for call in message.tool_calls)
+    return message if calls == message.tool_calls else replace(message, tool_calls=calls)
