@@ -17,7 +17,7 @@ from crab._contracts.errors import CrabError, PluginError
 if TYPE_CHECKING:
     from crab._host.plugin_host import PluginRecord
 
-BUILTINS = ("core", "permissions")
+BUILTINS = ("core", "loop-guard", "tool-view", "permissions")
 """Core's own plugins (``crab._builtin.core_plugin.register_builtins``), always on: listed by name,
 since importing them would load the loop's contracts (``test_plugins_list.py`` keeps the two in step)."""
 
@@ -114,6 +114,13 @@ def run_list(args: Sequence[str]) -> int | None:
         return _error(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader stopped early (``| head``): point stdout at /dev/null so the interpreter's
+        # last flush does not complain, as the Python docs advise.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def set_enabled(name: str, enable: bool, project: bool, user: bool) -> None:
