@@ -1,4 +1,4 @@
-"""The ``crab`` console script: a fast path for ``--version``, then the typer app."""
+"""The ``crab`` console script: fast paths for ``--version`` and ``plugins list``, then the typer app."""
 
 from __future__ import annotations
 
@@ -13,6 +13,12 @@ def main() -> None:
 
         print("\n".join(version_lines()))
         return
+    if args[:2] == ["plugins", "list"]:  # typer alone costs more than the listing: answer without it
+        from crab._cli.plugins_cmd import run_list
+
+        listed = run_list(args[2:])
+        if listed is not None:
+            sys.exit(listed)
     from crab._cli.signals import GATE, Interrupted, finish
 
     GATE.install()  # the gate enables the watchdog once it runs agent work or a signal comes

@@ -222,10 +222,10 @@ def untrust(
 
 @plugins_app.command("list")
 def plugins_list(plugins: PluginsOpt = None, as_json: JsonOpt = False) -> None:
-    """Every installed plugin: name, distribution, version, status and hooks."""
+    """Every installed plugin: status, distribution, version and hooks, as loading finds them."""
     from crab._cli.plugins_cmd import list_plugins
 
-    list_plugins(plugins, as_json)
+    raise typer.Exit(list_plugins(plugins, as_json))
 
 
 @plugins_app.command("enable")

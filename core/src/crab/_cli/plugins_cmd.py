@@ -1,44 +1,126 @@
-"""``crab plugins list|enable|disable``: statuses, and edits to ``[plugins]`` that keep comments."""
+"""``crab plugins list|enable|disable|install|uninstall``: statuses, and edits to ``[plugins]`` that
+keep comments.
+
+``crab plugins list`` runs without typer (``crab._cli.main`` sends it here first) and imports only
+each enabled plugin's top-level module: it shows what loading finds, calling no hook, so it stays
+as cheap as ``--help`` (``bench/startup.py`` measures it).
+"""
 
 from __future__ import annotations
 
-import json
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import typer
+from crab._contracts.errors import CrabError, PluginError
 
-from crab._contracts.errors import CrabError
+if TYPE_CHECKING:
+    from crab._host.plugin_host import PluginRecord
+
+BUILTINS = ("core", "loop-guard", "tool-view", "permissions")
+"""Core's own plugins (``crab._builtin.core_plugin.register_builtins``), always on: listed by name,
+since importing them would load the loop's contracts (``test_plugins_list.py`` keeps the two in step)."""
+
+NOT_CALLED = "hooks are not called here: `crab doctor` calls each one and shows any that fails"
 
 
-def list_plugins(plugins: str | None, as_json: bool) -> None:
-    """Load what is enabled, run every registration hook, and show each plugin's status."""
-    from crab._assembly.choosing import build_host, load_cli_config, strict_exit
-    from crab._config.layers import Config
+def _echo(text: str, err: bool = False) -> None:
+    print(text, file=sys.stderr if err else sys.stdout, flush=True)
+
+
+def list_arguments(args: Sequence[str]) -> tuple[str | None, bool] | None:
+    """``--plugins X`` and ``--json`` of ``crab plugins list ARGS``; None for anything else (``--help``,
+    a typo), which the typer app then answers as for any command."""
+    plugins: str | None = None
+    as_json = False
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--json":
+            as_json = True
+        elif arg == "--plugins" and rest:
+            plugins = rest.pop(0)
+        elif arg.startswith("--plugins="):
+            plugins = arg.removeprefix("--plugins=")
+        else:
+            return None
+    return plugins, as_json
+
+
+def plugin_records(plugins: str | None) -> tuple[list[PluginRecord], list[str], str | None]:
+    """Every plugin's status as loading computes it for any command (``PluginHost.load_entry_points``:
+    found, chosen, imported, ``CRAB_API`` checked, every hook known), no hook called; then the
+    failure lines, and the config error if the config could not be read."""
+    from crab._config.layers import Config, load_config
     from crab._config.paths import user_config_path
+    from crab._host.plugin_host import PluginHost, PluginRecord, parse_plugin_list
+    from crab._version import __version__
 
     try:
-        config = load_cli_config()
+        config = load_config()
         config_error = None
     except CrabError as exc:  # still list plugins with a broken config
         config, config_error = Config(data={}, user_path=user_config_path(), project_path=None), str(exc)
-    host = build_host(config, plugins, validate=False, strict=False)
-    host.collect_all()
-    records = list(host.records.values())
+    host = PluginHost(config, strict=False)
+    host.load_entry_points(cli=None if plugins is None else parse_plugin_list(plugins))
+    builtin = [PluginRecord(n, "builtin", distribution="crab-core", version=__version__) for n in BUILTINS]
+    return [*builtin, *host.records.values()], [f.line for f in host.failures], config_error
+
+
+def list_plugins(plugins: str | None, as_json: bool) -> int:
+    """Show each plugin's status; returns the exit code (2 under ``CRAB_STRICT_PLUGINS=1`` when one
+    failed, with the first failure's line, as it ends every command)."""
+    from crab._config import environ
+
+    records, failures, config_error = plugin_records(plugins)
     if as_json:
-        typer.echo(json.dumps([r.to_dict() for r in records], indent=2))
+        import json
+
+        _echo(json.dumps([r.to_dict() for r in records], indent=2))
     else:
         width = max(len(r.name) for r in records)
         for record in records:
             dist = f"{record.distribution or '-'} {record.version or ''}".strip()
-            typer.echo(f"{record.name:<{width}}  {record.status:<8}  {dist}")
+            _echo(f"{record.name:<{width}}  {record.status:<8}  {dist}")
             if record.reason:
-                typer.echo(f"{'':<{width}}  ↳ {record.reason}")
+                _echo(f"{'':<{width}}  ↳ {record.reason}")
             elif record.hooks:
-                typer.echo(f"{'':<{width}}  hooks: {', '.join(record.hooks)}")
-            for fault in record.faults:
-                typer.echo(f"{'':<{width}}  ↳ {fault}")
+                _echo(f"{'':<{width}}  hooks: {', '.join(record.hooks)}")
+        if any(r.hooks for r in records):
+            _echo(f"({NOT_CALLED})")
     if config_error:
-        typer.echo(f"crab: {config_error}", err=True)
-    strict_exit(host)
+        _error(config_error)
+    if environ.strict_plugins() and failures:
+        return _error(failures[0], PluginError.exit_code)
+    return 0
+
+
+def _error(text: str, code: int = 0) -> int:
+    """One ``crab: …`` line on stderr, secrets masked, as ``run_app`` prints a ``CrabError``."""
+    from crab._secrets.redaction import error_line
+
+    _echo(error_line(f"crab: {text}"), err=True)
+    return code
+
+
+def run_list(args: Sequence[str]) -> int | None:
+    """``crab plugins list ARGS`` before typer loads; None when ARGS are for typer to answer."""
+    parsed = list_arguments(args)
+    if parsed is None:
+        return None
+    try:
+        return list_plugins(*parsed)
+    except CrabError as exc:
+        return _error(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader stopped early (``| head``): point stdout at /dev/null so the interpreter's
+        # last flush does not complain, as the Python docs advise.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def set_enabled(name: str, enable: bool, project: bool, user: bool) -> None:
@@ -51,7 +133,7 @@ def set_enabled(name: str, enable: bool, project: bool, user: bool) -> None:
     config = load_cli_config()
     path = config.path_for("project" if project else "user" if user else None)
     update_plugin_lists(path, name, enable)
-    typer.echo(f"{'enabled' if enable else 'disabled'} {name} in {path}")
+    _echo(f"{'enabled' if enable else 'disabled'} {name} in {path}")
 
 
 # --- crab plugins install / uninstall ---------------------------------------------------------
@@ -83,13 +165,13 @@ def _pip(args: list[str]) -> int:
 
     redactor = Redactor(known_secrets())
     command = [sys.executable, "-m", "pip", *args]
-    typer.echo(f"$ python -m pip {' '.join(args)}", err=True)
+    _echo(f"$ python -m pip {' '.join(args)}", err=True)
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, errors="replace"
     ) as process:
         assert process.stdout is not None
         for line in process.stdout:
-            typer.echo(redactor.text(line.rstrip("\n")), err=True)
+            _echo(redactor.text(line.rstrip("\n")), err=True)
     return process.returncode
 
 
@@ -156,7 +238,7 @@ def install_plugins(specs: list[str], editable: bool, upgrade: bool) -> None:
             if enabled is not None
             else "it loads, as every installed plugin does while [plugins] enabled is not set"
         )
-        typer.echo(f"installed plugin {name} ({dist} {version}); {where}")
+        _echo(f"installed plugin {name} ({dist} {version}); {where}")
 
 
 def uninstall_plugins(names: list[str]) -> None:
@@ -182,4 +264,4 @@ def uninstall_plugins(names: list[str]) -> None:
     for dist, plugins in dists.items():
         for plugin in sorted(set(plugins) | {p for p, (d, _) in installed.items() if d == dist}):
             forgot = forget_plugin(path, plugin)
-            typer.echo(f"uninstalled plugin {plugin} ({dist})" + (f"; removed from {path}" if forgot else ""))
+            _echo(f"uninstalled plugin {plugin} ({dist})" + (f"; removed from {path}" if forgot else ""))

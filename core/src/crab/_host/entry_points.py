@@ -1,10 +1,15 @@
-"""Listing installed entry points by reading ``entry_points.txt`` files, without importlib.metadata.
+"""Listing installed entry points as ``importlib.metadata.entry_points(group=...)`` does, faster.
 
 Every ``crab`` command lists the plugins' entry points, ``crab --help`` included. The standard
 ``importlib.metadata`` imports about 45 modules to do it (email, zipfile, csv, tempfile…); this
-module reads the same files directly: each ``*.dist-info`` (or ``*.egg-info``) folder in the
-folders of ``sys.path``, in ``sys.path`` order, the first copy of a distribution winning, as
-``importlib.metadata.entry_points`` does. Distributions inside zip files are not listed.
+module reads the same files directly, by the same rules: each ``*.dist-info`` or ``*.egg-info``
+in the folders of ``sys.path``, in ``sys.path`` order and in each folder in ``os.listdir``
+order, the first copy of a distribution (by its folder's normalized name) winning, and
+``entry_points.txt`` parsed as ``importlib.metadata`` parses it. Where reading folders cannot
+answer (a zip file or an ``.egg`` on the path, a finder of distributions other than the standard
+path finder on ``sys.meta_path``) it asks ``importlib.metadata`` instead, so no plugin is missed.
+``core/tests/test_entrypoints.py`` installs real distributions every way pip and hatchling do and
+checks both list the same.
 """
 
 from __future__ import annotations
@@ -13,24 +18,23 @@ import importlib
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
 
 _SUFFIXES = (".dist-info", ".egg-info")
 _SEPARATORS = re.compile(r"[-_.]+")
 
 
-@dataclass(frozen=True, slots=True)
-class Distribution:
+# NamedTuples, not dataclasses: ``crab --version`` needs nothing else, and dataclasses would bring
+# inspect, ast, dis and tokenize, half of what it imports.
+class Distribution(NamedTuple):
     """The installed distribution an entry point comes from."""
 
     name: str
     version: str
 
 
-@dataclass(frozen=True, slots=True)
-class EntryPoint:
+class EntryPoint(NamedTuple):
     """One entry point: ``name = module:attribute`` in ``group``; ``load()`` imports it."""
 
     name: str
@@ -48,6 +52,7 @@ class EntryPoint:
 
 
 def _normalized(name: str) -> str:
+    """PEP 503: ``Crab.Foo_bar`` and ``crab-foo-bar`` are one distribution."""
     return _SEPARATORS.sub("-", name).lower()
 
 
@@ -69,22 +74,25 @@ def _metadata(folder: str) -> Distribution | None:
         if not line.strip():
             break  # the headers end at the first blank line; the description follows
         key, sep, value = line.partition(":")
-        if sep and key in ("Name", "Version") and key not in fields:
+        key = key.lower()  # email headers, as importlib.metadata reads them: any case
+        if sep and key in ("name", "version") and key not in fields:
             fields[key] = value.strip()
-    name = fields.get("Name")
-    return Distribution(name, fields.get("Version", "")) if name else None
+    name = fields.get("name")
+    return Distribution(name, fields.get("version", "")) if name else None
 
 
 def parse_entry_points(text: str, group: str, dist: Distribution | None = None) -> list[EntryPoint]:
-    """The entries of ``[group]`` in an ``entry_points.txt`` text."""
+    """The entries of ``[group]`` in an ``entry_points.txt`` text, read as ``importlib.metadata``
+    reads them (only ``#`` starts a comment; ``[ name ]`` strips brackets, not spaces); a line it
+    would fail on (no ``=``) or list with an empty name or value is skipped."""
     found: list[EntryPoint] = []
     current: str | None = None
     for raw in text.splitlines():
         line = raw.strip()
-        if not line or line.startswith(("#", ";")):
+        if not line or line.startswith("#"):
             continue
         if line.startswith("[") and line.endswith("]"):
-            current = line[1:-1].strip()
+            current = line.strip("[]")
             continue
         name, sep, value = line.partition("=")
         if current == group and sep and name.strip() and value.strip():
@@ -92,29 +100,60 @@ def parse_entry_points(text: str, group: str, dist: Distribution | None = None) 
     return found
 
 
-def _distribution_folders(paths: Iterable[str]) -> Iterator[str]:
+def _distribution_folders(paths: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """(normalized distribution name, metadata folder) in the order importlib.metadata finds them."""
     for entry in paths:
         folder = entry or "."
         try:
-            names = sorted(os.listdir(folder))
+            names = os.listdir(folder)
         except OSError:
-            continue  # not a folder (a zip file), or unreadable
+            continue  # missing or unreadable (a zip file never gets here: see _needs_importlib)
         for name in names:
-            if name.endswith(_SUFFIXES):
-                yield os.path.join(folder, name)
+            if name.lower().endswith(_SUFFIXES):
+                # "crab_tape_jsonl-0.1.0.dist-info" → "crab-tape-jsonl", as importlib.metadata's Lookup does
+                yield _normalized(name.rpartition(".")[0].partition("-")[0]), os.path.join(folder, name)
+
+
+def _needs_importlib(paths: Sequence[str]) -> bool:
+    """Whether some distribution could be where only importlib.metadata looks: inside a zip file
+    or an ``.egg`` on the path, or behind a finder other than the standard path finder."""
+    from importlib.machinery import PathFinder
+
+    for finder in sys.meta_path:
+        if finder is not PathFinder and getattr(finder, "find_distributions", None) is not None:
+            return True
+    return any(entry.lower().endswith(".egg") or os.path.isfile(entry) for entry in paths if entry)
+
+
+def _from_importlib(group: str, paths: Sequence[str]) -> list[EntryPoint]:
+    """The same list from importlib.metadata itself (the slow, complete way)."""
+    from importlib import metadata
+
+    found: list[EntryPoint] = []
+    seen: set[str] = set()
+    for dist in metadata.distributions(path=list(paths)):
+        # importlib.metadata.entry_points keeps the first distribution of each normalized name
+        key = _normalized(getattr(dist, "_normalized_name", None) or dist.metadata["Name"] or "")
+        if key in seen:
+            continue
+        seen.add(key)
+        origin = Distribution(dist.metadata["Name"], dist.version or "") if dist.metadata["Name"] else None
+        found.extend(EntryPoint(ep.name, ep.value, ep.group, origin) for ep in dist.entry_points if ep.group == group)
+    return found
 
 
 def entry_points(group: str, paths: Iterable[str] | None = None) -> list[EntryPoint]:
     """Every installed entry point of ``group``, in ``sys.path`` order, each distribution once."""
+    folders = list(sys.path if paths is None else paths)
+    if _needs_importlib(folders):
+        return _from_importlib(group, folders)
     seen: set[str] = set()
     found: list[EntryPoint] = []
-    for folder in _distribution_folders(sys.path if paths is None else paths):
-        stem = os.path.basename(folder).rsplit(".", 1)[0]
-        key = _normalized(stem.split("-", 1)[0])  # "crab_tape_jsonl-0.1.0.dist-info" → "crab-tape-jsonl"
+    for key, folder in _distribution_folders(folders):
         if key in seen:
             continue
         seen.add(key)
         text = _read(os.path.join(folder, "entry_points.txt"))
-        if text and f"[{group}]" in text.replace(" ", ""):
+        if text and group in text:
             found.extend(parse_entry_points(text, group, _metadata(folder)))
     return found

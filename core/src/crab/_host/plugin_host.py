@@ -4,11 +4,13 @@ Plugins are entry points in group ``crab``; the entry-point name is the plugin's
 points are listed without importing them, and a plugin that is not enabled is never imported.
 Every plugin ends with a status: ``loaded``, ``disabled``, ``failed`` (with a one-line reason),
 ``missing`` (enabled but not installed) or ``builtin``; a loaded plugin may also carry ``faults``
-(one hook or one contribution lost, the rest working). Hooks are called only through
-``crab._host.dispatch.Dispatcher`` (``host.dispatch``), which applies each hook's failure policy. A
-failing plugin is reported, never fatal, unless ``CRAB_STRICT_PLUGINS=1``. Hooks a plugin declares
-(``CRAB_HOOKSPECS``, ``crab._host.declared``) are added before any plugin's implementations are
-registered, so every enabled plugin's hooks are known whatever the load order.
+(one hook or one contribution lost, the rest working). ``load_entry_points`` computes the
+status loading finds, the same for every command: ``crab plugins list`` shows it as it is, while
+runs and ``crab doctor`` go on to call hooks, which may fail a plugin later. Hooks are called
+only through ``crab._host.dispatch.Dispatcher`` (``host.dispatch``), which applies each hook's
+failure policy. A failing plugin is reported, never fatal, unless ``CRAB_STRICT_PLUGINS=1``. Hooks
+a plugin declares (``CRAB_HOOKSPECS``, ``crab._host.declared``) are added before any plugin's
+implementations are registered, so every enabled plugin's hooks are known whatever the load order.
 """
 
 from __future__ import annotations

@@ -1,0 +1,164 @@
+"""Core's import graph, read with ``ast``: no cycles, and nothing outside the CLI imports it.
+
+An edge ``a → b`` is an import statement in module ``a`` that names module ``b`` (``import b``,
+``from b import x``, or ``from pkg import b`` when ``b`` is a module), wherever it stands: imports
+inside functions count, because they run as soon as the function does. Imports under
+``if TYPE_CHECKING:`` do not, for cycles: they never run. A package's ``__init__`` is not an edge
+of its submodules (Python runs it first, but that is the package's order, not a dependency).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import crab
+
+ROOT = Path(crab.__file__).parent
+CLI = "crab._cli"
+CLI_ENTRY = "crab.__main__"  # ``python -m crab`` is the CLI's own entry point
+
+
+def module_names(root: Path = ROOT) -> dict[str, Path]:
+    """Dotted name → file, for every module of the package at ``root``."""
+    found: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _type_checking_nodes(tree: ast.Module) -> set[int]:
+    """Every node inside an ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``) block."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            skipped.update(id(inner) for statement in node.body for inner in ast.walk(statement))
+    return skipped
+
+
+def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -> Iterator[str]:
+    """The dotted names an import statement may refer to (absolute, relative ones resolved)."""
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+        return
+    base = node.module or ""
+    if node.level:
+        package = module if is_package else module.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            package = package.rpartition(".")[0]
+        base = f"{package}.{base}".rstrip(".")
+    # "from pkg import b" names the module pkg.b when there is one, else a name in pkg itself
+    yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def import_graph(modules: dict[str, Path], *, type_checking: bool = False) -> dict[str, set[str]]:
+    """Module → the core modules it imports (``type_checking``: count those blocks too)."""
+
+    def known(name: str) -> str | None:
+        while name and name not in modules:  # "crab._host.plugin_host.PluginHost" → its module
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        skipped = set() if type_checking else _type_checking_nodes(tree)
+        for node in ast.walk(tree):
+            if id(node) in skipped or not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            for target in _imported(node, name, path.name == "__init__.py"):
+                hit = known(target)
+                if hit is not None and hit != name:
+                    graph[name].add(hit)
+    return graph
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components with more than one module (each a cycle), iteratively."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            for nxt in successors:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    component: list[str] = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def in_cli(name: str) -> bool:
+    return name == CLI or name.startswith(f"{CLI}.")
+
+
+def test_core_has_no_import_cycle():
+    cycles = strongly_connected(import_graph(module_names()))
+    assert cycles == [], "import cycles (break each by moving the shared piece below both):\n" + "\n".join(
+        " ↔ ".join(cycle) for cycle in cycles
+    )
+
+
+def test_nothing_outside_the_cli_imports_it():
+    # TYPE_CHECKING imports count here: a runtime module naming a CLI type depends on the CLI too.
+    graph = import_graph(module_names(), type_checking=True)
+    offenders = sorted(
+        f"{name} → {target}"
+        for name, targets in graph.items()
+        if not in_cli(name) and name != CLI_ENTRY
+        for target in targets
+        if in_cli(target)
+    )
+    assert offenders == []
+
+
+def test_the_graph_sees_imports_in_functions_but_not_type_checking_blocks(tmp_path: Path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("def f():\n    from pkg import b\n")
+    (package / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.c\nimport pkg.a\n"
+    )
+    (package / "c.py").write_text("from pkg.sub.d import thing\n")
+    (package / "sub" / "__init__.py").write_text("from . import d\n")
+    (package / "sub" / "d.py").write_text("from ..c import x\n")
+    graph = import_graph(module_names(package))
+    assert graph["pkg.a"] == {"pkg.b"}
+    assert graph["pkg.b"] == {"pkg.a"}
+    assert graph["pkg.sub"] == {"pkg.sub.d"}
+    assert graph["pkg.sub.d"] == {"pkg.c"}
+    assert strongly_connected(graph) == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.sub.d"]]
+    assert "pkg.c" in import_graph(module_names(package), type_checking=True)["pkg.b"]
