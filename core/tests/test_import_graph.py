@@ -18,6 +18,9 @@ import crab
 ROOT = Path(crab.__file__).parent
 CLI = "crab._cli"
 CLI_ENTRY = "crab.__main__"  # ``python -m crab`` is the CLI's own entry point
+CLI_DRIVER = "crab.testing.harness"
+"""The test kit's ``run_cli`` drives the CLI in-process, as it always has (API 1.x: a test's
+monkeypatches apply to the command it runs); the kit is not part of core's runtime."""
 
 
 def module_names(root: Path = ROOT) -> dict[str, Path]:
@@ -131,13 +134,13 @@ def test_core_has_no_import_cycle():
     )
 
 
-def test_nothing_outside_the_cli_imports_it():
+def test_no_runtime_module_imports_the_cli():
     # TYPE_CHECKING imports count here: a runtime module naming a CLI type depends on the CLI too.
     graph = import_graph(module_names(), type_checking=True)
     offenders = sorted(
         f"{name} → {target}"
         for name, targets in graph.items()
-        if not in_cli(name) and name != CLI_ENTRY
+        if not in_cli(name) and name not in (CLI_ENTRY, CLI_DRIVER)
         for target in targets
         if in_cli(target)
     )

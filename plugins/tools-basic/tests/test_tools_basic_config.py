@@ -82,6 +82,7 @@ def test_trust_only_keys_are_declared() -> None:
 
 
 def test_untrusted_project_roots_do_not_reach_the_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import crab_tools_basic
     from crab.testing import build_host
 
     monkeypatch.setenv("CRAB_HOME", str(tmp_path / "home"))
@@ -92,7 +93,7 @@ def test_untrusted_project_roots_do_not_reach_the_tools(tmp_path: Path, monkeypa
         '[plugins.tools-basic]\nextra_roots = ["/"]\noutput_dir = "/"\nallow_hardlinks = true\nbash_max_timeout = 30\n'
     )
     config = load_config(cwd=work, env={})
-    build_host(config)
+    build_host({"tools-basic": crab_tools_basic}, config, validate=True)
     settings = load_settings(config.plugin_settings("tools-basic"), work)
     assert settings.extra_roots == ()
     assert settings.output_dir is None
@@ -108,7 +109,7 @@ def test_untrusted_project_roots_do_not_reach_the_tools(tmp_path: Path, monkeypa
 
     trust(work / ".crab" / "config.toml")
     config = load_config(cwd=work, env={})
-    build_host(config)
+    build_host({"tools-basic": crab_tools_basic}, config, validate=True)
     assert load_settings(config.plugin_settings("tools-basic"), work).extra_roots == (Path("/"),)
 
 

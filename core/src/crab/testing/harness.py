@@ -1,4 +1,4 @@
-"""Building hosts and agents from an explicit set of in-process plugins, and running the ``crab`` command.
+"""Building hosts and agents from an explicit set of in-process plugins, and running the CLI in-process.
 
 Agents are built by the same composition root as ``crab run`` and ``crab.Agent``
 (``crab._assembly.root``), with no config file or environment layer and no installed plugin.
@@ -10,8 +10,10 @@ or directly: ``AgentHarness(replies=[...], plugins={"mine": my_plugin_module})``
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,16 +38,24 @@ def make_config(data: Mapping[str, Any] | None = None, cwd: Path | None = None) 
 
 
 def build_host(
-    plugins: Mapping[str, object] | None = None, config: Config | None = None, *, builtins: bool = True
+    plugins: Mapping[str, object] | None = None,
+    config: Config | None = None,
+    *,
+    builtins: bool = True,
+    validate: bool = False,
 ) -> PluginHost:
-    """A plugin host with core's built-ins (unless ``builtins=False``) and exactly ``plugins``."""
+    """A plugin host with core's built-ins (unless ``builtins=False``) and exactly ``plugins``.
+
+    With ``validate`` every declared config table is checked against ``config`` as a run checks
+    it (defaults filled, an untrusted project's trust-only keys dropped into ``config.ignored``).
+    """
     return _build_host(
         config or make_config(),
         [],
         objects=plugins,
         builtins=builtins,
         discover=False,
-        validate=False,
+        validate=validate,
         strict=False,
     )
 
@@ -120,7 +130,7 @@ class AgentHarness:
 
 @dataclass
 class CliResult:
-    """What a ``crab`` run printed and returned."""
+    """What an in-process ``crab`` run printed and returned."""
 
     exit_code: int
     stdout: str
@@ -128,32 +138,39 @@ class CliResult:
     output_lines: list[str] = field(default_factory=list)
 
 
-def run_cli(*args: str, env: Mapping[str, str | None] | None = None, stdin: str = "") -> CliResult:
-    """Run ``crab ARGS`` as users do (``python -m crab`` in a child process), capturing its output.
+@contextlib.contextmanager
+def _env(overrides: Mapping[str, str | None]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in overrides}
+    try:
+        for key, value in overrides.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
-    The child inherits this process's environment (``env`` sets or, with None, removes variables)
-    and working directory, so ``crab_home`` applies. It runs as a program, not by importing the CLI:
-    the CLI sits on top of everything else and nothing below it imports it
-    (``core/tests/test_import_graph.py``); its signal handling and exit stay in the child.
-    """
-    import subprocess
+
+def run_cli(*args: str, env: Mapping[str, str | None] | None = None, stdin: str = "") -> CliResult:
+    """Run ``crab ARGS`` in this process, capturing stdout and stderr (``env`` sets or, with None,
+    removes variables for the call). In-process, so a test's monkeypatches apply to the command;
+    the one module outside the CLI that imports it (``core/tests/test_import_graph.py``), inside
+    this function: the test kit drives the CLI, nothing in core's runtime does."""
     import sys
 
-    child = dict(os.environ)
-    for key, value in (env or {}).items():
-        if value is None:
-            child.pop(key, None)
-        else:
-            child[key] = value
-    child.setdefault("PYTHONIOENCODING", "utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "crab", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        env=child,
-        check=False,
-    )
-    return CliResult(done.returncode, done.stdout, done.stderr, done.stdout.splitlines())
+    from crab._cli.app import run_app
+
+    out, err = io.StringIO(), io.StringIO()
+    old_stdin = sys.stdin
+    sys.stdin = io.StringIO(stdin)
+    try:
+        with _env(env or {}), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = run_app(list(args))
+    finally:
+        sys.stdin = old_stdin
+    return CliResult(code, out.getvalue(), err.getvalue(), out.getvalue().splitlines())

@@ -75,5 +75,5 @@ def crab_config(crab_home: Path) -> Callable[..., Config]:
 
 @pytest.fixture
 def crab_cli(crab_home: Path) -> Callable[..., CliResult]:
-    """``crab_cli("plugins", "list", env={...})`` runs the ``crab`` command in a child process."""
+    """``crab_cli("plugins", "list", env={...})`` runs the CLI in-process."""
     return run_cli
