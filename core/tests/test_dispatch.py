@@ -180,3 +180,25 @@ def test_an_argument_the_hook_does_not_pass_is_refused_at_registration():
     host = build_host({"greedy": types.SimpleNamespace(crab_tools=crab_tools)})
     record = host.records["greedy"]
     assert (record.status, record.reason) == ("failed", "its crab_tools takes workspace, which the hook does not pass")
+
+
+def test_a_class_given_for_an_instance_is_told_to_pass_an_instance():
+    """An entry point naming a class gets an instance; an in-process plugin (the harness's
+    ``plugins=``, ``crab.Agent(plugin_objects=)``) is registered as given, so a class whose hooks
+    take ``self`` fails, and the line says what to pass instead."""
+
+    class Shaped:
+        CRAB_API = ">=1.0,<2"
+
+        @crab.hookimpl
+        def crab_tools(self, config: crab.Config) -> list[crab.Tool]:
+            return []
+
+    host = build_host({"shaped": Shaped})
+    record = host.records["shaped"]
+    assert record.status == "failed"
+    assert (
+        record.reason
+        == "its crab_tools takes self, which the hook does not pass (a class was given: pass an instance of it)"
+    )
+    assert build_host({"shaped": Shaped()}).records["shaped"].status == "loaded"

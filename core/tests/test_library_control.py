@@ -252,3 +252,28 @@ def test_runs_of_one_agent_in_two_sessions_see_only_their_own_events(crab_home: 
     assert [e.input for e in right_events if isinstance(e, crab.TurnStarted)] == ["right"]
     assert [e.content for e in left_events if isinstance(e, crab.ToolResultEvent)] == ["waited left"]
     assert [e.content for e in right_events if isinstance(e, crab.ToolResultEvent)] == ["waited right"]
+
+
+def test_a_callback_that_raises_refuses_every_call_and_says_it_was_the_callback(crab_home: Path):
+    notebook = Notebook()
+    events: list[crab.Event] = []
+
+    def ask(request: crab.PermissionRequest) -> str:
+        raise RuntimeError("callback broke")
+
+    with crab.Agent(
+        provider=ScriptedProvider([[{"tool": "save", "args": {"text": "a"}}], [{"text": "done"}]] * 2),
+        tools=[notebook.tool],
+        plugins=[],
+        ask=ask,
+        listeners=[events.append],
+        **QUIET,
+    ) as agent:
+        results = [agent.run_sync("save"), agent.run_sync("save again")]
+    assert notebook.saved == []
+    for result in results:
+        [call] = result.tool_calls
+        assert call.is_error
+        assert "permission callback raised RuntimeError: callback broke" in (call.result or ""), call.result
+    warnings = [e for e in events if isinstance(e, crab.NoticeEvent) and e.level == "warning"]
+    assert len(warnings) == 1 and "permission callback raised RuntimeError" in warnings[0].message

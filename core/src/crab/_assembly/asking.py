@@ -22,6 +22,11 @@ from crab._contracts.interception import Answer, AskUser, PermissionRequest
 AskCallback = Callable[[PermissionRequest], "Answer | str | Awaitable[Answer | str]"]
 """What a program may pass as ``ask``: sync or async, answering once / always / deny."""
 
+
+class PermissionCallbackError(Exception):
+    """The program's ``ask`` callback raised: the call is refused, and the line names the callback."""
+
+
 ANSWERS: frozenset[str] = frozenset({"once", "always", "deny"})
 
 
@@ -32,9 +37,14 @@ def as_ask(callback: AskCallback | None) -> AskUser | None:
     ask = callback
 
     async def asked(request: PermissionRequest) -> Answer:
-        answer: Any = ask(request)
-        if inspect.isawaitable(answer):
-            answer = await answer
+        try:
+            answer: Any = ask(request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception as exc:  # the gate refuses the call; the line says whose fault it was
+            raise PermissionCallbackError(
+                f"the program's permission callback raised {type(exc).__name__}: {exc}"
+            ) from exc
         if answer == "once":
             return "once"
         if answer == "always":

@@ -482,7 +482,8 @@ def unsupported_hooks(pm: pluggy.PluginManager, plugin: object, known: Collectio
         spec = caller.spec if caller is not None else None
         extra = sorted(set(required_arguments(getattr(plugin, attr))) - set(spec.argnames)) if spec else []
         if extra:
-            return f"its {attr} takes {', '.join(extra)}, which the hook does not pass"
+            hint = " (a class was given: pass an instance of it)" if inspect.isclass(plugin) and "self" in extra else ""
+            return f"its {attr} takes {', '.join(extra)}, which the hook does not pass{hint}"
         if opts.get("wrapper") or opts.get("hookwrapper"):
             kind = "wrapper=True" if opts.get("wrapper") else "hookwrapper=True"
             return (
