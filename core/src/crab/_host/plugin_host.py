@@ -254,6 +254,18 @@ class PluginHost:
         plugin implementing a hook another one declares may come first in load order."""
         admitted = []
         for name, plugin, record in plugins:
+            holder = self.records.get(name)
+            if holder is not None and self.pm.get_plugin(name) is not None:
+                # The name is taken (core's permission gate is ``permissions``): failing the newcomer
+                # through ``_fail`` would unregister the holder, so a package could switch a guard off.
+                who = (
+                    "core's built-in plugin"
+                    if holder.status == "builtin"
+                    else (holder.distribution or "another plugin")
+                )
+                reason = f"the name {name!r} is already used by {who}; give this plugin another name"
+                self.dispatch.report(Failure(name, reason))
+                continue
             self.records[name] = record
             wanted: object = getattr(plugin, "CRAB_API", None)
             problem = api_problem(wanted) if wanted is not None else None
