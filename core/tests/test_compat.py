@@ -129,3 +129,27 @@ def test_a_plugin_written_for_api_1_2_offering_a_hook_core_used_to_declare_still
     declarer = types.SimpleNamespace(CRAB_API=">=1.3,<2", CRAB_HOOKSPECS=Declares)
     both = build_host({"offering": offering, "schedule": declarer})
     assert both.dispatch.collect("crab_job_stores", config=both.config) == [("offering", ["a job store"])]
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(_compat.MOVED.items()))
+def test_an_old_path_leaves_the_module_its_own_spec(old: str, new: str) -> None:
+    # importlib sets the old path's spec on whatever the loader hands back: crab._cli then had
+    # the spec `crab.cli`, no search locations, and importlib.resources said it was no package.
+    target = importlib.import_module(new)
+    spec = target.__spec__
+    sys.modules.pop(old, None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        importlib.import_module(old)
+    assert target.__spec__ is spec
+    assert target.__spec__.name == new
+
+
+def test_a_package_imported_by_its_old_path_is_still_a_package_to_importlib_resources() -> None:
+    import importlib.resources
+
+    sys.modules.pop("crab.cli", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        importlib.import_module("crab.cli")
+    assert importlib.resources.files("crab._cli").joinpath("app.py").is_file()

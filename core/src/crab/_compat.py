@@ -184,15 +184,21 @@ class _MovedModuleLoader:
 
     def __init__(self, target: str) -> None:
         self.target = target
+        self.own_spec: ModuleSpec | None = None
 
     def create_module(self, spec: ModuleSpec) -> ModuleType:
         module = importlib.import_module(self.target)
         if spec.name in _OLD_PACKAGES and not hasattr(module, "__path__"):
             return _package_proxy(spec.name, module)
+        self.own_spec = module.__spec__
         return module
 
     def exec_module(self, module: ModuleType) -> None:
-        return None  # the target module ran when it was imported
+        # The target module ran when it was imported. importlib has just set the old path's spec
+        # on it, though, which would leave crab._cli with the spec ``crab.cli`` and no search
+        # locations (importlib.resources: "not a package"): give the module its own back.
+        if self.own_spec is not None and module.__name__ == self.target:
+            module.__spec__ = self.own_spec
 
 
 class _MovedModuleFinder:
