@@ -86,9 +86,12 @@ class Agent:
     ) -> None:
         if isinstance(plugins, str):
             raise UsageError('plugins= takes a list of names (["mock", "tools-basic"]), not one string')
+        for name in plugin_objects or {}:
+            if name in OWN_NAMES:
+                raise UsageError(f"plugin_objects: {name!r} is the name of one of crab's own plugins; pick another")
         self._routes = RunRoutes()
         built = assemble(
-            workspace=Path(workspace) if workspace is not None else None,
+            workspace=Path(workspace).resolve() if workspace is not None else None,
             layers=Layers(user_config, project_config, environment, settings),
             plugins=plugins,
             objects={**(plugin_objects or {}), ROUTES: self._routes},
@@ -248,7 +251,13 @@ class Agent:
         else:
             from crab._assembly.choosing import require_session
 
-            await require_session(self._agent.store, session_id)
+            info = await require_session(self._agent.store, session_id)
+            if info.workspace and Path(info.workspace) != self._agent.workspace:
+                # Resuming would run this agent's tools in that folder, under this one's config and trust.
+                raise UsageError(
+                    f"session {session_id} belongs to another workspace ({info.workspace}), not this agent's "
+                    f"({self._agent.workspace}): continue it with crab.Agent(workspace=...) there"
+                )
             session = await self._agent.resume(session_id)
         if self._ask is not None:
             session.ask = SessionAsker(self._ask)
@@ -258,6 +267,9 @@ class Agent:
 
 ROUTES = "program-runs"
 """The plugin name of an agent's ``RunRoutes`` (beside ``program-tools``)."""
+
+OWN_NAMES = frozenset({"core", "loop-guard", "tool-view", "permissions", "crab-config", "program-tools", ROUTES})
+"""Plugin names crab gives its own plugins; a program's ``plugin_objects`` may not take one."""
 
 
 class RunRoutes:
