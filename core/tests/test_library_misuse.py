@@ -50,3 +50,12 @@ def test_a_relative_workspace_is_made_absolute(crab_home: Path, tmp_path: Path, 
     monkeypatch.chdir(tmp_path)
     with crab.Agent(provider=ScriptedProvider([]), plugins=[], workspace="rel", **QUIET) as agent:
         assert agent.workspace == (tmp_path / "rel").resolve()
+
+
+def test_a_setup_error_masks_a_secret_the_program_passed_by_mistake(crab_home: Path, monkeypatch: pytest.MonkeyPatch):
+    # The CLI masks the line it prints; a program prints the exception itself (or its traceback).
+    key = "sk-proj-abcdefghijklmnopqrstuvwx0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    with pytest.raises(crab.InvalidValue) as raised:
+        crab.Agent(provider=ScriptedProvider([]), plugins=[], settings={"crab.max_iterations": key})
+    assert key not in str(raised.value) and "crab.max_iterations" in str(raised.value)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from crab._assembly.asking import AskCallback, SessionAsker, as_ask
 from crab._assembly.result import ResultCollector, RunResult
 from crab._assembly.root import Layers, PermissionMode, assemble
-from crab._contracts.errors import UsageError
+from crab._contracts.errors import CrabError, UsageError
 from crab._contracts.events import Event, NoticeEvent
 from crab._host.hookspecs import hookimpl
 
@@ -90,20 +90,24 @@ class Agent:
             if name in OWN_NAMES:
                 raise UsageError(f"plugin_objects: {name!r} is the name of one of crab's own plugins; pick another")
         self._routes = RunRoutes()
-        built = assemble(
-            workspace=Path(workspace).resolve() if workspace is not None else None,
-            layers=Layers(user_config, project_config, environment, settings),
-            plugins=plugins,
-            objects={**(plugin_objects or {}), ROUTES: self._routes},
-            tools=tools,
-            store=store,
-            provider=provider,
-            model=model,
-            permissions=permissions,
-            # CRAB_STRICT_PLUGINS=1 decides, as for the CLI, unless the environment layer is off.
-            strict=None,
-            require_plugins=True,
-        )
+        try:
+            built = assemble(
+                workspace=Path(workspace).resolve() if workspace is not None else None,
+                layers=Layers(user_config, project_config, environment, settings),
+                plugins=plugins,
+                objects={**(plugin_objects or {}), ROUTES: self._routes},
+                tools=tools,
+                store=store,
+                provider=provider,
+                model=model,
+                permissions=permissions,
+                # CRAB_STRICT_PLUGINS=1 decides, as for the CLI, unless the environment layer is off.
+                strict=None,
+                require_plugins=True,
+            )
+        except CrabError as exc:
+            _masked(exc)
+            raise
         self.config: Config = built.config
         self._agent: LoopAgent = built.agent
         self._renderer = _attach_renderer(built, renderer) if renderer is not None else None
@@ -435,6 +439,18 @@ class Run:
     def _leave_routes(self) -> None:
         if self._session is not None and self._owner._routes.runs.get(self._session.id) is self:
             del self._owner._routes.runs[self._session.id]
+
+
+def _masked(exc: CrabError) -> None:
+    """Mask in ``exc``'s message every secret crab can find masked in its message: a program prints it, or its
+    traceback does, and a key passed as the wrong setting would show in clear (the CLI masks the
+    line it prints; a program has no such step)."""
+    from crab._secrets.redaction import error_line
+
+    text = str(exc)
+    masked = error_line(text)
+    if masked != text:
+        exc.args = (masked,)
 
 
 def _loop_running() -> bool:
