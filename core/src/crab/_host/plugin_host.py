@@ -291,7 +291,11 @@ class PluginHost:
         hooks = dict(declared.declared_hooks(specs))
         for hook in hooks:
             self._drop_misfits(hook, declared.spec_arguments(specs, hook))
-        self.pm.add_hookspecs(specs)
+        try:
+            self.pm.add_hookspecs(specs)
+        except Exception as exc:  # pluggy's own checks: this plugin's problem, not the whole host's
+            self._fail(record, f"{declared.ATTRIBUTE}: {describe(exc)}")
+            return False
         for hook, policy in hooks.items():
             self.declarers[hook] = f"plugin {record.name}"
             self.dispatch.policies[hook] = policy
