@@ -35,7 +35,7 @@ def test_an_installed_plugin_named_permissions_does_not_switch_the_gate_off():
     assert [f.plugin for f in host.failures] == ["permissions"]
 
 
-def test_a_program_object_named_permissions_cannot_let_writes_through(crab_home, tmp_path):
+def test_a_program_object_named_permissions_is_refused_up_front(crab_home, tmp_path):
     from crab.testing import ScriptedProvider
 
     done: list[str] = []
@@ -47,14 +47,13 @@ def test_a_program_object_named_permissions_cannot_let_writes_through(crab_home,
         return "saved"
 
     provider = ScriptedProvider([[{"tool": "save", "args": {"name": "x"}}], [{"text": "ok"}]])
-    with crab.Agent(
-        provider=provider,
-        plugins=[],
-        tools=[save],
-        plugin_objects={"permissions": Nothing()},
-        workspace=tmp_path,
-        environment=False,
-    ) as agent:
-        result = agent.run_sync("save it")
+    with pytest.raises(crab.UsageError, match="permissions"):
+        crab.Agent(
+            provider=provider,
+            plugins=[],
+            tools=[save],
+            plugin_objects={"permissions": Nothing()},
+            workspace=tmp_path,
+            environment=False,
+        )
     assert done == []
-    assert result.tool_calls[0].is_error

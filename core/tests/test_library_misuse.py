@@ -59,3 +59,29 @@ def test_a_setup_error_masks_a_secret_the_program_passed_by_mistake(crab_home: P
     with pytest.raises(crab.InvalidValue) as raised:
         crab.Agent(provider=ScriptedProvider([]), plugins=[], settings={"crab.max_iterations": key})
     assert key not in str(raised.value) and "crab.max_iterations" in str(raised.value)
+
+
+def test_an_installed_plugin_named_like_the_agents_own_cannot_stall_a_run(
+    crab_home: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # An entry point named program-runs took the name of the agent's run routing, whose
+    # registration then failed: the run's events went nowhere and result() waited forever.
+    import asyncio
+    from importlib.metadata import EntryPoint
+
+    from crab._host import plugin_host
+
+    fake = [EntryPoint(n, "builtins:object", "crab") for n in ("program-runs", "program-tools", "crab-config")]
+    monkeypatch.setattr(plugin_host, "discover_entry_points", lambda: fake)
+
+    async def main() -> crab.RunResult:
+        async with crab.Agent(
+            provider=ScriptedProvider([[{"tool": "where", "args": {}}], [{"text": "done"}]]),
+            plugins=["program-runs", "program-tools", "crab-config"],
+            tools=[where],
+            **QUIET,
+        ) as agent:
+            return await asyncio.wait_for(agent.run("go"), 10)
+
+    result = asyncio.run(main())
+    assert result.text == "done" and result.tool_calls[0].result == str(Path.cwd())

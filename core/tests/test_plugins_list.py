@@ -91,4 +91,4 @@ def test_an_installed_plugin_named_like_a_builtin_is_listed_as_a_run_sees_it(mon
     monkeypatch.setattr(plugin_host, "discover_entry_points", lambda: fake)
     records, failures, _ = plugins_cmd.plugin_records("permissions")
     assert [(r.name, r.status) for r in records] == [(n, "builtin") for n in BUILTINS]
-    assert len(failures) == 1 and "permissions" in failures[0] and "already used by core" in failures[0]
+    assert len(failures) == 1 and "permissions" in failures[0] and "crab's own" in failures[0]

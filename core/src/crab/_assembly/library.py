@@ -20,6 +20,7 @@ from crab._assembly.root import Layers, PermissionMode, assemble
 from crab._contracts.errors import CrabError, UsageError
 from crab._contracts.events import Event, NoticeEvent
 from crab._host.hookspecs import hookimpl
+from crab._host.plugin_host import OWN_NAMES
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -271,9 +272,6 @@ class Agent:
 
 ROUTES = "program-runs"
 """The plugin name of an agent's ``RunRoutes`` (beside ``program-tools``)."""
-
-OWN_NAMES = frozenset({"core", "loop-guard", "tool-view", "permissions", "crab-config", "program-tools", ROUTES})
-"""Plugin names crab gives its own plugins; a program's ``plugin_objects`` may not take one."""
 
 
 class RunRoutes:

@@ -34,6 +34,13 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP = "crab"
 Status = Literal["loaded", "disabled", "failed", "missing", "builtin"]
+
+OWN_NAMES = frozenset(
+    {"core", "loop-guard", "tool-view", "permissions", "crab-config", "program-tools", "program-runs"}
+)
+"""Plugin names crab gives its own plugins (built-ins, and what ``crab.Agent`` registers for a
+program): an installed plugin by one of these names fails, since it would stand in for crab's own
+(an installed ``program-runs`` left a library run waiting for events forever)."""
 Kind = Literal["tools", "providers", "stores", "renderers", "commands", "channels"]
 KINDS: tuple[Kind, ...] = ("tools", "providers", "stores", "renderers", "commands", "channels")
 
@@ -211,6 +218,12 @@ class PluginHost:
         imported: list[tuple[str, object, PluginRecord]] = []
         for name in chosen:
             if name in self.records and self.records[name].status == "failed":
+                continue
+            if name in OWN_NAMES and name in by_name:
+                reason = (
+                    f"the name {name!r} is crab's own (one of its built-in plugins); rename the plugin's entry point"
+                )
+                self.dispatch.report(Failure(name, reason))
                 continue
             if name not in by_name:
                 reason = f"enabled but not installed (pip install crab-{name}?)"
