@@ -153,3 +153,27 @@ def test_a_package_imported_by_its_old_path_is_still_a_package_to_importlib_reso
         warnings.simplefilter("ignore", DeprecationWarning)
         importlib.import_module("crab.cli")
     assert importlib.resources.files("crab._cli").joinpath("app.py").is_file()
+
+
+def _unlisted_submodules() -> list[tuple[str, str]]:
+    import pkgutil
+
+    pairs = []
+    for old in sorted(_compat._OLD_PACKAGES):
+        new = _compat.MOVED[old]
+        package = importlib.import_module(new)
+        for info in pkgutil.iter_modules(getattr(package, "__path__", [])):
+            if f"{old}.{info.name}" not in _compat.MOVED:
+                pairs.append((f"{old}.{info.name}", f"{new}.{info.name}"))
+    return pairs
+
+
+@pytest.mark.parametrize(("old", "new"), _unlisted_submodules())
+def test_a_module_under_an_old_package_not_listed_is_still_not_loaded_twice(old: str, new: str) -> None:
+    # crab.cli.app, crab.loop.model_call: the path finder found the file again through the moved
+    # package's __path__ and ran it a second time as a module of its own (two of every class).
+    target = importlib.import_module(new)
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):
+        module = importlib.import_module(old)
+    assert module is target
