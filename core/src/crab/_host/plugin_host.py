@@ -176,6 +176,7 @@ class PluginHost:
 
     def add_builtin(self, name: str, plugin: object) -> None:
         """Register one of core's own plugins (always on, listed as ``builtin``)."""
+        self.dispatch.core.add(name)
         self._admit_all([(name, plugin, PluginRecord(name=name, status="builtin", distribution="crab-core"))])
 
     def load_entry_points(
