@@ -180,3 +180,16 @@ def test_an_argument_the_hook_does_not_pass_is_refused_at_registration():
     host = build_host({"greedy": types.SimpleNamespace(crab_tools=crab_tools)})
     record = host.records["greedy"]
     assert (record.status, record.reason) == ("failed", "its crab_tools takes workspace, which the hook does not pass")
+
+
+def test_a_plugin_failing_for_a_missing_kit_says_which_kit_to_install():
+    from crab._host.dispatch import describe
+
+    missing = ModuleNotFoundError("No module named 'crab_provider_kit'", name="crab_provider_kit")
+    assert describe(missing) == (
+        "ModuleNotFoundError: No module named 'crab_provider_kit' "
+        "(the kit crab-provider-kit is not installed: pip install crab-provider-kit)"
+    )
+    assert describe(ModuleNotFoundError("No module named 'httpx'", name="httpx")) == (
+        "ModuleNotFoundError: No module named 'httpx'"
+    )

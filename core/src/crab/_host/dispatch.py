@@ -90,7 +90,14 @@ class ModelCallRefused(CrabError):
 def describe(exc: BaseException) -> str:
     """``ValueError: first line of the message`` (one line, whatever the exception says)."""
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        from crab._compat import KITS
+
+        kit = KITS.get(exc.name.partition(".")[0])
+        if kit is not None and kit not in line:  # a plugin whose kit is missing: say what to install
+            line += f" (the kit {kit} is not installed: pip install {kit})"
+    return line
 
 
 def raised(hook: str, exc: BaseException) -> str:
