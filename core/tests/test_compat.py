@@ -129,3 +129,51 @@ def test_a_plugin_written_for_api_1_2_offering_a_hook_core_used_to_declare_still
     declarer = types.SimpleNamespace(CRAB_API=">=1.3,<2", CRAB_HOOKSPECS=Declares)
     both = build_host({"offering": offering, "schedule": declarer})
     assert both.dispatch.collect("crab_job_stores", config=both.config) == [("offering", ["a job store"])]
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(_compat.MOVED.items()))
+def test_an_old_path_leaves_the_module_its_own_spec(old: str, new: str) -> None:
+    # importlib sets the old path's spec on whatever the loader hands back: crab._cli then had
+    # the spec `crab.cli`, no search locations, and importlib.resources said it was no package.
+    target = importlib.import_module(new)
+    spec = target.__spec__
+    sys.modules.pop(old, None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        importlib.import_module(old)
+    assert target.__spec__ is spec
+    assert target.__spec__.name == new
+
+
+def test_a_package_imported_by_its_old_path_is_still_a_package_to_importlib_resources() -> None:
+    import importlib.resources
+
+    sys.modules.pop("crab.cli", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        importlib.import_module("crab.cli")
+    assert importlib.resources.files("crab._cli").joinpath("app.py").is_file()
+
+
+def _unlisted_submodules() -> list[tuple[str, str]]:
+    import pkgutil
+
+    pairs = []
+    for old in sorted(_compat._OLD_PACKAGES):
+        new = _compat.MOVED[old]
+        package = importlib.import_module(new)
+        for info in pkgutil.iter_modules(getattr(package, "__path__", [])):
+            if f"{old}.{info.name}" not in _compat.MOVED:
+                pairs.append((f"{old}.{info.name}", f"{new}.{info.name}"))
+    return pairs
+
+
+@pytest.mark.parametrize(("old", "new"), _unlisted_submodules())
+def test_a_module_under_an_old_package_not_listed_is_still_not_loaded_twice(old: str, new: str) -> None:
+    # crab.cli.app, crab.loop.model_call: the path finder found the file again through the moved
+    # package's __path__ and ran it a second time as a module of its own (two of every class).
+    target = importlib.import_module(new)
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):
+        module = importlib.import_module(old)
+    assert module is target

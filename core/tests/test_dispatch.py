@@ -202,3 +202,16 @@ def test_a_class_given_for_an_instance_is_told_to_pass_an_instance():
         == "its crab_tools takes self, which the hook does not pass (a class was given: pass an instance of it)"
     )
     assert build_host({"shaped": Shaped()}).records["shaped"].status == "loaded"
+
+
+def test_a_plugin_failing_for_a_missing_kit_says_which_kit_to_install():
+    from crab._host.dispatch import describe
+
+    missing = ModuleNotFoundError("No module named 'crab_provider_kit'", name="crab_provider_kit")
+    assert describe(missing) == (
+        "ModuleNotFoundError: No module named 'crab_provider_kit' "
+        "(the kit crab-provider-kit is not installed: pip install crab-provider-kit)"
+    )
+    assert describe(ModuleNotFoundError("No module named 'httpx'", name="httpx")) == (
+        "ModuleNotFoundError: No module named 'httpx'"
+    )

@@ -143,3 +143,19 @@ def test_only_declared_hooks_left_for_plugins_can_be_collected(crab_agent, hook)
 def test_collect_hook_loads_config_and_plugins_as_a_command_does(crab_home):
     with pytest.raises(ValueError, match="cannot be collected"):  # no plugin enabled here declares it
         crab.collect_hook("crab_gather_dirs", plugins="")
+
+
+def test_a_declaration_pluggy_refuses_fails_that_plugin_not_the_host():
+    # A function carrying a ``crab_spec`` that is not pluggy's options passed crab's checks, and
+    # pluggy's ValueError then escaped build_host: a traceback for every command.
+    class Specs:
+        def crab_widgets(self) -> None: ...
+
+    Specs.crab_widgets.crab_spec = True  # type: ignore[attr-defined]
+
+    class Declarer:
+        CRAB_HOOKSPECS = Specs
+
+    host = build_host({"declarer": Declarer()})
+    assert host.records["declarer"].status == "failed"
+    assert "CRAB_HOOKSPECS" in (host.records["declarer"].reason or "")

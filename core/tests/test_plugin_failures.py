@@ -411,3 +411,15 @@ def test_strict_mode_lets_the_diagnostic_commands_show_every_failure(crab_run, b
         assert line.removeprefix("plugin ").split(" failed: ", 1)[1] in shown, line
     assert result.stderr.strip().splitlines()[-1].startswith("crab: plugin ")
     assert "Traceback" not in result.stderr
+
+
+def test_when_setup_fails_the_plugin_failures_behind_it_are_shown(crab_run, fake_site, tmp_path):
+    # A provider plugin that failed to load (its kit missing, an import error) left only "no
+    # provider plugin is loaded: pip install crab-provider-openai": the real reason was never shown.
+    env = fake_site(["import-error"])
+    env["CRAB_PLUGINS"] = "import-error"
+    result = crab_run(["run", "hi"], env, cwd=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert any(line.startswith("warning: plugin import-error failed: importing") for line in lines), result.stderr
+    assert lines[-1].startswith("crab: no provider plugin is loaded")

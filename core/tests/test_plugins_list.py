@@ -75,3 +75,20 @@ def test_strict_mode_lists_everything_then_exits_2_with_the_first_failure(crab_r
     assert "good" in result.stdout and "future-api" in result.stdout
     assert result.stderr.strip().startswith("crab: plugin future-api failed: ")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_an_installed_plugin_named_like_a_builtin_is_listed_as_a_run_sees_it(monkeypatch, tmp_path: Path):
+    # A run keeps core's permission gate and fails the newcomer; the listing used to show both
+    # a builtin "permissions" and a loaded one, with no failure.
+    from importlib.metadata import EntryPoint
+
+    from crab._cli import plugins_cmd
+    from crab._host import plugin_host
+
+    monkeypatch.setenv("CRAB_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    fake = [EntryPoint("permissions", "builtins:object", "crab.plugins")]
+    monkeypatch.setattr(plugin_host, "discover_entry_points", lambda: fake)
+    records, failures, _ = plugins_cmd.plugin_records("permissions")
+    assert [(r.name, r.status) for r in records] == [(n, "builtin") for n in BUILTINS]
+    assert len(failures) == 1 and "permissions" in failures[0] and "crab's own" in failures[0]

@@ -184,22 +184,45 @@ class _MovedModuleLoader:
 
     def __init__(self, target: str) -> None:
         self.target = target
+        self.own_spec: ModuleSpec | None = None
 
     def create_module(self, spec: ModuleSpec) -> ModuleType:
         module = importlib.import_module(self.target)
         if spec.name in _OLD_PACKAGES and not hasattr(module, "__path__"):
             return _package_proxy(spec.name, module)
+        self.own_spec = module.__spec__
         return module
 
     def exec_module(self, module: ModuleType) -> None:
-        return None  # the target module ran when it was imported
+        # The target module ran when it was imported. importlib has just set the old path's spec
+        # on it, though, which would leave crab._cli with the spec ``crab.cli`` and no search
+        # locations (importlib.resources: "not a package"): give the module its own back.
+        if self.own_spec is not None and module.__name__ == self.target:
+            module.__spec__ = self.own_spec
+
+
+def _under_moved_package(fullname: str) -> str | None:
+    """``crab._cli.app`` for ``crab.cli.app``: a module of a moved package that ``MOVED`` does not
+    list. Left to the path finder, it would be found again through the package's ``__path__`` and
+    run a second time as a module of its own, with a second copy of every class in it."""
+    parent, _, leaf = fullname.rpartition(".")
+    if parent not in _OLD_PACKAGES or not leaf:
+        return None
+    new = f"{MOVED[parent]}.{leaf}"
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(new)
+    except ImportError:  # the new parent is a module, not a package (crab.render)
+        return None
+    return new if found is not None else None
 
 
 class _MovedModuleFinder:
     """Finds an old ``crab.*`` path and hands back the module it moved to."""
 
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
-        new = MOVED.get(fullname)
+        new = MOVED.get(fullname) or _under_moved_package(fullname)
         if new is None:
             return None
         missing = _kit_missing(fullname, new)

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from crab._assembly.asking import AskCallback, SessionAsker, as_ask
 from crab._assembly.result import ResultCollector, RunResult
 from crab._assembly.root import Layers, PermissionMode, assemble
-from crab._contracts.errors import UsageError
+from crab._contracts.errors import CrabError, UsageError
 from crab._contracts.events import Event, NoticeEvent
 from crab._host.hookspecs import hookimpl
+from crab._host.plugin_host import OWN_NAMES
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -86,21 +87,28 @@ class Agent:
     ) -> None:
         if isinstance(plugins, str):
             raise UsageError('plugins= takes a list of names (["mock", "tools-basic"]), not one string')
+        for name in plugin_objects or {}:
+            if name in OWN_NAMES:
+                raise UsageError(f"plugin_objects: {name!r} is the name of one of crab's own plugins; pick another")
         self._routes = RunRoutes()
-        built = assemble(
-            workspace=Path(workspace) if workspace is not None else None,
-            layers=Layers(user_config, project_config, environment, settings),
-            plugins=plugins,
-            objects={**(plugin_objects or {}), ROUTES: self._routes},
-            tools=tools,
-            store=store,
-            provider=provider,
-            model=model,
-            permissions=permissions,
-            # CRAB_STRICT_PLUGINS=1 decides, as for the CLI, unless the environment layer is off.
-            strict=None,
-            require_plugins=True,
-        )
+        try:
+            built = assemble(
+                workspace=Path(workspace).resolve() if workspace is not None else None,
+                layers=Layers(user_config, project_config, environment, settings),
+                plugins=plugins,
+                objects={**(plugin_objects or {}), ROUTES: self._routes},
+                tools=tools,
+                store=store,
+                provider=provider,
+                model=model,
+                permissions=permissions,
+                # CRAB_STRICT_PLUGINS=1 decides, as for the CLI, unless the environment layer is off.
+                strict=None,
+                require_plugins=True,
+            )
+        except CrabError as exc:
+            _masked(exc)
+            raise
         self.config: Config = built.config
         self._agent: LoopAgent = built.agent
         self._renderer = _attach_renderer(built, renderer) if renderer is not None else None
@@ -248,7 +256,13 @@ class Agent:
         else:
             from crab._assembly.choosing import require_session
 
-            await require_session(self._agent.store, session_id)
+            info = await require_session(self._agent.store, session_id)
+            if info.workspace and Path(info.workspace) != self._agent.workspace:
+                # Resuming would run this agent's tools in that folder, under this one's config and trust.
+                raise UsageError(
+                    f"session {session_id} belongs to another workspace ({info.workspace}), not this agent's "
+                    f"({self._agent.workspace}): continue it with crab.Agent(workspace=...) there"
+                )
             session = await self._agent.resume(session_id)
         if self._ask is not None:
             session.ask = SessionAsker(self._ask)
@@ -423,6 +437,18 @@ class Run:
     def _leave_routes(self) -> None:
         if self._session is not None and self._owner._routes.runs.get(self._session.id) is self:
             del self._owner._routes.runs[self._session.id]
+
+
+def _masked(exc: CrabError) -> None:
+    """Mask in ``exc``'s message every secret crab can find masked in its message: a program prints it, or its
+    traceback does, and a key passed as the wrong setting would show in clear (the CLI masks the
+    line it prints; a program has no such step)."""
+    from crab._secrets.redaction import error_line
+
+    text = str(exc)
+    masked = error_line(text)
+    if masked != text:
+        exc.args = (masked,)
 
 
 def _loop_running() -> bool:

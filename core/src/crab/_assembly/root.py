@@ -149,7 +149,8 @@ def assemble(
     in ``ask`` mode). ``require_plugins`` makes a listed plugin that did not load an error.
     ``check_model=False`` skips a provider object's ``check`` (the test kit's agents use the model
     id ``scripted`` with any provider a test hands them).
-    ``on_setup_notice`` gets the config notices when setup fails before an agent exists to show them.
+    ``on_setup_notice`` gets the config notices and plugin failures when setup fails before an agent
+    exists to show them.
     """
     from crab._assembly.choosing import choose_provider, choose_store
     from crab._loop.agent import Agent
@@ -175,9 +176,12 @@ def assemble(
             if check_model:
                 chosen.check(model_id)
         chosen_store = store if store is not None and not isinstance(store, str) else choose_store(host, config)
-    except CrabError:
+    except CrabError as exc:
         if on_setup_notice is not None:
-            for line in config.notices():
+            # The plugin failures too: a provider plugin that failed to load is why none is loaded
+            # (not the one that is the error itself, under CRAB_STRICT_PLUGINS=1).
+            failures = [failure.line for failure in host.failures if failure.line != str(exc)]
+            for line in [*config.notices(), *failures]:
                 on_setup_notice(line)
         raise
     agent = Agent(

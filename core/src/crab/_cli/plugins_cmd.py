@@ -51,9 +51,11 @@ def plugin_records(plugins: str | None) -> tuple[list[PluginRecord], list[str], 
     """Every plugin's status as loading computes it for any command (``PluginHost.load_entry_points``:
     found, chosen, imported, ``CRAB_API`` checked, every hook known), no hook called; then the
     failure lines, and the config error if the config could not be read."""
+    from dataclasses import replace
+
     from crab._config.layers import Config, load_config
     from crab._config.paths import user_config_path
-    from crab._host.plugin_host import PluginHost, PluginRecord, parse_plugin_list
+    from crab._host.plugin_host import PluginHost, parse_plugin_list
     from crab._version import __version__
 
     try:
@@ -62,9 +64,18 @@ def plugin_records(plugins: str | None) -> tuple[list[PluginRecord], list[str], 
     except CrabError as exc:  # still list plugins with a broken config
         config, config_error = Config(data={}, user_path=user_config_path(), project_path=None), str(exc)
     host = PluginHost(config, strict=False)
+    for name in BUILTINS:  # stand-ins holding the names, so a plugin taking one fails here as in a run
+        host.add_builtin(name, _BuiltinName())
     host.load_entry_points(cli=None if plugins is None else parse_plugin_list(plugins))
-    builtin = [PluginRecord(n, "builtin", distribution="crab-core", version=__version__) for n in BUILTINS]
-    return [*builtin, *host.records.values()], [f.line for f in host.failures], config_error
+    records = [
+        replace(r, version=__version__) if r.name in BUILTINS and r.status == "builtin" else r
+        for r in host.records.values()
+    ]
+    return records, [f.line for f in host.failures], config_error
+
+
+class _BuiltinName:
+    """Stands for one of core's built-in plugins in the listing (no hooks: the real one is not imported)."""
 
 
 def list_plugins(plugins: str | None, as_json: bool) -> int:

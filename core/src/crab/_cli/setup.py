@@ -12,6 +12,7 @@ from crab._contracts.errors import UsageError
 from crab._contracts.interception import AskUser
 from crab._loop.agent import Agent
 from crab._loop.session import Session
+from crab._secrets.redaction import error_line
 
 
 def overrides_from(options: RunOptions) -> dict[str, Any]:
@@ -46,7 +47,7 @@ def prepare(options: RunOptions, *, ask: AskUser | None, local: bool = True) -> 
         ask=ask,
         local=local,
         # No agent will start to show them, and they may be why setup failed.
-        on_setup_notice=lambda line: sys.stderr.write(f"warning: {line}\n"),
+        on_setup_notice=lambda line: sys.stderr.write(f"{error_line(f'warning: {line}')}\n"),
     )
 
 

@@ -90,7 +90,14 @@ class ModelCallRefused(CrabError):
 def describe(exc: BaseException) -> str:
     """``ValueError: first line of the message`` (one line, whatever the exception says)."""
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        from crab._compat import KITS
+
+        kit = KITS.get(exc.name.partition(".")[0])
+        if kit is not None and kit not in line:  # a plugin whose kit is missing: say what to install
+            line += f" (the kit {kit} is not installed: pip install {kit})"
+    return line
 
 
 def raised(hook: str, exc: BaseException) -> str:
@@ -155,6 +162,10 @@ class Dispatcher:
         self._closed: dict[str, Failure] = {}  # interceptor hook → failure of a plugin that had one
         self.policies: dict[str, HookPolicy] = dict(HOOKS)
         """Every declared hook's policy: core's, then those the loaded plugins declare."""
+        self.core: set[str] = set()
+        """Core's built-in plugins: their ``tryfirst`` implementations run before every other
+        plugin's, their ``trylast`` ones after (the permission gate must see the final arguments:
+        a plugin's ``trylast`` Replace ran after the user approved other ones)."""
 
     # --- failures -------------------------------------------------------------------------
 
@@ -223,7 +234,8 @@ class Dispatcher:
         ]
 
         def key(impl: Any) -> tuple[int, int]:
-            tier = 0 if impl.tryfirst else 2 if impl.trylast else 1
+            core = impl.plugin_name in self.core
+            tier = (0 if core else 1) if impl.tryfirst else (4 if core else 3) if impl.trylast else 2
             return tier, self.order[impl.plugin_name]
 
         found = [

@@ -34,6 +34,13 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP = "crab"
 Status = Literal["loaded", "disabled", "failed", "missing", "builtin"]
+
+OWN_NAMES = frozenset(
+    {"core", "loop-guard", "tool-view", "permissions", "crab-config", "program-tools", "program-runs"}
+)
+"""Plugin names crab gives its own plugins (built-ins, and what ``crab.Agent`` registers for a
+program): an installed plugin by one of these names fails, since it would stand in for crab's own
+(an installed ``program-runs`` left a library run waiting for events forever)."""
 Kind = Literal["tools", "providers", "stores", "renderers", "commands", "channels"]
 KINDS: tuple[Kind, ...] = ("tools", "providers", "stores", "renderers", "commands", "channels")
 
@@ -169,6 +176,7 @@ class PluginHost:
 
     def add_builtin(self, name: str, plugin: object) -> None:
         """Register one of core's own plugins (always on, listed as ``builtin``)."""
+        self.dispatch.core.add(name)
         self._admit_all([(name, plugin, PluginRecord(name=name, status="builtin", distribution="crab-core"))])
 
     def load_entry_points(
@@ -212,6 +220,12 @@ class PluginHost:
         for name in chosen:
             if name in self.records and self.records[name].status == "failed":
                 continue
+            if name in OWN_NAMES and name in by_name:
+                reason = (
+                    f"the name {name!r} is crab's own (one of its built-in plugins); rename the plugin's entry point"
+                )
+                self.dispatch.report(Failure(name, reason))
+                continue
             if name not in by_name:
                 reason = f"enabled but not installed (pip install crab-{name}?)"
                 self.records[name] = PluginRecord(name=name, status="missing", reason=reason)
@@ -254,6 +268,18 @@ class PluginHost:
         plugin implementing a hook another one declares may come first in load order."""
         admitted = []
         for name, plugin, record in plugins:
+            holder = self.records.get(name)
+            if holder is not None and self.pm.get_plugin(name) is not None:
+                # The name is taken (core's permission gate is ``permissions``): failing the newcomer
+                # through ``_fail`` would unregister the holder, so a package could switch a guard off.
+                who = (
+                    "core's built-in plugin"
+                    if holder.status == "builtin"
+                    else (holder.distribution or "another plugin")
+                )
+                reason = f"the name {name!r} is already used by {who}; give this plugin another name"
+                self.dispatch.report(Failure(name, reason))
+                continue
             self.records[name] = record
             wanted: object = getattr(plugin, "CRAB_API", None)
             problem = api_problem(wanted) if wanted is not None else None
@@ -279,7 +305,11 @@ class PluginHost:
         hooks = dict(declared.declared_hooks(specs))
         for hook in hooks:
             self._drop_misfits(hook, declared.spec_arguments(specs, hook))
-        self.pm.add_hookspecs(specs)
+        try:
+            self.pm.add_hookspecs(specs)
+        except Exception as exc:  # pluggy's own checks: this plugin's problem, not the whole host's
+            self._fail(record, f"{declared.ATTRIBUTE}: {describe(exc)}")
+            return False
         for hook, policy in hooks.items():
             self.declarers[hook] = f"plugin {record.name}"
             self.dispatch.policies[hook] = policy
