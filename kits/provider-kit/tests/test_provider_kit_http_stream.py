@@ -157,3 +157,33 @@ def test_a_named_endpoint_must_give_its_url_and_uses_its_own_key_name(tmp_path: 
     assert options.require_key is False
     assert options.key_for("local", env={"LOCAL_API_KEY": "sk-local-12345678"}) == "sk-local-12345678"
     assert options.key_for("local", env={}) is None
+
+
+class NoEndParser:
+    """A parser written from the README before it said ``done`` and ``end_marker`` are needed."""
+
+    def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
+        return [TextDelta(event.data)]
+
+    def finish(self) -> list[StreamEvent]:
+        return []
+
+
+def test_a_parser_without_done_or_end_marker_is_named_before_any_request(tmp_path: Path) -> None:
+    """It was "malformed stream (AttributeError: ... no attribute 'done')" after the request."""
+    import asyncio
+
+    pytest.importorskip("httpx")
+    with ReplayServer(tmp_path) as server:
+        options = read(server.provider_table("X_API_KEY"))
+        call = options.call("x", f"{server.url}/stream", {}, b"{}", None, env={})
+
+        async def first() -> object:
+            return await anext(aiter(stream_call(call, NoEndParser, classify)))
+
+        with pytest.raises(TypeError) as info:
+            asyncio.run(first())
+        assert server.requests == []
+    message = str(info.value)
+    assert "NoEndParser without end_marker, done" in message
+    assert "feed(event) and finish()" in message
