@@ -126,6 +126,12 @@ class ProviderContract:
         """
         raise NotImplementedError(f"{type(self).__name__} must implement error_body(kind, message)")
 
+    def check_subclass(self) -> None:
+        """Raise ``TypeError`` naming every class attribute the subclass did not set."""
+        missing = [name for name in _REQUIRED if not hasattr(self, name)]
+        if missing:
+            raise TypeError(f"{type(self).__name__} (a ProviderContract) must set: {', '.join(missing)}")
+
     def sent_key(self, request: RecordedRequest) -> str | None:
         """The key a request carried; by default ``authorization: Bearer <key>``."""
         value = request.headers.get("authorization", "")
@@ -136,9 +142,7 @@ class ProviderContract:
     @pytest.fixture(autouse=True)
     def contract_home(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         """Checks the subclass, and keeps the developer's ~/.crab and real keys out of every test."""
-        missing = [name for name in _REQUIRED if not hasattr(self, name)]
-        if missing:
-            raise TypeError(f"{type(self).__name__} (a ProviderContract) must set: {', '.join(missing)}")
+        self.check_subclass()
         home = tmp_path / "crab-home"
         monkeypatch.setenv("CRAB_HOME", str(home))
         for name in [n for n in os.environ if n.endswith("_API_KEY")]:
@@ -193,7 +197,7 @@ class ProviderContract:
         events, error = self.run(self.provider(contract_server))
         assert isinstance(error, ProviderError), error
         assert error.kind == "auth", error
-        assert self.key_env in str(error)
+        assert self.key_env in str(error), f"a 401 must say which variable to set ({self.key_env}): {error}"
         self.assert_no_key(error, repr(events))
         assert len(contract_server.requests) == 1
         assert self.sent_key(contract_server.requests[0]) == self.api_key, "the key did not go where it belongs"
