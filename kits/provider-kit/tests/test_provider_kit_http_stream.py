@@ -187,3 +187,27 @@ def test_a_parser_without_done_or_end_marker_is_named_before_any_request(tmp_pat
     message = str(info.value)
     assert "NoEndParser without end_marker, done" in message
     assert "feed(event) and finish()" in message
+
+
+@pytest.mark.parametrize(
+    ("chunks", "complete"),
+    [
+        ([b"data: hi\r\r", b"data: END\r", b"\r"], True),  # CR line ends, the last CR the very last byte
+        ([b"data: hi\n\n", b"data: END\n"], False),  # the server closed before END's blank line
+    ],
+)
+def test_the_end_marker_counts_only_when_its_event_is_complete(
+    tmp_path: Path, chunks: list[bytes], complete: bool
+) -> None:
+    from crab.testing import HttpReply
+
+    pytest.importorskip("httpx")
+    with ReplayServer(tmp_path) as server:
+        server.script(HttpReply(events=chunks))
+        events, error = run(server)
+    assert error is None
+    if complete:
+        assert [e.text for e in events if isinstance(e, TextDelta)] == ["hi", "!"]
+    else:
+        assert isinstance(events[-1], ErrorEvent)
+        assert "ended without END" in events[-1].message
