@@ -157,3 +157,57 @@ def test_a_named_endpoint_must_give_its_url_and_uses_its_own_key_name(tmp_path: 
     assert options.require_key is False
     assert options.key_for("local", env={"LOCAL_API_KEY": "sk-local-12345678"}) == "sk-local-12345678"
     assert options.key_for("local", env={}) is None
+
+
+class NoEndParser:
+    """A parser written from the README before it said ``done`` and ``end_marker`` are needed."""
+
+    def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
+        return [TextDelta(event.data)]
+
+    def finish(self) -> list[StreamEvent]:
+        return []
+
+
+def test_a_parser_without_done_or_end_marker_is_named_before_any_request(tmp_path: Path) -> None:
+    """It was "malformed stream (AttributeError: ... no attribute 'done')" after the request."""
+    import asyncio
+
+    pytest.importorskip("httpx")
+    with ReplayServer(tmp_path) as server:
+        options = read(server.provider_table("X_API_KEY"))
+        call = options.call("x", f"{server.url}/stream", {}, b"{}", None, env={})
+
+        async def first() -> object:
+            return await anext(aiter(stream_call(call, NoEndParser, classify)))
+
+        with pytest.raises(TypeError) as info:
+            asyncio.run(first())
+        assert server.requests == []
+    message = str(info.value)
+    assert "NoEndParser without end_marker, done" in message
+    assert "feed(event) and finish()" in message
+
+
+@pytest.mark.parametrize(
+    ("chunks", "complete"),
+    [
+        ([b"data: hi\r\r", b"data: END\r", b"\r"], True),  # CR line ends, the last CR the very last byte
+        ([b"data: hi\n\n", b"data: END\n"], False),  # the server closed before END's blank line
+    ],
+)
+def test_the_end_marker_counts_only_when_its_event_is_complete(
+    tmp_path: Path, chunks: list[bytes], complete: bool
+) -> None:
+    from crab.testing import HttpReply
+
+    pytest.importorskip("httpx")
+    with ReplayServer(tmp_path) as server:
+        server.script(HttpReply(events=chunks))
+        events, error = run(server)
+    assert error is None
+    if complete:
+        assert [e.text for e in events if isinstance(e, TextDelta)] == ["hi", "!"]
+    else:
+        assert isinstance(events[-1], ErrorEvent)
+        assert "ended without END" in events[-1].message

@@ -4,7 +4,9 @@ Streamed HTTP with retries and redaction (``stream_call``, ``HttpOptions``), Ser
 (``ServerSentEvent``, ``SSEDecoder``), retry classification (``status_kind``,
 ``is_retryable_status``, ``RetryPolicy``), a provider's ``extra_body`` rules (``ExtraBody``) and
 its config table's connection keys (``http_settings``, ``read_http_options``, ``key_routing``).
-Per-model config tables (``model_from_table``) are its own too. For convenience it also re-exports
+Per-model config tables (``model_from_table``) are its own too, and so is ``ProviderContract``,
+the pytest suite of faults and key leaks an HTTP provider's tests subclass (it imports pytest, so
+only a test that names it loads it). For convenience it also re-exports
 the ``crab`` names providers use most: pricing (``with_cost``, ``usage_cost``), tool-argument parsing and ids
 (``parse_tool_arguments``, ``unique_id``, ``json_text``) and API keys (``lookup_key``,
 ``missing_key_message``). A kit, not a plugin: no entry point; provider plugins depend on it.
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
         with_cost,
     )
 
+    from crab_provider_kit._contract import ProviderContract
     from crab_provider_kit._extra_body import KEY as EXTRA_KEY
     from crab_provider_kit._extra_body import ExtraBody
     from crab_provider_kit._extra_body import merge as merge_tables
@@ -68,6 +71,7 @@ _EXPORTS: dict[str, str] = {  # public name → ``module`` (same name there) or 
     "http_settings": _HTTP,
     "key_routing": _HTTP,
     "request_timeout_from": _HTTP,
+    "ProviderContract": "crab_provider_kit._contract",
     "ExtraBody": _EXTRA,
     "EXTRA_KEY": f"{_EXTRA}:KEY",
     "merge_tables": f"{_EXTRA}:merge",
@@ -94,6 +98,7 @@ __all__ = [
     "ExtraBody",
     "HttpCall",
     "HttpOptions",
+    "ProviderContract",
     "RetryPolicy",
     "SSEDecoder",
     "ServerSentEvent",

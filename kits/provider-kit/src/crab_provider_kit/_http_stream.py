@@ -78,14 +78,45 @@ def request_timeout_from(config: Config) -> float:
 
 
 class StreamParser(Protocol):
-    """What ``stream_call`` needs from a provider's pure stream parser."""
+    """What ``stream_call`` needs from a provider's pure stream parser: all four members.
+
+    ``make_parser()`` gives a fresh one per attempt; ``stream_call`` checks it has them before
+    any request and raises ``TypeError`` naming what is missing. No IO, no clock: bytes are the
+    kit's, the wire format is the parser's.
+    """
 
     end_marker: str
+    """What ends a complete reply on this wire (``"[DONE]"``, ``"message_stop"``); errors name it
+    when a stream stops before it."""
     done: bool
+    """Set it to True once the end marker arrived; ``stream_call`` then stops reading, calls
+    ``finish`` and yields its events. A stream that ends while it is False is one ``ErrorEvent``
+    (``… ended without <end_marker>``) and ``finish`` is never called."""
 
-    def feed(self, event: ServerSentEvent) -> list[StreamEvent]: ...
+    def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
+        """The events one server-sent event completes (text deltas as they come). Raise
+        ``ProviderError`` for an error the server streamed (retried when retryable and nothing has
+        reached the caller yet); ``KeyError``/``TypeError``/``ValueError``/``AttributeError`` from
+        a chunk of an unexpected shape become a "malformed stream" ``ErrorEvent``."""
+        ...
 
-    def finish(self) -> list[StreamEvent]: ...
+    def finish(self) -> list[StreamEvent]:
+        """After ``done``: the rest, ending in exactly one ``MessageEnd`` with the whole message."""
+        ...
+
+
+_PARSER_MEMBERS = ("end_marker", "done", "feed", "finish")
+
+
+def _check_parser(parser: object) -> None:
+    """Fail at once, naming what is missing, for a parser that is no ``StreamParser``."""
+    missing = [name for name in _PARSER_MEMBERS if not hasattr(parser, name)]
+    if missing:
+        raise TypeError(
+            f"stream_call: make_parser() gave a {type(parser).__name__} without {', '.join(missing)}; "
+            "a crab_provider_kit.StreamParser has end_marker (str), done (bool, False until the end "
+            "marker arrives), feed(event) and finish()"
+        )
 
 
 @dataclass(frozen=True)
@@ -264,12 +295,17 @@ async def stream_call(
 ) -> AsyncIterator[StreamEvent]:
     """Yield the events of one model call, retrying per ``call.policy`` within ``request_timeout``.
 
-    Error statuses (after retries) and a passed deadline before any content are raised as
-    ``ProviderError`` (``ContextOverflowError`` for an overflow); faults after content has
-    streamed end with one ``ErrorEvent``.
+    ``make_parser`` returns a fresh ``StreamParser`` (called once up front to check it, then
+    once per attempt); ``classify(status, body)`` turns an error status and its body text into a
+    ``ProviderError`` (``kind`` and ``retryable`` decide the retry; ``status_kind`` is the usual
+    start). ``sleep`` waits between retries (tests pass a fake). Error statuses (after retries)
+    and a passed deadline before any content are raised as ``ProviderError``
+    (``ContextOverflowError`` for an overflow); faults after content has streamed end with one
+    ``ErrorEvent``. Every message has ``call.secrets`` redacted.
     """
     import httpx
 
+    _check_parser(make_parser())
     deadline = _Deadline(call)
     timeout = httpx.Timeout(
         connect=call.connect_timeout, read=call.idle_timeout, write=call.connect_timeout, pool=call.connect_timeout

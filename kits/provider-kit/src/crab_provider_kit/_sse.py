@@ -1,8 +1,17 @@
 """Incremental Server-Sent Events decoder: bytes in, complete events out, no IO.
 
-Follows the WHATWG ``text/event-stream`` rules (CRLF, CR or LF line ends, ``:`` comments,
-multi-line ``data``, ``event``/``id``/``retry`` fields). Chunk boundaries may fall anywhere,
-including inside a UTF-8 sequence or between the CR and LF of one line end.
+Follows the WHATWG ``text/event-stream`` rules ("Interpreting an event stream",
+https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation): CRLF,
+CR or LF line ends, ``:`` comments, multi-line ``data``, ``event``/``id``/``retry`` fields. Chunk
+boundaries may fall anywhere, including inside a UTF-8 sequence or between the CR and LF of one
+line end. No input raises: bytes that are not UTF-8 become U+FFFD, and a field the rules say to
+ignore (``retry`` whose value is not only ASCII digits, such as ``retry: ²`` or ``retry: ١٢٣``)
+is ignored.
+
+An event is dispatched only by the blank line that ends it. At the end of the stream
+(``flush``) an event still waiting for its blank line is discarded, as the spec says ("any
+pending data must be discarded") and as the ``openai`` SDK's decoder does: the
+server closed before it finished the event, so its data may be half of what it meant to send.
 """
 
 from __future__ import annotations
@@ -11,6 +20,8 @@ from dataclasses import dataclass
 
 _BOM = "\ufeff"
 _IGNORED_CHARS = 300
+_RETRY_DIGITS = 18
+"""Longer ``retry`` values (beyond 64 bits, and past ``int``'s digit limit) are ignored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,27 +68,33 @@ class SSEDecoder:
             return []
         self._buffer = buffer[end + 1 :] + held
         # Splitting on LF never cuts a UTF-8 sequence, so complete lines decode on their own.
-        text = buffer[:end].decode("utf-8", errors="replace")
-        if not self._started:
-            self._started = True
-            if text.startswith(_BOM):
-                text = text[1:]
-        return self._lines(text.split("\n"))
+        return self._lines(self._text(buffer[:end]).split("\n"))
 
     def flush(self) -> list[ServerSentEvent]:
-        """End of stream: dispatch an event whose lines all arrived but whose blank line did not.
+        """End of stream: return what the last bytes complete, then discard any pending event.
 
-        A final line cut off before its line end is discarded (it may be half a JSON document).
-        Servers that close right after the last ``data:`` line are common enough to accept.
+        A CR at the very end was held back in case an LF followed; now it ends its line, so a
+        stream whose last blank line is a lone CR still dispatches its event. An event without
+        its blank line, and a final line cut off before its line end (it may be half a JSON
+        document), are discarded. The decoder is then ready for a new stream.
         """
         tail = self._buffer
         self._buffer = b""
         events: list[ServerSentEvent] = []
-        if tail == b"\r":
-            events = self._lines([""])
-        if self._data:
-            events.extend(self._lines([""]))
+        if tail.endswith(b"\r"):
+            events = self._lines(self._text(tail[:-1]).split("\n"))
+        self._data.clear()
+        self._event = ""
         return events
+
+    def _text(self, complete: bytes) -> str:
+        """Complete lines as text; a BOM at the very start of the stream is dropped."""
+        text = complete.decode("utf-8", errors="replace")
+        if not self._started:
+            self._started = True
+            if text.startswith(_BOM):
+                text = text[1:]
+        return text
 
     def _lines(self, lines: list[str]) -> list[ServerSentEvent]:
         events: list[ServerSentEvent] = []
@@ -106,7 +123,8 @@ class SSEDecoder:
             elif name == "id":
                 if "\0" not in value:
                     self._id = value
-            elif name == "retry" and value.isdigit():
+            elif name == "retry" and value.isascii() and value.isdigit() and len(value) <= _RETRY_DIGITS:
+                # ``isdigit`` alone accepts "²" (int() then raises) and "١٢٣": only 0-9 count.
                 self._retry = int(value)
             elif name != "retry" and sum(map(len, self._ignored)) < _IGNORED_CHARS:
                 self._ignored.append(line[:_IGNORED_CHARS])
