@@ -40,14 +40,55 @@ def test_an_approval_is_answered_with_the_keyboard(chat_screen, tmp_path: Path) 
     screen.type("make files")
     screen.keys("Enter")
     screen.wait_for("? allow write: touch")
+    screen.wait_for("answer ❯")
     screen.type("y")
+    screen.keys("Enter")
     screen.wait_for("allowed once")
     screen.wait_for("? allow write: touch")
+    screen.wait_for("answer ❯")
     screen.type("n")
+    screen.keys("Enter")
     screen.wait_for("finished")
     assert (tmp_path / "work" / "made.txt").exists()
     assert not (tmp_path / "work" / "refused.txt").exists()
     assert "✗ touch" in screen.text()  # the refusal is the tool's (red) error result
+
+
+def test_keys_typed_ahead_never_answer_the_permission_question(chat_screen, tmp_path: Path) -> None:
+    """Type-ahead during a running tool, and keys pressed the moment the question appears, are the
+    user's draft, not the answer; only a word typed once the answer line shows, with Enter, is."""
+    screen = chat_screen(
+        [
+            [{"tool": "slow", "args": {"seconds": 1}}],
+            [{"tool": "touch", "args": {"path": "made.txt"}}],
+            [{"text": "finished"}],
+        ]
+    )
+    screen.type("go")
+    screen.keys("Enter")
+    screen.wait_for("slow seconds=1")
+    screen.type("anything ")  # half a message, typed while the tool runs
+    shown = screen.wait_for("? allow write: touch")
+    screen.type("new? aaaa")  # the user types on: 'n' once meant "no", 'a' "for the session"
+    screen.keys("Enter")
+    question = next(line for line in shown.splitlines() if "? allow write" in line)
+    assert question.startswith("? allow write: touch")  # on its own line, not glued to the draft
+    screen.wait_for("kept for after the question: anything")
+    screen.wait_for("answer ❯")
+    screen.type("aaaa")  # read the question now: still not an answer
+    screen.keys("Enter")
+    screen.wait_for("not an answer: 'aaaa'")
+    text = screen.text()
+    assert "allowed" not in text and "denied" not in text
+    assert not (tmp_path / "work" / "made.txt").exists()
+    screen.type("y")
+    screen.keys("Enter")
+    screen.wait_for("allowed once: touch")
+    screen.wait_for("finished")
+    assert (tmp_path / "work" / "made.txt").exists()
+    assert "write for this session" not in screen.text().split("allowed once")[-1]
+    prompt = screen.wait_for(lambda text: any(line.startswith("❯ anything") for line in text.splitlines()))
+    assert "allowed write for this session" not in prompt  # and the draft came back to the prompt
 
 
 def test_a_steering_message_typed_during_a_slow_tool_reaches_the_next_request(chat_screen, sent_requests) -> None:

@@ -32,6 +32,11 @@ def shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def one_line(text: str, limit: int = 100) -> str:
+    """``text`` on one line (whitespace runs as one space, control characters visible), cut."""
+    return shorten(" ".join(visible(text).split()), limit)
+
+
 def key_args(arguments: dict[str, Any], limit: int = ARGS_LIMIT) -> str:
     """The arguments that say most about a call, one line: key ones first, long values cut."""
     keys = sorted(arguments, key=lambda k: (k not in KEY_ARGS, KEY_ARGS.index(k) if k in KEY_ARGS else 0))
