@@ -179,3 +179,30 @@ def test_output_follows_a_resized_terminal(chat_screen) -> None:
     shown = screen.wait_for("below")
     rule = next(line for line in shown.splitlines() if line.strip() and not line.strip().strip("-─"))
     assert 40 <= len(rule.strip()) <= 50  # drawn at the new width (joined wrapped lines would be 100)
+
+
+MARKDOWN = "Intro line.\n\n- one\n- two\n\nMiddle line.\n\n```py\nx = 1\n```\n\n> quoted\n\nLast line."
+SHOWN = ["Intro line.", "", "• one", "• two", "", "Middle line.", "", "x = 1", "", "▌ quoted", "", "Last line."]
+
+
+def answer_rows(rows: list[str], last: bool = False) -> list[str]:
+    """The rows of one streamed ``MARKDOWN`` answer (the first or the last on screen), stripped."""
+    starts = [i for i, row in enumerate(rows) if row.strip() == "Intro line."]
+    start = starts[-1 if last else 0]
+    end = next(i for i in range(start, len(rows)) if rows[i].strip() == "Last line.")
+    return [row.strip() for row in rows[start : end + 1]]
+
+
+def test_markdown_blocks_are_one_blank_line_apart_even_after_a_resize(chat_screen) -> None:
+    screen = chat_screen([[{"text": MARKDOWN}], [{"text": MARKDOWN}]])
+    screen.type("show me")
+    screen.keys("Enter")
+    screen.wait_for("Last line.")
+    assert answer_rows(screen.rows()) == SHOWN
+    screen.tmux("resize-window", "-t", screen.name, "-x", "50", "-y", "30")
+    screen.wait_for(lambda text: len(text.rstrip().splitlines()[-1]) <= 50)
+    assert answer_rows(screen.rows()) == SHOWN  # what was printed, rewrapped by the terminal
+    screen.type("again")
+    screen.keys("Enter")
+    screen.wait_for(lambda text: text.count("Last line.") == 2)
+    assert answer_rows(screen.rows(), last=True) == SHOWN  # and what is printed at the new width

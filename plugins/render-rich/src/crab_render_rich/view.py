@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from crab import ToolCall, Usage
-    from rich.console import RenderableType
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+    from rich.segment import Segment
     from rich.text import Text
 
 RESULT_LINES = 3
@@ -146,6 +147,42 @@ def status_line(
 
 
 def markdown(text: str) -> RenderableType:
+    """One Markdown block, without the blank lines rich puts around lists, quotes, tables and code
+    (their padding): the renderer separates blocks with exactly one blank line itself."""
     from rich.markdown import Markdown
 
-    return Markdown(visible(text), code_theme="monokai")
+    return Trimmed(Markdown(visible(text), code_theme="monokai"))
+
+
+class Trimmed:
+    """``renderable`` as rendered at the console's width, without blank lines at its ends and
+    without the spaces rich pads each line with to the full width: a terminal that narrows rewraps
+    a padded line into the line and a blank one (tmux, most terminals since), so every gap grew."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.segment import Segment
+
+        lines = [
+            _rstrip(line) for line in console.render_lines(self.renderable, options.update(height=None), pad=False)
+        ]
+        filled = [i for i, line in enumerate(lines) if any(segment.text.strip() for segment in line)]
+        if not filled:
+            return
+        for line in lines[filled[0] : filled[-1] + 1]:
+            yield from line
+            yield Segment.line()
+
+
+def _rstrip(line: list[Segment]) -> list[Segment]:
+    from rich.segment import Segment
+
+    line = list(line)
+    while line and not line[-1].control and not line[-1].text.rstrip():
+        line.pop()
+    if line and not line[-1].control:
+        last = line[-1]
+        line[-1] = Segment(last.text.rstrip(), last.style)
+    return line
