@@ -24,7 +24,7 @@ def test_streaming_text_tool_call_and_status_line(chat_screen) -> None:
     assert "Let me wait a bit." in shown  # Markdown rendered, not shown as source
     assert "✓ slow seconds=0.1" in shown
     assert "waited 0.1 s" in shown and "second line" in shown  # the head of the result
-    assert "… 1 more lines" in shown
+    assert "… 1 more line\n" in shown  # one line, not "1 lines"
     screen.wait_for("1.0k in · 50 out · $0.0011 · context 1% of 200k")
     assert "script" in shown.splitlines()[-1] or "script ·" in screen.text()
 

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import crab_render_rich
+from crab import ToolCall
+from crab_render_rich import view
 from crab_render_rich.blocks import BlockSplitter
 from crab_render_rich.completion import command_matches, path_matches
 from crab_render_rich.renderer import PREFERENCES
@@ -121,3 +123,11 @@ def test_doctor_names_the_renderer_of_run_and_of_chat(fake_env) -> None:
     command = [sys.executable, "-m", "crab", "doctor", "--provider", "fake", "-m", "script"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert "ok    renderer: plain (crab chat: rich)" in done.stdout.splitlines(), done.stdout + done.stderr
+
+
+def test_counts_agree_with_their_noun() -> None:
+    call = ToolCall("c", "read", {"path": "a"})
+    assert "· 1 line\n" in view.tool_done(call, "read", "only\n", False, 0.1).plain + "\n"
+    four = view.tool_done(call, "read", "1\n2\n3\n4", False, 0.1).plain
+    assert "· 4 lines" in four and four.endswith("… 1 more line")
+    assert view.tool_done(call, "read", "1\n2\n3\n4\n5", False, 0.1).plain.endswith("… 2 more lines")

@@ -50,6 +50,11 @@ def key_args(arguments: dict[str, Any], limit: int = ARGS_LIMIT) -> str:
     return shorten(" ".join(parts), limit)
 
 
+def count_of(count: int, noun: str) -> str:
+    """``1 line``, ``2 lines``: the noun agrees with the count."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def seconds(value: float) -> str:
     if value < 10:
         return f"{value:.1f}s"
@@ -89,16 +94,15 @@ def tool_done(call: ToolCall | None, name: str, content: str, is_error: bool, du
         if args:
             line.append(f" {args}", style="dim")
     lines = content.strip("\n").splitlines()
-    summary = f"{len(lines)} line" + ("" if len(lines) == 1 else "s")
     line.append(f" · {seconds(duration)}", style="dim")
     if not is_error:
-        line.append(f" · {summary}", style="dim")
+        line.append(f" · {count_of(len(lines), 'line')}", style="dim")
     head = lines[:RESULT_LINES]
     for text in head:
         line.append("\n  ")
         line.append(shorten(visible(text.rstrip()), LINE_LIMIT), style="red" if is_error else "dim")
     if len(lines) > RESULT_LINES:
-        line.append(f"\n  … {len(lines) - RESULT_LINES} more lines", style="dim italic")
+        line.append(f"\n  … {count_of(len(lines) - RESULT_LINES, 'more line')}", style="dim italic")
     return line
 
 
