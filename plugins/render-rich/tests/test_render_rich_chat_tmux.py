@@ -206,3 +206,16 @@ def test_markdown_blocks_are_one_blank_line_apart_even_after_a_resize(chat_scree
     screen.keys("Enter")
     screen.wait_for(lambda text: text.count("Last line.") == 2)
     assert answer_rows(screen.rows(), last=True) == SHOWN  # and what is printed at the new width
+
+
+def test_a_command_typed_while_the_answer_streams_is_shown_after_it(chat_screen) -> None:
+    screen = chat_screen([[{"text": "First half of "}, {"delay": 1.5}, {"text": "the answer.\n\nSecond paragraph."}]])
+    screen.type("talk")
+    screen.keys("Enter")
+    screen.wait_for("First half of")
+    screen.type("/thinking")
+    screen.keys("Enter")
+    shown = screen.wait_for("thinking is shown")
+    shown = screen.wait_for("Second paragraph.")
+    assert "First half of the answer." in shown  # the sentence was not cut by the command's output
+    assert shown.index("thinking is shown") > shown.index("Second paragraph.")
