@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from crab_render_rich.chat_input import IDLE_HELP
+
 
 def test_streaming_text_tool_call_and_status_line(chat_screen) -> None:
     screen = chat_screen(
@@ -219,3 +221,25 @@ def test_a_command_typed_while_the_answer_streams_is_shown_after_it(chat_screen)
     shown = screen.wait_for("Second paragraph.")
     assert "First half of the answer." in shown  # the sentence was not cut by the command's output
     assert shown.index("thinking is shown") > shown.index("Second paragraph.")
+
+
+def test_at_40_columns_the_toolbar_and_the_question_break_between_words(chat_screen) -> None:
+    screen = chat_screen([[{"tool": "touch", "args": {"path": "made.txt"}}], [{"text": "done"}]])
+    screen.tmux("resize-window", "-t", screen.name, "-x", "40", "-y", "24")
+    shown = screen.wait_for(lambda text: text.rstrip().splitlines()[-1].startswith("Enter send ·"))
+    toolbar = shown.rstrip().splitlines()[-1].strip()
+    assert toolbar in {" · ".join(IDLE_HELP[:n]) for n in range(1, len(IDLE_HELP) + 1)}  # whole parts only
+    screen.type("go")
+    screen.keys("Enter")
+    screen.wait_for("answer ❯")
+    rows = screen.rows()
+    start = next(i for i, row in enumerate(rows) if row.startswith("? allow"))
+    end = next(i for i in range(start, len(rows)) if rows[i].startswith("answer ❯"))
+    question = rows[start:end]
+    said = (
+        '? allow write: touch(path="made.txt") y Enter: once · a Enter: write for this session · n Enter or Ctrl-C: no'
+    )
+    assert all(len(row) <= 40 for row in question)
+    assert all(word in said.split() for row in question for word in row.split()), question  # no word cut
+    assert " ".join(" ".join(question).split()).replace(" ·", "") == said.replace(" ·", "")
+    assert rows[-1].strip() in {"a permission question", "a permission question · y, a or n, then Enter"}

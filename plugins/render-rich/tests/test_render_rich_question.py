@@ -47,7 +47,7 @@ def test_nothing_answers_before_the_question_was_shown_and_read() -> None:
     clock.now += GUARD / 2
     assert asked.entered("y") is None and not asked.future.done()
     assert asked.draft == "anything new?"  # the keys typed on are the user's draft, kept
-    assert asked.prompt() == "… " and "keys are kept" in asked.help()
+    assert asked.prompt() == "… " and "keys go to your draft" in " · ".join(asked.help())
     clock.now += GUARD
     assert asked.listening() and asked.prompt() == "answer ❯ "
     assert asked.entered("aaaa") is None and "not an answer: 'aaaa'" in asked.ansi()

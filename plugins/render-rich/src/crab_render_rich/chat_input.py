@@ -15,18 +15,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from crab import Answer, ChatEntry, ChatState, PermissionRequest, Renderer
 
-from crab_render_rich.prompt_screen import PromptScreen
+from crab_render_rich.prompt_screen import PromptScreen, terminal_size
 from crab_render_rich.question import Question
 from crab_render_rich.renderer import PREFERENCES, RichRenderer
 from crab_render_rich.screen import REFRESH_PER_SECOND
-from crab_render_rich.view import one_line
+from crab_render_rich.view import fit, one_line
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
 
 PROMPT, BUSY_PROMPT = "❯ ", "↳ "
-IDLE_HELP = "Enter send · Ctrl-J new line · Tab complete /cmd @file · Ctrl-T thinking · Ctrl-D leave"
-BUSY_HELP = "working · Enter steers · Alt-Enter queues a follow-up · Ctrl-C stops the turn"
+IDLE_HELP = ("Enter send", "Ctrl-J new line", "Tab complete /cmd @file", "Ctrl-T thinking", "Ctrl-D leave")
+BUSY_HELP = ("working", "Enter steers", "Alt-Enter queues a follow-up", "Ctrl-C stops the turn")
 Sent = Literal["send", "follow_up"]
 
 
@@ -152,23 +152,26 @@ class PromptInput:
         prompt = BUSY_PROMPT if self.state.busy else PROMPT
         if self._accepting:
             return ANSI(f"\x1b[1m{prompt}\x1b[0m")
+        width = terminal_size()[0] - 1
         parts = [self.screen.ansi()]
-        for text in self.state.steering:
-            parts.append(f"\x1b[2m  ⇢ steer (pending): {one_line(text)}\x1b[0m\n")
-        for text in self.state.follow_ups:
-            parts.append(f"\x1b[2m  ⏎ follow-up (queued): {one_line(text)}\x1b[0m\n")
+        pending = (("⇢ steer (pending)", self.state.steering), ("⏎ follow-up (queued)", self.state.follow_ups))
+        for label, texts in pending:
+            for text in texts:
+                parts.append(f"\x1b[2m  {label}: {one_line(text, max(8, width - len(label) - 4))}\x1b[0m\n")
         if self.question is not None:
             self.question.drawn()
-            parts.append(self.question.ansi())
+            parts.append(self.question.ansi(width))
             prompt = self.question.prompt()
         parts.append(f"\x1b[1m{prompt}\x1b[0m")
         return ANSI("".join(parts))
 
     def _toolbar(self) -> str:
+        """One line of help, cut between its parts to the terminal's width (never inside a word)."""
         if self.question is not None:
-            return self.question.help()
-        text = BUSY_HELP if self.state.busy else IDLE_HELP
-        return f"{self.state.hint} · {text}" if self.state.hint else text
+            parts = self.question.help()
+        else:
+            parts = [*([self.state.hint] if self.state.hint else []), *(BUSY_HELP if self.state.busy else IDLE_HELP)]
+        return fit(parts, terminal_size()[0] - 1)
 
     # --- crab.ChatInput ------------------------------------------------------------------------
 

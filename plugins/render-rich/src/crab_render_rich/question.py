@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from crab import Answer, PermissionRequest
 
-from crab_render_rich.view import one_line, visible
+from crab_render_rich.view import one_line, pack, visible, wrap
 
 GUARD = 0.8
 """Seconds after the question is drawn during which keys are not taken as its answer."""
@@ -76,25 +76,29 @@ class Question:
         if not self.future.done():
             self.future.set_result(answer)
 
-    def ansi(self) -> str:
-        """The question as ANSI lines, set apart from what is above it."""
+    def ansi(self, width: int = 100) -> str:
+        """The question as ANSI lines ``width`` columns wide (broken between words), set apart from
+        what is above it by a blank line."""
         permission = visible(self.request.permission)
-        lines = [
-            "\n",
-            f"\x1b[1;33m? allow {permission}: {one_line(self.request.summary)}\x1b[0m\n",
-            f"\x1b[1m  y Enter: once · a Enter: {permission} for this session · n Enter or Ctrl-C: no\x1b[0m\n",
-        ]
+        ask = wrap(f"? allow {permission}: {one_line(self.request.summary)}", width, "", "  ")
+        keys = pack(["y Enter: once", f"a Enter: {permission} for this session", "n Enter or Ctrl-C: no"], width)
+        lines = ["", *(f"\x1b[1;33m{line}\x1b[0m" for line in ask), *(f"\x1b[1m{line}\x1b[0m" for line in keys)]
         if self.not_an_answer.strip():
             said = one_line(self.not_an_answer, 40)
-            lines.append(f"\x1b[31m  not an answer: {said!r}; type y, a or n, then Enter\x1b[0m\n")
+            lines += [
+                f"\x1b[31m{line}\x1b[0m"
+                for line in pack([f"not an answer: {said!r}", "type y, a or n, then Enter"], width)
+            ]
         if self.draft.strip():
-            lines.append(f"\x1b[2m  kept for after the question: {one_line(self.draft, 60)}\x1b[0m\n")
-        return "".join(lines)
+            kept = "kept for after the question: "
+            lines.append(f"\x1b[2m  {kept}{one_line(self.draft, max(8, width - len(kept) - 2))}\x1b[0m")
+        return "\n".join(lines) + "\n"
 
     def prompt(self) -> str:
         return "answer ❯ " if self.listening() else "… "
 
-    def help(self) -> str:
+    def help(self) -> list[str]:
+        """The toolbar's parts while the question is open (most important first)."""
         if self.listening():
-            return "a permission question · y, a or n, then Enter · Ctrl-C: no"
-        return "a permission question · read it; keys are kept for your draft"
+            return ["a permission question", "y, a or n, then Enter", "Ctrl-C: no"]
+        return ["a permission question", "read it: keys go to your draft"]

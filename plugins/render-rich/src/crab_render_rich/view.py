@@ -6,6 +6,7 @@ control characters made visible first, so nothing a model or a file says can dri
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -36,6 +37,62 @@ def shorten(text: str, limit: int) -> str:
 def one_line(text: str, limit: int = 100) -> str:
     """``text`` on one line (whitespace runs as one space, control characters visible), cut."""
     return shorten(" ".join(visible(text).split()), limit)
+
+
+def fit(parts: Sequence[str], width: int, sep: str = " · ") -> str:
+    """As many whole ``parts`` as fit in ``width`` columns, joined by ``sep`` (one line); a first part
+    wider than that alone is cut after a word, so nothing ends mid-word."""
+    line = ""
+    for part in parts:
+        joined = f"{line}{sep}{part}" if line else part
+        if cell_len(joined) > width:
+            break
+        line = joined
+    if not line and parts:
+        words = wrap(parts[0], max(1, width - 1))
+        line = words[0] + "…" if len(words) > 1 else words[0] if words else ""
+    return line
+
+
+def pack(parts: Sequence[str], width: int, indent: str = "  ", sep: str = " · ") -> list[str]:
+    """``parts`` packed into lines of ``width`` columns, each line starting with ``indent``; a line
+    breaks between parts, or between words of a part too wide for one line, never inside a word."""
+    lines: list[str] = []
+    line = ""
+    for part in parts:
+        joined = f"{line}{sep}{part}" if line else f"{indent}{part}"
+        if cell_len(joined) <= width:
+            line = joined
+            continue
+        if line:
+            lines.append(line)
+        line = f"{indent}{part}"
+        if cell_len(line) > width:
+            *full, line = wrap(part, width, indent)
+            lines.extend(full)
+    if line:
+        lines.append(line)
+    return lines
+
+
+def wrap(text: str, width: int, indent: str = "", subsequent: str | None = None) -> list[str]:
+    """``text`` wrapped at word boundaries to ``width`` columns (a word longer than a line is cut)."""
+    import textwrap
+
+    return textwrap.wrap(
+        text,
+        max(width, len(indent) + 8),
+        initial_indent=indent,
+        subsequent_indent=indent if subsequent is None else subsequent,
+        break_on_hyphens=False,
+    ) or [indent]
+
+
+def cell_len(text: str) -> int:
+    """Terminal columns ``text`` takes (wide characters count two)."""
+    from rich.cells import cell_len as columns
+
+    return columns(text)
 
 
 def key_args(arguments: dict[str, Any], limit: int = ARGS_LIMIT) -> str:
