@@ -48,6 +48,7 @@ def fake_env(tmp_path: Path) -> Callable[[list[Any]], dict[str, str]]:
             CRAB_PLUGINS="rrfake,render-rich",
             RENDER_RICH_REQUESTS=str(tmp_path / "requests.jsonl"),
             RENDER_RICH_SCRIPT=str(script),
+            RENDER_RICH_STORE=str(tmp_path / "store.json"),
         )
         return environment
 

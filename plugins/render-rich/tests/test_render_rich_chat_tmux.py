@@ -243,3 +243,28 @@ def test_at_40_columns_the_toolbar_and_the_question_break_between_words(chat_scr
     assert all(word in said.split() for row in question for word in row.split()), question  # no word cut
     assert " ".join(" ".join(question).split()).replace(" ·", "") == said.replace(" ·", "")
     assert rows[-1].strip() in {"a permission question", "a permission question · y, a or n, then Enter"}
+
+
+def test_continue_replays_the_last_exchanges_as_rendered_markdown(chat_screen) -> None:
+    answer = "Here is **bold** and `code`:\n\n- one\n- two\n\n```sh\n> not a question\n```\n\nThat is all."
+    screen = chat_screen([[{"text": answer}]], "--store", "rrfile")
+    screen.type("show me")
+    screen.keys("Enter")
+    screen.wait_for("That is all.")
+    screen.keys("C-d")
+    screen.wait_for("CHAT-EXITED 0")
+    again = chat_screen([[{"text": "unused"}]], "--store", "rrfile", "-c")
+    rows = again.wait_for("That is all.").splitlines()
+    start = next(i for i, row in enumerate(rows) if row.startswith("session "))
+    end = next(i for i, row in enumerate(rows) if row.startswith("That is all."))
+    assert [row.rstrip() for row in rows[start + 1 : end + 1]] == [
+        "❯ show me",
+        "Here is bold and code:",  # rendered as the live view does, not as Markdown source
+        "",
+        " • one",
+        " • two",
+        "",
+        " > not a question",  # inside the answer's code block: not taken for an input
+        "",
+        "That is all.",
+    ]

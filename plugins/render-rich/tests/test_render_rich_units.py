@@ -131,3 +131,17 @@ def test_counts_agree_with_their_noun() -> None:
     four = view.tool_done(call, "read", "1\n2\n3\n4", False, 0.1).plain
     assert "· 4 lines" in four and four.endswith("… 1 more line")
     assert view.tool_done(call, "read", "1\n2\n3\n4\n5", False, 0.1).plain.endswith("… 2 more lines")
+
+
+def test_a_recap_splits_into_inputs_and_answers() -> None:
+    from crab_render_rich.recap import Part, recap_parts
+
+    text = "… earlier in session s1:\n> first\nan **answer**\n\n```\n> kept\n```\n> second\n> third\nlast\n"
+    assert recap_parts(text) == [
+        Part("header", "… earlier in session s1:"),
+        Part("said", "first"),
+        Part("answer", "an **answer**\n\n```\n> kept\n```"),
+        Part("said", "second"),
+        Part("said", "third"),
+        Part("answer", "last"),
+    ]

@@ -248,10 +248,28 @@ class RichRenderer:
         elif event.text:
             text = event.text.rstrip("\n")
             self._line_break()
-            if self.screen.tty:
-                self.screen.print(view.notice(text, "dim" if event.command == "resume" else ""))
-            else:
+            if not self.screen.tty:
                 self.screen.answer(text + "\n")
+            elif event.command == "resume":
+                self._recap(text)
+            else:
+                self.screen.print(view.notice(text, ""))
+
+    def _recap(self, text: str) -> None:
+        """The exchanges a continued chat starts with: inputs as typed, answers as Markdown."""
+        from crab_render_rich.recap import recap_parts
+
+        for part in recap_parts(text):
+            if part.kind == "answer":
+                for block in self.blocks.feed(part.text + "\n"):
+                    self._block(block)
+                self._flush_text()
+            else:
+                self.screen.print(
+                    view.notice(
+                        part.text, "dim" if part.kind == "header" else "bold", "❯ " if part.kind == "said" else ""
+                    )
+                )
 
     def _release(self) -> None:
         """The reply being written ended: show the command output held meanwhile."""
