@@ -48,9 +48,13 @@ def test_an_approval_is_answered_with_the_keyboard(chat_screen, tmp_path: Path) 
     screen.wait_for("allowed once")
     screen.wait_for("? allow write: touch")
     screen.wait_for("answer ❯")
-    screen.type("n")
-    screen.keys("Enter")
+    screen.type("nope")  # typed on the answer line, then Ctrl-C: no, and the line is not kept
+    screen.wait_for("answer ❯ nope")
+    screen.keys("C-c")
     screen.wait_for("finished")
+    assert "denied: touch" in screen.text()
+    prompt = screen.wait_for(lambda text: "script ·" in text).rstrip().splitlines()
+    assert [row for row in prompt if row.startswith(("❯", "↳"))][-1].strip() == "❯"  # "nope" not left there
     assert (tmp_path / "work" / "made.txt").exists()
     assert not (tmp_path / "work" / "refused.txt").exists()
     assert "✗ touch" in screen.text()  # the refusal is the tool's (red) error result

@@ -217,13 +217,13 @@ class PromptInput:
         return draft
 
     def _give_back(self, draft: str) -> None:
-        if self._session is None or not draft:
+        """The question is answered: the answer line becomes the draft again (what was typed there
+        and not sent with Enter was meant for the question, not for the model)."""
+        if self._session is None:
             return
         from prompt_toolkit.document import Document
 
-        buffer = self._session.default_buffer
-        text = buffer.text + draft if not buffer.text.strip() else buffer.text
-        buffer.reset(Document(text, len(text)))
+        self._session.default_buffer.reset(Document(draft, len(draft)))
 
     def _after_render(self, app: Any) -> None:
         """The question reached the terminal: from now on it is shown; flush what was typed ahead."""
