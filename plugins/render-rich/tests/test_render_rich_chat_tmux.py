@@ -65,14 +65,14 @@ def test_keys_typed_ahead_never_answer_the_permission_question(chat_screen, tmp_
     user's draft, not the answer; only a word typed once the answer line shows, with Enter, is."""
     screen = chat_screen(
         [
-            [{"tool": "slow", "args": {"seconds": 1}}],
+            [{"tool": "slow", "args": {"seconds": 2}}],
             [{"tool": "touch", "args": {"path": "made.txt"}}],
             [{"text": "finished"}],
         ]
     )
     screen.type("go")
     screen.keys("Enter")
-    screen.wait_for("slow seconds=1")
+    screen.wait_for("slow seconds=2")
     screen.type("anything ")  # half a message, typed while the tool runs
     shown = screen.wait_for("? allow write: touch")
     screen.type("new? aaaa")  # the user types on: 'n' once meant "no", 'a' "for the session"
