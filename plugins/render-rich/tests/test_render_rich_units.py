@@ -145,3 +145,18 @@ def test_a_recap_splits_into_inputs_and_answers() -> None:
         Part("said", "third"),
         Part("answer", "last"),
     ]
+
+
+def test_lines_fit_by_whole_parts_and_words() -> None:
+    parts = ["Enter send", "Ctrl-J new line", "Tab complete /cmd @file"]
+    assert view.fit(parts, 40) == "Enter send · Ctrl-J new line"
+    assert view.fit(parts, 7) == "Enter…"  # a first part too wide alone: cut after a word
+    assert view.fit(["a very long first part"], 12) == "a very long…"
+    keys = ["y Enter: once", "a Enter: exec for this session", "n Enter or Ctrl-C: no"]
+    assert view.pack(keys, 30) == [
+        "  y Enter: once",
+        "  a Enter: exec for this",
+        "  session",
+        "  n Enter or Ctrl-C: no",
+    ]
+    assert view.pack(keys, 80) == ["  y Enter: once · a Enter: exec for this session · n Enter or Ctrl-C: no"]

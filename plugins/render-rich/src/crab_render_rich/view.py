@@ -81,7 +81,7 @@ def wrap(text: str, width: int, indent: str = "", subsequent: str | None = None)
 
     return textwrap.wrap(
         text,
-        max(width, len(indent) + 8),
+        max(width, len(indent) + 1),
         initial_indent=indent,
         subsequent_indent=indent if subsequent is None else subsequent,
         break_on_hyphens=False,
