@@ -1,9 +1,10 @@
 """Which paths a .gitignore-style file hides: the file read safely, its rules compiled with pathspec.
 
-pathspec's ``GitIgnoreSpec`` parses the lines (negation, anchoring, ``**``, folder-only rules,
-escapes, trailing spaces) and tells, for one path, whether the last matching rule ignores it,
-re-includes it or no rule matches. Two things are crab's own, both found by the differential
-test against ``git check-ignore`` (tests/test_tools_basic_gitignore_vs_git.py):
+pathspec parses the lines (negation, anchoring, ``**``, folder-only rules, escapes, trailing
+spaces) into one regex per rule. The walk asks about each entry in turn, never entering an
+ignored folder, so ``IgnoreFile.decide`` takes the last rule that matches the entry itself
+(``_matches_itself``) rather than ``GitIgnoreSpec``'s verdict on a whole path. What else is
+crab's own was found by the differential test against git (tests/test_tools_basic_gitignore_vs_git.py):
 
 - Linear time. pathspec turns each ``*`` into ``[^/]*`` and each inner ``**`` into
   ``(?:/.+)?`` for Python's backtracking ``re``: ``*a*a*a*a*a*a*a*a*a*a*a*a*c`` against a
@@ -100,7 +101,7 @@ def _inside_only(pattern: str, regex: str) -> str:
     if not body.endswith("/**") or not body.strip("/*"):
         return regex
     if folders_only and regex.endswith(_DIR_MARK):
-        return regex[: -len(_DIR_MARK)] + "/[^/]+" + _DIR_MARK
+        return regex[: -len(_DIR_MARK)] + "/.+" + _DIR_MARK
     if not folders_only and regex.endswith("/"):
         return regex + "."
     return regex
@@ -208,6 +209,8 @@ class IgnoreFile:
     base: str
     spec: GitIgnoreSpec
     prefix: str = ""
+    screen: re.Pattern[str] | None = None
+    """All the rules in one regex: most paths match none, and one search says so (``screen``)."""
 
     def decide(self, relative: str, is_dir: bool) -> bool | None:
         """True (ignored), False (re-included by a ``!`` rule) or None (no rule matches).
@@ -219,7 +222,32 @@ class IgnoreFile:
                 return None
             relative = relative[len(self.base) + 1 :]
         subject = self.prefix + relative + ("/" if is_dir else "")
-        return self.spec.check_file(subject, ()).include
+        if self.screen is not None and self.screen.match(subject) is None:
+            return None
+        for pattern in reversed(self.spec.patterns):
+            regex = pattern.regex
+            if regex is not None and _matches_itself(regex, subject, is_dir):
+                return bool(pattern.include)
+        return None
+
+
+def _matches_itself(regex: re.Pattern[str], subject: str, is_dir: bool) -> bool:
+    """Whether a rule matches the path itself, not only a folder above it.
+
+    pathspec's rules also match every path below a folder they match (its ``GitIgnoreSpec``
+    decides whole paths); the walk never enters an ignored folder and asks about each entry in
+    turn, so a match that ends at a folder above is no verdict on the entry: with ``*.log`` in
+    the root and ``!*/`` in ``docs/``, ``docs/api/keep.log`` stays ignored, as in git.
+    """
+    if regex.pattern == _DIR_MARK:  # "*/" and "**/": any folder
+        return is_dir
+    match = regex.search(subject)
+    if match is None:
+        return False
+    if "ps_d" not in regex.groupindex:
+        return True
+    at = match.start("ps_d")
+    return at == -1 or at == len(subject) - 1
 
 
 def load_ignore_file(path: Path, base: str, prefix: str = "", follow_symlinks: bool = False) -> IgnoreFile | None:
@@ -228,7 +256,30 @@ def load_ignore_file(path: Path, base: str, prefix: str = "", follow_symlinks: b
     if text is None:
         return None
     spec = compile_rules(re.split(r"\r?\n", text))
-    return IgnoreFile(base, spec, prefix) if spec is not None else None
+    return IgnoreFile(base, spec, prefix, screen(spec)) if spec is not None else None
+
+
+def screen(spec: GitIgnoreSpec) -> re.Pattern[str]:
+    """One regex that matches wherever some rule of ``spec`` does (pathspec searches each in turn).
+
+    Most paths match no rule, and one match says so: pathspec alone tries every rule on every
+    path, in Python. A rule for a name at any depth (``^(?:.+/)?NAME`` and a tail) goes into
+    one shared ``(?:.+/)?(?:NAME|...)``, so the folders of a path are walked once, not per rule.
+    """
+    names: list[str] = []
+    others: list[str] = []
+    for pattern in spec.patterns:
+        regex: str = pattern.regex.pattern  # type: ignore[union-attr]
+        regex = regex.replace(_DIR_MARK, "/")
+        if regex.startswith(_LEADING_FOLDERS) and regex.endswith(("(?:/|$)", "/")):
+            names.append(regex[len(_LEADING_FOLDERS) :])
+        elif regex.startswith("^"):
+            others.append(regex[1:])
+        else:
+            others.append(f"(?s:.*?){regex}")  # pathspec searches; the screen matches
+    if names:
+        others.append("(?:.+/)?(?:" + "|".join(f"(?:{n})" for n in names) + ")")
+    return re.compile("|".join(f"(?:{a})" for a in others))
 
 
 def is_ignored(stack: list[IgnoreFile], relative: str, is_dir: bool) -> bool:
