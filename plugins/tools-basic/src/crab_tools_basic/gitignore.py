@@ -7,15 +7,16 @@ ignored folder, so ``IgnoreFile.decide`` takes the last rule that matches the en
 crab's own was found by the differential test against git (tests/test_tools_basic_gitignore_vs_git.py):
 
 - Linear time. pathspec turns each ``*`` into ``[^/]*`` and each inner ``**`` into
-  ``(?:/.+)?`` for Python's backtracking ``re``: ``*a*a*a*a*a*a*a*a*a*a*a*a*c`` against a
-  name of 40 ``a`` runs for hours, and a cloned repository chooses its .gitignore. So
+  ``(?:/.+)?`` for Python's backtracking ``re``: ``*a*a*a*a*a*a*a*a*a*a*a*a*c`` took 0.34 s
+  against a name of 26 characters, twice that per added one (``bench/gitignore.py``), and a
+  cloned repository chooses its .gitignore. So
   ``_LinearPattern`` matches the text between two ``*`` of one segment, and the folders
   between two ``**``, where they first fit, in an atomic group (the later wildcard takes the
   rest, so no match is lost) -- the rule ``globs`` keeps for the model's patterns.
 - git's exact line rules where pathspec differs: only spaces are trailing whitespace (a tab
-  is part of the name), a class such as ``[!a]`` never matches ``/``, and a line pathspec
-  rejects (a lone trailing ``\\``) matches nothing instead of failing the whole file, and a
-  final ``/**`` matches only inside its folder (``_inside_only``).
+  is part of the name), a class such as ``[!a]`` never matches ``/``, a final ``/**`` matches
+  only inside its folder (``_inside_only``), and a line pathspec rejects (a lone trailing
+  ``\\``) matches nothing instead of failing the whole file.
 """
 
 from __future__ import annotations
