@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from crab_tools_basic.gitignore import _LinearPattern, compile_rules
+from crab_tools_basic.gitignore import _LinearPattern, compile_rules, load_ignore_file
 from crab_tools_basic.globs import compile_glob, glob_to_regex
 from crab_tools_basic.walk import walk_files
 from hypothesis import assume, example, given, settings
@@ -157,6 +157,13 @@ def test_many_stars_and_double_stars_match_long_names_at_once() -> None:
     assert rules.check_file("a" * 200 + "b").include is None
     assert rules.check_file("a/" * 200 + "b").include is None
     assert rules.check_file("a/" * 200 + "c").include is True
+    hostile = Path(tempfile.mkdtemp()) / ".gitignore"
+    hostile.write_text("*a*a*a*a*a*a*a*a*a*a*a*a*c\n**/a/**/a/**/a/**/a/**/a/**/a/**/c\n")
+    walked = load_ignore_file(hostile, "")
+    assert walked is not None
+    assert walked.decide("a" * 200 + "b", is_dir=False) is None
+    assert walked.decide("a/" * 200 + "b", is_dir=False) is None
+    assert walked.decide("a/" * 200 + "c", is_dir=True) is True
     assert not compile_glob("*a*a*a*a*a*a*a*a*a*a*a*a*c").matches("a" * 200 + "b")
     assert not compile_glob("**/a/**/a/**/a/**/a/**/a/**/a/**/c").matches("a/" * 200 + "b")
     assert compile_glob("**/a/**/a/**/b").matches("a/" * 200 + "b")

@@ -192,3 +192,18 @@ def test_rules_where_pathspec_alone_differs_from_git(
     top = [n for n in os.listdir(root) if n != ".git"]
     shown = {os.path.basename(e.path) for e in list_folder(root, root, parent_stack(root, root)).entries}
     assert shown == set(top) - git_ignored(root, top)
+
+
+def test_a_worktree_reads_info_exclude_from_the_common_git_dir(repo: Path, tmp_path: Path) -> None:
+    # In a worktree .git is a file ("gitdir: …/.git/worktrees/x") whose commondir names the
+    # shared folder, where info/exclude lives; git reads it there, and so does the walk.
+    subprocess.run(["git", "-C", str(repo), "add", "plain.md"], check=True)
+    who = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run(["git", "-C", str(repo), *who, "commit", "-qm", "one", "--no-verify"], check=True)
+    tree = tmp_path / "tree"
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(tree)], check=True)
+    (tree / "excluded-by-info.txt").write_text("")
+    (tree / "kept.txt").write_text("")
+    assert (tree / ".git").is_file()
+    assert git_visible_files(tree) == {"kept.txt"}  # plain.md is tracked, so not "other"
+    assert {entry.relative for entry in walk_files(tree, tree)} == {"plain.md", "kept.txt"}
