@@ -81,7 +81,7 @@ def build_host(
 def declared_tables(host: PluginHost) -> list[ConfigTable]:
     """Every loaded plugin's ``crab_config_table``; a plugin returning something else is marked failed."""
     tables: list[ConfigTable] = []
-    for name, table in host.call_each("crab_config_table"):
+    for name, table in host.dispatch.collect("crab_config_table"):
         if table is None:
             continue
         if not isinstance(table, ConfigTable):
