@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -42,8 +42,18 @@ def show(as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(mask(config.data), indent=2, default=str))
         return
-    for key, value in config.items():
+    for key, value in _leaves("", config.data):
         typer.echo(f"{key} = {json.dumps(mask(value), default=str)}")
+
+
+def _leaves(prefix: str, node: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """Every leaf as (dotted key, value), in file order."""
+    for key, value in node.items():
+        dotted = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, Mapping) and value:
+            yield from _leaves(dotted, value)
+        else:
+            yield dotted, value
 
 
 def _tables(plugins: str | None) -> list[ConfigTable]:
@@ -116,8 +126,8 @@ def set_value(key: str, value: str, project: bool, user: bool) -> None:
     reported. Setting a key in a trusted project's file through crab keeps it trusted (the user's
     own word); a file that had changed since it was trusted stays untrusted.
     """
+    from crab._cli.config_files import edit_config, target_file
     from crab._config import trust
-    from crab._config.layers import edit_config
     from crab._contracts.errors import CrabError, UsageError
     from crab._system.atomic import write_atomic
 
@@ -125,10 +135,7 @@ def set_value(key: str, value: str, project: bool, user: bool) -> None:
         raise UsageError("--project and --user: pick one")
     project_dir = find_project_dir()
     project_path = project_dir / "config.toml" if project_dir else None
-    if user or (not project and project_path is None):
-        path = user_config_path()
-    else:
-        path = project_path or Path.cwd() / ".crab" / "config.toml"
+    path = target_file("project" if project else "user" if user else None, project_path)
     before = path.read_bytes() if path.exists() else None
     was_trusted = path == project_path and before is not None and trust.state_for(path, before).trusted
     try:
