@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from crab._config.layers import Config, load_config
 from crab._contracts.config_tables import ConfigTable
-from crab._contracts.errors import ConfigError, PluginError, StoreError, UsageError
+from crab._contracts.errors import ConfigError, StoreError, UsageError
 from crab._contracts.providers import Provider
 from crab._contracts.renderers import Renderer, RendererSpec, RenderTarget
 from crab._contracts.storage import SessionInfo, Store
@@ -114,15 +114,6 @@ class ConfigNotices:
     @hookimpl
     def crab_startup(self, agent: Any) -> None:
         emit_config_notices(self.config, agent.notice)
-
-
-def strict_exit(host: PluginHost) -> None:
-    """For ``plugins list`` and ``doctor``, which show every failure: under ``CRAB_STRICT_PLUGINS=1``
-    any failure still ends them with exit 2 and the first failure's line, as it ends every command."""
-    from crab._config import environ
-
-    if environ.strict_plugins() and host.failures:
-        raise PluginError(host.failures[0].line)
 
 
 def emit_config_notices(config: Config, notice: Callable[[str, str], object]) -> None:
