@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crab._config.layers import Config, load_config
+from crab._config.layers import Config
 from crab._contracts.config_tables import ConfigTable
 from crab._contracts.errors import ConfigError, StoreError, UsageError
 from crab._contracts.providers import Provider
@@ -22,24 +21,6 @@ from crab._host.plugin_host import PluginHost, parse_plugin_list
 
 if TYPE_CHECKING:
     from crab._loop.agent import Agent
-
-
-def load_cli_config(
-    overrides: Mapping[str, Any] | None = None,
-    cwd: Path | None = None,
-    *,
-    user: bool = True,
-    project: bool = True,
-    environment: bool = True,
-    source: str = "--set",
-) -> Config:
-    """The merged config layers (``overrides`` are dotted keys from flags or a program).
-
-    ``user``, ``project`` and ``environment`` switch those layers off for a program that wants
-    none of them; an untrusted project file still only narrows what it may (docs/security.md).
-    """
-    env: dict[str, str] | None = None if environment else {}
-    return load_config(cwd=cwd, overrides=overrides, env=env, overrides_source=source, user=user, project=project)
 
 
 def build_host(

@@ -19,9 +19,10 @@ if TYPE_CHECKING:
 
 def _checked_config(quiet: bool = False) -> Config:
     """The config with every loaded plugin's table checked and defaults filled; notes go to stderr."""
-    from crab._assembly.choosing import build_host, load_cli_config
+    from crab._assembly.choosing import build_host
+    from crab._config.layers import load_config
 
-    config = load_cli_config()
+    config = load_config()
     build_host(config)
     for line in [] if quiet else config.notices():
         typer.echo(f"warning: {line}", err=True)
@@ -57,13 +58,13 @@ def _leaves(prefix: str, node: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
 
 
 def _tables(plugins: str | None) -> list[ConfigTable]:
-    from crab._assembly.choosing import build_host, declared_tables, load_cli_config
-    from crab._config.layers import Config
+    from crab._assembly.choosing import build_host, declared_tables
+    from crab._config.layers import Config, load_config
     from crab._contracts.config_tables import CORE_TABLE, SERVE_TABLE
     from crab._contracts.errors import CrabError
 
     try:
-        config = load_cli_config()
+        config = load_config()
     except CrabError as exc:  # the declarations do not depend on the values
         typer.echo(f"crab: {exc}", err=True)
         config = Config(data={}, user_path=user_config_path(), project_path=None)

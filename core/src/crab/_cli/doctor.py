@@ -113,14 +113,13 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
         choose_provider,
         choose_store,
         default_renderer,
-        load_cli_config,
     )
-    from crab._config.layers import Config
+    from crab._config.layers import Config, load_config
     from crab._config.paths import user_config_path
 
     failures = 0
     try:
-        config = load_cli_config()
+        config = load_config()
         where = (
             ", ".join(str(p) for p in (config.user_path, config.project_path) if p and p.exists()) or "defaults only"
         )

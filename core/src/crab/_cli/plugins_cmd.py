@@ -135,13 +135,13 @@ def run_list(args: Sequence[str]) -> int | None:
 
 
 def set_enabled(name: str, enable: bool, project: bool, user: bool) -> None:
-    from crab._assembly.choosing import load_cli_config
     from crab._cli.config_files import target_file, update_plugin_lists
+    from crab._config.layers import load_config
     from crab._contracts.errors import UsageError
 
     if project and user:
         raise UsageError("--project and --user: pick one")
-    config = load_cli_config()
+    config = load_config()
     path = target_file("project" if project else "user" if user else None, config.project_path)
     update_plugin_lists(path, name, enable)
     _echo(f"{'enabled' if enable else 'disabled'} {name} in {path}")
