@@ -37,13 +37,6 @@ def enable() -> None:
     _enabled = True
 
 
-def disable() -> None:
-    global _enabled, _exit_at
-    _enabled = False
-    _exit_at = None
-    _cancel()
-
-
 def alive_threads() -> list[threading.Thread]:
     """Sync tool threads still running, abandoned ones included."""
     with _lock:
