@@ -101,11 +101,6 @@ def _arm() -> None:
         _arm_now()
 
 
-def _cancel() -> None:
-    if "faulthandler" in sys.modules:
-        sys.modules["faulthandler"].cancel_dump_traceback_later()
-
-
 def _arm_now() -> None:
     if not _enabled:
         return
