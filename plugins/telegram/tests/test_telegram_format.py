@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from crab_telegram.access import allowed, bad_entries
-from crab_telegram.channel import address_of, command_text, parse_address
+from crab_telegram.incoming import address_of, command_target, command_text, parse_address
 from crab_telegram.format import LIMIT, block_html, split_message, units
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -79,8 +79,10 @@ def test_allow_from_semantics() -> None:
 
 
 def test_addresses_and_commands() -> None:
-    assert address_of({"chat": {"id": -100}, "message_thread_id": 7, "is_topic_message": True}) == "-100:7"
-    assert address_of({"chat": {"id": 42}, "message_thread_id": 7}) == "42"  # a reply thread, not a topic
+    assert address_of(-100, 7, True) == "-100:7"
+    assert address_of(42, 7, False) == "42"  # a reply thread, not a topic
     assert parse_address("-100:7") == (-100, 7)
     assert command_text("/help@crab_bot more") == "/help more"
     assert command_text("hello@there") == "hello@there"
+    assert command_target("/help@SomeOtherBot now") == "SomeOtherBot"
+    assert command_target("/help") is None and command_target("mail me@example.org") is None
