@@ -91,6 +91,7 @@ class FakeBotApi:
     failures: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     refuse_html_containing: str | None = None
     webhook: str = ""
+    held: set[str] = field(default_factory=set)
     next_update_id: int = 500
     next_message_id: int = 9000
     lock: threading.Condition = field(default_factory=threading.Condition)
@@ -211,9 +212,24 @@ class FakeBotApi:
 
     # --- what the server does -----------------------------------------------------------------------
 
+    def hold(self, method: str) -> None:
+        """Requests of ``method`` get no answer (and count as never arrived) until ``release``."""
+        with self.lock:
+            self.held.add(method)
+
+    def release(self, method: str) -> None:
+        with self.lock:
+            self.held.discard(method)
+            self.lock.notify_all()
+
     def answer(self, method: str, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         call = Call(method, params, time.monotonic())
         with self.lock:
+            if method in self.held:
+                self.calls.append(Call(f"held:{method}", params, time.monotonic()))
+                while method in self.held:
+                    self.lock.wait()
+                return 502, {"ok": False, "error_code": 502, "description": "Bad Gateway"}
             self.calls.append(call)
             queued = self.failures.get(method)
             if queued:
@@ -408,16 +424,111 @@ def crab_channels(config):
 '''
 
 
+STORE_PLUGIN = '''
+"""A session store in one JSON-lines file, for crab-telegram's restart tests (only core's
+memory store is installed beside the plugin; this one survives kill -9: each entry is written
+and flushed before ``append`` returns)."""
+import json, os, time
+from dataclasses import asdict, replace
+
+import crab
+
+
+class FileStore:
+    name = "tg-file"
+
+    def __init__(self):
+        self.path = os.environ["TG_TEST_STORE"]
+        self.sessions, self.rows = {}, {}
+
+    async def open(self):
+        if not os.path.exists(self.path):
+            return
+        for line in open(self.path, encoding="utf-8"):
+            row = json.loads(line)
+            if row["kind"] == "session":
+                self.sessions[row["id"]] = crab.SessionInfo(**row["info"])
+                self.rows[row["id"]] = []
+            else:
+                self.rows[row["session_id"]].append(crab.Entry(**row["entry"]))
+
+    async def close(self):
+        return None
+
+    def _write(self, row):
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    async def create_session(self, workspace, *, title=None, meta=None):
+        info = crab.SessionInfo(
+            id=crab.new_session_id(), workspace=workspace, created=time.time(), title=title, meta=dict(meta or {})
+        )
+        self.sessions[info.id], self.rows[info.id] = info, []
+        self._write({"kind": "session", "id": info.id, "info": asdict(info)})
+        return info
+
+    def _entries(self, session_id):
+        if session_id not in self.rows:
+            raise crab.StoreError(f"no session {session_id!r}")
+        return self.rows[session_id]
+
+    async def get_session(self, session_id):
+        entries = self._entries(session_id)
+        info = self.sessions[session_id]
+        return replace(info, updated=entries[-1].time if entries else info.created, entry_count=len(entries))
+
+    async def list_sessions(self, workspace=None, limit=50):
+        infos = [await self.get_session(s) for s in self.sessions]
+        infos = [i for i in infos if workspace is None or i.workspace == workspace]
+        return sorted(infos, key=lambda i: (i.updated or i.created, i.id), reverse=True)[:limit]
+
+    async def append(self, session_id, type, payload):
+        entries = self._entries(session_id)
+        entry = crab.Entry(
+            id=crab.new_entry_id(),
+            session_id=session_id,
+            parent_id=entries[-1].id if entries else None,
+            type=type,
+            time=time.time(),
+            payload=dict(payload),
+        )
+        entries.append(entry)
+        self._write({"kind": "entry", "session_id": session_id, "entry": asdict(entry)})
+        return entry
+
+    async def entries(self, session_id, *, since_handoff=False):
+        entries = self._entries(session_id)
+        if since_handoff:
+            marks = [i for i, e in enumerate(entries) if e.type == "anchor" and e.payload.get("kind") == "handoff"]
+            return entries[marks[-1]:] if marks else list(entries)
+        return list(entries)
+
+    async def search(self, query, *, session_id=None, workspace=None, limit=20):
+        return []
+
+    async def fork(self, session_id, at_entry=None):
+        raise crab.StoreError("the test store does not fork")
+
+
+@crab.hookimpl
+def crab_stores(config):
+    return [FileStore()]
+'''
+
+
 @pytest.fixture
 def tg_env(tmp_path: Path, bot_api: FakeBotApi) -> dict[str, str]:
     """Environment for a ``crab`` subprocess: the echo plugin, the fake server, a fresh CRAB_HOME."""
     site = tmp_path / "site"
     site.mkdir()
-    (site / "crab_tg_echo.py").write_text(ECHO_PLUGIN)
-    dist = site / "crab_tg_echo-0.0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: crab-tg-echo\nVersion: 0.0.1\n")
-    (dist / "entry_points.txt").write_text("[crab]\ntg-echo = crab_tg_echo\n")
+    for name, source in (("tg_echo", ECHO_PLUGIN), ("tg_store", STORE_PLUGIN)):
+        (site / f"crab_{name}.py").write_text(source)
+        dist = site / f"crab_{name}-0.0.1.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: crab-{name.replace('_', '-')}\nVersion: 0.0.1\n")
+        (dist / "entry_points.txt").write_text(f"[crab]\n{name.replace('_', '-')} = crab_{name}\n")
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.toml").write_text(
@@ -427,9 +538,10 @@ def tg_env(tmp_path: Path, bot_api: FakeBotApi) -> dict[str, str]:
     env.update(
         PYTHONPATH=str(site),
         CRAB_HOME=str(home),
-        CRAB_PLUGINS="telegram,tg-echo",
+        CRAB_PLUGINS="telegram,tg-echo,tg-store",
         TELEGRAM_BOT_TOKEN=TOKEN,
         TG_TEST_REQUEST_LOG=str(home / "requests.jsonl"),
+        TG_TEST_STORE=str(home / "sessions.jsonl"),
     )
     return env
 

@@ -186,7 +186,9 @@ class TelegramChannel:
                     self._poll = None
                 backoff = 1.0
                 for skip in skipped:
-                    agent.notice(f"telegram: skipped update {skip.update_id}: crab cannot read it ({skip.reason})")
+                    agent.notice(
+                        f"telegram: skipped update {skip.update_id}: crab cannot read it ({skip.reason})", "warning"
+                    )
                 taken: dict[int, tuple[Update, dict[str, Any]]] = {}
                 for update in updates:
                     try:
