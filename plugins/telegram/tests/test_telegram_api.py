@@ -70,7 +70,7 @@ def test_retry_after_is_waited_and_a_client_error_is_not_retried(bot_api, bot_to
         api = BotApi(bot_token, bot_api.url)
         try:
             assert await api.send_message(1, "hi") is not None
-            with pytest.raises(TelegramError, match="(?i)message to edit not found") as caught:
+            with pytest.raises(TelegramError, match=r"(?i)message to edit not found") as caught:
                 await api.edit_message_text(1, 5, "x")
             assert caught.value.code == 400
         finally:

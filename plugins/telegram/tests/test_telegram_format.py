@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from crab_telegram.access import allowed, bad_entries
-from crab_telegram.incoming import address_of, command_target, command_text, parse_address
 from crab_telegram.format import LIMIT, block_html, plain_pieces, split_message, units
+from crab_telegram.incoming import address_of, command_target, command_text, parse_address
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -69,7 +69,9 @@ def test_in_a_group_only_the_asker_answers_a_permission_question(serve, bot_api,
     bot_api.wait_for("Bob's press to be answered", lambda: bot_api.sent(method="answerCallbackQuery"), served.proc)
     assert not any("jot said" in t for t in bot_api.texts(GROUP))
     bot_api.press(buttons["Allow once"], user=ADA, chat=GROUP)
-    bot_api.wait_for("the answer", lambda: any("jot said: noted the plan" in t for t in bot_api.texts(GROUP)), served.proc)
+    bot_api.wait_for(
+        "the answer", lambda: any("jot said: noted the plan" in t for t in bot_api.texts(GROUP)), served.proc
+    )
     assert served.stop() == 0, served.stderr
     notes = [c.params["text"] for c in bot_api.sent(method="answerCallbackQuery")]
     assert notes == ["only the person who asked crab can answer this", "allowed once"]

@@ -262,7 +262,8 @@ class TelegramChannel:
         """A pending update from the journal, parsed again and handled."""
         from telegram import Update
 
-        assert self.state is not None and self.api is not None
+        assert self.state is not None
+        assert self.api is not None
         try:
             update = Update.de_json({k: v for k, v in raw.items() if k != "started"}, self.api.bot)
         except Exception as exc:
@@ -302,7 +303,8 @@ class TelegramChannel:
     def _message(self, agent: crab.AgentHandle, update_id: int, message: Message, *, edited: bool) -> None:
         from crab_telegram.incoming import read_message
 
-        assert self.state is not None and self.me is not None
+        assert self.state is not None
+        assert self.me is not None
         sender = message.from_user.id if message.from_user is not None else None
         if not allowed(self.settings.allow_from, sender, message.chat.id):
             who = describe_sender(sender, message.from_user.username if message.from_user else None, message.chat.id)
@@ -384,7 +386,8 @@ class TelegramChannel:
     async def _answer(self, agent: crab.AgentHandle, worker: ChatWorker, job: Job) -> None:
         from crab_telegram.incoming import read_message
 
-        assert self.me is not None and self.state is not None
+        assert self.me is not None
+        assert self.state is not None
         incoming = read_message(job.message, self.me, self.settings.group_mode)
         address = worker.address
         worker.asker, worker.reply_to = incoming.sender_id, incoming.message_id
@@ -569,9 +572,7 @@ class TelegramChannel:
             ]
         )
         try:
-            message_id = await self.api.send_message(
-                chat_id, question, message_thread_id=thread, reply_markup=buttons
-            )
+            message_id = await self.api.send_message(chat_id, question, message_thread_id=thread, reply_markup=buttons)
             try:
                 answer = await asyncio.wait_for(future, self.settings.ask_timeout)
             except TimeoutError:
