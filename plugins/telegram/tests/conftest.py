@@ -538,7 +538,7 @@ def tg_env(tmp_path: Path, bot_api: FakeBotApi) -> dict[str, str]:
     env.update(
         PYTHONPATH=str(site),
         CRAB_HOME=str(home),
-        CRAB_PLUGINS="telegram,tg-echo,tg-store",
+        CRAB_PLUGINS="telegram,tg-echo",  # tg-store only where a test enables it (restarts)
         TELEGRAM_BOT_TOKEN=TOKEN,
         TG_TEST_REQUEST_LOG=str(home / "requests.jsonl"),
         TG_TEST_STORE=str(home / "sessions.jsonl"),

@@ -12,6 +12,11 @@ from crab_telegram.channel import INTERRUPTED
 ADA = 1111111
 
 
+def with_file_store(tg_env: dict[str, str]) -> dict[str, str]:
+    """The environment with the test's file store enabled (a store that survives kill -9)."""
+    return dict(tg_env, CRAB_PLUGINS=tg_env["CRAB_PLUGINS"] + ",tg-store")
+
+
 def stored_user_texts(tg_env: dict[str, str]) -> list[str]:
     """Every user message the persistent test store holds, in order."""
     path = Path(tg_env["TG_TEST_STORE"])
@@ -73,12 +78,12 @@ def test_a_command_for_another_bot_is_not_answered(serve, bot_api):
 
 
 def test_kill_9_mid_turn_never_records_or_runs_the_message_twice(serve, bot_api, tg_env):
-    served = serve("--store", "tg-file")
+    served = serve("--store", "tg-file", env=with_file_store(tg_env))
     bot_api.say("wait for me", user=ADA)
     bot_api.wait_for("the message to be recorded", lambda: stored_user_texts(tg_env) == ["wait for me"], served.proc)
     served.proc.kill()  # mid-turn: the model is still "thinking" (2 s)
     served.proc.communicate()
-    again = serve("--store", "tg-file")
+    again = serve("--store", "tg-file", env=with_file_store(tg_env))
     bot_api.wait_for("the chat to hear of it", lambda: bot_api.texts(ADA), again.proc)
     bot_api.say("next", user=ADA)
     bot_api.wait_for("the next answer", lambda: len(bot_api.texts(ADA)) == 2, again.proc)
@@ -91,14 +96,14 @@ def test_kill_9_mid_turn_never_records_or_runs_the_message_twice(serve, bot_api,
 
 
 def test_an_answer_finished_before_a_crash_is_sent_not_made_again(serve, bot_api, tg_env):
-    served = serve("--store", "tg-file")
+    served = serve("--store", "tg-file", env=with_file_store(tg_env))
     bot_api.hold("sendMessage")  # the answer is on its way out when crab dies
     bot_api.say("hello", user=ADA)
     bot_api.wait_for("the answer to be sent", lambda: bot_api.sent(ADA, "held:sendMessage"), served.proc)
     served.proc.kill()
     served.proc.communicate()
     bot_api.release("sendMessage")
-    again = serve("--store", "tg-file")
+    again = serve("--store", "tg-file", env=with_file_store(tg_env))
     bot_api.wait_for("the answer", lambda: bot_api.texts(ADA), again.proc)
     assert again.stop() == 0, again.stderr
     assert bot_api.texts(ADA) == ["echo: hello (1 user messages)"]  # the stored answer, not a second turn

@@ -74,7 +74,6 @@ class ChatWorker:
     busy: bool = False
     asker: int | None = None
     """The user whose message is being answered (who may answer its permission questions)."""
-    reply_to: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,7 +349,7 @@ class TelegramChannel:
                 )
             finally:
                 worker.busy = False
-                worker.asker = worker.reply_to = None
+                worker.asker = None
             self.state.done(job.update_id)
         # stopping: queued messages stay pending, answered first at the next start
 
@@ -390,28 +389,34 @@ class TelegramChannel:
         assert self.state is not None
         incoming = read_message(job.message, self.me, self.settings.group_mode)
         address = worker.address
-        worker.asker, worker.reply_to = incoming.sender_id, incoming.message_id
+        worker.asker = incoming.sender_id
+        reply_to = incoming.message_id  # the answer's first message quotes the user's
         if not incoming.prompt.strip():
-            await self.send_plain(address, "crab reads text, and the captions of photos and documents.")
+            await self.send_plain(
+                address, "crab reads text, and the captions of photos and documents.", reply_to=reply_to
+            )
             return
         # A pasted secret (the bot token, an API key) goes no further: not to the model, not to the store.
         text = self.redactor.text(command_text(incoming.prompt)) or ""
         if text == "/start" or text.startswith("/start "):
-            await self.send_plain(address, "crab is listening. Send a message, or /help for the commands.")
+            await self.send_plain(
+                address, "crab is listening. Send a message, or /help for the commands.", reply_to=reply_to
+            )
             return
         if text.startswith("!") and not self.settings.allow_shell:
             await self.send_plain(
                 address,
                 "!shell input is refused from Telegram (allow it with [plugins.telegram] allow_shell = true "
                 "in the user config).",
+                reply_to=reply_to,
             )
             return
         session = await agent.session_for(NAME, address)
-        if await self._already_recorded(session, address, job.update_id):
+        if await self._already_recorded(session, address, job.update_id, reply_to):
             return
         self.state.start(job.update_id, session.id, len(session.messages), text)
         await self._typing_once(address)
-        stream = Stream(self, address, self.settings) if self.settings.stream else None
+        stream = Stream(self, address, self.settings, reply_to) if self.settings.stream else None
         unsubscribe = agent.subscribe(stream.on_event, session=session) if stream is not None else None
         typing = asyncio.create_task(self._typing(address))
         streamer = asyncio.create_task(stream.run()) if stream is not None else None
@@ -426,16 +431,19 @@ class TelegramChannel:
         if outcome.switch_session:
             await agent.session_for(NAME, address, session_id=outcome.switch_session)
         replace = stream.message_id if stream else None
+        how: dict[str, Any] = {"replace": replace, "reply_to": None if replace is not None else reply_to}
         if outcome.stop == "command":
-            await self.send_plain(address, outcome.text or "(done)", replace=replace)
+            await self.send_plain(address, outcome.text or "(done)", **how)
         elif outcome.error and not outcome.text:
-            await self.send_plain(address, f"⚠ {outcome.error}", replace=replace)
+            await self.send_plain(address, f"⚠ {outcome.error}", **how)
         elif outcome.stop == "aborted" and not outcome.text:
-            await self.send_plain(address, "(stopped)", replace=replace)
+            await self.send_plain(address, "(stopped)", **how)
         else:
-            await self.send_markdown(address, outcome.text or "(no answer)", replace=replace)
+            await self.send_markdown(address, outcome.text or "(no answer)", **how)
 
-    async def _already_recorded(self, session: crab.SessionView, address: str, update_id: int) -> bool:
+    async def _already_recorded(
+        self, session: crab.SessionView, address: str, update_id: int, reply_to: int | None
+    ) -> bool:
         """After a crash mid-turn: whether this message's turn had begun and recorded it in
         ``session``. Then it is not recorded or run again: the answer the turn finished is sent,
         or the chat is told the turn was cut off."""
@@ -456,9 +464,9 @@ class TelegramChannel:
             None,
         )
         if answer is not None and messages[-1].role == "assistant":
-            await self.send_markdown(address, answer)
+            await self.send_markdown(address, answer, reply_to=reply_to)
         else:
-            await self.send_plain(address, INTERRUPTED)
+            await self.send_plain(address, INTERRUPTED, reply_to=reply_to)
         return True
 
     async def _typing(self, address: str) -> None:
@@ -477,31 +485,38 @@ class TelegramChannel:
 
     # --- sending ---------------------------------------------------------------------------------
 
-    async def send_markdown(self, address: str, markdown: str, *, replace: int | None = None) -> None:
+    async def send_markdown(
+        self, address: str, markdown: str, *, replace: int | None = None, reply_to: int | None = None
+    ) -> None:
         """``markdown`` as HTML messages (split under the limit); a piece Telegram cannot parse
-        goes again as plain text. ``replace`` is a streamed message the first piece edits."""
+        goes again as plain text. ``replace`` is a streamed message the first piece edits;
+        ``reply_to`` a message the first piece replies to."""
         from crab_telegram.api import TelegramError
         from crab_telegram.format import split_message
 
         for piece in split_message(markdown):
             try:
-                await self._put(address, piece.html, "HTML", replace)
+                await self._put(address, piece.html, "HTML", replace, reply_to)
             except TelegramError as exc:
                 if not exc.parse_error:
                     raise
-                await self._put(address, piece.plain, None, replace)
-            replace = None
+                await self._put(address, piece.plain, None, replace, reply_to)
+            replace = reply_to = None
 
-    async def send_plain(self, address: str, text: str, *, replace: int | None = None) -> None:
+    async def send_plain(
+        self, address: str, text: str, *, replace: int | None = None, reply_to: int | None = None
+    ) -> None:
         from crab_telegram.format import plain_pieces
 
         for piece in plain_pieces(text):
-            await self._put(address, piece, None, replace)
-            replace = None
+            await self._put(address, piece, None, replace, reply_to)
+            replace = reply_to = None
 
-    async def _put(self, address: str, text: str, parse_mode: str | None, replace: int | None) -> int | None:
-        """Send (or, with ``replace``, edit) one message; returns its id. The first message of an
-        answer replies to the user's message (``reply_to`` of the chat's worker)."""
+    async def _put(
+        self, address: str, text: str, parse_mode: str | None, replace: int | None, reply_to: int | None = None
+    ) -> int | None:
+        """Send (or, with ``replace``, edit) one message; returns its id. A new message replies to
+        ``reply_to`` when given (Telegram sends it anyway if that message is gone)."""
         from telegram import ReplyParameters
 
         from crab_telegram.api import TelegramError
@@ -518,9 +533,7 @@ class TelegramChannel:
                 if exc.parse_error:
                     raise
                 # the streamed message is gone or too old to edit: send the answer as a new one
-        worker = self.chats.get(address)
-        reply_to = worker.reply_to if worker is not None else None
-        sent = await self.api.send_message(
+        return await self.api.send_message(
             chat_id,
             text,
             message_thread_id=thread,
@@ -529,9 +542,6 @@ class TelegramChannel:
                 ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to is not None else None
             ),
         )
-        if worker is not None:
-            worker.reply_to = None  # one reply per answer: the rest of it follows on
-        return sent
 
     async def deliver(self, address: str, text: str) -> None:
         """``crab.AgentHandle.deliver("telegram", address, text)``: a message from another plugin
@@ -593,9 +603,12 @@ class Stream:
     """A long answer shown as it is written: one message, edited at most every ``edit_interval``
     seconds (Telegram's edit limits), first sent once the turn has run that long."""
 
-    def __init__(self, channel: TelegramChannel, address: str, settings: TelegramSettings) -> None:
+    def __init__(
+        self, channel: TelegramChannel, address: str, settings: TelegramSettings, reply_to: int | None = None
+    ) -> None:
         self.channel = channel
         self.address = address
+        self.reply_to = reply_to
         self.interval = settings.edit_interval
         self.text = ""
         self.shown = ""
@@ -628,7 +641,8 @@ class Stream:
                     return  # too long for one message: the final answer comes split
                 continue
             try:
-                self.message_id = await self.channel._put(self.address, preview + " …", None, self.message_id)
+                reply_to = self.reply_to if self.message_id is None else None
+                self.message_id = await self.channel._put(self.address, preview + " …", None, self.message_id, reply_to)
             except TelegramError:
                 return
             self.shown = preview
