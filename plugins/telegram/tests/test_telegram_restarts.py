@@ -109,3 +109,14 @@ def test_an_answer_finished_before_a_crash_is_sent_not_made_again(serve, bot_api
     assert bot_api.texts(ADA) == ["echo: hello (1 user messages)"]  # the stored answer, not a second turn
     assert stored_user_texts(tg_env) == ["hello"]
     assert len(Path(tg_env["TG_TEST_REQUEST_LOG"]).read_text().splitlines()) == 1
+
+
+def test_telegram_unreachable_at_start_is_tried_again(serve, bot_api):
+    bad_gateway = {"ok": False, "error_code": 502, "description": "Bad Gateway"}
+    bot_api.fail("getMe", bad_gateway, times=2)
+    served = serve()
+    bot_api.say("hello", user=ADA)
+    bot_api.wait_for("the answer", lambda: bot_api.texts(ADA), served.proc)
+    assert served.stop() == 0, served.stderr
+    assert len(bot_api.sent(method="getMe")) == 3
+    assert served.stderr.count("telegram: getMe: Bad Gateway; trying again in") == 2, served.stderr

@@ -192,12 +192,12 @@ class BotApi:
 
     # --- the calls ------------------------------------------------------------------------------
 
-    async def start(self) -> User:
+    async def start(self, retries: int | None = None) -> User:
         """``getMe`` (the bot's own @username) and ``deleteWebhook``: a webhook left set makes
         ``getUpdates`` answer 409 forever. Updates waiting are kept (``drop_pending_updates`` off)."""
-        await self.call("getMe", lambda bot: bot.initialize())
+        await self.call("getMe", lambda bot: bot.initialize(), retries=retries)
         self.me = self.bot.bot
-        await self.call("deleteWebhook", lambda bot: bot.delete_webhook(drop_pending_updates=False))
+        await self.call("deleteWebhook", lambda bot: bot.delete_webhook(drop_pending_updates=False), retries=retries)
         return self.me
 
     async def close(self) -> None:

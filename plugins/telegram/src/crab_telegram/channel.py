@@ -149,12 +149,9 @@ class TelegramChannel:
                 "warning",
             )
         try:
-            try:
-                self.me = await api.start()
-            except TelegramError as exc:
-                if exc.token_refused:
-                    raise self._refused(exc) from None
-                raise
+            self.me = await self._start(agent, api)
+            if self.me is None:
+                return  # stopped before Telegram could be reached
             await self._register_commands(agent)
             for update_id in sorted(state.pending):  # taken before a restart, never answered
                 self._take(agent, update_id, state.pending[update_id])
@@ -212,6 +209,23 @@ class TelegramChannel:
                 if not ask.future.done():
                     ask.future.set_result("deny")
             await api.close()
+
+    async def _start(self, agent: crab.AgentHandle, api: BotApi) -> User | None:
+        """``getMe`` and ``deleteWebhook``, tried until Telegram answers (backing off as polling
+        does) or ``stop``; a refused token ends the channel with a ``ConfigError`` line."""
+        from crab_telegram.api import TelegramError
+
+        backoff = 1.0
+        while not self.stopping:
+            try:
+                return await api.start(retries=0)
+            except TelegramError as exc:
+                if exc.token_refused:
+                    raise self._refused(exc) from None
+                agent.notice(f"telegram: {exc}; trying again in {backoff:g}s", "warning")
+                await self._sleep(backoff)
+                backoff = min(backoff * 2, MAX_POLL_BACKOFF)
+        return None
 
     async def stop(self) -> None:
         """Take no more messages; each chat finishes the one in hand (``crab serve`` drain)."""
