@@ -351,6 +351,8 @@ def reply(request):
         return [{"text": LONG}]
     if text.startswith("slow"):
         return [step for i in range(5) for step in ({"delay": 0.5}, {"text": f"part {i}. "})]
+    if text.startswith("stall"):  # a turn still running when a test kills crab
+        return [{"delay": 30.0}, {"text": f"stalled: {text}"}]
     if text.startswith("wait"):
         return [{"delay": 2.0}, {"text": f"waited: {text}"}]
     if text.startswith("jot"):

@@ -79,9 +79,9 @@ def test_a_command_for_another_bot_is_not_answered(serve, bot_api):
 
 def test_kill_9_mid_turn_never_records_or_runs_the_message_twice(serve, bot_api, tg_env):
     served = serve("--store", "tg-file", env=with_file_store(tg_env))
-    bot_api.say("wait for me", user=ADA)
-    bot_api.wait_for("the message to be recorded", lambda: stored_user_texts(tg_env) == ["wait for me"], served.proc)
-    served.proc.kill()  # mid-turn: the model is still "thinking" (2 s)
+    bot_api.say("stall for me", user=ADA)
+    bot_api.wait_for("the message to be recorded", lambda: stored_user_texts(tg_env) == ["stall for me"], served.proc)
+    served.proc.kill()  # mid-turn: the model is still "thinking" (30 s)
     served.proc.communicate()
     again = serve("--store", "tg-file", env=with_file_store(tg_env))
     bot_api.wait_for("the chat to hear of it", lambda: bot_api.texts(ADA), again.proc)
@@ -89,9 +89,9 @@ def test_kill_9_mid_turn_never_records_or_runs_the_message_twice(serve, bot_api,
     bot_api.wait_for("the next answer", lambda: len(bot_api.texts(ADA)) == 2, again.proc)
     assert again.stop() == 0, again.stderr
     assert bot_api.texts(ADA) == [INTERRUPTED, "echo: next (2 user messages)"]
-    assert stored_user_texts(tg_env) == ["wait for me", "next"]
+    assert stored_user_texts(tg_env) == ["stall for me", "next"]
     requests = [json.loads(line) for line in Path(tg_env["TG_TEST_REQUEST_LOG"]).read_text().splitlines()]
-    asked = [sum(m.get("content") == "wait for me" for m in r["messages"] if m["role"] == "user") for r in requests]
+    asked = [sum(m.get("content") == "stall for me" for m in r["messages"] if m["role"] == "user") for r in requests]
     assert max(asked) == 1  # the model never saw the question twice
 
 
