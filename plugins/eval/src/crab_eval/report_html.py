@@ -32,7 +32,7 @@ def _label(y: int, text: str) -> str:
 
 def pass_rate_chart(totals: list[dict[str, Any]]) -> str:
     parts, height = _frame("pass-rate-chart", "Pass rate per configuration (95% interval)", len(totals))
-    span = WIDTH - LEFT - 60
+    span = WIDTH - LEFT - 110
     for i, total in enumerate(totals):
         y = TOP + i * (BAR + GAP)
         rate = total["pass_rate"] or 0.0
