@@ -15,6 +15,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -65,18 +66,29 @@ class CrabEnv:
         return str(json.loads(done.stdout)["session_id"])
 
 
-@pytest.fixture
-def crab_env(tmp_path: Path) -> CrabEnv:
-    site = tmp_path / "site"
-    site.mkdir()
+def make_env(root: Path) -> CrabEnv:
+    """A CRAB_HOME, a workspace and the probe plugin's site folder under ``root``."""
+    site = root / "site"
+    site.mkdir(exist_ok=True)
     shutil.copy(FAKE_SITE / "crab_eval_probe.py", site / "crab_eval_probe.py")
     dist = site / "crab_eval_probe-0.0.1.dist-info"
-    dist.mkdir()
+    dist.mkdir(exist_ok=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: crab_eval_probe\nVersion: 0.0.1\n")
     (dist / "entry_points.txt").write_text("[crab]\nprobe = crab_eval_probe\n")
-    home, work = tmp_path / "home", tmp_path / "work"
-    home.mkdir()
-    work.mkdir()
+    home, work = root / "home", root / "work"
+    home.mkdir(exist_ok=True)
+    work.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAB_", "EVAL_"))}
     env.update(PYTHONPATH=str(site), CRAB_HOME=str(home), CRAB_PLUGINS=PLUGINS)
-    return CrabEnv(tmp_path, home, work, env)
+    return CrabEnv(root, home, work, env)
+
+
+@pytest.fixture
+def crab_env(tmp_path: Path) -> CrabEnv:
+    return make_env(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def make_crab_env() -> Callable[[Path], CrabEnv]:
+    """``make_env`` for fixtures wider than one test."""
+    return make_env

@@ -21,7 +21,9 @@ def wilson(passes: int, runs: int, z: float = Z) -> tuple[float, float]:
     denominator = 1 + z * z / runs
     centre = (p + z * z / (2 * runs)) / denominator
     half = z * math.sqrt(p * (1 - p) / runs + z * z / (4 * runs * runs)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if passes == 0 else max(0.0, centre - half)
+    high = 1.0 if passes == runs else min(1.0, centre + half)
+    return low, high
 
 
 def rate_difference(a: tuple[int, int], b: tuple[int, int], z: float = Z) -> tuple[float, float, float]:
