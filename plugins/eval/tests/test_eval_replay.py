@@ -53,7 +53,13 @@ def test_a_tool_whose_output_changed_is_the_one_call_that_differs(crab_env, tmp_
     assert same.stdout.strip().endswith("3 calls: 3 same, none differs")
 
     flipped = crab_env.run(
-        "replay", session, "--store", "jsonl", "--workspace", str(pristine), cwd=crab_env.root,
+        "replay",
+        session,
+        "--store",
+        "jsonl",
+        "--workspace",
+        str(pristine),
+        cwd=crab_env.root,
         env={"EVAL_PROBE_MODE": "flipped"},
     )
     assert flipped.returncode == 1, flipped.stdout + flipped.stderr
@@ -62,13 +68,29 @@ def test_a_tool_whose_output_changed_is_the_one_call_that_differs(crab_env, tmp_
     assert flipped.stdout.strip().endswith("3 calls: 2 same, 1 differs")
 
     focused = crab_env.run(
-        "replay", session, "--store", "jsonl", "--workspace", str(pristine), "--tool", "read", cwd=crab_env.root,
+        "replay",
+        session,
+        "--store",
+        "jsonl",
+        "--workspace",
+        str(pristine),
+        "--tool",
+        "read",
+        cwd=crab_env.root,
         env={"EVAL_PROBE_MODE": "flipped"},
     )
     assert focused.returncode == 0 and verdicts(focused.stdout) == {"read": "same"}, focused.stdout
 
     first = crab_env.run(
-        "replay", session, "--store", "jsonl", "--workspace", str(pristine), "--until", "1", cwd=crab_env.root,
+        "replay",
+        session,
+        "--store",
+        "jsonl",
+        "--workspace",
+        str(pristine),
+        "--until",
+        "1",
+        cwd=crab_env.root,
         env={"EVAL_PROBE_MODE": "flipped"},
     )
     assert first.returncode == 0 and verdicts(first.stdout) == {"read": "same"}, first.stdout

@@ -28,8 +28,19 @@ def starter_run(tmp_path_factory, make_crab_env):
     root = tmp_path_factory.mktemp("starter")
     env = make_crab_env(root)
     done = env.run(
-        "eval", "starter", "--scripted", "--store", "jsonl", "-j", "2",
-        "--json", str(root / "report.json"), "--html", str(root / "report.html"), "--out", str(root / "out"),
+        "eval",
+        "starter",
+        "--scripted",
+        "--store",
+        "jsonl",
+        "-j",
+        "2",
+        "--json",
+        str(root / "report.json"),
+        "--html",
+        str(root / "report.html"),
+        "--out",
+        str(root / "out"),
     )
     return env, done, root
 
@@ -61,8 +72,12 @@ def test_the_html_report_is_self_contained_and_shows_both_charts(starter_run, tm
 
     shot = root / "report.png"
     command = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,900"]
-    subprocess.run([*command, f"--screenshot={shot}", (root / "report.html").as_uri()], capture_output=True, timeout=120)
-    dom = subprocess.run([*command, "--dump-dom", (root / "report.html").as_uri()], capture_output=True, text=True, timeout=120)
+    subprocess.run(
+        [*command, f"--screenshot={shot}", (root / "report.html").as_uri()], capture_output=True, timeout=120
+    )
+    dom = subprocess.run(
+        [*command, "--dump-dom", (root / "report.html").as_uri()], capture_output=True, text=True, timeout=120
+    )
     assert shot.is_file() and shot.stat().st_size > 5000, "the screenshot is kept beside the report as the artefact"
     assert dom.stdout.count('class="bar"') >= 2, "both charts rendered their bars"
     assert 'id="pass-rate-chart"' in dom.stdout and 'id="cost-chart"' in dom.stdout
@@ -84,8 +99,22 @@ def test_a_broken_solution_fails_exactly_its_task(tmp_path, crab_env):
 def test_parallel_runs_share_no_workspace(tmp_path, crab_env):
     env = crab_env
     done = env.run(
-        "eval", "starter", "--scripted", "--store", "jsonl", "--task", "count-lines", "--task", "new-function",
-        "-n", "3", "-j", "3", "--keep-workspaces", "--json", str(tmp_path / "r.json"),
+        "eval",
+        "starter",
+        "--scripted",
+        "--store",
+        "jsonl",
+        "--task",
+        "count-lines",
+        "--task",
+        "new-function",
+        "-n",
+        "3",
+        "-j",
+        "3",
+        "--keep-workspaces",
+        "--json",
+        str(tmp_path / "r.json"),
     )
     assert done.returncode == 0, done.stdout + done.stderr
     runs = report_of(tmp_path / "r.json")["runs"]

@@ -36,9 +36,13 @@ def crab_cli(app: Any, config: Config) -> None:
     """``crab replay SESSION`` and ``crab eval SUITE`` (each imports its module when run)."""
     import typer
 
-    @app.command("replay")
+    cli: typer.Typer = app
+
+    @cli.command("replay")
     def replay_command(
-        session: str = typer.Argument(..., metavar="SESSION", help="session id, or a file `crab sessions export` wrote"),
+        session: str = typer.Argument(
+            ..., metavar="SESSION", help="session id, or a file `crab sessions export` wrote"
+        ),
         until: int = typer.Option(None, "--until", metavar="N", help="stop after the N-th tool call"),
         tool: str = typer.Option(None, "--tool", metavar="NAME", help="report only the calls of this tool"),
         in_place: bool = typer.Option(False, "--in-place", help="run in the workspace itself, not a scratch copy"),
@@ -50,7 +54,7 @@ def crab_cli(app: Any, config: Config) -> None:
         store: str = typer.Option(None, "--store", help="the store holding the session"),
         plugins: str = typer.Option(None, "--plugins", help="comma list of plugins to load"),
     ) -> None:
-        """Re-run a session: the model's recorded replies played back, the tools run live; exit 1 if any result differs."""
+        """Re-run a session: its recorded replies played back, the tools run live; exit 1 if any result differs."""
         from crab_eval import replay_cli
 
         code = replay_cli.run(
@@ -66,7 +70,7 @@ def crab_cli(app: Any, config: Config) -> None:
         )
         raise typer.Exit(code)
 
-    @app.command("eval")
+    @cli.command("eval")
     def eval_command(
         suite: str = typer.Argument(..., metavar="SUITE", help="a folder of task files, or `starter`"),
         models: list[str] = typer.Option(
@@ -77,9 +81,13 @@ def crab_cli(app: Any, config: Config) -> None:
         repeat: int = typer.Option(1, "-n", "--repeat", min=1, help="runs of each task per configuration"),
         jobs: int = typer.Option(None, "-j", "--jobs", min=1, help="runs at once (default [plugins.eval] jobs)"),
         tasks: list[str] = typer.Option([], "--task", help="only this task (repeatable)"),
-        scripted: bool = typer.Option(False, "--scripted", help="run the tasks' scripted solutions on the mock provider"),
+        scripted: bool = typer.Option(
+            False, "--scripted", help="run the tasks' scripted solutions on the mock provider"
+        ),
         resume: bool = typer.Option(False, "--resume", help="keep finished runs in --out, run the rest"),
-        out: str = typer.Option(None, "--out", metavar="DIR", help="where runs are recorded (default .crab-eval/SUITE)"),
+        out: str = typer.Option(
+            None, "--out", metavar="DIR", help="where runs are recorded (default .crab-eval/SUITE)"
+        ),
         json_path: str = typer.Option(None, "--json", metavar="PATH", help="write the report as JSON"),
         html_path: str = typer.Option(None, "--html", metavar="PATH", help="write a self-contained HTML report"),
         judge_model: str = typer.Option(None, "--judge-model", help="model judging tasks with a `judge` rubric"),

@@ -59,9 +59,7 @@ def _checked_set(item: str, where: str) -> str:
     return item
 
 
-def configurations(
-    models: list[str], sets: list[str], prompt_file: str | None, scripted: bool
-) -> list[Configuration]:
+def configurations(models: list[str], sets: list[str], prompt_file: str | None, scripted: bool) -> list[Configuration]:
     common = tuple(_checked_set(item, "--set") for item in sets)
     prompt = Path(prompt_file).expanduser().resolve() if prompt_file else None
     if prompt is not None:

@@ -91,7 +91,9 @@ class Recorder:
             sys.stdout.write(json.dumps({"v": 1, "type": "run", **record.to_dict()}, ensure_ascii=False) + "\n")
         else:
             verdict = "pass" if record.passed else "FAIL"
-            sys.stderr.write(f"[{self.done}/{self.total}] {verdict} {record.task} [{record.config}] #{record.repetition + 1}\n")
+            sys.stderr.write(
+                f"[{self.done}/{self.total}] {verdict} {record.task} [{record.config}] #{record.repetition + 1}\n"
+            )
         sys.stdout.flush()
 
 

@@ -1,9 +1,10 @@
 """Judging one finished run by its task's ``[check]``: every criterion given must hold.
 
-A check command runs in the run's workspace (``{python}`` is this Python, ``{task}`` the task file's folder); expected files must
-hold their text, absent ones must be gone, the answer must contain each expected text (case
-ignored), ``unchanged`` compares the workspace with the fixture, and a rubric goes to the judge
-model (``crab run --read-only`` in the workspace, answering PASS or FAIL first).
+A check command runs in the run's workspace (``{python}`` is this Python, ``{task}`` the task
+file's folder); expected files must hold their text, absent ones must be gone, the answer must
+contain each expected text (case ignored), ``unchanged`` compares the workspace with the fixture,
+and a rubric goes to the judge model (``crab run --read-only`` in the workspace, answering PASS or
+FAIL first).
 """
 
 from __future__ import annotations
@@ -57,7 +58,10 @@ async def judge(
     check: Check = task.check
     reasons: list[str] = []
     if check.command:
-        argv = [part.replace("{python}", sys.executable).replace("{task}", str(task.source.parent)) for part in check.command]
+        argv = [
+            part.replace("{python}", sys.executable).replace("{task}", str(task.source.parent))
+            for part in check.command
+        ]
         try:
             done = await run_bounded(argv, workspace, check.timeout, env)
         except OSError as exc:

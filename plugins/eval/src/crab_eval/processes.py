@@ -22,9 +22,7 @@ class Finished:
     timed_out: bool = False
 
 
-async def run_bounded(
-    argv: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None = None
-) -> Finished:
+async def run_bounded(argv: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None = None) -> Finished:
     """Run ``argv`` in ``cwd`` for at most ``timeout`` seconds; a cancel ends it (and what it started)."""
     tag = processes.new_tag()
     child = await asyncio.create_subprocess_exec(

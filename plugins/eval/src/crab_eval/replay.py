@@ -75,10 +75,9 @@ class RecordedAnswers:
     def __call__(self, request: crab.PermissionRequest) -> str:
         same_tool = [i for i, (call, _) in enumerate(self.pending) if call.name == request.tool]
         exact = [i for i in same_tool if _summary(self.pending[i][0]) == request.summary]
-        chosen = (exact or same_tool or [None])[0]
-        if chosen is None:
+        if not same_tool:
             return "deny"  # a call the recording never asked about
-        _, refused = self.pending.pop(chosen)
+        _, refused = self.pending.pop((exact or same_tool)[0])
         return "deny" if refused else "once"
 
 
@@ -166,10 +165,10 @@ def replay(
             session_id: str | None = None
             for index in range(len(turns)):
                 script.begin(index)
-                result = agent.run_sync(session.turns[index].prompt, session=session_id)
-                session_id = result.session_id
-                if result.error:
-                    report.errors.append(f"turn {index + 1}: {result.error}")
+                outcome = agent.run_sync(session.turns[index].prompt, session=session_id)
+                session_id = outcome.session_id
+                if outcome.error:
+                    report.errors.append(f"turn {index + 1}: {outcome.error}")
     finally:
         replay_provider.withdraw(model)
     report.replies_served = script.served
@@ -177,4 +176,3 @@ def replay(
         recorded = session.turns[index].results.get(call.id)
         report.outcomes.append(CallOutcome(number, call, recorded, live.get(call.id)))
     return report
-

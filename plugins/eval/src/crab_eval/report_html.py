@@ -39,7 +39,9 @@ def pass_rate_chart(totals: list[dict[str, Any]]) -> str:
         low, high = total["interval"]
         colour = COLOURS[i % len(COLOURS)]
         parts.append(_label(y, str(total["config"])))
-        parts.append(f'<rect class="bar" x="{LEFT}" y="{y}" width="{max(rate * span, 1):.1f}" height="{BAR}" fill="{colour}"/>')
+        parts.append(
+            f'<rect class="bar" x="{LEFT}" y="{y}" width="{max(rate * span, 1):.1f}" height="{BAR}" fill="{colour}"/>'
+        )
         mid = y + BAR / 2
         parts.append(
             f'<line x1="{LEFT + low * span:.1f}" x2="{LEFT + high * span:.1f}" y1="{mid}" y2="{mid}" '
@@ -60,7 +62,7 @@ def cost_chart(totals: list[dict[str, Any]]) -> str:
     values = [float(t[metric] or 0.0) for t in totals]
     top = max(values) or 1.0
     span = WIDTH - LEFT - 110
-    for i, (total, value) in enumerate(zip(totals, values)):
+    for i, (total, value) in enumerate(zip(totals, values, strict=True)):
         y = TOP + i * (BAR + GAP)
         parts.append(_label(y, str(total["config"])))
         width = max(value / top * span, 1)

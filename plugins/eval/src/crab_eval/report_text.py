@@ -9,7 +9,19 @@ from typing import Any, TextIO
 
 from crab_eval.report import marks
 
-HEADERS = ("task", "config", "pass", "95% CI", "tokens in", "tokens out", "cost $", "time s", "model", "tools", "errors")
+HEADERS = (
+    "task",
+    "config",
+    "pass",
+    "95% CI",
+    "tokens in",
+    "tokens out",
+    "cost $",
+    "time s",
+    "model",
+    "tools",
+    "errors",
+)
 FIELDS = ("input_tokens", "output_tokens", "cost", "wall_seconds", "model_calls", "tool_calls", "tool_errors")
 
 
@@ -48,7 +60,9 @@ def plain_table(report: dict[str, Any]) -> str:
     widths = [max(len(r[i]) for r in table) for i in range(len(HEADERS))]
     lines = []
     for r in table:
-        cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])] + [c.rjust(w) for c, w in zip(r[2:], widths[2:])]
+        cells = [r[0].ljust(widths[0]), r[1].ljust(widths[1])] + [
+            c.rjust(w) for c, w in zip(r[2:], widths[2:], strict=True)
+        ]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 
@@ -56,9 +70,7 @@ def plain_table(report: dict[str, Any]) -> str:
 def footer(report: dict[str, Any]) -> list[str]:
     lines = []
     if report["finished_runs"] < report["planned_runs"]:
-        lines.append(
-            f"{report['finished_runs']} of {report['planned_runs']} runs finished; `--resume` runs the rest"
-        )
+        lines.append(f"{report['finished_runs']} of {report['planned_runs']} runs finished; `--resume` runs the rest")
     if len(report["configurations"]) > 1:
         lines.append(f"* differs from {report['configurations'][0]} by more than the noise (95%)")
     for cell in report["cells"]:

@@ -139,7 +139,9 @@ async def execute(
     keep: bool,
 ) -> RunRecord:
     """Run ``task`` once under ``config`` and judge it; cancelling ends its processes."""
-    record = RunRecord(run_key(task.name, config.label, repetition), task.name, config.label, config.fingerprint, repetition)
+    record = RunRecord(
+        run_key(task.name, config.label, repetition), task.name, config.label, config.fingerprint, repetition
+    )
     work = prepare_workspace(task)
     record.workspace = str(work)
     tally = EventTally()

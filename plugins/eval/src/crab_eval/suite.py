@@ -143,7 +143,10 @@ def read_task(path: Path) -> Task:
     )
     if not check.mechanical and check.judge is None:
         raise reader.fail("[check] says nothing: give a command, files, absent, answer, unchanged or judge")
-    solutions = tuple(reader.file(s, "[scripted] solution") for s in reader.strings(scripted.get("solution", []), "[scripted] solution"))
+    solutions = tuple(
+        reader.file(s, "[scripted] solution")
+        for s in reader.strings(scripted.get("solution", []), "[scripted] solution")
+    )
     if solutions and len(solutions) != len(prompts):
         raise reader.fail(f"[scripted] solution: give one script per prompt ({len(prompts)})")
     fixture = reader.file(data["fixture"], "fixture") if "fixture" in data else None

@@ -92,7 +92,9 @@ def read_session(source: str, *, store: str | None = None, plugins: str | None =
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=EXPORT_TIMEOUT, check=False)
     except subprocess.TimeoutExpired:
-        raise crab.UsageError(f"reading session {source} took over {EXPORT_TIMEOUT:.0f}s: is the store reachable?") from None
+        raise crab.UsageError(
+            f"reading session {source} took over {EXPORT_TIMEOUT:.0f}s: is the store reachable?"
+        ) from None
     if done.returncode != 0:
         reason = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1].removeprefix("crab: ")
         raise crab.UsageError(f"cannot read session {source}: {reason}")

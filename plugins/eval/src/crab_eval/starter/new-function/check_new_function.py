@@ -1,7 +1,8 @@
+import importlib
 import sys
 
 sys.path.insert(0, ".")
-from text import is_palindrome
+is_palindrome = importlib.import_module("text").is_palindrome
 
 for s, want in [("A man, a plan, a canal: Panama", True), ("crab", False), ("", True), ("No lemon, no melon", True)]:
     if is_palindrome(s) is not want:
