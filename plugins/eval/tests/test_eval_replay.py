@@ -118,7 +118,7 @@ def test_a_session_exports_as_a_script_the_scripted_provider_replays(crab_env):
     assert not loop and len(replies) == 3
     assert [s for s in replies[0] if "tool" in s] == [{**READ, "id": "call_1_0"}, {**PROBE, "id": "call_1_1"}]
     data = json.loads(target.read_text())
-    assert data["prompts"] == ["go"] and data["results"]["call_1_1"] == {"content": "probe says steady"}
+    assert data["prompts"] == ["go"] and data["results"][0]["call_1_1"] == {"content": "probe says steady"}
     ScriptedProvider(replies)  # a valid script for crab.testing
 
 

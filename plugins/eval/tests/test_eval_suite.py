@@ -158,3 +158,33 @@ def test_a_malformed_task_is_one_line_and_exit_2(tmp_path, crab_env):
     done = env.run("eval", str(suite))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "unknown key [check] 'colour'" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_an_eval_session_with_two_prompts_is_kept_and_replays_the_same(starter_run, tmp_path):
+    env, _, root = starter_run
+    [run] = [r for r in report_of(root / "report.json")["runs"] if r["task"] == "two-step-notes"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = env.run("replay", run["session"], "--store", "jsonl", "--workspace", str(empty))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().endswith("3 calls: 3 same, none differs"), done.stdout
+    assert list(empty.iterdir()) == []
+
+
+def test_a_key_a_check_prints_is_masked_in_every_report(tmp_path, crab_env):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "solution.json").write_text(json.dumps({"replies": [[{"text": "done"}]]}))
+    leak = "import os, sys; print('key', os.environ['DEMO_API_KEY']); sys.exit(1)"
+    (suite / "leak.toml").write_text(
+        f'prompt = "go"\n[check]\ncommand = ["{{python}}", "-c", "{leak}"]\n[scripted]\nsolution = "solution.json"\n'
+    )
+    key = "sk-demo-0123456789abcdef"
+    out, report = tmp_path / "out", tmp_path / "r.json"
+    done = crab_env.run(
+        "eval", str(suite), "--scripted", "--json", str(report), "--out", str(out), env={"DEMO_API_KEY": key}
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "check command exited 1: key [redacted]" in done.stdout
+    for text in (done.stdout, done.stderr, report.read_text(), (out / "runs.jsonl").read_text()):
+        assert key not in text

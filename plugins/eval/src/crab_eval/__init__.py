@@ -58,6 +58,7 @@ def crab_cli(app: Any, config: Config) -> None:
         from crab_eval import replay_cli
 
         code = replay_cli.run(
+            config,
             session,
             until=until,
             tool=tool,

@@ -78,12 +78,17 @@ def read_finished(path: Path, wanted: dict[str, Planned]) -> dict[str, RunRecord
 
 
 class Recorder:
-    """Appends each finished run to ``runs.jsonl`` (flushed, so a kill keeps it) and reports progress."""
+    """Appends each finished run to ``runs.jsonl`` (flushed, so a kill keeps it) and reports progress.
 
-    def __init__(self, path: Path, output: str, total: int, done: int) -> None:
+    Every record is redacted first: a check command's output or a judge's verdict may quote a key.
+    """
+
+    def __init__(self, path: Path, output: str, total: int, done: int, redactor: crab.Redactor) -> None:
         self.path, self.output, self.total, self.done = path, output, total, done
+        self.redactor = redactor
 
     def add(self, record: RunRecord) -> None:
+        record = RunRecord.from_dict(self.redactor.payload(record.to_dict()))
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
         self.done += 1
@@ -175,7 +180,7 @@ def run(config: crab.Config, options: EvalOptions) -> int:
     elif finished:
         sys.stderr.write(f"resuming: {len(finished)} of {len(plans)} runs already finished\n")
     pending = [p for p in plans if p.key not in finished]
-    recorder = Recorder(runs_file, options.output, len(plans), len(finished))
+    recorder = Recorder(runs_file, options.output, len(plans), len(finished), crab.Redactor(crab.known_secrets(config)))
     completed = asyncio.run(run_all(pending, recorder, options, timeout, jobs))
     records = list(read_finished(runs_file, wanted).values())
     order = {p.key: i for i, p in enumerate(plans)}

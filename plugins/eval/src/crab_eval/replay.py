@@ -137,11 +137,13 @@ def replay(
 
     script = replay_provider.TurnScript(turns)
     model = replay_provider.serve(script)
-    live: dict[str, crab.ToolResultEvent] = {}
+    # By turn and id: a call id is unique within a turn only (each `crab run` of a session counts afresh).
+    live: dict[tuple[int, str], crab.ToolResultEvent] = {}
+    current = [0]
 
     def listen(event: crab.Event) -> None:
         if isinstance(event, crab.ToolResultEvent):
-            live[event.call_id] = crab.ToolResultEvent(
+            live[current[0], event.call_id] = crab.ToolResultEvent(
                 call_id=event.call_id,
                 name=event.name,
                 content=to_original(event.content),
@@ -165,6 +167,7 @@ def replay(
             session_id: str | None = None
             for index in range(len(turns)):
                 script.begin(index)
+                current[0] = index
                 outcome = agent.run_sync(session.turns[index].prompt, session=session_id)
                 session_id = outcome.session_id
                 if outcome.error:
@@ -174,5 +177,5 @@ def replay(
     report.replies_served = script.served
     for number, (index, call) in enumerate(planned, start=1):
         recorded = session.turns[index].results.get(call.id)
-        report.outcomes.append(CallOutcome(number, call, recorded, live.get(call.id)))
+        report.outcomes.append(CallOutcome(number, call, recorded, live.get((index, call.id))))
     return report

@@ -55,6 +55,7 @@ def report_lines(report: ReplayReport, tool: str | None, in_place: bool, keep: b
 
 
 def run(
+    config: crab.Config,
     session_ref: str,
     *,
     until: int | None,
@@ -70,7 +71,8 @@ def run(
         raise crab.UsageError(f"--until {until}: give a call number from 1 on")
     session = read_session(session_ref, store=store, plugins=plugins)
     if as_script is not None:
-        text = json.dumps(session_script(session), ensure_ascii=False, indent=1) + "\n"
+        script = crab.Redactor(crab.known_secrets(config)).payload(session_script(session))
+        text = json.dumps(script, ensure_ascii=False, indent=1) + "\n"
         if as_script == "-":
             sys.stdout.write(text)
         else:
@@ -85,8 +87,9 @@ def run(
         until=until,
         plugins=names,
     )
+    redactor = crab.Redactor(crab.known_secrets(config))  # results and the recording are masked already
     for line in report_lines(report, tool, in_place, keep):
-        sys.stdout.write(line + "\n")
+        sys.stdout.write(redactor.text(line) + "\n")
     if not in_place and not keep:
         shutil.rmtree(report.workspace.parent, ignore_errors=True)
     shown = [o for o in report.outcomes if tool is None or o.call.name == tool]

@@ -2,8 +2,8 @@
 
 Each assistant message becomes one reply: its thinking, its text, its tool calls (with their
 recorded ids, so results can be matched call by call) and its usage; a reply that ended in a
-provider error replays that error. Top-level ``prompts`` and ``results`` (what each call returned
-when it was recorded) ride along; the script loader ignores keys it does not know.
+provider error replays that error. Top-level ``prompts`` and ``results`` (per turn, what each call
+returned when it was recorded) ride along; the script loader ignores keys it does not know.
 """
 
 from __future__ import annotations
@@ -68,11 +68,13 @@ def reply_steps(
 def session_script(session: RecordedSession) -> dict[str, Any]:
     """The whole session as one script: every reply in order, its prompts and recorded results."""
     replies = [reply_steps(message) for turn in session.turns for message in turn.replies]
-    results = {
-        call_id: {"content": result.content, **({"is_error": True} if result.is_error else {})}
+    results = [  # per turn: a call id is unique within its turn only
+        {
+            call_id: {"content": result.content, **({"is_error": True} if result.is_error else {})}
+            for call_id, result in turn.results.items()
+        }
         for turn in session.turns
-        for call_id, result in turn.results.items()
-    }
+    ]
     return {
         "replies": replies,
         "loop": False,
