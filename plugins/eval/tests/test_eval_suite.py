@@ -188,3 +188,23 @@ def test_a_key_a_check_prints_is_masked_in_every_report(tmp_path, crab_env):
     assert "check command exited 1: key [redacted]" in done.stdout
     for text in (done.stdout, done.stderr, report.read_text(), (out / "runs.jsonl").read_text()):
         assert key not in text
+
+
+@pytest.mark.parametrize(("verdict", "passed"), [("PASS: it says hello", True), ("FAIL: no greeting", False)])
+def test_a_rubric_is_judged_by_the_judge_model(tmp_path, crab_env, verdict, passed):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "solution.json").write_text(json.dumps({"replies": [[{"text": "hello there"}]]}))
+    (suite / "greet.toml").write_text(
+        'prompt = "greet me"\n[check]\njudge = "The answer greets the user."\n[scripted]\nsolution = "solution.json"\n'
+    )
+    judge = tmp_path / "judge.json"
+    judge.write_text(json.dumps({"replies": [[{"text": verdict}]]}))
+    alone = crab_env.run("eval", str(suite), "--scripted")
+    assert alone.returncode == 2 and "pass --judge-model MODEL" in alone.stderr
+    done = crab_env.run("eval", str(suite), "--scripted", "--judge-model", f"mock/{judge}", "--output", "jsonl")
+    assert done.returncode == (0 if passed else 1), done.stdout + done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [e["type"] for e in events] == ["run", "report"]
+    assert events[0]["passed"] is passed
+    assert events[0]["reasons"] == ([] if passed else ["the judge: FAIL: no greeting"])

@@ -166,7 +166,7 @@ def run(config: crab.Config, options: EvalOptions) -> int:
             raise crab.UsageError(f"--scripted: task {unscripted[0]} has no [scripted] solution")
     if not options.judge_model:
         judged_only = [t.name for t in tasks if not t.check.mechanical]
-        if judged_only and not options.scripted:
+        if judged_only:
             raise crab.UsageError(f"task {judged_only[0]} is judged by a model only: pass --judge-model MODEL")
     folder = suite_folder(options.suite)
     out = Path(options.out or Path(".crab-eval") / folder.name).expanduser().resolve()
