@@ -141,3 +141,13 @@ def test_an_unknown_session_is_one_line_and_exit_2(crab_env):
     done = crab_env.run("replay", "20260101T000000-000000", "--store", "jsonl")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "cannot read session" in done.stderr
+
+
+def test_a_call_refused_in_the_recording_is_refused_again_and_one_allowed_runs(crab_env):
+    script = crab_env.script("asked.json", [[BASH], [{"text": "ok"}]])
+    refused = crab_env.run("run", "-m", f"mock/{script}", "--store", "jsonl", "-o", "json", "go")  # no --yolo: refused
+    assert refused.returncode == 0, refused.stderr
+    session = json.loads(refused.stdout)["session_id"]
+    done = crab_env.run("replay", session, "--store", "jsonl", cwd=crab_env.root)
+    assert done.returncode == 0 and verdicts(done.stdout) == {"bash": "same"}, done.stdout
+    assert not (crab_env.work / "log.txt").exists()

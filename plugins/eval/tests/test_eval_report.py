@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from crab_eval.report import build_report
 from crab_eval.report_html import html_report
-from crab_eval.report_text import plain_table
+from crab_eval.report_text import footer, plain_table
 from crab_eval.runner import EventTally, RunRecord
 
 
@@ -35,6 +35,8 @@ def test_two_configurations_side_by_side_mark_what_exceeds_the_noise():
     assert "2/12*" in row_b and "0.0555*" in row_b, table
     [row_a] = [line for line in table.splitlines() if line.startswith("t ") and " a " in line]
     assert "*" not in row_a
+    side = footer(report)
+    assert side[0] == "b beside a:" and side[1].split()[:4] == ["t", "12/12", "->", "2/12"] and side[1].endswith("*")
     page = html_report(report)
     assert page.count('class="bar"') == 4 and "$0.0155" in page
 

@@ -67,8 +67,31 @@ def plain_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def footer(report: dict[str, Any]) -> list[str]:
+def comparison_lines(report: dict[str, Any]) -> list[str]:
+    """Each later configuration beside the first: pass rates and the difference with its 95% interval."""
+    configs = report["configurations"]
+    if len(configs) < 2:
+        return []
+    cells = {(c["task"], c["config"]): c for c in report["cells"]}
+    cells.update({("all tasks", t["config"]): t for t in report["totals"]})
+    width = max(len(name) for name in [*report["tasks"], "all tasks"])
     lines = []
+    for config in configs[1:]:
+        lines.append(f"{config} beside {configs[0]}:")
+        for task in [*report["tasks"], "all tasks"]:
+            base, other = cells[task, configs[0]], cells[task, config]
+            versus = other["versus"]
+            low, high = versus["difference_interval"]
+            star = " *" if versus["marked"]["pass_rate"] else ""
+            lines.append(
+                f"  {task.ljust(width)}  {base['passes']}/{base['runs']} -> {other['passes']}/{other['runs']}"
+                f"  {versus['pass_rate_difference'] * 100:+.0f}% [{low * 100:+.0f}%, {high * 100:+.0f}%]{star}"
+            )
+    return lines
+
+
+def footer(report: dict[str, Any]) -> list[str]:
+    lines = comparison_lines(report)
     if report["finished_runs"] < report["planned_runs"]:
         lines.append(f"{report['finished_runs']} of {report['planned_runs']} runs finished; `--resume` runs the rest")
     if len(report["configurations"]) > 1:
