@@ -208,3 +208,23 @@ def test_a_rubric_is_judged_by_the_judge_model(tmp_path, crab_env, verdict, pass
     assert [e["type"] for e in events] == ["run", "report"]
     assert events[0]["passed"] is passed
     assert events[0]["reasons"] == ([] if passed else ["the judge: FAIL: no greeting"])
+
+
+def test_two_models_are_two_configurations_side_by_side(tmp_path, crab_env):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "hello.toml").write_text('prompt = "write hello.txt"\n[check]\nfiles = { "hello.txt" = "hello" }\n')
+    good = crab_env.script("good.json", [[{"tool": "write", "args": {"path": "hello.txt", "content": "hello"}}], []])
+    bad = crab_env.script("bad.json", [[{"text": "no"}]])
+    report = tmp_path / "r.json"
+    done = crab_env.run(
+        "eval", str(suite), "-m", f"mock/{good}", "-m", f"mock/{bad},crab.tool_view=full", "-n", "2",
+        "--json", str(report), "--set", "crab.max_iterations=4",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    data = report_of(report)
+    assert data["configurations"] == [f"mock/{good}", f"mock/{bad},crab.tool_view=full"]
+    assert [(t["passes"], t["runs"]) for t in data["totals"]] == [(2, 2), (0, 2)]
+    assert f"mock/{bad},crab.tool_view=full beside mock/{good}:" in done.stdout
+    wrong = crab_env.run("eval", str(suite), "--set", "max_iterations")
+    assert wrong.returncode == 2 and "write KEY=VALUE" in wrong.stderr
