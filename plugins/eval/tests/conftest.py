@@ -77,7 +77,7 @@ def make_env(root: Path) -> CrabEnv:
     dist.mkdir(exist_ok=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: crab_eval_probe\nVersion: 0.0.1\n")
     (dist / "entry_points.txt").write_text("[crab]\nprobe = crab_eval_probe\n")
-    home, work = root / "home", root / "work"
+    home, work = root / "crab-home", root / "workspace"  # apart from crab_home's own folders
     home.mkdir(exist_ok=True)
     work.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAB_", "EVAL_"))}

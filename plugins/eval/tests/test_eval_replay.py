@@ -151,3 +151,33 @@ def test_a_call_refused_in_the_recording_is_refused_again_and_one_allowed_runs(c
     done = crab_env.run("replay", session, "--store", "jsonl", cwd=crab_env.root)
     assert done.returncode == 0 and verdicts(done.stdout) == {"bash": "same"}, done.stdout
     assert not (crab_env.work / "log.txt").exists()
+
+
+def test_an_exported_script_runs_as_a_plugin_test_with_crab_testing(crab_env, crab_agent, monkeypatch):
+    """What a plugin author does with ``--as-script``: the real session becomes a test of their tool."""
+    import importlib.util
+
+    import crab
+
+    session = crab_env.record([[PROBE], [PROBE], [{"text": "Done."}]])
+    target = crab_env.root / "case.json"
+    assert crab_env.run("replay", session, "--store", "jsonl", "--as-script", str(target)).returncode == 0
+    spec = importlib.util.spec_from_file_location(
+        "crab_eval_probe", Path(__file__).parent / "fake_site" / "crab_eval_probe.py"
+    )
+    assert spec is not None and spec.loader is not None
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+
+    replies, _ = load_script(str(target))
+    case = json.loads(target.read_text())
+    harness = crab_agent(replies, plugins={"probe": probe})
+    for prompt in case["prompts"]:
+        harness.run(prompt)
+    live = {e.call_id: e.content for e in harness.events if isinstance(e, crab.ToolResultEvent)}
+    assert live == {call_id: r["content"] for call_id, r in case["results"][0].items()}
+
+    monkeypatch.setenv("EVAL_PROBE_MODE", "changed")
+    changed = crab_agent(replies, plugins={"probe": probe})
+    changed.run(case["prompts"][0])
+    assert {e.content for e in changed.events if isinstance(e, crab.ToolResultEvent)} == {"probe says changed"}
