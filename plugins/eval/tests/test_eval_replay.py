@@ -59,6 +59,8 @@ def test_a_tool_whose_output_changed_is_the_one_call_that_differs(crab_env, tmp_
         "jsonl",
         "--workspace",
         str(pristine),
+        "--json",
+        "replay.json",
         cwd=crab_env.root,
         env={"EVAL_PROBE_MODE": "flipped"},
     )
@@ -66,6 +68,9 @@ def test_a_tool_whose_output_changed_is_the_one_call_that_differs(crab_env, tmp_
     assert verdicts(flipped.stdout) == {"read": "same", "probe": "differs", "bash": "same"}
     assert "- probe says steady" in flipped.stdout and "+ probe says flipped" in flipped.stdout
     assert flipped.stdout.strip().endswith("3 calls: 2 same, 1 differs")
+    document = json.loads((crab_env.root / "replay.json").read_text())
+    [changed] = [c for c in document["calls"] if not c["same"]]
+    assert (document["differ"], changed["tool"], changed["live"]["content"]) == (1, "probe", "probe says flipped")
 
     focused = crab_env.run(
         "replay",

@@ -51,6 +51,7 @@ def crab_cli(app: Any, config: Config) -> None:
         as_script: str = typer.Option(
             None, "--as-script", metavar="PATH", help="write the session as a mock-provider script ('-': stdout)"
         ),
+        json_path: str = typer.Option(None, "--json", metavar="PATH", help="also write every call's results as JSON"),
         store: str = typer.Option(None, "--store", help="the store holding the session"),
         plugins: str = typer.Option(None, "--plugins", help="comma list of plugins to load"),
     ) -> None:
@@ -66,6 +67,7 @@ def crab_cli(app: Any, config: Config) -> None:
             keep=keep,
             workspace=workspace,
             as_script=as_script,
+            json_path=json_path,
             store=store,
             plugins=plugins,
         )

@@ -1,7 +1,8 @@
 """``crab replay SESSION``: run the replay and print it call by call, then a summary.
 
-Exit 0 when every compared call gave the recorded result, 1 when any differs; ``--as-script``
-writes the session as a scripted-provider script instead of replaying it.
+Exit 0 when every compared call gave the recorded result, 1 when any differs; ``--json`` also
+writes both results of every call; ``--as-script`` writes the session as a scripted-provider
+script instead of replaying it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import crab
 
@@ -54,6 +56,27 @@ def report_lines(report: ReplayReport, tool: str | None, in_place: bool, keep: b
     return lines
 
 
+def report_json(report: ReplayReport, tool: str | None) -> dict[str, Any]:
+    """The replay as data: every reported call with both results, and the summary."""
+    shown = [o for o in report.outcomes if tool is None or o.call.name == tool]
+    calls = []
+    for outcome in shown:
+        recorded, live = outcome.recorded, outcome.live
+        calls.append(
+            {
+                "number": outcome.number,
+                "id": outcome.call.id,
+                "tool": outcome.call.name,
+                "arguments": outcome.call.arguments,
+                "same": outcome.same,
+                "recorded": None if recorded is None else {"content": recorded.content, "is_error": recorded.is_error},
+                "live": None if live is None else {"content": live.content, "is_error": live.is_error},
+            }
+        )
+    differ = sum(not c["same"] for c in calls)
+    return {"v": 1, "session": report.session, "calls": calls, "same": len(calls) - differ, "differ": differ}
+
+
 def run(
     config: crab.Config,
     session_ref: str,
@@ -64,6 +87,7 @@ def run(
     keep: bool = False,
     workspace: str | None,
     as_script: str | None,
+    json_path: str | None = None,
     store: str | None,
     plugins: str | None,
 ) -> int:
@@ -90,6 +114,9 @@ def run(
     redactor = crab.Redactor(crab.known_secrets(config))  # results and the recording are masked already
     for line in report_lines(report, tool, in_place, keep):
         sys.stdout.write(redactor.text(line) + "\n")
+    if json_path:
+        document = redactor.payload(report_json(report, tool))
+        crab.write_atomic(Path(json_path), (json.dumps(document, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
     if not in_place and not keep:
         shutil.rmtree(report.workspace.parent, ignore_errors=True)
     shown = [o for o in report.outcomes if tool is None or o.call.name == tool]
