@@ -124,6 +124,8 @@ def test_parallel_runs_share_no_workspace(tmp_path, crab_env):
         made = sorted(p.name for p in Path(run["workspace"]).iterdir())
         assert made == (["count.txt", "data.csv"] if run["task"] == "count-lines" else ["text.py"]), made
     assert len({r["session"] for r in runs}) == 6
+    for workspace in workspaces:
+        shutil.rmtree(workspace.parent)  # kept for the test only
 
 
 def test_ctrl_c_keeps_the_finished_runs_and_resume_runs_only_the_rest(tmp_path, crab_env):
