@@ -28,6 +28,7 @@ FAKE_NAMES = {
     "legacy": "crab_fake_legacy",
     "stuck": "crab_fake_stuck",
     "inbox": "crab_fake_inbox",
+    "waiter": "crab_fake_waiter",
 }
 BROKEN_PACKAGE = "crab_fake_broken"
 """One third-party package (distribution crab-fake-broken), one entry point per way a plugin breaks."""
