@@ -372,14 +372,25 @@ def run_app(argv: list[str] | None = None) -> int:
     try:
         if not (args and args[0] in ("plugins", "plugin", "doctor", "config", "trust", "untrust")):
             _add_plugin_commands()
-        app(args=args, prog_name="crab")
+        # Not standalone: click would print a usage block for a usage error; crab prints one line.
+        code = app(args=args, prog_name="crab", standalone_mode=False)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except CrabError as exc:
-        from crab._secrets.redaction import error_line
+        from crab._cli.errors import error_line
 
         typer.echo(error_line(f"crab: {exc}"), err=True)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
-    return 0
+    except Exception as exc:
+        from crab._cli.errors import is_click_error, usage_line
+
+        if is_click_error(exc, "ClickException"):
+            typer.echo(usage_line(exc), err=True)
+            return int(getattr(exc, "exit_code", 2))
+        if is_click_error(exc, "Abort"):
+            typer.echo("crab: aborted", err=True)
+            return 1
+        raise
+    return code if isinstance(code, int) and not isinstance(code, bool) else 0

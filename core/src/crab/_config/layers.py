@@ -36,13 +36,65 @@ PLUGIN_LISTS: tuple[Parts, ...] = (("plugins", "enabled"), ("plugins", "disabled
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
+CONFIG_LIMIT = 1 << 20
+"""Bytes a config file may hold: a file bigger than this is not a config someone wrote."""
+
+
+class NotAFile(ConfigError):
+    """A config path names a folder, a FIFO or a device: reading it could hang or mean nothing."""
+
+
+def _kind(mode: int) -> str:
+    import stat
+
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
 def _read_bytes(path: Path) -> bytes | None:
+    """The bytes of config file ``path`` (None when there is none); refuses what is not a regular
+    file (a FIFO would block crab forever) and a file over ``CONFIG_LIMIT`` bytes."""
+    import os
+    import stat
+
     try:
-        return path.read_bytes()
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotAFile(f"{path}: cannot read config: it is {_kind(mode)}, not a file (make it a TOML file)")
+        # Non-blocking: a FIFO put there after the check must not hold the open; fstat checks again.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotAFile(f"{path}: cannot read config: it is {_kind(mode)}, not a file (make it a TOML file)")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= CONFIG_LIMIT:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if size > CONFIG_LIMIT:
+        raise ConfigError(
+            f"{path}: cannot read config: it is over {CONFIG_LIMIT >> 20} MiB (a config is a short TOML file)"
+        )
+    return b"".join(chunks)
 
 
 def parse_toml(content: bytes, path: Path) -> dict[str, Any]:
@@ -194,6 +246,8 @@ class Config:
     trust: TrustState | None = None
     ignored: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
+    """Config files found but not read (a project's config that is a folder): kept in ``warnings``."""
     tables: dict[Parts, ConfigTable] = field(default_factory=dict)
     _effective: list[Layer] = field(default_factory=list, repr=False)
 
@@ -260,7 +314,7 @@ class Config:
                     if value is not _MISSING and not isinstance(value, Mapping):
                         raise InvalidValue(path[:end], "a table", value, layer.source)
         merged = merge_layers(effective)
-        self.warnings = []
+        self.warnings = list(self.unread)
         for key in merged:
             if key not in TOP_LEVEL:
                 self.warnings.append(
@@ -339,12 +393,19 @@ def load_config(
     project_path = project_dir / "config.toml" if project_dir else None
     layers = [Layer("user", f"user config {user_path}", read_toml(user_path) if user else {})]
     trust = None
+    unread: list[str] = []
     if project_path is not None:
         from crab._config.trust import state_for
 
-        content = _read_bytes(project_path) or b""
-        layers.append(Layer("project", f"project config {project_path}", parse_toml(content, project_path)))
-        trust = state_for(project_path, content)
+        try:
+            content = _read_bytes(project_path) or b""
+        except NotAFile as exc:
+            # A project's folder or device is no config: said once, and the project sets nothing.
+            unread.append(f"{exc}; it is ignored")
+            project_path = None
+        else:
+            layers.append(Layer("project", f"project config {project_path}", parse_toml(content, project_path)))
+            trust = state_for(project_path, content)
     variable_of = {key: var for var, key in environ.CONFIG_VARIABLES.items()}
     for key, text in environ.config_overrides(env).items():
         setting = CORE_TABLE.setting(key.split(".", 1)[1])
@@ -357,7 +418,7 @@ def load_config(
         set_dotted(flags, key, value)
     if flags:
         layers.append(Layer("flag", overrides_source, flags))
-    config = Config(data={}, user_path=user_path, project_path=project_path, layers=layers, trust=trust)
+    config = Config(data={}, user_path=user_path, project_path=project_path, layers=layers, trust=trust, unread=unread)
     config.resolve()
     return config
 
