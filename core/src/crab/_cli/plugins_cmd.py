@@ -108,7 +108,7 @@ def list_plugins(plugins: str | None, as_json: bool) -> int:
 
 def _error(text: str, code: int = 0) -> int:
     """One ``crab: …`` line on stderr, secrets masked, as ``run_app`` prints a ``CrabError``."""
-    from crab._secrets.redaction import error_line
+    from crab._cli.errors import error_line
 
     _echo(error_line(f"crab: {text}"), err=True)
     return code
@@ -135,7 +135,11 @@ def run_list(args: Sequence[str]) -> int | None:
 
 
 def set_enabled(name: str, enable: bool, project: bool, user: bool) -> None:
+    """Enable or disable ``name`` in a config file. A project's ``disabled`` applies untrusted
+    (narrowing); its ``enabled`` only once trusted. A trusted project edited here stays trusted
+    (the user's own word), as ``crab config set`` keeps it."""
     from crab._cli.config_files import target_file, update_plugin_lists
+    from crab._config import trust
     from crab._config.layers import load_config
     from crab._contracts.errors import UsageError
 
@@ -143,8 +147,15 @@ def set_enabled(name: str, enable: bool, project: bool, user: bool) -> None:
         raise UsageError("--project and --user: pick one")
     config = load_config()
     path = target_file("project" if project else "user" if user else None, config.project_path)
+    in_project = path != config.user_path
+    was_trusted = in_project and config.trust is not None and config.trust.trusted and path == config.project_path
     update_plugin_lists(path, name, enable)
-    _echo(f"{'enabled' if enable else 'disabled'} {name} in {path}")
+    if was_trusted:
+        trust.trust(path)
+    done = f"{'enabled' if enable else 'disabled'} {name} in {path}"
+    if enable and in_project and not was_trusted:
+        done += f"; a project's enabled list applies once you trust it (`{trust.trust_command(path)}`)"
+    _echo(done)
 
 
 # --- crab plugins install / uninstall ---------------------------------------------------------

@@ -29,8 +29,12 @@ LayerKind = Literal["user", "project", "env", "flag"]
 
 
 TOP_LEVEL = ("crab", "plugins", "serve")
-PLUGIN_LISTS: tuple[Parts, ...] = (("plugins", "enabled"), ("plugins", "disabled"))
-"""Which plugins load is the user's word: an untrusted project could otherwise switch off a guard."""
+ENABLED: Parts = ("plugins", "enabled")
+"""Which plugins load is the user's word: an untrusted project's list is ignored (it could load
+a plugin the user switched off, or, listing only some, switch off the rest unseen)."""
+DISABLED: Parts = ("plugins", "disabled")
+"""An untrusted project may switch plugins off (narrowing is never trust-only): its names are
+added to the user's, never put in their place, and ``project_disabled`` names them in a notice."""
 
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
@@ -246,6 +250,8 @@ class Config:
     trust: TrustState | None = None
     ignored: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    project_disabled: list[str] = field(default_factory=list)
+    """Plugins an untrusted project switched off (it may narrow what loads): named in ``notices``."""
     unread: list[str] = field(default_factory=list)
     """Config files found but not read (a project's config that is a folder): kept in ``warnings``."""
     tables: dict[Parts, ConfigTable] = field(default_factory=dict)
@@ -289,6 +295,7 @@ class Config:
             declared[table.path] = table
         effective = list(self.layers)
         self.ignored = []
+        self.project_disabled = []
         project_at = next((i for i, layer in enumerate(effective) if layer.kind == "project"), None)
         if project_at is not None and not (self.trust is not None and self.trust.trusted):
             project = effective[project_at]
@@ -298,11 +305,21 @@ class Config:
                 merge_layers(layer for layer in effective if layer.kind != "project"),
                 declared.values(),
             )
-            drops += [parts for parts in PLUGIN_LISTS if get_path(project.data, parts, _MISSING) is not _MISSING]
-            if drops:
+            if get_path(project.data, ENABLED, _MISSING) is not _MISSING:
+                drops.append(ENABLED)
+            own = get_path(project.data, DISABLED, _MISSING)
+            added: list[str] = []
+            if isinstance(own, list) and all(isinstance(v, str) for v in own):
+                below = get_path(merge_layers(effective[:project_at]), DISABLED, [])
+                below = list(below) if isinstance(below, list) else []
+                added = [name for name in dict.fromkeys(own) if name not in below]
+            self.project_disabled = added
+            if drops or added:
                 kept = copy.deepcopy(project.data)
                 for parts in drops:
                     _remove_path(kept, parts)
+                if added:
+                    set_path(kept, DISABLED, [*below, *added])  # the user's names stay off
                 effective[project_at] = replace(project, data=kept)
                 later = merge_layers(effective[project_at + 1 :])
                 self.ignored = [format_key(p) for p in drops if get_path(later, p, _MISSING) is _MISSING]
@@ -364,12 +381,19 @@ class Config:
                 raise InvalidValue(where, 'a list of plugin names, like ["tools-basic"]', value, self.source_of(where))
 
     def notices(self) -> list[str]:
-        """The lines to show once per command: dropped trust-only keys, then unknown keys."""
+        """The lines to show once per command: dropped trust-only keys, plugins an untrusted project
+        switched off, then unknown keys."""
         from crab._config.trust import ignored_warning
 
         lines = []
         if self.ignored and self.trust is not None:
             lines.append(ignored_warning(self.trust, self.ignored))
+        if self.project_disabled and self.project_path is not None:
+            # Narrowing needs no trust, but a guard plugin switched off must not go unseen.
+            lines.append(
+                f"project config {self.project_path} (not trusted) switches off plugins: "
+                f"{', '.join(self.project_disabled)}"
+            )
         return [*lines, *self.warnings]
 
 
