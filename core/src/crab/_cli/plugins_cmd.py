@@ -21,7 +21,7 @@ BUILTINS = ("core", "loop-guard", "tool-view", "permissions")
 """Core's own plugins (``crab._builtin.core_plugin.register_builtins``), always on: listed by name,
 since importing them would load the loop's contracts (``test_plugins_list.py`` keeps the two in step)."""
 
-NOT_CALLED = "hooks are not called here: `crab doctor` calls each one and shows any that fails"
+NOT_CALLED = "hooks are not called here: `crab doctor` calls each one, crab_startup included, and shows any that fails"
 
 
 def _echo(text: str, err: bool = False) -> None:
@@ -78,6 +78,21 @@ class _BuiltinName:
     """Stands for one of core's built-in plugins in the listing (no hooks: the real one is not imported)."""
 
 
+def status_lines(records: Sequence[PluginRecord], indent: str = "") -> list[str]:
+    """Each plugin's name, status and distribution, then why it is not loaded or its hooks: the one
+    way ``crab plugins list`` and ``crab doctor`` show the statuses a host computed."""
+    width = max((len(r.name) for r in records), default=0)
+    lines = []
+    for record in records:
+        dist = f"{record.distribution or '-'} {record.version or ''}".strip()
+        lines.append(f"{indent}{record.name:<{width}}  {record.status:<8}  {dist}")
+        if record.reason:
+            lines.append(f"{indent}{'':<{width}}  ↳ {record.reason}")
+        elif record.hooks:
+            lines.append(f"{indent}{'':<{width}}  hooks: {', '.join(record.hooks)}")
+    return lines
+
+
 def list_plugins(plugins: str | None, as_json: bool) -> int:
     """Show each plugin's status; returns the exit code (2 under ``CRAB_STRICT_PLUGINS=1`` when one
     failed, with the first failure's line, as it ends every command)."""
@@ -89,14 +104,8 @@ def list_plugins(plugins: str | None, as_json: bool) -> int:
 
         _echo(json.dumps([r.to_dict() for r in records], indent=2))
     else:
-        width = max(len(r.name) for r in records)
-        for record in records:
-            dist = f"{record.distribution or '-'} {record.version or ''}".strip()
-            _echo(f"{record.name:<{width}}  {record.status:<8}  {dist}")
-            if record.reason:
-                _echo(f"{'':<{width}}  ↳ {record.reason}")
-            elif record.hooks:
-                _echo(f"{'':<{width}}  hooks: {', '.join(record.hooks)}")
+        for line in status_lines(records):
+            _echo(line)
         if any(r.hooks for r in records):
             _echo(f"({NOT_CALLED})")
     if config_error:
