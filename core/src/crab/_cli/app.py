@@ -69,12 +69,42 @@ def root(
     version: Annotated[
         bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    plugins: PluginsOpt = None,
+    yolo: YoloOpt = False,
+    read_only: ReadOnlyOpt = False,
+    continue_: ContinueOpt = False,
+    session: SessionOpt = None,
+    store: StoreOpt = None,
+    set_: SetOpt = None,
+    renderer: RendererOpt = None,
 ) -> None:
+    """Bare ``crab`` is ``crab chat`` and takes its options (``crab -m mock/tour``, as hints say)."""
+    from crab._cli.options import RunOptions
+
+    options = RunOptions(
+        plugins=plugins,
+        provider=provider,
+        model=model,
+        yolo=yolo,
+        read_only=read_only,
+        continue_latest=continue_,
+        session=session,
+        store=store,
+        settings=tuple(set_ or ()),
+        renderer=renderer,
+    )
     if ctx.invoked_subcommand is None:
         from crab._cli.chat import chat
-        from crab._cli.options import RunOptions
 
-        chat(RunOptions())
+        chat(options)
+    elif options != RunOptions():
+        from crab._contracts.errors import UsageError
+
+        raise UsageError(
+            f"options before the command are `crab chat`'s: put them after it (crab {ctx.invoked_subcommand} …)"
+        )
 
 
 @app.command()

@@ -62,5 +62,10 @@ async def open_session(agent: Agent, options: RunOptions) -> Session:
         latest = await agent.latest_session()
         if latest is not None:
             return latest
-        agent.notice(f"no earlier session in this folder in the {agent.store.name} store; starting a new one")
+        if agent.store.name == "memory":
+            from crab._cli.sessions import MEMORY_EMPTY
+
+            agent.notice(f"no earlier session to continue: {MEMORY_EMPTY}; starting a new one")
+        else:
+            agent.notice(f"no earlier session in this folder in the {agent.store.name} store; starting a new one")
     return await agent.new_session()
