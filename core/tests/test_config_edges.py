@@ -150,3 +150,13 @@ def test_bounded_cuts_quoted_values_and_the_line() -> None:
     assert bounded("two\nlines") == "two lines"
     long = bounded("z" * 5000)
     assert len(long) == LINE_LIMIT and long.endswith("…")
+
+
+def test_a_warning_at_setup_is_bounded_too(crab_run: Any, env: dict[str, str], tmp_path: Path) -> None:
+    name = "n" * 5000
+    user_config(env).write_text(f'[plugins."{name}"]\nx = 1\n')
+    env = {**env, "CRAB_PLUGINS": "configured"}  # no provider: setup fails and shows its notices
+    result = crab_run(["run", "go"], env, cwd=tmp_path)
+    assert result.returncode == 2
+    [warning] = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warning) == LINE_LIMIT and warning.endswith("…")

@@ -6,13 +6,13 @@ import sys
 from typing import Any
 
 from crab._assembly.root import Assembly, Layers, PermissionMode, assemble
+from crab._cli.errors import error_line
 from crab._cli.options import RunOptions
 from crab._config.layers import parse_value
 from crab._contracts.errors import UsageError
 from crab._contracts.interception import AskUser
 from crab._loop.agent import Agent
 from crab._loop.session import Session
-from crab._secrets.redaction import error_line
 
 
 def overrides_from(options: RunOptions) -> dict[str, Any]:
