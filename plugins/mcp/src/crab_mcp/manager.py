@@ -11,7 +11,7 @@ permission class from config and a timeout that covers a restart plus the call. 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +78,23 @@ class Manager:
     def __init__(self, links: Sequence[ServerLink]) -> None:
         self.links = {link.name: link for link in links}
         self.entries: dict[str, ToolEntry] = {}
+        self._register: Callable[[list[Tool]], Any] | None = None
+        for link in links:
+            link.on_change.append(self._changed)
+
+    def attach(self, register: Callable[[list[Tool]], Any]) -> None:
+        """Hand tools a server adds later (``tools/list_changed``, a restart) to ``register``
+        (``AgentHandle.add_tools``), as ``start`` handed the first ones."""
+        self._register = register
+
+    def _changed(self, link: ServerLink, kind: str) -> None:
+        if kind != "tools":
+            return
+        before = set(self.entries)
+        self._index()
+        new = [self._tool(self.entries[name]) for name in self.entries if name not in before]
+        if new and self._register is not None:
+            self._register(new)
 
     @classmethod
     def from_configs(cls, configs: Sequence[ServerConfig], logs: Path | None = None) -> Manager:
@@ -130,7 +147,12 @@ class Manager:
         link = self.links[entry.server]
 
         async def handler(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-            return await call_tool(link, entry.remote, arguments)
+            if link.status == "ready" and all(t.name != entry.remote for t in link.tools):
+                return ToolResult(
+                    f"MCP server {link.name!r} no longer offers {entry.remote!r} (it changed its tool list)",
+                    is_error=True,
+                )
+            return await call_tool(link, entry.remote, arguments, ctx)
 
         return Tool(
             name=entry.crab_name,
@@ -143,13 +165,15 @@ class Manager:
         )
 
 
-async def call_tool(link: ServerLink, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
+async def call_tool(
+    link: ServerLink, tool: str, arguments: Mapping[str, Any], ctx: ToolContext | None = None
+) -> ToolResult:
     """One call as a crab result: the server's answer, or one line saying why there is none."""
     from crab_mcp.results import to_tool_result
 
     where = f"MCP server {link.name!r}"
     try:
-        result = await link.call(tool, arguments)
+        result = await link.call(tool, arguments, ctx)
     except ServerDown as exc:
         return ToolResult(f"{where} is not available: {exc}", is_error=True)
     except CallFailed as exc:

@@ -132,6 +132,13 @@ TABLE = ConfigTable(
             above=0,
         ),
         Setting(
+            "roots",
+            "list[str]",
+            [],
+            "folders announced to every server as roots besides the workspace (MCP roots)",
+            trust_only=True,
+        ),
+        Setting(
             "serve_permissions",
             "list[str]",
             ["read"],
