@@ -32,6 +32,6 @@ async def start_servers(agent: AgentHandle, plugin: str) -> Manager | None:
             "for this run (`crab mcp list` shows every server and why)",
             "warning",
         )
-    agent.add_tools(plugin, manager.tools())
+    agent.add_tools(plugin, [*manager.tools(), *manager.resource_tools()])
     manager.attach(lambda tools: agent.add_tools(plugin, tools))
     return manager

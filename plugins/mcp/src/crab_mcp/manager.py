@@ -19,6 +19,7 @@ from typing import Any
 from crab import Tool, ToolContext, ToolResult, crab_home
 
 from crab_mcp.names import crab_name
+from crab_mcp.resources import offers
 from crab_mcp.server import CallFailed, ServerDown, ServerLink
 from crab_mcp.settings import ServerConfig
 
@@ -79,6 +80,7 @@ class Manager:
         self.links = {link.name: link for link in links}
         self.entries: dict[str, ToolEntry] = {}
         self._register: Callable[[list[Tool]], Any] | None = None
+        self._resource_tools = False
         for link in links:
             link.on_change.append(self._changed)
 
@@ -88,13 +90,27 @@ class Manager:
         self._register = register
 
     def _changed(self, link: ServerLink, kind: str) -> None:
+        if self._register is None:
+            return
+        if kind == "resources" and not self._resource_tools and offers(link):
+            self._register(self.resource_tools())
+            return
         if kind != "tools":
             return
         before = set(self.entries)
         self._index()
         new = [self._tool(self.entries[name]) for name in self.entries if name not in before]
-        if new and self._register is not None:
+        if new:
             self._register(new)
+
+    def resource_tools(self) -> list[Tool]:
+        """``mcp_resources`` and ``mcp_read_resource`` when a server offers resources (once)."""
+        from crab_mcp.resources import resource_tools
+
+        if self._resource_tools or not any(offers(link) for link in self.links.values()):
+            return []
+        self._resource_tools = True
+        return resource_tools(self)
 
     @classmethod
     def from_configs(cls, configs: Sequence[ServerConfig], logs: Path | None = None) -> Manager:
