@@ -125,3 +125,18 @@ def test_server_everything_list_changed_progress_and_resources_over_http(tmp_pat
         drive(tmp_path, {"url": f"http://127.0.0.1:{port}/mcp"}, check)
     finally:
         server.stop()
+
+
+def test_server_everything_over_the_legacy_sse_transport(tmp_path, everything_js, http_server, port):
+    server = http_server(["node", str(everything_js), "sse"], port, env={**os.environ, "PORT": str(port)})
+
+    async def check(manager: Manager, link: ServerLink, added: list[Any]) -> None:
+        echo = {t.name: t for t in manager.tools()}["ev_echo"]
+        out = await echo.run({"message": "over sse"}, ToolContext(session_id="s", workspace=tmp_path))
+        assert out.content == "Echo: over sse"
+        assert link.config.transport == "sse"
+
+    try:
+        drive(tmp_path, {"url": f"http://127.0.0.1:{port}/sse", "transport": "sse"}, check)
+    finally:
+        server.stop()

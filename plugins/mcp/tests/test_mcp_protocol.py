@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import crab_mcp
+import pytest
 from crab import NoticeEvent, ToolContext, ToolResultMessage
 from crab_mcp.manager import Manager
 from crab_mcp.server import ServerLink
@@ -253,3 +254,38 @@ def test_elicitation_asks_the_permission_question_of_the_running_call(tiny, tmp_
             await manager.stop()
 
     asyncio.run(go())
+
+
+# --- transports and results ------------------------------------------------------------------
+
+
+def test_transport_sse_is_only_for_url_servers_and_named_in_the_error():
+    from crab import InvalidValue
+    from crab_mcp.settings import check_server
+
+    check_server("old", {"url": "http://127.0.0.1:1/sse", "transport": "sse"})
+    with pytest.raises(InvalidValue, match="only with url"):
+        check_server("old", {"command": "x", "transport": "sse"})
+    with pytest.raises(InvalidValue, match=r"streamable-http .* or sse"):
+        check_server("old", {"url": "http://127.0.0.1:1/sse", "transport": "websocket"})
+
+
+def test_audio_and_image_results_are_a_note_with_type_and_size():
+    import base64
+
+    from crab_mcp.results import to_tool_result
+    from mcp import types
+
+    data = base64.b64encode(b"\0" * 300).decode()
+    result = types.CallToolResult(
+        content=[
+            types.AudioContent(type="audio", data=data, mime_type="audio/wav"),
+            types.ImageContent(type="image", data=data, mime_type="image/png"),
+        ]
+    )
+    out = to_tool_result(result)
+    assert out.content.splitlines() == [
+        "[audio audio/wav, about 300 bytes, not shown]",
+        "[image image/png, about 300 bytes, not shown]",
+    ]
+    assert out.details["content_types"] == ["audio", "image"]

@@ -132,13 +132,24 @@ class ServerLink:
             return self.connector(stack)
         config = self.config
         if config.url is not None:
+            import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
             from crab_mcp.http_client import HttpWatch, http_client
 
-            headers = resolve_refs(config.headers, self.environ, "header")
-            self._http = HttpWatch()
-            http = http_client(headers, config.connect_timeout, config.timeout, config.max_message, self._http)
+            resolved = headers = resolve_refs(config.headers, self.environ, "header")
+            self._http = watch = HttpWatch()
+            if config.transport == "sse":
+                from mcp.client.sse import sse_client
+
+                def factory(
+                    headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
+                ) -> httpx2.AsyncClient:
+                    # crab's client (its headers, timeouts and bound on each body), not the SDK's.
+                    return http_client(resolved, config.connect_timeout, config.timeout, config.max_message, watch)
+
+                return sse_client(config.url, httpx_client_factory=factory, sse_read_timeout=max(300.0, config.timeout))
+            http = http_client(headers, config.connect_timeout, config.timeout, config.max_message, watch)
             await stack.enter_async_context(http)
             return streamable_http_client(config.url, http_client=http, max_sse_event_size=config.max_message)
         from crab_mcp.logpump import start_pump
