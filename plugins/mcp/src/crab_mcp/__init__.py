@@ -118,10 +118,13 @@ def crab_cli(app: Any, config: Config) -> None:
     @mcp_app.command("serve")
     def serve_cmd(
         plugins: str | None = typer.Option(None, "--plugins", help="Comma list of plugins whose tools to offer."),
+        http: int | None = typer.Option(
+            None, "--http", help="Serve streamable HTTP on 127.0.0.1:PORT (bearer token in $CRAB_HOME/mcp/serve.token)."
+        ),
     ) -> None:
-        """Offer crab's tools to an MCP client over stdio (write/exec only if serve_permissions allows)."""
+        """Offer crab's tools to an MCP client over stdio or HTTP (write/exec only if serve_permissions allows)."""
         from crab_mcp.bridge import serve
 
-        raise typer.Exit(serve(plugins))
+        raise typer.Exit(serve(plugins, http))
 
     app.add_typer(mcp_app, name="mcp")
