@@ -113,7 +113,7 @@ TABLE = ConfigTable(
             "servers",
             "table",
             {},
-            "MCP servers by name: command/args/env/cwd (stdio) or url/headers (HTTP), enabled, include, "
+            "MCP servers by name: command/args/env/cwd (stdio) or url/headers/transport (HTTP), enabled, include, "
             "exclude, timeout, connect_timeout, prefix, permission, permissions (see the plugin README)",
             trust_only=True,
         ),
