@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -126,7 +127,9 @@ def build() -> MCPServer:
     @srv.tool()
     async def roots(ctx: Context) -> str:
         """The roots the client announces, one URI a line."""
-        listed = await ctx.session.list_roots()
+        with warnings.catch_warnings():  # deprecated only for 2026-07-28 sessions; crab's are legacy
+            warnings.simplefilter("ignore")
+            listed = await ctx.session.list_roots()
         return "\n".join(str(r.uri) for r in listed.roots)
 
     @srv.tool()
@@ -135,10 +138,12 @@ def build() -> MCPServer:
         from mcp import MCPError, types
 
         try:
-            done = await ctx.session.create_message(
-                messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text="hi"))],
-                max_tokens=10,
-            )
+            with warnings.catch_warnings():  # deprecated only for 2026-07-28 sessions; crab's are legacy
+                warnings.simplefilter("ignore")
+                done = await ctx.session.create_message(
+                    messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text="hi"))],
+                    max_tokens=10,
+                )
         except MCPError as exc:
             return f"refused: {exc.message}"
         return f"answered: {done.content}"
