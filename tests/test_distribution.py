@@ -59,7 +59,7 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ours = sorted(house.glob("*.whl"))
     stems = ["crab_core", "crab_provider_mock", "crab_tools_basic", *(n.replace("-", "_") for n in KIT_NAMES)]
     assert sorted(w.name.split("-")[0] for w in ours) == sorted(stems)
-    fetched = run([sys.executable, "-m", "pip", "download", "-q", "-d", house, *ours, "pytest"])
+    fetched = run([sys.executable, "-m", "pip", "download", "-q", "-d", house, *ours, "pytest", "hypothesis"])
     if fetched.returncode != 0:
         pytest.skip(f"pip download of crab's dependencies failed (no package index?): {fetched.stderr[-300:]}")
     return house
@@ -71,7 +71,7 @@ def fresh(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
     root = tmp_path_factory.mktemp("fresh")
     venv.EnvBuilder(with_pip=True).create(root / "venv")
     pip = root / "venv" / "bin" / "pip"
-    names = ["crab-core", "crab-tools-basic", "crab-provider-mock", *KIT_NAMES, "pytest"]
+    names = ["crab-core", "crab-tools-basic", "crab-provider-mock", *KIT_NAMES, "pytest", "hypothesis"]
     result = run([pip, "install", "--no-index", "--find-links", wheelhouse, *names], env=offline_env(root))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return root / "venv" / "bin"

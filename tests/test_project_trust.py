@@ -226,3 +226,24 @@ def test_plugins_disable_project_takes_effect_without_trust(tmp_path):
     assert "bash" not in listed.stdout and "web_fetch" in listed.stdout
     enabled = crab_free(["plugins", "enable", "tools-basic", "--project"], home, work)
     assert "applies once you trust it (`crab trust" in enabled.stdout
+
+
+def test_an_untrusted_project_cannot_switch_off_a_plugin_that_guards_tool_calls(tmp_path):
+    """Switching a guard off widens what crab may do: crab-schedule implements
+    ``crab_before_tool_call``, so a project's ``disabled`` keeps it on, saying so, until trusted;
+    tools-basic (no guard hook) goes off as before."""
+    work = tmp_path / "repo"
+    (work / ".crab").mkdir(parents=True)
+    config = work / ".crab" / "config.toml"
+    config.write_text('[plugins]\ndisabled = ["schedule", "tools-basic"]\n')
+    home = tmp_path / "home"
+
+    untrusted = crab_free(["tools"], home, work)
+    assert untrusted.returncode == 0, untrusted.stderr
+    assert "schedule_add" in untrusted.stdout and "bash" not in untrusted.stdout
+    assert f"project config {config} (not trusted) cannot switch off schedule: it guards" in untrusted.stderr
+    assert "switches off plugins: tools-basic" in untrusted.stderr
+    assert crab(["trust"], home, work).returncode == 0
+    trusted = crab_free(["tools"], home, work)
+    assert trusted.returncode == 0, trusted.stderr
+    assert "schedule_add" not in trusted.stdout and "cannot switch off" not in trusted.stderr

@@ -24,7 +24,7 @@ def gone(pid: int) -> bool:
         return True
 
 
-def wait_gone(pid: int, within: float = 10.0) -> bool:
+def wait_gone(pid: int, within: float = 30.0) -> bool:  # returns once gone; a loaded machine is slow
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if gone(pid):

@@ -252,6 +252,9 @@ class Config:
     warnings: list[str] = field(default_factory=list)
     project_disabled: list[str] = field(default_factory=list)
     """Plugins an untrusted project switched off (it may narrow what loads): named in ``notices``."""
+    kept_guards: list[str] = field(default_factory=list)
+    """Plugins an untrusted project tried to switch off that guard tool or model calls: they stay
+    on (the plugin host decides, ``plugin_host.GUARD_HOOKS``), named in ``notices``."""
     unread: list[str] = field(default_factory=list)
     """Config files found but not read (a project's config that is a folder): kept in ``warnings``."""
     tables: dict[Parts, ConfigTable] = field(default_factory=dict)
@@ -312,7 +315,7 @@ class Config:
             if isinstance(own, list) and all(isinstance(v, str) for v in own):
                 below = get_path(merge_layers(effective[:project_at]), DISABLED, [])
                 below = list(below) if isinstance(below, list) else []
-                added = [name for name in dict.fromkeys(own) if name not in below]
+                added = [name for name in dict.fromkeys(own) if name not in below and name not in self.kept_guards]
             self.project_disabled = added
             if drops or added:
                 kept = copy.deepcopy(project.data)
@@ -393,6 +396,11 @@ class Config:
             lines.append(
                 f"project config {self.project_path} (not trusted) switches off plugins: "
                 f"{', '.join(self.project_disabled)}"
+            )
+        for name in self.kept_guards:
+            lines.append(
+                f"project config {self.project_path} (not trusted) cannot switch off {name}: it guards "
+                "tool or model calls; `crab trust` the project to let it"
             )
         return [*lines, *self.warnings]
 

@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP = "crab"
 Status = Literal["loaded", "disabled", "failed", "missing", "builtin"]
+DISABLED_REASON = "disabled in config ([plugins] disabled)"
+GUARD_HOOKS = ("crab_before_tool_call", "crab_after_tool_call", "crab_before_model_call")
+"""Hooks that guard what crab does: a plugin implementing one is never switched off by an
+untrusted project (switching off a guard widens what crab may do)."""
 
 OWN_NAMES = frozenset(
     {"core", "loop-guard", "tool-view", "permissions", "crab-config", "program-tools", "program-runs"}
@@ -101,7 +105,7 @@ def select_plugins(
             chosen, source = sorted(installed), ""
         for name in [n for n in chosen if n in disabled]:
             chosen.remove(name)
-            reasons[name] = "disabled in config ([plugins] disabled)"
+            reasons[name] = DISABLED_REASON
     ordered = list(dict.fromkeys(chosen))  # first mention wins, order kept
     for name in installed:
         if name not in ordered and name not in reasons:
@@ -208,6 +212,7 @@ class PluginHost:
                 reason=reason,
             )
         imported: list[tuple[str, object, PluginRecord]] = []
+        chosen = [*chosen, *self._guards_a_project_cannot_disable(by_name, reasons)]
         for name in chosen:
             if name in self.records and self.records[name].status == "failed":
                 continue
@@ -226,6 +231,34 @@ class PluginHost:
             if loaded is not None:
                 imported.append((name, *loaded))
         self._admit_all(imported)
+
+    def _guards_a_project_cannot_disable(self, by_name: Mapping[str, EntryPoint], reasons: dict[str, str]) -> list[str]:
+        """Plugins only an untrusted project switched off that guard tool or model calls: they load.
+
+        Narrowing what loads needs no trust, but switching off a guard (a sandbox, a policy on
+        tool calls) widens what crab may do, so that stays the user's word. The plugin is
+        imported to see its hooks; the notice says what was kept and how to let the project.
+        """
+        config = self.config
+        if config is None or not config.project_disabled:
+            return []
+        kept = []
+        for name in list(config.project_disabled):
+            ep = by_name.get(name)
+            if ep is None or reasons.get(name) != DISABLED_REASON:
+                continue
+            try:
+                plugin = ep.load()
+            except Exception:  # its own load below reports the failure
+                plugin = None
+            if plugin is not None and not any(callable(getattr(plugin, hook, None)) for hook in GUARD_HOOKS):
+                continue
+            kept.append(name)
+            del reasons[name]
+            self.records.pop(name, None)
+            config.project_disabled.remove(name)
+            config.kept_guards.append(name)  # the config's next resolution keeps it on too
+        return kept
 
     def load_objects(self, plugins: Mapping[str, object]) -> None:
         """Register in-process plugin objects (modules, instances) as if they were installed."""
