@@ -243,8 +243,9 @@ class Agent:
         """Summarise older history into a compaction anchor and keep the recent turns verbatim.
 
         None when there was nothing older to summarise or the summary failed (a ``CompactionEvent``
-        with ``phase="failed"`` says why; by hand, nothing to summarise yet has no event). Each summarising call is priced and reported with one
-        ``UsageEvent``. Raises only on cancellation (or ``PluginError`` in strict mode).
+        with ``phase="failed"`` says why; by hand, nothing to summarise yet has no event). Each
+        summarising call is priced and reported with one ``UsageEvent``. Raises only on
+        cancellation (or ``PluginError`` in strict mode).
         """
         base = ModelRequest(model=self.model, system="", messages=(), temperature=self.temperature)
         async with session.compacting:
