@@ -26,11 +26,11 @@ import pluggy
 from crab._config import environ
 from crab._host import declared, hookspecs
 from crab._host.api_version import API_VERSION, check_range
-from crab._host.clashes import CORE, LISTED, PROGRAM, Rank, build_registry
 from crab._host.dispatch import HOOKS, Dispatcher, Failure, describe
 
 if TYPE_CHECKING:
     from crab._config.layers import Config
+    from crab._host.clashes import Rank
     from crab._host.entry_points import EntryPoint
 
 ENTRY_POINT_GROUP = "crab"
@@ -182,6 +182,8 @@ class PluginHost:
 
     def add_builtin(self, name: str, plugin: object) -> None:
         """Register one of core's own plugins (always on, listed as ``builtin``)."""
+        from crab._host.clashes import CORE, Rank  # only runs that build registries need it (--help does not)
+
         self.dispatch.core.add(name)
         self._ranks.setdefault(name, Rank(CORE))
         self._admit_all([(name, plugin, PluginRecord(name=name, status="builtin", distribution="crab-core"))])
@@ -212,6 +214,8 @@ class PluginHost:
         chosen, reasons = select_plugins(list(by_name), self.config, cli, env)
         source = order_source(self.config, cli, env)
         if source:
+            from crab._host.clashes import LISTED, Rank
+
             for name in chosen:
                 self._ranks.setdefault(name, Rank(LISTED, source))
         for name, reason in reasons.items():
@@ -250,6 +254,8 @@ class PluginHost:
     def load_objects(self, plugins: Mapping[str, object]) -> None:
         """Register in-process plugin objects (modules, instances) as if they were installed; the
         program gave them, so they win a name clash with an installed plugin (``crab._host.clashes``)."""
+        from crab._host.clashes import PROGRAM, Rank
+
         for name in plugins:
             self._ranks.setdefault(name, Rank(PROGRAM))
         self._admit_all([(name, plugin, _in_process(name, plugin)) for name, plugin in plugins.items()])
@@ -424,6 +430,8 @@ class PluginHost:
     def _build(self, kind: Kind) -> dict[str, Any]:
         """Name → item; a name two plugins offer is settled by ``crab._host.clashes`` (never by
         which one sorts first), each item left out reported once as a fault of its plugin."""
+        from crab._host.clashes import build_registry
+
         order = [n for n in sorted(self._contributions[kind], key=lambda n: self._order.get(n, 0)) if n in self._order]
         table, faults = build_registry(kind, self._contributions[kind], order, self._ranks)
         for fault in faults:
