@@ -111,3 +111,18 @@ def test_rank_classes_and_override():
     listed = {n: Rank(LISTED, "--plugins") for n in three}
     table, faults = build_registry("tools", three, ["i", "j", "k"], listed)
     assert table["x"] is a and [f.plugins for f in faults] == [("j",), ("k",)]
+
+
+def test_a_programs_plugin_list_is_named_as_such(monkeypatch: pytest.MonkeyPatch):
+    from crab._assembly.choosing import build_host
+    from crab._host import plugin_host
+
+    points = [EntryPoint("duplicate", "crab_fake_duplicate", "crab"), EntryPoint("good", "crab_fake_good", "crab")]
+    monkeypatch.setattr(plugin_host, "discover_entry_points", lambda: points)
+    made = build_host(make_config(), ["good", "duplicate"], validate=False, strict=False, environment=False)
+    assert echo_owner(made) == ("good", GOOD)
+    (line,) = [f.line for f in made.failures]
+    assert "comes first in the program's plugins list; list duplicate before good there" in line
+    by_flag = build_host(make_config(), "duplicate,good", validate=False, strict=False, environment=False)
+    assert echo_owner(by_flag) == ("duplicate", LOUD)
+    assert "comes first in --plugins" in by_flag.failures[0].line

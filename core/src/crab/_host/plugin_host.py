@@ -110,11 +110,16 @@ def select_plugins(
     return ordered, reasons
 
 
-def order_source(config: Config | None, cli: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> str:
+def order_source(
+    config: Config | None,
+    cli: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    cli_source: str = "--plugins",
+) -> str:
     """Where the user wrote the load order ``select_plugins`` follows; empty when nobody did
     (every installed plugin, sorted by name): then a name clash settles nothing by order."""
     if cli is not None:
-        return "--plugins"
+        return cli_source
     if environ.plugin_list(env) is not None:
         return environ.PLUGINS
     if config is not None and config.get("plugins.enabled") is not None:
@@ -193,10 +198,12 @@ class PluginHost:
         entry_points: Sequence[EntryPoint] | None = None,
         cli: Sequence[str] | None = None,
         env: Mapping[str, str] | None = None,
+        cli_source: str = "--plugins",
     ) -> None:
         """Discover installed plugins, choose the enabled ones and import only those.
 
-        ``cli`` is ``--plugins`` (None when not given); ``CRAB_PLUGINS`` is read from ``env``.
+        ``cli`` is ``--plugins`` (None when not given; ``cli_source`` names it in messages, a
+        program's list being no flag); ``CRAB_PLUGINS`` is read from ``env``.
         """
         found = discover_entry_points() if entry_points is None else list(entry_points)
         by_name: dict[str, EntryPoint] = {}
@@ -212,7 +219,7 @@ class PluginHost:
                 continue
             by_name[ep.name] = ep
         chosen, reasons = select_plugins(list(by_name), self.config, cli, env)
-        source = order_source(self.config, cli, env)
+        source = order_source(self.config, cli, env, cli_source)
         if source:
             from crab._host.clashes import LISTED, Rank
 
