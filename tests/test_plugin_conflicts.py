@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "core" / "tests" / "fake_plugins" / "crab_fake_broken"
 BASIC = {"read", "write", "edit", "bash", "glob", "grep"}
 LINE = (
-    "plugin tools-basic failed: its tool 'ls' was left out because plugin 'shadow-ls' (loaded earlier) registers "
-    "one too; disable one of them (crab plugins disable shadow-ls or tools-basic) or set override=True on the one "
-    "that should win"
+    "plugin tools-basic failed: its tool 'ls' was left out because plugin 'shadow-ls' registers one too and comes "
+    "first in CRAB_PLUGINS; list tools-basic before shadow-ls there to use this one, or disable one of them "
+    "(crab plugins disable shadow-ls or tools-basic)"
 )
 
 
@@ -75,3 +75,29 @@ def test_run_says_it_once_and_the_basic_tools_still_run(env, tmp_path):
     results = {e["name"]: e for e in events if e["type"] == "tool_result"}
     assert results["ls"]["content"] == "shadow ls"
     assert not results["read"]["is_error"] and "the notes" in results["read"]["content"]
+
+
+def test_installed_only_neither_takes_the_name_until_the_user_orders_them(env, tmp_path):
+    # Every installed plugin loads, sorted by name: shadow-ls sorted first and silently took `ls`.
+    del env["CRAB_PLUGINS"]
+    result = crab(["tools", "--json"], env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    owners = {t["name"]: t["plugin"] for t in json.loads(result.stdout)}
+    assert "ls" not in owners and owners["wordstat"] == "shadow-ls" and owners["read"] == "tools-basic"
+    clash = [line for line in warnings(result.stderr) if "'ls'" in line]
+    assert clash == [
+        "plugin shadow-ls failed: its tool 'ls' is also registered by plugin 'tools-basic', so neither is used; "
+        "list both in [plugins] enabled (which then names every plugin that loads), the one that should win "
+        "first, or disable one (crab plugins disable shadow-ls or crab plugins disable tools-basic)"
+    ]
+    home = Path(env["CRAB_HOME"])
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text('[plugins]\nenabled = ["provider-mock", "tools-basic", "shadow-ls"]\n')
+    settled = crab(["tools", "--json"], env, tmp_path)
+    assert settled.returncode == 0, settled.stderr
+    assert {t["name"]: t["plugin"] for t in json.loads(settled.stdout)}["ls"] == "tools-basic"
+    assert [line for line in warnings(settled.stderr) if "'ls'" in line] == [
+        "plugin shadow-ls failed: its tool 'ls' was left out because plugin 'tools-basic' registers one too and "
+        "comes first in [plugins] enabled; list shadow-ls before tools-basic there to use this one, or disable one "
+        "of them (crab plugins disable tools-basic or shadow-ls)"
+    ]

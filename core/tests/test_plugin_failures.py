@@ -15,9 +15,9 @@ LINES = {
     "this plugin is broken on purpose",
     "broken-tools": "plugin broken-tools failed: crab_tools raised ValueError: no tools today",
     "garbage": "plugin garbage failed: crab_tools returned int, expected a list of Tool",
-    "duplicate": "plugin duplicate failed: its tool 'echo' was left out because plugin 'good' (loaded earlier) "
-    "registers one too; disable one of them (crab plugins disable good or duplicate) or set override=True on the "
-    "one that should win",
+    "duplicate": "plugin duplicate failed: its tool 'echo' was left out because plugin 'good' registers one too and "
+    "comes first in CRAB_PLUGINS; list duplicate before good there to use this one, or disable one of them "
+    "(crab plugins disable good or duplicate)",
     "broken-api-int": 'plugin broken-api-int failed: CRAB_API must be a version range string such as ">=1.0,<2", '
     "not int 2; quote it in the plugin",
     "broken-api-old": f"plugin broken-api-old failed: was written for crab plugin API <1.0 and this {API}: "

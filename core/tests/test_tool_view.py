@@ -10,6 +10,7 @@ from crab._builtin.tool_view import STUB_PARAMETERS, ToolView, expanded_tools, h
 from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from crab._loop.compaction import CONTINUED, anchor_payload, carried
 from crab._loop.turn import SCHEMAS_SENT, STUB_CALL_NOTE
+from crab.testing import ScriptedProvider
 
 
 def plugin(*tools: crab.Tool) -> object:
@@ -211,3 +212,36 @@ def test_a_compaction_mid_turn_keeps_the_turns_expanded_tools_live_and_resumed(c
     assert full(after) == {"alpha", "beta"}  # beta was summarised away, its schema stays for the turn
     resumed = h.run_async(h.agent.resume(h.session.id))
     assert expanded_tools(resumed.messages, h.agent.tools) == {"alpha", "beta"}
+
+
+class ForcingProvider(ScriptedProvider):
+    """A provider that sends a ``tool_choice``: it names the tools the model must call."""
+
+    def __init__(self, replies, forced) -> None:
+        super().__init__(replies)
+        self.forced = forced
+
+    def forced_tools(self, request):
+        return self.forced(request)
+
+
+def test_a_tool_the_provider_forces_goes_with_its_full_schema(crab_agent):
+    provider = ForcingProvider([[{"tool": "beta", "args": {"pattern": "x"}}], [{"text": "done"}]], lambda r: ["beta"])
+    h = crab_agent(provider=provider, plugins=TOOLS)
+    assert h.run("find it").text == "done"
+    first = {s.name: s for s in h.requests[0].tools}
+    assert first["beta"] == beta.spec()  # never the stub the model would copy as its arguments
+    assert full(h.requests[0]) == {"beta"}
+    assert h.session.described == {"beta"}
+    assert not any(STUB_CALL_NOTE in getattr(m, "content", "") for m in h.session.messages)
+
+
+def test_forcing_any_tool_sends_every_schema_and_nothing_forced_keeps_the_stubs(crab_agent):
+    every = ForcingProvider([[{"text": "a"}]], lambda r: [s.name for s in r.tools])
+    h = crab_agent(provider=every, plugins=TOOLS)
+    h.run("go")
+    assert full(h.requests[0]) == {"alpha", "beta", "gamma"}
+    none = ForcingProvider([[{"text": "b"}]], lambda r: ["no_such_tool"])
+    h = crab_agent(provider=none, plugins=TOOLS)
+    h.run("go")
+    assert full(h.requests[0]) == set()

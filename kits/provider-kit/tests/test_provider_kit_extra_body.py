@@ -39,6 +39,26 @@ def test_tool_fields_stay_out_of_a_request_without_tools():
     assert RULES.for_request(extra, has_tools=True) == extra
 
 
+@pytest.mark.parametrize(
+    ("choice", "forced"),
+    [
+        ({"type": "function", "function": {"name": "read"}}, {"read"}),  # chat completions
+        ({"type": "tool", "name": "read"}, {"read"}),  # Anthropic messages
+        ("required", {"read", "grep"}),
+        ({"type": "any"}, {"read", "grep"}),
+        ("auto", set()),
+        ({"type": "none"}, set()),
+        ({"type": "tool", "name": "gone"}, set()),
+        (None, set()),
+    ],
+)
+def test_forced_tools_are_those_a_tool_choice_makes_the_model_call(choice, forced):
+    extra = {} if choice is None else {"tool_choice": choice}
+    assert RULES.forced_tools(extra, ["read", "grep"]) == forced
+    assert RULES.forced_tools(extra, []) == set()
+    assert ExtraBody(reserved=()).forced_tools(extra, ["read"]) == set()  # no tool_choice in its wire format
+
+
 def test_merge_lays_tables_key_by_key_and_replaces_the_rest():
     base = {"options": {"a": 1, "b": 2}, "top_k": 5}
     assert merge_tables(base, {"options": {"b": 3}, "top_k": 1}) == {"options": {"a": 1, "b": 3}, "top_k": 1}

@@ -52,7 +52,8 @@ def build_host(
         parse_plugin_list(plugins) if isinstance(plugins, str) else (list(plugins) if plugins is not None else None)
     )
     if discover:
-        host.load_entry_points(cli=chosen, env=None if environment else {})
+        source = "--plugins" if isinstance(plugins, str) else "the program's plugins list"
+        host.load_entry_points(cli=chosen, env=None if environment else {}, cli_source=source)
     host.load_objects(objects or {})
     if validate:
         apply_declarations(host, config)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from crab._contracts.commands import Command, CommandContext, CommandResult
+from crab._contracts.events import CompactionEvent
 
 
 def help_command(ctx: CommandContext, args: str) -> str:
@@ -65,14 +66,26 @@ async def handoff_command(ctx: CommandContext, args: str) -> CommandResult:
 
 
 async def compact_command(ctx: CommandContext, args: str) -> CommandResult:
-    before = len(ctx.session.messages)
-    if not await ctx.handle.compact(ctx.session, args.strip() or None):
-        return CommandResult("nothing was compacted", is_error=True)
-    after = len(ctx.session.messages)
-    return CommandResult(
-        f"compacted: {before} messages in context became a summary and {after} recent ones; "
-        "the full history stays in the session"
+    # The compaction's own events carry its counts: the answer repeats those, so the two agree.
+    seen: list[CompactionEvent] = []
+    unsubscribe = ctx.handle.subscribe(
+        lambda event: seen.append(event) if isinstance(event, CompactionEvent) else None, session=ctx.session
     )
+    try:
+        compacted = await ctx.handle.compact(ctx.session, args.strip() or None)
+    finally:
+        unsubscribe()
+    if compacted:
+        done = next((event for event in reversed(seen) if event.phase == "done"), None)
+        counts = (
+            f"{done.summarised} older messages became a summary, {done.kept} recent ones stay verbatim; "
+            if done
+            else ""
+        )
+        return CommandResult(f"compacted: {counts}the full history stays in the session")
+    if any(event.phase == "failed" for event in seen):
+        return CommandResult("nothing was compacted: the history is unchanged", is_error=True)
+    return CommandResult("nothing to compact yet: there is no older history to summarise")
 
 
 async def fork_command(ctx: CommandContext, args: str) -> CommandResult:

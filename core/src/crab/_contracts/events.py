@@ -70,7 +70,11 @@ class ToolCallEvent(Event):
 
 @dataclass(frozen=True)
 class ToolResultEvent(Event):
-    """A tool call finished (or was refused, skipped or interrupted)."""
+    """A tool call finished (or was refused, skipped or interrupted).
+
+    ``duration_ms`` is the tool's own run time with the after hooks, never the time a before
+    hook (the permission question) waited; 0 when the tool did not run.
+    """
 
     type: ClassVar[str] = "tool_result"
     call_id: str

@@ -189,7 +189,9 @@ class AgentHandle:
     async def compact(self, session: SessionView, focus: str | None = None) -> bool:
         """Summarise the older history of ``session`` into a compaction anchor now (``/compact``),
         keeping the recent turns verbatim; ``focus`` tells the summary what matters. False when
-        nothing was compacted (a ``CompactionEvent`` says why). Refused while a turn runs."""
+        nothing was compacted: the summary failed (a ``CompactionEvent`` with ``phase="failed"``
+        says why) or there is nothing older than the most recent turn yet (no event). The
+        ``done`` event carries the counts. Refused while a turn runs."""
         from crab._contracts.errors import CrabError
 
         live = _session(session)

@@ -50,6 +50,11 @@ class Provider(Protocol):
     ``ErrorEvent`` (failure; partial tool calls are then never run). It may raise
     ``crab._contracts.errors.ProviderError`` instead of yielding an ``ErrorEvent``; the loop treats both alike.
     Retries happen inside ``stream`` and are reported as ``RetryEvent``s.
+
+    Optional method: ``forced_tools(request) -> Collection[str]``, the names of the tools of
+    ``request.tools`` this provider will make the model call (a ``tool_choice`` it sends, from its
+    config or its own; every name for "call any tool"). The loop sends those tools with their full
+    schemas, never as the progressive view's stubs. Without it, nothing is forced.
     """
 
     name: str

@@ -30,6 +30,7 @@ from crab._host.dispatch import HOOKS, Dispatcher, Failure, describe
 
 if TYPE_CHECKING:
     from crab._config.layers import Config
+    from crab._host.clashes import Rank
     from crab._host.entry_points import EntryPoint
 
 ENTRY_POINT_GROUP = "crab"
@@ -113,6 +114,23 @@ def select_plugins(
     return ordered, reasons
 
 
+def order_source(
+    config: Config | None,
+    cli: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    cli_source: str = "--plugins",
+) -> str:
+    """Where the user wrote the load order ``select_plugins`` follows; empty when nobody did
+    (every installed plugin, sorted by name): then a name clash settles nothing by order."""
+    if cli is not None:
+        return cli_source
+    if environ.plugin_list(env) is not None:
+        return environ.PLUGINS
+    if config is not None and config.get("plugins.enabled") is not None:
+        return "[plugins] enabled"
+    return ""
+
+
 def api_problem(wanted: object, version: str = API_VERSION) -> str | None:
     """Why a plugin's ``CRAB_API`` does not fit this crab, saying which side to change; None if it fits."""
     if not isinstance(wanted, str):
@@ -160,6 +178,8 @@ class PluginHost:
         self.records: dict[str, PluginRecord] = {}
         self.strict = environ.strict_plugins() if strict is None else strict
         self._order: dict[str, int] = {}
+        self._ranks: dict[str, Rank] = {}
+        """Plugin → how it came to its place in load order (``crab._host.clashes``); none: installed only."""
         self.dispatch = Dispatcher(self.pm, self._order, self.fail, self.fault, strict=self.strict)
         self.declarers: dict[str, str] = dict.fromkeys(HOOKS, "core")
         """Hook → who declares it: ``core`` or ``plugin NAME``."""
@@ -171,7 +191,10 @@ class PluginHost:
 
     def add_builtin(self, name: str, plugin: object) -> None:
         """Register one of core's own plugins (always on, listed as ``builtin``)."""
+        from crab._host.clashes import CORE, Rank  # only runs that build registries need it (--help does not)
+
         self.dispatch.core.add(name)
+        self._ranks.setdefault(name, Rank(CORE))
         self._admit_all([(name, plugin, PluginRecord(name=name, status="builtin", distribution="crab-core"))])
 
     def load_entry_points(
@@ -179,10 +202,12 @@ class PluginHost:
         entry_points: Sequence[EntryPoint] | None = None,
         cli: Sequence[str] | None = None,
         env: Mapping[str, str] | None = None,
+        cli_source: str = "--plugins",
     ) -> None:
         """Discover installed plugins, choose the enabled ones and import only those.
 
-        ``cli`` is ``--plugins`` (None when not given); ``CRAB_PLUGINS`` is read from ``env``.
+        ``cli`` is ``--plugins`` (None when not given; ``cli_source`` names it in messages, a
+        program's list being no flag); ``CRAB_PLUGINS`` is read from ``env``.
         """
         found = discover_entry_points() if entry_points is None else list(entry_points)
         by_name: dict[str, EntryPoint] = {}
@@ -198,6 +223,12 @@ class PluginHost:
                 continue
             by_name[ep.name] = ep
         chosen, reasons = select_plugins(list(by_name), self.config, cli, env)
+        source = order_source(self.config, cli, env, cli_source)
+        if source:
+            from crab._host.clashes import LISTED, Rank
+
+            for name in chosen:
+                self._ranks.setdefault(name, Rank(LISTED, source))
         for name, reason in reasons.items():
             if name in self.records:
                 continue
@@ -261,7 +292,12 @@ class PluginHost:
         return kept
 
     def load_objects(self, plugins: Mapping[str, object]) -> None:
-        """Register in-process plugin objects (modules, instances) as if they were installed."""
+        """Register in-process plugin objects (modules, instances) as if they were installed; the
+        program gave them, so they win a name clash with an installed plugin (``crab._host.clashes``)."""
+        from crab._host.clashes import PROGRAM, Rank
+
+        for name in plugins:
+            self._ranks.setdefault(name, Rank(PROGRAM))
         self._admit_all([(name, plugin, _in_process(name, plugin)) for name, plugin in plugins.items()])
 
     def _import_one(self, ep: EntryPoint) -> tuple[object, PluginRecord] | None:
@@ -432,31 +468,21 @@ class PluginHost:
         return self._registries[kind]
 
     def _build(self, kind: Kind) -> dict[str, Any]:
-        """The first plugin in load order keeps a name; a later plugin's item of the same name is
-        left out (reported once as a fault of that plugin) unless exactly one sets ``override``."""
-        table: dict[str, Any] = {}
-        owner: dict[str, str] = {}
-        noun = kind[:-1]
-        for plugin in sorted(self._contributions[kind], key=lambda n: self._order.get(n, 0)):
-            if plugin not in self._order:
+        """Name → item; a name two plugins offer is settled by ``crab._host.clashes`` (never by
+        which one sorts first), each item left out reported once as a fault of its plugin."""
+        from crab._host.clashes import build_registry
+
+        order = [n for n in sorted(self._contributions[kind], key=lambda n: self._order.get(n, 0)) if n in self._order]
+        table, faults = build_registry(kind, self._contributions[kind], order, self._ranks)
+        for fault in faults:
+            if len(fault.plugins) == 1:
+                self.fault(fault.plugins[0], fault.reason)
                 continue
-            for item in self._contributions[kind][plugin]:
-                name = item.name
-                if name not in table:
-                    table[name], owner[name] = item, plugin
-                    continue
-                first = table[name]
-                if getattr(item, "override", False) and not getattr(first, "override", False):
-                    table[name], owner[name] = item, plugin
-                    continue
-                if getattr(first, "override", False) and not getattr(item, "override", False):
-                    continue
-                self.fault(
-                    plugin,
-                    f"its {noun} {name!r} was left out because plugin {owner[name]!r} (loaded earlier) registers "
-                    f"one too; disable one of them (crab plugins disable {owner[name]} or {plugin}) or set "
-                    "override=True on the one that should win",
-                )
+            for plugin in fault.plugins:  # every one of them lost the name; one line says so
+                record = self.records.get(plugin)
+                if record is not None and fault.reason not in record.faults:
+                    record.faults.append(fault.reason)
+            self.dispatch.report(Failure(fault.plugins[0], fault.reason))
         return table
 
     def add_tools(self, plugin: str, tools: Sequence[Any]) -> list[str]:

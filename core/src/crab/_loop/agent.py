@@ -177,11 +177,17 @@ class Agent:
         return Session(info=info, workspace=self.workspace)
 
     async def resume(self, session_id: str) -> Session:
-        """Load a stored session and repair what will go to the provider."""
+        """Load a stored session and repair what will go to the provider.
+
+        A tool call the store holds no result for (crab was killed while it ran) gets its
+        stand-in result stored now, once, so the stored session pairs every call too.
+        """
         info = await self.store.get_session(session_id)
         history = load_history(await self.store.entries(session_id, since_handoff=True))
         if history.skipped:
             self.notice(f"{history.skipped} unreadable entries in session {session_id} were left out", "warning")
+        for result in history.missing:
+            await self.store.append(session_id, "tool_result", self.redactor.payload(message_to_dict(result)))
         workspace = Path(info.workspace) if info.workspace else self.workspace
         return Session(
             info=info,
@@ -237,8 +243,9 @@ class Agent:
         """Summarise older history into a compaction anchor and keep the recent turns verbatim.
 
         None when there was nothing older to summarise or the summary failed (a ``CompactionEvent``
-        with ``phase="failed"`` says why). Each summarising call is priced and reported with one
-        ``UsageEvent``. Raises only on cancellation (or ``PluginError`` in strict mode).
+        with ``phase="failed"`` says why; by hand, nothing to summarise yet has no event). Each
+        summarising call is priced and reported with one ``UsageEvent``. Raises only on
+        cancellation (or ``PluginError`` in strict mode).
         """
         base = ModelRequest(model=self.model, system="", messages=(), temperature=self.temperature)
         async with session.compacting:

@@ -317,7 +317,8 @@ async def compact(
     The caller holds ``session.compacting``. ``base`` gives the model and sampling options;
     ``tools`` names every registered tool.
     None when there was nothing older to summarise or the summary failed (a ``CompactionEvent``
-    with ``phase="failed"`` says why). Raises only on cancellation (or ``PluginError`` in strict mode).
+    with ``phase="failed"`` says why; by hand, ``manual``, nothing to summarise is no failure and
+    has no event). Raises only on cancellation (or ``PluginError`` in strict mode).
     """
 
     def emit(event: Event) -> None:
@@ -328,6 +329,8 @@ async def compact(
     cut = split(messages, keep_tokens(reason, budget.threshold, history_tokens))
     before = int(history_tokens * budget.ratio)
     if cut == 0:
+        if reason == "manual":
+            return None  # harmless, nothing failed: the caller (/compact) says "nothing to compact yet"
         why = "nothing older than the most recent turn to summarise"
         emit(CompactionEvent(session.id, "failed", reason, tokens_before=before, error=why))
         return None

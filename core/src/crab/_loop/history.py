@@ -5,6 +5,9 @@ stay in storage but out of context; every tool call gets exactly one result, dir
 message (a synthetic error result where none was recorded); orphan and duplicate results are
 dropped; a user message left without a reply gets a synthetic assistant reply so roles alternate.
 Results pair with their calls by id wherever concurrent writers put them (see ``repair``).
+A call the store holds no result for (crab was killed while it ran) gets a stand-in result
+written to the store on resume (``stand_ins``, ``Agent.resume``), so the stored session keeps
+the same promise; a real result stored later still wins over it.
 Context starts at the last handoff anchor; a compaction anchor (a handoff that carries the
 verbatim tail it kept, ``crab/_loop/compaction.py``) starts it with that tail.
 """
@@ -23,6 +26,8 @@ from crab._loop.compaction import carried
 NO_RESULT = "No result provided: the session ended before this tool call finished."
 INTERRUPTED = "Task interrupted before this tool finished."
 SKIPPED = "Skipped due to queued user message."
+STOPPED = "Interrupted: crab was stopped before this tool call finished."
+"""The stand-in result a resume stores for a call left without one (see ``stand_ins``)."""
 NO_REPLY = "(no reply: the previous turn was interrupted before the model answered)"
 
 
@@ -33,6 +38,9 @@ class History:
     messages: list[Message]
     handoff: Mapping[str, Any] | None = None
     skipped: int = field(default=0)
+    missing: tuple[ToolResultMessage, ...] = ()
+    """Stand-in results for stored calls that have none in the store (``stand_ins``); already
+    placed in ``messages``, not yet stored."""
 
 
 def messages_from_entries(entries: Iterable[Entry]) -> tuple[list[Message], Mapping[str, Any] | None, int]:
@@ -102,6 +110,8 @@ def _pair(messages: Sequence[Message]) -> dict[tuple[int, int], ToolResultMessag
     for index, message in enumerate(messages):
         if isinstance(message, ToolResultMessage):
             results.setdefault(message.call_id, []).append((index, message))
+    for found in results.values():
+        found.sort(key=lambda item: is_stand_in(item[1]))  # stable: real results first, in order
     shared = Counter(call_id for _, _, call_id in calls)
     used: set[int] = set()
     paired: dict[tuple[int, int], ToolResultMessage] = {}
@@ -121,6 +131,24 @@ def _pair(messages: Sequence[Message]) -> dict[tuple[int, int], ToolResultMessag
     return paired
 
 
+def is_stand_in(message: ToolResultMessage) -> bool:
+    """True for the result a resume stored for a call crab was stopped in (``STOPPED``)."""
+    return message.is_error and message.content == STOPPED
+
+
+def stand_ins(messages: Sequence[Message]) -> list[ToolResultMessage]:
+    """A ``STOPPED`` result for every call of a replayable message in ``messages`` that has no
+    stored result (``repair`` would give it a synthetic one), in call order."""
+    paired = _pair(messages)
+    missing: list[ToolResultMessage] = []
+    for index, message in enumerate(messages):
+        if isinstance(message, AssistantMessage) and message.replayable:
+            for position, call in enumerate(message.tool_calls):
+                if (index, position) not in paired:
+                    missing.append(ToolResultMessage(call.id, call.name, STOPPED, is_error=True))
+    return missing
+
+
 def build_context(entries: Iterable[Entry]) -> list[Message]:
     """The repaired message history for a list of entries (usually ``since_handoff=True``)."""
     messages, _, _ = messages_from_entries(entries)
@@ -128,9 +156,11 @@ def build_context(entries: Iterable[Entry]) -> list[Message]:
 
 
 def load_history(entries: Iterable[Entry]) -> History:
-    """Like ``build_context`` but also returns the handoff state and the unreadable count."""
+    """Like ``build_context`` but also returns the handoff state, the unreadable count and the
+    stand-in results the store lacks (placed in the messages as the store will hold them)."""
     messages, handoff, unreadable = messages_from_entries(entries)
-    return History(messages=repair(messages), handoff=handoff, skipped=unreadable)
+    missing = stand_ins(messages)
+    return History(messages=repair([*messages, *missing]), handoff=handoff, skipped=unreadable, missing=tuple(missing))
 
 
 def unpaired_calls(messages: Sequence[Message]) -> list[str]:

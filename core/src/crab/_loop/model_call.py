@@ -30,6 +30,7 @@ from crab._contracts.events import (
 from crab._contracts.messages import AssistantMessage, Thinking, hash_bytes, unique_id, usage_to_dict
 from crab._contracts.providers import ModelInfo, ModelRequest, Provider
 from crab._contracts.storage import EntryType
+from crab._contracts.tools import Tool
 from crab._host.dispatch import Dispatcher
 from crab._loop.pricing import with_cost
 from crab._loop.session import Session
@@ -96,10 +97,15 @@ class ModelCalls:
         self.append_entry = append_entry
         self.redact = redact
 
-    async def prepare(self, session: Session, request: ModelRequest) -> ModelRequest:
+    async def prepare(
+        self, session: Session, request: ModelRequest, tools: Mapping[str, Tool] | None = None
+    ) -> ModelRequest:
         """``request`` as the ``crab_before_model_call`` implementations leave it (the progressive
-        tool view among them); ``ModelCallRefused`` when one fails."""
-        return await self.dispatch.before_model_call(request, session.id)
+        tool view among them); ``ModelCallRefused`` when one fails. A tool of ``tools`` (the
+        registry) that the provider will force the model to call goes with its full schema,
+        whatever a hook made of it: a forced call cannot be preceded by a hint that expands it."""
+        request = await self.dispatch.before_model_call(request, session.id)
+        return with_forced_schemas(request, self.provider, tools) if tools and request.tools else request
 
     async def send(
         self,
@@ -222,3 +228,22 @@ def unique_call_ids(message: AssistantMessage) -> AssistantMessage:
     taken: set[str] = set()
     calls = tuple(replace(call, id=unique_id(call.id, taken)) for call in message.tool_calls)
     return message if calls == message.tool_calls else replace(message, tool_calls=calls)
+
+
+def forced_tools(provider: Provider, request: ModelRequest) -> frozenset[str]:
+    """The tools ``provider`` makes the model call for ``request`` (its optional ``forced_tools``,
+    e.g. a configured ``tool_choice``); empty for a provider without it."""
+    forced = getattr(provider, "forced_tools", None)
+    return frozenset(forced(request)) if callable(forced) else frozenset()
+
+
+def with_forced_schemas(request: ModelRequest, provider: Provider, tools: Mapping[str, Tool]) -> ModelRequest:
+    """``request`` with the full registered schema of every tool the provider forces."""
+    forced = forced_tools(provider, request)
+    if not forced:
+        return request
+    specs = []
+    for spec in request.tools:
+        tool = tools.get(spec.name) if spec.name in forced else None
+        specs.append(tool.spec() if tool is not None and spec.parameters != tool.parameters else spec)
+    return replace(request, tools=tuple(specs))

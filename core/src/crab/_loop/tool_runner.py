@@ -36,6 +36,17 @@ class BatchOutcome:
     stopped: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Executed:
+    """One call's result, whether an interceptor's refusal ends the turn, and the tool's own run
+    time (the tool and the after hooks; never the time a before hook, such as the permission
+    question, waited; 0 when the tool did not run)."""
+
+    result: ToolResult
+    end_turn: bool = False
+    duration_ms: float = 0.0
+
+
 def batches(calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -> list[list[ToolCall]]:
     """Consecutive non-exclusive calls form one concurrent batch; an exclusive call runs alone."""
     groups: list[list[ToolCall]] = []
@@ -99,37 +110,42 @@ class ToolRunner:
             await self.record(call, result, 0.0)
 
     async def _one(self, call: ToolCall, outcome: BatchOutcome, done: dict[str, ToolResult]) -> None:
-        started = time.monotonic()
-        result, stop = await self.execute_call(call)
-        if stop and outcome.stopped is None:
-            outcome.stopped = result.content
-        done[call.id] = result
-        await self.record(call, result, (time.monotonic() - started) * 1000)
+        executed = await self.execute_call(call)
+        if executed.end_turn and outcome.stopped is None:
+            outcome.stopped = executed.result.content
+        done[call.id] = executed.result
+        await self.record(call, executed.result, executed.duration_ms)
 
     async def execute(self, call: ToolCall) -> ToolResult:
         """One call through parse check, lookup, before hooks, the tool, after hooks."""
-        return (await self.execute_call(call))[0]
+        return (await self.execute_call(call)).result
 
-    async def execute_call(self, call: ToolCall) -> tuple[ToolResult, bool]:
-        """One call's result, and whether an interceptor's refusal ends the turn."""
+    async def execute_call(self, call: ToolCall) -> Executed:
+        """One call's result, whether an interceptor's refusal ends the turn, and how long it ran."""
         if call.parse_error is not None:
             raw = (call.raw_arguments or "")[:MAX_RAW_ECHO]
-            return ToolResult(
-                f"Invalid arguments for {call.name}: {call.parse_error}. You sent: {raw!r}. "
-                "Send the arguments as one JSON object.",
-                is_error=True,
-            ), False
+            return Executed(
+                ToolResult(
+                    f"Invalid arguments for {call.name}: {call.parse_error}. You sent: {raw!r}. "
+                    "Send the arguments as one JSON object.",
+                    is_error=True,
+                )
+            )
         tool = self.tools.get(call.name)
         if tool is None:
             available = ", ".join(sorted(self.tools)) or "none"
-            return ToolResult(
-                f"Unknown tool {call.name!r}.{did_you_mean(call.name, self.tools)} Available tools: {available}.",
-                is_error=True,
-            ), False
+            return Executed(
+                ToolResult(
+                    f"Unknown tool {call.name!r}.{did_you_mean(call.name, self.tools)} Available tools: {available}.",
+                    is_error=True,
+                )
+            )
         ctx = self.make_context(call, tool)
         call, deny = await self.dispatch.before_tool_call(call, tool, ctx)
         if deny is not None:
-            return ToolResult(deny.reason, is_error=True), deny.end_turn
+            return Executed(ToolResult(deny.reason, is_error=True), deny.end_turn)
+        # The clock starts after the interceptors: the permission gate may wait for the user there.
+        started = time.monotonic()
         timeout = tool.timeout if tool.timeout is not None else self.default_timeout
         try:
             async with asyncio.timeout(timeout):
@@ -138,4 +154,5 @@ class ToolRunner:
             result = ToolResult(f"{tool.name} timed out after {timeout:g} s and was cancelled.", is_error=True)
         except Exception as exc:
             result = ToolResult(f"{tool.name} failed: {type(exc).__name__}: {exc}", is_error=True)
-        return await self.dispatch.after_tool_call(call, tool, result, ctx), False
+        result = await self.dispatch.after_tool_call(call, tool, result, ctx)
+        return Executed(result, duration_ms=(time.monotonic() - started) * 1000)

@@ -200,7 +200,7 @@ class Turn:
             max_tokens=parts.settings.max_tokens,
             temperature=parts.settings.temperature,
         )
-        request = await parts.calls.prepare(session, request)
+        request = await parts.calls.prepare(session, request, tools)
         if with_tools:
             session.described = described(request.tools, tools)
         return request

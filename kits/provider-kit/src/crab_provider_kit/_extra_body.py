@@ -76,6 +76,24 @@ class ExtraBody:
         """The ``extra_body`` fields that fit one request."""
         return {k: v for k, v in extra.items() if has_tools or k not in self.tool_fields}
 
+    def forced_tools(self, extra: Mapping[str, Any], tools: Sequence[str]) -> frozenset[str]:
+        """The names of ``tools`` a ``tool_choice`` in ``extra`` makes the model call (a provider's
+        ``forced_tools``): the one it names, every one for "call some tool", none otherwise.
+
+        Both wire shapes: chat completions' ``"required"`` and ``{"type": "function", "function":
+        {"name": ...}}``, Anthropic's ``{"type": "any"}`` and ``{"type": "tool", "name": ...}``.
+        """
+        if not tools or "tool_choice" not in self.tool_fields:
+            return frozenset()
+        choice = extra.get("tool_choice")
+        if choice == "required" or (isinstance(choice, Mapping) and choice.get("type") == "any"):
+            return frozenset(tools)
+        if not isinstance(choice, Mapping):
+            return frozenset()
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
+        return frozenset({name}) if isinstance(name, str) and name in tools else frozenset()
+
 
 def _check_json(value: Any, key: Sequence[str]) -> None:
     """TOML can hold dates and infinities, which JSON cannot: refuse them here, not mid-request."""

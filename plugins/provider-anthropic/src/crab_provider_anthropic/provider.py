@@ -9,6 +9,7 @@ from crab import ConfigError, ModelInfo, ModelRequest, ProviderError, StreamEven
 from crab_provider_kit import DEFAULT_REQUEST_TIMEOUT, json_text, stream_call
 
 from crab_provider_anthropic.errors import classify_error, error_details
+from crab_provider_anthropic.extra import EXTRA_BODY
 from crab_provider_anthropic.parser import MessagesStreamParser
 from crab_provider_anthropic.request import build_body, build_headers, endpoint
 from crab_provider_anthropic.settings import PROVIDER, AnthropicSettings, parse_settings
@@ -47,6 +48,11 @@ class AnthropicProvider:
 
     def models(self) -> list[ModelInfo]:
         return list(self.settings.models.values())
+
+    def forced_tools(self, request: ModelRequest) -> frozenset[str]:
+        """Tools a configured ``tool_choice`` makes the model call: crab sends their full schemas."""
+        extra = self.settings.extra_body_for(request.model)
+        return EXTRA_BODY.forced_tools(extra, [tool.name for tool in request.tools])
 
     def check(self, model: str) -> None:
         self.settings.http.key_for(self.name, self._env)

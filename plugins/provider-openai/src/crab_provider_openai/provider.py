@@ -9,6 +9,7 @@ from crab import Config, ConfigError, ModelInfo, ModelRequest, Provider, Provide
 from crab_provider_kit import DEFAULT_REQUEST_TIMEOUT, json_text, request_timeout_from, stream_call
 
 from crab_provider_openai.errors import classify_error, error_details
+from crab_provider_openai.extra import EXTRA_BODY
 from crab_provider_openai.parser import ChatStreamParser
 from crab_provider_openai.request import build_body, build_headers, endpoint
 from crab_provider_openai.settings import (
@@ -56,6 +57,11 @@ class OpenAIProvider:
 
     def models(self) -> list[ModelInfo]:
         return list(self.settings.models.values())
+
+    def forced_tools(self, request: ModelRequest) -> frozenset[str]:
+        """Tools a configured ``tool_choice`` makes the model call: crab sends their full schemas."""
+        extra = self.settings.extra_body_for(request.model)
+        return EXTRA_BODY.forced_tools(extra, [tool.name for tool in request.tools])
 
     def check(self, model: str) -> None:
         self.settings.http.key_for(self.name, self._env)

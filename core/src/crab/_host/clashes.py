@@ -1,0 +1,108 @@
+"""Building one registry (tools, commands…) from every plugin's items, and settling name clashes.
+
+Two plugins offering one name never fall to whichever sorts first. An item with ``override=True``
+replaces the other on purpose. Otherwise the one with the stronger word wins: crab's own
+built-ins, then the program's own (``crab.Agent(tools=...)``, in-process plugins), then the
+order the user wrote (``--plugins``, ``CRAB_PLUGINS`` or ``[plugins] enabled``: the first listed
+wins). Installed plugins loaded only because they are installed (sorted by name) have no order
+anyone chose: a clash between them leaves the name out for both, with one line naming them and
+the setting that settles it. Every item left out is reported as a fault of its plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+CORE, PROGRAM, LISTED, INSTALLED = 0, 1, 2, 3
+"""Rank classes, strongest first: crab's own, the program's, the user's order, installed only."""
+SETTLE = "[plugins] enabled"
+
+
+@dataclass(frozen=True, slots=True)
+class Rank:
+    """How a plugin came to its place in load order: its class and, for ``LISTED``, where the
+    user listed it (``--plugins``, ``CRAB_PLUGINS``, ``[plugins] enabled``)."""
+
+    level: int
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """An item left out of a registry: the plugins that lose it and the one line that says why."""
+
+    plugins: tuple[str, ...]
+    reason: str
+
+
+def build_registry(
+    kind: str, contributions: Mapping[str, Sequence[Any]], order: Sequence[str], ranks: Mapping[str, Rank]
+) -> tuple[dict[str, Any], list[Fault]]:
+    """Name → item over ``contributions`` (plugin → items) taken in load ``order``, and the faults."""
+    noun = kind[:-1]
+    table: dict[str, Any] = {}
+    owner: dict[str, str] = {}
+    contested: dict[str, list[str]] = {}  # names no one may keep: installed-only plugins clashed
+    faults: list[Fault] = []
+
+    def rank(plugin: str) -> Rank:
+        return ranks.get(plugin, Rank(INSTALLED))
+
+    for plugin in order:
+        for item in contributions.get(plugin, ()):
+            name = item.name
+            if name in contested:
+                contested[name].append(plugin)
+                continue
+            if name not in table:
+                table[name], owner[name] = item, plugin
+                continue
+            first, holder = table[name], owner[name]
+            if getattr(item, "override", False) != getattr(first, "override", False):
+                if getattr(item, "override", False):
+                    table[name], owner[name] = item, plugin
+                continue  # the one that says override=True replaces the other on purpose
+            held, new = rank(holder), rank(plugin)
+            if held.level == new.level == INSTALLED:
+                del table[name], owner[name]
+                contested[name] = [holder, plugin]
+            elif new.level < held.level:
+                table[name], owner[name] = item, plugin
+                faults.append(Fault((holder,), _outranked(noun, name, plugin, new)))
+            else:
+                faults.append(Fault((plugin,), _kept(noun, name, holder, plugin, held, new)))
+    for name, plugins in contested.items():
+        first, others = plugins[0], ", ".join(repr(p) for p in plugins[1:])
+        reason = (
+            f"its {noun} {name!r} is also registered by plugin {others}, so neither is used; list both in "
+            f"{SETTLE} (which then names every plugin that loads), the one that should win first, or disable "
+            f"one ({' or '.join(f'crab plugins disable {p}' for p in plugins)})"
+        )
+        faults.append(Fault(tuple(plugins), reason))
+    return table, faults
+
+
+def _outranked(noun: str, name: str, winner: str, rank: Rank) -> str:
+    if rank.level == CORE:
+        who = f"crab's own {noun}"
+    elif rank.level == PROGRAM:
+        who = f"the program's own {noun} ({winner})"
+    else:
+        who = f"plugin {winner!r}'s {noun}, listed in {rank.source},"
+    return f"its {noun} {name!r} was left out: {who} of that name takes its place"
+
+
+def _kept(noun: str, name: str, holder: str, plugin: str, held: Rank, new: Rank) -> str:
+    if held.level == CORE:
+        return f"its {noun} {name!r} was left out: crab's own {noun} has that name; rename it in the plugin"
+    if held.level == PROGRAM and new.level > PROGRAM:
+        return f"its {noun} {name!r} was left out: the program's own {noun} of that name ({holder}) takes its place"
+    if held.level == PROGRAM:
+        return f"its {noun} {name!r} was left out because plugin {holder!r} (given earlier) registers one too"
+    return (
+        f"its {noun} {name!r} was left out because plugin {holder!r} registers one too and comes first in "
+        f"{held.source}; list {plugin} before {holder} there to use this one, or disable one of them "
+        f"(crab plugins disable {holder} or {plugin})"
+    )
