@@ -255,24 +255,40 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
         served.proc.communicate()
 
 
-def read_sse(response: Any, stop: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
-    """The JSON events of an SSE response, decoded by crab's own decoder (crab_provider_kit)."""
-    from crab_provider_kit import SSEDecoder
+class SSEReader:
+    """The JSON events of one SSE response, decoded by crab's own decoder (crab_provider_kit);
+    ``read(stop)`` may be called again to go on where it stopped."""
 
-    decoder = SSEDecoder()
-    events: list[dict[str, Any]] = []
-    for chunk in response.iter_bytes():
-        for event in decoder.feed(chunk):
-            if event.data == "[DONE]":
-                continue
-            events.append(json.loads(event.data))
-            if stop is not None and stop(events[-1]):
+    def __init__(self, response: Any) -> None:
+        from crab_provider_kit import SSEDecoder
+
+        self.decoder = SSEDecoder()
+        self.chunks = response.iter_bytes()
+        self.pending: list[dict[str, Any]] = []
+
+    def read(self, stop: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        while True:
+            while self.pending:
+                events.append(self.pending.pop(0))
+                if stop is not None and stop(events[-1]):
+                    return events
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                self.decoder.flush()
                 return events
-    decoder.flush()
-    return events
+            self.pending += [json.loads(e.data) for e in self.decoder.feed(chunk) if e.data != "[DONE]"]
 
 
 @pytest.fixture
 def sse() -> Callable[..., list[dict[str, Any]]]:
-    """``sse(response, stop=None)``: see ``read_sse``."""
-    return read_sse
+    """``sse(response, stop=None)``: the response's events up to the first ``stop`` accepts (else
+    to its end); called again with the same response it goes on from there."""
+    readers: dict[int, tuple[Any, SSEReader]] = {}
+
+    def read(response: Any, stop: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
+        if id(response) not in readers:
+            readers[id(response)] = (response, SSEReader(response))
+        return readers[id(response)][1].read(stop)
+
+    return read
