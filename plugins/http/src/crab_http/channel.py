@@ -58,6 +58,7 @@ class HttpChannel:
         self._hashes: dict[str, str] = {}
         self._hashes_stamp: tuple[int, int] | None = None
         self._open_locks: dict[str, asyncio.Lock] = {}
+        self._index_lock = asyncio.Lock()
         self.redactor = crab.Redactor(crab.known_secrets(config))
 
     # --- setup ------------------------------------------------------------------------------
@@ -170,7 +171,11 @@ class HttpChannel:
                 found = Conversation(address, owner, session, kind=kind, title=title)
                 self.conversations[address] = self.by_session[session.id] = found
                 if kind == "api":
-                    self.index.add(str(agent.workspace), owner, session.id, address, title or session.info.title or "")
+                    # the index is written (and synced) off the event loop, one write at a time
+                    async with self._index_lock:
+                        await asyncio.to_thread(
+                            self.index.add, str(agent.workspace), owner, session.id, address, title or ""
+                        )
         self._open_locks.pop(address, None)
         return found
 
