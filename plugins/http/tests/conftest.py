@@ -185,7 +185,7 @@ class Served:
         return self.proc.returncode
 
 
-def start_serve(home: Home, *extra: str) -> Served:
+def start_serve(home: Home, *extra: str, listening: str = r"listening on (http://127\.0\.0\.1:\d+)/") -> Served:
     proc = subprocess.Popen(
         [sys.executable, "-m", "crab", "serve", "http", "-m", "echo/echo", *extra],
         env=home.env,
@@ -202,7 +202,7 @@ def start_serve(home: Home, *extra: str) -> Served:
             served.lines.append(line)
 
     threading.Thread(target=read, daemon=True).start()
-    served.url = served.wait_for_line(r"listening on (http://127\.0\.0\.1:\d+)/").group(1)
+    served.url = served.wait_for_line(listening).group(1)
     return served
 
 
@@ -215,8 +215,8 @@ def home(tmp_path: Path) -> Home:
 def serve(home: Home) -> Iterator[Callable[..., Served]]:
     started: list[Served] = []
 
-    def start(*extra: str) -> Served:
-        served = start_serve(home, *extra)
+    def start(*extra: str, **options: str) -> Served:
+        served = start_serve(home, *extra, **options)
         started.append(served)
         return served
 

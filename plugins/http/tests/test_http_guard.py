@@ -141,3 +141,49 @@ def test_cors_is_off_unless_origins_are_listed(serve, home):
         other = client.options("/v1/sessions", headers={**preflight, "Origin": "https://evil.example"})
         assert "access-control-allow-origin" not in other.headers
     assert served.stop() == 0
+
+
+def test_tls_lets_the_server_listen_beyond_loopback(serve, home, tmp_path):
+    import shutil
+    import ssl
+    import subprocess
+
+    import pytest
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed: the TLS test skips")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    request = "req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1"
+    subprocess.run(
+        ["openssl", *request.split(), "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True
+    )
+    token = home.token("laptop")
+    home.configure(f'[plugins.http]\nhost = "0.0.0.0"\nport = 0\ntls_cert = "{cert}"\ntls_key = "{key}"\n')
+    served = serve(listening=r"listening on https://0\.0\.0\.0:(\d+)/")
+    url = f"https://127.0.0.1:{served.url}"
+    with httpx.Client(base_url=url, timeout=30, verify=ssl.create_default_context(cafile=str(cert))) as client:
+        assert client.get("/v1/models", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    with pytest.raises(httpx.RemoteProtocolError):
+        httpx.get(f"http://127.0.0.1:{served.url}/v1/models", timeout=10)
+    assert served.stop() == 0
+
+
+def test_half_a_tls_pair_is_refused(home):
+    home.token("laptop")
+    home.configure('[plugins.http]\nport = 0\ntls_cert = "/nowhere/cert.pem"\n')
+    done = home.crab("serve", "http", "-m", "echo/echo")
+    assert done.returncode == 2 and "tls_cert and tls_key go together" in done.stderr
+
+
+def test_the_rate_limit_refills_with_time():
+    from crab_http.limits import RateLimiter
+
+    now = [0.0]
+    limiter = RateLimiter(60, clock=lambda: now[0])
+    assert all(limiter.allow("a") for _ in range(60))
+    assert not limiter.allow("a") and limiter.retry_after("a") == 1
+    assert limiter.allow("b")
+    now[0] += 1.0
+    assert limiter.allow("a") and not limiter.allow("a")
+    now[0] += 3600
+    assert sum(limiter.allow("a") for _ in range(100)) == 60

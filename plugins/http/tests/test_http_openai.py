@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import httpx
 import openai
@@ -127,3 +128,18 @@ def test_fifty_conversations_at_once_each_get_their_own_answers(shared, sse):
         assert answers == [f"waited: wait {n}", f"echo: again {n} (2 user messages)"]
     for n, line in enumerate(apis):
         assert f'"text": "waited: wait api {n}"' in line
+
+
+def test_a_client_that_gives_up_on_a_whole_answer_aborts_its_turn(shared):
+    body = {"model": "x", "messages": [{"role": "user", "content": "slow"}], "user": "c-leave"}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(shared.url + "/v1/chat/completions", headers=shared.auth(), json=body, timeout=1.0)
+    again = {**body, "messages": [{"role": "user", "content": "hello"}]}
+    for _ in range(600):
+        answer = httpx.post(shared.url + "/v1/chat/completions", headers=shared.auth(), json=again, timeout=30)
+        if answer.status_code != 409:
+            break
+    assert answer.json()["choices"][0]["message"]["content"] == "echo: hello (2 user messages)"
+    # the aborted reply is kept in the session but never sent to the model again
+    last = shared.home.requests()[-1]
+    assert not any("part 39." in json.dumps(m) for m in last)

@@ -188,3 +188,16 @@ def test_stop_lets_the_running_turn_finish_then_exits_0(serve, home, sse):
         assert served.stop() == 0
         talker.join(30)
     assert seen and seen[-1]["type"] == "turn_end" and seen[-1]["text"] == "waited: wait a bit"
+
+
+def test_a_turn_past_turn_timeout_is_aborted(serve, home, sse):
+    token = home.token("laptop")
+    home.configure("[plugins.http]\nport = 0\nturn_timeout = 1\n")
+    served = serve()
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        sid = new_session(client, auth)
+        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=auth, json={"text": "slow"}) as r:
+            events = sse(r)
+    assert events[-1]["type"] == "turn_end" and events[-1]["stop"] == "aborted"
+    assert served.stop() == 0

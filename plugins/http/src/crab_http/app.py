@@ -10,6 +10,7 @@ the page asks for the token and sends it on every API call.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -173,7 +174,7 @@ def token(request: Request) -> str:
 
 
 def problem(channel: HttpChannel, request: Request, status: int, message: str) -> JSONResponse:
-    if status in (400, 409, 422, 503):
+    if status in (400, 403, 409, 422, 503):
         log(channel, f"http: {status} {request.method} {request.url.path} from {_client(request)}: {message}")
     return JSONResponse(oa.error_body(message), status)
 
@@ -326,11 +327,22 @@ async def chat_completions(channel: HttpChannel, request: Request) -> Response:
             _chunks(channel, conversation, queue, model), media_type="text/event-stream", headers=SSE_HEADERS
         )
     end: dict[str, Any] = {}
-    async for item in channel.stream(conversation, queue):
-        if item is not None and item.get("type") == "turn_end":
-            end = item
-        elif item is not None and item.get("type") == "command_output":
-            end = {"text": item.get("text", ""), "stop": "end", "turn_id": "command"}
+
+    async def watch() -> None:
+        """A client that leaves while it waits for the whole answer (the body was read)."""
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        channel.left(conversation, queue)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        async for item in channel.stream(conversation, queue):
+            if item is not None and item.get("type") == "turn_end":
+                end = item
+            elif item is not None and item.get("type") == "command_output":
+                end = {"text": item.get("text", ""), "stop": "end", "turn_id": "command"}
+    finally:
+        watcher.cancel()
     if end.get("stop") == "error" or not end:
         message = str(end.get("error") or "the turn ended without an answer")
         return JSONResponse(oa.error_body(message, "server_error"), 502)
