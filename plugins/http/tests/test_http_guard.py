@@ -187,3 +187,16 @@ def test_the_rate_limit_refills_with_time():
     assert limiter.allow("a") and not limiter.allow("a")
     now[0] += 3600
     assert sum(limiter.allow("a") for _ in range(100)) == 60
+
+
+def test_a_token_file_broken_by_hand_refuses_everyone_with_one_line(serve, home):
+    token = home.token("laptop")
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        assert client.get("/v1/models", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        (home.path / "http" / "tokens.json").write_text("{broken")
+        assert client.get("/v1/models", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+        assert client.get("/v1/models", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+    assert served.stop() == 0
+    assert served.log().count("every request is refused until it is fixed") == 1
+    assert "Traceback" not in served.log()

@@ -81,7 +81,12 @@ class HttpChannel:
         except FileNotFoundError:
             stamp = None
         if stamp != self._hashes_stamp:
-            self._hashes = self.tokens.hashes() if stamp is not None else {}
+            try:
+                self._hashes = self.tokens.hashes() if stamp is not None else {}
+            except crab.CrabError as exc:  # a file broken by hand: refuse everyone until it is fixed
+                if self.handle is not None:  # once per change of the file
+                    self._agent().notice(f"{exc}; every request is refused until it is fixed", "warning")
+                self._hashes = {}
             self._hashes_stamp = stamp
         return identify(token, self._hashes)
 
