@@ -200,3 +200,10 @@ def test_a_token_file_broken_by_hand_refuses_everyone_with_one_line(serve, home)
     assert served.stop() == 0
     assert served.log().count("every request is refused until it is fixed") == 1
     assert "Traceback" not in served.log()
+
+
+def test_crab_http_run_is_crab_serve_http(home):
+    done = home.crab("http", "run", "-m", "echo/echo")
+    assert done.returncode == 2 and "http: no API token" in done.stderr
+    shown = home.crab("http", "--help")
+    assert shown.returncode == 0 and "token" in shown.stdout and "run" in shown.stdout
