@@ -173,7 +173,9 @@ class HttpChannel:
             found = self.conversations.get(address)
             if found is None:
                 session = await agent.session_for(NAME, address)
-                found = Conversation(address, owner, session, kind=kind, title=title)
+                found = Conversation(
+                    address, owner, session, kind=kind, title=title, one_off=key is None and kind == "openai"
+                )
                 self.conversations[address] = self.by_session[session.id] = found
                 if kind == "api":
                     # the index is written (and synced) off the event loop, one write at a time
@@ -199,6 +201,12 @@ class HttpChannel:
             )
             self.conversations[found.address] = self.by_session[session_id] = found
         return found if found.owner == owner else None
+
+    def _forget(self, conversation: Conversation) -> None:
+        """Drop a one-off conversation once its turn is over: nobody can address it again (its
+        session stays in the store)."""
+        self.conversations.pop(conversation.address, None)
+        self.by_session.pop(conversation.session.id, None)
 
     def listed(self, owner: str) -> list[dict[str, Any]]:
         entries = self.index.list(str(self._agent().workspace), owner)
@@ -252,6 +260,8 @@ class HttpChannel:
                 conversation.busy = False
                 conversation.deny_open_questions()
                 conversation.client = None
+                if conversation.one_off:
+                    self._forget(conversation)
                 queue.put_nowait(None)
 
         task = asyncio.create_task(turn(), name=f"crab-http-{conversation.session.id}")

@@ -33,6 +33,8 @@ class Conversation:
     session: crab.SessionView
     kind: str = "api"
     title: str = ""
+    one_off: bool = False
+    """Made for one request (OpenAI API, no conversation key): forgotten after its turn."""
     """``api`` (crab's own API: may be asked questions) or ``openai`` (never asked: refused)."""
     busy: bool = False
     client: asyncio.Queue[dict[str, Any] | None] | None = None
