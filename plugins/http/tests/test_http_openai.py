@@ -143,3 +143,13 @@ def test_a_client_that_gives_up_on_a_whole_answer_aborts_its_turn(shared):
     # the aborted reply is kept in the session but never sent to the model again
     last = shared.home.requests()[-1]
     assert not any("part 39." in json.dumps(m) for m in last)
+
+
+def test_a_command_streams_as_one_completion(shared):
+    chunks = list(
+        client_for(shared).chat.completions.create(
+            model="x", messages=[{"role": "user", "content": "/help"}], user="c-help", stream=True
+        )
+    )
+    assert "/fork" in "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert chunks[-1].choices[0].finish_reason == "stop" and len({c.id for c in chunks}) == 1

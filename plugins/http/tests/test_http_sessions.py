@@ -201,3 +201,26 @@ def test_a_turn_past_turn_timeout_is_aborted(serve, home, sse):
             events = sse(r)
     assert events[-1]["type"] == "turn_end" and events[-1]["stop"] == "aborted"
     assert served.stop() == 0
+
+
+def test_commands_answer_and_fork_moves_the_conversation_to_the_fork(shared, sse):
+    with httpx.Client(base_url=shared.url, timeout=30) as client:
+        sid = new_session(client, shared.auth(), "to fork")
+        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=shared.auth(), json={"text": "hello"}) as r:
+            sse(r)
+        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=shared.auth(), json={"text": "/help"}) as r:
+            helped = sse(r)
+        assert [e["type"] for e in helped] == ["command_output"] and "/fork" in helped[0]["text"]
+        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=shared.auth(), json={"text": "/fork"}) as r:
+            forked = sse(r)
+        switch = forked[-1]
+        assert switch["type"] == "session_switch" and switch["session_id"] != sid
+        fork = client.get(f"/v1/sessions/{switch['session_id']}", headers=shared.auth()).json()
+        assert fork["title"] == "to fork (fork)"
+        assert [m["content"] for m in fork["messages"] if m["role"] == "user"] == ["hello"]
+        with client.stream(
+            "POST", f"/v1/sessions/{switch['session_id']}/messages", headers=shared.auth(), json={"text": "again"}
+        ) as r:
+            assert sse(r)[-1]["text"] == "echo: again (2 user messages)"
+        listed = [s["id"] for s in client.get("/v1/sessions", headers=shared.auth()).json()["sessions"]]
+        assert switch["session_id"] in listed

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -340,7 +341,7 @@ async def chat_completions(channel: HttpChannel, request: Request) -> Response:
             if item is not None and item.get("type") == "turn_end":
                 end = item
             elif item is not None and item.get("type") == "command_output":
-                end = {"text": item.get("text", ""), "stop": "end", "turn_id": "command"}
+                end = {"text": item.get("text", ""), "stop": "end", "turn_id": secrets.token_hex(6)}
     finally:
         watcher.cancel()
     if end.get("stop") == "error" or not end:
@@ -358,8 +359,8 @@ async def chat_completions(channel: HttpChannel, request: Request) -> Response:
 
 
 async def _chunks(channel: HttpChannel, conversation: Conversation, queue: Any, model: str) -> AsyncIterator[bytes]:
-    turn_id = "pending"
-    began = False
+    turn_id = secrets.token_hex(6)  # a command has no turn: its chunks still share one id
+    began = ended = False
     async for item in channel.stream(conversation, queue):
         if item is None:
             yield b": ping\n\n"
@@ -373,12 +374,15 @@ async def _chunks(channel: HttpChannel, conversation: Conversation, queue: Any, 
         if kind in ("text_delta", "command_output"):
             yield sse(oa.chunk(turn_id, model, {"content": item.get("text", "")}))
         elif kind == "turn_end":
+            ended = True
             if item.get("stop") == "error":
                 yield sse(oa.error_body(str(item.get("error") or "the turn failed"), "server_error"))
             else:
                 done = oa.chunk(turn_id, model, {}, oa.finish_reason(item.get("stop")))
                 done["usage"] = oa.usage_of(item.get("usage"))
                 yield sse(done)
+    if began and not ended:
+        yield sse(oa.chunk(turn_id, model, {}, "stop"))
     yield b"data: [DONE]\n\n"
 
 

@@ -246,7 +246,9 @@ class HttpChannel:
 
         async def turn() -> None:
             try:
-                await agent.handle_input(conversation.session, text)
+                outcome = await agent.handle_input(conversation.session, text)
+                if outcome.switch_session:
+                    await self._switch(conversation, outcome.switch_session, queue)
             except Exception as exc:
                 agent.notice(
                     f"http: a turn in session {conversation.session.id} failed: {type(exc).__name__}: {exc}", "warning"
@@ -268,6 +270,23 @@ class HttpChannel:
         self.turns.add(task)
         task.add_done_callback(self.turns.discard)
         return queue
+
+    async def _switch(self, conversation: Conversation, session_id: str, queue: asyncio.Queue[Any]) -> None:
+        """The conversation moves to ``session_id`` (``/fork``): keyed to it from now on, listed,
+        and the client is told with a ``session_switch`` event."""
+        agent = self._agent()
+        session = await agent.session_for(NAME, conversation.address, session_id=session_id)
+        self.by_session.pop(conversation.session.id, None)
+        conversation.session = session
+        self.by_session[session.id] = conversation
+        if conversation.kind == "api":
+            title = f"{conversation.title or 'session'} (fork)"
+            conversation.title = title
+            async with self._index_lock:
+                await asyncio.to_thread(
+                    self.index.add, str(agent.workspace), conversation.owner, session.id, conversation.address, title
+                )
+        queue.put_nowait({"v": 1, "type": "session_switch", "session_id": session.id})
 
     def left(self, conversation: Conversation, queue: asyncio.Queue[Any]) -> None:
         """The client streaming ``conversation``'s turn went away before it ended."""

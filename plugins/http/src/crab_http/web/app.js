@@ -197,6 +197,7 @@ class Reply {
       case "tool_result": toolResult(this.node, event); break;
       case "permission_request": this.ask(sessionId, event); break;
       case "permission_answer": this.answered(event); break;
+      case "session_switch": state.session = event.session_id; refreshSessions(); break;
       case "command_output": this.line(event.is_error ? "error" : "notice", event.text); break;
       case "notice": this.line("notice", event.message); break;
       case "error": this.line("error", event.message); break;
