@@ -224,3 +224,35 @@ def test_commands_answer_and_fork_moves_the_conversation_to_the_fork(shared, sse
             assert sse(r)[-1]["text"] == "echo: again (2 user messages)"
         listed = [s["id"] for s in client.get("/v1/sessions", headers=shared.auth()).json()["sessions"]]
         assert switch["session_id"] in listed
+
+
+def test_with_a_persistent_store_sessions_outlive_the_server(serve, home, sse):
+    """Skipped where crab-store-sqlite is not installed (this plugin's own CI venv)."""
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("crab_store_sqlite") is None:
+        pytest.skip("crab-store-sqlite is not installed: the restart test skips")
+    home.env["CRAB_PLUGINS"] += ",store-sqlite"
+    home.configure('[crab]\nstore = "sqlite"\n[plugins.http]\nport = 0\n')
+    token = home.token("laptop")
+    auth = {"Authorization": f"Bearer {token}"}
+    served = serve()
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        sid = new_session(client, auth, "kept")
+        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=auth, json={"text": "one"}) as r:
+            sse(r)
+    assert served.stop() == 0
+    again = serve()
+    with httpx.Client(base_url=again.url, timeout=30) as client:
+        assert sid in [s["id"] for s in client.get("/v1/sessions", headers=auth).json()["sessions"]]
+        got = client.get(f"/v1/sessions/{sid}", headers=auth).json()
+        assert got["title"] == "kept" and [m["content"] for m in got["messages"] if m["role"] == "user"] == ["one"]
+        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=auth, json={"text": "two"}) as r:
+            assert sse(r)[-1]["text"] == "echo: two (2 user messages)"
+        assert (
+            client.get(f"/v1/sessions/{sid}", headers={"Authorization": f"Bearer {home.token('phone')}"}).status_code
+            == 404
+        )
+    assert again.stop() == 0
