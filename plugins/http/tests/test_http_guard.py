@@ -207,3 +207,14 @@ def test_crab_http_run_is_crab_serve_http(home):
     assert done.returncode == 2 and "http: no API token" in done.stderr
     shown = home.crab("http", "--help")
     assert shown.returncode == 0 and "token" in shown.stdout and "run" in shown.stdout
+
+
+def test_an_unreadable_tls_file_is_refused_with_one_line(home, tmp_path):
+    home.token("laptop")
+    (tmp_path / "key.pem").write_text("not really")
+    home.configure(f'[plugins.http]\nport = 0\ntls_cert = "/nowhere/cert.pem"\ntls_key = "{tmp_path / "key.pem"}"\n')
+    done = home.crab("serve", "http", "-m", "echo/echo")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "crab: http: tls_cert '/nowhere/cert.pem' is not a readable file: fix the path in [plugins.http]"
+    ]

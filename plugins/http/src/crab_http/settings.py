@@ -8,6 +8,7 @@ project's ``.crab/config.toml`` cannot set it unless the user trusts the project
 from __future__ import annotations
 
 import ipaddress
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -131,6 +132,9 @@ class HttpSettings:
         """Why these settings cannot serve (one line), or None."""
         if bool(self.tls_cert) != bool(self.tls_key):
             return "http: tls_cert and tls_key go together: set both in [plugins.http] (or neither)"
+        for key, value in (("tls_cert", self.tls_cert), ("tls_key", self.tls_key)):
+            if value and not os.access(value, os.R_OK):
+                return f"http: {key} {value!r} is not a readable file: fix the path in [plugins.http]"
         if not self.loopback and not self.tls_cert and not self.behind_proxy:
             return (
                 f"http: host {self.host!r} is reachable from other machines: set tls_cert and tls_key, or "
