@@ -50,12 +50,20 @@ def test_listening_beyond_loopback_needs_tls_or_the_proxy_flag(home):
 
 def test_a_project_cannot_open_the_listener_to_the_network(serve, home):
     """host is trust-only: an untrusted project's config is ignored for it (still 127.0.0.1)."""
-    home.token("laptop")
     (home.work / ".crab").mkdir()
-    (home.work / ".crab" / "config.toml").write_text('[plugins.http]\nhost = "0.0.0.0"\nbehind_proxy = true\n')
+    (home.work / ".crab" / "config.toml").write_text(
+        '[plugins.http]\nhost = "0.0.0.0"\nbehind_proxy = true\nmax_request_bytes = 100000000\n'
+    )
+    home.configure("[plugins.http]\nport = 0\nmax_request_bytes = 4096\n")
+    token = home.token("laptop")
     served = serve()
     try:
         assert served.url.startswith("http://127.0.0.1:")
+        # nor loosen a limit on clients: the user's 4 KiB cap holds
+        big = httpx.post(
+            served.url + "/v1/sessions", headers={"Authorization": f"Bearer {token}"}, content=b" " * 8192, timeout=30
+        )
+        assert big.status_code == 413
     finally:
         assert served.stop() == 0
 

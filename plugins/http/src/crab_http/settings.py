@@ -1,8 +1,10 @@
 """``[plugins.http]``: the declared keys, and the typed view the channel reads.
 
 Everything that opens the listener (``host``, ``port``, TLS, the proxy flag), lets a browser page
-of another origin in (``cors_origins``) or widens what a client may run is trust-only: a
-project's ``.crab/config.toml`` cannot set it unless the user trusts the project.
+of another origin in (``cors_origins``), loosens a limit on clients (``rate_limit``,
+``max_request_bytes``, ``turn_timeout``) is trust-only: a project's ``.crab/config.toml`` cannot
+set it unless the user trusts the project; ``permission_prompts``, ``on_disconnect`` and ``web``
+it may only narrow.
 """
 
 from __future__ import annotations
@@ -49,10 +51,20 @@ TABLE = crab.ConfigTable(
             "cors_origins", "list[str]", [], "browser origins allowed to call the API (empty: none)", trust_only=True
         ),
         crab.Setting(
-            "rate_limit", "int", 120, "requests per minute one token may make (a burst of as many)", minimum=1
+            "rate_limit",
+            "int",
+            120,
+            "requests per minute one token may make (a burst of as many)",
+            minimum=1,
+            trust_only=True,
         ),
         crab.Setting(
-            "max_request_bytes", "int", 1_048_576, "largest request body accepted (413 past it)", minimum=1024
+            "max_request_bytes",
+            "int",
+            1_048_576,
+            "largest request body accepted (413 past it)",
+            minimum=1024,
+            trust_only=True,
         ),
         crab.Setting(
             "on_disconnect",
@@ -60,9 +72,15 @@ TABLE = crab.ConfigTable(
             "abort",
             "a client that leaves mid-turn: abort the turn, or let it finish (the answer stays in the session)",
             choices=("abort", "finish"),
+            trust_order=("abort", "finish"),
         ),
         crab.Setting(
-            "turn_timeout", "float", 600.0, "seconds a turn started over HTTP may run before it is aborted", above=0
+            "turn_timeout",
+            "float",
+            600.0,
+            "seconds a turn started over HTTP may run before it is aborted",
+            above=0,
+            trust_only=True,
         ),
         crab.Setting(
             "permission_prompts",
@@ -75,7 +93,7 @@ TABLE = crab.ConfigTable(
         crab.Setting(
             "ask_timeout", "float", 300.0, "seconds a permission question waits for the client's answer", above=0
         ),
-        crab.Setting("web", "bool", True, "serve the web chat page at /"),
+        crab.Setting("web", "bool", True, "serve the web chat page at /", trust_order=(False, True)),
     ),
     doc="the HTTP API and web chat (`crab serve http`)",
 )
