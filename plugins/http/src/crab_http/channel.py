@@ -117,7 +117,7 @@ class HttpChannel:
             lifespan="off",
             server_header=False,
         )
-        self._server = server = _Server(config)
+        self._server = server = _quiet_server(config)
         scheme = "https" if settings.tls_cert else "http"
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
         serving = asyncio.create_task(server.serve(sockets=[sock]), name="crab-http-server")
@@ -364,18 +364,17 @@ class HttpChannel:
         return True
 
 
-class _Server:
-    """uvicorn's server without its signal handlers: ``crab serve`` owns SIGTERM and SIGINT."""
+def _quiet_server(config: uvicorn.Config) -> uvicorn.Server:
+    """uvicorn's server without its signal handlers: ``crab serve`` owns SIGTERM and SIGINT.
+    (Made here so that uvicorn is imported only when the channel runs.)"""
+    import uvicorn
 
-    def __new__(cls, config: uvicorn.Config) -> uvicorn.Server:  # type: ignore[misc]
-        import uvicorn
+    class Quiet(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
 
-        class Quiet(uvicorn.Server):
-            @contextlib.contextmanager
-            def capture_signals(self) -> Iterator[None]:
-                yield
-
-        return Quiet(config)
+    return Quiet(config)
 
 
 def _listen(host: str, port: int) -> socket.socket:
