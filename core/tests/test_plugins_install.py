@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from crab._cli.config_files import forget_plugin
 from crab._cli.plugins_cmd import pip_spec, spec_distribution
-from crab._config.layers import forget_plugin
 from crab.testing import run_cli
 
 

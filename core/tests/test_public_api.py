@@ -43,6 +43,20 @@ def test_crab_all_is_exactly_the_lazy_exports():
     assert len(set(crab.__all__)) == len(crab.__all__)
 
 
+def test_type_checkers_see_every_public_name_where_it_is_imported_from():
+    # crab/__init__.py names each public name twice: in the lazy table (runtime) and in its
+    # TYPE_CHECKING imports (mypy): a name missing from the imports would be typed Any for plugins.
+    tree = ast.parse(Path(crab.__file__).read_text())
+    block = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    seen = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names:
+            public = alias.asname or alias.name
+            seen[public] = node.module if public == alias.name else f"{node.module}:{alias.name}"
+    assert seen == crab._EXPORTS
+
+
 def test_no_public_name_is_shadowed_by_a_submodule():
     # `import crab._contracts.truncate` sets the attribute crab._contracts.truncate to the module: a public function
     # with a submodule's name would turn into that module once anything imported it.

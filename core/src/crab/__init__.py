@@ -20,353 +20,192 @@ from crab._version import __version__
 
 _compat.install()
 
+# The same names for type checkers, as explicit re-exports (``X as X``), one import per module (so not
+# as isort would split them).
 if TYPE_CHECKING:
-    from crab._assembly.library import Agent, Run
-    from crab._assembly.result import RunResult, ToolCallRecord
-    from crab._assembly.toolbox import ToolBox, open_toolbox
-    from crab._config.layers import Config, PluginTable
-    from crab._config.paths import crab_home
-    from crab._contracts.channels import Channel
-    from crab._contracts.commands import Command, CommandContext, CommandResult
-    from crab._contracts.config_tables import ConfigTable, InvalidValue, Setting, validate_table
+    from crab._assembly.collect_hook import HookResults as HookResults, collect_hook as collect_hook  # noqa: I001
+    from crab._assembly.library import Agent as Agent, Run as Run
+    from crab._assembly.result import RunResult as RunResult, ToolCallRecord as ToolCallRecord
+    from crab._assembly.toolbox import ToolBox as ToolBox, open_toolbox as open_toolbox
+    from crab._config.layers import Config as Config, PluginTable as PluginTable
+    from crab._config.paths import crab_home as crab_home
+    from crab._contracts.channels import Channel as Channel
+    from crab._contracts.commands import (
+        Command as Command,
+        CommandContext as CommandContext,
+        CommandResult as CommandResult,
+    )
+    from crab._contracts.config_tables import (
+        ConfigTable as ConfigTable,
+        InvalidValue as InvalidValue,
+        Setting as Setting,
+        validate_table as validate_table,
+    )
     from crab._contracts.errors import (
-        ChannelError,
-        ConfigError,
-        ContextOverflowError,
-        CrabError,
-        PluginError,
-        ProviderError,
-        StoreError,
-        ToolError,
-        UsageError,
+        ChannelError as ChannelError,
+        ConfigError as ConfigError,
+        ContextOverflowError as ContextOverflowError,
+        CrabError as CrabError,
+        PluginError as PluginError,
+        ProviderError as ProviderError,
+        StoreError as StoreError,
+        ToolError as ToolError,
+        UsageError as UsageError,
     )
     from crab._contracts.events import (
-        CommandOutput,
-        CompactionEvent,
-        ErrorEvent,
-        ErrorKind,
-        Event,
-        MessageEnd,
-        NoticeEvent,
-        RetryEvent,
-        StreamEvent,
-        TextDelta,
-        ThinkingDelta,
-        ToolCallEvent,
-        ToolResultEvent,
-        TurnEnded,
-        TurnStarted,
-        TurnStop,
-        UsageEvent,
-        event_to_dict,
+        CommandOutput as CommandOutput,
+        CompactionEvent as CompactionEvent,
+        ErrorEvent as ErrorEvent,
+        ErrorKind as ErrorKind,
+        Event as Event,
+        MessageEnd as MessageEnd,
+        NoticeEvent as NoticeEvent,
+        RetryEvent as RetryEvent,
+        StreamEvent as StreamEvent,
+        TextDelta as TextDelta,
+        ThinkingDelta as ThinkingDelta,
+        ToolCallEvent as ToolCallEvent,
+        ToolResultEvent as ToolResultEvent,
+        TurnEnded as TurnEnded,
+        TurnStarted as TurnStarted,
+        TurnStop as TurnStop,
+        UsageEvent as UsageEvent,
+        event_to_dict as event_to_dict,
     )
-    from crab._contracts.handle import AgentHandle, PluginStatus, SessionView
-    from crab._contracts.interception import Allow, Answer, Decision, Deny, PermissionRequest, Replace
+    from crab._contracts.handle import (
+        AgentHandle as AgentHandle,
+        PluginStatus as PluginStatus,
+        SessionView as SessionView,
+    )
+    from crab._contracts.interception import (
+        Allow as Allow,
+        Answer as Answer,
+        Decision as Decision,
+        Deny as Deny,
+        PermissionRequest as PermissionRequest,
+        Replace as Replace,
+    )
     from crab._contracts.messages import (
-        AssistantMessage,
-        Message,
-        StopReason,
-        Thinking,
-        ToolCall,
-        ToolResultMessage,
-        Usage,
-        UserMessage,
-        json_text,
-        message_from_dict,
-        message_to_dict,
-        parse_tool_arguments,
-        unique_id,
-        usage_from_dict,
-        usage_to_dict,
+        AssistantMessage as AssistantMessage,
+        Message as Message,
+        StopReason as StopReason,
+        Thinking as Thinking,
+        ToolCall as ToolCall,
+        ToolResultMessage as ToolResultMessage,
+        Usage as Usage,
+        UserMessage as UserMessage,
+        json_text as json_text,
+        message_from_dict as message_from_dict,
+        message_to_dict as message_to_dict,
+        parse_tool_arguments as parse_tool_arguments,
+        unique_id as unique_id,
+        usage_from_dict as usage_from_dict,
+        usage_to_dict as usage_to_dict,
     )
-    from crab._contracts.providers import ModelInfo, ModelRequest, Provider
-    from crab._contracts.renderers import ChatEntry, ChatInput, ChatState, Renderer, RendererSpec, RenderTarget
+    from crab._contracts.providers import ModelInfo as ModelInfo, ModelRequest as ModelRequest, Provider as Provider
+    from crab._contracts.renderers import (
+        ChatEntry as ChatEntry,
+        ChatInput as ChatInput,
+        ChatState as ChatState,
+        Renderer as Renderer,
+        RendererSpec as RendererSpec,
+        RenderTarget as RenderTarget,
+    )
     from crab._contracts.storage import (
-        ENTRY_TYPES,
-        INTERCHANGE_VERSION,
-        SESSION_HEADER_KEY,
-        Entry,
-        EntryType,
-        SearchHit,
-        SessionImporter,
-        SessionInfo,
-        Store,
-        entry_from_dict,
-        entry_text,
-        entry_to_dict,
-        new_entry_id,
-        new_session_id,
-        search_hit,
-        session_from_header,
-        session_header,
+        ENTRY_TYPES as ENTRY_TYPES,
+        INTERCHANGE_VERSION as INTERCHANGE_VERSION,
+        SESSION_HEADER_KEY as SESSION_HEADER_KEY,
+        Entry as Entry,
+        EntryType as EntryType,
+        SearchHit as SearchHit,
+        SessionImporter as SessionImporter,
+        SessionInfo as SessionInfo,
+        Store as Store,
+        entry_from_dict as entry_from_dict,
+        entry_text as entry_text,
+        entry_to_dict as entry_to_dict,
+        new_entry_id as new_entry_id,
+        new_session_id as new_session_id,
+        search_hit as search_hit,
+        session_from_header as session_from_header,
+        session_header as session_header,
     )
-    from crab._contracts.tools import Tool, ToolContext, ToolResult, ToolSpec, tool
-    from crab._contracts.truncate import OutputLimit, Truncation
+    from crab._contracts.tools import (
+        Tool as Tool,
+        ToolContext as ToolContext,
+        ToolResult as ToolResult,
+        ToolSpec as ToolSpec,
+        tool as tool,
+    )
+    from crab._contracts.truncate import OutputLimit as OutputLimit, Truncation as Truncation
     from crab._contracts.truncate import describe as describe_truncation
     from crab._contracts.truncate import truncate as truncate_output
-    from crab._host.api_version import API_VERSION
-    from crab._host.declared import hookspec
-    from crab._host.hookspecs import hookimpl
-    from crab._loop.pricing import usage_cost, with_cost
-    from crab._secrets.keys import REDACTED, dsn_password, known_secrets, lookup_key, missing_key_message
-    from crab._secrets.redaction import Redactor
-    from crab._system.atomic import write_atomic
+    from crab._host.api_version import API_VERSION as API_VERSION
+    from crab._host.declared import hookspec as hookspec
+    from crab._host.hookspecs import hookimpl as hookimpl
+    from crab._loop.pricing import usage_cost as usage_cost, with_cost as with_cost
+    from crab._secrets.keys import (
+        REDACTED as REDACTED,
+        dsn_password as dsn_password,
+        known_secrets as known_secrets,
+        lookup_key as lookup_key,
+        missing_key_message as missing_key_message,
+    )
+    from crab._secrets.redaction import Redactor as Redactor
+    from crab._system.atomic import write_atomic as write_atomic
 
-_EXPORTS: dict[str, str] = {
-    # version
-    "API_VERSION": "crab._host.api_version",
-    # crab as a library (docs/library.md)
-    "Agent": "crab._assembly.library",
-    "Run": "crab._assembly.library",
-    "RunResult": "crab._assembly.result",
-    "ToolCallRecord": "crab._assembly.result",
-    # hooks
-    "hookimpl": "crab._host.hookspecs",
-    "hookspec": "crab._host.declared",
-    # tools
-    "tool": "crab._contracts.tools",
-    "Tool": "crab._contracts.tools",
-    "ToolContext": "crab._contracts.tools",
-    "ToolResult": "crab._contracts.tools",
-    "ToolSpec": "crab._contracts.tools",
-    "OutputLimit": "crab._contracts.truncate",
-    "Truncation": "crab._contracts.truncate",
-    "truncate_output": "crab._contracts.truncate:truncate",
-    "describe_truncation": "crab._contracts.truncate:describe",
-    "write_atomic": "crab._system.atomic",
-    "ToolBox": "crab._assembly.toolbox",
-    "open_toolbox": "crab._assembly.toolbox",
-    # secrets
-    "Redactor": "crab._secrets.redaction",
-    "known_secrets": "crab._secrets.keys",
-    "REDACTED": "crab._secrets.keys",
-    "dsn_password": "crab._secrets.keys",
-    "lookup_key": "crab._secrets.keys",
-    "missing_key_message": "crab._secrets.keys",
-    # commands and channels
-    "Command": "crab._contracts.commands",
-    "CommandContext": "crab._contracts.commands",
-    "CommandResult": "crab._contracts.commands",
-    "Channel": "crab._contracts.channels",
-    "ChannelError": "crab._contracts.errors",
-    "AgentHandle": "crab._contracts.handle",
-    "SessionView": "crab._contracts.handle",
-    "PluginStatus": "crab._contracts.handle",
-    "collect_hook": "crab._assembly.collect_hook",
-    "HookResults": "crab._assembly.collect_hook",
-    # config
-    "Config": "crab._config.layers",
-    "PluginTable": "crab._config.layers",
-    "crab_home": "crab._config.paths",
-    "ConfigTable": "crab._contracts.config_tables",
-    "InvalidValue": "crab._contracts.config_tables",
-    "Setting": "crab._contracts.config_tables",
-    "validate_table": "crab._contracts.config_tables",
-    # errors
-    "ConfigError": "crab._contracts.errors",
-    "ContextOverflowError": "crab._contracts.errors",
-    "CrabError": "crab._contracts.errors",
-    "PluginError": "crab._contracts.errors",
-    "ProviderError": "crab._contracts.errors",
-    "StoreError": "crab._contracts.errors",
-    "ToolError": "crab._contracts.errors",
-    "UsageError": "crab._contracts.errors",
-    # events
-    "CommandOutput": "crab._contracts.events",
-    "CompactionEvent": "crab._contracts.events",
-    "ErrorEvent": "crab._contracts.events",
-    "ErrorKind": "crab._contracts.events",
-    "event_to_dict": "crab._contracts.events",
-    "Event": "crab._contracts.events",
-    "MessageEnd": "crab._contracts.events",
-    "NoticeEvent": "crab._contracts.events",
-    "RetryEvent": "crab._contracts.events",
-    "StreamEvent": "crab._contracts.events",
-    "TextDelta": "crab._contracts.events",
-    "ThinkingDelta": "crab._contracts.events",
-    "ToolCallEvent": "crab._contracts.events",
-    "ToolResultEvent": "crab._contracts.events",
-    "TurnEnded": "crab._contracts.events",
-    "TurnStarted": "crab._contracts.events",
-    "TurnStop": "crab._contracts.events",
-    "UsageEvent": "crab._contracts.events",
-    # interception
-    "Allow": "crab._contracts.interception",
-    "Deny": "crab._contracts.interception",
-    "Replace": "crab._contracts.interception",
-    "PermissionRequest": "crab._contracts.interception",
-    "Decision": "crab._contracts.interception",
-    # messages
-    "AssistantMessage": "crab._contracts.messages",
-    "Message": "crab._contracts.messages",
-    "StopReason": "crab._contracts.messages",
-    "Thinking": "crab._contracts.messages",
-    "ToolCall": "crab._contracts.messages",
-    "ToolResultMessage": "crab._contracts.messages",
-    "Usage": "crab._contracts.messages",
-    "UserMessage": "crab._contracts.messages",
-    "usage_from_dict": "crab._contracts.messages",
-    "usage_to_dict": "crab._contracts.messages",
-    "message_from_dict": "crab._contracts.messages",
-    "message_to_dict": "crab._contracts.messages",
-    "json_text": "crab._contracts.messages",
-    "parse_tool_arguments": "crab._contracts.messages",
-    "unique_id": "crab._contracts.messages",
-    # providers
-    "ModelInfo": "crab._contracts.providers",
-    "ModelRequest": "crab._contracts.providers",
-    "Provider": "crab._contracts.providers",
-    "usage_cost": "crab._loop.pricing",
-    "with_cost": "crab._loop.pricing",
-    # renderers
-    "Renderer": "crab._contracts.renderers",
-    "RendererSpec": "crab._contracts.renderers",
-    "RenderTarget": "crab._contracts.renderers",
-    "ChatEntry": "crab._contracts.renderers",
-    "ChatInput": "crab._contracts.renderers",
-    "ChatState": "crab._contracts.renderers",
-    "Answer": "crab._contracts.interception",
-    # stores
-    "ENTRY_TYPES": "crab._contracts.storage",
-    "INTERCHANGE_VERSION": "crab._contracts.storage",
-    "SESSION_HEADER_KEY": "crab._contracts.storage",
-    "Entry": "crab._contracts.storage",
-    "EntryType": "crab._contracts.storage",
-    "SearchHit": "crab._contracts.storage",
-    "SessionInfo": "crab._contracts.storage",
-    "Store": "crab._contracts.storage",
-    "SessionImporter": "crab._contracts.storage",
-    "entry_from_dict": "crab._contracts.storage",
-    "entry_text": "crab._contracts.storage",
-    "entry_to_dict": "crab._contracts.storage",
-    "new_entry_id": "crab._contracts.storage",
-    "new_session_id": "crab._contracts.storage",
-    "session_from_header": "crab._contracts.storage",
-    "session_header": "crab._contracts.storage",
-    "search_hit": "crab._contracts.storage",
+_HOMES: dict[str, str] = {
+    "crab._assembly.collect_hook": "collect_hook HookResults",
+    "crab._assembly.library": "Agent Run",
+    "crab._assembly.result": "RunResult ToolCallRecord",
+    "crab._assembly.toolbox": "open_toolbox ToolBox",
+    "crab._config.layers": "Config PluginTable",
+    "crab._config.paths": "crab_home",
+    "crab._contracts.channels": "Channel",
+    "crab._contracts.commands": "Command CommandContext CommandResult",
+    "crab._contracts.config_tables": "ConfigTable InvalidValue Setting validate_table",
+    "crab._contracts.errors": (
+        "ChannelError ConfigError ContextOverflowError CrabError PluginError ProviderError StoreError ToolError"
+        " UsageError"
+    ),
+    "crab._contracts.events": (
+        "CommandOutput CompactionEvent ErrorEvent ErrorKind Event event_to_dict MessageEnd NoticeEvent RetryEvent"
+        " StreamEvent TextDelta ThinkingDelta ToolCallEvent ToolResultEvent TurnEnded TurnStarted TurnStop"
+        " UsageEvent"
+    ),
+    "crab._contracts.handle": "AgentHandle PluginStatus SessionView",
+    "crab._contracts.interception": "Allow Answer Decision Deny PermissionRequest Replace",
+    "crab._contracts.messages": (
+        "AssistantMessage json_text Message message_from_dict message_to_dict parse_tool_arguments StopReason"
+        " Thinking ToolCall ToolResultMessage unique_id Usage usage_from_dict usage_to_dict UserMessage"
+    ),
+    "crab._contracts.providers": "ModelInfo ModelRequest Provider",
+    "crab._contracts.renderers": "ChatEntry ChatInput ChatState Renderer RendererSpec RenderTarget",
+    "crab._contracts.storage": (
+        "Entry entry_from_dict entry_text entry_to_dict ENTRY_TYPES EntryType INTERCHANGE_VERSION new_entry_id"
+        " new_session_id search_hit SearchHit session_from_header session_header SESSION_HEADER_KEY"
+        " SessionImporter SessionInfo Store"
+    ),
+    "crab._contracts.tools": "Tool tool ToolContext ToolResult ToolSpec",
+    "crab._contracts.truncate": "OutputLimit Truncation",
+    "crab._host.api_version": "API_VERSION",
+    "crab._host.declared": "hookspec",
+    "crab._host.hookspecs": "hookimpl",
+    "crab._loop.pricing": "usage_cost with_cost",
+    "crab._secrets.keys": "dsn_password known_secrets lookup_key missing_key_message REDACTED",
+    "crab._secrets.redaction": "Redactor",
+    "crab._system.atomic": "write_atomic",
 }
+"""Each module behind ``crab`` → the public names it holds, by the same name."""
+
+_EXPORTS: dict[str, str] = {name: module for module, names in _HOMES.items() for name in names.split()}
+_EXPORTS["truncate_output"] = "crab._contracts.truncate:truncate"
+_EXPORTS["describe_truncation"] = "crab._contracts.truncate:describe"
 """Public name → ``module`` (same name there) or ``module:attribute``."""
 
-__all__ = [
-    "API_VERSION",
-    "ENTRY_TYPES",
-    "INTERCHANGE_VERSION",
-    "REDACTED",
-    "SESSION_HEADER_KEY",
-    "Agent",
-    "AgentHandle",
-    "Allow",
-    "Answer",
-    "AssistantMessage",
-    "Channel",
-    "ChannelError",
-    "ChatEntry",
-    "ChatInput",
-    "ChatState",
-    "Command",
-    "CommandContext",
-    "CommandOutput",
-    "CommandResult",
-    "CompactionEvent",
-    "Config",
-    "ConfigError",
-    "ConfigTable",
-    "ContextOverflowError",
-    "CrabError",
-    "Decision",
-    "Deny",
-    "Entry",
-    "EntryType",
-    "ErrorEvent",
-    "ErrorKind",
-    "Event",
-    "HookResults",
-    "InvalidValue",
-    "Message",
-    "MessageEnd",
-    "ModelInfo",
-    "ModelRequest",
-    "NoticeEvent",
-    "OutputLimit",
-    "PermissionRequest",
-    "PluginError",
-    "PluginStatus",
-    "PluginTable",
-    "Provider",
-    "ProviderError",
-    "Redactor",
-    "RenderTarget",
-    "Renderer",
-    "RendererSpec",
-    "Replace",
-    "RetryEvent",
-    "Run",
-    "RunResult",
-    "SearchHit",
-    "SessionImporter",
-    "SessionInfo",
-    "SessionView",
-    "Setting",
-    "StopReason",
-    "Store",
-    "StoreError",
-    "StreamEvent",
-    "TextDelta",
-    "Thinking",
-    "ThinkingDelta",
-    "Tool",
-    "ToolBox",
-    "ToolCall",
-    "ToolCallEvent",
-    "ToolCallRecord",
-    "ToolContext",
-    "ToolError",
-    "ToolResult",
-    "ToolResultEvent",
-    "ToolResultMessage",
-    "ToolSpec",
-    "Truncation",
-    "TurnEnded",
-    "TurnStarted",
-    "TurnStop",
-    "Usage",
-    "UsageError",
-    "UsageEvent",
-    "UserMessage",
-    "__version__",
-    "collect_hook",
-    "crab_home",
-    "describe_truncation",
-    "dsn_password",
-    "entry_from_dict",
-    "entry_text",
-    "entry_to_dict",
-    "event_to_dict",
-    "hookimpl",
-    "hookspec",
-    "json_text",
-    "known_secrets",
-    "lookup_key",
-    "message_from_dict",
-    "message_to_dict",
-    "missing_key_message",
-    "new_entry_id",
-    "new_session_id",
-    "open_toolbox",
-    "parse_tool_arguments",
-    "search_hit",
-    "session_from_header",
-    "session_header",
-    "tool",
-    "truncate_output",
-    "unique_id",
-    "usage_cost",
-    "usage_from_dict",
-    "usage_to_dict",
-    "validate_table",
-    "with_cost",
-    "write_atomic",
-]
+# Type checkers read the ``X as X`` imports above, and this literal for the two imported under other names.
+__all__ = ["__version__", "describe_truncation", "truncate_output"]
+__all__ += [name for name in _EXPORTS if name not in __all__]
 
 
 def _lazy_export(exports: dict[str, str], namespace: dict[str, Any], owner: str, name: str) -> Any:

@@ -48,6 +48,7 @@ def fake_env(tmp_path: Path) -> Callable[[list[Any]], dict[str, str]]:
             CRAB_PLUGINS="rrfake,render-rich",
             RENDER_RICH_REQUESTS=str(tmp_path / "requests.jsonl"),
             RENDER_RICH_SCRIPT=str(script),
+            RENDER_RICH_STORE=str(tmp_path / "store.json"),
         )
         return environment
 
@@ -75,6 +76,10 @@ class Screen:
 
     def text(self) -> str:
         return self.tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", self.name)
+
+    def rows(self) -> list[str]:
+        """The screen and its scrollback as the eye sees them: wrapped lines not joined, right-stripped."""
+        return [row.rstrip() for row in self.tmux("capture-pane", "-p", "-S", "-200", "-t", self.name).splitlines()]
 
     def wait_for(self, needle: str | Callable[[str], bool], timeout: float = WAIT) -> str:
         check = needle if callable(needle) else (lambda screen: needle in screen)

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import crab_render_rich
+from crab import ToolCall
+from crab_render_rich import view
 from crab_render_rich.blocks import BlockSplitter
 from crab_render_rich.completion import command_matches, path_matches
 from crab_render_rich.renderer import PREFERENCES
@@ -121,3 +123,40 @@ def test_doctor_names_the_renderer_of_run_and_of_chat(fake_env) -> None:
     command = [sys.executable, "-m", "crab", "doctor", "--provider", "fake", "-m", "script"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert "ok    renderer: plain (crab chat: rich)" in done.stdout.splitlines(), done.stdout + done.stderr
+
+
+def test_counts_agree_with_their_noun() -> None:
+    call = ToolCall("c", "read", {"path": "a"})
+    assert "· 1 line\n" in view.tool_done(call, "read", "only\n", False, 0.1).plain + "\n"
+    four = view.tool_done(call, "read", "1\n2\n3\n4", False, 0.1).plain
+    assert "· 4 lines" in four and four.endswith("… 1 more line")
+    assert view.tool_done(call, "read", "1\n2\n3\n4\n5", False, 0.1).plain.endswith("… 2 more lines")
+
+
+def test_a_recap_splits_into_inputs_and_answers() -> None:
+    from crab_render_rich.recap import Part, recap_parts
+
+    text = "… earlier in session s1:\n> first\nan **answer**\n\n```\n> kept\n```\n> second\n> third\nlast\n"
+    assert recap_parts(text) == [
+        Part("header", "… earlier in session s1:"),
+        Part("said", "first"),
+        Part("answer", "an **answer**\n\n```\n> kept\n```"),
+        Part("said", "second"),
+        Part("said", "third"),
+        Part("answer", "last"),
+    ]
+
+
+def test_lines_fit_by_whole_parts_and_words() -> None:
+    parts = ["Enter send", "Ctrl-J new line", "Tab complete /cmd @file"]
+    assert view.fit(parts, 40) == "Enter send · Ctrl-J new line"
+    assert view.fit(parts, 7) == "Enter…"  # a first part too wide alone: cut after a word
+    assert view.fit(["a very long first part"], 12) == "a very long…"
+    keys = ["y Enter: once", "a Enter: exec for this session", "n Enter or Ctrl-C: no"]
+    assert view.pack(keys, 30) == [
+        "  y Enter: once",
+        "  a Enter: exec for this",
+        "  session",
+        "  n Enter or Ctrl-C: no",
+    ]
+    assert view.pack(keys, 80) == ["  y Enter: once · a Enter: exec for this session · n Enter or Ctrl-C: no"]

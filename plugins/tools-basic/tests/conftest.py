@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from crab import ToolContext, ToolResult
 from crab_tools_basic.registry import build_tools
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_user_git_excludes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The walk reads the user's global git excludes file: tests see an empty git config instead."""
+    home = tmp_path_factory.mktemp("git-home")
+    (home / "gitconfig").write_text("")
+    saved = {key: os.environ.get(key) for key in ("GIT_CONFIG_GLOBAL", "XDG_CONFIG_HOME")}
+    os.environ["GIT_CONFIG_GLOBAL"] = str(home / "gitconfig")
+    os.environ["XDG_CONFIG_HOME"] = str(home / "xdg")
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 @pytest.fixture

@@ -27,9 +27,6 @@ class PermissionCallbackError(Exception):
     """The program's ``ask`` callback raised: the call is refused, and the line names the callback."""
 
 
-ANSWERS: frozenset[str] = frozenset({"once", "always", "deny"})
-
-
 def as_ask(callback: AskCallback | None) -> AskUser | None:
     """``callback`` as an ``AskUser`` coroutine function (None stays None: the gate refuses)."""
     if callback is None:

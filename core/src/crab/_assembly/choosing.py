@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crab._config.layers import Config, load_config
+from crab._config.layers import Config
 from crab._contracts.config_tables import ConfigTable
-from crab._contracts.errors import ConfigError, PluginError, StoreError, UsageError
+from crab._contracts.errors import ConfigError, StoreError, UsageError
 from crab._contracts.providers import Provider
 from crab._contracts.renderers import Renderer, RendererSpec, RenderTarget
 from crab._contracts.storage import SessionInfo, Store
@@ -22,24 +21,6 @@ from crab._host.plugin_host import PluginHost, parse_plugin_list
 
 if TYPE_CHECKING:
     from crab._loop.agent import Agent
-
-
-def load_cli_config(
-    overrides: Mapping[str, Any] | None = None,
-    cwd: Path | None = None,
-    *,
-    user: bool = True,
-    project: bool = True,
-    environment: bool = True,
-    source: str = "--set",
-) -> Config:
-    """The merged config layers (``overrides`` are dotted keys from flags or a program).
-
-    ``user``, ``project`` and ``environment`` switch those layers off for a program that wants
-    none of them; an untrusted project file still only narrows what it may (docs/security.md).
-    """
-    env: dict[str, str] | None = None if environment else {}
-    return load_config(cwd=cwd, overrides=overrides, env=env, overrides_source=source, user=user, project=project)
 
 
 def build_host(
@@ -81,7 +62,7 @@ def build_host(
 def declared_tables(host: PluginHost) -> list[ConfigTable]:
     """Every loaded plugin's ``crab_config_table``; a plugin returning something else is marked failed."""
     tables: list[ConfigTable] = []
-    for name, table in host.call_each("crab_config_table"):
+    for name, table in host.dispatch.collect("crab_config_table"):
         if table is None:
             continue
         if not isinstance(table, ConfigTable):
@@ -114,15 +95,6 @@ class ConfigNotices:
     @hookimpl
     def crab_startup(self, agent: Any) -> None:
         emit_config_notices(self.config, agent.notice)
-
-
-def strict_exit(host: PluginHost) -> None:
-    """For ``plugins list`` and ``doctor``, which show every failure: under ``CRAB_STRICT_PLUGINS=1``
-    any failure still ends them with exit 2 and the first failure's line, as it ends every command."""
-    from crab._config import environ
-
-    if environ.strict_plugins() and host.failures:
-        raise PluginError(host.failures[0].line)
 
 
 def emit_config_notices(config: Config, notice: Callable[[str, str], object]) -> None:

@@ -90,17 +90,17 @@ def assemble_host(
 ) -> tuple[Config, PluginHost]:
     """The config layers and the plugin host of an agent, without the agent (what ``crab mcp serve``'s
     toolbox and ``crab.collect_hook`` need); ``assemble`` documents the arguments."""
-    from crab._assembly.choosing import build_host, load_cli_config
+    from crab._assembly.choosing import build_host
     from crab._assembly.function_tools import PLUGIN, FunctionTools, as_tools
+    from crab._config.layers import load_config
 
-    overrides = config_overrides(layers.settings, permissions=permissions, store=store)
-    config = load_cli_config(
-        overrides,
-        cwd=workspace,
+    config = load_config(
+        workspace,
+        config_overrides(layers.settings, permissions=permissions, store=store),
+        None if layers.environment else {},
+        overrides_source=layers.source,
         user=layers.user,
         project=layers.project,
-        environment=layers.environment,
-        source=layers.source,
     )
     in_process = dict(objects or {})
     if tools:

@@ -29,7 +29,6 @@ from crab._host.hookspecs import hookimpl
 from crab._loop.compaction import CONTINUED
 from crab._loop.hints import hinted
 
-VIEWS = ("progressive", "full")
 STUB_PARAMETERS: dict[str, Any] = {"type": "object"}
 MAX_LINE = 120
 EXPANDED_TURNS = 1

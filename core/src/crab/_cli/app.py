@@ -345,7 +345,7 @@ def _add_plugin_commands() -> None:
     except CrabError:
         return
     before = len(host.failures)
-    host.call_each("crab_cli", app=app, config=config)
+    host.dispatch.collect("crab_cli", app=app, config=config)
     for failure in host.failures[before:]:
         if environ.strict_plugins():
             raise PluginError(failure.line)

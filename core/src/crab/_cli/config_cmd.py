@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -19,9 +19,10 @@ if TYPE_CHECKING:
 
 def _checked_config(quiet: bool = False) -> Config:
     """The config with every loaded plugin's table checked and defaults filled; notes go to stderr."""
-    from crab._assembly.choosing import build_host, load_cli_config
+    from crab._assembly.choosing import build_host
+    from crab._config.layers import load_config
 
-    config = load_cli_config()
+    config = load_config()
     build_host(config)
     for line in [] if quiet else config.notices():
         typer.echo(f"warning: {line}", err=True)
@@ -42,18 +43,28 @@ def show(as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(mask(config.data), indent=2, default=str))
         return
-    for key, value in config.items():
+    for key, value in _leaves("", config.data):
         typer.echo(f"{key} = {json.dumps(mask(value), default=str)}")
 
 
+def _leaves(prefix: str, node: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """Every leaf as (dotted key, value), in file order."""
+    for key, value in node.items():
+        dotted = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, Mapping) and value:
+            yield from _leaves(dotted, value)
+        else:
+            yield dotted, value
+
+
 def _tables(plugins: str | None) -> list[ConfigTable]:
-    from crab._assembly.choosing import build_host, declared_tables, load_cli_config
-    from crab._config.layers import Config
+    from crab._assembly.choosing import build_host, declared_tables
+    from crab._config.layers import Config, load_config
     from crab._contracts.config_tables import CORE_TABLE, SERVE_TABLE
     from crab._contracts.errors import CrabError
 
     try:
-        config = load_cli_config()
+        config = load_config()
     except CrabError as exc:  # the declarations do not depend on the values
         typer.echo(f"crab: {exc}", err=True)
         config = Config(data={}, user_path=user_config_path(), project_path=None)
@@ -116,8 +127,8 @@ def set_value(key: str, value: str, project: bool, user: bool) -> None:
     reported. Setting a key in a trusted project's file through crab keeps it trusted (the user's
     own word); a file that had changed since it was trusted stays untrusted.
     """
+    from crab._cli.config_files import edit_config, target_file
     from crab._config import trust
-    from crab._config.layers import edit_config
     from crab._contracts.errors import CrabError, UsageError
     from crab._system.atomic import write_atomic
 
@@ -125,10 +136,7 @@ def set_value(key: str, value: str, project: bool, user: bool) -> None:
         raise UsageError("--project and --user: pick one")
     project_dir = find_project_dir()
     project_path = project_dir / "config.toml" if project_dir else None
-    if user or (not project and project_path is None):
-        path = user_config_path()
-    else:
-        path = project_path or Path.cwd() / ".crab" / "config.toml"
+    path = target_file("project" if project else "user" if user else None, project_path)
     before = path.read_bytes() if path.exists() else None
     was_trusted = path == project_path and before is not None and trust.state_for(path, before).trusted
     try:

@@ -113,15 +113,13 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
         choose_provider,
         choose_store,
         default_renderer,
-        load_cli_config,
-        strict_exit,
     )
-    from crab._config.layers import Config
+    from crab._config.layers import Config, load_config
     from crab._config.paths import user_config_path
 
     failures = 0
     try:
-        config = load_cli_config()
+        config = load_config()
         where = (
             ", ".join(str(p) for p in (config.user_path, config.project_path) if p and p.exists()) or "defaults only"
         )
@@ -177,5 +175,15 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
     mode = config.get("crab.permissions", "ask")
     _ok(f"permissions: {mode}")
     _ok(f"instructions: {_instructions()}")
-    strict_exit(host)
+    _strict_exit(host)
     return 1 if failures else 0
+
+
+def _strict_exit(host: PluginHost) -> None:
+    """Doctor shows every failure; under ``CRAB_STRICT_PLUGINS=1`` any failure still ends it with
+    exit 2 and the first failure's line, as it ends every command."""
+    from crab._config import environ
+    from crab._contracts.errors import PluginError
+
+    if environ.strict_plugins() and host.failures:
+        raise PluginError(host.failures[0].line)

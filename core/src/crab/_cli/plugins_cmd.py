@@ -135,14 +135,14 @@ def run_list(args: Sequence[str]) -> int | None:
 
 
 def set_enabled(name: str, enable: bool, project: bool, user: bool) -> None:
-    from crab._assembly.choosing import load_cli_config
-    from crab._config.layers import update_plugin_lists
+    from crab._cli.config_files import target_file, update_plugin_lists
+    from crab._config.layers import load_config
     from crab._contracts.errors import UsageError
 
     if project and user:
         raise UsageError("--project and --user: pick one")
-    config = load_cli_config()
-    path = config.path_for("project" if project else "user" if user else None)
+    config = load_config()
+    path = target_file("project" if project else "user" if user else None, config.project_path)
     update_plugin_lists(path, name, enable)
     _echo(f"{'enabled' if enable else 'disabled'} {name} in {path}")
 
@@ -221,7 +221,8 @@ def spec_distribution(spec: str) -> str:
 
 def install_plugins(specs: list[str], editable: bool, upgrade: bool) -> None:
     """pip-install ``specs`` (names, paths, wheels) and enable the crab plugins they add in the user config."""
-    from crab._config.layers import read_toml, update_plugin_lists
+    from crab._cli.config_files import update_plugin_lists
+    from crab._config.layers import read_toml
     from crab._config.paths import user_config_path
     from crab._contracts.errors import UsageError
 
@@ -254,7 +255,7 @@ def install_plugins(specs: list[str], editable: bool, upgrade: bool) -> None:
 
 def uninstall_plugins(names: list[str]) -> None:
     """pip-uninstall the distributions of the named plugins (or distributions); forget them in the user config."""
-    from crab._config.layers import forget_plugin
+    from crab._cli.config_files import forget_plugin
     from crab._config.paths import user_config_path
     from crab._contracts.errors import UsageError
 

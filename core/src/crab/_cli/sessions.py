@@ -258,9 +258,10 @@ def _with_store(store_name: str | None, plugins: str | None, work: Callable[[Sto
     """Run ``work`` with the configured (or named) store opened, from a plain sync command."""
     import asyncio
 
-    from crab._assembly.choosing import build_host, load_cli_config, open_store
+    from crab._assembly.choosing import build_host, open_store
+    from crab._config.layers import load_config
 
-    config = load_cli_config()
+    config = load_config()
 
     async def main() -> T:
         host = build_host(config, plugins if plugins is not None else environ.plugin_list())
@@ -428,10 +429,11 @@ def migrate_cmd(
     """Copy every session, with ids, parents and times, from the current store into another."""
     import asyncio
 
-    from crab._assembly.choosing import build_host, load_cli_config, open_store, store_name
+    from crab._assembly.choosing import build_host, open_store, store_name
+    from crab._config.layers import load_config
     from crab._contracts.errors import UsageError
 
-    config = load_cli_config()
+    config = load_config()
     host = build_host(config, plugins if plugins is not None else environ.plugin_list())
     source_name = store_name(host, config, source)
     if source_name == to:

@@ -3,9 +3,8 @@
 Each layer is kept with where it came from, so a bad value is reported as one line naming the
 file, variable or flag, the key, what was expected and what was found (``crab._contracts.config_tables``
 holds the declarations). A project file that the user has not trusted (``crab._config.trust``) loses its
-trust-only keys before the layers are merged. Reading uses ``tomllib``; writing (``crab config
-set``, ``crab plugins enable``) goes through ``tomlkit`` so comments and order survive. A
-malformed file is reported as ``path:line:col`` and nothing is overwritten.
+trust-only keys before the layers are merged. Reading uses ``tomllib``; a malformed file is
+reported as ``path:line:col``. Writing files is the CLI's (``crab._cli.config_files``).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from __future__ import annotations
 import copy
 import re
 import tomllib
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,7 +25,6 @@ from crab._contracts.errors import ConfigError
 if TYPE_CHECKING:
     from crab._config.trust import TrustState
 
-Scope = Literal["user", "project"]
 LayerKind = Literal["user", "project", "env", "flag"]
 
 
@@ -91,7 +89,7 @@ def parse_value(text: str) -> Any:
 
 
 def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
-    set_path(data, _split_key(key), value)
+    set_path(data, split_key(key), value)
 
 
 def set_path(data: dict[str, Any], parts: Sequence[str], value: Any) -> None:
@@ -126,7 +124,7 @@ def _remove_path(data: dict[str, Any], parts: Sequence[str]) -> None:
         node.pop(parts[-1], None)
 
 
-def _split_key(key: str) -> list[str]:
+def split_key(key: str) -> list[str]:
     if not key or any(not p for p in key.split(".")):
         raise ConfigError(f"invalid config key {key!r}: use dotted names like crab.model")
     return key.split(".")
@@ -200,33 +198,12 @@ class Config:
     _effective: list[Layer] = field(default_factory=list, repr=False)
 
     def get(self, key: str, default: Any = None) -> Any:
-        return get_path(self.data, _split_key(key), default)
+        return get_path(self.data, split_key(key), default)
 
     def plugin_settings(self, name: str) -> Mapping[str, Any]:
         """The ``[plugins.<name>]`` table, validated and with defaults once the plugin declared it."""
         table = self.get(f"plugins.{name}")
         return table if isinstance(table, Mapping) else {}
-
-    def items(self) -> Iterator[tuple[str, Any]]:
-        """Every leaf as (dotted key, value), in file order."""
-
-        def walk(prefix: str, node: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-            for key, value in node.items():
-                dotted = f"{prefix}.{key}" if prefix else key
-                if isinstance(value, Mapping) and value:
-                    yield from walk(dotted, value)
-                else:
-                    yield dotted, value
-
-        return walk("", self.data)
-
-    def path_for(self, scope: Scope | None) -> Path:
-        """The file a write goes to: the given scope, else the project's if there is one."""
-        if scope == "user" or (scope is None and self.project_path is None):
-            return self.user_path
-        if self.project_path is not None:
-            return self.project_path
-        return Path.cwd() / ".crab" / "config.toml"
 
     def source_of(self, parts: Sequence[str]) -> str:
         """Which layer gave the value at ``parts`` (the last one that set it, or a parent of it)."""
@@ -430,87 +407,3 @@ class PluginTable:
         if not isinstance(value, bool):
             raise self.invalid(key, "true or false", value)
         return value
-
-
-def edit_config(path: Path, key: str, value: Any = None, *, remove: bool = False) -> None:
-    """Set (or remove) one dotted key in ``path`` with tomlkit, keeping comments and order.
-
-    The file is parsed first; if it is malformed nothing is written. The write is atomic.
-    """
-    import tomlkit
-
-    read_toml(path)  # raises with the location when malformed
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    doc = tomlkit.parse(text)
-    parts = _split_key(key)
-    node: Any = doc
-    for part in parts[:-1]:
-        if part not in node:
-            if remove:
-                return
-            node[part] = tomlkit.table()
-        node = node[part]
-        if not isinstance(node, Mapping):
-            raise ConfigError(f"config: {key} cannot be set: {part} is not a table in {path}")
-    if remove:
-        if parts[-1] in node:
-            del node[parts[-1]]
-    else:
-        node[parts[-1]] = value
-    from crab._system.atomic import write_atomic
-
-    write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
-
-
-def update_plugin_lists(path: Path, name: str, enable: bool) -> None:
-    """``crab plugins enable|disable``: edit ``[plugins]`` enabled/disabled in place."""
-    import tomlkit
-
-    read_toml(path)
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    doc = tomlkit.parse(text)
-    if "plugins" not in doc:
-        doc["plugins"] = tomlkit.table()
-    plugins: Any = doc["plugins"]
-    disabled = plugins.get("disabled")
-    enabled = plugins.get("enabled")
-    if enable:
-        if disabled is not None and name in disabled:
-            disabled.remove(name)
-        if enabled is not None and name not in enabled:
-            enabled.append(name)
-    else:
-        if enabled is not None and name in enabled:
-            enabled.remove(name)
-        if disabled is None:
-            plugins["disabled"] = [name]
-        elif name not in disabled:
-            disabled.append(name)
-    from crab._system.atomic import write_atomic
-
-    write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
-
-
-def forget_plugin(path: Path, name: str) -> bool:
-    """``crab plugins uninstall``: drop ``name`` from ``[plugins]`` enabled and disabled, in place.
-
-    Returns whether the file named it; a file that does not is left untouched.
-    """
-    import tomlkit
-
-    read_toml(path)
-    if not path.exists():
-        return False
-    doc = tomlkit.parse(path.read_text(encoding="utf-8"))
-    plugins: Any = doc.get("plugins")
-    changed = False
-    for key in ("enabled", "disabled"):
-        names = plugins.get(key) if plugins is not None else None
-        while names is not None and name in names:
-            names.remove(name)
-            changed = True
-    if changed:
-        from crab._system.atomic import write_atomic
-
-        write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
-    return changed

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from crab._config.paths import crab_home, find_project_dir
+from crab._config.paths import crab_home
 from crab._contracts.errors import ConfigError
 
 TRUST_FILE = "trusted-projects.json"
@@ -120,21 +120,6 @@ def _existing_records() -> dict[str, dict[str, Any]]:
     return read_records(path)
 
 
-def find_config(start: Path) -> Path:
-    """The project config ``crab trust PATH`` means: PATH's nearest ``.crab/config.toml`` upwards."""
-    start = start.expanduser()
-    if start.is_file() and start.name == "config.toml" and start.parent.name == ".crab":
-        start = start.parent.parent
-    elif start.name == ".crab" and start.is_dir():
-        start = start.parent
-    if not start.is_dir():
-        raise ConfigError(f"crab trust: no such folder {start}")
-    found = find_project_dir(start)
-    if found is None:
-        raise ConfigError(f"crab trust: no .crab/config.toml in {start.resolve()} or above; nothing to trust")
-    return found / "config.toml"
-
-
 def trust(config_path: Path) -> TrustState:
     """Record ``config_path`` as trusted with the hash of its current bytes."""
     try:
@@ -157,19 +142,6 @@ def untrust(config_path: Path) -> bool:
         return False
     _write(records)
     return True
-
-
-def listing() -> list[tuple[Path, str, Status]]:
-    """Every recorded project: (config path, trusted at, trusted/changed/untrusted-as-missing)."""
-    rows: list[tuple[Path, str, Status]] = []
-    for name, record in sorted(read_records().items()):
-        path = Path(name)
-        try:
-            status: Status = "trusted" if digest(path.read_bytes()) == record["sha256"] else "changed"
-        except OSError:
-            status = "untrusted"
-        rows.append((path, str(record.get("trusted_at", "")), status))
-    return rows
 
 
 def ignored_warning(state: TrustState, keys: list[str]) -> str:

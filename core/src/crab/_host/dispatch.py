@@ -20,7 +20,7 @@ command shows, once. With ``CRAB_STRICT_PLUGINS=1`` each failure raises ``Plugin
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -252,15 +252,20 @@ class Dispatcher:
 
     # --- registration, observation, lifecycle ---------------------------------------------
 
-    def collect(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
-        """Call a registration hook in every plugin: (plugin, value) for those that did not fail."""
-        results: list[tuple[str, Any]] = []
+    def _answers(self, hook: str, kwargs: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+        """(plugin, value) from each implementation of a plain hook; one that raised met its policy."""
         for plugin, function in self.implementations(hook):
             try:
                 value = function(**kwargs)
             except Exception as exc:
                 self._fail(plugin, hook, raised(hook, exc))
-                continue
+            else:
+                yield plugin, value
+
+    def collect(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Call a registration hook in every plugin: (plugin, value) for those that did not fail."""
+        results: list[tuple[str, Any]] = []
+        for plugin, value in self._answers(hook, kwargs):
             if inspect.isawaitable(value):
                 _discard(value)
                 self._fail(plugin, hook, f"{hook} returned an awaitable; registration hooks must be plain functions")
@@ -270,12 +275,7 @@ class Dispatcher:
 
     def observe(self, hook: str, **kwargs: Any) -> None:
         """Call an observer everywhere; one that raises is dropped for the run."""
-        for plugin, function in self.implementations(hook):
-            try:
-                value = function(**kwargs)
-            except Exception as exc:
-                self._fail(plugin, hook, raised(hook, exc))
-                continue
+        for plugin, value in self._answers(hook, kwargs):
             if value is not None and inspect.isawaitable(value):
                 _discard(value)
                 self._fail(plugin, hook, f"{hook} returned an awaitable; it must be a plain function")
@@ -296,12 +296,7 @@ class Dispatcher:
         """Every plugin's prompt parts, in order; a part of the wrong type drops that hook."""
         hook = "crab_system_prompt"
         parts: list[str] = []
-        for plugin, function in self.implementations(hook):
-            try:
-                value = function(**kwargs)
-            except Exception as exc:
-                self._fail(plugin, hook, raised(hook, exc))
-                continue
+        for plugin, value in self._answers(hook, kwargs):
             if value is None:
                 continue
             items = [value] if isinstance(value, str) else value

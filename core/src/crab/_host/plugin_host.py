@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -59,16 +59,7 @@ class PluginRecord:
     faults: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "status": self.status,
-            "distribution": self.distribution,
-            "version": self.version,
-            "target": self.target,
-            "reason": self.reason,
-            "hooks": self.hooks,
-            "faults": self.faults,
-        }
+        return asdict(self)
 
 
 def discover_entry_points() -> list[EntryPoint]:
@@ -366,19 +357,6 @@ class PluginHost:
         if record is not None and reason not in record.faults:
             record.faults.append(reason)
         self.dispatch.report(Failure(name, reason))
-
-    # --- calling hooks --------------------------------------------------------------------
-
-    def implementations(self, hook: str) -> list[tuple[str, Callable[..., Any]]]:
-        """(plugin name, function) for every live implementation of ``hook``, in call order."""
-        return self.dispatch.implementations(hook)
-
-    def call_each(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
-        """Call a registration hook (``crab_cli``, ``crab_config_table``…) in every plugin.
-
-        A plugin that raises is marked failed, unregistered and reported; the others go on.
-        """
-        return self.dispatch.collect(hook, **kwargs)
 
     # --- registries -----------------------------------------------------------------------
 

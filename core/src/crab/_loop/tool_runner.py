@@ -34,7 +34,6 @@ class BatchOutcome:
 
     results: list[tuple[ToolCall, ToolResult]]
     stopped: str | None = None
-    skipped_for_steering: bool = False
 
 
 def batches(calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -> list[list[ToolCall]]:
@@ -81,7 +80,6 @@ class ToolRunner:
                 await self._skip(group, STOPPED.format(reason=outcome.stopped), done)
                 continue
             if steering_pending():
-                outcome.skipped_for_steering = True
                 await self._skip(group, SKIPPED, done)
                 continue
             if len(group) == 1:  # the common case: no task to gather

@@ -37,13 +37,6 @@ def enable() -> None:
     _enabled = True
 
 
-def disable() -> None:
-    global _enabled, _exit_at
-    _enabled = False
-    _exit_at = None
-    _cancel()
-
-
 def alive_threads() -> list[threading.Thread]:
     """Sync tool threads still running, abandoned ones included."""
     with _lock:
@@ -106,11 +99,6 @@ def clear_exit() -> None:
 def _arm() -> None:
     with _arm_lock:  # the computation and the arming as one step: threads call it concurrently
         _arm_now()
-
-
-def _cancel() -> None:
-    if "faulthandler" in sys.modules:
-        sys.modules["faulthandler"].cancel_dump_traceback_later()
 
 
 def _arm_now() -> None:

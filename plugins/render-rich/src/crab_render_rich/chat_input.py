@@ -10,21 +10,23 @@ follow-ups, and the permission gate's question are drawn above the line being ty
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import TYPE_CHECKING, Any, Literal
 
 from crab import Answer, ChatEntry, ChatState, PermissionRequest, Renderer
 
-from crab_render_rich.prompt_screen import PromptScreen
+from crab_render_rich.prompt_screen import PromptScreen, terminal_size
+from crab_render_rich.question import Question
 from crab_render_rich.renderer import PREFERENCES, RichRenderer
 from crab_render_rich.screen import REFRESH_PER_SECOND
-from crab_render_rich.view import shorten, visible
+from crab_render_rich.view import fit, one_line
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
 
 PROMPT, BUSY_PROMPT = "❯ ", "↳ "
-IDLE_HELP = "Enter send · Ctrl-J new line · Tab complete /cmd @file · Ctrl-T thinking · Ctrl-D leave"
-BUSY_HELP = "working · Enter steers · Alt-Enter queues a follow-up · Ctrl-C stops the turn"
+IDLE_HELP = ("Enter send", "Ctrl-J new line", "Tab complete /cmd @file", "Ctrl-T thinking", "Ctrl-D leave")
+BUSY_HELP = ("working", "Enter steers", "Alt-Enter queues a follow-up", "Ctrl-C stops the turn")
 Sent = Literal["send", "follow_up"]
 
 
@@ -36,7 +38,7 @@ class PromptInput:
         self.screen = PromptScreen()
         if isinstance(renderer, RichRenderer):
             renderer.use_screen(self.screen)
-        self.question: tuple[PermissionRequest, asyncio.Future[Answer]] | None = None
+        self.question: Question | None = None
         self._asking = asyncio.Lock()
         self._kind: Sent = "send"
         self._accepting = False
@@ -67,6 +69,7 @@ class PromptInput:
                 bottom_toolbar=self._toolbar,
                 refresh_interval=0.1,
             )
+            self._session.app.after_render += self._after_render
             # Redraws (which render the live area) follow the clock, not the token rate.
             self._session.app.min_redraw_interval = 1 / REFRESH_PER_SECOND
         return self._session
@@ -74,9 +77,11 @@ class PromptInput:
     def _keys(self) -> Any:
         from prompt_toolkit.filters import Condition
         from prompt_toolkit.key_binding import KeyBindings
+        from prompt_toolkit.keys import Keys
 
         keys = KeyBindings()
         asking = Condition(lambda: self.question is not None)
+        listening = Condition(lambda: self.question is not None and self.question.listening())
 
         def accept(event: Any, kind: Sent) -> None:
             buffer = event.current_buffer
@@ -102,7 +107,7 @@ class PromptInput:
         @keys.add("c-c")
         def _interrupt(event: Any) -> None:
             if self.question is not None:
-                self._answer("deny")
+                self.question.settle("deny")
             elif event.current_buffer.text:
                 event.current_buffer.reset()
             else:
@@ -123,12 +128,22 @@ class PromptInput:
             PREFERENCES.show_thinking = not PREFERENCES.show_thinking
             event.app.invalidate()
 
-        for key, answer in (("y", "once"), ("a", "always"), ("n", "deny"), ("escape", "deny"), ("enter", "deny")):
+        @keys.add("enter", filter=asking)
+        def _answer_typed(event: Any) -> None:
+            question = self.question
+            if question is None or not question.listening():
+                return  # Enter typed ahead: it answers nothing
+            buffer = event.current_buffer
+            text = buffer.text
+            buffer.reset()
+            question.entered(text)
 
-            def answer_with(event: Any, answer: Answer = answer) -> None:  # type: ignore[assignment]
-                self._answer(answer)
+        @keys.add(Keys.Any, filter=asking & ~listening)
+        @keys.add(Keys.BracketedPaste, filter=asking & ~listening)
+        def _set_aside(event: Any) -> None:
+            if self.question is not None:
+                self.question.set_aside(_typed_text(event))
 
-            keys.add(key, filter=asking, eager=True)(answer_with)
         return keys
 
     def _message(self) -> Any:
@@ -137,25 +152,26 @@ class PromptInput:
         prompt = BUSY_PROMPT if self.state.busy else PROMPT
         if self._accepting:
             return ANSI(f"\x1b[1m{prompt}\x1b[0m")
+        width = terminal_size()[0] - 1
         parts = [self.screen.ansi()]
-        for text in self.state.steering:
-            parts.append(f"\x1b[2m  ⇢ steer (pending): {_one_line(text)}\x1b[0m\n")
-        for text in self.state.follow_ups:
-            parts.append(f"\x1b[2m  ⏎ follow-up (queued): {_one_line(text)}\x1b[0m\n")
+        pending = (("⇢ steer (pending)", self.state.steering), ("⏎ follow-up (queued)", self.state.follow_ups))
+        for label, texts in pending:
+            for text in texts:
+                parts.append(f"\x1b[2m  {label}: {one_line(text, max(8, width - len(label) - 4))}\x1b[0m\n")
         if self.question is not None:
-            request = self.question[0]
-            parts.append(
-                f"\x1b[1;33m? allow {visible(request.permission)}: {_one_line(request.summary)}\x1b[0m\n"
-                f"\x1b[1m  [y]es once · [a]lways for {visible(request.permission)} this session · [n]o\x1b[0m\n"
-            )
+            self.question.drawn()
+            parts.append(self.question.ansi(width))
+            prompt = self.question.prompt()
         parts.append(f"\x1b[1m{prompt}\x1b[0m")
         return ANSI("".join(parts))
 
     def _toolbar(self) -> str:
+        """One line of help, cut between its parts to the terminal's width (never inside a word)."""
         if self.question is not None:
-            return "answer with y, a or n (Ctrl-C: no)"
-        text = BUSY_HELP if self.state.busy else IDLE_HELP
-        return f"{self.state.hint} · {text}" if self.state.hint else text
+            parts = self.question.help()
+        else:
+            parts = [*([self.state.hint] if self.state.hint else []), *(BUSY_HELP if self.state.busy else IDLE_HELP)]
+        return fit(parts, terminal_size()[0] - 1)
 
     # --- crab.ChatInput ------------------------------------------------------------------------
 
@@ -176,32 +192,76 @@ class PromptInput:
     async def ask(self, request: PermissionRequest) -> Answer:
         async with self._asking:
             future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
-            self.question = (request, future)
+            self.question = Question(request, future, self._take_draft())
             self.refresh()
             try:
                 answer = await future
             finally:
-                self.question = None
+                question, self.question = self.question, None
+                self._give_back(question.draft)
                 self.refresh()
             from crab_render_rich.view import notice
 
             said = {"once": "allowed once", "always": f"allowed {request.permission} for this session"}
             style = "red" if answer == "deny" else "green"
-            self.screen.print(notice(f"{said.get(answer, 'denied')}: {_one_line(request.summary)}", style, "  "))
+            self.screen.print(notice(f"{said.get(answer, 'denied')}: {one_line(request.summary)}", style, "  "))
             return answer
 
-    def _answer(self, answer: Answer) -> None:
-        if self.question is not None and not self.question[1].done():
-            self.question[1].set_result(answer)
+    def _take_draft(self) -> str:
+        """What is being typed when a question comes: set aside (the line becomes the answer line)."""
+        if self._session is None:
+            return ""
+        buffer = self._session.default_buffer
+        draft = buffer.text
+        buffer.reset()
+        return draft
+
+    def _give_back(self, draft: str) -> None:
+        """The question is answered: the answer line becomes the draft again (what was typed there
+        and not sent with Enter was meant for the question, not for the model)."""
+        if self._session is None:
+            return
+        from prompt_toolkit.document import Document
+
+        self._session.default_buffer.reset(Document(draft, len(draft)))
+
+    def _after_render(self, app: Any) -> None:
+        """The question reached the terminal: from now on it is shown; flush what was typed ahead."""
+        if self.question is not None and self.question.shown():
+            _flush_typeahead(app)
 
     def refresh(self) -> None:
         self.screen.refresh()
 
     def close(self) -> None:
         if self.question is not None:
-            self._answer("deny")
+            self.question.settle("deny")
         self.screen.close()
 
 
-def _one_line(text: str, limit: int = 100) -> str:
-    return shorten(" ".join(visible(text).split()), limit)
+def _typed_text(event: Any) -> str:
+    """The text a key press would insert: a printable character or a paste; nothing for other keys."""
+    from prompt_toolkit.keys import Keys
+
+    key = event.key_sequence[0].key if event.key_sequence else None
+    if key == Keys.BracketedPaste:
+        return str(event.data)
+    if isinstance(key, str) and not isinstance(key, Keys) and len(key) == 1 and key.isprintable():
+        return key
+    return ""
+
+
+def _flush_typeahead(app: Any) -> None:
+    """Drop input typed before the question was shown and not read yet (parsed keys, the tty's queue)."""
+    app.key_processor.empty_queue()
+    app.input.flush_keys()
+    try:
+        import termios
+    except ImportError:  # not POSIX: prompt_toolkit's own queues were all there was
+        return
+    try:
+        fd = app.input.fileno()
+        if os.isatty(fd):
+            termios.tcflush(fd, termios.TCIFLUSH)
+    except (OSError, ValueError, NotImplementedError, termios.error):
+        pass  # not a terminal (a pipe in a test): nothing waits in a tty queue

@@ -124,6 +124,9 @@ class RichRenderer:
         self.wrote_block = False
         self.turn_started: float | None = None
         self.context_tokens = 0
+        self.answering = False
+        """The model's reply is being written: a command's output now would land inside it."""
+        self.held: list[CommandOutput] = []
         self._live_shown = False
 
     # --- the live area -------------------------------------------------------------------------
@@ -187,10 +190,12 @@ class RichRenderer:
     def handle(self, event: Event) -> None:
         if isinstance(event, TextDelta):
             self.waiting = False
+            self.answering = True
             self._text(event.text)
             return
         if isinstance(event, ThinkingDelta):
             self.waiting = False
+            self.answering = True
             self.thinking_text += event.text
             self._live()
             return
@@ -200,6 +205,7 @@ class RichRenderer:
             self.waiting = True
         elif isinstance(event, ToolCallEvent):
             self._line_break()
+            self._release()
             self.calls[event.call.id] = event.call
             self.running[event.call.id] = Running(event.call)
         elif isinstance(event, ToolResultEvent):
@@ -207,8 +213,10 @@ class RichRenderer:
             call = self.calls.pop(event.call_id, None)
             self._line(view.tool_done(call, event.name, event.content, event.is_error, event.duration_ms / 1000))
             self.waiting = not self.running
-        elif isinstance(event, UsageEvent):
+        elif isinstance(event, UsageEvent):  # a model call ended: its reply is written
             self.context_tokens = event.usage.input_tokens + event.usage.cache_read_tokens + event.usage.output_tokens
+            self._line_break()
+            self._release()
         elif isinstance(event, RetryEvent):
             self._line(view.retry(event.attempt, event.max_attempts, event.delay, event.reason))
         elif isinstance(event, ErrorEvent):
@@ -220,7 +228,12 @@ class RichRenderer:
             failed = event.phase == "failed"
             self._line(view.notice(event.line(), "yellow" if failed else "dim", "! " if failed else "· "))
         elif isinstance(event, CommandOutput):
-            self._command(event)
+            # A /command typed while the answer streams is shown once that reply is written, not
+            # inside it (commands answer at once, even during a turn).
+            if self.answering:
+                self.held.append(event)
+            else:
+                self._command(event)
         elif isinstance(event, TurnEnded):
             self._turn_ended(event)
         self._live()
@@ -235,13 +248,39 @@ class RichRenderer:
         elif event.text:
             text = event.text.rstrip("\n")
             self._line_break()
-            if self.screen.tty:
-                self.screen.print(view.notice(text, "dim" if event.command == "resume" else ""))
-            else:
+            if not self.screen.tty:
                 self.screen.answer(text + "\n")
+            elif event.command == "resume":
+                self._recap(text)
+            else:
+                self.screen.print(view.notice(text, ""))
+
+    def _recap(self, text: str) -> None:
+        """The exchanges a continued chat starts with: inputs as typed, answers as Markdown."""
+        from crab_render_rich.recap import recap_parts
+
+        for part in recap_parts(text):
+            if part.kind == "answer":
+                for block in self.blocks.feed(part.text + "\n"):
+                    self._block(block)
+                self._flush_text()
+            else:
+                self.screen.print(
+                    view.notice(
+                        part.text, "dim" if part.kind == "header" else "bold", "❯ " if part.kind == "said" else ""
+                    )
+                )
+
+    def _release(self) -> None:
+        """The reply being written ended: show the command output held meanwhile."""
+        self.answering = False
+        held, self.held = self.held, []
+        for event in held:
+            self._command(event)
 
     def _turn_ended(self, event: TurnEnded) -> None:
         self._line_break()
+        self.answering = False
         self.running.clear()
         self.calls.clear()
         self.waiting = False
@@ -255,9 +294,11 @@ class RichRenderer:
                     self.target.model, event.usage, self.context_tokens, self.target.context_window, elapsed
                 )
             )
+        self._release()
 
     def close(self) -> None:
         self._line_break()
+        self._release()
         self.running.clear()
         self.waiting = False
         self._live_shown = False

@@ -12,7 +12,7 @@ from typing import Annotated
 from crab import ToolContext, ToolError, tool
 
 from crab_tools_basic import grep_engine, grep_worker
-from crab_tools_basic.gitignore import compile_glob
+from crab_tools_basic.globs import compile_glob
 from crab_tools_basic.grep_engine import MAX_CONTEXT, MAX_MATCHES, Target
 from crab_tools_basic.oserrors import os_errors
 from crab_tools_basic.settings import Backend

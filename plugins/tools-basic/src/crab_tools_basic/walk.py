@@ -1,4 +1,9 @@
-"""Walking a folder tree the way git sees it: .gitignore honoured, .git and symlinks skipped.
+"""Walking a folder tree the way git sees it: ignore rules honoured, .git and symlinks skipped.
+
+The rules are git's: each folder's .gitignore below the root the path lives in, and inside a
+repository its ``info/exclude`` and the user's global excludes file (``git_excludes``); a
+deeper file decides before a shallower one, .gitignore before ``info/exclude`` before the
+global file.
 
 Every search tool (glob, grep, ls) lists files through here, so they agree on what exists, and
 grep's ripgrep and Python back-ends search exactly the same files.
@@ -14,6 +19,7 @@ from pathlib import Path
 
 from crab import ToolError, crab_home
 
+from crab_tools_basic import git_excludes
 from crab_tools_basic.gitignore import IgnoreFile, is_ignored, load_ignore_file
 
 SKIPPED_FOLDERS = frozenset({".git"})
@@ -43,20 +49,55 @@ def _relative(scope: Path, folder: Path) -> str:
     return "" if folder == scope else folder.relative_to(scope).as_posix()
 
 
-def parent_stack(scope: Path, folder: Path) -> list[IgnoreFile]:
-    """The .gitignore files of ``folder``'s ancestors, from ``scope`` down (``folder``'s own excluded).
+def _repository_rules(top: Path, base: str, prefix: str = "") -> list[IgnoreFile]:
+    """The global excludes file and ``info/exclude`` of the repository whose work tree is ``top``."""
+    found: list[IgnoreFile] = []
+    user_file = git_excludes.global_excludes_file()
+    if user_file is not None:
+        loaded = load_ignore_file(user_file, base, prefix, follow_symlinks=True)
+        if loaded is not None:
+            found.append(loaded)
+    folder = git_excludes.git_dir(top)
+    if folder is not None:
+        loaded = load_ignore_file(folder / "info" / "exclude", base, prefix)
+        if loaded is not None:
+            found.append(loaded)
+    return found
 
-    ``scope`` is the root the path lives in (the workspace, or an extra root); files above it
-    are not consulted.
+
+def _own_rules(scope: Path, folder: Path, names: frozenset[str] | None = None) -> list[IgnoreFile]:
+    """What ``folder`` adds to the rules below it: a repository's files if it is a top, its .gitignore.
+
+    ``names`` are its entries when already listed (else they are looked up).
+    """
+    base = _relative(scope, folder)
+    found: list[IgnoreFile] = []
+    if (".git" in names) if names is not None else os.path.lexists(folder / ".git"):
+        found += _repository_rules(folder, base)
+    if names is None or ".gitignore" in names:
+        loaded = load_ignore_file(folder / ".gitignore", base)
+        if loaded is not None:
+            found.append(loaded)
+    return found
+
+
+def parent_stack(scope: Path, folder: Path) -> list[IgnoreFile]:
+    """The rules that apply inside ``folder`` from its ancestors, from ``scope`` down (``folder``'s own excluded).
+
+    ``scope`` is the root the path lives in (the workspace, or an extra root); .gitignore files
+    above it are not consulted, but when it lies inside a repository, that repository's
+    ``info/exclude`` and global excludes apply, anchored at the repository's top.
     """
     stack: list[IgnoreFile] = []
+    if not os.path.lexists(scope / ".git"):
+        top = git_excludes.enclosing_top(scope.parent) if scope.parent != scope else None
+        if top is not None:
+            stack += _repository_rules(top, "", scope.relative_to(top).as_posix() + "/")
     if folder == scope:
         return stack
     current = scope
     for part in folder.relative_to(scope).parts:
-        loaded = load_ignore_file(current / ".gitignore", _relative(scope, current))
-        if loaded is not None:
-            stack.append(loaded)
+        stack += _own_rules(scope, current)
         current = current / part
     return stack
 
@@ -79,10 +120,9 @@ def list_folder(scope: Path, folder: Path, stack: list[IgnoreFile]) -> Folder:
             entries = sorted(scan, key=lambda e: e.name)
     except OSError:
         return Folder([], 0, stack)
-    if any(e.name == ".gitignore" for e in entries):
-        own = load_ignore_file(folder / ".gitignore", base)
-        if own is not None:
-            stack = [*stack, own]
+    own = _own_rules(scope, folder, frozenset(e.name for e in entries))
+    if own:
+        stack = [*stack, *own]
     shown: list[Listed] = []
     hidden = 0
     for entry in entries:
@@ -95,7 +135,7 @@ def list_folder(scope: Path, folder: Path, stack: list[IgnoreFile]) -> Folder:
             is_file = entry.is_file(follow_symlinks=False)
         except OSError:
             continue
-        if is_ignored(stack, relative, entry.name, is_dir):
+        if is_ignored(stack, relative, is_dir):
             hidden += 1
             continue
         shown.append(Listed(entry.path, relative, is_dir, is_file, is_symlink))
