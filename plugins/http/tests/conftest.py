@@ -158,6 +158,7 @@ class Served:
     url: str = ""
     lines: list[str] = field(default_factory=list)
     stdout: str = ""
+    reader: threading.Thread | None = None
 
     def log(self) -> str:
         return "".join(self.lines)
@@ -182,6 +183,8 @@ class Served:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         self.stdout = self.proc.communicate(timeout=WAIT)[0]
+        if self.reader is not None:
+            self.reader.join(WAIT)  # every line of stderr is in ``lines`` before anyone reads them
         return self.proc.returncode
 
 
@@ -201,7 +204,8 @@ def start_serve(home: Home, *extra: str, listening: str = r"listening on (http:/
         for line in proc.stderr:
             served.lines.append(line)
 
-    threading.Thread(target=read, daemon=True).start()
+    served.reader = threading.Thread(target=read, daemon=True)
+    served.reader.start()
     served.url = served.wait_for_line(listening).group(1)
     return served
 
