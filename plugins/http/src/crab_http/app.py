@@ -1,0 +1,408 @@
+"""The ASGI app: crab's own session API, the OpenAI-compatible API and the web page.
+
+Every ``/v1/`` request passes ``Guard`` first (a plain ASGI middleware): a bearer token of
+``crab http token create``, the token's rate limit, and the body size cap, read whole before any
+handler runs, so a refused request costs nothing and stores nothing. Each refusal is one
+warning line (``http: 401 POST /v1/… from 127.0.0.1: …``), never the token. The page and its
+assets under ``/`` hold no data and need no token (a browser cannot send one to load a page);
+the page asks for the token and sends it on every API call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import crab
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from crab_http import openai_compat as oa
+from crab_http.channel import Busy
+from crab_http.limits import RateLimiter
+
+if TYPE_CHECKING:
+    from crab_http.channel import HttpChannel
+    from crab_http.conversations import Conversation
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+Handler = Callable[["HttpChannel", Request], Awaitable[Response]]
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+ASSETS = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
+
+
+def build_app(channel: HttpChannel) -> Starlette:
+    routes = [
+        _route("/v1/models", models, channel, "GET"),
+        _route("/v1/chat/completions", chat_completions, channel, "POST"),
+        _route("/v1/sessions", list_sessions, channel, "GET"),
+        _route("/v1/sessions", create_session, channel, "POST"),
+        _route("/v1/sessions/{id}", get_session, channel, "GET"),
+        _route("/v1/sessions/{id}/messages", post_message, channel, "POST"),
+        _route("/v1/sessions/{id}/abort", abort, channel, "POST"),
+        _route("/v1/sessions/{id}/permissions/{request}", permission, channel, "POST"),
+    ]
+    if channel.settings.web:
+        routes += [Route("/", page, methods=["GET"]), Route("/assets/{name}", asset, methods=["GET"])]
+    middleware = [Middleware(Guard, channel=channel)]
+    if channel.settings.cors_origins:
+        middleware.insert(
+            0,
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(channel.settings.cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["Authorization", "Content-Type", oa.CONVERSATION_HEADER],
+            ),
+        )
+    return Starlette(routes=routes, middleware=middleware)
+
+
+def _route(path: str, handler: Handler, channel: HttpChannel, method: str) -> Route:
+    return Route(path, functools.partial(_safe, handler, channel), methods=[method])
+
+
+async def _safe(handler: Handler, channel: HttpChannel, request: Request) -> Response:
+    """A handler's unexpected failure: one warning line and a 500, never a traceback."""
+    try:
+        return await handler(channel, request)
+    except Exception as exc:
+        log(channel, f"http: 500 {request.method} {request.url.path}: {type(exc).__name__}: {exc}")
+        return JSONResponse(oa.error_body("internal error (see the server's log)", "server_error"), 500)
+
+
+# --- the guard ------------------------------------------------------------------------------
+
+
+class Guard:
+    """Bearer token, rate limit and body cap for every ``/v1/`` request (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, channel: HttpChannel) -> None:
+        self.app = app
+        self.channel = channel
+        self.limiter = RateLimiter(channel.settings.rate_limit)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not str(scope.get("path", "")).startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        token = token.strip()
+        name = self.channel.who(token) if scheme.lower() == "bearer" and token else None
+        if name is None:
+            reason = "no bearer token" if not token else "an unknown or revoked token"
+            await self.refuse(scope, send, 401, reason, {"WWW-Authenticate": 'Bearer realm="crab"'})
+            return
+        if not self.limiter.allow(name):
+            wait = self.limiter.retry_after(name)
+            await self.refuse(scope, send, 429, f"token {name!r} is over its rate limit", {"Retry-After": str(wait)})
+            return
+        cap = self.channel.settings.max_request_bytes
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > cap:
+            await self.refuse(scope, send, 413, f"a {declared}-byte body is over max_request_bytes ({cap})")
+            return
+        body = bytearray()
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = bool(message.get("more_body"))
+            if len(body) > cap:
+                await self.refuse(scope, send, 413, f"the body is over max_request_bytes ({cap})")
+                return
+        scope.setdefault("state", {})["crab_owner"] = name
+        scope["state"]["crab_token"] = token
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def refuse(
+        self, scope: Scope, send: Send, status: int, reason: str, headers: dict[str, str] | None = None
+    ) -> None:
+        client = scope.get("client") or ("?", 0)
+        log(self.channel, f"http: {status} {scope.get('method')} {scope.get('path')} from {client[0]}: {reason}")
+        kinds = {401: "authentication_error", 413: "request_too_large", 429: "rate_limit_error"}
+        response = JSONResponse(oa.error_body(reason, kinds.get(status, "invalid_request_error")), status, headers)
+        await response(scope, _drain_nothing, send)
+
+
+async def _drain_nothing() -> Message:
+    return {"type": "http.disconnect"}
+
+
+def log(channel: HttpChannel, line: str) -> None:
+    if channel.handle is not None:
+        channel.handle.notice(line, "warning")
+
+
+def owner(request: Request) -> str:
+    return str(request.scope["state"]["crab_owner"])
+
+
+def token(request: Request) -> str:
+    return str(request.scope["state"]["crab_token"])
+
+
+def problem(channel: HttpChannel, request: Request, status: int, message: str) -> JSONResponse:
+    if status in (400, 403, 409, 422, 503):
+        log(channel, f"http: {status} {request.method} {request.url.path} from {_client(request)}: {message}")
+    return JSONResponse(oa.error_body(message), status)
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "?"
+
+
+async def json_body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise oa.Invalid(f"the body is not JSON: {exc}") from None
+
+
+def sse(data: Any) -> bytes:
+    return f"data: {crab.json_text(data)}\n\n".encode()
+
+
+# --- crab's own API -------------------------------------------------------------------------
+
+
+async def list_sessions(channel: HttpChannel, request: Request) -> Response:
+    return JSONResponse({"sessions": channel.listed(owner(request))})
+
+
+async def create_session(channel: HttpChannel, request: Request) -> Response:
+    try:
+        body = await json_body(request)
+        title = body.get("title", "") if isinstance(body, dict) else None
+        if not isinstance(title, str) or len(title) > 200:
+            raise oa.Invalid('"title" must be a string of at most 200 characters')
+    except oa.Invalid as exc:
+        return problem(channel, request, 422, str(exc))
+    conversation = await channel.open(owner(request), title=channel.clean_input(title, token(request)))
+    return JSONResponse(_session_json(conversation, with_messages=False), 201)
+
+
+async def _conversation(channel: HttpChannel, request: Request) -> Conversation | None:
+    return await channel.find(owner(request), request.path_params["id"])
+
+
+def _session_json(conversation: Conversation, *, with_messages: bool = True) -> dict[str, Any]:
+    info = conversation.session.info
+    data: dict[str, Any] = {
+        "id": conversation.session.id,
+        "title": conversation.title or info.title,
+        "created": info.created,
+        "busy": conversation.busy,
+    }
+    if with_messages:
+        data["messages"] = [crab.message_to_dict(m) for m in conversation.session.messages]
+    return data
+
+
+async def get_session(channel: HttpChannel, request: Request) -> Response:
+    conversation = await _conversation(channel, request)
+    if conversation is None:
+        return problem(channel, request, 404, "no such session")
+    return JSONResponse(_session_json(conversation))
+
+
+async def post_message(channel: HttpChannel, request: Request) -> Response:
+    conversation = await _conversation(channel, request)
+    if conversation is None:
+        return problem(channel, request, 404, "no such session")
+    try:
+        body = await json_body(request)
+        text = body.get("text") if isinstance(body, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            raise oa.Invalid('the body must be {"text": "…"} with some text')
+    except oa.Invalid as exc:
+        return problem(channel, request, 422, str(exc))
+    text = channel.clean_input(text, token(request))
+    if text.startswith("!"):
+        return problem(channel, request, 403, "!shell input is refused over HTTP (a remote channel)")
+    try:
+        queue = channel.start_turn(conversation, text)
+    except Busy as exc:
+        return problem(channel, request, 409, str(exc))
+    except crab.ChannelError as exc:
+        return problem(channel, request, 503, str(exc))
+
+    async def events() -> AsyncIterator[bytes]:
+        async for item in channel.stream(conversation, queue):
+            yield b": ping\n\n" if item is None else sse(item)
+
+    return StreamingResponse(events(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+async def abort(channel: HttpChannel, request: Request) -> Response:
+    conversation = await _conversation(channel, request)
+    if conversation is None:
+        return problem(channel, request, 404, "no such session")
+    return JSONResponse({"aborted": channel.abort(conversation)})
+
+
+async def permission(channel: HttpChannel, request: Request) -> Response:
+    conversation = await _conversation(channel, request)
+    if conversation is None:
+        return problem(channel, request, 404, "no such session")
+    try:
+        body = await json_body(request)
+        answer = body.get("answer") if isinstance(body, dict) else None
+        if answer not in ("once", "always", "deny"):
+            raise oa.Invalid('the body must be {"answer": "once" | "always" | "deny"}')
+    except oa.Invalid as exc:
+        return problem(channel, request, 422, str(exc))
+    if not channel.answer(conversation, request.path_params["request"], str(answer)):
+        return problem(channel, request, 404, "this question is not open (answered, timed out, or never asked)")
+    return JSONResponse({"answer": answer})
+
+
+# --- the OpenAI-compatible API --------------------------------------------------------------
+
+
+def _model(channel: HttpChannel) -> str:
+    handle = channel.handle
+    return f"{handle.provider_name}/{handle.model}" if handle is not None else "crab"
+
+
+async def models(channel: HttpChannel, request: Request) -> Response:
+    return JSONResponse(oa.models_list(_model(channel)))
+
+
+async def chat_completions(channel: HttpChannel, request: Request) -> Response:
+    try:
+        body = await json_body(request)
+        key, text, streaming, _ = oa.parse_request(body, request.headers.get(oa.CONVERSATION_HEADER))
+    except oa.Invalid as exc:
+        return problem(channel, request, 422, str(exc))
+    conversation = await channel.open(owner(request), key, kind="openai")
+    if key is None or not conversation.session.messages:
+        text = oa.transcript(body["messages"])
+    text = channel.clean_input(text, token(request))
+    if text.startswith("!"):
+        return problem(channel, request, 403, "!shell input is refused over HTTP (a remote channel)")
+    try:
+        queue = channel.start_turn(conversation, text)
+    except Busy as exc:
+        return problem(channel, request, 409, str(exc))
+    except crab.ChannelError as exc:
+        return problem(channel, request, 503, str(exc))
+    model = _model(channel)
+    if streaming:
+        return StreamingResponse(
+            _chunks(channel, conversation, queue, model), media_type="text/event-stream", headers=SSE_HEADERS
+        )
+    end: dict[str, Any] = {}
+
+    async def watch() -> None:
+        """A client that leaves while it waits for the whole answer (the body was read)."""
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        channel.left(conversation, queue)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        async for item in channel.stream(conversation, queue):
+            if item is not None and item.get("type") == "turn_end":
+                end = item
+            elif item is not None and item.get("type") == "command_output":
+                end = {"text": item.get("text", ""), "stop": "end", "turn_id": secrets.token_hex(6)}
+    finally:
+        watcher.cancel()
+    if end.get("stop") == "error" or not end:
+        message = str(end.get("error") or "the turn ended without an answer")
+        return JSONResponse(oa.error_body(message, "server_error"), 502)
+    return JSONResponse(
+        oa.completion(
+            str(end.get("turn_id")),
+            model,
+            str(end.get("text") or ""),
+            end.get("usage"),
+            oa.finish_reason(end.get("stop")),
+        )
+    )
+
+
+async def _chunks(channel: HttpChannel, conversation: Conversation, queue: Any, model: str) -> AsyncIterator[bytes]:
+    turn_id = secrets.token_hex(6)  # a command has no turn: its chunks still share one id
+    began = ended = False
+    async for item in channel.stream(conversation, queue):
+        if item is None:
+            yield b": ping\n\n"
+            continue
+        kind = item.get("type")
+        if kind == "turn_start":
+            turn_id = str(item.get("turn_id"))
+        if not began and kind in ("turn_start", "text_delta", "command_output", "turn_end"):
+            began = True
+            yield sse(oa.chunk(turn_id, model, {"role": "assistant", "content": ""}))
+        if kind in ("text_delta", "command_output"):
+            yield sse(oa.chunk(turn_id, model, {"content": item.get("text", "")}))
+        elif kind == "turn_end":
+            ended = True
+            if item.get("stop") == "error":
+                yield sse(oa.error_body(str(item.get("error") or "the turn failed"), "server_error"))
+            else:
+                done = oa.chunk(turn_id, model, {}, oa.finish_reason(item.get("stop")))
+                done["usage"] = oa.usage_of(item.get("usage"))
+                yield sse(done)
+    if began and not ended:
+        yield sse(oa.chunk(turn_id, model, {}, "stop"))
+    yield b"data: [DONE]\n\n"
+
+
+# --- the web page ---------------------------------------------------------------------------
+
+
+def _read_asset(name: str) -> bytes:
+    return resources.files("crab_http").joinpath("web", name).read_bytes()
+
+
+async def page(request: Request) -> Response:
+    return Response(_read_asset("index.html"), media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+
+
+async def asset(request: Request) -> Response:
+    name = request.path_params["name"]
+    if name not in ASSETS:
+        return Response("not found", 404)
+    return Response(
+        _read_asset(name),
+        media_type=ASSETS[name],
+        headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"},
+    )

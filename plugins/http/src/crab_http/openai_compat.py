@@ -1,0 +1,127 @@
+"""The OpenAI-compatible surface: ``POST /v1/chat/completions`` and ``GET /v1/models``.
+
+The agent behind it is one crab agent with its own tools, so a request is one crab turn: the
+conversation is picked by the ``user`` field or the ``X-Crab-Conversation`` header (each value
+one crab session, which keeps the history: only the last user message is new input); without
+either, each request is a session of its own, and earlier messages of the request are handed
+to it as a transcript. The answer is the turn's final text; the agent's tool calls run on the
+server and are not OpenAI ``tool_calls`` (a request bringing ``tools`` of its own is refused).
+OpenAI clients cannot answer permission questions: in these sessions the gate refuses writes
+and commands.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+CONVERSATION_HEADER = "x-crab-conversation"
+KEY_PATTERN = re.compile(r"^[\w.@:+-]{1,128}$")
+
+
+class Invalid(ValueError):
+    """A request that does not fit (422, with this line)."""
+
+
+def content_text(content: Any) -> str:
+    """A message's ``content``: a string, or the text parts of a list of parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            else:
+                raise Invalid("only text content parts are accepted (no images or files)")
+        return "\n".join(parts)
+    if content is None:
+        return ""
+    raise Invalid("a message's content must be a string or a list of text parts")
+
+
+def parse_request(body: Any, header_key: str | None) -> tuple[str | None, str, bool, str | None]:
+    """(conversation key or None, new input text, stream?, model asked for)."""
+    if not isinstance(body, Mapping):
+        raise Invalid("the body must be a JSON object")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise Invalid('"messages" must be a non-empty list')
+    if body.get("tools") or body.get("functions"):
+        raise Invalid("crab runs its own tools: a request may not bring tools or functions")
+    if body.get("n") not in (None, 1):
+        raise Invalid('"n" must be 1')
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise Invalid('"stream" must be true or false')
+    key = header_key if header_key is not None else body.get("user")
+    if key is not None and (not isinstance(key, str) or not KEY_PATTERN.match(key)):
+        raise Invalid("the conversation (user field or X-Crab-Conversation) must be 1-128 letters, digits or .@:+-_")
+    turns: list[tuple[str, str]] = []
+    for message in messages:
+        if not isinstance(message, Mapping) or message.get("role") not in ("system", "developer", "user", "assistant"):
+            raise Invalid('each message needs a role of "system", "developer", "user" or "assistant"')
+        turns.append((str(message["role"]), content_text(message.get("content"))))
+    if turns[-1][0] != "user" or not turns[-1][1].strip():
+        raise Invalid("the last message must be a user message with text")
+    model = body.get("model")
+    return key, turns[-1][1], stream, model if isinstance(model, str) else None
+
+
+def transcript(messages: Sequence[Mapping[str, Any]]) -> str:
+    """Earlier messages of a one-off request, as context for its only turn."""
+    lines = []
+    for message in messages[:-1]:
+        text = content_text(message.get("content")).strip()
+        if text:
+            lines.append(f"[{message.get('role')}] {text}")
+    if not lines:
+        return content_text(messages[-1].get("content"))
+    return (
+        "The conversation so far:\n"
+        + "\n\n".join(lines)
+        + "\n\nThe new message:\n"
+        + content_text(messages[-1].get("content"))
+    )
+
+
+def completion(turn_id: str, model: str, text: str, usage: Mapping[str, Any] | None, finish: str) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{turn_id}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+        "usage": usage_of(usage),
+    }
+
+
+def chunk(turn_id: str, model: str, delta: Mapping[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{turn_id}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": dict(delta), "finish_reason": finish}],
+    }
+
+
+def usage_of(usage: Mapping[str, Any] | None) -> dict[str, int]:
+    usage = usage or {}
+    prompt = int(usage.get("input_tokens") or 0) + int(usage.get("cache_read_tokens") or 0)
+    completion_tokens = int(usage.get("output_tokens") or 0)
+    return {"prompt_tokens": prompt, "completion_tokens": completion_tokens, "total_tokens": prompt + completion_tokens}
+
+
+def finish_reason(stop: str | None) -> str:
+    return "length" if stop == "max_iterations" else "stop"
+
+
+def models_list(model: str) -> dict[str, Any]:
+    return {"object": "list", "data": [{"id": model, "object": "model", "created": 0, "owned_by": "crab"}]}
+
+
+def error_body(message: str, kind: str = "invalid_request_error", code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
