@@ -211,3 +211,19 @@ def test_a_compaction_mid_turn_keeps_the_turns_expanded_tools_live_and_resumed(c
     assert full(after) == {"alpha", "beta"}  # beta was summarised away, its schema stays for the turn
     resumed = h.run_async(h.agent.resume(h.session.id))
     assert expanded_tools(resumed.messages, h.agent.tools) == {"alpha", "beta"}
+
+
+def test_a_final_answer_naming_a_stub_gets_one_more_step_as_the_prompt_says(crab_agent):
+    # The prompt says a reply without a tool call that writes `$name` of a tool not yet sent in
+    # full does not end the turn (and so never to write `$name` in a final answer): the reply
+    # is kept, the schema is sent, and the next reply without a new hint ends the turn.
+    h = crab_agent([[{"text": "Done: I checked it with $alpha."}], [{"text": "Done."}]], plugins=TOOLS)
+    outcome = h.run("check a.txt")
+    assert "never write `$name` in a final answer" in h.requests[0].system
+    assert "does not end the turn" in h.requests[0].system
+    assert outcome.stop == "end" and outcome.text == "Done."
+    assert len(h.requests) == 2 and full(h.requests[1]) == {"alpha"}
+    assert [m.content for m in h.requests[1].messages[-2:]] == [
+        "Done: I checked it with $alpha.",
+        SCHEMAS_SENT.format(names="alpha"),
+    ]
