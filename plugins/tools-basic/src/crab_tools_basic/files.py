@@ -149,7 +149,7 @@ def read(
 ) -> str:
     """Read a text file; each line is shown after its number and a tab, a prefix that is not in the file.
 
-    The number is right-aligned in six columns (`    12\tdef main():`): never copy that prefix
+    The number is right-aligned in six columns (`    12\\tdef main():`): never copy that prefix
     into edit's `old` or `new`. Shows at most 2,000 lines or 50 KB from `offset`, whichever
     comes first, and says how to read on (`offset=N`). Binary files and folders are refused
     (use ls for folders). Reading a file lets write and edit change it later in this session.
