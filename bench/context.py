@@ -1,5 +1,8 @@
 """Context benchmark: tool-schema tokens sent across a scripted 10-turn conversation with 20 tools,
-the progressive tool view against full schemas on every call (target: at least 80% fewer).
+the progressive tool view against full schemas on every call (target: at least 80% fewer); and
+the first request of a real setup, core with crab-tools-basic: its system prompt (core's part
+and the coding guidance) and the seven tool stubs (budget: 1,200 tokens, issue 31;
+``tests/test_system_prompt_snapshot.py`` holds it there).
 
 The 20 tools have schemas shaped like real agent tools (files, shell, git, web, issues, SQL…);
 the conversation uses five of them, named (`$name`) beside their first call or called straight
@@ -224,10 +227,34 @@ def converse(view: str, workspace: Path) -> list[ModelRequest]:
         h.close()
 
 
+FIRST_REQUEST_BUDGET = 1200
+SHOWN_WORKSPACE = "/home/user/project"
+"""The workspace path the figures count (the snapshot's), so a temporary folder's length does not."""
+
+
+def first_request(workspace: Path) -> dict[str, int]:
+    """Estimated tokens of the first request with crab-tools-basic, by part (no instruction files)."""
+    import crab_tools_basic
+    from crab_tools_basic.guidance import GUIDANCE
+
+    h = AgentHarness([[{"text": "ok"}]], plugins={"tools-basic": crab_tools_basic}, workspace=workspace)
+    try:
+        h.run("hello")
+        request = h.requests[0]
+    finally:
+        h.close()
+    system = request.system.replace(str(workspace), SHOWN_WORKSPACE)
+    guidance = raw_tokens(len(GUIDANCE))
+    prompt = raw_tokens(len(system))
+    stubs = schema_tokens(request.tools)
+    return {"core": prompt - guidance, "guidance": guidance, "stubs": stubs, "total": prompt + stubs}
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as folder:  # a workspace without instruction files
         full = converse("full", Path(folder))
         progressive = converse("progressive", Path(folder))
+        first = first_request(Path(folder))
     assert len(full) == len(progressive) == len(SCRIPT)
     sent_full = sum(schema_tokens(r.tools) for r in full)
     sent_progressive = sum(schema_tokens(r.tools) for r in progressive)
@@ -244,6 +271,11 @@ def main() -> None:
     )
     print(
         f"{'first request, schemas':<28}{schema_tokens(full[0].tools):>10,}{schema_tokens(progressive[0].tools):>14,}"
+    )
+    print()
+    print(
+        f"first request with crab-tools-basic: {first['total']:,} tokens of {FIRST_REQUEST_BUDGET:,} "
+        f"(core's prompt {first['core']:,}, coding guidance {first['guidance']:,}, 7 tool stubs {first['stubs']:,})"
     )
 
 

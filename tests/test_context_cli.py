@@ -51,6 +51,10 @@ def test_tools_tokens_shows_the_saving(tmp_path: Path) -> None:
     data = json.loads(crab(["tools", "--tokens", "--json"], env, tmp_path).stdout)
     assert {r["name"] for r in data["tools"]} >= {"read", "bash", "grep"}
     assert data["total"]["progressive"] < data["total"]["full"] and data["total"]["saving"] > 0.8
+    # The system prompt counts too: core's part and crab-tools-basic's guidance, then the stubs.
+    assert 600 < data["total"]["system_prompt"] < 1000
+    assert data["total"]["first_request"] == data["total"]["system_prompt"] + data["total"]["progressive"]
+    assert f"first request (prompt and tool list): {data['total']['first_request']} tokens" in result.stdout
 
 
 def test_an_overflow_from_the_provider_compacts_the_session_and_retries(tmp_path: Path) -> None:

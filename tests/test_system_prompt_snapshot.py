@@ -1,7 +1,7 @@
 """The system prompt and the first request's tool list for a typical plugin set (core and
-crab-tools-basic), rendered with a fixed date and workspace and compared with
-``tests/snapshots/system_prompt.txt``: agent quality lives in this text, so every change to it
-is a reviewed diff.
+crab-tools-basic: core's prompt, then the coding guidance of crab-tools-basic), rendered with a
+fixed date and workspace and compared with ``tests/snapshots/system_prompt.txt``: agent quality
+lives in this text, so every change to it is a reviewed diff. Its size is held to a budget.
 
 After an intended change, rewrite the snapshot and review the diff before committing::
 
@@ -19,11 +19,12 @@ import crab_tools_basic
 import pytest
 from crab._builtin import prompt
 from crab._builtin.tool_view import tool_specs
-from crab._loop.budget import schema_tokens
+from crab._loop.budget import raw_tokens, schema_tokens
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "system_prompt.txt"
 SKILLS_SNAPSHOT = Path(__file__).parent / "snapshots" / "system_prompt_skills.txt"
 WORKSPACE = "/home/user/project"
+FIRST_REQUEST_BUDGET = 1200
 
 
 def render(h) -> str:
@@ -35,11 +36,20 @@ def render(h) -> str:
     )
     full = schema_tokens(tool_specs(h.agent.tools, "full", ()))
     sent = schema_tokens(request.tools)
+    prompt_tokens = raw_tokens(len(system))
     return (
         f"==== system prompt ====\n{system}\n"
         f"==== tools in the first request (progressive view) ====\n{tools}\n"
         f"==== estimated schema tokens: {sent} progressive, {full} full ====\n"
+        f"==== first request: {prompt_tokens + sent} tokens (system prompt {prompt_tokens}, tool stubs {sent}) ====\n"
     )
+
+
+def first_request_tokens(h) -> int:
+    """The estimated tokens of the first request's system prompt and tool list (no messages),
+    with the workspace's path as the snapshot shows it (a temporary folder's varies)."""
+    request = h.requests[0]
+    return raw_tokens(len(request.system.replace(str(h.workspace), WORKSPACE))) + schema_tokens(request.tools)
 
 
 def check(text: str, snapshot: Path) -> None:
@@ -56,6 +66,15 @@ def test_the_system_prompt_matches_its_snapshot(crab_agent, monkeypatch: pytest.
     h = crab_agent([[{"text": "ok"}]], plugins={"tools-basic": crab_tools_basic})
     h.run("hello")
     check(render(h), SNAPSHOT)
+
+
+def test_the_first_request_with_tools_basic_stays_within_its_budget(crab_agent) -> None:
+    """Issue 31's budget: core's prompt, the coding guidance and the seven stubs together at most
+    1,200 estimated tokens (characters / 4, as the token budget counts), in a workspace with no
+    instruction files; ``bench/context.py`` prints the figure."""
+    h = crab_agent([[{"text": "ok"}]], plugins={"tools-basic": crab_tools_basic})
+    h.run("hello")
+    assert first_request_tokens(h) <= FIRST_REQUEST_BUDGET
 
 
 def test_the_prompt_with_skills_matches_its_snapshot(

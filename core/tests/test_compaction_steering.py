@@ -13,12 +13,14 @@ from crab.testing import AgentHarness
 
 def test_steering_during_a_compaction_reaches_the_model(tmp_path: Path) -> None:
     replies = [
-        [{"text": "First answer. " + "word " * 150}],
-        [{"delay": 0.5}, {"text": "SUMMARY: greeted."}],
+        [{"text": "First answer. " + "word " * 600}],
+        [{"delay": 0.5}, {"text": "SUMMARY: a first part."}],  # the answer is summarised in two chunks
+        [{"text": "SUMMARY: greeted."}],
         [{"tool": "no_such_tool", "args": {}}],
         [{"text": "steered answer"}],
     ]
-    harness = AgentHarness(replies, workspace=tmp_path, config={"crab.context_window": 600})
+    # The answer passes the threshold (1,200) beside any system prompt of 440 to 1,200 tokens.
+    harness = AgentHarness(replies, workspace=tmp_path, config={"crab.context_window": 1500})
     harness.run("hello")
 
     async def scenario() -> tuple[object, object]:

@@ -107,3 +107,37 @@ def test_the_default_prompt_states_workspace_date_and_how_to_finish(tmp_path: Pa
     assert f"Workspace: {tmp_path}" in text and "Today: 2026-01-02" in text
     assert "<!--" not in text and "{" not in text
     assert "ends your turn" in text
+
+
+def test_a_workspace_path_with_braces_stays_as_it_is(tmp_path: Path) -> None:
+    odd = tmp_path / "{today}{max_calls}"
+    text = base_prompt(odd, date="2026-01-02", max_calls=3)
+    assert f"Workspace: {odd}\n" in text and "A turn has 3 model calls" in text
+
+
+def test_the_prompt_names_no_plugins_tool() -> None:
+    # Core names no plugin: its example of a hint is a placeholder, whatever tools are loaded.
+    import re
+
+    text = base_prompt(Path("/w"), date="2026-01-02")
+    assert set(re.findall(r"\$\w+", text)) == {"$name"}
+    for tool in ("read", "write", "edit", "bash", "glob", "grep", "ls", "skill", "web_fetch"):
+        assert f"`{tool}`" not in text and f"${tool}" not in text
+
+
+def test_the_model_call_cap_the_prompt_states_is_the_loops(crab_agent) -> None:
+    # The prompt says: N model calls with tools, then crab asks for an answer with no tools.
+    @crab.tool
+    def probe() -> str:
+        """Probe."""
+        return "ok"
+
+    plugin = types.SimpleNamespace(crab_tools=crab.hookimpl(lambda config: [probe]))
+    calls = [[{"tool": "probe", "args": {}}]] * 3
+    h = crab_agent([*calls, [{"text": "what I found"}]], plugins={"p": plugin}, config={"crab.max_iterations": 3})
+    outcome = h.run("go")
+    assert "A turn has 3 model calls with tools; after them crab asks for your answer with no tools" in (
+        h.requests[0].system
+    )
+    assert outcome.stop == "max_iterations" and outcome.text == "what I found"
+    assert [bool(r.tools) for r in h.requests] == [True, True, True, False]

@@ -14,8 +14,10 @@ from crab._contracts.messages import AssistantMessage, ToolResultMessage
 from crab._loop.channel_host import ChannelHost
 from crab.testing import AgentHarness
 
-WINDOW = {"crab.context_window": 600}
-LONG = "First answer. " + "word " * 150
+WINDOW = {"crab.context_window": 1500}
+LONG = "First answer. " + "word " * 600
+"""Past the threshold (1,200) beside any system prompt of 440 to 1,200 tokens, longer than the
+kept tail (360), and summarised in two chunks (each at most 1,976 characters)."""
 
 
 class Idle:
@@ -62,7 +64,7 @@ def test_a_drain_during_the_summary_call_leaves_the_keyed_session_valid(tmp_path
 
     # A restart finds the conversation, loads a valid history and compacts it on the next turn.
     second = AgentHarness(
-        [[{"text": "SUMMARY: greeted twice."}], [{"text": "third answer"}]],
+        [[{"text": "SUMMARY: a first part."}], [{"text": "SUMMARY: greeted twice."}], [{"text": "third answer"}]],
         store=store,
         workspace=tmp_path,
         config=WINDOW,
@@ -75,7 +77,7 @@ def test_a_drain_during_the_summary_call_leaves_the_keyed_session_valid(tmp_path
     answer = second.run_async(second.agent.handle_input(again, "third"))
     assert (answer.stop, answer.text) == ("end", "third answer")
     assert [e.phase for e in second.events_of(CompactionEvent)] == ["start", "done"]
-    assert again.budget is not None and again.budget.window == 600
+    assert again.budget is not None and again.budget.window == 1500
     reloaded = second.run_async(second.agent.resume(again.id))  # what the next restart sees
     assert _paired(list(reloaded.messages)) and reloaded.messages[-1].content == "third answer"
     assert reloaded.handoff is not None and reloaded.handoff["state"]["summary"] == "SUMMARY: greeted twice."

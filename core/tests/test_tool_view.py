@@ -245,3 +245,19 @@ def test_forcing_any_tool_sends_every_schema_and_nothing_forced_keeps_the_stubs(
     h = crab_agent(provider=none, plugins=TOOLS)
     h.run("go")
     assert full(h.requests[0]) == set()
+
+
+def test_a_final_answer_naming_a_stub_gets_one_more_step_as_the_prompt_says(crab_agent):
+    # The prompt says a reply without a tool call that writes `$name` of a tool not yet sent in
+    # full does not end the turn (and so never to write `$name` in a final answer): the reply
+    # is kept, the schema is sent, and the next reply without a new hint ends the turn.
+    h = crab_agent([[{"text": "Done: I checked it with $alpha."}], [{"text": "Done."}]], plugins=TOOLS)
+    outcome = h.run("check a.txt")
+    assert "never write `$name` in a final answer" in h.requests[0].system
+    assert "does not end the turn" in h.requests[0].system
+    assert outcome.stop == "end" and outcome.text == "Done."
+    assert len(h.requests) == 2 and full(h.requests[1]) == {"alpha"}
+    assert [m.content for m in h.requests[1].messages[-2:]] == [
+        "Done: I checked it with $alpha.",
+        SCHEMAS_SENT.format(names="alpha"),
+    ]

@@ -39,4 +39,4 @@ def test_slash_tools_lists_whole_sentences(crab_agent: Callable[..., Any]) -> No
     # glob's description wraps in its docstring: /tools cut it at the line end ("with `/` it").
     h = crab_agent([], plugins={"tools-basic": crab_tools_basic})
     lines = {line.split()[0]: line for line in h.run("/tools").text.splitlines()}
-    assert lines["glob"].endswith("— Find files by name."), lines["glob"]
+    assert lines["glob"].endswith("ls lists one folder instead."), lines["glob"]

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from crab import ToolError, ToolResult
 from crab_tools_basic.edit import prepare_edit_arguments
-from crab_tools_basic.splice import apply_edits, dominant_ending
+from crab_tools_basic.splice import Edit, apply_edits, dominant_ending
 
 
-def edit_bytes(original: bytes, *edits: tuple[str, str]) -> bytes:
+def edit_bytes(original: bytes, *edits: Edit) -> bytes:
     return apply_edits(original, list(edits))[0]
 
 
@@ -150,3 +150,55 @@ def test_edit_refuses_binary_and_missing_files(workspace: Path, call: Callable[.
     (workspace / "b.bin").write_bytes(b"\0\1\2abc")
     assert "binary" in call("edit", path="b.bin", old="abc", new="x").content
     assert "does not exist" in call("edit", path="nope.txt", old="a", new="b").content
+
+
+def test_replace_all_replaces_every_occurrence_left_to_right() -> None:
+    result, landed = apply_edits(b"x = 1\ny = x\nx\n", [("x", "z", True)])
+    assert result == b"z = 1\ny = z\nz\n"
+    assert [(r.first_line, r.last_line) for r in landed] == [(1, 1), (2, 2), (3, 3)]
+    # Occurrences that overlap each other: each is taken after the one before, as str.replace does.
+    assert edit_bytes(b"aaaa", ("aa", "b", True)) == b"bb"
+    # Beside other edits, checked against the original like them.
+    assert edit_bytes(b"a-a-b\n", ("a", "c", True), ("b", "d")) == b"c-c-d\n"
+    with pytest.raises(ToolError, match="overlap"):
+        apply_edits(b"ab ab", [("ab", "x", True), ("b a", "y")])
+    with pytest.raises(ToolError, match="not found"):
+        apply_edits(b"abc", [("zz", "y", True)])
+
+
+def test_several_matches_suggest_replace_all() -> None:
+    with pytest.raises(ToolError, match="or set replace_all"):
+        edit_bytes(b"x\nx\n", ("x", "y"))
+
+
+def test_replace_all_counts_lines_across_many_replacements() -> None:
+    original = b"".join(b"keep %d\nold\n" % i for i in range(3000))
+    result, landed = apply_edits(original, [("old", "new\nline", True)])
+    assert result == b"".join(b"keep %d\nnew\nline\n" % i for i in range(3000))
+    assert [(r.first_line, r.last_line) for r in landed[:2]] == [(2, 3), (5, 6)]
+    assert (landed[-1].first_line, landed[-1].last_line) == (8999, 9000)
+
+
+def test_the_tool_takes_replace_all_in_each_shape(workspace: Path, call: Callable[..., ToolResult]) -> None:
+    target = workspace / "a.py"
+    target.write_text("old()\nold()\nkeep\n")
+    assert not call("read", path="a.py").is_error
+    twice = call("edit", path="a.py", edits=[{"old": "old()", "new": "new()"}])
+    assert twice.is_error and "matches 2 times" in twice.content
+    done = call("edit", path="a.py", edits=[{"old": "old()", "new": "new()", "replace_all": True}])
+    assert done.content == "edited a.py: 2 replacements (line 1, line 2)"
+    assert target.read_text() == "new()\nnew()\nkeep\n"
+    # Claude Code's shape: a top-level pair with its replace_all.
+    done = call("edit", file_path="a.py", old_string="new()", new_string="x()", replace_all=True)
+    assert not done.is_error and target.read_text() == "x()\nx()\nkeep\n"
+    assert prepare_edit_arguments({"path": "a", "edits": [{"oldString": "a", "newString": "b", "replaceAll": True}]})[
+        "edits"
+    ] == [{"old": "a", "new": "b", "replace_all": True}]
+
+
+def test_the_result_names_at_most_twenty_places(workspace: Path, call: Callable[..., ToolResult]) -> None:
+    (workspace / "a.txt").write_text("x\n" * 25)
+    assert not call("read", path="a.txt").is_error
+    done = call("edit", path="a.txt", edits=[{"old": "x", "new": "y", "replace_all": True}])
+    assert done.content.endswith("line 19, line 20 and 5 more)")
+    assert done.content.startswith("edited a.txt: 25 replacements (line 1, line 2,")

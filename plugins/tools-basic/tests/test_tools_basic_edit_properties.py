@@ -135,3 +135,24 @@ def test_failed_edit_leaves_the_file_byte_identical(case: tuple[bytes, list[tupl
         assert target.read_bytes() == data
         assert target.stat().st_mtime_ns == before.st_mtime_ns
         assert sorted(p.name for p in Path(folder).iterdir()) == ["f.txt"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(st.sampled_from(list("ab\nc")), max_size=30), st.text(st.sampled_from(list("ab\n")), min_size=1, max_size=3)
+)
+def test_replace_all_is_str_replace(text: str, old: str) -> None:
+    # On LF text without a BOM, replace_all is exactly Python's str.replace.
+    new = "<" + old[::-1] + ">"
+    data = text.encode()
+    if old not in text:
+        with pytest.raises(ToolError, match="not found"):
+            apply_edits(data, [(old, new, True)])
+        return
+    result, landed = apply_edits(data, [(old, new, True)])
+    assert result == text.replace(old, new).encode()
+    assert len(landed) == text.count(old)
+    lines = result.decode().split("\n")
+    for where in landed:
+        # Each place named holds a replacement: its first line holds the start of new.
+        assert "<" in lines[where.first_line - 1]

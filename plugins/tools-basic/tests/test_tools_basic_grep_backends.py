@@ -124,3 +124,24 @@ def test_syntax_the_engines_read_differently_goes_to_python(tmp_path: Path, patt
     (tmp_path / "a.txt").write_text("alpha 7 :\n")
     ws = Workspace(tmp_path)
     assert search(ws, pattern, backend="rg") == search(ws, pattern, backend="python")
+
+
+@pytest.mark.parametrize("pattern", ["foo(", "a.b", "[x]", r"\d", "(a|b", "{1}", "x$"])
+@pytest.mark.parametrize("ignore_case", [False, True])
+def test_backends_agree_on_literal_text(tmp_path: Path, pattern: str, ignore_case: bool) -> None:
+    (tmp_path / "a.txt").write_text("call foo(1)\naxb a.b\n[x] x\n\\d 7\n(a|b {1}\nx$ end\nA.B FOO(\n")
+    ws = Workspace(tmp_path)
+    python = search(ws, pattern, ignore_case=ignore_case, backend="python", literal=True)
+    assert search(ws, pattern, ignore_case=ignore_case, backend="rg", literal=True) == python
+    assert python.startswith("a.txt:")
+
+
+@pytest.mark.parametrize("pattern", ["alpha", r"(?<=def )alpha", "^$"])
+def test_backends_agree_on_files_only_and_limit(tmp_path: Path, pattern: str) -> None:
+    awkward_tree(tmp_path)
+    ws = Workspace(tmp_path)
+    for limit in (None, 1, 3):
+        python = search(ws, pattern, backend="python", files_only=True, limit=limit)
+        assert search(ws, pattern, backend="rg", files_only=True, limit=limit) == python
+        python = search(ws, pattern, backend="python", limit=limit, context=1)
+        assert search(ws, pattern, backend="rg", limit=limit, context=1) == python

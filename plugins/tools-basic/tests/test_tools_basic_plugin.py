@@ -76,5 +76,5 @@ def test_crab_tools_lists_whole_sentences(crab_cli) -> None:
     result = crab_cli("tools", "--plugins", "tools-basic")
     assert result.exit_code == 0, result.stderr
     lines = {line.split()[0]: line for line in result.stdout.splitlines()}
-    assert lines["glob"].endswith("Find files by name."), lines["glob"]
+    assert lines["glob"].endswith("ls lists one folder instead."), lines["glob"]
     assert all(line.rstrip().endswith((".", ")", "`")) for line in lines.values()), lines

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from crab import ToolResult
+from crab import ToolError, ToolResult
 from crab_tools_basic.grep_engine import search_text
 from crab_tools_basic.search import search
 from crab_tools_basic.settings import Backend
@@ -160,3 +160,44 @@ def test_an_abandoned_search_stops_early(tmp_path: Path) -> None:
         find_files(ws, "*.txt", None, stop)
     with pytest.raises(ToolError, match="cancelled"):
         search(ws, "needle", backend="python", stop=stop)
+
+
+@pytest.mark.parametrize("backend", ["python", pytest.param("rg", marks=pytest.mark.rg)])
+def test_grep_literal_mode_takes_the_text_as_written(workspace: Path, backend: Backend) -> None:
+    (workspace / "a.py").write_text("print(x)\nprint x\nprintXx)\n")
+    ws = Workspace(workspace)
+    assert search(ws, "print(x)", backend=backend, literal=True) == "a.py:1:print(x)"
+    assert search(ws, "print.x", backend=backend, literal=True) == "no matches for 'print.x' in ."
+    with pytest.raises(ToolError, match=r"not a valid regular expression.*set literal"):
+        search(ws, "print(", backend=backend)
+    assert search(ws, "PRINT(", backend=backend, literal=True, ignore_case=True) == "a.py:1:print(x)"
+
+
+@pytest.mark.parametrize("backend", ["python", pytest.param("rg", marks=pytest.mark.rg)])
+def test_grep_files_only_lists_each_matching_file_once(tree: Path, backend: Backend) -> None:
+    ws = Workspace(tree)
+    assert search(ws, "hello", backend=backend, files_only=True) == "\n".join(
+        [".github/ci.yml", "README.md", "keep.log", "src/app.py"]
+    )
+    # context means nothing without lines; it is ignored, not an error.
+    assert search(ws, "hello", backend=backend, files_only=True, context=3, limit=2) == "\n".join(
+        [
+            ".github/ci.yml",
+            "README.md",
+            "[showing the first 2 of 4 files with a match; narrow the pattern, path or glob]",
+        ]
+    )
+
+
+def test_grep_limit_lowers_the_lines_shown(workspace: Path, call: Callable[..., ToolResult]) -> None:
+    (workspace / "many.txt").write_text("match\n" * 150)
+    lines = call("grep", pattern="match", limit=5).content.split("\n")
+    assert lines == [f"many.txt:{n}:match" for n in range(1, 6)] + [
+        "[showing the first 5 of 150 matching lines in 1 files; narrow the pattern, path or glob]"
+    ]
+    assert len(call("grep", pattern="match", limit=1000).content.split("\n")) == 101  # 100 at most
+    assert call("grep", pattern="match", limit=0).is_error
+    for i in range(1005):
+        (workspace / f"f{i:04}.txt").write_text("match\n")
+    names = call("grep", pattern="match", files_only=True, limit=5000).content.split("\n")
+    assert len(names) == 1001 and names[-1].startswith("[showing the first 1000 of 1006 files")

@@ -56,7 +56,8 @@ class CorePlugin:
         from crab._config.environ import crab_home
 
         view = str(config.get("crab.tool_view", "progressive"))
-        return [base_prompt(workspace, tool_view=view), *instruction_parts(workspace, crab_home())]
+        calls = int(config.get("crab.max_iterations", 25))
+        return [base_prompt(workspace, tool_view=view, max_calls=calls), *instruction_parts(workspace, crab_home())]
 
 
 def register_builtins(host: PluginHost) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import stat
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ MAX_AGENTS_BYTES = 32_000
 PROMPT_FILE = Path(__file__).with_name("system_prompt.md")
 _SECTION = "<!-- {name} -->\n"
 _END = "<!-- /{name} -->\n"
+_FIELD = re.compile(r"\{(workspace|today|max_calls)\}")
 
 
 @functools.cache
@@ -48,12 +50,17 @@ def today() -> str:
     return time.strftime("%Y-%m-%d")
 
 
-def base_prompt(workspace: Path, *, tool_view: str = "progressive", date: str | None = None) -> str:
-    """The default system prompt for ``workspace``: the tool protocol, the workspace, how hinted
-    tools expand (only with the progressive tool view) and how to finish a turn."""
-    text = _sections(_template(), {tool_view})
-    text = text.replace("{workspace}", str(workspace)).replace("{today}", date or today())
-    return text.strip()
+def base_prompt(
+    workspace: Path, *, tool_view: str = "progressive", date: str | None = None, max_calls: int = 25
+) -> str:
+    """The default system prompt for ``workspace``: the tool protocol, the turn's cap of
+    ``max_calls`` model calls (``[crab] max_iterations``), how hinted tools expand (only with
+    the progressive tool view), what is data and not instructions, how the instruction files
+    apply (as ``instruction_files`` finds them) and how to finish a turn. It names no plugin's
+    tool: a setup without crab-tools-basic reads it too."""
+    values = {"workspace": str(workspace), "today": date or today(), "max_calls": str(max_calls)}
+    # One pass, so a workspace path holding "{today}" stays as it is.
+    return _FIELD.sub(lambda m: values[m.group(1)], _sections(_template(), {tool_view})).strip()
 
 
 def read_instruction_file(path: Path, boundary: Path | None) -> str | None:

@@ -123,8 +123,11 @@ def tool_tokens(plugins: str | None, as_json: bool) -> None:
     progressive = schema_tokens([stub(t) for t in tools.values()])
     saving = 1 - progressive / full if full else 0.0
     view = host.config.get("crab.tool_view", "progressive")
+    prompt = prompt_tokens(host)
+    first = prompt + (progressive if view == "progressive" else full)
     if as_json:
         totals = {"full": full, "progressive": progressive, "saving": round(saving, 4), "tool_view": view}
+        totals |= {"system_prompt": prompt, "first_request": first}
         typer.echo(json.dumps({"tools": rows, "total": totals}, indent=2))
         return
     if not rows:
@@ -139,6 +142,21 @@ def tool_tokens(plugins: str | None, as_json: bool) -> None:
         f"estimated schema tokens per request: {full} full, {progressive} progressive before any tool is used "
         f"({saving:.0%} fewer); each tool hinted or called adds its full schema (tool_view = {view})"
     )
+    typer.echo(f"system prompt here: {prompt} tokens; first request (prompt and tool list): {first} tokens")
+
+
+def prompt_tokens(host: PluginHost) -> int:
+    """Estimated tokens of a new session's system prompt in this folder: every plugin's part (the
+    instruction files found here included) and ``[crab] system_prompt_append``, as ``Agent`` joins them."""
+    from pathlib import Path
+
+    from crab._loop.budget import raw_tokens
+
+    parts = host.dispatch.system_prompt(workspace=Path.cwd(), session_id="", config=host.config)
+    appended = host.config.get("crab.system_prompt_append")
+    if isinstance(appended, str) and appended.strip():
+        parts.append(appended.strip())
+    return raw_tokens(len("\n\n".join(parts)))
 
 
 def list_models(plugins: str | None, as_json: bool) -> None:

@@ -37,7 +37,7 @@ from crab._loop.session import QueuedInput, Session, TurnOutcome
 from crab._loop.tool_runner import ToolRunner
 
 SCHEMAS_SENT = "[crab] The full schemas of {names} are in your tool list now. Continue."
-"""Recorded after a reply that only hinted at tools, so the model gets the next step."""
+"""Recorded after a reply without a tool call that hinted at tools, so the model gets the next step."""
 STUB_CALL_NOTE = "(This tool was listed without its schema; its full schema is in your tool list for this turn.)"
 
 FINAL_ANSWER_NOTE = (
@@ -168,8 +168,10 @@ class Turn:
     # --- model calls ------------------------------------------------------------------------
 
     async def _hinted_only(self, message: AssistantMessage) -> bool:
-        """A reply that only hints at tools (``$name``) the request did not describe fully gets
-        the next step at once, described: one recorded note says so (the reply stays the model's)."""
+        """A reply without a tool call that names (``$name``) a tool the request did not describe
+        fully gets the next step at once, described: one recorded note says so (the reply stays
+        the model's). This holds for a final answer too, so the prompt says never to write
+        ``$name`` in one (``system_prompt.md``); telling the two apart would be a guess."""
         if not message.replayable:
             return False
         new = sorted(hinted(message.content, self.parts.tools()) - self.session.described)

@@ -1,4 +1,5 @@
-"""crab-tools-basic: registers read, write, edit, bash, glob, grep and ls (hook implementations only)."""
+"""crab-tools-basic: registers read, write, edit, bash, glob, grep and ls, and the system prompt
+part on working with them (hook implementations only)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,12 @@ def crab_tools(config: Config) -> list[Tool]:
     from crab_tools_basic.registry import build_tools
 
     return build_tools(config.plugin_settings("tools-basic"))
+
+
+@crab.hookimpl
+def crab_system_prompt() -> str:
+    """How to work on code with these tools (``crab_tools_basic.guidance``): present exactly
+    when the tools are."""
+    from crab_tools_basic.guidance import GUIDANCE
+
+    return GUIDANCE

@@ -205,7 +205,7 @@ def pick_timeout(requested: float | None, settings: Settings) -> tuple[float, st
 
 
 async def bash(
-    command: Annotated[str, "the shell command (bash -c)"],
+    command: Annotated[str, "the shell command (bash -c), run from the workspace root"],
     ctx: ToolContext,
     timeout: Annotated[float | None, "seconds before the command is killed"] = None,
 ) -> ToolResult:
@@ -239,17 +239,21 @@ async def bash(
 def make_bash_tool(settings: Settings) -> Tool:
     """The bash tool for this configuration: its limits appear in its description."""
     description = (
-        "Run a shell command (bash -c) in the workspace and return its exit code and output "
-        "(stdout and stderr together).\n\n"
-        f"Timeout: {settings.bash_default_timeout:g} s unless you pass `timeout` (at most "
+        "Run a command with bash -c in a fresh shell at the workspace root; returns its exit code "
+        "and output (stdout and stderr).\n\n"
+        "Each call starts in the workspace root again: neither `cd` nor variables carry over to "
+        "the next call, so chain steps that depend on each other with `&&` (`cd web && npm test`). "
+        "stdin is /dev/null, so interactive commands fail instead of waiting: pass non-interactive "
+        "flags (`-y`, `--no-pager`, `CI=1`), and start no watch mode and no `sleep` loop waiting for "
+        f"something. Timeout: {settings.bash_default_timeout:g} s unless you pass `timeout` (at most "
         f"{settings.bash_max_timeout:g} s); on timeout the command and all its child processes are "
-        "killed. stdin is /dev/null, so interactive commands fail instead of waiting. Output "
-        "beyond the last 2,000 lines or 50 KB is cut; the output is then saved to a log file "
-        "whose path is given (read it with offset; of a huge output the log keeps the first 1 MB "
-        "and the last 4 MB). A non-zero exit is reported as an error. The call ends when the "
-        "shell exits: a command left running in the background keeps running until crab exits, "
-        "and should send its output to a file (`cmd > out.log 2>&1 &`). Prefer read, grep, "
-        "glob and ls for looking at files."
+        "killed. Output beyond the last 2,000 lines or 50 KB is cut and the output saved to a log "
+        "file whose path is given (read it with offset; of a huge output the log keeps the first "
+        "1 MB and the last 4 MB), so do not pipe output through head or tail to shorten it. A "
+        "non-zero exit is reported as an error. The call ends when the shell exits: a command left "
+        "running in the background keeps running until crab exits, and should send its output to a "
+        "file (`cmd > out.log 2>&1 &`). Prefer read, grep, glob and ls for looking at files, and "
+        "edit or write for changing them."
     )
     return tool(
         name="bash",

@@ -11,24 +11,37 @@ from typing import Annotated, Any, TypedDict
 
 from crab import ToolContext, ToolError, tool
 
-from crab_tools_basic import anchored, read_gate
+from crab_tools_basic import anchored, read_gate, splice
 from crab_tools_basic.files import open_existing, refuse_hardlinked
 from crab_tools_basic.oserrors import os_errors
 from crab_tools_basic.splice import apply_edits
 from crab_tools_basic.text import looks_binary
 from crab_tools_basic.workspace import settings_of, workspace_of
 
+MAX_PLACES = 20
+"""Replacements whose lines the result names (``replace_all`` may make many more)."""
 
-class Edit(TypedDict):
-    """One replacement: ``old`` is the exact current text, ``new`` what replaces it."""
 
-    old: str
-    new: str
+class _Replacement(TypedDict):
+    old: Annotated[
+        str,
+        "the exact current text, copied from the file without read's line-number prefix; "
+        "add a few lines around it when it is not unique",
+    ]
+    new: Annotated[str, "the complete text that replaces it (no '... unchanged ...' placeholders); empty to delete it"]
+
+
+class Edit(_Replacement, total=False):
+    """One replacement: ``old`` is the exact current text, ``new`` what replaces it;
+    ``replace_all`` replaces every occurrence instead of requiring exactly one."""
+
+    replace_all: Annotated[bool, "replace every occurrence of old (default: old must occur exactly once)"]
 
 
 _PATH_ALIASES = ("file_path", "filePath", "file", "filename")
 _OLD_ALIASES = ("old", "oldText", "old_text", "old_string", "oldString", "old_str")
 _NEW_ALIASES = ("new", "newText", "new_text", "new_string", "newString", "new_str")
+_ALL_ALIASES = ("replace_all", "replaceAll")
 
 
 def _pop_alias(args: dict[str, Any], names: Sequence[str]) -> tuple[bool, Any]:
@@ -44,15 +57,19 @@ def _normalise_edit(item: Any) -> Any:
     item = dict(item)
     has_old, old = _pop_alias(item, _OLD_ALIASES)
     has_new, new = _pop_alias(item, _NEW_ALIASES)
+    has_all, every = _pop_alias(item, _ALL_ALIASES)
     if has_old:
         item["old"] = old
     if has_new:
         item["new"] = new
+    if has_all:
+        item["replace_all"] = every
     return item
 
 
 def prepare_edit_arguments(args: dict[str, Any]) -> dict[str, Any]:
-    """Accept the shapes models send: ``file_path``, a top-level old/new pair, ``edits`` as JSON text.
+    """Accept the shapes models send: ``file_path``, a top-level old/new pair (with its
+    ``replace_all``), ``edits`` as JSON text.
 
     Raises ``ValueError`` for ``edits`` text that is not JSON (the tool answers with it).
     """
@@ -72,7 +89,9 @@ def prepare_edit_arguments(args: dict[str, Any]) -> dict[str, Any]:
     has_old, old = _pop_alias(args, _OLD_ALIASES)
     has_new, new = _pop_alias(args, _NEW_ALIASES)
     if has_old or has_new:
-        pair = {k: v for k, v, present in (("old", old, has_old), ("new", new, has_new)) if present}
+        has_all, every = _pop_alias(args, _ALL_ALIASES)
+        fields = (("old", old, has_old), ("new", new, has_new), ("replace_all", every, has_all))
+        pair = {k: v for k, v, present in fields if present}
         edits = [*(edits if isinstance(edits, list) else []), pair]
     if isinstance(edits, list):
         args["edits"] = [_normalise_edit(item) for item in edits]
@@ -86,7 +105,7 @@ def edit_file(
     root: Path,
     real: Path,
     display: str,
-    edits: Sequence[tuple[str, str]],
+    edits: Sequence[splice.Edit],
     allow_hardlinks: bool = True,
 ) -> str:
     """Apply ``edits`` to ``real`` (inside ``root``) after the read gate; untouched unless all apply.
@@ -105,8 +124,11 @@ def edit_file(
         mtime_ns = anchored.replace_entry(parent, updated, stat.S_IMODE(info.st_mode))
         read_gate.remember(state, real, hashlib.sha256(updated).hexdigest(), mtime_ns)
     where = ", ".join(
-        f"line {r.first_line}" if r.first_line == r.last_line else f"lines {r.first_line}-{r.last_line}" for r in landed
+        f"line {r.first_line}" if r.first_line == r.last_line else f"lines {r.first_line}-{r.last_line}"
+        for r in landed[:MAX_PLACES]
     )
+    if len(landed) > MAX_PLACES:
+        where += f" and {len(landed) - MAX_PLACES} more"
     count = "1 replacement" if len(landed) == 1 else f"{len(landed)} replacements"
     return f"edited {display}: {count} ({where})"
 
@@ -119,21 +141,26 @@ def edit_file(
 )
 def edit(
     path: Annotated[str, "file to change, relative to the workspace"],
-    edits: Annotated[list[Edit], "replacements, each {old, new}; old must match exactly once"],
+    edits: Annotated[list[Edit], "replacements, each {old, new}, checked against the file as it is now"],
     ctx: ToolContext,
 ) -> str:
-    """Replace exact text in a file: each `old` must appear exactly once in the current file.
+    """Replace exact text in a file: each `old` must appear exactly once, unless `replace_all` is set.
 
-    Matching is literal (whitespace and indentation count; line endings may be sent as LF).
-    Every edit is checked against the original before anything is written: if one fails, the
-    file is not touched. Edits may not overlap, `old` may not be empty, and `new` must differ.
-    Everything outside the replaced text stays byte for byte the same (BOM and line endings
-    too; new text takes the file's usual line ending). Needs a read of the file earlier in
-    this session and no change on disk since. To create a file, use write.
+    Copy `old` from what read showed, without the line-number prefix, and add a few lines
+    around it when it is not unique; `new` is the complete replacement, never a placeholder
+    such as "... unchanged ...". Matching is literal (whitespace and indentation count; line
+    endings may be sent as LF). To move code, send two edits in one call: one removes it, one
+    inserts it. Every edit is checked against the original before anything is written: if one
+    fails, the file is not touched. Edits may not overlap, `old` may not be empty, and `new`
+    must differ. Everything outside the replaced text stays byte for byte the same (BOM and
+    line endings too; new text takes the file's usual line ending). Needs a read of the file
+    earlier in this session and no change on disk since. To create a file, use write.
+
+    Example: `{"path": "app.py", "edits": [{"old": "    return a - b", "new": "    return a + b"}]}`
     """
     settings = settings_of(ctx)
     ws = workspace_of(ctx, settings)
     real = ws.resolve(path, write=True)
     with os_errors(f"cannot edit {ws.display(real)}"):
-        pairs = [(e["old"], e["new"]) for e in edits]
-        return edit_file(ctx.state, ws.scope_of(real), real, ws.display(real), pairs, settings.allow_hardlinks)
+        changes = [(e["old"], e["new"], e.get("replace_all", False)) for e in edits]
+        return edit_file(ctx.state, ws.scope_of(real), real, ws.display(real), changes, settings.allow_hardlinks)

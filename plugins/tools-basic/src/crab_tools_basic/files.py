@@ -147,11 +147,12 @@ def read(
     offset: Annotated[int | None, "1-based line to start from (default 1)"] = None,
     limit: Annotated[int | None, "most lines to show (default and maximum 2000)"] = None,
 ) -> str:
-    """Read a text file, with line numbers (`<number><TAB><line>`).
+    """Read a text file; each line is shown after its number and a tab, a prefix that is not in the file.
 
-    Shows at most 2,000 lines or 50 KB from `offset`, whichever comes first, and says how to
-    read on (`offset=N`). Binary files and folders are refused (use ls for folders). Reading a
-    file lets write and edit change it later in this session.
+    The number is right-aligned in six columns (`    12\\tdef main():`): never copy that prefix
+    into edit's `old` or `new`. Shows at most 2,000 lines or 50 KB from `offset`, whichever
+    comes first, and says how to read on (`offset=N`). Binary files and folders are refused
+    (use ls for folders). Reading a file lets write and edit change it later in this session.
     """
     settings = settings_of(ctx)
     ws = workspace_of(ctx, settings)
@@ -201,9 +202,11 @@ def write(
 ) -> str:
     """Create a file, or replace its whole content. Missing parent folders are created.
 
-    Overwriting needs a read of the file earlier in this session and no change on disk since
-    (read it again if it changed). The write is atomic and keeps the file's permissions. To
-    change part of a file, prefer edit.
+    `content` is the whole file, every line written out: never a placeholder such as "... rest
+    unchanged ...". To change part of an existing file, use edit. Overwriting needs a
+    read of the file earlier in this session and no change on disk since (read it again if it
+    changed). The write is atomic and keeps the file's permissions. Do not create
+    documentation files (README, notes) unless the user asks for them.
     """
     settings = settings_of(ctx)
     ws = workspace_of(ctx, settings)

@@ -1,14 +1,24 @@
 """The glob patterns of the ``glob`` and ``grep`` tools, as regular expressions matched in linear time.
 
 ``*`` and ``?`` stay within a folder, ``[...]`` is a character class, ``**`` as a whole segment
-spans folders (git's wildmatch rules). A model chooses these patterns, so no pattern may make
-the regex backtrack for long (``gitignore`` guards repository rules the same way).
+spans folders (git's wildmatch rules), and ``{a,b}`` is either alternative (``*.{ts,tsx}``, as
+Claude Code, opencode, ripgrep and bash write it; nested braces too). A model chooses these
+patterns, so no pattern may make the regex backtrack for long (``gitignore`` guards repository
+rules the same way): braces are expanded into at most ``MAX_ALTERNATIVES`` plain globs, each a
+linear-time regex, instead of alternation inside one regex, where an atomic group could commit
+to the wrong alternative.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
+
+from crab import ToolError
+
+MAX_ALTERNATIVES = 64
+"""The most plain globs one pattern's braces may expand to (``{a,b}{c,d}`` is four)."""
 
 
 def _char_class(pattern: str, i: int) -> tuple[str, int] | None:
@@ -34,6 +44,78 @@ def _char_class(pattern: str, i: int) -> tuple[str, int] | None:
         return None
     # Like git's FNM_PATHNAME: a class never matches the folder separator.
     return ("[^/" if negate else "(?!/)[") + "".join(items) + "]", j + 1
+
+
+def _class_end(pattern: str, i: int) -> int | None:
+    """The index after the ``[...]`` class starting at ``pattern[i]``, or None when it is not one."""
+    found = _char_class(pattern, i)
+    return found[1] if found is not None else None
+
+
+def _brace_pairs(pattern: str) -> dict[int, tuple[int, list[int]]]:
+    """For each ``{`` that opens a brace group: its ``}`` and the commas between them at its own
+    depth. One pass with a stack (escapes and character classes are skipped, so ``\\{`` and
+    ``[{,]`` are plain text); a ``{`` without a ``}`` or without a comma is plain text, as in bash."""
+    pairs: dict[int, tuple[int, list[int]]] = {}
+    stack: list[tuple[int, list[int]]] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            end = _class_end(pattern, i)
+            if end is not None:
+                i = end
+                continue
+        elif c == "{":
+            stack.append((i, []))
+        elif c == "," and stack:
+            stack[-1][1].append(i)
+        elif c == "}" and stack:
+            start, commas = stack.pop()
+            if commas:
+                pairs[start] = (i, commas)
+        i += 1
+    return pairs
+
+
+def expand_braces(pattern: str, limit: int = MAX_ALTERNATIVES) -> list[str]:
+    """The plain globs ``pattern``'s brace groups stand for, in order (``a{b,c}d``: ``abd``, ``acd``).
+
+    Raises ``ToolError`` past ``limit`` globs, before building more of them: sequential groups
+    multiply (``{a,b}`` ten times over is 1,024).
+    """
+    pairs = _brace_pairs(pattern)
+    if not pairs:
+        return [pattern]
+
+    def span(start: int, end: int) -> list[str]:
+        """The expansions of ``pattern[start:end]``."""
+        out = [""]
+        i = literal = start
+        while i < end:
+            group = pairs.get(i)
+            if group is None:
+                i += 2 if pattern[i] == "\\" else 1
+                continue
+            close, commas = group
+            bounds = [i, *commas, close]
+            choices: list[str] = []
+            for a, b in itertools.pairwise(bounds):
+                choices += span(a + 1, b)
+                if len(out) * len(choices) > limit:
+                    raise ToolError(
+                        f"the pattern's braces stand for more than {limit} globs; use fewer alternatives or "
+                        "several calls"
+                    )
+            head = pattern[literal:i]
+            out = [o + head + c for o in out for c in choices]
+            i = literal = close + 1
+        return [o + pattern[literal:end] for o in out]
+
+    return span(0, len(pattern))
 
 
 STAR, ANY_FOLDERS, ANY_REST = "[^/]*", "(?:.*/)?", ".*"
@@ -134,20 +216,41 @@ def glob_to_regex(pattern: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PathGlob:
-    """A glob from the model: without a ``/`` it matches a file name at any depth, else a path."""
+    """A glob from the model: without a ``/`` it matches a file name at any depth, else a path.
 
-    regex: re.Pattern[str]
-    basename_only: bool
+    A pattern with braces may expand to both kinds (``{*.md,docs/**}``): ``names`` matches file
+    names, ``paths`` whole relative paths; either may be None.
+    """
+
+    names: re.Pattern[str] | None
+    paths: re.Pattern[str] | None
 
     def matches(self, relative: str) -> bool:
-        subject = relative.rsplit("/", 1)[-1] if self.basename_only else relative
-        return self.regex.match(subject) is not None
+        if self.paths is not None and self.paths.match(relative) is not None:
+            return True
+        return self.names is not None and self.names.match(relative.rsplit("/", 1)[-1]) is not None
 
 
-def compile_glob(pattern: str) -> PathGlob:
-    """The matcher for ``pattern`` (``*.py``, ``src/**/*.ts``, ``docs/*.md``) on relative paths."""
+def _plain(pattern: str) -> str:
     pattern = pattern.strip()
     while pattern.startswith("./"):
         pattern = pattern[2:]
-    basename_only = "/" not in pattern
-    return PathGlob(re.compile(glob_to_regex(pattern.lstrip("/")) + r"\Z", re.DOTALL), basename_only)
+    return pattern
+
+
+def _either(globs: list[str]) -> re.Pattern[str] | None:
+    """One regex matching any of ``globs`` (each alternative anchored at both ends), or None.
+
+    Each alternative is linear and fails or succeeds on its own, so trying them in turn costs
+    at most ``MAX_ALTERNATIVES`` linear matches.
+    """
+    if not globs:
+        return None
+    return re.compile("|".join(f"(?:{glob_to_regex(g.lstrip('/'))})\\Z" for g in dict.fromkeys(globs)), re.DOTALL)
+
+
+def compile_glob(pattern: str) -> PathGlob:
+    """The matcher for ``pattern`` (``*.py``, ``src/**/*.ts``, ``docs/*.md``, ``*.{ts,tsx}``) on
+    relative paths; ``ToolError`` when its braces stand for too many globs."""
+    globs = [_plain(g) for g in expand_braces(_plain(pattern))]
+    return PathGlob(_either([g for g in globs if "/" not in g]), _either([g for g in globs if "/" in g]))

@@ -25,6 +25,9 @@ from crab import ToolError, processes
 from crab_tools_basic.text import SNIFF_BYTES, looks_binary
 
 MAX_MATCHES = 100
+"""Matching lines grep shows at most (``limit`` may lower it)."""
+MAX_FILES = 1000
+"""Files grep's ``files_only`` mode lists at most (as many as glob)."""
 MAX_CONTEXT = 10
 ARGV_BUDGET = 100_000
 """Bytes of file names per ripgrep run; well under the kernel's argument limit."""
@@ -217,12 +220,22 @@ _RG_BINARY = re.compile(rb'^(.*): binary file matches \(found "\\0" byte around 
 PythonSearch = Callable[[Sequence[Target]], list[FileHits]]
 
 
+@dataclass(frozen=True, slots=True)
+class RgOptions:
+    """How ripgrep searches: ``literal`` text instead of a regex (``--fixed-strings``), and
+    ``first_only`` stops at each file's first matching line (grep's ``files_only`` mode)."""
+
+    ignore_case: bool = False
+    context: int = 0
+    literal: bool = False
+    first_only: bool = False
+
+
 def rg_search(
     rg: str,
     targets: Sequence[Target],
     pattern: str,
-    ignore_case: bool,
-    context: int,
+    options: RgOptions,
     cwd: str,
     python: PythonSearch,
     stop: threading.Event | None = None,
@@ -240,10 +253,14 @@ def rg_search(
     redo: dict[str, bool] = {}
     base = [rg, "--no-config", "--null", "--line-number", "--with-filename", "--no-heading", "--color", "never"]
     base += ["--encoding", "none", "--max-columns", "4096", "--max-columns-preview"]
-    if ignore_case:
+    if options.ignore_case:
         base.append("--ignore-case")
-    if context:
-        base += ["--context", str(context)]
+    if options.context:
+        base += ["--context", str(options.context)]
+    if options.literal:
+        base.append("--fixed-strings")
+    if options.first_only:
+        base += ["--max-count", "1"]
     for batch in _rg_batches(targets):
         args = [*base, "--regexp", pattern, "--", *(t.display for t in batch)]
         try:

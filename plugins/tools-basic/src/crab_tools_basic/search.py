@@ -13,7 +13,7 @@ from crab import ToolContext, ToolError, tool
 
 from crab_tools_basic import grep_engine, grep_worker
 from crab_tools_basic.globs import compile_glob
-from crab_tools_basic.grep_engine import MAX_CONTEXT, MAX_MATCHES, Target
+from crab_tools_basic.grep_engine import MAX_CONTEXT, MAX_FILES, MAX_MATCHES, Target
 from crab_tools_basic.oserrors import os_errors
 from crab_tools_basic.settings import Backend
 from crab_tools_basic.text import MAX_LINE_CHARS, cut_line
@@ -93,8 +93,14 @@ def search(
     backend: Backend = "auto",
     stop: threading.Event | None = None,
     allow_hardlinks: bool = True,
+    *,
+    literal: bool = False,
+    files_only: bool = False,
+    limit: int | None = None,
 ) -> str:
-    """grep's work, callable without a tool context: regex search over the visible files.
+    """grep's work, callable without a tool context: regex (or, with ``literal``, plain text)
+    search over the visible files; ``files_only`` lists the files with a match instead of the
+    lines; ``limit`` lowers how many lines (or files) are shown.
 
     ``stop`` (the call's ``ctx.cancelled``) ends a long search early when the call is abandoned,
     killing a ripgrep or Python worker process. Without ``allow_hardlinks`` files with more
@@ -104,13 +110,19 @@ def search(
         raise ToolError("pattern is empty")
     if context < 0:
         raise ToolError("context must be 0 or more lines")
-    context = min(context, MAX_CONTEXT)
+    if limit is not None and limit < 1:
+        raise ToolError("limit must be 1 or more")
+    most = min(limit or MAX_MATCHES, MAX_FILES if files_only else MAX_MATCHES)
+    context = 0 if files_only else min(context, MAX_CONTEXT)
     flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
+    regex = re.escape(pattern) if literal else pattern
     try:
         # Compiling is safe (no input to backtrack over); only matching runs in the worker.
-        re.compile(pattern, flags)
+        re.compile(regex, flags)
     except re.error as exc:
-        raise ToolError(f"pattern is not a valid regular expression: {exc}") from None
+        raise ToolError(
+            f"pattern is not a valid regular expression: {exc} (to search for the text as written, set literal)"
+        ) from None
     start, scope = _folder(ws, path)
     matcher = compile_glob(glob) if glob else None
     if start.is_file():
@@ -127,28 +139,39 @@ def search(
         targets = [t for t in targets if single_link(t.path)]
 
     def python(chosen: Sequence[Target]) -> list[grep_engine.FileHits]:
-        return grep_worker.search_in_worker(chosen, pattern, flags, context, stop, allow_hardlinks)
+        return grep_worker.search_in_worker(chosen, regex, flags, context, stop, allow_hardlinks)
 
-    rg = pick_backend(backend) if not PYTHON_ONLY.search(pattern) else None
+    rg = pick_backend(backend) if literal or not PYTHON_ONLY.search(pattern) else None
     hits = None
     if rg is not None:
         try:
-            hits = grep_engine.rg_search(rg, targets, pattern, ignore_case, context, str(ws.root), python, stop)
+            options = grep_engine.RgOptions(ignore_case, context, literal, first_only=files_only)
+            hits = grep_engine.rg_search(rg, targets, pattern, options, str(ws.root), python, stop)
         except grep_engine.RgUnusable:
             # ripgrep's regex dialect lacks look-around and back-references; Python has them.
             hits = None
     if hits is None:
         hits = python(targets)
-    text, total, files = grep_engine.format_hits(hits, context, MAX_MATCHES, MAX_LINE_CHARS)
     where = ws.display(start)
-    if total == 0:
+    if not hits:
         return f"no matches for {pattern!r} in {where}"
-    if total > MAX_MATCHES:
+    if files_only:
+        return _file_names(hits, most)
+    text, total, files = grep_engine.format_hits(hits, context, most, MAX_LINE_CHARS)
+    if total > most:
         text += (
-            f"\n[showing the first {MAX_MATCHES} of {total} matching lines in {files} files; "
-            "narrow the pattern, path or glob]"
+            f"\n[showing the first {most} of {total} matching lines in {files} files; narrow the pattern, path or glob]"
         )
     return text
+
+
+def _file_names(hits: Sequence[grep_engine.FileHits], most: int) -> str:
+    """grep's ``files_only`` answer: the files with a match, sorted, at most ``most``."""
+    names = sorted(h.display for h in hits)
+    lines = [cut_line(name) for name in names[:most]]
+    if len(names) > most:
+        lines.append(f"[showing the first {most} of {len(names)} files with a match; narrow the pattern, path or glob]")
+    return "\n".join(lines)
 
 
 def list_entries(ws: Workspace, path: str | None = None) -> str:
@@ -182,15 +205,17 @@ def list_entries(ws: Workspace, path: str | None = None) -> str:
 
 @tool(output_limit=None)
 def glob(
-    pattern: Annotated[str, "glob such as '*.py' (any depth) or 'src/**/*.ts' (from path)"],
+    pattern: Annotated[str, "glob such as '*.py' (any depth), 'src/**/*.ts' (from path) or '*.{ts,tsx}'"],
     ctx: ToolContext,
     path: Annotated[str | None, "folder to search (default: the workspace)"] = None,
 ) -> str:
-    """Find files by name. A pattern without `/` matches file names at any depth; with `/` it
-    matches the path from `path`. `*` and `?` stay within a folder, `**` spans folders.
+    """Find files by name pattern at any depth (`*.py`, `src/**/*.{ts,tsx}`); ls lists one folder instead.
 
-    Honours .gitignore, skips .git and symlinks, lists files only, sorted by path, at most
-    1,000 (it says when there are more).
+    A pattern without `/` matches file names at any depth; with `/` it matches the path from
+    `path`. `*` and `?` stay within a folder, `**` spans folders, `[abc]` is one of the
+    characters, `{a,b}` either alternative. Honours .gitignore, skips .git and symlinks,
+    lists files only (never folders), sorted by path, at most 1,000 (it says when there are
+    more).
     """
     with os_errors("glob failed"):
         return find_files(workspace_of(ctx), pattern, path, ctx.cancelled)
@@ -198,24 +223,43 @@ def glob(
 
 @tool(output_limit=None)
 def grep(
-    pattern: Annotated[str, "regular expression (Python re syntax), matched per line"],
+    pattern: Annotated[str, "regular expression (Python re syntax), or the text itself with literal"],
     ctx: ToolContext,
     path: Annotated[str | None, "file or folder to search (default: the workspace)"] = None,
-    glob: Annotated[str | None, "only files matching this glob, e.g. '*.py'"] = None,
+    glob: Annotated[str | None, "only files matching this glob, e.g. '*.py' or '*.{ts,tsx}'"] = None,
     ignore_case: Annotated[bool, "match without regard to case"] = False,
     context: Annotated[int, "lines of context around each match (at most 10)"] = 0,
+    literal: Annotated[bool, "pattern is plain text: no character in it is special"] = False,
+    files_only: Annotated[bool, "list the files with a match, not the matching lines"] = False,
+    limit: Annotated[int | None, "most results shown (default and maximum 100 lines, or 1,000 files)"] = None,
 ) -> str:
-    """Search file contents for a regular expression; prints `path:line:text` per match.
+    """Search file contents for a regular expression or plain text; prints `path:line:text` per match.
 
+    The pattern is Python `re` syntax, matched within each line (never across lines): escape
+    `\\ . * + ? ( ) [ ] { } | ^ $` with `\\` to match them as text, or set `literal`. ripgrep
+    runs the search; look-around and back-references run in Python's re, with the same output.
     Honours .gitignore, skips .git, symlinks and binary files. Shows at most 100 matching
-    lines (it says how many there are in all), each cut at 500 characters. Searches with
-    ripgrep; look-around and back-references are searched with Python's re, same output.
+    lines (it says how many there are in all), each cut at 500 characters; `files_only` lists
+    the matching files instead, sorted.
     """
     settings = settings_of(ctx)
     with os_errors("grep failed"):
         ws = workspace_of(ctx, settings)
         backend = settings.grep_backend
-        return search(ws, pattern, path, glob, ignore_case, context, backend, ctx.cancelled, settings.allow_hardlinks)
+        return search(
+            ws,
+            pattern,
+            path,
+            glob,
+            ignore_case,
+            context,
+            backend,
+            ctx.cancelled,
+            settings.allow_hardlinks,
+            literal=literal,
+            files_only=files_only,
+            limit=limit,
+        )
 
 
 @tool(output_limit=None)
@@ -223,9 +267,10 @@ def ls(
     ctx: ToolContext,
     path: Annotated[str | None, "folder to list (default: the workspace)"] = None,
 ) -> str:
-    """List one folder: sub-folders first (marked `/`), then files; symlinks as `name@ -> target`.
+    """List one folder, not its sub-folders' content: sub-folders first (marked `/`), then files.
 
-    Honours .gitignore (and says how many entries it hid), skips .git, at most 500 entries.
+    Symlinks show as `name@ -> target`. Honours .gitignore (and says how many entries it hid),
+    skips .git, at most 500 entries. To find files at any depth, use glob.
     """
     with os_errors("ls failed"):
         return list_entries(workspace_of(ctx), path)

@@ -118,34 +118,52 @@ def closest_region(text: str, old: str) -> str:
     return "\n".join(diff)
 
 
-def _locate(folded: str, number: int, old: str, new: str) -> int:
+def find_each(haystack: str, needle: str) -> list[int]:
+    """Every start of ``needle`` in ``haystack`` from left to right, none overlapping the one
+    before (what ``str.replace`` replaces)."""
+    found: list[int] = []
+    start = haystack.find(needle)
+    while start != -1:
+        found.append(start)
+        start = haystack.find(needle, start + len(needle))
+    return found
+
+
+def _locate(folded: str, number: int, old: str, new: str, replace_all: bool = False) -> list[int]:
+    """Where edit ``number``'s ``old`` starts: its one place, or with ``replace_all`` each place."""
     if not old:
         raise ToolError(f"edit {number}: old is empty; give the exact text to replace")
     if old == new:
         raise ToolError(f"edit {number}: old and new are the same; nothing would change")
-    starts = find_all(folded, old)
+    starts = find_each(folded, old) if replace_all else find_all(folded, old)
     if not starts:
         message = f"edit {number}: old text not found (matching is exact, including whitespace and indentation)"
         region = closest_region(folded, old)
         if region:
             message += f". The closest region:\n{region}"
         raise ToolError(message + "\nRead the file again and copy the text exactly.")
-    if len(starts) > 1:
+    if len(starts) > 1 and not replace_all:
         lines = ", ".join(str(line_of(folded, s)) for s in starts[:MAX_LISTED])
         more = f" and {len(starts) - MAX_LISTED} more" if len(starts) > MAX_LISTED else ""
         raise ToolError(
             f"edit {number}: old text matches {len(starts)} times (at lines {lines}{more}); "
-            "include more surrounding lines so it matches exactly once"
+            "include more surrounding lines so it matches exactly once, or set replace_all to replace every one"
         )
-    return starts[0]
+    return starts
 
 
-def apply_edits(original: bytes, edits: Sequence[tuple[str, str]]) -> tuple[bytes, list[Replacement]]:
-    """``original`` with every ``(old, new)`` applied, or an ``ToolError`` naming the first problem.
+Edit = tuple[str, str] | tuple[str, str, bool]
+"""``(old, new)``, or ``(old, new, replace_all)``."""
+
+
+def apply_edits(original: bytes, edits: Sequence[Edit]) -> tuple[bytes, list[Replacement]]:
+    """``original`` with every edit applied, or an ``ToolError`` naming the first problem.
 
     Each ``old`` must occur exactly once in the original (not in the result of earlier edits),
-    edits may not overlap, and at least one byte must change. Returns the new bytes and where
-    each edit landed, in the order the edits were given.
+    or, with ``replace_all``, at least once (each occurrence, left to right, is replaced); no
+    two replaced regions may overlap, and at least one byte must change. Returns the new bytes
+    and where each replacement landed, in the order the edits were given (an edit's own
+    replacements in file order).
     """
     if not edits:
         raise ToolError("no edits given: send edits=[{old, new}, ...]")
@@ -158,10 +176,10 @@ def apply_edits(original: bytes, edits: Sequence[tuple[str, str]]) -> tuple[byte
     folded = fold(text)
     ending = dominant_ending(text)
     spans: list[tuple[int, int, str, int]] = []
-    for number, (old, new) in enumerate(edits, start=1):
+    for number, (old, new, *options) in enumerate(edits, start=1):
         old_lf, new_lf = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
-        start = _locate(folded.text, number, old_lf, new_lf)
-        spans.append((start, start + len(old_lf), new_lf, number))
+        for start in _locate(folded.text, number, old_lf, new_lf, bool(options and options[0])):
+            spans.append((start, start + len(old_lf), new_lf, number))
     spans.sort()
     for (_, end_a, _, number_a), (start_b, _, _, number_b) in itertools.pairwise(spans):
         if start_b < end_a:
@@ -171,15 +189,18 @@ def apply_edits(original: bytes, edits: Sequence[tuple[str, str]]) -> tuple[byte
                 "merge them into one edit"
             )
     pieces: list[str] = []
-    landed: dict[int, Replacement] = {}
+    landed: list[tuple[int, Replacement]] = []
     cursor = 0
     line_shift = 0
+    line, counted = 1, 0  # counted on from the last span: replace_all may make thousands
     for start, end, new, number in spans:
         pieces.append(text[cursor : folded.original_offset(start)])
         pieces.append(new.replace("\n", ending) if ending != "\n" else new)
         cursor = folded.original_offset(end)
-        first = line_of(folded.text, start) + line_shift
-        landed[number] = Replacement(first, first + new.count("\n"))
+        line += folded.text.count("\n", counted, start)
+        counted = start
+        first = line + line_shift
+        landed.append((number, Replacement(first, first + new.count("\n"))))
         line_shift += new.count("\n") - folded.text.count("\n", start, end)
     pieces.append(text[cursor:])
     try:
@@ -189,4 +210,4 @@ def apply_edits(original: bytes, edits: Sequence[tuple[str, str]]) -> tuple[byte
     result = (BOM if has_bom else b"") + body
     if result == original:
         raise ToolError("the edits change nothing")
-    return result, [landed[n] for n in sorted(landed)]
+    return result, [where for _, where in sorted(landed, key=lambda item: item[0])]
