@@ -104,3 +104,13 @@ def test_edits_without_text_do_not_answer_again(serve, bot_api):
         "crab reads text, and the captions of photos and documents.",
         "echo: hello (1 user messages)",
     ]
+
+
+def test_a_command_keeps_every_word_after_it() -> None:
+    from crab_telegram.incoming import command_text
+
+    assert command_text("/note@crab_test_bot\nbuy milk") == "/note\nbuy milk"
+    assert command_text("/note\nbob@example.com please") == "/note\nbob@example.com please"
+    assert command_text("/note@crab_test_bot  two  spaces") == "/note  two  spaces"
+    assert command_text("/help@crab_test_bot") == "/help"
+    assert command_text("plain @text") == "plain @text"
