@@ -160,7 +160,7 @@ class TelegramChannel:
             backoff = 1.0
             while not self.stopping:
                 self._poll = asyncio.create_task(
-                    api.get_updates(state.offset or None, self.settings.poll_timeout, ALLOWED_UPDATES)
+                    api.get_updates(state.poll_offset(), self.settings.poll_timeout, ALLOWED_UPDATES)
                 )
                 try:
                     updates, skipped = await self._poll
