@@ -31,7 +31,7 @@ def tree(folder: Path) -> dict[str, str]:
 
 
 def test_plugin_template_is_exactly_what_crab_plugin_new_renders():
-    expected = render("example", "tool")
+    expected = render("example", "tool", ROOT / "plugin-template")
     actual = tree(ROOT / "plugin-template")
     assert sorted(actual) == sorted(expected), f"edit core/src/crab/templates/plugin, then: {REGENERATE}"
     for path, text in expected.items():
@@ -46,7 +46,7 @@ def test_each_kind_is_a_complete_plugin_package(kind: str):
     project = tomllib.loads(files["pyproject.toml"])
     assert project["project"]["name"] == f"crab-{name}"
     assert project["project"]["entry-points"]["crab"] == {name: package}
-    assert project["project"]["dependencies"][0].startswith("crab-core>=")
+    assert project["project"]["dependencies"][0].startswith(("crab-core>=", "crab-core[http]>="))
     for required in ("README.md", "LICENSE", f"src/{package}/py.typed", f"tests/test_{package}.py"):
         assert required in files
     hooks = ast.parse(files[f"src/{package}/__init__.py"])
@@ -59,6 +59,48 @@ def test_each_kind_is_a_complete_plugin_package(kind: str):
     top |= {n.module.split(".")[0] for n in hooks.body if isinstance(n, ast.ImportFrom) and n.module}
     assert top <= {"crab", "__future__", "dataclasses", "pathlib"}, top
     assert "${" not in "".join(files.values())
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_the_rendered_text_is_about_the_new_plugin_not_the_example(kind: str):
+    files = render("weather", kind)
+    description = tomllib.loads(files["pyproject.toml"])["project"]["description"]
+    assert description.startswith(f"weather: a {kind} plugin for crab, from the ")
+    assert "word-counting tool" not in "".join(files.values())
+
+
+def test_a_provider_depends_on_the_http_extra_and_the_others_do_not():
+    for kind in KINDS:
+        [core] = tomllib.loads(render("x", kind)["pyproject.toml"])["project"]["dependencies"]
+        assert core.startswith("crab-core[http]>=" if kind == "provider" else "crab-core>="), (kind, core)
+
+
+def readme_test_command(readme: str) -> str:
+    return readme.split("<!-- test-command -->\n```sh\n", 1)[1].split("\n", 1)[0]
+
+
+def test_the_readme_installs_crab_from_this_checkout_never_from_an_index(tmp_path: Path):
+    command = readme_test_command(render("x", "tool", tmp_path / "x")["README.md"])
+    core = Path(__file__).resolve().parents[1] / "core"
+    install = command.split(".venv/bin/pip install ", 1)[1].split(" -e ", 1)[0]
+    assert (tmp_path / "x" / install).resolve() == core
+    provider = readme_test_command(render("x", "provider", tmp_path / "x")["README.md"])
+    assert "/kits/provider-kit" in provider  # crab-core[http] needs the kit, which no index holds
+
+
+@pytest.mark.slow
+def test_the_readme_test_command_works_as_written(tmp_path: Path):
+    """Run the new plugin's README test command exactly as written, in the folder it was made for."""
+    folder = tmp_path / "crab-x"
+    for path, text in render("x", "tool", folder).items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(text)
+    command = readme_test_command((folder / "README.md").read_text())
+    result = subprocess.run(
+        ["bash", "-c", command], cwd=folder, capture_output=True, text=True, timeout=900, check=False
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert " passed" in result.stdout
 
 
 def test_every_kind_renders_lint_clean(tmp_path: Path):
@@ -78,7 +120,7 @@ def test_crab_plugin_new_writes_the_folder_and_says_what_next(crab_home: Path):
     result = run_cli("plugin", "new", "word-count")
     assert result.exit_code == 0, result.stderr
     folder = Path.cwd() / "crab-word-count"
-    assert tree(folder) == render("word-count", "tool")
+    assert tree(folder) == render("word-count", "tool", folder)
     assert "created crab-word-count (tool plugin)" in result.stdout
     assert "crab plugins install -e" in result.stdout
     assert f"-e '{folder}[test]'" in result.stdout  # the extra brings pytest, which the next command runs

@@ -159,32 +159,70 @@ def test_the_project_may_still_narrow_and_choose_ordinary_settings(tmp_path, scr
     assert warning_lines(result) == []
 
 
-def test_untrusted_project_cannot_choose_which_plugins_load(tmp_path):
+def free_env(home: Path) -> dict[str, str]:
+    """No CRAB_PLUGINS: which plugins load comes from the config layers, as for a user."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_") and not k.endswith("_API_KEY")}
+    env.update(CRAB_HOME=str(home), NO_COLOR="1")
+    return env
+
+
+def crab_free(args: list[str], home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "crab", *args],
+        cwd=cwd,
+        env=free_env(home),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_untrusted_project_may_switch_plugins_off_but_not_choose_which_load(tmp_path):
     """A cloned repo that lists only the mock provider would switch off every other plugin the
-    user runs (a guard among them): which plugins load is the user's word until it is trusted."""
+    user runs, unseen: its ``enabled`` list is the user's word until trusted. Switching one plugin
+    off only narrows, so its ``disabled`` applies at once, named in a notice (a guard the user
+    runs must not go silently)."""
     work = tmp_path / "repo"
     (work / ".crab").mkdir(parents=True)
-    (work / ".crab" / "config.toml").write_text('[plugins]\nenabled = ["provider-mock"]\ndisabled = ["tools-basic"]\n')
+    config = work / ".crab" / "config.toml"
+    config.write_text('[plugins]\nenabled = ["provider-mock"]\ndisabled = ["tools-basic"]\n')
     home = tmp_path / "home"
-    env_free = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_") and not k.endswith("_API_KEY")}
-    env_free.update(CRAB_HOME=str(home), NO_COLOR="1")
 
-    def tools() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "crab", "tools"],
-            cwd=work,
-            env=env_free,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-
-    untrusted = tools()
+    untrusted = crab_free(["tools"], home, work)
     assert untrusted.returncode == 0, untrusted.stderr
-    assert "bash" in untrusted.stdout  # tools-basic still loads
-    assert "plugins.enabled, plugins.disabled" in untrusted.stderr
+    assert "bash" not in untrusted.stdout  # the project switched tools-basic off
+    assert "web_fetch" in untrusted.stdout  # but its enabled list did not switch tools-web off
+    assert "ignored trust-only settings" in untrusted.stderr and "plugins.enabled;" in untrusted.stderr
+    assert f"project config {config} (not trusted) switches off plugins: tools-basic" in untrusted.stderr
     assert crab(["trust"], home, work).returncode == 0
-    trusted = tools()
+    trusted = crab_free(["tools"], home, work)
     assert trusted.returncode == 0, trusted.stderr
-    assert "bash" not in trusted.stdout
+    assert "bash" not in trusted.stdout and "web_fetch" not in trusted.stdout  # now its enabled list applies
+
+
+def test_a_projects_disabled_list_adds_to_the_users_never_replaces_it(tmp_path):
+    """The user switched tools-web off; a project's own ``disabled`` must not switch it back on."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text('[plugins]\ndisabled = ["tools-web"]\n')
+    work = tmp_path / "repo"
+    (work / ".crab").mkdir(parents=True)
+    (work / ".crab" / "config.toml").write_text('[plugins]\ndisabled = ["tools-basic"]\n')
+    listed = crab_free(["tools"], home, work)
+    assert listed.returncode == 0, listed.stderr
+    assert "bash" not in listed.stdout and "web_fetch" not in listed.stdout
+
+
+def test_plugins_disable_project_takes_effect_without_trust(tmp_path):
+    home = tmp_path / "home"
+    work = tmp_path / "repo"
+    (work / ".crab").mkdir(parents=True)
+    (work / ".crab" / "config.toml").write_text("")
+    done = crab_free(["plugins", "disable", "tools-basic", "--project"], home, work)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("disabled tools-basic in ")
+    listed = crab_free(["tools"], home, work)
+    assert "bash" not in listed.stdout and "web_fetch" in listed.stdout
+    enabled = crab_free(["plugins", "enable", "tools-basic", "--project"], home, work)
+    assert "applies once you trust it (`crab trust" in enabled.stdout

@@ -28,6 +28,8 @@ FAKE_NAMES = {
     "legacy": "crab_fake_legacy",
     "stuck": "crab_fake_stuck",
     "inbox": "crab_fake_inbox",
+    "waiter": "crab_fake_waiter",
+    "docs-provider": "crab_fake_docs_provider",
 }
 BROKEN_PACKAGE = "crab_fake_broken"
 """One third-party package (distribution crab-fake-broken), one entry point per way a plugin breaks."""
@@ -49,6 +51,7 @@ BROKEN = {
     "shadow-ls": "shadow_ls",
     "closing": "closing",
     "broken-cli": "cli_raise",
+    "broken-table": "table_raise",
 }
 
 

@@ -140,7 +140,7 @@ def test_exit_2_for_a_timeout_that_is_not_a_number_of_seconds(crab_run, env, wor
     (workspace / ".crab" / "config.toml").write_text(f"[crab]\ntool_timeout = {value}\n")
     result = crab_run(["run", "-m", "scripted/" + script(tmp_path, [[{"text": "x"}]]), "x"], env, cwd=workspace)
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "crab.tool_timeout: expected a number > 0, found" in result.stderr
+    assert "crab.tool_timeout: expected a number > 0 <= 86400, found" in result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -86,16 +86,19 @@ def test_the_line_names_the_layer_the_value_came_from(crab_home: Path, tmp_path:
     project = write(work / ".crab" / "config.toml", "[crab]\ntool_timeout = -1\n")
     with pytest.raises(ConfigError) as info:
         load_config(cwd=work, env={})
-    assert str(info.value) == f"project config {project}: crab.tool_timeout: expected a number > 0, found -1"
+    assert str(info.value) == f"project config {project}: crab.tool_timeout: expected a number > 0 <= 86400, found -1"
     write(user, '[crab]\nmax_tokens = "x"\n')
     with pytest.raises(ConfigError) as info:
         load_config(env={})
-    assert str(info.value) == f'user config {user}: crab.max_tokens: expected a whole number >= 1, found "x"'
+    assert str(info.value) == (
+        f'user config {user}: crab.max_tokens: expected a whole number >= 1 <= 100000000, found "x"'
+    )
     write(user, "")
     with pytest.raises(ConfigError) as info:
         load_config(env={"CRAB_MAX_ITERATIONS": "2.5"})
     assert str(info.value) == (
-        "environment variable CRAB_MAX_ITERATIONS: crab.max_iterations: expected a whole number >= 1, found 2.5"
+        "environment variable CRAB_MAX_ITERATIONS: crab.max_iterations: "
+        "expected a whole number >= 1 <= 10000, found 2.5"
     )
     with pytest.raises(ConfigError) as info:
         load_config(env={}, overrides={"crab.temperature": "hot"})
@@ -208,11 +211,11 @@ def env(fake_site: Any) -> dict[str, str]:
     [
         ("[crab]\nprovider = 5\n", "crab.provider: expected a string, found 5"),
         ("[crab]\nmodel = 5\n", "crab.model: expected a string, found 5"),
-        ("[crab]\nmax_iterations = 2.5\n", "crab.max_iterations: expected a whole number >= 1, found 2.5"),
-        ('[crab]\nmax_tokens = "x"\n', 'crab.max_tokens: expected a whole number >= 1, found "x"'),
+        ("[crab]\nmax_iterations = 2.5\n", "crab.max_iterations: expected a whole number >= 1 <= 10000, found 2.5"),
+        ('[crab]\nmax_tokens = "x"\n', 'crab.max_tokens: expected a whole number >= 1 <= 100000000, found "x"'),
         ('[crab]\ntemperature = "hot"\n', 'crab.temperature: expected a number >= 0, found "hot"'),
         ("crab = 5\n", "crab: expected a table, found 5"),
-        ("[crab]\nrequest_timeout = 0\n", "crab.request_timeout: expected a number > 0, found 0"),
+        ("[crab]\nrequest_timeout = 0\n", "crab.request_timeout: expected a number > 0 <= 86400, found 0"),
     ],
 )
 def test_each_bad_core_value_is_one_line_and_exit_2(
@@ -230,7 +233,7 @@ def test_each_bad_core_value_is_one_line_and_exit_2(
 def test_a_bad_set_flag_names_the_flag(crab_run: Any, env: dict[str, str], tmp_path: Path) -> None:
     result = crab_run(["run", "--set", "crab.max_iterations=0", "hi"], env, cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr == "crab: --set: crab.max_iterations: expected a whole number >= 1, found 0\n"
+    assert result.stderr == "crab: --set: crab.max_iterations: expected a whole number >= 1 <= 10000, found 0\n"
 
 
 def test_config_keys_lists_core_declarations(crab_run: Any, env: dict[str, str], tmp_path: Path) -> None:

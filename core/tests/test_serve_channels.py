@@ -355,3 +355,13 @@ def test_drain_stops_channels_without_deliver_first_so_their_last_work_is_delive
     harness.run_async(scenario())
     assert (chat.got, sender.error) == (["job done"], None)
     harness.close()
+
+
+def test_serve_with_only_the_memory_store_warns_once_that_conversations_are_lost(served):
+    from crab._cli.serve import MEMORY_ONLY
+
+    proc, folder = served(["inbox"], [])
+    wait_for(folder / "ready", "the inbox channel", proc)
+    code, stderr = stop(proc)
+    assert code == 0, stderr
+    assert stderr.splitlines().count(f"warning: {MEMORY_ONLY}") == 1

@@ -17,7 +17,7 @@ def crab_config_table() -> crab.ConfigTable:
     return crab.ConfigTable(
         "example",
         (crab.Setting("max_bytes", "int", 1_000_000, "largest file word_count reads, in bytes", minimum=1),),
-        doc="a word-counting tool and command for crab",
+        doc="example: a tool plugin for crab, from the word-count example",
     )
 
 

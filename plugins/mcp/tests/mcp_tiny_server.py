@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -94,6 +95,107 @@ def build() -> MCPServer:
         params = ctx.session.client_params
         info = params.client_info if params is not None else None
         return f"{info.name} {info.version}" if info is not None else "<none>"
+
+    @srv.tool()
+    async def grow(name: str, ctx: Context) -> str:
+        """Add a tool ``name`` (answering ``grown: <name>``) and tell the client the list changed."""
+
+        def grown() -> str:
+            return f"grown: {name}"
+
+        srv.add_tool(grown, name=name, description=f"A tool added mid-run: {name}.")
+        await ctx.session.send_tool_list_changed()
+        return f"added {name}"
+
+    @srv.tool()
+    async def progress_token(ctx: Context) -> str:
+        """Report two steps of progress (which reach the client only when its call carried a token)."""
+        meta: Any = ctx.request_context.meta or {}
+        token = meta.get("progress_token") if isinstance(meta, dict) else getattr(meta, "progress_token", None)
+        if token is None:
+            return "no token"
+        await ctx.report_progress(1, 2, "halfway")
+        await ctx.report_progress(2, 2, "done")
+        return "token"
+
+    @srv.tool()
+    async def say(text: str, ctx: Context) -> str:
+        """Send ``text`` as a logging notification (level info)."""
+        await ctx.session.send_log_message(level="info", data=text, logger="tiny")
+        return "said"
+
+    @srv.tool()
+    async def roots(ctx: Context) -> str:
+        """The roots the client announces, one URI a line."""
+        with warnings.catch_warnings():  # deprecated only for 2026-07-28 sessions; crab's are legacy
+            warnings.simplefilter("ignore")
+            listed = await ctx.session.list_roots()
+        return "\n".join(str(r.uri) for r in listed.roots)
+
+    @srv.tool()
+    async def sample(ctx: Context) -> str:
+        """Ask the client's model something (sampling); the answer, or the error."""
+        from mcp import MCPError, types
+
+        try:
+            with warnings.catch_warnings():  # deprecated only for 2026-07-28 sessions; crab's are legacy
+                warnings.simplefilter("ignore")
+                done = await ctx.session.create_message(
+                    messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text="hi"))],
+                    max_tokens=10,
+                )
+        except MCPError as exc:
+            return f"refused: {exc.message}"
+        return f"answered: {done.content}"
+
+    @srv.tool()
+    async def confirm(ctx: Context) -> str:
+        """Ask the user to confirm (an elicitation without fields)."""
+        from mcp import MCPError
+
+        try:
+            done = await ctx.session.elicit_form("Go ahead?", {"type": "object", "properties": {}})
+        except MCPError as exc:
+            return f"refused: {exc.message}"
+        return f"action: {done.action}"
+
+    @srv.tool()
+    async def form(ctx: Context) -> str:
+        """Ask the user for a form with a field (an elicitation crab refuses)."""
+        from mcp import MCPError
+
+        schema = {"type": "object", "properties": {"color": {"type": "string"}}}
+        try:
+            done = await ctx.session.elicit_form("Your favourite colour?", schema)
+        except MCPError as exc:
+            return f"refused: {exc.message}"
+        return f"action: {done.action}"
+
+    @srv.tool()
+    async def visit(ctx: Context) -> str:
+        """Ask the user to open a URL (URL-mode elicitation)."""
+        from mcp import MCPError
+
+        try:
+            done = await ctx.session.elicit_url("Sign in, please", "https://example.invalid/login", "e1")
+        except MCPError as exc:
+            return f"refused: {exc.message}"
+        return f"action: {done.action}"
+
+    @srv.resource("tiny://note", name="note", mime_type="text/plain")
+    def note() -> str:
+        """A short note."""
+        return "a note from tiny"
+
+    @srv.resource("tiny://greeting/{who}", name="greeting")
+    def greeting(who: str) -> str:
+        """A greeting for anyone."""
+        return f"hello {who}"
+
+    @srv.prompt()
+    def review(topic: str, tone: str = "kind") -> str:
+        """Review something."""
+        return f"Please review {topic}, in a {tone} tone."
 
     @srv.tool(name="dotted.name")
     def dotted() -> str:

@@ -76,7 +76,7 @@ def test_list_shows_ready_failed_disabled_and_untrusted_servers(home, work, tiny
     done = crab(home, work, "mcp", "list", "--json")
     assert done.returncode == 0, done.stderr
     rows = {r["name"]: r for r in json.loads(done.stdout)}
-    assert rows["tiny"]["status"] == "ready" and rows["tiny"]["reason"] == "13 of 13 tools"
+    assert rows["tiny"]["status"] == "ready" and rows["tiny"]["reason"] == "21 of 21 tools"
     assert rows["gone"]["status"] == "failed" and "command not found" in rows["gone"]["reason"]
     assert rows["off"]["status"] == "disabled"
     assert rows["evil"]["status"] == "untrusted" and f"crab trust {work}" in rows["evil"]["reason"]

@@ -6,8 +6,12 @@ configured MCP servers that are never started by the bridge."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +193,54 @@ def session_all_plugins(env: dict[str, str], cwd: Path) -> None:
                 assert not any(t.name.startswith(("loop_", "self_")) for t in listed.tools)
 
     asyncio.run(go())
+
+
+def test_serve_declares_list_changed_false_which_is_true_of_a_fixed_tool_box(bridge_env, workspace):
+    async def check(client: Any) -> None:
+        caps = client.server_capabilities
+        assert caps.tools is not None and not caps.tools.list_changed
+
+    session(bridge_env, workspace, check)
+
+
+def test_serve_over_http_on_loopback_demands_the_bearer_token_and_never_prints_it(
+    bridge_env, workspace, tmp_path, port
+):
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    errlog = tmp_path / "serve-http-stderr.log"
+    args = [sys.executable, "-m", "crab", "mcp", "serve", "--plugins", "mcptesttools", "--http", str(port)]
+    with open(errlog, "w") as err:
+        proc = subprocess.Popen(args, cwd=workspace, env=bridge_env, stdout=err, stderr=err)
+    try:
+        for _ in range(600):
+            assert proc.poll() is None, errlog.read_text()
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+            time.sleep(0.1)
+        token_file = Path(bridge_env["CRAB_HOME"]) / "mcp" / "serve.token"
+        token = token_file.read_text().strip()
+        assert len(token) >= 32 and oct(token_file.stat().st_mode & 0o777) == "0o600"
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert httpx2.post(url, json={}).status_code == 401
+        assert httpx2.post(url, json={}, headers={"Authorization": "Bearer wrong"}).status_code == 401
+
+        async def go() -> None:
+            headers = {"Authorization": f"Bearer {token}"}
+            http = httpx2.AsyncClient(headers=headers, timeout=30)
+            async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+                listed = await client.list_tools()
+                assert {t.name for t in listed.tools} == {"t_read", "t_grep", "t_write"}
+                read = await client.call_tool("t_read", {"path": "notes.txt"})
+                assert text(read) == "alpha\nbeta gamma\n"
+                write = await client.call_tool("t_write", {"path": "x.txt", "content": "x"})
+                assert write.is_error  # the same serve_permissions rule as over stdio
+
+        asyncio.run(go())
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    said = errlog.read_text()
+    assert f"listening on http://127.0.0.1:{port}/mcp" in said and token not in said

@@ -69,12 +69,42 @@ def root(
     version: Annotated[
         bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    plugins: PluginsOpt = None,
+    yolo: YoloOpt = False,
+    read_only: ReadOnlyOpt = False,
+    continue_: ContinueOpt = False,
+    session: SessionOpt = None,
+    store: StoreOpt = None,
+    set_: SetOpt = None,
+    renderer: RendererOpt = None,
 ) -> None:
+    """Bare ``crab`` is ``crab chat`` and takes its options (``crab -m mock/tour``, as hints say)."""
+    from crab._cli.options import RunOptions
+
+    options = RunOptions(
+        plugins=plugins,
+        provider=provider,
+        model=model,
+        yolo=yolo,
+        read_only=read_only,
+        continue_latest=continue_,
+        session=session,
+        store=store,
+        settings=tuple(set_ or ()),
+        renderer=renderer,
+    )
     if ctx.invoked_subcommand is None:
         from crab._cli.chat import chat
-        from crab._cli.options import RunOptions
 
-        chat(RunOptions())
+        chat(options)
+    elif options != RunOptions():
+        from crab._contracts.errors import UsageError
+
+        raise UsageError(
+            f"options before the command are `crab chat`'s: put them after it (crab {ctx.invoked_subcommand} …)"
+        )
 
 
 @app.command()
@@ -372,14 +402,25 @@ def run_app(argv: list[str] | None = None) -> int:
     try:
         if not (args and args[0] in ("plugins", "plugin", "doctor", "config", "trust", "untrust")):
             _add_plugin_commands()
-        app(args=args, prog_name="crab")
+        # Not standalone: click would print a usage block for a usage error; crab prints one line.
+        code = app(args=args, prog_name="crab", standalone_mode=False)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except CrabError as exc:
-        from crab._secrets.redaction import error_line
+        from crab._cli.errors import error_line
 
         typer.echo(error_line(f"crab: {exc}"), err=True)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
-    return 0
+    except Exception as exc:
+        from crab._cli.errors import is_click_error, usage_line
+
+        if is_click_error(exc, "ClickException"):
+            typer.echo(usage_line(exc), err=True)
+            return int(getattr(exc, "exit_code", 2))
+        if is_click_error(exc, "Abort"):
+            typer.echo("crab: aborted", err=True)
+            return 1
+        raise
+    return code if isinstance(code, int) and not isinstance(code, bool) else 0

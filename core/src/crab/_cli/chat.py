@@ -24,27 +24,6 @@ RECAP_EXCHANGES = 3
 RECAP_CHARS = 600
 
 
-async def ask_on_terminal(request: PermissionRequest) -> Answer:
-    """Ask on the terminal: y = once, a = always for this class in this session, anything else = no."""
-    question = f"allow {request.permission}: {request.summary}? [y]es once / [a]lways / [N]o: "
-
-    def read() -> str:
-        sys.stderr.write(question)
-        sys.stderr.flush()
-        line = sys.stdin.readline()
-        return line.strip().lower()
-
-    from crab._contracts.tools import run_in_thread
-
-    # A daemon thread: Ctrl-C while the question waits must not wait for a line at exit.
-    answer = await run_in_thread(read, {})
-    if answer in ("y", "yes"):
-        return "once"
-    if answer in ("a", "always"):
-        return "always"
-    return "deny"
-
-
 def _setup_readline() -> Path | None:
     try:
         import readline
@@ -96,6 +75,20 @@ def recap(session: Session, exchanges: int = RECAP_EXCHANGES, limit: int = RECAP
     return "\n".join(lines) + "\n" if pairs else ""
 
 
+def header(model: str, session_id: str, *, live: bool, width: int | None = None) -> str:
+    """The lines chat starts with, broken between words to the terminal's width (a terminal cuts
+    a long line anywhere, mid-word)."""
+    import shutil
+    import textwrap
+
+    columns = max(20, width if width is not None else shutil.get_terminal_size((80, 24)).columns)
+    keys = "Ctrl-C stops a turn, Ctrl-D leaves, /help lists commands."
+    if live:
+        keys += " Enter during a turn steers it, Alt-Enter queues a follow-up."
+    lines = [*textwrap.wrap(f"crab chat · {model} · session {session_id}", columns), *textwrap.wrap(keys, columns)]
+    return "\n".join(lines) + "\n"
+
+
 def chat(options: RunOptions) -> None:
     """Read input until Ctrl-D or /quit; each entry is a turn, a steer, a follow-up or a command."""
     from crab._assembly.choosing import renderer_spec, start_agent
@@ -105,7 +98,11 @@ def chat(options: RunOptions) -> None:
     live: list[ChatInput] = []  # the live input, once built: the gate's question goes through it
 
     async def ask(request: PermissionRequest) -> Answer:
-        return await (live[0].ask(request) if live else ask_on_terminal(request))
+        if live:
+            return await live[0].ask(request)
+        from crab._cli.question import ask_on_terminal
+
+        return await ask_on_terminal(request)
 
     prepared = prepare(options, ask=ask if interactive else None)
     agent = prepared.agent
@@ -133,11 +130,7 @@ def chat(options: RunOptions) -> None:
         GATE.run(runner, start_agent(agent))
         session = GATE.run(runner, open_session(agent, options))
         if interactive:
-            sys.stderr.write(f"crab chat · {agent.provider.name}/{agent.model} · session {session.id}\n")
-            sys.stderr.write(
-                "Ctrl-C stops a turn, Ctrl-D leaves, /help lists commands."
-                + (" Enter during a turn steers it, Alt-Enter queues a follow-up.\n" if state else "\n")
-            )
+            sys.stderr.write(header(f"{agent.provider.name}/{agent.model}", session.id, live=state is not None))
         shown = recap(session)
         if shown:
             from crab._contracts.events import CommandOutput

@@ -131,12 +131,13 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
     host = build_host(config, plugins, validate=False, strict=False)
     failures += _check_tables(host, config)
     host.collect_all()
-    loaded = [r.name for r in host.records.values() if r.status == "loaded"]
-    _ok(f"plugins loaded: {', '.join(loaded) or 'none'}")
+    shown = set()
     for failure in host.failures:
         _bad(failure.line)
+        shown.add(failure.line)
         failures += 1
     providers = host.registry("providers")
+    ready = False
     if not providers:
         _bad("providers: none loaded — pip install crab-provider-openai (or crab-provider-anthropic)")
         failures += 1
@@ -144,9 +145,23 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
         try:
             provider, model = choose_provider(host, config, provider_name, model_name)
             _ok(f"provider: {provider.name}/{model} is ready")
+            ready = True
         except CrabError as exc:
             _bad(f"provider: {exc}")
             failures += 1
+    if ready:
+        started = _start_once(plugins, provider_name, model_name)
+        if started is not None:
+            host = started  # its statuses include what crab_startup and crab_shutdown did
+            for failure in host.failures:
+                if failure.line not in shown:
+                    _bad(failure.line)
+                    shown.add(failure.line)
+                    failures += 1
+    loaded = [r.name for r in host.records.values() if r.status == "loaded"]
+    _ok(f"plugins loaded: {', '.join(loaded) or 'none'}")
+    for line in _plugin_statuses(host):
+        typer.echo(line)
     try:
         store = choose_store(host, config)
 
@@ -177,6 +192,41 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
     _ok(f"instructions: {_instructions()}")
     _strict_exit(host)
     return 1 if failures else 0
+
+
+def _start_once(plugins: str | None, provider_name: str | None, model_name: str | None) -> PluginHost | None:
+    """Start and close the agent ``crab run`` would (every ``crab_startup``/``crab_shutdown``),
+    so a plugin that fails to start fails here too; the host afterwards, or None when setup failed
+    (the checks above say why)."""
+    from crab._assembly.choosing import start_agent
+    from crab._assembly.root import Layers, assemble
+
+    try:
+        built = assemble(layers=Layers(), plugins=plugins, provider=provider_name, model=model_name, strict=False)
+    except CrabError:
+        return None
+    agent = built.agent
+
+    async def cycle() -> None:
+        try:
+            await start_agent(agent)
+        finally:
+            await agent.close()
+
+    try:
+        asyncio.run(cycle())
+    except CrabError as exc:
+        _bad(f"startup: {exc}")
+    return built.host
+
+
+def _plugin_statuses(host: PluginHost) -> list[str]:
+    """The statuses of ``crab plugins list`` for the plugins chosen to load, as this check found
+    them (after every hook ran): one status, computed by the host, shown one way."""
+    from crab._cli.plugins_cmd import status_lines
+
+    records = [r for r in host.records.values() if r.status not in ("builtin", "disabled")]
+    return status_lines(records, indent="      ")
 
 
 def _strict_exit(host: PluginHost) -> None:

@@ -26,6 +26,8 @@ class Kind:
     """One kind of plugin: the hook it shows, its implementation module, and its README text."""
 
     description: str
+    """The example the template starts from (``NAME: a tool plugin for crab, from the word-count
+    example``): what the code does until the author changes it, never the plugin's own purpose."""
     module: str
     what: str
     usage: str
@@ -35,7 +37,7 @@ class Kind:
 _NO_CONFIG = "This plugin declares no settings. To add some, see the `tool` kind's `crab_config_table`."
 KINDS: dict[str, Kind] = {
     "tool": Kind(
-        "a word-counting tool and command for crab",
+        "word-count",
         "tools",
         "the tool `word_count` (permission `read`) and the command `/words PATH`.",
         'Ask the model to count words (`crab run "how many words are in README.md?"`), or type\n'
@@ -43,14 +45,14 @@ KINDS: dict[str, Kind] = {
         "```toml\n[plugins.${name}]\nmax_bytes = 1000000   # largest file word_count reads, in bytes\n```",
     ),
     "provider": Kind(
-        "an echo model provider for crab",
+        "echo provider",
         "provider",
         "the model provider `${name}`, whose model `echo` answers with the user's last message.",
         '```sh\ncrab run --provider ${name} -m ${name}/echo "hello"\n```',
         _NO_CONFIG,
     ),
     "store": Kind(
-        "a session store for crab keeping one JSON file per session",
+        "JSON-file store",
         "store",
         "the session store `${name}`: one JSON file per session, rewritten atomically on each append.",
         '```sh\ncrab run --store ${name} "hello"      # or [crab] store = "${name}"\n```',
@@ -58,21 +60,21 @@ KINDS: dict[str, Kind] = {
         'root = "~/.crab/${name}"   # where the session files go (default: $$CRAB_HOME/${name}); trust-only\n```',
     ),
     "channel": Kind(
-        "a line-by-line input channel for crab",
+        "line-input channel",
         "channel",
         "the channel `${name}`: each line of standard input is one turn; each answer is printed.",
         "```sh\nprintf 'hello\\nand again\\n' | crab serve ${name}\n```",
         _NO_CONFIG,
     ),
     "renderer": Kind(
-        "a compact one-line-per-step renderer for crab",
+        "one-line renderer",
         "renderer",
         "the renderer `${name}`: the answer as it streams, each tool call as one `[tool name]` line.",
         '```sh\ncrab run --set crab.renderer=${name} "hello"    # or [crab] renderer = "${name}"\n```',
         _NO_CONFIG,
     ),
     "command": Kind(
-        "a session statistics command for crab",
+        "session-stats command",
         "command",
         "the command `/${name}`: how many messages this session holds, by role, and the tools loaded.",
         "Type `/${name}` in `crab chat` (or `crab run /${name}`).",
@@ -99,32 +101,71 @@ def check_name(name: str) -> str:
     return name
 
 
-def values(name: str, kind: str) -> dict[str, str]:
-    """What the templates' ``${...}`` stand for, for plugin ``name`` of ``kind``."""
+HTTP_KINDS = ("provider",)
+"""Kinds whose real plugins speak HTTP: they depend on ``crab-core[http]`` (httpx and the provider kit)."""
+
+
+def core_checkout() -> Path | None:
+    """crab-core's source folder when crab runs from a checkout (an editable install), else None."""
+    core = TEMPLATES.parents[3]
+    pyproject = core / "pyproject.toml"
+    try:
+        return core if 'name = "crab-core"' in pyproject.read_text(encoding="utf-8") else None
+    except OSError:
+        return None
+
+
+def core_install(folder: Path | None, kind: str = "tool") -> str:
+    """What the new plugin's README installs crab from (pip arguments): this checkout's ``core``
+    folder (relative to the plugin's ``folder``; the provider kit's too for an HTTP kind), else
+    exactly this crab-core's version, so its test command never takes whatever ``crab-core`` an
+    index holds."""
+    import os
+    import shlex
+
+    from crab._version import __version__
+
+    core = core_checkout()
+    if core is None:
+        return shlex.quote(f"crab-core{'[http]' if kind in HTTP_KINDS else ''}=={__version__}")
+    where = (folder or Path.cwd()).resolve()
+    folders = [core, *([core.parent / "kits" / "provider-kit"] if kind in HTTP_KINDS else [])]
+    shown = []
+    for path in folders:
+        relative = os.path.relpath(path, where)
+        shown.append(shlex.quote(relative if relative.startswith(".") else f"./{relative}"))
+    return " ".join(shown)
+
+
+def values(name: str, kind: str, folder: Path | None = None) -> dict[str, str]:
+    """What the templates' ``${...}`` stand for, for plugin ``name`` of ``kind`` written to ``folder``."""
     from crab._host.api_version import API_VERSION
     from crab._version import __version__
 
     spec = KINDS[kind]
     core_major = int(__version__.split(".")[0])
+    core = "crab-core[http]" if kind in HTTP_KINDS else "crab-core"
     base = {
         "name": name,
         "package": "crab_" + name.replace("-", "_"),
         "distribution": f"crab-{name}",
         "kind": kind,
-        "description": spec.description,
+        "description": f"{name}: a {kind} plugin for crab, from the {spec.description} example",
         "crab_api": f">={API_VERSION},<{int(API_VERSION.split('.')[0]) + 1}",
-        "core_requirement": f"crab-core>={__version__},<{core_major + 1}",
+        "core_requirement": f"{core}>={__version__},<{core_major + 1}",
+        "core_install": core_install(folder, kind),
     }
     for key in ("what", "usage", "config"):
         base[key] = Template(getattr(spec, key)).substitute(base)
     return base
 
 
-def render(name: str, kind: str) -> dict[str, str]:
-    """Every file of the new plugin, by path relative to its folder."""
+def render(name: str, kind: str, folder: Path | None = None) -> dict[str, str]:
+    """Every file of the new plugin, by path relative to its ``folder`` (default: ./crab-NAME)."""
     if kind not in KINDS:
         raise UsageError(f"unknown kind {kind!r}: pick one of {', '.join(KINDS)}")
-    subs = values(check_name(name), kind)
+    target = folder if folder is not None else Path.cwd() / f"crab-{check_name(name)}"
+    subs = values(check_name(name), kind, target)
     package = subs["package"]
     sources = {path: TEMPLATES / "common" / template for path, template in COMMON.items()}
     sources[f"src/{package}/__init__.py"] = TEMPLATES / kind / "__init__.py.tmpl"
@@ -137,8 +178,8 @@ def render(name: str, kind: str) -> dict[str, str]:
 
 def write_plugin(name: str, kind: str, folder: Path | None) -> Path:
     """Render into ``folder`` (default ``./crab-NAME``), which must be missing or empty."""
-    files = render(name, kind)
-    target = folder if folder is not None else Path.cwd() / f"crab-{name}"
+    target = folder if folder is not None else Path.cwd() / f"crab-{check_name(name)}"
+    files = render(name, kind, target)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise UsageError(f"{target} already exists and is not empty: pick a new folder with --dir PATH")
     for path, text in files.items():

@@ -21,7 +21,7 @@ BUILTINS = ("core", "loop-guard", "tool-view", "permissions")
 """Core's own plugins (``crab._builtin.core_plugin.register_builtins``), always on: listed by name,
 since importing them would load the loop's contracts (``test_plugins_list.py`` keeps the two in step)."""
 
-NOT_CALLED = "hooks are not called here: `crab doctor` calls each one and shows any that fails"
+NOT_CALLED = "hooks are not called here: `crab doctor` calls each one, crab_startup included, and shows any that fails"
 
 
 def _echo(text: str, err: bool = False) -> None:
@@ -78,6 +78,21 @@ class _BuiltinName:
     """Stands for one of core's built-in plugins in the listing (no hooks: the real one is not imported)."""
 
 
+def status_lines(records: Sequence[PluginRecord], indent: str = "") -> list[str]:
+    """Each plugin's name, status and distribution, then why it is not loaded or its hooks: the one
+    way ``crab plugins list`` and ``crab doctor`` show the statuses a host computed."""
+    width = max((len(r.name) for r in records), default=0)
+    lines = []
+    for record in records:
+        dist = f"{record.distribution or '-'} {record.version or ''}".strip()
+        lines.append(f"{indent}{record.name:<{width}}  {record.status:<8}  {dist}")
+        if record.reason:
+            lines.append(f"{indent}{'':<{width}}  ↳ {record.reason}")
+        elif record.hooks:
+            lines.append(f"{indent}{'':<{width}}  hooks: {', '.join(record.hooks)}")
+    return lines
+
+
 def list_plugins(plugins: str | None, as_json: bool) -> int:
     """Show each plugin's status; returns the exit code (2 under ``CRAB_STRICT_PLUGINS=1`` when one
     failed, with the first failure's line, as it ends every command)."""
@@ -89,14 +104,8 @@ def list_plugins(plugins: str | None, as_json: bool) -> int:
 
         _echo(json.dumps([r.to_dict() for r in records], indent=2))
     else:
-        width = max(len(r.name) for r in records)
-        for record in records:
-            dist = f"{record.distribution or '-'} {record.version or ''}".strip()
-            _echo(f"{record.name:<{width}}  {record.status:<8}  {dist}")
-            if record.reason:
-                _echo(f"{'':<{width}}  ↳ {record.reason}")
-            elif record.hooks:
-                _echo(f"{'':<{width}}  hooks: {', '.join(record.hooks)}")
+        for line in status_lines(records):
+            _echo(line)
         if any(r.hooks for r in records):
             _echo(f"({NOT_CALLED})")
     if config_error:
@@ -108,7 +117,7 @@ def list_plugins(plugins: str | None, as_json: bool) -> int:
 
 def _error(text: str, code: int = 0) -> int:
     """One ``crab: …`` line on stderr, secrets masked, as ``run_app`` prints a ``CrabError``."""
-    from crab._secrets.redaction import error_line
+    from crab._cli.errors import error_line
 
     _echo(error_line(f"crab: {text}"), err=True)
     return code
@@ -135,7 +144,11 @@ def run_list(args: Sequence[str]) -> int | None:
 
 
 def set_enabled(name: str, enable: bool, project: bool, user: bool) -> None:
+    """Enable or disable ``name`` in a config file. A project's ``disabled`` applies untrusted
+    (narrowing); its ``enabled`` only once trusted. A trusted project edited here stays trusted
+    (the user's own word), as ``crab config set`` keeps it."""
     from crab._cli.config_files import target_file, update_plugin_lists
+    from crab._config import trust
     from crab._config.layers import load_config
     from crab._contracts.errors import UsageError
 
@@ -143,8 +156,15 @@ def set_enabled(name: str, enable: bool, project: bool, user: bool) -> None:
         raise UsageError("--project and --user: pick one")
     config = load_config()
     path = target_file("project" if project else "user" if user else None, config.project_path)
+    in_project = path != config.user_path
+    was_trusted = in_project and config.trust is not None and config.trust.trusted and path == config.project_path
     update_plugin_lists(path, name, enable)
-    _echo(f"{'enabled' if enable else 'disabled'} {name} in {path}")
+    if was_trusted:
+        trust.trust(path)
+    done = f"{'enabled' if enable else 'disabled'} {name} in {path}"
+    if enable and in_project and not was_trusted:
+        done += f"; a project's enabled list applies once you trust it (`{trust.trust_command(path)}`)"
+    _echo(done)
 
 
 # --- crab plugins install / uninstall ---------------------------------------------------------

@@ -82,7 +82,7 @@ def _can_ask() -> bool:
 def run_once(prompt: str, output: str, options: RunOptions) -> int:
     """Run one turn; returns the process exit code."""
     from crab._assembly.choosing import choose_renderer, start_agent
-    from crab._cli.chat import ask_on_terminal
+    from crab._cli.question import ask_on_terminal
     from crab._cli.setup import open_session, prepare
 
     if options.renderer and output != "text":

@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from crab._contracts.channels import Channel
 
 
+MEMORY_ONLY = (
+    "sessions are kept in memory only: every conversation is lost when crab serve stops or restarts "
+    "(pip install crab-store-sqlite or crab-tape-jsonl, or set [crab] store)"
+)
+
+
 def chosen_channels(names: Sequence[str], configured: Sequence[str], loaded: dict[str, Any]) -> dict[str, Channel]:
     """The channels to run: ``names`` (from the command line), else ``[serve] channels``."""
     from crab._loop.router import did_you_mean
@@ -60,6 +66,9 @@ def serve_channels(names: Sequence[str], options: RunOptions) -> int:
     agent.local = all(channel.local for channel in channels.values())
     renderer = choose_renderer(prepared.host, config, "plain", RenderTarget(sys.stderr, sys.stderr))
     agent.subscribe(renderer.handle)
+    if agent.store.name == "memory":
+        # A bot's users cannot see that their conversations live only in this process.
+        agent.notice(MEMORY_ONLY, "warning")
     grace = float(config.get("serve.grace_seconds", 30.0))
     host = ChannelHost(
         agent,

@@ -271,6 +271,12 @@ def _with_store(store_name: str | None, plugins: str | None, work: Callable[[Sto
     return asyncio.run(main())
 
 
+MEMORY_EMPTY = (
+    "the memory store keeps none once crab exits (pip install crab-tape-jsonl or crab-store-sqlite to keep them)"
+)
+"""Why a listing or ``-c`` finds nothing when no persistent store is installed."""
+
+
 @app.command("list")
 def list_cmd(
     as_json: JsonOpt = False,
@@ -286,7 +292,10 @@ def list_cmd(
     if here:
         workspace = str(Path.cwd())
 
+    used: list[str] = []
+
     async def work(s: Store) -> list[SessionInfo]:
+        used.append(s.name)
         return await s.list_sessions(workspace, limit=limit)
 
     infos = _with_store(store, plugins, work)
@@ -294,7 +303,7 @@ def list_cmd(
         _echo(_dumps([session_to_dict(i) for i in infos], ensure_ascii=False, indent=2))
         return
     if not infos:
-        _echo("no sessions")
+        _echo(f"no sessions: {MEMORY_EMPTY}" if used == ["memory"] else "no sessions")
         return
     for info in infos:
         count = "?" if info.entry_count is None else str(info.entry_count)

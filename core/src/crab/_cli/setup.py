@@ -6,13 +6,13 @@ import sys
 from typing import Any
 
 from crab._assembly.root import Assembly, Layers, PermissionMode, assemble
+from crab._cli.errors import error_line
 from crab._cli.options import RunOptions
 from crab._config.layers import parse_value
 from crab._contracts.errors import UsageError
 from crab._contracts.interception import AskUser
 from crab._loop.agent import Agent
 from crab._loop.session import Session
-from crab._secrets.redaction import error_line
 
 
 def overrides_from(options: RunOptions) -> dict[str, Any]:
@@ -62,5 +62,10 @@ async def open_session(agent: Agent, options: RunOptions) -> Session:
         latest = await agent.latest_session()
         if latest is not None:
             return latest
-        agent.notice(f"no earlier session in this folder in the {agent.store.name} store; starting a new one")
+        if agent.store.name == "memory":
+            from crab._cli.sessions import MEMORY_EMPTY
+
+            agent.notice(f"no earlier session to continue: {MEMORY_EMPTY}; starting a new one")
+        else:
+            agent.notice(f"no earlier session in this folder in the {agent.store.name} store; starting a new one")
     return await agent.new_session()

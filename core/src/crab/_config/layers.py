@@ -29,20 +29,76 @@ LayerKind = Literal["user", "project", "env", "flag"]
 
 
 TOP_LEVEL = ("crab", "plugins", "serve")
-PLUGIN_LISTS: tuple[Parts, ...] = (("plugins", "enabled"), ("plugins", "disabled"))
-"""Which plugins load is the user's word: an untrusted project could otherwise switch off a guard."""
+ENABLED: Parts = ("plugins", "enabled")
+"""Which plugins load is the user's word: an untrusted project's list is ignored (it could load
+a plugin the user switched off, or, listing only some, switch off the rest unseen)."""
+DISABLED: Parts = ("plugins", "disabled")
+"""An untrusted project may switch plugins off (narrowing is never trust-only): its names are
+added to the user's, never put in their place, and ``project_disabled`` names them in a notice."""
 
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
+CONFIG_LIMIT = 1 << 20
+"""Bytes a config file may hold: a file bigger than this is not a config someone wrote."""
+
+
+class NotAFile(ConfigError):
+    """A config path names a folder, a FIFO or a device: reading it could hang or mean nothing."""
+
+
+def _kind(mode: int) -> str:
+    import stat
+
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
 def _read_bytes(path: Path) -> bytes | None:
+    """The bytes of config file ``path`` (None when there is none); refuses what is not a regular
+    file (a FIFO would block crab forever) and a file over ``CONFIG_LIMIT`` bytes."""
+    import os
+    import stat
+
     try:
-        return path.read_bytes()
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotAFile(f"{path}: cannot read config: it is {_kind(mode)}, not a file (make it a TOML file)")
+        # Non-blocking: a FIFO put there after the check must not hold the open; fstat checks again.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotAFile(f"{path}: cannot read config: it is {_kind(mode)}, not a file (make it a TOML file)")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= CONFIG_LIMIT:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if size > CONFIG_LIMIT:
+        raise ConfigError(
+            f"{path}: cannot read config: it is over {CONFIG_LIMIT >> 20} MiB (a config is a short TOML file)"
+        )
+    return b"".join(chunks)
 
 
 def parse_toml(content: bytes, path: Path) -> dict[str, Any]:
@@ -194,6 +250,10 @@ class Config:
     trust: TrustState | None = None
     ignored: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    project_disabled: list[str] = field(default_factory=list)
+    """Plugins an untrusted project switched off (it may narrow what loads): named in ``notices``."""
+    unread: list[str] = field(default_factory=list)
+    """Config files found but not read (a project's config that is a folder): kept in ``warnings``."""
     tables: dict[Parts, ConfigTable] = field(default_factory=dict)
     _effective: list[Layer] = field(default_factory=list, repr=False)
 
@@ -235,6 +295,7 @@ class Config:
             declared[table.path] = table
         effective = list(self.layers)
         self.ignored = []
+        self.project_disabled = []
         project_at = next((i for i, layer in enumerate(effective) if layer.kind == "project"), None)
         if project_at is not None and not (self.trust is not None and self.trust.trusted):
             project = effective[project_at]
@@ -244,11 +305,21 @@ class Config:
                 merge_layers(layer for layer in effective if layer.kind != "project"),
                 declared.values(),
             )
-            drops += [parts for parts in PLUGIN_LISTS if get_path(project.data, parts, _MISSING) is not _MISSING]
-            if drops:
+            if get_path(project.data, ENABLED, _MISSING) is not _MISSING:
+                drops.append(ENABLED)
+            own = get_path(project.data, DISABLED, _MISSING)
+            added: list[str] = []
+            if isinstance(own, list) and all(isinstance(v, str) for v in own):
+                below = get_path(merge_layers(effective[:project_at]), DISABLED, [])
+                below = list(below) if isinstance(below, list) else []
+                added = [name for name in dict.fromkeys(own) if name not in below]
+            self.project_disabled = added
+            if drops or added:
                 kept = copy.deepcopy(project.data)
                 for parts in drops:
                     _remove_path(kept, parts)
+                if added:
+                    set_path(kept, DISABLED, [*below, *added])  # the user's names stay off
                 effective[project_at] = replace(project, data=kept)
                 later = merge_layers(effective[project_at + 1 :])
                 self.ignored = [format_key(p) for p in drops if get_path(later, p, _MISSING) is _MISSING]
@@ -260,7 +331,7 @@ class Config:
                     if value is not _MISSING and not isinstance(value, Mapping):
                         raise InvalidValue(path[:end], "a table", value, layer.source)
         merged = merge_layers(effective)
-        self.warnings = []
+        self.warnings = list(self.unread)
         for key in merged:
             if key not in TOP_LEVEL:
                 self.warnings.append(
@@ -310,12 +381,19 @@ class Config:
                 raise InvalidValue(where, 'a list of plugin names, like ["tools-basic"]', value, self.source_of(where))
 
     def notices(self) -> list[str]:
-        """The lines to show once per command: dropped trust-only keys, then unknown keys."""
+        """The lines to show once per command: dropped trust-only keys, plugins an untrusted project
+        switched off, then unknown keys."""
         from crab._config.trust import ignored_warning
 
         lines = []
         if self.ignored and self.trust is not None:
             lines.append(ignored_warning(self.trust, self.ignored))
+        if self.project_disabled and self.project_path is not None:
+            # Narrowing needs no trust, but a guard plugin switched off must not go unseen.
+            lines.append(
+                f"project config {self.project_path} (not trusted) switches off plugins: "
+                f"{', '.join(self.project_disabled)}"
+            )
         return [*lines, *self.warnings]
 
 
@@ -339,12 +417,19 @@ def load_config(
     project_path = project_dir / "config.toml" if project_dir else None
     layers = [Layer("user", f"user config {user_path}", read_toml(user_path) if user else {})]
     trust = None
+    unread: list[str] = []
     if project_path is not None:
         from crab._config.trust import state_for
 
-        content = _read_bytes(project_path) or b""
-        layers.append(Layer("project", f"project config {project_path}", parse_toml(content, project_path)))
-        trust = state_for(project_path, content)
+        try:
+            content = _read_bytes(project_path) or b""
+        except NotAFile as exc:
+            # A project's folder or device is no config: said once, and the project sets nothing.
+            unread.append(f"{exc}; it is ignored")
+            project_path = None
+        else:
+            layers.append(Layer("project", f"project config {project_path}", parse_toml(content, project_path)))
+            trust = state_for(project_path, content)
     variable_of = {key: var for var, key in environ.CONFIG_VARIABLES.items()}
     for key, text in environ.config_overrides(env).items():
         setting = CORE_TABLE.setting(key.split(".", 1)[1])
@@ -357,7 +442,7 @@ def load_config(
         set_dotted(flags, key, value)
     if flags:
         layers.append(Layer("flag", overrides_source, flags))
-    config = Config(data={}, user_path=user_path, project_path=project_path, layers=layers, trust=trust)
+    config = Config(data={}, user_path=user_path, project_path=project_path, layers=layers, trust=trust, unread=unread)
     config.resolve()
     return config
 

@@ -19,12 +19,13 @@ def user_config_path() -> Path:
 def find_project_dir(start: Path | None = None) -> Path | None:
     """The nearest ``.crab`` folder holding a ``config.toml``, from ``start`` (cwd) upwards.
 
-    The user's own ``CRAB_HOME`` is not a project folder.
+    A ``config.toml`` that is not a file (a folder, a device) still marks the project, so reading
+    it can say why it is ignored. The user's own ``CRAB_HOME`` is not a project folder.
     """
     here = (start or Path.cwd()).resolve()
     home = crab_home().resolve()
     for folder in (here, *here.parents):
         candidate = folder / ".crab"
-        if candidate.resolve() != home and (candidate / "config.toml").is_file():
+        if candidate.resolve() != home and (candidate / "config.toml").exists():
             return candidate
     return None

@@ -72,15 +72,26 @@ class InvalidValue(ConfigError):
         return InvalidValue(self.key, self.expected, self.found, source)
 
 
+def _number(bound: float) -> str:
+    """A bound as written in a config: ``10000``, not ``1e+04``; ``0.5`` as it is."""
+    return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
+
+
+INT_BOUND = 1 << 63
+"""Integers in a config table lie in ``[-INT_BOUND, INT_BOUND)``, TOML's own 64-bit range."""
+
+
 @dataclass(frozen=True)
 class Setting:
     """One key of a config table.
 
     ``kind`` is ``str``, ``int``, ``float`` (an int is accepted), ``bool``, ``list[str]`` or
     ``table``. ``default`` None means unset. ``minimum``/``maximum`` are inclusive, ``above`` is an
-    exclusive lower bound. ``trust_only`` keys are ignored when an untrusted project config sets
-    them (declare every key that widens permissions, reaches outside the workspace, routes a
-    key, starts a process or opens a listener). ``trust_order`` lists values from narrowest to
+    exclusive lower bound; an ``int`` is never outside a signed 64-bit number (``INT_BOUND``) even
+    when no bound is declared: TOML's integers are, and a store or an API could not hold more.
+    ``trust_only`` keys are ignored when an untrusted project config sets them (declare every key
+    that widens permissions, reaches outside the workspace, routes a key, starts a process or
+    opens a listener). ``trust_order`` lists values from narrowest to
     widest: an untrusted project may pick a value no wider than the one the user's layers give.
     """
 
@@ -114,11 +125,11 @@ class Setting:
         }[self.kind]
         bounds = []
         if self.above is not None:
-            bounds.append(f"> {self.above:g}")
+            bounds.append(f"> {_number(self.above)}")
         if self.minimum is not None:
-            bounds.append(f">= {self.minimum:g}")
+            bounds.append(f">= {_number(self.minimum)}")
         if self.maximum is not None:
-            bounds.append(f"<= {self.maximum:g}")
+            bounds.append(f"<= {_number(self.maximum)}")
         return " ".join([words, *bounds]) if bounds else words
 
     @property
@@ -135,7 +146,7 @@ class Setting:
         if kind == "str":
             ok = isinstance(value, str)
         elif kind == "int":
-            ok = isinstance(value, int) and not isinstance(value, bool)
+            ok = isinstance(value, int) and not isinstance(value, bool) and -INT_BOUND <= value < INT_BOUND
         elif kind == "float":
             ok = number
         elif kind == "bool":
@@ -237,10 +248,24 @@ CORE_TABLE = ConfigTable(
             choices=("ask", "yolo", "read-only"),
             trust_order=PERMISSION_MODES,
         ),
-        Setting("max_iterations", "int", 25, "model calls per turn", minimum=1),
-        Setting("tool_timeout", "float", 120.0, "seconds for a tool call whose tool sets no timeout", above=0),
-        Setting("request_timeout", "float", 600.0, "seconds one model call may take, retries included", above=0),
-        Setting("max_tokens", "int", doc="output token limit passed to the provider", minimum=1),
+        Setting("max_iterations", "int", 25, "model calls per turn", minimum=1, maximum=10_000),
+        Setting(
+            "tool_timeout",
+            "float",
+            120.0,
+            "seconds for a tool call whose tool sets no timeout",
+            above=0,
+            maximum=86_400,
+        ),
+        Setting(
+            "request_timeout",
+            "float",
+            600.0,
+            "seconds one model call may take, retries included",
+            above=0,
+            maximum=86_400,
+        ),
+        Setting("max_tokens", "int", doc="output token limit passed to the provider", minimum=1, maximum=100_000_000),
         Setting("temperature", "float", doc="sampling temperature passed to the provider", minimum=0),
         Setting(
             "tool_view",
@@ -249,7 +274,13 @@ CORE_TABLE = ConfigTable(
             "progressive: tools listed by name until hinted ($name) or called; full: every schema every call",
             choices=("progressive", "full"),
         ),
-        Setting("context_window", "int", doc="tokens the model reads (default: the provider's model info)", minimum=1),
+        Setting(
+            "context_window",
+            "int",
+            doc="tokens the model reads (default: the provider's model info)",
+            minimum=1,
+            maximum=1_000_000_000,
+        ),
         Setting("compact_at", "float", 0.8, "share of the window at which history is compacted", above=0, maximum=1),
         Setting("system_prompt_append", "str", doc="text appended to the system prompt, after every plugin's part"),
     ),
@@ -268,9 +299,25 @@ SERVE_TABLE = ConfigTable(
             "channels `crab serve` runs when named none (each opens a listener or a bot)",
             trust_only=True,
         ),
-        Setting("grace_seconds", "float", 30.0, "on SIGTERM, seconds running turns may take to finish", minimum=0),
-        Setting("restart_delay", "float", 1.0, "first wait before restarting a channel that failed", above=0),
-        Setting("restart_max_delay", "float", 60.0, "longest wait between restarts (the wait doubles)", above=0),
+        Setting(
+            "grace_seconds",
+            "float",
+            30.0,
+            "on SIGTERM, seconds running turns may take to finish",
+            minimum=0,
+            maximum=86_400,
+        ),
+        Setting(
+            "restart_delay", "float", 1.0, "first wait before restarting a channel that failed", above=0, maximum=86_400
+        ),
+        Setting(
+            "restart_max_delay",
+            "float",
+            60.0,
+            "longest wait between restarts (the wait doubles)",
+            above=0,
+            maximum=86_400,
+        ),
     ),
 )
 """``[serve]``: the keys ``crab serve`` reads."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import crab
 
 if TYPE_CHECKING:
-    from crab import AgentHandle, Config, ConfigTable
+    from crab import AgentHandle, Command, Config, ConfigTable
 
     from crab_mcp.manager import Manager
 
@@ -30,6 +30,22 @@ def crab_config_table() -> ConfigTable:
 
     table: ConfigTable = TABLE
     return table
+
+
+@crab.hookimpl
+def crab_commands(config: Config) -> list[Command]:
+    """``/SERVER`` (lists its prompts) and ``/SERVER:PROMPT ARGS`` for every enabled server."""
+    servers = config.plugin_settings(PLUGIN).get("servers") or {}
+    enabled = [name for name, table in servers.items() if table.get("enabled", True)]
+    if not enabled:
+        return []
+    from crab_mcp.prompts import prompt_command
+
+    return [prompt_command(name, _manager_of) for name in enabled]
+
+
+def _manager_of(handle: AgentHandle) -> Manager | None:
+    return _running.get(id(handle.config))
 
 
 @crab.hookimpl
@@ -102,10 +118,13 @@ def crab_cli(app: Any, config: Config) -> None:
     @mcp_app.command("serve")
     def serve_cmd(
         plugins: str | None = typer.Option(None, "--plugins", help="Comma list of plugins whose tools to offer."),
+        http: int | None = typer.Option(
+            None, "--http", help="Serve streamable HTTP on 127.0.0.1:PORT (bearer token in $CRAB_HOME/mcp/serve.token)."
+        ),
     ) -> None:
-        """Offer crab's tools to an MCP client over stdio (write/exec only if serve_permissions allows)."""
+        """Offer crab's tools to an MCP client over stdio or HTTP (write/exec only if serve_permissions allows)."""
         from crab_mcp.bridge import serve
 
-        raise typer.Exit(serve(plugins))
+        raise typer.Exit(serve(plugins, http))
 
     app.add_typer(mcp_app, name="mcp")

@@ -1,4 +1,5 @@
-"""``crab mcp serve``: crab's loaded tools as an MCP server over stdio.
+"""``crab mcp serve``: crab's loaded tools as an MCP server over stdio (or streamable HTTP:
+``crab_mcp.serve_http``).
 
 The tools come from ``crab.open_toolbox``: every enabled plugin's ``crab_tools``, with their
 schemas, run the way the loop runs them (argument check, interception hooks, the permission
@@ -7,7 +8,8 @@ and the configured MCP servers are not started: a config that points crab at ``c
 cannot loop. Nobody can be asked for permission, so ``[plugins.mcp] serve_permissions`` (the
 user's own config; an untrusted project cannot set it) is the answer: read passes, a write,
 exec or network call outside it is refused with an error result. Everything but the protocol
-goes to stderr.
+goes to stderr. ``listChanged`` is declared false, which is the truth: the tool box is fixed
+for the life of the server.
 """
 
 from __future__ import annotations
@@ -55,8 +57,9 @@ def build_server(box: ToolBox) -> Any:
     return Server(SERVER_NAME, version=version(), on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def serve(plugins: str | None = None) -> int:
-    """Serve until the client closes stdin; 0 then, 2 (one line on stderr) for a bad config."""
+def serve(plugins: str | None = None, http_port: int | None = None) -> int:
+    """Serve until the client closes stdin (or, with ``http_port``, until Ctrl-C); 0 then, 2 (one
+    line on stderr) for a bad config."""
     import anyio
     from crab import CrabError, open_toolbox
 
@@ -78,6 +81,14 @@ def serve(plugins: str | None = None) -> int:
     for line in box.config.notices():
         print(f"warning: {line}", file=sys.stderr)
     server = build_server(box)
+    if http_port is not None:
+        from crab_mcp.serve_http import load_token, serve_http
+
+        try:
+            serve_http(server, http_port, load_token())
+        except KeyboardInterrupt:
+            return 130
+        return 0
 
     async def main() -> None:
         from mcp.server.stdio import stdio_server

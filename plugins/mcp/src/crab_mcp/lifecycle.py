@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crab_mcp.manager import Manager
@@ -20,6 +21,10 @@ async def start_servers(agent: AgentHandle, plugin: str) -> Manager | None:
     if not configs:
         return None
     manager = Manager.from_configs(configs)
+    settings = agent.config.plugin_settings(plugin)
+    extra = [Path(p).expanduser() for p in settings.get("roots") or []]
+    for link in manager.links.values():
+        link.workspace, link.extra_roots = agent.workspace, extra
     failed = await manager.start()
     for name, reason in failed.items():
         agent.notice(
@@ -27,5 +32,6 @@ async def start_servers(agent: AgentHandle, plugin: str) -> Manager | None:
             "for this run (`crab mcp list` shows every server and why)",
             "warning",
         )
-    agent.add_tools(plugin, manager.tools())
+    agent.add_tools(plugin, [*manager.tools(), *manager.resource_tools()])
+    manager.attach(lambda tools: agent.add_tools(plugin, tools))
     return manager

@@ -11,7 +11,7 @@ permission class from config and a timeout that covers a restart plus the call. 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 from crab import Tool, ToolContext, ToolResult, crab_home
 
 from crab_mcp.names import crab_name
+from crab_mcp.resources import offers
 from crab_mcp.server import CallFailed, ServerDown, ServerLink
 from crab_mcp.settings import ServerConfig
 
@@ -78,6 +79,38 @@ class Manager:
     def __init__(self, links: Sequence[ServerLink]) -> None:
         self.links = {link.name: link for link in links}
         self.entries: dict[str, ToolEntry] = {}
+        self._register: Callable[[list[Tool]], Any] | None = None
+        self._resource_tools = False
+        for link in links:
+            link.on_change.append(self._changed)
+
+    def attach(self, register: Callable[[list[Tool]], Any]) -> None:
+        """Hand tools a server adds later (``tools/list_changed``, a restart) to ``register``
+        (``AgentHandle.add_tools``), as ``start`` handed the first ones."""
+        self._register = register
+
+    def _changed(self, link: ServerLink, kind: str) -> None:
+        if self._register is None:
+            return
+        if kind == "resources" and not self._resource_tools and offers(link):
+            self._register(self.resource_tools())
+            return
+        if kind != "tools":
+            return
+        before = set(self.entries)
+        self._index()
+        new = [self._tool(self.entries[name]) for name in self.entries if name not in before]
+        if new:
+            self._register(new)
+
+    def resource_tools(self) -> list[Tool]:
+        """``mcp_resources`` and ``mcp_read_resource`` when a server offers resources (once)."""
+        from crab_mcp.resources import resource_tools
+
+        if self._resource_tools or not any(offers(link) for link in self.links.values()):
+            return []
+        self._resource_tools = True
+        return resource_tools(self)
 
     @classmethod
     def from_configs(cls, configs: Sequence[ServerConfig], logs: Path | None = None) -> Manager:
@@ -130,7 +163,12 @@ class Manager:
         link = self.links[entry.server]
 
         async def handler(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-            return await call_tool(link, entry.remote, arguments)
+            if link.status == "ready" and all(t.name != entry.remote for t in link.tools):
+                return ToolResult(
+                    f"MCP server {link.name!r} no longer offers {entry.remote!r} (it changed its tool list)",
+                    is_error=True,
+                )
+            return await call_tool(link, entry.remote, arguments, ctx)
 
         return Tool(
             name=entry.crab_name,
@@ -143,13 +181,15 @@ class Manager:
         )
 
 
-async def call_tool(link: ServerLink, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
+async def call_tool(
+    link: ServerLink, tool: str, arguments: Mapping[str, Any], ctx: ToolContext | None = None
+) -> ToolResult:
     """One call as a crab result: the server's answer, or one line saying why there is none."""
     from crab_mcp.results import to_tool_result
 
     where = f"MCP server {link.name!r}"
     try:
-        result = await link.call(tool, arguments)
+        result = await link.call(tool, arguments, ctx)
     except ServerDown as exc:
         return ToolResult(f"{where} is not available: {exc}", is_error=True)
     except CallFailed as exc:

@@ -15,17 +15,21 @@ bounded (``crab_mcp.logpump``, ``crab_mcp.stdio``, ``crab_mcp.sdklog``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crab_mcp.errors import describe_failure, http_status_line, message_too_large
+from crab_mcp.peer import Peer
 from crab_mcp.settings import ServerConfig, child_env, resolve_refs
 
 if TYPE_CHECKING:
+    from crab import ToolContext
     from mcp import types
 
     from crab_mcp.http_client import HttpWatch
@@ -83,7 +87,16 @@ class ServerLink:
         self.status = "stopped"
         self.reason = ""
         self.tools: list[types.Tool] = []
+        self.resources: list[types.Resource] = []
+        self.templates: list[types.ResourceTemplate] = []
+        self.prompts: list[types.Prompt] = []
         self.protocol = ""
+        self.on_change: list[Callable[[ServerLink, str], None]] = []
+        """Called with (link, "tools" | "resources" | "prompts") after a list was fetched again
+        (the server said it changed, or crab connected again)."""
+        self.peer = Peer(config.name, self._relist)
+        self.extra_roots: list[Path] = []
+        self.workspace: Path | None = None
         self._client: Any = None
         self._owner: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
@@ -119,13 +132,24 @@ class ServerLink:
             return self.connector(stack)
         config = self.config
         if config.url is not None:
+            import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
             from crab_mcp.http_client import HttpWatch, http_client
 
-            headers = resolve_refs(config.headers, self.environ, "header")
-            self._http = HttpWatch()
-            http = http_client(headers, config.connect_timeout, config.timeout, config.max_message, self._http)
+            resolved = headers = resolve_refs(config.headers, self.environ, "header")
+            self._http = watch = HttpWatch()
+            if config.transport == "sse":
+                from mcp.client.sse import sse_client
+
+                def factory(
+                    headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
+                ) -> httpx2.AsyncClient:
+                    # crab's client (its headers, timeouts and bound on each body), not the SDK's.
+                    return http_client(resolved, config.connect_timeout, config.timeout, config.max_message, watch)
+
+                return sse_client(config.url, httpx_client_factory=factory, sse_read_timeout=max(300.0, config.timeout))
+            http = http_client(headers, config.connect_timeout, config.timeout, config.max_message, watch)
             await stack.enter_async_context(http)
             return streamable_http_client(config.url, http_client=http, max_sse_event_size=config.max_message)
         from crab_mcp.logpump import start_pump
@@ -182,6 +206,10 @@ class ServerLink:
                 if sink is not None:
                     stack.callback(sink.close)
                 transport = await self._transport(stack)
+                peer = self.peer
+                peer.sink = sink
+                if self.workspace is not None:
+                    peer.set_roots(self.workspace, self.extra_roots)
                 client = Client(
                     transport,
                     mode=self.mode,
@@ -189,9 +217,16 @@ class ServerLink:
                     read_timeout_seconds=self.config.connect_timeout + 5.0,
                     cache=None,
                     client_info=client_info(),
+                    message_handler=peer.message,
+                    logging_callback=peer.log,
+                    list_roots_callback=peer.list_roots,
+                    sampling_callback=peer.sampling,
+                    elicitation_callback=peer.elicitation,
                 )
                 await stack.enter_async_context(client)
+                stack.callback(peer.cancel)
                 self.tools = await _list_all(client)
+                await self._list_extras(client)
                 self.protocol = str(getattr(client, "protocol_version", "") or "")
                 if self._stdio is not None:
                     self._stdio.grace = STOP_GRACE_READY
@@ -199,6 +234,8 @@ class ServerLink:
                 self.status, self.reason = "ready", ""
                 if not ready.done():
                     ready.set_result(None)
+                for kind in ("tools", "resources", "prompts"):
+                    self._changed(kind)  # a server started again may offer other tools than before
                 await self._stop.wait()
         except asyncio.CancelledError:
             if not ready.done():
@@ -295,26 +332,97 @@ class ServerLink:
             raise ServerDown(f"failed to start: {exc}") from None
         return self._client
 
-    async def call(self, tool: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
-        """One ``tools/call``. ``CallFailed`` when there is no answer: a closed connection, a
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any], ctx: ToolContext | None = None
+    ) -> types.CallToolResult:
+        """One ``tools/call``, always with a progress token (the server's progress becomes notices
+        of ``ctx``'s session). ``CallFailed`` when there is no answer: a closed connection, a
         message over ``max_message`` or a timeout drops the link (the next call starts the
-        server again); a JSON-RPC error leaves it up."""
+        server again); a JSON-RPC error leaves it up. While it runs, ``ctx`` is whom the
+        server's elicitation asks."""
         from mcp import MCPError
 
         from crab_mcp import sdklog
+        from crab_mcp.progress import Progress
 
         client = await self.ensure()
+        if ctx is not None:
+            await self._announce(client, ctx.workspace)
+            self.peer.calls.append(ctx)
         # The SDK handles an HTTP request in the caller's task: its records go to this server's log.
         token = sdklog.current.set(self._sink)
         try:
             result: types.CallToolResult = await client.call_tool(
-                tool, dict(arguments), read_timeout_seconds=self.config.timeout
+                tool,
+                dict(arguments),
+                read_timeout_seconds=self.config.timeout,
+                progress_callback=Progress(self.name, tool, ctx),
             )
         except MCPError as exc:
             raise CallFailed(await self._call_failure(tool, exc)) from None
         finally:
             sdklog.current.reset(token)
+            if ctx is not None:
+                self.peer.calls.remove(ctx)
         return result
+
+    async def request(self, what: str, method: str, *args: Any) -> Any:
+        """Another request of the connected client (``read_resource``, ``get_prompt``…), with the
+        same failure rules as a tool call."""
+        from mcp import MCPError
+
+        from crab_mcp import sdklog
+
+        client = await self.ensure()
+        token = sdklog.current.set(self._sink)
+        try:
+            return await getattr(client, method)(*args)
+        except MCPError as exc:
+            raise CallFailed(await self._call_failure(what, exc)) from None
+        finally:
+            sdklog.current.reset(token)
+
+    async def _announce(self, client: Any, workspace: Path) -> None:
+        """Tell the server its roots changed when this call runs in another workspace."""
+        if not self.peer.set_roots(workspace, self.extra_roots):
+            return
+        with contextlib.suppress(Exception), warnings.catch_warnings():
+            # Deprecated only for 2026-07-28 connections, which crab does not make (legacy mode).
+            warnings.simplefilter("ignore")
+            await client.session.send_roots_list_changed()  # a server gone is the call's failure
+
+    # --- lists --------------------------------------------------------------------------
+
+    async def _list_extras(self, client: Any) -> None:
+        """Resources, their templates and prompts, of a server that offers them."""
+        caps = getattr(client, "server_capabilities", None)
+        if caps is not None and caps.resources is not None:
+            self.resources = await _pages(client.list_resources, "resources")
+            self.templates = await _pages(client.list_resource_templates, "resource_templates")
+        if caps is not None and caps.prompts is not None:
+            self.prompts = await _pages(client.list_prompts, "prompts")
+
+    async def _relist(self, kind: str) -> None:
+        """Fetch ``kind`` again (the server said it changed), then tell the listeners."""
+        client = self._client
+        if client is None:
+            return
+        try:
+            if kind == "tools":
+                self.tools = await _list_all(client)
+            else:
+                await self._list_extras(client)
+        except Exception as exc:  # a relist that fails keeps the old list; the log says why
+            self.peer._note(f"listing {kind} again failed: {type(exc).__name__}: {exc}")
+            return
+        self._changed(kind)
+
+    def _changed(self, kind: str) -> None:
+        for listener in list(self.on_change):
+            try:
+                listener(self, kind)
+            except Exception as exc:
+                self.peer._note(f"a {kind} change listener failed: {type(exc).__name__}: {exc}")
 
     async def _call_failure(self, tool: str, exc: Any) -> str:
         """Why ``tool`` got no answer, dropping the link where it cannot be trusted any more."""
@@ -355,12 +463,18 @@ def _retrieve(future: asyncio.Future[None]) -> None:
 
 async def _list_all(client: Any) -> list[types.Tool]:
     """Every page of ``tools/list`` (the SDK does not follow ``next_cursor``)."""
-    tools: list[types.Tool] = []
+    tools: list[types.Tool] = await _pages(client.list_tools, "tools")
+    return tools
+
+
+async def _pages(method: Callable[..., Any], field: str) -> list[Any]:
+    """Every page of one ``*/list`` request, cut off after 1,000 pages (a server that pages forever)."""
+    found: list[Any] = []
     cursor: str | None = None
-    for _ in range(1000):  # a server that pages forever is cut off
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
+    for _ in range(1000):
+        page = await method(cursor=cursor)
+        found.extend(getattr(page, field))
         cursor = page.next_cursor
         if not cursor:
             break
-    return tools
+    return found

@@ -30,6 +30,7 @@ SERVER_KEYS: dict[str, str] = {
     "cwd": "a string (a folder)",
     "url": "a string starting with http:// or https://",
     "headers": "a table of strings",
+    "transport": "streamable-http (the default) or sse (the legacy HTTP+SSE transport of older servers)",
     "enabled": "true or false",
     "include": "a list of strings",
     "exclude": "a list of strings",
@@ -64,6 +65,7 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "cwd": lambda v: isinstance(v, str) and bool(v),
     "url": lambda v: isinstance(v, str) and v.startswith(("http://", "https://")),
     "headers": _string_table,
+    "transport": lambda v: v in ("streamable-http", "sse"),
     "enabled": lambda v: isinstance(v, bool),
     "include": _strings,
     "exclude": _strings,
@@ -86,6 +88,8 @@ def check_server(name: str, table: Any) -> None:
         if not check(value):
             raise InvalidValue(_key("servers", name, key), SERVER_KEYS[key], value)
     has_command, has_url = "command" in table, "url" in table
+    if "transport" in table and not has_url:
+        raise InvalidValue(_key("servers", name, "transport"), "only with url = … (an HTTP server)", table["transport"])
     if has_command == has_url:
         raise InvalidValue(
             _key("servers", name), "exactly one of command = … (stdio) or url = … (streamable HTTP)", table
@@ -109,7 +113,7 @@ TABLE = ConfigTable(
             "servers",
             "table",
             {},
-            "MCP servers by name: command/args/env/cwd (stdio) or url/headers (HTTP), enabled, include, "
+            "MCP servers by name: command/args/env/cwd (stdio) or url/headers/transport (HTTP), enabled, include, "
             "exclude, timeout, connect_timeout, prefix, permission, permissions (see the plugin README)",
             trust_only=True,
         ),
@@ -130,6 +134,13 @@ TABLE = ConfigTable(
             "bytes one message from a server may have; a larger one ends that connection (crab starts "
             "the server again on the next call)",
             above=0,
+        ),
+        Setting(
+            "roots",
+            "list[str]",
+            [],
+            "folders announced to every server as roots besides the workspace (MCP roots)",
+            trust_only=True,
         ),
         Setting(
             "serve_permissions",
@@ -154,6 +165,7 @@ class ServerConfig:
     cwd: str | None = None
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    http_transport: str = "streamable-http"
     enabled: bool = True
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
@@ -166,7 +178,10 @@ class ServerConfig:
 
     @property
     def transport(self) -> str:
-        return "stdio" if self.command is not None else "http"
+        """``stdio``, ``http`` (streamable HTTP) or ``sse`` (the legacy HTTP+SSE transport)."""
+        if self.command is not None:
+            return "stdio"
+        return "sse" if self.http_transport == "sse" else "http"
 
     @property
     def tool_prefix(self) -> str:
@@ -202,6 +217,7 @@ def server_configs(settings: Mapping[str, Any]) -> list[ServerConfig]:
                 cwd=raw.get("cwd"),
                 url=raw.get("url"),
                 headers=dict(raw.get("headers", {})),
+                http_transport=str(raw.get("transport", "streamable-http")),
                 enabled=bool(raw.get("enabled", True)),
                 include=tuple(raw.get("include", ())),
                 exclude=tuple(raw.get("exclude", ())),

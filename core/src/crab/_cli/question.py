@@ -1,0 +1,143 @@
+"""The permission question on a plain terminal (``crab chat`` without a live input, ``crab run``).
+
+A question never takes its answer from type-ahead: what was typed before it appeared is thrown
+away (the terminal's input queue is flushed), the question starts on a line of its own, keys
+pressed in the first ``GUARD`` seconds (before a person can have read it) are thrown away too, and
+only a word then confirmed with Enter answers: ``y`` (once), ``a`` (this permission for the
+session), ``n`` (no). Anything else is not an answer and the question is asked again; end of input
+(Ctrl-D) says no, and Ctrl-C stops the turn, so the call does not run either.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from crab._contracts.interception import Answer, PermissionRequest
+
+GUARD = 0.8
+"""Seconds after the question is shown during which keys are not taken as its answer."""
+WORDS: dict[str, Answer] = {"y": "once", "yes": "once", "a": "always", "always": "always", "n": "deny", "no": "deny"}
+LINE_LIMIT = 4096
+"""Bytes of an answer line kept; the rest of a longer line is read and dropped."""
+POLL = 0.1
+"""Seconds between checks, while waiting for a line, that the question is still open."""
+
+
+def parse_answer(text: str) -> Answer | None:
+    """``"y"`` → once, ``"a"`` → always, ``"n"`` → deny (also spelled out); anything else → None."""
+    return WORDS.get(text.strip().lower())
+
+
+def flush_input(fd: int) -> None:
+    """Throw away what was typed on terminal ``fd`` and not read yet (nothing for a pipe or file)."""
+    try:
+        import termios
+    except ImportError:  # not a POSIX system: nothing to flush with
+        return
+    try:
+        if os.isatty(fd):
+            termios.tcflush(fd, termios.TCIFLUSH)
+    except (OSError, termios.error):
+        pass
+
+
+def question_lines(request: PermissionRequest, width: int) -> list[str]:
+    """The question and its keys, broken between words to ``width`` columns, after a blank line."""
+    from crab._builtin.render_plain import visible
+
+    # Control characters shown, not sent: a tool's arguments come from the model.
+    summary = visible(" ".join(request.summary.split()))
+    width = max(20, width)
+    ask = textwrap.wrap(f"? allow {visible(request.permission)}: {summary}", width, subsequent_indent="  ")
+    keys = _pack(["y Enter: once", f"a Enter: {request.permission} for this session", "n Enter: no"], width)
+    return ["", *ask, *keys]
+
+
+def _pack(parts: list[str], width: int) -> list[str]:
+    """``parts`` joined by `` · `` on as few lines as fit ``width``, none broken inside."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return lines
+
+
+def read_line(fd: int, stop: threading.Event) -> str | None:
+    """One line typed on ``fd`` (without its newline), or None at end of input or once ``stop`` is set.
+
+    Reads the descriptor itself, not ``sys.stdin``: nothing typed before the question can sit in
+    a Python buffer, and a question given up (Ctrl-C) stops reading, so it takes no later line."""
+    data = b""
+    while not stop.is_set():
+        ready, _, _ = select.select([fd], [], [], POLL)
+        if not ready:
+            continue
+        chunk = os.read(fd, LINE_LIMIT)
+        if not chunk:
+            return None
+        data = (data + chunk)[: LINE_LIMIT + 1]
+        if b"\n" in chunk:
+            return data.split(b"\n", 1)[0].decode("utf-8", "replace")
+    return None
+
+
+def ask_blocking(
+    request: PermissionRequest,
+    fd: int,
+    err: TextIO,
+    stop: threading.Event,
+    *,
+    guard: float = GUARD,
+    width: int | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Answer:
+    """Show the question on ``err`` and read its answer from terminal ``fd`` (see the module)."""
+    columns = width if width is not None else shutil.get_terminal_size((80, 24)).columns
+    flush_input(fd)
+    err.write("\n".join(question_lines(request, columns)) + "\n")
+    err.flush()
+    sleep(guard)
+    while not stop.is_set():
+        flush_input(fd)
+        err.write("answer (y, a or n, then Enter)> ")
+        err.flush()
+        line = read_line(fd, stop)
+        if line is None:
+            err.write("\n")
+            return "deny"
+        answer = parse_answer(line)
+        if answer is not None:
+            return answer
+        said = " ".join(line.split())  # repr() below shows any control character
+        said = said if len(said) <= 40 else said[:39] + "…"
+        err.write(f"not an answer: {said!r}\n")
+    return "deny"
+
+
+async def ask_on_terminal(request: PermissionRequest) -> Answer:
+    """Ask on this process's terminal (stderr, stdin): y = once, a = always for this class in this
+    session, n = no; the reading thread stops when the question is given up (the turn stopped)."""
+    import asyncio
+
+    from crab._contracts.tools import run_in_thread
+
+    stop = threading.Event()
+    try:
+        # A daemon thread: Ctrl-C while the question waits must not wait for a line at exit.
+        answer: Answer = await run_in_thread(
+            ask_blocking, {"request": request, "fd": sys.stdin.fileno(), "err": sys.stderr, "stop": stop}
+        )
+    except asyncio.CancelledError:
+        stop.set()
+        raise
+    return answer
