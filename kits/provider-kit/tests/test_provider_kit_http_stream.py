@@ -211,3 +211,14 @@ def test_the_end_marker_counts_only_when_its_event_is_complete(
     else:
         assert isinstance(events[-1], ErrorEvent)
         assert "ended without END" in events[-1].message
+
+
+def test_a_stream_that_never_ends_its_line_is_one_error_event(tmp_path: Path) -> None:
+    pytest.importorskip("httpx")
+    (tmp_path / "endless.sse").write_bytes(b"data: hi\n\ndata: " + b"z" * (33 * 1024 * 1024))
+    with ReplayServer(tmp_path) as server:
+        server.script(server.sse("endless.sse"))
+        events, error = run(server)
+    assert error is None
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["hi"]
+    assert isinstance(events[-1], ErrorEvent) and "over 32 MiB" in events[-1].message, events[-1]

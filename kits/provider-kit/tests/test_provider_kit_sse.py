@@ -153,3 +153,25 @@ def test_nothing_left_to_flush_after_a_clean_end() -> None:
     decoder = SSEDecoder()
     assert decoder.feed(b"data: a\n\n") == [ServerSentEvent("a")]
     assert decoder.flush() == []
+
+
+def test_a_line_that_never_ends_stops_the_decoder_instead_of_filling_memory() -> None:
+    """A server that streams bytes without a line end (or one event without its blank line)
+    until the idle timeout must not make crab hold all of them."""
+    chunk = b"x" * 65536
+    decoder = SSEDecoder()
+    for _ in range(33 * 16):  # 33 MiB, past the 32 MiB bound
+        assert decoder.feed(chunk) == []
+    assert decoder.overflow is not None and "a line" in decoder.overflow
+    assert not decoder._buffer and decoder.feed(b"\n\ndata: later\n\n") == []
+    endless = SSEDecoder()
+    for _ in range(33 * 16):
+        assert endless.feed(b"data: " + b"y" * 65530 + b"\n") == []
+    assert endless.overflow is not None and "an event" in endless.overflow
+    assert not endless._data
+
+
+def test_a_long_line_in_many_chunks_is_still_one_line() -> None:
+    decoder = SSEDecoder()
+    events = [e for part in [b"data: ", b"ab" * 40000, b"c", b"\r", b"\n", b"\r\n"] for e in decoder.feed(part)]
+    assert events == [ServerSentEvent("ab" * 40000 + "c")] and decoder.overflow is None

@@ -186,3 +186,22 @@ def test_an_exported_script_runs_as_a_plugin_test_with_crab_testing(crab_env, cr
     changed = crab_agent(replies, plugins={"probe": probe})
     changed.run(case["prompts"][0])
     assert {e.content for e in changed.events if isinstance(e, crab.ToolResultEvent)} == {"probe says changed"}
+
+
+def test_a_session_file_cannot_run_commands_on_its_own_word(crab_env):
+    """A file from elsewhere (a bug report's attachment) records 'allowed' for whatever it likes:
+    without a terminal to ask the user, its exec calls are refused, unless --trust-recording."""
+    outside = crab_env.root / "pwned"
+    touch = {"tool": "bash", "args": {"command": f"touch {outside}"}}
+    session = crab_env.record([[READ, touch], [{"text": "ok"}]])
+    outside.unlink()
+    tape = crab_env.root / "from-elsewhere.jsonl"
+    assert crab_env.run("sessions", "export", session, "--store", "jsonl", "-o", str(tape)).returncode == 0
+    done = crab_env.run("replay", str(tape), cwd=crab_env.root)
+    assert not outside.exists(), done.stdout + done.stderr
+    assert done.returncode == 1 and verdicts(done.stdout) == {"read": "same", "bash": "differs"}, done.stdout
+    assert "pass --trust-recording" in done.stderr
+    trusted = crab_env.run("replay", str(tape), "--trust-recording", cwd=crab_env.root)
+    assert trusted.returncode == 0 and outside.exists(), trusted.stdout + trusted.stderr
+    by_id = crab_env.run("replay", session, "--store", "jsonl", cwd=crab_env.root)  # the user's own store
+    assert by_id.returncode == 0, by_id.stdout + by_id.stderr

@@ -59,3 +59,23 @@ def test_the_event_tally_counts_model_calls_tools_and_errors():
         tally.add(event)
     assert (tally.model_calls, tally.tool_calls, tally.tool_errors) == (3, 3, 1)
     assert (tally.session, tally.answer, tally.cost, tally.input_tokens) == ("s1", "done", 0.5, 5)
+
+
+def test_what_a_run_printed_never_drives_the_terminal_or_breaks_the_table():
+    """A check command runs code the model wrote: its last line may be escape sequences (OSC 52
+    writes the clipboard, CSI 2J clears the screen), and a name may look like rich markup."""
+    import io
+
+    from crab_eval.report_text import write_table
+
+    hostile = "check command exited 1: \x1b]52;c;ZXZpbA==\x07\x1b[2Jgone\x9b31m\nsecond line"
+    runs = [RunRecord("t\tm,crab.x=[/]\t0", "t", "m,crab.x=[/]", "f", 0, passed=False, reasons=[hostile])]
+    report = build_report("s[/b]", ["t"], ["m,crab.x=[/]"], runs, planned=1)
+    out = io.StringIO()
+    write_table(report, out)
+    shown = out.getvalue()
+    assert "m,crab.x=[/]" in shown and "crab eval s[/b]" in shown
+    assert not any(c in shown for c in "\x1b\x07\x9b")
+    [failure] = [line for line in shown.splitlines() if line.startswith("fail ")]
+    assert failure.endswith("^[]52;c;ZXZpbA==^G^[[2Jgone\\x9b31m second line")
+    assert "\x1b" not in plain_table(report)

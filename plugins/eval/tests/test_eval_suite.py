@@ -230,3 +230,13 @@ def test_two_models_are_two_configurations_side_by_side(tmp_path, crab_env):
     assert f"mock/{bad},crab.tool_view=full beside mock/{good}:" in done.stdout
     wrong = crab_env.run("eval", str(suite), "--set", "max_iterations")
     assert wrong.returncode == 2 and "write KEY=VALUE" in wrong.stderr
+
+
+def test_a_task_name_that_is_a_path_is_one_line_and_exit_2(tmp_path, crab_env):
+    """The name goes into the run's temporary folder's name: a slash in it was a traceback."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "t.toml").write_text('name = "x/../../y"\nprompt = "x"\n[check]\nanswer = "x"\n')
+    done = crab_env.run("eval", str(suite))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "name must be one word" in done.stderr and len(done.stderr.strip().splitlines()) == 1

@@ -4,6 +4,7 @@ document with or without a caption; and how an answer comes back: threaded to th
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from crab_telegram.incoming import read_message
@@ -73,3 +74,43 @@ def test_the_file_ids_are_kept_for_the_images_work() -> None:
     [photo] = incoming.attachments
     assert (photo.kind, photo.file_id, photo.width, photo.height) == ("photo", "AgACAgIAAxkBAAIBQ2Zlarge", 1280, 960)
     assert incoming.text == "look"
+
+
+def test_an_edit_that_no_longer_addresses_the_bot_withdraws_the_queued_message(serve, bot_api):
+    group = -100555
+    served = serve()
+    bot_api.say("@crab_test_bot wait a moment", user=ADA, chat=group)  # a 2 s turn: the next one queues
+    risky = bot_api.say("@crab_test_bot delete the old branches", user=ADA, chat=group)
+    bot_api.edit(risky, "never mind, forget it", user=ADA, chat=group)  # the mention taken back
+    bot_api.wait_for("the first answer", lambda: bot_api.texts(group), served.proc)
+    bot_api.say("@crab_test_bot hello", user=ADA, chat=group)
+    bot_api.wait_for("the last answer", lambda: any("hello" in t for t in bot_api.texts(group)), served.proc)
+    assert served.stop() == 0, served.stderr
+    assert bot_api.texts(group) == ["waited: wait a moment", "echo: hello (2 user messages)"]
+
+
+def test_edits_without_text_do_not_answer_again(serve, bot_api):
+    """A live location is edited every few seconds for hours: none of its edits is a question."""
+    served = serve()
+    shared = bot_api.say(None, user=ADA)  # a location: nothing crab can read, said once
+    bot_api.wait_for("the one reply", lambda: bot_api.texts(ADA), served.proc)
+    for _ in range(3):
+        bot_api.edit(shared, None, user=ADA)  # type: ignore[arg-type]
+    bot_api.say("hello", user=ADA)
+    bot_api.wait_for("the answer", lambda: len(bot_api.texts(ADA)) >= 2, served.proc)
+    time.sleep(0.3)
+    assert served.stop() == 0, served.stderr
+    assert bot_api.texts(ADA) == [
+        "crab reads text, and the captions of photos and documents.",
+        "echo: hello (1 user messages)",
+    ]
+
+
+def test_a_command_keeps_every_word_after_it() -> None:
+    from crab_telegram.incoming import command_text
+
+    assert command_text("/note@crab_test_bot\nbuy milk") == "/note\nbuy milk"
+    assert command_text("/note\nbob@example.com please") == "/note\nbob@example.com please"
+    assert command_text("/note@crab_test_bot  two  spaces") == "/note  two  spaces"
+    assert command_text("/help@crab_test_bot") == "/help"
+    assert command_text("plain @text") == "plain @text"

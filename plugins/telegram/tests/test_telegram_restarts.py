@@ -120,3 +120,31 @@ def test_telegram_unreachable_at_start_is_tried_again(serve, bot_api):
     assert served.stop() == 0, served.stderr
     assert len(bot_api.sent(method="getMe")) == 3
     assert served.stderr.count("telegram: getMe: Bad Gateway; trying again in") == 2, served.stderr
+
+
+def test_after_days_without_updates_a_renumbered_update_is_not_dropped(serve, bot_api, tg_env):
+    """After a week without updates Telegram numbers the next one at random, perhaps below the
+    offset crab kept: polling with that offset would confirm it, and all later ones, unread."""
+    state = Path(tg_env["CRAB_HOME"]) / "telegram" / "state-7788990011.json"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    week_ago = time.time() - 8 * 24 * 3600
+    state.write_text(json.dumps({"version": 1, "offset": 90_000, "seen_at": week_ago, "pending": []}))
+    bot_api.say("hello after the holidays", user=ADA)  # update 500: far below the kept offset
+    served = serve()
+    bot_api.wait_for("the answer", lambda: bot_api.texts(ADA), served.proc)
+    assert served.stop() == 0, served.stderr
+    assert bot_api.texts(ADA) == ["echo: hello after the holidays (1 user messages)"]
+    kept = json.loads(state.read_text())
+    assert kept["offset"] == 501 and kept["seen_at"] > week_ago
+
+
+def test_a_recent_offset_is_kept() -> None:
+    from crab_telegram.state import STALE_AFTER, UpdateState
+
+    now = [1_000_000.0]
+    state = UpdateState(Path("/nonexistent/state.json"), clock=lambda: now[0])
+    state.offset = 42
+    now[0] += STALE_AFTER - 1
+    assert state.poll_offset() == 42
+    now[0] += 2
+    assert state.poll_offset() is None and state.offset == 0

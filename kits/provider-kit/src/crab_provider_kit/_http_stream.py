@@ -4,8 +4,8 @@ response body fed through ``SSEDecoder`` into a provider's own stream parser.
 Owns the HTTP side every SSE-speaking provider plugin shares: timeouts, status → typed error
 through the provider's ``classify``, ``Retry-After``
 handling via ``RetryPolicy``, redaction of the key from every message, and the faults of a
-stream (dropped connection, idle stream, malformed chunk, missing end marker) as one
-``ErrorEvent``. The wire format stays in the plugin: it passes a ``StreamParser`` and a
+stream (dropped connection, idle stream, malformed chunk, oversized line or event, missing end
+marker) as one ``ErrorEvent``. The wire format stays in the plugin: it passes a ``StreamParser`` and a
 ``classify`` function. A failure retries only while nothing has reached the caller (an error
 status, a refused or reset connection, or an error the server streams before any content), so
 a retry is never seen as duplicated text.
@@ -444,6 +444,14 @@ async def _read(
                     break
             if parser.done:
                 break
+            if decoder.overflow is not None:
+                yield ErrorEvent(
+                    call.clean(
+                        f"{call.provider}: {decoder.overflow}, more than a model server sends; partial reply dropped"
+                    ),
+                    "stream",
+                )
+                return
         if not parser.done:
             for sse in decoder.flush():
                 for event in parser.feed(sse):

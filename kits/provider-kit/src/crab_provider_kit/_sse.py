@@ -12,6 +12,13 @@ An event is dispatched only by the blank line that ends it. At the end of the st
 (``flush``) an event still waiting for its blank line is discarded, as the spec says ("any
 pending data must be discarded") and as the ``openai`` SDK's decoder does: the
 server closed before it finished the event, so its data may be half of what it meant to send.
+
+Bounded in memory and time: bytes wait for their line end in a list of chunks (each chunk is
+searched once, so a line fed in many chunks costs its length, not its length squared), and a
+line or an event's data longer than ``MAX_EVENT_BYTES`` ends the decoding: ``overflow`` says so,
+what follows is dropped, and ``crab.http_stream`` ends the call with that line. No model server
+sends an event near that size; one that streams bytes without a line end until the idle
+timeout would otherwise hold all of them.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from dataclasses import dataclass
 _BOM = "\ufeff"
 _IGNORED_CHARS = 300
 _RETRY_DIGITS = 18
+MAX_EVENT_BYTES = 32 * 1024 * 1024
+"""The longest line, and the most data one event may gather, before the stream is refused."""
 """Longer ``retry`` values (beyond 64 bits, and past ``int``'s digit limit) are ignored."""
 
 
@@ -42,11 +51,30 @@ class SSEDecoder:
     server puts its own words, for ``crab.http_stream`` to quote.
     """
 
-    __slots__ = ("_buffer", "_data", "_event", "_id", "_ignored", "_retry", "_started")
+    __slots__ = (
+        "_buffer",
+        "_buffered",
+        "_data",
+        "_data_size",
+        "_event",
+        "_held",
+        "_id",
+        "_ignored",
+        "_retry",
+        "_started",
+        "overflow",
+    )
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._buffer: list[bytes] = []
+        """Bytes of the line not yet ended, CRs already turned into LFs (none holds an LF)."""
+        self._buffered = 0
+        self._held = b""
+        """A CR that ended the last chunk: the first half of a CRLF, perhaps."""
         self._data: list[str] = []
+        self._data_size = 0
+        self.overflow: str | None = None
+        """Why decoding stopped (a line or an event over ``MAX_EVENT_BYTES``); None while it goes on."""
         self._event = ""
         self._id: str | None = None
         self._retry: int | None = None
@@ -55,20 +83,30 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Add ``chunk`` and return every event it completed, in order."""
-        buffer = self._buffer + chunk if self._buffer else chunk
-        held = b""
-        if b"\r" in buffer:
-            # A CR at the very end may be the first half of a CRLF split across chunks.
-            if buffer.endswith(b"\r"):
-                buffer, held = buffer[:-1], b"\r"
-            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        end = buffer.rfind(b"\n")
-        if end < 0:
-            self._buffer = buffer + held
+        if self.overflow is not None:
             return []
-        self._buffer = buffer[end + 1 :] + held
+        if self._held:
+            chunk, self._held = self._held + chunk, b""
+        if b"\r" in chunk:
+            # A CR at the very end may be the first half of a CRLF split across chunks.
+            if chunk.endswith(b"\r"):
+                chunk, self._held = chunk[:-1], b"\r"
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            self._buffered += len(chunk)
+            if self._buffered > MAX_EVENT_BYTES:
+                return self._overflow("a line")
+            self._buffer.append(chunk)
+            return []
+        complete = b"".join([*self._buffer, chunk[:end]]) if self._buffer else chunk[:end]
+        rest = chunk[end + 1 :]
+        self._buffer, self._buffered = ([rest] if rest else []), len(rest)
         # Splitting on LF never cuts a UTF-8 sequence, so complete lines decode on their own.
-        return self._lines(self._text(buffer[:end]).split("\n"))
+        lines = self._text(complete).split("\n")
+        if max(map(len, lines)) > MAX_EVENT_BYTES:
+            return self._overflow("a line")
+        return self._lines(lines)
 
     def flush(self) -> list[ServerSentEvent]:
         """End of stream: return what the last bytes complete, then discard any pending event.
@@ -78,14 +116,23 @@ class SSEDecoder:
         its blank line, and a final line cut off before its line end (it may be half a JSON
         document), are discarded. The decoder is then ready for a new stream.
         """
-        tail = self._buffer
-        self._buffer = b""
+        tail = b"".join(self._buffer)
+        held = self._held
+        self._buffer, self._buffered, self._held = [], 0, b""
         events: list[ServerSentEvent] = []
-        if tail.endswith(b"\r"):
-            events = self._lines(self._text(tail[:-1]).split("\n"))
+        if held and self.overflow is None:
+            events = self._lines(self._text(tail).split("\n"))
         self._data.clear()
+        self._data_size = 0
         self._event = ""
         return events
+
+    def _overflow(self, what: str) -> list[ServerSentEvent]:
+        self.overflow = f"{what} of the stream is over {MAX_EVENT_BYTES // (1024 * 1024)} MiB"
+        self._buffer, self._buffered, self._held = [], 0, b""
+        self._data.clear()
+        self._data_size = 0
+        return []
 
     def _text(self, complete: bytes) -> str:
         """Complete lines as text; a BOM at the very start of the stream is dropped."""
@@ -104,12 +151,16 @@ class SSEDecoder:
                 if data:
                     events.append(ServerSentEvent("\n".join(data), self._event or "message", self._id, self._retry))
                     data.clear()
+                    self._data_size = 0
                 self._event = ""
                 continue
             # ``data:`` is by far the most common line; handle it before the general case.
             if line.startswith("data:"):
                 value = line[5:]
                 data.append(value[1:] if value.startswith(" ") else value)
+                self._data_size += len(value)
+                if self._data_size > MAX_EVENT_BYTES:
+                    return [*events, *self._overflow("an event")]
                 continue
             if line[0] == ":":
                 continue
@@ -120,6 +171,9 @@ class SSEDecoder:
                 self._event = value
             elif name == "data":
                 data.append(value)
+                self._data_size += len(value)
+                if self._data_size > MAX_EVENT_BYTES:
+                    return [*events, *self._overflow("an event")]
             elif name == "id":
                 if "\0" not in value:
                     self._id = value

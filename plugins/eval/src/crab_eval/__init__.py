@@ -54,6 +54,9 @@ def crab_cli(app: Any, config: Config) -> None:
         json_path: str = typer.Option(None, "--json", metavar="PATH", help="also write every call's results as JSON"),
         store: str = typer.Option(None, "--store", help="the store holding the session"),
         plugins: str = typer.Option(None, "--plugins", help="comma list of plugins to load"),
+        trust_recording: bool = typer.Option(
+            False, "--trust-recording", help="a session file is yours: allow what it allowed without asking"
+        ),
     ) -> None:
         """Re-run a session: its recorded replies played back, the tools run live; exit 1 if any result differs."""
         from crab_eval import replay_cli
@@ -70,6 +73,7 @@ def crab_cli(app: Any, config: Config) -> None:
             json_path=json_path,
             store=store,
             plugins=plugins,
+            trust_recording=trust_recording,
         )
         raise typer.Exit(code)
 

@@ -22,7 +22,7 @@ import crab
 from crab_eval.configs import Configuration, configurations
 from crab_eval.report import build_report
 from crab_eval.report_html import html_report
-from crab_eval.report_text import write_table
+from crab_eval.report_text import visible, write_table
 from crab_eval.runner import RunRecord, execute, run_key
 from crab_eval.settings import NAME, TABLE
 from crab_eval.suite import Task, read_suite, suite_folder
@@ -96,9 +96,8 @@ class Recorder:
             sys.stdout.write(json.dumps({"v": 1, "type": "run", **record.to_dict()}, ensure_ascii=False) + "\n")
         else:
             verdict = "pass" if record.passed else "FAIL"
-            sys.stderr.write(
-                f"[{self.done}/{self.total}] {verdict} {record.task} [{record.config}] #{record.repetition + 1}\n"
-            )
+            line = f"[{self.done}/{self.total}] {verdict} {record.task} [{record.config}] #{record.repetition + 1}"
+            sys.stderr.write(visible(line) + "\n")
         sys.stdout.flush()
 
 

@@ -4,7 +4,8 @@ The replay runs in a scratch copy of the workspace (the user's folder only with 
 through ``crab.Agent`` with today's plugins and the ``replay`` provider, on the memory store.
 Paths of the recorded workspace in a call's arguments point into the copy; in the results they
 are read back as the recorded path, so a result differs only when the tool did something else.
-A call the user refused in the recording is refused again; one they allowed is allowed.
+A call the user refused in the recording is refused again; one they allowed is allowed, unless
+``confirm`` (given for a session file, whose answers are not the user's) says no.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,8 +71,13 @@ def _summary(call: crab.ToolCall, limit: int = 200) -> str:
 class RecordedAnswers:
     """Answers the permission gate as the user answered in the recording: refused calls stay refused."""
 
-    def __init__(self, calls: list[tuple[crab.ToolCall, bool]]) -> None:
+    def __init__(
+        self,
+        calls: list[tuple[crab.ToolCall, bool]],
+        confirm: Callable[[crab.PermissionRequest], bool] | None = None,
+    ) -> None:
         self.pending = list(calls)
+        self.confirm = confirm
 
     def __call__(self, request: crab.PermissionRequest) -> str:
         same_tool = [i for i, (call, _) in enumerate(self.pending) if call.name == request.tool]
@@ -78,7 +85,9 @@ class RecordedAnswers:
         if not same_tool:
             return "deny"  # a call the recording never asked about
         _, refused = self.pending.pop((exact or same_tool)[0])
-        return "deny" if refused else "once"
+        if refused or (self.confirm is not None and not self.confirm(request)):
+            return "deny"
+        return "once"
 
 
 def scratch_copy(source: Path) -> Path:
@@ -96,8 +105,10 @@ def replay(
     in_place: bool = False,
     until: int | None = None,
     plugins: list[str] | None = None,
+    confirm: Callable[[crab.PermissionRequest], bool] | None = None,
 ) -> ReplayReport:
-    """Re-run ``session``; ``until`` stops after that many tool calls (counted from 1)."""
+    """Re-run ``session``; ``until`` stops after that many tool calls (counted from 1); ``confirm``
+    has the last word on each call the recording allowed."""
     source = (workspace or Path(session.info.workspace)).expanduser().resolve()
     if not source.is_dir():
         raise crab.UsageError(
@@ -160,7 +171,7 @@ def replay(
             store="memory",
             workspace=work,
             permissions="ask",
-            ask=RecordedAnswers(answers),
+            ask=RecordedAnswers(answers, confirm),
             settings={"crab.max_iterations": most, "crab.compact_at": 1.0},
             listeners=[listen],
         ) as agent:

@@ -3,6 +3,10 @@
 Exit 0 when every compared call gave the recorded result, 1 when any differs; ``--json`` also
 writes both results of every call; ``--as-script`` writes the session as a scripted-provider
 script instead of replaying it.
+
+A session file's permission answers were written by whoever wrote the file, not given by the
+user: each call such a recording allowed is asked again on the terminal (refused without one)
+unless ``--trust-recording`` says the file is the user's own.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import crab
 
 from crab_eval.diff import compact_diff
 from crab_eval.replay import CallOutcome, ReplayReport, replay
+from crab_eval.report_text import visible
 from crab_eval.script import session_script
 from crab_eval.tape import read_session
 
@@ -77,6 +82,22 @@ def report_json(report: ReplayReport, tool: str | None) -> dict[str, Any]:
     return {"v": 1, "session": report.session, "calls": calls, "same": len(calls) - differ, "differ": differ}
 
 
+def ask_terminal(request: crab.PermissionRequest) -> bool:
+    """The user's own word on one call a session file allowed: y on the terminal, or no."""
+    if not sys.stdin.isatty():
+        sys.stderr.write(
+            visible(f"replay: refused {request.tool} ({request.permission}): {request.summary}")
+            + " (a session file's answers are not yours: answer on a terminal, or pass --trust-recording)\n"
+        )
+        return False
+    sys.stderr.write(
+        visible(f"replay: the session file ran {request.tool} ({request.permission}): {request.summary}")
+        + "\nrun it here too? [y/N] "
+    )
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
 def run(
     config: crab.Config,
     session_ref: str,
@@ -90,6 +111,7 @@ def run(
     json_path: str | None = None,
     store: str | None,
     plugins: str | None,
+    trust_recording: bool = False,
 ) -> int:
     if until is not None and until < 1:
         raise crab.UsageError(f"--until {until}: give a call number from 1 on")
@@ -110,6 +132,7 @@ def run(
         in_place=in_place,
         until=until,
         plugins=names,
+        confirm=ask_terminal if session.from_file and not trust_recording else None,
     )
     redactor = crab.Redactor(crab.known_secrets(config))  # results and the recording are masked already
     for line in report_lines(report, tool, in_place, keep):

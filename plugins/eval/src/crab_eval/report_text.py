@@ -1,10 +1,14 @@
 """The eval report as a terminal table: rich when it is installed, aligned plain text otherwise.
 
 A ``*`` after a figure marks a difference from the first configuration larger than the noise.
+What a run printed (a check command's last line, a judge's verdict) and the names in the table
+reach the terminal with control characters made visible, one line each, and never as rich
+markup: a model's output must not drive the terminal, and ``[/]`` in a name must not crash it.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, TextIO
 
 from crab_eval.report import marks
@@ -22,6 +26,22 @@ HEADERS = (
     "tools",
     "errors",
 )
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` on one line, its control characters shown (``^[``, ``\\x9b``), never obeyed."""
+
+    def shown(match: re.Match[str]) -> str:
+        char = match.group(0)
+        if char in "\n\r\t":
+            return " "
+        code = ord(char)
+        return f"^{chr(code + 64)}" if code < 0x20 else "^?" if code == 0x7F else f"\\x{code:02x}"
+
+    return _CONTROL.sub(shown, text)
+
+
 FIELDS = ("input_tokens", "output_tokens", "cost", "wall_seconds", "model_calls", "tool_calls", "tool_errors")
 
 
@@ -40,8 +60,8 @@ def row(cell: dict[str, Any], name: str) -> list[str]:
     low, high = cell["interval"]
     star = "*" if "pass_rate" in marked else ""
     figures = [
-        name,
-        str(cell["config"]),
+        visible(name),
+        visible(str(cell["config"])),
         f"{cell['passes']}/{cell['runs']}{star}",
         f"{low * 100:.0f}-{high * 100:.0f}%" if cell["runs"] else "-",
     ]
@@ -77,14 +97,14 @@ def comparison_lines(report: dict[str, Any]) -> list[str]:
     width = max(len(name) for name in [*report["tasks"], "all tasks"])
     lines = []
     for config in configs[1:]:
-        lines.append(f"{config} beside {configs[0]}:")
+        lines.append(visible(f"{config} beside {configs[0]}:"))
         for task in [*report["tasks"], "all tasks"]:
             base, other = cells[task, configs[0]], cells[task, config]
             versus = other["versus"]
             low, high = versus["difference_interval"]
             star = " *" if versus["marked"]["pass_rate"] else ""
             lines.append(
-                f"  {task.ljust(width)}  {base['passes']}/{base['runs']} -> {other['passes']}/{other['runs']}"
+                f"  {visible(task).ljust(width)}  {base['passes']}/{base['runs']} -> {other['passes']}/{other['runs']}"
                 f"  {versus['pass_rate_difference'] * 100:+.0f}% [{low * 100:+.0f}%, {high * 100:+.0f}%]{star}"
             )
     return lines
@@ -95,10 +115,10 @@ def footer(report: dict[str, Any]) -> list[str]:
     if report["finished_runs"] < report["planned_runs"]:
         lines.append(f"{report['finished_runs']} of {report['planned_runs']} runs finished; `--resume` runs the rest")
     if len(report["configurations"]) > 1:
-        lines.append(f"* differs from {report['configurations'][0]} by more than the noise (95%)")
+        lines.append(visible(f"* differs from {report['configurations'][0]} by more than the noise (95%)"))
     for cell in report["cells"]:
         for failure in cell["failures"][:3]:
-            lines.append(f"fail {cell['task']} [{cell['config']}] {failure}")
+            lines.append(visible(f"fail {cell['task']} [{cell['config']}] {failure}"))
     return lines
 
 
@@ -106,12 +126,13 @@ def write_table(report: dict[str, Any], out: TextIO) -> None:
     try:
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
     except ImportError:
         out.write(plain_table(report) + "\n")
     else:
-        table = Table(*HEADERS, title=f"crab eval {report['suite']}")
+        table = Table(*HEADERS, title=Text(visible(f"crab eval {report['suite']}")))
         for r in rows(report):
-            table.add_row(*r)
+            table.add_row(*(Text(c) for c in r))
         Console(file=out, width=max(120, 0), soft_wrap=False).print(table)
     for line in footer(report):
         out.write(line + "\n")

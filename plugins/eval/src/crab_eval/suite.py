@@ -7,6 +7,7 @@ solution beside it). ``starter`` names the suite shipped in this package. A malf
 
 from __future__ import annotations
 
+import re
 import shlex
 import tomllib
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ TASK_KEYS = {"name", "description", "prompt", "prompts", "fixture", "limits", "c
 LIMIT_KEYS = {"max_iterations", "timeout"}
 CHECK_KEYS = {"command", "timeout", "files", "absent", "answer", "unchanged", "judge"}
 SCRIPTED_KEYS = {"solution"}
+_NAME = re.compile(r"[\w.-]+")
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,9 @@ def read_task(path: Path) -> Task:
     reader.keys(data, TASK_KEYS, "")
     default_name = path.parent.name if path.name == "task.toml" else path.stem
     name = data.get("name", default_name)
-    if not isinstance(name, str) or not name or any(c.isspace() for c in name):
-        raise reader.fail("name must be one word")
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name.strip(".") == "":
+        # the name goes into folder names (the run's workspace) and terminal lines
+        raise reader.fail("name must be one word: letters, digits, '.', '_' or '-'")
     if ("prompt" in data) == ("prompts" in data):
         raise reader.fail("give exactly one of prompt (a string) or prompts (a list)")
     prompts = reader.strings(data.get("prompt", data.get("prompts")), "prompts")

@@ -30,6 +30,8 @@ class RecordedTurn:
 class RecordedSession:
     info: crab.SessionInfo
     turns: list[RecordedTurn]
+    from_file: bool = False
+    """Read from a file, not from the user's store: whoever wrote it chose its permission answers."""
 
     @property
     def calls(self) -> list[tuple[int, crab.ToolCall]]:
@@ -81,9 +83,11 @@ def read_session(source: str, *, store: str | None = None, plugins: str | None =
     path = Path(source).expanduser()
     if path.suffix == ".jsonl" or path.is_file():
         try:
-            return parse_export(path.read_text(encoding="utf-8"), str(path))
+            session = parse_export(path.read_text(encoding="utf-8"), str(path))
         except OSError as exc:
             raise crab.UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        session.from_file = True
+        return session
     command = [sys.executable, "-m", "crab", "sessions", "export", source]
     if store:
         command += ["--store", store]

@@ -6,10 +6,12 @@ Flow: ``run`` asks ``getMe`` and deletes a webhook left set, then polls ``getUpd
 records each update in ``UpdateState`` before it is confirmed to Telegram. Each update is
 handled on its own: one that fails is skipped with one warning, and the offset moves on.
 Messages from allowed senders that are meant for this bot go to their chat's queue (a
-``ChatWorker`` task answers them one by one); an edit of a message still queued replaces it,
-an edit of one already answered is a new message; strangers are logged and dropped; button
-presses answer the question waiting for them. ``stop`` ends polling and lets each chat finish
-the message in hand; what is still queued stays pending and is answered first at the next start.
+``ChatWorker`` task answers them one by one); an edit of a message still queued replaces it
+(or withdraws it, when the edit no longer addresses the bot), an edit of one already answered is
+a new message, and an edit without text (a live location's) is no message at all; strangers
+are logged and dropped; button presses answer the question waiting for them. ``stop`` ends
+polling and lets each chat finish the message in hand; what is still queued stays pending and
+is answered first at the next start.
 """
 
 from __future__ import annotations
@@ -158,7 +160,7 @@ class TelegramChannel:
             backoff = 1.0
             while not self.stopping:
                 self._poll = asyncio.create_task(
-                    api.get_updates(state.offset or None, self.settings.poll_timeout, ALLOWED_UPDATES)
+                    api.get_updates(state.poll_offset(), self.settings.poll_timeout, ALLOWED_UPDATES)
                 )
                 try:
                     updates, skipped = await self._poll
@@ -325,20 +327,29 @@ class TelegramChannel:
             self.state.done(update_id)
             return
         incoming = read_message(message, self.me, self.settings.group_mode)
+        worker = self.chats.get(incoming.address)
+        queued = None
+        if edited and worker is not None:
+            queued = next((j for j in worker.queue if j.message.message_id == message.message_id), None)
+        if edited and (not incoming.for_us or not incoming.prompt.strip()):
+            # An edit that no longer addresses crab takes its message back; one without text (a
+            # live location moves every few seconds) asks nothing, before or after the answer.
+            if worker is not None and queued is not None:
+                worker.queue.remove(queued)
+                self.state.done(queued.update_id)
+            self.state.done(update_id)
+            return
         if not incoming.for_us:
             self.state.done(update_id)  # another bot's command, or group talk not addressed to crab
             return
-        worker = self.chats.get(incoming.address)
         if worker is None:
             worker = self.chats[incoming.address] = ChatWorker(incoming.address)
             worker.task = asyncio.create_task(self._work(agent, worker), name=f"crab-telegram-{incoming.address}")
-        if edited:
-            queued = next((j for j in worker.queue if j.message.message_id == message.message_id), None)
-            if queued is not None:  # corrected before its turn began: the correction is what is asked
-                queued.message = message
-                self.state.replace(queued.update_id, {"message": message.to_dict()})
-                self.state.done(update_id)
-                return
+        if queued is not None:  # corrected before its turn began: the correction is what is asked
+            queued.message = message
+            self.state.replace(queued.update_id, {"message": message.to_dict()})
+            self.state.done(update_id)
+            return
         worker.queue.append(Job(update_id, message))
         worker.wake.set()
 

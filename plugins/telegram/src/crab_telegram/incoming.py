@@ -88,8 +88,8 @@ def command_text(text: str) -> str:
     """``/cmd@MyBot args`` (a group's form) → ``/cmd args``."""
     if not text.startswith("/"):
         return text
-    head, sep, rest = text.partition(" ")
-    return head.split("@", 1)[0] + sep + rest
+    # the command is the text up to the first whitespace of any kind (a newline often ends it)
+    return re.sub(r"\A(/[^\s@]*)@\S*", r"\1", text)
 
 
 def attachments_of(message: Message) -> tuple[Attachment, ...]:

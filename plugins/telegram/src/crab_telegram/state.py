@@ -6,6 +6,12 @@ public), written atomically. An update is added (``take``) before the offset tha
 to Telegram moves past it, and removed (``done``) once it is answered; at start, the updates
 still pending are handled first.
 
+Telegram keeps an unconfirmed update for 24 hours, and after a week without updates it numbers
+the next one at random, perhaps below the offset held here: asking with that offset would
+confirm (drop) it unread, and every later one, for good. So when no update came for
+``STALE_AFTER`` seconds (``seen_at``), the offset is forgotten and the next poll asks for all
+that is unconfirmed: by then nothing taken before can still be waiting to come again.
+
 A pending update whose turn has begun carries ``started`` (the session and how many messages it
 held then, and the text handed to it): after a crash mid-turn, the restart finds that message
 already recorded in the session and does not record or run it again.
@@ -14,13 +20,16 @@ already recorded in the session and does not record or run it again.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import crab
 
 VERSION = 1
+STALE_AFTER = 2 * 24 * 3600.0
+"""Seconds without an update after which the offset is forgotten (Telegram keeps updates 24 h)."""
 
 
 def state_path(bot_id: str) -> Path:
@@ -31,11 +40,20 @@ def state_path(bot_id: str) -> Path:
 class UpdateState:
     """``offset`` (the next ``update_id`` to ask for) and ``pending`` updates, by id."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         self.path = path
+        self.clock = clock
         self.offset = 0
+        self.seen_at = clock()
+        """When the last update arrived (wall clock: it must survive restarts)."""
         self.pending: dict[int, dict[str, Any]] = {}
         self.load()
+
+    def poll_offset(self) -> int | None:
+        """The offset for the next ``getUpdates``: None (all unconfirmed) once it went stale."""
+        if self.offset and self.clock() - self.seen_at > STALE_AFTER:
+            self.offset = 0
+        return self.offset or None
 
     def load(self) -> None:
         try:
@@ -47,6 +65,9 @@ class UpdateState:
         offset = data.get("offset")
         if isinstance(offset, int) and not isinstance(offset, bool):
             self.offset = offset
+        seen_at = data.get("seen_at")
+        if isinstance(seen_at, int | float) and not isinstance(seen_at, bool):
+            self.seen_at = float(seen_at)
         for update in data.get("pending") or []:
             if isinstance(update, Mapping) and isinstance(update.get("update_id"), int):
                 self.pending[int(update["update_id"])] = dict(update)
@@ -54,7 +75,7 @@ class UpdateState:
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         pending = [self.pending[k] for k in sorted(self.pending)]
-        data = {"version": VERSION, "offset": self.offset, "pending": pending}
+        data = {"version": VERSION, "offset": self.offset, "seen_at": self.seen_at, "pending": pending}
         crab.write_atomic(self.path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
 
     def take(self, updates: list[dict[str, Any]], through: int | None = None) -> list[dict[str, Any]]:
@@ -62,6 +83,8 @@ class UpdateState:
         last id of a batch, whose skipped updates are not recorded); returns the new ones."""
         fresh = []
         start = self.offset
+        if updates or through is not None:
+            self.seen_at = self.clock()
         if through is not None and through >= self.offset:
             self.offset = through + 1
         for update in updates:
