@@ -5,9 +5,9 @@ script succeeds (so each test proves something). Real bwrap, real crab, real ser
 from __future__ import annotations
 
 import http.server
+import json
 import shutil
 import signal
-import json
 import threading
 from collections.abc import Iterator
 
@@ -127,10 +127,11 @@ def test_a_fork_bomb_is_bounded_by_the_timeout_escapers_included(kit, make_crab)
         crab = make_crab(mode)
         proc = crab.start({"command": bomb, "timeout": 3}, _hold(crab))
         try:
-            kit.wait_until(lambda: (crab.work / "held").exists(), "the second call")
+            held = crab.work / "held"
+            kit.wait_until(held.exists, "the second call")
             left = kit.processes_named("sleep 3170")
             (crab.work / "go").touch()
-            out, err = proc.communicate(timeout=kit.WAIT)
+            out, _ = proc.communicate(timeout=kit.WAIT)
         finally:
             proc.kill()
         first = json.loads(out)["tool_calls"][0]["result"]
@@ -147,7 +148,8 @@ def test_a_process_left_running_dies_with_crab_even_when_crab_is_killed(kit, mak
         crab = make_crab(mode)
         proc = crab.start({"command": "setsid nohup sleep 3171 > /dev/null 2>&1 & echo started"}, _hold(crab))
         try:
-            kit.wait_until(lambda: (crab.work / "held").exists(), "the second call")
+            held = crab.work / "held"
+            kit.wait_until(held.exists, "the second call")
             proc.send_signal(signal.SIGKILL)  # crab dies without cleaning up (OOM killer, kill -9)
             proc.communicate(timeout=kit.WAIT)
         finally:

@@ -4,7 +4,6 @@ runs unsandboxed, an untrusted project cannot switch the sandbox off or widen it
 from __future__ import annotations
 
 import pytest
-
 from crab_sandbox import bwrap
 
 pytestmark = pytest.mark.skipif(not bwrap.probe().works, reason=f"no sandbox here: {bwrap.probe().reason}")
@@ -27,7 +26,10 @@ def test_check_says_why_not_when_bwrap_cannot_start(make_crab):
     crab.config(BROKEN.format(mode="required"))
     done = crab.cli("sandbox", "check")
     assert done.returncode == 1
-    assert "sandbox: does NOT work here: [plugins.sandbox] bwrap = '/nonexistent/bwrap' is not an executable" in done.stdout
+    assert (
+        "sandbox: does NOT work here: [plugins.sandbox] bwrap = '/nonexistent/bwrap' is not an executable"
+        in done.stdout
+    )
     assert "tools' commands are refused" in done.stdout
 
 
@@ -52,8 +54,7 @@ def test_an_untrusted_project_cannot_switch_the_sandbox_off_or_widen_it(make_cra
     project = crab.work / ".crab"
     project.mkdir()
     (project / "config.toml").write_text(
-        f'[plugins.sandbox]\nmode = "off"\nnetwork = true\nwritable = ["{crab.outside}"]\n'
-        'hidden = ["~/notes"]\n'
+        f'[plugins.sandbox]\nmode = "off"\nnetwork = true\nwritable = ["{crab.outside}"]\nhidden = ["~/notes"]\n'
     )
     (crab.home / "notes").write_text("private notes\n")
     (result,) = crab.run(f"cat ~/.ssh/id_rsa > key; echo x > {crab.outside}/w; cat ~/notes > notes")

@@ -42,7 +42,13 @@ def test_network_permission_keeps_the_network(tmp_path: Path):
 
 
 def test_secret_variables_are_unset_by_name_and_by_value(tmp_path: Path):
-    env = {"OPENAI_API_KEY": "a", "GH_TOKEN": "b", "DATABASE_DSN": "c", "CUSTOM": "sk-known-secret-value", "PATH": "/bin"}
+    env = {
+        "OPENAI_API_KEY": "a",
+        "GH_TOKEN": "b",
+        "DATABASE_DSN": "c",
+        "CUSTOM": "sk-known-secret-value",
+        "PATH": "/bin",
+    }
     args, facts = _build(tmp_path, env=env, hidden_env=["PATH"])
     assert facts.unset == ("CUSTOM", "DATABASE_DSN", "GH_TOKEN", "OPENAI_API_KEY", "PATH")
     assert args.count("--unsetenv") == 5
@@ -61,7 +67,9 @@ def test_hidden_paths_that_exist_are_covered_after_the_workspace(tmp_path: Path)
 def test_the_note_names_what_was_refused():
     home = Path("/home/u")
     facts = policy.Facts((Path("/w"),), (home / ".ssh",), ("DEMO_API_KEY",), network=False)
-    line = report.note(facts, "cat ~/.ssh/id_rsa; echo $DEMO_API_KEY; curl x", "curl: (6) Could not resolve host: x", home)
+    line = report.note(
+        facts, "cat ~/.ssh/id_rsa; echo $DEMO_API_KEY; curl x", "curl: (6) Could not resolve host: x", home
+    )
     assert line is not None and line.startswith("[sandbox: ~/.ssh is hidden")
     assert "the network is off" in line and "$DEMO_API_KEY not passed" in line
     assert report.note(facts, "echo hi", "hi", home) is None

