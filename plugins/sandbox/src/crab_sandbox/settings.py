@@ -39,8 +39,15 @@ HOME_SECRETS = (
     ".config/chromium",
     ".pypirc",
     ".npmrc",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+    ".local/share/fish/fish_history",
 )
-"""Paths under ``$HOME`` a sandboxed command never sees: keys, tokens, keyrings, browser profiles."""
+"""Paths under ``$HOME`` a sandboxed command never sees: keys, tokens, keyrings, browser profiles,
+and shell histories (a typed password or token lives there)."""
 
 SYSTEM_HIDDEN = ("/run/user", "/run/docker.sock", "/var/run/docker.sock", "/run/containerd")
 """Sockets of services that would start processes outside the sandbox for whoever asks
