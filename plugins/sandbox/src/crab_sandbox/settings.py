@@ -115,7 +115,8 @@ def load_settings(table: Mapping[str, Any], workspace: Path, extra_roots: list[s
     values = crab.validate_table(TABLE, table)
     home = Path.home()
     hidden = [home / name for name in HOME_SECRETS]
-    hidden.append(crab.crab_home() / "auth.json")
+    # crab's keys, and its config (which may hold api_key values); skills and logs stay readable.
+    hidden += [crab.crab_home() / "auth.json", crab.crab_home() / "config.toml"]
     hidden.extend(Path(p) for p in SYSTEM_HIDDEN)
     hidden.extend(_path(p, home) for p in values["hidden"])
     writable = [_path(p, workspace) for p in [*values["writable"], *(extra_roots or [])]]
