@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("distribution")]  # one worker builds the wheels and venv
 
 ROOT = Path(__file__).resolve().parents[1]
 KITS = sorted(p for p in (ROOT / "kits").iterdir() if (p / "pyproject.toml").is_file())

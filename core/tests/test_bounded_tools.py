@@ -21,7 +21,7 @@ def script(tmp_path: Path, tool: str) -> Path:
 
 
 def start(env: dict[str, str], tmp_path: Path, tool: str, timeout: float) -> subprocess.Popen[str]:
-    env = {**env, "CRAB_PLUGINS": "scripted,stuck"}
+    env = {**env, "CRAB_PLUGINS": "scripted,stuck", "CRAB_FAKE_STUCK_STARTED": str(tmp_path / "started")}
     args = ["run", "-m", f"scripted/{script(tmp_path, tool)}", "-o", "json"]
     args += ["--set", f"crab.tool_timeout={timeout}", "go"]
     return subprocess.Popen(
@@ -32,6 +32,14 @@ def start(env: dict[str, str], tmp_path: Path, tool: str, timeout: float) -> sub
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def wait_until_started(tmp_path: Path, crab: subprocess.Popen[str]) -> None:
+    """Until the stuck tool has begun (it writes ``started``), or crab has exited."""
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "started").exists() and crab.poll() is None:
+        assert time.monotonic() < deadline, "the stuck tool never started"
+        time.sleep(0.01)
 
 
 def test_a_tool_asleep_in_c_times_out_and_the_turn_goes_on(fake_site, tmp_path: Path) -> None:
@@ -47,7 +55,9 @@ def test_a_tool_asleep_in_c_times_out_and_the_turn_goes_on(fake_site, tmp_path: 
 @pytest.mark.parametrize("tool", ["nap", "backtrack"])
 def test_ctrl_c_ends_crab_within_two_seconds_whatever_the_tool_does(fake_site, tmp_path: Path, tool: str) -> None:
     crab = start(fake_site(["scripted", "stuck"]), tmp_path, tool, timeout=600)
-    time.sleep(1.0 if tool == "nap" else 0.2)  # backtrack: before the watchdog's own stall limit
+    # Once the tool runs (crab's start-up takes longer under load), and for backtrack well
+    # before the watchdog's own stall limit.
+    wait_until_started(tmp_path, crab)
     assert crab.poll() is None
     sent = time.monotonic()
     crab.send_signal(signal.SIGINT)

@@ -30,7 +30,11 @@ def test_readme_test_command_is_what_ci_runs():
     readme = (ROOT / "README.md").read_text()
     marker = readme.index("<!-- test-command")
     command = readme[marker:].splitlines()[2]
-    assert command.endswith(".venv/bin/pytest")
+    # The whole suite: its options only spread it over workers (pytest-xdist), none narrows it.
+    before, found, options = command.partition(".venv/bin/pytest")
+    assert found and before.endswith("&& "), command
+    words = options.split()
+    assert set(words[::2]) <= {"-n", "--dist"} and len(words) % 2 == 0, command
     assert "test-command" in (ROOT / ".ci" / "run").read_text()
 
 

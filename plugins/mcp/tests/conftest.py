@@ -10,6 +10,7 @@ tests with one line saying how to get it.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.util
 import os
@@ -110,16 +111,22 @@ def _npm_peers() -> Path | str:
     marker = folder / "node_modules" / "@modelcontextprotocol" / "server-everything" / "package.json"
     if marker.exists():
         return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in ("package.json", "package-lock.json"):
-        shutil.copy(PEERS / name, folder / name)
-    done = subprocess.run(
-        [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    base.mkdir(parents=True, exist_ok=True)
+    # pytest-xdist workers (and other checkouts) share the cache: one installs, the others wait.
+    with open(base / f"mcp-peers-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists():
+            return folder
+        folder.mkdir(exist_ok=True)
+        for name in ("package.json", "package-lock.json"):
+            shutil.copy(PEERS / name, folder / name)
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     if done.returncode != 0 or not marker.exists():
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return f"npm ci of the pinned MCP peers failed: {last}"

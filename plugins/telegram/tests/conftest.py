@@ -1,10 +1,13 @@
 """A fake Telegram Bot API on 127.0.0.1 (real HTTP), an echo provider for the ``crab`` subprocess,
 and helpers to drive ``crab serve telegram`` against them.
 
-The server answers getUpdates (long polling with ``offset``), sendMessage, editMessageText,
-sendChatAction, answerCallbackQuery and setMyCommands with the JSON shapes recorded in
-``fixtures/bot_api.json`` (from https://core.telegram.org/bots/api), and can be told to fail a
-method (429 with ``retry_after``, a parse error) to test the channel's handling.
+The server answers getMe, deleteWebhook, getUpdates (long polling with ``offset``; 409 while a
+webhook is set, as Telegram does), sendMessage, editMessageText, sendChatAction,
+answerCallbackQuery and setMyCommands with the JSON shapes recorded in ``fixtures/bot_api.json``
+(from https://core.telegram.org/bots/api), and can be told to fail a method (429 with
+``retry_after``, a parse error) to test the channel's handling. It reads parameters the ways the
+Bot API accepts them ("Making requests": a JSON body, or form fields whose non-string values are
+JSON-serialized — what python-telegram-bot sends), typed by each parameter's documented type.
 """
 
 from __future__ import annotations
@@ -22,12 +25,52 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import pytest
 
 FIXTURES = json.loads((Path(__file__).parent / "fixtures" / "bot_api.json").read_text())
 TOKEN = "7788990011:AAH-fake-Token-that-must-never-leak_x1y2z3"
 WAIT = 60.0
+BOT_USERNAME = FIXTURES["bot_user"]["username"]
+INTEGER_PARAMS = {"chat_id", "message_id", "message_thread_id", "offset", "timeout", "limit"}
+"""Parameters the Bot API documents as Integer (``chat_id`` is "Integer or String"; ids here are numbers)."""
+JSON_PARAMS = {"reply_markup", "reply_parameters", "allowed_updates", "commands", "entities", "link_preview_options"}
+"""Parameters the Bot API documents as objects or arrays: JSON-serialized in a form body."""
+BOOLEAN_PARAMS = {"drop_pending_updates", "disable_notification", "protect_content", "show_alert"}
+
+
+def read_params(content_type: str, body: bytes) -> dict[str, Any]:
+    """A request's parameters, as the Bot API reads them from a JSON or a form body."""
+    if content_type.startswith("application/json"):
+        loaded = json.loads(body or b"{}")
+        return loaded if isinstance(loaded, dict) else {}
+    params: dict[str, Any] = {k: v[0] for k, v in parse_qs(body.decode(), keep_blank_values=True).items()}
+    for key, value in list(params.items()):
+        if key in INTEGER_PARAMS:
+            params[key] = int(value)
+        elif key in JSON_PARAMS:
+            params[key] = json.loads(value)
+        elif key in BOOLEAN_PARAMS:
+            params[key] = value == "true"
+    return params
+
+
+def entities_of(text: str) -> list[dict[str, Any]]:
+    """The entities Telegram attaches to a text: a leading bot command, and @mentions
+    (offsets and lengths in UTF-16 code units)."""
+    import re
+
+    def units(part: str) -> int:
+        return len(part.encode("utf-16-le")) // 2
+
+    found = []
+    command = re.match(r"/[A-Za-z0-9_]+(@[A-Za-z0-9_]+)?", text)
+    if command:
+        found.append({"offset": 0, "length": units(command.group(0)), "type": "bot_command"})
+    for match in re.finditer(r"(?<![\w/])@[A-Za-z0-9_]{5,32}", text):
+        found.append({"offset": units(text[: match.start()]), "length": units(match.group(0)), "type": "mention"})
+    return found
 
 
 @dataclass
@@ -47,6 +90,8 @@ class FakeBotApi:
     calls: list[Call] = field(default_factory=list)
     failures: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     refuse_html_containing: str | None = None
+    webhook: str = ""
+    held: set[str] = field(default_factory=set)
     next_update_id: int = 500
     next_message_id: int = 9000
     lock: threading.Condition = field(default_factory=threading.Condition)
@@ -54,39 +99,86 @@ class FakeBotApi:
 
     # --- what a test does -------------------------------------------------------------------------
 
-    def say(self, text: str, *, user: int = 1111111, chat: int | None = None, thread: int | None = None) -> int:
-        """A user's text message arrives; returns its update_id."""
+    def message(
+        self,
+        text: str | None,
+        *,
+        user: int = 1111111,
+        chat: int | None = None,
+        thread: int | None = None,
+        reply_to: dict[str, Any] | None = None,
+        caption: str | None = None,
+        photo: bool = False,
+        document: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """A user's message as Telegram sends it (chats other than the user's own are supergroups)."""
         message = copy.deepcopy(FIXTURES["message"])
         message["from"]["id"] = user
         message["chat"] = {
             "id": chat if chat is not None else user,
-            "type": "private" if chat in (None, user) else "group",
+            "type": "private" if chat in (None, user) else "supergroup",
         }
-        message["text"] = text
+        message.pop("text")
+        if text is not None:
+            message["text"] = text
+            if entities_of(text):
+                message["entities"] = entities_of(text)
+        if caption is not None:
+            message["caption"] = caption
+            if entities_of(caption):
+                message["caption_entities"] = entities_of(caption)
+        if photo:
+            message["photo"] = copy.deepcopy(FIXTURES["photo"])
+        if document is not None:
+            message["document"] = {**FIXTURES["document"], **document}
         message["date"] = int(time.time())
         if thread is not None:
             message["message_thread_id"] = thread
             message["is_topic_message"] = True
+        if reply_to is not None:
+            message["reply_to_message"] = reply_to
+        return message
+
+    def say(self, text: str | None, **how: Any) -> int:
+        """A user's message arrives; returns its update_id (which is also its message_id)."""
+        message = self.message(text, **how)
+        with self.lock:
+            update_id = self.next_update_id
+            message["message_id"] = update_id
+        return self.arrive({"message": message})
+
+    def edit(self, message_id: int, text: str, **how: Any) -> int:
+        """The user edits their message ``message_id`` (an ``edited_message`` update)."""
+        message = self.message(text, **how)
+        message["message_id"] = message_id
+        message["edit_date"] = int(time.time())
+        return self.arrive({"edited_message": message})
+
+    def arrive(self, update: dict[str, Any]) -> int:
+        """An update (anything after ``update_id``) arrives; returns its update_id."""
         with self.lock:
             update_id = self.next_update_id
             self.next_update_id += 1
-            message["message_id"] = update_id
-            self.updates.append({"update_id": update_id, "message": message})
+            self.updates.append({"update_id": update_id, **update})
             self.lock.notify_all()
         return update_id
 
-    def press(self, data: str, *, user: int = 1111111, chat: int = 1111111, message_id: int = 1) -> int:
+    def press(
+        self, data: str, *, user: int = 1111111, chat: int = 1111111, message_id: int = 1, chat_type: str = ""
+    ) -> int:
         """A user presses an inline button carrying ``data``."""
         query = copy.deepcopy(FIXTURES["callback_query"])
         query["from"]["id"] = user
         query["data"] = data
-        query["message"] = {"message_id": message_id, "chat": {"id": chat, "type": "private"}, "date": 0, "text": "?"}
-        with self.lock:
-            update_id = self.next_update_id
-            self.next_update_id += 1
-            self.updates.append({"update_id": update_id, "callback_query": query})
-            self.lock.notify_all()
-        return update_id
+        kind = chat_type or ("private" if chat > 0 else "supergroup")
+        query["message"] = {
+            "message_id": message_id,
+            "from": FIXTURES["bot_user"],
+            "chat": {"id": chat, "type": kind},
+            "date": int(time.time()),
+            "text": "?",
+        }
+        return self.arrive({"callback_query": query})
 
     def fail(self, method: str, answer: dict[str, Any], times: int = 1) -> None:
         with self.lock:
@@ -120,15 +212,38 @@ class FakeBotApi:
 
     # --- what the server does -----------------------------------------------------------------------
 
+    def hold(self, method: str) -> None:
+        """Requests of ``method`` get no answer (and count as never arrived) until ``release``."""
+        with self.lock:
+            self.held.add(method)
+
+    def release(self, method: str) -> None:
+        with self.lock:
+            self.held.discard(method)
+            self.lock.notify_all()
+
     def answer(self, method: str, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         call = Call(method, params, time.monotonic())
         with self.lock:
+            if method in self.held:
+                self.calls.append(Call(f"held:{method}", params, time.monotonic()))
+                while method in self.held:
+                    self.lock.wait()
+                return 502, {"ok": False, "error_code": 502, "description": "Bad Gateway"}
             self.calls.append(call)
             queued = self.failures.get(method)
             if queued:
                 failure = queued.pop(0)
                 return int(failure["error_code"]), failure
+        if method == "getMe":
+            return 200, {"ok": True, "result": FIXTURES["bot_user"]}
+        if method == "deleteWebhook":
+            with self.lock:
+                self.webhook = ""
+            return 200, FIXTURES["ok_true"]
         if method == "getUpdates":
+            if self.webhook:
+                return 409, FIXTURES["conflict_webhook"]
             return 200, {"ok": True, "result": self._updates(params)}
         if method in ("sendChatAction", "answerCallbackQuery", "setMyCommands"):
             return 200, FIXTURES["ok_true"]
@@ -170,7 +285,7 @@ def _handler(api: FakeBotApi) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
+            body = read_params(self.headers.get("Content-Type") or "", self.rfile.read(length))
             _, _, rest = self.path.partition("/bot")
             token, _, method = rest.partition("/")
             if token != api.token:
@@ -236,6 +351,8 @@ def reply(request):
         return [{"text": LONG}]
     if text.startswith("slow"):
         return [step for i in range(5) for step in ({"delay": 0.5}, {"text": f"part {i}. "})]
+    if text.startswith("stall"):  # a turn still running when a test kills crab
+        return [{"delay": 30.0}, {"text": f"stalled: {text}"}]
     if text.startswith("wait"):
         return [{"delay": 2.0}, {"text": f"waited: {text}"}]
     if text.startswith("jot"):
@@ -309,16 +426,111 @@ def crab_channels(config):
 '''
 
 
+STORE_PLUGIN = '''
+"""A session store in one JSON-lines file, for crab-telegram's restart tests (only core's
+memory store is installed beside the plugin; this one survives kill -9: each entry is written
+and flushed before ``append`` returns)."""
+import json, os, time
+from dataclasses import asdict, replace
+
+import crab
+
+
+class FileStore:
+    name = "tg-file"
+
+    def __init__(self):
+        self.path = os.environ["TG_TEST_STORE"]
+        self.sessions, self.rows = {}, {}
+
+    async def open(self):
+        if not os.path.exists(self.path):
+            return
+        for line in open(self.path, encoding="utf-8"):
+            row = json.loads(line)
+            if row["kind"] == "session":
+                self.sessions[row["id"]] = crab.SessionInfo(**row["info"])
+                self.rows[row["id"]] = []
+            else:
+                self.rows[row["session_id"]].append(crab.Entry(**row["entry"]))
+
+    async def close(self):
+        return None
+
+    def _write(self, row):
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    async def create_session(self, workspace, *, title=None, meta=None):
+        info = crab.SessionInfo(
+            id=crab.new_session_id(), workspace=workspace, created=time.time(), title=title, meta=dict(meta or {})
+        )
+        self.sessions[info.id], self.rows[info.id] = info, []
+        self._write({"kind": "session", "id": info.id, "info": asdict(info)})
+        return info
+
+    def _entries(self, session_id):
+        if session_id not in self.rows:
+            raise crab.StoreError(f"no session {session_id!r}")
+        return self.rows[session_id]
+
+    async def get_session(self, session_id):
+        entries = self._entries(session_id)
+        info = self.sessions[session_id]
+        return replace(info, updated=entries[-1].time if entries else info.created, entry_count=len(entries))
+
+    async def list_sessions(self, workspace=None, limit=50):
+        infos = [await self.get_session(s) for s in self.sessions]
+        infos = [i for i in infos if workspace is None or i.workspace == workspace]
+        return sorted(infos, key=lambda i: (i.updated or i.created, i.id), reverse=True)[:limit]
+
+    async def append(self, session_id, type, payload):
+        entries = self._entries(session_id)
+        entry = crab.Entry(
+            id=crab.new_entry_id(),
+            session_id=session_id,
+            parent_id=entries[-1].id if entries else None,
+            type=type,
+            time=time.time(),
+            payload=dict(payload),
+        )
+        entries.append(entry)
+        self._write({"kind": "entry", "session_id": session_id, "entry": asdict(entry)})
+        return entry
+
+    async def entries(self, session_id, *, since_handoff=False):
+        entries = self._entries(session_id)
+        if since_handoff:
+            marks = [i for i, e in enumerate(entries) if e.type == "anchor" and e.payload.get("kind") == "handoff"]
+            return entries[marks[-1]:] if marks else list(entries)
+        return list(entries)
+
+    async def search(self, query, *, session_id=None, workspace=None, limit=20):
+        return []
+
+    async def fork(self, session_id, at_entry=None):
+        raise crab.StoreError("the test store does not fork")
+
+
+@crab.hookimpl
+def crab_stores(config):
+    return [FileStore()]
+'''
+
+
 @pytest.fixture
 def tg_env(tmp_path: Path, bot_api: FakeBotApi) -> dict[str, str]:
     """Environment for a ``crab`` subprocess: the echo plugin, the fake server, a fresh CRAB_HOME."""
     site = tmp_path / "site"
     site.mkdir()
-    (site / "crab_tg_echo.py").write_text(ECHO_PLUGIN)
-    dist = site / "crab_tg_echo-0.0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: crab-tg-echo\nVersion: 0.0.1\n")
-    (dist / "entry_points.txt").write_text("[crab]\ntg-echo = crab_tg_echo\n")
+    for name, source in (("tg_echo", ECHO_PLUGIN), ("tg_store", STORE_PLUGIN)):
+        (site / f"crab_{name}.py").write_text(source)
+        dist = site / f"crab_{name}-0.0.1.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: crab-{name.replace('_', '-')}\nVersion: 0.0.1\n")
+        (dist / "entry_points.txt").write_text(f"[crab]\n{name.replace('_', '-')} = crab_{name}\n")
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.toml").write_text(
@@ -328,9 +540,10 @@ def tg_env(tmp_path: Path, bot_api: FakeBotApi) -> dict[str, str]:
     env.update(
         PYTHONPATH=str(site),
         CRAB_HOME=str(home),
-        CRAB_PLUGINS="telegram,tg-echo",
+        CRAB_PLUGINS="telegram,tg-echo",  # tg-store only where a test enables it (restarts)
         TELEGRAM_BOT_TOKEN=TOKEN,
         TG_TEST_REQUEST_LOG=str(home / "requests.jsonl"),
+        TG_TEST_STORE=str(home / "sessions.jsonl"),
     )
     return env
 

@@ -150,4 +150,5 @@ def test_another_plugin_delivers_to_an_allowed_chat_only(serve, bot_api, tg_env,
     assert bad == "telegram: 'x' is not a chat id"
     delivered = bot_api.sent(ADA)[0].params
     assert (delivered["text"], delivered["parse_mode"]) == ("standup in <b>5</b> minutes", "HTML")
+    assert "reply_parameters" not in delivered  # a delivery answers no one
     assert bot_api.sent(EVE) == []

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from crab_telegram.access import allowed, bad_entries
-from crab_telegram.channel import address_of, command_text, parse_address
-from crab_telegram.format import LIMIT, block_html, split_message, units
+from crab_telegram.format import LIMIT, block_html, plain_pieces, split_message, units
+from crab_telegram.incoming import address_of, command_target, command_text, parse_address
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -79,8 +79,32 @@ def test_allow_from_semantics() -> None:
 
 
 def test_addresses_and_commands() -> None:
-    assert address_of({"chat": {"id": -100}, "message_thread_id": 7, "is_topic_message": True}) == "-100:7"
-    assert address_of({"chat": {"id": 42}, "message_thread_id": 7}) == "42"  # a reply thread, not a topic
+    assert address_of(-100, 7, True) == "-100:7"
+    assert address_of(42, 7, False) == "42"  # a reply thread, not a topic
     assert parse_address("-100:7") == (-100, 7)
     assert command_text("/help@crab_bot more") == "/help more"
     assert command_text("hello@there") == "hello@there"
+    assert command_target("/help@SomeOtherBot now") == "SomeOtherBot"
+    assert command_target("/help") is None and command_target("mail me@example.org") is None
+
+
+def test_a_long_unbroken_line_is_cut_only_where_a_message_ends() -> None:
+    # A URL or base64 blob longer than a message: the messages, joined, are the line itself;
+    # no newline is put inside it (it used to get one every 682 characters).
+    blob = "".join(chr(65 + (i * 7) % 26) for i in range(10_000))
+    url = "https://example.org/download?token=" + blob
+    pieces = split_message(url)
+    assert len(pieces) == 3
+    assert all(units(p.html) <= LIMIT for p in pieces)
+    assert "".join(p.plain for p in pieces) == url
+    code = split_message(f"```\n{blob}\n```")
+    assert all(units(p.html) <= LIMIT for p in code)
+    inside = "".join(p.plain.removeprefix("```\n").removesuffix("\n```") for p in code)
+    assert inside == blob
+
+
+def test_plain_text_keeps_a_long_line_whole_but_for_the_message_ends() -> None:
+    blob = "x" * 5000
+    pieces = plain_pieces(f"short line\n{blob}\nlast")
+    assert all(units(p) <= LIMIT for p in pieces)
+    assert pieces == ["short line", "x" * 4096, "x" * 904 + "\nlast"]  # cut inside the line only at a message end

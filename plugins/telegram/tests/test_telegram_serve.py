@@ -118,7 +118,7 @@ def test_two_chats_at_once_stay_apart(serve, bot_api):
     bot_api.say("wait A", user=ADA)
     bot_api.say("wait B", user=BOB)
     bot_api.say("second from A", user=ADA)
-    bot_api.say("in a topic", user=BOB, chat=-100777, thread=5)
+    bot_api.say("@crab_test_bot in a topic", user=BOB, chat=-100777, thread=5)  # groups: when mentioned
     bot_api.wait_for(
         "every answer",
         lambda: len(bot_api.texts(ADA)) == 2 and bot_api.texts(BOB) and bot_api.texts(-100777),

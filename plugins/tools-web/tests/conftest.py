@@ -240,6 +240,14 @@ def web() -> Iterator[WebServer]:
 
 
 @pytest.fixture
+def bombs() -> None:
+    """The compression bombs, built before a test asks for them: built on a first request, they
+    could take longer under load than the client waits for an answer (``read_timeout``)."""
+    bomb(1)
+    bomb(2)
+
+
+@pytest.fixture
 def settings() -> dict[str, Any]:
     """The [plugins.tools-web] table: loopback allowed explicitly, short timeouts."""
     return {"allow_hosts": ["127.0.0.1"], "read_timeout": 1.0, "total_timeout": 10.0, "connect_timeout": 2.0}

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 ANYONE = "*"
@@ -25,12 +25,7 @@ def allowed(allow_from: Iterable[str], user_id: Any, chat_id: Any) -> bool:
     return bool(ids & entries)
 
 
-def describe_sender(message: Mapping[str, Any]) -> str:
+def describe_sender(user_id: Any, username: str | None, chat_id: Any) -> str:
     """``user 42 (@name) in chat -100`` for the log line about a stranger (ids and handle only)."""
-    sender = message.get("from") or {}
-    chat = message.get("chat") or {}
-    handle = sender.get("username")
-    who = f"user {sender.get('id')}" + (
-        f" (@{handle})" if isinstance(handle, str) and _HANDLE.fullmatch(handle) else ""
-    )
-    return f"{who} in chat {chat.get('id')}"
+    handle = f" (@{username})" if isinstance(username, str) and _HANDLE.fullmatch(username) else ""
+    return f"user {user_id}{handle} in chat {chat_id}"

@@ -1,34 +1,50 @@
-"""The Bot API over httpx: one JSON POST per method, ``retry_after`` honoured, network errors
-retried with back-off, and the token kept out of every error line.
+"""The Bot API through python-telegram-bot: the ``ExtBot`` built on crab's settings, the few calls
+the channel makes, retries, and error lines that never carry the token.
 
-``BotApi.call(method, **params)`` returns the ``result`` of ``{"ok": true, "result": …}``.
-``{"ok": false}`` raises ``TelegramError`` with Telegram's ``description`` and ``error_code``; a 429's
-``parameters.retry_after`` is waited out and the call repeated (up to ``max_retries`` times).
-The URL holds the token (``/bot<token>/<method>``): errors name the method, never the URL.
+python-telegram-bot does the transport (its httpx request), the wire format, parsing into
+``telegram.Update``/``Message`` objects, and pacing: its ``AIORateLimiter`` keeps sends under
+Telegram's limits (30 a second overall, 20 a minute per group) and waits out a 429's
+``retry_after``. What it leaves to its ``Application``, which crab does not use (crab owns the
+lifecycle), is done here: network errors and 5xx are retried with back-off (``call``), and every
+failure becomes a ``TelegramError`` naming the method, with the token masked (the library's own
+messages can quote it: ``InvalidToken`` does, and ``repr(bot)`` shows it).
+
+Incoming updates are read by ``IntakeRequest``, a ``get_updates`` request whose JSON decoding
+(the library's documented extension point) cleans each update before the library parses it:
+lone surrogates become U+FFFD (Telegram's JSON can carry them; no store can write them), secrets
+are masked, and an update the library cannot parse is replaced by an empty one and reported in
+``skipped``, so one bad update never fails the whole batch (the offset still moves past it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import logging
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import crab
 
 if TYPE_CHECKING:
-    import httpx
+    from telegram import Update, User
+    from telegram.ext import ExtBot
 
+T = TypeVar("T")
 MAX_BACKOFF = 30.0
+RATE_LIMIT_RETRIES = 5
+"""429s in a row waited out (each for Telegram's ``retry_after``) before a send gives up."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class TelegramError(Exception):
     """A Bot API call that failed: Telegram said no, or the network did."""
 
-    def __init__(self, message: str, code: int | None = None, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, code: int | None = None) -> None:
         super().__init__(message)
         self.code = code
-        self.retry_after = retry_after
 
     @property
     def parse_error(self) -> bool:
@@ -40,9 +56,110 @@ class TelegramError(Exception):
         """An edit that changed nothing (harmless)."""
         return self.code == 400 and "not modified" in str(self).lower()
 
+    @property
+    def token_refused(self) -> bool:
+        return self.code in (401, 404)
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An update crab could not take: its id (the offset moves past it) and why."""
+
+    update_id: int
+    reason: str
+
+
+def clean_text(value: Any) -> Any:
+    """``value`` (JSON data) with every lone surrogate replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, list):
+        return [clean_text(v) for v in value]
+    if isinstance(value, dict):
+        return {clean_text(k): clean_text(v) for k, v in value.items()}
+    return value
+
+
+def quiet_library_logs(redactor: crab.Redactor) -> None:
+    """The library's log lines never reach the terminal (crab prints its own one-line notices),
+    and httpx's request lines, which quote the URL and so the token, are masked for any handler
+    another plugin may install. Its deprecation warnings, which it raises from its own code (a
+    429's ``RetryAfter`` warns about itself in v22), are for developers, not a chat's log."""
+    import warnings
+
+    from telegram.warnings import PTBDeprecationWarning
+
+    warnings.filterwarnings("ignore", category=PTBDeprecationWarning)
+
+    class Mask(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            record.msg = redactor.text(record.getMessage()) or ""
+            record.args = None
+            return True
+
+    library = logging.getLogger("telegram")
+    library.propagate = False
+    if not any(isinstance(h, logging.NullHandler) for h in library.handlers):
+        library.addHandler(logging.NullHandler())
+    httpx_log = logging.getLogger("httpx")
+    httpx_log.filters = [f for f in httpx_log.filters if type(f).__name__ != "Mask"]
+    httpx_log.addFilter(Mask())
+
+
+def _intake_request(redactor: crab.Redactor, read_timeout: float) -> Any:
+    from telegram import Update
+    from telegram.request import HTTPXRequest
+
+    class IntakeRequest(HTTPXRequest):
+        """See the module docstring."""
+
+        skipped: list[Skipped]
+
+        # The library calls it through the instance (``self.parse_json_payload``), so an instance
+        # method may replace its static one: this one needs the redactor and the skip list.
+        def parse_json_payload(self, payload: bytes) -> Any:  # type: ignore[override]
+            data = super().parse_json_payload(payload)
+            result = data.get("result") if isinstance(data, dict) else None
+            if not isinstance(result, list):
+                return data
+            kept: list[Any] = []
+            for raw in result:
+                update_id = raw.get("update_id") if isinstance(raw, dict) else None
+                if not isinstance(update_id, int) or isinstance(update_id, bool):
+                    continue  # no id: nothing to confirm or answer
+                try:
+                    update = redactor.payload(clean_text(raw))
+                    json.dumps(update, ensure_ascii=False).encode("utf-8")  # the journal can write it
+                    Update.de_json(update, None)
+                except Exception as exc:  # a malformed update of any kind: the library raises many
+                    self.skipped.append(Skipped(update_id, f"{type(exc).__name__}: {exc}"[:200]))
+                    update = {"update_id": update_id}
+                kept.append(update)
+            return {**data, "result": kept}
+
+    request = IntakeRequest(read_timeout=read_timeout, connect_timeout=10.0, connection_pool_size=2)
+    request.skipped = []
+    return request
+
+
+def _code_of(exc: Exception) -> int | None:
+    from telegram import error
+
+    for kind, code in (
+        (error.RetryAfter, 429),
+        (error.InvalidToken, 401),
+        (error.Forbidden, 403),
+        (error.Conflict, 409),
+        (error.BadRequest, 400),
+        (error.ChatMigrated, 400),
+    ):
+        if isinstance(exc, kind):
+            return code
+    return None  # NetworkError, TimedOut and 5xx: worth retrying
+
 
 class BotApi:
-    """A Bot API client for one token; ``close`` when done."""
+    """The Bot API for one token; ``start`` before use, ``close`` when done."""
 
     def __init__(
         self,
@@ -51,76 +168,108 @@ class BotApi:
         *,
         timeout: float = 30.0,
         max_retries: int = 5,
-        sleep: Callable[[float], Any] | None = None,
+        sleep: Callable[[float], Awaitable[Any]] | None = None,
         redact: crab.Redactor | None = None,
     ) -> None:
-        import httpx
+        from telegram.ext import AIORateLimiter, ExtBot
+        from telegram.request import HTTPXRequest
 
-        self._url = f"{base_url.rstrip('/')}/bot{token}/"
         self._redactor = redact or crab.Redactor([token])
         self._token_redactor = crab.Redactor([token])
-        self.timeout = timeout
+        quiet_library_logs(self._token_redactor)
         self.max_retries = max_retries
         self._sleep = sleep or asyncio.sleep
-        self._client: httpx.AsyncClient = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0))
+        self._intake = _intake_request(self._redactor, timeout)
+        self.bot: ExtBot[Any] = ExtBot(
+            token,
+            base_url=f"{base_url.rstrip('/')}/bot",
+            base_file_url=f"{base_url.rstrip('/')}/file/bot",
+            request=HTTPXRequest(read_timeout=timeout, write_timeout=timeout, connect_timeout=10.0),
+            get_updates_request=self._intake,
+            rate_limiter=AIORateLimiter(max_retries=RATE_LIMIT_RETRIES),
+        )
+        self.me: User | None = None
+
+    # --- the calls ------------------------------------------------------------------------------
+
+    async def start(self, retries: int | None = None) -> User:
+        """``getMe`` (the bot's own @username) and ``deleteWebhook``: a webhook left set makes
+        ``getUpdates`` answer 409 forever. Updates waiting are kept (``drop_pending_updates`` off)."""
+        await self.call("getMe", lambda bot: bot.initialize(), retries=retries)
+        self.me = self.bot.bot
+        await self.call("deleteWebhook", lambda bot: bot.delete_webhook(drop_pending_updates=False), retries=retries)
+        return self.me
 
     async def close(self) -> None:
-        await self._client.aclose()
+        try:
+            await self.bot.shutdown()
+        except Exception:
+            pass  # closing connections: nothing left to report
 
-    async def call(
-        self, method: str, *, http_timeout: float | None = None, retries: int | None = None, **params: Any
-    ) -> Any:
-        """``method`` with ``params`` (None values left out; every ``text`` redacted); see the
-        module docstring. ``http_timeout`` replaces the client's for this call (a long poll);
-        ``retries`` replaces ``max_retries`` (0 for a call not worth waiting for)."""
+    async def get_updates(
+        self, offset: int | None, timeout: int, allowed: Sequence[str]
+    ) -> tuple[list[Update], list[Skipped]]:
+        """One long poll; the updates parsed, and those skipped (see the module docstring)."""
+        self._intake.skipped = []
+        updates = await self.call(
+            "getUpdates",
+            lambda bot: bot.get_updates(offset=offset, timeout=timeout, allowed_updates=list(allowed)),
+            retries=0,
+        )
+        skipped, self._intake.skipped = self._intake.skipped, []
+        return list(updates), skipped
+
+    async def send_message(self, chat_id: int, text: str, **params: Any) -> int | None:
+        """Send ``text`` (masked); returns the new message's id."""
+        sent = await self.call(
+            "sendMessage", lambda bot: bot.send_message(chat_id, self._mask(text), **_present(params))
+        )
+        return sent.message_id
+
+    async def edit_message_text(self, chat_id: int, message_id: int, text: str, **params: Any) -> None:
+        await self.call(
+            "editMessageText",
+            lambda bot: bot.edit_message_text(
+                self._mask(text), chat_id=chat_id, message_id=message_id, **_present(params)
+            ),
+        )
+
+    async def send_chat_action(self, chat_id: int, thread: int | None) -> None:
+        await self.call(
+            "sendChatAction",
+            lambda bot: bot.send_chat_action(chat_id, "typing", **_present({"message_thread_id": thread})),
+            retries=0,
+        )
+
+    async def answer_callback_query(self, query_id: str, text: str) -> None:
+        await self.call("answerCallbackQuery", lambda bot: bot.answer_callback_query(query_id, text=text))
+
+    async def set_my_commands(self, commands: list[tuple[str, str]]) -> None:
+        await self.call("setMyCommands", lambda bot: bot.set_my_commands(commands))
+
+    def _mask(self, text: str) -> str:
+        return self._redactor.text(text) or "…"
+
+    # --- retries and errors ---------------------------------------------------------------------
+
+    async def call(self, method: str, run: Callable[[ExtBot[Any]], Awaitable[T]], *, retries: int | None = None) -> T:
+        """``run(bot)``, retried on network errors and 5xx with back-off (up to ``retries``,
+        default ``max_retries``); a failure is a ``TelegramError`` naming ``method``."""
+        from telegram.error import TelegramError as LibraryError
+
         limit = self.max_retries if retries is None else retries
-        body = {k: v for k, v in params.items() if v is not None}
-        if isinstance(body.get("text"), str):
-            body["text"] = self._redactor.text(body["text"]) or "…"
         attempt = 0
         while True:
             try:
-                return await self._once(method, body, http_timeout)
-            except TelegramError as exc:
+                return await run(self.bot)
+            except LibraryError as exc:
+                code = _code_of(exc)
                 attempt += 1
-                if attempt > limit:
-                    raise
-                if exc.retry_after is not None:
-                    await self._sleep(exc.retry_after)
-                elif exc.code is None or exc.code >= 500:
-                    await self._sleep(min(MAX_BACKOFF, 0.5 * 2 ** (attempt - 1)))
-                else:
-                    raise
+                if code is not None or attempt > limit:
+                    detail = self._token_redactor.text(exc.message) or type(exc).__name__
+                    raise TelegramError(f"{method}: {detail}", code) from None
+                await self._sleep(min(MAX_BACKOFF, 0.5 * 2 ** (attempt - 1)))
 
-    async def _once(self, method: str, body: dict[str, Any], timeout: float | None) -> Any:
-        import httpx
 
-        try:
-            response = await self._client.post(
-                self._url + method,
-                content=json.dumps(body, ensure_ascii=False).encode("utf-8"),
-                headers={"Content-Type": "application/json"},
-                timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else httpx.Timeout(timeout, connect=10.0),
-            )
-        except httpx.HTTPError as exc:
-            # str(exc) can quote the URL, and the URL holds the token: name the kind only.
-            raise TelegramError(f"{method}: network error ({type(exc).__name__})") from None
-        try:
-            data = response.json()
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            raise TelegramError(f"{method}: HTTP {response.status_code} without a Bot API answer", response.status_code)
-        if data.get("ok") is True:
-            return data.get("result")
-        code = data.get("error_code")
-        description = self._token_redactor.text(str(data.get("description") or "no description"))
-        parameters = data.get("parameters")
-        retry_after = parameters.get("retry_after") if isinstance(parameters, dict) else None
-        wait = (
-            float(retry_after) if isinstance(retry_after, int | float) and not isinstance(retry_after, bool) else None
-        )
-        if wait is None and code == 429:
-            wait = 1.0
-        return_code = code if isinstance(code, int) and not isinstance(code, bool) else response.status_code
-        raise TelegramError(f"{method}: {description}", return_code, None if wait is None else min(wait, 3600.0))
+def _present(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if v is not None}

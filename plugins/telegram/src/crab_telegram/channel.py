@@ -1,11 +1,15 @@
 """The Telegram channel: long polling, one crab session and one turn at a time per chat (or
-forum topic), replies as formatted messages, permission questions as inline buttons.
+forum topic), replies as formatted messages threaded to the user's, permission questions as
+inline buttons.
 
-Flow: ``run`` polls ``getUpdates`` and records each update in ``UpdateState`` before it is
-confirmed to Telegram; messages from allowed senders go to their chat's queue (a ``ChatWorker``
-task answers them one by one), strangers are logged and dropped; button presses answer the
-question waiting for them. ``stop`` ends polling and lets each chat finish the message in hand;
-what is still queued stays pending and is answered first at the next start.
+Flow: ``run`` asks ``getMe`` and deletes a webhook left set, then polls ``getUpdates`` and
+records each update in ``UpdateState`` before it is confirmed to Telegram. Each update is
+handled on its own: one that fails is skipped with one warning, and the offset moves on.
+Messages from allowed senders that are meant for this bot go to their chat's queue (a
+``ChatWorker`` task answers them one by one); an edit of a message still queued replaces it,
+an edit of one already answered is a new message; strangers are logged and dropped; button
+presses answer the question waiting for them. ``stop`` ends polling and lets each chat finish
+the message in hand; what is still queued stays pending and is answered first at the next start.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import Mapping
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -22,9 +26,12 @@ import crab
 from crab import lookup_key
 
 from crab_telegram.access import allowed, bad_entries, describe_sender
+from crab_telegram.incoming import command_text, parse_address
 from crab_telegram.settings import AUTH_NAME, TelegramSettings
 
 if TYPE_CHECKING:
+    from telegram import CallbackQuery, Message, Update, User
+
     from crab_telegram.api import BotApi
     from crab_telegram.state import UpdateState
 
@@ -32,29 +39,12 @@ NAME = "telegram"
 TYPING_EVERY = 4.0
 """Seconds between ``sendChatAction`` calls (Telegram shows one for about five)."""
 MAX_POLL_BACKOFF = 60.0
-ALLOWED_UPDATES = ["message", "callback_query"]
+ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
 ANSWER_WORDS = {"once": "allowed once", "always": "allowed for this chat", "deny": "denied"}
-
-
-def address_of(message: Mapping[str, Any]) -> str:
-    """A chat's address: its id, or ``id:topic`` for a forum topic."""
-    chat_id = (message.get("chat") or {}).get("id")
-    thread = message.get("message_thread_id") if message.get("is_topic_message") else None
-    return f"{chat_id}:{thread}" if isinstance(thread, int) else str(chat_id)
-
-
-def parse_address(address: str) -> tuple[int, int | None]:
-    """``"42"`` → (42, None); ``"-100:7"`` → (-100, 7); ``ValueError`` for anything else."""
-    chat, _, thread = address.partition(":")
-    return int(chat), (int(thread) if thread else None)
-
-
-def command_text(text: str) -> str:
-    """``/cmd@MyBot args`` (a group's form) → ``/cmd args``."""
-    if not text.startswith("/"):
-        return text
-    head, sep, rest = text.partition(" ")
-    return head.split("@", 1)[0] + sep + rest
+INTERRUPTED = (
+    "crab was stopped while answering this message, and it is already in the conversation: "
+    "send it again if you still want an answer."
+)
 
 
 def missing_token_line(settings: TelegramSettings) -> str:
@@ -66,13 +56,31 @@ def missing_token_line(settings: TelegramSettings) -> str:
 
 
 @dataclass(eq=False)
+class Job:
+    """One message waiting in its chat's queue (``message`` is replaced by an edit)."""
+
+    update_id: int
+    message: Message
+
+
+@dataclass(eq=False)
 class ChatWorker:
     """One chat's queue and the task answering it, one message at a time."""
 
     address: str
-    queue: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
+    queue: deque[Job] = field(default_factory=deque)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     busy: bool = False
+    asker: int | None = None
+    """The user whose message is being answered (who may answer its permission questions)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    future: asyncio.Future[str]
+    address: str
+    asker: int | None
 
 
 class TelegramChannel:
@@ -87,12 +95,12 @@ class TelegramChannel:
         self.local = self.settings.allow_shell  # only then may `!command` run (all channels must agree)
         self.api: BotApi | None = None
         self.state: UpdateState | None = None
+        self.me: User | None = None
         self.stopping = False
         self.chats: dict[str, ChatWorker] = {}
-        self.asks: dict[str, tuple[asyncio.Future[str], str]] = {}
+        self.asks: dict[str, Ask] = {}
         self._poll: asyncio.Task[Any] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._handle: Any = None
         self._stopped = asyncio.Event()
         self.redactor = crab.Redactor([])
         self.ask: Any = self._ask if self.settings.permission_prompts == "buttons" else None
@@ -119,6 +127,9 @@ class TelegramChannel:
         self.redactor = crab.Redactor([token, *crab.known_secrets(self.config)])
         return BotApi(token, self.settings.base_url, timeout=self.settings.request_timeout, redact=self.redactor)
 
+    def _refused(self, exc: Exception) -> crab.ConfigError:
+        return crab.ConfigError(f"telegram: the Bot API refused the bot token ({exc}); check {self.settings.token_env}")
+
     # --- running --------------------------------------------------------------------------------
 
     async def run(self, agent: crab.AgentHandle) -> None:
@@ -129,7 +140,6 @@ class TelegramChannel:
         token = self.token() or ""
         self.stopping = False
         self._stopped = asyncio.Event()
-        self._handle = agent
         self.api = api = self._api(token)
         self.state = state = UpdateState(state_path(token.split(":", 1)[0]))
         if not self.settings.allow_from:
@@ -139,42 +149,51 @@ class TelegramChannel:
                 "warning",
             )
         try:
+            self.me = await self._start(agent, api)
+            if self.me is None:
+                return  # stopped before Telegram could be reached
             await self._register_commands(agent)
             for update_id in sorted(state.pending):  # taken before a restart, never answered
-                self._dispatch(agent, state.pending[update_id])
+                self._take(agent, update_id, state.pending[update_id])
             backoff = 1.0
             while not self.stopping:
                 self._poll = asyncio.create_task(
-                    api.call(
-                        "getUpdates",
-                        offset=state.offset or None,
-                        timeout=self.settings.poll_timeout,
-                        allowed_updates=ALLOWED_UPDATES,
-                        http_timeout=self.settings.poll_timeout + self.settings.request_timeout,
-                    )
+                    api.get_updates(state.offset or None, self.settings.poll_timeout, ALLOWED_UPDATES)
                 )
                 try:
-                    updates = await self._poll
+                    updates, skipped = await self._poll
                 except asyncio.CancelledError:
                     if self.stopping and not _cancelling():
                         break
                     raise
                 except TelegramError as exc:
-                    if exc.code in (401, 404):
-                        raise crab.ConfigError(
-                            f"telegram: the Bot API refused the bot token ({exc}); check {self.settings.token_env}"
-                        ) from None
-                    agent.notice(f"telegram: {exc}; polling again in {backoff:g}s", "warning")
+                    if exc.token_refused:
+                        raise self._refused(exc) from None
+                    hint = (
+                        " (another process polls this bot, or a webhook is set: stop the other one)"
+                        if exc.code == 409
+                        else ""
+                    )
+                    agent.notice(f"telegram: {exc}{hint}; polling again in {backoff:g}s", "warning")
                     await self._sleep(backoff)
                     backoff = min(backoff * 2, MAX_POLL_BACKOFF)
                     continue
                 finally:
                     self._poll = None
                 backoff = 1.0
-                # journaled redacted: a pasted token or key never reaches the state file
-                received = [self.redactor.payload(u) for u in updates or [] if isinstance(u, dict)]
-                for update in state.take(received):
-                    self._dispatch(agent, update)
+                for skip in skipped:
+                    agent.notice(
+                        f"telegram: skipped update {skip.update_id}: crab cannot read it ({skip.reason})", "warning"
+                    )
+                taken: dict[int, tuple[Update, dict[str, Any]]] = {}
+                for update in updates:
+                    try:
+                        taken[update.update_id] = (update, self._journaled(update))
+                    except Exception as exc:
+                        self._skip(agent, update.update_id, exc)
+                last = max([u.update_id for u in updates] + [s.update_id for s in skipped], default=None)
+                for entry in state.take([journaled for _, journaled in taken.values()], through=last):
+                    self._handle(agent, taken[int(entry["update_id"])][0])
             await self._finish()
         finally:
             for worker in self.chats.values():
@@ -186,10 +205,27 @@ class TelegramChannel:
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
             self.chats.clear()
-            for future, _ in self.asks.values():
-                if not future.done():
-                    future.set_result("deny")
+            for ask in self.asks.values():
+                if not ask.future.done():
+                    ask.future.set_result("deny")
             await api.close()
+
+    async def _start(self, agent: crab.AgentHandle, api: BotApi) -> User | None:
+        """``getMe`` and ``deleteWebhook``, tried until Telegram answers (backing off as polling
+        does) or ``stop``; a refused token ends the channel with a ``ConfigError`` line."""
+        from crab_telegram.api import TelegramError
+
+        backoff = 1.0
+        while not self.stopping:
+            try:
+                return await api.start(retries=0)
+            except TelegramError as exc:
+                if exc.token_refused:
+                    raise self._refused(exc) from None
+                agent.notice(f"telegram: {exc}; trying again in {backoff:g}s", "warning")
+                await self._sleep(backoff)
+                backoff = min(backoff * 2, MAX_POLL_BACKOFF)
+        return None
 
     async def stop(self) -> None:
         """Take no more messages; each chat finishes the one in hand (``crab serve`` drain)."""
@@ -218,109 +254,183 @@ class TelegramChannel:
 
         assert self.api is not None
         commands = [
-            {"command": name, "description": (command.description or name)[:256]}
+            (name.lower(), (command.description or name)[:256])
             for name, command in sorted(agent.commands.items())
             if not command.local_only and name.isascii() and name.replace("_", "").isalnum() and len(name) <= 32
         ]
         with contextlib.suppress(TelegramError):
-            await self.api.call("setMyCommands", commands=[{**c, "command": c["command"].lower()} for c in commands])
+            await self.api.set_my_commands(commands)
 
     # --- updates --------------------------------------------------------------------------------
+
+    def _journaled(self, update: Update) -> dict[str, Any]:
+        """What the journal keeps of ``update``: its JSON, checked to be writable."""
+        import json
+
+        data: dict[str, Any] = update.to_dict()
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+        return data
+
+    def _take(self, agent: crab.AgentHandle, update_id: int, raw: dict[str, Any]) -> None:
+        """A pending update from the journal, parsed again and handled."""
+        from telegram import Update
+
+        assert self.state is not None
+        assert self.api is not None
+        try:
+            update = Update.de_json({k: v for k, v in raw.items() if k != "started"}, self.api.bot)
+        except Exception as exc:
+            self._skip(agent, update_id, exc)
+            return
+        self._handle(agent, update)
+
+    def _skip(self, agent: crab.AgentHandle, update_id: int, exc: BaseException) -> None:
+        assert self.state is not None
+        agent.notice(
+            f"telegram: skipped update {update_id}: crab cannot handle it ({type(exc).__name__}: "
+            f"{self.redactor.text(str(exc))[:200]})",
+            "warning",
+        )
+        self.state.done(update_id)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _dispatch(self, agent: crab.AgentHandle, update: dict[str, Any]) -> None:
+    def _handle(self, agent: crab.AgentHandle, update: Update) -> None:
+        """One update, isolated: whatever goes wrong in it is one warning, never the others' end."""
         assert self.state is not None
-        update_id = int(update["update_id"])
-        if isinstance(update.get("callback_query"), dict):
-            self._spawn(self._button(agent, update["callback_query"], update_id))
-            return
-        message = update.get("message")
-        if not isinstance(message, dict):
+        try:
+            if update.callback_query is not None:
+                self._spawn(self._button(agent, update.callback_query, update.update_id))
+            elif update.message is not None:
+                self._message(agent, update.update_id, update.message, edited=False)
+            elif update.edited_message is not None:
+                self._message(agent, update.update_id, update.edited_message, edited=True)
+            else:
+                self.state.done(update.update_id)
+        except Exception as exc:
+            self._skip(agent, update.update_id, exc)
+
+    def _message(self, agent: crab.AgentHandle, update_id: int, message: Message, *, edited: bool) -> None:
+        from crab_telegram.incoming import read_message
+
+        assert self.state is not None
+        assert self.me is not None
+        sender = message.from_user.id if message.from_user is not None else None
+        if not allowed(self.settings.allow_from, sender, message.chat.id):
+            who = describe_sender(sender, message.from_user.username if message.from_user else None, message.chat.id)
+            agent.notice(f"telegram: ignored a message from {who}: not in allow_from", "warning")
             self.state.done(update_id)
             return
-        sender = (message.get("from") or {}).get("id")
-        chat = (message.get("chat") or {}).get("id")
-        if not allowed(self.settings.allow_from, sender, chat):
-            agent.notice(f"telegram: ignored a message from {describe_sender(message)}: not in allow_from", "warning")
-            self.state.done(update_id)
+        incoming = read_message(message, self.me, self.settings.group_mode)
+        if not incoming.for_us:
+            self.state.done(update_id)  # another bot's command, or group talk not addressed to crab
             return
-        address = address_of(message)
-        worker = self.chats.get(address)
+        worker = self.chats.get(incoming.address)
         if worker is None:
-            worker = self.chats[address] = ChatWorker(address)
-            worker.task = asyncio.create_task(self._work(agent, worker), name=f"crab-telegram-{address}")
-        worker.queue.put_nowait(update)
+            worker = self.chats[incoming.address] = ChatWorker(incoming.address)
+            worker.task = asyncio.create_task(self._work(agent, worker), name=f"crab-telegram-{incoming.address}")
+        if edited:
+            queued = next((j for j in worker.queue if j.message.message_id == message.message_id), None)
+            if queued is not None:  # corrected before its turn began: the correction is what is asked
+                queued.message = message
+                self.state.replace(queued.update_id, {"message": message.to_dict()})
+                self.state.done(update_id)
+                return
+        worker.queue.append(Job(update_id, message))
+        worker.wake.set()
 
     async def _work(self, agent: crab.AgentHandle, worker: ChatWorker) -> None:
         assert self.state is not None
-        while not self.stopping or not worker.queue.empty():
-            if self.stopping:
-                return  # queued messages stay pending: answered first at the next start
-            update = await worker.queue.get()
+        while not self.stopping:
+            if not worker.queue:
+                worker.wake.clear()
+                await worker.wake.wait()
+                continue
+            job = worker.queue.popleft()
             worker.busy = True
             try:
-                await self._answer(agent, worker.address, update["message"])
+                await self._answer(agent, worker, job)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 agent.notice(
-                    f"telegram: answering chat {worker.address} failed: {type(exc).__name__}: {exc}", "warning"
+                    f"telegram: answering chat {worker.address} failed: {type(exc).__name__}: "
+                    f"{self.redactor.text(str(exc))}",
+                    "warning",
                 )
             finally:
                 worker.busy = False
-            self.state.done(int(update["update_id"]))
+                worker.asker = None
+            self.state.done(job.update_id)
+        # stopping: queued messages stay pending, answered first at the next start
 
-    async def _button(self, agent: crab.AgentHandle, query: dict[str, Any], update_id: int) -> None:
+    async def _button(self, agent: crab.AgentHandle, query: CallbackQuery, update_id: int) -> None:
         from crab_telegram.api import TelegramError
 
         assert self.api is not None
         assert self.state is not None
         try:
-            message = query.get("message") or {}
-            sender = (query.get("from") or {}).get("id")
-            chat = (message.get("chat") or {}).get("id")
+            sender = query.from_user.id
+            chat = query.message.chat.id if query.message is not None else None
             if not allowed(self.settings.allow_from, sender, chat):
                 agent.notice(f"telegram: ignored a button press from user {sender}: not in allow_from", "warning")
                 return
-            _, nonce, answer = (str(query.get("data") or "") + "::").split(":")[:3]
+            _, nonce, answer = (str(query.data or "") + "::").split(":")[:3]
             waiting = self.asks.get(nonce)
             note = "this question is no longer open"
-            if waiting is not None and answer in ANSWER_WORDS and str(waiting[1]).split(":")[0] == str(chat):
-                future, _ = waiting
-                if not future.done():
-                    future.set_result(answer)
-                note = ANSWER_WORDS[answer]
+            if waiting is not None and answer in ANSWER_WORDS and waiting.address.split(":")[0] == str(chat):
+                only_asker = self.settings.permission_answer == "asker" and waiting.asker is not None
+                if only_asker and sender != waiting.asker:
+                    note = "only the person who asked crab can answer this"
+                else:
+                    if not waiting.future.done():
+                        waiting.future.set_result(answer)
+                    note = ANSWER_WORDS[answer]
             with contextlib.suppress(TelegramError):
-                await self.api.call("answerCallbackQuery", callback_query_id=query.get("id"), text=note)
+                await self.api.answer_callback_query(query.id, note)
         finally:
             self.state.done(update_id)
 
     # --- answering -------------------------------------------------------------------------------
 
-    async def _answer(self, agent: crab.AgentHandle, address: str, message: dict[str, Any]) -> None:
-        text = message.get("text")
-        if not isinstance(text, str) or not text.strip():
-            await self.send_plain(address, "crab reads text messages only.")
+    async def _answer(self, agent: crab.AgentHandle, worker: ChatWorker, job: Job) -> None:
+        from crab_telegram.incoming import read_message
+
+        assert self.me is not None
+        assert self.state is not None
+        incoming = read_message(job.message, self.me, self.settings.group_mode)
+        address = worker.address
+        worker.asker = incoming.sender_id
+        reply_to = incoming.message_id  # the answer's first message quotes the user's
+        if not incoming.prompt.strip():
+            await self.send_plain(
+                address, "crab reads text, and the captions of photos and documents.", reply_to=reply_to
+            )
             return
         # A pasted secret (the bot token, an API key) goes no further: not to the model, not to the store.
-        text = self.redactor.text(command_text(text.strip()))
+        text = self.redactor.text(command_text(incoming.prompt)) or ""
         if text == "/start" or text.startswith("/start "):
-            await self.send_plain(address, "crab is listening. Send a message, or /help for the commands.")
+            await self.send_plain(
+                address, "crab is listening. Send a message, or /help for the commands.", reply_to=reply_to
+            )
             return
         if text.startswith("!") and not self.settings.allow_shell:
             await self.send_plain(
                 address,
                 "!shell input is refused from Telegram (allow it with [plugins.telegram] allow_shell = true "
                 "in the user config).",
+                reply_to=reply_to,
             )
             return
         session = await agent.session_for(NAME, address)
+        if await self._already_recorded(session, address, job.update_id, reply_to):
+            return
+        self.state.start(job.update_id, session.id, len(session.messages), text)
         await self._typing_once(address)
-        stream = Stream(self, address, self.settings) if self.settings.stream else None
+        stream = Stream(self, address, self.settings, reply_to) if self.settings.stream else None
         unsubscribe = agent.subscribe(stream.on_event, session=session) if stream is not None else None
         typing = asyncio.create_task(self._typing(address))
         streamer = asyncio.create_task(stream.run()) if stream is not None else None
@@ -334,16 +444,44 @@ class TelegramChannel:
                 await stream.close(streamer)
         if outcome.switch_session:
             await agent.session_for(NAME, address, session_id=outcome.switch_session)
+        replace = stream.message_id if stream else None
+        how: dict[str, Any] = {"replace": replace, "reply_to": None if replace is not None else reply_to}
         if outcome.stop == "command":
-            await self.send_plain(address, outcome.text or "(done)", replace=stream.message_id if stream else None)
+            await self.send_plain(address, outcome.text or "(done)", **how)
         elif outcome.error and not outcome.text:
-            await self.send_plain(address, f"⚠ {outcome.error}", replace=stream.message_id if stream else None)
+            await self.send_plain(address, f"⚠ {outcome.error}", **how)
         elif outcome.stop == "aborted" and not outcome.text:
-            await self.send_plain(address, "(stopped)", replace=stream.message_id if stream else None)
+            await self.send_plain(address, "(stopped)", **how)
         else:
-            await self.send_markdown(
-                address, outcome.text or "(no answer)", replace=stream.message_id if stream else None
-            )
+            await self.send_markdown(address, outcome.text or "(no answer)", **how)
+
+    async def _already_recorded(
+        self, session: crab.SessionView, address: str, update_id: int, reply_to: int | None
+    ) -> bool:
+        """After a crash mid-turn: whether this message's turn had begun and recorded it in
+        ``session``. Then it is not recorded or run again: the answer the turn finished is sent,
+        or the chat is told the turn was cut off."""
+        assert self.state is not None
+        started = self.state.started(update_id)
+        if started is None or started[0] != session.id:
+            return False
+        _, at, text = started
+        messages = list(session.messages)
+        if len(messages) <= at or messages[at].role != "user" or getattr(messages[at], "content", None) != text:
+            return False  # the crash came before the turn recorded the message: run it now
+        answer = next(
+            (
+                m.content
+                for m in reversed(messages[at + 1 :])
+                if m.role == "assistant" and m.content.strip() and m.stop_reason == "end" and not m.tool_calls
+            ),
+            None,
+        )
+        if answer is not None and messages[-1].role == "assistant":
+            await self.send_markdown(address, answer, reply_to=reply_to)
+        else:
+            await self.send_plain(address, INTERRUPTED, reply_to=reply_to)
+        return True
 
     async def _typing(self, address: str) -> None:
         """Show "typing…" until cancelled (renewed every ``TYPING_EVERY`` seconds)."""
@@ -357,43 +495,51 @@ class TelegramChannel:
         assert self.api is not None
         chat_id, thread = parse_address(address)
         with contextlib.suppress(TelegramError):
-            await self.api.call("sendChatAction", chat_id=chat_id, message_thread_id=thread, action="typing", retries=0)
+            await self.api.send_chat_action(chat_id, thread)
 
     # --- sending ---------------------------------------------------------------------------------
 
-    async def send_markdown(self, address: str, markdown: str, *, replace: int | None = None) -> None:
+    async def send_markdown(
+        self, address: str, markdown: str, *, replace: int | None = None, reply_to: int | None = None
+    ) -> None:
         """``markdown`` as HTML messages (split under the limit); a piece Telegram cannot parse
-        goes again as plain text. ``replace`` is a streamed message the first piece edits."""
+        goes again as plain text. ``replace`` is a streamed message the first piece edits;
+        ``reply_to`` a message the first piece replies to."""
         from crab_telegram.api import TelegramError
         from crab_telegram.format import split_message
 
         for piece in split_message(markdown):
             try:
-                await self._put(address, piece.html, "HTML", replace)
+                await self._put(address, piece.html, "HTML", replace, reply_to)
             except TelegramError as exc:
                 if not exc.parse_error:
                     raise
-                await self._put(address, piece.plain, None, replace)
-            replace = None
+                await self._put(address, piece.plain, None, replace, reply_to)
+            replace = reply_to = None
 
-    async def send_plain(self, address: str, text: str, *, replace: int | None = None) -> None:
+    async def send_plain(
+        self, address: str, text: str, *, replace: int | None = None, reply_to: int | None = None
+    ) -> None:
         from crab_telegram.format import plain_pieces
 
         for piece in plain_pieces(text):
-            await self._put(address, piece, None, replace)
-            replace = None
+            await self._put(address, piece, None, replace, reply_to)
+            replace = reply_to = None
 
-    async def _put(self, address: str, text: str, parse_mode: str | None, replace: int | None) -> int | None:
-        """Send (or, with ``replace``, edit) one message; returns its id."""
+    async def _put(
+        self, address: str, text: str, parse_mode: str | None, replace: int | None, reply_to: int | None = None
+    ) -> int | None:
+        """Send (or, with ``replace``, edit) one message; returns its id. A new message replies to
+        ``reply_to`` when given (Telegram sends it anyway if that message is gone)."""
+        from telegram import ReplyParameters
+
         from crab_telegram.api import TelegramError
 
         assert self.api is not None
         chat_id, thread = parse_address(address)
         if replace is not None:
             try:
-                await self.api.call(
-                    "editMessageText", chat_id=chat_id, message_id=replace, text=text, parse_mode=parse_mode
-                )
+                await self.api.edit_message_text(chat_id, replace, text, parse_mode=parse_mode)
                 return replace
             except TelegramError as exc:
                 if exc.not_modified:
@@ -401,16 +547,20 @@ class TelegramChannel:
                 if exc.parse_error:
                     raise
                 # the streamed message is gone or too old to edit: send the answer as a new one
-        result = await self.api.call(
-            "sendMessage", chat_id=chat_id, message_thread_id=thread, text=text, parse_mode=parse_mode
+        return await self.api.send_message(
+            chat_id,
+            text,
+            message_thread_id=thread,
+            parse_mode=parse_mode,
+            reply_parameters=(
+                ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to is not None else None
+            ),
         )
-        message_id = result.get("message_id") if isinstance(result, dict) else None
-        return message_id if isinstance(message_id, int) else None
 
     async def deliver(self, address: str, text: str) -> None:
         """``crab.AgentHandle.deliver("telegram", address, text)``: a message from another plugin
         (a reminder) to a chat; only to chats ``allow_from`` admits."""
-        if self.api is None or self.stopping:
+        if self.api is None or self.stopping or self.me is None:
             raise crab.ChannelError("telegram is not connected")
         try:
             chat_id, _ = parse_address(address)
@@ -423,42 +573,38 @@ class TelegramChannel:
     # --- permission questions -----------------------------------------------------------------
 
     async def _ask(self, address: str, request: crab.PermissionRequest) -> Literal["once", "always", "deny"]:
-        """Ask the chat with inline buttons; no press within ``ask_timeout`` is a refusal."""
+        """Ask the chat with inline buttons; no press within ``ask_timeout`` is a refusal. In a
+        group, only the user whose message asked may answer (``permission_answer``)."""
+        from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+
         from crab_telegram.api import TelegramError
 
         assert self.api is not None
         chat_id, thread = parse_address(address)
         nonce = secrets.token_hex(8)
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self.asks[nonce] = (future, address)
+        worker = self.chats.get(address)
+        self.asks[nonce] = Ask(future, address, worker.asker if worker is not None else None)
         question = f"crab wants to use {request.tool} ({request.permission}):\n{request.summary}\n\nAllow it?"
-        buttons = [
+        buttons = InlineKeyboardMarkup(
             [
-                {"text": "Allow once", "callback_data": f"crab:{nonce}:once"},
-                {"text": "Always in this chat", "callback_data": f"crab:{nonce}:always"},
-                {"text": "Deny", "callback_data": f"crab:{nonce}:deny"},
+                [
+                    InlineKeyboardButton("Allow once", callback_data=f"crab:{nonce}:once"),
+                    InlineKeyboardButton("Always in this chat", callback_data=f"crab:{nonce}:always"),
+                    InlineKeyboardButton("Deny", callback_data=f"crab:{nonce}:deny"),
+                ]
             ]
-        ]
+        )
         try:
-            sent = await self.api.call(
-                "sendMessage",
-                chat_id=chat_id,
-                message_thread_id=thread,
-                text=question,
-                reply_markup={"inline_keyboard": buttons},
-            )
+            message_id = await self.api.send_message(chat_id, question, message_thread_id=thread, reply_markup=buttons)
             try:
                 answer = await asyncio.wait_for(future, self.settings.ask_timeout)
             except TimeoutError:
                 answer = "deny"
-            message_id = sent.get("message_id") if isinstance(sent, dict) else None
-            if isinstance(message_id, int):
+            if message_id is not None:
                 with contextlib.suppress(TelegramError):
-                    await self.api.call(
-                        "editMessageText",
-                        chat_id=chat_id,
-                        message_id=message_id,
-                        text=f"{question}\n→ {ANSWER_WORDS.get(answer, 'denied')}",
+                    await self.api.edit_message_text(
+                        chat_id, message_id, f"{question}\n→ {ANSWER_WORDS.get(answer, 'denied')}"
                     )
         except TelegramError:
             answer = "deny"
@@ -471,9 +617,12 @@ class Stream:
     """A long answer shown as it is written: one message, edited at most every ``edit_interval``
     seconds (Telegram's edit limits), first sent once the turn has run that long."""
 
-    def __init__(self, channel: TelegramChannel, address: str, settings: TelegramSettings) -> None:
+    def __init__(
+        self, channel: TelegramChannel, address: str, settings: TelegramSettings, reply_to: int | None = None
+    ) -> None:
         self.channel = channel
         self.address = address
+        self.reply_to = reply_to
         self.interval = settings.edit_interval
         self.text = ""
         self.shown = ""
@@ -506,7 +655,8 @@ class Stream:
                     return  # too long for one message: the final answer comes split
                 continue
             try:
-                self.message_id = await self.channel._put(self.address, preview + " …", None, self.message_id)
+                reply_to = self.reply_to if self.message_id is None else None
+                self.message_id = await self.channel._put(self.address, preview + " …", None, self.message_id, reply_to)
             except TelegramError:
                 return
             self.shown = preview

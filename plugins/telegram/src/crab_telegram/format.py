@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 LIMIT = 4096
@@ -107,8 +108,9 @@ def blocks(markdown: str) -> list[str]:
 
 
 def _cut_block(block: str, limit: int) -> list[str]:
-    """A block too long for one message, cut on line (then word, then character) boundaries;
-    a code block's parts each stay a fenced block."""
+    """A block too long for one message, cut on line (then word) boundaries; a line with no room
+    to break is cut only where a message ends (no newline is ever put inside a line: URLs and
+    base64 survive). A code block's parts each stay a fenced block."""
     lines = block.split("\n")
     if _FENCE.match(lines[0]):
         head = lines[0]
@@ -118,9 +120,9 @@ def _cut_block(block: str, limit: int) -> list[str]:
         parts: list[str] = []
         chunk: list[str] = []
         for line in body:
-            for piece in _hard_cut(line, room):
+            for piece in _hard_cut(line, room, _escaped_units):
                 candidate = "\n".join([*chunk, piece])
-                if chunk and units(html.escape(candidate, quote=False)) > room:
+                if chunk and _escaped_units(candidate) > room:
                     parts.append("\n".join([head, *chunk, tail]))
                     chunk = []
                 chunk.append(piece)
@@ -140,7 +142,17 @@ def _cut_block(block: str, limit: int) -> list[str]:
     return parts
 
 
+def _escaped_units(text: str) -> int:
+    return units(html.escape(text, quote=False))
+
+
+def _html_units(text: str) -> int:
+    return units(block_html(text))
+
+
 def _split_words(line: str, limit: int) -> list[str]:
+    """A line too long for one message, cut at spaces (each cut is where a message ends), a word
+    longer than a message cut where it must be."""
     if units(block_html(line)) <= limit:
         return [line]
     parts: list[str] = []
@@ -156,17 +168,28 @@ def _split_words(line: str, limit: int) -> list[str]:
         parts.append(current)
     out: list[str] = []
     for part in parts:
-        out.extend([part] if units(block_html(part)) <= limit else _hard_cut(part, limit))
+        out.extend([part] if units(block_html(part)) <= limit else _hard_cut(part, limit, _html_units))
     return out
 
 
-def _hard_cut(text: str, limit: int) -> list[str]:
-    """``text`` in slices whose escaped HTML fits ``limit`` (an escaped character is at most 5 long)."""
+def _hard_cut(text: str, limit: int, measure: Callable[[str], int]) -> list[str]:
+    """``text`` in as few slices as fit ``limit`` by ``measure``: each slice but the last as long
+    as fits, so every cut falls where one message has to end anyway."""
     limit = max(limit, 8)
-    if units(html.escape(text, quote=False)) <= limit:
-        return [text]
-    size = max(1, limit // 6)
-    return [text[i : i + size] for i in range(0, len(text), size)]
+    slices: list[str] = []
+    rest = text
+    while measure(rest) > limit:
+        low, high = 1, len(rest)  # the longest prefix that fits: measure grows with length
+        while low < high:
+            middle = (low + high + 1) // 2
+            if measure(rest[:middle]) <= limit:
+                low = middle
+            else:
+                high = middle - 1
+        slices.append(rest[:low])
+        rest = rest[low:]
+    slices.append(rest)
+    return slices
 
 
 def split_message(markdown: str, limit: int = LIMIT) -> list[Piece]:
@@ -192,12 +215,12 @@ def split_message(markdown: str, limit: int = LIMIT) -> list[Piece]:
 
 
 def plain_pieces(text: str, limit: int = LIMIT) -> list[str]:
-    """Plain text (a command's output) cut under ``limit`` on line boundaries."""
+    """Plain text (a command's output) cut under ``limit`` on line boundaries; a line longer than
+    a message is cut only where a message ends."""
     out: list[str] = []
     current = ""
     for line in text.split("\n"):
-        step = max(1, limit // 2)  # a character is at most two UTF-16 units
-        for piece in [line[i : i + step] for i in range(0, len(line), step)] or [""]:
+        for piece in _hard_cut(line, limit, units):
             candidate = f"{current}\n{piece}" if current else piece
             if current and units(candidate) > limit:
                 out.append(current)

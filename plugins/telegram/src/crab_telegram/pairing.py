@@ -91,7 +91,6 @@ async def wait_for_code(
     """The sender of ``/pair CODE`` in a private chat, or None. Other messages are journaled
     pending with the token and ``secrets_known`` masked, as ``crab serve telegram`` journals them."""
     from crab_telegram.api import BotApi, TelegramError
-    from crab_telegram.channel import address_of, parse_address
     from crab_telegram.state import UpdateState, state_path
 
     redactor = crab.Redactor([token, *(secrets_known or [])])
@@ -100,43 +99,40 @@ async def wait_for_code(
     deadline = time.monotonic() + seconds
     wrong = 0
     try:
+        try:
+            await api.start()
+        except TelegramError as exc:
+            if exc.token_refused:
+                raise crab.ConfigError(f"telegram: the Bot API refused the bot token ({exc})") from None
+            raise crab.ChannelError(f"telegram: {exc}") from None
         while time.monotonic() < deadline and wrong < MAX_WRONG:
             wait = int(max(0, min(settings.poll_timeout, deadline - time.monotonic())))
             try:
-                updates = await api.call(
-                    "getUpdates",
-                    offset=state.offset or None,
-                    timeout=wait,
-                    allowed_updates=["message", "callback_query"],
-                    http_timeout=wait + settings.request_timeout,
+                updates, skipped = await api.get_updates(
+                    state.offset or None, wait, ["message", "edited_message", "callback_query"]
                 )
             except TelegramError as exc:
-                if exc.code in (401, 404):
+                if exc.token_refused:
                     raise crab.ConfigError(f"telegram: the Bot API refused the bot token ({exc})") from None
                 await asyncio.sleep(1.0)
                 continue
-            received = [redactor.payload(u) for u in updates or [] if isinstance(u, dict)]
-            for update in state.take(received):
-                message = update.get("message")
-                if not isinstance(message, dict):
+            last = max([u.update_id for u in updates] + [s.update_id for s in skipped], default=None)
+            by_id = {u.update_id: u for u in updates}
+            for entry in state.take([u.to_dict() for u in updates], through=last):
+                message = by_id[int(entry["update_id"])].message
+                if message is None:
                     continue
-                text = str(message.get("text") or "").strip()
+                text = (message.text or "").strip()
                 if not text.startswith("/pair"):
                     continue  # left pending for crab serve
-                state.done(int(update["update_id"]))
-                chat = message.get("chat") or {}
-                sender = (message.get("from") or {}).get("id")
-                chat_id, thread = parse_address(address_of(message))
-                if chat.get("type") != "private" or not isinstance(sender, int):
+                state.done(int(entry["update_id"]))
+                sender = message.from_user.id if message.from_user is not None else None
+                if message.chat.type != "private" or sender is None:
                     continue
                 if secrets.compare_digest(text.split(maxsplit=1)[-1].strip(), code):
-                    await api.call(
-                        "sendMessage",
-                        chat_id=chat_id,
-                        message_thread_id=thread,
-                        text="Paired: crab will answer you here.",
-                    )
-                    return sender, describe_sender(message)
+                    await api.send_message(message.chat.id, "Paired: crab will answer you here.")
+                    username = message.from_user.username if message.from_user is not None else None
+                    return sender, describe_sender(sender, username, message.chat.id)
                 wrong += 1
         return None
     finally:

@@ -43,6 +43,22 @@ TABLE = crab.ConfigTable(
             choices=("refuse", "buttons"),
             trust_order=("refuse", "buttons"),
         ),
+        crab.Setting(
+            "group_mode",
+            "str",
+            "mention",
+            "in groups, answer only messages that mention the bot, reply to it or are commands; or all",
+            choices=("mention", "all"),
+            trust_order=("mention", "all"),
+        ),
+        crab.Setting(
+            "permission_answer",
+            "str",
+            "asker",
+            "who may press a permission button in a group: the user whose message asked, or anyone allowed in the chat",
+            choices=("asker", "chat"),
+            trust_order=("asker", "chat"),
+        ),
         crab.Setting("allow_shell", "bool", False, "let allowed chats run `!command` shell input", trust_only=True),
         crab.Setting("ask_timeout", "float", 300.0, "seconds a permission question waits for a button", above=0),
         crab.Setting("poll_timeout", "int", 30, "seconds one long poll (getUpdates) waits for updates", minimum=0),
@@ -68,6 +84,8 @@ class TelegramSettings:
     token_env: str = TOKEN_ENV
     base_url: str = DEFAULT_BASE_URL
     permission_prompts: str = "buttons"
+    group_mode: str = "mention"
+    permission_answer: str = "asker"
     allow_shell: bool = False
     ask_timeout: float = 300.0
     poll_timeout: int = 30
@@ -83,6 +101,8 @@ class TelegramSettings:
             token_env=values["token_env"],
             base_url=str(values["base_url"]).rstrip("/"),
             permission_prompts=values["permission_prompts"],
+            group_mode=values["group_mode"],
+            permission_answer=values["permission_answer"],
             allow_shell=values["allow_shell"],
             ask_timeout=values["ask_timeout"],
             poll_timeout=values["poll_timeout"],

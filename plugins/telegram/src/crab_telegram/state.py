@@ -5,6 +5,10 @@ One JSON file per bot (named by the bot's numeric id, the part of the token befo
 public), written atomically. An update is added (``take``) before the offset that confirms it
 to Telegram moves past it, and removed (``done``) once it is answered; at start, the updates
 still pending are handled first.
+
+A pending update whose turn has begun carries ``started`` (the session and how many messages it
+held then, and the text handed to it): after a crash mid-turn, the restart finds that message
+already recorded in the session and does not record or run it again.
 """
 
 from __future__ import annotations
@@ -53,20 +57,47 @@ class UpdateState:
         data = {"version": VERSION, "offset": self.offset, "pending": pending}
         crab.write_atomic(self.path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
 
-    def take(self, updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Record ``updates`` as pending and move the offset past them; returns the new ones."""
+    def take(self, updates: list[dict[str, Any]], through: int | None = None) -> list[dict[str, Any]]:
+        """Record ``updates`` as pending and move the offset past them (and past ``through``, the
+        last id of a batch, whose skipped updates are not recorded); returns the new ones."""
         fresh = []
+        start = self.offset
+        if through is not None and through >= self.offset:
+            self.offset = through + 1
         for update in updates:
             update_id = update.get("update_id")
-            if not isinstance(update_id, int) or update_id < self.offset:
+            if not isinstance(update_id, int) or update_id in self.pending or update_id < start:
                 continue  # already taken: Telegram sent it again
-            self.offset = update_id + 1
+            self.offset = max(self.offset, update_id + 1)
             self.pending[update_id] = update
             fresh.append(update)
-        if updates:
+        if updates or through is not None:
             self.save()
         return fresh
 
     def done(self, update_id: int) -> None:
         if self.pending.pop(update_id, None) is not None:
             self.save()
+
+    def replace(self, update_id: int, update: dict[str, Any]) -> None:
+        """A pending update's content replaced (an edit that arrived before its turn began)."""
+        if update_id in self.pending:
+            self.pending[update_id] = {**update, "update_id": update_id}
+            self.save()
+
+    def start(self, update_id: int, session_id: str, at: int, text: str) -> None:
+        """Record that ``update_id``'s turn begins: ``text`` goes to ``session_id``, which holds
+        ``at`` messages now. Saved before the turn records anything."""
+        if update_id in self.pending:
+            self.pending[update_id]["started"] = {"session": session_id, "at": at, "text": text}
+            self.save()
+
+    def started(self, update_id: int) -> tuple[str, int, str] | None:
+        """(session id, message count, text) of a turn that began before a restart, or None."""
+        marker = (self.pending.get(update_id) or {}).get("started")
+        if not isinstance(marker, Mapping):
+            return None
+        session, at, text = marker.get("session"), marker.get("at"), marker.get("text")
+        if isinstance(session, str) and isinstance(at, int) and isinstance(text, str):
+            return session, at, text
+        return None
