@@ -80,7 +80,8 @@ def test_the_network_is_off_curl_and_python_sockets(kit, make_crab, server):
         crab = make_crab(mode)
         commands = [
             "python3 -c \"import socket; s = socket.create_connection(('127.0.0.1', "
-            f"{server}), 5); s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n'); open('got_py', 'wb').write(s.makefile('rb').read())\""
+            f"{server}), 5); s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n'); "
+            "open('got_py', 'wb').write(s.makefile('rb').read())\""
         ]
         if curl:
             commands.append(f"curl -sS --max-time 5 http://127.0.0.1:{server}/ > got_curl")
