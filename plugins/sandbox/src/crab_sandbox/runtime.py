@@ -40,11 +40,14 @@ _probes: dict[str, bwrap.Probe] = {}
 
 
 def settings_for(config: Any, workspace: Path) -> Settings:
-    """This agent's ``Settings``; the user's trusted ``[plugins.tools-basic] extra_roots`` are writable too."""
+    """This agent's ``Settings``.
+
+    Not ``[plugins.tools-basic] extra_roots``: core drops an untrusted project's trust-only keys
+    only from tables a loaded plugin declares, so without crab-tools-basic a project could make
+    any folder writable through it. The user lists such folders in ``writable``.
+    """
     table = config.plugin_settings(NAME) if config is not None else {}
-    roots = config.get("plugins.tools-basic.extra_roots") if config is not None else None
-    extra = [str(r) for r in roots] if isinstance(roots, list) else []
-    return load_settings(table, workspace, extra)
+    return load_settings(table, workspace)
 
 
 def probe_once(configured: str) -> bwrap.Probe:

@@ -69,7 +69,8 @@ TABLE = crab.ConfigTable(
             "writable",
             "list[str]",
             [],
-            "folders besides the workspace a sandboxed command may write (relative to the workspace)",
+            "folders besides the workspace a sandboxed command may write (relative to the workspace; "
+            "list tools-basic's extra_roots here too)",
             trust_only=True,
         ),
         crab.Setting("hidden", "list[str]", [], "more paths a sandboxed command must not see (~ is $HOME)"),
@@ -109,9 +110,8 @@ def _path(raw: str, base: Path) -> Path:
     return (base / Path(raw).expanduser()).absolute()
 
 
-def load_settings(table: Mapping[str, Any], workspace: Path, extra_roots: list[str] | None = None) -> Settings:
-    """``Settings`` from the checked ``[plugins.sandbox]`` table; ``extra_roots`` (the user's
-    trusted folders outside the workspace, from ``[plugins.tools-basic]``) are writable too."""
+def load_settings(table: Mapping[str, Any], workspace: Path) -> Settings:
+    """``Settings`` from the checked ``[plugins.sandbox]`` table."""
     values = crab.validate_table(TABLE, table)
     home = Path.home()
     hidden = [home / name for name in HOME_SECRETS]
@@ -119,7 +119,7 @@ def load_settings(table: Mapping[str, Any], workspace: Path, extra_roots: list[s
     hidden += [crab.crab_home() / "auth.json", crab.crab_home() / "config.toml"]
     hidden.extend(Path(p) for p in SYSTEM_HIDDEN)
     hidden.extend(_path(p, home) for p in values["hidden"])
-    writable = [_path(p, workspace) for p in [*values["writable"], *(extra_roots or [])]]
+    writable = [_path(p, workspace) for p in values["writable"]]
     return Settings(
         mode=values["mode"],
         writable=tuple(writable),
