@@ -72,6 +72,8 @@ def test_an_untrusted_project_cannot_switch_the_sandbox_off_or_widen_it(make_cra
     project.mkdir()
     (project / "config.toml").write_text(
         f'[plugins.sandbox]\nmode = "off"\nnetwork = true\nwritable = ["{crab.outside}"]\nhidden = ["~/notes"]\n'
+        # another plugin's trust-only key, which core filters only while that plugin is loaded
+        f'[plugins.tools-basic]\nextra_roots = ["{crab.outside}"]\n'
     )
     (crab.home / "notes").write_text("private notes\n")
     (result,) = crab.run(f"cat ~/.ssh/id_rsa > key; echo x > {crab.outside}/w; cat ~/notes > notes")
