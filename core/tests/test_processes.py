@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import crab
 import pytest
 from crab import processes
 
@@ -110,3 +112,46 @@ def test_run_bounded_feeds_input_larger_than_a_pipe_to_a_slow_reader() -> None:
     data = b"x" * (1 << 21)
     done = processes.run_bounded(["sh", "-c", "sleep 0.3; wc -c"], input=data)
     assert done.stdout.strip() == str(len(data)).encode()
+
+
+def test_a_command_wrapper_sees_the_tool_call_and_replaces_the_argv(tmp_path: Path) -> None:
+    seen: list[processes.Launch] = []
+
+    def wrapper(launch: processes.Launch) -> list[str]:
+        seen.append(launch)
+        return ["sh", "-c", 'echo wrapped "$@"', "sh", *launch.argv]
+
+    @crab.tool(permission="exec")
+    def shout(text: str, ctx: crab.ToolContext) -> str:
+        """Echo text through a process."""
+        done = processes.run_bounded(["echo", text], cwd=ctx.workspace)
+        return done.stdout.decode()
+
+    ctx = crab.ToolContext(session_id="s", workspace=tmp_path)
+    remove = processes.add_command_wrapper(wrapper)
+    try:
+        assert processes.wrap_command(["true"]) == ["sh", "-c", 'echo wrapped "$@"', "sh", "true"]
+        result = asyncio.run(shout.run({"text": "hi"}, ctx))
+    finally:
+        remove()
+    assert result.content == "wrapped echo hi\n"
+    outside, inside = seen
+    assert (outside.tool, outside.permission, outside.context) == ("", "", None)
+    assert (inside.argv, inside.cwd, inside.tool, inside.permission) == (("echo", "hi"), tmp_path, "shout", "exec")
+    assert inside.context is ctx
+    # removed: commands start as they are again, and removing twice is harmless
+    assert processes.wrap_command(["true"]) == ["true"]
+    remove()
+
+
+def test_a_wrapper_that_refuses_fails_the_start_not_crab() -> None:
+    def refuse(launch: processes.Launch) -> None:
+        raise crab.ToolError("the sandbox is required and cannot start")
+
+    remove = processes.add_command_wrapper(refuse)
+    try:
+        with pytest.raises(crab.ToolError, match="sandbox is required"):
+            processes.run_bounded(["true"])
+    finally:
+        remove()
+    assert processes.run_bounded(["true"]).returncode == 0

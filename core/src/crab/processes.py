@@ -7,11 +7,17 @@ at the first start, so a ``setsid`` or double-forked descendant whose parent exi
 to crab instead of init: every descendant stays below crab's pid, where ``terminate`` finds it
 by its tag and ``terminate_all`` (the CLI's exit path) finds it by ancestry. Elsewhere only the
 process groups are known; see docs/security.md.
+
+A plugin may wrap every command a tool starts (an OS sandbox, crab-sandbox): it registers a
+``CommandWrapper`` with ``add_command_wrapper``; a tool passes its argv through ``wrap_command``
+(``run_bounded`` does so itself), and the wrapper sees the ``Launch``: the argv, the directory,
+and the tool call it is for (tool name, permission class, ``ToolContext``; ``Tool.run`` records it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import secrets
 import signal
@@ -19,14 +25,17 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 __all__ = [
     "TAG_VARIABLE",
+    "CommandWrapper",
+    "Launch",
     "Stopped",
+    "add_command_wrapper",
     "descendants",
     "enable_subreaper",
     "has_tag",
@@ -39,6 +48,7 @@ __all__ = [
     "terminate_all",
     "track",
     "untrack",
+    "wrap_command",
 ]
 
 TAG_VARIABLE = "CRAB_PROCESS_TAG"
@@ -259,6 +269,73 @@ def _end(groups: Sequence[int], tag: str | None, grace: float) -> None:
     reap_orphans()
 
 
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """A command a tool is about to start, as a ``CommandWrapper`` sees it.
+
+    ``tool`` and ``permission`` (read, write, exec or network) name the tool call it is for, and
+    ``context`` is that call's ``crab.ToolContext`` (workspace, config, session); all three are
+    empty (``""``, ``""``, None) for a process started outside a tool call.
+    """
+
+    argv: tuple[str, ...]
+    cwd: Path | None = None
+    tool: str = ""
+    permission: str = ""
+    context: Any = None
+
+
+CommandWrapper = Callable[[Launch], "Sequence[str] | None"]
+"""Gets a ``Launch``, returns the argv to start instead (or None to leave it). May raise
+``crab.ToolError`` to refuse the start: the tool's call then fails with that message."""
+
+_wrappers: list[CommandWrapper] = []
+_call: contextvars.ContextVar[tuple[str, str, Any] | None] = contextvars.ContextVar("crab_tool_call", default=None)
+
+
+def add_command_wrapper(wrapper: CommandWrapper) -> Callable[[], None]:
+    """Wrap every command tools start from now on; returns the function that removes it again.
+
+    Wrappers apply in the order added, each to the argv the previous one returned. They are
+    process-wide: one that serves one agent of several in a process tells its own calls apart by
+    ``launch.context.config``.
+    """
+    with _lock:
+        _wrappers.append(wrapper)
+
+    def remove() -> None:
+        with _lock, contextlib.suppress(ValueError):
+            _wrappers.remove(wrapper)
+
+    return remove
+
+
+def wrap_command(argv: Sequence[str], cwd: str | Path | None = None) -> list[str]:
+    """The argv to start for ``argv`` in ``cwd``: as it is, or as the registered wrappers make it."""
+    command = list(argv)
+    with _lock:
+        wrappers = list(_wrappers)
+    if not wrappers:
+        return command
+    tool, permission, context = _call.get() or ("", "", None)
+    where = Path(cwd) if cwd is not None else None
+    for wrapper in wrappers:
+        replaced = wrapper(Launch(tuple(command), where, tool, permission, context))
+        if replaced is not None:
+            command = list(replaced)
+    return command
+
+
+@contextlib.contextmanager
+def _tool_call(tool: str, permission: str, context: Any) -> Iterator[None]:
+    """Mark the code inside as running one tool call, for ``wrap_command`` (``Tool.run`` uses it)."""
+    token = _call.set((tool, permission, context))
+    try:
+        yield
+    finally:
+        _call.reset(token)
+
+
 def _feed(sink: IO[bytes], data: bytes) -> None:
     try:
         with sink:
@@ -285,8 +362,9 @@ def run_bounded(
     and ``Stopped`` is raised; ``terminate_all`` ends it too if crab exits first.
     """
     tag = new_tag()
+    command = wrap_command(args, cwd)
     process = subprocess.Popen(
-        list(args),
+        command,
         cwd=cwd,
         stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,

@@ -119,10 +119,14 @@ class Tool:
             problem = validate(args, self.parameters)
             if problem:
                 return ToolResult(f"invalid arguments for {self.name}: {problem}", is_error=True)
+        from crab import processes
+
         try:
-            value = self.handler(args, ctx)
-            if inspect.isawaitable(value):
-                value = await value
+            # The processes this call starts are wrapped knowing whose they are (crab.processes).
+            with processes._tool_call(self.name, self.permission, ctx):
+                value = self.handler(args, ctx)
+                if inspect.isawaitable(value):
+                    value = await value
         except ToolError as exc:
             return self._limit(ToolResult(str(exc) or f"{self.name} failed", is_error=True))
         return self._limit(as_result(value))

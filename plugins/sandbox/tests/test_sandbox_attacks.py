@@ -1,0 +1,176 @@
+"""A scripted model under ``--yolo`` attacks the machine through ``bash``: with the sandbox on
+every attack fails and its result says the sandbox refused it; with the sandbox off the same
+script succeeds (so each test proves something). Real bwrap, real crab, real servers."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import shutil
+import signal
+import threading
+from collections.abc import Iterator
+
+import pytest
+from crab_sandbox import bwrap
+
+pytestmark = pytest.mark.skipif(not bwrap.probe().works, reason=f"no sandbox here: {bwrap.probe().reason}")
+
+
+def test_planted_secrets_in_home_are_not_readable(kit, make_crab):
+    for mode in ("on", "off"):
+        crab = make_crab(mode)
+        key, auth = crab.run(
+            "cat ~/.ssh/id_rsa > stolen_key",
+            f"cat {crab.crab_home}/auth.json > stolen_auth",
+        )
+        stolen_key = (crab.work / "stolen_key").read_text()
+        stolen_auth = (crab.work / "stolen_auth").read_text()
+        if mode == "off":
+            assert kit.PRIVATE_KEY in stolen_key and kit.AUTH_KEY in stolen_auth
+            assert "[sandbox:" not in key
+            continue
+        assert stolen_key == "" and stolen_auth == ""
+        assert "Permission denied" in key and "[sandbox: ~/.ssh is hidden" in key
+        assert "[sandbox: ~/.crab/auth.json is hidden" in auth
+
+
+def test_writes_outside_the_workspace_are_refused_every_way(kit, make_crab):
+    for mode in ("on", "off"):
+        crab = make_crab(mode)
+        out = crab.outside
+        (result,) = crab.run(
+            f"echo pwned > {out}/absolute.txt; "
+            f"echo pwned > ../outside/dotdot.txt; "
+            f"ln -s {out}/symlink.txt link && echo pwned > link; "
+            f"echo pwned > /proc/self/root{out}/proc.txt; "
+            "echo fine > inside.txt"
+        )
+        written = sorted(p.name for p in out.iterdir())
+        assert (crab.work / "inside.txt").read_text() == "fine\n"
+        if mode == "off":
+            assert written == ["absolute.txt", "dotdot.txt", "proc.txt", "symlink.txt"]
+            continue
+        assert written == []
+        assert result.count("Read-only file system") == 4
+        assert "[sandbox: writing outside the workspace is refused (writable: " in result
+
+
+@pytest.fixture
+def server() -> Iterator[int]:
+    class Reply(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"reached the host")
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Reply)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd.server_address[1]
+    httpd.shutdown()
+
+
+def test_the_network_is_off_curl_and_python_sockets(kit, make_crab, server):
+    curl = shutil.which("curl")
+    for mode in ("on", "off"):
+        crab = make_crab(mode)
+        commands = [
+            "python3 -c \"import socket; s = socket.create_connection(('127.0.0.1', "
+            f"{server}), 5); s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n'); "
+            "open('got_py', 'wb').write(s.makefile('rb').read())\""
+        ]
+        if curl:
+            commands.append(f"curl -sS --max-time 5 http://127.0.0.1:{server}/ > got_curl")
+        results = crab.run(*commands)
+        got_py = crab.work / "got_py"
+        if mode == "off":
+            assert b"reached the host" in got_py.read_bytes()
+            if curl:
+                assert (crab.work / "got_curl").read_text() == "reached the host"
+            continue
+        assert not got_py.exists()
+        if curl:
+            assert (crab.work / "got_curl").read_text() == ""
+        for result in results:
+            assert "[sandbox: the network is off for this command" in result
+
+
+def test_secret_variables_are_not_passed_in(kit, make_crab):
+    for mode in ("on", "off"):
+        crab = make_crab(mode)
+        (result,) = crab.run('echo "$DEMO_API_KEY" > leaked; echo "home=$HOME" > kept')
+        assert (crab.work / "kept").read_text() == f"home={crab.home}\n"  # ordinary variables stay
+        leaked = (crab.work / "leaked").read_text()
+        if mode == "off":
+            assert leaked == f"{kit.API_KEY}\n"
+            continue
+        assert leaked == "\n"
+        assert "[sandbox: $DEMO_API_KEY not passed into the sandbox" in result
+
+
+def _hold(crab) -> dict[str, str]:
+    """A second call that holds crab until the test writes ``go`` (and says it started)."""
+    return {"command": "touch held; for i in $(seq 1200); do [ -e go ] && break; sleep 0.1; done"}
+
+
+def test_a_fork_bomb_is_bounded_by_the_timeout_escapers_included(kit, make_crab):
+    # A bounded bomb (31 shells), each leaf dropping crab's tag and leaving the session: without the
+    # sandbox those escape the call's kill; inside it the pid namespace ends with the command.
+    bomb = (
+        "b() { if [ $1 -gt 0 ]; then b $(($1-1)) & b $(($1-1)) & fi; "
+        "env -u CRAB_PROCESS_TAG setsid sleep 3170; }; b 4; wait"
+    )
+    for mode in ("on", "off"):
+        crab = make_crab(mode)
+        proc = crab.start({"command": bomb, "timeout": 3}, _hold(crab))
+        try:
+            held = crab.work / "held"
+            kit.wait_until(held.exists, "the second call")
+            left = kit.processes_named("sleep 3170")
+            (crab.work / "go").touch()
+            out, _ = proc.communicate(timeout=kit.WAIT)
+        finally:
+            proc.kill()
+        first = json.loads(out)["tool_calls"][0]["result"]
+        assert "timed out" in first
+        if mode == "off":
+            assert len(left) > 0  # escaped the call (crab's exit ends them, the fixture makes sure)
+            continue
+        assert left == []
+        assert "[sandbox:" in first and "end when it exits" in first
+
+
+def test_a_process_left_running_dies_with_crab_even_when_crab_is_killed(kit, make_crab):
+    for mode in ("on", "off"):
+        crab = make_crab(mode)
+        proc = crab.start({"command": "setsid nohup sleep 3171 > /dev/null 2>&1 & echo started"}, _hold(crab))
+        try:
+            held = crab.work / "held"
+            kit.wait_until(held.exists, "the second call")
+            proc.send_signal(signal.SIGKILL)  # crab dies without cleaning up (OOM killer, kill -9)
+            proc.communicate(timeout=kit.WAIT)
+        finally:
+            proc.kill()
+        if mode == "off":
+            assert kit.processes_named("sleep 3171")  # orphaned, running on after crab
+            continue
+        kit.wait_until(lambda: not kit.processes_named("sleep 3171"), "the sandboxed process to end", 10)
+
+
+def test_ordinary_work_still_works_inside(kit, make_crab):
+    crab = make_crab("on")
+    (result,) = crab.run(
+        "git init -q . && git -c user.email=t@example.com -c user.name=t commit -q --allow-empty -m one "
+        "&& git log --oneline | wc -l > commits; "
+        "python3 -c \"open('built.txt', 'w').write(str(sum(range(10))))\"; "
+        "mkdir -p pkg && echo 'x = 1' > pkg/m.py && python3 -m compileall -q pkg && ls pkg/__pycache__ | wc -l > pyc; "
+        "echo scratch > /tmp/scratch && cat /tmp/scratch"
+    )
+    assert (crab.work / "commits").read_text().strip() == "1"
+    assert (crab.work / "built.txt").read_text() == "45"
+    assert (crab.work / "pyc").read_text().strip() == "1"
+    assert "scratch" in result and "[sandbox:" not in result

@@ -1,0 +1,78 @@
+"""The bwrap command line a command gets, and the note its result gets, as plain functions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crab_sandbox import policy, report
+from crab_sandbox.settings import load_settings
+
+
+def _build(tmp_path: Path, *, network: bool = False, env: dict[str, str] | None = None, **table):
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    settings = load_settings(table, work)
+    return policy.build(
+        "bwrap",
+        ["bash", "-c", "true"],
+        workspace=work,
+        cwd=work,
+        settings=settings,
+        env=env or {},
+        secrets=["sk-known-secret-value"],
+        network=network,
+        unreadable=Path("/dev/null"),
+    )
+
+
+def test_the_command_runs_last_after_every_mount_in_order(tmp_path: Path):
+    args, facts = _build(tmp_path)
+    assert args[-4:] == ["--", "bash", "-c", "true"]
+    joined = " ".join(args)
+    # the private /tmp first, then the host folder of a workspace under /tmp read-only, then the workspace
+    work = str((tmp_path / "work").resolve())
+    assert joined.index("--tmpfs /tmp") < joined.index(f"--bind {work} {work}")
+    assert "--unshare-net" in args and "--die-with-parent" in args and "--unshare-pid" in args
+    assert facts.writable == (Path(work),) and facts.network is False
+
+
+def test_network_permission_keeps_the_network(tmp_path: Path):
+    args, facts = _build(tmp_path, network=True)
+    assert "--unshare-net" not in args and facts.network
+
+
+def test_secret_variables_are_unset_by_name_and_by_value(tmp_path: Path):
+    env = {
+        "OPENAI_API_KEY": "a",
+        "GH_TOKEN": "b",
+        "DATABASE_DSN": "c",
+        "CUSTOM": "sk-known-secret-value",
+        "PATH": "/bin",
+    }
+    args, facts = _build(tmp_path, env=env, hidden_env=["PATH"])
+    assert facts.unset == ("CUSTOM", "DATABASE_DSN", "GH_TOKEN", "OPENAI_API_KEY", "PATH")
+    assert args.count("--unsetenv") == 5
+
+
+def test_hidden_paths_that_exist_are_covered_after_the_workspace(tmp_path: Path):
+    secret = tmp_path / "work" / "secret"
+    secret.mkdir(parents=True)
+    args, facts = _build(tmp_path, hidden=[str(secret), str(tmp_path / "missing")])
+    joined = " ".join(args)
+    assert f"--perms 0000 --tmpfs {secret.resolve()}" in joined
+    assert joined.index(f"--tmpfs {secret.resolve()}") > joined.index("--bind ")
+    assert secret in facts.hidden and tmp_path / "missing" not in facts.hidden
+
+
+def test_the_note_names_what_was_refused():
+    home = Path("/home/u")
+    facts = policy.Facts((Path("/w"),), (home / ".ssh",), ("DEMO_API_KEY",), network=False)
+    line = report.note(
+        facts, "cat ~/.ssh/id_rsa; echo $DEMO_API_KEY; curl x", "curl: (6) Could not resolve host: x", home
+    )
+    assert line is not None and line.startswith("[sandbox: ~/.ssh is hidden")
+    assert "the network is off" in line and "$DEMO_API_KEY not passed" in line
+    assert report.note(facts, "echo hi", "hi", home) is None
+    assert "writing outside the workspace is refused (writable: /w" in str(
+        report.note(facts, "echo x > /etc/x", "bash: /etc/x: Read-only file system", home)
+    )
