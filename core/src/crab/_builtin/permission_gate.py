@@ -9,6 +9,7 @@ permissions`` or the flags): ``ask`` (default), ``yolo`` (allow everything), ``r
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from crab._contracts.interception import Allow, Decision, Deny, PermissionRequest
@@ -19,11 +20,23 @@ from crab._host.hookspecs import hookimpl
 ALWAYS_KEY = "crab.permissions.always"
 
 
-def summarize(call: ToolCall, limit: int = 200) -> str:
-    """``name(arg=value, …)`` cut to ``limit`` characters, for the question shown to the user."""
+_PADDING = re.compile(r"\s{3,}")
+
+
+def summarize(call: ToolCall, limit: int = 400) -> str:
+    """``name(arg=value, …)`` for the question shown to the user, at most about ``limit`` characters.
+
+    A model could pad a command so that what it really does falls past the cut: runs of
+    whitespace are shown as ``⟨N spaces⟩``, and a long call keeps its head *and* its tail with
+    the number of characters left out between them, so the end of a command is always seen.
+    """
     args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.arguments.items())
-    text = f"{call.name}({args})"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    text = _PADDING.sub(lambda m: f" ⟨{len(m.group())} spaces⟩ ", f"{call.name}({args})")
+    if len(text) <= limit:
+        return text
+    keep = (limit - 40) // 2
+    hidden = len(text) - 2 * keep
+    return f"{text[:keep]} …⟨{hidden} characters not shown⟩… {text[-keep:]}"
 
 
 async def decide(mode: str, call: ToolCall, tool: Tool, ctx: ToolContext) -> Decision:
