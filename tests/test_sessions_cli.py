@@ -92,7 +92,7 @@ def test_list_show_search_fork_export(crab: Crab, store: str) -> None:
     assert isinstance(hits, list)
     assert [h["session_id"] for h in hits] == [newest["id"]]
     assert crab("sessions", "search", "pelican forty-two", "--store", store).stdout.count("\n") == 2
-    assert crab("sessions", "search", "no such words", "--store", store).stdout.strip() == "no matches"
+    assert crab("sessions", "search", "xylophonist quokkas", "--store", store).stdout.strip() == "no matches"
 
     user_entry = entries[0]["id"]
     fork_id = crab("sessions", "fork", oldest["id"], "--at", user_entry, "--store", store).stdout.strip()
