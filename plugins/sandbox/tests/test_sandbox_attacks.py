@@ -136,12 +136,16 @@ def test_a_fork_bomb_is_bounded_by_the_timeout_escapers_included(kit, make_crab)
         finally:
             proc.kill()
         first = json.loads(out)["tool_calls"][0]["result"]
-        assert "timed out" in first
+        # Bounded either way: the timeout's kill, or (seen once on a machine at load 10) the call
+        # reported as ended by SIGKILL, which the same kill sends after its grace.
+        timed_out = "timed out" in first
+        assert timed_out or "killed by signal 9" in first, first
         if mode == "off":
             assert len(left) > 0  # escaped the call (crab's exit ends them, the fixture makes sure)
             continue
         assert left == []
-        assert "[sandbox:" in first and "end when it exits" in first
+        if timed_out:
+            assert "[sandbox:" in first and "end when it exits" in first
 
 
 def test_a_process_left_running_dies_with_crab_even_when_crab_is_killed(kit, make_crab):
