@@ -8,7 +8,7 @@ import pytest
 from crab._contracts.events import CommandOutput
 from crab._contracts.interception import Deny, PermissionRequest
 from crab._host.hookspecs import hookimpl
-from crab._loop.shell import SHELL_TOOL, one_line
+from crab._loop.shell import KEYBOARD_TOOL, SHELL_TOOL, one_line
 
 
 def test_one_line_accepts_a_single_line_only():
@@ -125,4 +125,43 @@ def test_a_later_line_starting_with_bang_is_never_shell(crab_agent):
     h = crab_agent([[{"text": "summarized"}]], config={"crab.permissions": "yolo"})
     outcome = h.run("Please summarize.\n!echo x > ran.txt")
     assert outcome.stop == "end" and outcome.text == "summarized"
+    assert not _ran(h.workspace)
+
+
+@pytest.mark.parametrize(("keyboard", "tool"), [(False, SHELL_TOOL), (True, KEYBOARD_TOOL)])
+def test_it_starts_through_the_command_wrappers_saying_whether_it_was_typed(crab_agent, keyboard, tool):
+    from crab import processes
+
+    seen: list[processes.Launch] = []
+
+    def wrapper(launch: processes.Launch) -> list[str]:
+        seen.append(launch)
+        return ["sh", "-c", "echo wrapped"]
+
+    h = crab_agent(config={"crab.permissions": "yolo"})
+    h.agent.keyboard = keyboard
+    remove = processes.add_command_wrapper(wrapper)
+    try:
+        outcome = h.run("!echo plain")
+    finally:
+        remove()
+    assert outcome.text == "wrapped"
+    ((launch,),) = [seen]
+    assert (launch.argv, launch.tool, launch.permission) == (("sh", "-c", "echo plain"), tool, "exec")
+    assert launch.cwd == h.workspace and launch.context.workspace == h.workspace
+
+
+def test_a_wrapper_that_refuses_it_is_the_result(crab_agent):
+    from crab import ToolError, processes
+
+    def refuse(launch: processes.Launch) -> None:
+        raise ToolError("refused: no sandbox here")
+
+    h = crab_agent(config={"crab.permissions": "yolo"})
+    remove = processes.add_command_wrapper(refuse)
+    try:
+        outcome = h.run("!echo x > ran.txt")
+    finally:
+        remove()
+    assert outcome.error and outcome.text == "refused: no sandbox here"
     assert not _ran(h.workspace)

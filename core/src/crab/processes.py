@@ -275,7 +275,9 @@ class Launch:
 
     ``tool`` and ``permission`` (read, write, exec or network) name the tool call it is for, and
     ``context`` is that call's ``crab.ToolContext`` (workspace, config, session); all three are
-    empty (``""``, ``""``, None) for a process started outside a tool call.
+    empty (``""``, ``""``, None) for a process started outside a tool call. A ``!cmd`` is the
+    ``exec`` tool ``"!"``, or ``"!keyboard"`` when a person typed it at the keyboard of
+    ``crab chat`` (there the person is the user, so a sandbox may leave it alone).
     """
 
     argv: tuple[str, ...]

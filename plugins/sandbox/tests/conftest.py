@@ -85,7 +85,8 @@ class Crab:
             (dist / "entry_points.txt").write_text(f"[crab]\n{name} = {module}\n")
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_") and not k.endswith("_API_KEY")}
         self.env.update(
-            PYTHONPATH=str(site),
+            # The crab under test: keep a PYTHONPATH the tests were started with (a worktree's sources).
+            PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
             HOME=str(self.home),
             CRAB_HOME=str(self.crab_home),
             CRAB_PLUGINS=f"scripted,{SHELL},sandbox",

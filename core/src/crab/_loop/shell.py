@@ -10,6 +10,10 @@
   refuses it, and ``ask`` asks the user, so it is refused where crab cannot ask (``crab run``
   with piped stdin or no terminal). In interactive ``crab chat`` (``keyboard``) the typed line
   is the user's answer, so the gate does not ask again, though ``--read-only`` still refuses.
+
+It starts through ``crab.processes.wrap_command`` like a tool's command, so an OS sandbox
+(crab-sandbox) wraps it too; the wrapper sees the tool ``!``, or ``!keyboard`` when the person
+typed it at the keyboard of ``crab chat`` (``KEYBOARD_TOOL``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,10 @@ _LIMIT = OutputLimit(lines=400, bytes=20_000, keep="tail")
 SHELL_TOOL = "!"
 """The name a ``!cmd`` has as a tool call, for the gate and for policy plugins."""
 
+KEYBOARD_TOOL = "!keyboard"
+"""The tool name a command wrapper sees (``crab.processes.Launch.tool``) for a ``!cmd`` typed at
+the keyboard; one from anywhere else is ``SHELL_TOOL``."""
+
 ContextFactory = Callable[[ToolCall, Tool], ToolContext]
 
 
@@ -41,11 +49,13 @@ def one_line(command: str) -> str | None:
     return lines[0].strip() if len(lines) == 1 else None
 
 
-def shell_tool(timeout: float) -> Tool:
-    """The ``exec`` tool a ``!cmd`` is gated (and run) as."""
+def shell_tool(timeout: float, *, keyboard: bool = False) -> Tool:
+    """The ``exec`` tool a ``!cmd`` is gated (and run) as; ``keyboard``: typed at the keyboard."""
+    from crab import processes
 
     async def run(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        result = await run_shell_command(str(arguments["command"]), ctx.workspace, timeout)
+        with processes._tool_call(KEYBOARD_TOOL if keyboard else SHELL_TOOL, "exec", ctx):
+            result = await run_shell_command(str(arguments["command"]), ctx.workspace, timeout)
         return ToolResult(result.text, result.is_error)
 
     return Tool(
@@ -100,7 +110,7 @@ async def shell_input(
             "Type one command after !, or ask the model to run a script.",
             is_error=True,
         )
-    tool = shell_tool(timeout)
+    tool = shell_tool(timeout, keyboard=keyboard)
     call = ToolCall(f"shell_{secrets.token_hex(4)}", SHELL_TOOL, {"command": line})
     ctx = make_context(call, tool)
     if keyboard:
@@ -148,13 +158,16 @@ async def run_shell_command(command: str, cwd: Path, timeout: float) -> CommandR
     tool does: on timeout or cancellation the group and its tagged descendants are ended, and what
     it leaves running is ended when crab exits (``setsid`` ones too, crab being a subreaper).
 
-    Only the tail of the output is kept while it runs (``_read_tail``).
+    It starts as ``sh -c command`` through ``processes.wrap_command``: a sandbox may wrap it, or
+    refuse it with ``crab.ToolError``, which ``Tool.run`` makes the result. Only the tail of the
+    output is kept while it runs (``_read_tail``).
     """
     from crab import processes
 
     tag = processes.new_tag()
-    process = await asyncio.create_subprocess_shell(
-        command,
+    argv = processes.wrap_command(["sh", "-c", command], cwd)
+    process = await asyncio.create_subprocess_exec(
+        *argv,
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,

@@ -20,6 +20,9 @@ from crab import processes
 from crab_sandbox import bwrap, policy, report
 from crab_sandbox.settings import NAME, Settings, load_settings
 
+KEYBOARD = "!keyboard"
+"""``Launch.tool`` of a ``!cmd`` a person typed at the keyboard of ``crab chat`` (crab.processes)."""
+
 STATE_KEY = "sandbox.calls"
 """``ToolContext.state`` key: call id → ``policy.Facts`` of the commands it started."""
 
@@ -107,14 +110,16 @@ def wrap(launch: processes.Launch) -> list[str] | None:
         active = _active.get(id(config)) if config is not None else None
     if active is None or active.config is not config:
         return None  # not a tool call of an agent that runs the sandbox
+    workspace = Path(ctx.workspace)
+    settings = settings_for(config, workspace)
+    if launch.tool == KEYBOARD and settings.shell_escape == "keyboard-free":
+        return None  # the person typing is the user: their own command, as in their own shell
     if not active.probe.works or active.probe.bwrap is None:
         if active.mode == "required":
             raise crab.ToolError(
                 f"refused: [plugins.sandbox] mode is required and the sandbox cannot start: {active.probe.reason}"
             )
         return None
-    workspace = Path(ctx.workspace)
-    settings = settings_for(config, workspace)
     argv, facts = policy.build(
         active.probe.bwrap,
         launch.argv,
@@ -126,7 +131,7 @@ def wrap(launch: processes.Launch) -> list[str] | None:
         network=settings.network or launch.permission == "network",
         unreadable=_unreadable(),
     )
-    if ctx.call_id:
+    if ctx.call_id and not launch.tool.startswith("!"):  # a !cmd's result gets no after-call note
         ctx.state.setdefault(STATE_KEY, {})[ctx.call_id] = facts
     return argv
 

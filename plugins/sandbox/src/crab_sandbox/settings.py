@@ -20,6 +20,12 @@ MODES = ("required", "on", "off")
 
 Mode = Literal["off", "on", "required"]
 
+SHELL_ESCAPES = ("sandbox", "keyboard-free")
+"""What a ``!cmd`` runs in, from narrowest to widest: always the sandbox, or unsandboxed when a
+person typed it at the keyboard of ``crab chat`` (they are the user; elsewhere it is sandboxed)."""
+
+ShellEscape = Literal["sandbox", "keyboard-free"]
+
 HOME_SECRETS = (
     ".ssh",
     ".aws",
@@ -83,6 +89,15 @@ TABLE = crab.ConfigTable(
             trust_only=True,
         ),
         crab.Setting(
+            "shell_escape",
+            "str",
+            "keyboard-free",
+            "a !command: keyboard-free (typed at crab chat's keyboard it runs unsandboxed, from "
+            "anywhere else sandboxed); sandbox (always sandboxed)",
+            choices=SHELL_ESCAPES,
+            trust_order=SHELL_ESCAPES,
+        ),
+        crab.Setting(
             "bwrap",
             "str",
             "",
@@ -103,6 +118,7 @@ class Settings:
     hidden: tuple[Path, ...] = ()
     hidden_env: tuple[str, ...] = ()
     network: bool = False
+    shell_escape: ShellEscape = "keyboard-free"
     bwrap: str = ""
 
 
@@ -126,5 +142,6 @@ def load_settings(table: Mapping[str, Any], workspace: Path) -> Settings:
         hidden=tuple(hidden),
         hidden_env=tuple(values["hidden_env"]),
         network=values["network"],
+        shell_escape=values["shell_escape"],
         bwrap=values["bwrap"],
     )
