@@ -17,7 +17,7 @@ def manager_for(servers: dict[str, dict[str, Any]], environ: dict[str, str]) -> 
     return Manager([ServerLink(c, None, environ=environ) for c in server_configs({"servers": servers})])
 
 
-def test_a_bearer_token_from_the_environment_reaches_the_server(tiny_http):
+def test_a_bearer_token_from_the_environment_reaches_the_server(tiny_http, unfence):
     url, token = tiny_http
     servers = {"web": {"url": url, "headers": {"Authorization": "Bearer ${WEB_TOKEN}"}, "connect_timeout": 20}}
 
@@ -27,7 +27,7 @@ def test_a_bearer_token_from_the_environment_reaches_the_server(tiny_http):
         try:
             tool = {t.name: t for t in manager.tools()}["web_add"]
             result = await tool.run({"a": 20, "b": 22}, ToolContext(session_id="s", workspace=Path.cwd()))
-            assert result.content == "42" and not result.is_error
+            assert unfence(result.content) == "42" and not result.is_error
         finally:
             await manager.stop()
 
@@ -76,7 +76,7 @@ def test_a_401_without_headers_says_which_key_to_add(tiny_http):
 
 @pytest.mark.parametrize("body", ["json", "events"])
 def test_an_answer_over_max_message_is_an_error_result_and_the_sdks_log_goes_to_the_servers_log(
-    body, http_server, port, tiny, tmp_path, capfd, root_records
+    body, http_server, port, tiny, tmp_path, capfd, root_records, unfence
 ):
     # JSON bodies (--json) and server-sent events (the default) are both bounded; the SDK logs
     # a cut JSON body with a traceback, which must land in the server's log, not the terminal.
@@ -97,7 +97,7 @@ def test_an_answer_over_max_message_is_an_error_result_and_the_sdks_log_goes_to_
             assert big.is_error and "sent a message over 100,000 bytes" in big.content, big.content
             assert manager.links["web"].status == "down"
             small = await tools["web_big"].run({"size": 5}, ctx)
-            assert (small.content, small.is_error) == ("xxxxx", False)
+            assert (unfence(small.content), small.is_error) == ("xxxxx", False)
         finally:
             await manager.stop()
             server.stop()
@@ -110,7 +110,7 @@ def test_an_answer_over_max_message_is_an_error_result_and_the_sdks_log_goes_to_
         assert "[mcp sdk error] Error parsing JSON response" in (tmp_path / "logs" / "web.log").read_text()
 
 
-def test_crab_introduces_itself_over_http_too(tiny_http):
+def test_crab_introduces_itself_over_http_too(tiny_http, unfence):
     import crab
 
     url, token = tiny_http
@@ -124,10 +124,12 @@ def test_crab_introduces_itself_over_http_too(tiny_http):
         finally:
             await manager.stop()
 
-    assert asyncio.run(go()) == f"crab {crab.__version__}"
+    assert unfence(asyncio.run(go())) == f"crab {crab.__version__}"
 
 
-def test_an_http_server_that_goes_away_is_an_error_result_and_is_reconnected_when_back(http_server, port, tiny):
+def test_an_http_server_that_goes_away_is_an_error_result_and_is_reconnected_when_back(
+    http_server, port, tiny, unfence
+):
     import sys
 
     args = [sys.executable, tiny.__file__, "--http", str(port)]
@@ -140,14 +142,14 @@ def test_an_http_server_that_goes_away_is_an_error_result_and_is_reconnected_whe
         tool = {t.name: t for t in manager.tools()}["web_echo"]
         ctx = ToolContext(session_id="s", workspace=Path.cwd())
         try:
-            assert (await tool.run({"text": "one"}, ctx)).content == "echo: one"
+            assert unfence((await tool.run({"text": "one"}, ctx)).content) == "echo: one"
             server.stop()
             gone = await tool.run({"text": "two"}, ctx)
             assert gone.is_error and "MCP server 'web'" in gone.content
             assert manager.links["web"].status == "down"
             server = http_server(args, port)
             back = await tool.run({"text": "three"}, ctx)
-            assert back.content == "echo: three" and manager.links["web"].status == "ready"
+            assert unfence(back.content) == "echo: three" and manager.links["web"].status == "ready"
         finally:
             await manager.stop()
             server.stop()

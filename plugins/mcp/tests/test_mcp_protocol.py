@@ -44,7 +44,7 @@ def tool_of(manager: Manager, name: str) -> Any:
 # --- tools/list_changed --------------------------------------------------------------------
 
 
-def test_a_tool_added_mid_run_is_callable_in_the_same_chat(crab_agent, tiny_cmd):
+def test_a_tool_added_mid_run_is_callable_in_the_same_chat(crab_agent, tiny_cmd, unfence):
     h = crab_agent(
         [
             [{"tool": "tiny_grow", "args": {"name": "fresh"}}],
@@ -64,8 +64,8 @@ def test_a_tool_added_mid_run_is_callable_in_the_same_chat(crab_agent, tiny_cmd)
     assert h.agent.tools["tiny_fresh"].plugin == "mcp"
     h.run("use it")
     grew, used = results(h)
-    assert grew.content == "added fresh"
-    assert not used.is_error and used.content == "grown: fresh"
+    assert unfence(grew.content) == "added fresh"
+    assert not used.is_error and unfence(used.content) == "grown: fresh"
 
 
 def test_a_tool_the_server_dropped_says_so(tiny):
@@ -86,14 +86,14 @@ def test_a_tool_the_server_dropped_says_so(tiny):
 # --- progress --------------------------------------------------------------------------------
 
 
-def test_every_call_carries_a_progress_token_and_progress_becomes_notices(tiny, tmp_path):
+def test_every_call_carries_a_progress_token_and_progress_becomes_notices(tiny, tmp_path, unfence):
     async def go() -> None:
         manager = await started(in_process(tiny.build()))
         try:
             seen: list[Any] = []
             ctx = ToolContext(session_id="s", workspace=tmp_path, emit=seen.append)
             out = await tool_of(manager, "tiny_progress_token").run({}, ctx)
-            assert out.content == "token"
+            assert unfence(out.content) == "token"
             lines = [e.message for e in seen if isinstance(e, NoticeEvent)]
             assert lines[-1] == "MCP tiny:progress_token: 2/2 (100%) done"
             assert lines[0] == "MCP tiny:progress_token: 1/2 (50%) halfway"
@@ -129,7 +129,7 @@ def test_logging_notifications_go_to_the_servers_masked_log(tmp_path, tiny_cmd):
 # --- roots ---------------------------------------------------------------------------------
 
 
-def test_roots_are_the_workspace_and_extra_roots_and_follow_the_calls_workspace(tiny, tmp_path):
+def test_roots_are_the_workspace_and_extra_roots_and_follow_the_calls_workspace(tiny, tmp_path, unfence):
     extra, other = tmp_path / "extra", tmp_path / "other"
     extra.mkdir(), other.mkdir()
 
@@ -140,9 +140,9 @@ def test_roots_are_the_workspace_and_extra_roots_and_follow_the_calls_workspace(
         try:
             roots = tool_of(manager, "tiny_roots")
             first = await roots.run({}, ToolContext(session_id="s", workspace=tmp_path))
-            assert first.content.splitlines() == [tmp_path.resolve().as_uri(), extra.resolve().as_uri()]
+            assert unfence(first.content).splitlines() == [tmp_path.resolve().as_uri(), extra.resolve().as_uri()]
             moved = await roots.run({}, ToolContext(session_id="t", workspace=other))
-            assert moved.content.splitlines() == [other.resolve().as_uri(), extra.resolve().as_uri()]
+            assert unfence(moved.content).splitlines() == [other.resolve().as_uri(), extra.resolve().as_uri()]
         finally:
             await manager.stop()
 
@@ -212,19 +212,19 @@ def test_a_servers_prompt_is_a_slash_command_listed_in_help(crab_agent, tiny_cmd
 # --- sampling and elicitation ----------------------------------------------------------------
 
 
-def test_sampling_is_declared_and_refused_with_a_reason(tiny, tmp_path):
+def test_sampling_is_declared_and_refused_with_a_reason(tiny, tmp_path, unfence):
     async def go() -> None:
         manager = await started(in_process(tiny.build()))
         try:
             out = await tool_of(manager, "tiny_sample").run({}, ToolContext(session_id="s", workspace=tmp_path))
-            assert out.content.startswith("refused: crab refused the sampling request")
+            assert unfence(out.content).startswith("refused: crab refused the sampling request")
         finally:
             await manager.stop()
 
     asyncio.run(go())
 
 
-def test_elicitation_asks_the_permission_question_of_the_running_call(tiny, tmp_path):
+def test_elicitation_asks_the_permission_question_of_the_running_call(tiny, tmp_path, unfence):
     asked: list[Any] = []
     answers = iter(["once", "deny", "once"])
 
@@ -236,18 +236,18 @@ def test_elicitation_asks_the_permission_question_of_the_running_call(tiny, tmp_
         manager = await started(in_process(tiny.build()))
         try:
             ctx = ToolContext(session_id="s", workspace=tmp_path, ask=ask)
-            assert (await tool_of(manager, "tiny_confirm").run({}, ctx)).content == "action: accept"
-            assert (await tool_of(manager, "tiny_confirm").run({}, ctx)).content == "action: decline"
+            assert unfence((await tool_of(manager, "tiny_confirm").run({}, ctx)).content) == "action: accept"
+            assert unfence((await tool_of(manager, "tiny_confirm").run({}, ctx)).content) == "action: decline"
             visit = await tool_of(manager, "tiny_visit").run({}, ctx)
-            assert visit.content == "action: accept"
+            assert unfence(visit.content) == "action: accept"
             assert "open https://example.invalid/login" in asked[-1].summary
             assert "crab does not open it" in asked[-1].summary
             form = await tool_of(manager, "tiny_form").run({}, ctx)
-            assert form.content.startswith("refused: crab refused the elicitation: it asks for a form (color)")
+            assert unfence(form.content).startswith("refused: crab refused the elicitation: it asks for a form (color)")
             assert len(asked) == 3  # the form was never put to the user
             remote = ToolContext(session_id="s", workspace=tmp_path, ask=ask, local=False)
             far = await tool_of(manager, "tiny_confirm").run({}, remote)
-            assert far.content.startswith("refused:") and "nobody can answer here" in far.content
+            assert unfence(far.content).startswith("refused:") and "nobody can answer here" in far.content
             nobody = await tool_of(manager, "tiny_confirm").run({}, ToolContext(session_id="s", workspace=tmp_path))
             assert "nobody can answer here" in nobody.content
         finally:

@@ -72,12 +72,12 @@ def test_mcp_server_git(tmp_path, peer):
     with_server(tmp_path, {"command": command, "args": ["--repository", str(repo)]}, check)
 
 
-def test_server_everything_over_stdio(tmp_path, everything_js):
+def test_server_everything_over_stdio(tmp_path, everything_js, unfence):
     async def check(tools: dict[str, Any], call: Any) -> None:
         assert {"p_echo", "p_get-sum", "p_get-tiny-image"} <= set(tools)
         assert tools["p_echo"].parameters.get("$schema") is None
         echo = await call("p_echo", {"message": "hello from crab"})
-        assert echo.content == "Echo: hello from crab"
+        assert unfence(echo.content) == "Echo: hello from crab"
         image = await call("p_get-tiny-image", {})
         assert "[image image/png" in image.content and image.details["content_types"] == ["image"]
         total = await call("p_get-sum", {"a": 2, "b": 3})
@@ -85,20 +85,20 @@ def test_server_everything_over_stdio(tmp_path, everything_js):
         bad = await call("p_get-sum", {"a": "two"})
         assert bad.is_error
         env = await call("p_get-env", {})
-        names = set(json.loads(env.content))
+        names = set(json.loads(unfence(env.content)))
         assert "PATH" in names and "OPENAI_API_KEY" not in names
 
     environ = {**os.environ, "OPENAI_API_KEY": "sk-must-not-reach-the-server"}
     with_server(tmp_path, {"command": "node", "args": [str(everything_js), "stdio"]}, check, environ)
 
 
-def test_server_everything_over_streamable_http(tmp_path, everything_js, http_server, port):
+def test_server_everything_over_streamable_http(tmp_path, everything_js, http_server, port, unfence):
     server = http_server(["node", str(everything_js), "streamableHttp"], port, env={**os.environ, "PORT": str(port)})
     try:
 
         async def check(tools: dict[str, Any], call: Any) -> None:
             assert "p_echo" in tools
-            assert (await call("p_echo", {"message": "over http"})).content == "Echo: over http"
+            assert unfence((await call("p_echo", {"message": "over http"})).content) == "Echo: over http"
 
         with_server(tmp_path, {"url": f"http://127.0.0.1:{port}/mcp"}, check)
     finally:

@@ -27,7 +27,7 @@ async def call(manager: Manager, name: str, args: dict[str, Any] | None = None) 
     return await tool.run(args or {}, ToolContext(session_id="s", workspace=Path.cwd()))
 
 
-def test_failing_servers_are_reported_one_line_each_and_the_good_one_works(tmp_path, tiny_cmd):
+def test_failing_servers_are_reported_one_line_each_and_the_good_one_works(tmp_path, tiny_cmd, unfence):
     servers = {
         "good": tiny_cmd(),
         "missing": {"command": "crab-no-such-mcp-server"},
@@ -47,7 +47,7 @@ def test_failing_servers_are_reported_one_line_each_and_the_good_one_works(tmp_p
             assert failed["mute"].startswith("did not answer within 1.5 s")
             assert "nowhere is not a folder" in failed["notdir"]
             assert all("\n" not in reason for reason in failed.values())
-            assert (await call(manager, "good_add", {"a": 1, "b": 41})).content == "42"
+            assert unfence((await call(manager, "good_add", {"a": 1, "b": 41})).content) == "42"
         finally:
             await manager.stop()
 
@@ -116,7 +116,7 @@ def test_server_stderr_goes_to_its_log_file_not_the_terminal(tmp_path, tiny_cmd,
     assert "this goes to stderr" in (tmp_path / "logs" / "noisy.log").read_text()
 
 
-def test_server_stderr_log_is_redacted_and_bounded(tmp_path, tiny_cmd, monkeypatch):
+def test_server_stderr_log_is_redacted_and_bounded(tmp_path, tiny_cmd, monkeypatch, unfence):
     # A server that prints the token it was given and then floods stderr: the stored log must
     # hold neither the token nor more than the cap, and the server must not block on a full pipe.
     import crab_mcp.server
@@ -130,7 +130,7 @@ def test_server_stderr_log_is_redacted_and_bounded(tmp_path, tiny_cmd, monkeypat
         try:
             assert await manager.start() == {}
             result = await call(manager, "loud_add", {"a": 2, "b": 3})
-            assert result.content == "5", result.content
+            assert unfence(result.content) == "5", result.content
         finally:
             await manager.stop()
 
@@ -140,7 +140,7 @@ def test_server_stderr_log_is_redacted_and_bounded(tmp_path, tiny_cmd, monkeypat
     assert len(log) < 110_000 and "log cut" in log
 
 
-def test_the_server_sees_only_the_safe_environment_and_its_resolved_env(tmp_path, tiny_cmd):
+def test_the_server_sees_only_the_safe_environment_and_its_resolved_env(tmp_path, tiny_cmd, unfence):
     environ = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OPENAI_API_KEY": "sk-leak", "MY_TOKEN": "t0ken-value"}
     servers = {"e": {**tiny_cmd(), "env": {"TOKEN": "${MY_TOKEN}", "PLAIN": "p"}}}
 
@@ -152,8 +152,8 @@ def test_the_server_sees_only_the_safe_environment_and_its_resolved_env(tmp_path
             assert "OPENAI_API_KEY" not in names and "MY_TOKEN" not in names
             assert {"TOKEN", "PLAIN", "PATH", "HOME"} <= set(names)
             # The server has the value; what it hands back to the model has it masked.
-            assert (await call(manager, "e_env", {"name": "TOKEN"})).content == REDACTED
-            assert (await call(manager, "e_env", {"name": "PLAIN"})).content == "p"
+            assert unfence((await call(manager, "e_env", {"name": "TOKEN"})).content) == REDACTED
+            assert unfence((await call(manager, "e_env", {"name": "PLAIN"})).content) == "p"
         finally:
             await manager.stop()
 
@@ -191,7 +191,7 @@ def test_servers_start_in_parallel(tmp_path, tiny_cmd):
     assert len(list(barrier.iterdir())) == 3
 
 
-def test_a_message_over_max_message_ends_the_server_and_the_next_call_starts_it_again(tmp_path, tiny_cmd):
+def test_a_message_over_max_message_ends_the_server_and_the_next_call_starts_it_again(tmp_path, tiny_cmd, unfence):
     # A 3 MB answer with a 1 MB limit: the call fails at once naming the limit (it is not read
     # whole), the process is ended, and the next call gets a fresh server that answers.
     servers = configs({"big": tiny_cmd()}, max_message=1_000_000, timeout=60)
@@ -208,7 +208,7 @@ def test_a_message_over_max_message_ends_the_server_and_the_next_call_starts_it_
             assert manager.links["big"].status == "down"
             again = await call(manager, "big_pid")
             assert not again.is_error and again.content != first
-            assert (await call(manager, "big_big", {"size": 10})).content == "x" * 10
+            assert unfence((await call(manager, "big_big", {"size": 10})).content) == "x" * 10
         finally:
             await manager.stop()
 
@@ -237,13 +237,13 @@ def test_a_call_that_times_out_ends_the_server_and_the_next_call_gets_a_fresh_on
 
 
 def test_lines_on_stdout_that_are_not_json_rpc_go_to_the_servers_log_not_the_terminal(
-    tmp_path, tiny_cmd, capfd, root_records
+    tmp_path, tiny_cmd, capfd, root_records, unfence
 ):
     async def go() -> None:
         manager = manager_for(tmp_path, {"junk": tiny_cmd("--junk", "6")})
         try:
             assert await manager.start() == {}
-            assert (await call(manager, "junk_add", {"a": 1, "b": 2})).content == "3"
+            assert unfence((await call(manager, "junk_add", {"a": 1, "b": 2})).content) == "3"
         finally:
             await manager.stop()
 
@@ -290,7 +290,7 @@ def test_a_started_server_is_still_stopped_politely_stdin_first(tmp_path, tiny_c
     assert asyncio.run(go()) == 0
 
 
-def test_crab_introduces_itself_as_crab_and_its_version(tmp_path, tiny_cmd):
+def test_crab_introduces_itself_as_crab_and_its_version(tmp_path, tiny_cmd, unfence):
     import crab
 
     async def go() -> str:
@@ -301,4 +301,4 @@ def test_crab_introduces_itself_as_crab_and_its_version(tmp_path, tiny_cmd):
         finally:
             await manager.stop()
 
-    assert asyncio.run(go()) == f"crab {crab.__version__}"
+    assert unfence(asyncio.run(go())) == f"crab {crab.__version__}"

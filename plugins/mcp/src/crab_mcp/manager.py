@@ -6,6 +6,7 @@ others work. ``tools()`` names each MCP tool ``<prefix><tool>`` (``crab_mcp.name
 server's schema, its description's first line first (the one line a tool list shows), the
 permission class from config and a timeout that covers a restart plus the call. A call's
 ``is_error`` result and any protocol error come back as error results, never exceptions.
+A server's answer is masked, then fenced as the server's content (``crab_mcp.fence``).
 """
 
 from __future__ import annotations
@@ -184,7 +185,9 @@ class Manager:
 async def call_tool(
     link: ServerLink, tool: str, arguments: Mapping[str, Any], ctx: ToolContext | None = None
 ) -> ToolResult:
-    """One call as a crab result: the server's answer, or one line saying why there is none."""
+    """One call as a crab result: the server's answer (masked, then fenced as the server's
+    content, ``crab_mcp.fence``), or one line of crab's own saying why there is none."""
+    from crab_mcp.fence import fenced
     from crab_mcp.results import to_tool_result
 
     where = f"MCP server {link.name!r}"
@@ -197,7 +200,7 @@ async def call_tool(
     except RuntimeError as exc:  # the SDK's output-schema check: "Invalid structured content …"
         return ToolResult(f"{where} answered {tool} with an invalid result: {exc}", is_error=True)
     converted: ToolResult = to_tool_result(result)
-    return mask(link, converted)
+    return fenced(link.name, tool, mask(link, converted))
 
 
 def mask(link: ServerLink, result: ToolResult) -> ToolResult:
