@@ -280,9 +280,9 @@ class PluginHost:
                 continue
             try:
                 plugin = ep.load()
-            except Exception:  # its own load below reports the failure
-                plugin = None
-            if plugin is not None and not any(callable(getattr(plugin, hook, None)) for hook in GUARD_HOOKS):
+            except Exception:  # one that cannot load guards nothing: it stays off, as the project asked
+                continue
+            if not any(callable(getattr(plugin, hook, None)) for hook in GUARD_HOOKS):
                 continue
             kept.append(name)
             del reasons[name]
