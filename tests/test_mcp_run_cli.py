@@ -41,7 +41,7 @@ def test_crab_run_starts_the_server_once_and_the_gate_applies(tmp_path: Path):
     assert allowed.returncode == 0, allowed.stderr
     result = json.loads(allowed.stdout)
     pid, added = result["tool_calls"]
-    assert not pid["is_error"] and added["result"] == "3"
+    assert not pid["is_error"] and added["result"].splitlines()[2:-1] == ["3"]  # label, fence, answer, fence
     assert "this goes to stderr" not in allowed.stderr + allowed.stdout  # the server's stderr went to its log
     log = home / "mcp" / "logs" / "tiny.log"
     assert log.read_text().count("this goes to stderr") == 1  # started once for the whole run
