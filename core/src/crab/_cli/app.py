@@ -9,9 +9,12 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from crab._cli.options import RunOptions
 
 app = typer.Typer(
     name="crab",
@@ -55,6 +58,24 @@ RendererOpt = Annotated[
 ]
 
 
+def _run_options(given: dict[str, Any]) -> RunOptions:
+    """The ``RunOptions`` of a command that takes the shared run/chat options (its ``locals()``)."""
+    from crab._cli.options import RunOptions
+
+    return RunOptions(
+        plugins=given["plugins"],
+        provider=given["provider"],
+        model=given["model"],
+        yolo=given["yolo"],
+        read_only=given["read_only"],
+        continue_latest=given["continue_"],
+        session=given["session"],
+        store=given["store"],
+        settings=tuple(given["set_"] or ()),
+        renderer=given["renderer"],
+    )
+
+
 def _version(value: bool) -> None:
     if value:
         from crab._cli.version import version_lines
@@ -83,18 +104,7 @@ def root(
     """Bare ``crab`` is ``crab chat`` and takes its options (``crab -m mock/tour``, as hints say)."""
     from crab._cli.options import RunOptions
 
-    options = RunOptions(
-        plugins=plugins,
-        provider=provider,
-        model=model,
-        yolo=yolo,
-        read_only=read_only,
-        continue_latest=continue_,
-        session=session,
-        store=store,
-        settings=tuple(set_ or ()),
-        renderer=renderer,
-    )
+    options = _run_options(locals())
     if ctx.invoked_subcommand is None:
         from crab._cli.chat import chat
 
@@ -125,21 +135,9 @@ def run(
     renderer: RendererOpt = None,
 ) -> None:
     """Run one agent turn and exit: 0 done, 1 model or tool failure, 2 usage or config error, 130 interrupted."""
-    from crab._cli.options import RunOptions
     from crab._cli.run import run_once
 
-    options = RunOptions(
-        plugins=plugins,
-        provider=provider,
-        model=model,
-        yolo=yolo,
-        read_only=read_only,
-        continue_latest=continue_,
-        session=session,
-        store=store,
-        settings=tuple(set_ or ()),
-        renderer=renderer,
-    )
+    options = _run_options(locals())
     raise typer.Exit(run_once(prompt, output.value, options))
 
 
@@ -158,22 +156,8 @@ def chat(
 ) -> None:
     """Talk with the agent: Ctrl-C stops the running turn, Ctrl-D leaves, /help lists commands."""
     from crab._cli.chat import chat as run_chat
-    from crab._cli.options import RunOptions
 
-    run_chat(
-        RunOptions(
-            plugins=plugins,
-            provider=provider,
-            model=model,
-            yolo=yolo,
-            read_only=read_only,
-            continue_latest=continue_,
-            session=session,
-            store=store,
-            settings=tuple(set_ or ()),
-            renderer=renderer,
-        )
-    )
+    run_chat(_run_options(locals()))
 
 
 @app.command()
