@@ -93,6 +93,10 @@ def chat(options: RunOptions) -> None:
     from crab._cli.setup import open_session, prepare
 
     interactive = sys.stdin.isatty()
+    if options.resume == "" and not interactive:
+        from crab._contracts.errors import UsageError
+
+        raise UsageError("crab chat -r lists sessions to pick from on a terminal: pass -r ID (or -c for the latest)")
     live: list[ChatInput] = []  # the live input, once built: the gate's question goes through it
 
     async def ask(request: PermissionRequest) -> Answer:

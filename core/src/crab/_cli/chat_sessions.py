@@ -89,10 +89,8 @@ def pick(
     """``options`` with ``-r`` alone turned into the session the user picked (or none: a new one)."""
     from crab._cli.signals import GATE
 
-    if options.resume != "":
-        return options
-    if not interactive:
-        raise UsageError("crab chat -r lists sessions to pick from on a terminal: pass -r ID (or -c for the latest)")
+    if options.resume != "" or not interactive:
+        return options  # off a terminal chat() has refused -r alone already
     ids, text = GATE.run(runner, picker_text(agent))
     sys.stderr.write(text)
     if not ids:
