@@ -119,6 +119,23 @@ def test_a_model_or_provider_that_is_not_configured_is_one_line_saying_what_to_d
         h.close()
 
 
+def test_a_model_given_on_the_command_line_wins_over_the_stored_switch(crab_home) -> None:
+    from crab._cli.options import RunOptions
+    from crab._cli.setup import open_session
+
+    store = MemoryStore()
+    h = harness(store, PricedScripted([], name="other", model="big"))
+    try:
+        h.run("/model other/big")
+        kept = h.run_async(open_session(h.agent, RunOptions(resume=h.session.id)))
+        assert h.agent.model_for(kept).name == "other/big"  # no -m: the switch holds
+        given = h.run_async(open_session(h.agent, RunOptions(model="mock/scripted", resume=h.session.id)))
+        assert h.agent.model_for(given).name == "mock/scripted"
+        assert model_entries(h, h.session.id)[-1] == {"kind": "model", "provider": "mock", "model": "scripted"}
+    finally:
+        h.close()
+
+
 def test_a_resumed_session_whose_provider_is_gone_keeps_the_runs_model_and_says_why(crab_home) -> None:
     store = MemoryStore()
     first = harness(store, PricedScripted([], name="other", model="big"))

@@ -61,11 +61,11 @@ async def open_session(agent: Agent, options: RunOptions) -> Session:
         from crab._assembly.choosing import require_session
 
         await require_session(agent.store, wanted)
-        return _flag_model_wins(agent, options, await agent.resume(wanted))
+        return await _flag_model_wins(agent, options, await agent.resume(wanted))
     if options.continue_latest:
         latest = await agent.latest_session()
         if latest is not None:
-            return _flag_model_wins(agent, options, latest)
+            return await _flag_model_wins(agent, options, latest)
         if agent.store.name == "memory":
             from crab._cli.sessions import MEMORY_EMPTY
 
@@ -75,8 +75,9 @@ async def open_session(agent: Agent, options: RunOptions) -> Session:
     return await agent.new_session()
 
 
-def _flag_model_wins(agent: Agent, options: RunOptions, session: Session) -> Session:
-    """A resumed session keeps the model ``/model`` switched it to, unless this run was given one."""
+async def _flag_model_wins(agent: Agent, options: RunOptions, session: Session) -> Session:
+    """A resumed session keeps the model ``/model`` switched it to, unless this run was given one:
+    then it switches back to the run's, recorded like any switch (the next resume keeps it)."""
     if (options.model or options.provider) and session.model is not None:
-        session.model = None  # the run's own: the next model_call event records what it talks to
+        await agent.set_model(session, agent.default_model().name)
     return session
