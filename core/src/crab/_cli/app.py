@@ -52,7 +52,10 @@ SessionOpt = Annotated[str | None, typer.Option("--session", help="Continue the 
 ResumeOpt = Annotated[
     str | None,
     typer.Option(
-        "--resume", "-r", help="Resume a session of this folder: -r ID directly, -r alone picks one from a list."
+        "--resume",
+        "-r",
+        metavar="[ID]",
+        help="Resume a session of this folder: -r ID directly, -r alone picks one from a list.",
     ),
 ]
 StoreOpt = Annotated[str | None, typer.Option("--store", help="Session store (memory, jsonl, sqlite…).")]
