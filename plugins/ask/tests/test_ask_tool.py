@@ -10,7 +10,7 @@ import pytest
 from crab.testing import ScriptedProvider
 
 import crab_ask
-from crab_ask.asking import NOBODY, NO_ANSWER, checked
+from crab_ask.asking import NO_ANSWER, NOBODY, checked
 
 
 def ask_call(**args):

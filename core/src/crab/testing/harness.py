@@ -24,8 +24,8 @@ from crab._builtin.memory_store import MemoryStore
 from crab._config.layers import Config, load_config
 from crab._contracts.events import Event
 from crab._contracts.interception import AskUser
-from crab._contracts.questions import AskQuestion
 from crab._contracts.providers import ModelRequest, Provider
+from crab._contracts.questions import AskQuestion
 from crab._contracts.storage import Store
 from crab._host.plugin_host import PluginHost
 from crab._loop.agent import Agent
