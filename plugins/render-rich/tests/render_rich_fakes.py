@@ -5,8 +5,9 @@ Provider ``fake`` (model ``script``): crab.testing's scripted provider replaying
 every request's messages are appended to ``$RENDER_RICH_REQUESTS`` (one JSON line per request),
 so a test sees what the model was sent. Tools: ``slow`` (sleeps, read), ``touch`` (write: the
 permission gate asks), ``pick`` (asks the user a ``crab.Question`` through ``ctx.question``, as
-crab-ask's ``ask_user`` does) and ``plan`` (emits a ``crab.PlanEvent``, as crab-todo's ``todo`` does). Store ``rrfile``: sessions kept in the JSON file ``$RENDER_RICH_STORE``,
-so ``crab chat -c`` has something to continue with only core and this plugin installed.
+crab-ask's ``ask_user`` does) and ``plan`` (emits a ``crab.PlanEvent``, as crab-todo's ``todo``
+does). Store ``rrfile``: sessions kept in the JSON file ``$RENDER_RICH_STORE``, so
+``crab chat -c`` has something to continue with only core and this plugin installed.
 """
 
 import asyncio

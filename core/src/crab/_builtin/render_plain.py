@@ -66,7 +66,7 @@ def _first_line(text: str, limit: int = 120) -> str:
 
 class PlainRenderer:
     """Streams text deltas as they come; one short stderr line per tool call, retry or problem, and
-the whole checklist each time a plan changes (``PlanEvent``)."""
+    the whole checklist each time a plan changes (``PlanEvent``)."""
 
     def __init__(self, target: RenderTarget) -> None:
         self.target = target
