@@ -120,3 +120,17 @@ def test_after_a_compaction_and_after_a_resume_the_model_still_sees_the_plan(cra
     second.session = second.run_async(second.agent.resume(first.session.id))
     second.run("go on")
     assert note(PLAN) in second.requests[-1].system
+
+
+def test_a_store_that_cannot_be_read_costs_the_note_not_the_model_call(crab_agent, monkeypatch):
+    first = crab_agent([todo_call(STEPS), [{"text": "ok"}]], plugins={"todo": TodoPlugin()})
+    first.run("plan it")
+    second = crab_agent([[{"text": "still answering"}]], plugins={"todo": TodoPlugin()}, store=first.store)
+    second.session = second.run_async(second.agent.resume(first.session.id))
+    second.session.messages.clear()  # as after a compaction: no todo call in the context
+
+    async def broken(session_id, *, since_handoff=False):
+        raise crab.StoreError("the disk is gone")
+
+    monkeypatch.setattr(first.store, "entries", broken)
+    assert second.run("go on").text == "still answering"

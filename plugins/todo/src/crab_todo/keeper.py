@@ -79,7 +79,10 @@ class PlanKeeper:
             return None
         if plan.latest(request.messages) is not None:
             return None  # the call that set the plan is in the context: the model sees it there
-        items = await self.plan_for(session_id)
+        try:
+            items = await self.plan_for(session_id)
+        except Exception:  # a hook that raises refuses the model call: the plan is an aid, not worth that
+            return None
         if not items:
             return None
         return replace(request, system=f"{request.system}\n\n{plan.note(items)}")
