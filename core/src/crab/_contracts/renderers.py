@@ -77,7 +77,7 @@ class ChatInput(Protocol):
 
     Optional: ``async ask_question(question) -> str | None`` asks a tool's ``crab.Question`` there
     (guarded as the permission question is; ``Question.answer_for`` reads what was typed); a live
-    input without it answers no tool question (the tool is told nobody can answer).
+    input without it gives every tool question no answer (the tool tells the model so).
     """
 
     async def read(self) -> ChatEntry:
