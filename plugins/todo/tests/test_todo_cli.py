@@ -1,5 +1,6 @@
-"""crab-todo through the real ``crab run``: the plain renderer prints the checklist as lines on
-stderr (stdout keeps only the answer), ``-o jsonl`` carries it as a ``plan`` event."""
+"""crab-todo through the real ``crab`` command: the plain renderer prints the checklist as lines on
+stderr (stdout keeps only the answer), ``-o jsonl`` carries it as a ``plan`` event, and ``crab
+chat`` (core's plain prompt, in tmux) shows it and ``/todo``."""
 
 from __future__ import annotations
 
@@ -42,3 +43,16 @@ def test_crab_run_jsonl_carries_a_plan_event(fake_env, tmp_path):
     events = [json.loads(line) for line in done.stdout.splitlines()]
     [plan] = [e for e in events if e["type"] == "plan"]
     assert plan["items"] == STEPS and plan["session_id"]
+
+
+def test_crab_chat_shows_the_plan_and_slash_todo(chat_screen):
+    screen = chat_screen(REPLIES)
+    screen.type("fix the parser")
+    screen.keys("Enter")
+    screen.wait_for("on it")
+    shown = screen.text()
+    assert "plan (1/3 done):" in shown and "  [>] fix the bug" in shown
+    screen.type("/todo")
+    screen.keys("Enter")
+    shown = screen.wait_for("plan (1/3 done):\n[x] read the parser")
+    assert "[>] fix the bug\n[ ] add a test" in shown
