@@ -58,8 +58,12 @@ if TYPE_CHECKING:
         ErrorEvent as ErrorEvent,
         ErrorKind as ErrorKind,
         Event as Event,
+        FileDiff as FileDiff,
         MessageEnd as MessageEnd,
         NoticeEvent as NoticeEvent,
+        PlanEvent as PlanEvent,
+        PlanItem as PlanItem,
+        PlanStatus as PlanStatus,
         RetryEvent as RetryEvent,
         StreamEvent as StreamEvent,
         TextDelta as TextDelta,
@@ -103,6 +107,7 @@ if TYPE_CHECKING:
         usage_to_dict as usage_to_dict,
     )
     from crab._contracts.providers import ModelInfo as ModelInfo, ModelRequest as ModelRequest, Provider as Provider
+    from crab._contracts.questions import AskQuestion as AskQuestion, Question as Question
     from crab._contracts.renderers import (
         ChatEntry as ChatEntry,
         ChatInput as ChatInput,
@@ -169,9 +174,9 @@ _HOMES: dict[str, str] = {
         " UsageError"
     ),
     "crab._contracts.events": (
-        "CommandOutput CompactionEvent ErrorEvent ErrorKind Event event_to_dict MessageEnd NoticeEvent RetryEvent"
-        " StreamEvent TextDelta ThinkingDelta ToolCallEvent ToolResultEvent TurnEnded TurnStarted TurnStop"
-        " UsageEvent"
+        "CommandOutput CompactionEvent ErrorEvent ErrorKind Event event_to_dict FileDiff MessageEnd NoticeEvent"
+        " PlanEvent PlanItem PlanStatus RetryEvent StreamEvent TextDelta ThinkingDelta ToolCallEvent ToolResultEvent"
+        " TurnEnded TurnStarted TurnStop UsageEvent"
     ),
     "crab._contracts.handle": "AgentHandle PluginStatus SessionView",
     "crab._contracts.interception": "Allow Answer Decision Deny PermissionRequest Replace",
@@ -180,6 +185,7 @@ _HOMES: dict[str, str] = {
         " Thinking ToolCall ToolResultMessage unique_id Usage usage_from_dict usage_to_dict UserMessage"
     ),
     "crab._contracts.providers": "ModelInfo ModelRequest Provider",
+    "crab._contracts.questions": "AskQuestion Question",
     "crab._contracts.renderers": "ChatEntry ChatInput ChatState Renderer RendererSpec RenderTarget",
     "crab._contracts.storage": (
         "Entry entry_from_dict entry_text entry_to_dict ENTRY_TYPES EntryType INTERCHANGE_VERSION new_entry_id"

@@ -1,12 +1,12 @@
 """The narrow handle commands, channels and lifecycle hooks get instead of the whole ``Agent``.
 
 ``AgentHandle`` offers what those callers need and nothing of the loop's machinery: emit a
-notice, route input, abort a turn, open, resume and fork sessions, open the session of one
-conversation on a channel (``session_for``), deliver a message through a channel ``crab serve``
-runs (``deliver``), record a handoff, compact, list the tools (and add those a plugin learns of at
-start-up), commands and plugin statuses, read the config, switch a session's model and list its
-choices, list recent sessions and read a session's entries, and subscribe to events (for channels
-that render them). ``SessionView`` is what a caller may read of a session.
+notice, route input, abort a turn, open, resume and fork sessions, read a session's entries, open
+the session of one conversation on a channel (``session_for``), deliver a message through a channel
+``crab serve`` runs (``deliver``), record a handoff, compact, list the tools (and add those a plugin
+learns of at start-up), commands and plugin statuses, read the config, switch a session's model
+and list its choices, list recent sessions, and subscribe to events (for channels that render
+them). ``SessionView`` is what a caller may read of a session.
 
 Compatibility (API 1.x): plugins written before the handle existed reached the ``Agent`` through
 ``ctx.agent`` or the ``agent`` hook argument. Any other attribute read on a handle is still
@@ -189,10 +189,6 @@ class AgentHandle:
         """This workspace's stored sessions, most recently updated first (``/resume`` lists them)."""
         return await self._agent.recent_sessions(limit)
 
-    async def entries(self, session_id: str) -> list[Entry]:
-        """Every stored entry of a session, in order (``/cost`` sums its ``model_call`` events)."""
-        return await self._agent.store.entries(session_id)
-
     async def resume(self, session_id: str) -> SessionView:
         """A stored session, its context repaired; ``StoreError`` when there is none."""
         return await self._agent.resume(session_id)
@@ -216,6 +212,12 @@ class AgentHandle:
     async def session_info(self, session_id: str) -> SessionInfo:
         """The stored header of a session (usage, entry count, fork origin)."""
         return await self._agent.store.get_session(session_id)
+
+    async def entries(self, session_id: str) -> list[Entry]:
+        """Every stored entry of a session, oldest first, those before a handoff or compaction
+        anchor too (secrets already masked): for a plugin that derives its state from the history,
+        as a resumed session must see what the live one saw."""
+        return await self._agent.store.entries(session_id)
 
     async def handoff(self, session: SessionView, name: str, state: Mapping[str, Any] | None = None) -> None:
         """Record a handoff anchor: the model's context starts afresh after it."""

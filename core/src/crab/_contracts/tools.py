@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from crab._contracts.errors import ToolError
+from crab._contracts.events import FileDiff
 from crab._contracts.tool_schema import function_schema, validate
 from crab._contracts.truncate import OutputLimit, describe, truncate
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from crab._config.layers import Config
     from crab._contracts.events import Event
     from crab._contracts.interception import AskUser
+    from crab._contracts.questions import AskQuestion
 
 Permission = Literal["read", "write", "exec", "network"]
 """What a tool may do. The permission gate lets ``read`` pass and asks for the others."""
@@ -35,11 +37,13 @@ PERMISSIONS: tuple[Permission, ...] = ("read", "write", "exec", "network")
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """What a tool gives back. ``content`` goes to the model; ``details`` only to renderers/stores."""
+    """What a tool gives back. ``content`` goes to the model; ``details`` and ``diffs`` only to
+    renderers, stores and channels (``diffs``: the files the call changed, see ``FileDiff``)."""
 
     content: str
     is_error: bool = False
     details: Mapping[str, Any] = field(default_factory=dict)
+    diffs: tuple[FileDiff, ...] = ()
 
 
 def _no_event(event: Event) -> None:
@@ -53,7 +57,9 @@ class ToolContext:
     ``state`` is a scratch dict that lives as long as the session (the read gate of the file
     tools keeps its records there); plugins prefix their keys with their own name. ``settings``
     is the tool's plugin's ``[plugins.<name>]`` config table. ``ask`` asks the user through the
-    active channel (None where nobody can answer); ``local`` is False on remote channels.
+    active channel for a permission (None where nobody can answer); ``question`` asks them a
+    ``crab.Question`` there and gives their answer, or None for none (``question`` itself is None
+    where nobody can answer: say so at once); ``local`` is False on remote channels.
     ``cancelled`` is set when the call is aborted or times out: a sync tool, which keeps running
     in its worker thread, should check it in long loops and stop early.
     """
@@ -67,6 +73,7 @@ class ToolContext:
     config: Config | None = None
     ask: AskUser | None = None
     local: bool = True
+    question: AskQuestion | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
@@ -138,7 +145,7 @@ class Tool:
         if cut is None:
             return result
         note = describe(cut, self.output_limit, "ask for a narrower slice to see the rest")
-        return ToolResult(f"{text.rstrip(chr(10))}\n{note}", result.is_error, result.details)
+        return ToolResult(f"{text.rstrip(chr(10))}\n{note}", result.is_error, result.details, result.diffs)
 
 
 @dataclass(frozen=True, slots=True)
