@@ -23,7 +23,15 @@ ROOT = Path(__file__).resolve().parents[2]
 PLUGINS_MD = (ROOT / "docs" / "plugins.md").read_text()
 API_MD = (ROOT / "docs" / "api.md").read_text()
 TESTING_MD = (ROOT / "docs" / "testing.md").read_text()
-PUBLIC = ("crab", "crab.processes", "crab.testing", "crab_provider_kit", "crab_sql_kit", "crab_jobs_kit")
+PUBLIC = (
+    "crab",
+    "crab.processes",
+    "crab.testing",
+    "crab_provider_kit",
+    "crab_sql_kit",
+    "crab_jobs_kit",
+    "crab_frontmatter_kit",
+)
 
 
 def documented(name: str, text: str) -> bool:

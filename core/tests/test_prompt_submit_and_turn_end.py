@@ -1,6 +1,6 @@
 """``crab_prompt_submit`` refuses a prompt or adds context; ``crab_turn_end`` keeps a turn going.
 
-Both are core hooks (API 1.5) that crab-hooks runs Claude Code's ``UserPromptSubmit`` and ``Stop``
+Both are core hooks (API 1.6) that crab-hooks runs Claude Code's ``UserPromptSubmit`` and ``Stop``
 hooks on; their failure policies are the dispatcher's (``HOOKS``).
 """
 

@@ -17,7 +17,15 @@ from crab._host.api_version import API_VERSION, check_range
 from crab.testing import AgentHarness
 
 ROOT = Path(__file__).resolve().parents[2]
-PUBLIC = ("crab", "crab.processes", "crab.testing", "crab_provider_kit", "crab_sql_kit", "crab_jobs_kit")
+PUBLIC = (
+    "crab",
+    "crab.processes",
+    "crab.testing",
+    "crab_provider_kit",
+    "crab_sql_kit",
+    "crab_jobs_kit",
+    "crab_frontmatter_kit",
+)
 
 
 def public_names() -> dict[str, list[str]]:
@@ -99,7 +107,12 @@ def test_first_party_plugins_import_only_the_public_api():
     private = [
         f"{file}:{line}: {module}"
         for file, line, _, module in imports
-        if (module == "crab" or module.startswith(("crab.", "crab_provider_kit.", "crab_sql_kit.", "crab_jobs_kit.")))
+        if (
+            module == "crab"
+            or module.startswith(
+                ("crab.", "crab_provider_kit.", "crab_sql_kit.", "crab_jobs_kit.", "crab_frontmatter_kit.")
+            )
+        )
         and module not in PUBLIC
     ]
     assert private == [], "import these names from crab, crab.processes, crab.testing or a kit (docs/api.md)"
@@ -112,7 +125,12 @@ def test_plugin_tests_import_only_the_public_api_too():
     private = [
         f"{file}:{line}: {module}"
         for file, line, folder, module in imports
-        if (module == "crab" or module.startswith(("crab.", "crab_provider_kit.", "crab_sql_kit.", "crab_jobs_kit.")))
+        if (
+            module == "crab"
+            or module.startswith(
+                ("crab.", "crab_provider_kit.", "crab_sql_kit.", "crab_jobs_kit.", "crab_frontmatter_kit.")
+            )
+        )
         and module not in PUBLIC
         and not module.startswith(f"crab_{folder.replace('-', '_')}.")  # a kit's tests may test its own modules
     ]

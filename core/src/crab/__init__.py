@@ -58,8 +58,12 @@ if TYPE_CHECKING:
         ErrorEvent as ErrorEvent,
         ErrorKind as ErrorKind,
         Event as Event,
+        FileDiff as FileDiff,
         MessageEnd as MessageEnd,
         NoticeEvent as NoticeEvent,
+        PlanEvent as PlanEvent,
+        PlanItem as PlanItem,
+        PlanStatus as PlanStatus,
         RetryEvent as RetryEvent,
         StreamEvent as StreamEvent,
         TextDelta as TextDelta,
@@ -169,9 +173,9 @@ _HOMES: dict[str, str] = {
         " UsageError"
     ),
     "crab._contracts.events": (
-        "CommandOutput CompactionEvent ErrorEvent ErrorKind Event event_to_dict MessageEnd NoticeEvent RetryEvent"
-        " StreamEvent TextDelta ThinkingDelta ToolCallEvent ToolResultEvent TurnEnded TurnStarted TurnStop"
-        " UsageEvent"
+        "CommandOutput CompactionEvent ErrorEvent ErrorKind Event event_to_dict FileDiff MessageEnd NoticeEvent"
+        " PlanEvent PlanItem PlanStatus RetryEvent StreamEvent TextDelta ThinkingDelta ToolCallEvent ToolResultEvent"
+        " TurnEnded TurnStarted TurnStop UsageEvent"
     ),
     "crab._contracts.handle": "AgentHandle PluginStatus SessionView",
     "crab._contracts.interception": "Allow Answer Decision Deny PermissionRequest Replace",

@@ -68,6 +68,23 @@ class ToolCallEvent(Event):
     call: ToolCall
 
 
+@dataclass(frozen=True, slots=True)
+class FileDiff:
+    """What a tool changed in one file, for renderers, permission questions and editors.
+
+    ``unified`` is the unified diff (``---``/``+++`` headers, a few context lines); ``before`` and
+    ``after`` are the whole texts when they are small enough to show side by side (None when the
+    file did not exist before, was deleted, or is too large: then only ``unified`` is kept).
+    """
+
+    path: str
+    unified: str
+    before: str | None = None
+    after: str | None = None
+    added: int = 0
+    removed: int = 0
+
+
 @dataclass(frozen=True)
 class ToolResultEvent(Event):
     """A tool call finished (or was refused, skipped or interrupted).
@@ -82,6 +99,7 @@ class ToolResultEvent(Event):
     content: str
     is_error: bool = False
     duration_ms: float = 0.0
+    diffs: tuple[FileDiff, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -158,6 +176,31 @@ class CompactionEvent(Event):
         )
 
 
+PlanStatus = Literal["pending", "in_progress", "done"]
+"""Where one step of a plan stands."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlanItem:
+    """One step of the checklist the model keeps for a session (the todo tool's)."""
+
+    text: str
+    status: PlanStatus = "pending"
+
+
+@dataclass(frozen=True)
+class PlanEvent(Event):
+    """The session's plan changed: ``items`` is the whole checklist now (empty: it was cleared).
+
+    A plugin offering a plan tool emits it; renderers show the list (rich: in place), editors
+    over ACP get a plan update.
+    """
+
+    type: ClassVar[str] = "plan"
+    session_id: str
+    items: tuple[PlanItem, ...] = ()
+
+
 @dataclass(frozen=True)
 class CommandOutput(Event):
     """What a router command answered."""
@@ -198,6 +241,10 @@ def _json_value(value: Any) -> Any:
         return tool_call_to_dict(value)
     if isinstance(value, AssistantMessage):
         return message_to_dict(value)
+    if isinstance(value, tuple):
+        return [_json_value(item) for item in value]
+    if isinstance(value, FileDiff | PlanItem):
+        return {f.name: getattr(value, f.name) for f in fields(value) if getattr(value, f.name) is not None}
     return value
 
 
@@ -206,7 +253,7 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     data: dict[str, Any] = {"v": FORMAT_VERSION, "type": event.type}
     for f in fields(event):
         value = getattr(event, f.name)
-        if value is None:
+        if value is None or (value == () and f.name == "diffs"):
             continue
         data[f.name] = _json_value(value)
     return data

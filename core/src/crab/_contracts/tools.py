@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from crab._contracts.errors import ToolError
+from crab._contracts.events import FileDiff
 from crab._contracts.tool_schema import function_schema, validate
 from crab._contracts.truncate import OutputLimit, describe, truncate
 
@@ -35,11 +36,13 @@ PERMISSIONS: tuple[Permission, ...] = ("read", "write", "exec", "network")
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """What a tool gives back. ``content`` goes to the model; ``details`` only to renderers/stores."""
+    """What a tool gives back. ``content`` goes to the model; ``details`` and ``diffs`` only to
+    renderers, stores and channels (``diffs``: the files the call changed, see ``FileDiff``)."""
 
     content: str
     is_error: bool = False
     details: Mapping[str, Any] = field(default_factory=dict)
+    diffs: tuple[FileDiff, ...] = ()
 
 
 def _no_event(event: Event) -> None:
@@ -138,7 +141,7 @@ class Tool:
         if cut is None:
             return result
         note = describe(cut, self.output_limit, "ask for a narrower slice to see the rest")
-        return ToolResult(f"{text.rstrip(chr(10))}\n{note}", result.is_error, result.details)
+        return ToolResult(f"{text.rstrip(chr(10))}\n{note}", result.is_error, result.details, result.diffs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,7 @@ HOOKS: dict[str, HookPolicy] = {
     "crab_prompt_submit": HookPolicy("interception", "refuse", awaitable=True),
     "crab_turn_end": HookPolicy("context", "drop", awaitable=True),
     "crab_event": HookPolicy("observation", "drop"),
+    "crab_doctor": HookPolicy("observation", "drop"),
     "crab_startup": HookPolicy("lifecycle", "fail-plugin", awaitable=True),
     "crab_shutdown": HookPolicy("lifecycle", "drop", awaitable=True),
 }

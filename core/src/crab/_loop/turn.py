@@ -323,7 +323,7 @@ class Turn:
         await self.parts.append_entry(self.session, "tool_result", message_to_dict(message))
         self.pending.pop(call.id, None)
         self.results[call.id] = message
-        self.emit(ToolResultEvent(call.id, call.name, content, result.is_error, duration_ms))
+        self.emit(ToolResultEvent(call.id, call.name, content, result.is_error, duration_ms, result.diffs))
 
     async def _pair_all(self, calls: tuple[ToolCall, ...], reason: str) -> None:
         self.pending = {c.id: c for c in calls}

@@ -11,8 +11,9 @@ import os
 import re
 from pathlib import Path
 
+from crab_frontmatter_kit import FrontMatterError, split
+
 from crab_skills.discovery import SKILL_FILE, Catalog, Skill, inside, read_regular
-from crab_skills.frontmatter import FrontMatterError, split
 
 _CLOSE_TAG = re.compile(r"</(?=skill)", re.IGNORECASE)
 MAX_FILES_LISTED = 50

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crab_skills.frontmatter import FrontMatterError, split
+from crab_frontmatter_kit import FrontMatterError, split
 
 SKILL_FILE = "SKILL.md"
 MAX_NAME = 64
@@ -135,7 +135,7 @@ def read_skill(folder: Path, root: Root, limit: int) -> Skill:
     except OSError as exc:
         raise ValueError(f"cannot read it: {exc.strerror or exc}") from None
     try:
-        document = split(data.decode("utf-8", errors="replace"))
+        document = split(data.decode("utf-8", errors="replace"), expect=("name", "description"))
     except FrontMatterError as exc:
         raise ValueError(str(exc)) from None
     name = document.fields.get("name", "").strip() or folder.name

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from crab import Config, crab_home
+from crab_frontmatter_kit import project_folder, project_trusted
 
 from crab_skills.discovery import Root
 from crab_skills.settings import Settings
@@ -18,29 +19,7 @@ from crab_skills.settings import Settings
 
 def project_skills_dir(workspace: Path) -> Path | None:
     """The nearest ``.crab/skills`` folder from ``workspace`` up to the repository root, or None."""
-    try:
-        here = workspace.resolve()
-        home = crab_home().resolve()
-    except OSError:
-        return None
-    for folder in (here, *here.parents):
-        dot = folder / ".crab"
-        if (dot / "skills").is_dir() and dot.resolve() != home:
-            return dot / "skills"
-        if (folder / ".git").exists():
-            return None
-    return None
-
-
-def project_trusted(skills_dir: Path, config: Config) -> bool:
-    """Whether ``skills_dir`` belongs to the project config the user trusted."""
-    state = config.trust
-    if config.project_path is None or state is None or not getattr(state, "trusted", False):
-        return False
-    try:
-        return config.project_path.parent.resolve() == skills_dir.parent.resolve()
-    except OSError:
-        return False
+    return project_folder(workspace, "skills")
 
 
 def plugin_dirs(results: Iterable[tuple[str, object]]) -> list[tuple[str, Path]]:

@@ -1,7 +1,7 @@
-"""Reading a SKILL.md: its front matter (a documented subset of YAML) and its body.
+"""Reading a Markdown file with front matter (a documented subset of YAML) and its body.
 
-PyYAML is not a dependency of crab, and a SKILL.md needs little of YAML, so this reader takes
-exactly this subset and says which line breaks it:
+PyYAML is not a dependency of crab, and a SKILL.md, an agent or a command file needs little of
+YAML, so this reader takes exactly this subset and says which line breaks it:
 
 - the file starts with a ``---`` line (a UTF-8 byte-order mark before it is allowed) and the
   front matter ends at the next ``---`` line;
@@ -10,8 +10,10 @@ exactly this subset and says which line breaks it:
 - ``key: >`` and ``key: |`` (also ``>-``, ``|-``, ``>+``, ``|+``) start a block: the indented
   lines after it, folded into one line (``>``) or kept as lines, dedented (``|``);
 - an indented line after a plain value continues it (joined with a space), as in YAML;
-- an indented line after an empty value belongs to a nested value (``metadata:`` with
-  ``author: …`` below it), which is skipped, as are list items (``- x``);
+- ``key: [a, b]`` (a flow list of plain or quoted items) and ``key:`` followed by ``- a`` lines
+  (a block list) are lists, kept in ``Document.lists``;
+- an indented line after an empty value that is not a list item belongs to a nested value
+  (``metadata:`` with ``author: …`` below it), which is skipped;
 - blank lines and ``#`` comment lines are skipped.
 
 Anything else (a line at the margin without ``key:``, flow mappings used as keys…) is a
@@ -35,10 +37,20 @@ class FrontMatterError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """A parsed SKILL.md: the front matter's top-level scalar values, and the text after it."""
+    """A parsed file: the front matter's top-level scalar values and lists, and the text after it."""
 
     fields: dict[str, str] = field(default_factory=dict)
     body: str = ""
+    lists: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def names(self, key: str) -> tuple[str, ...] | None:
+        """``key`` as a list of names: a list's items, or a scalar split at commas and spaces
+        (``tools: read, grep`` as Claude Code writes it); None when the key is absent."""
+        if key in self.lists:
+            return tuple(item for item in self.lists[key] if item)
+        if key in self.fields:
+            return tuple(part for part in re.split(r"[,\s]+", self.fields[key]) if part)
+        return None
 
 
 def _unquote(value: str, line: int) -> str:
@@ -67,19 +79,34 @@ def _block(lines: list[str], style: str, chomp: str) -> str:
     return text
 
 
-def split(text: str) -> Document:
-    """Parse ``text`` (a whole SKILL.md); ``FrontMatterError`` when it breaks the subset."""
+_FLOW_ITEM = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^,]*?)\s*(?:,|$)""")
+
+
+def _flow_list(value: str, line: int) -> tuple[str, ...]:
+    inner = value[1:-1].strip()
+    items = (match.group(1) for match in _FLOW_ITEM.finditer(inner) if match.group(1))
+    return tuple(_unquote(item, line) for item in items)
+
+
+def split(text: str, *, expect: tuple[str, ...] = ()) -> Document:
+    """Parse ``text`` (a whole file); ``FrontMatterError`` when it breaks the subset.
+
+    ``expect`` names the keys a file of this kind needs; the error for a file without front
+    matter says to start with them (``then name: and description:``).
+    """
     if text.startswith("\ufeff"):
         text = text[1:]
     lines = text.splitlines()
     if not lines or lines[0].strip() != FENCE:
-        raise FrontMatterError("no front matter: the file must start with a --- line, then name: and description:")
+        hint = f", then {' and '.join(f'{key}:' for key in expect)}" if expect else ""
+        raise FrontMatterError(f"no front matter: the file must start with a --- line{hint}")
     end = next((i for i in range(1, len(lines)) if lines[i].rstrip() == FENCE), None)
     if end is None:
         raise FrontMatterError("the front matter is not closed by a --- line")
     fields: dict[str, str] = {}
+    lists: dict[str, tuple[str, ...]] = {}
     current: str | None = None  # the key whose value indented lines continue
-    mode = ""  # "plain", "block", or "nested"
+    mode = ""  # "plain", "block", "nested", "list" (block items) or "flow" ([a, b])
     style = chomp = ""
     pending: list[str] = []
 
@@ -96,8 +123,15 @@ def split(text: str) -> Document:
         raw = lines[number]
         stripped = raw.strip()
         line = number + 1
-        if raw[:1] in (" ", "\t") or (stripped.startswith("- ") or stripped == "-"):
-            if current is not None and mode in ("plain", "block"):
+        item = stripped.startswith("- ") or stripped == "-"
+        if item and current is not None and mode in ("nested", "list") and (mode == "list" or not pending):
+            mode = "list"
+            lists[current] = (*lists.get(current, ()), _unquote(stripped[1:], line))
+            continue
+        if raw[:1] in (" ", "\t") or item:
+            if current is not None and mode == "nested":
+                pending.append(stripped)  # a nested mapping: skipped, and no list follows
+            elif current is not None and mode in ("plain", "block"):
                 pending.append(raw if mode == "block" else stripped)
             elif current is None and stripped and not stripped.startswith("#"):
                 raise FrontMatterError(f"line {line}: an indented line before any key")
@@ -120,9 +154,13 @@ def split(text: str) -> Document:
         elif not value:
             mode = "nested"
             fields.pop(current, None)
+        elif value.startswith("[") and value.endswith("]"):
+            mode = "flow"
+            fields.pop(current, None)
+            lists[current] = _flow_list(value, line)
         else:
             mode = "plain"
             fields[current] = _unquote(value, line)
     finish()
     body = "\n".join(lines[end + 1 :]).strip("\n")
-    return Document(fields, body)
+    return Document(fields, body, lists)

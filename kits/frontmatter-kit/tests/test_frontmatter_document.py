@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from crab_skills.frontmatter import FrontMatterError, split
+from crab_frontmatter_kit import FrontMatterError, split
 
 
 def test_plain_quoted_and_block_values():
@@ -52,3 +52,32 @@ def test_what_breaks_the_subset_names_the_line(text, reason):
     with pytest.raises(FrontMatterError) as caught:
         split(text)
     assert str(caught.value).startswith(reason)
+
+
+def test_lists_flow_and_block_and_comma_separated_names():
+    doc = split(
+        "---\n"
+        "name: reviewer\n"
+        "tools: [read, \"grep\", 'find']\n"
+        "skills:\n  - one\n  - 'two'\n"
+        "model-tools: Read, Grep Glob\n"
+        "empty: []\n"
+        "---\nbody\n"
+    )
+    assert doc.lists == {"tools": ("read", "grep", "find"), "skills": ("one", "two"), "empty": ()}
+    assert doc.names("tools") == ("read", "grep", "find")
+    assert doc.names("model-tools") == ("Read", "Grep", "Glob")
+    assert doc.names("empty") == () and doc.names("missing") is None
+    assert "tools" not in doc.fields and doc.fields["name"] == "reviewer"
+
+
+def test_a_nested_mapping_is_skipped_not_read_as_a_list():
+    doc = split("---\nmetadata:\n  tags:\n    - x\nname: a\n---\n")
+    assert doc.lists == {} and doc.fields == {"name": "a"}
+
+
+def test_the_missing_front_matter_error_names_the_expected_keys():
+    with pytest.raises(FrontMatterError, match=r"--- line, then name: and description:$"):
+        split("just text", expect=("name", "description"))
+    with pytest.raises(FrontMatterError, match=r"must start with a --- line$"):
+        split("just text")
