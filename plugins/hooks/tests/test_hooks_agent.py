@@ -240,3 +240,30 @@ def test_continue_false_ends_the_turn(hook_script, fake_bash, tmp_path):
         assert any(w == "PreToolUse hook: stopping" for w in _warnings(harness))
     finally:
         harness.close()
+
+
+def test_a_resumed_session_starts_with_source_resume(hook_script, fake_bash, tmp_path):
+    from crab.testing import ScriptedProvider
+
+    seen = tmp_path / "sources"
+    body = f"open({str(seen)!r}, 'a').write(json.load(sys.stdin)['source'] + '\\n')\n"
+    events = {"SessionStart": [{"hooks": [{"type": "command", "command": hook_script("start", body)}]}]}
+    first = _harness(events, fake_bash, [[{"text": "a"}]], tmp_path)
+    try:
+        first.run("one")
+        session_id, store = first.session.id, first.store
+    finally:
+        first.close()
+    second = AgentHarness(
+        provider=ScriptedProvider([[{"text": "b"}]]),
+        store=store,
+        plugins={"hooks": HooksPlugin(), "fake": fake_bash},
+        config={"plugins.hooks.events": events},
+        workspace=tmp_path,
+    )
+    try:
+        second.session = second.run_async(second.agent.resume(session_id))
+        second.run("two")
+    finally:
+        second.close()
+    assert seen.read_text().split() == ["startup", "resume"]

@@ -138,8 +138,11 @@ class Hooks:
             return None
         source = "startup"
         if self.handle is not None:
-            info = await self.handle.session_info(session_id)
-            source = "resume" if info.entry_count else "startup"
+            try:
+                info = await self.handle.session_info(session_id)
+            except Exception:  # a store that cannot say: a hook must not refuse every prompt for it
+                info = None
+            source = "resume" if info is not None and info.entry_count else "startup"
         payload = self._event("SessionStart", session_id, workspace, source=source)
         answers = await self._ask("SessionStart", (source,), payload, workspace)
         return "\n\n".join(a.context for a in answers if a.context) or None
