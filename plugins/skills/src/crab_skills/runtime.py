@@ -167,7 +167,11 @@ class Skills:
     def registered(self, config: Config) -> list[Command]:
         """One router command per command file, as the run's folder has them (the composition root
         builds the agent for the current folder); each is read again when it runs."""
-        found = self.user_commands(Path.cwd(), config)
+        try:
+            found = self.user_commands(Path.cwd(), config)
+        except OSError as exc:  # the folder is gone: no commands, and skills keep working
+            self._pending_warnings = [f"commands: cannot look for command files: {exc.strerror or exc}"]
+            return []
         self._pending_warnings = found.warnings  # shown once the agent can show them (``start``)
         return [self._command(command) for command in found.found.values()]
 
