@@ -103,10 +103,12 @@ def make_job_tools() -> list[Tool]:
     reader = tool(
         name="bash_output",
         description=(
-            "Read the new output of a background job (started by bash with background: true) since the "
-            "last bash_output of it: stdout and stderr, at most its last 2,000 lines / 50 KB, and whether "
-            "it is still running or how it ended (exit code). Returns at once; between reads do other "
-            "work, or run a short `sleep` with bash if you must wait."
+            "Read what a background job wrote since the last read, and whether it still runs.\n\n"
+            "For jobs started by bash with background: true: their stdout and stderr since the last "
+            "bash_output of that job (at most the last 2,000 lines / 50 KB of it), then whether it is "
+            "still running or how it ended (exit code). Returns at once; between reads do other work, "
+            "or run a short `sleep` with bash if you must wait. With `filter`, only matching lines are "
+            "shown and the others are skipped for good."
         ),
         permission="read",
         timeout=job_output_timeout(),
@@ -114,9 +116,10 @@ def make_job_tools() -> list[Tool]:
     )(bash_output)
     killer = tool(
         name="bash_kill",
-        description="End a background job of this session and every process it started (SIGTERM, then SIGKILL).",
+        description="End a background job and every process it started (SIGTERM, then SIGKILL).",
         permission="read",  # only this session's own jobs, which the user already let run
         timeout=jobs.KILL_GRACE + jobs.REAP + 5.0,
+        output_limit=None,
     )(bash_kill)
     return [reader, killer]
 
