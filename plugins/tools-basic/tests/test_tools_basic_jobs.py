@@ -97,6 +97,8 @@ def test_a_job_outlives_its_call_and_reports_its_exit_once_read(
         assert last.content.splitlines()[0] == "second"
         assert "[job-1 exited with code 3 after" in last.content
         assert last.is_error and last.details["exit_code"] == 3 and last.details["state"] == "failed"
+        assert len(table.jobs["job-1"].ring._buffer) == 0  # read to the end: the output is let go
+        assert (await call("bash_output", job_id="job-1")).content.startswith("(no new output)\n[job-1 exited")
 
     scenario(ctx, settings, body)
 

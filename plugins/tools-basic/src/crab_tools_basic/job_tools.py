@@ -82,6 +82,8 @@ async def bash_output(
         details["exit_code"] = job.returncode
         failed = job.ended_by is None and job.returncode != 0
         job.reported = True
+        if job.cursor == job.ring.total and not job.pending:
+            job.ring.release()  # all of it was read: only the record stays (for /jobs)
     return ToolResult("\n".join(parts), is_error=failed, details=details)
 
 

@@ -79,7 +79,6 @@ class Job:
     tag: str
     ring: OutputRing
     started: float = field(default_factory=time.monotonic)
-    started_wall: float = field(default_factory=time.time)
     returncode: int | None = None
     ended: float | None = None
     ended_by: str | None = None

@@ -43,6 +43,11 @@ class OutputRing:
         """The offset of the oldest byte still readable."""
         return max(self._first, self.total - self.limit)
 
+    def release(self) -> None:
+        """Forget what is held (everything was read): offsets and counts stay as they are."""
+        self._first = self.total
+        self._buffer = bytearray()
+
     def read(self, since: int) -> Chunk:
         """Everything written from offset ``since`` that the ring still holds."""
         start = max(since, self.kept_from)
