@@ -25,8 +25,8 @@ DIFF = FileDiff("notes.txt", "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-ol
 
 
 def _preview(arguments: dict[str, Any], ctx: crab.ToolContext) -> list[FileDiff]:
-    text = arguments["text"]
-    return [FileDiff("notes.txt", f"--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-old\n+{text}\n", added=1, removed=1)]
+    unified = f"--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-old\n+{arguments['text']}\n"
+    return [FileDiff("notes.txt", unified, added=1, removed=1)]
 
 
 @crab.tool(permission="write", preview=_preview)
