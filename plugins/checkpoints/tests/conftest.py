@@ -13,6 +13,7 @@ from typing import Any
 import crab
 import pytest
 from crab.testing import AgentHarness
+
 from crab_checkpoints import CheckpointsPlugin
 
 

@@ -83,8 +83,11 @@ class GitCheckpoints:
         with tempfile.TemporaryDirectory(prefix="crab-checkpoint-") as folder:
             index = Path(folder) / "index"
             if user_index.is_file():
-                # A copy, read only: git's stat cache in it spares hashing every unchanged file.
-                shutil.copyfile(user_index, index)
+                # A copy, read only: git's stat cache in it spares hashing every unchanged file. It
+                # keeps the index's mtime, which git's racy-entry check compares with each file's
+                # (to the second, in most builds): a new mtime would trust a file rewritten in the
+                # second it was staged, at the same size, and miss the change.
+                shutil.copy2(user_index, index)
             env = {"GIT_INDEX_FILE": str(index)}
             await self.git.run(["add", "--all", "--ignore-errors"], env=env)
             return await self.git.text(["write-tree"], env=env)
