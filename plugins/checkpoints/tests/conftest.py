@@ -13,7 +13,6 @@ from typing import Any
 import crab
 import pytest
 from crab.testing import AgentHarness
-
 from crab_checkpoints import CheckpointsPlugin
 
 

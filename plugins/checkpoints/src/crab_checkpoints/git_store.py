@@ -118,7 +118,8 @@ class GitCheckpoints:
             await self._settle(await self.snapshot())
 
     async def _settle(self, tree: str) -> None:
-        assert self._before is not None and self._ref is not None
+        if self._before is None or self._ref is None:
+            return  # no turn is being recorded
         message = f"crab checkpoint: {self._label}\n\nsession {self.session_id}\n"
         commit = await self._commit(tree, self._before, message)
         await self.git.run(["update-ref", self._ref, commit])
