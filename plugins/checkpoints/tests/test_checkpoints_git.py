@@ -96,3 +96,19 @@ def test_undo_waits_for_no_turn_and_checks_its_argument(repo: Path, agent) -> No
     h = agent([], repo)
     assert h.run("/undo two").error == "usage: /undo [N] (N: how many turns to go back, 1 or more)"
     assert h.run("/undo 0").error is not None
+
+
+def test_a_checkpoint_that_fails_never_refuses_the_call(repo: Path, agent, monkeypatch) -> None:
+    from crab_checkpoints.git_store import GitCheckpoints
+
+    async def broken(self, label: str) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(GitCheckpoints, "begin", broken)
+    h = agent(TURN_1, repo)
+    h.run("turn one")
+    assert (repo / "a.txt").read_text() == "a by turn 1\n"
+    results = [e.content for e in h.events_of(crab.ToolResultEvent)]
+    assert results == ["wrote a.txt", "wrote new/deep/n.txt"]
+    (warning,) = [e.message for e in h.events_of(crab.NoticeEvent) if e.message.startswith("checkpoints:")]
+    assert warning == "checkpoints: RuntimeError: disk on fire; /undo may not cover this turn"

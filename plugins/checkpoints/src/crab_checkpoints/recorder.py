@@ -120,7 +120,7 @@ class Recorder:
                 elif tracked.checkpointed != tracked.turn_id:
                     await store.begin(tracked.label)
                     tracked.checkpointed = tracked.turn_id
-            except (CrabError, OSError) as exc:
+            except Exception as exc:  # a failing interceptor would refuse every call from now on
                 self._warn(tracked, ctx, exc)
 
     async def after_call(self, call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext) -> None:
@@ -135,7 +135,7 @@ class Recorder:
                     store.settle([*tracked.pending.pop(call.id, []), *named])
                 else:
                     await store.finish()
-            except (CrabError, OSError) as exc:
+            except Exception as exc:  # a failing interceptor would refuse every call from now on
                 self._warn(tracked, ctx, exc)
 
     @staticmethod
@@ -148,10 +148,12 @@ class Recorder:
         return paths
 
     def _warn(self, tracked: Tracked, ctx: ToolContext, exc: Exception) -> None:
-        """A checkpoint that could not be taken never stops the call: the user is told, once."""
+        """A checkpoint that could not be taken never stops the call (a raising interceptor
+        refuses it, and keeps refusing for the run): the user is told, once per session."""
         if not tracked.warned:
             tracked.warned = True
-            ctx.emit(NoticeEvent(f"checkpoints: {exc}; /undo may not cover this turn", "warning"))
+            said = str(exc) if isinstance(exc, CrabError | OSError) else f"{type(exc).__name__}: {exc}"
+            ctx.emit(NoticeEvent(f"checkpoints: {said}; /undo may not cover this turn", "warning"))
 
     # --- /undo --------------------------------------------------------------------------------
 
