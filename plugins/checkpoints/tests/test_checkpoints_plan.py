@@ -35,3 +35,16 @@ def test_a_change_between_two_turns_stops_undoing_past_it() -> None:
     with pytest.raises(UndoRefused, match="'one'"):
         plan_undo([newer, older], {"a": "a2"})
     assert plan_undo([newer], {"a": "a2"}) == {"a": "edited"}
+
+
+def test_nothing_is_written_through_a_symlink_leading_outside(tmp_path) -> None:
+    from crab_checkpoints.plan import refuse_outside
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "inner").mkdir()
+    refuse_outside(root, ["inner/a.txt", "new/b.txt", "c.txt"])
+    (root / "link").symlink_to(outside)
+    with pytest.raises(UndoRefused, match=r"link/a\.txt would be written through a symlink"):
+        refuse_outside(root, ["c.txt", "link/a.txt"])

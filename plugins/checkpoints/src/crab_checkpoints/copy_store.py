@@ -21,7 +21,7 @@ from typing import Any
 from crab import write_atomic
 
 from crab_checkpoints.git_store import describe_undo, nothing_to_undo, ref_part
-from crab_checkpoints.plan import Change, Checkpoint, State, UndoRefused, plan_undo
+from crab_checkpoints.plan import Change, Checkpoint, State, UndoRefused, plan_undo, refuse_outside
 
 MANIFEST = "manifest.json"
 TOO_LARGE = "too-large"
@@ -163,6 +163,7 @@ class CopyCheckpoints:
             for change in checkpoint.changes:
                 current[change.path] = _digest(self.root / change.path)
         target = plan_undo([c for _, c, _ in chosen], current)
+        refuse_outside(self.root, target)
         # Newest first: the oldest copy of a file wins, and that is the state the plan goes back to.
         copies = {
             path: folder / entry["copy"]

@@ -21,7 +21,7 @@ from pathlib import Path
 from crab import write_atomic
 
 from crab_checkpoints.gitrun import Git
-from crab_checkpoints.plan import Change, Checkpoint, State, plan_undo
+from crab_checkpoints.plan import Change, Checkpoint, State, plan_undo, refuse_outside
 
 REF_ROOT = "refs/crab/checkpoints"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -157,6 +157,7 @@ class GitCheckpoints:
         paths = sorted({change.path for checkpoint in chosen for change in checkpoint.changes})
         now = await self.snapshot()
         target = plan_undo(chosen, await self._states(now, paths))
+        refuse_outside(self.top, target)
         for path, state in sorted(target.items()):
             await self._restore(path, state)
         for ref in [*(item.ref for item in empty), *(checkpoint.key for checkpoint in chosen)]:

@@ -8,8 +8,9 @@ undo is refused, naming the file, because writing it back would lose a change ma
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from crab import CrabError
 
@@ -63,3 +64,13 @@ def plan_undo(newest_first: Sequence[Checkpoint], current: Mapping[str, State]) 
                 )
             target[change.path] = change.before
     return target
+
+
+def refuse_outside(root: Path, paths: Iterable[str]) -> None:
+    """``UndoRefused`` when writing one of ``paths`` would go through a symlinked folder to a place
+    outside ``root`` (a link made since the turn): an undo writes inside the work tree only."""
+    real_root = root.resolve()
+    for path in paths:
+        parent = (root / path).parent.resolve()
+        if not parent.is_relative_to(real_root):
+            raise UndoRefused(f"not undone: {path} would be written through a symlink to {parent}, outside {root}")
