@@ -11,6 +11,7 @@ from crab._cli.options import RunOptions
 from crab._config.layers import parse_value
 from crab._contracts.errors import UsageError
 from crab._contracts.interception import AskUser
+from crab._contracts.questions import AskQuestion
 from crab._loop.agent import Agent
 from crab._loop.session import Session
 
@@ -35,8 +36,11 @@ def permission_mode(options: RunOptions) -> PermissionMode | None:
     return "read-only" if options.read_only else None
 
 
-def prepare(options: RunOptions, *, ask: AskUser | None, local: bool = True) -> Assembly:
-    """Config, plugins, provider, store and agent for a run; raises ``CrabError`` on bad setup."""
+def prepare(
+    options: RunOptions, *, ask: AskUser | None, question: AskQuestion | None = None, local: bool = True
+) -> Assembly:
+    """Config, plugins, provider, store and agent for a run; raises ``CrabError`` on bad setup.
+    ``ask`` and ``question`` are how this run asks the user (None: nobody can answer)."""
     return assemble(
         layers=Layers(settings=overrides_from(options), source="--set"),
         plugins=options.plugins,
@@ -45,6 +49,7 @@ def prepare(options: RunOptions, *, ask: AskUser | None, local: bool = True) -> 
         model=options.model,
         permissions=permission_mode(options),
         ask=ask,
+        question=question,
         local=local,
         # No agent will start to show them, and they may be why setup failed.
         on_setup_notice=lambda line: sys.stderr.write(f"{error_line(f'warning: {line}')}\n"),
@@ -52,16 +57,20 @@ def prepare(options: RunOptions, *, ask: AskUser | None, local: bool = True) -> 
 
 
 async def open_session(agent: Agent, options: RunOptions) -> Session:
-    """The session a run continues (``--session``, ``-c``) or a new one."""
-    if options.session:
+    """The session a run continues (``-r ID``, ``--session``, ``-c``) or a new one. A model given on
+    the command line wins over the one a resumed session was switched to (``/model``)."""
+    wanted = options.resume or options.session
+    if options.resume and options.session and options.resume != options.session:
+        raise UsageError("-r and --session name different sessions; give one")
+    if wanted:
         from crab._assembly.choosing import require_session
 
-        await require_session(agent.store, options.session)
-        return await agent.resume(options.session)
+        await require_session(agent.store, wanted)
+        return await _flag_model_wins(agent, options, await agent.resume(wanted))
     if options.continue_latest:
         latest = await agent.latest_session()
         if latest is not None:
-            return latest
+            return await _flag_model_wins(agent, options, latest)
         if agent.store.name == "memory":
             from crab._cli.sessions import MEMORY_EMPTY
 
@@ -69,3 +78,11 @@ async def open_session(agent: Agent, options: RunOptions) -> Session:
         else:
             agent.notice(f"no earlier session in this folder in the {agent.store.name} store; starting a new one")
     return await agent.new_session()
+
+
+async def _flag_model_wins(agent: Agent, options: RunOptions, session: Session) -> Session:
+    """A resumed session keeps the model ``/model`` switched it to, unless this run was given one:
+    then it switches back to the run's, recorded like any switch (the next resume keeps it)."""
+    if (options.model or options.provider) and session.model is not None:
+        await agent.set_model(session, agent.default_model().name)
+    return session

@@ -1,10 +1,13 @@
 """``PromptInput``: the live input of ``crab chat`` (a ``crab.ChatInput``), built on prompt_toolkit.
 
 Enter sends (during a turn: steers it), Alt-Enter queues a follow-up, Ctrl-J starts a new line,
-Tab completes ``/commands`` and ``@paths``, Up/Down walk the history (kept in ``ChatState.history``
-across runs), Ctrl-C clears the line or, on an empty one, interrupts; Ctrl-D on an empty line
-leaves; Ctrl-T shows or folds thinking. The renderer's live area, the pending steers and
-follow-ups, and the permission gate's question are drawn above the line being typed.
+Tab completes ``/commands`` (with their descriptions), ``/model``'s models and ``@paths``, Up/Down
+walk the history (kept in ``ChatState.history`` across runs), Ctrl-C clears the line or, on an
+empty one, interrupts; Ctrl-D on an empty line leaves; Ctrl-T shows or folds thinking; Ctrl-G (or
+sending ``/edit [text]``) opens the line in ``$EDITOR`` (prompt_toolkit's own: ``$VISUAL``,
+``$EDITOR``, else a common editor on ``PATH``) and puts what was saved back on the line. The
+renderer's live area, the pending steers and follow-ups, and the permission gate's question or a
+tool's question are drawn above the line being typed.
 """
 
 from __future__ import annotations
@@ -13,19 +16,30 @@ import asyncio
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from crab import Answer, ChatEntry, ChatState, PermissionRequest, Renderer
+from crab import Answer, ChatEntry, ChatState, PermissionRequest, Question, Renderer
 
 from crab_render_rich.prompt_screen import PromptScreen, terminal_size
-from crab_render_rich.question import Question
+from crab_render_rich.question import Question as PermissionQuestion
 from crab_render_rich.renderer import PREFERENCES, RichRenderer
 from crab_render_rich.screen import REFRESH_PER_SECOND
+from crab_render_rich.user_question import UserQuestion
 from crab_render_rich.view import fit, one_line
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
 
 PROMPT, BUSY_PROMPT = "❯ ", "↳ "
-IDLE_HELP = ("Enter send", "Ctrl-J new line", "Tab complete /cmd @file", "Ctrl-T thinking", "Ctrl-D leave")
+IDLE_HELP = (
+    "Enter send",
+    "Ctrl-J new line",
+    "Tab complete /cmd @file",
+    "Ctrl-G editor",
+    "Ctrl-T thinking",
+    "Ctrl-D leave",
+)
+EDIT = "/edit"
+CLEAR = "\x1b[H\x1b[2J\x1b[3J"
+"""Home, clear the screen, clear the scrollback: what ``/clear`` writes."""
 BUSY_HELP = ("working", "Enter steers", "Alt-Enter queues a follow-up", "Ctrl-C stops the turn")
 Sent = Literal["send", "follow_up"]
 
@@ -38,7 +52,7 @@ class PromptInput:
         self.screen = PromptScreen()
         if isinstance(renderer, RichRenderer):
             renderer.use_screen(self.screen)
-        self.question: Question | None = None
+        self.question: PermissionQuestion | UserQuestion | None = None
         self._asking = asyncio.Lock()
         self._kind: Sent = "send"
         self._accepting = False
@@ -61,7 +75,12 @@ class PromptInput:
                 history = InMemoryHistory()
             self._session = PromptSession(
                 history=history,
-                completer=make_completer(self.state.commands, self.state.workspace),  # type: ignore[arg-type]
+                completer=make_completer(  # type: ignore[arg-type]
+                    self.state.commands,
+                    self.state.workspace,
+                    self.state.descriptions,
+                    self.state.models,
+                ),
                 complete_while_typing=False,
                 key_bindings=self._keys(),
                 multiline=True,
@@ -85,8 +104,14 @@ class PromptInput:
 
         def accept(event: Any, kind: Sent) -> None:
             buffer = event.current_buffer
-            if kind == "send" and buffer.complete_state and buffer.complete_state.current_completion:
-                buffer.apply_completion(buffer.complete_state.current_completion)
+            state = buffer.complete_state
+            if kind == "send" and state and state.current_completion:
+                buffer.apply_completion(state.current_completion)
+                if len(state.completions) > 1:
+                    return  # Enter picks from a menu; the only match (`/model script-b`) is as good as typed
+            draft = edit_draft(buffer.text)
+            if draft is not None:
+                open_editor(buffer, draft)
                 return
             self._kind = kind
             self._accepting = True
@@ -122,6 +147,10 @@ class PromptInput:
             else:
                 self._accepting = True
                 event.app.exit(exception=EOFError())
+
+        @keys.add("c-g", filter=~asking)
+        def _editor(event: Any) -> None:
+            open_editor(event.current_buffer, event.current_buffer.text)
 
         @keys.add("c-t")
         def _thinking(event: Any) -> None:
@@ -192,7 +221,7 @@ class PromptInput:
     async def ask(self, request: PermissionRequest) -> Answer:
         async with self._asking:
             future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
-            self.question = Question(request, future, self._take_draft())
+            self.question = PermissionQuestion(request, future, self._take_draft())
             self.refresh()
             try:
                 answer = await future
@@ -205,6 +234,24 @@ class PromptInput:
             said = {"once": "allowed once", "always": f"allowed {request.permission} for this session"}
             style = "red" if answer == "deny" else "green"
             self.screen.print(notice(f"{said.get(answer, 'denied')}: {one_line(request.summary)}", style, "  "))
+            return answer
+
+    async def ask_question(self, question: Question) -> str | None:
+        """A tool's question (``crab_render_rich.user_question``), one at a time with permission questions."""
+        async with self._asking:
+            future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+            self.question = UserQuestion(question, future, self._take_draft())
+            self.refresh()
+            try:
+                answer = await future
+            finally:
+                asked, self.question = self.question, None
+                self._give_back(asked.draft)
+                self.refresh()
+            from crab_render_rich.view import notice
+
+            said = f"answered: {one_line(answer)}" if answer is not None else "no answer"
+            self.screen.print(notice(f"{said} · {one_line(question.text)}", "green" if answer else "red", "  "))
             return answer
 
     def _take_draft(self) -> str:
@@ -233,10 +280,31 @@ class PromptInput:
     def refresh(self) -> None:
         self.screen.refresh()
 
+    def clear(self) -> None:
+        """``/clear``: the terminal cleared, scrollback too; the prompt is drawn again at the top."""
+        self.screen.answer(CLEAR)
+
     def close(self) -> None:
         if self.question is not None:
             self.question.settle("deny")
         self.screen.close()
+
+
+def edit_draft(text: str) -> str | None:
+    """For a line that is ``/edit [text]``, the text the editor starts with; None for any other line."""
+    stripped = text.strip()
+    if stripped != EDIT and not stripped.startswith(EDIT + " "):
+        return None
+    return stripped[len(EDIT) :].strip()
+
+
+def open_editor(buffer: Any, text: str) -> None:
+    """Open ``$EDITOR`` on ``text`` (prompt_toolkit runs it in the terminal and puts what was saved
+    back on the line, not sent: the user reads it and presses Enter)."""
+    from prompt_toolkit.document import Document
+
+    buffer.document = Document(text, len(text))
+    buffer.open_in_editor()
 
 
 def _typed_text(event: Any) -> str:
