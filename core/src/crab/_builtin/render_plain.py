@@ -4,7 +4,7 @@ stdout carries only the model's text (and command output), so ``crab run … > a
 ``| tee`` work; ANSI styling is used only when the target says color (a TTY). Text from outside
 (file contents in tool results, a model's reply) may hold escape sequences that retitle, clear or
 rewrite a terminal: progress lines always, and the answer on a terminal, show control characters
-as visible text (``^[``, ``\\x9b``) instead.
+as visible text (``^[``, ``\\x9b``) instead. A result that changed files shows their unified diffs.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from crab._contracts.events import (
     CompactionEvent,
     ErrorEvent,
     Event,
+    FileDiff,
     NoticeEvent,
     PlanEvent,
     PlanItem,
@@ -26,8 +27,10 @@ from crab._contracts.events import (
 )
 from crab._contracts.renderers import RenderTarget
 
-DIM, RED, YELLOW, RESET = "\033[2m", "\033[31m", "\033[33m", "\033[0m"
+DIM, RED, GREEN, CYAN, YELLOW, RESET = "\033[2m", "\033[31m", "\033[32m", "\033[36m", "\033[33m", "\033[0m"
 PREVIEW_LINES = 3
+DIFF_LINES = 400
+"""Lines of a result's diffs shown; the rest is folded into one "… N more lines"."""
 
 _VISIBLE = {c: f"^{chr(c ^ 0x40)}" for c in (*range(0x20), 0x7F) if chr(c) not in "\n\t"}
 _VISIBLE.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
@@ -62,6 +65,34 @@ def plan_lines(items: tuple[PlanItem, ...]) -> list[str]:
 def _first_line(text: str, limit: int = 120) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def diff_lines(diffs: tuple[FileDiff, ...], limit: int = DIFF_LINES) -> list[str]:
+    """The unified diffs of ``diffs``, one after the other, at most ``limit`` lines (a last line
+    says how many more there were); control characters visible, as everything from outside."""
+    lines = [visible(line) for diff in diffs for line in diff.unified.splitlines()]
+    if len(lines) > limit:
+        lines = [*lines[:limit], f"… {len(lines) - limit} more lines"]
+    return lines
+
+
+def diff_summary(diffs: tuple[FileDiff, ...]) -> str:
+    """``a.py +3 -1, b.py +10`` — which files changed and how much."""
+    parts = []
+    for diff in diffs:
+        counts = ([f"+{diff.added}"] if diff.added else []) + ([f"-{diff.removed}"] if diff.removed else [])
+        parts.append(visible(" ".join([diff.path, *counts])))
+    return ", ".join(parts)
+
+
+def _diff_colour(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return DIM
+    if line.startswith("+"):
+        return GREEN
+    if line.startswith("-"):
+        return RED
+    return CYAN if line.startswith("@@") else DIM
 
 
 class PlainRenderer:
@@ -101,6 +132,10 @@ class PlainRenderer:
                 self.target.err.write(self._style(visible(event.text), DIM))
         elif isinstance(event, ToolCallEvent):
             self._err(f"→ {event.call.name}({_args_preview(event)})")
+        elif isinstance(event, ToolResultEvent) and event.diffs and not event.is_error:
+            self._err(f"  ✓ {event.name}: {diff_summary(event.diffs)}")
+            for line in diff_lines(event.diffs):
+                self._err(f"    {line}", _diff_colour(line))
         elif isinstance(event, ToolResultEvent):
             mark = "✗" if event.is_error else "✓"
             lines = event.content.splitlines()

@@ -13,7 +13,7 @@ import contextvars
 import inspect
 import json
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -79,6 +79,12 @@ class ToolContext:
 
 Handler = Callable[[dict[str, Any], ToolContext], Awaitable[Any] | Any]
 
+Preview = Callable[[dict[str, Any], ToolContext], Sequence[FileDiff]]
+"""What a call would change, computed from its (prepared) arguments without changing anything."""
+
+PREVIEW_TIMEOUT = 5.0
+"""Seconds a preview may take before the question is asked without it."""
+
 
 @dataclass
 class Tool:
@@ -94,6 +100,8 @@ class Tool:
     - ``output_limit``: content beyond it is cut with a note; ``None`` disables the cut.
     - ``prepare_arguments``: rewrites argument shapes models commonly send, before validation.
     - ``validate_arguments``: check arguments against ``parameters`` before calling.
+    - ``preview``: ``preview(arguments, ctx)`` returns the ``FileDiff``s the call would make,
+      without making them (the permission question shows them); see ``preview_diffs``.
     """
 
     name: str
@@ -109,6 +117,7 @@ class Tool:
     validate_arguments: bool = True
     plugin: str = ""
     fn: Callable[..., Any] | None = None
+    preview: Preview | None = None
 
     def spec(self) -> ToolSpec:
         """What a provider needs to describe this tool to the model."""
@@ -137,6 +146,27 @@ class Tool:
         except ToolError as exc:
             return self._limit(ToolResult(str(exc) or f"{self.name} failed", is_error=True))
         return self._limit(as_result(value))
+
+    async def preview_diffs(self, arguments: Mapping[str, Any], ctx: ToolContext) -> tuple[FileDiff, ...]:
+        """The diffs this call would make, or ``()``: no ``preview``, arguments that do not pass,
+        a preview that fails (the call itself will say why) or takes over ``PREVIEW_TIMEOUT``."""
+        import asyncio
+
+        preview = self.preview
+        if preview is None:
+            return ()
+        args = dict(arguments)
+        try:
+            if self.prepare_arguments is not None:
+                args = self.prepare_arguments(args)
+            if self.validate_arguments and validate(args, self.parameters):
+                return ()
+            async with asyncio.timeout(PREVIEW_TIMEOUT):
+                # No ctx for the thread: a preview given up must not mark the call itself cancelled.
+                diffs = await run_in_thread(lambda: preview(args, ctx), {})
+        except (Exception, TimeoutError):
+            return ()
+        return tuple(d for d in diffs if isinstance(d, FileDiff))
 
     def _limit(self, result: ToolResult) -> ToolResult:
         if self.output_limit is None:
@@ -255,6 +285,7 @@ def make_tool(
     override: bool = False,
     output_limit: OutputLimit | None = OutputLimit(),
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    preview: Preview | None = None,
 ) -> Tool:
     """Build a ``Tool`` from a typed function (what ``@crab.tool`` does)."""
     if permission not in PERMISSIONS:
@@ -283,6 +314,7 @@ def make_tool(
         output_limit=output_limit,
         prepare_arguments=prepare_arguments,
         fn=fn,
+        preview=preview,
     )
 
 
@@ -301,6 +333,7 @@ def tool(
     override: bool = False,
     output_limit: OutputLimit | None = OutputLimit(),
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    preview: Preview | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 

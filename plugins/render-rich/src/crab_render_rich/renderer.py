@@ -216,7 +216,12 @@ class RichRenderer:
         elif isinstance(event, ToolResultEvent):
             self.running.pop(event.call_id, None)
             call = self.calls.pop(event.call_id, None)
-            self._line(view.tool_done(call, event.name, event.content, event.is_error, event.duration_ms / 1000))
+            if event.diffs and not event.is_error:
+                from crab_render_rich.diff_view import tool_changed
+
+                self._line(tool_changed(call, event.name, event.diffs, event.duration_ms / 1000))
+            else:
+                self._line(view.tool_done(call, event.name, event.content, event.is_error, event.duration_ms / 1000))
             self.waiting = not self.running
         elif isinstance(event, UsageEvent):  # a model call ended: its reply is written
             self.context_tokens = event.usage.input_tokens + event.usage.cache_read_tokens + event.usage.output_tokens
