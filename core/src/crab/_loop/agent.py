@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from crab._loop.channel_host import ChannelHost
 
 Listener = Callable[[Event], None]
+LATEST_SCAN = 50
+"""Sessions ``latest_session`` looks through for the latest one that is not a child session."""
 
 
 class Agent:
@@ -180,7 +182,8 @@ class Agent:
         """Load a stored session and repair what will go to the provider.
 
         A tool call the store holds no result for (crab was killed while it ran) gets its
-        stand-in result stored now, once, so the stored session pairs every call too.
+        stand-in result stored now, once, so the stored session pairs every call too, and so
+        does every child session such a call started (``crab._loop.child.repair_children``).
         """
         info = await self.store.get_session(session_id)
         history = load_history(await self.store.entries(session_id, since_handoff=True))
@@ -189,6 +192,12 @@ class Agent:
         for result in history.missing:
             await self.store.append(session_id, "tool_result", self.redactor.payload(message_to_dict(result)))
         workspace = Path(info.workspace) if info.workspace else self.workspace
+        if history.missing:
+            # A call killed while it ran a child session left that child open too: pair it as well.
+            from crab._loop.child import repair_children
+
+            calls = [result.call_id for result in history.missing]
+            await repair_children(self.store, self.redactor, session_id, str(workspace), calls)
         return Session(
             info=info,
             workspace=workspace,
@@ -197,9 +206,15 @@ class Agent:
         )
 
     async def latest_session(self) -> Session | None:
-        """The most recently updated session of this workspace, resumed; None if there is none."""
-        sessions = await self.store.list_sessions(str(self.workspace), limit=1)
-        return await self.resume(sessions[0].id) if sessions else None
+        """The most recently updated session of this workspace, resumed; None if there is none.
+        A child session (one a tool call started, ``crab._loop.child``) is its parent's part, not
+        a conversation to continue: the latest of the last few that is not one."""
+        from crab._loop.child import PARENT_SESSION_META
+
+        sessions = await self.store.list_sessions(str(self.workspace), limit=LATEST_SCAN)
+        own = [info for info in sessions if not (info.meta or {}).get(PARENT_SESSION_META)]
+        chosen = own[0] if own else (sessions[0] if sessions else None)
+        return await self.resume(chosen.id) if chosen is not None else None
 
     async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> Session:
         """The session of conversation ``address`` on ``channel`` (``AgentHandle.session_for``)."""
@@ -379,6 +394,7 @@ class Agent:
             config=self.config,
             ask=redacted_ask(session.ask if session.ask is not None else self.ask, self.redactor.text),
             local=self.local,
+            handle=AgentHandle(self),
         )
 
     async def append_entry(self, session: Session, type: EntryType, payload: Mapping[str, Any]) -> None:
