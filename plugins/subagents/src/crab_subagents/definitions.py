@@ -187,6 +187,9 @@ def read_agent(
         raise ValueError("no description: add `description: what the agent does and when to use it`")
     notes: list[str] = []
     listed = document.names("tools")
+    if "tools" in fields and "," in fields["tools"]:
+        # Claude Code's comma list: split at commas only, so `Bash(git diff:*)` stays one rule.
+        listed = tuple(part.strip() for part in fields["tools"].split(",") if part.strip())
     tools: tuple[str, ...] | None = None
     if listed is not None:
         tools, dropped = tool_names(listed)
