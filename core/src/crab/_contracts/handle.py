@@ -203,10 +203,7 @@ class AgentHandle:
         added to the parent's turn (``ctx.add_usage``). Cancelling the calling tool (an abort, a
         timeout) ends the child's turn with every call it started paired, then cancels the call.
         """
-        from crab._loop.child import run_child
-
-        return await run_child(
-            self._agent,
+        return await self._agent.run_child(
             ctx,
             prompt,
             label=label,

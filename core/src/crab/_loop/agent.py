@@ -20,7 +20,7 @@ from crab._config.layers import Config
 from crab._contracts.commands import Command, CommandContext, CommandResult
 from crab._contracts.errors import ChannelError, CrabError
 from crab._contracts.events import CommandOutput, Event, NoticeEvent
-from crab._contracts.handle import AgentHandle
+from crab._contracts.handle import AgentHandle, ChildOutcome
 from crab._contracts.interception import AskUser, redacted_ask
 from crab._contracts.messages import AssistantMessage, Message, ToolCall, message_to_dict
 from crab._contracts.providers import ModelInfo, ModelRequest, Provider
@@ -366,6 +366,12 @@ class Agent:
 
     async def _turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
         return await Turn(self.turn_parts(), session, item, queue).run()
+
+    async def run_child(self, ctx: ToolContext, prompt: str, **options: Any) -> ChildOutcome:
+        """One turn of a new child session of ``ctx``'s call (``AgentHandle.run_child``)."""
+        from crab._loop.child import run_child
+
+        return await run_child(self, ctx, prompt, **options)
 
     # --- context and recording ----------------------------------------------------------------
 
