@@ -183,3 +183,25 @@ def test_an_unknown_agent_is_an_error_result_naming_the_agents(crab_agent) -> No
     h.run("go")
     result = h.events_of(crab.ToolResultEvent)[0]
     assert result.is_error and "no agent named 'nobody'" in result.content and "general" in result.content
+
+
+def test_an_untrusted_projects_agent_cannot_widen_its_tools(crab_agent, crab_config, write_agent) -> None:
+    write_agent(Path.cwd() / ".crab" / "agents", "builder", "name: builder\ndescription: builds\ntools: touch, slow")
+    crab_config({"crab": {"max_iterations": 9}})  # the project has a config, not trusted
+    asked: list[crab.PermissionRequest] = []
+
+    async def ask(request: crab.PermissionRequest) -> crab.Answer:
+        asked.append(request)
+        return "always"
+
+    router = Router(
+        {
+            "parent": [[task("t1", "build", agent="builder")], [{"text": "ok"}]],
+            "builder": [[{"tool": "touch", "id": "w1", "args": {"path": "x.txt"}}], [{"text": "could not"}]],
+        }
+    )
+    h = harness(crab_agent, router, ask=ask)
+    assert h.run("go").stop == "end"
+    assert [spec.name for spec in router.of("builder")[0].tools] == ["slow"]
+    assert "not trusted" in router.of("builder")[0].system
+    assert not asked and not (Path(h.workspace) / "x.txt").exists()
