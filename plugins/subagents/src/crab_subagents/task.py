@@ -41,21 +41,35 @@ PARAMETERS: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+HEAD = "Run a sub-task in a child agent with a fresh context (agents: {names})."
+"""The first paragraph, all a request's stub of the tool shows (crab's progressive tool view
+lists one line per tool until it is used): so the agent names are in it, bounded."""
+MAX_HEAD_NAMES = 50
 INTRO = (
-    "Run a sub-task in a child agent with a fresh context of its own; returns its final answer and a "
-    "short record of what it did. The child sees nothing of this conversation: put everything it needs "
-    "in `prompt`. Use it for self-contained work whose details you do not need to keep (a search "
-    "across the code, research, an independent change); several task calls in one reply run at the "
-    "same time."
+    "Returns the child's final answer and a short record of what it did. The child sees nothing of "
+    "this conversation: put everything it needs in `prompt`. Use it for self-contained work whose "
+    "details you do not need to keep (a search across the code, research, an independent change); "
+    "several task calls in one reply run at the same time."
 )
+
+
+def head(names: list[str]) -> str:
+    """The first paragraph: as many agent names as fit in ``MAX_HEAD_NAMES`` characters."""
+    shown: list[str] = []
+    for name in names:
+        if len(", ".join([*shown, name])) > MAX_HEAD_NAMES:
+            shown.append("…")
+            break
+        shown.append(name)
+    return HEAD.format(names=", ".join(shown))
 
 
 def describe(catalog: Catalog | None, max_listed: int) -> str:
     """The tool's description: what it does and the agents it can run (at most ``max_listed``)."""
     if catalog is None:
-        return f"{INTRO}\nAgents: general (a general-purpose agent with your tools)."
-    lines = [INTRO, "Agents:"]
+        return f"{head(['general'])}\n\n{INTRO}\nAgents:\n- general: a general-purpose agent with your tools"
     agents = list(catalog.agents.values())
+    lines = [head([a.name for a in agents]), "", INTRO, "Agents:"]
     for agent in agents[:max_listed]:
         lines.append(f"- {agent.name}: {clean_line(agent.description, MAX_LISTED_DESCRIPTION)}")
     if len(agents) > max_listed:
