@@ -176,7 +176,7 @@ def test_a_read_only_agent_is_not_offered_tools_that_write(crab_agent, crab_home
     description = h.agent.tools["task"].description  # the full one (a request may carry a stub)
     assert "- look: looks" in description and "- general:" in description
     sent = next(spec.description for spec in router.of("parent")[0].tools if spec.name == "task")
-    assert "(agents: general, look)" in sent  # even the one-line stub names the agents
+    assert "(agents: look, general)" in sent  # even the one-line stub names the agents
 
 
 def test_an_unknown_agent_is_an_error_result_naming_the_agents(crab_agent) -> None:
