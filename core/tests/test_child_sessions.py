@@ -187,3 +187,44 @@ def test_the_cli_tree_of_child_sessions() -> None:
     assert [n["id"] for n in nested] == ["a", "b"] and nested[0]["children"][0]["label"] == "deep"
     looped = [info("p", "g", 0), info("g", "p", 1)]
     assert [i.id for _, i in child_tree(looped, "p")] == ["g"]  # hand-edited meta cannot loop
+
+
+def test_a_childs_tool_question_reaches_the_parents_asker_labelled(tmp_path) -> None:
+    asked: list[crab.Question] = []
+
+    async def question(q: crab.Question) -> str | None:
+        asked.append(q)
+        return "blue"
+
+    class Asking:
+        @crab.hookimpl
+        def crab_tools(self, config: crab.Config) -> list[crab.Tool]:
+            async def colour(ctx: crab.ToolContext) -> str:
+                """Ask the user."""
+                assert ctx.question is not None
+                return str(await ctx.question(crab.Question("which colour?")))
+
+            async def delegate(ctx: crab.ToolContext) -> str:
+                """Run a child that asks."""
+                assert ctx.handle is not None
+                return (
+                    await ctx.handle.run_child(ctx, "ask", label="asker", tools=["colour"], instructions="CHILD")
+                ).text
+
+            return [crab.tool(colour), crab.tool(delegate)]
+
+    def script(request: crab.ModelRequest) -> list[dict[str, Any]]:
+        if request.system.endswith("CHILD"):
+            if len(request.messages) == 1:
+                return [{"tool": "colour", "id": "q1", "args": {}}]
+            return [{"text": "the user said blue"}]
+        if len(request.messages) == 1:
+            return [{"tool": "delegate", "id": "d1", "args": {}}]
+        return [{"text": "done"}]
+
+    h = AgentHarness(script, plugins={"asking": Asking()}, workspace=tmp_path, question=question)
+    try:
+        assert h.run("go").text == "done"
+        assert [q.text for q in asked] == ["[asker] which colour?"]
+    finally:
+        h.close()

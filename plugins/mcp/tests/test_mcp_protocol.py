@@ -152,7 +152,7 @@ def test_roots_are_the_workspace_and_extra_roots_and_follow_the_calls_workspace(
 # --- resources -----------------------------------------------------------------------------
 
 
-def test_resources_and_templates_are_listed_and_read_through_two_tools(tiny, tmp_path):
+def test_resources_and_templates_are_listed_and_read_through_two_tools(tiny, tmp_path, unfence):
     async def go() -> None:
         manager = await started(in_process(tiny.build()))
         try:
@@ -161,12 +161,15 @@ def test_resources_and_templates_are_listed_and_read_through_two_tools(tiny, tmp
             assert tools["mcp_read_resource"].permission == "network"  # the gate asks, as for a tool
             ctx = ToolContext(session_id="s", workspace=tmp_path)
             listed = await tools["mcp_resources"].run({}, ctx)
-            assert "tiny://note  note (text/plain)" in listed.content
-            assert "template tiny://greeting/{who}  greeting" in listed.content
+            header, fenced_listing = listed.content.split("\n", 1)
+            assert header == "server tiny:"  # what the server wrote is fenced as its content
+            assert "tiny://note  note (text/plain)" in unfence(fenced_listing)
+            assert "template tiny://greeting/{who}  greeting" in unfence(fenced_listing)
             note = await tools["mcp_read_resource"].run({"server": "tiny", "uri": "tiny://note"}, ctx)
-            assert note.content == "a note from tiny"
+            assert unfence(note.content) == "a note from tiny"
+            assert "Result of mcp_read_resource from MCP server 'tiny'" in note.content
             hello = await tools["mcp_read_resource"].run({"server": "tiny", "uri": "tiny://greeting/crab"}, ctx)
-            assert hello.content == "hello crab"
+            assert unfence(hello.content) == "hello crab"
             missing = await tools["mcp_read_resource"].run({"server": "nope", "uri": "tiny://note"}, ctx)
             assert missing.is_error and "servers with resources: tiny" in missing.content
             assert manager.resource_tools() == []  # registered once
@@ -176,7 +179,7 @@ def test_resources_and_templates_are_listed_and_read_through_two_tools(tiny, tmp
     asyncio.run(go())
 
 
-def test_resource_tools_join_an_agents_registry(crab_agent, tiny_cmd):
+def test_resource_tools_join_an_agents_registry(crab_agent, tiny_cmd, unfence):
     h = crab_agent(
         [[{"tool": "mcp_read_resource", "args": {"server": "tiny", "uri": "tiny://note"}}], [{"text": "read"}]],
         plugins={"mcp": crab_mcp},
@@ -185,7 +188,7 @@ def test_resource_tools_join_an_agents_registry(crab_agent, tiny_cmd):
     assert h.agent.tools["mcp_read_resource"].permission == "read"
     h.run("read the note")
     (read,) = results(h)
-    assert read.content == "a note from tiny"
+    assert unfence(read.content) == "a note from tiny"
 
 
 # --- prompts -------------------------------------------------------------------------------

@@ -4,9 +4,10 @@
 store, linked to its parent by the session ``meta`` (``PARENT_SESSION_META``, ``PARENT_CALL_META``,
 which every store keeps and lists), with its own context, its own tool set (a subset of the
 registry, never more) and optionally its own model. It runs under the same permission gate and
-mode as its parent (the same agent), so it is never allowed more; its permission questions go
-to the parent call's ``ask``, labelled and one at a time. What it emits reaches the parent's
-stream wrapped in ``ChildEvent``; the usage it spent is added to the parent's turn.
+mode as its parent (the same agent), so it is never allowed more; its permission questions (and
+its tools' questions, ``ToolContext.question``) go to the parent call's, labelled and one at a
+time. What it emits reaches the parent's stream wrapped in ``ChildEvent``; the usage it spent is
+added to the parent's turn.
 
 ``repair_children`` keeps a killed tree whole: when a parent is resumed with calls left
 without a result, the child sessions those calls started get their stand-in results too.
@@ -27,6 +28,7 @@ from crab._contracts.handle import ChildOutcome
 from crab._contracts.interception import Answer, AskUser, PermissionRequest
 from crab._contracts.messages import AssistantMessage, Message, ToolCall, message_to_dict
 from crab._contracts.providers import ModelInfo, Provider
+from crab._contracts.questions import AskQuestion, Question
 from crab._contracts.tools import Tool, ToolContext
 from crab._loop import compaction
 from crab._loop.compaction import Compacted, CompactionReason
@@ -93,6 +95,19 @@ def labelled_ask(ask: AskUser | None, label: str, lock: asyncio.Lock) -> AskUser
     return asked
 
 
+def labelled_question(question: AskQuestion | None, label: str, lock: asyncio.Lock) -> AskQuestion | None:
+    """``question`` with the text prefixed ``[label]``, one at a time (with the permission questions)."""
+    if question is None:
+        return None
+    asker = question
+
+    async def asked(asked_question: Question) -> str | None:
+        async with lock:
+            return await asker(replace(asked_question, text=f"[{label}] {asked_question.text}"))
+
+    return asked
+
+
 async def run_child(
     agent: Agent,
     ctx: ToolContext,
@@ -135,11 +150,13 @@ async def run_child(
 
     lock = ctx.state.setdefault(QUESTION_LOCK_KEY, asyncio.Lock())
     ask = labelled_ask(ctx.ask, label, lock)
+    question = labelled_question(ctx.question, label, lock)
 
     def tool_context(session: Session, call: ToolCall, tool: Tool) -> ToolContext:
         made = agent.tool_context(session, call, tool)
         made.emit = emit
         made.ask = ask  # never the agent's own: where the parent cannot ask, neither can its child
+        made.question = question
         return made
 
     calls = ModelCalls(

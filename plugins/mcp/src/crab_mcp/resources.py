@@ -1,12 +1,9 @@
 """Servers' resources as two crab tools the model can call: ``mcp_resources`` and ``mcp_read_resource``.
 
-``mcp_resources`` lists what every ready server offers (or one server's): each resource's URI,
-name, type and first description line, then its URI templates. ``mcp_read_resource`` reads one
-URI from one server: text as it is, binary content as a note with its type and size (crab's
-tool results are text). Both are tools like any other: the permission gate asks before each call
-unless every server that offers resources is configured ``permission = "read"``, the loop's
-timeout and output limit apply, and what a server sends is masked like a tool result. They join
-the registry once a server that offers resources is ready.
+``mcp_resources`` lists what every ready server offers (or one server's), ``mcp_read_resource``
+reads one URI (binary content as a note with its type and size); what a server wrote is masked,
+then fenced as its content (``crab_mcp.fence``). Both are tools like any other (permission gate,
+timeout, output limit) and join the registry once a server that offers resources is ready.
 """
 
 from __future__ import annotations
@@ -73,9 +70,12 @@ def listing(manager: Manager, only: str | None = None) -> ToolResult:
     if not links:
         names = ", ".join(sorted(link.name for link in manager.links.values() if offers(link))) or "none"
         return ToolResult(f"no MCP server {only!r} offers resources (servers with resources: {names})", True)
-    lines: list[str] = []
+    from crab_mcp.fence import fence
+    from crab_mcp.manager import mask
+
+    blocks: list[str] = []
     for link in links:
-        lines.append(f"server {link.name}:")
+        lines: list[str] = []
         for r in link.resources:
             mime = f" ({r.mime_type})" if r.mime_type else ""
             about = f" — {_first(r.description)}" if r.description else ""
@@ -83,12 +83,9 @@ def listing(manager: Manager, only: str | None = None) -> ToolResult:
         for t in link.templates:
             about = f" — {_first(t.description)}" if t.description else ""
             lines.append(f"  template {t.uri_template}  {t.name}{about}")
-    from crab_mcp.manager import mask
-
-    result = ToolResult("\n".join(lines))
-    for link in links:
-        result = mask(link, result)
-    return result
+        masked = mask(link, ToolResult("\n".join(lines))).content
+        blocks.append(f"server {link.name}:\n{fence(link.name, LIST, masked)}")
+    return ToolResult("\n".join(blocks))
 
 
 async def read(manager: Manager, server: str, uri: str) -> ToolResult:
@@ -116,4 +113,6 @@ async def read(manager: Manager, server: str, uri: str) -> ToolResult:
         else:
             size = len(getattr(item, "blob", "") or "") * 3 // 4
             parts.append(f"[resource {item.uri} ({item.mime_type or 'binary'}), about {size} bytes, not shown]")
-    return mask(link, ToolResult("\n".join(parts) or "(empty resource)"))
+    from crab_mcp.fence import fenced
+
+    return fenced(link.name, READ, mask(link, ToolResult("\n".join(parts) or "(empty resource)")))
