@@ -38,7 +38,7 @@ from crab._loop.session import QueuedInput, Session
 from crab._loop.turn import Turn, TurnParts
 
 if TYPE_CHECKING:
-    from crab._contracts.storage import Store
+    from crab._contracts.storage import SessionInfo, Store
     from crab._loop.agent import Agent
     from crab._secrets.redaction import Redactor
 
@@ -225,11 +225,9 @@ async def run_child(
     )
 
 
-async def children_of(store: Store, session_id: str, workspace: str | None = None) -> list[Any]:
-    """The sessions (``SessionInfo``) whose meta names ``session_id`` as their parent, oldest first."""
-    from crab._contracts.storage import SessionInfo
-
-    found: list[SessionInfo] = [
+async def children_of(store: Store, session_id: str, workspace: str | None = None) -> list[SessionInfo]:
+    """The sessions whose meta names ``session_id`` as their parent, oldest first."""
+    found = [
         info
         for info in await store.list_sessions(workspace, limit=1_000_000_000)
         if (info.meta or {}).get(PARENT_SESSION_META) == session_id
