@@ -228,3 +228,28 @@ def test_a_childs_tool_question_reaches_the_parents_asker_labelled(tmp_path) -> 
         assert [q.text for q in asked] == ["[asker] which colour?"]
     finally:
         h.close()
+
+
+def test_the_plain_renderer_shows_a_child_in_lines_and_never_its_text() -> None:
+    import io
+
+    from crab._builtin.render_plain import PlainRenderer
+    from crab._contracts.events import ToolCallEvent, TurnStarted
+    from crab._contracts.renderers import RenderTarget
+
+    out, err = io.StringIO(), io.StringIO()
+    renderer = PlainRenderer(RenderTarget(out, err, color=False))
+    renderer.handle(ChildEvent("k1", "explore", "c1", TurnStarted("k1", "t", "find")))
+    renderer.handle(ChildEvent("k1", "explore", "c1", ToolCallEvent(ToolCall("r", "read", {"path": "a.py"}))))
+    renderer.handle(ChildEvent("k1", "explore", "c1", TextDelta("child prose")))
+    inner = ChildEvent("g1", "tiny", "r", TurnEnded("g1", "t", "error", "", None, "broke"))
+    renderer.handle(ChildEvent("k1", "explore", "c1", inner))
+    renderer.handle(ChildEvent("k1", "explore", "c1", TurnEnded("k1", "t", "end", "found")))
+    renderer.close()
+    assert out.getvalue() == ""
+    assert err.getvalue().splitlines() == [
+        "  ↳ explore started (session k1)",
+        "  ↳ explore → read(path='a.py')",
+        "  ↳ explore › tiny error",
+        "  ↳ explore done",
+    ]
