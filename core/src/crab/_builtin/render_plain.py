@@ -10,6 +10,7 @@ as visible text (``^[``, ``\\x9b``) instead. A result that changed files shows t
 from __future__ import annotations
 
 from crab._contracts.events import (
+    ChildEvent,
     CommandOutput,
     CompactionEvent,
     ErrorEvent,
@@ -24,6 +25,7 @@ from crab._contracts.events import (
     ToolCallEvent,
     ToolResultEvent,
     TurnEnded,
+    TurnStarted,
 )
 from crab._contracts.renderers import RenderTarget
 
@@ -97,7 +99,8 @@ def _diff_colour(line: str) -> str:
 
 class PlainRenderer:
     """Streams text deltas as they come; one short stderr line per tool call, retry or problem, and
-    the whole checklist each time a plan changes (``PlanEvent``)."""
+    the whole checklist each time a plan changes (``PlanEvent``); a child session's start, tool
+    calls and end as lines too (``ChildEvent``)."""
 
     def __init__(self, target: RenderTarget) -> None:
         self.target = target
@@ -120,8 +123,25 @@ class PlainRenderer:
         self.target.err.write(self._style(visible(text), code) + "\n")
         self.target.err.flush()
 
+    def _child(self, event: ChildEvent) -> None:
+        """A child session (a subagent) in one dim line per start, tool call and end; its text is
+        never printed as the answer."""
+        labels = [event.label]
+        while isinstance(event.event, ChildEvent):
+            event = event.event
+            labels.append(event.label)
+        who, inner = " › ".join(labels), event.event
+        if isinstance(inner, TurnStarted):
+            self._err(f"  ↳ {who} started (session {event.session_id})")
+        elif isinstance(inner, ToolCallEvent):
+            self._err(f"  ↳ {who} → {inner.call.name}({_args_preview(inner, 80)})")
+        elif isinstance(inner, TurnEnded):
+            self._err(f"  ↳ {who} {'done' if inner.stop == 'end' else inner.stop}", RED if inner.error else DIM)
+
     def handle(self, event: Event) -> None:
-        if isinstance(event, TextDelta):
+        if isinstance(event, ChildEvent):
+            self._child(event)
+        elif isinstance(event, TextDelta):
             self._thinking = False
             self._out(visible(event.text) if self.target.color else event.text)
         elif isinstance(event, ThinkingDelta):

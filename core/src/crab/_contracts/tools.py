@@ -26,7 +26,9 @@ from crab._contracts.truncate import OutputLimit, describe, truncate
 if TYPE_CHECKING:
     from crab._config.layers import Config
     from crab._contracts.events import Event
+    from crab._contracts.handle import AgentHandle
     from crab._contracts.interception import AskUser
+    from crab._contracts.messages import Usage
     from crab._contracts.questions import AskQuestion
 
 Permission = Literal["read", "write", "exec", "network"]
@@ -50,6 +52,10 @@ def _no_event(event: Event) -> None:
     return None
 
 
+def _no_usage(usage: Usage) -> None:
+    return None
+
+
 @dataclass
 class ToolContext:
     """What a running tool may know about its call.
@@ -62,6 +68,9 @@ class ToolContext:
     where nobody can answer: say so at once); ``local`` is False on remote channels.
     ``cancelled`` is set when the call is aborted or times out: a sync tool, which keeps running
     in its worker thread, should check it in long loops and stop early.
+    ``handle`` is the running agent's ``AgentHandle`` (None where a tool runs without an agent,
+    as under ``crab.open_toolbox``): a tool that runs a child agent uses its ``run_child``.
+    ``add_usage`` counts model usage the call spent itself (a child agent's) into the turn's.
     """
 
     session_id: str
@@ -75,6 +84,8 @@ class ToolContext:
     local: bool = True
     question: AskQuestion | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
+    handle: AgentHandle | None = None
+    add_usage: Callable[[Usage], None] = _no_usage
 
 
 Handler = Callable[[dict[str, Any], ToolContext], Awaitable[Any] | Any]

@@ -310,7 +310,7 @@ class Turn:
             self.parts.calls.dispatch,
             self.parts.tools(),
             self.parts.settings.tool_timeout,
-            lambda call, tool: self.parts.tool_context(session, call, tool),
+            self._tool_context,
             self._record_result,
         )
         outcome = await runner.run_all(message.tool_calls, lambda: bool(session.steering))
@@ -319,6 +319,15 @@ class Turn:
         if outcome.stopped is not None:
             self.parts.notice(f"the turn was stopped: {outcome.stopped}", "warning")
         return outcome.stopped
+
+    def _tool_context(self, call: ToolCall, tool: Tool) -> ToolContext:
+        ctx = self.parts.tool_context(self.session, call, tool)
+        ctx.add_usage = self._add_usage
+        return ctx
+
+    def _add_usage(self, usage: Usage) -> None:
+        """Usage a tool call spent itself (a child session's turn) counts in this turn's."""
+        self.usage = self.usage + usage
 
     async def _record_result(self, call: ToolCall, result: ToolResult, duration_ms: float) -> None:
         if call.id not in self.pending:
