@@ -57,7 +57,7 @@ async def decide(mode: str, call: ToolCall, tool: Tool, ctx: ToolContext) -> Dec
             f"Refused: {tool.name} needs {permission} permission and this run cannot ask the user. "
             'The user can allow it with --yolo (or [crab] permissions = "yolo"), or run `crab chat` to answer.'
         )
-    answer = await ctx.ask(PermissionRequest(tool.name, permission, summarize(call)))
+    answer = await ctx.ask(PermissionRequest(tool.name, permission, summarize(call), call.id))
     if answer == "always":
         always.add(permission)
         return Allow()

@@ -44,11 +44,16 @@ Answer = Literal["once", "always", "deny"]
 
 @dataclass(frozen=True, slots=True)
 class PermissionRequest:
-    """What the permission gate asks the user through the active channel."""
+    """What the permission gate asks the user through the active channel.
+
+    ``call_id`` is the ``ToolCall.id`` the question is about ("" when it is not about one call),
+    so a front-end that shows tool calls (an editor over ACP) can attach the question to its call.
+    """
 
     tool: str
     permission: str
     summary: str
+    call_id: str = ""
 
 
 AskUser = Callable[[PermissionRequest], Awaitable[Answer]]
@@ -63,7 +68,7 @@ def redacted_ask(ask: AskUser | None, redact: Callable[[str], str]) -> AskUser |
     asker = ask
 
     async def asked(request: PermissionRequest) -> Answer:
-        shown = PermissionRequest(redact(request.tool), request.permission, redact(request.summary))
+        shown = PermissionRequest(redact(request.tool), request.permission, redact(request.summary), request.call_id)
         return await asker(shown)
 
     return asked

@@ -1,0 +1,257 @@
+"""One editor session: its ``crab.Agent`` (workspace = the editor's folder), mode, model and turn.
+
+Each ACP session gets an agent of its own, because what makes an agent differs per session: the
+workspace (its ``.crab/config.toml`` read with crab's trust rules), the MCP servers the editor
+passes, and the tools the client can take over. The crab session id is the ACP session id, so
+``session/load`` finds it in crab's store (and ``crab chat --session`` there). A prompt is one
+``Run``: its events go out as updates in order; ``cancel`` aborts it (every open call still gets
+its result) and the prompt answers ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import acp
+import crab
+from acp import RequestError
+from acp.schema import (
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
+    PromptResponse,
+    SessionConfigOptionBoolean,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    UnstructuredCommandInput,
+)
+
+from crab_acp.bridge import NAME, Bridge, EditorCaps
+from crab_acp.editor_terminal import EditorTerminal
+from crab_acp.permissions import answer, options
+from crab_acp.prompt import prompt_text
+from crab_acp.updates import Replay, UpdateMapper
+
+log = logging.getLogger("crab_acp")
+
+EDITOR_SKIPS = frozenset({"quit", "abort", "fork"})
+"""Router commands an editor has its own control for (closing, the stop button) or that would move
+the conversation to a session the editor does not know of (``/fork``): not offered there."""
+
+STOPS = {"aborted": "cancelled", "max_iterations": "max_turn_requests"}
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """What ``crab acp``'s flags chose for every session (None: crab's config decides)."""
+
+    model: str | None = None
+    provider: str | None = None
+    store: str | None = None
+
+
+def build_agent(
+    options: AgentOptions,
+    cwd: str,
+    settings: Mapping[str, Any],
+    bridge: Bridge,
+    ask: Any,
+    *,
+    model: str | None = None,
+    permissions: str | None = "ask",
+) -> crab.Agent:
+    return crab.Agent(
+        model or options.model,
+        provider=options.provider,
+        store=options.store,
+        workspace=cwd,
+        settings=settings,
+        permissions=permissions,  # type: ignore[arg-type]
+        ask=ask,
+        plugin_objects={NAME: bridge},
+    )
+
+
+class AcpSession:
+    """One session of the editor's; made by ``open``."""
+
+    def __init__(self, connection: Any, options: AgentOptions, cwd: str, settings: Mapping[str, Any], caps: EditorCaps):
+        self.connection = connection
+        self.options = options
+        self.cwd = cwd
+        self.settings = dict(settings)
+        self.bridge = Bridge(connection, caps, "ask")
+        self.agent: crab.Agent | None = None
+        self.id = ""
+        self.mapper = UpdateMapper(cwd)
+        self.run: crab.Run | None = None
+        self.cancelled = False
+        self.gone = False
+        self.model = ""
+
+    # --- making it --------------------------------------------------------------------------
+
+    async def start(self, session_id: str | None = None) -> list[Any]:
+        """Make and start the agent; a new crab session, or the stored ``session_id`` (its
+        history returned as updates to replay)."""
+        first = build_agent(self.options, self.cwd, self.settings, self.bridge, self.ask, permissions=None)
+        configured = str(first.config.get("crab.permissions") or "ask")
+        if configured == "ask":
+            agent = first
+        else:  # the configured mode becomes the session's starting mode; crab's gate stays in ask
+            first.close()
+            agent = build_agent(self.options, self.cwd, self.settings, self.bridge, self.ask)
+        self.bridge.mode = configured
+        await self._adopt(agent)
+        handle = self._handle()
+        if session_id is None:
+            view = await handle.new_session()
+            self.id = view.id
+            return []
+        try:
+            view = await handle.resume(session_id)
+        except crab.StoreError as exc:
+            raise RequestError.invalid_params({"details": f"no crab session {session_id}: {exc}"}) from None
+        if view.info.workspace and view.info.workspace != str(agent.workspace):
+            raise RequestError.invalid_params(
+                {"details": f"session {session_id} belongs to {view.info.workspace}, not {agent.workspace}"}
+            )
+        self.id = view.id
+        return Replay(self.mapper).messages(view.messages)
+
+    async def _adopt(self, agent: crab.Agent) -> None:
+        await agent.start()
+        self.agent = agent
+        self.model = agent.model
+        self.mapper.permissions = {name: tool.permission for name, tool in self._handle().tools.items()}
+
+    def _handle(self) -> crab.AgentHandle:
+        if self.bridge.handle is None:
+            raise RequestError.internal_error({"details": "crab's agent did not start"})
+        return self.bridge.handle
+
+    async def close(self) -> None:
+        if self.agent is not None:
+            if self.run is not None:
+                self.cancel()
+            await self.agent.aclose()
+
+    # --- what the editor is told ------------------------------------------------------------
+
+    def commands(self) -> AvailableCommandsUpdate:
+        listed = []
+        for name, command in sorted(self._handle().commands.items()):
+            if name in EDITOR_SKIPS:
+                continue
+            hint = AvailableCommandInput(root=UnstructuredCommandInput(hint=command.usage)) if command.usage else None
+            listed.append(AvailableCommand(name=name, description=command.description, input=hint))
+        return AvailableCommandsUpdate(session_update="available_commands_update", available_commands=listed)
+
+    def config_options(self) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
+        assert self.agent is not None
+        provider = self.model.split("/", 1)[0]
+        values = [self.model]
+        for info in self.agent.models():
+            value = f"{provider}/{info.id}"
+            if value not in values:
+                values.append(value)
+        return [
+            SessionConfigOptionSelect(
+                id="model",
+                name="Model",
+                category="model",
+                type="select",
+                current_value=self.model,
+                options=[SessionConfigSelectOption(value=value, name=value) for value in values],
+            )
+        ]
+
+    async def send(self, updates: Sequence[Any]) -> None:
+        for update in updates:
+            if self.gone:
+                return
+            try:
+                await self.connection.session_update(session_id=self.id, update=update)
+            except ConnectionError:
+                log.info("the client went away during session %s: aborting its turn", self.id)
+                self.gone = True
+                self.cancel()
+
+    # --- changing it --------------------------------------------------------------------------
+
+    def set_mode(self, mode: str) -> None:
+        self.bridge.mode = mode
+
+    async def set_model(self, model: str) -> None:
+        """Continue the session with ``model``: a new agent on the same stored session."""
+        if model == self.model:
+            return
+        if self.run is not None:
+            raise RequestError.invalid_request({"details": "a turn is running: change the model after it ends"})
+        if self._handle().store_name == "memory":
+            raise RequestError.invalid_request(
+                {"details": "changing the model needs a persistent session store: start crab acp with --store sqlite"}
+            )
+        try:
+            agent = build_agent(self.options, self.cwd, self.settings, self.bridge, self.ask, model=model)
+        except crab.CrabError as exc:
+            raise RequestError.invalid_params({"details": str(exc)}) from None
+        old = self.agent
+        await self._adopt(agent)
+        if old is not None:
+            await old.aclose()
+
+    # --- a turn -------------------------------------------------------------------------------
+
+    async def ask(self, request: crab.PermissionRequest) -> str:
+        """The permission gate's question, answered by the mode or by the user in the editor."""
+        if self.bridge.mode == "yolo":
+            return "once"
+        if self.cancelled or self.gone:
+            return "deny"
+        try:
+            response = await self.connection.request_permission(
+                session_id=self.id, tool_call=self.mapper.question(request), options=options(request.permission)
+            )
+        except ConnectionError:
+            return "deny"
+        return answer(response)
+
+    async def prompt(self, blocks: Sequence[Any]) -> PromptResponse:
+        assert self.agent is not None
+        if self.run is not None:
+            raise RequestError.invalid_request({"details": "this session is already answering a prompt"})
+        self.cancelled = False
+        run = self.agent.run_stream(prompt_text(blocks), session=self.id)
+        self.run = run
+        try:
+            async for event in run:
+                if isinstance(event, EditorTerminal):
+                    await self.send([self.mapper.terminal(event.call_id, event.terminal_id)])
+                else:
+                    await self.send(self.mapper.updates(event))
+            result = await run.result()
+        finally:
+            self.run = None
+        if self.cancelled or result.stop == "aborted":
+            return PromptResponse(stop_reason="cancelled")
+        if result.stop == "error" and result.error:
+            await self.send([acp.update_agent_message_text(f"\n[crab] the turn failed: {result.error}\n")])
+        return PromptResponse(stop_reason=STOPS.get(result.stop, "end_turn"))  # type: ignore[arg-type]
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.run is not None:
+            self.run.abort()
+
+
+async def settle(sessions: Sequence[AcpSession]) -> None:
+    """Abort every running turn and close every agent (the client is gone)."""
+    for session in sessions:
+        session.gone = True
+        session.cancel()
+    await asyncio.gather(*(session.close() for session in sessions), return_exceptions=True)
