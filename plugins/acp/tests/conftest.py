@@ -38,7 +38,7 @@ from acp.schema import (
 )
 
 FAKE_SITE = Path(__file__).parent / "fake_site"
-FAKES = {"scripted": "crab_acp_fake_scripted", "acptools": "crab_acp_fake_tools"}
+FAKES = {"scripted": "crab_acp_fake_scripted", "acptools": "crab_acp_fake_tools", "filestore": "crab_acp_fake_store"}
 WAIT = 60.0
 
 
@@ -122,7 +122,9 @@ class Editor:
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update))
 
-    async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kw: Any) -> Any:
+    async def read_text_file(
+        self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kw: Any
+    ) -> Any:
         self.reads.append(path)
         text = self.buffers.get(path)
         if text is None:
@@ -134,7 +136,16 @@ class Editor:
         self.buffers[path] = content
         return WriteTextFileResponse()
 
-    async def create_terminal(self, session_id: str, command: str, args: list[str] | None = None, env: Any = None, cwd: str | None = None, output_byte_limit: int | None = None, **kw: Any) -> Any:
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: Any = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **kw: Any,
+    ) -> Any:
         terminal = f"term-{len(self.terminals) + 1}"
         extra = {item.name: item.value for item in env or []}
         self.terminal_log.append((terminal, " ".join([command, *(args or [])])))
@@ -151,13 +162,19 @@ class Editor:
     async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
         process = self.terminals[terminal_id]
         code = await asyncio.to_thread(process.wait)
-        return WaitForTerminalExitResponse(exit_code=code if code >= 0 else None, signal=None if code >= 0 else str(-code))
+        return WaitForTerminalExitResponse(
+            exit_code=code if code >= 0 else None, signal=None if code >= 0 else str(-code)
+        )
 
     async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
         process = self.terminals[terminal_id]
         out = process.stdout.read().decode() if process.poll() is not None and process.stdout else ""
         code = process.poll()
-        status = None if code is None else TerminalExitStatus(exit_code=code if code >= 0 else None, signal=None if code >= 0 else str(-code))
+        status = (
+            None
+            if code is None
+            else TerminalExitStatus(exit_code=code if code >= 0 else None, signal=None if code >= 0 else str(-code))
+        )
         return TerminalOutputResponse(output=out, truncated=False, exit_status=status)
 
     async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
@@ -200,7 +217,7 @@ class Crab:
             PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
             HOME=str(self.home),
             CRAB_HOME=str(self.crab_home),
-            CRAB_PLUGINS="scripted,acptools,acp",
+            CRAB_PLUGINS="scripted,acptools,filestore,acp",
             NO_COLOR="1",
         )
         self._scripts = 0
@@ -217,7 +234,12 @@ class Crab:
     @contextlib.asynccontextmanager
     async def connect(self, model: str, editor: Editor, *extra: str) -> AsyncIterator[tuple[Any, Any]]:
         async with acp.spawn_agent_process(
-            lambda _agent: editor, sys.executable, *self.argv(model, *extra), env=self.env, cwd=self.work
+            lambda _agent: editor,
+            sys.executable,
+            *self.argv(model, *extra),
+            env=self.env,
+            cwd=self.work,
+            transport_kwargs={"shutdown_timeout": WAIT},  # a loaded machine may need more than the SDK's 2 s
         ) as (conn, process):
             try:
                 yield conn, process
@@ -237,9 +259,7 @@ class Crab:
 
 
 def capabilities(fs: bool = False, terminal: bool = False) -> ClientCapabilities:
-    return ClientCapabilities(
-        fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal
-    )
+    return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal)
 
 
 def run(coro: Any, timeout: float = WAIT * 2) -> Any:

@@ -9,6 +9,7 @@ crab's permission gate uses, before the gate is asked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,8 @@ class Bridge:
         self.caps = caps
         self.mode = mode
         self.handle: crab.AgentHandle | None = None
+        self.seen: Callable[[crab.Event], None] = lambda event: None
+        """Told of every event as it is emitted (the session's ``UpdateMapper.seen``)."""
 
     @crab.hookimpl
     def crab_startup(self, agent: crab.AgentHandle) -> None:

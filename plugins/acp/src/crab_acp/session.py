@@ -73,6 +73,7 @@ def build_agent(
         permissions=permissions,  # type: ignore[arg-type]
         ask=ask,
         plugin_objects={NAME: bridge},
+        listeners=[lambda event: bridge.seen(event)],
     )
 
 
@@ -88,6 +89,7 @@ class AcpSession:
         self.agent: crab.Agent | None = None
         self.id = ""
         self.mapper = UpdateMapper(cwd)
+        self.bridge.seen = self.mapper.seen
         self.run: crab.Run | None = None
         self.cancelled = False
         self.gone = False
@@ -213,6 +215,7 @@ class AcpSession:
             return "once"
         if self.cancelled or self.gone:
             return "deny"
+        await self.send(self.mapper.announce(request.call_id))
         try:
             response = await self.connection.request_permission(
                 session_id=self.id, tool_call=self.mapper.question(request), options=options(request.permission)

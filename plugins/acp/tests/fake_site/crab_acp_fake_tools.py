@@ -15,7 +15,9 @@ def patch_file(path: str, ctx: crab.ToolContext) -> crab.ToolResult:
     before = target.read_text() if target.exists() else ""
     after = before + "patched\n"
     target.write_text(after)
-    diff = crab.FileDiff(path=path, unified=f"--- a/{path}\n+++ b/{path}\n@@\n+patched\n", before=before, after=after, added=1)
+    diff = crab.FileDiff(
+        path=path, unified=f"--- a/{path}\n+++ b/{path}\n@@\n+patched\n", before=before, after=after, added=1
+    )
     return crab.ToolResult(f"patched {path}", diffs=(diff,))
 
 
