@@ -7,10 +7,12 @@ tools when the client offers files and terminals.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import acp
+import pytest
 from acp import RequestError
 from acp.schema import HttpMcpServer
 
@@ -121,12 +123,9 @@ def test_acp_plans_and_mode_changes(crab_acp: Any, editor: Any) -> None:
             await conn.prompt(session_id=session, prompt=[acp.text_block("plan, then patch")])
             await conn.set_session_mode(session_id=session, mode_id="yolo")
             await conn.prompt(session_id=session, prompt=[acp.text_block("patch now")])
-            try:
+            with pytest.raises(RequestError) as refused:
                 await conn.set_session_mode(session_id=session, mode_id="sideways")
-            except RequestError as exc:
-                assert exc.code == -32602
-            else:
-                raise AssertionError("an unknown mode was accepted")
+            assert refused.value.code == -32602
 
     crab_acp.run(go())
     plan = editor.of("plan")[0]
@@ -152,7 +151,7 @@ def test_acp_cancel_mid_tool_ends_the_process_and_pairs_the_call(crab_acp: Any, 
     async def go() -> tuple[Any, Any]:
         async with crab_acp.connect(model, editor) as (conn, _):
             session = await start(conn, crab_acp)
-            turn = __import__("asyncio").ensure_future(conn.prompt(session_id=session, prompt=[acp.text_block("go")]))
+            turn = asyncio.ensure_future(conn.prompt(session_id=session, prompt=[acp.text_block("go")]))
             await crab_acp.wait_for(lambda: crab_acp.processes_with(marker), "the long command to start")
             await conn.cancel(session_id=session)
             cancelled = await turn
@@ -176,7 +175,7 @@ def test_acp_cancel_while_the_question_is_open(crab_acp: Any, editor: Any) -> No
     async def go() -> Any:
         async with crab_acp.connect(model, editor) as (conn, _):
             session = await start(conn, crab_acp)
-            turn = __import__("asyncio").ensure_future(conn.prompt(session_id=session, prompt=[acp.text_block("go")]))
+            turn = asyncio.ensure_future(conn.prompt(session_id=session, prompt=[acp.text_block("go")]))
             await editor.asked.wait()
             await conn.cancel(session_id=session)
             return await turn
