@@ -23,7 +23,7 @@ MALFORMED = [
     (b'{"jsonrpc": "2.0", "id": 9, "method": "no/such/method", "params": {}}', 9, -32601),
     (b'{"jsonrpc": "2.0", "id": 10, "method": "initialize", "params": "bad"}', 10, -32600),
     (b'{"jsonrpc": "2.0", "id": 11, "method": "session/new", "params": {"mcpServers": []}}', 11, -32602),
-    (b'{"jsonrpc": "2.0", "id": 12, "method": "session/prompt", "params": {"sessionId": "nope", "prompt": []}}', 12, -32602),
+    (b'{"jsonrpc":"2.0", "id": 12, "method": "session/prompt", "params": {"sessionId": "x","prompt": []}}', 12, -32602),
     (b'{"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "nope"}}', None, None),
     (b'{"jsonrpc": "2.0", "id": 99, "result": {}}', None, None),  # an answer to nothing: ignored
 ]
