@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -38,6 +40,7 @@ from acp.schema import (
 )
 
 FAKE_SITE = Path(__file__).parent / "fake_site"
+ACPX = Path(__file__).parent / "acpx"
 FAKES = {"scripted": "crab_acp_fake_scripted", "acptools": "crab_acp_fake_tools", "filestore": "crab_acp_fake_store"}
 WAIT = 60.0
 
@@ -267,6 +270,49 @@ def run(coro: Any, timeout: float = WAIT * 2) -> Any:
         return await asyncio.wait_for(coro, timeout)
 
     return asyncio.run(bounded())
+
+
+def _acpx() -> Path | str:
+    """acpx's command, installed with ``npm install`` from the committed lockfile into a cache folder
+    keyed by its hash (``$CRAB_ACP_NPM_CACHE``, else ``~/.cache/crab-tests``), or why there is none."""
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        return "node/npm not installed (apt-get install nodejs npm)"
+    key = hashlib.sha256((ACPX / "package-lock.json").read_bytes() + (ACPX / "package.json").read_bytes()).hexdigest()
+    base = Path(os.environ.get("CRAB_ACP_NPM_CACHE") or Path.home() / ".cache" / "crab-tests")
+    folder = base / f"acpx-{key[:16]}"
+    command = folder / "node_modules" / ".bin" / "acpx"
+    if command.exists():
+        return command
+    base.mkdir(parents=True, exist_ok=True)
+    with open(base / f"acpx-{key[:16]}.lock", "w") as lock:  # xdist workers share the cache: one installs
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if command.exists():
+            return command
+        folder.mkdir(exist_ok=True)
+        for name in ("package.json", "package-lock.json"):
+            shutil.copy(ACPX / name, folder / name)
+        done = subprocess.run(
+            # npm ci refuses this lockfile (it lists acpx's optional per-platform packages unresolved, an npm
+            # quirk), so install: acpx is pinned exactly and the lockfile still pins the rest.
+            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    if done.returncode != 0 or not command.exists():
+        return "npm install of acpx failed: " + ((done.stderr.strip().splitlines() or ["no output"])[-1])
+    return command
+
+
+@pytest.fixture(scope="session")
+def acpx() -> Path:
+    """acpx, a headless ACP client from npm (or a skip saying why it cannot be had)."""
+    found = _acpx()
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found
 
 
 @pytest.fixture

@@ -7,10 +7,9 @@ import os
 from pathlib import Path
 
 import acp
+import crab
 import pytest
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
-
-import crab
 from crab_acp.editor_fs import file_diff, inside, numbered, replace_all
 from crab_acp.framing import problem
 from crab_acp.mcp_servers import server_settings

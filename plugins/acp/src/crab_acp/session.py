@@ -42,6 +42,8 @@ EDITOR_SKIPS = frozenset({"quit", "abort", "fork"})
 """Router commands an editor has its own control for (closing, the stop button) or that would move
 the conversation to a session the editor does not know of (``/fork``): not offered there."""
 
+SHOW_WAIT = 10.0
+"""Seconds a permission question waits for its call's ``tool_call`` update to go out in order."""
 STOPS = {"aborted": "cancelled", "max_iterations": "max_turn_requests"}
 
 
@@ -94,6 +96,8 @@ class AcpSession:
         self.cancelled = False
         self.gone = False
         self.model = ""
+        self._shown: dict[str, asyncio.Event] = {}
+        """Per tool call: set once its ``tool_call`` update went out (a question waits for it)."""
 
     # --- making it --------------------------------------------------------------------------
 
@@ -215,7 +219,7 @@ class AcpSession:
             return "once"
         if self.cancelled or self.gone:
             return "deny"
-        await self.send(self.mapper.announce(request.call_id))
+        await self._shown_before_asking(request.call_id)
         try:
             response = await self.connection.request_permission(
                 session_id=self.id, tool_call=self.mapper.question(request), options=options(request.permission)
@@ -223,6 +227,18 @@ class AcpSession:
         except ConnectionError:
             return "deny"
         return answer(response)
+
+    def _shown_event(self, call_id: str) -> asyncio.Event:
+        return self._shown.setdefault(call_id, asyncio.Event())
+
+    async def _shown_before_asking(self, call_id: str) -> None:
+        """Let the updates before the question (the reply's text, its ``tool_call``) go out first."""
+        if not call_id or call_id not in self.mapper.calls:
+            return
+        try:
+            await asyncio.wait_for(self._shown_event(call_id).wait(), SHOW_WAIT)
+        except TimeoutError:  # the updates are stuck behind a slow client: show the call now
+            await self.send(self.mapper.announce(call_id))
 
     async def prompt(self, blocks: Sequence[Any]) -> PromptResponse:
         assert self.agent is not None
@@ -237,9 +253,12 @@ class AcpSession:
                     await self.send([self.mapper.terminal(event.call_id, event.terminal_id)])
                 else:
                     await self.send(self.mapper.updates(event))
+                    if isinstance(event, crab.ToolCallEvent):
+                        self._shown_event(event.call.id).set()
             result = await run.result()
         finally:
             self.run = None
+            self._shown.clear()
         if self.cancelled or result.stop == "aborted":
             return PromptResponse(stop_reason="cancelled")
         if result.stop == "error" and result.error:
