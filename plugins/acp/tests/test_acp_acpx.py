@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
 PERMISSION_DENIED = 5
 """acpx's exit code when it refused a permission request (its EXIT_CODES.PERMISSION_DENIED)."""
 
