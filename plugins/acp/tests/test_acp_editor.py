@@ -350,3 +350,25 @@ def test_acp_bad_session_requests_are_errors_not_crashes(crab_acp: Any, editor: 
 
     assert crab_acp.run(go()) == [-32602, -32602, -32602]
     assert editor.text() == "still alive"
+
+
+def test_acp_switching_the_model_continues_the_session(crab_acp: Any, editor: Any) -> None:
+    first = crab_acp.script([{"text": "from the first model"}])
+    second = crab_acp.script([{"text": "from the second model"}])
+
+    async def go() -> Any:
+        async with crab_acp.connect(first, editor) as (conn, _):
+            session = await start(conn, crab_acp)
+            await conn.prompt(session_id=session, prompt=[acp.text_block("one")])
+            changed = await conn.set_config_option(config_id="model", session_id=session, value=second)
+            await conn.prompt(session_id=session, prompt=[acp.text_block("two")])
+            return session, changed
+
+    session, changed = crab_acp.run(go())
+    option = changed.config_options[0]
+    option = getattr(option, "root", option)
+    assert option.current_value == second
+    assert editor.text() == "from the first modelfrom the second model"
+    # One stored session holds both turns: the second model continued it.
+    stored = (crab_acp.crab_home / "filestore" / f"{session}.jsonl").read_text()
+    assert '"one"' in stored and '"two"' in stored
