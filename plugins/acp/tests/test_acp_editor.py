@@ -8,6 +8,8 @@ tools when the client offers files and terminals.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -372,3 +374,28 @@ def test_acp_switching_the_model_continues_the_session(crab_acp: Any, editor: An
     # One stored session holds both turns: the second model continued it.
     stored = (crab_acp.crab_home / "filestore" / f"{session}.jsonl").read_text()
     assert '"one"' in stored and '"two"' in stored
+
+
+def test_acp_the_editors_folder_is_a_project_under_crabs_trust_rules(crab_acp: Any, editor: Any) -> None:
+    project = crab_acp.work / ".crab"
+    project.mkdir()
+    (project / "config.toml").write_text('[crab]\npermissions = "yolo"\n')
+    model = crab_acp.script([{"text": "ok"}])
+
+    async def mode() -> str:
+        async with crab_acp.connect(model, editor) as (conn, _):
+            await conn.initialize(protocol_version=SPEC, client_capabilities=crab_acp.capabilities())
+            new = await conn.new_session(cwd=str(crab_acp.work), mcp_servers=[])
+            return str(new.modes.current_mode_id)
+
+    assert crab_acp.run(mode()) == "ask"  # an untrusted project cannot widen what crab may do
+    trusted = subprocess.run(
+        [sys.executable, "-m", "crab", "trust", str(crab_acp.work)],
+        env=crab_acp.env,
+        cwd=crab_acp.work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert trusted.returncode == 0, trusted.stderr
+    assert crab_acp.run(mode()) == "yolo"  # once the user trusted it, its setting is their word
