@@ -107,6 +107,7 @@ if TYPE_CHECKING:
         usage_to_dict as usage_to_dict,
     )
     from crab._contracts.providers import ModelInfo as ModelInfo, ModelRequest as ModelRequest, Provider as Provider
+    from crab._contracts.questions import AskQuestion as AskQuestion, Question as Question
     from crab._contracts.renderers import (
         ChatEntry as ChatEntry,
         ChatInput as ChatInput,
@@ -184,6 +185,7 @@ _HOMES: dict[str, str] = {
         " Thinking ToolCall ToolResultMessage unique_id Usage usage_from_dict usage_to_dict UserMessage"
     ),
     "crab._contracts.providers": "ModelInfo ModelRequest Provider",
+    "crab._contracts.questions": "AskQuestion Question",
     "crab._contracts.renderers": "ChatEntry ChatInput ChatState Renderer RendererSpec RenderTarget",
     "crab._contracts.storage": (
         "Entry entry_from_dict entry_text entry_to_dict ENTRY_TYPES EntryType INTERCHANGE_VERSION new_entry_id"

@@ -4,8 +4,10 @@ Provider ``fake`` (model ``script``): crab.testing's scripted provider replaying
 ``$RENDER_RICH_SCRIPT`` names;
 every request's messages are appended to ``$RENDER_RICH_REQUESTS`` (one JSON line per request),
 so a test sees what the model was sent. Tools: ``slow`` (sleeps, read), ``touch`` (write: the
-permission gate asks). Store ``rrfile``: sessions kept in the JSON file ``$RENDER_RICH_STORE``,
-so ``crab chat -c`` has something to continue with only core and this plugin installed.
+permission gate asks), ``pick`` (asks the user a ``crab.Question`` through ``ctx.question``, as
+crab-ask's ``ask_user`` does) and ``plan`` (emits a ``crab.PlanEvent``, as crab-todo's ``todo``
+does). Store ``rrfile``: sessions kept in the JSON file ``$RENDER_RICH_STORE``, so
+``crab chat -c`` has something to continue with only core and this plugin installed.
 """
 
 import asyncio
@@ -129,6 +131,24 @@ def crab_providers(config):
     return [FileScripted()]
 
 
+@crab.tool
+async def pick(question: str, choices: list[str], ctx: crab.ToolContext) -> str:
+    """Ask the user to pick one of ``choices``."""
+    if ctx.question is None:
+        return "nobody can answer"
+    answer = await ctx.question(crab.Question(question, tuple(choices), free_text=False))
+    return f"picked {answer}" if answer is not None else "no answer"
+
+
+@crab.tool
+async def plan(steps: list[str], current: int, ctx: crab.ToolContext, pause: float = 0.0) -> str:
+    """Show a checklist: steps before ``current`` done, ``current`` in progress, the rest pending."""
+    status = ["done" if n < current else "in_progress" if n == current else "pending" for n in range(len(steps))]
+    ctx.emit(crab.PlanEvent(ctx.session_id, tuple(crab.PlanItem(s, st) for s, st in zip(steps, status, strict=True))))
+    await asyncio.sleep(pause)
+    return "planned"
+
+
 @crab.hookimpl
 def crab_tools(config):
-    return [slow, touch]
+    return [slow, touch, pick, plan]

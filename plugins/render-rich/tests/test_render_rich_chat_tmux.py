@@ -272,3 +272,46 @@ def test_continue_replays_the_last_exchanges_as_rendered_markdown(chat_screen) -
         "",
         "That is all.",
     ]
+
+
+def test_a_tools_question_is_answered_with_the_keyboard_after_it_was_shown(chat_screen, sent_requests) -> None:
+    screen = chat_screen(
+        [
+            [{"tool": "pick", "args": {"question": "Which database?", "choices": ["SQLite", "PostgreSQL"]}}],
+            [{"text": "going with it"}],
+        ]
+    )
+    screen.type("set it up")
+    screen.keys("Enter")
+    screen.wait_for("? Which database?")
+    screen.type("1")  # the moment it appears: the draft's, not the answer
+    screen.keys("Enter")
+    screen.wait_for("answer ❯")
+    screen.type("MariaDB")  # not one of the closed choices
+    screen.keys("Enter")
+    screen.wait_for("not an answer: 'MariaDB'")
+    screen.type("2")
+    screen.keys("Enter")
+    screen.wait_for("answered: PostgreSQL")
+    screen.wait_for("going with it")
+    tool_results = [m for m in sent_requests()[-1] if m.get("role") == "tool"]
+    assert [m["content"] for m in tool_results] == ["picked PostgreSQL"]
+
+
+def test_the_plan_is_a_checklist_that_updates_in_place(chat_screen) -> None:
+    steps = ["read the parser", "fix the bug", "add a test"]
+    screen = chat_screen(
+        [
+            [{"tool": "plan", "args": {"steps": steps, "current": 0, "pause": 1.5}}],
+            [{"tool": "plan", "args": {"steps": steps, "current": 1, "pause": 1.5}}],
+            [{"text": "all planned"}],
+        ]
+    )
+    screen.type("plan it")
+    screen.keys("Enter")
+    screen.wait_for("plan 0/3")
+    shown = screen.wait_for("plan 1/3")
+    assert "plan 0/3" not in shown  # redrawn in place, not printed again below
+    assert "✓ read the parser" in shown and "▸ fix the bug" in shown and "○ add a test" in shown
+    final = screen.wait_for("all planned")
+    assert final.count("plan 1/3") == 1  # printed once into the scrollback when the turn ended

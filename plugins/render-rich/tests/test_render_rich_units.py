@@ -160,3 +160,16 @@ def test_lines_fit_by_whole_parts_and_words() -> None:
         "  n Enter or Ctrl-C: no",
     ]
     assert view.pack(keys, 80) == ["  y Enter: once · a Enter: exec for this session · n Enter or Ctrl-C: no"]
+
+
+def test_a_long_plan_folds_its_done_steps_and_its_pending_tail() -> None:
+    from crab import PlanItem
+    from crab_render_rich.checklist import checklist_lines
+
+    items = [PlanItem(f"step {n}", "done") for n in range(4)]
+    items += [PlanItem("step 4", "in_progress"), *(PlanItem(f"step {n}", "pending") for n in range(5, 12))]
+    lines = [text for text, _ in checklist_lines(items, limit=5)]
+    assert lines == ["plan 4/12", "  ✓ 4 done", "  ▸ step 4", "  ○ step 5", "  ○ step 6", "  … 5 more"]
+    short = [text for text, _ in checklist_lines(items[:3], limit=5)]
+    assert short == ["plan 3/3", "  ✓ step 0", "  ✓ step 1", "  ✓ step 2"]
+    assert checklist_lines([]) == [("plan cleared", "dim")]

@@ -95,3 +95,23 @@ def test_off_leaves_commands_alone(make_crab):
     crab = make_crab("off")
     crab.run("cat ~/.ssh/id_rsa > key")
     assert "planted-test-key" in (crab.work / "key").read_text()
+
+
+def test_doctor_says_the_sandbox_works_here(make_crab):
+    crab = make_crab("on")
+    done = crab.cli("doctor")
+    assert "ok    sandbox: bwrap (" in done.stdout and "(mode on)" in done.stdout
+
+
+def test_doctor_fails_when_required_and_bwrap_cannot_start(make_crab):
+    crab = make_crab("required")
+    crab.config(BROKEN.format(mode="required"))
+    done = crab.cli("doctor")
+    assert done.returncode == 1
+    assert "FAIL  sandbox: does not work here, so tools' commands are refused: [plugins.sandbox] bwrap" in done.stdout
+
+
+def test_doctor_notes_an_unsandboxed_on_mode(make_crab):
+    crab = make_crab("on")
+    crab.config(BROKEN.format(mode="on"))
+    assert "note  sandbox: does not work here, tools' commands run unsandboxed:" in crab.cli("doctor").stdout

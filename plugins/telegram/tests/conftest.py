@@ -322,7 +322,8 @@ def bot_api() -> Iterator[FakeBotApi]:
 
 
 ECHO_PLUGIN = '''
-"""An echo provider for crab-telegram's tests, and a write tool ``jot``."""
+"""An echo provider for crab-telegram's tests, a write tool ``jot``, and ``pick``, which asks the
+user a ``crab.Question`` through ``ctx.question`` (as crab-ask's ``ask_user`` does)."""
 import json, os
 from pathlib import Path
 
@@ -357,6 +358,10 @@ def reply(request):
         return [{"delay": 2.0}, {"text": f"waited: {text}"}]
     if text.startswith("jot"):
         return [{"tool": "jot", "args": {"note": text[4:]}}]
+    if text.startswith("pick"):
+        return [{"tool": "pick", "args": {"question": "Which database?", "choices": ["SQLite", "PostgreSQL"]}}]
+    if text.startswith("wonder"):
+        return [{"tool": "pick", "args": {"question": "What should the app be called?", "choices": []}}]
     if text.startswith("broken"):
         return [{"text": "**BREAK** this"}]
     return [{"text": f"echo: {text} ({len(users)} user messages)"}]
@@ -389,9 +394,18 @@ def crab_providers(config):
     return [Echo()]
 
 
+@crab.tool
+async def pick(question: str, choices: list[str], ctx: crab.ToolContext) -> str:
+    """Ask the user."""
+    if ctx.question is None:
+        return "nobody can answer"
+    answer = await ctx.question(crab.Question(question, tuple(choices), free_text=not choices))
+    return f"picked {answer}" if answer is not None else "no answer"
+
+
 @crab.hookimpl
 def crab_tools(config):
-    return [jot]
+    return [jot, pick]
 
 
 class Courier:

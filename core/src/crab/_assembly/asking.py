@@ -1,4 +1,4 @@
-"""A program's permission callback, turned into what the permission gate awaits.
+"""A program's permission and question callbacks, turned into what the gate and tools await.
 
 The callback gets a ``crab.PermissionRequest`` and answers ``"once"`` (allow this call),
 ``"always"`` (allow this permission class for the rest of the session) or ``"deny"``; it may be a
@@ -8,6 +8,10 @@ callback that is unsure must not widen what the model may do.
 Calls of one reply run side by side, so two questions could be pending at once and an "always"
 answered to the first would not spare the second. Each session therefore gets its own asker
 (``SessionAsker``) that asks one question at a time and remembers the classes allowed "always".
+
+The question callback gets a ``crab.Question`` and answers with the user's words (a string) or
+None for no answer; it too may be sync or async. One that raises gives no answer, and the tool
+tells the model so; the line names the callback.
 """
 
 from __future__ import annotations
@@ -18,9 +22,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from crab._contracts.interception import Answer, AskUser, PermissionRequest
+from crab._contracts.questions import AskQuestion, Question
 
 AskCallback = Callable[[PermissionRequest], "Answer | str | Awaitable[Answer | str]"]
 """What a program may pass as ``ask``: sync or async, answering once / always / deny."""
+
+
+QuestionCallback = Callable[[Question], "str | Awaitable[str | None] | None"]
+"""What a program may pass as ``question``: sync or async, answering with the user's words or None."""
 
 
 class PermissionCallbackError(Exception):
@@ -47,6 +56,28 @@ def as_ask(callback: AskCallback | None) -> AskUser | None:
         if answer == "always":
             return "always"
         return "deny"
+
+    return asked
+
+
+class QuestionCallbackError(Exception):
+    """The program's ``question`` callback raised: no answer, and the line names the callback."""
+
+
+def as_question(callback: QuestionCallback | None) -> AskQuestion | None:
+    """``callback`` as an ``AskQuestion`` coroutine function (None stays None: nobody can answer)."""
+    if callback is None:
+        return None
+    ask = callback
+
+    async def asked(question: Question) -> str | None:
+        try:
+            answer: Any = ask(question)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception as exc:  # the tool reports it; the line says whose fault it was
+            raise QuestionCallbackError(f"the program's question callback raised {type(exc).__name__}: {exc}") from exc
+        return answer if isinstance(answer, str) else None
 
     return asked
 

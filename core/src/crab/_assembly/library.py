@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mappin
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from crab._assembly.asking import AskCallback, SessionAsker, as_ask
+from crab._assembly.asking import AskCallback, QuestionCallback, SessionAsker, as_ask, as_question
 from crab._assembly.result import ResultCollector, RunResult
 from crab._assembly.root import Layers, PermissionMode, assemble
 from crab._contracts.errors import CrabError, UsageError
@@ -58,6 +58,9 @@ class Agent:
       gate's questions, sync or async, with ``"once"``, ``"always"`` (this permission class for
       the rest of the session) or ``"deny"``. Without ``ask`` nothing that writes, runs or reaches
       the network is allowed in ``"ask"`` mode.
+    - ``question``: answers a tool's ``crab.Question`` (crab-ask's ``ask_user``), sync or async,
+      with the user's words (a string: a choice, or other words when ``free_text``) or None for
+      no answer. Without it the tool is told at once that nobody can answer.
     - ``renderer``: a renderer's name (``"plain"``, ``"jsonl"``, a plugin's) or a
       ``crab.Renderer`` to show every event on stdout/stderr; ``listeners`` get every event.
 
@@ -82,6 +85,7 @@ class Agent:
         workspace: str | Path | None = None,
         permissions: PermissionMode | None = None,
         ask: AskCallback | None = None,
+        question: QuestionCallback | None = None,
         renderer: str | Renderer | None = None,
         listeners: Sequence[Listener] = (),
     ) -> None:
@@ -102,6 +106,7 @@ class Agent:
                 provider=provider,
                 model=model,
                 permissions=permissions,
+                question=as_question(question),
                 # CRAB_STRICT_PLUGINS=1 decides, as for the CLI, unless the environment layer is off.
                 strict=None,
                 require_plugins=True,

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from crab._config.layers import Config
     from crab._contracts.interception import AskUser
     from crab._contracts.providers import Provider
+    from crab._contracts.questions import AskQuestion
     from crab._contracts.storage import Store
     from crab._contracts.tools import Tool
     from crab._host.plugin_host import PluginHost
@@ -133,6 +134,7 @@ def assemble(
     model: str | None = None,
     permissions: PermissionMode | None = None,
     ask: AskUser | None = None,
+    question: AskQuestion | None = None,
     local: bool = True,
     strict: bool | None = None,
     require_plugins: bool = False,
@@ -146,7 +148,8 @@ def assemble(
     registered as the plugin ``program-tools``. ``store`` and ``provider`` are objects or names
     (None: the config's choice); ``model`` may be ``provider/model``. ``permissions`` sets the
     gate's mode; ``ask`` answers its questions (None: nobody can, so non-read calls are refused
-    in ``ask`` mode). ``require_plugins`` makes a listed plugin that did not load an error.
+    in ``ask`` mode); ``question`` asks the user a tool's question (None: nobody can answer, so
+    such a tool says so at once). ``require_plugins`` makes a listed plugin that did not load an error.
     ``check_model=False`` skips a provider object's ``check`` (the test kit's agents use the model
     id ``scripted`` with any provider a test hands them).
     ``on_setup_notice`` gets the config notices and plugin failures when setup fails before an agent
@@ -185,7 +188,15 @@ def assemble(
                 on_setup_notice(line)
         raise
     agent = Agent(
-        host, config, store=chosen_store, provider=chosen, model=model_id, workspace=where, ask=ask, local=local
+        host,
+        config,
+        store=chosen_store,
+        provider=chosen,
+        model=model_id,
+        workspace=where,
+        ask=ask,
+        local=local,
+        question=question,
     )
     return Assembly(config, host, agent)
 

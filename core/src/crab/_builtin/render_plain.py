@@ -15,6 +15,8 @@ from crab._contracts.events import (
     ErrorEvent,
     Event,
     NoticeEvent,
+    PlanEvent,
+    PlanItem,
     RetryEvent,
     TextDelta,
     ThinkingDelta,
@@ -45,13 +47,26 @@ def _args_preview(event: ToolCallEvent, limit: int = 100) -> str:
     return preview if len(preview) <= limit else preview[: limit - 1] + "…"
 
 
+PLAN_MARKS = {"done": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+
+
+def plan_lines(items: tuple[PlanItem, ...]) -> list[str]:
+    """A plan as the plain renderer shows it: a head line, then ``[x]``/``[>]``/``[ ]`` and each step."""
+    if not items:
+        return ["plan cleared"]
+    done = sum(item.status == "done" for item in items)
+    steps = [f"  {PLAN_MARKS.get(item.status, '[ ]')} {_first_line(item.text, 200)}" for item in items]
+    return [f"plan ({done}/{len(items)} done):", *steps]
+
+
 def _first_line(text: str, limit: int = 120) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 class PlainRenderer:
-    """Streams text deltas as they come; one short stderr line per tool call, retry or problem."""
+    """Streams text deltas as they come; one short stderr line per tool call, retry or problem, and
+    the whole checklist each time a plan changes (``PlanEvent``)."""
 
     def __init__(self, target: RenderTarget) -> None:
         self.target = target
@@ -105,6 +120,9 @@ class PlainRenderer:
             self._err(f"error: {event.message}", RED)
         elif isinstance(event, NoticeEvent):
             self._err(f"{event.level}: {event.message}", YELLOW if event.level == "warning" else DIM)
+        elif isinstance(event, PlanEvent):
+            for line in plan_lines(event.items):
+                self._err(line)
         elif isinstance(event, CompactionEvent):
             self._err(event.line(), YELLOW if event.phase == "failed" else DIM)
         elif isinstance(event, CommandOutput):

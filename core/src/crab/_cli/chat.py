@@ -16,6 +16,7 @@ from crab._cli.options import RunOptions
 from crab._config.paths import crab_home
 from crab._contracts.interception import Answer, PermissionRequest
 from crab._contracts.messages import AssistantMessage, UserMessage
+from crab._contracts.questions import Question
 from crab._contracts.renderers import ChatInput, ChatState, RenderTarget
 from crab._loop.session import Session
 
@@ -104,7 +105,16 @@ def chat(options: RunOptions) -> None:
 
         return await ask_on_terminal(request)
 
-    prepared = prepare(options, ask=ask if interactive else None)
+    async def question(asked: Question) -> str | None:
+        # A live input without questions (another renderer's) cannot take one: nobody answers.
+        if live:
+            ask_question = getattr(live[0], "ask_question", None)
+            return await ask_question(asked) if callable(ask_question) else None
+        from crab._cli.question import ask_question_on_terminal
+
+        return await ask_question_on_terminal(asked)
+
+    prepared = prepare(options, ask=ask if interactive else None, question=question if interactive else None)
     agent = prepared.agent
     agent.keyboard = interactive  # a typed !cmd is the user's own word (crab/_loop/shell.py)
     target = RenderTarget(

@@ -162,6 +162,7 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
     _ok(f"plugins loaded: {', '.join(loaded) or 'none'}")
     for line in _plugin_statuses(host):
         typer.echo(line)
+    failures += _plugin_checks(host, config)
     try:
         store = choose_store(host, config)
 
@@ -218,6 +219,27 @@ def _start_once(plugins: str | None, provider_name: str | None, model_name: str 
     except CrabError as exc:
         _bad(f"startup: {exc}")
     return built.host
+
+
+_SHOW = {"ok": _ok, "note": _note, "fail": _bad}
+
+
+def _plugin_checks(host: PluginHost, config: Config) -> int:
+    """What each plugin's ``crab_doctor`` says (a sandbox that works here…); returns failures."""
+    failures = 0
+    before = len(host.failures)
+    for plugin, lines in host.dispatch.collect("crab_doctor", config=config):
+        for item in lines or ():
+            if isinstance(item, tuple) and len(item) == 2 and item[0] in _SHOW and isinstance(item[1], str):
+                _SHOW[item[0]](" ".join(item[1].split()))
+                failures += item[0] == "fail"
+            else:
+                _bad(f'plugin {plugin}: crab_doctor gave {item!r}, expected ("ok"|"note"|"fail", text)')
+                failures += 1
+    for failure in host.failures[before:]:  # an implementation that raised
+        _bad(failure.line)
+        failures += 1
+    return failures
 
 
 def _plugin_statuses(host: PluginHost) -> list[str]:

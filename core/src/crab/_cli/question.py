@@ -1,4 +1,5 @@
-"""The permission question on a plain terminal (``crab chat`` without a live input, ``crab run``).
+"""Questions on a plain terminal (``crab chat`` without a live input, ``crab run``): the permission
+gate's, and a tool's ``crab.Question`` (crab-ask's ``ask_user``).
 
 A question never takes its answer from type-ahead: what was typed before it appeared is thrown
 away (the terminal's input queue is flushed), the question starts on a line of its own, keys
@@ -6,6 +7,9 @@ pressed in the first ``GUARD`` seconds (before a person can have read it) are th
 only a word then confirmed with Enter answers: ``y`` (once), ``a`` (this permission for the
 session), ``n`` (no). Anything else is not an answer and the question is asked again; end of input
 (Ctrl-D) says no, and Ctrl-C stops the turn, so the call does not run either.
+
+A tool's question is guarded the same way; a choice's number or text, or (when it allows them)
+other words, confirmed with Enter answer it; end of input gives no answer.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from crab._contracts.interception import Answer, PermissionRequest
+from crab._contracts.questions import Question
 
 GUARD = 0.8
 """Seconds after the question is shown during which keys are not taken as its answer."""
@@ -136,6 +141,81 @@ async def ask_on_terminal(request: PermissionRequest) -> Answer:
         # A daemon thread: Ctrl-C while the question waits must not wait for a line at exit.
         answer: Answer = await run_in_thread(
             ask_blocking, {"request": request, "fd": sys.stdin.fileno(), "err": sys.stderr, "stop": stop}
+        )
+    except asyncio.CancelledError:
+        stop.set()
+        raise
+    return answer
+
+
+def user_question_lines(question: Question, width: int) -> list[str]:
+    """A tool's question, its numbered choices and how to answer, to ``width`` columns, after a blank line."""
+    from crab._builtin.render_plain import visible
+
+    width = max(20, width)
+    lines = ["", *textwrap.wrap(f"? {visible(' '.join(question.text.split()))}", width, subsequent_indent="  ")]
+    for number, choice in enumerate(question.choices, 1):
+        lines += textwrap.wrap(
+            f"{number}. {visible(' '.join(choice.split()))}", width, initial_indent="  ", subsequent_indent="     "
+        )
+    return [*lines, *_pack(_how_to_answer(question), width)]
+
+
+def _how_to_answer(question: Question) -> list[str]:
+    parts: list[str] = []
+    if question.choices:
+        parts.append(f"1-{len(question.choices)} Enter: that choice" if len(question.choices) > 1 else "1 Enter: it")
+    if question.free_text:
+        parts.append("or type your answer, Enter" if question.choices else "type your answer, Enter")
+    return [*parts, "Ctrl-D: no answer"]
+
+
+def ask_question_blocking(
+    question: Question,
+    fd: int,
+    err: TextIO,
+    stop: threading.Event,
+    *,
+    guard: float = GUARD,
+    width: int | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str | None:
+    """Show ``question`` on ``err`` and read its answer from terminal ``fd`` (see the module);
+    None at end of input or once ``stop`` is set."""
+    columns = width if width is not None else shutil.get_terminal_size((80, 24)).columns
+    flush_input(fd)
+    err.write("\n".join(user_question_lines(question, columns)) + "\n")
+    err.flush()
+    sleep(guard)
+    while not stop.is_set():
+        flush_input(fd)
+        err.write("answer> ")
+        err.flush()
+        line = read_line(fd, stop)
+        if line is None:
+            err.write("\n")
+            return None
+        answer = question.answer_for(line)
+        if answer is not None:
+            return answer
+        if line.strip():
+            said = " ".join(line.split())
+            said = said if len(said) <= 40 else said[:39] + "…"
+            err.write(f"not an answer: {said!r} (pick 1-{len(question.choices)})\n")
+    return None
+
+
+async def ask_question_on_terminal(question: Question) -> str | None:
+    """Ask a tool's question on this process's terminal (stderr, stdin); the reading thread stops
+    when the question is given up (the turn stopped)."""
+    import asyncio
+
+    from crab._contracts.tools import run_in_thread
+
+    stop = threading.Event()
+    try:
+        answer: str | None = await run_in_thread(
+            ask_question_blocking, {"question": question, "fd": sys.stdin.fileno(), "err": sys.stderr, "stop": stop}
         )
     except asyncio.CancelledError:
         stop.set()

@@ -82,7 +82,7 @@ def _can_ask() -> bool:
 def run_once(prompt: str, output: str, options: RunOptions) -> int:
     """Run one turn; returns the process exit code."""
     from crab._assembly.choosing import choose_renderer, start_agent
-    from crab._cli.question import ask_on_terminal
+    from crab._cli.question import ask_on_terminal, ask_question_on_terminal
     from crab._cli.setup import open_session, prepare
 
     if options.renderer and output != "text":
@@ -90,7 +90,12 @@ def run_once(prompt: str, output: str, options: RunOptions) -> int:
 
         raise UsageError(f"--renderer picks how text output looks; drop it or drop --output {output}")
     text = _read_prompt(prompt)
-    prepared = prepare(options, ask=ask_on_terminal if _can_ask() and prompt != "-" else None)
+    can_ask = _can_ask() and prompt != "-"
+    prepared = prepare(
+        options,
+        ask=ask_on_terminal if can_ask else None,
+        question=ask_question_on_terminal if can_ask else None,
+    )
     agent = prepared.agent
     target = RenderTarget(
         out=sys.stdout,

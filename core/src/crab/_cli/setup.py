@@ -11,6 +11,7 @@ from crab._cli.options import RunOptions
 from crab._config.layers import parse_value
 from crab._contracts.errors import UsageError
 from crab._contracts.interception import AskUser
+from crab._contracts.questions import AskQuestion
 from crab._loop.agent import Agent
 from crab._loop.session import Session
 
@@ -35,8 +36,11 @@ def permission_mode(options: RunOptions) -> PermissionMode | None:
     return "read-only" if options.read_only else None
 
 
-def prepare(options: RunOptions, *, ask: AskUser | None, local: bool = True) -> Assembly:
-    """Config, plugins, provider, store and agent for a run; raises ``CrabError`` on bad setup."""
+def prepare(
+    options: RunOptions, *, ask: AskUser | None, question: AskQuestion | None = None, local: bool = True
+) -> Assembly:
+    """Config, plugins, provider, store and agent for a run; raises ``CrabError`` on bad setup.
+    ``ask`` and ``question`` are how this run asks the user (None: nobody can answer)."""
     return assemble(
         layers=Layers(settings=overrides_from(options), source="--set"),
         plugins=options.plugins,
@@ -45,6 +49,7 @@ def prepare(options: RunOptions, *, ask: AskUser | None, local: bool = True) -> 
         model=options.model,
         permissions=permission_mode(options),
         ask=ask,
+        question=question,
         local=local,
         # No agent will start to show them, and they may be why setup failed.
         on_setup_notice=lambda line: sys.stderr.write(f"{error_line(f'warning: {line}')}\n"),

@@ -22,6 +22,10 @@ class Channel(Protocol):
     - ``async ask(address, request) -> "once" | "always" | "deny"``: ask the person at ``address``
       to allow a tool call (``crab.PermissionRequest``); without it the gate refuses such calls
       in that channel's sessions (``AgentHandle.session_for``).
+    - ``async ask_question(address, question) -> str | None``: ask the person at ``address`` a
+      tool's ``crab.Question`` (show its choices; take only what they send after it was shown) and
+      give their answer, or None for none; without it such questions in that channel's sessions
+      are answered "nobody can answer" at once.
     - ``async stop()``: take no more input and return from ``run`` once the work in hand is
       done (SIGTERM); a channel without it is cancelled once no turn is running.
     - ``check()``: raise ``crab.ConfigError`` when the channel cannot start (a missing token);

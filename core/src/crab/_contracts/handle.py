@@ -1,7 +1,7 @@
 """The narrow handle commands, channels and lifecycle hooks get instead of the whole ``Agent``.
 
 ``AgentHandle`` offers what those callers need and nothing of the loop's machinery: emit a
-notice, route input, abort a turn, open, resume and fork sessions, open the session of one
+notice, route input, abort a turn, open, resume and fork sessions, read a session's entries, open the session of one
 conversation on a channel (``session_for``), deliver a message through a channel ``crab serve``
 runs (``deliver``), record a handoff, compact, list the tools (and add those a plugin learns of at
 start-up), commands and plugin statuses, read the
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from crab._contracts.commands import Command
     from crab._contracts.events import Event
     from crab._contracts.messages import Message
-    from crab._contracts.storage import SessionInfo
+    from crab._contracts.storage import Entry, SessionInfo
     from crab._contracts.tools import Tool
     from crab._loop.agent import Agent
     from crab._loop.session import Session, TurnOutcome
@@ -181,6 +181,12 @@ class AgentHandle:
     async def session_info(self, session_id: str) -> SessionInfo:
         """The stored header of a session (usage, entry count, fork origin)."""
         return await self._agent.store.get_session(session_id)
+
+    async def entries(self, session_id: str) -> list[Entry]:
+        """Every stored entry of a session, oldest first, those before a handoff or compaction
+        anchor too (secrets already masked): for a plugin that derives its state from the history,
+        as a resumed session must see what the live one saw."""
+        return await self._agent.store.entries(session_id)
 
     async def handoff(self, session: SessionView, name: str, state: Mapping[str, Any] | None = None) -> None:
         """Record a handoff anchor: the model's context starts afresh after it."""

@@ -73,7 +73,12 @@ class ChatState:
 
 
 class ChatInput(Protocol):
-    """A line editor for ``crab chat`` that stays live during a turn (``RendererSpec.chat_input``)."""
+    """A line editor for ``crab chat`` that stays live during a turn (``RendererSpec.chat_input``).
+
+    Optional: ``async ask_question(question) -> str | None`` asks a tool's ``crab.Question`` there
+    (guarded as the permission question is; ``Question.answer_for`` reads what was typed); a live
+    input without it gives every tool question no answer (the tool tells the model so).
+    """
 
     async def read(self) -> ChatEntry:
         """The user's next entry; may be called while a turn runs (type while it works)."""

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from crab._config.layers import Config
     from crab._contracts.events import Event
     from crab._contracts.interception import AskUser
+    from crab._contracts.questions import AskQuestion
 
 Permission = Literal["read", "write", "exec", "network"]
 """What a tool may do. The permission gate lets ``read`` pass and asks for the others."""
@@ -56,7 +57,9 @@ class ToolContext:
     ``state`` is a scratch dict that lives as long as the session (the read gate of the file
     tools keeps its records there); plugins prefix their keys with their own name. ``settings``
     is the tool's plugin's ``[plugins.<name>]`` config table. ``ask`` asks the user through the
-    active channel (None where nobody can answer); ``local`` is False on remote channels.
+    active channel for a permission (None where nobody can answer); ``question`` asks them a
+    ``crab.Question`` there and gives their answer, or None for none (``question`` itself is None
+    where nobody can answer: say so at once); ``local`` is False on remote channels.
     ``cancelled`` is set when the call is aborted or times out: a sync tool, which keeps running
     in its worker thread, should check it in long loops and stop early.
     """
@@ -70,6 +73,7 @@ class ToolContext:
     config: Config | None = None
     ask: AskUser | None = None
     local: bool = True
+    question: AskQuestion | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 

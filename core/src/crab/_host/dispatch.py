@@ -62,6 +62,7 @@ HOOKS: dict[str, HookPolicy] = {
     "crab_before_tool_call": HookPolicy("interception", "refuse", awaitable=True),
     "crab_after_tool_call": HookPolicy("interception", "refuse", awaitable=True),
     "crab_event": HookPolicy("observation", "drop"),
+    "crab_doctor": HookPolicy("observation", "drop"),
     "crab_startup": HookPolicy("lifecycle", "fail-plugin", awaitable=True),
     "crab_shutdown": HookPolicy("lifecycle", "drop", awaitable=True),
 }

@@ -117,6 +117,16 @@ def crab_cli(app: Any, config: Config) -> None:
     """
 
 
+@hookspec
+def crab_doctor(config: Config) -> list[tuple[str, str]] | None:
+    """Lines ``crab doctor`` shows for this plugin: ``(status, text)`` pairs, status ``"ok"``,
+    ``"note"`` or ``"fail"`` (a ``fail`` makes doctor exit 1).
+
+    Say whether what the plugin needs works here (a sandbox, a server, a key) and how to fix it
+    when not; keep it quick (doctor runs every plugin's). Not first-result.
+    """
+
+
 # --- context ------------------------------------------------------------------------------
 
 

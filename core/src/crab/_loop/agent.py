@@ -24,6 +24,7 @@ from crab._contracts.handle import AgentHandle
 from crab._contracts.interception import AskUser, redacted_ask
 from crab._contracts.messages import AssistantMessage, Message, ToolCall, message_to_dict
 from crab._contracts.providers import ModelInfo, ModelRequest, Provider
+from crab._contracts.questions import AskQuestion, redacted_question
 from crab._contracts.storage import EntryType, Store
 from crab._contracts.tools import Tool, ToolContext
 from crab._host.dispatch import Failure
@@ -49,7 +50,9 @@ class Agent:
     """Runs turns for sessions of one store with one provider and model.
 
     ``ask`` is how the active channel asks the user for permission (None: nobody can answer,
-    so the gate refuses). ``local`` is False for remote channels, which may not run ``!shell``.
+    so the gate refuses); ``question`` how it asks the user a tool's question (None: nobody can
+    answer, so such a tool says so at once). ``local`` is False for remote channels, which may not
+    run ``!shell``.
     """
 
     def __init__(
@@ -63,6 +66,7 @@ class Agent:
         workspace: Path,
         ask: AskUser | None = None,
         local: bool = True,
+        question: AskQuestion | None = None,
     ) -> None:
         self.host = host
         self.config = config
@@ -71,6 +75,7 @@ class Agent:
         self.model = model
         self.workspace = workspace
         self.ask = ask
+        self.question = question
         self.local = local
         self.busy: set[Session] = set()
         """Sessions with a turn running or queued (``crab serve`` waits for them on SIGTERM)."""
@@ -379,6 +384,9 @@ class Agent:
             config=self.config,
             ask=redacted_ask(session.ask if session.ask is not None else self.ask, self.redactor.text),
             local=self.local,
+            question=redacted_question(
+                session.question if session.question is not None else self.question, self.redactor.text
+            ),
         )
 
     async def append_entry(self, session: Session, type: EntryType, payload: Mapping[str, Any]) -> None:

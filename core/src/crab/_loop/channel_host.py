@@ -22,7 +22,9 @@ Keyed sessions: ``session_for(channel, address)`` is the session of one conversa
 found by the store's session ``meta`` (``CHANNEL_META``/``ADDRESS_META``, which every store
 keeps and a fork copies) or created; the live session is kept, so queues and per-session state
 hold for the life of the process. When the channel has ``ask(address, request)``, the
-permission gate asks through it for that session's tool calls; otherwise it refuses.
+permission gate asks through it for that session's tool calls; otherwise it refuses. With
+``ask_question(address, question)`` a tool's ``crab.Question`` goes there too; otherwise nobody can
+answer it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from crab._contracts.errors import ChannelError, ConfigError, CrabError, UsageEr
 if TYPE_CHECKING:
     from crab._contracts.channels import Channel
     from crab._contracts.interception import Answer, PermissionRequest
+    from crab._contracts.questions import Question
     from crab._loop.agent import Agent
     from crab._loop.session import Session
 
@@ -261,6 +264,9 @@ class ChannelHost:
             ask = getattr(self.channels.get(channel), "ask", None)
             if callable(ask):
                 session.ask = partial(_ask, ask, address)
+            question = getattr(self.channels.get(channel), "ask_question", None)
+            if callable(question):
+                session.question = partial(_question, question, address)
             self.sessions[key] = session
             return session
 
@@ -274,3 +280,14 @@ async def _ask(ask: Any, address: str, request: PermissionRequest) -> Answer:
     except Exception:
         return "deny"
     return answer if answer in ("once", "always", "deny") else "deny"
+
+
+async def _question(ask_question: Any, address: str, question: Question) -> str | None:
+    """A channel's ``ask_question(address, question)``; a failure is no answer (the tool says so)."""
+    try:
+        answer = await ask_question(address, question)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        return None
+    return answer if isinstance(answer, str) else None

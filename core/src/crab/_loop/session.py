@@ -11,6 +11,7 @@ from typing import Any
 from crab._contracts.events import TurnStop
 from crab._contracts.interception import AskUser
 from crab._contracts.messages import Message, Usage
+from crab._contracts.questions import AskQuestion
 from crab._contracts.storage import SessionInfo
 from crab._loop.budget import TokenBudget
 
@@ -50,7 +51,8 @@ class Session:
     is a cache kept in step as entries are appended). ``state`` is the tools' session scratch.
     ``budget`` is the token budget, made on first use (``Agent.budget``).
     ``ask`` is how the permission gate asks the person behind this session when that is not the
-    agent's own ``ask`` (a chat on a remote channel: ``crab._loop.channel_host``).
+    agent's own ``ask`` (a chat on a remote channel: ``crab._loop.channel_host``); ``question``
+    likewise asks that person a tool's ``crab.Question``.
     ``compacting`` is held while a compaction rewrites the context; a turn does not start then.
     ``described`` names the tools the last request with tools described fully (not as a stub of
     the progressive view): a compaction anchor carries them, and the loop tells the model when
@@ -70,6 +72,7 @@ class Session:
     abort_requested: bool = False
     budget: TokenBudget | None = None
     ask: AskUser | None = None
+    question: AskQuestion | None = None
     compacting: asyncio.Lock = field(default_factory=asyncio.Lock)
     described: frozenset[str] = frozenset()
 

@@ -25,6 +25,7 @@ from crab._config.layers import Config, load_config
 from crab._contracts.events import Event
 from crab._contracts.interception import AskUser
 from crab._contracts.providers import ModelRequest, Provider
+from crab._contracts.questions import AskQuestion
 from crab._contracts.storage import Store
 from crab._host.plugin_host import PluginHost
 from crab._loop.agent import Agent
@@ -78,6 +79,7 @@ class AgentHarness:
         provider: Provider | None = None,
         ask: AskUser | None = None,
         local: bool = True,
+        question: AskQuestion | None = None,
     ) -> None:
         self.workspace = workspace or Path.cwd()
         self.provider: Provider = provider or ScriptedProvider(replies)
@@ -94,6 +96,7 @@ class AgentHarness:
             model="scripted",
             check_model=False,
             ask=ask,
+            question=question,
             local=local,
             strict=False,
         )

@@ -4,7 +4,7 @@ Enter sends (during a turn: steers it), Alt-Enter queues a follow-up, Ctrl-J sta
 Tab completes ``/commands`` and ``@paths``, Up/Down walk the history (kept in ``ChatState.history``
 across runs), Ctrl-C clears the line or, on an empty one, interrupts; Ctrl-D on an empty line
 leaves; Ctrl-T shows or folds thinking. The renderer's live area, the pending steers and
-follow-ups, and the permission gate's question are drawn above the line being typed.
+follow-ups, and the permission gate's question or a tool's question are drawn above the line being typed.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ import asyncio
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from crab import Answer, ChatEntry, ChatState, PermissionRequest, Renderer
+from crab import Answer, ChatEntry, ChatState, PermissionRequest, Question, Renderer
 
 from crab_render_rich.prompt_screen import PromptScreen, terminal_size
-from crab_render_rich.question import Question
+from crab_render_rich.question import Question as PermissionQuestion
 from crab_render_rich.renderer import PREFERENCES, RichRenderer
 from crab_render_rich.screen import REFRESH_PER_SECOND
+from crab_render_rich.user_question import UserQuestion
 from crab_render_rich.view import fit, one_line
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ class PromptInput:
         self.screen = PromptScreen()
         if isinstance(renderer, RichRenderer):
             renderer.use_screen(self.screen)
-        self.question: Question | None = None
+        self.question: PermissionQuestion | UserQuestion | None = None
         self._asking = asyncio.Lock()
         self._kind: Sent = "send"
         self._accepting = False
@@ -192,7 +193,7 @@ class PromptInput:
     async def ask(self, request: PermissionRequest) -> Answer:
         async with self._asking:
             future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
-            self.question = Question(request, future, self._take_draft())
+            self.question = PermissionQuestion(request, future, self._take_draft())
             self.refresh()
             try:
                 answer = await future
@@ -205,6 +206,24 @@ class PromptInput:
             said = {"once": "allowed once", "always": f"allowed {request.permission} for this session"}
             style = "red" if answer == "deny" else "green"
             self.screen.print(notice(f"{said.get(answer, 'denied')}: {one_line(request.summary)}", style, "  "))
+            return answer
+
+    async def ask_question(self, question: Question) -> str | None:
+        """A tool's question (``crab_render_rich.user_question``), one at a time with permission questions."""
+        async with self._asking:
+            future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+            self.question = UserQuestion(question, future, self._take_draft())
+            self.refresh()
+            try:
+                answer = await future
+            finally:
+                asked, self.question = self.question, None
+                self._give_back(asked.draft)
+                self.refresh()
+            from crab_render_rich.view import notice
+
+            said = f"answered: {one_line(answer)}" if answer is not None else "no answer"
+            self.screen.print(notice(f"{said} · {one_line(question.text)}", "green" if answer else "red", "  "))
             return answer
 
     def _take_draft(self) -> str:

@@ -20,6 +20,7 @@ from crab import (
     ErrorEvent,
     Event,
     NoticeEvent,
+    PlanEvent,
     RenderTarget,
     RetryEvent,
     TextDelta,
@@ -34,6 +35,7 @@ from crab import (
 
 from crab_render_rich import view
 from crab_render_rich.blocks import BlockSplitter
+from crab_render_rich.checklist import Checklist
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
@@ -76,6 +78,8 @@ class LiveArea:
 
         r = self.renderer
         frame = spinner_frame()
+        if r.checklist.items:
+            yield r.checklist.text(options.max_width)
         if r.thinking_text and not r.blocks.tail:
             if r.prefs.show_thinking:
                 yield from _last_lines(console, options, view.thinking_shown(r.thinking_text), 8)
@@ -127,6 +131,7 @@ class RichRenderer:
         self.answering = False
         """The model's reply is being written: a command's output now would land inside it."""
         self.held: list[CommandOutput] = []
+        self.checklist = Checklist()
         self._live_shown = False
 
     # --- the live area -------------------------------------------------------------------------
@@ -224,6 +229,10 @@ class RichRenderer:
         elif isinstance(event, NoticeEvent):
             style = "yellow" if event.level == "warning" else "dim"
             self._line(view.notice(event.message, style, "! " if event.level == "warning" else "· "))
+        elif isinstance(event, PlanEvent):
+            self.checklist.update(event.items)
+            if not self.screen.tty or self.turn_started is None:
+                self._plan_printed()  # no live area (a pipe), or a plan outside a turn: print it
         elif isinstance(event, CompactionEvent):
             failed = event.phase == "failed"
             self._line(view.notice(event.line(), "yellow" if failed else "dim", "! " if failed else "· "))
@@ -271,6 +280,12 @@ class RichRenderer:
                     )
                 )
 
+    def _plan_printed(self) -> None:
+        """The checklist as it stands, once, into the scrollback (the live area shows it only during a turn)."""
+        self._line_break()
+        self.screen.print(self.checklist.text())
+        self.checklist.printed()
+
     def _release(self) -> None:
         """The reply being written ended: show the command output held meanwhile."""
         self.answering = False
@@ -284,6 +299,8 @@ class RichRenderer:
         self.running.clear()
         self.calls.clear()
         self.waiting = False
+        if self.checklist.changed:
+            self._plan_printed()
         if event.stop == "aborted":
             self.screen.print(view.notice("turn stopped", "yellow", "■ "))
         elapsed = self.clock() - self.turn_started if self.turn_started is not None else 0.0

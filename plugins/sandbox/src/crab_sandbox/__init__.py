@@ -14,7 +14,7 @@ import crab
 if TYPE_CHECKING:
     from crab import AgentHandle, Config, ConfigTable, Tool, ToolCall, ToolContext, ToolResult
 
-CRAB_API = ">=1.4,<2"  # crab.processes.add_command_wrapper (API 1.4)
+CRAB_API = ">=1.4,<2"  # crab.processes.add_command_wrapper (API 1.4); crab_doctor (1.5) is optional
 
 
 @crab.hookimpl
@@ -46,6 +46,14 @@ def crab_after_tool_call(call: ToolCall, tool: Tool, result: ToolResult, ctx: To
     from crab_sandbox import runtime
 
     return runtime.annotate(call, result, ctx)
+
+
+@crab.hookimpl
+def crab_doctor(config: Config) -> list[tuple[str, str]]:
+    """Whether bubblewrap starts here, in the mode this config asks for."""
+    from crab_sandbox import cli
+
+    return cli.doctor_lines(config)
 
 
 @crab.hookimpl

@@ -1,4 +1,5 @@
-"""``crab sandbox check``: the probe's answer, and the policy a command in this workspace gets."""
+"""``crab sandbox check`` and crab-sandbox's ``crab doctor`` line: the probe's answer, and the policy
+a command in this workspace gets."""
 
 from __future__ import annotations
 
@@ -32,3 +33,18 @@ def check(config: Any) -> int:
     network = "on for every command" if settings.network else "off, except for calls of network-permission tools"
     typer.echo(f"network: {network}")
     return 0 if found.works else 1
+
+
+def doctor_lines(config: Any) -> list[tuple[str, str]]:
+    """``crab doctor``'s line: ok when the sandbox works (or is off), fail when ``required`` cannot start."""
+    settings = runtime.settings_for(config, Path.cwd())
+    if settings.mode == "off":
+        return [
+            ("note", 'sandbox: mode off (tools\' commands run unsandboxed); [plugins.sandbox] mode = "on" to use it')
+        ]
+    found = bwrap.probe(settings.bwrap)
+    if found.works:
+        return [("ok", f"sandbox: {found.reason} (mode {settings.mode})")]
+    if settings.mode == "required":
+        return [("fail", f"sandbox: does not work here, so tools' commands are refused: {found.reason}")]
+    return [("note", f"sandbox: does not work here, tools' commands run unsandboxed: {found.reason}")]

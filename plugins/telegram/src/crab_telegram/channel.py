@@ -1,6 +1,6 @@
 """The Telegram channel: long polling, one crab session and one turn at a time per chat (or
 forum topic), replies as formatted messages threaded to the user's, permission questions as
-inline buttons.
+inline buttons, a tool's questions as buttons or the user's next message (``crab_telegram.questions``).
 
 Flow: ``run`` asks ``getMe`` and deletes a webhook left set, then polls ``getUpdates`` and
 records each update in ``UpdateState`` before it is confirmed to Telegram. Each update is
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from telegram import CallbackQuery, Message, Update, User
 
     from crab_telegram.api import BotApi
+    from crab_telegram.incoming import Incoming
+    from crab_telegram.questions import OpenQuestion
     from crab_telegram.state import UpdateState
 
 NAME = "telegram"
@@ -101,6 +103,7 @@ class TelegramChannel:
         self.stopping = False
         self.chats: dict[str, ChatWorker] = {}
         self.asks: dict[str, Ask] = {}
+        self.questions: dict[str, OpenQuestion] = {}
         self._poll: asyncio.Task[Any] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopped = asyncio.Event()
@@ -210,6 +213,9 @@ class TelegramChannel:
             for ask in self.asks.values():
                 if not ask.future.done():
                     ask.future.set_result("deny")
+            for waiting in self.questions.values():
+                if not waiting.future.done():
+                    waiting.future.set_result(None)
             await api.close()
 
     async def _start(self, agent: crab.AgentHandle, api: BotApi) -> User | None:
@@ -342,6 +348,9 @@ class TelegramChannel:
         if not incoming.for_us:
             self.state.done(update_id)  # another bot's command, or group talk not addressed to crab
             return
+        if not edited and self._answers_question(incoming, message):
+            self.state.done(update_id)
+            return
         if worker is None:
             worker = self.chats[incoming.address] = ChatWorker(incoming.address)
             worker.task = asyncio.create_task(self._work(agent, worker), name=f"crab-telegram-{incoming.address}")
@@ -392,7 +401,9 @@ class TelegramChannel:
             _, nonce, answer = (str(query.data or "") + "::").split(":")[:3]
             waiting = self.asks.get(nonce)
             note = "this question is no longer open"
-            if waiting is not None and answer in ANSWER_WORDS and waiting.address.split(":")[0] == str(chat):
+            if nonce in self.questions:
+                note = self._question_pressed(self.questions[nonce], answer, sender, chat)
+            elif waiting is not None and answer in ANSWER_WORDS and waiting.address.split(":")[0] == str(chat):
                 only_asker = self.settings.permission_answer == "asker" and waiting.asker is not None
                 if only_asker and sender != waiting.asker:
                     note = "only the person who asked crab can answer this"
@@ -622,6 +633,80 @@ class TelegramChannel:
         finally:
             self.asks.pop(nonce, None)
         return "once" if answer == "once" else "always" if answer == "always" else "deny"
+
+    # --- a tool's questions (crab_telegram.questions) ------------------------------------------
+
+    async def ask_question(self, address: str, question: crab.Question) -> str | None:
+        """Ask the chat a tool's question: buttons for its choices, the next message for words;
+        None when nobody answered within ``ask_timeout`` (or Telegram refused the message)."""
+        from crab_telegram.api import TelegramError
+        from crab_telegram.questions import OpenQuestion, question_buttons, question_text, settle
+
+        assert self.api is not None
+        chat_id, thread = parse_address(address)
+        nonce = secrets.token_hex(8)
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        worker = self.chats.get(address)
+        text = question_text(question)
+        answer: str | None = None
+        try:
+            message_id = await self.api.send_message(
+                chat_id, text, message_thread_id=thread, reply_markup=question_buttons(question, nonce)
+            )
+            # Shown now: only what the user does from here on may answer it.
+            waiting = OpenQuestion(
+                question, future, address, worker.asker if worker is not None else None, time.time(), message_id
+            )
+            self.questions[nonce] = waiting
+            try:
+                answer = await asyncio.wait_for(future, self.settings.ask_timeout)
+            except TimeoutError:
+                settle(waiting, None)
+            if message_id is not None:
+                with contextlib.suppress(TelegramError):
+                    await self.api.edit_message_text(
+                        chat_id, message_id, f"{text}\n→ {answer if answer is not None else 'no answer'}"
+                    )
+        except TelegramError:
+            answer = None
+        finally:
+            self.questions.pop(nonce, None)
+        return answer
+
+    def _may_answer(self, waiting: OpenQuestion, sender: int | None) -> bool:
+        only_asker = self.settings.permission_answer == "asker" and waiting.asker is not None
+        return not only_asker or sender == waiting.asker
+
+    def _question_pressed(self, waiting: OpenQuestion, data: str, sender: int, chat: int | None) -> str:
+        """A button of a tool's question: the note the presser sees."""
+        from crab_telegram.questions import pressed, settle
+
+        choice = pressed(waiting, data)
+        if choice is None or waiting.address.split(":")[0] != str(chat):
+            return "this question is no longer open"
+        if not self._may_answer(waiting, sender):
+            return "only the person who asked crab can answer this"
+        settle(waiting, choice)
+        return f"answered: {choice}"[:200]
+
+    def _answers_question(self, incoming: Incoming, message: Message) -> bool:
+        """Whether ``message`` answers the question open in its chat (and was taken as the answer)."""
+        from crab_telegram.questions import after_shown, settle
+
+        waiting = next((q for q in self.questions.values() if q.address == incoming.address), None)
+        if waiting is None or waiting.future.done() or not incoming.text.strip():
+            return False
+        if not self._may_answer(waiting, incoming.sender_id) or not after_shown(waiting, message):
+            return False  # someone else's, or written before the question: an input of its own
+        said = self.redactor.text(incoming.text) or ""
+        answer = waiting.question.answer_for(said)
+        if answer is None:  # words where only the buttons answer: say so, keep the question open
+            self._spawn(
+                self.send_plain(incoming.address, "Press one of the buttons to answer.", reply_to=incoming.message_id)
+            )
+            return True
+        settle(waiting, answer)
+        return True
 
 
 class Stream:

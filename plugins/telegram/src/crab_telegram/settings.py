@@ -60,7 +60,13 @@ TABLE = crab.ConfigTable(
             trust_order=("asker", "chat"),
         ),
         crab.Setting("allow_shell", "bool", False, "let allowed chats run `!command` shell input", trust_only=True),
-        crab.Setting("ask_timeout", "float", 300.0, "seconds a permission question waits for a button", above=0),
+        crab.Setting(
+            "ask_timeout",
+            "float",
+            300.0,
+            "seconds a permission question (or a tool's question) waits for an answer",
+            above=0,
+        ),
         crab.Setting("poll_timeout", "int", 30, "seconds one long poll (getUpdates) waits for updates", minimum=0),
         crab.Setting("stream", "bool", True, "show a long answer as it is written, by editing one message"),
         crab.Setting(

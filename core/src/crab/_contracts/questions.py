@@ -1,0 +1,68 @@
+"""A question a tool puts to the user (crab-ask's ``ask_user``), and how its answer is read.
+
+``ToolContext.question`` asks the person behind the session through the active channel (the
+terminal, a chat, a program's callback) and is None where nobody can answer: a tool then says so
+at once instead of waiting. Whoever shows the question gets it with secrets masked and one answer
+rule (``Question.answer_for``): a choice's number or text picks it, other words answer only when
+``free_text`` allows them. ``None`` is no answer (declined, end of input, no reply in time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+ANSWER_LIMIT = 4000
+"""Characters of an answer kept (a pasted log must not flood the model's context)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What the user is asked: ``text``, optional ``choices`` and whether other words may answer
+    (``free_text``; always so without choices)."""
+
+    text: str
+    choices: tuple[str, ...] = ()
+    free_text: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.choices and not self.free_text:
+            object.__setattr__(self, "free_text", True)  # a question with no choices takes words
+
+    def answer_for(self, typed: str) -> str | None:
+        """The answer ``typed`` gives: ``"2"`` or a choice's own text (any case) picks that choice,
+        other non-blank words answer when ``free_text``; None when it is no answer (ask again)."""
+        said = typed.strip()
+        if not said:
+            return None
+        if said.isdigit() and 1 <= int(said) <= len(self.choices):
+            return self.choices[int(said) - 1]
+        for choice in self.choices:
+            if said.casefold() == choice.strip().casefold():
+                return choice
+        return said[:ANSWER_LIMIT] if self.free_text else None
+
+
+AskQuestion = Callable[[Question], Awaitable[str | None]]
+"""How a channel asks the user a question; the user's answer, or None when none was given."""
+
+
+def redacted_question(ask: AskQuestion | None, redact: Callable[[str], str]) -> AskQuestion | None:
+    """``ask`` given the question with secrets masked (``redact``), and held to the answer rule: an
+    answer that is not one (a choice that was not offered) is no answer; a long one is cut."""
+    if ask is None:
+        return None
+    asker = ask
+
+    async def asked(question: Question) -> str | None:
+        shown = Question(redact(question.text), tuple(redact(c) for c in question.choices), question.free_text)
+        answer = await asker(shown)
+        if not isinstance(answer, str):
+            return None
+        checked = shown.answer_for(answer)
+        if checked is None:
+            return None
+        # A choice picked is given back as the tool offered it (the masked text was only shown).
+        return question.choices[shown.choices.index(checked)] if checked in shown.choices else checked
+
+    return asked

@@ -1,0 +1,74 @@
+"""A tool's question (``crab.Question``) in a chat, through the fake Bot API: buttons for its
+choices, the user's next message for words, and nothing written before it was shown."""
+
+from __future__ import annotations
+
+import time
+
+ADA = 1111111
+EVE = 6666666
+
+
+def asked(bot_api, chat, needle="crab asks:"):
+    """The question message sent to ``chat`` and its buttons' callback data by label."""
+    found = [c for c in bot_api.sent(chat) if needle in str(c.params.get("text"))]
+    if not found:
+        return None
+    markup = found[-1].params.get("reply_markup") or {"inline_keyboard": []}
+    return found[-1], {row[0]["text"]: row[0]["callback_data"] for row in markup["inline_keyboard"]}
+
+
+def test_a_choice_is_a_button_only_the_asker_can_press(serve, bot_api):
+    served = serve()
+    bot_api.say("pick a database", user=ADA)
+    call, buttons = bot_api.wait_for("the question", lambda: asked(bot_api, ADA), served.proc)
+    assert "Which database?" in call.params["text"] and "2. PostgreSQL" in call.params["text"]
+    assert list(buttons) == ["1. SQLite", "2. PostgreSQL"]
+    bot_api.press(buttons["2. PostgreSQL"], user=EVE, chat=EVE)  # a stranger's press does nothing
+    time.sleep(0.3)
+    assert not any("picked" in t for t in bot_api.texts(ADA))
+    bot_api.press(buttons["2. PostgreSQL"], user=ADA, chat=ADA)
+    bot_api.wait_for(
+        "the answer", lambda: any("jot said: picked PostgreSQL" in t for t in bot_api.texts(ADA)), served.proc
+    )
+    assert served.stop() == 0, served.stderr
+    assert any(t.endswith("→ PostgreSQL") for t in bot_api.texts(ADA))  # the question shows its answer
+    assert [c.params["text"] for c in bot_api.sent(method="answerCallbackQuery")] == ["answered: PostgreSQL"]
+
+
+def test_words_answer_with_the_next_message_but_not_one_written_before_the_question(serve, bot_api):
+    served = serve()
+    bot_api.say("wonder about a name", user=ADA)
+    bot_api.wait_for("the question", lambda: asked(bot_api, ADA), served.proc)
+    # A message Telegram dated before the question was sent (typed ahead, delivered late): its own input.
+    early = bot_api.message("typed before", user=ADA)
+    early["date"] = int(time.time()) - 5
+    with bot_api.lock:
+        early["message_id"] = bot_api.next_update_id
+    bot_api.arrive({"message": early})
+    time.sleep(1.1)  # the answer is written in a later second than the question was sent
+    bot_api.say("Crabapple", user=ADA)
+    bot_api.wait_for(
+        "the answer", lambda: any("jot said: picked Crabapple" in t for t in bot_api.texts(ADA)), served.proc
+    )
+    # The early message was not the answer: it is answered as an input of its own, after the turn.
+    bot_api.wait_for("the early input", lambda: any("echo: typed before" in t for t in bot_api.texts(ADA)), served.proc)
+    assert served.stop() == 0, served.stderr
+
+
+def test_a_reply_to_the_question_answers_it_and_words_do_not_answer_closed_choices(serve, bot_api):
+    served = serve()
+    bot_api.say("pick one", user=ADA)
+    call, _ = bot_api.wait_for("the question", lambda: asked(bot_api, ADA), served.proc)
+    time.sleep(1.1)
+    bot_api.say("MariaDB", user=ADA)  # the choices are closed: not an answer
+    bot_api.wait_for("the hint", lambda: any("Press one of the buttons" in t for t in bot_api.texts(ADA)), served.proc)
+    # A reply to the question was written after it was shown, whatever its date says (a clock off).
+    question = {"message_id": call.message_id, "chat": {"id": ADA, "type": "private"}, "date": 0, "text": "?"}
+    reply = bot_api.message("sqlite", user=ADA, reply_to=question)
+    reply["date"] = int(time.time()) - 5
+    with bot_api.lock:
+        reply["message_id"] = bot_api.next_update_id
+    bot_api.arrive({"message": reply})
+    bot_api.wait_for("the answer", lambda: any("jot said: picked SQLite" in t for t in bot_api.texts(ADA)), served.proc)
+    assert served.stop() == 0, served.stderr

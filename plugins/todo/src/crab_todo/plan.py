@@ -1,0 +1,99 @@
+"""The checklist itself: the ``todo`` call's arguments checked into ``crab.PlanItem``s, the plan
+found in a history, and the text the model and ``/todo`` are shown."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+import crab
+
+NAME = "todo"
+STATUSES: tuple[crab.PlanStatus, ...] = ("pending", "in_progress", "done")
+MARKS: Mapping[str, str] = {"done": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+
+TABLE = crab.ConfigTable(
+    NAME,
+    (
+        crab.Setting("max_items", "int", 20, "the most steps a plan may have", minimum=1, maximum=100),
+        crab.Setting("max_chars", "int", 200, "the most characters one step may have", minimum=20, maximum=2000),
+    ),
+    doc="crab-todo: the checklist the model keeps for a session",
+)
+
+
+def checked(arguments: Mapping[str, Any], max_items: int, max_chars: int) -> tuple[crab.PlanItem, ...]:
+    """The call's ``items`` as plan items; ``crab.ToolError`` saying what to fix otherwise."""
+    raw = arguments.get("items")
+    if not isinstance(raw, list):
+        raise crab.ToolError('todo needs "items": a list of {"text": ..., "status": ...} (an empty list clears it)')
+    if len(raw) > max_items:
+        raise crab.ToolError(f"{len(raw)} steps are too many; keep the plan to {max_items} (merge or drop some)")
+    items: list[crab.PlanItem] = []
+    for number, entry in enumerate(raw, 1):
+        if not isinstance(entry, Mapping):
+            raise crab.ToolError(f'step {number} is not an object; give {{"text": ..., "status": ...}}')
+        text = " ".join(str(entry.get("text", "")).split())
+        status = entry.get("status", "pending")
+        if not text:
+            raise crab.ToolError(f"step {number} has no text")
+        if len(text) > max_chars:
+            raise crab.ToolError(f"step {number} has {len(text)} characters; keep each step to {max_chars}")
+        if status not in STATUSES:
+            raise crab.ToolError(f"step {number} has status {status!r}; use pending, in_progress or done")
+        items.append(crab.PlanItem(text, cast(crab.PlanStatus, status)))
+    return tuple(items)
+
+
+def lenient(arguments: Mapping[str, Any]) -> tuple[crab.PlanItem, ...]:
+    """A stored call's plan (it was checked when it ran; limits may have changed since)."""
+    try:
+        return checked(arguments, 10**6, 10**6)
+    except crab.ToolError:
+        return ()
+
+
+def latest(messages: Iterable[crab.Message]) -> tuple[crab.PlanItem, ...] | None:
+    """The plan the last successful ``todo`` call in ``messages`` set; None when there is none."""
+    calls: dict[str, Mapping[str, Any]] = {}
+    plan: tuple[crab.PlanItem, ...] | None = None
+    for message in messages:
+        if isinstance(message, crab.AssistantMessage):
+            for call in message.tool_calls:
+                if call.name == NAME and call.parse_error is None:
+                    calls[call.id] = call.arguments
+        elif isinstance(message, crab.ToolResultMessage) and message.call_id in calls and not message.is_error:
+            plan = lenient(calls.pop(message.call_id))
+    return plan
+
+
+def from_entries(entries: Sequence[crab.Entry]) -> tuple[crab.PlanItem, ...]:
+    """The plan a session's stored entries hold (before a compaction's anchor too); () for none."""
+    messages: list[crab.Message] = []
+    for entry in entries:
+        if entry.type in ("message", "tool_result"):
+            try:
+                messages.append(crab.message_from_dict(dict(entry.payload)))
+            except (KeyError, TypeError, ValueError):
+                continue  # an unreadable entry holds no plan
+    return latest(messages) or ()
+
+
+def lines(items: Sequence[crab.PlanItem]) -> list[str]:
+    """``[x] done``, ``[>] in progress``, ``[ ] pending``: one line per step."""
+    return [f"{MARKS[item.status]} {item.text}" for item in items]
+
+
+def summary(items: Sequence[crab.PlanItem]) -> str:
+    done = sum(item.status == "done" for item in items)
+    return f"{done}/{len(items)} done"
+
+
+def note(items: Sequence[crab.PlanItem]) -> str:
+    """What the model is told of its plan when the call that set it is no longer in its context."""
+    return "\n".join(
+        [
+            "Your current plan (set with the todo tool earlier in this session; update it with todo as you go):",
+            *lines(items),
+        ]
+    )

@@ -1,0 +1,136 @@
+"""crab-todo in scripted turns: the plan set, emitted and bounded; ``/todo``; the plan read back
+from the store by a fresh process's plugin (resume) and given to the model after a compaction
+took the call that set it out of the context."""
+
+from __future__ import annotations
+
+import crab
+
+from crab_todo import TodoPlugin
+from crab_todo.plan import note
+
+STEPS = [
+    {"text": "read the parser", "status": "done"},
+    {"text": "fix the bug", "status": "in_progress"},
+    {"text": "add a test", "status": "pending"},
+]
+PLAN = (
+    crab.PlanItem("read the parser", "done"),
+    crab.PlanItem("fix the bug", "in_progress"),
+    crab.PlanItem("add a test", "pending"),
+)
+
+
+def todo_call(items):
+    return [{"tool": "todo", "args": {"items": items}}]
+
+
+def test_the_plan_is_set_emitted_and_shown_by_slash_todo(crab_agent):
+    harness = crab_agent([todo_call(STEPS), [{"text": "working on it"}]], plugins={"todo": TodoPlugin()})
+    assert harness.run("fix the parser").text == "working on it"
+    [event] = harness.events_of(crab.PlanEvent)
+    assert (event.session_id, event.items) == (harness.session.id, PLAN)
+    [result] = harness.events_of(crab.ToolResultEvent)
+    assert result.content.splitlines() == [
+        "Plan updated (1/3 done):",
+        "[x] read the parser",
+        "[>] fix the bug",
+        "[ ] add a test",
+    ]
+    harness.run("/todo")
+    [shown] = harness.events_of(crab.CommandOutput)
+    assert shown.text.splitlines()[0] == "plan (1/3 done):" and "[>] fix the bug" in shown.text
+
+
+def test_each_call_replaces_the_whole_list_and_an_empty_one_clears_it(crab_agent):
+    harness = crab_agent(
+        [todo_call(STEPS), todo_call([{"text": "ship", "status": "done"}]), todo_call([]), [{"text": "ok"}]],
+        plugins={"todo": TodoPlugin()},
+    )
+    harness.run("go")
+    assert [e.items for e in harness.events_of(crab.PlanEvent)] == [PLAN, (crab.PlanItem("ship", "done"),), ()]
+    harness.run("/todo")
+    assert harness.events_of(crab.CommandOutput)[-1].text.startswith("no plan yet")
+
+
+def test_a_plan_over_the_limits_is_refused_and_the_old_one_stays(crab_agent):
+    too_many = [{"text": f"step {n}", "status": "pending"} for n in range(4)]
+    harness = crab_agent(
+        [
+            todo_call(STEPS),
+            todo_call(too_many),
+            todo_call([{"text": "x" * 41, "status": "pending"}]),
+            todo_call([{"text": "a", "status": "started"}]),
+            [{"text": "ok"}],
+        ],
+        plugins={"todo": TodoPlugin()},
+        config={"plugins.todo.max_items": 3, "plugins.todo.max_chars": 40},
+    )
+    harness.run("go")
+    refused = [e for e in harness.events_of(crab.ToolResultEvent) if e.is_error]
+    assert ["keep the plan to 3" in refused[0].content, "keep each step to 40" in refused[1].content] == [True, True]
+    assert "status" in refused[2].content  # the schema's enum, or the plugin's own check
+    assert [e.items for e in harness.events_of(crab.PlanEvent)] == [PLAN]
+    harness.run("/todo")
+    assert "[>] fix the bug" in harness.events_of(crab.CommandOutput)[-1].text
+
+
+def test_the_plan_survives_a_resume_in_a_new_process(crab_agent):
+    first = crab_agent([todo_call(STEPS), [{"text": "ok"}]], plugins={"todo": TodoPlugin()})
+    first.run("plan it")
+    # Another agent with its own plugin object (as a new `crab chat -c` has) on the same store.
+    second = crab_agent([[{"text": "resumed"}]], plugins={"todo": TodoPlugin()}, store=first.store)
+    second.session = second.run_async(second.agent.resume(first.session.id))
+    second.run("/todo")
+    assert "[>] fix the bug" in second.events_of(crab.CommandOutput)[-1].text
+    second.run("go on")
+    assert note(PLAN) not in second.requests[-1].system  # the call is still in the context: no note
+
+
+def padding(n: int) -> str:
+    return f"question {n} " + "about the parser " * 30
+
+
+def is_summary(request: crab.ModelRequest) -> bool:
+    return not request.tools
+
+
+def test_after_a_compaction_and_after_a_resume_the_model_still_sees_the_plan(crab_agent):
+    first_calls: list[crab.ModelRequest] = []
+
+    def first_reply(request: crab.ModelRequest):
+        first_calls.append(request)
+        if is_summary(request):
+            return [{"text": "Goal: fix the parser."}]
+        if len(first_calls) == 1:
+            return todo_call(STEPS)
+        return [{"text": "answer " * 30}]
+
+    first = crab_agent(first_reply, plugins={"todo": TodoPlugin()})
+    for n in range(6):
+        first.run(padding(n))
+    outcome = first.run("/compact")
+    assert outcome.stop == "command" and outcome.error is None, outcome.text
+    first.run("and now?")
+    last = first.requests[-1]
+    assert not any(m.role == "tool" and m.name == "todo" for m in last.messages)  # compacted away
+    assert note(PLAN) in last.system
+    # A fresh process resuming the compacted session reads the plan from before the anchor.
+    second = crab_agent([[{"text": "resumed"}]], plugins={"todo": TodoPlugin()}, store=first.store)
+    second.session = second.run_async(second.agent.resume(first.session.id))
+    second.run("go on")
+    assert note(PLAN) in second.requests[-1].system
+
+
+def test_a_store_that_cannot_be_read_costs_the_note_not_the_model_call(crab_agent, monkeypatch):
+    first = crab_agent([todo_call(STEPS), [{"text": "ok"}]], plugins={"todo": TodoPlugin()})
+    first.run("plan it")
+    second = crab_agent([[{"text": "still answering"}]], plugins={"todo": TodoPlugin()}, store=first.store)
+    second.session = second.run_async(second.agent.resume(first.session.id))
+    second.session.messages.clear()  # as after a compaction: no todo call in the context
+
+    async def broken(session_id, *, since_handoff=False):
+        raise crab.StoreError("the disk is gone")
+
+    monkeypatch.setattr(first.store, "entries", broken)
+    assert second.run("go on").text == "still answering"
