@@ -118,6 +118,8 @@ class Editor:
         if self.hold_question:
             await asyncio.sleep(3600)  # the user looks away; cancel must still end the turn
         choice = self.answers.pop(0) if self.answers else "deny"
+        if choice.startswith("option:"):  # pick the option of that name (a question's choice)
+            choice = next(o.option_id for o in options if o.name == choice.removeprefix("option:"))
         if choice == "cancelled":
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(option_id=choice, outcome="selected"))

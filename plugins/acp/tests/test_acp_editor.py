@@ -399,3 +399,25 @@ def test_acp_the_editors_folder_is_a_project_under_crabs_trust_rules(crab_acp: A
     )
     assert trusted.returncode == 0, trusted.stderr
     assert crab_acp.run(mode()) == "yolo"  # once the user trusted it, its setting is their word
+
+
+def test_acp_a_tools_question_with_choices_is_asked_in_the_editor(crab_acp: Any, editor: Any) -> None:
+    model = crab_acp.script(
+        [{"tool": "ask_user", "args": {"question": "Which one?", "choices": ["red", "blue"]}, "id": "q1"}],
+        [{"tool": "ask_user", "args": {"question": "Why?"}, "id": "q2"}],
+        [{"text": "thanks"}],
+    )
+    editor.answers = ["option:blue"]
+
+    async def go() -> None:
+        async with crab_acp.connect(model, editor) as (conn, _):
+            session = await start(conn, crab_acp)
+            await conn.prompt(session_id=session, prompt=[acp.text_block("ask me")])
+
+    crab_acp.run(go())
+    ((asked, options),) = editor.questions  # the free-text question has no ACP form: not asked
+    assert asked.tool_call_id == "q1" and asked.title == "Which one?"
+    assert [o.name for o in options] == ["red", "blue", "Don't answer"]
+    ended = {u.tool_call_id: u for u in editor.of("tool_call_update") if u.status in ("completed", "failed")}
+    assert ended["q1"].content[-1].content.text == "answer: blue"
+    assert ended["q2"].content[-1].content.text == "answer: None"

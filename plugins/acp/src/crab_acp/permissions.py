@@ -7,6 +7,8 @@ crab's gate in ``ask``: ``read-only`` refuses in crab-acp's interceptor before t
 (``crab_acp.bridge``), ``yolo`` answers the gate's question "once" itself, so the user may move
 between all three at any time. A question goes to ``session/request_permission`` with allow
 once / always allow / reject; a cancelled question, or any answer that is not an allow, refuses.
+A tool's question with choices (crab-ask's ``ask_user``) is asked the same way, one option a
+choice; one that wants free words has no ACP form yet, so it gets no answer (the tool says so).
 """
 
 from __future__ import annotations
@@ -33,6 +35,21 @@ def options(permission: str) -> list[PermissionOption]:
         PermissionOption(option_id="always", name=f"Always allow {permission} in this session", kind="allow_always"),
         PermissionOption(option_id="deny", name="Reject", kind="reject_once"),
     ]
+
+
+def choice_options(choices: tuple[str, ...]) -> list[PermissionOption]:
+    """A tool's question with choices (crab-ask's ``ask_user``), one option a choice, plus "no answer"."""
+    listed = [PermissionOption(option_id=f"choice-{n}", name=text, kind="allow_once") for n, text in enumerate(choices)]
+    return [*listed, PermissionOption(option_id="none", name="Don't answer", kind="reject_once")]
+
+
+def chosen(response: RequestPermissionResponse, choices: tuple[str, ...]) -> str | None:
+    """The choice the user picked, or None (cancelled, "no answer", an unknown option)."""
+    outcome = response.outcome
+    if not isinstance(outcome, AllowedOutcome) or not outcome.option_id.startswith("choice-"):
+        return None
+    number = outcome.option_id.removeprefix("choice-")
+    return choices[int(number)] if number.isdigit() and int(number) < len(choices) else None
 
 
 def answer(response: RequestPermissionResponse) -> str:

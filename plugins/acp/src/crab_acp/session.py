@@ -27,12 +27,13 @@ from acp.schema import (
     SessionConfigOptionBoolean,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
+    ToolCallUpdate,
     UnstructuredCommandInput,
 )
 
 from crab_acp.bridge import NAME, Bridge, EditorCaps
 from crab_acp.editor_terminal import EditorTerminal
-from crab_acp.permissions import answer, options
+from crab_acp.permissions import answer, choice_options, chosen, options
 from crab_acp.prompt import prompt_text
 from crab_acp.updates import Replay, UpdateMapper
 
@@ -42,6 +43,8 @@ EDITOR_SKIPS = frozenset({"quit", "abort", "fork"})
 """Router commands an editor has its own control for (closing, the stop button) or that would move
 the conversation to a session the editor does not know of (``/fork``): not offered there."""
 
+ASK_TOOL = "ask_user"
+"""crab-ask's tool: a question is attached to its running call."""
 SHOW_WAIT = 10.0
 """Seconds a permission question waits for its call's ``tool_call`` update to go out in order."""
 STOPS = {"aborted": "cancelled", "max_iterations": "max_turn_requests"}
@@ -62,6 +65,7 @@ def build_agent(
     settings: Mapping[str, Any],
     bridge: Bridge,
     ask: Any,
+    question: Any,
     *,
     model: str | None = None,
     permissions: str | None = "ask",
@@ -74,6 +78,7 @@ def build_agent(
         settings=settings,
         permissions=permissions,  # type: ignore[arg-type]
         ask=ask,
+        question=question,
         plugin_objects={NAME: bridge},
         listeners=[lambda event: bridge.seen(event)],
     )
@@ -104,13 +109,15 @@ class AcpSession:
     async def start(self, session_id: str | None = None) -> list[Any]:
         """Make and start the agent; a new crab session, or the stored ``session_id`` (its
         history returned as updates to replay)."""
-        first = build_agent(self.options, self.cwd, self.settings, self.bridge, self.ask, permissions=None)
+        first = build_agent(
+            self.options, self.cwd, self.settings, self.bridge, self.ask, self.question, permissions=None
+        )
         configured = str(first.config.get("crab.permissions") or "ask")
         if configured == "ask":
             agent = first
         else:  # the configured mode becomes the session's starting mode; crab's gate stays in ask
             first.close()
-            agent = build_agent(self.options, self.cwd, self.settings, self.bridge, self.ask)
+            agent = self._build()
         self.bridge.mode = configured
         await self._adopt(agent)
         handle = self._handle()
@@ -128,6 +135,18 @@ class AcpSession:
             )
         self.id = view.id
         return Replay(self.mapper).messages(view.messages)
+
+    def _build(self, *, model: str | None = None, permissions: str | None = "ask") -> crab.Agent:
+        return build_agent(
+            self.options,
+            self.cwd,
+            self.settings,
+            self.bridge,
+            self.ask,
+            self.question,
+            model=model,
+            permissions=permissions,
+        )
 
     async def _adopt(self, agent: crab.Agent) -> None:
         await agent.start()
@@ -203,7 +222,9 @@ class AcpSession:
                 {"details": "changing the model needs a persistent session store: start crab acp with --store sqlite"}
             )
         try:
-            agent = build_agent(self.options, self.cwd, self.settings, self.bridge, self.ask, model=model)
+            agent = build_agent(
+                self.options, self.cwd, self.settings, self.bridge, self.ask, self.question, model=model
+            )
         except crab.CrabError as exc:
             raise RequestError.invalid_params({"details": str(exc)}) from None
         old = self.agent
@@ -239,6 +260,25 @@ class AcpSession:
             await asyncio.wait_for(self._shown_event(call_id).wait(), SHOW_WAIT)
         except TimeoutError:  # the updates are stuck behind a slow client: show the call now
             await self.send(self.mapper.announce(call_id))
+
+    async def question(self, question: crab.Question) -> str | None:
+        """A tool's question: its choices as the options of a ``session/request_permission``."""
+        if not question.choices or self.cancelled or self.gone:
+            return None  # free words have no ACP request yet: the tool reports no answer
+        asking = next((view for view in reversed(self.mapper.calls.values()) if view.name == ASK_TOOL), None)
+        call = ToolCallUpdate(
+            tool_call_id=asking.id if asking is not None else "question",
+            title=question.text,
+            kind="other",
+            status="pending",
+        )
+        try:
+            response = await self.connection.request_permission(
+                session_id=self.id, tool_call=call, options=choice_options(question.choices)
+            )
+        except ConnectionError:
+            return None
+        return chosen(response, question.choices)
 
     async def prompt(self, blocks: Sequence[Any]) -> PromptResponse:
         assert self.agent is not None

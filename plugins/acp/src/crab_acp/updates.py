@@ -61,6 +61,7 @@ class CallView:
     """How the editor was told of one tool call."""
 
     id: str
+    name: str
     title: str
     kind: ToolKind
     locations: list[ToolCallLocation]
@@ -117,7 +118,7 @@ class UpdateMapper:
             line = call.arguments.get("offset")
             where = line if isinstance(line, int) and not isinstance(line, bool) and line > 0 else None
             locations.append(ToolCallLocation(path=self.absolute(path), line=where))
-        view = CallView(call.id, title_of(call.name, call.arguments), kind, locations, dict(call.arguments))
+        view = CallView(call.id, call.name, title_of(call.name, call.arguments), kind, locations, dict(call.arguments))
         self.calls[call.id] = view
         return view
 

@@ -57,9 +57,28 @@ def note(text: str) -> str:
     return f"noted: {text}"
 
 
+async def _ask_user(arguments, ctx):
+    if ctx.question is None:
+        return "nobody can answer"
+    answer = await ctx.question(crab.Question(arguments["question"], tuple(arguments.get("choices", ())), False))
+    return f"answer: {answer}"
+
+
+ask_user = crab.Tool(
+    name="ask_user",
+    description="Ask the user a question (as crab-ask's tool does, through ctx.question).",
+    parameters={
+        "type": "object",
+        "properties": {"question": {"type": "string"}, "choices": {"type": "array", "items": {"type": "string"}}},
+        "required": ["question"],
+    },
+    handler=_ask_user,
+)
+
+
 @crab.hookimpl
 def crab_tools(config):
-    return [patch_file, make_plan, long_command, note]
+    return [patch_file, make_plan, long_command, note, ask_user]
 
 
 @crab.hookimpl
