@@ -94,6 +94,10 @@ def test_acp_client_disconnect_mid_turn_ends_crab_and_its_processes(crab_acp: An
     assert code == 0
     assert not crab_acp.alive(pid)
     crab_acp.wait_until(lambda: not crab_acp.processes_with(marker), "the long command to end", 30)
+    # No session data lost: the aborted call's result was stored before crab exited.
+    (stored,) = (crab_acp.crab_home / "filestore").glob("*.jsonl")
+    entries = [json.loads(line) for line in stored.read_text().splitlines()[1:]]
+    assert [e["type"] for e in entries if e["type"] in ("message", "tool_result")][-1] == "tool_result"
     assert "the client closed the connection" in crab_acp.log()
 
 

@@ -45,6 +45,8 @@ the conversation to a session the editor does not know of (``/fork``): not offer
 
 ASK_TOOL = "ask_user"
 """crab-ask's tool: a question is attached to its running call."""
+SETTLE_WAIT = 10.0
+"""Seconds an aborted turn may take to end (its tools stopped, its calls paired) before its agent closes."""
 SHOW_WAIT = 10.0
 """Seconds a permission question waits for its call's ``tool_call`` update to go out in order."""
 STOPS = {"aborted": "cancelled", "max_iterations": "max_turn_requests"}
@@ -101,6 +103,8 @@ class AcpSession:
         self.cancelled = False
         self.gone = False
         self.model = ""
+        self.idle = asyncio.Event()
+        self.idle.set()
         self._shown: dict[str, asyncio.Event] = {}
         """Per tool call: set once its ``tool_call`` update went out (a question waits for it)."""
 
@@ -287,6 +291,7 @@ class AcpSession:
         self.cancelled = False
         run = self.agent.run_stream(prompt_text(blocks), session=self.id)
         self.run = run
+        self.idle.clear()
         try:
             async for event in run:
                 if isinstance(event, EditorTerminal):
@@ -299,6 +304,7 @@ class AcpSession:
         finally:
             self.run = None
             self._shown.clear()
+            self.idle.set()
         if self.cancelled or result.stop == "aborted":
             return PromptResponse(stop_reason="cancelled")
         if result.stop == "error" and result.error:
@@ -312,8 +318,10 @@ class AcpSession:
 
 
 async def settle(sessions: Sequence[AcpSession]) -> None:
-    """Abort every running turn and close every agent (the client is gone)."""
+    """Abort every running turn, let each pair its open calls, then close every agent (the client is gone)."""
     for session in sessions:
         session.gone = True
         session.cancel()
+    waits = [asyncio.wait_for(session.idle.wait(), SETTLE_WAIT) for session in sessions]
+    await asyncio.gather(*waits, return_exceptions=True)
     await asyncio.gather(*(session.close() for session in sessions), return_exceptions=True)
