@@ -107,3 +107,19 @@ def test_acp_sigterm_mid_turn_ends_crab_and_its_processes(crab_acp: Any, editor:
     assert code == 128 + signal.SIGTERM
     assert not crab_acp.alive(pid)
     crab_acp.wait_until(lambda: not crab_acp.processes_with(marker), "the long command to end", 30)
+
+
+def test_acp_a_bad_flag_is_one_line_and_exit_2(crab_acp: Any) -> None:
+    done = subprocess.run(
+        [sys.executable, *crab_acp.argv(crab_acp.script([{"text": "x"}]), "--store", "nosuch")],
+        env=crab_acp.env,
+        cwd=crab_acp.work,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""  # stdout is the protocol's, even for an error
+    assert done.stderr.strip().count("\n") == 0 and "nosuch" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -82,10 +82,20 @@ async def _serve(proto_in: int, proto_out: int, options: dict[str, Any]) -> None
         writer.close()
 
 
+def _check(model: str | None, provider: str | None, store: str | None) -> None:
+    """A model, provider or store the flags name that cannot be had is the user's error: one line
+    and exit 2 now (crab's ``CrabError``), not an error in every session the editor opens."""
+    import crab
+
+    crab.Agent(model, provider=provider, store=store).close()  # chosen when made; never started
+
+
 def serve(*, model: str | None, provider: str | None, store: str | None) -> int:
     """Serve one editor on stdio until it disconnects; 0 then (crab's CLI ends leftover processes)."""
     from crab_acp.logs import install
 
+    if model or provider or store:
+        _check(model, provider, store)
     log = install()
     proto_in, proto_out = _private_stdio()
     log.info("crab acp started (pid %d)", os.getpid())

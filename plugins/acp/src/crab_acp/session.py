@@ -113,9 +113,7 @@ class AcpSession:
     async def start(self, session_id: str | None = None) -> list[Any]:
         """Make and start the agent; a new crab session, or the stored ``session_id`` (its
         history returned as updates to replay)."""
-        first = build_agent(
-            self.options, self.cwd, self.settings, self.bridge, self.ask, self.question, permissions=None
-        )
+        first = self._build(permissions=None)
         configured = str(first.config.get("crab.permissions") or "ask")
         if configured == "ask":
             agent = first
@@ -153,7 +151,11 @@ class AcpSession:
         )
 
     async def _adopt(self, agent: crab.Agent) -> None:
-        await agent.start()
+        try:
+            await agent.start()
+        except BaseException:
+            await agent.aclose()
+            raise
         self.agent = agent
         self.model = agent.model
         self.mapper.permissions = {name: tool.permission for name, tool in self._handle().tools.items()}
