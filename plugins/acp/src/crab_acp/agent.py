@@ -38,12 +38,6 @@ from crab_acp.session import AcpSession, AgentOptions, settle
 log = logging.getLogger("crab_acp")
 
 
-def _notes(lines: list[str]) -> list[Any]:
-    from acp import update_agent_message_text
-
-    return [update_agent_message_text("".join(f"[crab] {line}\n" for line in lines))] if lines else []
-
-
 class CrabAcpAgent:
     """Every session of one editor connection."""
 
@@ -111,7 +105,8 @@ class CrabAcpAgent:
         if settings and not any(p.name == "mcp" and p.status == "loaded" for p in session._handle().plugins()):
             skipped.append("crab-mcp is not installed or not enabled: the editor's MCP servers were not started")
         self.sessions[session.id] = session
-        return session, [*replay, session.commands(), *_notes(skipped)]
+        session.idle_notes[:0] = skipped
+        return session, [*replay, session.commands(), *session.notes()]
 
     def _after_answer(self, session: AcpSession, updates: list[Any]) -> None:
         """Send ``updates`` once the answer naming the session is out (the client knows its id then)."""

@@ -98,7 +98,10 @@ class AcpSession:
         self.agent: crab.Agent | None = None
         self.id = ""
         self.mapper = UpdateMapper(cwd)
-        self.bridge.seen = self.mapper.seen
+        self.bridge.seen = self._seen
+        self.idle_notes: list[str] = []
+        """Warnings emitted while no turn runs (an MCP server that failed to start): no run hears
+        them, so they go to the editor after the session's answer or before the next turn's updates."""
         self.run: crab.Run | None = None
         self.cancelled = False
         self.gone = False
@@ -255,6 +258,16 @@ class AcpSession:
             return "deny"
         return answer(response)
 
+    def _seen(self, event: crab.Event) -> None:
+        self.mapper.seen(event)
+        if isinstance(event, crab.NoticeEvent) and event.level == "warning" and self.run is None:
+            self.idle_notes.append(event.message)
+
+    def notes(self) -> list[Any]:
+        """The warnings no turn has shown yet, as one message update (and forget them)."""
+        lines, self.idle_notes = self.idle_notes, []
+        return [acp.update_agent_message_text("".join(f"[crab] {line}\n" for line in lines))] if lines else []
+
     def _shown_event(self, call_id: str) -> asyncio.Event:
         return self._shown.setdefault(call_id, asyncio.Event())
 
@@ -294,6 +307,7 @@ class AcpSession:
         run = self.agent.run_stream(prompt_text(blocks), session=self.id)
         self.run = run
         self.idle.clear()
+        await self.send(self.notes())
         try:
             async for event in run:
                 if isinstance(event, EditorTerminal):
