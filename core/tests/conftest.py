@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -110,3 +115,71 @@ def _crab(args: list[str], env: dict[str, str], cwd: Path | None = None, stdin: 
 def crab_run():
     """``crab_run(args, env, cwd=None, stdin=None)`` runs the real ``crab`` command (``python -m crab``)."""
     return _crab
+
+
+# --- plain crab chat in a real terminal (tmux) -----------------------------------------------
+
+PLAIN_WAIT = 30.0
+"""Seconds a wait for text on the plain chat's screen allows (generous: the machine is shared)."""
+
+
+class Screen:
+    """``crab chat`` running in a detached tmux session."""
+
+    def __init__(self, socket: Path, name: str) -> None:
+        self.socket, self.name = socket, name
+
+    def tmux(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-S", str(self.socket), *args], capture_output=True, text=True, timeout=30, check=False
+        )
+        return done.stdout
+
+    def type(self, text: str) -> None:
+        self.tmux("send-keys", "-t", self.name, "-l", text)
+        self.tmux("send-keys", "-t", self.name, "Enter")
+
+    def text(self) -> str:
+        return self.tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", self.name)
+
+    def wait_for(self, check: Callable[[str], bool], what: str) -> str:
+        deadline = time.monotonic() + PLAIN_WAIT
+        while time.monotonic() < deadline:
+            screen = self.text()
+            if check(screen):
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"not on screen after {PLAIN_WAIT:.0f} s: {what}\n--- screen ---\n{self.text()}")
+
+
+@pytest.fixture
+def plain_chat(fake_site, tmp_path: Path) -> Iterator[Callable[..., Screen]]:
+    """``plain_chat(replies, env=None)``: core's plain ``crab chat`` (no live input) inside tmux, on
+    the scripted fake provider replaying ``replies``, in ``tmp_path / "work"``."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (apt-get install tmux); this test drives a real terminal")
+    socket = tmp_path / "tmux.sock"
+
+    def start(replies: list[object], env: dict[str, str] | None = None) -> Screen:
+        script = tmp_path / "script.json"
+        script.write_text(json.dumps({"replies": replies}))
+        environment = fake_site(["scripted", "files", "waiter"])
+        environment.update(CRAB_PLUGINS="scripted,files,waiter", TERM="xterm-256color", **(env or {}))
+        environment = {k: v for k, v in environment.items() if not k.startswith("TMUX")}
+        work = tmp_path / "work"
+        work.mkdir()
+        command = [sys.executable, "-m", "crab", "chat", "-m", f"scripted/{script}"]
+        shell = shlex.join(command) + "; echo CHAT-EXITED $?; sleep 60"
+        name = f"plain{uuid.uuid4().hex[:8]}"
+        new = ["tmux", "-S", str(socket), "-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "60", "-y", "40"]
+        subprocess.run(
+            [*new, "-c", str(work), "env", "-i", *[f"{k}={v}" for k, v in environment.items()], "sh", "-c", shell],
+            check=True,
+            timeout=30,
+        )
+        screen = Screen(socket, name)
+        screen.wait_for(lambda text: "crab> " in text, "the chat prompt")
+        return screen
+
+    yield start
+    subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True, timeout=30, check=False)

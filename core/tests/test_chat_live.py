@@ -8,8 +8,8 @@ import types
 from pathlib import Path
 
 import crab
-from crab._cli.chat import recap
 from crab._cli.chat_live import LEAVE_HINT, live_chat
+from crab._cli.chat_sessions import recap
 from crab._contracts.renderers import ChatEntry, ChatState
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import crab
-from crab._cli.chat import recap
+from crab._cli.chat_sessions import recap
 from crab._cli.sessions import export_markdown
 from crab.testing import AgentHarness
 

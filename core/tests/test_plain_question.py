@@ -4,15 +4,9 @@ on a real pseudo-terminal, and end to end with ``crab chat`` inside tmux."""
 from __future__ import annotations
 
 import io
-import json
 import os
-import shlex
-import shutil
-import subprocess
-import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -168,66 +162,6 @@ def test_escape_sequences_in_the_question_are_shown_not_sent() -> None:
 
 
 # --- end to end: crab chat in a real terminal -------------------------------------------------
-
-
-class Screen:
-    """``crab chat`` running in a detached tmux session."""
-
-    def __init__(self, socket: Path, name: str) -> None:
-        self.socket, self.name = socket, name
-
-    def tmux(self, *args: str) -> str:
-        done = subprocess.run(
-            ["tmux", "-S", str(self.socket), *args], capture_output=True, text=True, timeout=30, check=False
-        )
-        return done.stdout
-
-    def type(self, text: str) -> None:
-        self.tmux("send-keys", "-t", self.name, "-l", text)
-        self.tmux("send-keys", "-t", self.name, "Enter")
-
-    def text(self) -> str:
-        return self.tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", self.name)
-
-    def wait_for(self, check: Callable[[str], bool], what: str) -> str:
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:
-            screen = self.text()
-            if check(screen):
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"not on screen after {WAIT:.0f} s: {what}\n--- screen ---\n{self.text()}")
-
-
-@pytest.fixture
-def plain_chat(fake_site, tmp_path: Path) -> Iterator[Callable[[list[object]], Screen]]:
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed (apt-get install tmux); this test drives a real terminal")
-    socket = tmp_path / "tmux.sock"
-
-    def start(replies: list[object]) -> Screen:
-        script = tmp_path / "script.json"
-        script.write_text(json.dumps({"replies": replies}))
-        env = fake_site(["scripted", "files", "waiter"])
-        env.update(CRAB_PLUGINS="scripted,files,waiter", TERM="xterm-256color")
-        env = {k: v for k, v in env.items() if not k.startswith("TMUX")}
-        work = tmp_path / "work"
-        work.mkdir()
-        command = [sys.executable, "-m", "crab", "chat", "-m", f"scripted/{script}"]
-        shell = shlex.join(command) + "; echo CHAT-EXITED $?; sleep 60"
-        name = f"plain{uuid.uuid4().hex[:8]}"
-        new = ["tmux", "-S", str(socket), "-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "60", "-y", "40"]
-        subprocess.run(
-            [*new, "-c", str(work), "env", "-i", *[f"{k}={v}" for k, v in env.items()], "sh", "-c", shell],
-            check=True,
-            timeout=30,
-        )
-        screen = Screen(socket, name)
-        screen.wait_for(lambda text: "crab> " in text, "the chat prompt")
-        return screen
-
-    yield start
-    subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True, timeout=30, check=False)
 
 
 PROMPT = "answer (y, a or n, then Enter)>"

@@ -47,6 +47,7 @@ def fake_env(tmp_path: Path) -> Callable[[list[Any]], dict[str, str]]:
             CRAB_HOME=str(tmp_path / "home"),
             CRAB_PLUGINS="rrfake,render-rich",
             RENDER_RICH_REQUESTS=str(tmp_path / "requests.jsonl"),
+            RENDER_RICH_MODELS=str(tmp_path / "models.txt"),
             RENDER_RICH_SCRIPT=str(script),
             RENDER_RICH_STORE=str(tmp_path / "store.json"),
         )
@@ -95,13 +96,14 @@ class Screen:
 
 @pytest.fixture
 def chat_screen(tmp_path: Path, fake_env: Callable[[list[Any]], dict[str, str]]) -> Iterator[Callable[..., Screen]]:
-    """``chat_screen(replies, *args)`` starts ``crab chat`` on the fake provider inside tmux."""
+    """``chat_screen(replies, *args)`` starts ``crab chat`` on the fake provider inside tmux and
+    waits for ``ready`` (the prompt; the ``-r`` picker's question shows before it)."""
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed (apt-get install tmux); the terminal tests need it")
     socket = tmp_path / "tmux.sock"
     started: list[Screen] = []
 
-    def start(replies: list[Any], *args: str, env: dict[str, str] | None = None) -> Screen:
+    def start(replies: list[Any], *args: str, env: dict[str, str] | None = None, ready: str = "❯") -> Screen:
         work = tmp_path / "work"
         work.mkdir(exist_ok=True)
         environment = fake_env(replies)
@@ -117,7 +119,7 @@ def chat_screen(tmp_path: Path, fake_env: Callable[[list[Any]], dict[str, str]])
         )
         screen = Screen(name, socket)
         started.append(screen)
-        screen.wait_for("❯")
+        screen.wait_for(ready)
         return screen
 
     yield start

@@ -1,13 +1,14 @@
 """A test plugin for crab-render-rich's end-to-end tests (installed into a site folder by conftest).
 
-Provider ``fake`` (model ``script``): crab.testing's scripted provider replaying the JSON file
-``$RENDER_RICH_SCRIPT`` names;
+Provider ``fake`` (models ``script`` and ``script-b``, priced apart): crab.testing's scripted
+provider replaying the JSON file ``$RENDER_RICH_SCRIPT`` names, whichever model is asked;
 every request's messages are appended to ``$RENDER_RICH_REQUESTS`` (one JSON line per request),
-so a test sees what the model was sent. Tools: ``slow`` (sleeps, read), ``touch`` (write: the
-permission gate asks), ``pick`` (asks the user a ``crab.Question`` through ``ctx.question``, as
-crab-ask's ``ask_user`` does) and ``plan`` (emits a ``crab.PlanEvent``, as crab-todo's ``todo``
-does). Store ``rrfile``: sessions kept in the JSON file ``$RENDER_RICH_STORE``, so
-``crab chat -c`` has something to continue with only core and this plugin installed.
+and its model to ``$RENDER_RICH_MODELS`` (one line each), so a test sees what the model was sent.
+Tools: ``slow`` (sleeps, read), ``touch`` (write: the permission gate asks), ``pick`` (asks the
+user a ``crab.Question`` through ``ctx.question``, as crab-ask's ``ask_user`` does) and ``plan``
+(emits a ``crab.PlanEvent``, as crab-todo's ``todo`` does). Store ``rrfile``: sessions kept in
+the JSON file ``$RENDER_RICH_STORE``, so ``crab chat -c`` has something to continue with only
+core and this plugin installed.
 """
 
 import asyncio
@@ -28,7 +29,10 @@ class FileScripted:
         self.engine = None
 
     def models(self):
-        return [crab.ModelInfo(id="script", provider="fake", context_window=200_000, input_price=1.0, output_price=2.0)]
+        return [
+            crab.ModelInfo(id="script", provider="fake", context_window=200_000, input_price=1.0, output_price=2.0),
+            crab.ModelInfo(id="script-b", provider="fake", context_window=50_000, input_price=3.0, output_price=6.0),
+        ]
 
     def check(self, model):
         if not Path(os.environ.get("RENDER_RICH_SCRIPT", "")).is_file():
@@ -37,12 +41,16 @@ class FileScripted:
     def stream(self, request):
         if self.engine is None:
             script = Path(os.environ["RENDER_RICH_SCRIPT"])
-            self.engine = ScriptedProvider(json.loads(script.read_text())["replies"])
+            self.engine = ScriptedProvider(json.loads(script.read_text())["replies"], name="fake")
         log = os.environ.get("RENDER_RICH_REQUESTS")
         if log:
             texts = [crab.message_to_dict(m) for m in request.messages]
             with open(log, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(texts) + "\n")
+        models = os.environ.get("RENDER_RICH_MODELS")
+        if models:
+            with open(models, "a", encoding="utf-8") as handle:
+                handle.write(request.model + "\n")
         return self.engine.stream(request)
 
 

@@ -1,4 +1,7 @@
-"""Core's router commands: /help /tools /plugins /session /handoff /compact /fork /abort /quit."""
+"""Core's router commands: /help /tools /plugins /session /handoff /compact /fork /abort /quit.
+
+The everyday session commands (/model /new /clear /resume /cost /edit) are ``session_commands``.
+"""
 
 from __future__ import annotations
 
@@ -43,7 +46,7 @@ async def session_command(ctx: CommandContext, args: str) -> str:
         f"session {info.id}",
         f"  store: {ctx.handle.store_name}",
         f"  workspace: {info.workspace}",
-        f"  model: {ctx.handle.provider_name}/{ctx.handle.model}",
+        f"  model: {ctx.handle.session_model(ctx.session)}",
     ]
     if info.entry_count is not None:
         lines.append(f"  entries: {info.entry_count}")

@@ -36,8 +36,9 @@ class CorePlugin:
     @hookimpl
     def crab_commands(self, config: Config) -> list[Command]:
         from crab._builtin.commands import CORE_COMMANDS
+        from crab._builtin.session_commands import SESSION_COMMANDS
 
-        return list(CORE_COMMANDS)
+        return [*CORE_COMMANDS, *SESSION_COMMANDS]
 
     @hookimpl
     def crab_renderers(self, config: Config) -> list[RendererSpec]:

@@ -7,6 +7,7 @@ Only typer is imported at start-up; each command imports what it needs when it r
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -48,6 +49,15 @@ YoloOpt = Annotated[bool, typer.Option("--yolo", help="Allow every tool call wit
 ReadOnlyOpt = Annotated[bool, typer.Option("--read-only", help="Refuse write and exec tool calls.")]
 ContinueOpt = Annotated[bool, typer.Option("--continue", "-c", help="Continue the latest session of this folder.")]
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Continue the session with this id.")]
+ResumeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--resume",
+        "-r",
+        metavar="[ID]",
+        help="Resume a session of this folder: -r ID directly, -r alone picks one from a list.",
+    ),
+]
 StoreOpt = Annotated[str | None, typer.Option("--store", help="Session store (memory, jsonl, sqlite…).")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a config key for this run: KEY=VALUE.")]
 ScopeProject = Annotated[bool, typer.Option("--project", help="Write the project's .crab/config.toml.")]
@@ -73,6 +83,7 @@ def _run_options(given: dict[str, Any]) -> RunOptions:
         store=given["store"],
         settings=tuple(given["set_"] or ()),
         renderer=given["renderer"],
+        resume=given.get("resume"),
     )
 
 
@@ -100,6 +111,7 @@ def root(
     store: StoreOpt = None,
     set_: SetOpt = None,
     renderer: RendererOpt = None,
+    resume: ResumeOpt = None,
 ) -> None:
     """Bare ``crab`` is ``crab chat`` and takes its options (``crab -m mock/tour``, as hints say)."""
     from crab._cli.options import RunOptions
@@ -153,6 +165,7 @@ def chat(
     store: StoreOpt = None,
     set_: SetOpt = None,
     renderer: RendererOpt = None,
+    resume: ResumeOpt = None,
 ) -> None:
     """Talk with the agent: Ctrl-C stops the running turn, Ctrl-D leaves, /help lists commands."""
     from crab._cli.chat import chat as run_chat
@@ -377,11 +390,44 @@ def _add_sessions() -> None:
     app.add_typer(sessions_app, name="sessions", help="List, show, search, fork, export and migrate sessions.")
 
 
+RESUME_FLAGS = ("-r", "--resume")
+ROOT_VALUE_OPTIONS = frozenset(
+    ("--provider", "--model", "-m", "--plugins", "--session", "--store", "--set", "--renderer", *RESUME_FLAGS)
+)
+"""The options of bare ``crab`` and ``crab chat`` that take a value (the word after one is no command)."""
+
+
+def resume_picker_args(args: Sequence[str]) -> list[str]:
+    """``args`` with a ``-r``/``--resume`` of bare ``crab`` or ``crab chat`` that has no value
+    (last, or before another option) written ``--resume=``: typer has no option whose value may
+    be left out, and an empty id means "show the picker". Other commands' ``-r`` are left alone.
+    """
+    out = list(args)
+    command: str | None = None
+    index = 0
+    while index < len(out):
+        token = out[index]
+        following = out[index + 1] if index + 1 < len(out) else None
+        if token in RESUME_FLAGS:
+            if following is None or following.startswith("-") or (command is None and following == "chat"):
+                out[index] = "--resume="
+            else:
+                index += 1  # its value
+        elif token in ROOT_VALUE_OPTIONS:
+            index += 1
+        elif not token.startswith("-"):
+            if command is not None or token != "chat":
+                break  # another command's arguments: its options are its own
+            command = token
+        index += 1
+    return out
+
+
 def run_app(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code. Errors a user can meet print one line."""
     from crab._contracts.errors import CrabError
 
-    args = sys.argv[1:] if argv is None else argv
+    args = resume_picker_args(sys.argv[1:] if argv is None else argv)
     _add_sessions()
     try:
         if not (args and args[0] in ("plugins", "plugin", "doctor", "config", "trust", "untrust")):

@@ -2,7 +2,9 @@
 
 With a renderer that offers a live input (``RendererSpec.chat_input``) on a terminal, the chat runs
 in ``crab._cli.chat_live`` (type while it works). Otherwise it reads line by line here (readline
-history, Ctrl-C aborts the turn, Ctrl-D exits). Either way ``-c`` first shows the last exchanges.
+history, Ctrl-C aborts the turn, Ctrl-D exits, ``/edit`` writes the next input in ``$EDITOR``).
+Either way ``-c`` and ``-r`` first show the last exchanges, and leaving prints the command that
+resumes the session (``crab._cli.chat_sessions``).
 """
 
 from __future__ import annotations
@@ -15,14 +17,10 @@ from pathlib import Path
 from crab._cli.options import RunOptions
 from crab._config.paths import crab_home
 from crab._contracts.interception import Answer, PermissionRequest
-from crab._contracts.messages import AssistantMessage, UserMessage
 from crab._contracts.questions import Question
 from crab._contracts.renderers import ChatInput, ChatState, RenderTarget
-from crab._loop.session import Session
 
 PROMPT = "crab> "
-RECAP_EXCHANGES = 3
-RECAP_CHARS = 600
 
 
 def _setup_readline() -> Path | None:
@@ -51,34 +49,18 @@ def _save_history(history: Path | None) -> None:
         pass
 
 
-def recap(session: Session, exchanges: int = RECAP_EXCHANGES, limit: int = RECAP_CHARS) -> str:
-    """The last ``exchanges`` user inputs and final answers of a resumed session, each shortened
-    (crab's own notes in the history are not the user's inputs: left out)."""
-    from crab._builtin.tool_view import is_note
-
-    pairs: list[tuple[str, str]] = []
-    for message in session.messages:
-        if isinstance(message, UserMessage):
-            if not is_note(message.content):
-                pairs.append((message.content, ""))
-        elif isinstance(message, AssistantMessage) and message.content and pairs:
-            pairs[-1] = (pairs[-1][0], message.content)
-
-    def short(text: str) -> str:
-        text = text.strip()
-        return text if len(text) <= limit else text[: limit - 1] + "…"
-
-    lines = [f"… earlier in session {session.id}:"] if len(pairs) > exchanges else [f"session {session.id}:"]
-    for said, answered in pairs[-exchanges:]:
-        lines.append(f"> {short(said)}")
-        if answered:
-            lines.append(short(answered))
-    return "\n".join(lines) + "\n" if pairs else ""
-
-
-def header(model: str, session_id: str, *, live: bool, width: int | None = None) -> str:
-    """The lines chat starts with, broken between words to the terminal's width (a terminal cuts
-    a long line anywhere, mid-word)."""
+def header(
+    model: str,
+    session_id: str,
+    *,
+    live: bool,
+    width: int | None = None,
+    folder: str = "",
+    permissions: str = "",
+    store: str = "",
+) -> str:
+    """The lines chat starts with (model, session; the folder, permission mode and store), broken
+    between words to the terminal's width (a terminal cuts a long line anywhere, mid-word)."""
     import shutil
     import textwrap
 
@@ -86,16 +68,36 @@ def header(model: str, session_id: str, *, live: bool, width: int | None = None)
     keys = "Ctrl-C stops a turn, Ctrl-D leaves, /help lists commands."
     if live:
         keys += " Enter during a turn steers it, Alt-Enter queues a follow-up."
-    lines = [*textwrap.wrap(f"crab chat · {model} · session {session_id}", columns), *textwrap.wrap(keys, columns)]
+    where = [
+        f"{label} {value}" for label, value in (("in", folder), ("permissions", permissions), ("store", store)) if value
+    ]
+    lines = [
+        *textwrap.wrap(f"crab chat · {model} · session {session_id}", columns),
+        *(textwrap.wrap(" · ".join(where), columns) if where else []),
+        *textwrap.wrap(keys, columns),
+    ]
     return "\n".join(lines) + "\n"
+
+
+def shown_folder(path: Path) -> str:
+    """``path`` with the home folder written ``~``."""
+    try:
+        return f"~/{path.relative_to(Path.home())}" if path != Path.home() else "~"
+    except ValueError:
+        return str(path)
 
 
 def chat(options: RunOptions) -> None:
     """Read input until Ctrl-D or /quit; each entry is a turn, a steer, a follow-up or a command."""
     from crab._assembly.choosing import renderer_spec, start_agent
+    from crab._cli.chat_sessions import clear_screen, exit_line, pick, show_switch
     from crab._cli.setup import open_session, prepare
 
     interactive = sys.stdin.isatty()
+    if options.resume == "" and not interactive:
+        from crab._contracts.errors import UsageError
+
+        raise UsageError("crab chat -r lists sessions to pick from on a terminal: pass -r ID (or -c for the latest)")
     live: list[ChatInput] = []  # the live input, once built: the gate's question goes through it
 
     async def ask(request: PermissionRequest) -> Answer:
@@ -131,30 +133,44 @@ def chat(options: RunOptions) -> None:
 
     state: ChatState | None = None
     if interactive and sys.stdout.isatty() and spec.chat_input is not None:
+        commands = agent.commands
         state = ChatState(
-            workspace=agent.workspace, history=crab_home() / "chat_history", commands=tuple(sorted(agent.commands))
+            workspace=agent.workspace,
+            history=crab_home() / "chat_history",
+            commands=tuple(sorted(commands)),
+            descriptions={name: command.description for name, command in commands.items()},
+            models=tuple(agent.configured_models()),
         )
     history = _setup_readline() if interactive and state is None else None
     runner = asyncio.Runner()
     try:
         GATE.run(runner, start_agent(agent))
+        options = pick(runner, agent, options, interactive=interactive)
         session = GATE.run(runner, open_session(agent, options))
         if interactive:
-            sys.stderr.write(header(f"{agent.provider.name}/{agent.model}", session.id, live=state is not None))
-        shown = recap(session)
-        if shown:
-            from crab._contracts.events import CommandOutput
-
-            agent.emit(CommandOutput("resume", shown), session.id)
+            sys.stderr.write(
+                agent.redactor.text(
+                    header(
+                        agent.model_for(session).name,
+                        session.id,
+                        live=state is not None,
+                        folder=shown_folder(agent.workspace),
+                        permissions=str(prepared.config.get("crab.permissions") or "ask"),
+                        store=agent.store.name,
+                    )
+                )
+            )
+        show_switch(agent, session)  # -c and -r start with the last exchanges
         if state is not None and spec.chat_input is not None:
             from crab._cli.chat_live import live_chat
 
             live.append(spec.chat_input(renderer, state))
             try:
-                GATE.run(runner, live_chat(agent, session, live[0], state))
+                session = GATE.run(runner, live_chat(agent, session, live[0], state))
             finally:
                 live[0].close()
             renderer.close()
+            sys.stderr.write(exit_line(agent, session, options.store))
             return
         while True:
             try:
@@ -169,6 +185,11 @@ def chat(options: RunOptions) -> None:
                 continue
             if not line.strip():
                 continue
+            if interactive:
+                edited = _edited(line)
+                if edited is None:
+                    continue
+                line = edited
             try:
                 outcome = GATE.run(runner, agent.handle_input(session, line))
             except (KeyboardInterrupt, Interrupted) as exc:
@@ -179,12 +200,40 @@ def chat(options: RunOptions) -> None:
                 continue
             if outcome.quit:
                 break
+            if outcome.clear_screen:
+                clear_screen(agent, session, outcome.text)
             if outcome.switch_session:
                 session = GATE.run(runner, agent.resume(outcome.switch_session))
+                show_switch(agent, session)
         renderer.close()
+        if interactive:
+            sys.stderr.write(exit_line(agent, session, options.store))
     finally:
         try:
             runner.run(agent.close())
         finally:
             runner.close()
             _save_history(history)
+
+
+def _edited(line: str) -> str | None:
+    """``line``, or for ``/edit [text]`` what the user wrote in ``$EDITOR`` (None: nothing to send)."""
+    from crab._loop.router import route
+
+    routed = route(line)
+    if routed.kind != "command" or routed.name != "edit":
+        return line
+    from crab._cli.editor import edit_text
+    from crab._cli.errors import error_line
+    from crab._contracts.errors import CrabError
+
+    try:
+        text = edit_text(routed.args)
+    except CrabError as exc:
+        sys.stderr.write(f"{error_line(str(exc))}\n")
+        return None
+    if not text.strip():
+        sys.stderr.write("(the editor left nothing: nothing was sent)\n")
+        return None
+    sys.stderr.write(f"{PROMPT}{text}\n")
+    return text

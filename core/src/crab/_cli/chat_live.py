@@ -85,8 +85,16 @@ class LiveChat:
         outcome = task.result()
         if outcome.quit:
             self.done = True
-        elif outcome.switch_session and not self.session.busy:
+            return
+        if outcome.clear_screen:
+            from crab._cli.chat_sessions import clear_screen
+
+            clear_screen(self.agent, self.session, outcome.text, self.front)
+        if outcome.switch_session and not self.session.busy:
+            from crab._cli.chat_sessions import show_switch
+
             self.session = await self.agent.resume(outcome.switch_session)
+            show_switch(self.agent, self.session)
         self.sync()
 
     async def stop(self) -> None:
@@ -123,11 +131,13 @@ class LiveChat:
             await self.stop()
 
 
-async def live_chat(agent: Agent, session: Session, front: ChatInput, state: ChatState) -> None:
-    """Run the chat until the user leaves; the renderer (already subscribed) shows the turns."""
+async def live_chat(agent: Agent, session: Session, front: ChatInput, state: ChatState) -> Session:
+    """Run the chat until the user leaves (the renderer, already subscribed, shows the turns);
+    returns the session it ended in (``/new``, ``/resume`` and ``/fork`` switch sessions)."""
     chat = LiveChat(agent, session, front, state)
     unsubscribe = agent.subscribe(chat.sync)
     try:
         await chat.run()
     finally:
         unsubscribe()
+    return chat.session

@@ -10,7 +10,8 @@ class RunOptions:
     """The flags shared by ``crab run``, ``crab chat`` and ``crab serve``; None means "not given".
 
     ``plugins`` is ``--plugins`` (None: ``CRAB_PLUGINS`` or config decide); ``settings`` are the
-    ``--set KEY=VALUE`` items in order; ``session`` and ``continue_latest`` pick the session.
+    ``--set KEY=VALUE`` items in order; ``session`` and ``continue_latest`` pick the session, and
+    so does ``resume`` (``crab chat -r ID``; ``""``: ``-r`` alone, pick one from a list).
     """
 
     plugins: str | None = None
@@ -23,3 +24,4 @@ class RunOptions:
     store: str | None = None
     settings: tuple[str, ...] = ()
     renderer: str | None = None
+    resume: str | None = None

@@ -57,16 +57,20 @@ def prepare(
 
 
 async def open_session(agent: Agent, options: RunOptions) -> Session:
-    """The session a run continues (``--session``, ``-c``) or a new one."""
-    if options.session:
+    """The session a run continues (``-r ID``, ``--session``, ``-c``) or a new one. A model given on
+    the command line wins over the one a resumed session was switched to (``/model``)."""
+    wanted = options.resume or options.session
+    if options.resume and options.session and options.resume != options.session:
+        raise UsageError("-r and --session name different sessions; give one")
+    if wanted:
         from crab._assembly.choosing import require_session
 
-        await require_session(agent.store, options.session)
-        return await agent.resume(options.session)
+        await require_session(agent.store, wanted)
+        return await _flag_model_wins(agent, options, await agent.resume(wanted))
     if options.continue_latest:
         latest = await agent.latest_session()
         if latest is not None:
-            return latest
+            return await _flag_model_wins(agent, options, latest)
         if agent.store.name == "memory":
             from crab._cli.sessions import MEMORY_EMPTY
 
@@ -74,3 +78,11 @@ async def open_session(agent: Agent, options: RunOptions) -> Session:
         else:
             agent.notice(f"no earlier session in this folder in the {agent.store.name} store; starting a new one")
     return await agent.new_session()
+
+
+async def _flag_model_wins(agent: Agent, options: RunOptions, session: Session) -> Session:
+    """A resumed session keeps the model ``/model`` switched it to, unless this run was given one:
+    then it switches back to the run's, recorded like any switch (the next resume keeps it)."""
+    if (options.model or options.provider) and session.model is not None:
+        await agent.set_model(session, agent.default_model().name)
+    return session

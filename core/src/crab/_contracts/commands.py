@@ -12,13 +12,16 @@ from crab._contracts.handle import AgentHandle, SessionView
 
 @dataclass(frozen=True, slots=True)
 class CommandResult:
-    """What a command answers; ``quit`` asks the channel to end the conversation, and
-    ``switch_session`` asks it to continue in another session (after ``/fork``)."""
+    """What a command answers; ``quit`` asks the channel to end the conversation,
+    ``switch_session`` asks it to continue in another session (after ``/fork``, ``/new``,
+    ``/resume``), and ``clear_screen`` asks a terminal channel to clear its screen (``/clear``;
+    other channels ignore it)."""
 
     text: str = ""
     is_error: bool = False
     quit: bool = False
     switch_session: str | None = None
+    clear_screen: bool = False
 
 
 @dataclass(frozen=True, slots=True)

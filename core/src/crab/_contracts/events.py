@@ -221,6 +221,10 @@ class TurnStarted(Event):
 
 @dataclass(frozen=True)
 class TurnEnded(Event):
+    """A turn ended; ``model`` (the model id, as in ``RenderTarget.model``) and ``context_window``
+    (None when unknown) are what its last request went to, for a status line (``/model`` may have
+    switched them since the run started)."""
+
     type: ClassVar[str] = "turn_end"
     session_id: str
     turn_id: str
@@ -228,6 +232,8 @@ class TurnEnded(Event):
     text: str = ""
     usage: Usage | None = None
     error: str | None = None
+    model: str | None = None
+    context_window: int | None = None
 
 
 StreamEvent = TextDelta | ThinkingDelta | ToolCallEvent | UsageEvent | RetryEvent | ErrorEvent | MessageEnd

@@ -1,11 +1,12 @@
 """The narrow handle commands, channels and lifecycle hooks get instead of the whole ``Agent``.
 
 ``AgentHandle`` offers what those callers need and nothing of the loop's machinery: emit a
-notice, route input, abort a turn, open, resume and fork sessions, read a session's entries, open the session of one
-conversation on a channel (``session_for``), deliver a message through a channel ``crab serve``
-runs (``deliver``), record a handoff, compact, list the tools (and add those a plugin learns of at
-start-up), commands and plugin statuses, read the
-config, and subscribe to events (for channels that render them). ``SessionView`` is what a caller may read of a session.
+notice, route input, abort a turn, open, resume and fork sessions, read a session's entries, open
+the session of one conversation on a channel (``session_for``), deliver a message through a channel
+``crab serve`` runs (``deliver``), record a handoff, compact, list the tools (and add those a plugin
+learns of at start-up), commands and plugin statuses, read the config, switch a session's model
+and list its choices, list recent sessions, and subscribe to events (for channels that render
+them). ``SessionView`` is what a caller may read of a session.
 
 Compatibility (API 1.x): plugins written before the handle existed reached the ``Agent`` through
 ``ctx.agent`` or the ``agent`` hook argument. Any other attribute read on a handle is still
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from crab._contracts.commands import Command
     from crab._contracts.events import Event
     from crab._contracts.messages import Message
+    from crab._contracts.providers import ModelInfo
     from crab._contracts.storage import Entry, SessionInfo
     from crab._contracts.tools import Tool
     from crab._loop.agent import Agent
@@ -89,11 +91,27 @@ class AgentHandle:
 
     @property
     def provider_name(self) -> str:
+        """The run's provider (a session ``/model`` switched talks to ``session_model``'s)."""
         return self._agent.provider.name
 
     @property
     def model(self) -> str:
+        """The run's model id (a session ``/model`` switched talks to ``session_model``'s)."""
         return self._agent.model
+
+    def session_model(self, session: SessionView) -> str:
+        """``provider/model`` that ``session``'s next request goes to."""
+        return self._agent.model_for(_session(session)).name
+
+    def model_info(self, session: SessionView) -> ModelInfo | None:
+        """What the provider says of ``session``'s model (context window, prices); None when it
+        does not list it."""
+        return self._agent.model_info(_session(session))
+
+    def models(self, session: SessionView | None = None) -> list[str]:
+        """Every ``provider/model`` ``set_model`` accepts: the run's (and ``session``'s) model
+        first, then what each loaded provider lists."""
+        return self._agent.configured_models(None if session is None else _session(session))
 
     @property
     def store_name(self) -> str:
@@ -155,8 +173,21 @@ class AgentHandle:
 
     # --- sessions ---------------------------------------------------------------------------
 
-    async def new_session(self, title: str | None = None) -> SessionView:
-        return await self._agent.new_session(title)
+    async def new_session(self, title: str | None = None, *, meta: Mapping[str, Any] | None = None) -> SessionView:
+        """A new, empty session of this workspace (``meta``: the store's session meta, e.g. the
+        key of a channel's conversation that ``/new`` carries over)."""
+        return await self._agent.new_session(title, meta)
+
+    async def set_model(self, session: SessionView, model: str) -> str:
+        """Switch ``session`` to ``model`` (``provider/model``, or a model of its provider) from
+        its next request on; the switch is stored, so a resume restores it, and the token budget
+        and pricing follow the new model. Returns ``provider/model``; ``crab.ConfigError`` (one
+        line saying what to do) for a provider or model that is not configured (``models()``)."""
+        return (await self._agent.set_model(_session(session), model)).name
+
+    async def recent_sessions(self, limit: int = 10) -> list[SessionInfo]:
+        """This workspace's stored sessions, most recently updated first (``/resume`` lists them)."""
+        return await self._agent.recent_sessions(limit)
 
     async def resume(self, session_id: str) -> SessionView:
         """A stored session, its context repaired; ``StoreError`` when there is none."""

@@ -7,7 +7,7 @@ turn runs (``ChatInput``); core's chat falls back to a plain line prompt without
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, TextIO
@@ -59,13 +59,20 @@ class ChatState:
     """What ``crab chat`` tells its input, kept current while the input is live.
 
     ``busy`` while a turn runs; ``steering`` and ``follow_ups`` are the typed inputs the loop has
-    not taken yet; ``commands`` the router commands (for completion); ``workspace`` the folder
-    ``@file`` completes in; ``history`` the file that keeps typed lines across runs.
+    not taken yet; ``commands`` the router commands (for completion) and ``descriptions`` their
+    one-line descriptions by name (the completion menu shows them); ``models`` the
+    ``provider/model`` choices ``/model`` takes (completion); ``workspace`` the folder ``@file``
+    completes in; ``history`` the file that keeps typed lines across runs.
+
+    A ``ChatInput`` may also offer ``clear()``: ``/clear`` then asks it to clear the terminal it
+    draws on (without one, chat writes the escape sequence itself).
     """
 
     workspace: Path
     history: Path
     commands: tuple[str, ...] = ()
+    descriptions: Mapping[str, str] = field(default_factory=dict)
+    models: tuple[str, ...] = ()
     busy: bool = False
     steering: tuple[str, ...] = ()
     follow_ups: tuple[str, ...] = ()

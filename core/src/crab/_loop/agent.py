@@ -25,7 +25,7 @@ from crab._contracts.interception import AskUser, redacted_ask
 from crab._contracts.messages import AssistantMessage, Message, ToolCall, message_to_dict
 from crab._contracts.providers import ModelInfo, ModelRequest, Provider
 from crab._contracts.questions import AskQuestion, redacted_question
-from crab._contracts.storage import EntryType, Store
+from crab._contracts.storage import EntryType, SessionInfo, Store
 from crab._contracts.tools import Tool, ToolContext
 from crab._host.dispatch import Failure
 from crab._host.plugin_host import PluginHost
@@ -34,6 +34,7 @@ from crab._loop.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget
 from crab._loop.compaction import Compacted, CompactionReason, handoff_note
 from crab._loop.history import load_history
 from crab._loop.model_call import ModelCalls
+from crab._loop.model_choice import ModelChoice, choice_of, configured_models, model_entry, resolve, stored_choice
 from crab._loop.router import did_you_mean, route
 from crab._loop.session import QueuedInput, Session, TurnOutcome
 from crab._loop.turn import LoopSettings, Turn, TurnParts
@@ -90,7 +91,7 @@ class Agent:
         self.outgoing = EventRedactor(self.redactor)
         self._listeners: list[Listener] = []
         self._session_listeners: dict[str, list[Listener]] = {}
-        self._model_info: ModelInfo | None = None
+        self._default_model: ModelChoice | None = None
         self._unsubscribe_failures: Callable[[], None] | None = None
         self._turn_parts: TurnParts | None = None
 
@@ -104,14 +105,58 @@ class Agent:
     def commands(self) -> dict[str, Command]:
         return self.host.registry("commands")
 
-    def model_info(self) -> ModelInfo | None:
-        if self._model_info is None:
+    def default_model(self) -> ModelChoice:
+        """The run's provider and model (what a session talks to until ``/model`` switches it)."""
+        if self._default_model is None:
+            self._default_model = choice_of(self.provider, self.model)
+        return self._default_model
+
+    def model_for(self, session: Session | None = None) -> ModelChoice:
+        """The provider and model ``session`` talks to (without one: the run's)."""
+        if session is not None and session.model is not None:
+            return session.model
+        return self.default_model()
+
+    def model_info(self, session: Session | None = None) -> ModelInfo | None:
+        return self.model_for(session).info
+
+    def configured_models(self, session: Session | None = None) -> list[str]:
+        """Every ``provider/model`` ``/model`` may switch to: the run's, the session's, then what
+        each loaded provider lists."""
+        return configured_models(self.host.registry("providers"), self.default_model(), self.model_for(session))
+
+    async def set_model(self, session: Session, spec: str) -> ModelChoice:
+        """Switch ``session`` to ``spec`` (``provider/model``, or a model of its provider) for its
+        next request on, recorded in the store so a resume restores it; the token budget follows
+        the new model's window and each call is priced at its prices. ``ConfigError`` (one line
+        saying what to do) for a provider or model that is not configured."""
+        choice = resolve(spec, self.host.registry("providers"), self.model_for(session), self.default_model())
+        await self.append_entry(session, "event", model_entry(choice))
+        session.model = choice
+        session.budget = None  # made again at the next request, against the new window
+        return choice
+
+    def _restore_model(self, session: Session, stored: tuple[str, str] | None) -> None:
+        """Give a resumed session the model its last recorded switch chose, when that is still loaded."""
+        if stored is None:
+            return
+        name, model = stored
+        default = self.default_model()
+        if (name, model) == (default.provider.name, default.model):
+            return
+        provider = self.host.registry("providers").get(name)
+        why = f"provider {name} is not loaded" if provider is None else ""
+        if provider is not None:
             try:
-                models = self.provider.models()
-            except Exception:
-                models = []
-            self._model_info = next((m for m in models if m.id == self.model), None)
-        return self._model_info
+                provider.check(model)
+            except CrabError as exc:
+                why = str(exc)
+        if why:
+            note = f"session {session.id} was switched to {name}/{model}, but {why}: using {default.name}"
+            self.notice(note, "warning")
+            return
+        assert provider is not None
+        session.model = choice_of(provider, model)
 
     async def start(self) -> None:
         """Run every registration hook, open the store, report every plugin failure so far (and
@@ -177,8 +222,8 @@ class Agent:
 
     # --- sessions ---------------------------------------------------------------------------
 
-    async def new_session(self, title: str | None = None) -> Session:
-        info = await self.store.create_session(str(self.workspace), title=title)
+    async def new_session(self, title: str | None = None, meta: Mapping[str, Any] | None = None) -> Session:
+        info = await self.store.create_session(str(self.workspace), title=title, meta=meta)
         return Session(info=info, workspace=self.workspace)
 
     async def resume(self, session_id: str) -> Session:
@@ -188,18 +233,25 @@ class Agent:
         stand-in result stored now, once, so the stored session pairs every call too.
         """
         info = await self.store.get_session(session_id)
-        history = load_history(await self.store.entries(session_id, since_handoff=True))
+        entries = await self.store.entries(session_id, since_handoff=True)
+        history = load_history(entries)
         if history.skipped:
             self.notice(f"{history.skipped} unreadable entries in session {session_id} were left out", "warning")
         for result in history.missing:
             await self.store.append(session_id, "tool_result", self.redactor.payload(message_to_dict(result)))
         workspace = Path(info.workspace) if info.workspace else self.workspace
-        return Session(
+        session = Session(
             info=info,
             workspace=workspace,
             messages=history.messages,
             handoff=dict(history.handoff) if history.handoff else None,
         )
+        self._restore_model(session, stored_choice(entries))
+        return session
+
+    async def recent_sessions(self, limit: int = 10) -> list[SessionInfo]:
+        """This workspace's sessions, most recently updated first."""
+        return await self.store.list_sessions(str(self.workspace), limit=limit)
 
     async def latest_session(self) -> Session | None:
         """The most recently updated session of this workspace, resumed; None if there is none."""
@@ -224,24 +276,26 @@ class Agent:
 
     # --- token budget and compaction -----------------------------------------------------------
 
-    def known_context_window(self) -> int | None:
-        """Tokens the model reads: ``[crab] context_window``, else the provider's model info, else
-        None (the budget assumes ``DEFAULT_CONTEXT_WINDOW``; a status line shows no share)."""
+    def known_context_window(self, session: Session | None = None) -> int | None:
+        """Tokens the model (``session``'s, else the run's) reads: ``[crab] context_window``, else
+        the provider's model info, else None (the budget assumes ``DEFAULT_CONTEXT_WINDOW``; a
+        status line shows no share)."""
         configured = self.config.get("crab.context_window")
         if configured:
             return int(configured)
-        info = self.model_info()
+        info = self.model_info(session)
         return info.context_window if info is not None and info.context_window else None
 
-    def context_window(self) -> int:
+    def context_window(self, session: Session | None = None) -> int:
         """The window the token budget measures against: ``known_context_window`` or
         ``DEFAULT_CONTEXT_WINDOW``."""
-        return self.known_context_window() or DEFAULT_CONTEXT_WINDOW
+        return self.known_context_window(session) or DEFAULT_CONTEXT_WINDOW
 
     def budget(self, session: Session) -> TokenBudget:
-        """The session's token budget (made on first use; its correction is learned per call)."""
+        """The session's token budget (made on first use, again after ``/model``; its correction
+        is learned per call)."""
         if session.budget is None:
-            session.budget = TokenBudget(self.context_window(), float(self.config.get("crab.compact_at", 0.8)))
+            session.budget = TokenBudget(self.context_window(session), float(self.config.get("crab.compact_at", 0.8)))
         return session.budget
 
     async def compact(self, session: Session, reason: CompactionReason, focus: str | None = None) -> Compacted | None:
@@ -252,7 +306,7 @@ class Agent:
         summarising call is priced and reported with one ``UsageEvent``. Raises only on
         cancellation (or ``PluginError`` in strict mode).
         """
-        base = ModelRequest(model=self.model, system="", messages=(), temperature=self.temperature)
+        base = ModelRequest(model=self.model_for(session).model, system="", messages=(), temperature=self.temperature)
         async with session.compacting:
             return await compaction.compact(
                 session,
@@ -269,9 +323,7 @@ class Agent:
         if self._turn_parts is None:
             calls = ModelCalls(
                 self.host.dispatch,
-                self.provider,
-                self.model,
-                self.model_info,
+                self.model_for,
                 emit=self.emit,
                 append_entry=self.append_entry,
                 redact=self.redactor.text,
@@ -288,6 +340,7 @@ class Agent:
                 append_entry=self.append_entry,
                 tool_context=self.tool_context,
                 notice=self.notice,
+                known_window=self.known_context_window,
             )
         return self._turn_parts
 
@@ -390,8 +443,12 @@ class Agent:
         )
 
     async def append_entry(self, session: Session, type: EntryType, payload: Mapping[str, Any]) -> None:
-        """Append one entry to the session's store, secrets redacted."""
+        """Append one entry to the session's store, secrets redacted. After a handoff anchor (a
+        compaction's too) the session's model switch is recorded again: a resume reads from the
+        last anchor on, and must still find it."""
         await self.store.append(session.id, type, self.redactor.payload(payload))
+        if type == "anchor" and payload.get("kind") == "handoff" and session.model is not None:
+            await self.store.append(session.id, "event", model_entry(session.model))
 
     async def record_message(self, session: Session, message: Message) -> None:
         """Store ``message``; keep it in context unless it is an aborted or failed reply."""
@@ -427,7 +484,9 @@ class Agent:
             # A command that ran a turn and said nothing itself (/skill:name request) answers with
             # that turn: a channel that shows only the outcome (Telegram, `crab run -o json`) gets
             # the model's answer, not an empty command result.
-            return replace(turns[-1], quit=result.quit, switch_session=result.switch_session)
+            return replace(
+                turns[-1], quit=result.quit, switch_session=result.switch_session, clear_screen=result.clear_screen
+            )
         return TurnOutcome(
             stop="command",
             text=result.text,
@@ -435,6 +494,7 @@ class Agent:
             session_id=session.id,
             quit=result.quit,
             switch_session=result.switch_session,
+            clear_screen=result.clear_screen,
         )
 
     async def _run_shell(self, session: Session, command: str) -> TurnOutcome:

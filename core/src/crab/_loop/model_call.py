@@ -28,10 +28,11 @@ from crab._contracts.events import (
     UsageEvent,
 )
 from crab._contracts.messages import AssistantMessage, Thinking, hash_bytes, unique_id, usage_to_dict
-from crab._contracts.providers import ModelInfo, ModelRequest, Provider
+from crab._contracts.providers import ModelRequest, Provider
 from crab._contracts.storage import EntryType
 from crab._contracts.tools import Tool
 from crab._host.dispatch import Dispatcher
+from crab._loop.model_choice import ModelChoice
 from crab._loop.pricing import with_cost
 from crab._loop.session import Session
 
@@ -76,23 +77,20 @@ class Reply:
 
 
 class ModelCalls:
-    """Model calls for the sessions of one agent: its dispatcher, provider and model."""
+    """Model calls for the sessions of one agent: its dispatcher, and the provider and model each
+    session talks to (``choose``: the agent's, or the one ``/model`` chose for the session)."""
 
     def __init__(
         self,
         dispatch: Dispatcher,
-        provider: Provider,
-        model: str,
-        model_info: Callable[[], ModelInfo | None],
+        choose: Callable[[Session], ModelChoice],
         *,
         emit: Emit,
         append_entry: AppendEntry,
         redact: Callable[[str], str],
     ) -> None:
         self.dispatch = dispatch
-        self.provider = provider
-        self.model = model
-        self.model_info = model_info
+        self.choose = choose
         self.emit = emit
         self.append_entry = append_entry
         self.redact = redact
@@ -105,7 +103,8 @@ class ModelCalls:
         registry) that the provider will force the model to call goes with its full schema,
         whatever a hook made of it: a forced call cannot be preceded by a hint that expands it."""
         request = await self.dispatch.before_model_call(request, session.id)
-        return with_forced_schemas(request, self.provider, tools) if tools and request.tools else request
+        provider = self.choose(session).provider
+        return with_forced_schemas(request, provider, tools) if tools and request.tools else request
 
     async def send(
         self,
@@ -116,6 +115,7 @@ class ModelCalls:
         partial: Partial | None = None,
         hold_overflow: bool = False,
         record_reply: Callable[[AssistantMessage], Awaitable[None]] | None = None,
+        choice: ModelChoice | None = None,
     ) -> Reply:
         """Stream a prepared ``request`` and account for it.
 
@@ -124,18 +124,20 @@ class ModelCalls:
         streamed (an abort records it); ``record_reply`` stores the reply before the
         ``model_call`` event that describes it. With ``hold_overflow`` a context-overflow error
         before any output is returned in ``Reply.overflow`` instead of shown (the caller may
-        compact and retry).
+        compact and retry). ``choice`` is the provider and model the request was built for (default:
+        the session's now), so a ``/model`` typed while a request is being prepared takes the next one.
         """
+        choice = choice or self.choose(session)
         system_sha = hashlib.sha256(hash_bytes(request.system)).hexdigest()
         if system_sha not in session.system_hashes:
             entry = {"kind": "system_prompt", "sha256": system_sha, "text": request.system}
             await self.append_entry(session, "event", entry)
             session.system_hashes.add(system_sha)
-        reply = await self._stream(session, request, purpose, partial or Partial(), hold_overflow)
+        reply = await self._stream(session, request, purpose, partial or Partial(), hold_overflow, choice)
         message = reply.message
         usage = message.usage
         if usage is not None:
-            usage = with_cost(usage, self.model_info())
+            usage = with_cost(usage, choice.info)
             message = replace(message, usage=usage)
             reply = replace(reply, message=message)
             self.emit(UsageEvent(usage), session.id)
@@ -143,8 +145,8 @@ class ModelCalls:
             await record_reply(message)
         event: dict[str, Any] = {
             "kind": "model_call",
-            "model": message.model or self.model,
-            "provider": message.provider or self.provider.name,
+            "model": message.model or choice.model,
+            "provider": message.provider or choice.provider.name,
             "system_sha256": system_sha,
             "stop_reason": message.stop_reason,
         }
@@ -158,13 +160,19 @@ class ModelCalls:
         return reply
 
     async def _stream(
-        self, session: Session, request: ModelRequest, purpose: Purpose, partial: Partial, hold_overflow: bool
+        self,
+        session: Session,
+        request: ModelRequest,
+        purpose: Purpose,
+        partial: Partial,
+        hold_overflow: bool,
+        choice: ModelChoice,
     ) -> Reply:
         """The provider's reply; its own ``UsageEvent``s are not forwarded (usage is reported once)."""
         shown = purpose == "turn"
         held: ErrorEvent | None = None
         kind: ErrorKind | None = None
-        provider, model = self.provider.name, self.model
+        provider, model = choice.provider.name, choice.model
         message: AssistantMessage | None = None
         taken: set[str] = set()  # call ids already shown: a repeated one is renamed, as in the message
 
@@ -173,7 +181,7 @@ class ModelCalls:
                 self.emit(event, session.id)
 
         try:
-            async with aclosing(self.provider.stream(request)) as stream:  # type: ignore[type-var]
+            async with aclosing(choice.provider.stream(request)) as stream:  # type: ignore[type-var]
                 async for event in stream:
                     if isinstance(event, ToolCallEvent):
                         partial.calls += 1

@@ -14,6 +14,7 @@ from crab._contracts.messages import Message, Usage
 from crab._contracts.questions import AskQuestion
 from crab._contracts.storage import SessionInfo
 from crab._loop.budget import TokenBudget
+from crab._loop.model_choice import ModelChoice
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,7 @@ class TurnOutcome:
     tool_calls: int = 0
     quit: bool = False
     switch_session: str | None = None
+    clear_screen: bool = False
 
 
 @dataclass(eq=False)
@@ -57,6 +59,8 @@ class Session:
     ``described`` names the tools the last request with tools described fully (not as a stub of
     the progressive view): a compaction anchor carries them, and the loop tells the model when
     it hinted at or called one that was not.
+    ``model`` is the provider and model ``/model`` chose for this session (None: the agent's); a
+    resume restores it from the entry that recorded the switch.
     """
 
     info: SessionInfo
@@ -75,6 +79,7 @@ class Session:
     question: AskQuestion | None = None
     compacting: asyncio.Lock = field(default_factory=asyncio.Lock)
     described: frozenset[str] = frozenset()
+    model: ModelChoice | None = None
 
     @property
     def id(self) -> str:

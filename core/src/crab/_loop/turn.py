@@ -33,6 +33,7 @@ from crab._loop.compaction import Compacted, CompactionReason
 from crab._loop.hints import hinted
 from crab._loop.history import INTERRUPTED, repair
 from crab._loop.model_call import AppendEntry, ModelCalls, Partial, Reply
+from crab._loop.model_choice import ModelChoice
 from crab._loop.session import QueuedInput, Session, TurnOutcome
 from crab._loop.tool_runner import ToolRunner
 
@@ -71,6 +72,8 @@ class TurnParts:
     append_entry: AppendEntry
     tool_context: Callable[[Session, ToolCall, Tool], ToolContext]
     notice: Callable[[str, str], None]
+    known_window: Callable[[Session], int | None] = lambda session: None
+    """The context window of the session's model when known (a status line's share of it)."""
 
 
 class Turn:
@@ -91,6 +94,8 @@ class Turn:
         self.results: dict[str, ToolResultMessage] = {}
         self.steered: list[QueuedInput] = []
         self._system: str | None = None  # gathered once per turn, again after a compaction
+        self.choice: ModelChoice = parts.calls.choose(session)
+        """The provider and model of the last request (``/model`` takes effect at the next one)."""
 
     def emit(self, event: Event) -> None:
         self.parts.calls.emit(event, self.session.id)
@@ -128,7 +133,8 @@ class Turn:
         for steered in self.steered:
             if not steered.outcome.done():
                 steered.outcome.set_result(replace(outcome, error=None, tool_calls=0))
-        self.emit(TurnEnded(session.id, self.id, stop, self.text, self.usage, error))
+        window = self.parts.known_window(session)
+        self.emit(TurnEnded(session.id, self.id, stop, self.text, self.usage, error, self.choice.model, window))
         return outcome
 
     async def _record_input(self, item: QueuedInput, queue: Any) -> None:
@@ -194,8 +200,9 @@ class Turn:
             system = f"{system}\n\n{note}" if system else note
         tools = parts.tools()
         specs: tuple[ToolSpec, ...] = tuple(tool.spec() for tool in tools.values()) if with_tools else ()
+        self.choice = parts.calls.choose(session)
         request = ModelRequest(
-            model=parts.calls.model,
+            model=self.choice.model,
             system=system,
             messages=tuple(session.messages),
             tools=specs,
@@ -249,6 +256,7 @@ class Turn:
             partial=partial,
             hold_overflow=hold_overflow,
             record_reply=lambda message: self.parts.record_message(session, message),
+            choice=self.choice,
         )
         self.partial = None
         if reply.message.usage is not None:
@@ -298,11 +306,11 @@ class Turn:
 
     async def _settle(self, why: str) -> None:
         """After an abort or a failure: keep the partial reply out of context and pair every call."""
-        session, calls = self.session, self.parts.calls
+        session, choice = self.session, self.choice
         try:
             if self.partial is not None and (self.partial.text or self.partial.thinking):
                 stop = "aborted" if why == "aborted" else "error"
-                partial = self.partial.message(stop, why, calls.provider.name, calls.model)
+                partial = self.partial.message(stop, why, choice.provider.name, choice.model)
                 await self.parts.append_entry(session, "message", message_to_dict(partial))
             self.partial = None
             reason = INTERRUPTED if why == "aborted" else f"Not run: the turn failed ({why})."

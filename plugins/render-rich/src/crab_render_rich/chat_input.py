@@ -1,10 +1,13 @@
 """``PromptInput``: the live input of ``crab chat`` (a ``crab.ChatInput``), built on prompt_toolkit.
 
 Enter sends (during a turn: steers it), Alt-Enter queues a follow-up, Ctrl-J starts a new line,
-Tab completes ``/commands`` and ``@paths``, Up/Down walk the history (kept in ``ChatState.history``
-across runs), Ctrl-C clears the line or, on an empty one, interrupts; Ctrl-D on an empty line
-leaves; Ctrl-T shows or folds thinking. The renderer's live area, the pending steers and
-follow-ups, and the permission gate's question or a tool's question are drawn above the line being typed.
+Tab completes ``/commands`` (with their descriptions), ``/model``'s models and ``@paths``, Up/Down
+walk the history (kept in ``ChatState.history`` across runs), Ctrl-C clears the line or, on an
+empty one, interrupts; Ctrl-D on an empty line leaves; Ctrl-T shows or folds thinking; Ctrl-G (or
+sending ``/edit [text]``) opens the line in ``$EDITOR`` (prompt_toolkit's own: ``$VISUAL``,
+``$EDITOR``, else a common editor on ``PATH``) and puts what was saved back on the line. The
+renderer's live area, the pending steers and follow-ups, and the permission gate's question or a
+tool's question are drawn above the line being typed.
 """
 
 from __future__ import annotations
@@ -26,7 +29,17 @@ if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
 
 PROMPT, BUSY_PROMPT = "❯ ", "↳ "
-IDLE_HELP = ("Enter send", "Ctrl-J new line", "Tab complete /cmd @file", "Ctrl-T thinking", "Ctrl-D leave")
+IDLE_HELP = (
+    "Enter send",
+    "Ctrl-J new line",
+    "Tab complete /cmd @file",
+    "Ctrl-G editor",
+    "Ctrl-T thinking",
+    "Ctrl-D leave",
+)
+EDIT = "/edit"
+CLEAR = "\x1b[H\x1b[2J\x1b[3J"
+"""Home, clear the screen, clear the scrollback: what ``/clear`` writes."""
 BUSY_HELP = ("working", "Enter steers", "Alt-Enter queues a follow-up", "Ctrl-C stops the turn")
 Sent = Literal["send", "follow_up"]
 
@@ -62,7 +75,12 @@ class PromptInput:
                 history = InMemoryHistory()
             self._session = PromptSession(
                 history=history,
-                completer=make_completer(self.state.commands, self.state.workspace),  # type: ignore[arg-type]
+                completer=make_completer(  # type: ignore[arg-type]
+                    self.state.commands,
+                    self.state.workspace,
+                    self.state.descriptions,
+                    self.state.models,
+                ),
                 complete_while_typing=False,
                 key_bindings=self._keys(),
                 multiline=True,
@@ -86,8 +104,14 @@ class PromptInput:
 
         def accept(event: Any, kind: Sent) -> None:
             buffer = event.current_buffer
-            if kind == "send" and buffer.complete_state and buffer.complete_state.current_completion:
-                buffer.apply_completion(buffer.complete_state.current_completion)
+            state = buffer.complete_state
+            if kind == "send" and state and state.current_completion:
+                buffer.apply_completion(state.current_completion)
+                if len(state.completions) > 1:
+                    return  # Enter picks from a menu; the only match (`/model script-b`) is as good as typed
+            draft = edit_draft(buffer.text)
+            if draft is not None:
+                open_editor(buffer, draft)
                 return
             self._kind = kind
             self._accepting = True
@@ -123,6 +147,10 @@ class PromptInput:
             else:
                 self._accepting = True
                 event.app.exit(exception=EOFError())
+
+        @keys.add("c-g", filter=~asking)
+        def _editor(event: Any) -> None:
+            open_editor(event.current_buffer, event.current_buffer.text)
 
         @keys.add("c-t")
         def _thinking(event: Any) -> None:
@@ -252,10 +280,31 @@ class PromptInput:
     def refresh(self) -> None:
         self.screen.refresh()
 
+    def clear(self) -> None:
+        """``/clear``: the terminal cleared, scrollback too; the prompt is drawn again at the top."""
+        self.screen.answer(CLEAR)
+
     def close(self) -> None:
         if self.question is not None:
             self.question.settle("deny")
         self.screen.close()
+
+
+def edit_draft(text: str) -> str | None:
+    """For a line that is ``/edit [text]``, the text the editor starts with; None for any other line."""
+    stripped = text.strip()
+    if stripped != EDIT and not stripped.startswith(EDIT + " "):
+        return None
+    return stripped[len(EDIT) :].strip()
+
+
+def open_editor(buffer: Any, text: str) -> None:
+    """Open ``$EDITOR`` on ``text`` (prompt_toolkit runs it in the terminal and puts what was saved
+    back on the line, not sent: the user reads it and presses Enter)."""
+    from prompt_toolkit.document import Document
+
+    buffer.document = Document(text, len(text))
+    buffer.open_in_editor()
 
 
 def _typed_text(event: Any) -> str:

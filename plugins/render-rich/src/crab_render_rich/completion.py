@@ -1,4 +1,5 @@
-"""Completion for ``crab chat``: ``/`` commands at the start of the input, ``@path`` anywhere.
+"""Completion for ``crab chat``: ``/`` commands at the start of the input (the menu shows each
+one's description), ``/model``'s configured models, ``@path`` anywhere.
 
 Paths complete only inside the workspace: an ``@`` word with ``..`` or an absolute path lists
 nothing, and at most ``LIMIT`` entries are read from one folder.
@@ -7,7 +8,7 @@ nothing, and at most ``LIMIT`` entries are read from one folder.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 LIMIT = 200
@@ -19,6 +20,17 @@ def command_matches(text: str, commands: Iterable[str]) -> list[str]:
         return []
     stem = text[1:]
     return [f"/{name}" for name in sorted(commands) if name.startswith(stem)]
+
+
+def model_matches(text: str, models: Iterable[str]) -> list[str]:
+    """``/model gpt-4`` → ``["openai/gpt-4.1", …]``: the configured ``provider/model`` choices whose
+    whole name or model part starts with what is typed after ``/model``; empty for other input."""
+    if not text.startswith("/model ") or "\n" in text:
+        return []
+    stem = text[len("/model ") :].lstrip()
+    if " " in stem:
+        return []
+    return [name for name in models if name.startswith(stem) or name.partition("/")[2].startswith(stem)]
 
 
 def path_matches(word: str, workspace: Path) -> list[str]:
@@ -55,17 +67,28 @@ def _entries(base: Path) -> Iterator[tuple[str, bool]]:
                 continue
 
 
-def make_completer(commands: Iterable[str], workspace: Path) -> object:
-    """A prompt_toolkit ``Completer`` over ``command_matches`` and ``path_matches``."""
+def make_completer(
+    commands: Iterable[str],
+    workspace: Path,
+    descriptions: Mapping[str, str] | None = None,
+    models: Iterable[str] = (),
+) -> object:
+    """A prompt_toolkit ``Completer`` over ``command_matches`` (each shown with its description),
+    ``model_matches`` and ``path_matches``."""
     from prompt_toolkit.completion import Completer, Completion
 
     names = tuple(commands)
+    described = dict(descriptions or {})
+    choices = tuple(models)
 
     class ChatCompleter(Completer):
         def get_completions(self, document, complete_event):  # type: ignore[no-untyped-def]
             before = document.text_before_cursor
             for match in command_matches(before, names):
-                yield Completion(match, start_position=-len(before))
+                yield Completion(match, start_position=-len(before), display_meta=described.get(match[1:], ""))
+            typed = before[len("/model ") :].lstrip() if before.startswith("/model ") else ""
+            for match in model_matches(before, choices):
+                yield Completion(match, start_position=-len(typed))
             word = before.split()[-1] if before and not before[-1].isspace() else ""
             for match in path_matches(word, workspace):
                 yield Completion(match, start_position=-len(word))

@@ -259,7 +259,7 @@ class RichRenderer:
             self._line_break()
             if not self.screen.tty:
                 self.screen.answer(text + "\n")
-            elif event.command == "resume":
+            elif event.command == "recap":  # crab chat -c/-r, /resume: the exchanges it repeats
                 self._recap(text)
             else:
                 self.screen.print(view.notice(text, ""))
@@ -306,11 +306,10 @@ class RichRenderer:
         elapsed = self.clock() - self.turn_started if self.turn_started is not None else 0.0
         self.turn_started = None
         if event.stop != "command":
-            self.screen.print(
-                view.status_line(
-                    self.target.model, event.usage, self.context_tokens, self.target.context_window, elapsed
-                )
-            )
+            # The turn says what it talked to: /model may have switched it since the run started.
+            model = event.model or self.target.model
+            window = event.context_window if event.model else self.target.context_window
+            self.screen.print(view.status_line(model, event.usage, self.context_tokens, window, elapsed))
         self._release()
 
     def close(self) -> None:
