@@ -78,13 +78,6 @@ def test_a_question_names_the_tool_call_it_is_about(crab_home: Path):
     assert all(r.call_id for r in asked)
 
 
-def test_models_lists_what_the_provider_offers(crab_home: Path):
-    provider = ScriptedProvider([[{"text": "hi"}]])
-    with crab.Agent(provider=provider, plugins=[], **QUIET) as agent:
-        assert [info.id for info in agent.models()] == [info.id for info in provider.models()]
-        assert agent.models()[0].provider == provider.name
-
-
 @pytest.mark.parametrize("sync", [True, False], ids=["sync-callback", "async-callback"])
 def test_allow_for_the_session_asks_once(crab_home: Path, sync: bool):
     result, saved, asked = run_with("always", sync=sync)

@@ -223,6 +223,7 @@ class Crab:
             HOME=str(self.home),
             CRAB_HOME=str(self.crab_home),
             CRAB_PLUGINS="scripted,acptools,filestore,acp",
+            ACP_TEST_SCRIPTS=str(root),  # the scripted provider lists these scripts as its models
             NO_COLOR="1",
         )
         self._scripts = 0

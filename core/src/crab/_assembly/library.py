@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from crab._config.layers import Config
-    from crab._contracts.providers import ModelInfo, Provider
+    from crab._contracts.providers import Provider
     from crab._contracts.renderers import Renderer
     from crab._contracts.storage import Store
     from crab._contracts.tools import Tool
@@ -135,11 +135,6 @@ class Agent:
     @property
     def workspace(self) -> Path:
         return self._agent.workspace
-
-    def models(self) -> list[ModelInfo]:
-        """The models this agent's provider knows or has configured (what ``crab models`` lists),
-        for a front-end offering a model choice (an editor over ACP); ``model`` is the one in use."""
-        return list(self._agent.provider.models())
 
     @property
     def tool_names(self) -> list[str]:

@@ -39,9 +39,10 @@ from crab_acp.updates import Replay, UpdateMapper
 
 log = logging.getLogger("crab_acp")
 
-EDITOR_SKIPS = frozenset({"quit", "abort", "fork"})
-"""Router commands an editor has its own control for (closing, the stop button) or that would move
-the conversation to a session the editor does not know of (``/fork``): not offered there."""
+EDITOR_SKIPS = frozenset({"quit", "abort", "fork", "new", "clear", "resume", "model", "edit"})
+"""Router commands an editor has its own control for (closing, the stop button, the model menu),
+that would move the conversation to a session the editor does not know of (``/fork``, ``/new``,
+``/clear``, ``/resume``) or that need crab's own terminal (``/edit``): not offered there."""
 
 ASK_TOOL = "ask_user"
 """crab-ask's tool: a question is attached to its running call."""
@@ -187,12 +188,7 @@ class AcpSession:
 
     def config_options(self) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
         assert self.agent is not None
-        provider = self.model.split("/", 1)[0]
-        values = [self.model]
-        for info in self.agent.models():
-            value = f"{provider}/{info.id}"
-            if value not in values:
-                values.append(value)
+        values = [self.model, *(m for m in self._handle().models() if m != self.model)]
         return [
             SessionConfigOptionSelect(
                 id="model",
@@ -221,25 +217,14 @@ class AcpSession:
         self.bridge.mode = mode
 
     async def set_model(self, model: str) -> None:
-        """Continue the session with ``model``: a new agent on the same stored session."""
-        if model == self.model:
-            return
+        """Switch the session to ``model`` as crab's ``/model`` does (stored, so a resume keeps it)."""
+        assert self.agent is not None
         if self.run is not None:
             raise RequestError.invalid_request({"details": "a turn is running: change the model after it ends"})
-        if self._handle().store_name == "memory":
-            raise RequestError.invalid_request(
-                {"details": "changing the model needs a persistent session store: start crab acp with --store sqlite"}
-            )
-        try:
-            agent = build_agent(
-                self.options, self.cwd, self.settings, self.bridge, self.ask, self.question, model=model
-            )
-        except crab.CrabError as exc:
-            raise RequestError.invalid_params({"details": str(exc)}) from None
-        old = self.agent
-        await self._adopt(agent)
-        if old is not None:
-            await old.aclose()
+        result = await self.agent.run(f"/model {model}", session=self.id)
+        if not result.ok:
+            raise RequestError.invalid_params({"details": result.error or result.text})
+        self.model = model if "/" in model else f"{self.model.split('/', 1)[0]}/{model}"
 
     # --- a turn -------------------------------------------------------------------------------
 

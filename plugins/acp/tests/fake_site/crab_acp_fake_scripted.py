@@ -1,6 +1,8 @@
 """A provider for crab-acp's end-to-end tests: crab.testing's scripted provider replaying ``-m scripted/FILE``."""
 
 import json
+import os
+from pathlib import Path
 
 import crab
 from crab.testing import ScriptedProvider
@@ -10,19 +12,23 @@ class FileScripted:
     name = "scripted"
 
     def __init__(self, config):
-        self.engine = None
+        self.engines = {}
 
     def models(self):
-        return [crab.ModelInfo(id="scripted", provider="scripted")]
+        # Every script of the test is a model it may switch to (/model takes only listed models).
+        scripts = sorted(Path(os.environ.get("ACP_TEST_SCRIPTS", ".")).glob("script*.json"))
+        return [crab.ModelInfo(id=str(path), provider="scripted") for path in scripts] or [
+            crab.ModelInfo(id="scripted", provider="scripted")
+        ]
 
     def check(self, model):
         return None
 
     def stream(self, request):
-        if self.engine is None:
+        if request.model not in self.engines:  # one engine per script: /model switches between them
             with open(request.model) as handle:
-                self.engine = ScriptedProvider(json.load(handle)["replies"], loop=True)
-        return self.engine.stream(request)
+                self.engines[request.model] = ScriptedProvider(json.load(handle)["replies"], loop=True)
+        return self.engines[request.model].stream(request)
 
 
 @crab.hookimpl
