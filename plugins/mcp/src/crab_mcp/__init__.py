@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 import crab
 
 if TYPE_CHECKING:
-    from crab import AgentHandle, Command, Config, ConfigTable
+    from crab import AgentHandle, Command, Config, ConfigTable, ToolContext, ToolResult
 
     from crab_mcp.manager import Manager
 
-CRAB_API = ">=1.2,<2"  # AgentHandle.add_tools, open_toolbox
+CRAB_API = ">=1.5,<2"  # AgentHandle.add_tools, open_toolbox (1.2); AgentHandle.complete (1.5)
 PLUGIN = "mcp"
 
 _running: dict[int, Manager] = {}
@@ -64,6 +64,13 @@ async def crab_shutdown(agent: AgentHandle) -> None:
     manager = _running.pop(id(agent.config), None)
     if manager is not None:
         await manager.stop()
+
+
+@crab.hookimpl
+def crab_after_tool_call(result: ToolResult, ctx: ToolContext) -> ToolResult | None:
+    """After a session's next tool result: the resources it read that changed since (``crab_mcp.subscriptions``)."""
+    manager = _running.get(id(ctx.config)) if ctx.config is not None else None
+    return None if manager is None else manager.watch.note_into(result, ctx.session_id)
 
 
 @crab.hookimpl
