@@ -52,7 +52,10 @@ def replies(request: ModelRequest) -> list[dict[str, Any]]:
     if request.system == "be brief":
         return [{"text": "forty-two"}, {"usage": {"input_tokens": 7, "output_tokens": 3}}]
     if isinstance(last, UserMessage):
-        return [{"tool": "consult", "args": {"question": "the answer?"}}, {"usage": {"input_tokens": 10, "output_tokens": 1}}]
+        return [
+            {"tool": "consult", "args": {"question": "the answer?"}},
+            {"usage": {"input_tokens": 10, "output_tokens": 1}},
+        ]
     return [{"text": "done"}, {"usage": {"input_tokens": 20, "output_tokens": 2}}]
 
 

@@ -63,7 +63,7 @@ def test_approved_sampling_asks_calls_the_model_bounded_shows_and_counts(crab_ag
 
 
 def test_the_servers_smaller_bound_wins(crab_agent, tiny_cmd):
-    h, _, _, sampled = run(crab_agent, tiny_cmd, Asker("once"), config={"plugins.mcp.sampling_max_tokens": 5000})
+    *_, sampled = run(crab_agent, tiny_cmd, Asker("once"), config={"plugins.mcp.sampling_max_tokens": 5000})
     assert sampled[0].max_tokens == 4000
 
 

@@ -62,7 +62,7 @@ def test_a_read_resource_is_subscribed_refreshed_told_and_unsubscribed(crab_agen
     link = manager.links["ev"]
     assert link.can_subscribe
     h.run("watch a resource")
-    toggled, read, settled = [m for m in h.session.messages if isinstance(m, ToolResultMessage)]
+    _toggled, read, settled = [m for m in h.session.messages if isinstance(m, ToolResultMessage)]
     assert not read.is_error and link.subscribed == {URI}
     assert settled.content.startswith("settled")
     told = [m.content for m in (read, settled) if "changed since you read it" in m.content]

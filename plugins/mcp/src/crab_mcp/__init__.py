@@ -19,6 +19,25 @@ if TYPE_CHECKING:
 CRAB_API = ">=1.5,<2"  # AgentHandle.add_tools, open_toolbox (1.2); AgentHandle.complete (1.5)
 PLUGIN = "mcp"
 
+
+class PromptHooks:
+    """The hook crab-mcp declares: prompts other plugins offer, which ``crab mcp serve`` serves."""
+
+    @crab.hookspec
+    def crab_prompts(self, config: Config) -> list[dict[str, Any]] | None:
+        """Prompts for an MCP client of ``crab mcp serve`` (crab-skills offers its skills).
+
+        Each is a dict: ``name``, ``description``, ``arguments`` (a list of ``{"name",
+        "description", "required"}``) and ``render(arguments) -> str``, the text of the one user
+        message the prompt gives. For the folder crab runs in (``crab mcp serve``'s workspace).
+        Collected once when the server starts; every plugin's lists are joined, in plugin order,
+        and a name offered twice keeps the first. A plugin implementing it loads fine without
+        crab-mcp; its implementation is then never called.
+        """
+
+
+CRAB_HOOKSPECS = PromptHooks
+
 _running: dict[int, Manager] = {}
 """The servers of each live agent (by the id of its config), from startup to shutdown."""
 

@@ -111,7 +111,9 @@ async def answer(server: str, calls: Sequence[ToolContext], policy: SamplingPoli
     if ctx.ask is None:
         raise Refused("nobody can be asked here (no one at the keyboard)")
     if not ctx.local and policy.mode != "remote":
-        raise Refused('this is a remote channel; the user\'s own config allows it there with [plugins.mcp] sampling = "remote"')
+        raise Refused(
+            'this is a remote channel; the user\'s own config allows it there with [plugins.mcp] sampling = "remote"'
+        )
     if getattr(params, "tools", None):
         raise Refused("it offers tools to the model, which crab does not pass on")
     size = sum(len(message_text(m)) for m in params.messages) + len(params.system_prompt or "")
@@ -121,7 +123,9 @@ async def answer(server: str, calls: Sequence[ToolContext], policy: SamplingPoli
     said = await ctx.ask(PermissionRequest(f"{server} (MCP sampling)", "network", summary(server, params, max_tokens)))
     if said not in ("once", "always"):
         raise Refused("the user declined")
-    reply = await policy.complete(ctx.session_id, messages_of(params), system=params.system_prompt, max_tokens=max_tokens)
+    reply = await policy.complete(
+        ctx.session_id, messages_of(params), system=params.system_prompt, max_tokens=max_tokens
+    )
     if reply.stop_reason == "error":
         raise Refused(f"the model call failed: {reply.error or 'no reason given'}")
     text = reply.content

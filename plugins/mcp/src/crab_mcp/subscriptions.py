@@ -96,14 +96,18 @@ class Watch:
         fresh = await read(self.manager, link.name, uri)
         content = fresh.content
         if len(content) > MAX_NOTE:
-            content = f"{content[:MAX_NOTE]}\n[… cut: {len(fresh.content):,} characters; read it with mcp_read_resource]"
+            content = (
+                f"{content[:MAX_NOTE]}\n[… cut: {len(fresh.content):,} characters; read it with mcp_read_resource]"
+            )
         note = f"MCP resource {uri} of server {link.name!r} changed since you read it; crab read it again:\n{content}"
         for session_id, ctx in list(self.watched.get(key, _Watched()).contexts.items()):
             waiting = self.pending.setdefault(session_id, {})
             first = key not in waiting
             waiting[key] = note
             if first:  # one notice until the model has seen it, however often the server says so
-                ctx.emit(NoticeEvent(f"MCP {link.name}: resource {uri} changed; the model sees it after its next tool call"))
+                ctx.emit(
+                    NoticeEvent(f"MCP {link.name}: resource {uri} changed; the model sees it after its next tool call")
+                )
 
     def note_into(self, result: ToolResult, session_id: str) -> ToolResult | None:
         """``result`` with the updates waiting for ``session_id`` after it (None when there are none)."""
