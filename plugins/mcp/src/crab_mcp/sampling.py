@@ -10,7 +10,7 @@ The model is called through ``AgentHandle.complete`` (the loop's one model-call 
 recording, redaction, one priced ``UsageEvent``, counted in the running turn), without tools,
 and its answer is shown to the user as a notice (cut) before it goes back to the server.
 Images and audio in the server's messages become a note with their type (crab's messages carry
-text).
+text). An "always" answer approves that one request: every request is asked anew.
 """
 
 from __future__ import annotations
