@@ -58,7 +58,8 @@ def collect(plugins: str | None) -> dict[str, ServedPrompt]:
     which crab-mcp, which declares the hook, is added)."""
     from crab import CrabError, collect_hook
 
-    wanted = None if plugins is None else f"{plugins},mcp"
+    names = None if plugins is None else [p.strip() for p in plugins.split(",") if p.strip()]
+    wanted = None if names is None else ",".join([*names, *([] if "mcp" in names else ["mcp"])])
     try:
         found = collect_hook(HOOK, wanted)
     except (CrabError, ValueError) as exc:
