@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from crab._contracts.events import TurnStop
+from crab._contracts.images import ImagePart
 from crab._contracts.interception import AskUser
 from crab._contracts.messages import Message, Usage
 from crab._contracts.storage import SessionInfo
@@ -39,6 +40,7 @@ class QueuedInput:
     """
 
     text: str
+    images: tuple[ImagePart, ...] = ()
     outcome: asyncio.Future[TurnOutcome] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
@@ -55,6 +57,7 @@ class Session:
     ``described`` names the tools the last request with tools described fully (not as a stub of
     the progressive view): a compaction anchor carries them, and the loop tells the model when
     it hinted at or called one that was not.
+    ``blobs`` caches the image bytes read back from the store (``crab._loop.images``).
     """
 
     info: SessionInfo
@@ -72,6 +75,7 @@ class Session:
     ask: AskUser | None = None
     compacting: asyncio.Lock = field(default_factory=asyncio.Lock)
     described: frozenset[str] = frozenset()
+    blobs: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
