@@ -146,6 +146,8 @@ def chat(options: RunOptions) -> None:
                 live[0].close()
             renderer.close()
             return
+        from crab._cli.attach import send_line
+
         while True:
             try:
                 line = input(PROMPT if interactive else "")
@@ -160,7 +162,7 @@ def chat(options: RunOptions) -> None:
             if not line.strip():
                 continue
             try:
-                outcome = GATE.run(runner, agent.handle_input(session, line))
+                outcome = GATE.run(runner, send_line(agent, session, line))  # @pic.png attaches it
             except (KeyboardInterrupt, Interrupted) as exc:
                 if isinstance(exc, Interrupted) and exc.signum != signal.SIGINT:
                     raise
