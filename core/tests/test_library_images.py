@@ -46,5 +46,5 @@ def test_a_bad_image_input_is_a_usage_error_naming_it(crab_home: Path, tmp_path:
     with crab.Agent(provider=ScriptedProvider([]), plugins=[], **QUIET) as agent:
         with pytest.raises(crab.UsageError, match=r"cannot use image 11 bytes: not a PNG"):
             agent.run_sync("look", images=[b"hello world"])
-        with pytest.raises(crab.UsageError, match="cannot use image .*missing.png"):
+        with pytest.raises(crab.UsageError, match=r"cannot use image .*missing\.png"):
             agent.run_sync("look", images=[tmp_path / "missing.png"])
