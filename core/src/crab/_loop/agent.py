@@ -536,10 +536,15 @@ class Agent:
             session.messages.append(message)
 
     async def load_images(self, session: Session) -> None:
-        """Fill the bytes of every image the session's context names only by hash."""
-        filled = await load_images(self.store, session.messages, session.blobs)
+        """Fill the bytes of every image the session's context names only by hash (checking only
+        the messages added since the last request: ``Session.images_scanned``)."""
+        messages = session.messages
+        scanned, count = session.images_scanned
+        start = count if scanned is messages and count <= len(messages) else 0
+        filled = await load_images(self.store, messages[start:], session.blobs)
         if filled is not None:
-            session.messages = filled
+            messages = session.messages = [*messages[:start], *filled]
+        session.images_scanned = (messages, len(messages))
 
     # --- commands and shell -----------------------------------------------------------------
 

@@ -88,6 +88,10 @@ class Session:
     """Usage of model calls a plugin made for this session while its turn ran
     (``AgentHandle.complete``: an MCP server's sampling request); the turn adds it to its own."""
     blobs: dict[str, bytes] = field(default_factory=dict)
+    images_scanned: tuple[list[Message] | None, int] = (None, 0)
+    """The message list last checked for images named only by hash, and how many of its messages
+    were (messages are only appended to a list; a new list is checked from its start), so a
+    request checks only the messages added since: the loop's cost does not grow with the turn."""
 
     @property
     def id(self) -> str:
