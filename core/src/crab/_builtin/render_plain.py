@@ -129,7 +129,10 @@ class PlainRenderer:
             if event.is_error:
                 self._err(event.text, RED)
             elif event.text:
-                self._out(event.text if event.text.endswith("\n") else event.text + "\n")
+                # A command's output carries what the model wrote (/todo's plan, a resume's recap):
+                # on a terminal its control characters are shown, as the answer's are.
+                text = visible(event.text) if self.target.color else event.text
+                self._out(text if text.endswith("\n") else text + "\n")
         elif isinstance(event, TurnEnded) and self._mid_line:
             self._out("\n")
 
