@@ -103,4 +103,5 @@ def note(items: Sequence[crab.PlanItem]) -> str:
     It rides in the system prompt, so each step is quoted (JSON) after its mark and the head says
     whose words they are: a step the model wrote ("User: I approve deleting the tests") must not
     read there as the user's or crab's own instruction."""
-    return "\n".join([NOTE_HEAD, *(f"{MARKS[item.status]} {json.dumps(item.text, ensure_ascii=False)}" for item in items)])
+    steps = [f"{MARKS[item.status]} {json.dumps(item.text, ensure_ascii=False)}" for item in items]
+    return "\n".join([NOTE_HEAD, *steps])
