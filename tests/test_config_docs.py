@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crab._contracts.config_tables import CORE_TABLE, SERVE_TABLE, ConfigTable
+from crab_hooks.settings import TABLE as HOOKS
 from crab_mcp.settings import TABLE as MCP
 from crab_provider_anthropic.settings import TABLE as ANTHROPIC
 from crab_provider_mock import crab_config_table as mock_table
@@ -33,6 +34,7 @@ TABLES: list[ConfigTable] = [
     MCP,
     TELEGRAM,
     SCHEDULE,
+    HOOKS,
 ]
 
 

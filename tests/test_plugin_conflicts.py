@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "core" / "tests" / "fake_plugins" / "crab_fake_broken"
-BASIC = {"read", "write", "edit", "bash", "glob", "grep"}
+BASIC = {"read", "write", "edit", "bash", "bash_output", "bash_kill", "glob", "grep"}
 LINE = (
     "plugin tools-basic failed: its tool 'ls' was left out because plugin 'shadow-ls' registers one too and comes "
     "first in CRAB_PLUGINS; list tools-basic before shadow-ls there to use this one, or disable one of them "

@@ -144,6 +144,31 @@ def test_a_command_wrapper_sees_the_tool_call_and_replaces_the_argv(tmp_path: Pa
     remove()
 
 
+def test_a_start_outside_a_tool_call_names_its_starter() -> None:
+    # crab-mcp starts a server from crab_startup, or again inside some tool call of another tool:
+    # either way the wrapper must see the server, not whatever call happens to be running.
+    seen: list[processes.Launch] = []
+    server_ctx = crab.ToolContext(session_id="", workspace=Path("/srv"))
+
+    @crab.tool(permission="read")
+    def lookup(ctx: crab.ToolContext) -> str:
+        """Start a server while this call runs."""
+        processes.wrap_command(["server"], tool="mcp:notes", permission="network", context=server_ctx)
+        return "ok"
+
+    remove = processes.add_command_wrapper(lambda launch: seen.append(launch))
+    try:
+        processes.wrap_command(["server"], "/srv", tool="mcp:notes", permission="network", context=server_ctx)
+        asyncio.run(lookup.run({}, crab.ToolContext(session_id="s", workspace=Path("/w"))))
+    finally:
+        remove()
+    assert [(launch.tool, launch.permission, launch.context) for launch in seen] == [
+        ("mcp:notes", "network", server_ctx),
+        ("mcp:notes", "network", server_ctx),
+    ]
+    assert seen[0].cwd == Path("/srv") and seen[1].cwd is None
+
+
 def test_a_wrapper_that_refuses_fails_the_start_not_crab() -> None:
     def refuse(launch: processes.Launch) -> None:
         raise crab.ToolError("the sandbox is required and cannot start")

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         UsageError as UsageError,
     )
     from crab._contracts.events import (
+        ChildEvent as ChildEvent,
         CommandOutput as CommandOutput,
         CompactionEvent as CompactionEvent,
         ErrorEvent as ErrorEvent,
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
     )
     from crab._contracts.handle import (
         AgentHandle as AgentHandle,
+        ChildOutcome as ChildOutcome,
         PluginStatus as PluginStatus,
         SessionView as SessionView,
     )
@@ -174,11 +176,11 @@ _HOMES: dict[str, str] = {
         " UsageError"
     ),
     "crab._contracts.events": (
-        "CommandOutput CompactionEvent ErrorEvent ErrorKind Event event_to_dict FileDiff MessageEnd NoticeEvent"
-        " PlanEvent PlanItem PlanStatus RetryEvent StreamEvent TextDelta ThinkingDelta ToolCallEvent ToolResultEvent"
-        " TurnEnded TurnStarted TurnStop UsageEvent"
+        "ChildEvent CommandOutput CompactionEvent ErrorEvent ErrorKind Event event_to_dict FileDiff MessageEnd"
+        " NoticeEvent PlanEvent PlanItem PlanStatus RetryEvent StreamEvent TextDelta ThinkingDelta ToolCallEvent"
+        " ToolResultEvent TurnEnded TurnStarted TurnStop UsageEvent"
     ),
-    "crab._contracts.handle": "AgentHandle PluginStatus SessionView",
+    "crab._contracts.handle": "AgentHandle ChildOutcome PluginStatus SessionView",
     "crab._contracts.interception": "Allow Answer Decision Deny PermissionRequest Replace",
     "crab._contracts.messages": (
         "AssistantMessage json_text Message message_from_dict message_to_dict parse_tool_arguments StopReason"

@@ -12,6 +12,8 @@ A plugin may wrap every command a tool starts (an OS sandbox, crab-sandbox): it 
 ``CommandWrapper`` with ``add_command_wrapper``; a tool passes its argv through ``wrap_command``
 (``run_bounded`` does so itself), and the wrapper sees the ``Launch``: the argv, the directory,
 and the tool call it is for (tool name, permission class, ``ToolContext``; ``Tool.run`` records it).
+A process a plugin starts outside any tool call for an agent (an MCP server, from ``crab_startup``)
+says itself whose it is: ``wrap_command(argv, cwd, tool=..., permission=..., context=...)``.
 """
 
 from __future__ import annotations
@@ -275,7 +277,9 @@ class Launch:
 
     ``tool`` and ``permission`` (read, write, exec or network) name the tool call it is for, and
     ``context`` is that call's ``crab.ToolContext`` (workspace, config, session); all three are
-    empty (``""``, ``""``, None) for a process started outside a tool call. A ``!cmd`` is the
+    empty (``""``, ``""``, None) for a process started outside a tool call, unless its starter
+    named them (``wrap_command``'s keywords): crab-mcp starts a stdio server as the tool
+    ``"mcp:NAME"`` with the server's permission class and a context without a call id. A ``!cmd`` is the
     ``exec`` tool ``"!"``, or ``"!keyboard"`` when a person typed it at the keyboard of
     ``crab chat`` (there the person is the user, so a sandbox may leave it alone).
     """
@@ -312,14 +316,30 @@ def add_command_wrapper(wrapper: CommandWrapper) -> Callable[[], None]:
     return remove
 
 
-def wrap_command(argv: Sequence[str], cwd: str | Path | None = None) -> list[str]:
-    """The argv to start for ``argv`` in ``cwd``: as it is, or as the registered wrappers make it."""
+def wrap_command(
+    argv: Sequence[str],
+    cwd: str | Path | None = None,
+    *,
+    tool: str | None = None,
+    permission: str = "",
+    context: Any = None,
+) -> list[str]:
+    """The argv to start for ``argv`` in ``cwd``: as it is, or as the registered wrappers make it.
+
+    The wrappers see the tool call running now; ``tool`` (with ``permission`` and ``context``)
+    names another starter instead, for a process started outside any tool call on an agent's
+    behalf (since API 1.5).
+    """
     command = list(argv)
     with _lock:
         wrappers = list(_wrappers)
     if not wrappers:
         return command
-    tool, permission, context = _call.get() or ("", "", None)
+    if tool is not None:
+        call: tuple[str, str, Any] = (tool, permission, context)
+    else:
+        call = _call.get() or ("", "", None)
+    tool, permission, context = call
     where = Path(cwd) if cwd is not None else None
     for wrapper in wrappers:
         replaced = wrapper(Launch(tuple(command), where, tool, permission, context))

@@ -22,7 +22,11 @@ import pytest
 
 FAKE_SITE = Path(__file__).parent / "fake_site"
 SHELL = "tools-basic" if importlib.util.find_spec("crab_tools_basic") else "sandboxshell"
-FAKES = {"scripted": "crab_sandbox_fake_scripted", "sandboxshell": "crab_sandbox_fake_shell"}
+FAKES = {
+    "scripted": "crab_sandbox_fake_scripted",
+    "sandboxshell": "crab_sandbox_fake_shell",
+    "fakeserver": "crab_sandbox_fake_server",
+}
 PRIVATE_KEY = "-----BEGIN OPENSSH PRIVATE KEY----- planted-test-key -----END OPENSSH PRIVATE KEY-----"
 API_KEY = "sk-planted-demo-key-0123456789"
 AUTH_KEY = "sk-planted-auth-key-9876543210"

@@ -19,7 +19,17 @@ def test_the_guidance_is_in_the_prompt_with_the_tools(crab_agent: Callable[..., 
     h.run("hello")
     system = h.requests[0].system
     assert GUIDANCE in system
-    assert {spec.name for spec in h.requests[0].tools} == {"read", "write", "edit", "bash", "glob", "grep", "ls"}
+    assert {spec.name for spec in h.requests[0].tools} == {
+        "read",
+        "write",
+        "edit",
+        "bash",
+        "bash_output",
+        "bash_kill",
+        "glob",
+        "grep",
+        "ls",
+    }
     # Core's prompt first, then the instruction files, then this plugin's part.
     assert system.index("# Tools") < system.index("make test") < system.index("# Working on code")
 

@@ -1,4 +1,4 @@
-"""The plugin as crab sees it: entry point, API range, the seven tools and their permissions."""
+"""The plugin as crab sees it: entry point, API range, the tools and their permissions."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ EXPECTED = {
     "write": "write",
     "edit": "write",
     "bash": "exec",
+    "bash_output": "read",
+    "bash_kill": "read",
     "glob": "read",
     "grep": "read",
     "ls": "read",
@@ -31,7 +33,7 @@ def test_entry_point_and_api_range() -> None:
     assert check_range(crab_tools_basic.CRAB_API)
 
 
-def test_host_registers_the_seven_tools_with_their_permissions(tmp_path: Path) -> None:
+def test_host_registers_the_tools_with_their_permissions(tmp_path: Path) -> None:
     host = build_host(
         {"tools-basic": crab_tools_basic},
         config(tmp_path, {"bash_max_timeout": 30, "bash_default_timeout": 10}),

@@ -2,7 +2,7 @@
 
 The loop reports a turn as events and a ``TurnOutcome``; a run of ``crab.Agent`` may take several
 turns (follow-ups, steering), so its result is built here from what every renderer also sees:
-tool calls paired with their results, every priced ``UsageEvent`` (compaction's included) and the
+tool calls paired with their results, every priced ``UsageEvent`` (compaction's and child sessions' included) and the
 last ``TurnEnded``.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from crab._contracts.events import Event, ToolCallEvent, ToolResultEvent, TurnEnded, TurnStop, UsageEvent
+from crab._contracts.events import ChildEvent, Event, ToolCallEvent, ToolResultEvent, TurnEnded, TurnStop, UsageEvent
 from crab._contracts.messages import Usage
 
 if TYPE_CHECKING:
@@ -75,6 +75,12 @@ class ResultCollector:
             )
         elif isinstance(event, UsageEvent):
             self.usage = self.usage + event.usage
+        elif isinstance(event, ChildEvent):
+            inner: Event = event.event
+            while isinstance(inner, ChildEvent):
+                inner = inner.event
+            if isinstance(inner, UsageEvent):  # a child session's model call: the run paid for it
+                self.usage = self.usage + inner.usage
         elif isinstance(event, TurnEnded):
             self.ended.append(event)
 

@@ -3,7 +3,8 @@
 A seatbelt against a confused model, not a security boundary: a tool that lies about its
 permission class, or a shell command that writes files, is not stopped by it. Modes (``[crab]
 permissions`` or the flags): ``ask`` (default), ``yolo`` (allow everything), ``read-only``
-(refuse write and exec). Where nobody can answer (a non-interactive run), it refuses.
+(refuse write and exec). Where nobody can answer (a non-interactive run), it refuses. A question
+carries the diffs the call would make when its tool can preview them (``Tool.preview``).
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ async def decide(mode: str, call: ToolCall, tool: Tool, ctx: ToolContext) -> Dec
             f"Refused: {tool.name} needs {permission} permission and this run cannot ask the user. "
             'The user can allow it with --yolo (or [crab] permissions = "yolo"), or run `crab chat` to answer.'
         )
-    answer = await ctx.ask(PermissionRequest(tool.name, permission, summarize(call)))
+    diffs = await tool.preview_diffs(call.arguments, ctx)
+    answer = await ctx.ask(PermissionRequest(tool.name, permission, summarize(call), diffs))
     if answer == "always":
         always.add(permission)
         return Allow()

@@ -4,16 +4,18 @@ stdout carries only the model's text (and command output), so ``crab run … > a
 ``| tee`` work; ANSI styling is used only when the target says color (a TTY). Text from outside
 (file contents in tool results, a model's reply) may hold escape sequences that retitle, clear or
 rewrite a terminal: progress lines always, and the answer on a terminal, show control characters
-as visible text (``^[``, ``\\x9b``) instead.
+as visible text (``^[``, ``\\x9b``) instead. A result that changed files shows their unified diffs.
 """
 
 from __future__ import annotations
 
 from crab._contracts.events import (
+    ChildEvent,
     CommandOutput,
     CompactionEvent,
     ErrorEvent,
     Event,
+    FileDiff,
     NoticeEvent,
     PlanEvent,
     PlanItem,
@@ -23,11 +25,14 @@ from crab._contracts.events import (
     ToolCallEvent,
     ToolResultEvent,
     TurnEnded,
+    TurnStarted,
 )
 from crab._contracts.renderers import RenderTarget
 
-DIM, RED, YELLOW, RESET = "\033[2m", "\033[31m", "\033[33m", "\033[0m"
+DIM, RED, GREEN, CYAN, YELLOW, RESET = "\033[2m", "\033[31m", "\033[32m", "\033[36m", "\033[33m", "\033[0m"
 PREVIEW_LINES = 3
+DIFF_LINES = 400
+"""Lines of a result's diffs shown; the rest is folded into one "… N more lines"."""
 
 _VISIBLE = {c: f"^{chr(c ^ 0x40)}" for c in (*range(0x20), 0x7F) if chr(c) not in "\n\t"}
 _VISIBLE.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
@@ -64,9 +69,38 @@ def _first_line(text: str, limit: int = 120) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def diff_lines(diffs: tuple[FileDiff, ...], limit: int = DIFF_LINES) -> list[str]:
+    """The unified diffs of ``diffs``, one after the other, at most ``limit`` lines (a last line
+    says how many more there were); control characters visible, as everything from outside."""
+    lines = [visible(line) for diff in diffs for line in diff.unified.splitlines()]
+    if len(lines) > limit:
+        lines = [*lines[:limit], f"… {len(lines) - limit} more lines"]
+    return lines
+
+
+def diff_summary(diffs: tuple[FileDiff, ...]) -> str:
+    """``a.py +3 -1, b.py +10`` — which files changed and how much."""
+    parts = []
+    for diff in diffs:
+        counts = ([f"+{diff.added}"] if diff.added else []) + ([f"-{diff.removed}"] if diff.removed else [])
+        parts.append(visible(" ".join([diff.path, *counts])))
+    return ", ".join(parts)
+
+
+def _diff_colour(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return DIM
+    if line.startswith("+"):
+        return GREEN
+    if line.startswith("-"):
+        return RED
+    return CYAN if line.startswith("@@") else DIM
+
+
 class PlainRenderer:
     """Streams text deltas as they come; one short stderr line per tool call, retry or problem, and
-    the whole checklist each time a plan changes (``PlanEvent``)."""
+    the whole checklist each time a plan changes (``PlanEvent``); a child session's start, tool
+    calls and end as lines too (``ChildEvent``)."""
 
     def __init__(self, target: RenderTarget) -> None:
         self.target = target
@@ -89,8 +123,25 @@ class PlainRenderer:
         self.target.err.write(self._style(visible(text), code) + "\n")
         self.target.err.flush()
 
+    def _child(self, event: ChildEvent) -> None:
+        """A child session (a subagent) in one dim line per start, tool call and end; its text is
+        never printed as the answer."""
+        labels = [event.label]
+        while isinstance(event.event, ChildEvent):
+            event = event.event
+            labels.append(event.label)
+        who, inner = " › ".join(labels), event.event
+        if isinstance(inner, TurnStarted):
+            self._err(f"  ↳ {who} started (session {event.session_id})")
+        elif isinstance(inner, ToolCallEvent):
+            self._err(f"  ↳ {who} → {inner.call.name}({_args_preview(inner, 80)})")
+        elif isinstance(inner, TurnEnded):
+            self._err(f"  ↳ {who} {'done' if inner.stop == 'end' else inner.stop}", RED if inner.error else DIM)
+
     def handle(self, event: Event) -> None:
-        if isinstance(event, TextDelta):
+        if isinstance(event, ChildEvent):
+            self._child(event)
+        elif isinstance(event, TextDelta):
             self._thinking = False
             self._out(visible(event.text) if self.target.color else event.text)
         elif isinstance(event, ThinkingDelta):
@@ -101,6 +152,10 @@ class PlainRenderer:
                 self.target.err.write(self._style(visible(event.text), DIM))
         elif isinstance(event, ToolCallEvent):
             self._err(f"→ {event.call.name}({_args_preview(event)})")
+        elif isinstance(event, ToolResultEvent) and event.diffs and not event.is_error:
+            self._err(f"  ✓ {event.name}: {diff_summary(event.diffs)}")
+            for line in diff_lines(event.diffs):
+                self._err(f"    {line}", _diff_colour(line))
         elif isinstance(event, ToolResultEvent):
             mark = "✗" if event.is_error else "✓"
             lines = event.content.splitlines()

@@ -6,7 +6,8 @@ away (the terminal's input queue is flushed), the question starts on a line of i
 pressed in the first ``GUARD`` seconds (before a person can have read it) are thrown away too, and
 only a word then confirmed with Enter answers: ``y`` (once), ``a`` (this permission for the
 session), ``n`` (no). Anything else is not an answer and the question is asked again; end of input
-(Ctrl-D) says no, and Ctrl-C stops the turn, so the call does not run either.
+(Ctrl-D) says no, and Ctrl-C stops the turn, so the call does not run either. A question whose
+call would change files shows the diff under it (``PermissionRequest.diffs``), folded when long.
 
 A tool's question is guarded the same way; a choice's number or text, or (when it allows them)
 other words, confirmed with Enter answer it; end of input gives no answer.
@@ -34,6 +35,8 @@ LINE_LIMIT = 4096
 """Bytes of an answer line kept; the rest of a longer line is read and dropped."""
 POLL = 0.1
 """Seconds between checks, while waiting for a line, that the question is still open."""
+QUESTION_DIFF_LINES = 40
+"""Lines of the diff a question shows; a longer one is folded ("… N more lines")."""
 
 
 def parse_answer(text: str) -> Answer | None:
@@ -63,7 +66,14 @@ def question_lines(request: PermissionRequest, width: int) -> list[str]:
     width = max(20, width)
     ask = textwrap.wrap(f"? allow {visible(request.permission)}: {summary}", width, subsequent_indent="  ")
     keys = _pack(["y Enter: once", f"a Enter: {request.permission} for this session", "n Enter: no"], width)
-    return ["", *ask, *keys]
+    return ["", *ask, *question_diff_lines(request), *keys]
+
+
+def question_diff_lines(request: PermissionRequest, limit: int = QUESTION_DIFF_LINES) -> list[str]:
+    """The diff the call would apply, indented under the question (none when the tool cannot tell)."""
+    from crab._builtin.render_plain import diff_lines
+
+    return [f"  {line}" for line in diff_lines(request.diffs, limit)]
 
 
 def _pack(parts: list[str], width: int) -> list[str]:

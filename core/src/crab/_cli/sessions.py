@@ -202,6 +202,63 @@ def entry_summary(entry: Entry, width: int = 100) -> str:
     )
 
 
+def child_tree(infos: Iterable[SessionInfo], session_id: str, limit: int = 200) -> list[tuple[int, SessionInfo]]:
+    """The sessions started by ``session_id``'s tool calls (their meta names it as parent), and
+    theirs in turn: (depth, session) in display order, oldest first at each level, at most
+    ``limit`` of them (a cycle in hand-edited meta cannot loop)."""
+    from crab._loop.child import PARENT_SESSION_META
+
+    by_parent: dict[str, list[SessionInfo]] = {}
+    for info in infos:
+        parent = (info.meta or {}).get(PARENT_SESSION_META)
+        if isinstance(parent, str):
+            by_parent.setdefault(parent, []).append(info)
+    tree: list[tuple[int, SessionInfo]] = []
+    seen = {session_id}
+
+    def walk(parent: str, depth: int) -> None:
+        for child in sorted(by_parent.get(parent, []), key=lambda info: info.created):
+            if child.id in seen or len(tree) >= limit:
+                continue
+            seen.add(child.id)
+            tree.append((depth, child))
+            walk(child.id, depth + 1)
+
+    walk(session_id, 1)
+    return tree
+
+
+def child_line(depth: int, info: SessionInfo) -> str:
+    """One line of ``crab sessions show``'s tree: the child, what ran there and which call started it."""
+    from crab._loop.child import CHILD_LABEL_META, PARENT_CALL_META
+
+    meta = info.meta or {}
+    count = "?" if info.entry_count is None else str(info.entry_count)
+    label = meta.get(CHILD_LABEL_META) or "child"
+    return f"{'  ' * depth}└ {info.id}  {label}  call {meta.get(PARENT_CALL_META, '?')}  {count} entries"
+
+
+def child_dict(tree: list[tuple[int, SessionInfo]]) -> list[dict[str, Any]]:
+    """The tree as nested JSON objects (``show --json``'s ``children``)."""
+    from crab._loop.child import CHILD_LABEL_META, PARENT_CALL_META
+
+    root: list[dict[str, Any]] = []
+    stack: list[list[dict[str, Any]]] = [root]
+    for depth, info in tree:
+        del stack[depth:]
+        below: list[dict[str, Any]] = []
+        node: dict[str, Any] = {
+            "id": info.id,
+            "label": (info.meta or {}).get(CHILD_LABEL_META),
+            "call_id": (info.meta or {}).get(PARENT_CALL_META),
+            "entry_count": info.entry_count,
+            "children": below,
+        }
+        stack[-1].append(node)
+        stack.append(below)
+    return root
+
+
 @dataclass(frozen=True, slots=True)
 class MigrationReport:
     """What ``migrate`` did: sessions copied, sessions the target already had, entries copied."""
@@ -289,6 +346,8 @@ def list_cmd(
     plugins: PluginsOpt = None,
 ) -> None:
     """Sessions, most recently updated first."""
+    from crab._loop.child import PARENT_SESSION_META
+
     if here:
         workspace = str(Path.cwd())
 
@@ -309,6 +368,8 @@ def list_cmd(
         count = "?" if info.entry_count is None else str(info.entry_count)
         title = f"  {info.title}" if info.title else ""
         fork = f"  (fork of {info.forked_from})" if info.forked_from else ""
+        parent = (info.meta or {}).get(PARENT_SESSION_META)
+        fork += f"  (child of {parent})" if parent else ""
         when = format_time(info.updated or info.created)
         _echo(f"{info.id}  {when}  {count:>6} entries  {info.workspace}{title}{fork}")
 
@@ -321,18 +382,26 @@ def show_cmd(
     store: StoreOpt = None,
     plugins: PluginsOpt = None,
 ) -> None:
-    """A session's header and entries, one line each."""
+    """A session's header and entries, one line each, then the child sessions its tool calls started."""
+    from crab._loop.child import PARENT_CALL_META, PARENT_SESSION_META
 
-    async def work(s: Store) -> tuple[SessionInfo, list[Entry]]:
+    async def work(s: Store) -> tuple[SessionInfo, list[Entry], list[tuple[int, SessionInfo]]]:
         from crab._assembly.choosing import require_session
 
-        return await require_session(s, session_id), await s.entries(session_id, since_handoff=since_handoff)
+        info = await require_session(s, session_id)
+        entries = await s.entries(session_id, since_handoff=since_handoff)
+        # Children share their parent's workspace: listing only that one keeps this cheap.
+        return info, entries, child_tree(await s.list_sessions(info.workspace or None, limit=EVERYTHING), info.id)
 
-    info, entries = _with_store(store, plugins, work)
+    info, entries, children = _with_store(store, plugins, work)
     if as_json:
         from crab._contracts.storage import entry_to_dict
 
-        document = {"session": session_to_dict(info), "entries": [entry_to_dict(e) for e in entries]}
+        document = {
+            "session": session_to_dict(info),
+            "entries": [entry_to_dict(e) for e in entries],
+            "children": child_dict(children),
+        }
         _echo(_dumps(document, ensure_ascii=False, indent=2))
         return
     _echo(f"session {info.id}  workspace {info.workspace}  created {format_time(info.created)}")
@@ -340,11 +409,18 @@ def show_cmd(
         _echo(f"title {info.title}")
     if info.forked_from:
         _echo(f"forked from {info.forked_from} at entry {info.fork_entry}")
+    parent = (info.meta or {}).get(PARENT_SESSION_META)
+    if parent:
+        _echo(f"child of {parent} (call {(info.meta or {}).get(PARENT_CALL_META, '?')})")
     if info.usage is not None:
         cost = f", ${info.usage.cost:.4f}" if info.usage.cost is not None else ""
         _echo(f"usage {info.usage.input_tokens} in, {info.usage.output_tokens} out{cost}")
     for entry in entries:
         _echo(entry_summary(entry))
+    if children:
+        _echo(f"child sessions ({len(children)}):")
+        for depth, child in children:
+            _echo(child_line(depth, child))
 
 
 @app.command("search")

@@ -236,6 +236,26 @@ class TurnEnded(Event):
     context_window: int | None = None
 
 
+@dataclass(frozen=True)
+class ChildEvent(Event):
+    """An event of a child session, delivered in its parent's stream.
+
+    A tool that runs a child agent (``AgentHandle.run_child``) gets its own session in the
+    store; what that session's turn emits reaches the parent's renderers and observers wrapped
+    in one of these, so a renderer that knows nothing of children shows nothing of them (and
+    never mistakes a child's text for the parent's answer). ``session_id`` is the child's,
+    ``label`` names what runs there (an agent's name), ``call_id`` is the parent's tool call
+    that started it; ``event`` is the child's event (a ``ChildEvent`` again for a grandchild).
+    Redacted like every event: it passes ``Agent.emit``.
+    """
+
+    type: ClassVar[str] = "child"
+    session_id: str
+    label: str
+    call_id: str
+    event: Event
+
+
 StreamEvent = TextDelta | ThinkingDelta | ToolCallEvent | UsageEvent | RetryEvent | ErrorEvent | MessageEnd
 """What ``Provider.stream`` may yield."""
 
@@ -249,6 +269,10 @@ def _json_value(value: Any) -> Any:
         return message_to_dict(value)
     if isinstance(value, tuple):
         return [_json_value(item) for item in value]
+    if isinstance(value, Event):
+        nested = event_to_dict(value)
+        nested.pop("v", None)
+        return nested
     if isinstance(value, FileDiff | PlanItem):
         return {f.name: getattr(value, f.name) for f in fields(value) if getattr(value, f.name) is not None}
     return value

@@ -5,8 +5,9 @@ notice, route input, abort a turn, open, resume and fork sessions, read a sessio
 the session of one conversation on a channel (``session_for``), deliver a message through a channel
 ``crab serve`` runs (``deliver``), record a handoff, compact, list the tools (and add those a plugin
 learns of at start-up), commands and plugin statuses, read the config, switch a session's model
-and list its choices, list recent sessions, and subscribe to events (for channels that render
-them). ``SessionView`` is what a caller may read of a session.
+and list its choices, list recent sessions, subscribe to events (for channels that render
+them), and, from a tool call, run a child session (``run_child``, its result a
+``ChildOutcome``). ``SessionView`` is what a caller may read of a session.
 
 Compatibility (API 1.x): plugins written before the handle existed reached the ``Agent`` through
 ``ctx.agent`` or the ``agent`` hook argument. Any other attribute read on a handle is still
@@ -16,7 +17,7 @@ forwarded to the agent, with a ``DeprecationWarning`` naming it; crab 2.0 remove
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -24,11 +25,11 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 if TYPE_CHECKING:
     from crab._config.layers import Config
     from crab._contracts.commands import Command
-    from crab._contracts.events import Event
-    from crab._contracts.messages import Message
+    from crab._contracts.events import Event, TurnStop
+    from crab._contracts.messages import Message, Usage
     from crab._contracts.providers import ModelInfo
     from crab._contracts.storage import Entry, SessionInfo
-    from crab._contracts.tools import Tool
+    from crab._contracts.tools import Tool, ToolContext
     from crab._loop.agent import Agent
     from crab._loop.session import Session, TurnOutcome
 
@@ -56,6 +57,22 @@ class PluginStatus:
     name: str
     status: str
     reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChildOutcome:
+    """How a child session's turn ended (``AgentHandle.run_child``): its session, final answer,
+    stop and error, the usage it spent (already counted in the parent's turn), the tools it
+    called in order, and how many model replies it took."""
+
+    session_id: str
+    label: str
+    text: str
+    stop: TurnStop
+    error: str | None = None
+    usage: Usage | None = None
+    tools_called: tuple[str, ...] = ()
+    model_calls: int = 0
 
 
 def _session(view: SessionView) -> Session:
@@ -170,6 +187,53 @@ class AgentHandle:
         taken is left out and reported as a fault of ``plugin``. Returns the names added.
         """
         return self._agent.host.add_tools(plugin, tools)
+
+    async def run_child(
+        self,
+        ctx: ToolContext,
+        prompt: str,
+        *,
+        label: str,
+        tools: Collection[str] | None = None,
+        instructions: str | None = None,
+        model: str | None = None,
+        max_iterations: int | None = None,
+        read_only: bool = False,
+        state: Mapping[str, Any] | None = None,
+        title: str | None = None,
+    ) -> ChildOutcome:
+        """Run ``prompt`` as one turn of a new session, the child of the tool call ``ctx`` is for.
+
+        The child is stored as a session of its own whose ``meta`` names the parent session and
+        call (``crab sessions show`` lists a session's children), with its own context and:
+
+        - ``tools``: the names of the registry's tools it may use (None: all of them; a name no
+          tool has is ignored), minus those that write or run commands when ``read_only``;
+        - ``instructions``: text added after the system prompt every turn gets;
+        - ``model``: ``provider/model`` or a model of this agent's provider (None: this one's);
+          ``crab.ConfigError`` when the provider refuses it;
+        - ``max_iterations``: its own cap on model calls (None: ``[crab] max_iterations``);
+        - ``state``: what its session scratch (``ToolContext.state``) starts with.
+
+        It runs under this agent's permission gate and mode, never more; its permission questions
+        go through ``ctx.ask`` and its tools' questions through ``ctx.question``, prefixed
+        ``[label]`` and one at a time (none where the parent cannot ask either). Its events reach
+        the parent's stream as ``ChildEvent``s; its usage is added to the parent's turn
+        (``ctx.add_usage``). Cancelling the calling tool (an abort, a timeout) ends the child's
+        turn with every call it started paired, then cancels the call.
+        """
+        return await self._agent.run_child(
+            ctx,
+            prompt,
+            label=label,
+            tools=tools,
+            instructions=instructions,
+            model=model,
+            max_iterations=max_iterations,
+            read_only=read_only,
+            state=state,
+            title=title,
+        )
 
     # --- sessions ---------------------------------------------------------------------------
 

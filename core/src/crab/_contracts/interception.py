@@ -8,8 +8,10 @@ pass. The first ``Deny`` wins; later hooks are not asked.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from crab._contracts.events import FileDiff
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +46,16 @@ Answer = Literal["once", "always", "deny"]
 
 @dataclass(frozen=True, slots=True)
 class PermissionRequest:
-    """What the permission gate asks the user through the active channel."""
+    """What the permission gate asks the user through the active channel.
+
+    ``diffs`` are the changes the call would make, when its tool can tell before running
+    (``Tool.preview``): a terminal shows them under the question, a remote chat a few lines.
+    """
 
     tool: str
     permission: str
     summary: str
+    diffs: tuple[FileDiff, ...] = ()
 
 
 AskUser = Callable[[PermissionRequest], Awaitable[Answer]]
@@ -63,7 +70,19 @@ def redacted_ask(ask: AskUser | None, redact: Callable[[str], str]) -> AskUser |
     asker = ask
 
     async def asked(request: PermissionRequest) -> Answer:
-        shown = PermissionRequest(redact(request.tool), request.permission, redact(request.summary))
+        diffs = tuple(redacted_diff(diff, redact) for diff in request.diffs)
+        shown = PermissionRequest(redact(request.tool), request.permission, redact(request.summary), diffs)
         return await asker(shown)
 
     return asked
+
+
+def redacted_diff(diff: FileDiff, redact: Callable[[str], str]) -> FileDiff:
+    """``diff`` with secrets masked in its path and every text it holds."""
+    return replace(
+        diff,
+        path=redact(diff.path),
+        unified=redact(diff.unified),
+        before=None if diff.before is None else redact(diff.before),
+        after=None if diff.after is None else redact(diff.after),
+    )

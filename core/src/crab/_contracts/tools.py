@@ -13,7 +13,7 @@ import contextvars
 import inspect
 import json
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -26,7 +26,9 @@ from crab._contracts.truncate import OutputLimit, describe, truncate
 if TYPE_CHECKING:
     from crab._config.layers import Config
     from crab._contracts.events import Event
+    from crab._contracts.handle import AgentHandle
     from crab._contracts.interception import AskUser
+    from crab._contracts.messages import Usage
     from crab._contracts.questions import AskQuestion
 
 Permission = Literal["read", "write", "exec", "network"]
@@ -50,6 +52,10 @@ def _no_event(event: Event) -> None:
     return None
 
 
+def _no_usage(usage: Usage) -> None:
+    return None
+
+
 @dataclass
 class ToolContext:
     """What a running tool may know about its call.
@@ -62,6 +68,9 @@ class ToolContext:
     where nobody can answer: say so at once); ``local`` is False on remote channels.
     ``cancelled`` is set when the call is aborted or times out: a sync tool, which keeps running
     in its worker thread, should check it in long loops and stop early.
+    ``handle`` is the running agent's ``AgentHandle`` (None where a tool runs without an agent,
+    as under ``crab.open_toolbox``): a tool that runs a child agent uses its ``run_child``.
+    ``add_usage`` counts model usage the call spent itself (a child agent's) into the turn's.
     """
 
     session_id: str
@@ -75,9 +84,17 @@ class ToolContext:
     local: bool = True
     question: AskQuestion | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
+    handle: AgentHandle | None = None
+    add_usage: Callable[[Usage], None] = _no_usage
 
 
 Handler = Callable[[dict[str, Any], ToolContext], Awaitable[Any] | Any]
+
+Preview = Callable[[dict[str, Any], ToolContext], Sequence[FileDiff]]
+"""What a call would change, computed from its (prepared) arguments without changing anything."""
+
+PREVIEW_TIMEOUT = 5.0
+"""Seconds a preview may take before the question is asked without it."""
 
 
 @dataclass
@@ -94,6 +111,8 @@ class Tool:
     - ``output_limit``: content beyond it is cut with a note; ``None`` disables the cut.
     - ``prepare_arguments``: rewrites argument shapes models commonly send, before validation.
     - ``validate_arguments``: check arguments against ``parameters`` before calling.
+    - ``preview``: ``preview(arguments, ctx)`` returns the ``FileDiff``s the call would make,
+      without making them (the permission question shows them); see ``preview_diffs``.
     """
 
     name: str
@@ -109,6 +128,7 @@ class Tool:
     validate_arguments: bool = True
     plugin: str = ""
     fn: Callable[..., Any] | None = None
+    preview: Preview | None = None
 
     def spec(self) -> ToolSpec:
         """What a provider needs to describe this tool to the model."""
@@ -137,6 +157,27 @@ class Tool:
         except ToolError as exc:
             return self._limit(ToolResult(str(exc) or f"{self.name} failed", is_error=True))
         return self._limit(as_result(value))
+
+    async def preview_diffs(self, arguments: Mapping[str, Any], ctx: ToolContext) -> tuple[FileDiff, ...]:
+        """The diffs this call would make, or ``()``: no ``preview``, arguments that do not pass,
+        a preview that fails (the call itself will say why) or takes over ``PREVIEW_TIMEOUT``."""
+        import asyncio
+
+        preview = self.preview
+        if preview is None:
+            return ()
+        args = dict(arguments)
+        try:
+            if self.prepare_arguments is not None:
+                args = self.prepare_arguments(args)
+            if self.validate_arguments and validate(args, self.parameters):
+                return ()
+            async with asyncio.timeout(PREVIEW_TIMEOUT):
+                # No ctx for the thread: a preview given up must not mark the call itself cancelled.
+                diffs = await run_in_thread(lambda: preview(args, ctx), {})
+        except (Exception, TimeoutError):
+            return ()
+        return tuple(d for d in diffs if isinstance(d, FileDiff))
 
     def _limit(self, result: ToolResult) -> ToolResult:
         if self.output_limit is None:
@@ -255,6 +296,7 @@ def make_tool(
     override: bool = False,
     output_limit: OutputLimit | None = OutputLimit(),
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    preview: Preview | None = None,
 ) -> Tool:
     """Build a ``Tool`` from a typed function (what ``@crab.tool`` does)."""
     if permission not in PERMISSIONS:
@@ -283,6 +325,7 @@ def make_tool(
         output_limit=output_limit,
         prepare_arguments=prepare_arguments,
         fn=fn,
+        preview=preview,
     )
 
 
@@ -301,6 +344,7 @@ def tool(
     override: bool = False,
     output_limit: OutputLimit | None = OutputLimit(),
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    preview: Preview | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 

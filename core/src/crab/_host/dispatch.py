@@ -5,7 +5,7 @@ wrong type:
 
 - ``fail-plugin`` (registration hooks, ``crab_startup``): the plugin is marked failed and all it
   registered (tools, commands, renderers, providers, stores, channels) is gone for the run;
-- ``drop`` (``crab_event``, ``crab_system_prompt``, ``crab_shutdown``): that one implementation is
+- ``drop`` (``crab_event``, ``crab_system_prompt``, ``crab_turn_end``, ``crab_shutdown``): that one implementation is
   not called again in this run; the plugin's other hooks keep working;
 - ``refuse`` (interceptors): the call being checked is refused (fail closed) and the reason is
   given in its place. A plugin that failed while it had an interceptor keeps refusing those calls.
@@ -61,6 +61,8 @@ HOOKS: dict[str, HookPolicy] = {
     "crab_before_model_call": HookPolicy("interception", "refuse", awaitable=True),
     "crab_before_tool_call": HookPolicy("interception", "refuse", awaitable=True),
     "crab_after_tool_call": HookPolicy("interception", "refuse", awaitable=True),
+    "crab_prompt_submit": HookPolicy("interception", "refuse", awaitable=True),
+    "crab_turn_end": HookPolicy("context", "drop", awaitable=True),
     "crab_event": HookPolicy("observation", "drop"),
     "crab_doctor": HookPolicy("observation", "drop"),
     "crab_startup": HookPolicy("lifecycle", "fail-plugin", awaitable=True),
@@ -383,3 +385,49 @@ class Dispatcher:
                 return ToolResult(f"Result withheld: {failure.line}", is_error=True)
             result = value
         return result
+
+    async def prompt_submit(self, prompt: str, session_id: str, workspace: Any) -> tuple[Deny | None, list[str]]:
+        """The ``Deny`` that refuses a user's prompt (first one wins), else the context texts to add."""
+        from crab._contracts.interception import Deny
+
+        hook = "crab_prompt_submit"
+        closed = self._refusal(hook)
+        if closed is not None:
+            return Deny(f"Refused: {closed.line}; it checks every prompt, so none can go until it is fixed."), []
+        context: list[str] = []
+        for plugin, function in self.implementations(hook):
+            value = await self._intercept(
+                plugin, hook, function, prompt=prompt, session_id=session_id, workspace=workspace
+            )
+            if isinstance(value, Failure):
+                return Deny(f"Refused: {value.line}"), []
+            if isinstance(value, Deny):
+                return value, []
+            if isinstance(value, str):
+                if value.strip():
+                    context.append(value.strip())
+            elif value is not None:
+                failure = self._fail(plugin, hook, wrong_type(hook, value, "Deny, str or None"))
+                return Deny(f"Refused: {failure.line}"), []
+        return None, context
+
+    async def turn_end(self, session_id: str, workspace: Any, text: str, continued: int) -> str | None:
+        """What every ``crab_turn_end`` asks the model to go on with (joined), or None to end the turn."""
+        hook = "crab_turn_end"
+        parts: list[str] = []
+        for plugin, function in self.implementations(hook):
+            try:
+                value = function(session_id=session_id, workspace=workspace, text=text, continued=continued)
+                if inspect.isawaitable(value):
+                    value = await value
+            except Exception as exc:
+                self._fail(plugin, hook, raised(hook, exc))
+                continue
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                self._fail(plugin, hook, wrong_type(hook, value, "str or None"))
+                continue
+            if value.strip():
+                parts.append(value.strip())
+        return "\n\n".join(parts) or None

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from crab._contracts.config_tables import ConfigTable
     from crab._contracts.events import Event
     from crab._contracts.handle import AgentHandle
-    from crab._contracts.interception import Decision
+    from crab._contracts.interception import Decision, Deny
     from crab._contracts.messages import ToolCall
     from crab._contracts.providers import ModelRequest, Provider
     from crab._contracts.renderers import RendererSpec
@@ -174,6 +174,32 @@ def crab_after_tool_call(call: ToolCall, tool: Tool, result: ToolResult, ctx: To
 
     Return a new ``ToolResult`` to replace it, or None. A hook that raises withholds the result
     (fail closed). May be awaitable.
+    """
+
+
+@hookspec
+def crab_prompt_submit(prompt: str, session_id: str, workspace: Path) -> Deny | str | None:
+    """See a user's prompt before it is recorded and sent: refuse it, or add context to it.
+
+    Called for each input that goes to the model (not for router commands or ``!shell``): the
+    one that starts a turn and each one that steers a running turn. Return ``crab.Deny(reason)``
+    to refuse it (it is not recorded and the model never sees it; the user gets the reason as
+    the turn's error), text to add as context (recorded right after the prompt, as a user message
+    of its own), or None. The first Deny wins; the texts of several plugins are each recorded. A
+    hook that raises refuses the prompt (fail closed). May be awaitable.
+    """
+
+
+@hookspec
+def crab_turn_end(session_id: str, workspace: Path, text: str, continued: int) -> str | None:
+    """The model gave its final answer: let the turn end, or keep it going.
+
+    Called for each final answer (a reply without tool calls), not after an abort, an error, a
+    loop-guard stop or the iteration cap. ``text`` is the answer; ``continued`` counts how often
+    this turn already went on because of this hook (check it so as not to loop). Return text to
+    go on: it is recorded as a user message and the model is called again, within ``[crab]
+    max_iterations``; None lets the turn end. The texts of several plugins are joined. A hook
+    that raises is dropped for the run (the turn ends). May be awaitable.
     """
 
 

@@ -20,7 +20,7 @@ from crab._config.layers import Config
 from crab._contracts.commands import Command, CommandContext, CommandResult
 from crab._contracts.errors import ChannelError, CrabError
 from crab._contracts.events import CommandOutput, Event, NoticeEvent
-from crab._contracts.handle import AgentHandle
+from crab._contracts.handle import AgentHandle, ChildOutcome
 from crab._contracts.interception import AskUser, redacted_ask
 from crab._contracts.messages import AssistantMessage, Message, ToolCall, message_to_dict
 from crab._contracts.providers import ModelInfo, ModelRequest, Provider
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from crab._loop.channel_host import ChannelHost
 
 Listener = Callable[[Event], None]
+LATEST_SCAN = 50
+"""Sessions ``latest_session`` looks through for the latest one that is not a child session."""
 
 
 class Agent:
@@ -230,7 +232,8 @@ class Agent:
         """Load a stored session and repair what will go to the provider.
 
         A tool call the store holds no result for (crab was killed while it ran) gets its
-        stand-in result stored now, once, so the stored session pairs every call too.
+        stand-in result stored now, once, so the stored session pairs every call too, and so
+        does every child session such a call started (``crab._loop.child.repair_children``).
         """
         info = await self.store.get_session(session_id)
         entries = await self.store.entries(session_id, since_handoff=True)
@@ -240,6 +243,12 @@ class Agent:
         for result in history.missing:
             await self.store.append(session_id, "tool_result", self.redactor.payload(message_to_dict(result)))
         workspace = Path(info.workspace) if info.workspace else self.workspace
+        if history.missing:
+            # A call killed while it ran a child session left that child open too: pair it as well.
+            from crab._loop.child import repair_children
+
+            calls = [result.call_id for result in history.missing]
+            await repair_children(self.store, self.redactor, session_id, str(workspace), calls)
         session = Session(
             info=info,
             workspace=workspace,
@@ -254,9 +263,15 @@ class Agent:
         return await self.store.list_sessions(str(self.workspace), limit=limit)
 
     async def latest_session(self) -> Session | None:
-        """The most recently updated session of this workspace, resumed; None if there is none."""
-        sessions = await self.store.list_sessions(str(self.workspace), limit=1)
-        return await self.resume(sessions[0].id) if sessions else None
+        """The most recently updated session of this workspace, resumed; None if there is none.
+        A child session (one a tool call started, ``crab._loop.child``) is its parent's part, not
+        a conversation to continue: the latest of the last few that is not one."""
+        from crab._loop.child import PARENT_SESSION_META
+
+        sessions = await self.store.list_sessions(str(self.workspace), limit=LATEST_SCAN)
+        own = [info for info in sessions if not (info.meta or {}).get(PARENT_SESSION_META)]
+        chosen = own[0] if own else (sessions[0] if sessions else None)
+        return await self.resume(chosen.id) if chosen is not None else None
 
     async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> Session:
         """The session of conversation ``address`` on ``channel`` (``AgentHandle.session_for``)."""
@@ -410,6 +425,12 @@ class Agent:
     async def _turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
         return await Turn(self.turn_parts(), session, item, queue).run()
 
+    async def run_child(self, ctx: ToolContext, prompt: str, **options: Any) -> ChildOutcome:
+        """One turn of a new child session of ``ctx``'s call (``AgentHandle.run_child``)."""
+        from crab._loop.child import run_child
+
+        return await run_child(self, ctx, prompt, **options)
+
     # --- context and recording ----------------------------------------------------------------
 
     async def system_prompt(self, session: Session) -> str:
@@ -440,6 +461,7 @@ class Agent:
             question=redacted_question(
                 session.question if session.question is not None else self.question, self.redactor.text
             ),
+            handle=AgentHandle(self),
         )
 
     async def append_entry(self, session: Session, type: EntryType, payload: Mapping[str, Any]) -> None:

@@ -93,6 +93,7 @@ class Turn:
         self.pending: dict[str, ToolCall] = {}
         self.results: dict[str, ToolResultMessage] = {}
         self.steered: list[QueuedInput] = []
+        self.continued = 0  # times a crab_turn_end hook kept this turn going
         self._system: str | None = None  # gathered once per turn, again after a compaction
         self.choice: ModelChoice = parts.calls.choose(session)
         """The provider and model of the last request (``/model`` takes effect at the next one)."""
@@ -106,8 +107,12 @@ class Turn:
         stop: TurnStop
         error: str | None = None
         try:
-            await self._record_input(self.item, self.queue)
-            stop, error = await self._iterate()
+            refused = await self._record_input(self.item, self.queue)
+            if refused is None:
+                stop, error = await self._iterate()
+            else:
+                stop, error = "error", refused
+                self.emit(ErrorEvent(refused, "plugin"))
         except asyncio.CancelledError:
             await self._settle("aborted")
             stop = "aborted"
@@ -137,10 +142,23 @@ class Turn:
         self.emit(TurnEnded(session.id, self.id, stop, self.text, self.usage, error, self.choice.model, window))
         return outcome
 
-    async def _record_input(self, item: QueuedInput, queue: Any) -> None:
-        await self.parts.record_message(self.session, UserMessage(item.text))
+    async def _record_input(self, item: QueuedInput, queue: Any) -> str | None:
+        """Record one input and the context ``crab_prompt_submit`` adds; the refusal line when a
+        hook refused it (then nothing is recorded)."""
+        session = self.session
+        refused, context = await self.parts.calls.dispatch.prompt_submit(
+            prompt=item.text, session_id=session.id, workspace=session.workspace
+        )
+        if refused is not None:
+            if item in queue:
+                queue.remove(item)  # refused on purpose: nothing is left in flight
+            return f"prompt refused: {refused.reason}"
+        await self.parts.record_message(session, UserMessage(item.text))
+        for text in context:
+            await self.parts.record_message(session, UserMessage(text))
         if item in queue:
             queue.remove(item)  # written: no longer in flight
+        return None
 
     async def _iterate(self) -> tuple[TurnStop, str | None]:
         limit = self.parts.settings.max_iterations
@@ -149,7 +167,7 @@ class Turn:
             if message.stop_reason == "error":
                 return "error", message.error
             if not message.tool_calls:
-                if await self._hinted_only(message):
+                if await self._hinted_only(message) or await self._going_on():
                     continue
                 return "end", None
             stop = await self._run_tools(message)
@@ -168,8 +186,26 @@ class Turn:
         steering = self.session.steering
         while steering:
             item = steering[0]
-            await self._record_input(item, steering)
-            self.steered.append(item)
+            refused = await self._record_input(item, steering)
+            if refused is None:
+                self.steered.append(item)
+                continue
+            self.parts.notice(refused, "warning")
+            if not item.outcome.done():
+                item.outcome.set_result(TurnOutcome(stop="error", error=refused, session_id=self.session.id))
+
+    async def _going_on(self) -> bool:
+        """Whether a ``crab_turn_end`` hook keeps the turn going after this answer (its text is
+        recorded for the model)."""
+        session = self.session
+        text = await self.parts.calls.dispatch.turn_end(
+            session_id=session.id, workspace=session.workspace, text=self.text, continued=self.continued
+        )
+        if text is None:
+            return False
+        self.continued += 1
+        await self.parts.record_message(session, UserMessage(text))
+        return True
 
     # --- model calls ------------------------------------------------------------------------
 
@@ -274,7 +310,7 @@ class Turn:
             self.parts.calls.dispatch,
             self.parts.tools(),
             self.parts.settings.tool_timeout,
-            lambda call, tool: self.parts.tool_context(session, call, tool),
+            self._tool_context,
             self._record_result,
         )
         outcome = await runner.run_all(message.tool_calls, lambda: bool(session.steering))
@@ -283,6 +319,15 @@ class Turn:
         if outcome.stopped is not None:
             self.parts.notice(f"the turn was stopped: {outcome.stopped}", "warning")
         return outcome.stopped
+
+    def _tool_context(self, call: ToolCall, tool: Tool) -> ToolContext:
+        ctx = self.parts.tool_context(self.session, call, tool)
+        ctx.add_usage = self._add_usage
+        return ctx
+
+    def _add_usage(self, usage: Usage) -> None:
+        """Usage a tool call spent itself (a child session's turn) counts in this turn's."""
+        self.usage = self.usage + usage
 
     async def _record_result(self, call: ToolCall, result: ToolResult, duration_ms: float) -> None:
         if call.id not in self.pending:

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from crab._contracts.events import Event, TextDelta, ThinkingDelta
+from crab._contracts.events import ChildEvent, Event, TextDelta, ThinkingDelta
 from crab._contracts.messages import valid_text
 from crab._secrets.keys import MIN_SECRET_LENGTH, REDACTED
 
@@ -149,6 +149,12 @@ class EventRedactor:
         self._streams: dict[tuple[str, type[Event]], StreamRedactor] = {}
 
     def events(self, event: Event, session_id: str = "") -> list[Event]:
+        if isinstance(event, ChildEvent):
+            # The child's deltas are a stream of their own: a secret split across two of them is
+            # held back and masked as the parent's are, never mixed with the parent's text.
+            inner = self.events(event.event, f"{session_id}>{event.session_id}")
+            labels = (self._value(event.session_id), self._value(event.label), self._value(event.call_id))
+            return [ChildEvent(*labels, shown) for shown in inner]
         if isinstance(event, TextDelta | ThinkingDelta):
             out = self._flush(session_id, keep=type(event)) if self._streams else []
             shown = valid_text(self._stream(session_id, type(event)).feed(event.text))

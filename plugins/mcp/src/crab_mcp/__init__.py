@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from crab_mcp.manager import Manager
 
-CRAB_API = ">=1.2,<2"  # AgentHandle.add_tools, open_toolbox
+CRAB_API = ">=1.5,<2"  # AgentHandle.add_tools, open_toolbox; wrap_command naming its starter (1.5)
 PLUGIN = "mcp"
 
 _running: dict[int, Manager] = {}

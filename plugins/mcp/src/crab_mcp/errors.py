@@ -80,8 +80,10 @@ def describe_failure(exc: BaseException, log: Path | None = None, http: str = ""
 
     found = [e for e in leaves(exc) if not isinstance(e, GeneratorExit)] or [exc]
     first = found[0]
-    if isinstance(first, MissingVariable):
-        return str(first)
+    from crab import ToolError
+
+    if isinstance(first, MissingVariable | ToolError):
+        return str(first)  # ToolError: a command wrapper (crab-sandbox's required mode) refused the start
     if http and isinstance(first, MCPError) and first.code == INTERNAL_ERROR:
         return http
     line = _line(first)

@@ -25,6 +25,7 @@ async def start_servers(agent: AgentHandle, plugin: str) -> Manager | None:
     extra = [Path(p).expanduser() for p in settings.get("roots") or []]
     for link in manager.links.values():
         link.workspace, link.extra_roots = agent.workspace, extra
+        link.agent_config = agent.config  # whose server it is, for crab.processes.wrap_command
     failed = await manager.start()
     for name, reason in failed.items():
         agent.notice(

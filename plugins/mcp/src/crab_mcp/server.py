@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from crab_mcp.http_client import HttpWatch
     from crab_mcp.logpump import LogSink
-    from crab_mcp.stdio import StdioTransport
+    from crab_mcp.stdio import Starter, StdioTransport
 
 Connector = Callable[[AsyncExitStack], Any]
 """Builds what ``mcp.Client`` connects to (a transport, or a server object in tests), entering
@@ -97,6 +97,8 @@ class ServerLink:
         self.peer = Peer(config.name, self._relist)
         self.extra_roots: list[Path] = []
         self.workspace: Path | None = None
+        self.agent_config: Any = None
+        """The config of the agent this server serves (``crab_startup``), for the command wrappers."""
         self._client: Any = None
         self._owner: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
@@ -164,9 +166,29 @@ class ServerLink:
         else:
             stderr = asyncio.subprocess.DEVNULL
         self._stdio = StdioTransport(
-            config.command or "", config.args, env, cwd, stderr=stderr, log=self._sink, max_message=config.max_message
+            config.command or "",
+            config.args,
+            env,
+            cwd,
+            stderr=stderr,
+            log=self._sink,
+            max_message=config.max_message,
+            starter=self._starter(),
         )
         return self._stdio.connect()
+
+    def _starter(self) -> Starter:
+        """This server as a command wrapper sees its start: ``mcp:NAME``, the server's permission
+        class, and the agent's config and workspace (in a context without a session or call)."""
+        from crab import ToolContext
+
+        from crab_mcp.stdio import Starter
+
+        context = None
+        if self.agent_config is not None:
+            workspace = self.workspace or Path.cwd()
+            context = ToolContext(session_id="", workspace=workspace, config=self.agent_config)
+        return Starter(f"mcp:{self.name}", self.config.permission, context)
 
     def _open_log(self) -> LogSink | None:
         """This start's log, masking the server's ``${VAR}`` values and every secret crab knows."""

@@ -1,15 +1,16 @@
 """A stdio server's process and its newline-delimited JSON-RPC, each incoming message bounded.
 
 crab starts the server itself, through ``crab.processes`` (its own process group, tagged and
-tracked, so crab's exit ends it and everything it forked), rather than through the SDK's
-``stdio_client``, for what that transport cannot do: a message longer than ``max_message`` bytes
-ends the connection at once (the pending calls fail, the process is ended, crab starts it again on
-the next call) instead of being buffered whole, which left a server that sent 50 MB stuck and
-crab's memory growing; a line on stdout that is not JSON-RPC goes to the server's log, not as the
-SDK's traceback to the terminal; and ``kill`` ends the process at once, so a start that failed or a
-link crab drops costs no shutdown grace. A normal close keeps the MCP order: close stdin, wait up
-to ``grace`` seconds for the server to exit, then TERM and KILL; until the link sets ``grace``
-(the server answered and listed its tools) there is none.
+tracked, so crab's exit ends it and everything it forked; its command passes through
+``wrap_command`` as the tool ``mcp:NAME``, so an OS sandbox such as crab-sandbox may wrap it),
+rather than through the SDK's ``stdio_client``, for what that transport cannot do: a message
+longer than ``max_message`` bytes ends the connection at once (the pending calls fail, the process
+is ended, crab starts it again on the next call) instead of being buffered whole, which left a
+server that sent 50 MB stuck and crab's memory growing; a line on stdout that is not JSON-RPC goes
+to the server's log, not as the SDK's traceback to the terminal; and ``kill`` ends the process at
+once, so a start that failed or a link crab drops costs no shutdown grace. A normal close keeps
+the MCP order: close stdin, wait up to ``grace`` seconds for the server to exit, then TERM and
+KILL; until the link sets ``grace`` (the server answered and listed its tools) there is none.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import IO, Any
 
 from crab_mcp.logpump import LogSink
@@ -27,6 +29,17 @@ TERM_GRACE = 1.0
 REAP = 2.0
 """Seconds to wait for the exit status of a killed process (only an unkillable one runs it out)."""
 JUNK = "[stdout, not JSON-RPC] "
+
+
+@dataclass(frozen=True, slots=True)
+class Starter:
+    """Whose start this is, for ``crab.processes.wrap_command``: the tool name a command wrapper
+    sees (``mcp:NAME``), the server's permission class, and a ``crab.ToolContext`` carrying the
+    agent's config and workspace (None outside an agent: no wrapper then knows whose it is)."""
+
+    tool: str
+    permission: str
+    context: Any = None
 
 
 class StdioTransport:
@@ -43,6 +56,7 @@ class StdioTransport:
         log: LogSink | None,
         max_message: int,
         grace: float = 0.0,
+        starter: Starter | None = None,
     ) -> None:
         self.command = command
         self.args = list(args)
@@ -53,6 +67,7 @@ class StdioTransport:
         self.max_message = max_message
         self.grace = grace
         """Seconds the server may take to exit once its stdin closes; 0: it is ended at once."""
+        self.starter = starter
         self.failure: str | None = None
         """Why crab ended the connection itself (a message over ``max_message``), if it did."""
         self._process: asyncio.subprocess.Process | None = None
@@ -67,9 +82,12 @@ class StdioTransport:
         from mcp.shared.message import SessionMessage
 
         tag = processes.new_tag()
+        who = self.starter or Starter("mcp", "network")
+        argv = processes.wrap_command(
+            [self.command, *self.args], self.cwd, tool=who.tool, permission=who.permission, context=who.context
+        )
         process = await asyncio.create_subprocess_exec(
-            self.command,
-            *self.args,
+            *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=self.stderr,

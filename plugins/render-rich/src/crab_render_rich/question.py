@@ -4,7 +4,8 @@ A question never takes its answer from type-ahead. What was typed before it appe
 as a draft (given back once it is answered); keys pressed in the first ``GUARD`` seconds after it
 was drawn (before a person can have read it) go to that draft too. Only a word typed after that and
 confirmed with Enter answers: ``y`` (once), ``a`` (this permission for the session), ``n`` (no);
-anything else is not an answer and the question stays. Ctrl-C always says no.
+anything else is not an answer and the question stays. Ctrl-C always says no. A call that would
+change files shows the diff under the question, coloured and folded when long.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ class Question:
         permission = visible(self.request.permission)
         ask = wrap(f"? allow {permission}: {one_line(self.request.summary)}", width, "", "  ")
         keys = pack(["y Enter: once", f"a Enter: {permission} for this session", "n Enter or Ctrl-C: no"], width)
-        lines = ["", *(f"\x1b[1;33m{line}\x1b[0m" for line in ask), *(f"\x1b[1m{line}\x1b[0m" for line in keys)]
+        lines = ["", *(f"\x1b[1;33m{line}\x1b[0m" for line in ask), *self._diff()]
+        lines += [f"\x1b[1m{line}\x1b[0m" for line in keys]
         if self.not_an_answer.strip():
             said = one_line(self.not_an_answer, 40)
             lines += [
@@ -93,6 +95,14 @@ class Question:
             kept = "kept for after the question: "
             lines.append(f"\x1b[2m  {kept}{one_line(self.draft, max(8, width - len(kept) - 2))}\x1b[0m")
         return "\n".join(lines) + "\n"
+
+    def _diff(self) -> list[str]:
+        """The change the call would make, under the question (none when its tool cannot tell)."""
+        if not self.request.diffs:
+            return []
+        from crab_render_rich.diff_view import diff_ansi
+
+        return diff_ansi(self.request.diffs)
 
     def prompt(self) -> str:
         return "answer ❯ " if self.listening() else "… "

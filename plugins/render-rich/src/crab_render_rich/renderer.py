@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crab import (
+    ChildEvent,
     CommandOutput,
     CompactionEvent,
     ErrorEvent,
@@ -36,6 +37,7 @@ from crab import (
 from crab_render_rich import view
 from crab_render_rich.blocks import BlockSplitter
 from crab_render_rich.checklist import Checklist
+from crab_render_rich.children import ChildLines
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
@@ -91,6 +93,7 @@ class LiveArea:
         now = time.monotonic()
         for running in r.running.values():
             yield view.tool_running(running.call, now - running.started, frame)
+        yield from r.children.lines(now, frame)
         if r.waiting and not tail and not r.running and not r.thinking_text:
             yield Text(f"{frame} working…", style="dim")
 
@@ -132,12 +135,14 @@ class RichRenderer:
         """The model's reply is being written: a command's output now would land inside it."""
         self.held: list[CommandOutput] = []
         self.checklist = Checklist()
+        self.children = ChildLines(clock)
+        """Running child sessions (subagents), one live line each: their text never joins the answer."""
         self._live_shown = False
 
     # --- the live area -------------------------------------------------------------------------
 
     def _live(self) -> None:
-        wanted = bool(self.blocks.tail.strip() or self.running or self.thinking_text or self.waiting)
+        wanted = bool(self.blocks.tail.strip() or self.running or self.thinking_text or self.waiting or self.children)
         if wanted != self._live_shown:
             self._live_shown = wanted
             self.screen.live(self.area if wanted else None)
@@ -193,6 +198,10 @@ class RichRenderer:
     # --- the protocol --------------------------------------------------------------------------
 
     def handle(self, event: Event) -> None:
+        if isinstance(event, ChildEvent):
+            self.children.handle(event)
+            self._live()
+            return
         if isinstance(event, TextDelta):
             self.waiting = False
             self.answering = True
@@ -216,7 +225,12 @@ class RichRenderer:
         elif isinstance(event, ToolResultEvent):
             self.running.pop(event.call_id, None)
             call = self.calls.pop(event.call_id, None)
-            self._line(view.tool_done(call, event.name, event.content, event.is_error, event.duration_ms / 1000))
+            if event.diffs and not event.is_error:
+                from crab_render_rich.diff_view import tool_changed
+
+                self._line(tool_changed(call, event.name, event.diffs, event.duration_ms / 1000))
+            else:
+                self._line(view.tool_done(call, event.name, event.content, event.is_error, event.duration_ms / 1000))
             self.waiting = not self.running
         elif isinstance(event, UsageEvent):  # a model call ended: its reply is written
             self.context_tokens = event.usage.input_tokens + event.usage.cache_read_tokens + event.usage.output_tokens
@@ -298,6 +312,7 @@ class RichRenderer:
         self.answering = False
         self.running.clear()
         self.calls.clear()
+        self.children.clear()
         self.waiting = False
         if self.checklist.changed:
             self._plan_printed()

@@ -1,4 +1,5 @@
-"""crab-sandbox: every process a tool starts runs inside bubblewrap (hook implementations only).
+"""crab-sandbox: every process a tool starts (and, with ``mcp_servers``, every MCP stdio server)
+runs inside bubblewrap (hook implementations only).
 
 The sandbox itself is ``crab_sandbox.policy`` (the bwrap arguments), ``runtime`` (the
 ``crab.processes`` command wrapper), ``report`` (the note a refused command's result gets) and
@@ -25,9 +26,10 @@ def crab_config_table() -> ConfigTable:
     return TABLE
 
 
-@crab.hookimpl
+@crab.hookimpl(tryfirst=True)
 def crab_startup(agent: AgentHandle) -> None:
-    """Probe bwrap and start wrapping this agent's tool processes."""
+    """Probe bwrap and start wrapping this agent's tool processes: first, before another plugin's
+    start-up starts a process (crab-mcp's stdio servers)."""
     from crab_sandbox import runtime
 
     runtime.start(agent)

@@ -1,5 +1,6 @@
 """One run's sandbox: probed at start-up, a ``crab.processes`` command wrapper while the agent
-lives, and the record of what each sandboxed call was denied (for its result's note).
+lives, and the record of what each sandboxed call was denied (for its result's note). With
+``mcp_servers`` it wraps crab-mcp's stdio servers too (``Launch.tool`` ``mcp:NAME``).
 
 The wrapper is process-wide (``crab.processes.add_command_wrapper``); it wraps only the calls of
 the agents that started it, told apart by their config, as crab-schedule tells its agents apart.
@@ -22,6 +23,8 @@ from crab_sandbox.settings import NAME, Settings, load_settings
 
 KEYBOARD = "!keyboard"
 """``Launch.tool`` of a ``!cmd`` a person typed at the keyboard of ``crab chat`` (crab.processes)."""
+MCP_SERVER = "mcp:"
+"""``Launch.tool`` prefix of an MCP stdio server crab-mcp starts (``mcp:NAME``)."""
 
 STATE_KEY = "sandbox.calls"
 """``ToolContext.state`` key: call id → ``policy.Facts`` of the commands it started."""
@@ -114,6 +117,9 @@ def wrap(launch: processes.Launch) -> list[str] | None:
     settings = settings_for(config, workspace)
     if launch.tool == KEYBOARD and settings.shell_escape == "keyboard-free":
         return None  # the person typing is the user: their own command, as in their own shell
+    server = launch.tool.startswith(MCP_SERVER)
+    if server and not settings.mcp_servers:
+        return None  # MCP servers run inside only when the user asks (mcp_servers)
     if not active.probe.works or active.probe.bwrap is None:
         if active.mode == "required":
             raise crab.ToolError(
@@ -126,7 +132,9 @@ def wrap(launch: processes.Launch) -> list[str] | None:
         workspace=workspace,
         cwd=launch.cwd,
         settings=settings,
-        env=os.environ,
+        # A server's environment is crab-mcp's short safe list plus what its config passes on
+        # purpose (a token for its API): nothing of crab's own to take away.
+        env={} if server else os.environ,
         secrets=crab.known_secrets(config),
         network=settings.network or launch.permission == "network",
         unreadable=_unreadable(),

@@ -1,7 +1,7 @@
 """``[plugins.sandbox]``: its declaration, and the typed settings read from the checked table.
 
 Every key that widens what a sandboxed command may do (``mode = "off"``, ``writable``,
-``network``, ``bwrap``) is trust-only or ordered by trust: an untrusted project config may only
+``network``, ``bwrap``, ``mcp_servers = false``) is trust-only or ordered by trust: an untrusted project config may only
 make the sandbox stricter (hide more paths, more variables, ``required``).
 """
 
@@ -98,6 +98,14 @@ TABLE = crab.ConfigTable(
             trust_order=SHELL_ESCAPES,
         ),
         crab.Setting(
+            "mcp_servers",
+            "bool",
+            False,
+            "run MCP stdio servers (crab-mcp) inside the sandbox too; they get the network when "
+            "their permission class is network (crab-mcp's default)",
+            trust_order=(True, False),
+        ),
+        crab.Setting(
             "bwrap",
             "str",
             "",
@@ -119,6 +127,7 @@ class Settings:
     hidden_env: tuple[str, ...] = ()
     network: bool = False
     shell_escape: ShellEscape = "keyboard-free"
+    mcp_servers: bool = False
     bwrap: str = ""
 
 
@@ -143,5 +152,6 @@ def load_settings(table: Mapping[str, Any], workspace: Path) -> Settings:
         hidden_env=tuple(values["hidden_env"]),
         network=values["network"],
         shell_escape=values["shell_escape"],
+        mcp_servers=values["mcp_servers"],
         bwrap=values["bwrap"],
     )

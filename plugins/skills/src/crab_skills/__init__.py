@@ -1,4 +1,5 @@
-"""crab-skills: Agent Skills (SKILL.md folders) named in the prompt, loaded by a tool or ``/skill:name``.
+"""crab-skills: Agent Skills (SKILL.md folders) named in the prompt, loaded by a tool or ``/skill:name``,
+and the user's own slash commands (Markdown files in ``$CRAB_HOME/commands/`` and ``.crab/commands/``).
 
 Hook implementations only; the work is in ``crab_skills.runtime`` and the modules it uses. The
 entry point is the class: crab makes one object per plugin host, which keeps the folders other
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import crab
 
 if TYPE_CHECKING:
-    from crab import AgentHandle, Command, Config, ConfigTable, Tool
+    from crab import AgentHandle, Command, Config, ConfigTable, Deny, Tool, ToolCall, ToolContext
 
     from crab_skills.runtime import Skills
 
@@ -65,15 +66,22 @@ class SkillsPlugin:
 
     @crab.hookimpl
     def crab_commands(self, config: Config) -> list[Command]:
-        """``/skill`` (lists) and ``/skill NAME request`` = ``/skill:NAME request``."""
+        """``/skill`` (lists) and ``/skill NAME request`` = ``/skill:NAME request``; one command per
+        file in ``$CRAB_HOME/commands/`` and ``.crab/commands/``."""
         return [
             crab.Command(
                 "skill",
                 "run a turn with a skill's instructions (/skill:NAME request); alone, list skills",
                 self.skills.command,
                 usage="[NAME [request]]",
-            )
+            ),
+            *self.skills.registered(config),
         ]
+
+    @crab.hookimpl
+    def crab_before_tool_call(self, call: ToolCall, ctx: ToolContext) -> Deny | None:
+        """While a command with ``allowed-tools`` runs, refuse the calls it does not allow."""
+        return self.skills.check_tool(call, ctx)
 
     @crab.hookimpl
     def crab_startup(self, agent: AgentHandle) -> None:

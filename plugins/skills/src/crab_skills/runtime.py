@@ -1,8 +1,10 @@
-"""The plugin's state for one run and what its hooks do: the catalog, the tool, the command.
+"""The plugin's state for one run and what its hooks do: the catalog, the tool, the commands.
 
 One ``Skills`` object lives per plugin host. It learns the folders other plugins ship when the
 agent starts (``crab_skill_dirs``, collected through the handle), searches the roots again for
 every prompt (a skill added mid-session appears at the next call) and shows each warning once.
+It also makes the user's own command files slash commands (``crab_skills.user_commands``) and,
+while one whose ``allowed-tools`` is set runs, refuses the calls it does not allow.
 """
 
 from __future__ import annotations
@@ -12,12 +14,25 @@ from pathlib import Path
 from typing import Any
 
 import crab
-from crab import AgentHandle, CommandContext, CommandResult, Config, Tool, ToolContext, ToolError, ToolResult
+from crab import (
+    AgentHandle,
+    Command,
+    CommandContext,
+    CommandResult,
+    Config,
+    Deny,
+    Tool,
+    ToolCall,
+    ToolContext,
+    ToolError,
+    ToolResult,
+)
 
 from crab_skills.content import listing, loaded, prompt_section, read_file, user_turn
 from crab_skills.discovery import Cache, Catalog, discover
 from crab_skills.roots import build_roots, plugin_dirs
 from crab_skills.settings import PLUGIN, Settings, load_settings
+from crab_skills.user_commands import AllowedTool, Commands, UserCommand
 
 HOOK = "crab_skill_dirs"
 TOOL_TIMEOUT = 10.0
@@ -44,14 +59,18 @@ class Skills:
         self.handle: AgentHandle | None = None
         self.shown: set[str] = set()
         self.cache: Cache = {}
+        self._pending_warnings: list[str] = []
+        self.narrowed: dict[str, list[tuple[str, tuple[AllowedTool, ...]]]] = {}
+        """Per session, the running user commands that set ``allowed-tools`` (innermost last)."""
 
     # --- catalog --------------------------------------------------------------------------
 
     def start(self, handle: AgentHandle) -> None:
-        """Collect other plugins' folders and show what is wrong with any skill now."""
+        """Collect other plugins' folders and show what is wrong with any skill or command now."""
         self.handle = handle
         self.plugins = plugin_dirs(handle.collect(HOOK))
         self.catalog(handle.workspace, handle.config)
+        self.warn(self._pending_warnings)
 
     def catalog(self, workspace: Path, config: Config, *, on_loop: bool = True) -> tuple[Catalog, Settings]:
         """The skills now. Off the event loop (the tool's worker thread) nothing is shown and the
@@ -134,3 +153,76 @@ class Skills:
         if outcome.error:  # the turn already showed its error; this keeps the exit status
             return CommandResult(f"/skill:{name}: the turn ended with an error ({outcome.stop})", is_error=True)
         return CommandResult("")
+
+    # --- the user's own commands ------------------------------------------------------------
+
+    def user_commands(self, workspace: Path, config: Config) -> Commands:
+        from crab_skills.user_commands import discover
+
+        settings = load_settings(config.plugin_settings(PLUGIN), workspace)
+        if not settings.commands:
+            return Commands()
+        return discover(workspace, config, settings.max_bytes)
+
+    def registered(self, config: Config) -> list[Command]:
+        """One router command per command file, as the run's folder has them (the composition root
+        builds the agent for the current folder); each is read again when it runs."""
+        try:
+            found = self.user_commands(Path.cwd(), config)
+        except OSError as exc:  # the folder is gone: no commands, and skills keep working
+            self._pending_warnings = [f"commands: cannot look for command files: {exc.strerror or exc}"]
+            return []
+        self._pending_warnings = found.warnings  # shown once the agent can show them (``start``)
+        return [self._command(command) for command in found.found.values()]
+
+    def _command(self, command: UserCommand) -> Command:
+        name = command.name
+
+        async def run(ctx: CommandContext, args: str) -> CommandResult:
+            return await self.run_user_command(ctx, name, args)
+
+        return Command(name, f"{command.description} ({command.label})", run, usage=command.hint)
+
+    async def run_user_command(self, ctx: CommandContext, name: str, args: str) -> CommandResult:
+        """Send the command's expanded text as the user's prompt, within its ``allowed-tools``."""
+        from crab_skills.user_commands import prompt
+
+        handle = ctx.handle
+        found = self.user_commands(handle.workspace, handle.config)
+        self.warn(found.warnings)
+        command = found.found.get(name)
+        if command is None:
+            return CommandResult(f"/{name}: its command file is gone; type /help for the commands there are", True)
+        settings = load_settings(handle.config.plugin_settings(PLUGIN), handle.workspace)
+        try:
+            text = prompt(command, settings.max_bytes, args)
+        except OSError as exc:
+            return CommandResult(f"cannot read {command.file}: {exc.strerror or exc}", is_error=True)
+        if command.model and command.model not in (handle.model, f"{handle.provider_name}/{handle.model}"):
+            handle.notice(
+                f"/{name} asks for the model {command.model}; this turn uses {handle.model} "
+                "(crab cannot switch models for one command)",
+                "warning",
+            )
+        stack = self.narrowed.setdefault(ctx.session.id, [])
+        if command.allowed is not None:
+            stack.append((name, command.allowed))
+        try:
+            outcome = await handle.handle_input(ctx.session, text)
+        finally:
+            if command.allowed is not None:
+                stack.remove((name, command.allowed))
+            if not stack:
+                self.narrowed.pop(ctx.session.id, None)
+        if outcome.error:  # the turn already showed its error; this keeps the exit status
+            return CommandResult(f"/{name}: the turn ended with an error ({outcome.stop})", is_error=True)
+        return CommandResult("")
+
+    def check_tool(self, call: ToolCall, ctx: ToolContext) -> Deny | None:
+        """Refuse a call that a running command's ``allowed-tools`` does not allow (each of the
+        running commands must allow it); nothing is ever allowed here that the gate would refuse."""
+        for name, allowed in self.narrowed.get(ctx.session_id, ()):
+            if not any(entry.permits(call.name, call.arguments) for entry in allowed):
+                shown = ", ".join(entry.shown for entry in allowed) or "no tools"
+                return Deny(f"/{name} allows only {shown}; {call.name} is not among them, so it was not run")
+        return None

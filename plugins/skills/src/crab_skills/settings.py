@@ -38,6 +38,13 @@ TABLE = ConfigTable(
             trust_only=True,
         ),
         Setting(
+            "commands",
+            "bool",
+            True,
+            "make Markdown files in $CRAB_HOME/commands/ and the project's .crab/commands/ slash commands",
+            trust_order=(False, True),
+        ),
+        Setting(
             "max_listed",
             "int",
             DEFAULT_MAX_LISTED,
@@ -63,6 +70,7 @@ class Settings:
 
     paths: tuple[Path, ...] = ()
     project: bool = True
+    commands: bool = True
     max_listed: int = DEFAULT_MAX_LISTED
     max_bytes: int = DEFAULT_MAX_BYTES
 
@@ -73,6 +81,7 @@ def load_settings(table: Mapping[str, Any] | None, workspace: Path) -> Settings:
     return Settings(
         paths=tuple(workspace / Path(p).expanduser() for p in values["paths"]),
         project=values["project"],
+        commands=values["commands"],
         max_listed=values["max_listed"],
         max_bytes=values["max_bytes"],
     )

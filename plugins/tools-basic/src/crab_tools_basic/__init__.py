@@ -1,5 +1,6 @@
-"""crab-tools-basic: registers read, write, edit, bash, glob, grep and ls, and the system prompt
-part on working with them (hook implementations only)."""
+"""crab-tools-basic: registers read, write, edit, bash (with background jobs: bash_output,
+bash_kill, /jobs), glob, grep and ls, and the system prompt part on working with them (hook
+implementations only)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING
 import crab
 
 if TYPE_CHECKING:
-    from crab import Config, ConfigTable, Tool
+    from crab import AgentHandle, Command, Config, ConfigTable, Tool
 
 CRAB_API = ">=1.0,<2"
 
@@ -23,10 +24,18 @@ def crab_config_table() -> ConfigTable:
 
 @crab.hookimpl
 def crab_tools(config: Config) -> list[Tool]:
-    """The seven tools; bash's loop timeout follows ``bash_max_timeout`` from this config."""
+    """The tools; bash's loop timeout follows ``bash_max_timeout`` from this config."""
     from crab_tools_basic.registry import build_tools
 
     return build_tools(config.plugin_settings("tools-basic"))
+
+
+@crab.hookimpl
+def crab_commands() -> list[Command]:
+    """``/jobs``: this session's background shells."""
+    from crab_tools_basic.registry import build_commands
+
+    return build_commands()
 
 
 @crab.hookimpl
@@ -36,3 +45,11 @@ def crab_system_prompt() -> str:
     from crab_tools_basic.guidance import GUIDANCE
 
     return GUIDANCE
+
+
+@crab.hookimpl
+async def crab_shutdown(agent: AgentHandle) -> None:
+    """End this agent's background jobs (crab's exit ends any left, too)."""
+    from crab_tools_basic.jobs import end_agent
+
+    await end_agent(agent.config)

@@ -5,6 +5,8 @@ can find every process it starts, ``setsid`` ones included), with stdin from /de
 output comes through a pipe into a capped, redacted capture (``bash_log``); the call ends when
 the shell exits, and output a background child writes after that is dropped. On timeout or
 abort the group and every descendant carrying this call's tag get SIGTERM, then SIGKILL.
+With ``background: true`` the command starts as a job of the session instead (``jobs``) and the
+call answers with its id at once.
 """
 
 from __future__ import annotations
@@ -206,12 +208,23 @@ async def bash(
     command: Annotated[str, "the shell command (bash -c), run from the workspace root"],
     ctx: ToolContext,
     timeout: Annotated[float | None, "seconds before the command is killed"] = None,
+    background: Annotated[
+        bool, "start it as a background job and return its id at once (for servers, watchers, long builds)"
+    ] = False,
 ) -> ToolResult:
     settings = settings_of(ctx)
     limit, note = pick_timeout(timeout, settings)
     if not command.strip():
         raise ToolError("command is empty")
     workspace = workspace_of(ctx, settings).root
+    if background:
+        from crab_tools_basic.job_tools import start_background
+
+        with os_errors("bash could not start the background job"):
+            started = await start_background(command, workspace, limit if timeout is not None else None, ctx)
+        if note:
+            return ToolResult(f"{note}\n{started.content}", started.is_error, started.details)
+        return started
     capture = Capture()
     with os_errors("bash could not start"):
         log = bash_log.new_log_path(settings.log_dir, ctx.session_id)
@@ -248,9 +261,10 @@ def make_bash_tool(settings: Settings) -> Tool:
         "killed. Output beyond the last 2,000 lines or 50 KB is cut and the output saved to a log "
         "file whose path is given (read it with offset; of a huge output the log keeps the first "
         "1 MB and the last 4 MB), so do not pipe output through head or tail to shorten it. A "
-        "non-zero exit is reported as an error. The call ends when the shell exits: a command left "
-        "running in the background keeps running until crab exits, and should send its output to a "
-        "file (`cmd > out.log 2>&1 &`). Prefer read, grep, glob and ls for looking at files, and "
+        "non-zero exit is reported as an error. The call ends when the shell exits. For a command that "
+        "keeps running (a dev server, a watcher, a long build) pass `background: true`: it returns a "
+        "job id at once (no timeout unless you pass one); read its new output with bash_output and "
+        "end it with bash_kill. Prefer read, grep, glob and ls for looking at files, and "
         "edit or write for changing them."
     )
     return tool(

@@ -1,4 +1,5 @@
-"""The ``edit`` tool: exact, all-or-nothing replacements in one file, gated and atomic."""
+"""The ``edit`` tool: exact, all-or-nothing replacements in one file, gated and atomic; its result
+carries the diff, and its preview computes that diff without writing (the permission question)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-from crab import ToolContext, ToolError, tool
+from crab import FileDiff, ToolContext, ToolError, ToolResult, tool
 
 from crab_tools_basic import anchored, read_gate, splice
-from crab_tools_basic.files import open_existing, refuse_hardlinked
+from crab_tools_basic.diffs import file_diff
+from crab_tools_basic.files import Missing, open_existing, refuse_hardlinked
 from crab_tools_basic.oserrors import os_errors
 from crab_tools_basic.splice import apply_edits
 from crab_tools_basic.text import looks_binary
@@ -107,10 +109,11 @@ def edit_file(
     display: str,
     edits: Sequence[splice.Edit],
     allow_hardlinks: bool = True,
-) -> str:
+) -> ToolResult:
     """Apply ``edits`` to ``real`` (inside ``root``) after the read gate; untouched unless all apply.
 
-    The file is opened, and replaced, from ``root`` without following a symlink on the way.
+    The file is opened, and replaced, from ``root`` without following a symlink on the way. The
+    result's text says where the edits landed; its ``diffs`` hold the change.
     """
     with read_gate.path_lock(state, real), anchored.parent_of(root, real, display) as parent:
         handle, info = open_existing(parent)
@@ -130,7 +133,29 @@ def edit_file(
     if len(landed) > MAX_PLACES:
         where += f" and {len(landed) - MAX_PLACES} more"
     count = "1 replacement" if len(landed) == 1 else f"{len(landed)} replacements"
-    return f"edited {display}: {count} ({where})"
+    return ToolResult(f"edited {display}: {count} ({where})", diffs=(file_diff(display, original, updated),))
+
+
+def preview_edit(arguments: dict[str, Any], ctx: ToolContext) -> list[FileDiff]:
+    """The diff ``edit`` would make with these (prepared) arguments, nothing written; [] when
+    the edits would not apply (the call itself then says why)."""
+    settings = settings_of(ctx)
+    ws = workspace_of(ctx, settings)
+    try:
+        real = ws.resolve(arguments["path"], write=True)
+        display = ws.display(real)
+        with anchored.parent_of(ws.scope_of(real), real, display) as parent:
+            handle, _ = open_existing(parent)
+            with handle:
+                refuse_hardlinked(handle, display, settings.allow_hardlinks)
+                original = handle.read()
+        if looks_binary(original):
+            return []
+        changes = [(e["old"], e["new"], e.get("replace_all", False)) for e in arguments["edits"]]
+        updated, _ = apply_edits(original, changes)
+    except (Missing, ToolError, OSError, KeyError, TypeError):
+        return []
+    return [file_diff(display, original, updated)]
 
 
 # crab ships no py.typed yet, so mypy sees its decorators as untyped.
@@ -138,12 +163,13 @@ def edit_file(
     permission="write",
     prepare_arguments=prepare_edit_arguments,
     output_limit=None,
+    preview=preview_edit,
 )
 def edit(
     path: Annotated[str, "file to change, relative to the workspace"],
     edits: Annotated[list[Edit], "replacements, each {old, new}, checked against the file as it is now"],
     ctx: ToolContext,
-) -> str:
+) -> ToolResult:
     """Replace exact text in a file: each `old` must appear exactly once, unless `replace_all` is set.
 
     Copy `old` from what read showed, without the line-number prefix, and add a few lines

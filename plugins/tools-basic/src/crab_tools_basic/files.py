@@ -1,4 +1,5 @@
-"""The ``read`` and ``write`` tools: numbered, budgeted reads and gated, atomic writes.
+"""The ``read`` and ``write`` tools: numbered, budgeted reads and gated, atomic writes (whose
+result carries the diff, and whose preview computes it without writing).
 
 Both open files through ``anchored``, so a folder swapped for a symlink after the check is refused.
 """
@@ -13,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
-from crab import OutputLimit, ToolContext, ToolError, tool
+from crab import FileDiff, OutputLimit, ToolContext, ToolError, ToolResult, tool
 from crab import truncate_output as truncate
 
 from crab_tools_basic import anchored, read_gate
 from crab_tools_basic.anchored import Parent
+from crab_tools_basic.diffs import file_diff
 from crab_tools_basic.oserrors import os_errors
 from crab_tools_basic.text import BOM, SNIFF_BYTES, looks_binary
 from crab_tools_basic.workspace import settings_of, workspace_of
@@ -166,10 +168,11 @@ def read(
 
 def write_file(
     state: dict[str, Any], root: Path, real: Path, display: str, content: str, allow_hardlinks: bool = True
-) -> str:
+) -> ToolResult:
     """Create or overwrite ``real`` (inside ``root``) with ``content`` (UTF-8), gated and atomic.
 
-    Returns a summary. Every folder on the way is opened from ``root`` without following a symlink.
+    Returns a summary, with the change in its ``diffs``. Every folder on the way is opened from
+    ``root`` without following a symlink.
     """
     try:
         data = content.encode("utf-8", "surrogateescape")
@@ -177,6 +180,7 @@ def write_file(
         raise ToolError("content contains characters that cannot be written as UTF-8 (lone surrogates)") from None
     with read_gate.path_lock(state, real), anchored.parent_of(root, real, display, create=True) as parent:
         info: os.stat_result | None = None
+        before: bytes | None = None
         try:
             handle, info = open_existing(parent, on_folder="give a file path")
         except Missing:
@@ -184,22 +188,55 @@ def write_file(
         else:
             with handle:
                 refuse_hardlinked(handle, display, allow_hardlinks)
-                current = hashlib.file_digest(handle, "sha256").hexdigest()
-            read_gate.check(state, real, display, current, info.st_mtime_ns)
+                before = handle.read()
+            read_gate.check(state, real, display, hashlib.sha256(before).hexdigest(), info.st_mtime_ns)
         mode = stat.S_IMODE(info.st_mode) if info is not None else None
         mtime_ns = anchored.replace_entry(parent, data, mode)
         read_gate.remember(state, real, hashlib.sha256(data).hexdigest(), mtime_ns)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     verb = "overwrote" if info is not None else "created"
-    return f"{verb} {display} ({len(data)} bytes, {lines} lines)"
+    summary = f"{verb} {display} ({len(data)} bytes, {lines} lines)"
+    return ToolResult(summary, diffs=(write_diff(display, before, data),))
 
 
-@tool(permission="write", output_limit=None)
+def write_diff(display: str, before: bytes | None, data: bytes) -> FileDiff:
+    """The change of a write: a diff from what was there (None: nothing)."""
+    return file_diff(display, before, data)
+
+
+def preview_write(arguments: dict[str, Any], ctx: ToolContext) -> list[FileDiff]:
+    """The diff ``write`` would make with these arguments, nothing written or created (not even
+    a folder); [] when the write would be refused anyway."""
+    settings = settings_of(ctx)
+    ws = workspace_of(ctx, settings)
+    try:
+        data = str(arguments["content"]).encode("utf-8", "surrogateescape")
+        real = ws.resolve(arguments["path"], write=True)
+        display = ws.display(real)
+        before: bytes | None = None
+        try:
+            with anchored.parent_of(ws.scope_of(real), real, display) as parent:
+                handle, _ = open_existing(parent, on_folder="give a file path")
+                with handle:
+                    refuse_hardlinked(handle, display, settings.allow_hardlinks)
+                    before = handle.read()
+        except (Missing, FileNotFoundError):
+            before = None  # a new file
+        except ToolError:
+            if real.parent.is_dir():
+                return []  # refused for a reason the call itself will give
+            before = None  # a new file in folders the write will make
+    except (ToolError, OSError, UnicodeEncodeError):
+        return []
+    return [write_diff(display, before, data)]
+
+
+@tool(permission="write", output_limit=None, preview=preview_write)
 def write(
     path: Annotated[str, "file to create or overwrite, relative to the workspace"],
     content: Annotated[str, "the complete new content of the file"],
     ctx: ToolContext,
-) -> str:
+) -> ToolResult:
     """Create a file, or replace its whole content. Missing parent folders are created.
 
     `content` is the whole file, every line written out: never a placeholder such as "... rest

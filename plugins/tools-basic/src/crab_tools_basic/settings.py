@@ -20,6 +20,8 @@ PLUGIN = "tools-basic"
 DEFAULT_BASH_TIMEOUT = 120.0
 MAX_BASH_TIMEOUT = 600.0
 LOG_RETENTION_DAYS = 7.0
+MAX_JOBS = 8
+JOB_BUFFER = 1 << 20
 
 
 def _check(values: Mapping[str, Any]) -> None:
@@ -32,7 +34,7 @@ def _check(values: Mapping[str, Any]) -> None:
 
 TABLE = ConfigTable(
     name=PLUGIN,
-    doc="the seven basic tools",
+    doc="the basic tools",
     settings=(
         Setting(
             "extra_roots",
@@ -63,6 +65,22 @@ TABLE = ConfigTable(
             trust_only=True,
         ),
         Setting("bash_log_retention_days", "float", LOG_RETENTION_DAYS, "days bash logs are kept", minimum=0),
+        Setting(
+            "bash_max_jobs",
+            "int",
+            MAX_JOBS,
+            "background shells (bash with background: true) a session may run at once; 0 turns them off",
+            minimum=0,
+            maximum=64,
+        ),
+        Setting(
+            "bash_job_buffer",
+            "int",
+            JOB_BUFFER,
+            "bytes of a background shell's latest output kept for bash_output (older output is dropped)",
+            minimum=4096,
+            maximum=64 << 20,
+        ),
     ),
     check=_check,
 )
@@ -84,6 +102,8 @@ class Settings:
     grep_backend: Backend = "auto"
     allow_hardlinks: bool = False
     bash_log_retention_days: float = LOG_RETENTION_DAYS
+    bash_max_jobs: int = MAX_JOBS
+    bash_job_buffer: int = JOB_BUFFER
 
     @property
     def log_dir(self) -> Path:
@@ -108,4 +128,6 @@ def load_settings(table: Mapping[str, Any] | None, workspace: Path | None = None
         grep_backend=values["grep_backend"],
         allow_hardlinks=values["allow_hardlinks"],
         bash_log_retention_days=values["bash_log_retention_days"],
+        bash_max_jobs=values["bash_max_jobs"],
+        bash_job_buffer=values["bash_job_buffer"],
     )

@@ -1,0 +1,259 @@
+"""Child sessions: a tool call that runs one turn of a new session inside the same agent.
+
+``run_child`` is what ``AgentHandle.run_child`` does. The child is a session of its own in the
+store, linked to its parent by the session ``meta`` (``PARENT_SESSION_META``, ``PARENT_CALL_META``,
+which every store keeps and lists), with its own context, its own tool set (a subset of the
+registry, never more) and optionally its own model. It runs under the same permission gate and
+mode as its parent (the same agent), so it is never allowed more; its permission questions (and
+its tools' questions, ``ToolContext.question``) go to the parent call's, labelled and one at a
+time. What it emits reaches the parent's stream wrapped in ``ChildEvent``; the usage it spent is
+added to the parent's turn.
+
+``repair_children`` keeps a killed tree whole: when a parent is resumed with calls left
+without a result, the child sessions those calls started get their stand-in results too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from crab._contracts.errors import ConfigError
+from crab._contracts.events import ChildEvent, Event, NoticeEvent, ToolCallEvent
+from crab._contracts.handle import ChildOutcome
+from crab._contracts.interception import Answer, AskUser, PermissionRequest
+from crab._contracts.messages import AssistantMessage, Message, ToolCall, message_to_dict
+from crab._contracts.providers import Provider
+from crab._contracts.questions import AskQuestion, Question
+from crab._contracts.tools import Tool, ToolContext
+from crab._loop import compaction
+from crab._loop.compaction import Compacted, CompactionReason
+from crab._loop.history import load_history
+from crab._loop.model_call import ModelCalls
+from crab._loop.model_choice import ModelChoice, choice_of
+from crab._loop.session import QueuedInput, Session
+from crab._loop.turn import Turn, TurnParts
+
+if TYPE_CHECKING:
+    from crab._contracts.storage import SessionInfo, Store
+    from crab._loop.agent import Agent
+    from crab._secrets.redaction import Redactor
+
+PARENT_SESSION_META = "crab.parent_session"
+"""Session ``meta`` key: the id of the session whose tool call started this one."""
+PARENT_CALL_META = "crab.parent_call"
+"""Session ``meta`` key: the id of that tool call."""
+CHILD_LABEL_META = "crab.child_label"
+"""Session ``meta`` key: what runs in the child (an agent's name), as its events are labelled."""
+QUESTION_LOCK_KEY = "crab.child_questions"
+"""Parent session state: the lock that puts its children's permission questions one at a time."""
+MAX_TITLE = 80
+
+
+def _parent_choice(agent: Agent, session_id: str) -> ModelChoice:
+    """What the calling session talks to (``/model`` may have switched it), else the run's model."""
+    parent = next((session for session in agent.busy if session.id == session_id), None)
+    return agent.model_for(parent)
+
+
+def _model(agent: Agent, model: str | None, parent: ModelChoice) -> ModelChoice:
+    """The provider and model a child runs on: ``provider/model``, a model of the parent's
+    provider, or (None) the parent's own; ``ConfigError`` when the provider refuses the model."""
+    if not model:
+        return parent
+    providers: Mapping[str, Provider] = agent.host.registry("providers")
+    provider, model_id = parent.provider, model
+    prefix, _, rest = model.partition("/")
+    if rest and prefix in providers:
+        provider, model_id = providers[prefix], rest
+    if provider is parent.provider and model_id == parent.model:
+        return parent
+    provider.check(model_id)
+    return choice_of(provider, model_id)
+
+
+def child_tools(registry: Mapping[str, Tool], names: Collection[str] | None, read_only: bool) -> dict[str, Tool]:
+    """The registry's tools a child may use: those named (all when None), in registry order,
+    without the ones that write or run commands when ``read_only``."""
+    chosen = {name: tool for name, tool in registry.items() if names is None or name in names}
+    if read_only:
+        chosen = {name: tool for name, tool in chosen.items() if tool.permission not in ("write", "exec")}
+    return chosen
+
+
+def labelled_ask(ask: AskUser | None, label: str, lock: asyncio.Lock) -> AskUser | None:
+    """``ask`` with the question's summary prefixed ``[label]``, one question at a time."""
+    if ask is None:
+        return None
+    asker = ask
+
+    async def asked(request: PermissionRequest) -> Answer:
+        async with lock:
+            return await asker(replace(request, summary=f"[{label}] {request.summary}"))
+
+    return asked
+
+
+def labelled_question(question: AskQuestion | None, label: str, lock: asyncio.Lock) -> AskQuestion | None:
+    """``question`` with the text prefixed ``[label]``, one at a time (with the permission questions)."""
+    if question is None:
+        return None
+    asker = question
+
+    async def asked(asked_question: Question) -> str | None:
+        async with lock:
+            return await asker(replace(asked_question, text=f"[{label}] {asked_question.text}"))
+
+    return asked
+
+
+async def run_child(
+    agent: Agent,
+    ctx: ToolContext,
+    prompt: str,
+    *,
+    label: str,
+    tools: Collection[str] | None = None,
+    instructions: str | None = None,
+    model: str | None = None,
+    max_iterations: int | None = None,
+    read_only: bool = False,
+    state: Mapping[str, Any] | None = None,
+    title: str | None = None,
+) -> ChildOutcome:
+    """Run ``prompt`` as one turn of a new child session of ``ctx``'s call (``AgentHandle.run_child``)."""
+    if not ctx.call_id:
+        raise ConfigError("run_child needs the context of a tool call (one with a call id)")
+    choice = _model(agent, model, _parent_choice(agent, ctx.session_id))
+    model_id = choice.model
+    parent_parts = agent.turn_parts()
+    workspace = Path(ctx.workspace)
+    meta = {PARENT_SESSION_META: ctx.session_id, PARENT_CALL_META: ctx.call_id, CHILD_LABEL_META: label}
+    shown_title = title or f"{label}: {' '.join(prompt.split())}"
+    if len(shown_title) > MAX_TITLE:
+        shown_title = shown_title[: MAX_TITLE - 1] + "…"
+    created = await agent.store.create_session(str(workspace), title=shown_title, meta=meta)
+    child = Session(info=created, workspace=workspace, state=dict(state or {}))
+    called: list[str] = []
+    replies = 0
+
+    def emit(event: Event, _session_id: str = "") -> None:
+        if isinstance(event, ToolCallEvent):
+            called.append(event.call.name)
+        ctx.emit(ChildEvent(child.id, label, ctx.call_id, event))
+
+    async def record_message(session: Session, message: Message) -> None:
+        nonlocal replies
+        if isinstance(message, AssistantMessage):
+            replies += 1
+        await agent.record_message(session, message)
+
+    lock = ctx.state.setdefault(QUESTION_LOCK_KEY, asyncio.Lock())
+    ask = labelled_ask(ctx.ask, label, lock)
+    question = labelled_question(ctx.question, label, lock)
+
+    def tool_context(session: Session, call: ToolCall, tool: Tool) -> ToolContext:
+        made = agent.tool_context(session, call, tool)
+        made.emit = emit
+        made.ask = ask  # never the agent's own: where the parent cannot ask, neither can its child
+        made.question = question
+        return made
+
+    calls = ModelCalls(
+        agent.host.dispatch,
+        lambda _session: choice,
+        emit=emit,
+        append_entry=agent.append_entry,
+        redact=agent.redactor.text,
+    )
+
+    async def system_prompt(session: Session) -> str:
+        base = await agent.system_prompt(session)
+        extra = (instructions or "").strip()
+        return f"{base}\n\n{extra}" if base and extra else base or extra
+
+    async def compact(session: Session, reason: CompactionReason) -> Compacted | None:
+        from crab._contracts.providers import ModelRequest
+
+        base = ModelRequest(model=model_id, system="", messages=(), temperature=agent.temperature)
+        async with session.compacting:
+            return await compaction.compact(
+                session,
+                reason,
+                None,
+                budget=agent.budget(session),
+                calls=calls,
+                base=base,
+                tools=chosen().keys(),
+            )
+
+    def chosen() -> dict[str, Tool]:
+        return child_tools(agent.tools, tools, read_only)
+
+    def notice(message: str, level: str = "info") -> None:
+        emit(NoticeEvent(message, "warning" if level == "warning" else "info"))
+
+    settings = parent_parts.settings
+    if max_iterations is not None:
+        settings = replace(settings, max_iterations=max(1, int(max_iterations)))
+    parts = TurnParts(
+        settings=settings,
+        calls=calls,
+        tools=chosen,
+        system_prompt=system_prompt,
+        budget=agent.budget,
+        compact=compact,
+        record_message=record_message,
+        append_entry=agent.append_entry,
+        tool_context=tool_context,
+        notice=notice,
+    )
+    item = QueuedInput(prompt)
+    outcome = await Turn(parts, child, item, deque([item])).run()
+    ctx.add_usage(outcome.usage)
+    return ChildOutcome(
+        session_id=child.id,
+        label=label,
+        text=outcome.text,
+        stop=outcome.stop,
+        error=outcome.error,
+        usage=outcome.usage,
+        tools_called=tuple(called),
+        model_calls=replies,
+    )
+
+
+async def children_of(store: Store, session_id: str, workspace: str | None = None) -> list[SessionInfo]:
+    """The sessions whose meta names ``session_id`` as their parent, oldest first."""
+    found = [
+        info
+        for info in await store.list_sessions(workspace, limit=1_000_000_000)
+        if (info.meta or {}).get(PARENT_SESSION_META) == session_id
+    ]
+    return sorted(found, key=lambda info: info.created)
+
+
+async def repair_children(
+    store: Store, redactor: Redactor, session_id: str, workspace: str, call_ids: Sequence[str]
+) -> int:
+    """Store a stand-in result for every call left open in the children that ``call_ids`` (calls
+    of ``session_id`` that had no result) started, and theirs in turn; returns how many."""
+    if not call_ids:
+        return 0
+    wanted = set(call_ids)
+    repaired = 0
+    for info in await children_of(store, session_id, workspace):
+        if (info.meta or {}).get(PARENT_CALL_META) not in wanted:
+            continue
+        history = load_history(await store.entries(info.id, since_handoff=True))
+        for result in history.missing:
+            await store.append(info.id, "tool_result", redactor.payload(message_to_dict(result)))
+        repaired += len(history.missing)
+        repaired += await repair_children(
+            store, redactor, info.id, workspace, [result.call_id for result in history.missing]
+        )
+    return repaired

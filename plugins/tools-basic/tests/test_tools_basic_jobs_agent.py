@@ -1,0 +1,155 @@
+"""Background shells in a real agent and through the real ``crab run``: /jobs lists them, and no
+job outlives its agent or crab (checked in /proc)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import crab_tools_basic
+import pytest
+from crab import ToolResultMessage
+from crab.testing import AgentHarness
+
+FAKE_SITE = Path(__file__).parent / "fake_site"
+SCRIPTED = "crab_tools_basic_fake_scripted"
+WAIT = 60.0
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(") ", 1)[1][0] not in "ZX"
+    except FileNotFoundError:
+        return False
+
+
+def wait_for_pid(path: Path, within: float = WAIT) -> int:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        text = path.read_text().strip() if path.exists() else ""
+        if text.isdigit():
+            return int(text)
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never got a pid")
+
+
+def test_slash_jobs_lists_the_sessions_jobs_and_closing_the_agent_ends_them(crab_home: Path) -> None:
+    workspace = Path.cwd()
+    h = AgentHarness(
+        [
+            [{"tool": "bash", "args": {"command": "echo $$ > job.pid; exec sleep 3180", "background": True}}],
+            [{"tool": "bash", "args": {"command": "while [ ! -s job.pid ]; do sleep 0.02; done"}}],
+            [{"tool": "bash_output", "args": {"job_id": "job-1"}}],
+            [{"text": "started"}],
+        ],
+        plugins={"tools-basic": crab_tools_basic},
+        config={"crab.permissions": "yolo", "plugins.tools-basic.output_dir": str(crab_home / "logs")},
+        workspace=workspace,
+    )
+    try:
+        assert h.run("start the server").text == "started"
+        results = [m for m in h.requests[-1].messages if isinstance(m, ToolResultMessage)]
+        assert "started job-1 in the background" in results[0].content
+        assert "[job-1 is running (" in results[2].content and not results[2].is_error
+        pid = wait_for_pid(workspace / "job.pid")
+        assert alive(pid)  # the turn is over, the job is not
+
+        listed = h.run("/jobs").text.splitlines()
+        assert listed[0].split() == ["id", "state", "runtime", "exit", "command"]
+        assert listed[1].split()[:2] == ["job-1", "running"]
+        assert listed[1].endswith("echo $$ > job.pid; exec sleep 3180")
+
+    finally:
+        h.close()  # crab_shutdown: the agent's jobs end with it
+    assert not alive(pid)
+
+
+def test_slash_jobs_without_jobs(crab_agent: Callable[..., Any]) -> None:
+    h = crab_agent([], plugins={"tools-basic": crab_tools_basic})
+    assert h.run("/jobs").text == "no background jobs in this session"
+
+
+class Run:
+    """``crab run --yolo -o json`` with a scripted model, tools-basic and nothing else."""
+
+    def __init__(self, root: Path) -> None:
+        self.work = root / "work"
+        self.work.mkdir()
+        home = root / "home"
+        (home / ".crab").mkdir(parents=True)
+        site = root / "site"
+        site.mkdir()
+        shutil.copy(FAKE_SITE / f"{SCRIPTED}.py", site / f"{SCRIPTED}.py")
+        dist = site / f"{SCRIPTED}-0.0.1.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {SCRIPTED}\nVersion: 0.0.1\n")
+        (dist / "entry_points.txt").write_text(f"[crab]\nscripted = {SCRIPTED}\n")
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_") and not k.endswith("_API_KEY")}
+        self.env.update(
+            PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+            HOME=str(home),
+            CRAB_HOME=str(home / ".crab"),
+            CRAB_PLUGINS="scripted,tools-basic",
+            NO_COLOR="1",
+        )
+        self.script = root / "script.json"
+
+    def argv(self, replies: list[list[dict[str, Any]]]) -> list[str]:
+        self.script.write_text(json.dumps({"replies": replies}))
+        return [sys.executable, "-m", "crab", "run", "--yolo", "-o", "json", "-m", f"scripted/{self.script}", "go"]
+
+
+def test_crab_run_exits_and_leaves_no_job_behind(tmp_path: Path) -> None:
+    run = Run(tmp_path)
+    replies = [
+        [{"tool": "bash", "args": {"command": "echo $$ > job.pid; exec sleep 3181", "background": True}}],
+        [{"tool": "bash", "args": {"command": "while [ ! -s job.pid ]; do sleep 0.02; done; kill -0 $(cat job.pid)"}}],
+        [{"tool": "bash_output", "args": {"job_id": "job-1"}}],
+        [{"text": "done"}],
+    ]
+    done = subprocess.run(
+        run.argv(replies), env=run.env, cwd=run.work, capture_output=True, text=True, timeout=WAIT * 2
+    )
+    assert done.returncode == 0, done.stderr
+    calls = json.loads(done.stdout)["tool_calls"]
+    assert [c["name"] for c in calls] == ["bash", "bash", "bash_output"]
+    assert "started job-1 in the background" in calls[0]["result"]
+    assert calls[1]["result"] == "(no output)\n[exit code 0]"  # the job ran after its call ended
+    assert "[job-1 is running (" in calls[2]["result"]
+    assert not alive(int((run.work / "job.pid").read_text()))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_crab_run_ends_its_jobs(tmp_path: Path, signum: signal.Signals) -> None:
+    run = Run(tmp_path)
+    replies = [
+        [{"tool": "bash", "args": {"command": "setsid sleep 3182 & echo $! > job.pid; wait", "background": True}}],
+        [{"tool": "bash", "args": {"command": "touch turn.started; exec sleep 3183"}}],
+        [{"text": "never"}],
+    ]
+    process = subprocess.Popen(
+        run.argv(replies), env=run.env, cwd=run.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        pid = wait_for_pid(run.work / "job.pid")
+        deadline = time.monotonic() + WAIT
+        while not (run.work / "turn.started").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert alive(pid)
+        process.send_signal(signum)
+        process.communicate(timeout=WAIT)
+        assert process.returncode == 128 + signum
+        assert not alive(pid)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
