@@ -71,6 +71,13 @@ def test_allow_once_asks_for_every_call(crab_home: Path, sync: bool):
     assert [c.is_error for c in result.tool_calls] == [False, False]
 
 
+def test_a_question_names_the_tool_call_it_is_about(crab_home: Path):
+    result, _saved, asked = run_with("once")
+    # API 1.5: an editor attaches each question to the call it shows (crab-acp).
+    assert [r.call_id for r in asked] == [c.id for c in result.tool_calls]
+    assert all(r.call_id for r in asked)
+
+
 @pytest.mark.parametrize("sync", [True, False], ids=["sync-callback", "async-callback"])
 def test_allow_for_the_session_asks_once(crab_home: Path, sync: bool):
     result, saved, asked = run_with("always", sync=sync)

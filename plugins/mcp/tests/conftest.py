@@ -166,6 +166,19 @@ def everything_js() -> Path:
     return script
 
 
+@pytest.fixture(scope="session")
+def inspector() -> Path:
+    """MCP Inspector's ``mcp-inspector`` (0.16.8, the last that runs on Node 20), installed from
+    the committed lockfile (or a skip)."""
+    found = _npm_peers()
+    if isinstance(found, str):
+        pytest.skip(found)
+    script = found / "node_modules" / ".bin" / "mcp-inspector"
+    if not script.exists():
+        pytest.skip(f"MCP Inspector has no {script.name} where expected: {script}")
+    return script
+
+
 def python_peer(name: str) -> str:
     """The path of a PyPI peer's console script, or a skip naming the extra that installs it."""
     found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)

@@ -133,20 +133,22 @@ def build() -> MCPServer:
         return "\n".join(str(r.uri) for r in listed.roots)
 
     @srv.tool()
-    async def sample(ctx: Context) -> str:
-        """Ask the client's model something (sampling); the answer, or the error."""
+    async def sample(ctx: Context, text: str = "hi", max_tokens: int = 10) -> str:
+        """Ask the client's model something (sampling, system prompt "You are terse."); the answer, or the error."""
         from mcp import MCPError, types
 
         try:
             with warnings.catch_warnings():  # deprecated only for 2026-07-28 sessions; crab's are legacy
                 warnings.simplefilter("ignore")
                 done = await ctx.session.create_message(
-                    messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text="hi"))],
-                    max_tokens=10,
+                    messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=text))],
+                    max_tokens=max_tokens,
+                    system_prompt="You are terse.",
                 )
         except MCPError as exc:
             return f"refused: {exc.message}"
-        return f"answered: {done.content}"
+        said = done.content.text if isinstance(done.content, types.TextContent) else done.content
+        return f"answered: {said} (model {done.model}, {done.stop_reason})"
 
     @srv.tool()
     async def confirm(ctx: Context) -> str:

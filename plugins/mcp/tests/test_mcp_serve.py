@@ -57,9 +57,18 @@ def t_write(path: str, content: str, ctx: crab.ToolContext) -> str:
     return f"wrote {path}"
 
 
+@crab.tool
+async def t_wait(seconds: float) -> str:
+    """Wait, then say so (a long tool)."""
+    import asyncio
+
+    await asyncio.sleep(seconds)
+    return f"waited {seconds:g} s"
+
+
 @crab.hookimpl
 def crab_tools(config):
-    return [t_read, t_grep, t_write]
+    return [t_read, t_grep, t_write, t_wait]
 '''
 
 
@@ -88,13 +97,13 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
-def session(env: dict[str, str], cwd: Path, check: Any, *extra: str) -> None:
+def session(env: dict[str, str], cwd: Path, check: Any, *extra: str, plugins: str = "mcptesttools") -> None:
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "crab", "mcp", "serve", "--plugins", "mcptesttools", *extra],
+        args=["-m", "crab", "mcp", "serve", "--plugins", plugins, *extra],
         env=env,
         cwd=str(cwd),
     )
@@ -115,7 +124,7 @@ def test_serve_lists_tools_with_schemas_and_runs_read_tools(bridge_env, workspac
     async def check(client: Any) -> None:
         listed = await client.list_tools()
         tools = {t.name: t for t in listed.tools}
-        assert set(tools) == {"t_read", "t_grep", "t_write"}
+        assert set(tools) == {"t_read", "t_grep", "t_write", "t_wait"}
         assert tools["t_read"].input_schema["required"] == ["path"]
         assert tools["t_read"].annotations.read_only_hint is True
         assert tools["t_write"].annotations.read_only_hint is False
@@ -199,8 +208,100 @@ def test_serve_declares_list_changed_false_which_is_true_of_a_fixed_tool_box(bri
     async def check(client: Any) -> None:
         caps = client.server_capabilities
         assert caps.tools is not None and not caps.tools.list_changed
+        # Without a read and a glob tool (crab-tools-basic's) or a plugin offering prompts,
+        # neither is declared: nothing to list.
+        assert caps.resources is None and caps.prompts is None
 
     session(bridge_env, workspace, check)
+
+
+def test_a_long_call_with_a_progress_token_gets_a_heartbeat(bridge_env, workspace):
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, total, message))
+
+    async def check(client: Any) -> None:
+        done = await client.call_tool("t_wait", {"seconds": 5}, progress_callback=progress)
+        assert text(done) == "waited 5 s"
+        quick = await client.call_tool("t_grep", {"pattern": "alpha"})  # no token: no notification
+        assert text(quick) == "notes.txt:1:alpha"
+
+    session(bridge_env, workspace, check)
+    assert seen, "no progress notification during a 5 s call"
+    values = [v for v, _, _ in seen]
+    assert values == sorted(values) and all(total is None for _, total, _ in seen)
+    assert seen[0][2] is not None and seen[0][2].startswith("t_wait still running (")
+
+
+def needs(module: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} not installed (pip install -e plugins/{module.removeprefix('crab_').replace('_', '-')})")
+
+
+def test_workspace_files_are_resources_read_through_the_read_tools_seatbelt(bridge_env, workspace, tmp_path):
+    needs("crab_tools_basic")
+    from mcp import MCPError
+
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "long.txt").write_text("".join(f"line {n}\twith a tab\n" for n in range(1, 4500)))
+    (workspace / "out.txt").symlink_to(tmp_path / "secret.txt")
+    (workspace / "blob.bin").write_bytes(b"\x00\x01\x02" * 100)
+
+    async def check(client: Any) -> None:
+        caps = client.server_capabilities
+        assert caps.resources is not None and not caps.resources.list_changed and not caps.resources.subscribe
+        listed = {r.name: r for r in (await client.list_resources()).resources}
+        assert {"notes.txt", "sub/long.txt"} <= set(listed) and "out.txt" not in listed  # glob skips symlinks
+        notes = listed["notes.txt"]
+        assert notes.uri == (workspace / "notes.txt").as_uri() and notes.mime_type == "text/plain"
+        read = await client.read_resource(notes.uri)
+        assert read.contents[0].text == "alpha\nbeta gamma\n"
+        long = await client.read_resource(listed["sub/long.txt"].uri)  # more than one page of the read tool
+        assert long.contents[0].text == "".join(f"line {n}\twith a tab\n" for n in range(1, 4500))
+        for uri, why in [
+            ((workspace / "out.txt").as_uri(), "outside the workspace"),
+            ((tmp_path / "secret.txt").as_uri(), "outside the workspace"),
+            ((workspace / "blob.bin").as_uri(), "binary file"),
+            ("https://example.invalid/x", "not a file:// URI"),
+        ]:
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource(uri)
+            assert why in refused.value.message, (uri, refused.value.message)
+
+    session(bridge_env, workspace, check, plugins="mcptesttools,tools-basic")
+
+
+def test_skills_are_prompts(bridge_env, workspace):
+    needs("crab_skills")
+    from mcp import MCPError
+
+    folder = Path(bridge_env["CRAB_HOME"]) / "skills" / "release-notes"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: release-notes\ndescription: Write release notes from the git log.\n---\n"
+        "Read the log, group by kind, keep it short.\n"
+    )
+
+    async def check(client: Any) -> None:
+        caps = client.server_capabilities
+        assert caps.prompts is not None and not caps.prompts.list_changed
+        (prompt,) = (await client.list_prompts()).prompts
+        assert prompt.name == "release-notes" and prompt.description == "Write release notes from the git log."
+        assert [(a.name, a.required) for a in prompt.arguments] == [("request", False)]
+        got = await client.get_prompt("release-notes", {"request": "for 2.0"})
+        message = got.messages[0]
+        assert message.role == "user"
+        assert message.content.text.startswith('<skill name="release-notes" source="user"')
+        assert "Read the log, group by kind, keep it short." in message.content.text
+        assert message.content.text.endswith("for 2.0")
+        with pytest.raises(MCPError) as unknown:
+            await client.get_prompt("nope", {})
+        assert "no prompt 'nope' (offered: release-notes)" in unknown.value.message
+
+    session(bridge_env, workspace, check, plugins="mcptesttools,skills")
 
 
 def test_serve_over_http_on_loopback_demands_the_bearer_token_and_never_prints_it(
@@ -232,7 +333,7 @@ def test_serve_over_http_on_loopback_demands_the_bearer_token_and_never_prints_i
             http = httpx2.AsyncClient(headers=headers, timeout=30)
             async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
                 listed = await client.list_tools()
-                assert {t.name for t in listed.tools} == {"t_read", "t_grep", "t_write"}
+                assert {t.name for t in listed.tools} == {"t_read", "t_grep", "t_write", "t_wait"}
                 read = await client.call_tool("t_read", {"path": "notes.txt"})
                 assert text(read) == "alpha\nbeta gamma\n"
                 write = await client.call_tool("t_write", {"path": "x.txt", "content": "x"})

@@ -59,7 +59,7 @@ async def decide(mode: str, call: ToolCall, tool: Tool, ctx: ToolContext) -> Dec
             'The user can allow it with --yolo (or [crab] permissions = "yolo"), or run `crab chat` to answer.'
         )
     diffs = await tool.preview_diffs(call.arguments, ctx)
-    answer = await ctx.ask(PermissionRequest(tool.name, permission, summarize(call), diffs))
+    answer = await ctx.ask(PermissionRequest(tool.name, permission, summarize(call), diffs, call.id))
     if answer == "always":
         always.add(permission)
         return Allow()

@@ -2,12 +2,13 @@
 
 ``AgentHandle`` offers what those callers need and nothing of the loop's machinery: emit a
 notice, route input, abort a turn, open, resume and fork sessions, read a session's entries, open
-the session of one conversation on a channel (``session_for``), deliver a message through a channel
-``crab serve`` runs (``deliver``), record a handoff, compact, list the tools (and add those a plugin
-learns of at start-up), commands and plugin statuses, read the config, switch a session's model
-and list its choices, list recent sessions, subscribe to events (for channels that render
-them), and, from a tool call, run a child session (``run_child``, its result a
-``ChildOutcome``). ``SessionView`` is what a caller may read of a session.
+the session of one conversation on a channel (``session_for``), deliver a message through a
+channel ``crab serve`` runs (``deliver``), record a handoff, compact, list the tools (and add those
+a plugin learns of at start-up), ask the model once for a plugin (``complete``), commands and
+plugin statuses, read the config, switch a session's model and list its choices, list recent
+sessions, subscribe to events (for channels that render them), and, from a tool call, run a child
+session (``run_child``, its result a ``ChildOutcome``). ``SessionView`` is what a caller may read
+of a session.
 
 Compatibility (API 1.x): plugins written before the handle existed reached the ``Agent`` through
 ``ctx.agent`` or the ``agent`` hook argument. Any other attribute read on a handle is still
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from crab._config.layers import Config
     from crab._contracts.commands import Command
     from crab._contracts.events import Event, TurnStop
-    from crab._contracts.messages import Message, Usage
+    from crab._contracts.messages import AssistantMessage, Message, Usage
     from crab._contracts.providers import ModelInfo
     from crab._contracts.storage import Entry, SessionInfo
     from crab._contracts.tools import Tool, ToolContext
@@ -234,6 +235,26 @@ class AgentHandle:
             state=state,
             title=title,
         )
+
+    async def complete(
+        self,
+        session: SessionView | str,
+        messages: Sequence[Message],
+        *,
+        system: str | None = None,
+        max_tokens: int | None = None,
+    ) -> AssistantMessage:
+        """Ask this agent's model once, for ``session`` (a ``SessionView``, or the ``session_id`` of
+        a ``ToolContext`` whose turn is running), without tools: an MCP server's sampling request.
+
+        The call takes the loop's one path: ``crab_before_model_call`` (a refusal is the reply's
+        error), the session's recorded ``model_call`` event, secrets redacted, one priced
+        ``UsageEvent``; its usage joins the running turn's. A provider failure is a reply with
+        ``stop_reason="error"`` and ``error``. ``CrabError`` when ``session`` is an id with no turn
+        running. Whoever calls it owns the user's consent: crab does not ask.
+        """
+        target: Session | str = session if isinstance(session, str) else _session(session)
+        return await self._agent.complete(target, messages, system=system, max_tokens=max_tokens)
 
     # --- sessions ---------------------------------------------------------------------------
 

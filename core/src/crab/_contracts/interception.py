@@ -50,12 +50,15 @@ class PermissionRequest:
 
     ``diffs`` are the changes the call would make, when its tool can tell before running
     (``Tool.preview``): a terminal shows them under the question, a remote chat a few lines.
+    ``call_id`` is the ``ToolCall.id`` the question is about ("" when it is not about one call),
+    so a front-end that shows tool calls (an editor over ACP) can attach the question to its call.
     """
 
     tool: str
     permission: str
     summary: str
     diffs: tuple[FileDiff, ...] = ()
+    call_id: str = ""
 
 
 AskUser = Callable[[PermissionRequest], Awaitable[Answer]]
@@ -71,7 +74,9 @@ def redacted_ask(ask: AskUser | None, redact: Callable[[str], str]) -> AskUser |
 
     async def asked(request: PermissionRequest) -> Answer:
         diffs = tuple(redacted_diff(diff, redact) for diff in request.diffs)
-        shown = PermissionRequest(redact(request.tool), request.permission, redact(request.summary), diffs)
+        shown = PermissionRequest(
+            redact(request.tool), request.permission, redact(request.summary), diffs, request.call_id
+        )
         return await asker(shown)
 
     return asked

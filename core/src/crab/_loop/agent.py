@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,7 @@ from crab._contracts.providers import ModelInfo, ModelRequest, Provider
 from crab._contracts.questions import AskQuestion, redacted_question
 from crab._contracts.storage import EntryType, SessionInfo, Store
 from crab._contracts.tools import Tool, ToolContext
-from crab._host.dispatch import Failure
+from crab._host.dispatch import Failure, ModelCallRefused
 from crab._host.plugin_host import PluginHost
 from crab._loop import compaction
 from crab._loop.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget
@@ -332,6 +332,41 @@ class Agent:
                 base=base,
                 tools=self.tools.keys(),
             )
+
+    async def complete(
+        self,
+        session: Session | str,
+        messages: Sequence[Message],
+        *,
+        system: str | None = None,
+        max_tokens: int | None = None,
+    ) -> AssistantMessage:
+        """One model call a plugin makes for ``session`` (a live session, or the id of one whose
+        turn is running), through the one path every call takes (``crab_before_model_call``, the
+        recorded ``model_call`` event, one priced ``UsageEvent``), without tools; its usage joins
+        the running turn's. A failure is the reply's ``stop_reason="error"`` with ``error``."""
+        live = session if isinstance(session, Session) else next((s for s in self.busy if s.id == session), None)
+        if live is None:
+            raise CrabError(f"no turn of session {session!r} is running here, so nothing can be counted against it")
+        calls = self.turn_parts().calls
+        choice = self.model_for(live)  # the session's model: /model may have switched it
+        request = ModelRequest(
+            model=choice.model,
+            system=system or "",
+            messages=tuple(messages),
+            max_tokens=max_tokens,
+            temperature=self.temperature,
+        )
+        try:
+            request = await calls.prepare(live, request)
+        except ModelCallRefused as exc:
+            return AssistantMessage(
+                content="", stop_reason="error", error=str(exc), provider=choice.provider.name, model=choice.model
+            )
+        message = (await calls.send(live, request, purpose="plugin", choice=choice)).message
+        if message.usage is not None:
+            live.side_usage = live.side_usage + message.usage
+        return message
 
     def turn_parts(self) -> TurnParts:
         """What this agent's turns run with (made once: the settings are read at construction)."""

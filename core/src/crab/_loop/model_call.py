@@ -3,7 +3,8 @@
 ``ModelCalls.prepare`` is the one place ``crab_before_model_call`` is dispatched;
 ``ModelCalls.send`` streams the prepared request from the provider, prices its usage once
 (``crab._loop.pricing``) and reports it with exactly one ``UsageEvent``, and records the
-``model_call`` event (and each new system prompt) in the store: in one place, for every purpose.
+``model_call`` event (and each new system prompt) in the store: in one place, for every purpose
+(a turn's requests, a compaction's summary, a plugin's ``AgentHandle.complete``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from crab._loop.model_choice import ModelChoice
 from crab._loop.pricing import with_cost
 from crab._loop.session import Session
 
-Purpose = Literal["turn", "compaction"]
+Purpose = Literal["turn", "compaction", "plugin"]
+"""Why a call is made: a turn's request, a compaction's summary, or a plugin's ``AgentHandle.complete``."""
 AppendEntry = Callable[[Session, EntryType, Mapping[str, Any]], Awaitable[None]]
 Emit = Callable[[Event, str], None]
 

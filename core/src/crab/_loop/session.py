@@ -56,6 +56,7 @@ class Session:
     agent's own ``ask`` (a chat on a remote channel: ``crab._loop.channel_host``); ``question``
     likewise asks that person a tool's ``crab.Question``.
     ``compacting`` is held while a compaction rewrites the context; a turn does not start then.
+    ``side_usage`` is what ``AgentHandle.complete`` spent for the session, until its turn takes it.
     ``described`` names the tools the last request with tools described fully (not as a stub of
     the progressive view): a compaction anchor carries them, and the loop tells the model when
     it hinted at or called one that was not.
@@ -80,6 +81,9 @@ class Session:
     compacting: asyncio.Lock = field(default_factory=asyncio.Lock)
     described: frozenset[str] = frozenset()
     model: ModelChoice | None = None
+    side_usage: Usage = field(default_factory=Usage)
+    """Usage of model calls a plugin made for this session while its turn ran
+    (``AgentHandle.complete``: an MCP server's sampling request); the turn adds it to its own."""
 
     @property
     def id(self) -> str:

@@ -126,6 +126,7 @@ class Turn:
             self.emit(ErrorEvent(error, "unknown"))
             await self._settle("error")
             stop = "error"
+        self.usage, session.side_usage = self.usage + session.side_usage, Usage()
         outcome = TurnOutcome(
             stop=stop,
             text=self.text,

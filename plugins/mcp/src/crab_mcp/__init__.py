@@ -12,12 +12,33 @@ from typing import TYPE_CHECKING, Any
 import crab
 
 if TYPE_CHECKING:
-    from crab import AgentHandle, Command, Config, ConfigTable
+    from crab import AgentHandle, Command, Config, ConfigTable, ToolContext, ToolResult
 
     from crab_mcp.manager import Manager
 
-CRAB_API = ">=1.5,<2"  # AgentHandle.add_tools, open_toolbox; wrap_command naming its starter (1.5)
+CRAB_API = (
+    ">=1.5,<2"  # AgentHandle.add_tools, open_toolbox (1.2); AgentHandle.complete, wrap_command naming its starter (1.5)
+)
 PLUGIN = "mcp"
+
+
+class PromptHooks:
+    """The hook crab-mcp declares: prompts other plugins offer, which ``crab mcp serve`` serves."""
+
+    @crab.hookspec
+    def crab_prompts(self, config: Config) -> list[dict[str, Any]] | None:
+        """Prompts for an MCP client of ``crab mcp serve`` (crab-skills offers its skills).
+
+        Each is a dict: ``name``, ``description``, ``arguments`` (a list of ``{"name",
+        "description", "required"}``) and ``render(arguments) -> str``, the text of the one user
+        message the prompt gives. For the folder crab runs in (``crab mcp serve``'s workspace).
+        Collected once when the server starts; every plugin's lists are joined, in plugin order,
+        and a name offered twice keeps the first. A plugin implementing it loads fine without
+        crab-mcp; its implementation is then never called.
+        """
+
+
+CRAB_HOOKSPECS = PromptHooks
 
 _running: dict[int, Manager] = {}
 """The servers of each live agent (by the id of its config), from startup to shutdown."""
@@ -64,6 +85,13 @@ async def crab_shutdown(agent: AgentHandle) -> None:
     manager = _running.pop(id(agent.config), None)
     if manager is not None:
         await manager.stop()
+
+
+@crab.hookimpl
+def crab_after_tool_call(result: ToolResult, ctx: ToolContext) -> ToolResult | None:
+    """After a session's next tool result: the resources it read that changed since (``crab_mcp.subscriptions``)."""
+    manager = _running.get(id(ctx.config)) if ctx.config is not None else None
+    return None if manager is None else manager.watch.note_into(result, ctx.session_id)
 
 
 @crab.hookimpl

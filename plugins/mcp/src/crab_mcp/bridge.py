@@ -8,8 +8,13 @@ and the configured MCP servers are not started: a config that points crab at ``c
 cannot loop. Nobody can be asked for permission, so ``[plugins.mcp] serve_permissions`` (the
 user's own config; an untrusted project cannot set it) is the answer: read passes, a write,
 exec or network call outside it is refused with an error result. Everything but the protocol
-goes to stderr. ``listChanged`` is declared false, which is the truth: the tool box is fixed
-for the life of the server.
+goes to stderr. ``listChanged`` is declared false for tools, resources and prompts, which is
+the truth: the tool box and the prompts are fixed for the life of the server, and crab sends no
+notification when a workspace file appears (a client lists the resources again when it wants).
+A call with a progress token gets a heartbeat (``crab_mcp.serve_progress``); the workspace's
+files are resources read through the box's own read tool (``crab_mcp.serve_resources``); what
+plugins offer through ``crab_prompts`` (crab-skills: its skills) are prompts
+(``crab_mcp.serve_prompts``). Resource and prompt text is redacted like every byte crab sends.
 """
 
 from __future__ import annotations
@@ -18,8 +23,12 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from crab import ToolBox
     from mcp import types
+
+    from crab_mcp.serve_prompts import ServedPrompt
 
 PLUGIN = "mcp"
 SERVER_NAME = "crab"
@@ -38,23 +47,56 @@ def mcp_tool(tool: Any) -> types.Tool:
     )
 
 
-def build_server(box: ToolBox) -> Any:
-    """A lowlevel MCP ``Server`` whose tools are ``box``'s."""
+def build_server(box: ToolBox, prompts: Mapping[str, ServedPrompt] | None = None) -> Any:
+    """A lowlevel MCP ``Server`` whose tools are ``box``'s, with the workspace's files as
+    resources when the box can read them (``crab_mcp.serve_resources``) and ``prompts`` as
+    prompts when there are any (``crab_mcp.serve_prompts``)."""
+    from crab import Redactor, known_secrets
     from mcp import types
     from mcp.server.lowlevel import Server
 
+    from crab_mcp import serve_prompts, serve_resources
     from crab_mcp._version import version
+    from crab_mcp.serve_progress import with_heartbeat
+
+    redact = Redactor(known_secrets(box.config)).text
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[mcp_tool(t) for t in box.tools.values()])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        result = await box.call(params.name, params.arguments or {})
+        result = await with_heartbeat(box.call(params.name, params.arguments or {}), ctx, params.name)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=result.content)], is_error=result.is_error
         )
 
-    return Server(SERVER_NAME, version=version(), on_list_tools=list_tools, on_call_tool=call_tool)
+    handlers: dict[str, Any] = {"on_list_tools": list_tools, "on_call_tool": call_tool}
+    if serve_resources.offered(box):
+
+        async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+            return types.ListResourcesResult(resources=await serve_resources.list_files(box))
+
+        async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+            result: types.ReadResourceResult = await serve_resources.read_file(box, str(params.uri))
+            for item in result.contents:
+                item.text = redact(item.text)  # type: ignore[union-attr]
+            return result
+
+        handlers.update(on_list_resources=list_resources, on_read_resource=read_resource)
+    if prompts:
+        offered = dict(prompts)
+
+        async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+            return types.ListPromptsResult(prompts=[serve_prompts.mcp_prompt(p) for p in offered.values()])
+
+        async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+            result: types.GetPromptResult = serve_prompts.get(offered, params.name, params.arguments)
+            for message in result.messages:
+                message.content.text = redact(message.content.text)  # type: ignore[union-attr]
+            return result
+
+        handlers.update(on_list_prompts=list_prompts, on_get_prompt=get_prompt)
+    return Server(SERVER_NAME, version=version(), **handlers)
 
 
 def serve(plugins: str | None = None, http_port: int | None = None) -> int:
@@ -80,7 +122,9 @@ def serve(plugins: str | None = None, http_port: int | None = None) -> int:
         print(f"warning: {line}", file=sys.stderr)
     for line in box.config.notices():
         print(f"warning: {line}", file=sys.stderr)
-    server = build_server(box)
+    from crab_mcp.serve_prompts import collect
+
+    server = build_server(box, collect(plugins))
     if http_port is not None:
         from crab_mcp.serve_http import load_token, serve_http
 

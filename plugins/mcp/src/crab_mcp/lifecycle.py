@@ -1,4 +1,5 @@
-"""What ``crab_startup`` does: start the configured servers and hand their tools to the agent."""
+"""What ``crab_startup`` does: start the configured servers and hand their tools to the agent
+(and their sampling requests the user's policy and the agent's model: ``crab_mcp.sampling``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crab_mcp.manager import Manager
-from crab_mcp.settings import server_configs
+from crab_mcp.sampling import SamplingPolicy
+from crab_mcp.settings import DEFAULT_SAMPLING_MAX_TOKENS, server_configs
 
 if TYPE_CHECKING:
     from crab import AgentHandle
@@ -23,9 +25,16 @@ async def start_servers(agent: AgentHandle, plugin: str) -> Manager | None:
     manager = Manager.from_configs(configs)
     settings = agent.config.plugin_settings(plugin)
     extra = [Path(p).expanduser() for p in settings.get("roots") or []]
+    policy = SamplingPolicy(
+        str(settings.get("sampling") or "ask"),
+        int(settings.get("sampling_max_tokens") or DEFAULT_SAMPLING_MAX_TOKENS),
+        agent.complete,
+        agent.model,
+    )
     for link in manager.links.values():
         link.workspace, link.extra_roots = agent.workspace, extra
         link.agent_config = agent.config  # whose server it is, for crab.processes.wrap_command
+        link.peer.sampling_policy = policy
     failed = await manager.start()
     for name, reason in failed.items():
         agent.notice(

@@ -23,6 +23,7 @@ from crab_mcp.names import crab_name
 from crab_mcp.resources import offers
 from crab_mcp.server import CallFailed, ServerDown, ServerLink
 from crab_mcp.settings import ServerConfig
+from crab_mcp.subscriptions import Watch
 
 
 def log_dir() -> Path:
@@ -82,8 +83,10 @@ class Manager:
         self.entries: dict[str, ToolEntry] = {}
         self._register: Callable[[list[Tool]], Any] | None = None
         self._resource_tools = False
+        self.watch = Watch(self)
         for link in links:
             link.on_change.append(self._changed)
+            link.on_update.append(self.watch.updated)
 
     def attach(self, register: Callable[[list[Tool]], Any]) -> None:
         """Hand tools a server adds later (``tools/list_changed``, a restart) to ``register``
@@ -129,6 +132,8 @@ class Manager:
         return failed
 
     async def stop(self) -> None:
+        """Unsubscribe from resources, then stop every server."""
+        await self.watch.stop()
         await asyncio.gather(*(link.stop() for link in self.links.values()), return_exceptions=True)
 
     def _index(self, taken: Mapping[str, Any] | None = None) -> None:

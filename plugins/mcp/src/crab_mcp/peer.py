@@ -4,13 +4,16 @@
 
 - ``message``: ``notifications/{tools,resources,prompts}/list_changed`` start a relist of that
   list (in a task: the SDK's dispatcher must not wait on a request of the same session), after
-  which the link's ``on_change`` listeners run (the manager adds new tools to the registry).
+  which the link's ``on_change`` listeners run (the manager adds new tools to the registry);
+  ``notifications/resources/updated`` goes to the link's ``on_update`` listeners
+  (``crab_mcp.subscriptions``).
 - ``log``: ``notifications/message`` becomes a line of the server's log (masked, cut, counted
   against the same cap as its stderr: ``crab_mcp.logpump``).
 - ``roots``: the workspace of the running call (else the agent's) and the extra roots of the
   user's own config, as ``file://`` URIs.
-- ``sampling``: refused, always, with a line saying why (crab has no public way for a plugin to
-  run its model on a server's behalf; see the README).
+- ``sampling``: crab's model answers only after the user approved it through the permission
+  question of the running call of this server, as ``[plugins.mcp] sampling`` allows
+  (``crab_mcp.sampling``); otherwise refused with a line saying why.
 - ``elicitation``: asked through the permission question of the tool call that is running on
   this server (nobody else can answer, and a question that arrives while no call of this server
   runs, or on a remote channel, is refused). URL mode shows the URL and never opens it; a form
@@ -30,11 +33,9 @@ if TYPE_CHECKING:
     from crab import ToolContext
 
     from crab_mcp.logpump import LogSink
+    from crab_mcp.sampling import SamplingPolicy
 
-SAMPLING_REFUSED = (
-    "crab refused the sampling request: crab does not let an MCP server use its model "
-    "(the server must do without, or ask the user another way)"
-)
+SAMPLING_REFUSED = "crab refused the sampling request"
 MAX_LOG_DATA = 2000
 """Characters of one logging notification's data kept (the line is cut further by the sink)."""
 
@@ -42,15 +43,18 @@ MAX_LOG_DATA = 2000
 class Peer:
     """The callbacks of one link (see the module docstring)."""
 
-    def __init__(self, name: str, relist: Callable[[str], Any]) -> None:
+    def __init__(self, name: str, relist: Callable[[str], Any], updated: Callable[[str], None] | None = None) -> None:
         self.name = name
         self._relist = relist
+        self._updated = updated
         self.sink: LogSink | None = None
         self.roots: list[Path] = []
         """Folders announced as roots: the workspace first, then the configured extra roots."""
         self.calls: list[ToolContext] = []
         """The contexts of this server's tool calls in flight (the newest last): who can be asked."""
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.sampling_policy: SamplingPolicy | None = None
+        """What the user's config allows for sampling, and the model call (set by ``crab_startup``)."""
 
     # --- notifications --------------------------------------------------------------------
 
@@ -62,6 +66,10 @@ class Peer:
             types.ResourceListChangedNotification: "resources",
             types.PromptListChangedNotification: "prompts",
         }
+        if isinstance(message, types.ResourceUpdatedNotification):
+            if self._updated is not None:
+                self._updated(str(message.params.uri))
+            return
         kind = kinds.get(type(message))
         if kind is None:
             return
@@ -100,8 +108,15 @@ class Peer:
     async def sampling(self, context: Any, params: Any) -> Any:
         from mcp import types
 
-        self._note(f"refused a sampling request ({len(params.messages)} message(s))")
-        return types.ErrorData(code=types.INVALID_REQUEST, message=SAMPLING_REFUSED)
+        from crab_mcp.sampling import Refused, SamplingPolicy, answer
+
+        try:
+            note, result = await answer(self.name, self.calls, self.sampling_policy or SamplingPolicy(), params)
+        except Refused as exc:
+            self._note(f"refused a sampling request ({len(params.messages)} message(s)): {exc}")
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"{SAMPLING_REFUSED}: {exc}")
+        self._note(note)
+        return result
 
     async def elicitation(self, context: Any, params: Any) -> Any:
         from crab import PermissionRequest

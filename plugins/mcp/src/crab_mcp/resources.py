@@ -1,8 +1,9 @@
 """Servers' resources as two crab tools the model can call: ``mcp_resources`` and ``mcp_read_resource``.
 
 ``mcp_resources`` lists what every ready server offers (or one server's), ``mcp_read_resource``
-reads one URI (binary content as a note with its type and size); what a server wrote is masked,
-then fenced as its content (``crab_mcp.fence``). Both are tools like any other (permission gate,
+reads one URI (binary content as a note with its type and size) and subscribes to it where the
+server offers that (``crab_mcp.subscriptions``); what a server wrote is masked, then fenced as
+its content (``crab_mcp.fence``). Both are tools like any other (permission gate,
 timeout, output limit) and join the registry once a server that offers resources is ready.
 """
 
@@ -34,7 +35,7 @@ def resource_tools(manager: Manager) -> list[Tool]:
         return listing(manager, arguments.get("server"))
 
     async def read_handler(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        return await read(manager, str(arguments.get("server") or ""), str(arguments.get("uri") or ""))
+        return await read(manager, str(arguments.get("server") or ""), str(arguments.get("uri") or ""), ctx)
 
     server = {"type": "string", "description": "the MCP server's name (see mcp_resources)"}
     return [
@@ -88,7 +89,9 @@ def listing(manager: Manager, only: str | None = None) -> ToolResult:
     return ToolResult("\n".join(blocks))
 
 
-async def read(manager: Manager, server: str, uri: str) -> ToolResult:
+async def read(manager: Manager, server: str, uri: str, ctx: ToolContext | None = None) -> ToolResult:
+    """One resource, fenced; read for ``ctx``'s session it is also subscribed to, where the server
+    offers that (``crab_mcp.subscriptions``)."""
     from crab_mcp.manager import mask
     from crab_mcp.server import CallFailed, ServerDown
 
@@ -113,6 +116,7 @@ async def read(manager: Manager, server: str, uri: str) -> ToolResult:
         else:
             size = len(getattr(item, "blob", "") or "") * 3 // 4
             parts.append(f"[resource {item.uri} ({item.mime_type or 'binary'}), about {size} bytes, not shown]")
+    await manager.watch.after_read(link, uri, ctx)
     from crab_mcp.fence import fenced
 
     return fenced(link.name, READ, mask(link, ToolResult("\n".join(parts) or "(empty resource)")))

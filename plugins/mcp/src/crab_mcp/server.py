@@ -94,7 +94,13 @@ class ServerLink:
         self.on_change: list[Callable[[ServerLink, str], None]] = []
         """Called with (link, "tools" | "resources" | "prompts") after a list was fetched again
         (the server said it changed, or crab connected again)."""
-        self.peer = Peer(config.name, self._relist)
+        self.on_update: list[Callable[[ServerLink, str], None]] = []
+        """Called with (link, uri) when the server says a subscribed resource changed."""
+        self.can_subscribe = False
+        """The server offers ``resources.subscribe``."""
+        self.subscribed: set[str] = set()
+        """URIs subscribed to on the current connection (``crab_mcp.subscriptions``)."""
+        self.peer = Peer(config.name, self._relist, self._updated)
         self.extra_roots: list[Path] = []
         self.workspace: Path | None = None
         self.agent_config: Any = None
@@ -247,6 +253,7 @@ class ServerLink:
                 )
                 await stack.enter_async_context(client)
                 stack.callback(peer.cancel)
+                self.subscribed = set()  # a new connection has none
                 self.tools = await _list_all(client)
                 await self._list_extras(client)
                 self.protocol = str(getattr(client, "protocol_version", "") or "")
@@ -419,6 +426,7 @@ class ServerLink:
         """Resources, their templates and prompts, of a server that offers them."""
         caps = getattr(client, "server_capabilities", None)
         if caps is not None and caps.resources is not None:
+            self.can_subscribe = bool(caps.resources.subscribe)
             self.resources = await _pages(client.list_resources, "resources")
             self.templates = await _pages(client.list_resource_templates, "resource_templates")
         if caps is not None and caps.prompts is not None:
@@ -438,6 +446,13 @@ class ServerLink:
             self.peer._note(f"listing {kind} again failed: {type(exc).__name__}: {exc}")
             return
         self._changed(kind)
+
+    def _updated(self, uri: str) -> None:
+        for listener in list(self.on_update):
+            try:
+                listener(self, uri)
+            except Exception as exc:
+                self.peer._note(f"an update listener failed: {type(exc).__name__}: {exc}")
 
     def _changed(self, kind: str) -> None:
         for listener in list(self.on_change):

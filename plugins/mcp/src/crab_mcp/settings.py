@@ -105,6 +105,10 @@ def _check(values: Mapping[str, Any]) -> None:
         raise InvalidValue(_key("serve_permissions"), "a list of read, write, exec, network", bad)
 
 
+SAMPLING_MODES = ("off", "ask", "remote")
+"""``[plugins.mcp] sampling``, narrowest first (an untrusted project may only narrow it)."""
+DEFAULT_SAMPLING_MAX_TOKENS = 1024
+
 TABLE = ConfigTable(
     name=PLUGIN,
     doc="MCP servers whose tools crab uses, and what `crab mcp serve` offers",
@@ -140,6 +144,23 @@ TABLE = ConfigTable(
             "list[str]",
             [],
             "folders announced to every server as roots besides the workspace (MCP roots)",
+            trust_only=True,
+        ),
+        Setting(
+            "sampling",
+            "str",
+            "ask",
+            "a server's sampling request (it asks crab's model) while one of its tools runs: ask = the "
+            "permission question on this machine only, remote = on remote channels too, off = refused",
+            choices=SAMPLING_MODES,
+            trust_order=SAMPLING_MODES,
+        ),
+        Setting(
+            "sampling_max_tokens",
+            "int",
+            DEFAULT_SAMPLING_MAX_TOKENS,
+            "tokens one sampling answer may have (the smaller of this and the server's max_tokens)",
+            above=0,
             trust_only=True,
         ),
         Setting(

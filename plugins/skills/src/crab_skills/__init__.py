@@ -93,6 +93,13 @@ class SkillsPlugin:
         return self.skills.prompt(workspace, config)
 
     @crab.hookimpl
+    def crab_prompts(self, config: Config) -> list[dict[str, Any]]:
+        """Every skill as a prompt (crab-mcp's hook: ``crab mcp serve``): ``crab_skills.served_prompts``."""
+        from crab_skills.served_prompts import prompts
+
+        return prompts(config)
+
+    @crab.hookimpl
     def crab_cli(self, app: Any, config: Config) -> None:
         """``crab skills list`` and ``crab skills show NAME`` (their work imported only when run)."""
         import typer

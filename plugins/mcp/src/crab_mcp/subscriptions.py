@@ -1,0 +1,137 @@
+"""Resource subscriptions: a resource the model read stays fresh while crab runs.
+
+When a server offers ``resources.subscribe``, ``mcp_read_resource`` subscribes to the URI it
+read (at most ``MAX_PER_SERVER`` per server) and remembers which sessions read it. On
+``notifications/resources/updated`` crab reads the resource again and, for each of those
+sessions, shows a notice to the user at once and keeps the new content (the latest only, cut
+at ``MAX_NOTE`` characters, fenced as the server's content) for the model: it is added after
+the next tool result of that session (``crab_after_tool_call``), the first place the model reads
+new text in the history without crab inventing a user message. ``stop`` unsubscribes
+everything before the servers stop. A server that starts again is not subscribed again until
+the model reads the resource once more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from crab import ToolContext, ToolResult
+
+    from crab_mcp.manager import Manager
+    from crab_mcp.server import ServerLink
+
+MAX_PER_SERVER = 50
+"""URIs crab subscribes to on one server at most (then it reads without subscribing)."""
+MAX_NOTE = 8_000
+"""Characters of one updated resource's content kept for the model."""
+UNSUBSCRIBE_WITHIN = 2.0
+"""Seconds ``stop`` waits for one server to acknowledge its unsubscriptions."""
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The SDK warns that ``resources/subscribe`` is gone on 2026-07-28 connections, which crab
+    does not make (it connects legacy): not a warning for crab's user."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+@dataclass
+class _Watched:
+    """One subscribed URI: the contexts of the sessions that read it (to show the notice)."""
+
+    contexts: dict[str, ToolContext] = field(default_factory=dict)
+
+
+class Watch:
+    """The subscriptions of one manager (see the module docstring)."""
+
+    def __init__(self, manager: Manager) -> None:
+        self.manager = manager
+        self.watched: dict[tuple[str, str], _Watched] = {}
+        self.pending: dict[str, dict[tuple[str, str], str]] = {}
+        """session id → (server, uri) → the note for the model, the latest update only."""
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.delivered = 0
+        """Notes handed to the model so far."""
+
+    async def after_read(self, link: ServerLink, uri: str, ctx: ToolContext | None) -> None:
+        """Subscribe to ``uri`` (once per connection) and remember that ``ctx``'s session read it."""
+        if ctx is None or not link.can_subscribe:
+            return
+        key = (link.name, uri)
+        if uri not in link.subscribed:
+            if len(link.subscribed) >= MAX_PER_SERVER:
+                return
+            try:
+                with _quiet():
+                    await link.request(f"resources/subscribe {uri}", "subscribe_resource", uri)
+            except Exception as exc:  # the read worked; no subscription is no failure of the call
+                link.peer._note(f"subscribing to {uri} failed: {type(exc).__name__}: {exc}")
+                return
+            link.subscribed.add(uri)
+        self.watched.setdefault(key, _Watched()).contexts[ctx.session_id] = ctx
+
+    def updated(self, link: ServerLink, uri: str) -> None:
+        """The server said ``uri`` changed: read it again in the background."""
+        if (link.name, uri) not in self.watched:
+            return
+        task = asyncio.create_task(self._refresh(link, uri), name=f"crab-mcp-{link.name}-updated")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _refresh(self, link: ServerLink, uri: str) -> None:
+        from crab import NoticeEvent
+
+        from crab_mcp.resources import read
+
+        key = (link.name, uri)
+        fresh = await read(self.manager, link.name, uri)
+        content = fresh.content
+        if len(content) > MAX_NOTE:
+            content = (
+                f"{content[:MAX_NOTE]}\n[… cut: {len(fresh.content):,} characters; read it with mcp_read_resource]"
+            )
+        note = f"MCP resource {uri} of server {link.name!r} changed since you read it; crab read it again:\n{content}"
+        for session_id, ctx in list(self.watched.get(key, _Watched()).contexts.items()):
+            waiting = self.pending.setdefault(session_id, {})
+            first = key not in waiting
+            waiting[key] = note
+            if first:  # one notice until the model has seen it, however often the server says so
+                ctx.emit(
+                    NoticeEvent(f"MCP {link.name}: resource {uri} changed; the model sees it after its next tool call")
+                )
+
+    def note_into(self, result: ToolResult, session_id: str) -> ToolResult | None:
+        """``result`` with the updates waiting for ``session_id`` after it (None when there are none)."""
+        waiting = self.pending.pop(session_id, None)
+        if not waiting:
+            return None
+        self.delivered += len(waiting)
+        notes = "\n\n".join(waiting.values())
+        return replace(result, content=f"{result.content}\n\n{notes}")
+
+    async def stop(self) -> None:
+        """Unsubscribe everything (each server bounded by ``UNSUBSCRIBE_WITHIN``), end refreshes."""
+        for task in list(self._tasks):
+            task.cancel()
+
+        async def leave(link: ServerLink) -> None:
+            for uri in sorted(link.subscribed):
+                with contextlib.suppress(Exception), _quiet():
+                    await link.request(f"resources/unsubscribe {uri}", "unsubscribe_resource", uri)
+            link.subscribed.clear()
+
+        links = [link for link in self.manager.links.values() if link.subscribed and link.status == "ready"]
+        await asyncio.gather(
+            *(asyncio.wait_for(leave(link), UNSUBSCRIBE_WITHIN) for link in links), return_exceptions=True
+        )
+        self.watched.clear()
+        self.pending.clear()
