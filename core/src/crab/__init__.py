@@ -77,6 +77,12 @@ if TYPE_CHECKING:
         UsageEvent as UsageEvent,
         event_to_dict as event_to_dict,
     )
+    from crab._contracts.images import (
+        IMAGE_TYPES as IMAGE_TYPES,
+        ImagePart as ImagePart,
+        ImageTooLarge as ImageTooLarge,
+        sniff_image as sniff_image,
+    )
     from crab._contracts.handle import (
         AgentHandle as AgentHandle,
         ChildOutcome as ChildOutcome,
@@ -122,6 +128,7 @@ if TYPE_CHECKING:
         ENTRY_TYPES as ENTRY_TYPES,
         INTERCHANGE_VERSION as INTERCHANGE_VERSION,
         SESSION_HEADER_KEY as SESSION_HEADER_KEY,
+        BlobStore as BlobStore,
         Entry as Entry,
         EntryType as EntryType,
         SearchHit as SearchHit,
@@ -181,6 +188,7 @@ _HOMES: dict[str, str] = {
         " ToolResultEvent TurnEnded TurnStarted TurnStop UsageEvent"
     ),
     "crab._contracts.handle": "AgentHandle ChildOutcome PluginStatus SessionView",
+    "crab._contracts.images": "IMAGE_TYPES ImagePart ImageTooLarge sniff_image",
     "crab._contracts.interception": "Allow Answer Decision Deny PermissionRequest Replace",
     "crab._contracts.messages": (
         "AssistantMessage json_text Message message_from_dict message_to_dict parse_tool_arguments StopReason"
@@ -190,8 +198,8 @@ _HOMES: dict[str, str] = {
     "crab._contracts.questions": "AskQuestion Question",
     "crab._contracts.renderers": "ChatEntry ChatInput ChatState Renderer RendererSpec RenderTarget",
     "crab._contracts.storage": (
-        "Entry entry_from_dict entry_text entry_to_dict ENTRY_TYPES EntryType INTERCHANGE_VERSION new_entry_id"
-        " new_session_id search_hit SearchHit session_from_header session_header SESSION_HEADER_KEY"
+        "BlobStore Entry entry_from_dict entry_text entry_to_dict ENTRY_TYPES EntryType INTERCHANGE_VERSION"
+        " new_entry_id new_session_id search_hit SearchHit session_from_header session_header SESSION_HEADER_KEY"
         " SessionImporter SessionInfo Store"
     ),
     "crab._contracts.tools": "Tool tool ToolContext ToolResult ToolSpec",

@@ -80,6 +80,7 @@ def test_server_everything_over_stdio(tmp_path, everything_js, unfence):
         assert unfence(echo.content) == "Echo: hello from crab"
         image = await call("p_get-tiny-image", {})
         assert "[image image/png" in image.content and image.details["content_types"] == ["image"]
+        assert [i.media_type for i in image.images] == ["image/png"]  # the model sees the picture
         total = await call("p_get-sum", {"a": 2, "b": 3})
         assert "5" in total.content
         bad = await call("p_get-sum", {"a": "two"})

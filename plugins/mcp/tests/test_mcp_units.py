@@ -184,3 +184,25 @@ def test_sdk_records_go_to_the_servers_log_and_elsewhere_to_pythons_usual_place(
     text = log.read_text()
     assert text.startswith("[mcp sdk error] Failed to parse JSONRPC message from server: ValueError: bad line")
     assert "hunter2-secret" not in text and "Traceback" not in text and len(text.splitlines()) == 1
+
+
+def test_image_content_becomes_an_image_of_the_result_and_survives_the_fence():
+    import base64
+
+    from crab.testing import make_png
+    from crab_mcp.fence import fenced
+
+    png = make_png(2, 2)
+    data = base64.b64encode(png).decode()
+    result = types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="a chart"),
+            types.ImageContent(type="image", data=data, mime_type="image/png"),
+            types.ImageContent(type="image", data=data, mime_type="image/jpeg"),  # the bytes say otherwise
+            types.ImageContent(type="image", data=base64.b64encode(b"<svg/>").decode(), mime_type="image/svg+xml"),
+        ]
+    )
+    converted = fenced("charts", "draw", to_tool_result(result))
+    assert [(i.media_type, i.data) for i in converted.images] == [("image/png", png)]
+    assert f"[image image/png, {len(png)} B, " in converted.content
+    assert "[image image/jpeg, about" in converted.content and "[image image/svg+xml, about" in converted.content

@@ -114,12 +114,12 @@ def test_full_text_index_is_added_and_backfilled_when_fts5_arrives(tmp_path: Pat
         return info.id
 
     sid = asyncio.run(fill())
-    assert [v for (v,) in without.conn.execute("SELECT version FROM migrations")] == [1]
+    assert [v for (v,) in without.conn.execute("SELECT version FROM migrations ORDER BY version")] == [1, 3]
     asyncio.run(without.close())
 
     store = opened(path)
     assert store.fts
-    assert [v for (v,) in store.conn.execute("SELECT version FROM migrations ORDER BY version")] == [1, 2]
+    assert [v for (v,) in store.conn.execute("SELECT version FROM migrations ORDER BY version")] == [1, 2, 3]
     hits = asyncio.run(store.search("without index"))
     assert [h.session_id for h in hits] == [sid]
     asyncio.run(store.close())

@@ -3,7 +3,8 @@ and helpers to drive ``crab serve telegram`` against them.
 
 The server answers getMe, deleteWebhook, getUpdates (long polling with ``offset``; 409 while a
 webhook is set, as Telegram does), sendMessage, editMessageText, sendChatAction,
-answerCallbackQuery and setMyCommands with the JSON shapes recorded in ``fixtures/bot_api.json``
+answerCallbackQuery, setMyCommands and getFile (with the file itself on ``GET
+/file/bot<token>/<file_path>``, from ``files``) with the JSON shapes recorded in ``fixtures/bot_api.json``
 (from https://core.telegram.org/bots/api), and can be told to fail a method (429 with
 ``retry_after``, a parse error) to test the channel's handling. It reads parameters the ways the
 Bot API accepts them ("Making requests": a JSON body, or form fields whose non-string values are
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 import pytest
 
@@ -96,6 +97,8 @@ class FakeBotApi:
     next_message_id: int = 9000
     lock: threading.Condition = field(default_factory=threading.Condition)
     url: str = ""
+    files: dict[str, bytes] = field(default_factory=dict)
+    """file_id → the bytes ``getFile`` and the file URL serve (a photo's largest size, a document)."""
 
     # --- what a test does -------------------------------------------------------------------------
 
@@ -245,6 +248,13 @@ class FakeBotApi:
             if self.webhook:
                 return 409, FIXTURES["conflict_webhook"]
             return 200, {"ok": True, "result": self._updates(params)}
+        if method == "getFile":
+            file_id = str(params.get("file_id") or "")
+            if file_id not in self.files:
+                return 400, {"ok": False, "error_code": 400, "description": "Bad Request: invalid file_id"}
+            found = dict(FIXTURES["file"], file_id=file_id, file_size=len(self.files[file_id]))
+            found["file_path"] = f"files/{file_id}"
+            return 200, {"ok": True, "result": found}
         if method in ("sendChatAction", "answerCallbackQuery", "setMyCommands"):
             return 200, FIXTURES["ok_true"]
         if method in ("sendMessage", "editMessageText"):
@@ -302,6 +312,17 @@ def _handler(api: FakeBotApi) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up on a long poll (crab stopping)
 
+        def do_GET(self) -> None:
+            _, _, rest = unquote(self.path).partition("/file/bot")  # the client quotes the token's ':'
+            token, _, path = rest.partition("/")
+            file_id = path.removeprefix("files/")
+            api.calls.append(Call("download", {"file_id": file_id}, time.monotonic()))
+            data = api.files.get(file_id) if token == api.token and path.startswith("files/") else None
+            self.send_response(200 if data is not None else 404)
+            self.send_header("Content-Length", str(len(data or b"")))
+            self.end_headers()
+            self.wfile.write(data or b"")
+
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
@@ -342,7 +363,8 @@ def reply(request):
     if log:
         with open(log, "a") as handle:
             sent = [crab.message_to_dict(m) for m in request.messages]
-            handle.write(json.dumps({"system": request.system, "messages": sent}) + "\\n")
+            seen = [i.sha256 for m in request.messages for i in getattr(m, "images", ()) if i.data]
+            handle.write(json.dumps({"system": request.system, "messages": sent, "image_bytes": seen}) + "\\n")
     last = request.messages[-1]
     users = [m for m in request.messages if m.role == "user"]
     text = users[-1].content if isinstance(users[-1].content, str) else str(users[-1].content)

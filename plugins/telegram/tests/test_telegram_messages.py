@@ -46,25 +46,6 @@ def test_an_answer_replies_to_the_users_message_once(serve, bot_api):
     assert rest and all("reply_parameters" not in c.params for c in rest)
 
 
-def test_captions_photos_and_documents_are_handed_on(serve, bot_api):
-    served = serve()
-    bot_api.say(None, caption="what is on this picture?", photo=True, user=ADA)
-    bot_api.say(None, document={}, user=ADA)
-    bot_api.say(None, user=ADA)  # a sticker, say: nothing crab can read
-    bot_api.wait_for("three answers", lambda: len(bot_api.texts(ADA)) == 3, served.proc)
-    assert served.stop() == 0, served.stderr
-    photo, document, nothing = bot_api.texts(ADA)
-    assert photo == (
-        "echo: what is on this picture?\n"
-        "[photo attached: 1280×960, 100 KB — crab cannot show you its content yet] (1 user messages)"
-    )
-    assert document == (
-        "echo: [document attached: report.pdf, application/pdf, 24 KB — crab cannot show you its content yet]"
-        " (2 user messages)"
-    )
-    assert nothing == "crab reads text, and the captions of photos and documents."
-
-
 def test_the_file_ids_are_kept_for_the_images_work() -> None:
     from telegram import Message, User
 

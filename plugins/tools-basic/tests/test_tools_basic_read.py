@@ -6,7 +6,16 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from crab import ToolResult
+from crab.testing import make_png
+
+GIF = (
+    b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,"
+    b"\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"
+)
+JPEG_HEAD = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
+WEBP = b"RIFF\x1a\x00\x00\x00WEBPVP8L\r\x00\x00\x00/\x00\x00\x00\x10\x07\x10\x11\x11\x88\x88\xfe\x07\x00"
 
 
 def test_numbered_lines_without_line_endings_or_bom(workspace: Path, call: Callable[..., ToolResult]) -> None:
@@ -61,9 +70,9 @@ def test_offset_past_the_end_is_an_error(workspace: Path, call: Callable[..., To
 
 
 def test_binary_files_folders_and_missing_files_are_refused(workspace: Path, call: Callable[..., ToolResult]) -> None:
-    (workspace / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
+    (workspace / "data.bin").write_bytes(b"\x00\x01\x02 not an image\x00")
     (workspace / "dir").mkdir()
-    assert "binary file" in call("read", path="img.png").content
+    assert "binary file" in call("read", path="data.bin").content
     assert "is a folder" in call("read", path="dir").content
     assert "does not exist" in call("read", path="missing.txt").content
     os.mkfifo(workspace / "pipe")
@@ -83,3 +92,32 @@ def test_invalid_utf8_is_shown_with_replacement_characters(workspace: Path, call
 def test_unicode_line_separators_do_not_shift_numbers(workspace: Path, call: Callable[..., ToolResult]) -> None:
     (workspace / "ff.txt").write_text("a\fb\u2028c\nd\n")
     assert call("read", path="ff.txt").content == "     1\ta\fb\u2028c\n     2\td"
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "media_type"),
+    [
+        ("shot.png", make_png(4, 3), "image/png"),
+        ("photo.jpg", JPEG_HEAD + b"\0" * 64, "image/jpeg"),
+        ("anim.gif", GIF, "image/gif"),
+        ("pic.webp", WEBP, "image/webp"),
+        ("no-extension", make_png(1, 1), "image/png"),  # known by its magic bytes, not its name
+        ("named.txt", GIF, "image/gif"),
+    ],
+)
+def test_images_come_back_as_images(
+    workspace: Path, call: Callable[..., ToolResult], name: str, data: bytes, media_type: str
+) -> None:
+    (workspace / name).write_bytes(data)
+    result = call("read", path=name)
+    assert not result.is_error
+    assert [(i.media_type, i.data) for i in result.images] == [(media_type, data)]
+    assert result.content.startswith(f"{name}: image ({media_type}, ")
+
+
+def test_a_png_named_file_that_is_no_image_is_refused_as_binary(
+    workspace: Path, call: Callable[..., ToolResult]
+) -> None:
+    (workspace / "fake.png").write_bytes(b"\x00\x00 NUL bytes but no PNG signature")
+    result = call("read", path="fake.png")
+    assert result.images == () and "binary file" in result.content

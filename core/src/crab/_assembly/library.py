@@ -19,6 +19,7 @@ from crab._assembly.result import ResultCollector, RunResult
 from crab._assembly.root import Layers, PermissionMode, assemble
 from crab._contracts.errors import CrabError, UsageError
 from crab._contracts.events import Event, NoticeEvent
+from crab._contracts.images import ImagePart
 from crab._host.hookspecs import hookimpl
 from crab._host.plugin_host import OWN_NAMES
 
@@ -202,24 +203,28 @@ class Agent:
 
     # --- runs -----------------------------------------------------------------------------------
 
-    def run_stream(self, prompt: str, *, session: str | None = None) -> Run:
+    def run_stream(self, prompt: str, *, session: str | None = None, images: Sequence[ImageInput] = ()) -> Run:
         """A run of ``prompt`` (in the session ``session`` names, else a new one): iterate it with
-        ``async for`` for its events, ``await run.result()`` for how it ended."""
-        return Run(self, prompt, session)
+        ``async for`` for its events, ``await run.result()`` for how it ended.
 
-    async def run(self, prompt: str, *, session: str | None = None) -> RunResult:
-        """Run ``prompt`` to the end (in session ``session``, else a new one) and return the result."""
-        return await self.run_stream(prompt, session=session).result()
+        ``images`` go with the prompt: ``crab.ImagePart``s, raw bytes or paths of PNG, JPEG, GIF
+        or WebP files (``UsageError`` for anything else; ``ImageTooLarge`` past the cap).
+        """
+        return Run(self, prompt, session, image_parts(images))
 
-    def run_sync(self, prompt: str, *, session: str | None = None) -> RunResult:
+    async def run(self, prompt: str, *, session: str | None = None, images: Sequence[ImageInput] = ()) -> RunResult:
+        """Run ``prompt`` (with ``images``) to the end (in session ``session``, else a new one)."""
+        return await self.run_stream(prompt, session=session, images=images).result()
+
+    def run_sync(self, prompt: str, *, session: str | None = None, images: Sequence[ImageInput] = ()) -> RunResult:
         """``run`` for a program without an event loop of its own."""
-        return self._sync(self.run(prompt, session=session))
+        return self._sync(self.run(prompt, session=session, images=images))
 
-    def run_stream_sync(self, prompt: str, *, session: str | None = None) -> Run:
+    def run_stream_sync(self, prompt: str, *, session: str | None = None, images: Sequence[ImageInput] = ()) -> Run:
         """``run_stream`` for a program without an event loop: iterate it with a plain ``for``,
         then read ``run.result_sync()``."""
         self._own_runner()
-        return Run(self, prompt, session)
+        return Run(self, prompt, session, image_parts(images))
 
     def abort(self, session: str) -> bool:
         """Stop the running turn of session ``session``; False when nothing was running there."""
@@ -311,9 +316,10 @@ class Run:
     gets its result, so the session stays valid).
     """
 
-    def __init__(self, owner: Agent, prompt: str, session_id: str | None) -> None:
+    def __init__(self, owner: Agent, prompt: str, session_id: str | None, images: tuple[ImagePart, ...] = ()) -> None:
         self._owner = owner
         self._prompt = prompt
+        self._images = images
         self._wanted = session_id
         self._session: Session | None = None
         self._events: asyncio.Queue[Event | None] | None = None
@@ -345,7 +351,7 @@ class Run:
         self._session = session
         self._events = asyncio.Queue()
         routes[session.id] = self
-        self._submit(self._prompt, steer=False)
+        self._submit(self._prompt, steer=False, images=self._images)
         for text, steer in self._pending:
             self._submit(text, steer=steer)
         self._pending.clear()
@@ -355,9 +361,10 @@ class Run:
         if self._events is not None:
             self._events.put_nowait(event)
 
-    def _submit(self, text: str, *, steer: bool) -> None:
+    def _submit(self, text: str, *, steer: bool, images: tuple[ImagePart, ...] = ()) -> None:
         assert self._session is not None
-        task = asyncio.ensure_future(self._owner._agent.handle_input(self._session, text, steer=steer))
+        agent = self._owner._agent
+        task = asyncio.ensure_future(agent.handle_input(self._session, text, steer=steer, images=images))
         self._tasks.append(task)
         task.add_done_callback(self._finished)
 
@@ -442,6 +449,33 @@ class Run:
     def _leave_routes(self) -> None:
         if self._session is not None and self._owner._routes.runs.get(self._session.id) is self:
             del self._owner._routes.runs[self._session.id]
+
+
+ImageInput = ImagePart | bytes | str | Path
+"""What a run takes as an image: a ``crab.ImagePart``, the bytes of one, or a file's path."""
+
+
+def image_parts(items: Sequence[ImageInput]) -> tuple[ImagePart, ...]:
+    """``items`` as image parts (types sniffed from the bytes); a ``UsageError`` naming a bad one."""
+    parts: list[ImagePart] = []
+    for item in items:
+        if isinstance(item, ImagePart):
+            parts.append(item)
+            continue
+        try:
+            if isinstance(item, bytes | bytearray | memoryview):
+                parts.append(ImagePart.from_bytes(bytes(item)))
+            elif isinstance(item, str | Path):
+                parts.append(ImagePart.from_path(item))
+            else:
+                raise ValueError(f"expected an ImagePart, bytes or a path, not {type(item).__name__}")
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"cannot use image {_label(item)}: {exc}") from None
+    return tuple(parts)
+
+
+def _label(item: object) -> str:
+    return f"{len(item)} bytes" if isinstance(item, bytes | bytearray | memoryview) else repr(str(item))
 
 
 def _masked(exc: CrabError) -> None:

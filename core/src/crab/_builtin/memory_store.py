@@ -1,6 +1,7 @@
 """The in-memory store: core's built-in ``Store``, so crab runs with no storage plugin at all.
 
-Sessions live as long as the process. It is also the reference implementation of the contract.
+Sessions (and the image blobs their messages name, once each) live as long as the process. It is
+also the reference implementation of the contract.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from crab._contracts.errors import StoreError
+from crab._contracts.images import sha256_hex
 from crab._contracts.storage import (
     ENTRY_TYPES,
     Entry,
@@ -32,6 +34,7 @@ class MemoryStore:
         self._sessions: dict[str, SessionInfo] = {}
         self._entries: dict[str, list[Entry]] = {}
         self._last_handoff: dict[str, int] = {}
+        self._blobs: dict[str, bytes] = {}
 
     async def open(self) -> None:
         return None
@@ -84,6 +87,14 @@ class MemoryStore:
         if type == "anchor" and payload.get("kind") == "handoff":
             self._last_handoff[session_id] = len(entries) - 1
         return entry
+
+    async def put_blob(self, data: bytes) -> str:
+        digest = sha256_hex(data)
+        self._blobs.setdefault(digest, bytes(data))
+        return digest
+
+    async def get_blob(self, sha256: str) -> bytes | None:
+        return self._blobs.get(sha256)
 
     async def entries(self, session_id: str, *, since_handoff: bool = False) -> list[Entry]:
         entries = self._require(session_id)

@@ -145,12 +145,16 @@ def run(
     store: StoreOpt = None,
     set_: SetOpt = None,
     renderer: RendererOpt = None,
+    attach: Annotated[
+        list[Path] | None,
+        typer.Option("--attach", "-a", metavar="FILE", help="Send this image (PNG, JPEG, GIF, WebP) too; repeatable."),
+    ] = None,
 ) -> None:
     """Run one agent turn and exit: 0 done, 1 model or tool failure, 2 usage or config error, 130 interrupted."""
     from crab._cli.run import run_once
 
     options = _run_options(locals())
-    raise typer.Exit(run_once(prompt, output.value, options))
+    raise typer.Exit(run_once(prompt, output.value, options, attach=tuple(attach or ())))
 
 
 @app.command()

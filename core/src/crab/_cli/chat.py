@@ -172,6 +172,8 @@ def chat(options: RunOptions) -> None:
             renderer.close()
             sys.stderr.write(exit_line(agent, session, options.store))
             return
+        from crab._cli.attach import send_line
+
         while True:
             try:
                 line = input(PROMPT if interactive else "")
@@ -191,7 +193,7 @@ def chat(options: RunOptions) -> None:
                     continue
                 line = edited
             try:
-                outcome = GATE.run(runner, agent.handle_input(session, line))
+                outcome = GATE.run(runner, send_line(agent, session, line))  # @pic.png attaches it
             except (KeyboardInterrupt, Interrupted) as exc:
                 if isinstance(exc, Interrupted) and exc.signum != signal.SIGINT:
                     raise

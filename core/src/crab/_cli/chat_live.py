@@ -72,7 +72,9 @@ class LiveChat:
         if not text.strip():
             return
         steer = entry.kind == "send"
-        task = asyncio.ensure_future(self.agent.handle_input(self.session, text, steer=steer))
+        from crab._cli.attach import send_line  # @pic.png in the line attaches it
+
+        task = asyncio.ensure_future(send_line(self.agent, self.session, text, steer=steer))
         self.work.add(task)
         # handle_input queues synchronously only once it runs: let it, then show the queues.
         asyncio.get_running_loop().call_soon(self.sync)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from crab._assembly.result import ResultCollector
 from crab._cli.options import RunOptions
@@ -12,6 +13,9 @@ from crab._contracts.events import Event, NoticeEvent
 from crab._contracts.messages import FORMAT_VERSION, json_text, usage_to_dict
 from crab._contracts.renderers import Renderer, RenderTarget
 from crab._loop.session import TurnOutcome
+
+if TYPE_CHECKING:
+    from crab._contracts.images import ImagePart
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 
@@ -75,12 +79,19 @@ def _read_prompt(prompt: str) -> str:
     return text
 
 
+def _attachments(paths: tuple[Path, ...]) -> list[ImagePart]:
+    """The images of ``--attach``, read before anything starts (a bad one is a usage error, exit 2)."""
+    from crab._cli.attach import load_image
+
+    return [load_image(path, Path.cwd()) for path in paths]
+
+
 def _can_ask() -> bool:
     return sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def run_once(prompt: str, output: str, options: RunOptions) -> int:
-    """Run one turn; returns the process exit code."""
+def run_once(prompt: str, output: str, options: RunOptions, attach: tuple[Path, ...] = ()) -> int:
+    """Run one turn (with the images ``attach`` names); returns the process exit code."""
     from crab._assembly.choosing import choose_renderer, start_agent
     from crab._cli.question import ask_on_terminal, ask_question_on_terminal
     from crab._cli.setup import open_session, prepare
@@ -90,6 +101,7 @@ def run_once(prompt: str, output: str, options: RunOptions) -> int:
 
         raise UsageError(f"--renderer picks how text output looks; drop it or drop --output {output}")
     text = _read_prompt(prompt)
+    images = _attachments(attach)
     can_ask = _can_ask() and prompt != "-"
     prepared = prepare(
         options,
@@ -118,7 +130,11 @@ def run_once(prompt: str, output: str, options: RunOptions) -> int:
         await start_agent(agent)
         try:
             session = await open_session(agent, options)
-            return await agent.handle_input(session, text)
+            if images:
+                agent.notice(
+                    f"attached {', '.join(f'{path} ({i.describe()})' for path, i in zip(attach, images, strict=True))}"
+                )
+            return await agent.handle_input(session, text, images=images)
         finally:
             await agent.close()
 

@@ -92,13 +92,52 @@ def _json_line(data: Mapping[str, Any]) -> str:
     return _dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-def export_jsonl(info: SessionInfo, entries: Iterable[Entry]) -> Iterable[str]:
-    """Header line, then one line per entry: the tape format described in docs/storage.md."""
+def export_jsonl(
+    info: SessionInfo, entries: Iterable[Entry], blobs: Mapping[str, bytes] | None = None
+) -> Iterable[str]:
+    """Header line, each image once (``{"blob": sha256, "media_type", "data": base64}``), then one
+    line per entry: the tape format described in docs/storage.md, with the images it names."""
+    import base64
+
     from crab._contracts.storage import entry_to_dict, session_header
 
+    entries = list(entries)
     yield _json_line(session_header(info))
+    for sha256, media_type in _image_types(entries).items():
+        data = (blobs or {}).get(sha256)
+        if data is not None:
+            yield _json_line({"blob": sha256, "media_type": media_type, "data": base64.b64encode(data).decode()})
     for entry in entries:
         yield _json_line(entry_to_dict(entry))
+
+
+def _image_types(entries: Iterable[Entry]) -> dict[str, str]:
+    """sha256 → media type of every image the entries name, in first-seen order."""
+    found: dict[str, str] = {}
+    for entry in entries:
+        refs = list(entry.payload.get("images") or ())
+        details = entry.payload.get("compaction")
+        if isinstance(details, Mapping):
+            for kept in details.get("kept") or ():
+                refs.extend(kept.get("images") or () if isinstance(kept, Mapping) else ())
+        for ref in refs:
+            if isinstance(ref, Mapping) and isinstance(ref.get("sha256"), str):
+                found.setdefault(ref["sha256"], str(ref.get("media_type", "")))
+    return found
+
+
+async def session_blobs(store: Store, entries: Iterable[Entry]) -> dict[str, bytes]:
+    """The bytes of every image ``entries`` name that ``store`` holds (none without ``BlobStore``)."""
+    from crab._contracts.storage import BlobStore
+
+    if not isinstance(store, BlobStore):
+        return {}
+    found: dict[str, bytes] = {}
+    for sha256 in _image_types(entries):
+        data = await store.get_blob(sha256)
+        if data is not None:
+            found[sha256] = data
+    return found
 
 
 def _fence(text: str) -> str:
@@ -192,6 +231,9 @@ def entry_summary(entry: Entry, width: int = 100) -> str:
     else:
         head = f"custom {payload.get('plugin', '?')}"
         text = entry_text(entry)
+    images = payload.get("images") if entry.type in ("message", "tool_result") else None
+    if isinstance(images, list) and images:
+        head += f" [{len(images)} image{'s' if len(images) > 1 else ''}]"
     text = " ".join(text.split())
     if len(text) > width:
         text = text[: width - 1] + "…"
@@ -274,12 +316,13 @@ async def migrate_sessions(source: Store, target: Store) -> MigrationReport:
     A target with the ``crab.SessionImporter`` capability (both crab store plugins have it) keeps
     ids, parent chains, times and fork origins; any other target gets new sessions appended entry
     by entry (new ids and times). Sessions the target already holds are skipped, so a migration
-    that was interrupted can simply be run again.
+    that was interrupted can simply be run again. The image blobs the entries name are copied
+    first, where both stores keep blobs.
     """
     import inspect
 
     from crab._contracts.errors import StoreError
-    from crab._contracts.storage import SessionImporter
+    from crab._contracts.storage import BlobStore, SessionImporter
 
     importer = target.import_session if isinstance(target, SessionImporter) else None
     copied: list[str] = []
@@ -295,6 +338,9 @@ async def migrate_sessions(source: Store, target: Store) -> MigrationReport:
                 skipped.append(info.id)
                 continue
         entries = await source.entries(info.id)
+        if isinstance(target, BlobStore):
+            for data in (await session_blobs(source, entries)).values():
+                await target.put_blob(data)
         if importer is not None:
             result = importer(info, entries)
             if inspect.isawaitable(result):
@@ -484,13 +530,15 @@ def export_cmd(
 ) -> None:
     """A session as JSON lines (header, then one entry per line) or as a Markdown transcript."""
 
-    async def work(s: Store) -> tuple[SessionInfo, list[Entry]]:
+    async def work(s: Store) -> tuple[SessionInfo, list[Entry], dict[str, bytes]]:
         from crab._assembly.choosing import require_session
 
-        return await require_session(s, session_id), await s.entries(session_id)
+        info = await require_session(s, session_id)
+        entries = await s.entries(session_id)
+        return info, entries, await session_blobs(s, entries) if format is ExportFormat.jsonl else {}
 
-    info, entries = _with_store(store, plugins, work)
-    lines = export_jsonl(info, entries) if format is ExportFormat.jsonl else export_markdown(info, entries)
+    info, entries, blobs = _with_store(store, plugins, work)
+    lines = export_jsonl(info, entries, blobs) if format is ExportFormat.jsonl else export_markdown(info, entries)
     text = "\n".join(lines) + "\n"
     if output is None:
         _echo(text, nl=False)

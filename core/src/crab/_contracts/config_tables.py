@@ -29,6 +29,11 @@ relative to the table."""
 TableCheck = Callable[[Mapping[str, Any]], None]
 """Checks a validated table as a whole (cross-key rules, nested tables); raises ``InvalidValue``."""
 
+DEFAULT_MAX_IMAGE_BYTES = 5 * 1024 * 1024
+"""``[crab] max_image_bytes``: the largest image kept (after any downscale); Anthropic's own cap."""
+DEFAULT_MAX_IMAGE_SIDE = 2048
+"""``[crab] max_image_side``: longer sides are downscaled to it where Pillow is importable."""
+
 
 def format_key(parts: Sequence[str]) -> str:
     """A key path as a TOML dotted key: ``plugins.provider-openai.models."gpt-4.1".context_window``."""
@@ -283,6 +288,22 @@ CORE_TABLE = ConfigTable(
         ),
         Setting("compact_at", "float", 0.8, "share of the window at which history is compacted", above=0, maximum=1),
         Setting("system_prompt_append", "str", doc="text appended to the system prompt, after every plugin's part"),
+        Setting(
+            "max_image_bytes",
+            "int",
+            DEFAULT_MAX_IMAGE_BYTES,
+            "largest image kept (bytes, after a downscale where Pillow is installed)",
+            minimum=1024,
+            maximum=100 * 1024 * 1024,
+        ),
+        Setting(
+            "max_image_side",
+            "int",
+            DEFAULT_MAX_IMAGE_SIDE,
+            "images with a longer side are downscaled to it where Pillow is installed",
+            minimum=64,
+            maximum=20_000,
+        ),
     ),
 )
 """``[crab]``: the keys core reads."""

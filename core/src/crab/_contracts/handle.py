@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from crab._config.layers import Config
     from crab._contracts.commands import Command
     from crab._contracts.events import Event, TurnStop
+    from crab._contracts.images import ImagePart
     from crab._contracts.messages import AssistantMessage, Message, Usage
     from crab._contracts.providers import ModelInfo
     from crab._contracts.storage import Entry, SessionInfo
@@ -169,9 +170,12 @@ class AgentHandle:
         (a chat that streams its own reply); returns the function that unsubscribes."""
         return self._agent.subscribe(listener, None if session is None else session.id)
 
-    async def handle_input(self, session: SessionView, text: str, *, steer: bool = False) -> TurnOutcome:
-        """Route one line of input (a command, ``!shell`` on local channels, or a model turn)."""
-        outcome = await self._agent.handle_input(_session(session), text, steer=steer)
+    async def handle_input(
+        self, session: SessionView, text: str, *, steer: bool = False, images: Sequence[ImagePart] = ()
+    ) -> TurnOutcome:
+        """Route one line of input (a command, ``!shell`` on local channels, or a model turn);
+        ``images`` go with a model turn (a photo a chat received), capped like every image."""
+        outcome = await self._agent.handle_input(_session(session), text, steer=steer, images=images)
         if self._turns is not None and outcome.stop != "command":
             self._turns.append(outcome)
         return outcome

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from crab._contracts.images import ImagePart, image_from_dict, image_to_dict
+
 FORMAT_VERSION = 1
 """Version of the JSON shape of messages and events; bumped on incompatible changes."""
 
@@ -92,10 +94,11 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class UserMessage:
-    """Text the user (or a channel acting for them) sent."""
+    """Text the user (or a channel acting for them) sent, and the images they attached."""
 
     content: str
     role: Literal["user"] = "user"
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,13 +123,14 @@ class AssistantMessage:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultMessage:
-    """The answer to one tool call, paired with it by ``call_id``."""
+    """The answer to one tool call, paired with it by ``call_id``; ``images`` a tool gave back."""
 
     call_id: str
     name: str
     content: str
     is_error: bool = False
     role: Literal["tool"] = "tool"
+    images: tuple[ImagePart, ...] = ()
 
 
 Message = UserMessage | AssistantMessage | ToolResultMessage
@@ -214,10 +218,17 @@ def tool_call_from_dict(data: dict[str, Any]) -> ToolCall:
     )
 
 
-def message_to_dict(message: Message) -> dict[str, Any]:
-    """The versioned JSON object for a message (see docs/format.md)."""
+def message_to_dict(message: Message, *, inline_images: bool = False) -> dict[str, Any]:
+    """The versioned JSON object for a message (see docs/format.md).
+
+    Images are references (media type, sha256, size) to blobs kept beside the session;
+    ``inline_images`` adds their bytes as base64 (for a store that keeps no blobs).
+    """
     if isinstance(message, UserMessage):
-        return {"v": FORMAT_VERSION, "role": "user", "content": message.content}
+        user: dict[str, Any] = {"v": FORMAT_VERSION, "role": "user", "content": message.content}
+        if message.images:
+            user["images"] = [image_to_dict(i, inline=inline_images) for i in message.images]
+        return user
     if isinstance(message, ToolResultMessage):
         data: dict[str, Any] = {
             "v": FORMAT_VERSION,
@@ -228,6 +239,8 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         }
         if message.is_error:
             data["is_error"] = True
+        if message.images:
+            data["images"] = [image_to_dict(i, inline=inline_images) for i in message.images]
         return data
     out: dict[str, Any] = {
         "v": FORMAT_VERSION,
@@ -252,19 +265,24 @@ def message_to_dict(message: Message) -> dict[str, Any]:
 
 
 def message_from_dict(data: dict[str, Any]) -> Message:
-    """Inverse of ``message_to_dict``; raises ``ValueError`` for an unknown role or version."""
+    """Inverse of ``message_to_dict``; raises ``ValueError`` for an unknown role or version.
+
+    Image parts come back with their bytes only when they were inlined; otherwise ``loaded`` is
+    False and the bytes are the store's blob of that sha256 (``crab.BlobStore.get_blob``).
+    """
     version = data.get("v", FORMAT_VERSION)
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise ValueError(f"message format v{version} is newer than this crab understands (v{FORMAT_VERSION})")
     role = data.get("role")
     if role == "user":
-        return UserMessage(content=str(data.get("content", "")))
+        return UserMessage(content=str(data.get("content", "")), images=_images(data))
     if role == "tool":
         return ToolResultMessage(
             call_id=str(data["call_id"]),
             name=str(data.get("name", "")),
             content=str(data.get("content", "")),
             is_error=bool(data.get("is_error", False)),
+            images=_images(data),
         )
     if role == "assistant":
         usage = data.get("usage")
@@ -286,6 +304,10 @@ def message_from_dict(data: dict[str, Any]) -> Message:
             error=data.get("error"),
         )
     raise ValueError(f"unknown message role {role!r}")
+
+
+def _images(data: dict[str, Any]) -> tuple[ImagePart, ...]:
+    return tuple(image_from_dict(item) for item in data.get("images") or ())
 
 
 _last_extends: tuple[tuple[Message, ...], tuple[Message, ...], bool] | None = None

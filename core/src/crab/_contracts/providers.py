@@ -13,7 +13,12 @@ from crab._contracts.tools import ToolSpec
 
 @dataclass(frozen=True, slots=True)
 class ModelInfo:
-    """What crab knows about one model. Prices are US dollars per million tokens."""
+    """What crab knows about one model. Prices are US dollars per million tokens.
+
+    ``vision`` is whether it reads images: None when unknown (images are sent and the server
+    decides), False when the provider knows it does not (a request with images is refused with
+    one line before it is sent).
+    """
 
     id: str
     provider: str
@@ -23,6 +28,7 @@ class ModelInfo:
     output_price: float | None = None
     cache_read_price: float | None = None
     cache_write_price: float | None = None
+    vision: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,9 @@ checks one. Entry types:
 - ``event``: loop events worth keeping (model calls with usage, errors, system prompts); never
   part of the model's context.
 - ``custom``: plugin data, ``{"plugin": name, ...}``; never part of the model's context.
+
+Images in messages are references by sha256; a store with the ``BlobStore`` capability keeps
+their bytes once, beside the sessions (a store without it gets them inlined as base64).
 """
 
 from __future__ import annotations
@@ -144,6 +147,42 @@ class SessionImporter(Protocol):
     """
 
     def import_session(self, info: SessionInfo, entries: Iterable[Entry]) -> SessionInfo | Awaitable[SessionInfo]: ...
+
+
+@runtime_checkable
+class BlobStore(Protocol):
+    """An optional capability of a ``Store``: bytes (images) kept once by their sha256.
+
+    Every store plugin of crab has it (``crab.testing.StoreContract`` checks it when present).
+    Blobs belong to the store, not to one session: a fork, or a second message with the same
+    image, names the same blob and adds no bytes. ``put_blob`` is idempotent and durable when it
+    returns; ``get_blob`` gives None for a hash the store does not hold.
+    """
+
+    async def put_blob(self, data: bytes) -> str:
+        """Keep ``data`` (once); return its sha256 as lower-case hex."""
+        ...
+
+    async def get_blob(self, sha256: str) -> bytes | None: ...
+
+
+def blob_hashes(payload: Mapping[str, Any]) -> list[str]:
+    """The sha256 of every image a message or tool-result payload names (empty for others)."""
+    found: list[str] = []
+    for item in payload.get("images") or ():
+        if isinstance(item, Mapping) and isinstance(item.get("sha256"), str):
+            found.append(item["sha256"])
+    kept = payload.get("compaction")
+    if isinstance(kept, Mapping):
+        for message in kept.get("kept") or ():
+            if isinstance(message, Mapping):
+                found.extend(blob_hashes(message))
+    return found
+
+
+def valid_blob_hash(sha256: str) -> bool:
+    """Whether ``sha256`` is 64 lower-case hex digits (what a store may use as a file name)."""
+    return len(sha256) == 64 and all(c in "0123456789abcdef" for c in sha256)
 
 
 SESSION_HEADER_KEY = "crab_session"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from crab._contracts.errors import ToolError
 from crab._contracts.events import FileDiff
+from crab._contracts.images import ImagePart
 from crab._contracts.tool_schema import function_schema, validate
 from crab._contracts.truncate import OutputLimit, describe, truncate
 
@@ -39,13 +40,15 @@ PERMISSIONS: tuple[Permission, ...] = ("read", "write", "exec", "network")
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """What a tool gives back. ``content`` goes to the model; ``details`` and ``diffs`` only to
-    renderers, stores and channels (``diffs``: the files the call changed, see ``FileDiff``)."""
+    """What a tool gives back. ``content`` and ``images`` go to the model; ``details`` and ``diffs``
+    only to renderers, stores and channels (``diffs``: the files the call changed, see ``FileDiff``).
+    Images are stored once by hash and capped (``[crab] max_image_bytes``)."""
 
     content: str
     is_error: bool = False
     details: Mapping[str, Any] = field(default_factory=dict)
     diffs: tuple[FileDiff, ...] = ()
+    images: tuple[ImagePart, ...] = ()
 
 
 def _no_event(event: Event) -> None:
@@ -186,7 +189,9 @@ class Tool:
         if cut is None:
             return result
         note = describe(cut, self.output_limit, "ask for a narrower slice to see the rest")
-        return ToolResult(f"{text.rstrip(chr(10))}\n{note}", result.is_error, result.details, result.diffs)
+        return ToolResult(
+            f"{text.rstrip(chr(10))}\n{note}", result.is_error, result.details, diffs=result.diffs, images=result.images
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,9 +204,12 @@ class ToolSpec:
 
 
 def as_result(value: Any) -> ToolResult:
-    """Turn what a tool function returned into a ``ToolResult`` (str as is, others as JSON)."""
+    """Turn what a tool function returned into a ``ToolResult`` (str as is, an ``ImagePart`` as an
+    image result, others as JSON)."""
     if isinstance(value, ToolResult):
         return value
+    if isinstance(value, ImagePart):
+        return ToolResult(f"(image: {value.describe()})", images=(value,))
     if isinstance(value, str):
         return ToolResult(value)
     if value is None:

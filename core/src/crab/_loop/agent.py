@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from crab._config.layers import Config
 from crab._contracts.commands import Command, CommandContext, CommandResult
-from crab._contracts.errors import ChannelError, CrabError
+from crab._contracts.config_tables import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
+from crab._contracts.errors import ChannelError, CrabError, UsageError
 from crab._contracts.events import CommandOutput, Event, NoticeEvent
 from crab._contracts.handle import AgentHandle, ChildOutcome
+from crab._contracts.images import ImagePart
 from crab._contracts.interception import AskUser, redacted_ask
 from crab._contracts.messages import AssistantMessage, Message, ToolCall, message_to_dict
 from crab._contracts.providers import ModelInfo, ModelRequest, Provider
@@ -33,6 +35,7 @@ from crab._loop import compaction
 from crab._loop.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget
 from crab._loop.compaction import Compacted, CompactionReason, handoff_note
 from crab._loop.history import load_history
+from crab._loop.images import ImageLimits, load_images, message_payload
 from crab._loop.model_call import ModelCalls
 from crab._loop.model_choice import ModelChoice, choice_of, configured_models, model_entry, resolve, stored_choice
 from crab._loop.router import did_you_mean, route
@@ -88,6 +91,10 @@ class Agent:
         self.tool_timeout = float(config.get("crab.tool_timeout", 120.0))
         self.max_tokens: int | None = config.get("crab.max_tokens")
         self.temperature: float | None = config.get("crab.temperature")
+        self.image_limits = ImageLimits(
+            int(config.get("crab.max_image_bytes", DEFAULT_MAX_IMAGE_BYTES)),
+            int(config.get("crab.max_image_side", DEFAULT_MAX_IMAGE_SIDE)),
+        )
         self.keyboard = False  # True when a person types each input (interactive chat): see loop/shell.py
         self.redactor = Redactor(known_secrets(config))
         self.outgoing = EventRedactor(self.redactor)
@@ -378,7 +385,9 @@ class Agent:
                 append_entry=self.append_entry,
                 redact=self.redactor.text,
             )
-            settings = LoopSettings(self.max_iterations, self.tool_timeout, self.max_tokens, self.temperature)
+            settings = LoopSettings(
+                self.max_iterations, self.tool_timeout, self.max_tokens, self.temperature, self.image_limits
+            )
             self._turn_parts = TurnParts(
                 settings=settings,
                 calls=calls,
@@ -388,6 +397,8 @@ class Agent:
                 compact=self.compact,
                 record_message=self.record_message,
                 append_entry=self.append_entry,
+                message_payload=lambda message: message_payload(self.store, message),
+                load_images=self.load_images,
                 tool_context=self.tool_context,
                 notice=self.notice,
                 known_window=self.known_context_window,
@@ -403,15 +414,24 @@ class Agent:
 
     # --- input ------------------------------------------------------------------------------
 
-    async def handle_input(self, session: Session, text: str, *, steer: bool = False) -> TurnOutcome:
+    async def handle_input(
+        self, session: Session, text: str, *, steer: bool = False, images: Sequence[ImagePart] = ()
+    ) -> TurnOutcome:
         """Route one input. Commands answer at once, even during a turn; model input starts a
-        turn, or joins the running one (``steer``) or waits for it (follow-up)."""
+        turn, or joins the running one (``steer``) or waits for it (follow-up).
+
+        ``images`` go with model input, each within ``[crab] max_image_bytes`` (downscaled where
+        Pillow is importable); one over it raises ``ImageTooLarge`` before anything is recorded.
+        """
         routed = route(text)
+        fitted = tuple(self.image_limits.fit(image) for image in images)
+        if fitted and routed.kind != "model":
+            raise UsageError("images go with a message to the model, not with a /command or !shell line")
         if routed.kind == "command":
             return await self._run_command(session, routed.name, routed.args)
         if routed.kind == "shell":
             return await self._run_shell(session, routed.text)
-        item = QueuedInput(routed.text)
+        item = QueuedInput(routed.text, fitted)
         if not session.busy and session.compacting.locked():
             # A /compact is rewriting the context: start after it, so this turn is neither
             # summarised half-way nor dropped from the context the compaction leaves.
@@ -500,7 +520,8 @@ class Agent:
         )
 
     async def append_entry(self, session: Session, type: EntryType, payload: Mapping[str, Any]) -> None:
-        """Append one entry to the session's store, secrets redacted. After a handoff anchor (a
+        """Append one entry to the session's store, secrets redacted (image references are
+        hashes of binary data: redaction leaves them alone). After a handoff anchor (a
         compaction's too) the session's model switch is recorded again: a resume reads from the
         last anchor on, and must still find it."""
         await self.store.append(session.id, type, self.redactor.payload(payload))
@@ -508,10 +529,17 @@ class Agent:
             await self.store.append(session.id, "event", model_entry(session.model))
 
     async def record_message(self, session: Session, message: Message) -> None:
-        """Store ``message``; keep it in context unless it is an aborted or failed reply."""
-        await self.append_entry(session, "message", message_to_dict(message))
+        """Store ``message`` (its images' bytes once, in the store's blobs); keep it in context
+        unless it is an aborted or failed reply."""
+        await self.append_entry(session, "message", await message_payload(self.store, message))
         if not isinstance(message, AssistantMessage) or message.replayable:
             session.messages.append(message)
+
+    async def load_images(self, session: Session) -> None:
+        """Fill the bytes of every image the session's context names only by hash."""
+        filled = await load_images(self.store, session.messages, session.blobs)
+        if filled is not None:
+            session.messages = filled
 
     # --- commands and shell -----------------------------------------------------------------
 

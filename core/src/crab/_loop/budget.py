@@ -29,12 +29,18 @@ MESSAGE_OVERHEAD = 4
 """Characters each message costs beyond its text (role and framing), in the raw estimate."""
 
 
+IMAGE_CHARS = 1600 * CHARS_PER_TOKEN
+"""What one image is counted as: about 1,600 tokens, a large image's cost at both big providers
+(downscaled images cost less; the budget's learned correction absorbs the difference)."""
+
+
 def message_chars(message: Message) -> int:
     """Characters ``message`` adds to a request (text, tool calls, reasoning)."""
     if isinstance(message, UserMessage):
-        return len(message.content) + MESSAGE_OVERHEAD
+        return len(message.content) + MESSAGE_OVERHEAD + IMAGE_CHARS * len(message.images)
     if isinstance(message, ToolResultMessage):
-        return len(message.content) + len(message.call_id) + len(message.name) + MESSAGE_OVERHEAD
+        size = len(message.content) + len(message.call_id) + len(message.name) + MESSAGE_OVERHEAD
+        return size + IMAGE_CHARS * len(message.images)
     assert isinstance(message, AssistantMessage)
     size = len(message.content) + MESSAGE_OVERHEAD
     for call in message.tool_calls:

@@ -33,6 +33,7 @@ from crab._contracts.tools import Tool, ToolContext
 from crab._loop import compaction
 from crab._loop.compaction import Compacted, CompactionReason
 from crab._loop.history import load_history
+from crab._loop.images import message_payload
 from crab._loop.model_call import ModelCalls
 from crab._loop.model_choice import ModelChoice, choice_of
 from crab._loop.session import QueuedInput, Session
@@ -209,6 +210,8 @@ async def run_child(
         compact=compact,
         record_message=record_message,
         append_entry=agent.append_entry,
+        message_payload=lambda message: message_payload(agent.store, message),
+        load_images=agent.load_images,
         tool_context=tool_context,
         notice=notice,
     )

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from crab._contracts.errors import CrabError, PluginError, ProviderError
 from crab._contracts.events import CompactionEvent, Event
+from crab._contracts.images import ImagePart
 from crab._contracts.messages import (
     AssistantMessage,
     Message,
@@ -138,10 +139,10 @@ def transcript_blocks(messages: Sequence[Message]) -> list[str]:
     blocks: list[str] = []
     for message in messages:
         if isinstance(message, UserMessage):
-            blocks.append(f"[user]\n{_cut(message.content)}")
+            blocks.append(f"[user]\n{_cut(message.content)}{_image_lines(message.images)}")
         elif isinstance(message, ToolResultMessage):
             label = f"{message.name} error" if message.is_error else message.name
-            blocks.append(f"[tool result: {label}]\n{_cut(message.content)}")
+            blocks.append(f"[tool result: {label}]\n{_cut(message.content)}{_image_lines(message.images)}")
         else:
             lines = [f"[assistant]\n{_cut(message.content)}" if message.content else "[assistant]"]
             for call in message.tool_calls:
@@ -149,6 +150,11 @@ def transcript_blocks(messages: Sequence[Message]) -> list[str]:
                 lines.append(f"[tool call: {call.name} {_cut(arguments, 1000)}]")
             blocks.append("\n".join(lines))
     return blocks
+
+
+def _image_lines(images: Sequence[ImagePart]) -> str:
+    """Where the summariser sees an image: one line naming it (it reads no image itself)."""
+    return "".join(f"\n[image: {image.describe()}]" for image in images)
 
 
 def chunks(blocks: Sequence[str], limit_chars: int) -> list[str]:

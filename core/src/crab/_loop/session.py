@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from crab._contracts.events import TurnStop
+from crab._contracts.images import ImagePart
 from crab._contracts.interception import AskUser
 from crab._contracts.messages import Message, Usage
 from crab._contracts.questions import AskQuestion
@@ -42,6 +43,7 @@ class QueuedInput:
     """
 
     text: str
+    images: tuple[ImagePart, ...] = ()
     outcome: asyncio.Future[TurnOutcome] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
@@ -62,6 +64,7 @@ class Session:
     it hinted at or called one that was not.
     ``model`` is the provider and model ``/model`` chose for this session (None: the agent's); a
     resume restores it from the entry that recorded the switch.
+    ``blobs`` caches the image bytes read back from the store (``crab._loop.images``).
     """
 
     info: SessionInfo
@@ -84,6 +87,7 @@ class Session:
     side_usage: Usage = field(default_factory=Usage)
     """Usage of model calls a plugin made for this session while its turn ran
     (``AgentHandle.complete``: an MCP server's sampling request); the turn adds it to its own."""
+    blobs: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def id(self) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crab._contracts.errors import CrabError, PluginError
@@ -32,6 +32,7 @@ from crab._loop.budget import TokenBudget
 from crab._loop.compaction import Compacted, CompactionReason
 from crab._loop.hints import hinted
 from crab._loop.history import INTERRUPTED, repair
+from crab._loop.images import ImageLimits
 from crab._loop.model_call import AppendEntry, ModelCalls, Partial, Reply
 from crab._loop.model_choice import ModelChoice
 from crab._loop.session import QueuedInput, Session, TurnOutcome
@@ -55,6 +56,7 @@ class LoopSettings:
     tool_timeout: float = 120.0
     max_tokens: int | None = None
     temperature: float | None = None
+    images: ImageLimits = field(default_factory=ImageLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +72,10 @@ class TurnParts:
     compact: Callable[[Session, CompactionReason], Awaitable[Compacted | None]]
     record_message: Callable[[Session, Message], Awaitable[None]]
     append_entry: AppendEntry
+    message_payload: Callable[[Message], Awaitable[dict[str, Any]]]
+    """A message's entry payload, its images' bytes put in the store first."""
+    load_images: Callable[[Session], Awaitable[None]]
+    """Fill the bytes of images the context names only by hash (read back from the store)."""
     tool_context: Callable[[Session, ToolCall, Tool], ToolContext]
     notice: Callable[[str, str], None]
     known_window: Callable[[Session], int | None] = lambda session: None
@@ -154,7 +160,7 @@ class Turn:
             if item in queue:
                 queue.remove(item)  # refused on purpose: nothing is left in flight
             return f"prompt refused: {refused.reason}"
-        await self.parts.record_message(session, UserMessage(item.text))
+        await self.parts.record_message(session, UserMessage(item.text, images=item.images))
         for text in context:
             await self.parts.record_message(session, UserMessage(text))
         if item in queue:
@@ -230,6 +236,7 @@ class Turn:
         """The next request as plugins leave it (``crab_before_model_call``: the progressive tool
         view shapes its tools there)."""
         parts, session = self.parts, self.session
+        await parts.load_images(session)
         if self._system is None:
             self._system = await parts.system_prompt(session)
         system = self._system
@@ -337,8 +344,11 @@ class Turn:
         invalid = result.is_error and content.startswith(f"invalid arguments for {call.name}")
         if invalid and call.name in self.parts.tools() and call.name not in self.session.described:
             content = f"{content}\n{STUB_CALL_NOTE}"
-        message = ToolResultMessage(call.id, call.name, content, result.is_error)
-        await self.parts.append_entry(self.session, "tool_result", message_to_dict(message))
+        images, notes = self.parts.settings.images.fit_result(result.images)
+        if notes:
+            content = "\n".join([content, *notes])
+        message = ToolResultMessage(call.id, call.name, content, result.is_error, images=images)
+        await self.parts.append_entry(self.session, "tool_result", await self.parts.message_payload(message))
         self.pending.pop(call.id, None)
         self.results[call.id] = message
         self.emit(ToolResultEvent(call.id, call.name, content, result.is_error, duration_ms, result.diffs))

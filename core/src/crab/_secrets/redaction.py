@@ -21,7 +21,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from crab._contracts.events import ChildEvent, Event, TextDelta, ThinkingDelta
+from crab._contracts.images import IMAGE_TYPES
 from crab._contracts.messages import valid_text
+from crab._contracts.storage import valid_blob_hash
 from crab._secrets.keys import MIN_SECRET_LENGTH, REDACTED
 
 
@@ -46,16 +48,35 @@ class Redactor:
         return self._pattern.finditer(value) if self._pattern is not None else iter(())
 
     def payload(self, value: Any) -> Any:
-        """A copy of ``value`` with every string (keys included) masked."""
+        """A copy of ``value`` with every string (keys included) masked, except image references
+        (an ``images`` list of media type, sha256, size and base64 bytes): binary data is never
+        rewritten, which would corrupt it."""
         if self._pattern is None:
             return value
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
-            return {self.text(str(k)): self.payload(v) for k, v in value.items()}
+            return {
+                self.text(str(k)): v if k == "images" and _image_refs(v) else self.payload(v) for k, v in value.items()
+            }
         if isinstance(value, list | tuple):
             return [self.payload(v) for v in value]
         return value
+
+
+_IMAGE_KEYS = frozenset({"media_type", "sha256", "size", "data"})
+
+
+def _image_refs(value: Any) -> bool:
+    """Whether ``value`` is a list of image references and nothing else (``image_to_dict``)."""
+    return isinstance(value, list) and all(
+        isinstance(item, Mapping)
+        and set(item) <= _IMAGE_KEYS
+        and item.get("media_type") in IMAGE_TYPES
+        and isinstance(item.get("sha256"), str)
+        and valid_blob_hash(item["sha256"])
+        for item in value
+    )
 
 
 def error_line(text: str) -> str:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         sse_bytes,
         sse_events,
     )
+    from crab.testing.images import make_png
     from crab.testing.scripted import ScriptedProvider, load_script
     from crab.testing.store_contract import StoreContract, assert_chain
 
@@ -51,6 +52,7 @@ _EXPORTS = {
     "run_crab": "crab.testing.http_replay",
     "sse_bytes": "crab.testing.http_replay",
     "sse_events": "crab.testing.http_replay",
+    "make_png": "crab.testing.images",
     "ScriptedProvider": "crab.testing.scripted",
     "load_script": "crab.testing.scripted",
     "StoreContract": "crab.testing.store_contract",
@@ -72,6 +74,7 @@ __all__ = [
     "load_config",
     "load_script",
     "make_config",
+    "make_png",
     "run_cli",
     "run_crab",
     "save_key",

@@ -23,6 +23,7 @@ from crab._assembly.root import Layers, assemble
 from crab._builtin.memory_store import MemoryStore
 from crab._config.layers import Config, load_config
 from crab._contracts.events import Event
+from crab._contracts.images import ImagePart
 from crab._contracts.interception import AskUser
 from crab._contracts.providers import ModelRequest, Provider
 from crab._contracts.questions import AskQuestion
@@ -114,8 +115,8 @@ class AgentHarness:
         """What the scripted provider was sent (empty for other providers)."""
         return self.provider.requests if isinstance(self.provider, ScriptedProvider) else []
 
-    def run(self, text: str) -> TurnOutcome:
-        return self.runner.run(self.agent.handle_input(self.session, text))
+    def run(self, text: str, images: Sequence[ImagePart] = ()) -> TurnOutcome:
+        return self.runner.run(self.agent.handle_input(self.session, text, images=images))
 
     def run_async(self, coro: Any) -> Any:
         """Run any coroutine on the harness's event loop (for tests that abort or steer)."""

@@ -29,7 +29,8 @@ from typing import Any, TypeVar, cast
 import pytest
 
 from crab._contracts.errors import StoreError
-from crab._contracts.storage import ENTRY_TYPES, Entry, EntryType, SessionImporter, SessionInfo, Store
+from crab._contracts.images import sha256_hex
+from crab._contracts.storage import ENTRY_TYPES, BlobStore, Entry, EntryType, SessionImporter, SessionInfo, Store
 
 T = TypeVar("T")
 
@@ -52,6 +53,23 @@ def user(text: str) -> dict[str, Any]:
 
 def assistant(text: str, **extra: Any) -> dict[str, Any]:
     return {"v": 1, "role": "assistant", "content": text, "stop_reason": "end", **extra}
+
+
+BLOB = bytes(range(256)) * 4 + b"\x89PNG\r\n\x1a\n sk-secret-looking-but-binary \x00\xff"
+"""Every byte value, a PNG signature and text that looks like a key: a blob must come back as is."""
+
+
+def image_message(text: str, data: bytes = BLOB) -> dict[str, Any]:
+    """A user message payload naming one image by hash (as the loop stores it)."""
+    image = {"media_type": "image/png", "sha256": sha256_hex(data), "size": len(data)}
+    return {"v": 1, "role": "user", "content": text, "images": [image]}
+
+
+def blobs_of(store: Store) -> BlobStore:
+    """``store`` as a ``BlobStore``; the test is skipped for a store without that capability."""
+    if not isinstance(store, BlobStore):
+        pytest.skip(f"{type(store).__name__} keeps no blobs (images are inlined in its entries)")
+    return store
 
 
 def handoff(name: str, **state: Any) -> dict[str, Any]:
@@ -513,3 +531,38 @@ class StoreContract:
             import_session(run(source.get_session(info.id)), entries)
         later = run(store.append(info.id, "message", user("after import")))
         assert later.parent_id == entries[-1].id
+
+    # --- blobs (images) ---------------------------------------------------------------------
+
+    def test_blob_round_trip_keeps_every_byte(self, store: Store) -> None:
+        blobs = blobs_of(store)
+        digest = run(blobs.put_blob(BLOB))
+        assert digest == sha256_hex(BLOB)
+        assert run(blobs.get_blob(digest)) == BLOB
+        assert run(blobs.get_blob("0" * 64)) is None
+
+    def test_blob_put_twice_is_kept_once(self, store: Store) -> None:
+        blobs = blobs_of(store)
+        assert run(blobs.put_blob(BLOB)) == run(blobs.put_blob(bytes(BLOB)))
+        assert run(blobs.get_blob(sha256_hex(BLOB))) == BLOB
+        other = b"GIF89a another image"
+        assert run(blobs.get_blob(run(blobs.put_blob(other)))) == other
+
+    def test_image_entries_round_trip_and_fork_keeps_their_blobs(self, store: Store) -> None:
+        blobs = blobs_of(store)
+        digest = run(blobs.put_blob(BLOB))
+        info = run(store.create_session(WORKSPACE))
+        appended = append_all(store, info.id, [("message", image_message("look")), ("message", assistant("seen"))])
+        assert [dict(e.payload) for e in run(store.entries(info.id))] == [dict(e.payload) for e in appended]
+        fork = run(store.fork(info.id, at_entry=appended[0].id))
+        copied = run(store.entries(fork.id))
+        assert copied[0].payload["images"][0]["sha256"] == digest
+        assert run(blobs.get_blob(digest)) == BLOB
+
+    def test_blobs_survive_a_new_instance(self, store: Store) -> None:
+        digest = run(blobs_of(store).put_blob(BLOB))
+        other = self._reopened(store)
+        try:
+            assert run(blobs_of(other).get_blob(digest)) == BLOB
+        finally:
+            run(other.close())

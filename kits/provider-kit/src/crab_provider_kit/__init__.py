@@ -47,7 +47,7 @@ if TYPE_CHECKING:
         request_timeout_from,
         stream_call,
     )
-    from crab_provider_kit._models import model_from_table
+    from crab_provider_kit._models import model_from_table, refuse_images_without_vision
     from crab_provider_kit._retry import (
         RetryPolicy,
         is_retryable_status,
@@ -86,6 +86,7 @@ _EXPORTS: dict[str, str] = {  # public name → ``module`` (same name there) or 
     "unique_id": "crab",
     "parse_tool_arguments": "crab",
     "model_from_table": "crab_provider_kit._models",
+    "refuse_images_without_vision": "crab_provider_kit._models",
     "usage_cost": "crab",
     "with_cost": "crab",
     "lookup_key": "crab",
@@ -115,6 +116,7 @@ __all__ = [
     "parse_retry_after",
     "parse_tool_arguments",
     "read_http_options",
+    "refuse_images_without_vision",
     "request_timeout_from",
     "retry_after_from_headers",
     "status_kind",

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from crab import InvalidValue, ModelInfo
+from crab import InvalidValue, ModelInfo, ModelRequest, ProviderError
 
 MODEL_SETTINGS: dict[str, type] = {
     "context_window": int,
@@ -19,6 +19,7 @@ MODEL_SETTINGS: dict[str, type] = {
     "output_price": float,
     "cache_read_price": float,
     "cache_write_price": float,
+    "vision": bool,
 }
 """The keys a provider's ``models."<id>"`` config table may set, and their types."""
 
@@ -39,7 +40,28 @@ def model_from_table(
         kind = MODEL_SETTINGS.get(key)
         if kind is None:
             raise InvalidValue((*where, model_id, key), f"a model setting ({', '.join(MODEL_SETTINGS)})", value)
+        if kind is bool:
+            if not isinstance(value, bool):
+                raise InvalidValue((*where, model_id, key), "true or false", value)
+            changes[key] = value
+            continue
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise InvalidValue((*where, model_id, key), "a number >= 0", value)
         changes[key] = kind(value)
     return replace(base or ModelInfo(id=model_id, provider=provider), **changes)
+
+
+def refuse_images_without_vision(request: ModelRequest, info: ModelInfo | None, table: str) -> None:
+    """Raise a one-line ``ProviderError`` when ``request`` holds images and ``info`` says the model
+    reads none (``vision = false``), so the user sees why instead of the server's HTTP 400.
+
+    ``table`` is the provider's config table (``provider-openai``), named in the message.
+    """
+    if info is None or info.vision is not False:
+        return
+    if any(getattr(message, "images", ()) for message in request.messages):
+        raise ProviderError(
+            f'model {request.model} does not read images ([plugins.{table}] models."{request.model}".vision = '
+            "false): switch to a vision model (-m) or continue in a session without images",
+            "invalid_request",
+        )

@@ -16,9 +16,7 @@ if TYPE_CHECKING:
 
     from crab_mcp.manager import Manager
 
-CRAB_API = (
-    ">=1.5,<2"  # AgentHandle.add_tools, open_toolbox (1.2); AgentHandle.complete, wrap_command naming its starter (1.5)
-)
+CRAB_API = ">=1.5,<2"  # AgentHandle.complete and wrap_command naming its starter (1.5)
 PLUGIN = "mcp"
 
 

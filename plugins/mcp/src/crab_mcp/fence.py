@@ -23,5 +23,5 @@ def fence(server: str, tool: str, text: str) -> str:
 
 
 def fenced(server: str, tool: str, result: ToolResult) -> ToolResult:
-    """``result`` with its text fenced; ``is_error`` and ``details`` unchanged."""
-    return ToolResult(fence(server, tool, result.content), result.is_error, result.details)
+    """``result`` with its text fenced; ``is_error``, ``details`` and ``images`` unchanged."""
+    return ToolResult(fence(server, tool, result.content), result.is_error, result.details, images=result.images)

@@ -219,4 +219,6 @@ def mask(link: ServerLink, result: ToolResult) -> ToolResult:
     from crab import Redactor
 
     redactor = Redactor(secrets)
-    return ToolResult(redactor.text(result.content), result.is_error, redactor.payload(dict(result.details)))
+    return ToolResult(
+        redactor.text(result.content), result.is_error, redactor.payload(dict(result.details)), images=result.images
+    )

@@ -1,9 +1,11 @@
 """An MCP ``CallToolResult`` as a crab ``ToolResult``.
 
-Text blocks are joined; an image or audio block becomes a one-line note (type, size), since
-crab's tool results are text; a resource link shows its URI and an embedded resource its text
-(or its URI when it is binary). Structured content is kept in ``details`` and becomes the text
-when the server sent no content. ``is_error`` stays an error result.
+Text blocks are joined; an ``ImageContent`` block (PNG, JPEG, GIF or WebP, base64) becomes an
+image of the result, which the model sees, with a one-line note in the text where it was; an
+image crab does not keep (another type, bytes that are not what the block says) and an audio block
+become a one-line note (type, size); a resource link shows its URI and an embedded resource its
+text (or its URI when it is binary). Structured content is kept in ``details`` and becomes the
+text when the server sent no content. ``is_error`` stays an error result.
 """
 
 from __future__ import annotations
@@ -11,13 +13,30 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from crab import ToolResult
+from crab import ImagePart, ToolResult
 
 
-def _block(block: Any) -> str:
+def image_of(block: Any) -> ImagePart | None:
+    """The image an MCP ``ImageContent`` block carries, when it is one crab keeps; else None."""
+    import base64
+    import binascii
+
+    if getattr(block, "type", "") != "image":
+        return None
+    try:
+        data = base64.b64decode(str(getattr(block, "data", "") or ""), validate=True)
+        image = ImagePart.from_bytes(data)
+    except (binascii.Error, ValueError):
+        return None
+    return image if image.media_type == getattr(block, "mime_type", image.media_type) else None
+
+
+def _block(block: Any, image: ImagePart | None = None) -> str:
     kind = getattr(block, "type", "")
     if kind == "text":
         return str(block.text)
+    if image is not None:
+        return f"[image {image.describe()}]"
     if kind in ("image", "audio"):
         size = len(getattr(block, "data", "") or "") * 3 // 4
         return f"[{kind} {getattr(block, 'mime_type', '') or '?'}, about {size} bytes, not shown]"
@@ -36,7 +55,9 @@ def _block(block: Any) -> str:
 
 def to_tool_result(result: Any) -> ToolResult:
     """The crab result of one MCP tool call (see the module docstring)."""
-    parts = [_block(b) for b in result.content or []]
+    blocks = list(result.content or [])
+    images = [image_of(b) for b in blocks]
+    parts = [_block(b, image) for b, image in zip(blocks, images, strict=True)]
     structured = getattr(result, "structured_content", None)
     text = "\n".join(p for p in parts if p)
     if not text and structured is not None:
@@ -49,4 +70,5 @@ def to_tool_result(result: Any) -> ToolResult:
     kinds = sorted({getattr(b, "type", "") for b in result.content or []} - {"text"})
     if kinds:
         details["content_types"] = kinds
-    return ToolResult(text, is_error=bool(getattr(result, "is_error", False)), details=details)
+    kept = tuple(image for image in images if image is not None)
+    return ToolResult(text, is_error=bool(getattr(result, "is_error", False)), details=details, images=kept)

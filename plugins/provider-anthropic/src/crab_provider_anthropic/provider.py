@@ -6,13 +6,13 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from crab import ConfigError, ModelInfo, ModelRequest, ProviderError, StreamEvent
-from crab_provider_kit import DEFAULT_REQUEST_TIMEOUT, json_text, stream_call
+from crab_provider_kit import DEFAULT_REQUEST_TIMEOUT, json_text, refuse_images_without_vision, stream_call
 
 from crab_provider_anthropic.errors import classify_error, error_details
 from crab_provider_anthropic.extra import EXTRA_BODY
 from crab_provider_anthropic.parser import MessagesStreamParser
 from crab_provider_anthropic.request import build_body, build_headers, endpoint
-from crab_provider_anthropic.settings import PROVIDER, AnthropicSettings, parse_settings
+from crab_provider_anthropic.settings import PLUGIN, PROVIDER, AnthropicSettings, parse_settings
 
 
 class AnthropicProvider:
@@ -65,6 +65,7 @@ class AnthropicProvider:
         except ConfigError as exc:
             raise ProviderError(str(exc), "auth") from None
         model = request.model
+        refuse_images_without_vision(request, settings.model_info(model), PLUGIN)
         payload = json_text(build_body(request, settings)).encode("utf-8")  # valid UTF-8 always
         headers = build_headers(key, settings)
         call = http.call(self.name, endpoint(settings), headers, payload, key, self._env, self._request_timeout)

@@ -1,13 +1,17 @@
 """Builds the Messages API request: alternating user/assistant turns of content blocks, tool
 results as user-side ``tool_result`` blocks, signed thinking replayed, tool schemas, options, and
 the configured ``extra_body`` fields on top.
+
+Images are ``image`` blocks with a base64 source (anthropic-sdk-python's ``ImageBlockParam`` and
+``Base64ImageSourceParam``), before the text of a user turn, as Anthropic's vision guide advises;
+a tool result with images gets a list of text and image blocks as its ``content``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from crab import AssistantMessage, Message, ModelRequest, ToolResultMessage, UserMessage
+from crab import AssistantMessage, ImagePart, Message, ModelRequest, ToolResultMessage, UserMessage
 from crab_provider_kit import merge_tables
 
 from crab_provider_anthropic.extra import EXTRA_BODY
@@ -38,12 +42,22 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     return blocks
 
 
+def image_block(image: ImagePart) -> dict[str, Any]:
+    """An ``image`` content block with the bytes as its base64 source."""
+    return {"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.base64()}}
+
+
 def message_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     """``(role, content blocks)`` for one crab message."""
     if isinstance(message, UserMessage):
-        return "user", [{"type": "text", "text": message.content}] if message.content.strip() else []
+        text = [{"type": "text", "text": message.content}] if message.content.strip() else []
+        return "user", [*(image_block(i) for i in message.images), *text]
     if isinstance(message, ToolResultMessage):
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.call_id, "content": message.content}
+        content: str | list[dict[str, Any]] = message.content
+        if message.images:
+            text = [{"type": "text", "text": message.content}] if message.content.strip() else []
+            content = [*text, *(image_block(i) for i in message.images)]
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.call_id, "content": content}
         if message.is_error:
             block["is_error"] = True
         return "user", [block]

@@ -43,6 +43,14 @@ KNOWN_MODELS: dict[str, tuple[int, int]] = {
     "claude-3-7-sonnet-latest": (200_000, 64_000),
     "claude-3-5-haiku-latest": (200_000, 8_192),
 }
+"""Claude models crab knows; every Claude model from 3 on reads images (``ModelInfo.vision``)."""
+TEXT_ONLY_MODELS: dict[str, tuple[int, int]] = {
+    "claude-2.1": (200_000, 4_096),
+    "claude-2.0": (100_000, 4_096),
+    "claude-instant-1.2": (100_000, 4_096),
+}
+"""The Claude models before 3, which read no images: a request with images to one is refused in
+one line before it is sent. Any other model may set ``vision`` in its models table."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +103,10 @@ def parse_settings(table: Mapping[str, Any]) -> AnthropicSettings:
     read = PluginTable(PLUGIN, table)
     http = read_http_options(read, default_base_url=ANTHROPIC_BASE_URL, default_key_env=DEFAULT_KEY_ENV)
     known = (
-        {m: ModelInfo(m, PROVIDER, context_window=w, max_output_tokens=o) for m, (w, o) in KNOWN_MODELS.items()}
+        {
+            m: ModelInfo(m, PROVIDER, context_window=w, max_output_tokens=o, vision=m in KNOWN_MODELS)
+            for m, (w, o) in {**KNOWN_MODELS, **TEXT_ONLY_MODELS}.items()
+        }
         if http.base_url == ANTHROPIC_BASE_URL
         else {}
     )

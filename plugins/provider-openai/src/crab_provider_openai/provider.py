@@ -6,7 +6,13 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from crab import Config, ConfigError, ModelInfo, ModelRequest, Provider, ProviderError, StreamEvent
-from crab_provider_kit import DEFAULT_REQUEST_TIMEOUT, json_text, request_timeout_from, stream_call
+from crab_provider_kit import (
+    DEFAULT_REQUEST_TIMEOUT,
+    json_text,
+    refuse_images_without_vision,
+    request_timeout_from,
+    stream_call,
+)
 
 from crab_provider_openai.errors import classify_error, error_details
 from crab_provider_openai.extra import EXTRA_BODY
@@ -74,6 +80,7 @@ class OpenAIProvider:
         except ConfigError as exc:
             raise ProviderError(str(exc), "auth") from None
         model = request.model
+        refuse_images_without_vision(request, settings.model_info(model), settings.table)
         payload = json_text(build_body(request, settings)).encode("utf-8")  # valid UTF-8 always
         headers = build_headers(key, settings)
         call = http.call(self.name, endpoint(settings), headers, payload, key, self._env, self._request_timeout)

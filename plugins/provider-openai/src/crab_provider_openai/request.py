@@ -1,5 +1,9 @@
 """Builds the chat-completions request: messages in OpenAI's shape, tool schemas, sampling options,
 and the configured ``extra_body`` fields on top.
+
+Images go as ``image_url`` content parts holding ``data:`` URLs (base64). A tool message takes
+text parts only (openai-python's ``ChatCompletionToolMessageParam``), so the images of a run of
+tool results follow it in one user message that says whose they are.
 """
 
 from __future__ import annotations
@@ -7,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from crab import AssistantMessage, Message, ModelRequest, ToolResultMessage, UserMessage
+from crab import AssistantMessage, ImagePart, Message, ModelRequest, ToolResultMessage, UserMessage
 from crab_provider_kit import merge_tables
 
 from crab_provider_openai.extra import EXTRA_BODY
@@ -17,6 +21,9 @@ from crab_provider_openai.settings import OpenAISettings
 def message_to_openai(message: Message) -> dict[str, Any]:
     """One crab message as a chat-completions message."""
     if isinstance(message, UserMessage):
+        if message.images:
+            parts = [{"type": "text", "text": message.content}] if message.content else []
+            return {"role": "user", "content": [*parts, *(image_part(i) for i in message.images)]}
         return {"role": "user", "content": message.content}
     if isinstance(message, ToolResultMessage):
         return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
@@ -38,16 +45,40 @@ def message_to_openai(message: Message) -> dict[str, Any]:
     return out
 
 
+def image_part(image: ImagePart) -> dict[str, Any]:
+    """A chat-completions ``image_url`` content part carrying the image as a ``data:`` URL."""
+    return {"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.base64()}"}}
+
+
+def tool_images_message(results: list[ToolResultMessage]) -> dict[str, Any] | None:
+    """The user message that carries the images of consecutive tool results, or None."""
+    parts: list[dict[str, Any]] = []
+    for result in results:
+        if result.images:
+            count = len(result.images)
+            what = "The image" if count == 1 else f"The {count} images"
+            label = f"{what} returned by tool call {result.call_id} ({result.name}):"
+            parts.append({"type": "text", "text": label})
+            parts.extend(image_part(i) for i in result.images)
+    return {"role": "user", "content": parts} if parts else None
+
+
 def build_body(request: ModelRequest, settings: OpenAISettings) -> dict[str, Any]:
     """The JSON body of a streaming chat-completions call; ``extra_body`` (table, then model) last."""
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
+    results: list[ToolResultMessage] = []  # the run of tool messages being written
     for message in request.messages:
         # The loop never sends failed replies; checking again costs nothing and protects the API.
         if isinstance(message, AssistantMessage) and not message.replayable:
             continue
+        if not isinstance(message, ToolResultMessage) and (carried := tool_images_message(results)):
+            messages.append(carried)
+        results = [*results, message] if isinstance(message, ToolResultMessage) else []
         messages.append(message_to_openai(message))
+    if carried := tool_images_message(results):
+        messages.append(carried)
     body: dict[str, Any] = {"model": request.model, "messages": messages, "stream": True}
     if settings.include_usage:
         body["stream_options"] = {"include_usage": True}

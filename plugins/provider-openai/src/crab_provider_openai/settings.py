@@ -46,6 +46,13 @@ KNOWN_MODELS: dict[str, tuple[int, int]] = {
     "o3": (200_000, 100_000),
     "o4-mini": (200_000, 100_000),
 }
+"""OpenAI's models crab knows, every one of them reading images (``ModelInfo.vision``)."""
+TEXT_ONLY_MODELS: dict[str, tuple[int, int]] = {
+    "o3-mini": (200_000, 100_000),
+    "gpt-3.5-turbo": (16_385, 4_096),
+}
+"""OpenAI's models that read no images, as OpenAI documents them: a request with images to one is
+refused in one line before it is sent. Any other model may set ``vision`` in its models table."""
 
 
 @dataclass(frozen=True)
@@ -174,7 +181,10 @@ def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAI
         http = read_http_options(read, default_base_url=None, default_key_env=key_env)
     is_openai = http.base_url == OPENAI_BASE_URL
     known = (
-        {m: ModelInfo(m, provider, context_window=w, max_output_tokens=o) for m, (w, o) in KNOWN_MODELS.items()}
+        {
+            m: ModelInfo(m, provider, context_window=w, max_output_tokens=o, vision=m in KNOWN_MODELS)
+            for m, (w, o) in {**KNOWN_MODELS, **TEXT_ONLY_MODELS}.items()
+        }
         if is_openai
         else {}
     )

@@ -291,6 +291,29 @@ class PostgresStore:
     async def list_sessions(self, workspace: str | None = None, limit: int = 50) -> list[SessionInfo]:
         return await self._call(self._list(workspace, limit))
 
+    async def put_blob(self, data: bytes) -> str:
+        """Keep ``data`` once in the ``blobs`` table (``crab.BlobStore``); returns its sha256."""
+        import hashlib
+
+        digest = hashlib.sha256(data).hexdigest()
+        await self._call(self._put_blob(digest, bytes(data)), "storing an image failed")
+        return digest
+
+    async def _put_blob(self, digest: str, data: bytes) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                "INSERT INTO blobs (sha256, data) VALUES (%s, %s) ON CONFLICT (sha256) DO NOTHING", (digest, data)
+            )
+
+    async def get_blob(self, sha256: str) -> bytes | None:
+        return await self._call(self._get_blob(sha256), "reading an image failed")
+
+    async def _get_blob(self, sha256: str) -> bytes | None:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute("SELECT data FROM blobs WHERE sha256 = %s", (sha256,))
+            row = await cur.fetchone()
+        return None if row is None else bytes(row[0])
+
     async def _list(self, workspace: str | None, limit: int) -> list[SessionInfo]:
         async with self.pool.connection() as conn:
             if workspace is None:

@@ -91,9 +91,15 @@ def _full_text(conn: sqlite3.Connection) -> None:
             conn.execute("INSERT INTO entry_fts (rowid, text) VALUES (?, ?)", (rid, text))
 
 
+def _blobs(conn: sqlite3.Connection) -> None:
+    # Image bytes, once per distinct image, named by sha256 (crab.BlobStore); rows are never updated.
+    conn.execute("CREATE TABLE blobs (sha256 TEXT PRIMARY KEY, data BLOB NOT NULL)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, entries and system prompts", _tables),
     Migration(2, "full-text index of entries (FTS5)", _full_text, needs_fts=True),
+    Migration(3, "image blobs by sha256", _blobs),
 )
 
 

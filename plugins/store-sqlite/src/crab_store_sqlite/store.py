@@ -251,6 +251,22 @@ class SqliteStore:
         if totals is not None:
             conn.execute(*totals.update(session_id))
 
+    async def put_blob(self, data: bytes) -> str:
+        """Keep ``data`` once in the ``blobs`` table (``crab.BlobStore``); returns its sha256."""
+        import hashlib
+
+        digest = hashlib.sha256(data).hexdigest()
+        with self._transaction() as conn:
+            conn.execute("INSERT OR IGNORE INTO blobs (sha256, data) VALUES (?, ?)", (digest, bytes(data)))
+        return digest
+
+    async def get_blob(self, sha256: str) -> bytes | None:
+        try:
+            row = self.conn.execute("SELECT data FROM blobs WHERE sha256 = ?", (sha256,)).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: {exc}") from None
+        return None if row is None else bytes(row[0])
+
     async def entries(self, session_id: str, *, since_handoff: bool = False) -> list[Entry]:
         # One read transaction, so the handoff position and the rows come from the same snapshot.
         with self._transaction("BEGIN") as conn:

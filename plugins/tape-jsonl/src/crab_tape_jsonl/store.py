@@ -68,7 +68,8 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 class TapeStore:
-    """Sessions as ``<root>/<workspace folder>/<session id>.jsonl``; see docs/storage.md.
+    """Sessions as ``<root>/<workspace folder>/<session id>.jsonl``, the images they name once
+    each as ``<root>/blobs/<sha256>``; see docs/storage.md.
 
     ``fsync=True`` also survives power loss (each append waits for the disk); the default
     survives a killed process, which is what the ``Store`` contract asks.
@@ -94,6 +95,18 @@ class TapeStore:
             os.close(fd)
         self._fds.clear()
         self._tails.clear()
+
+    # --- image blobs (crab.BlobStore): <root>/blobs/<sha256> ------------------------------------
+
+    async def put_blob(self, data: bytes) -> str:
+        from crab_tape_jsonl import blobs
+
+        return blobs.put_blob(self.root, data)
+
+    async def get_blob(self, sha256: str) -> bytes | None:
+        from crab_tape_jsonl import blobs
+
+        return blobs.get_blob(self.root, sha256)
 
     # --- finding and reading tapes ----------------------------------------------------------
 

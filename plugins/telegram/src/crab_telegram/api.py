@@ -241,6 +241,20 @@ class BotApi:
             retries=0,
         )
 
+    async def download(self, file_id: str, limit: int) -> bytes:
+        """A file a user sent: ``getFile`` for its path, then its bytes from the file URL.
+
+        Raises ``TelegramError`` when Telegram says the file is bigger than ``limit`` bytes
+        (Telegram lets bots download at most 20 MB) or the download fails.
+        """
+        found = await self.call("getFile", lambda bot: bot.get_file(file_id))
+        if found.file_size is not None and found.file_size > limit:
+            raise TelegramError(f"getFile: the file is {found.file_size} bytes, more than {limit}")
+        data = await self.call("getFile download", lambda bot: found.download_as_bytearray())
+        if len(data) > limit:
+            raise TelegramError(f"getFile: the file is {len(data)} bytes, more than {limit}")
+        return bytes(data)
+
     async def answer_callback_query(self, query_id: str, text: str) -> None:
         await self.call("answerCallbackQuery", lambda bot: bot.answer_callback_query(query_id, text=text))
 

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from telegram import CallbackQuery, Message, Update, User
 
     from crab_telegram.api import BotApi
-    from crab_telegram.incoming import Incoming
+    from crab_telegram.images import Fetched
+    from crab_telegram.incoming import Attachment, Incoming
     from crab_telegram.questions import OpenQuestion
     from crab_telegram.state import UpdateState
 
@@ -432,8 +433,10 @@ class TelegramChannel:
                 address, "crab reads text, and the captions of photos and documents.", reply_to=reply_to
             )
             return
+        fetched = await self._images(incoming.attachments)
+        prompt = "\n".join([t for t in [incoming.text] if t] + fetched.notes)
         # A pasted secret (the bot token, an API key) goes no further: not to the model, not to the store.
-        text = self.redactor.text(command_text(incoming.prompt)) or ""
+        text = self.redactor.text(command_text(prompt)) or ""
         if text == "/start" or text.startswith("/start "):
             await self.send_plain(
                 address, "crab is listening. Send a message, or /help for the commands.", reply_to=reply_to
@@ -456,14 +459,20 @@ class TelegramChannel:
         unsubscribe = agent.subscribe(stream.on_event, session=session) if stream is not None else None
         typing = asyncio.create_task(self._typing(address))
         streamer = asyncio.create_task(stream.run()) if stream is not None else None
+        refused: str | None = None
         try:
-            outcome = await agent.handle_input(session, text)
+            outcome = await agent.handle_input(session, text, images=fetched.images)
+        except crab.ImageTooLarge as exc:  # refused before anything was recorded: say why
+            refused = str(exc)
         finally:
             typing.cancel()
             if unsubscribe is not None:
                 unsubscribe()
             if stream is not None and streamer is not None:
                 await stream.close(streamer)
+        if refused is not None:
+            await self.send_plain(address, f"⚠ {refused}", reply_to=reply_to)
+            return
         if outcome.switch_session:
             await agent.session_for(NAME, address, session_id=outcome.switch_session)
         replace = stream.message_id if stream else None
@@ -476,6 +485,15 @@ class TelegramChannel:
             await self.send_plain(address, "(stopped)", **how)
         else:
             await self.send_markdown(address, outcome.text or "(no answer)", **how)
+
+    async def _images(self, attachments: tuple[Attachment, ...]) -> Fetched:
+        """The message's photos and image documents, fetched (``crab_telegram.images``)."""
+        from crab_telegram.images import Fetched, fetch_images
+
+        if not attachments:
+            return Fetched()
+        assert self.api is not None
+        return await fetch_images(self.api, attachments)
 
     async def _already_recorded(
         self, session: crab.SessionView, address: str, update_id: int, reply_to: int | None

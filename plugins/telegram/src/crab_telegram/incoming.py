@@ -4,8 +4,9 @@ document), the files attached, and whether it is meant for this bot at all.
 In a group, a message is meant for the bot when it mentions the bot's @username, replies to one
 of the bot's messages, or is a command (``/cmd``, ``/cmd@ThisBot``) — unless ``group_mode`` is
 ``"all"``. A command addressed to another bot (``/help@OtherBot``) is never for this one, in any
-chat. Attachments are kept with their file id and metadata (``Attachment``) for crab's images
-support to fetch later; today the model is told in one line what was attached.
+chat. Attachments are kept with their file id and metadata (``Attachment``): photos and image
+documents are fetched and handed on as images (``crab_telegram.images``); of any other file the
+model is told in one line what was attached.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class Attachment:
     height: int | None = None
 
     def describe(self) -> str:
-        """One line for the model: what was attached, and that it cannot see it yet."""
+        """One line for the model: what was attached that it cannot see (a file that is no image)."""
         facts = [self.file_name, self.mime_type] if self.kind == "document" else []
         if self.width and self.height:
             facts.append(f"{self.width}×{self.height}")

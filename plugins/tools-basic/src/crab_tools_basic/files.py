@@ -1,6 +1,9 @@
 """The ``read`` and ``write`` tools: numbered, budgeted reads and gated, atomic writes (whose
 result carries the diff, and whose preview computes it without writing).
 
+``read`` gives a PNG, JPEG, GIF or WebP file (known by its magic bytes, whatever its name) back as
+an image the model sees; other binary files are refused.
+
 Both open files through ``anchored``, so a folder swapped for a symlink after the check is refused.
 """
 
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
-from crab import FileDiff, OutputLimit, ToolContext, ToolError, ToolResult, tool
+from crab import FileDiff, ImagePart, OutputLimit, ToolContext, ToolError, ToolResult, sniff_image, tool
 from crab import truncate_output as truncate
 
 from crab_tools_basic import anchored, read_gate
@@ -25,6 +28,8 @@ from crab_tools_basic.text import BOM, SNIFF_BYTES, looks_binary
 from crab_tools_basic.workspace import settings_of, workspace_of
 
 READ_LIMIT = OutputLimit(lines=2000, bytes=50_000, keep="head")
+IMAGE_READ_LIMIT = 50 * 1024 * 1024
+"""The largest image file read reads into memory; the loop's [crab] max_image_bytes caps what is kept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +40,7 @@ class Window:
     total_lines: int
     sha256: str
     mtime_ns: int
+    image: ImagePart | None = None
 
 
 class Missing(ToolError):
@@ -101,6 +107,8 @@ def read_window(parent: Parent, offset: int = 1, limit: int | None = None, allow
     with handle:
         refuse_hardlinked(handle, display, allow_hardlinks)
         head = handle.read(SNIFF_BYTES)
+        if sniff_image(head) is not None:
+            return _image_window(handle, head, display, info)
         if looks_binary(head):
             raise ToolError(f"{display} is a binary file ({info.st_size} bytes); read shows text files only")
         handle.seek(0)
@@ -142,19 +150,35 @@ def read_window(parent: Parent, offset: int = 1, limit: int | None = None, allow
     return Window(text, total, digest.hexdigest(), info.st_mtime_ns)
 
 
+def _image_window(handle: BinaryIO, head: bytes, display: str, info: os.stat_result) -> Window:
+    """The image file open in ``handle`` (``head`` already read), bounded by ``IMAGE_READ_LIMIT``."""
+    if info.st_size > IMAGE_READ_LIMIT:
+        raise ToolError(f"{display} is an image of {info.st_size} bytes, too large to read (limit {IMAGE_READ_LIMIT})")
+    data = head + handle.read(IMAGE_READ_LIMIT + 1 - len(head))
+    if len(data) > IMAGE_READ_LIMIT:
+        raise ToolError(f"{display} grew past {IMAGE_READ_LIMIT} bytes while it was read")
+    try:
+        image = ImagePart.from_bytes(data)
+    except ValueError as exc:
+        raise ToolError(f"{display}: {exc}") from None
+    text = f"{display}: image ({image.describe()})"
+    return Window(text, 0, image.sha256, info.st_mtime_ns, image)
+
+
 @tool(output_limit=None)
 def read(
     path: Annotated[str, "file to read, relative to the workspace"],
     ctx: ToolContext,
     offset: Annotated[int | None, "1-based line to start from (default 1)"] = None,
     limit: Annotated[int | None, "most lines to show (default and maximum 2000)"] = None,
-) -> str:
+) -> str | ToolResult:
     """Read a text file; each line is shown after its number and a tab, a prefix that is not in the file.
 
     The number is right-aligned in six columns (`    12\\tdef main():`): never copy that prefix
     into edit's `old` or `new`. Shows at most 2,000 lines or 50 KB from `offset`, whichever
-    comes first, and says how to read on (`offset=N`). Binary files and folders are refused
-    (use ls for folders). Reading a file lets write and edit change it later in this session.
+    comes first, and says how to read on (`offset=N`). PNG, JPEG, GIF and WebP images come back
+    as images you can see; other binary files and folders are refused (use ls for folders).
+    Reading a file lets write and edit change it later in this session.
     """
     settings = settings_of(ctx)
     ws = workspace_of(ctx, settings)
@@ -162,6 +186,8 @@ def read(
     display = ws.display(real)
     with os_errors(f"cannot read {display}"), anchored.parent_of(ws.scope_of(real), real, display) as parent:
         window = read_window(parent, offset or 1, limit, settings.allow_hardlinks)
+    if window.image is not None:
+        return ToolResult(window.text, images=(window.image,))
     read_gate.remember(ctx.state, real, window.sha256, window.mtime_ns)
     return window.text
 

@@ -1,0 +1,214 @@
+"""Image parts of messages: the bytes with their media type and sha256, sniffing, and the size cap.
+
+An ``ImagePart`` travels on ``UserMessage``, ``ToolResultMessage`` and ``ToolResult``. Its JSON
+form (``image_to_dict``) names the image by content hash; the bytes are kept once per store
+beside the session (``crab.BlobStore``), never as base64 in every stored line. ``fit_image``
+applies the size cap and, where Pillow is importable, downscales first (Pillow is optional).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from crab._contracts.config_tables import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
+from crab._contracts.errors import CrabError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# hashlib, base64 and io are imported where used: the config tables import this module, and
+# `crab --help` stays small (core/tests/test_chat_and_startup.py).
+
+IMAGE_TYPES: tuple[str, ...] = ("image/png", "image/jpeg", "image/gif", "image/webp")
+"""The media types crab reads, sends and stores as images (what both big providers accept)."""
+
+
+def sniff_image(data: bytes) -> str | None:
+    """The media type ``data`` starts like (PNG, JPEG, GIF or WebP magic bytes), else None."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def sha256_hex(data: bytes) -> str:
+    """The content hash images and blobs are known by."""
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """One image: its media type, its bytes and their sha256 (computed from the bytes).
+
+    Parts are equal when type, hash and size are (whether or not the bytes are loaded).
+    A part read back from JSON without its blob has ``data == b""`` (``loaded`` is False) and
+    keeps the hash and size; the loop fills the bytes from the store before a provider sees it.
+    Build one from bytes or a file with ``from_bytes`` / ``from_path`` (they sniff the type).
+    """
+
+    media_type: str
+    data: bytes = field(default=b"", repr=False, compare=False)
+    sha256: str = ""
+    size: int = 0
+
+    def __post_init__(self) -> None:
+        if self.media_type not in IMAGE_TYPES:
+            raise ValueError(f"{self.media_type!r} is not an image type crab keeps ({', '.join(IMAGE_TYPES)})")
+        if self.data:
+            digest = sha256_hex(self.data)
+            if self.sha256 and self.sha256 != digest:
+                raise ValueError(f"image bytes do not match sha256 {self.sha256[:12]}…")
+            object.__setattr__(self, "sha256", digest)
+            object.__setattr__(self, "size", len(self.data))
+        elif not self.sha256:
+            raise ValueError("an image part needs its bytes or their sha256")
+
+    @classmethod
+    def from_bytes(cls, data: bytes, media_type: str | None = None) -> ImagePart:
+        """An image of ``data``; its type sniffed from the magic bytes when not given.
+
+        Raises ``ValueError`` when ``data`` is not PNG, JPEG, GIF or WebP.
+        """
+        kind = media_type or sniff_image(data)
+        if kind not in IMAGE_TYPES:
+            raise ValueError(f"not a PNG, JPEG, GIF or WebP image ({kind or 'unknown format'})")
+        return cls(kind, bytes(data))
+
+    @classmethod
+    def from_path(cls, path: str | Path) -> ImagePart:
+        """The image in file ``path`` (its type sniffed from the content, not the name).
+
+        Raises ``OSError`` when the file cannot be read, ``ValueError`` when it is no image.
+        """
+        from pathlib import Path
+
+        data = Path(path).read_bytes()
+        if sniff_image(data) is None:
+            raise ValueError(f"{path} is not a PNG, JPEG, GIF or WebP image")
+        return cls.from_bytes(data)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the bytes are here (not only the hash)."""
+        return bool(self.data)
+
+    def base64(self) -> str:
+        """The bytes as base64 text (what provider wire formats carry)."""
+        import base64
+
+        return base64.b64encode(self.data).decode("ascii")
+
+    def with_data(self, data: bytes) -> ImagePart:
+        """This part with its bytes filled in (checked against the hash)."""
+        return ImagePart(self.media_type, data, self.sha256)
+
+    def describe(self) -> str:
+        """A short label for people: ``image/png, 12.3 KB, 3fa9c1d2e4b5``."""
+        return f"{self.media_type}, {human_size(self.size)}, {self.sha256[:12]}"
+
+
+def human_size(size: int) -> str:
+    """``size`` bytes as ``812 B``, ``12.3 KB`` or ``4.1 MB``."""
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+def image_to_dict(part: ImagePart, *, inline: bool = False) -> dict[str, Any]:
+    """The JSON reference of an image: media type, sha256 and size (and base64 ``data`` if ``inline``)."""
+    data: dict[str, Any] = {"media_type": part.media_type, "sha256": part.sha256, "size": part.size}
+    if inline and part.data:
+        data["data"] = part.base64()
+    return data
+
+
+def image_from_dict(data: Any) -> ImagePart:
+    """Inverse of ``image_to_dict``; raises ``ValueError`` (or Key/TypeError) when malformed."""
+    inline = data.get("data")
+    if isinstance(inline, str):
+        import base64
+        import binascii
+
+        try:
+            raw = base64.b64decode(inline, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ValueError(f"image data is not base64: {exc}") from None
+        return ImagePart(str(data["media_type"]), raw, str(data.get("sha256") or ""))
+    return ImagePart(str(data["media_type"]), b"", str(data["sha256"]), int(data.get("size") or 0))
+
+
+class ImageTooLarge(CrabError):
+    """An image bigger than ``[crab] max_image_bytes`` even after any downscale."""
+
+    exit_code = 2
+
+
+def fit_image(
+    part: ImagePart, max_bytes: int = DEFAULT_MAX_IMAGE_BYTES, max_side: int = DEFAULT_MAX_IMAGE_SIDE
+) -> ImagePart:
+    """``part`` within the caps: downscaled where Pillow is importable and it is too big, else as is.
+
+    Raises ``ImageTooLarge`` (one line saying what to do) when it is still over ``max_bytes``.
+    """
+    scaled = _downscale(part, max_bytes, max_side)
+    if scaled.size > max_bytes:
+        hint = "" if _pillow() else "; pip install Pillow to let crab downscale it"
+        raise ImageTooLarge(
+            f"image is {human_size(scaled.size)}, over the cap of {human_size(max_bytes)}: "
+            f"send a smaller one or raise [crab] max_image_bytes{hint}"
+        )
+    return scaled
+
+
+def _pillow() -> Any:
+    try:
+        from PIL import Image
+    except ImportError:
+        return None
+    return Image
+
+
+_PIL_FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/gif": "GIF", "image/webp": "WEBP"}
+
+
+def _downscale(part: ImagePart, max_bytes: int, max_side: int) -> ImagePart:
+    """``part`` resized to fit ``max_side`` (and shrunk until under ``max_bytes``), or unchanged.
+
+    Unchanged when Pillow is missing, the image is small enough, or Pillow cannot read it.
+    """
+    image_module = _pillow()
+    if image_module is None or not part.loaded:
+        return part
+    import io
+
+    try:
+        with image_module.open(io.BytesIO(part.data)) as image:
+            width, height = image.size
+            if max(width, height) <= max_side and part.size <= max_bytes:
+                return part
+            side = min(max_side, max(width, height))
+            for _ in range(8):  # each pass shrinks by the square root of the overshoot (or a quarter)
+                copy = image.convert("RGBA" if image.mode in ("RGBA", "LA", "P") else "RGB")
+                if part.media_type == "image/jpeg":
+                    copy = copy.convert("RGB")
+                copy.thumbnail((side, side))
+                out = io.BytesIO()
+                options = {"quality": 85} if part.media_type == "image/jpeg" else {}
+                copy.save(out, _PIL_FORMATS[part.media_type], **options)
+                data = out.getvalue()
+                if len(data) <= max_bytes or side <= 64:
+                    return ImagePart(part.media_type, data)
+                side = max(64, int(side * min(0.75, (max_bytes / len(data)) ** 0.5)))
+    except (OSError, ValueError, SyntaxError):  # Pillow could not read or write it: leave it to the cap
+        return part
+    return part
