@@ -156,7 +156,7 @@ def test_a_signal_to_crab_run_ends_its_jobs(tmp_path: Path, signum: signal.Signa
 
 
 def test_a_job_does_not_outlive_crab_killed_with_sigkill(tmp_path: Path) -> None:
-    """SIGKILL runs none of crab's exit paths: the job watcher still ends the job's group."""
+    """SIGKILL runs none of crab's exit paths: crab.processes' group watcher still ends the job's group."""
     run = Run(tmp_path)
     replies = [
         [{"tool": "bash", "args": {"command": "sleep 3184 & echo $! > job.pid; wait", "background": True}}],

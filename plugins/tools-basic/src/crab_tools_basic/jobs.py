@@ -6,8 +6,8 @@ the command wrappers such as crab-sandbox applied); its stdout and stderr go int
 ``OutputRing``. When the shell exits, whatever it left running in its group or carrying its tag
 is ended too, so a job that is over runs nothing. Every job ends with its session's table
 (``end_agent`` from ``crab_shutdown``) and, whatever else happens, with crab
-(``processes.terminate_all`` on every way out of the ``crab`` command), and when crab is killed
-outright, by ``crab_tools_basic.job_watcher``.
+(``processes.terminate_all`` on every way out of the ``crab`` command; when crab is killed
+outright, by the watcher ``crab.processes`` keeps).
 
 A session holds at most ``bash_max_jobs`` running jobs, and keeps the records of at most twice
 that many (the oldest finished ones go first, those whose end was already reported before
@@ -29,7 +29,6 @@ from typing import Any
 
 from crab import ToolContext, ToolError, processes
 
-from crab_tools_basic import job_watcher
 from crab_tools_basic.ring import OutputRing
 
 STATE_KEY = "tools-basic.jobs"
@@ -190,7 +189,6 @@ class JobTable:
             os.close(write_fd)
         # With start_new_session the shell leads its own group: its pid is the group id.
         processes.track(process.pid, tag)
-        job_watcher.watch(process.pid)  # ended even if crab is killed with SIGKILL
         job = Job(f"job-{self._next}", command, process.pid, tag, OutputRing(self.buffer_bytes))
         self._next += 1
         closed: asyncio.Future[None] = loop.create_future()
@@ -237,7 +235,6 @@ class JobTable:
             # asyncio's child watcher reaps the shell; until then it must not look like an orphan.
             if process.returncode is not None:
                 processes.untrack(job.pgid)
-                job_watcher.forget(job.pgid)
             job.done.set()
 
     async def kill(self, job: Job, why: str = "bash_kill", grace: float = KILL_GRACE) -> None:

@@ -1,12 +1,14 @@
-"""Background jobs end even when crab is killed outright (``kill -9``, the OOM killer).
+"""What crab started ends even when crab is killed outright (``kill -9``, the OOM killer, the
+last-resort watchdog's ``_exit``). Private; ``crab.processes.track``/``untrack`` keep it told.
 
-crab's own exit paths end every job (``processes.terminate_all``), but a process killed with
-SIGKILL runs none of them, and without crab-sandbox (whose bubblewrap dies with its parent) the
-job's process group would run on unowned. So the first job starts one small watcher process (its
-own session, so Ctrl-C at the terminal does not reach it), which reads the job groups crab is
-running from a pipe. When that pipe closes (crab is gone, however it went) the watcher ends the
-groups still listed: SIGTERM, then SIGKILL after ``GRACE``. A process a job moved out of its
-group (``setsid``) is beyond it; crab's exit paths find those by their tag.
+crab's own exit paths end every process it started (``processes.terminate_all``), but a process
+killed with SIGKILL runs none of them, and without crab-sandbox (whose bubblewrap dies with its
+parent) a command's process group would run on unowned: a background job for ever, a foreground
+command past its timeout. So the first tracked start also starts one small watcher process (its
+own session, so Ctrl-C at the terminal does not reach it), which reads the groups crab is running
+from a pipe. When that pipe closes (crab is gone, however it went) the watcher ends the groups
+still listed: SIGTERM, then SIGKILL after ``GRACE``. A process that moved out of its group
+(``setsid``) is beyond it; crab's exit paths find those by their tag.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def _start() -> None:
 
 
 def watch(pgid: int) -> None:
-    """Have job group ``pgid`` ended should crab die without ending it."""
+    """Have group ``pgid`` ended should crab die without ending it."""
     with _lock:
         _groups.add(pgid)
         if not _send(str(pgid)):  # no watcher yet, or it died: a new one, told every group
@@ -80,7 +82,7 @@ def watch(pgid: int) -> None:
 
 
 def forget(pgid: int) -> None:
-    """Job group ``pgid`` is over: the watcher must not signal that id again."""
+    """Group ``pgid`` is over: the watcher must not signal that id again."""
     with _lock:
         _groups.discard(pgid)
         _send(f"-{pgid}")
