@@ -184,7 +184,7 @@ def test_a_job_does_not_outlive_crab_killed_with_sigkill(tmp_path: Path) -> None
         if process.poll() is None:
             process.kill()
             process.communicate()
-        # The foreground command is not a job: crab killed outright leaves it to its own end.
+        # Should the watcher fail, nothing this test started may outlive it.
         foreground = started.read_text().strip() if started.exists() else ""
         for left in (pid, int(foreground) if foreground.isdigit() else 0):
             if left and alive(left):
