@@ -8,6 +8,7 @@ tools when the client offers files and terminals.
 from __future__ import annotations
 
 import asyncio
+import base64
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ import acp
 import pytest
 from acp import RequestError
 from acp.schema import HttpMcpServer
+from crab.testing import make_png
 
 SPEC = acp.PROTOCOL_VERSION
 
@@ -36,7 +38,7 @@ def test_acp_initialize_states_what_crab_does(crab_acp: Any, editor: Any) -> Non
     caps = init.agent_capabilities
     assert init.protocol_version == SPEC
     assert caps.load_session is True
-    assert caps.prompt_capabilities.image is False  # crab's turns take text only
+    assert caps.prompt_capabilities.image is True  # image blocks become crab.ImageParts
     assert caps.prompt_capabilities.audio is False
     assert caps.prompt_capabilities.embedded_context is True
     assert init.agent_info.name == "crab"
@@ -300,6 +302,7 @@ def test_acp_prompt_parts_and_model_choice(crab_acp: Any, editor: Any) -> None:
                 acp.resource_link_block("README.md", readme.as_uri()),
                 acp.resource_block(acp.embedded_text_resource((crab_acp.work / "x.py").as_uri(), "x = 1")),
                 acp.image_block("aGVsbG8=", "image/png"),
+                acp.image_block(base64.b64encode(make_png(2, 2)).decode(), "image/png"),
             ]
             await conn.prompt(session_id=session, prompt=blocks)
             try:

@@ -3,6 +3,7 @@ editor file tools' rules and the MCP server settings."""
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 
@@ -10,10 +11,11 @@ import acp
 import crab
 import pytest
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
+from crab.testing import make_png
 from crab_acp.editor_fs import file_diff, inside, numbered, replace_all
 from crab_acp.framing import problem
 from crab_acp.mcp_servers import server_settings
-from crab_acp.prompt import prompt_text
+from crab_acp.prompt import prompt_parts, prompt_text
 from crab_acp.updates import UpdateMapper, title_of
 
 
@@ -90,8 +92,21 @@ def test_acp_prompt_blocks_become_one_text(tmp_path: Path) -> None:
     text = prompt_text(blocks)
     assert text.startswith(f"explain [@a b.py]({tmp_path / 'a b.py'}) and")
     assert '<context ref="/w/x.py">\nx = 1\n</context>' in text
-    assert "binary resource /w/logo.png" in text and "an image was attached" in text
+    assert "binary resource /w/logo.png" in text
+    assert "an attached image was left out: not a PNG, JPEG, GIF or WebP image" in text  # "hi" is no image
     assert prompt_text([acp.text_block("just text")]) == "just text"
+
+
+def test_acp_image_blocks_become_image_parts_by_their_bytes() -> None:
+    png = make_png(4, 3)
+    blocks = [
+        acp.text_block("what is this"),
+        acp.image_block(base64.b64encode(png).decode(), "image/jpeg"),  # the editor's type is not trusted
+        acp.image_block("not base64!", "image/png"),
+    ]
+    text, images = prompt_parts(blocks)
+    assert [(i.media_type, i.data) for i in images] == [("image/png", png)]
+    assert text == "what is this [an attached image was not valid base64 and was left out]"
 
 
 @pytest.mark.parametrize(

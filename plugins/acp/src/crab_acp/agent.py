@@ -1,7 +1,7 @@
 """The ACP agent side of ``crab acp``: the methods an editor calls, answered with crab.
 
-``initialize`` states what crab does (load sessions; text and embedded context in prompts, no
-images or audio; MCP over stdio, HTTP and SSE when crab-mcp is installed); ``session/new`` and
+``initialize`` states what crab does (load sessions; text, images and embedded context in prompts, no
+audio; MCP over stdio, HTTP and SSE when crab-mcp is installed); ``session/new`` and
 ``session/load`` make an ``AcpSession``; ``session/prompt``, ``session/cancel``,
 ``session/set_mode`` and ``session/set_config_option`` (the model) act on it. A failure is a
 JSON-RPC error for that request only; the connection and the other sessions go on.
@@ -74,7 +74,7 @@ class CrabAcpAgent:
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=mcp, sse=mcp),
             ),
             agent_info=Implementation(name="crab", title="crab", version=crab.__version__),

@@ -34,7 +34,7 @@ from acp.schema import (
 from crab_acp.bridge import NAME, Bridge, EditorCaps
 from crab_acp.editor_terminal import EditorTerminal
 from crab_acp.permissions import answer, choice_options, chosen, options
-from crab_acp.prompt import prompt_text
+from crab_acp.prompt import prompt_parts
 from crab_acp.updates import Replay, UpdateMapper
 
 log = logging.getLogger("crab_acp")
@@ -289,7 +289,11 @@ class AcpSession:
         if self.run is not None:
             raise RequestError.invalid_request({"details": "this session is already answering a prompt"})
         self.cancelled = False
-        run = self.agent.run_stream(prompt_text(blocks), session=self.id)
+        text, images = prompt_parts(blocks)
+        try:
+            run = self.agent.run_stream(text, session=self.id, images=images)
+        except crab.CrabError as exc:  # an image past [crab] max_image_bytes: one line, nothing recorded
+            raise RequestError.invalid_params({"details": str(exc)}) from None
         self.run = run
         self.idle.clear()
         await self.send(self.notes())
