@@ -101,3 +101,21 @@ def test_find_attachments_reads_quoted_paths_and_skips_mentions(tmp_path: Path) 
     assert found.error is None and len(found.images) == 2
     assert found.labels[0].startswith("my pic.png (image/png")
     assert find_attachments("@pic.png @pic.png", tmp_path).images[1:] == []  # once per file
+
+
+def test_a_fifo_named_like_an_image_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """A cloned repository's ``logo.png`` may be a FIFO: opening it for reading would block crab for ever."""
+    import os
+    import threading
+
+    os.mkfifo(tmp_path / "logo.png")
+    found: list[object] = []
+    reader = threading.Thread(target=lambda: found.append(find_attachments("look at @logo.png", tmp_path)), daemon=True)
+    reader.start()
+    reader.join(timeout=20)
+    if reader.is_alive():  # let the blocked open go, so the test process can end
+        with open(tmp_path / "logo.png", "wb"):
+            pass
+        raise AssertionError("attaching a FIFO blocked")
+    [attached] = found
+    assert attached.error == "cannot attach logo.png: it is not a regular file"  # type: ignore[attr-defined]

@@ -20,10 +20,10 @@ def doctor(fake_site: Any, crab_run: Any, tmp_path: Path):
     (dist / "entry_points.txt").write_text("[crab]\ndoctorish = crab_fake_doctorish\n")
     env["CRAB_PLUGINS"] = "docs-provider,doctorish"
 
-    def run(body: str) -> Any:
+    def run(body: str, **more_env: str) -> Any:
         source = "import crab\n\n\n@crab.hookimpl\ndef crab_doctor(config):\n" + textwrap.indent(body, "    ")
         (site / "crab_fake_doctorish.py").write_text(source)
-        return crab_run(["doctor"], env, cwd=tmp_path)
+        return crab_run(["doctor"], {**env, **more_env}, cwd=tmp_path)
 
     return run
 
@@ -51,3 +51,10 @@ def test_a_raising_implementation_is_a_failure_line_not_a_traceback(doctor):
     done = doctor('raise RuntimeError("probe exploded")\n')
     assert "plugin doctorish failed: crab_doctor raised RuntimeError: probe exploded" in done.stdout + done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_plugins_line_is_masked_and_cannot_drive_the_terminal(doctor):
+    body = 'return [("note", "widget: key sk-widget-0123456789abcdef \\x1b]0;owned\\x07\\x1b[2J ok")]\n'
+    done = doctor(body, WIDGET_API_KEY="sk-widget-0123456789abcdef")
+    assert "sk-widget-0123456789abcdef" not in done.stdout
+    assert "\x1b" not in done.stdout and "^[]0;owned^G^[[2J ok" in done.stdout

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import crab
 import pytest
 from crab._cli.chat import header
 from crab._cli.question import ask_blocking, parse_answer, question_lines
@@ -194,3 +195,16 @@ def test_keys_typed_during_a_turn_never_answer_the_question_in_plain_chat(plain_
     screen.wait_for(lambda text: "finished" in text, "the final answer")
     assert (work / "made.txt").exists()
     assert not (work / "refused.txt").exists()
+
+
+def test_bidirectional_overrides_in_the_question_are_shown_not_obeyed() -> None:
+    """An override reorders what follows on screen: the command asked about would read other than what runs."""
+    hostile = PermissionRequest(
+        "bash",
+        "exec",
+        "bash command=rm -rf ~ \u202e# tidy up\u202c",
+        (crab.FileDiff("a.py", "@@ -1 +1 @@\n-x\n+y = 1 \u2067# ok\u2069\n", 1, 1),),
+    )
+    shown = "\n".join(question_lines(hostile, 200))
+    assert not set("\u202e\u202c\u2067\u2069") & set(shown)
+    assert "rm -rf ~ \\u202e# tidy up\\u202c" in shown and "+y = 1 \\u2067# ok\\u2069" in shown

@@ -180,3 +180,38 @@ def test_a_wrapper_that_refuses_fails_the_start_not_crab() -> None:
     finally:
         remove()
     assert processes.run_bounded(["true"]).returncode == 0
+
+
+OWNER = """
+import subprocess, sys
+from crab import processes
+tag = processes.new_tag()
+child = subprocess.Popen(["sleep", "3186"], **processes.spawn_options(tag))
+processes.track(child.pid, tag)
+print(child.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_tracked_group_ends_when_its_owner_is_killed_outright(tmp_path: Path) -> None:
+    """SIGKILL runs none of crab's exit paths; the group watcher still ends what it started."""
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tmp_path
+    )
+    pid = 0
+    try:
+        assert owner.stdout is not None
+        pid = int(owner.stdout.readline())
+        assert alive(pid)
+        owner.kill()
+        owner.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(pid)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+        if pid and alive(pid):
+            os.kill(pid, 9)

@@ -89,3 +89,22 @@ def test_a_tool_without_anyone_to_ask_gets_no_asker(crab_agent) -> None:
     harness = crab_agent([[{"tool": "probe", "args": {}}], [{"text": "done"}]], plugins={"probe": Probe()})
     harness.run("go")
     assert seen == [None]
+
+
+def test_choices_that_masking_makes_alike_stay_apart_so_the_pick_is_the_users() -> None:
+    """Two choices differing only in a secret looked the same once masked: the user's second
+    choice came back to the tool as the first."""
+    shown: list[crab.Question] = []
+
+    async def asker(question: crab.Question) -> str | None:
+        shown.append(question)
+        return question.answer_for("2")  # a channel gives back the (masked) choice picked
+
+    asked = redacted_question(
+        asker, lambda text: text.replace("sk-AAA-111", "[redacted]").replace("sk-BBB-222", "[redacted]")
+    )
+    assert asked is not None
+    question = crab.Question("Which key?", ("use sk-AAA-111", "use sk-BBB-222"), free_text=False)
+    assert asyncio.run(asked(question)) == "use sk-BBB-222"
+    assert len({c.casefold() for c in shown[0].choices}) == 2
+    assert all("sk-" not in c for c in shown[0].choices)

@@ -165,3 +165,18 @@ def test_an_unknown_renderer_is_one_line_with_a_suggestion(crab_run, fake_site, 
     assert chosen.returncode == 0 and chosen.stdout == "hi\n"
     flagged = crab_run([*base, "--output", "json", "--renderer", "plain", "hi"], env)
     assert flagged.returncode == 2 and "--renderer" in flagged.stderr
+
+
+def test_plain_renderer_shows_control_characters_of_a_commands_output_on_a_terminal() -> None:
+    """/todo prints the model's plan and a resume's recap its answers: neither may drive the terminal."""
+    import io
+
+    from crab._builtin.render_plain import PlainRenderer
+    from crab._contracts.events import CommandOutput
+
+    terminal = RenderTarget(io.StringIO(), io.StringIO(), color=True)
+    PlainRenderer(terminal).handle(CommandOutput("todo", "[ ] step \x1b]0;PWNED\x07 \x1b[2J"))
+    assert terminal.out.getvalue() == "[ ] step ^[]0;PWNED^G ^[[2J\n"
+    piped = RenderTarget(io.StringIO(), io.StringIO(), color=False)
+    PlainRenderer(piped).handle(CommandOutput("todo", "raw \x1b[1m"))
+    assert piped.out.getvalue() == "raw \x1b[1m\n"

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from crab._system import group_watch
+
 __all__ = [
     "TAG_VARIABLE",
     "CommandWrapper",
@@ -100,6 +102,7 @@ def track(pid: int, tag: str) -> None:
     with _lock:
         _groups[pid] = tag
         _leaders.add(pid)
+    group_watch.watch(pid)  # ended even if crab is killed outright
 
 
 def untrack(pid: int) -> None:
@@ -107,6 +110,7 @@ def untrack(pid: int) -> None:
     with _lock:
         _groups.pop(pid, None)
         _leaders.discard(pid)
+    group_watch.forget(pid)
 
 
 def spawn_options(tag: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -95,3 +95,11 @@ def test_a_long_diff_in_the_question_is_folded() -> None:
 def test_a_question_without_diffs_is_as_before() -> None:
     shown = question(crab.PermissionRequest("bash", "exec", "bash(command='ls')")).ansi(80)
     assert "@@" not in shown and "\x1b[32m" not in shown
+
+
+def test_a_diffs_bidirectional_overrides_are_shown_not_obeyed() -> None:
+    """A right-to-left override makes a line read other than what is written (Trojan Source)."""
+    hostile = crab.FileDiff("x.py", '@@ -1 +1 @@\n-a\n+access = "user\u202e \u2066# admin\u2069 \u2066"\n', 1, 1)
+    text = render(hostile).export_text()
+    assert "\u202e" not in text and "\u2066" not in text and "\u2069" not in text
+    assert '+access = "user\\u202e \\u2066# admin\\u2069 \\u2066"' in text

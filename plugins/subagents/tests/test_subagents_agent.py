@@ -207,3 +207,44 @@ def test_an_untrusted_projects_agent_cannot_widen_its_tools(crab_agent, crab_con
     assert [spec.name for spec in router.of("builder")[0].tools] == ["slow"]
     assert "not trusted" in router.of("builder")[0].system
     assert not asked and not (Path(h.workspace) / "x.txt").exists()
+
+
+def test_a_grandchild_is_never_wider_than_the_child_that_starts_it(crab_agent, crab_config, write_agent) -> None:
+    """An untrusted project's agent runs read-only; its own task call must not start a ``general``
+    grandchild with every tool (write and exec included) and no read-only bound."""
+    write_agent(Path.cwd() / ".crab" / "agents", "scout", "name: scout\ndescription: scouts")
+    crab_config({"crab": {"max_iterations": 9}})  # the project has a config, not trusted
+    asked: list[crab.PermissionRequest] = []
+
+    async def ask(request: crab.PermissionRequest) -> crab.Answer:
+        asked.append(request)
+        return "always"
+
+    router = Router(
+        {
+            "parent": [[task("t1", "scout", agent="scout")], [{"text": "ok"}]],
+            "scout": [[task("t2", "build it", agent="general")], [{"text": "scouted"}]],
+            "general": [[{"tool": "touch", "id": "w1", "args": {"path": "x.txt"}}], [{"text": "done"}]],
+        }
+    )
+    h = harness(crab_agent, router, ask=ask)
+    assert h.run("go").stop == "end"
+    assert "touch" not in [spec.name for spec in router.of("scout")[0].tools]
+    grandchild = router.of("general")
+    assert grandchild and "touch" not in [spec.name for spec in grandchild[0].tools]
+    assert not asked and not (Path(h.workspace) / "x.txt").exists()
+
+
+def test_a_grandchild_gets_only_tools_its_parent_child_has(crab_agent, crab_home: Path, write_agent) -> None:
+    write_agent(crab_home / "agents", "narrow", "name: narrow\ndescription: narrow\ntools: slow, task")
+    router = Router(
+        {
+            "parent": [[task("t1", "go narrow", agent="narrow")], [{"text": "ok"}]],
+            "narrow": [[task("t2", "anything", agent="general")], [{"text": "narrowed"}]],
+            "general": [[{"text": "done"}]],
+        }
+    )
+    h = harness(crab_agent, router)
+    assert h.run("go").stop == "end"
+    assert sorted(spec.name for spec in router.of("narrow")[0].tools) == ["slow", "task"]
+    assert [spec.name for spec in router.of("general")[0].tools] == ["slow"]  # no wider, and at the depth limit

@@ -98,6 +98,8 @@ class FakeBotApi:
     lock: threading.Condition = field(default_factory=threading.Condition)
     url: str = ""
     files: dict[str, bytes] = field(default_factory=dict)
+    clock_ahead: float = 0.0
+    """Seconds Telegram's clock (every ``date`` it gives) is ahead of this host's."""
     """file_id → the bytes ``getFile`` and the file URL serve (a photo's largest size, a document)."""
 
     # --- what a test does -------------------------------------------------------------------------
@@ -134,7 +136,7 @@ class FakeBotApi:
             message["photo"] = copy.deepcopy(FIXTURES["photo"])
         if document is not None:
             message["document"] = {**FIXTURES["document"], **document}
-        message["date"] = int(time.time())
+        message["date"] = int(time.time() + self.clock_ahead)
         if thread is not None:
             message["message_thread_id"] = thread
             message["is_topic_message"] = True
@@ -178,7 +180,7 @@ class FakeBotApi:
             "message_id": message_id,
             "from": FIXTURES["bot_user"],
             "chat": {"id": chat, "type": kind},
-            "date": int(time.time()),
+            "date": int(time.time() + self.clock_ahead),
             "text": "?",
         }
         return self.arrive({"callback_query": query})
@@ -273,7 +275,7 @@ class FakeBotApi:
                 "message_id": message_id,
                 "from": FIXTURES["bot_user"],
                 "chat": {"id": params.get("chat_id"), "type": "private"},
-                "date": int(time.time()),
+                "date": int(time.time() + self.clock_ahead),
                 "text": text,
             }
             return 200, {"ok": True, "result": result}

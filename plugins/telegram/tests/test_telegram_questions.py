@@ -72,3 +72,24 @@ def test_a_reply_to_the_question_answers_it_and_words_do_not_answer_closed_choic
     bot_api.arrive({"message": reply})
     bot_api.wait_for("the answer", lambda: any("jot said: picked SQLite" in t for t in bot_api.texts(ADA)), served.proc)
     assert served.stop() == 0, served.stderr
+
+
+def test_a_message_written_before_the_question_does_not_answer_it_when_this_hosts_clock_lags(serve, bot_api):
+    """Telegram dates messages by its clock: with this host 30 s behind it, a message typed 5 s
+    before the question still carries a date after this host's time of sending."""
+    bot_api.clock_ahead = 30.0
+    served = serve()
+    bot_api.say("wonder about a name", user=ADA)
+    bot_api.wait_for("the question", lambda: asked(bot_api, ADA), served.proc)
+    early = bot_api.message("typed before", user=ADA)
+    early["date"] = int(time.time() + bot_api.clock_ahead) - 5
+    with bot_api.lock:
+        early["message_id"] = bot_api.next_update_id
+    bot_api.arrive({"message": early})
+    time.sleep(1.1)  # the answer is written in a later second than the question was sent
+    bot_api.say("Crabapple", user=ADA)
+    bot_api.wait_for(
+        "the answer", lambda: any("jot said: picked Crabapple" in t for t in bot_api.texts(ADA)), served.proc
+    )
+    bot_api.wait_for("the early input", lambda: any("echo: typed before" in t for t in bot_api.texts(ADA)), served.proc)
+    assert served.stop() == 0, served.stderr

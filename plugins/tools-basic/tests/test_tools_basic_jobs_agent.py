@@ -153,3 +153,39 @@ def test_a_signal_to_crab_run_ends_its_jobs(tmp_path: Path, signum: signal.Signa
         if process.poll() is None:
             process.kill()
             process.communicate()
+
+
+def test_a_job_does_not_outlive_crab_killed_with_sigkill(tmp_path: Path) -> None:
+    """SIGKILL runs none of crab's exit paths: crab.processes' group watcher still ends the job's group."""
+    run = Run(tmp_path)
+    replies = [
+        [{"tool": "bash", "args": {"command": "sleep 3184 & echo $! > job.pid; wait", "background": True}}],
+        [{"tool": "bash", "args": {"command": "echo $$ > turn.started; exec sleep 3185"}}],
+        [{"text": "never"}],
+    ]
+    process = subprocess.Popen(
+        run.argv(replies), env=run.env, cwd=run.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    pid = 0
+    started = run.work / "turn.started"
+    try:
+        pid = wait_for_pid(run.work / "job.pid")
+        deadline = time.monotonic() + WAIT
+        while not (started.exists() and started.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert alive(pid)
+        process.kill()
+        process.communicate(timeout=WAIT)
+        deadline = time.monotonic() + WAIT
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(pid)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+        # Should the watcher fail, nothing this test started may outlive it.
+        foreground = started.read_text().strip() if started.exists() else ""
+        for left in (pid, int(foreground) if foreground.isdigit() else 0):
+            if left and alive(left):
+                os.kill(left, signal.SIGKILL)

@@ -36,10 +36,14 @@ DIFF_LINES = 400
 
 _VISIBLE = {c: f"^{chr(c ^ 0x40)}" for c in (*range(0x20), 0x7F) if chr(c) not in "\n\t"}
 _VISIBLE.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
+# Bidirectional overrides and isolates reorder what follows them on screen ("Trojan Source"):
+# a command or diff line could read as something other than what runs or is written.
+_VISIBLE.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))})
 
 
 def visible(text: str) -> str:
-    """``text`` with control characters other than newline and tab shown as ``^[`` or ``\\x9b``."""
+    """``text`` with control characters other than newline and tab shown as ``^[`` or ``\\x9b``,
+    and bidirectional overrides and isolates as ``\\u202e``."""
     return text.translate(_VISIBLE)
 
 
@@ -184,7 +188,10 @@ class PlainRenderer:
             if event.is_error:
                 self._err(event.text, RED)
             elif event.text:
-                self._out(event.text if event.text.endswith("\n") else event.text + "\n")
+                # A command's output carries what the model wrote (/todo's plan, a resume's recap):
+                # on a terminal its control characters are shown, as the answer's are.
+                text = visible(event.text) if self.target.color else event.text
+                self._out(text if text.endswith("\n") else text + "\n")
         elif isinstance(event, TurnEnded) and self._mid_line:
             self._out("\n")
 

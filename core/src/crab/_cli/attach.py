@@ -9,7 +9,9 @@ was attached with a notice.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,15 +27,32 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 _TOKEN = re.compile(r'(?<!\S)@(?:"([^"]+)"|(\S+))')
 
 
+READ_LIMIT = 50 * 1024 * 1024
+"""Bytes of a file read to attach it (the image cap then applies to what was read)."""
+
+
 def load_image(path: str | Path, base: Path) -> ImagePart:
-    """The image file ``path`` (relative to ``base``, ``~`` expanded); a ``UsageError`` saying why not."""
+    """The image file ``path`` (relative to ``base``, ``~`` expanded); a ``UsageError`` saying why not.
+
+    Only a regular file is read (a FIFO named ``logo.png`` would block crab for ever, a device
+    never end), and at most ``READ_LIMIT`` bytes of it."""
     resolved = (base / Path(path).expanduser()).resolve()
     try:
-        with resolved.open("rb") as handle:
+        fd = os.open(resolved, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(info.st_mode):
+                raise UsageError(f"cannot attach {path}: it is not a regular file")
+            if info.st_size > READ_LIMIT:
+                raise UsageError(f"cannot attach {path}: {info.st_size:,} bytes is more than {READ_LIMIT:,}")
             head = handle.read(16)
             if sniff_image(head) is None:
                 raise UsageError(f"cannot attach {path}: it is not a PNG, JPEG, GIF or WebP image")
-            data = head + handle.read()
+            data = head + handle.read(READ_LIMIT + 1 - len(head))
+            if len(data) > READ_LIMIT:
+                raise UsageError(f"cannot attach {path}: it grew past {READ_LIMIT:,} bytes while it was read")
     except FileNotFoundError:
         raise UsageError(f"cannot attach {path}: no such file") from None
     except IsADirectoryError:

@@ -225,13 +225,21 @@ _SHOW = {"ok": _ok, "note": _note, "fail": _bad}
 
 
 def _plugin_checks(host: PluginHost, config: Config) -> int:
-    """What each plugin's ``crab_doctor`` says (a sandbox that works here…); returns failures."""
+    """What each plugin's ``crab_doctor`` says (a sandbox that works here…); returns failures.
+
+    A plugin's text is shown on one line, secrets masked and control characters visible (``^[``):
+    it may quote a key it checked or an error from elsewhere, and must not drive the terminal."""
+    from crab._builtin.render_plain import visible
+    from crab._secrets.keys import known_secrets
+    from crab._secrets.redaction import Redactor
+
+    redactor = Redactor(known_secrets(config))
     failures = 0
     before = len(host.failures)
     for plugin, lines in host.dispatch.collect("crab_doctor", config=config):
         for item in lines or ():
             if isinstance(item, tuple) and len(item) == 2 and item[0] in _SHOW and isinstance(item[1], str):
-                _SHOW[item[0]](" ".join(item[1].split()))
+                _SHOW[item[0]](visible(" ".join(redactor.text(item[1]).split())))
                 failures += item[0] == "fail"
             else:
                 _bad(f'plugin {plugin}: crab_doctor gave {item!r}, expected ("ok"|"note"|"fail", text)')

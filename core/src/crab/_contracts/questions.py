@@ -55,7 +55,7 @@ def redacted_question(ask: AskQuestion | None, redact: Callable[[str], str]) -> 
     asker = ask
 
     async def asked(question: Question) -> str | None:
-        shown = Question(redact(question.text), tuple(redact(c) for c in question.choices), question.free_text)
+        shown = Question(redact(question.text), _distinct([redact(c) for c in question.choices]), question.free_text)
         answer = await asker(shown)
         if not isinstance(answer, str):
             return None
@@ -66,3 +66,16 @@ def redacted_question(ask: AskQuestion | None, redact: Callable[[str], str]) -> 
         return question.choices[shown.choices.index(checked)] if checked in shown.choices else checked
 
     return asked
+
+
+def _distinct(choices: list[str]) -> tuple[str, ...]:
+    """Masked choices, each told apart: two that differed only in a secret would read the same,
+    and the one picked would come back as the first of them. A repeat gets its number, `` (2)``."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    for number, choice in enumerate(choices, 1):
+        if choice.strip().casefold() in seen:
+            choice = f"{choice} ({number})"
+        seen.add(choice.strip().casefold())
+        kept.append(choice)
+    return tuple(kept)

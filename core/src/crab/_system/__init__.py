@@ -1,1 +1,2 @@
-"""What touches the operating system beyond plain files: atomic replacement and the last-resort watchdog. Private."""
+"""What touches the operating system beyond plain files: atomic replacement, the last-resort watchdog, and the
+watcher that ends what crab started should crab be killed outright. Private."""

@@ -23,10 +23,14 @@ KEY_ARGS = ("command", "cmd", "path", "file", "pattern", "query", "url", "name")
 
 _VISIBLE = {c: f"^{chr(c ^ 0x40)}" for c in (*range(0x20), 0x7F) if chr(c) not in "\n\t"}
 _VISIBLE.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
+# Bidirectional overrides and isolates reorder what follows them on screen ("Trojan Source"):
+# a command or diff line could read as something other than what runs or is written.
+_VISIBLE.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))})
 
 
 def visible(text: str) -> str:
-    """``text`` with control characters other than newline and tab shown as ``^[`` or ``\\x9b``."""
+    """``text`` with control characters other than newline and tab shown as ``^[`` or ``\\x9b``,
+    and bidirectional overrides and isolates as ``\\u202e``."""
     return text.translate(_VISIBLE)
 
 

@@ -16,6 +16,11 @@ from crab import ConfigTable, Setting
 PLUGIN = "subagents"
 STATE_DEPTH = "subagents.depth"
 """Session state key: how deep a child session is (a top-level session has none: depth 0)."""
+STATE_TOOLS = "subagents.tools"
+"""Session state key: the tools a child session was given (a top-level session has none: every tool);
+what a task call in it may give a grandchild is within these."""
+STATE_READ_ONLY = "subagents.read_only"
+"""Session state key: a child session runs read-only, and so does every child it starts."""
 
 TABLE = ConfigTable(
     name=PLUGIN,

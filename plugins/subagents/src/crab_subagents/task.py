@@ -6,20 +6,21 @@ untrusted project's agent), under the parent's permission mode, its questions la
 agent's name. Several ``task`` calls of one reply run at once (the tool is not exclusive); an
 abort or the timeout cancels the child, which pairs every call it started. How deep children
 nest is bounded (``max_depth``): a child at the limit is not offered ``task``, and a call past
-it is refused. The answer ends with one record line: agent, session, model calls, tools, tokens.
+it is refused; a child's own ``task`` call gives its child no tool it lacks and keeps it
+read-only when it is. The answer ends with one record line: agent, session, model calls, tools, tokens.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from crab import AgentHandle, ChildOutcome, ConfigError, Tool, ToolContext, ToolError, ToolResult
 
 from crab_subagents.definitions import GENERAL_INSTRUCTIONS, AgentDef, Catalog, clean_line, discover
-from crab_subagents.settings import PLUGIN, STATE_DEPTH, Settings, load_settings
+from crab_subagents.settings import PLUGIN, STATE_DEPTH, STATE_READ_ONLY, STATE_TOOLS, Settings, load_settings
 
 NAME = "task"
 MAX_LISTED_DESCRIPTION = 160
@@ -114,10 +115,19 @@ def record(outcome: ChildOutcome) -> str:
     )
 
 
-def child_tool_names(agent: AgentDef, registry: Mapping[str, Tool], depth: int, settings: Settings) -> list[str]:
-    """The tools the child is offered: the agent's (all the parent's when it names none), without
-    ``task`` once the child is as deep as children may go."""
+def child_tool_names(
+    agent: AgentDef,
+    registry: Mapping[str, Tool],
+    depth: int,
+    settings: Settings,
+    within: Sequence[str] | None = None,
+) -> list[str]:
+    """The tools the child is offered: the agent's (all the parent's when it names none), never
+    one the calling session lacks (``within``: a child's own tools, when a child starts one),
+    without ``task`` once the child is as deep as children may go."""
     names = list(registry) if agent.tools is None else [n for n in agent.tools if n in registry]
+    if within is not None:
+        names = [n for n in names if n in within]
     if depth + 1 >= settings.max_depth:
         names = [n for n in names if n != NAME]
     return names
@@ -179,17 +189,22 @@ class TaskRunner:
         if agent is None:
             raise ToolError(f"no agent named {wanted!r}; the agents are: {', '.join(catalog.agents)}")
         description = clean_line(str(args.get("description", "")), 60)
+        # A child starting a child: the grandchild is never wider than the session calling task
+        # (its tools, its read-only bound), whatever the agent it runs may name.
+        within = ctx.state.get(STATE_TOOLS)
+        tools = child_tool_names(agent, handle.tools, depth, settings, within if isinstance(within, list) else None)
+        read_only = agent.read_only or bool(ctx.state.get(STATE_READ_ONLY))
         try:
             outcome = await handle.run_child(
                 ctx,
                 str(args["prompt"]),
                 label=agent.name,
-                tools=child_tool_names(agent, handle.tools, depth, settings),
+                tools=tools,
                 instructions=instructions_for(agent),
                 model=agent.model,
                 max_iterations=agent.max_iterations or settings.max_iterations,
-                read_only=agent.read_only,
-                state={STATE_DEPTH: depth + 1},
+                read_only=read_only,
+                state={STATE_DEPTH: depth + 1, STATE_TOOLS: tools, STATE_READ_ONLY: read_only},
                 title=f"{agent.name}: {description}" if description else None,
             )
         except ConfigError as exc:

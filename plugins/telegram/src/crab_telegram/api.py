@@ -221,10 +221,17 @@ class BotApi:
 
     async def send_message(self, chat_id: int, text: str, **params: Any) -> int | None:
         """Send ``text`` (masked); returns the new message's id."""
+        message_id, _ = await self.send_message_dated(chat_id, text, **params)
+        return message_id
+
+    async def send_message_dated(self, chat_id: int, text: str, **params: Any) -> tuple[int | None, float | None]:
+        """Send ``text`` (masked); the new message's id and the time Telegram dated it (its clock,
+        which dates the user's messages too: what was written after it is told by that, not by ours)."""
         sent = await self.call(
             "sendMessage", lambda bot: bot.send_message(chat_id, self._mask(text), **_present(params))
         )
-        return sent.message_id
+        date = getattr(sent, "date", None)
+        return sent.message_id, date.timestamp() if date is not None else None
 
     async def edit_message_text(self, chat_id: int, message_id: int, text: str, **params: Any) -> None:
         await self.call(

@@ -668,12 +668,14 @@ class TelegramChannel:
         text = question_text(question)
         answer: str | None = None
         try:
-            message_id = await self.api.send_message(
+            message_id, dated = await self.api.send_message_dated(
                 chat_id, text, message_thread_id=thread, reply_markup=question_buttons(question, nonce)
             )
-            # Shown now: only what the user does from here on may answer it.
+            # Shown now: only what the user does from here on may answer it. "From here on" by
+            # Telegram's clock, which dates the user's messages, not by this host's (it may lag).
+            shown_at = dated if dated is not None else time.time()
             waiting = OpenQuestion(
-                question, future, address, worker.asker if worker is not None else None, time.time(), message_id
+                question, future, address, worker.asker if worker is not None else None, shown_at, message_id
             )
             self.questions[nonce] = waiting
             try:

@@ -3,8 +3,9 @@
 The question is a message with a button per choice (``crab:<nonce>:<index>``); where other words
 may answer, the user's next message in the chat does. An answer is taken only from what the user
 did after the question was shown: a press of one of its buttons, a reply to it, or a message
-Telegram dated after the second it was sent (a message written before it is an input of its
-own, answered after the turn, as type-ahead at a terminal is kept for later). In a group, only
+Telegram dated after the second it dated the question (by its clock, never this host's: a
+message written before it is an input of its own, answered after the turn, as type-ahead at a
+terminal is kept for later). In a group, only
 the user whose message is being answered may answer (``permission_answer = "asker"``).
 """
 
@@ -25,7 +26,8 @@ BUTTON_CHARS = 60
 @dataclass(frozen=True, slots=True)
 class OpenQuestion:
     """A question waiting in one chat: what was asked, its answer's future, who may answer, and
-    when (local time, after ``sendMessage`` returned) and as which message it was shown."""
+    when (the date Telegram gave its message; local time only when it gave none) and as which
+    message it was shown."""
 
     question: crab.Question
     future: asyncio.Future[str | None]

@@ -6,7 +6,8 @@ the command wrappers such as crab-sandbox applied); its stdout and stderr go int
 ``OutputRing``. When the shell exits, whatever it left running in its group or carrying its tag
 is ended too, so a job that is over runs nothing. Every job ends with its session's table
 (``end_agent`` from ``crab_shutdown``) and, whatever else happens, with crab
-(``processes.terminate_all`` on every way out of the ``crab`` command).
+(``processes.terminate_all`` on every way out of the ``crab`` command; when crab is killed
+outright, by the watcher ``crab.processes`` keeps).
 
 A session holds at most ``bash_max_jobs`` running jobs, and keeps the records of at most twice
 that many (the oldest finished ones go first, those whose end was already reported before
