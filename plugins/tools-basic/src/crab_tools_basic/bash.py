@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from crab import truncate_output as truncate
 from crab_tools_basic import bash_log
 from crab_tools_basic.bash_log import Capture
 from crab_tools_basic.oserrors import os_errors
+from crab_tools_basic.pipe import PipeSink, shell
 from crab_tools_basic.settings import Settings
 from crab_tools_basic.workspace import settings_of, workspace_of
 
@@ -52,28 +52,6 @@ class Outcome:
     dropped_bytes: int = 0
 
 
-def _shell() -> str:
-    return shutil.which("bash") or "/bin/sh"
-
-
-class _Sink(asyncio.Protocol):
-    """Feeds the pipe's bytes to a ``Capture``; resolves ``closed`` at end of file."""
-
-    def __init__(self, capture: Capture, closed: asyncio.Future[None]) -> None:
-        self.capture = capture
-        self.closed = closed
-
-    def data_received(self, data: bytes) -> None:
-        self.capture.feed(data)
-
-    def eof_received(self) -> bool | None:
-        return None
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.closed.done():
-            self.closed.set_result(None)
-
-
 async def _end(pgid: int, tag: str, grace: float) -> None:
     # In a thread: it polls with sleeps, and must finish even if this task is cancelled again.
     await asyncio.to_thread(processes.terminate, pgid, tag, grace)
@@ -91,7 +69,7 @@ async def run_command(command: str, cwd: Path, timeout: float, capture: Capture)
     tag = processes.new_tag()
     try:
         process = await asyncio.create_subprocess_exec(
-            *processes.wrap_command([_shell(), "-c", command], cwd),
+            *processes.wrap_command([shell(), "-c", command], cwd),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=write_fd,
@@ -107,7 +85,7 @@ async def run_command(command: str, cwd: Path, timeout: float, capture: Capture)
     pgid = process.pid
     processes.track(pgid, tag)
     closed: asyncio.Future[None] = loop.create_future()
-    await loop.connect_read_pipe(lambda: _Sink(capture, closed), os.fdopen(read_fd, "rb", buffering=0))
+    await loop.connect_read_pipe(lambda: PipeSink(capture, closed), os.fdopen(read_fd, "rb", buffering=0))
     timed_out = False
     try:
         try:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -29,6 +28,7 @@ from typing import Any
 
 from crab import ToolContext, ToolError, processes
 
+from crab_tools_basic.pipe import PipeSink, shell
 from crab_tools_basic.ring import OutputRing
 
 STATE_KEY = "tools-basic.jobs"
@@ -41,28 +41,6 @@ DRAIN = 0.2
 """Seconds to wait for the pipe to close once the job's processes are gone."""
 REAP = 5.0
 """Seconds to wait for the exit status of a process that was sent SIGKILL."""
-
-
-def _shell() -> str:
-    return shutil.which("bash") or "/bin/sh"
-
-
-class _Sink(asyncio.Protocol):
-    """Feeds the pipe's bytes to a ring; resolves ``closed`` at end of file."""
-
-    def __init__(self, ring: OutputRing, closed: asyncio.Future[None]) -> None:
-        self.ring = ring
-        self.closed = closed
-
-    def data_received(self, data: bytes) -> None:
-        self.ring.feed(data)
-
-    def eof_received(self) -> bool | None:
-        return None
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.closed.done():
-            self.closed.set_result(None)
 
 
 @dataclass(eq=False)
@@ -175,7 +153,7 @@ class JobTable:
         tag = processes.new_tag()
         try:
             process = await asyncio.create_subprocess_exec(
-                *processes.wrap_command([_shell(), "-c", command], cwd),
+                *processes.wrap_command([shell(), "-c", command], cwd),
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=write_fd,
@@ -194,7 +172,7 @@ class JobTable:
         closed: asyncio.Future[None] = loop.create_future()
         try:
             transport, _ = await loop.connect_read_pipe(
-                lambda: _Sink(job.ring, closed), os.fdopen(read_fd, "rb", buffering=0)
+                lambda: PipeSink(job.ring, closed), os.fdopen(read_fd, "rb", buffering=0)
             )
         except BaseException:
             await asyncio.to_thread(processes.terminate, job.pgid, tag, END_GRACE)
