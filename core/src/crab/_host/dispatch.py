@@ -5,8 +5,9 @@ wrong type:
 
 - ``fail-plugin`` (registration hooks, ``crab_startup``): the plugin is marked failed and all it
   registered (tools, commands, renderers, providers, stores, channels) is gone for the run;
-- ``drop`` (``crab_event``, ``crab_system_prompt``, ``crab_turn_end``, ``crab_shutdown``): that one implementation is
-  not called again in this run; the plugin's other hooks keep working;
+- ``drop`` (``crab_event``, ``crab_system_prompt``, ``crab_turn_end``, ``crab_session_end``,
+  ``crab_shutdown``): that one implementation is not called again in this run; the plugin's
+  other hooks keep working;
 - ``refuse`` (interceptors): the call being checked is refused (fail closed) and the reason is
   given in its place. A plugin that failed while it had an interceptor keeps refusing those calls.
 
@@ -66,6 +67,7 @@ HOOKS: dict[str, HookPolicy] = {
     "crab_event": HookPolicy("observation", "drop"),
     "crab_doctor": HookPolicy("observation", "drop"),
     "crab_startup": HookPolicy("lifecycle", "fail-plugin", awaitable=True),
+    "crab_session_end": HookPolicy("lifecycle", "drop", awaitable=True),
     "crab_shutdown": HookPolicy("lifecycle", "drop", awaitable=True),
 }
 """Core's hooks (``crab._host.hookspecs``). A hook a plugin declares adds its own policy to its host's
@@ -284,7 +286,8 @@ class Dispatcher:
                 self._fail(plugin, hook, f"{hook} returned an awaitable; it must be a plain function")
 
     async def lifecycle(self, hook: str, **kwargs: Any) -> None:
-        """``crab_startup`` (a failure fails the plugin) or ``crab_shutdown`` (reported only)."""
+        """``crab_startup`` (a failure fails the plugin), ``crab_session_end`` or ``crab_shutdown``
+        (reported only)."""
         for plugin, function in self.implementations(hook):
             try:
                 value = function(**kwargs)
