@@ -104,3 +104,33 @@ def test_a_failing_implementation_is_reported_once_and_dropped(crab_home) -> Non
         "plugin broken failed: crab_session_end raised RuntimeError: cannot stop my servers "
         "(its crab_session_end is not called again in this run)"
     ]
+
+
+class Delegate:
+    """A tool that hands its work to a child session (as crab-subagents' ``task`` does)."""
+
+    def __init__(self) -> None:
+        self.child = ""
+
+    @crab.hookimpl
+    def crab_tools(self) -> list[crab.Tool]:
+        @crab.tool
+        async def delegate(ctx: crab.ToolContext) -> str:
+            """Ask a child."""
+            outcome = await ctx.handle.run_child(ctx, "do it", label="helper")
+            self.child = outcome.session_id
+            return outcome.text
+
+        return [delegate]
+
+
+def test_a_child_session_ends_when_its_turn_does(crab_home) -> None:
+    recorder, delegate = Recorder(), Delegate()
+    replies = [[{"tool": "delegate", "args": {}}], [{"text": "child answer"}], [{"text": "parent answer"}]]
+    h = AgentHarness(replies, plugins={"recorder": recorder, "delegate": delegate})
+    try:
+        assert h.run("go").text == "parent answer"
+        assert delegate.child and recorder.ended == [(delegate.child, "child")]
+    finally:
+        h.close()
+    assert recorder.ended == [(delegate.child, "child"), (h.session.id, "shutdown")]

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import crab
 import crab_tools_basic
 import pytest
 from crab import ToolResultMessage
@@ -101,6 +102,45 @@ def test_leaving_a_session_ends_its_jobs_and_keeps_its_entries(crab_home: Path, 
         assert [(e.type, e.payload) for e in after] == [(e.type, e.payload) for e in before]
         assert any(e.payload.get("content") == "start the server" for e in after)
         assert h.run("/jobs").text == "no background jobs in this session"
+    finally:
+        h.close()
+        if pid and alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+class Delegate:
+    """A tool that hands its work to a child session (as crab-subagents' ``task`` does)."""
+
+    @crab.hookimpl
+    def crab_tools(self) -> list[crab.Tool]:
+        @crab.tool
+        async def delegate(ctx: crab.ToolContext) -> str:
+            """Ask a child."""
+            return (await ctx.handle.run_child(ctx, "start the server", label="helper")).text
+
+        return [delegate]
+
+
+def test_a_child_sessions_jobs_end_with_its_answer(crab_home: Path) -> None:
+    """No other session can read or end a child's job: it must not run on after the child answered."""
+    workspace = Path.cwd()
+    h = AgentHarness(
+        [
+            [{"tool": "delegate", "args": {}}],
+            [{"tool": "bash", "args": {"command": "echo $$ > child.pid; exec sleep 3187", "background": True}}],
+            [{"tool": "bash", "args": {"command": "while [ ! -s child.pid ]; do sleep 0.02; done"}}],
+            [{"text": "the server ran"}],
+            [{"text": "delegated"}],
+        ],
+        plugins={"tools-basic": crab_tools_basic, "delegate": Delegate()},
+        config={"crab.permissions": "yolo", "plugins.tools-basic.output_dir": str(crab_home / "logs")},
+        workspace=workspace,
+    )
+    pid = 0
+    try:
+        assert h.run("go").text == "delegated"
+        pid = wait_for_pid(workspace / "child.pid")
+        assert not alive(pid)  # ended when the child's turn did, while the parent's agent runs on
     finally:
         h.close()
         if pid and alive(pid):

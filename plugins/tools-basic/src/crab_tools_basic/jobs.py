@@ -5,8 +5,9 @@ a foreground command (``crab.processes``: its own session and process group, tag
 the command wrappers such as crab-sandbox applied); its stdout and stderr go into an
 ``OutputRing``. When the shell exits, whatever it left running in its group or carrying its tag
 is ended too, so a job that is over runs nothing. Every job ends with its session
-(``end_session`` from ``crab_session_end``: ``/new``, ``/clear`` and ``/resume`` leave it), with
-its agent (``end_agent`` from ``crab_shutdown``) and, whatever else happens, with crab
+(``end_session`` from ``crab_session_end``: ``/new``, ``/clear`` and ``/resume`` leave it, a
+subagent's ends with its answer), with its agent (``end_agent`` from ``crab_shutdown``) and,
+whatever else happens, with crab
 (``processes.terminate_all`` on every way out of the ``crab`` command; when crab is killed
 outright, by the watcher ``crab.processes`` keeps).
 
