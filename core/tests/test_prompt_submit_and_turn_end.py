@@ -168,7 +168,8 @@ def test_prompt_context_may_carry_images_and_the_hook_gets_the_agents_config():
         @crab.hookimpl
         def crab_prompt_submit(self, prompt: str, config: object) -> object:
             seen.append(config)
-            return UserMessage("the pictures", images=(crab.ImagePart.from_bytes(small), crab.ImagePart.from_bytes(big)))
+            images = (crab.ImagePart.from_bytes(small), crab.ImagePart.from_bytes(big))
+            return UserMessage("the pictures", images=images)
 
     harness = AgentHarness([[{"text": "seen"}]], plugins={"att": Attacher()}, config={"crab.max_image_bytes": 4096})
     try:
