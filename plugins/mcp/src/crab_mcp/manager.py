@@ -89,6 +89,8 @@ class Manager:
         for link in links:
             link.on_change.append(self._changed)
             link.on_update.append(self.watch.updated)
+            link.on_ready.append(self.watch.ready)
+            link.on_lost.append(self.watch.lost)
 
     def emit(self, event: Event) -> None:
         """An event for the user outside a tool call (a notice about an attached resource)."""
