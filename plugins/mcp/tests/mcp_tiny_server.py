@@ -203,6 +203,11 @@ def build() -> MCPServer:
         """Some bytes that are no image."""
         return bytes(range(256)) * 4
 
+    @srv.resource("tiny://big", name="big", mime_type="text/plain")
+    def big_text() -> str:
+        """30,000 characters of text."""
+        return "0123456789" * 3000
+
     @srv.resource("tiny://greeting/{who}", name="greeting")
     def greeting(who: str) -> str:
         """A greeting for anyone."""

@@ -114,14 +114,24 @@ def test_an_unknown_server_or_a_failed_read_refuses_the_prompt_with_one_line(cra
     unknown = h.run("explain @nope:tiny://note")
     assert unknown.stop == "error"
     assert unknown.error == (
-        "prompt refused: cannot attach @nope:tiny://note: no MCP server 'nope' is configured (servers: tiny); "
-        "`crab mcp list` shows them"
+        "prompt refused: cannot attach @nope:tiny://note: crab runs no MCP server 'nope' (servers: tiny); "
+        "`crab mcp list` shows every configured server and why"
     )
     failed = h.run("explain @tiny:tiny://nothing-here")
     assert failed.stop == "error" and "\n" not in (failed.error or "")
     assert (failed.error or "").startswith("prompt refused: cannot attach @tiny:tiny://nothing-here: MCP server 'tiny'")
     assert h.requests == []  # nothing reached the model
     assert [m for m in h.session.messages if isinstance(m, UserMessage)] == []
+
+
+def test_an_attached_text_is_cut_at_its_bound(crab_agent, tiny_cmd):
+    from crab_mcp.attach import MAX_TEXT
+
+    h = crab_agent([[{"text": "ok"}]], plugins={"mcp": crab_mcp}, config=tiny_config(tiny_cmd))
+    h.run("summarise @tiny:tiny://big")
+    (context,) = context_of(h)
+    assert ("0123456789" * 3000)[:MAX_TEXT] + "\n[… cut: 30,000 characters;" in context.content
+    assert len(context.content) < MAX_TEXT + 1_000
 
 
 def test_plain_at_words_and_mail_addresses_stay_text(crab_agent, tiny_cmd):
@@ -197,12 +207,17 @@ def test_crab_run_sends_an_everything_resource_with_the_prompt(run_env, tmp_path
 
 
 @pytest.mark.slow
-def test_crab_run_refuses_an_unknown_server_and_sends_nothing(run_env, tmp_path):
+@pytest.mark.parametrize("server", ["nope", "proj"])
+def test_crab_run_refuses_an_unknown_or_untrusted_server_and_sends_nothing(run_env, tmp_path, everything_js, server):
     work = tmp_path / "work"
-    work.mkdir()
-    done = crab_run(run_env, work, "explain @nope:demo://resource/dynamic/text/1")
+    (work / ".crab").mkdir(parents=True)
+    # An untrusted project's server does not start, so it cannot be read either.
+    (work / ".crab" / "config.toml").write_text(
+        f'[plugins.mcp.servers.proj]\ncommand = "node"\nargs = ["{everything_js}", "stdio"]\n'
+    )
+    done = crab_run(run_env, work, f"explain @{server}:demo://resource/dynamic/text/1")
     assert done.returncode != 0
     lines = [line for line in done.stderr.splitlines() if "cannot attach" in line]
-    assert len(lines) == 1 and "no MCP server 'nope' is configured (servers: ev)" in lines[0]
+    assert len(lines) == 1 and f"crab runs no MCP server {server!r} (servers: ev)" in lines[0], done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "requests.jsonl").exists()

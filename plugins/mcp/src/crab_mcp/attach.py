@@ -88,8 +88,8 @@ async def attach(
         if link is None:
             names = ", ".join(sorted(manager.links)) or "none"
             return Deny(
-                f"cannot attach {ref.token}: no MCP server {ref.server!r} is configured (servers: {names}); "
-                "`crab mcp list` shows them"
+                f"cannot attach {ref.token}: crab runs no MCP server {ref.server!r} (servers: {names}); "
+                "`crab mcp list` shows every configured server and why"
             )
         read = await _read(link, ref)
         if isinstance(read, Deny):
