@@ -161,7 +161,7 @@ def test_a_servers_prompt_text_attaches_nothing(crab_agent, tiny_cmd):
 
 
 @pytest.fixture
-def run_env(tmp_path: Path, everything_js: Path) -> dict[str, str]:
+def run_env(tmp_path: Path, everything_js: Path, tiny_cmd: Any) -> dict[str, str]:
     site = tmp_path / "site"
     site.mkdir()
     (site / "crab_mcp_attach_fake.py").write_text(PROVIDER_SOURCE)
@@ -171,10 +171,12 @@ def run_env(tmp_path: Path, everything_js: Path) -> dict[str, str]:
     (dist / "entry_points.txt").write_text("[crab]\nattachfake = crab_mcp_attach_fake\n")
     home = tmp_path / "home"
     home.mkdir()
+    tiny = tiny_cmd()
     (home / "config.toml").write_text(
-        f'[plugins.mcp.servers.ev]\ncommand = "node"\nargs = [{str(everything_js)!r}, "stdio"]\n'.replace("'", '"')
+        f'[plugins.mcp.servers.ev]\ncommand = "node"\nargs = {json.dumps([str(everything_js), "stdio"])}\n'
+        f"[plugins.mcp.servers.tiny]\ncommand = {json.dumps(tiny['command'])}\nargs = {json.dumps(tiny['args'])}\n"
     )
-    (tmp_path / "script.json").write_text(json.dumps({"replies": [[{"text": "explained"}]]}))
+    (tmp_path / "script.json").write_text(json.dumps({"replies": [[{"text": "explained"}], [{"text": "a pixel"}]]}))
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_") and not k.endswith("_API_KEY")}
     env.update(
         PYTHONPATH=str(site),
@@ -207,6 +209,22 @@ def test_crab_run_sends_an_everything_resource_with_the_prompt(run_env, tmp_path
 
 
 @pytest.mark.slow
+def test_crab_chat_attaches_text_and_an_image_resource_named_like_a_file(run_env, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    lines = "explain @ev:demo://resource/dynamic/text/1\nand @tiny:tiny://pixel.png?\n/quit\n"
+    args = [sys.executable, "-m", "crab", "chat", "-m", "fake/script"]
+    done = subprocess.run(args, env=run_env, cwd=work, input=lines, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert "explained" in done.stdout and "a pixel" in done.stdout
+    first, second = [json.loads(line) for line in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    assert "Resource 1: This is a plaintext resource" in [m for m in first if m["role"] == "user"][1]["content"]
+    *_, prompt, context = [m for m in second if m["role"] == "user"]
+    assert prompt["content"] == "and @tiny:tiny://pixel.png?"  # not taken for a missing file pixel.png
+    assert [image["media_type"] for image in context["images"]] == ["image/png"]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["nope", "proj"])
 def test_crab_run_refuses_an_unknown_or_untrusted_server_and_sends_nothing(run_env, tmp_path, everything_js, server):
     work = tmp_path / "work"
@@ -218,6 +236,6 @@ def test_crab_run_refuses_an_unknown_or_untrusted_server_and_sends_nothing(run_e
     done = crab_run(run_env, work, f"explain @{server}:demo://resource/dynamic/text/1")
     assert done.returncode != 0
     lines = [line for line in done.stderr.splitlines() if "cannot attach" in line]
-    assert len(lines) == 1 and f"crab runs no MCP server {server!r} (servers: ev)" in lines[0], done.stderr
+    assert len(lines) == 1 and f"crab runs no MCP server {server!r} (servers: ev, tiny)" in lines[0], done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "requests.jsonl").exists()
