@@ -237,6 +237,23 @@ def validate_table(table: ConfigTable, raw: Mapping[str, Any] | None) -> dict[st
 
 PERMISSION_MODES = ("read-only", "ask", "yolo")
 
+_CAPS = ("max_image_bytes",)
+"""``[crab]`` caps an untrusted project may lower but never raise past what the user's layers give."""
+
+
+def _core_trust_filter(project: Mapping[str, Any], trusted: Mapping[str, Any]) -> list[Parts]:
+    """The caps in ``_CAPS`` an untrusted project sets above the user's value (or the default)."""
+    drops: list[Parts] = []
+    for name in _CAPS:
+        asked = project.get(name)
+        setting = CORE_TABLE.setting(name)
+        bound = trusted.get(name, setting.default if setting else None)
+        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (asked, bound))
+        if name in project and numbers and asked > bound:  # a bad value is left to the check
+            drops.append((name,))
+    return drops
+
+
 CORE_TABLE = ConfigTable(
     name="crab",
     doc="core's own settings",
@@ -305,6 +322,7 @@ CORE_TABLE = ConfigTable(
             maximum=20_000,
         ),
     ),
+    trust_filter=_core_trust_filter,
 )
 """``[crab]``: the keys core reads."""
 
