@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import re
-import tomllib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -107,6 +106,8 @@ def parse_toml(content: bytes, path: Path) -> dict[str, Any]:
         text = content.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from None
+    import tomllib  # only once a file exists: its regexes cost a command with no config ~5 ms
+
     try:
         return tomllib.loads(text)
     except RecursionError:  # tomllib recurses into nested arrays and inline tables
@@ -138,6 +139,8 @@ def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, An
 
 def parse_value(text: str) -> Any:
     """A command-line value as TOML would read it (``true``, ``3``, ``[1, 2]``), else a string."""
+    import tomllib
+
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except (tomllib.TOMLDecodeError, RecursionError):
