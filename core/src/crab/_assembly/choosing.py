@@ -248,6 +248,17 @@ def renderer_spec(host: PluginHost, config: Config, name: str | None, *, chat: b
     return renderers[wanted]
 
 
+def terminal_target(agent: Agent, *, color: bool | None = None) -> RenderTarget:
+    """A renderer's target on this process's stdout and stderr, for ``agent``'s model and window;
+    ``color`` defaults to both streams being terminals."""
+    import sys
+
+    shown = sys.stdout.isatty() and sys.stderr.isatty() if color is None else color
+    return RenderTarget(
+        out=sys.stdout, err=sys.stderr, color=shown, model=agent.model, context_window=agent.known_context_window()
+    )
+
+
 def choose_renderer(
     host: PluginHost, config: Config, name: str | None, target: RenderTarget, *, chat: bool = False
 ) -> Renderer:

@@ -500,22 +500,12 @@ def _loop_running() -> bool:
 
 def _attach_renderer(built: Any, renderer: str | Renderer) -> Renderer:
     """The named renderer (or the given one) on stdout/stderr, subscribed to every event."""
-    import sys
-
-    from crab._contracts.renderers import RenderTarget
 
     agent = built.agent
     if isinstance(renderer, str):
-        from crab._assembly.choosing import choose_renderer
+        from crab._assembly.choosing import choose_renderer, terminal_target
 
-        target = RenderTarget(
-            out=sys.stdout,
-            err=sys.stderr,
-            color=sys.stdout.isatty() and sys.stderr.isatty(),
-            model=agent.model,
-            context_window=agent.known_context_window(),
-        )
-        shown: Renderer = choose_renderer(built.host, built.config, renderer, target)
+        shown: Renderer = choose_renderer(built.host, built.config, renderer, terminal_target(agent))
     else:
         shown = renderer
     agent.subscribe(shown.handle)
