@@ -1,8 +1,5 @@
-"""Choosing each part of an agent: the config layers, the plugin host, the store, provider and renderer.
-
-The composition root (``crab._assembly.root``) puts these together; CLI commands that need only
-one part (``crab sessions``, ``crab doctor``) call them directly. Free of typer and of ``crab._cli``.
-"""
+"""Choosing each part of an agent: the plugin host, store, provider and renderer; the composition root
+puts them together, CLI commands needing one part call them directly. Free of typer and ``crab._cli``."""
 
 from __future__ import annotations
 

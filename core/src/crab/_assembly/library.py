@@ -1,11 +1,6 @@
-"""crab as a library: ``crab.Agent``, its runs (``crab.Run``) and their results.
-
-A thin facade over the composition root (``crab._assembly.root``) and the loop's agent: it holds
-one assembled agent, starts it on first use, keeps its live sessions by id, and turns one input
-into a ``Run`` that streams the session's events and ends with a ``RunResult``. Sync methods run
-the same coroutines on the facade's own event loop. Nothing here prints: output goes to a
-renderer only when the program names one.
-"""
+"""crab as a library: ``crab.Agent``, its runs (``crab.Run``) and their results, a thin facade over
+the composition root and the loop's agent; sync methods run the same coroutines on the facade's
+own event loop, and nothing prints unless the program names a renderer (docs/library.md)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""``crab chat``: the interactive terminal channel.
-
-With a renderer that offers a live input (``RendererSpec.chat_input``) on a terminal, the chat runs
-in ``crab._cli.chat_live`` (type while it works). Otherwise it reads line by line here (readline
-history, Ctrl-C aborts the turn, Ctrl-D exits, ``/edit`` writes the next input in ``$EDITOR``).
-Either way ``-c`` and ``-r`` first show the last exchanges, and leaving prints the command that
-resumes the session (``crab._cli.chat_sessions``).
-"""
+"""``crab chat``: the interactive terminal channel; with a renderer's live input it runs in
+``chat_live``, else line by line here (readline history, Ctrl-C aborts, Ctrl-D exits, ``/edit``)."""
 
 from __future__ import annotations
 
@@ -88,7 +82,10 @@ def shown_folder(path: Path) -> str:
 
 
 def chat(options: RunOptions) -> None:
-    """Read input until Ctrl-D or /quit; each entry is a turn, a steer, a follow-up or a command."""
+    """Read input until Ctrl-D or /quit; each entry is a turn, a steer, a follow-up or a command.
+
+    ``-c`` and ``-r`` first show the last exchanges, and leaving prints the command that resumes
+    the session (``crab._cli.chat_sessions``)."""
     from crab._assembly.choosing import renderer_spec, start_agent, terminal_target
     from crab._cli.chat_sessions import clear_screen, exit_line, pick, show_switch
     from crab._cli.setup import open_session, prepare

@@ -1,11 +1,5 @@
-"""Layered configuration: user file, project file, environment, command line.
-
-Each layer is kept with where it came from, so a bad value is reported as one line naming the
-file, variable or flag, the key, what was expected and what was found (``crab._contracts.config_tables``
-holds the declarations). A project file that the user has not trusted (``crab._config.trust``) loses its
-trust-only keys before the layers are merged. Reading uses ``tomllib``; a malformed file is
-reported as ``path:line:col``. Writing files is the CLI's (``crab._cli.config_files``).
-"""
+"""Layered configuration (user file, project file, environment, command line), each value with its
+source, an untrusted project's trust-only keys dropped (docs/configuration.md, docs/security.md)."""
 
 from __future__ import annotations
 

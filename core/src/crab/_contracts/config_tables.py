@@ -1,11 +1,5 @@
-"""Declared config tables: the keys a table has, their types, defaults, limits, and trust.
-
-Core declares ``[crab]`` here (``CORE_TABLE``); each plugin declares its ``[plugins.<name>]``
-table through the ``crab_config_table`` hook. ``ConfigTable.validate`` checks one raw table and
-returns its values with defaults filled; a bad value raises ``InvalidValue``, whose one line names
-the key, what was expected and what was found. ``crab._config.layers`` adds which layer (file, variable,
-flag) the value came from, and drops trust-only keys that an untrusted project config set.
-"""
+"""Declared config tables: the keys a table has, their types, defaults, limits, and trust; core's
+``[crab]`` and ``[serve]`` here, each plugin's through ``crab_config_table`` (docs/configuration.md)."""
 
 from __future__ import annotations
 
