@@ -1,5 +1,6 @@
 """Every hook core declares; each docstring is that hook's documentation (docs/hooks.md: async
-implementations, failure policies, argument subsets, hooks a plugin declares). No logic here."""
+implementations, failure policies, argument subsets, hooks a plugin declares). Registration hooks
+are called once per run. No logic here."""
 
 from __future__ import annotations
 
