@@ -254,3 +254,26 @@ def test_help_still_lists_a_command_with_a_model(crab_home):
         assert "think hard (user)" in h.events_of(CommandOutput)[-1].text
     finally:
         h.close()
+
+
+def test_crab_run_runs_a_command_on_its_model_and_an_untrusted_projects_on_the_runs(crab_cmd, requests_sent, tmp_path):
+    _write(tmp_path / "home" / "commands", "deep", "---\nmodel: big\n---\nThink hard about $ARGUMENTS.\n")
+    work = _project(tmp_path)
+    _write(work / ".crab" / "commands", "spend", "---\nmodel: scripted/big\n---\nSpend.\n")
+    flags = ("run", "--provider", "scripted", "-m", "scripted")
+    done = crab_cmd(*flags, "/deep the cache", cwd=work, script=[[{"text": "deep answer"}]])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "deep answer"
+    assert "/deep runs on scripted/big; the session goes back to scripted/scripted after it" in done.stderr
+    assert [r["model"] for r in requests_sent()] == ["big"]
+    done = crab_cmd(*flags, "/spend", cwd=work, script=[[{"text": "cheap answer"}]])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "cheap answer"
+    assert "its model: scripted/big is ignored, and it runs on scripted/scripted" in done.stderr
+    assert [r["model"] for r in requests_sent()] == ["big", "scripted"]
+    _write(tmp_path / "home" / "commands", "huge", "---\nmodel: huge\n---\nGo.\n")
+    done = crab_cmd(*flags, "/huge", cwd=work, script=[[{"text": "never"}]])
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    [line] = [line for line in done.stderr.splitlines() if "/huge" in line]
+    assert "/huge asks for the model 'huge', which is not configured" in line
+    assert len(requests_sent()) == 2

@@ -89,7 +89,11 @@ class ScriptedSite:
         self.script_file = root / "script.json"
         self.log = root / "requests.jsonl"
         source = _PROVIDER.format(
-            name=provider, models=list(self.models), window=context_window, script=str(self.script_file), log=str(self.log)
+            name=provider,
+            models=list(self.models),
+            window=context_window,
+            script=str(self.script_file),
+            log=str(self.log),
         )
         self.add_plugin(self.plugin, MODULE, source)
 

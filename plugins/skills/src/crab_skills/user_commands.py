@@ -172,8 +172,8 @@ def read_command(file: Path, source: str, trusted: bool, contained: Path | None,
         raise ValueError(str(exc)) from None
     first = next((line for line in document.body.splitlines() if line.strip()), "")
     description = clean_text(document.fields.get("description", "") or first.lstrip("# "), MAX_DESCRIPTION)
-    model = document.fields.get("model", "").strip()
-    model = None if model.lower() in ("", INHERIT) else model
+    written = document.fields.get("model", "").strip()
+    model = None if written.lower() in ("", INHERIT) else written
     return UserCommand(
         name,
         description or f"run {file.name}",
