@@ -277,3 +277,23 @@ def test_crab_run_runs_a_command_on_its_model_and_an_untrusted_projects_on_the_r
     [line] = [line for line in done.stderr.splitlines() if "/huge" in line]
     assert "/huge asks for the model 'huge', which is not configured" in line
     assert len(requests_sent()) == 2
+
+
+class _Keyless(ScriptedProvider):
+    def check(self, model: str) -> None:
+        raise crab.ConfigError("other needs a key: crab auth other")
+
+
+def test_a_provider_that_cannot_be_used_refuses_the_commands_prompt_in_one_line(crab_home):
+    _write(crab_home / "commands", "deep", DEEP)
+    other = _Keyless([[{"text": "never"}]], name="other", model="big")
+    h = AgentHarness([[{"text": "from scripted"}]], plugins={"skills": SkillsPlugin(), "other": _Other(other)})
+    try:
+        assert h.run("/deep x").error == "/deep: the turn ended with an error (error)"
+        [error] = [e.message for e in h.events_of(crab.ErrorEvent)]
+        assert error == "prompt refused: /deep cannot run on other/big: other needs a key: crab auth other"
+        assert other.requests == [] and h.requests == [] and _switches(h) == []
+        assert h.session.messages == []  # refused: nothing recorded
+        assert h.run("next").text == "from scripted"  # the plugin did not fail: prompts go through
+    finally:
+        h.close()

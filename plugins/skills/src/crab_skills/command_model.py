@@ -104,6 +104,8 @@ class ModelSwitches:
             chosen = await handle.set_model(session, switch.model)
         except CrabError as exc:  # a provider that cannot be used now (its key is gone): one line
             return Deny(f"/{switch.command} cannot run on {switch.model}: {exc}")
+        except Exception as exc:  # raising would fail the plugin, and a failed interceptor refuses every prompt
+            return Deny(f"/{switch.command} cannot run on {switch.model}: {type(exc).__name__}: {exc}")
         if chosen != switch.previous:
             switch.chosen = chosen
             handle.notice(f"/{switch.command} runs on {chosen}; the session goes back to {switch.previous} after it")
@@ -120,7 +122,10 @@ class ModelSwitches:
             return
         try:
             await handle.set_model(session, previous)
-        except CrabError as exc:
-            handle.notice(f"/{switch.command}: cannot switch back to {previous}: {exc}", "warning")
+        except Exception as exc:  # as above: never fail the plugin over a switch back; say it in one line
+            shown = str(exc) if isinstance(exc, CrabError) else f"{type(exc).__name__}: {exc}"
+            handle.notice(
+                f"/{switch.command}: cannot switch back to {previous} ({shown}); /model {previous} does", "warning"
+            )
             return
         handle.notice(f"model: {previous} again (/{switch.command} ran on {chosen})")
