@@ -29,7 +29,7 @@ from crab import (
     ToolResult,
 )
 
-from crab_skills.command_model import ModelSwitches
+from crab_skills.command_model import ModelSwitches, not_configured
 from crab_skills.content import listing, loaded, prompt_section, read_file, user_turn
 from crab_skills.discovery import Cache, Catalog, discover
 from crab_skills.roots import build_roots, plugin_dirs
@@ -203,8 +203,6 @@ class Skills:
             return CommandResult(f"cannot read {command.file}: {exc.strerror or exc}", is_error=True)
         model = self._model(ctx, command)
         if model is not None:
-            from crab_skills.command_model import not_configured
-
             problem = not_configured(handle, ctx.session, name, model)
             if problem is not None:
                 return CommandResult(problem, is_error=True)

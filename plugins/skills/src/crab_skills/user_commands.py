@@ -38,6 +38,7 @@ RESERVED = frozenset({"skill"})
 """crab-skills' own command; a file of that name is left out."""
 MAX_PER_ROOT = 256
 MAX_DESCRIPTION = 200
+MAX_MODEL = 200
 PLACEHOLDER = re.compile(r"\$(ARGUMENTS|[1-9])")
 CLAUDE_TOOLS = {
     "Bash": "bash",
@@ -172,7 +173,7 @@ def read_command(file: Path, source: str, trusted: bool, contained: Path | None,
         raise ValueError(str(exc)) from None
     first = next((line for line in document.body.splitlines() if line.strip()), "")
     description = clean_text(document.fields.get("description", "") or first.lstrip("# "), MAX_DESCRIPTION)
-    written = document.fields.get("model", "").strip()
+    written = clean_text(document.fields.get("model", ""), MAX_MODEL).strip()  # shown in lines: printable
     model = None if written.lower() in ("", INHERIT) else written
     return UserCommand(
         name,
