@@ -297,3 +297,52 @@ def test_a_provider_that_cannot_be_used_refuses_the_commands_prompt_in_one_line(
         assert h.run("next").text == "from scripted"  # the plugin did not fail: prompts go through
     finally:
         h.close()
+
+
+class _Hold:
+    """A tool that holds its turn until the test releases it."""
+
+    def __init__(self) -> None:
+        self.holding = asyncio.Event()
+        self.released = asyncio.Event()
+
+    @crab.hookimpl
+    def crab_tools(self, config: object) -> list[crab.Tool]:
+        async def hold(ctx: crab.ToolContext) -> str:
+            """Wait for the test."""
+            self.holding.set()
+            await self.released.wait()
+            return "released"
+
+        made: crab.Tool = crab.tool(name="hold")(hold)
+        return [made]
+
+
+def test_a_command_typed_during_another_turn_leaves_that_turn_on_the_sessions_model(crab_home):
+    _write(crab_home / "commands", "deep", DEEP)
+    tool = _Hold()
+    h, other = _harness(
+        [[{"tool": "hold", "args": {}}], [{"text": "first done"}]],
+        [[{"text": "from big"}]],
+        plugins={"hold": tool},
+        config={"crab.permissions": "yolo"},
+    )
+
+    async def scenario() -> tuple[crab.TurnOutcome, crab.TurnOutcome]:
+        first = asyncio.create_task(h.agent.handle_input(h.session, "first"))
+        await asyncio.wait_for(tool.holding.wait(), 30)
+        command = asyncio.create_task(h.agent.handle_input(h.session, "/deep x"))
+        for _ in range(20):  # the command runs up to where its prompt waits behind the turn
+            await asyncio.sleep(0)
+        assert not command.done() and other.requests == []
+        tool.released.set()
+        return await first, await command
+
+    try:
+        first, command = h.run_async(scenario())
+        assert (first.text, command.text) == ("first done", "from big")
+        assert [r.model for r in h.requests] == ["scripted", "scripted"]  # the running turn, both calls
+        assert [r.model for r in other.requests] == ["big"]
+        assert _switches(h) == ["other/big", "mock/scripted"]
+    finally:
+        h.close()
