@@ -1,16 +1,6 @@
-"""Every hook core declares. Each docstring is that hook's documentation; there is no logic here.
-
-Hooks are synchronous pluggy calls. Where a docstring says "may be awaitable", an
-implementation may be ``async def`` (or return an awaitable) and core awaits it. Every hook is
-called through ``crab._host.dispatch``, each plugin in isolation, and each hook has a failure policy
-there (``HOOKS``; docs/hooks.md): a failing registration hook fails the whole plugin, a failing
-observer loses that one implementation, a failing interceptor refuses the call. Registration
-hooks are called once per run. Hook wrappers are refused at registration. An implementation may
-accept any subset of a spec's arguments, as in pluggy (``def crab_tools(self)`` is fine).
-
-A plugin may declare hooks of its own for other plugins to implement (``CRAB_HOOKSPECS``, see
-``crab._host.declared``): crab-skills declares ``crab_skill_dirs``, crab-schedule ``crab_job_stores``.
-"""
+"""Every hook core declares; each docstring is that hook's documentation (docs/hooks.md: async
+implementations, failure policies, argument subsets, hooks a plugin declares). Registration hooks
+are called once per run. No logic here."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""One turn: record the input, call the model, run its tool calls, repeat until an answer, settle.
-
-``Turn`` owns the turn's book-keeping and its invariants: every recorded tool call ends with
-exactly one recorded result (after an abort, a failure or a stop by a plugin too), aborted or
-failed replies are stored but never replayed, and each model call goes through the one
-model-call path (``crab/_loop/model_call.py``: hooks, pricing, recording). What a turn needs of
-the agent it is given as ``TurnParts``; it never reaches back into the agent.
-"""
+"""One turn: record the input, call the model, run its tool calls, repeat until an answer, settle;
+given its ``TurnParts``, never reaching back into the agent (docs/architecture.md#the-agent-and-the-turn)."""
 
 from __future__ import annotations
 
@@ -87,7 +81,12 @@ class TurnParts:
 
 class Turn:
     """Runs one input of one session to its end; ``run`` never raises except on cancellation
-    from outside or a plugin failure in strict mode (``PluginError``)."""
+    from outside or a plugin failure in strict mode (``PluginError``).
+
+    Its invariants: every recorded tool call ends with exactly one recorded result (after an
+    abort, a failure or a stop by a plugin too), and aborted or failed replies are stored but
+    never replayed.
+    """
 
     def __init__(self, parts: TurnParts, session: Session, item: QueuedInput, queue: Any) -> None:
         self.parts = parts
