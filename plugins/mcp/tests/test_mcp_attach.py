@@ -1,12 +1,12 @@
 """``@server:uri`` in a prompt attaches that MCP resource: the token parsing, the tiny server's
 text, image and binary resources through a real agent, the refusals (unknown server, failed
-read), and ``crab run`` end to end against server-everything with a scripted model."""
+read), and ``crab run`` and ``crab chat`` end to end against server-everything and the tiny
+server with crab.testing's scripted model (``crab_site``)."""
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,46 +16,6 @@ import crab_mcp
 import pytest
 from crab import NoticeEvent, UserMessage
 from crab_mcp.attach import Reference, references
-
-PROVIDER_SOURCE = '''
-"""Provider ``fake`` (model ``script``) for crab-mcp's attach tests: crab.testing's scripted
-provider replaying ``$ATTACH_SCRIPT``; each request's messages are appended to
-``$ATTACH_REQUESTS`` as one JSON line."""
-import json
-import os
-from pathlib import Path
-
-import crab
-from crab.testing import ScriptedProvider
-
-CRAB_API = ">=1.0,<2"
-
-
-class FileScripted:
-    name = "fake"
-
-    def __init__(self):
-        self.engine = None
-
-    def models(self):
-        return [crab.ModelInfo(id="script", provider="fake", context_window=200_000)]
-
-    def check(self, model):
-        return None
-
-    def stream(self, request):
-        if self.engine is None:
-            self.engine = ScriptedProvider(json.loads(Path(os.environ["ATTACH_SCRIPT"]).read_text())["replies"])
-        with open(os.environ["ATTACH_REQUESTS"], "a", encoding="utf-8") as handle:
-            handle.write(json.dumps([crab.message_to_dict(m) for m in request.messages]) + "\\n")
-        return self.engine.stream(request)
-
-
-@crab.hookimpl
-def crab_providers(config):
-    return [FileScripted()]
-'''
-
 
 # --- the tokens ----------------------------------------------------------------------------
 
@@ -161,14 +121,9 @@ def test_a_servers_prompt_text_attaches_nothing(crab_agent, tiny_cmd):
 
 
 @pytest.fixture
-def run_env(tmp_path: Path, everything_js: Path, tiny_cmd: Any) -> dict[str, str]:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "crab_mcp_attach_fake.py").write_text(PROVIDER_SOURCE)
-    dist = site / "crab_mcp_attach_fake-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: crab-mcp-attach-fake\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[crab]\nattachfake = crab_mcp_attach_fake\n")
+def run_env(crab_site: Any, tmp_path: Path, everything_js: Path, tiny_cmd: Any) -> dict[str, str]:
+    """crab_site's scripted model ``fake/script`` beside crab-mcp, with server-everything (``ev``)
+    and the tiny server (``tiny``) in the user's config."""
     home = tmp_path / "home"
     home.mkdir()
     tiny = tiny_cmd()
@@ -176,16 +131,8 @@ def run_env(tmp_path: Path, everything_js: Path, tiny_cmd: Any) -> dict[str, str
         f'[plugins.mcp.servers.ev]\ncommand = "node"\nargs = {json.dumps([str(everything_js), "stdio"])}\n'
         f"[plugins.mcp.servers.tiny]\ncommand = {json.dumps(tiny['command'])}\nargs = {json.dumps(tiny['args'])}\n"
     )
-    (tmp_path / "script.json").write_text(json.dumps({"replies": [[{"text": "explained"}], [{"text": "a pixel"}]]}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_") and not k.endswith("_API_KEY")}
-    env.update(
-        PYTHONPATH=str(site),
-        CRAB_HOME=str(home),
-        CRAB_PLUGINS="mcp,attachfake",
-        ATTACH_SCRIPT=str(tmp_path / "script.json"),
-        ATTACH_REQUESTS=str(tmp_path / "requests.jsonl"),
-    )
-    return env
+    crab_site.script([[{"text": "explained"}], [{"text": "a pixel"}]])
+    return dict(crab_site.env("mcp,fake", home=home))
 
 
 def crab_run(env: dict[str, str], cwd: Path, prompt: str) -> subprocess.CompletedProcess[str]:
@@ -194,14 +141,14 @@ def crab_run(env: dict[str, str], cwd: Path, prompt: str) -> subprocess.Complete
 
 
 @pytest.mark.slow
-def test_crab_run_sends_an_everything_resource_with_the_prompt(run_env, tmp_path):
+def test_crab_run_sends_an_everything_resource_with_the_prompt(run_env, crab_site, tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     done = crab_run(run_env, work, "explain @ev:demo://resource/dynamic/text/1")
     assert done.returncode == 0, done.stderr
     assert "explained" in done.stdout
     assert "attached @ev:demo://resource/dynamic/text/1 (" in done.stderr
-    (messages,) = [json.loads(line) for line in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    (messages,) = [request["messages"] for request in crab_site.requests()]
     users = [m["content"] for m in messages if m["role"] == "user"]
     assert users[0] == "explain @ev:demo://resource/dynamic/text/1"
     assert "Resource demo://resource/dynamic/text/1, attached by the user as" in users[1]
@@ -209,7 +156,7 @@ def test_crab_run_sends_an_everything_resource_with_the_prompt(run_env, tmp_path
 
 
 @pytest.mark.slow
-def test_crab_chat_attaches_text_and_an_image_resource_named_like_a_file(run_env, tmp_path):
+def test_crab_chat_attaches_text_and_an_image_resource_named_like_a_file(run_env, crab_site, tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     lines = "explain @ev:demo://resource/dynamic/text/1\nand @tiny:tiny://pixel.png?\n/quit\n"
@@ -217,7 +164,7 @@ def test_crab_chat_attaches_text_and_an_image_resource_named_like_a_file(run_env
     done = subprocess.run(args, env=run_env, cwd=work, input=lines, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     assert "explained" in done.stdout and "a pixel" in done.stdout
-    first, second = [json.loads(line) for line in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    first, second = [request["messages"] for request in crab_site.requests()]
     assert "Resource 1: This is a plaintext resource" in [m for m in first if m["role"] == "user"][1]["content"]
     *_, prompt, context = [m for m in second if m["role"] == "user"]
     assert prompt["content"] == "and @tiny:tiny://pixel.png?"  # not taken for a missing file pixel.png
@@ -226,7 +173,9 @@ def test_crab_chat_attaches_text_and_an_image_resource_named_like_a_file(run_env
 
 @pytest.mark.slow
 @pytest.mark.parametrize("server", ["nope", "proj"])
-def test_crab_run_refuses_an_unknown_or_untrusted_server_and_sends_nothing(run_env, tmp_path, everything_js, server):
+def test_crab_run_refuses_an_unknown_or_untrusted_server_and_sends_nothing(
+    run_env, crab_site, tmp_path, everything_js, server
+):
     work = tmp_path / "work"
     (work / ".crab").mkdir(parents=True)
     # An untrusted project's server does not start, so it cannot be read either.
@@ -238,4 +187,4 @@ def test_crab_run_refuses_an_unknown_or_untrusted_server_and_sends_nothing(run_e
     lines = [line for line in done.stderr.splitlines() if "cannot attach" in line]
     assert len(lines) == 1 and f"crab runs no MCP server {server!r} (servers: ev, tiny)" in lines[0], done.stderr
     assert "Traceback" not in done.stderr
-    assert not (tmp_path / "requests.jsonl").exists()
+    assert crab_site.requests() == []
