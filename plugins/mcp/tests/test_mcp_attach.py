@@ -188,3 +188,20 @@ def test_crab_run_refuses_an_unknown_or_untrusted_server_and_sends_nothing(
     assert len(lines) == 1 and f"crab runs no MCP server {server!r} (servers: ev, tiny)" in lines[0], done.stderr
     assert "Traceback" not in done.stderr
     assert crab_site.requests() == []
+
+
+@pytest.mark.slow
+def test_an_attached_resource_is_subscribed_to_only_when_the_prompt_goes(crab_agent, everything_js):
+    uri = "demo://resource/dynamic/text/1"
+    h = crab_agent(
+        [[{"text": "ok"}]],
+        plugins={"mcp": crab_mcp},
+        config={"plugins.mcp.servers": {"ev": {"command": "node", "args": [str(everything_js), "stdio"]}}},
+    )
+    watch = crab_mcp._running[id(h.config)].watch
+    link = crab_mcp._running[id(h.config)].links["ev"]
+    assert link.can_subscribe
+    refused = h.run(f"explain @ev:{uri} and @ev:demo://resource/nothing-here")
+    assert refused.stop == "error" and link.subscribed == set() and watch.watched == {}
+    assert h.run(f"explain @ev:{uri}").text == "ok"
+    assert link.subscribed == {uri} and set(watch.watched[("ev", uri)].contexts) == {h.session.id}

@@ -83,6 +83,7 @@ async def attach(
     blocks: list[str] = []
     images: list[ImagePart] = []
     labels: list[str] = []
+    read_from: list[tuple[ServerLink, str]] = []
     for ref in refs:
         link = manager.links.get(ref.server)
         if link is None:
@@ -98,8 +99,11 @@ async def attach(
         blocks.append(redact(_fenced(link, ref, text)))
         images.extend(found)
         labels.append(f"{ref.token} ({len(text):,} characters{f', {len(found)} image(s)' if found else ''})")
-        ctx = ToolContext(session_id=session_id, workspace=workspace, config=config, emit=manager.emit)
-        await manager.watch.after_read(link, ref.uri, ctx)
+        read_from.append((link, ref.uri))
+    # Only once every read worked: a refused prompt leaves no subscription behind for the model.
+    ctx = ToolContext(session_id=session_id, workspace=workspace, config=config, emit=manager.emit)
+    for link, uri in read_from:
+        await manager.watch.after_read(link, uri, ctx)
     manager.notice(f"attached {', '.join(labels)}")
     return UserMessage("\n\n".join(blocks), images=tuple(images))
 
