@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import pluggy
 
     from crab._contracts.interception import Deny
-    from crab._contracts.messages import ToolCall
+    from crab._contracts.messages import ToolCall, UserMessage
     from crab._contracts.providers import ModelRequest
     from crab._contracts.tools import Tool, ToolContext, ToolResult
 
@@ -377,18 +377,22 @@ class Dispatcher:
             result = value
         return result
 
-    async def prompt_submit(self, prompt: str, session_id: str, workspace: Any) -> tuple[Deny | None, list[str]]:
-        """The ``Deny`` that refuses a user's prompt (first one wins), else the context texts to add."""
+    async def prompt_submit(
+        self, prompt: str, session_id: str, workspace: Any, config: Any = None
+    ) -> tuple[Deny | None, list[str | UserMessage]]:
+        """The ``Deny`` that refuses a user's prompt (first one wins), else the context to add
+        (texts, and messages that carry images)."""
         from crab._contracts.interception import Deny
+        from crab._contracts.messages import UserMessage
 
         hook = "crab_prompt_submit"
         closed = self._refusal(hook)
         if closed is not None:
             return Deny(f"Refused: {closed.line}; it checks every prompt, so none can go until it is fixed."), []
-        context: list[str] = []
+        context: list[str | UserMessage] = []
         for plugin, function in self.implementations(hook):
             value = await self._intercept(
-                plugin, hook, function, prompt=prompt, session_id=session_id, workspace=workspace
+                plugin, hook, function, prompt=prompt, session_id=session_id, workspace=workspace, config=config
             )
             if isinstance(value, Failure):
                 return Deny(f"Refused: {value.line}"), []
@@ -397,8 +401,11 @@ class Dispatcher:
             if isinstance(value, str):
                 if value.strip():
                     context.append(value.strip())
+            elif isinstance(value, UserMessage):
+                if value.content.strip() or value.images:
+                    context.append(value)
             elif value is not None:
-                failure = self._fail(plugin, hook, wrong_type(hook, value, "Deny, str or None"))
+                failure = self._fail(plugin, hook, wrong_type(hook, value, "Deny, str, UserMessage or None"))
                 return Deny(f"Refused: {failure.line}"), []
         return None, context
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from crab._contracts.events import Event
     from crab._contracts.handle import AgentHandle
     from crab._contracts.interception import Decision, Deny
-    from crab._contracts.messages import ToolCall
+    from crab._contracts.messages import ToolCall, UserMessage
     from crab._contracts.providers import ModelRequest, Provider
     from crab._contracts.renderers import RendererSpec
     from crab._contracts.storage import Store
@@ -168,14 +168,19 @@ def crab_after_tool_call(call: ToolCall, tool: Tool, result: ToolResult, ctx: To
 
 
 @hookspec
-def crab_prompt_submit(prompt: str, session_id: str, workspace: Path) -> Deny | str | None:
+def crab_prompt_submit(
+    prompt: str, session_id: str, workspace: Path, config: Config
+) -> Deny | str | UserMessage | None:
     """See a user's prompt before it is recorded and sent: refuse it, or add context to it.
 
     Called for each input that goes to the model (not for router commands or ``!shell``): the
     one that starts a turn and each one that steers a running turn. Return ``crab.Deny(reason)``
     to refuse it (it is not recorded and the model never sees it; the user gets the reason as
     the turn's error), text to add as context (recorded right after the prompt, as a user message
-    of its own), or None. The first Deny wins; the texts of several plugins are each recorded. A
+    of its own), a ``crab.UserMessage`` for context with images (each image held to ``[crab]
+    max_image_bytes``; one over it is left out with a note in the text), or None. The first Deny
+    wins; the context of several plugins is each recorded. ``config`` is the agent's, and None in
+    a child agent's turn (``run_child``: its prompt is the model's, not the user's) (API 1.6). A
     hook that raises refuses the prompt (fail closed). May be awaitable.
     """
 

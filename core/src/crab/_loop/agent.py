@@ -396,6 +396,7 @@ class Agent:
                 tool_context=self.tool_context,
                 notice=self.notice,
                 known_window=self.known_context_window,
+                config=self.config,
             )
         return self._turn_parts
 

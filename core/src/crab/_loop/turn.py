@@ -74,6 +74,9 @@ class TurnParts:
     notice: Callable[[str, str], None]
     known_window: Callable[[Session], int | None] = lambda session: None
     """The context window of the session's model when known (a status line's share of it)."""
+    config: Any = None
+    """The agent's config, for the hooks that take it (``crab_prompt_submit``); None in a child
+    agent's turn, whose input the model wrote."""
 
 
 class Turn:
@@ -153,18 +156,27 @@ class Turn:
         hook refused it (then nothing is recorded)."""
         session = self.session
         refused, context = await self.parts.calls.dispatch.prompt_submit(
-            prompt=item.text, session_id=session.id, workspace=session.workspace
+            prompt=item.text, session_id=session.id, workspace=session.workspace, config=self.parts.config
         )
         if refused is not None:
             if item in queue:
                 queue.remove(item)  # refused on purpose: nothing is left in flight
             return f"prompt refused: {refused.reason}"
         await self.parts.record_message(session, UserMessage(item.text, images=item.images))
-        for text in context:
-            await self.parts.record_message(session, UserMessage(text))
+        for extra in context:
+            await self.parts.record_message(session, self._fitted(extra))
         if item in queue:
             queue.remove(item)  # written: no longer in flight
         return None
+
+    def _fitted(self, extra: str | UserMessage) -> UserMessage:
+        """A hook's context as a message, its images within the caps (a note for each left out)."""
+        if isinstance(extra, str):
+            return UserMessage(extra)
+        if not extra.images:
+            return extra
+        images, notes = self.parts.settings.images.fit_result(extra.images)
+        return UserMessage("\n".join([extra.content, *notes]).strip(), images=images)
 
     async def _iterate(self) -> tuple[TurnStop, str | None]:
         limit = self.parts.settings.max_iterations
