@@ -103,6 +103,13 @@ def test_find_attachments_reads_quoted_paths_and_skips_mentions(tmp_path: Path) 
     assert find_attachments("@pic.png @pic.png", tmp_path).images[1:] == []  # once per file
 
 
+def test_a_server_uri_reference_is_left_to_plugins_even_when_it_names_an_image(tmp_path: Path) -> None:
+    # crab-mcp's @server:uri: not a file, so neither attached nor an error here.
+    found = find_attachments("compare @tiny:tiny://pixel.png and @files:file:///tmp/x.jpg", tmp_path)
+    assert found.error is None and found.images == []
+    assert find_attachments("@notes:draft.png", tmp_path).error is not None  # no scheme: a file name
+
+
 def test_a_fifo_named_like_an_image_is_refused_not_waited_on(tmp_path: Path) -> None:
     """A cloned repository's ``logo.png`` may be a FIFO: opening it for reading would block crab for ever."""
     import os

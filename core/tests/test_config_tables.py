@@ -331,3 +331,30 @@ def test_a_table_for_no_installed_plugin_warns_once(crab_run: Any, third_party: 
     notices = [e["message"] for e in map(json.loads, result.stdout.splitlines()) if e["type"] == "notice"]
     # tools-basic is installed (only not enabled here): its table is no typo
     assert [n for n in notices if "no installed plugin" in n] == [line]
+
+
+@pytest.mark.parametrize(
+    ("user", "project", "kept", "ignored"),
+    [
+        ("", "max_image_bytes = 104857600\n", 5 * 1024 * 1024, ["crab.max_image_bytes"]),
+        ("max_image_bytes = 2000000\n", "max_image_bytes = 3000000\n", 2_000_000, ["crab.max_image_bytes"]),
+        ("", "max_image_bytes = 1048576\n", 1_048_576, []),
+        ("max_image_bytes = 2000000\n", "max_image_bytes = 2000000\n", 2_000_000, []),
+    ],
+)
+def test_untrusted_project_may_lower_max_image_bytes_never_raise_it(
+    crab_home: Path, tmp_path: Path, user: str, project: str, kept: int, ignored: list[str]
+) -> None:
+    write(crab_home / "config.toml", "[crab]\n" + user)
+    work = tmp_path / "work"
+    write(work / ".crab" / "config.toml", "[crab]\n" + project)
+    config = load_config(cwd=work, env={})
+    config.resolve([])
+    assert config.get("crab.max_image_bytes") == kept
+    assert config.ignored == ignored
+    from crab._config.trust import trust
+
+    trust(work / ".crab" / "config.toml")
+    trusted = load_config(cwd=work, env={})
+    trusted.resolve([])
+    assert trusted.get("crab.max_image_bytes") == int(project.split("=")[1])

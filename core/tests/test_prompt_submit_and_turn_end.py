@@ -156,3 +156,30 @@ def test_a_raising_turn_end_hook_is_dropped_and_the_turn_ends():
         assert lines == [f"plugin broken failed: crab_turn_end raised RuntimeError: oops {dropped}"]
     finally:
         harness.close()
+
+
+def test_prompt_context_may_carry_images_and_the_hook_gets_the_agents_config():
+    from crab.testing import make_png
+
+    small, big = make_png(2, 2), make_png(300, 300, noise=True)
+    seen: list[object] = []
+
+    class Attacher:
+        @crab.hookimpl
+        def crab_prompt_submit(self, prompt: str, config: object) -> object:
+            seen.append(config)
+            images = (crab.ImagePart.from_bytes(small), crab.ImagePart.from_bytes(big))
+            return UserMessage("the pictures", images=images)
+
+    harness = AgentHarness([[{"text": "seen"}]], plugins={"att": Attacher()}, config={"crab.max_image_bytes": 4096})
+    try:
+        assert harness.run("look").text == "seen"
+        assert seen == [harness.config]
+        (_prompt, context) = [m for m in harness.requests[0].messages if isinstance(m, UserMessage)]
+        assert context.content.startswith("the pictures")
+        assert context.images[0].data == small
+        # The big one is downscaled under the cap where Pillow is importable, else left out with a note.
+        assert all(image.size <= 4096 for image in context.images)
+        assert len(context.images) == 2 or "[image left out:" in context.content
+    finally:
+        harness.close()

@@ -1,14 +1,6 @@
-"""crab: a small agent framework in which everything is a plugin.
-
-This module is the public surface for plugin authors and for programs that embed crab
-(``crab.Agent``, docs/library.md), together with ``crab.processes`` (processes tools start) and
-``crab.testing`` (the test kit). Every name in ``__all__`` is covered by ``API_VERSION`` and
-listed in docs/api.md; every other module under ``crab`` is private and may change in any
-release. What a family of plugins shares lives in kits, their own distributions
-(``crab_provider_kit``, ``crab_sql_kit``, ``crab_jobs_kit``); the API 1.x names that moved there
-still import through ``crab._compat``. Names are imported on first use (PEP 562) so ``import
-crab`` stays cheap for the CLI.
-"""
+"""crab: a small agent framework in which everything is a plugin. The public surface (with
+``crab.processes`` and ``crab.testing``): every name in ``__all__`` is covered by ``API_VERSION``,
+listed in docs/api.md, and imported on first use (PEP 562) so ``import crab`` stays cheap."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""API 1.x compatibility, in one place: module paths and names that moved keep importing, with a warning.
-
-Before crab 0.2 every module sat flat under ``crab`` (``crab.tools``, ``crab.loop.agent``…). Those
-were private, but plugins' tests imported some of them; each old path still imports the module
-that now holds its code, once, with a ``DeprecationWarning`` naming the new home (crab 2.0 drops
-them). Code a family of plugins shares moved out of core into kits (``KITS``): the public
-``crab.provider_kit`` and ``crab.jobs``, the modules behind them and the SQL row helpers that were
-``crab`` names (``crab.store_payload``…) import from their kit while it is installed, with a
-``DeprecationWarning``, and say in one line which kit to install when it is not.
-"""
+"""API 1.x compatibility, in one place: module paths and names that moved keep importing, with a
+``DeprecationWarning`` naming the new home (crab 2.0 drops them)."""
 
 from __future__ import annotations
 
@@ -83,14 +75,17 @@ MOVED: dict[str, str] = {
     "crab.store_rows": "crab_sql_kit._rows",
     "crab.jobs": "crab_jobs_kit",
 }
-"""Old module path → the module that holds its code now."""
+"""Old module path → the module that holds its code now. Before crab 0.2 every module sat flat
+under ``crab``; those were private, but plugins' tests imported some of them."""
 
 KITS: dict[str, str] = {
     "crab_provider_kit": "crab-provider-kit",
     "crab_sql_kit": "crab-sql-kit",
     "crab_jobs_kit": "crab-jobs-kit",
 }
-"""A kit's import package → its distribution: what a family of plugins shares, outside core."""
+"""A kit's import package → its distribution: what a family of plugins shares, outside core. A
+moved module or name imports from its kit while it is installed, and says in one line which kit
+to install when it is not."""
 
 _SQL_NAMES = ("SESSION_COLUMNS", "SessionTotals", "StoredPayload", "decode_payload", "entry_from_row", "entry_usage")
 MOVED_NAMES: dict[str, str] = dict.fromkeys(

@@ -1,20 +1,6 @@
-"""Processes crab starts for tools: tracked, attributable, and ended when their owner is done.
-
-Tool plugins start child processes through here (``spawn_options`` for asyncio, ``run_bounded``
-for blocking code). Each start gets its own session and process group and an environment tag
-``CRAB_PROCESS_TAG``, inherited by everything it forks. On Linux crab becomes a child subreaper
-at the first start, so a ``setsid`` or double-forked descendant whose parent exits is re-parented
-to crab instead of init: every descendant stays below crab's pid, where ``terminate`` finds it
-by its tag and ``terminate_all`` (the CLI's exit path) finds it by ancestry. Elsewhere only the
-process groups are known; see docs/security.md.
-
-A plugin may wrap every command a tool starts (an OS sandbox, crab-sandbox): it registers a
-``CommandWrapper`` with ``add_command_wrapper``; a tool passes its argv through ``wrap_command``
-(``run_bounded`` does so itself), and the wrapper sees the ``Launch``: the argv, the directory,
-and the tool call it is for (tool name, permission class, ``ToolContext``; ``Tool.run`` records it).
-A process a plugin starts outside any tool call for an agent (an MCP server, from ``crab_startup``)
-says itself whose it is: ``wrap_command(argv, cwd, tool=..., permission=..., context=...)``.
-"""
+"""Processes crab starts for tools: tagged, in their own group, wrapped (``add_command_wrapper``),
+and ended when their owner is done, descendants included (docs/api.md#crabprocesses,
+docs/security.md#bounded-tools-and-processes)."""
 
 from __future__ import annotations
 

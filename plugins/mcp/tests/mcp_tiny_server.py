@@ -25,6 +25,8 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAD0lEQVR4nGNgaPgPQhAKACX2Bf2gcp/LAAAAAElFTkSuQmCC"
+"""The resource ``tiny://pixel.png``: a 2x2 PNG, base64."""
 LONG_NAME = "a_tool_whose_name_is_far_too_long_for_any_provider_to_accept_as_it_stands_today"
 
 
@@ -188,6 +190,23 @@ def build() -> MCPServer:
     def note() -> str:
         """A short note."""
         return "a note from tiny"
+
+    @srv.resource("tiny://pixel.png", name="pixel", mime_type="image/png")
+    def pixel() -> bytes:
+        """A 2x2 PNG image."""
+        import base64
+
+        return base64.b64decode(PIXEL_PNG)
+
+    @srv.resource("tiny://data.bin", name="data", mime_type="application/octet-stream")
+    def data() -> bytes:
+        """Some bytes that are no image."""
+        return bytes(range(256)) * 4
+
+    @srv.resource("tiny://big", name="big", mime_type="text/plain")
+    def big_text() -> str:
+        """30,000 characters of text."""
+        return "0123456789" * 3000
 
     @srv.resource("tiny://greeting/{who}", name="greeting")
     def greeting(who: str) -> str:

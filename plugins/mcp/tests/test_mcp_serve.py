@@ -274,6 +274,44 @@ def test_workspace_files_are_resources_read_through_the_read_tools_seatbelt(brid
     session(bridge_env, workspace, check, plugins="mcptesttools,tools-basic")
 
 
+SECRET = "dpl-0123456789abcdef-serve"
+"""A deploy token crab knows (its variable is named like a key) and a workspace file holds."""
+
+
+def test_what_serve_sends_is_masked_with_the_secrets_crab_knows(bridge_env, workspace):
+    env = {**bridge_env, "DEPLOY_TOKEN": SECRET}
+    (workspace / "leak.txt").write_text(f"deploy with {SECRET} today\n")
+
+    async def check(client: Any) -> None:
+        read = await client.call_tool("t_read", {"path": "leak.txt"})
+        assert text(read) == "deploy with [redacted] today\n"
+        grep = await client.call_tool("t_grep", {"pattern": "deploy"})
+        assert text(grep) == "leak.txt:1:deploy with [redacted] today"
+        failed = await client.call_tool("t_read", {"path": SECRET})  # an error result names the path
+        assert failed.is_error and SECRET not in text(failed) and "[redacted]" in text(failed)
+
+    session(env, workspace, check)
+
+
+def test_resources_and_prompts_serve_sends_are_masked_too(bridge_env, workspace):
+    needs("crab_tools_basic")
+    needs("crab_skills")
+    env = {**bridge_env, "DEPLOY_TOKEN": SECRET}
+    (workspace / "leak.txt").write_text(f"deploy with {SECRET} today\n")
+    folder = Path(bridge_env["CRAB_HOME"]) / "skills" / "deploy"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\nname: deploy\ndescription: Deploy.\n---\nUse {SECRET} to deploy.\n")
+
+    async def check(client: Any) -> None:
+        read = await client.read_resource((workspace / "leak.txt").as_uri())
+        assert read.contents[0].text == "deploy with [redacted] today\n"
+        got = await client.get_prompt("deploy", {"request": f"now, with {SECRET}"})
+        said = got.messages[0].content.text
+        assert SECRET not in said and "Use [redacted] to deploy." in said and said.endswith("now, with [redacted]")
+
+    session(env, workspace, check, plugins="mcptesttools,tools-basic,skills")
+
+
 def test_skills_are_prompts(bridge_env, workspace):
     needs("crab_skills")
     from mcp import MCPError
@@ -312,9 +350,11 @@ def test_serve_over_http_on_loopback_demands_the_bearer_token_and_never_prints_i
     from mcp.client.streamable_http import streamable_http_client
 
     errlog = tmp_path / "serve-http-stderr.log"
+    (workspace / "leak.txt").write_text(f"deploy with {SECRET} today\n")
     args = [sys.executable, "-m", "crab", "mcp", "serve", "--plugins", "mcptesttools", "--http", str(port)]
     with open(errlog, "w") as err:
-        proc = subprocess.Popen(args, cwd=workspace, env=bridge_env, stdout=err, stderr=err)
+        env = {**bridge_env, "DEPLOY_TOKEN": SECRET}
+        proc = subprocess.Popen(args, cwd=workspace, env=env, stdout=err, stderr=err)
     try:
         for _ in range(600):
             assert proc.poll() is None, errlog.read_text()
@@ -338,6 +378,8 @@ def test_serve_over_http_on_loopback_demands_the_bearer_token_and_never_prints_i
                 assert text(read) == "alpha\nbeta gamma\n"
                 write = await client.call_tool("t_write", {"path": "x.txt", "content": "x"})
                 assert write.is_error  # the same serve_permissions rule as over stdio
+                leak = await client.call_tool("t_read", {"path": "leak.txt"})
+                assert text(leak) == "deploy with [redacted] today\n"  # masked over HTTP too
 
         asyncio.run(go())
     finally:

@@ -72,6 +72,34 @@ def test_a_crash_mid_call_is_an_error_result_and_the_next_call_restarts_the_serv
     asyncio.run(go())
 
 
+def test_a_server_that_exits_while_idle_is_marked_down_at_once_and_the_next_call_works(tmp_path, tiny_cmd):
+    import os
+    import signal
+    import time
+
+    async def go() -> None:
+        manager = manager_for(tmp_path, {"t": tiny_cmd()})
+        assert await manager.start() == {}
+        link = manager.links["t"]
+        lost: list[str] = []
+        link.on_lost.append(lambda lk: lost.append(lk.status))
+        try:
+            first = (await call(manager, "t_pid")).content
+            assert link._stdio is not None and link._stdio._process is not None
+            os.kill(link._stdio._process.pid, signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while link.status == "ready" and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            assert link.status == "down" and lost == ["down"]
+            assert link.reason == "the server exited (see its log)"
+            second = await call(manager, "t_pid")  # no error result first: crab knew it was gone
+            assert not second.is_error and second.content != first
+        finally:
+            await manager.stop()
+
+    asyncio.run(go())
+
+
 def test_a_server_that_cannot_come_back_waits_out_a_growing_backoff(tmp_path, tiny_cmd):
     marker = tmp_path / "broken"
     script = tmp_path / "flaky.py"

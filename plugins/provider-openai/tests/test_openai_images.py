@@ -9,31 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import (
-    AssistantMessage,
-    ConfigError,
-    ImagePart,
-    ModelRequest,
-    ProviderError,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
-from crab.testing import make_png
+from crab import ConfigError, ModelRequest, ProviderError, UserMessage
+from crab.testing import image_history
 from crab_provider_openai.settings import parse_settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
-PNG = ImagePart.from_bytes(make_png(1, 1))
-HISTORY = (
-    UserMessage("What is in this picture?", images=(PNG,)),
-    AssistantMessage(
-        "Let me look at the other one.",
-        tool_calls=(ToolCall("call_1", "read", {"path": "shot.png"}),),
-        stop_reason="tool_use",
-    ),
-    ToolResultMessage("call_1", "read", "shot.png: image", images=(PNG,)),
-    UserMessage("Are they the same?"),
-)
+HISTORY = image_history()
 
 
 def test_the_request_with_images_is_the_recorded_one(server: Any, make_provider: Any, run_stream: Any) -> None:

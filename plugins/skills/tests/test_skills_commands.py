@@ -184,15 +184,13 @@ def test_allowed_tools_grants_nothing_the_gate_would_refuse(crab_agent, crab_hom
     assert tools.ran == []
 
 
-def test_a_model_the_command_asks_for_is_named_when_it_cannot_be_used(crab_agent, crab_home):
+def test_a_model_the_command_asks_for_that_is_not_configured_stops_it_in_one_line(crab_agent, crab_home):
     _write(crab_home / "commands", "deep", "---\nmodel: big-model\n---\nThink hard.\n")
     harness = crab_agent([[{"text": "ok"}]], plugins={"skills": SkillsPlugin()})
-    harness.run("/deep")
-    warnings = [e.message for e in harness.events_of(NoticeEvent) if e.level == "warning"]
-    assert (
-        "/deep asks for the model big-model; this turn uses scripted (crab cannot switch models for one command)"
-        in warnings
-    )
+    outcome = harness.run("/deep")
+    assert outcome.error is not None and "\n" not in outcome.error
+    assert outcome.error.startswith("/deep asks for the model 'big-model', which is not configured")
+    assert harness.requests == []  # test_skills_command_model.py has the switch itself
 
 
 def test_commands_false_makes_no_command(crab_agent, crab_home):

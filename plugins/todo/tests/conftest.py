@@ -1,133 +1,48 @@
-"""Fixtures for crab-todo's tests: the real ``crab`` command on a scripted provider (a test plugin
-in a site folder), and a tmux screen for ``crab chat``."""
+"""Fixtures for crab-todo's tests, on crab.testing's: the real ``crab`` command on a scripted provider
+(``crab_site``: provider ``fake``, model ``script``), and ``crab chat`` in tmux (``crab_screen``)."""
 
 from __future__ import annotations
 
-import json
-import os
-import shlex
-import shutil
-import subprocess
 import sys
-import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from crab.testing import ScriptedSite, TmuxScreen
 
-HERE = Path(__file__).parent
-FAKE = "todo_fakes"
-WAIT = 30.0
-"""Seconds a screen assertion waits for its text (generous: the machine is shared)."""
-
-
-def make_site(root: Path) -> Path:
-    """A folder that, on PYTHONPATH, makes the test plugin look pip-installed (entry point ``todofake``)."""
-    site = root / "site"
-    site.mkdir(exist_ok=True)
-    shutil.copy(HERE / f"{FAKE}.py", site / f"{FAKE}.py")
-    dist = site / "todo_fakes-0.0.1.dist-info"
-    dist.mkdir(exist_ok=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: todo-fakes\nVersion: 0.0.1\n")
-    (dist / "entry_points.txt").write_text(f"[crab]\ntodofake = {FAKE}\n")
-    return site
+PLUGINS = "fake,todo"
+"""The test's provider and crab-todo: nothing else installed is loaded."""
 
 
 @pytest.fixture
-def fake_env(tmp_path: Path) -> Callable[[list[Any]], dict[str, str]]:
+def fake_env(crab_site: ScriptedSite) -> Callable[[list[Any]], dict[str, str]]:
     """``fake_env(replies)``: the environment of a ``crab`` subprocess that loads only the test
-    plugin and crab-todo, with the fake provider replaying ``replies``."""
+    provider and crab-todo, the provider replaying ``replies``."""
 
     def build(replies: list[Any]) -> dict[str, str]:
-        script = tmp_path / "script.json"
-        script.write_text(json.dumps({"replies": replies}))
-        environment = {k: v for k, v in os.environ.items() if not k.startswith(("CRAB_", "TMUX"))}
-        environment.update(
-            PYTHONPATH=str(make_site(tmp_path)),
-            CRAB_HOME=str(tmp_path / "home"),
-            CRAB_PLUGINS="todofake,todo",
-            TODO_REQUESTS=str(tmp_path / "requests.jsonl"),
-            TODO_SCRIPT=str(script),
-        )
-        return environment
+        crab_site.script(replies)
+        return crab_site.env(PLUGINS)
 
     return build
 
 
 @pytest.fixture
-def sent_requests(tmp_path: Path) -> Callable[[], list[list[dict[str, Any]]]]:
-    """``sent_requests()``: every request the fake provider received, its messages as dicts."""
-
-    def read() -> list[list[dict[str, Any]]]:
-        path = tmp_path / "requests.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-    return read
-
-
-class Screen:
-    """``crab chat`` running in a detached tmux session of a fixed size."""
-
-    def __init__(self, name: str, socket: Path) -> None:
-        self.name = name
-        self.socket = socket
-
-    def tmux(self, *args: str) -> str:
-        done = subprocess.run(
-            ["tmux", "-S", str(self.socket), *args], capture_output=True, text=True, timeout=30, check=False
-        )
-        return done.stdout
-
-    def keys(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", self.name, *keys)
-
-    def type(self, text: str) -> None:
-        self.tmux("send-keys", "-t", self.name, "-l", text)
-
-    def text(self) -> str:
-        return self.tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", self.name)
-
-    def wait_for(self, needle: str, timeout: float = WAIT) -> str:
-        deadline = time.monotonic() + timeout
-        screen = ""
-        while time.monotonic() < deadline:
-            screen = self.text()
-            if needle in screen:
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"not on screen after {timeout:.0f} s: {needle!r}\n--- screen ---\n{screen}")
+def sent_requests(crab_site: ScriptedSite) -> Callable[[], list[list[dict[str, Any]]]]:
+    """``sent_requests()``: the messages of every request the provider received, as dicts."""
+    return lambda: [request["messages"] for request in crab_site.requests()]
 
 
 @pytest.fixture
-def chat_screen(tmp_path: Path, fake_env: Callable[[list[Any]], dict[str, str]]) -> Iterator[Callable[..., Screen]]:
-    """``chat_screen(replies)`` starts ``crab chat`` (core's plain prompt) on the fake provider in tmux."""
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed (apt-get install tmux); the terminal tests need it")
-    socket = tmp_path / "tmux.sock"
-    started: list[Screen] = []
+def chat_screen(
+    tmp_path: Path, fake_env: Callable[[list[Any]], dict[str, str]], crab_screen: Callable[..., TmuxScreen]
+) -> Callable[[list[Any]], TmuxScreen]:
+    """``chat_screen(replies)`` starts ``crab chat`` (core's plain prompt) on the test provider in tmux."""
 
-    def start(replies: list[Any]) -> Screen:
+    def start(replies: list[Any]) -> TmuxScreen:
         work = tmp_path / "work"
         work.mkdir(exist_ok=True)
-        environment = fake_env(replies)
-        environment["TERM"] = "xterm-256color"
-        name = f"todo{uuid.uuid4().hex[:8]}"
         command = [sys.executable, "-m", "crab", "chat", "--provider", "fake", "-m", "script"]
-        shell = " ".join(shlex.quote(part) for part in command) + "; echo CHAT-EXITED $?; sleep 60"
-        tmux = ["tmux", "-S", str(socket), "-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "100", "-y", "40"]
-        subprocess.run(
-            [*tmux, "-c", str(work), "env", *[f"{k}={v}" for k, v in environment.items()], "sh", "-c", shell],
-            check=True,
-            timeout=30,
-        )
-        screen = Screen(name, socket)
-        started.append(screen)
-        screen.wait_for("crab>")
-        return screen
+        return crab_screen(command, cwd=work, env=fake_env(replies), ready="crab>")
 
-    yield start
-    for screen in started:
-        screen.tmux("kill-session", "-t", screen.name)
-    subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True, timeout=30, check=False)
+    return start

@@ -1,18 +1,5 @@
-"""A program's permission and question callbacks, turned into what the gate and tools await.
-
-The callback gets a ``crab.PermissionRequest`` and answers ``"once"`` (allow this call),
-``"always"`` (allow this permission class for the rest of the session) or ``"deny"``; it may be a
-plain function or a coroutine function. Any other answer refuses the call, as "deny" does: a
-callback that is unsure must not widen what the model may do.
-
-Calls of one reply run side by side, so two questions could be pending at once and an "always"
-answered to the first would not spare the second. Each session therefore gets its own asker
-(``SessionAsker``) that asks one question at a time and remembers the classes allowed "always".
-
-The question callback gets a ``crab.Question`` and answers with the user's words (a string) or
-None for no answer; it too may be sync or async. One that raises gives no answer, and the tool
-tells the model so; the line names the callback.
-"""
+"""A program's permission and question callbacks (sync or async), turned into what the gate and
+tools await (docs/library.md#permissions, #questions-to-the-user)."""
 
 from __future__ import annotations
 
@@ -55,7 +42,7 @@ def as_ask(callback: AskCallback | None) -> AskUser | None:
             return "once"
         if answer == "always":
             return "always"
-        return "deny"
+        return "deny"  # any other answer too: an unsure callback must not widen what the model may do
 
     return asked
 
@@ -83,7 +70,11 @@ def as_question(callback: QuestionCallback | None) -> AskQuestion | None:
 
 
 class SessionAsker:
-    """One session's questions: asked one at a time, and not again for a class allowed "always"."""
+    """One session's questions: asked one at a time, and not again for a class allowed "always".
+
+    Calls of one reply run side by side, so two questions could be pending at once, and an
+    "always" answered to the first would not spare the second: hence one asker per session.
+    """
 
     def __init__(self, ask: AskUser) -> None:
         self.ask = ask

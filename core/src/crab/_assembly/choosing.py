@@ -1,8 +1,5 @@
-"""Choosing each part of an agent: the config layers, the plugin host, the store, provider and renderer.
-
-The composition root (``crab._assembly.root``) puts these together; CLI commands that need only
-one part (``crab sessions``, ``crab doctor``) call them directly. Free of typer and of ``crab._cli``.
-"""
+"""Choosing each part of an agent: the plugin host, store, provider and renderer; the composition root
+puts them together, CLI commands needing one part call them directly. Free of typer and ``crab._cli``."""
 
 from __future__ import annotations
 
@@ -246,6 +243,17 @@ def renderer_spec(host: PluginHost, config: Config, name: str | None, *, chat: b
             f"Available: {', '.join(sorted(renderers))} (see `crab plugins list`)."
         )
     return renderers[wanted]
+
+
+def terminal_target(agent: Agent, *, color: bool | None = None) -> RenderTarget:
+    """A renderer's target on this process's stdout and stderr, for ``agent``'s model and window;
+    ``color`` defaults to both streams being terminals."""
+    import sys
+
+    shown = sys.stdout.isatty() and sys.stderr.isatty() if color is None else color
+    return RenderTarget(
+        out=sys.stdout, err=sys.stderr, color=shown, model=agent.model, context_window=agent.known_context_window()
+    )
 
 
 def choose_renderer(

@@ -1,8 +1,5 @@
-"""``crab.collect_hook``: a registration hook collected outside a run, for a plugin's CLI sub-command.
-
-It loads the config and the enabled plugins as a command does, then collects through the same
-dispatcher (``crab._host.collect``), so failures meet the hook's policy and are reported once.
-"""
+"""``crab.collect_hook``: a registration hook collected outside a run, for a plugin's CLI sub-command,
+through the same dispatcher (``crab._host.collect``), so failures meet the hook's policy."""
 
 from __future__ import annotations
 

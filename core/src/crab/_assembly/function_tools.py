@@ -1,9 +1,5 @@
-"""Plain Python functions a program passes in as tools, registered as one plugin of their own.
-
-Each function goes through ``crab.tool`` (its type hints are the schema, its docstring the
-description); a ``crab.Tool`` passes as it is. They reach the loop through ``crab_tools`` like any
-plugin's tools, so the permission gate, interceptors, timeouts and the tool view treat them alike.
-"""
+"""Plain Python functions a program passes in as tools (through ``crab.tool``; a ``crab.Tool`` as it
+is), registered as one plugin of their own, so the gate, interceptors and timeouts treat them alike."""
 
 from __future__ import annotations
 

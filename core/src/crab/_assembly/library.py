@@ -1,11 +1,6 @@
-"""crab as a library: ``crab.Agent``, its runs (``crab.Run``) and their results.
-
-A thin facade over the composition root (``crab._assembly.root``) and the loop's agent: it holds
-one assembled agent, starts it on first use, keeps its live sessions by id, and turns one input
-into a ``Run`` that streams the session's events and ends with a ``RunResult``. Sync methods run
-the same coroutines on the facade's own event loop. Nothing here prints: output goes to a
-renderer only when the program names one.
-"""
+"""crab as a library: ``crab.Agent``, its runs (``crab.Run``) and their results, a thin facade over
+the composition root and the loop's agent; sync methods run the same coroutines on the facade's
+own event loop, and nothing prints unless the program names a renderer (docs/library.md)."""
 
 from __future__ import annotations
 
@@ -500,22 +495,12 @@ def _loop_running() -> bool:
 
 def _attach_renderer(built: Any, renderer: str | Renderer) -> Renderer:
     """The named renderer (or the given one) on stdout/stderr, subscribed to every event."""
-    import sys
-
-    from crab._contracts.renderers import RenderTarget
 
     agent = built.agent
     if isinstance(renderer, str):
-        from crab._assembly.choosing import choose_renderer
+        from crab._assembly.choosing import choose_renderer, terminal_target
 
-        target = RenderTarget(
-            out=sys.stdout,
-            err=sys.stderr,
-            color=sys.stdout.isatty() and sys.stderr.isatty(),
-            model=agent.model,
-            context_window=agent.known_context_window(),
-        )
-        shown: Renderer = choose_renderer(built.host, built.config, renderer, target)
+        shown: Renderer = choose_renderer(built.host, built.config, renderer, terminal_target(agent))
     else:
         shown = renderer
     agent.subscribe(shown.handle)

@@ -1,10 +1,5 @@
-"""What a library run ends with (``crab.RunResult``), gathered from the events the run emitted.
-
-The loop reports a turn as events and a ``TurnOutcome``; a run of ``crab.Agent`` may take several
-turns (follow-ups, steering), so its result is built here from what every renderer also sees:
-tool calls paired with their results, every priced ``UsageEvent`` (compaction's and child sessions' included) and the
-last ``TurnEnded``.
-"""
+"""What a library run ends with (``crab.RunResult``), gathered from the events the run emitted (a
+run may take several turns): calls paired with results, every priced ``UsageEvent``, the last ``TurnEnded``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The composition root: config layers, plugin host, store, provider and model → one loop ``Agent``.
-
-Every front-end builds its agent here: ``crab run``, ``crab chat`` and ``crab serve`` (through
-``crab._cli.setup``, which only turns typer options into these arguments), ``crab.testing``'s
-``AgentHarness`` and the public ``crab.Agent`` (``crab._assembly.library``). Each call makes its
-own config, host and plugin objects, so several agents live in one process without shared state.
-"""
+"""The composition root: config layers, plugin host, store, provider and model → one loop ``Agent``;
+every front-end builds its agent here, each call its own config, host and plugin objects
+(docs/architecture.md#the-composition-root)."""
 
 from __future__ import annotations
 

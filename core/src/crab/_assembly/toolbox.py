@@ -1,14 +1,5 @@
-"""Crab's tools outside a model loop, for bridges that hand them to another program.
-
-``open_toolbox`` loads the configured plugins (as ``crab run`` would, from this folder's config)
-and collects every ``crab_tools`` tool; no agent starts, so no ``crab_startup`` runs and nothing a
-plugin only starts then (MCP servers) is there. ``ToolBox.call`` runs one call the way the loop
-does: argument check, the ``crab_before_tool_call`` interceptors with the permission gate last,
-the tool with its timeout, the ``crab_after_tool_call`` interceptors. Nobody can be asked, so the
-permission classes in ``allow`` are the whole answer: any other non-read call is refused with an
-error result (ending with ``hint``: how the user allows it), and the gate still applies
-``read-only`` mode.
-"""
+"""Crab's tools outside a model loop, for bridges that hand them to another program
+(``open_toolbox``, docs/api.md)."""
 
 from __future__ import annotations
 
@@ -28,7 +19,14 @@ if TYPE_CHECKING:
 
 @dataclass
 class ToolBox:
-    """The loaded tools of one workspace and the way to call them (see the module docstring)."""
+    """The loaded tools of one workspace and the way to call them.
+
+    ``call`` runs one call the way the loop does: argument check, the ``crab_before_tool_call``
+    interceptors with the permission gate last, the tool with its timeout, the
+    ``crab_after_tool_call`` interceptors. Nobody can be asked, so the classes in ``allow`` are the
+    whole answer: any other non-read call is refused with an error result ending with ``hint``
+    (how the user allows it), and the gate still applies ``read-only`` mode.
+    """
 
     host: PluginHost
     config: Config
@@ -89,6 +87,9 @@ def open_toolbox(
     overrides: Mapping[str, Any] | None = None,
 ) -> ToolBox:
     """Load this folder's config and plugins (``plugins`` as ``--plugins``) and collect their tools.
+
+    No agent starts, so no ``crab_startup`` runs and nothing a plugin only starts then (MCP
+    servers) is there.
 
     Raises ``ConfigError`` for a bad config, like any command. ``allow`` lists the permission
     classes a call may have without asking (``read`` always passes).

@@ -1,7 +1,5 @@
-"""Core's router commands: /help /tools /plugins /session /handoff /compact /fork /abort /quit.
-
-The everyday session commands (/model /new /clear /resume /cost /edit) are ``session_commands``.
-"""
+"""Core's router commands: /help /tools /plugins /session /handoff /compact /fork /abort /quit (the
+everyday session commands are ``session_commands``)."""
 
 from __future__ import annotations
 

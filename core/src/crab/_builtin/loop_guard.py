@@ -1,19 +1,5 @@
-"""The loop guard: spots a model stuck repeating itself and escalates warn → refuse → stop.
-
-Three detectors over the last ``window`` calls, with signatures built from the registered tool
-name and canonical JSON arguments (hashed with ``crab._contracts.messages.hash_bytes``, so text that is not
-valid UTF-8 never fails a check):
-
-- exact repeat: the same call several times in a row (warn 3, refuse 4, stop 5);
-- ping-pong: two calls alternating A-B-A-B (warn at 4 cycles, refuse 5, stop 6);
-- no progress: the same tool with different arguments but the same result (warn 5, refuse 6, stop 7).
-
-``GuardPlugin`` runs it through the hooks any plugin has: ``crab_before_tool_call`` (first, so a
-refused call is never put to the user) refuses with ``Deny`` and stops with
-``Deny(end_turn=True)``; ``crab_after_tool_call`` records the result and adds the warning to it;
-``crab_event`` starts a fresh guard for each turn of a session and drops it when the turn ends
-(calls outside a turn, such as a bridge's, are not a model repeating itself).
-"""
+"""The loop guard: spots a model stuck repeating itself and escalates warn → refuse → stop, as a
+built-in plugin on the interception hooks (``GuardPlugin``)."""
 
 from __future__ import annotations
 
@@ -59,8 +45,11 @@ class Thresholds:
 
 
 EXACT = Thresholds(3, 4, 5)
+"""The same call (registered name + canonical JSON arguments) several times in a row."""
 PING_PONG = Thresholds(4, 5, 6)
+"""Two calls alternating A-B-A-B, counted in cycles."""
 NO_PROGRESS = Thresholds(5, 6, 7)
+"""The same tool with different arguments but the same result."""
 _SEVERITY: dict[Action, int] = {"ok": 0, "warn": 1, "block": 2, "stop": 3}
 
 
@@ -152,7 +141,13 @@ STOPPED = "Stopped by the loop guard: {reason}."
 
 
 class GuardPlugin:
-    """The loop guard as interception hooks: one ``LoopGuard`` per running turn of each session."""
+    """The loop guard as interception hooks: one ``LoopGuard`` per running turn of each session.
+
+    ``crab_before_tool_call`` (first, so a refused call is never put to the user) refuses with
+    ``Deny`` and stops with ``Deny(end_turn=True)``; ``crab_after_tool_call`` records the result and
+    adds the warning to it; ``crab_event`` starts a fresh guard for each turn of a session and drops
+    it when the turn ends (calls outside a turn, such as a bridge's, are not a model repeating).
+    """
 
     def __init__(self) -> None:
         self._guards: dict[str, LoopGuard] = {}

@@ -1,8 +1,5 @@
-"""The in-memory store: core's built-in ``Store``, so crab runs with no storage plugin at all.
-
-Sessions (and the image blobs their messages name, once each) live as long as the process. It is
-also the reference implementation of the contract.
-"""
+"""The in-memory store: core's built-in ``Store`` (sessions and their image blobs live as long as the
+process), so crab runs with no storage plugin; also the contract's reference implementation."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""The permission gate: reads pass; writes, exec and network ask the user once, always, or not.
-
-A seatbelt against a confused model, not a security boundary: a tool that lies about its
-permission class, or a shell command that writes files, is not stopped by it. Modes (``[crab]
-permissions`` or the flags): ``ask`` (default), ``yolo`` (allow everything), ``read-only``
-(refuse write and exec). Where nobody can answer (a non-interactive run), it refuses. A question
-carries the diffs the call would make when its tool can preview them (``Tool.preview``).
-"""
+"""The permission gate: reads pass; writes, exec and network ask the user once, always, or not. A
+seatbelt against a confused model, not a security boundary (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -69,7 +63,12 @@ async def decide(mode: str, call: ToolCall, tool: Tool, ctx: ToolContext) -> Dec
 
 
 class PermissionGate:
-    """Core's built-in ``crab_before_tool_call``; runs last so it sees the final arguments."""
+    """Core's built-in ``crab_before_tool_call``; runs last so it sees the final arguments.
+
+    ``mode`` is ``ask`` (default), ``yolo`` (allow everything) or ``read-only`` (refuse write and
+    exec). Where nobody can answer (a non-interactive run) it refuses. A question carries the diffs
+    the call would make when its tool can preview them (``Tool.preview``).
+    """
 
     def __init__(self, mode: str) -> None:
         self.mode = mode

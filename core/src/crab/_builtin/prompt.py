@@ -1,12 +1,6 @@
 """Core's part of the system prompt: the default prompt (``system_prompt.md``) and the instruction
 files (AGENTS.md, CLAUDE.md as fallback) of the user, the repository and the folders down to the
-workspace.
-
-The instruction files a repository holds are chosen by whoever wrote the repository, so each is
-read only when it is a regular file whose real path stays inside the repository root: a symlink
-may point at another file of the repository (``AGENTS.md -> CLAUDE.md``), never at the user's own
-files, and a FIFO or a device cannot hang or flood crab (non-blocking open, size cap).
-"""
+workspace."""
 
 from __future__ import annotations
 
@@ -65,7 +59,12 @@ def base_prompt(
 
 def read_instruction_file(path: Path, boundary: Path | None) -> str | None:
     """The text of ``path`` (cut at ``MAX_AGENTS_BYTES``), or None when it is missing, empty, not a
-    regular file, or (with a ``boundary``) really lives outside ``boundary``."""
+    regular file, or (with a ``boundary``) really lives outside ``boundary``.
+
+    A repository's files are chosen by whoever wrote it: a symlink may point at another file of
+    the repository (``AGENTS.md -> CLAUDE.md``), never at the user's own files, and a FIFO or a
+    device cannot hang or flood crab (non-blocking open, size cap).
+    """
     try:
         real = path.resolve(strict=True)
         if boundary is not None and not real.is_relative_to(boundary.resolve(strict=True)):

@@ -1,11 +1,5 @@
-"""The plain text renderer: the answer streams to stdout, progress goes to stderr.
-
-stdout carries only the model's text (and command output), so ``crab run … > answer.txt`` and
-``| tee`` work; ANSI styling is used only when the target says color (a TTY). Text from outside
-(file contents in tool results, a model's reply) may hold escape sequences that retitle, clear or
-rewrite a terminal: progress lines always, and the answer on a terminal, show control characters
-as visible text (``^[``, ``\\x9b``) instead. A result that changed files shows their unified diffs.
-"""
+"""The plain text renderer: the answer streams to stdout (so ``> answer.txt`` and ``| tee`` work),
+progress goes to stderr, terminal escapes from outside shown as visible text (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -104,7 +98,10 @@ def _diff_colour(line: str) -> str:
 class PlainRenderer:
     """Streams text deltas as they come; one short stderr line per tool call, retry or problem, and
     the whole checklist each time a plan changes (``PlanEvent``); a child session's start, tool
-    calls and end as lines too (``ChildEvent``)."""
+    calls and end as lines too (``ChildEvent``); a result that changed files shows their diffs.
+    ANSI styling only when the target says color. Text from outside (file contents, a model's
+    reply) may hold escapes that retitle, clear or rewrite a terminal: progress lines always, and
+    the answer on a terminal, show control characters as text (``^[``, ``\x9b``; ``visible``)."""
 
     def __init__(self, target: RenderTarget) -> None:
         self.target = target

@@ -1,10 +1,5 @@
-"""Core's everyday session commands: /model /new /clear /resume /cost /edit.
-
-Each works through the router in every channel where it makes sense (Telegram gets ``/model``,
-``/new`` and ``/cost``); ``/clear``, ``/resume`` (it lists every session of the workspace, other
-chats' too) and ``/edit`` are for the local terminal only. Sessions are switched with
-``CommandResult.switch_session``: the channel resumes the one named.
-"""
+"""Core's everyday session commands: /model /new /cost in every channel; /clear, /resume (every
+session of the workspace) and /edit at the local terminal only."""
 
 from __future__ import annotations
 
@@ -125,6 +120,7 @@ async def session_lines(handle: AgentHandle, sessions: list[SessionInfo]) -> lis
 
 
 async def resume_command(ctx: CommandContext, args: str) -> CommandResult:
+    # Sessions are switched with CommandResult.switch_session: the channel resumes the one named.
     wanted = args.strip()
     if not wanted:
         sessions = await others(ctx)

@@ -1,19 +1,6 @@
-"""The progressive tool view: which tool schemas a request carries, as a ``crab_before_model_call`` plugin.
-
-With ``[crab] tool_view = "progressive"`` (the default) every tool is sent as a stub (its name
-and one sentence, an empty schema) until the model hints at it (``$name`` in a message's text)
-or calls it; from the next request on, to the end of that turn, its full schema is sent. A
-turn uses a few tools, so each request pays for those, not for every tool a session has
-(``bench/context.py``). Which tools are expanded is derived from the request's messages (a
-compaction's tail starts with a note hinting at the tools its turn had expanded), never kept
-aside, so it survives a resume. A call to a stub runs like any other: the tool validates the
-arguments against its real schema, so an invalid call gets an error result, and the schema is
-expanded either way.
-
-``ToolView`` is registered like any plugin (``crab/_builtin/core_plugin.py``); it keeps, per
-session, what it derived from the last request and reads only the messages added since, so a
-request costs the new messages, not the whole turn.
-"""
+"""The progressive tool view, a ``crab_before_model_call`` plugin: every tool a stub until the model
+hints at it (``$name``) or calls it, then its full schema to the end of that turn, derived from the
+messages so a resume sees the same (docs/architecture.md#context-prompt-tool-view-budget-compaction)."""
 
 from __future__ import annotations
 
@@ -89,7 +76,12 @@ class _Scan:
 
 
 class ToolView:
-    """``crab_before_model_call``: stubs for the tools the current turn has not used (progressive)."""
+    """``crab_before_model_call``: stubs for the tools the current turn has not used (progressive).
+
+    A call to a stub runs like any other: the tool validates its arguments against the real
+    schema. Per session it keeps what it derived from the last request and reads only the messages
+    added since, so a request costs the new messages, not the whole turn.
+    """
 
     def __init__(self, view: str) -> None:
         self.view = view

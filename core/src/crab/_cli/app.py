@@ -1,8 +1,5 @@
-"""The typer application: every ``crab`` sub-command's signature; the work lives in sibling modules.
-
-Only typer is imported at start-up; each command imports what it needs when it runs, so
-``crab --help`` stays fast with many plugins installed.
-"""
+"""The typer application: every ``crab`` sub-command's signature; the work lives in sibling modules,
+each imported when its command runs, so ``crab --help`` stays fast with many plugins installed."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 A token is ``@path`` (or ``@"path with spaces"``) standing alone; it attaches the file when the
 file is a PNG, JPEG, GIF or WebP image (by its magic bytes). A token that names an image by its
-extension but cannot be attached is an error the user sees; any other ``@word`` is plain text.
+extension but cannot be attached is an error the user sees; any other ``@word`` is plain text,
+and so is ``@name:scheme:…`` (``@server:uri``), which a ``crab_prompt_submit`` plugin may resolve.
 The token stays in the text, so the model knows which file each image is. The user is told what
 was attached with a notice.
 """
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 _TOKEN = re.compile(r'(?<!\S)@(?:"([^"]+)"|(\S+))')
+_URI_REFERENCE = re.compile(r"[A-Za-z0-9][\w.-]*:[A-Za-z][A-Za-z0-9+.-]*:")
+"""``name:scheme:`` — a reference to something a plugin offers (an MCP server's resource), no file."""
 
 
 READ_LIMIT = 50 * 1024 * 1024
@@ -77,6 +80,8 @@ def find_attachments(line: str, base: Path) -> Attached:
     seen: set[Path] = set()
     for match in _TOKEN.finditer(line):
         token = match.group(1) or match.group(2).rstrip(",;:!?)")
+        if match.group(2) and _URI_REFERENCE.match(token):
+            continue
         path = (base / Path(token).expanduser()).resolve()
         if path in seen:
             continue

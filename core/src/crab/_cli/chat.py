@@ -1,11 +1,5 @@
-"""``crab chat``: the interactive terminal channel.
-
-With a renderer that offers a live input (``RendererSpec.chat_input``) on a terminal, the chat runs
-in ``crab._cli.chat_live`` (type while it works). Otherwise it reads line by line here (readline
-history, Ctrl-C aborts the turn, Ctrl-D exits, ``/edit`` writes the next input in ``$EDITOR``).
-Either way ``-c`` and ``-r`` first show the last exchanges, and leaving prints the command that
-resumes the session (``crab._cli.chat_sessions``).
-"""
+"""``crab chat``: the interactive terminal channel; with a renderer's live input it runs in
+``chat_live``, else line by line here (readline history, Ctrl-C aborts, Ctrl-D exits, ``/edit``)."""
 
 from __future__ import annotations
 
@@ -18,7 +12,7 @@ from crab._cli.options import RunOptions
 from crab._config.paths import crab_home
 from crab._contracts.interception import Answer, PermissionRequest
 from crab._contracts.questions import Question
-from crab._contracts.renderers import ChatInput, ChatState, RenderTarget
+from crab._contracts.renderers import ChatInput, ChatState
 
 PROMPT = "crab> "
 
@@ -88,8 +82,11 @@ def shown_folder(path: Path) -> str:
 
 
 def chat(options: RunOptions) -> None:
-    """Read input until Ctrl-D or /quit; each entry is a turn, a steer, a follow-up or a command."""
-    from crab._assembly.choosing import renderer_spec, start_agent
+    """Read input until Ctrl-D or /quit; each entry is a turn, a steer, a follow-up or a command.
+
+    ``-c`` and ``-r`` first show the last exchanges, and leaving prints the command that resumes
+    the session (``crab._cli.chat_sessions``)."""
+    from crab._assembly.choosing import renderer_spec, start_agent, terminal_target
     from crab._cli.chat_sessions import clear_screen, exit_line, pick, show_switch
     from crab._cli.setup import open_session, prepare
 
@@ -119,13 +116,7 @@ def chat(options: RunOptions) -> None:
     prepared = prepare(options, ask=ask if interactive else None, question=question if interactive else None)
     agent = prepared.agent
     agent.keyboard = interactive  # a typed !cmd is the user's own word (crab/_loop/shell.py)
-    target = RenderTarget(
-        out=sys.stdout,
-        err=sys.stderr,
-        color=sys.stdout.isatty(),
-        model=agent.model,
-        context_window=agent.known_context_window(),
-    )
+    target = terminal_target(agent, color=sys.stdout.isatty())
     spec = renderer_spec(prepared.host, prepared.config, options.renderer, chat=True)
     renderer = spec.create(target)
     agent.subscribe(renderer.handle)

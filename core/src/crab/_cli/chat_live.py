@@ -1,11 +1,5 @@
-"""``crab chat`` with a live input: the user types while a turn works.
-
-The input (a ``crab.ChatInput`` a renderer offers) is read all the time. While a turn runs, a line
-sent with Enter steers it (the loop takes it after the current tool call), Alt-Enter queues a
-follow-up for after the turn; ``ChatState`` shows both as pending until the loop takes them.
-Ctrl-C at an empty line aborts the running turn (the loop pairs every open call, so the session
-stays valid); at an idle prompt, twice in a row, it leaves, as does Ctrl-D or ``/quit``.
-"""
+"""``crab chat`` with a live input (a renderer's ``crab.ChatInput``): the user types while a turn
+works; Enter steers, Alt-Enter queues a follow-up, Ctrl-C at an empty line aborts the turn."""
 
 from __future__ import annotations
 
@@ -23,7 +17,12 @@ LEAVE_HINT = "Ctrl-C again (or Ctrl-D) leaves"
 
 
 class LiveChat:
-    """One live chat: the session, the work it runs and what ``ChatState`` shows."""
+    """One live chat: the session, the work it runs and what ``ChatState`` shows.
+
+    A steer is taken by the loop after the current tool call, a follow-up after the turn;
+    ``ChatState`` shows both as pending until then. An abort leaves the session valid (the loop
+    pairs every open call). At an idle prompt Ctrl-C twice in a row leaves, as does Ctrl-D or ``/quit``.
+    """
 
     def __init__(self, agent: Agent, session: Session, front: ChatInput, state: ChatState) -> None:
         self.agent = agent

@@ -1,9 +1,5 @@
-"""Sessions in ``crab chat``: the recap of a resumed one, the ``-r`` picker, what a session switch
-shows, ``/clear``, and the exit line.
-
-The picker lists the same sessions ``/resume`` does (``crab._builtin.session_commands``) and reads
-a number or an id from the terminal before the chat starts.
-"""
+"""Sessions in ``crab chat``: the recap of a resumed one, the ``-r`` picker (the sessions ``/resume``
+lists), what a session switch shows, ``/clear``, and the exit line."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Writing config files: ``crab config set`` and ``crab plugins enable|disable|install|uninstall``.
-
-Every edit goes through ``tomlkit``, so comments and order survive; the file is parsed first
-(``read_toml``: a malformed one is reported as ``path:line:col``) and then nothing is written.
-Writes are atomic.
-"""
+"""Writing config files (``crab config set``, ``crab plugins enable|disable|install|uninstall``) through
+``tomlkit``, so comments and order survive; a malformed file is reported and nothing written."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""``/edit`` at plain ``crab chat``'s prompt: the next input written in the user's ``$EDITOR``.
-
-The editor is the user's own program (``$VISUAL``, ``$EDITOR``, else the first of ``FALLBACKS``
-on ``PATH``), run in the terminal on a temporary file that starts with the text given.
-"""
+"""``/edit`` at plain ``crab chat``'s prompt: the next input written in the user's ``$EDITOR`` (``$VISUAL``,
+``$EDITOR``, else the first of ``FALLBACKS`` on ``PATH``) on a temporary file."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""How an error reaches the user: one line, its secrets masked, and no value in it unbounded.
-
-A value the user (or a file) gave is quoted back in the message that refuses it; a 3 MB
-``--store`` or ``[crab] store`` must not make a 3 MB line. Quoted values over ``QUOTED_LIMIT``
-characters are cut, and so is a line over ``LINE_LIMIT``. Usage errors (an unknown option, a bad
-choice) get the same one line instead of the usage block.
-"""
+"""How an error reaches the user: one line, its secrets masked, and no value in it unbounded (a 3 MB
+``--store`` must not make a 3 MB line); usage errors get the same one line, not the usage block."""
 
 from __future__ import annotations
 

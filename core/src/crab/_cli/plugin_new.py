@@ -1,11 +1,6 @@
-"""``crab plugin new NAME --kind KIND``: render the plugin template shipped in crab-core's wheel.
-
-The templates under ``crab/templates/plugin/`` are the one source: ``common/`` holds what every
-kind gets (pyproject, README, licence, .gitignore), ``<kind>/`` the hook module, its logic and its
-tests. They are ``string.Template`` files (``${name}``); nothing beyond the standard library is
-needed. The repository's ``plugin-template/`` is this command's output for ``example --kind tool``,
-and a test keeps the two identical.
-"""
+"""``crab plugin new NAME --kind KIND``: render the plugin template shipped in crab-core's wheel
+(``crab/templates/plugin/``: ``common/`` for every kind, ``<kind>/`` its hook module, logic and tests,
+``string.Template`` files); ``plugin-template/`` is its output for ``example``, held identical by a test."""
 
 from __future__ import annotations
 

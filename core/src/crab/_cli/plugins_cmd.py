@@ -1,10 +1,5 @@
-"""``crab plugins list|enable|disable|install|uninstall``: statuses, and edits to ``[plugins]`` that
-keep comments.
-
-``crab plugins list`` runs without typer (``crab._cli.main`` sends it here first) and imports only
-each enabled plugin's top-level module: it shows what loading finds, calling no hook, so it stays
-as cheap as ``--help`` (``bench/startup.py`` measures it).
-"""
+"""``crab plugins list|enable|disable|install|uninstall``: statuses, and edits to ``[plugins]`` that keep
+comments; ``list`` runs before typer loads and calls no hook, so it stays cheap (``bench/startup.py``)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
 """Questions on a plain terminal (``crab chat`` without a live input, ``crab run``): the permission
-gate's, and a tool's ``crab.Question`` (crab-ask's ``ask_user``).
-
-A question never takes its answer from type-ahead: what was typed before it appeared is thrown
-away (the terminal's input queue is flushed), the question starts on a line of its own, keys
-pressed in the first ``GUARD`` seconds (before a person can have read it) are thrown away too, and
-only a word then confirmed with Enter answers: ``y`` (once), ``a`` (this permission for the
-session), ``n`` (no). Anything else is not an answer and the question is asked again; end of input
-(Ctrl-D) says no, and Ctrl-C stops the turn, so the call does not run either. A question whose
-call would change files shows the diff under it (``PermissionRequest.diffs``), folded when long.
-
-A tool's question is guarded the same way; a choice's number or text, or (when it allows them)
-other words, confirmed with Enter answer it; end of input gives no answer.
-"""
+gate's, and a tool's ``crab.Question``; neither ever takes its answer from type-ahead."""
 
 from __future__ import annotations
 
@@ -116,7 +104,15 @@ def ask_blocking(
     width: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Answer:
-    """Show the question on ``err`` and read its answer from terminal ``fd`` (see the module)."""
+    """Show the question on ``err`` and read its answer from terminal ``fd``.
+
+    What was typed before it appeared is thrown away (the terminal's input queue is flushed), the
+    question starts on a line of its own, keys pressed in the first ``guard`` seconds (before a
+    person can have read it) are thrown away too, and only a word then confirmed with Enter
+    answers: ``y`` (once), ``a`` (this permission for the session), ``n`` (no). Anything else asks
+    again; end of input (Ctrl-D) says no, and Ctrl-C stops the turn, so the call does not run
+    either. A call that would change files shows the diff under it, folded when long.
+    """
     columns = width if width is not None else shutil.get_terminal_size((80, 24)).columns
     flush_input(fd)
     err.write("\n".join(question_lines(request, columns)) + "\n")
@@ -190,8 +186,9 @@ def ask_question_blocking(
     width: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> str | None:
-    """Show ``question`` on ``err`` and read its answer from terminal ``fd`` (see the module);
-    None at end of input or once ``stop`` is set."""
+    """Show ``question`` on ``err`` and read its answer from terminal ``fd``, guarded as
+    ``ask_blocking``: a choice's number or text, or (when it allows them) other words, confirmed
+    with Enter; None at end of input or once ``stop`` is set."""
     columns = width if width is not None else shutil.get_terminal_size((80, 24)).columns
     flush_input(fd)
     err.write("\n".join(user_question_lines(question, columns)) + "\n")

@@ -11,7 +11,7 @@ from crab._assembly.result import ResultCollector
 from crab._cli.options import RunOptions
 from crab._contracts.events import Event, NoticeEvent
 from crab._contracts.messages import FORMAT_VERSION, json_text, usage_to_dict
-from crab._contracts.renderers import Renderer, RenderTarget
+from crab._contracts.renderers import Renderer
 from crab._loop.session import TurnOutcome
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def _can_ask() -> bool:
 
 def run_once(prompt: str, output: str, options: RunOptions, attach: tuple[Path, ...] = ()) -> int:
     """Run one turn (with the images ``attach`` names); returns the process exit code."""
-    from crab._assembly.choosing import choose_renderer, start_agent
+    from crab._assembly.choosing import choose_renderer, start_agent, terminal_target
     from crab._cli.question import ask_on_terminal, ask_question_on_terminal
     from crab._cli.setup import open_session, prepare
 
@@ -109,13 +109,7 @@ def run_once(prompt: str, output: str, options: RunOptions, attach: tuple[Path, 
         question=ask_question_on_terminal if can_ask else None,
     )
     agent = prepared.agent
-    target = RenderTarget(
-        out=sys.stdout,
-        err=sys.stderr,
-        color=sys.stdout.isatty() and sys.stderr.isatty(),
-        model=agent.model,
-        context_window=agent.known_context_window(),
-    )
+    target = terminal_target(agent)
     collector: JsonCollector | None = None
     renderer: Renderer
     if output == "json":

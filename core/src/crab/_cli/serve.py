@@ -1,10 +1,5 @@
-"""``crab serve [CHANNEL…]``: run channel plugins (a bot, a scheduler) with one agent until stopped.
-
-No name runs the channels ``[serve] channels`` enables. Every channel is remote unless all of
-them are local (only then may ``!shell`` run). ``crab._loop.channel_host`` supervises them; SIGTERM (or
-Ctrl-C) drains running turns for up to ``[serve] grace_seconds`` and exits 0; a second signal
-stops at once.
-"""
+"""``crab serve [CHANNEL…]``: run channel plugins (a bot, a scheduler) with one agent until stopped
+(``crab._loop.channel_host``); remote unless every channel is local (docs/architecture.md#crab-serve)."""
 
 from __future__ import annotations
 

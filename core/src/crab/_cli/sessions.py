@@ -1,8 +1,5 @@
-"""``crab sessions``: list, show, search, fork, export and migrate the sessions of the configured store.
-
-Commands are thin: the formatting and the migration are plain functions below, which tests call
-directly. Store and plugin machinery is imported when a command runs, so ``crab --help`` stays fast.
-"""
+"""``crab sessions``: list, show, search, fork, export and migrate the sessions of the configured store;
+thin commands over plain functions (which tests call), heavy imports only when one runs."""
 
 from __future__ import annotations
 

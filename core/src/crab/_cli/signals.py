@@ -1,14 +1,5 @@
-"""How the ``crab`` command ends on a signal, and what it cleans up on the way out.
-
-SIGINT, SIGTERM and SIGHUP cancel the running main task (the turn is aborted and settled, so
-the session stays whole) and end the command with 130, 143 or 129; outside a task they raise
-``Interrupted`` at once. A command run with a ``drain`` callback (``crab serve``) gets the first
-signal as a call to it instead, with ``drain_seconds`` more on the watchdog's clock, and ends
-normally once drained; a second signal cancels as above. ``crab chat`` catches a SIGINT to stop
-one turn and goes on. From the first signal the watchdog gives the clean-up ``BUDGET`` seconds.
-On every way out ``finish`` ends every process a tool started (``crab.processes``) and leaves
-without waiting for abandoned tool threads.
-"""
+"""How the ``crab`` command ends on a signal (the turn aborted and settled, exit 128 + n; ``crab
+serve`` drains first), and what it cleans up on the way out (``finish``)."""
 
 from __future__ import annotations
 
@@ -46,7 +37,14 @@ class Interrupted(BaseException):
 
 
 class SignalGate:
-    """Turns signals into a cancelled main task, or into ``Interrupted`` when none is running."""
+    """Turns signals into a cancelled main task, or into ``Interrupted`` when none is running.
+
+    SIGINT, SIGTERM and SIGHUP cancel the running main task and end the command with 130, 143 or
+    129. A command run with a ``drain`` callback (``crab serve``) gets the first signal as a call
+    to it instead, with ``drain_seconds`` more on the watchdog's clock, and ends normally once
+    drained; a second signal cancels. ``crab chat`` catches a SIGINT to stop one turn and goes on.
+    From the first signal the watchdog gives the clean-up ``BUDGET`` seconds.
+    """
 
     def __init__(self) -> None:
         self.task: asyncio.Task[Any] | None = None

@@ -1,8 +1,5 @@
-"""``crab --version``: core's version, then each installed plugin's distribution and version.
-
-Read from the installed distributions' metadata (``crab/_host/entry_points.py``), never by importing a
-plugin, so a broken plugin cannot break ``--version`` and it stays as cheap as it was.
-"""
+"""``crab --version``: core's version, then each installed plugin's distribution and version, read from
+metadata (never importing a plugin, so a broken one cannot break it)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
 """Every ``CRAB_*`` environment variable core reads, read here and nowhere else (a plugin reads its
-own variables itself).
-
-- ``CRAB_HOME``: the user's folder (config, keys, sessions); default ``~/.crab``.
-- ``CRAB_PLUGINS``: comma list of plugins to load, like ``--plugins`` (set but empty = none).
-- ``CRAB_STRICT_PLUGINS=1``: a plugin failure ends the command (exit 2) instead of a warning.
-- ``CONFIG_VARIABLES``: variables that override ``[crab]`` keys (``CRAB_MODEL`` → ``crab.model``…).
-
-Each function takes the environment to read (default ``os.environ``) so tests can pass their own.
-"""
+own); each function takes the environment to read (default ``os.environ``) so tests pass their own."""
 
 from __future__ import annotations
 
@@ -16,8 +8,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 HOME = "CRAB_HOME"
+"""The user's folder (config, keys, sessions); default ``~/.crab``."""
 PLUGINS = "CRAB_PLUGINS"
+"""Comma list of plugins to load, like ``--plugins`` (set but empty = none)."""
 STRICT_PLUGINS = "CRAB_STRICT_PLUGINS"
+"""``1``: a plugin failure ends the command (exit 2) instead of a warning."""
 
 CONFIG_VARIABLES: dict[str, str] = {
     "CRAB_PROVIDER": "crab.provider",

@@ -1,17 +1,10 @@
-"""Layered configuration: user file, project file, environment, command line.
-
-Each layer is kept with where it came from, so a bad value is reported as one line naming the
-file, variable or flag, the key, what was expected and what was found (``crab._contracts.config_tables``
-holds the declarations). A project file that the user has not trusted (``crab._config.trust``) loses its
-trust-only keys before the layers are merged. Reading uses ``tomllib``; a malformed file is
-reported as ``path:line:col``. Writing files is the CLI's (``crab._cli.config_files``).
-"""
+"""Layered configuration (user file, project file, environment, command line), each value with its
+source, an untrusted project's trust-only keys dropped (docs/configuration.md, docs/security.md)."""
 
 from __future__ import annotations
 
 import copy
 import re
-import tomllib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -107,6 +100,8 @@ def parse_toml(content: bytes, path: Path) -> dict[str, Any]:
         text = content.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from None
+    import tomllib  # only once a file exists: its regexes cost a command with no config ~5 ms
+
     try:
         return tomllib.loads(text)
     except RecursionError:  # tomllib recurses into nested arrays and inline tables
@@ -138,6 +133,8 @@ def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, An
 
 def parse_value(text: str) -> Any:
     """A command-line value as TOML would read it (``true``, ``3``, ``[1, 2]``), else a string."""
+    import tomllib
+
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except (tomllib.TOMLDecodeError, RecursionError):

@@ -1,11 +1,5 @@
-"""Project trust: which projects' ``.crab/config.toml`` the user has vouched for.
-
-A project config is untrusted until ``crab trust`` records its path and the sha256 of its bytes
-in ``$CRAB_HOME/trusted-projects.json`` (written atomically, mode 0600). Editing the file changes
-its hash, so it is untrusted again until trusted anew, as with direnv and mise. Untrusted, the
-project's trust-only keys are dropped by ``crab._config.layers``; this module only answers "trusted?"
-and keeps the record.
-"""
+"""Project trust: which projects' ``.crab/config.toml`` the user has vouched for, by path and the
+sha256 of its bytes in ``$CRAB_HOME/trusted-projects.json`` (an edit untrusts it; docs/security.md)."""
 
 from __future__ import annotations
 

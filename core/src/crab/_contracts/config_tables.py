@@ -1,11 +1,5 @@
-"""Declared config tables: the keys a table has, their types, defaults, limits, and trust.
-
-Core declares ``[crab]`` here (``CORE_TABLE``); each plugin declares its ``[plugins.<name>]``
-table through the ``crab_config_table`` hook. ``ConfigTable.validate`` checks one raw table and
-returns its values with defaults filled; a bad value raises ``InvalidValue``, whose one line names
-the key, what was expected and what was found. ``crab._config.layers`` adds which layer (file, variable,
-flag) the value came from, and drops trust-only keys that an untrusted project config set.
-"""
+"""Declared config tables: the keys a table has, their types, defaults, limits, and trust; core's
+``[crab]`` and ``[serve]`` here, each plugin's through ``crab_config_table`` (docs/configuration.md)."""
 
 from __future__ import annotations
 
@@ -237,6 +231,23 @@ def validate_table(table: ConfigTable, raw: Mapping[str, Any] | None) -> dict[st
 
 PERMISSION_MODES = ("read-only", "ask", "yolo")
 
+_CAPS = ("max_image_bytes",)
+"""``[crab]`` caps an untrusted project may lower but never raise past what the user's layers give."""
+
+
+def _core_trust_filter(project: Mapping[str, Any], trusted: Mapping[str, Any]) -> list[Parts]:
+    """The caps in ``_CAPS`` an untrusted project sets above the user's value (or the default)."""
+    drops: list[Parts] = []
+    for name in _CAPS:
+        asked = project.get(name)
+        setting = CORE_TABLE.setting(name)
+        bound = trusted.get(name, setting.default if setting else None)
+        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (asked, bound))
+        if name in project and numbers and asked > bound:  # a bad value is left to the check
+            drops.append((name,))
+    return drops
+
+
 CORE_TABLE = ConfigTable(
     name="crab",
     doc="core's own settings",
@@ -305,6 +316,7 @@ CORE_TABLE = ConfigTable(
             maximum=20_000,
         ),
     ),
+    trust_filter=_core_trust_filter,
 )
 """``[crab]``: the keys core reads."""
 

@@ -1,7 +1,5 @@
-"""Errors a user can meet. Each carries one line that says what is wrong and how to fix it.
-
-The CLI prints ``str(error)`` and exits with ``error.exit_code``; nothing else is shown.
-"""
+"""Errors a user can meet, each one line saying what is wrong and how to fix it; the CLI prints
+``str(error)`` and exits with ``error.exit_code``, nothing else."""
 
 from __future__ import annotations
 

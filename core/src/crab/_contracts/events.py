@@ -1,9 +1,5 @@
-"""Events: what providers stream and what the loop emits to renderers and observers.
-
-Providers yield the *stream* events (text, thinking, tool call, usage, retry, error, message end).
-The loop forwards those and adds its own (turn start and end, tool results, notices, command
-output). ``event_to_dict`` gives the versioned JSON-lines shape documented in docs/format.md.
-"""
+"""Events: the stream events providers yield (text, thinking, tool call, usage, retry, error, message
+end) and those the loop adds, with their versioned JSON-lines form (``event_to_dict``, docs/format.md)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,5 @@
-"""The narrow handle commands, channels and lifecycle hooks get instead of the whole ``Agent``.
-
-``AgentHandle`` offers what those callers need and nothing of the loop's machinery: emit a
-notice, route input, abort a turn, open, resume and fork sessions, read a session's entries, open
-the session of one conversation on a channel (``session_for``), deliver a message through a
-channel ``crab serve`` runs (``deliver``), record a handoff, compact, list the tools (and add those
-a plugin learns of at start-up), ask the model once for a plugin (``complete``), commands and
-plugin statuses, read the config, switch a session's model and list its choices, list recent
-sessions, subscribe to events (for channels that render them), and, from a tool call, run a child
-session (``run_child``, its result a ``ChildOutcome``). ``SessionView`` is what a caller may read
-of a session.
-
-Compatibility (API 1.x): plugins written before the handle existed reached the ``Agent`` through
-``ctx.agent`` or the ``agent`` hook argument. Any other attribute read on a handle is still
-forwarded to the agent, with a ``DeprecationWarning`` naming it; crab 2.0 removes the forwarding.
-"""
+"""The narrow handle commands, channels and lifecycle hooks get instead of the whole ``Agent``
+(``AgentHandle``), and ``SessionView``, what a caller may read of a session (docs/api.md)."""
 
 from __future__ import annotations
 
@@ -82,7 +68,12 @@ def _session(view: SessionView) -> Session:
 
 
 class AgentHandle:
-    """A narrow view of one agent for commands, channels and the startup/shutdown hooks."""
+    """A narrow view of one agent for commands, channels and the startup/shutdown hooks.
+
+    Compatibility (API 1.x): plugins written before the handle existed reached the ``Agent``
+    through ``ctx.agent`` or the ``agent`` hook argument. Any other attribute read on a handle is
+    still forwarded to the agent, with a ``DeprecationWarning`` naming it; crab 2.0 removes it.
+    """
 
     __slots__ = ("_agent", "_turns")
 

@@ -1,10 +1,5 @@
-"""Image parts of messages: the bytes with their media type and sha256, sniffing, and the size cap.
-
-An ``ImagePart`` travels on ``UserMessage``, ``ToolResultMessage`` and ``ToolResult``. Its JSON
-form (``image_to_dict``) names the image by content hash; the bytes are kept once per store
-beside the session (``crab.BlobStore``), never as base64 in every stored line. ``fit_image``
-applies the size cap and, where Pillow is importable, downscales first (Pillow is optional).
-"""
+"""Image parts of messages (on ``UserMessage``, ``ToolResultMessage``, ``ToolResult``): bytes with
+media type and sha256, their JSON form by hash, sniffing, and the size cap (``fit_image``)."""
 
 from __future__ import annotations
 

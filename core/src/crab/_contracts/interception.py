@@ -1,9 +1,6 @@
-"""Decision objects returned by the interception hooks (``crab_before_tool_call`` and friends).
-
-A hook returns ``Deny`` to refuse a call (the model gets the reason as an error result, so the
-call stays paired), ``Replace`` to run it with other arguments, or ``None``/``Allow`` to let it
-pass. The first ``Deny`` wins; later hooks are not asked.
-"""
+"""Decision objects returned by the interception hooks (``crab_before_tool_call`` and friends):
+``Deny`` refuses (the model gets the reason as the call's result; the first ``Deny`` wins),
+``Replace`` runs the call with other arguments, ``None``/``Allow`` lets it pass."""
 
 from __future__ import annotations
 

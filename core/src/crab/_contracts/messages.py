@@ -1,13 +1,5 @@
-"""The conversation model: messages, tool calls, thinking blocks and usage, and their JSON form.
-
-Every type here is a frozen dataclass. ``message_to_dict`` / ``message_from_dict`` give the
-versioned JSON shape documented in ``docs/format.md``; stores and providers use only these.
-
-Text inside crab may hold lone surrogates (a model's ``"\\udcff"`` escape, a file name decoded
-with ``surrogateescape``); they must reach the tool that asked for them intact, but never crash a
-hash or leave crab as invalid UTF-8. ``hash_bytes`` encodes such text for hashing, ``valid_text``
-and ``json_text`` replace them with U+FFFD wherever text is printed or sent as JSON.
-"""
+"""The conversation model: messages, tool calls, thinking blocks and usage (frozen dataclasses), and
+their versioned JSON form (``message_to_dict``/``message_from_dict``, docs/format.md)."""
 
 from __future__ import annotations
 
@@ -22,6 +14,11 @@ FORMAT_VERSION = 1
 """Version of the JSON shape of messages and events; bumped on incompatible changes."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+# Text inside crab may hold lone surrogates (a model's "\udcff" escape, a file name decoded with
+# surrogateescape): they must reach the tool that asked for them intact, but never crash a hash or
+# leave crab as invalid UTF-8, hence hash_bytes, valid_text and json_text.
 
 
 def valid_text(text: str) -> str:

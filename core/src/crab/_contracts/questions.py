@@ -1,11 +1,5 @@
-"""A question a tool puts to the user (crab-ask's ``ask_user``), and how its answer is read.
-
-``ToolContext.question`` asks the person behind the session through the active channel (the
-terminal, a chat, a program's callback) and is None where nobody can answer: a tool then says so
-at once instead of waiting. Whoever shows the question gets it with secrets masked and one answer
-rule (``Question.answer_for``): a choice's number or text picks it, other words answer only when
-``free_text`` allows them. ``None`` is no answer (declined, end of input, no reply in time).
-"""
+"""A question a tool puts to the user (``ToolContext.question``, None where nobody can answer), and
+its one answer rule (``Question.answer_for``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The renderer protocol: objects that show loop events to a person or a program.
-
-Renderers get every event of the turns they watch; the loop itself never prints. A renderer made
-for a person at a terminal may also offer ``crab chat`` a line editor that stays live while a
-turn runs (``ChatInput``); core's chat falls back to a plain line prompt without one.
-"""
+"""The renderer protocol: objects that show loop events to a person or a program (the loop never
+prints); a terminal renderer may offer ``crab chat`` a live line editor (``ChatInput``)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,5 @@
-"""The storage contract: sessions, typed append-only entries, anchors, fork and search.
-
-Every store plugin implements ``Store``; ``crab.testing.StoreContract`` is the test suite that
-checks one. Entry types:
-
-- ``message``: a user or assistant message (payload = ``message_to_dict``); an assistant
-  message carries its tool calls.
-- ``tool_result``: the result of one tool call (payload = ``message_to_dict`` of a
-  ``ToolResultMessage``), paired with its call by ``call_id``.
-- ``anchor``: a named point with state; ``{"name": ..., "kind": "handoff" | "mark", "state": {...}}``.
-  Context for the model starts afresh after the last ``handoff`` anchor.
-- ``event``: loop events worth keeping (model calls with usage, errors, system prompts); never
-  part of the model's context.
-- ``custom``: plugin data, ``{"plugin": name, ...}``; never part of the model's context.
-
-Images in messages are references by sha256; a store with the ``BlobStore`` capability keeps
-their bytes once, beside the sessions (a store without it gets them inlined as base64).
-"""
+"""The storage contract: sessions, typed append-only entries, anchors, fork and search; every store
+plugin implements ``Store``, and ``crab.testing.StoreContract`` checks one."""
 
 from __future__ import annotations
 
@@ -28,6 +12,14 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from crab._contracts.messages import Usage
 
 EntryType = Literal["message", "tool_result", "anchor", "event", "custom"]
+"""``message``: a user or assistant message (payload = ``message_to_dict``; an assistant message
+carries its tool calls). ``tool_result``: one call's result (``message_to_dict`` of a
+``ToolResultMessage``), paired with its call by ``call_id``. ``anchor``: a named point with state,
+``{"name": ..., "kind": "handoff" | "mark", "state": {...}}``; the model's context starts afresh
+after the last ``handoff``. ``event``: loop events worth keeping (model calls with usage, errors,
+system prompts) and ``custom``: plugin data, ``{"plugin": name, ...}``; neither is ever part of the
+model's context. Images in messages are references by sha256: a ``BlobStore`` keeps their bytes
+once, beside the sessions (a store without it gets them inlined as base64)."""
 ENTRY_TYPES: tuple[EntryType, ...] = ("message", "tool_result", "anchor", "event", "custom")
 
 

@@ -1,9 +1,5 @@
-"""JSON schema from Python type hints and docstrings, and the validator for those schemas.
-
-Supported hints: str, int, float, bool, list[X], dict[str, X], Literal[...], X | None,
-Annotated[X, "description"], TypedDict, and Any. The validator checks the same subset (type,
-enum, items, properties, required, additionalProperties) and answers with one readable line.
-"""
+"""JSON schema from Python type hints and docstrings, and the validator for those schemas (one
+readable line per problem)."""
 
 from __future__ import annotations
 
@@ -22,7 +18,12 @@ class SchemaError(TypeError):
 
 
 def hint_to_schema(hint: Any) -> dict[str, Any]:
-    """The JSON schema for one type hint; raises ``SchemaError`` for unsupported hints."""
+    """The JSON schema for one type hint; raises ``SchemaError`` for unsupported hints.
+
+    Supported: str, int, float, bool, list[X], dict[str, X], Literal[...], X | None,
+    Annotated[X, "description"], TypedDict, and Any; ``validate`` checks the same subset (type,
+    enum, items, properties, required, additionalProperties).
+    """
     if hint is Any or hint is inspect.Parameter.empty:
         return {}
     origin = get_origin(hint)

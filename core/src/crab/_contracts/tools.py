@@ -1,11 +1,5 @@
-"""Tools: the ``Tool`` object the loop runs, the ``@crab.tool`` decorator, results and context.
-
-A tool validates its arguments against its JSON schema before it runs; an invalid call, a
-``ToolError`` and oversized output all become results for the model, never exceptions that end
-a turn. Sync functions run in a daemon thread of their own, so a slow one does not block the
-loop, and one that never returns is abandoned at its timeout or abort (and never keeps the
-process from exiting); ``crab._system.watchdog`` covers one that holds the interpreter itself.
-"""
+"""Tools: the ``Tool`` object the loop runs, the ``@crab.tool`` decorator, results and context; an
+invalid call, a ``ToolError`` or oversized output is a result for the model, never an exception."""
 
 from __future__ import annotations
 
@@ -105,7 +99,9 @@ class Tool:
     """A callable the model can use.
 
     Build one with ``@crab.tool`` from a typed function, or directly (for tools whose schema
-    comes from elsewhere, like MCP servers) with a ``handler(arguments, ctx)``.
+    comes from elsewhere, like MCP servers) with a ``handler(arguments, ctx)``. Arguments are
+    validated against the schema before it runs; a sync function runs in a daemon thread of its
+    own (``run_in_thread``), abandoned at its timeout or abort.
 
     - ``permission``: read, write, exec or network (see the permission gate).
     - ``exclusive``: never runs at the same time as another tool call of the same reply.

@@ -1,13 +1,5 @@
-"""Building one registry (tools, commands…) from every plugin's items, and settling name clashes.
-
-Two plugins offering one name never fall to whichever sorts first. An item with ``override=True``
-replaces the other on purpose. Otherwise the one with the stronger word wins: crab's own
-built-ins, then the program's own (``crab.Agent(tools=...)``, in-process plugins), then the
-order the user wrote (``--plugins``, ``CRAB_PLUGINS`` or ``[plugins] enabled``: the first listed
-wins). Installed plugins loaded only because they are installed (sorted by name) have no order
-anyone chose: a clash between them leaves the name out for both, with one line naming them and
-the setting that settles it. Every item left out is reported as a fault of its plugin.
-"""
+"""Building one registry (tools, commands…) from every plugin's items, and settling name clashes
+(never by whichever sorts first; docs/plugins.md)."""
 
 from __future__ import annotations
 
@@ -40,7 +32,15 @@ class Fault:
 def build_registry(
     kind: str, contributions: Mapping[str, Sequence[Any]], order: Sequence[str], ranks: Mapping[str, Rank]
 ) -> tuple[dict[str, Any], list[Fault]]:
-    """Name → item over ``contributions`` (plugin → items) taken in load ``order``, and the faults."""
+    """Name → item over ``contributions`` (plugin → items) taken in load ``order``, and the faults.
+
+    An item with ``override=True`` replaces the other on purpose. Otherwise the stronger word
+    wins: crab's built-ins, then the program's own (``crab.Agent(tools=...)``, in-process
+    plugins), then the order the user wrote (``--plugins``, ``CRAB_PLUGINS``, ``[plugins]
+    enabled``: first listed wins). Installed plugins loaded only because they are installed have
+    no order anyone chose: a clash between them leaves the name out for both, with one line naming
+    them and the setting that settles it. Every item left out is a fault of its plugin.
+    """
     noun = kind[:-1]
     table: dict[str, Any] = {}
     owner: dict[str, str] = {}

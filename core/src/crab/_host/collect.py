@@ -1,12 +1,6 @@
-"""Registration hooks that one plugin collects from the others, called through the run's dispatcher.
-
-Core collects its own registration hooks itself (tools, providers, commands…). The others are
-declared by the plugins that gather them (``CRAB_HOOKSPECS``: crab-skills' ``crab_skill_dirs``,
-crab-schedule's ``crab_job_stores``); the call still goes through the run's dispatcher, so a failing
-implementation meets the hook's policy (``Dispatcher.policies``) and is reported once, like any
-other. ``AgentHandle.collect`` calls one during a run; ``crab.collect_hook`` (``crab._assembly``)
-does it for a plugin's CLI sub-command, which has no agent.
-"""
+"""Registration hooks that one plugin collects from the others (``AgentHandle.collect`` in a run,
+``crab.collect_hook`` in a CLI sub-command), called through the run's dispatcher so each meets its
+policy (docs/hooks.md#hooks-a-plugin-declares)."""
 
 from __future__ import annotations
 

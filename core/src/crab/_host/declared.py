@@ -1,14 +1,5 @@
-"""Hooks a plugin declares for other plugins to implement: the ``crab.hookspec`` marker and the checks.
-
-A plugin that gathers what other plugins offer (crab-skills: skill folders; crab-schedule: job
-stores) declares the hook itself, so core never names it. Its entry-point object sets
-``CRAB_HOOKSPECS`` to a class (or module) of functions marked with ``@crab.hookspec``; the host adds
-them with pluggy's ``add_hookspecs`` before it registers any plugin's implementations, and each
-gets a failure policy like core's (``HookPolicy``, registration category). The declaring plugin
-calls its hook through the dispatcher (``AgentHandle.collect``, ``crab.collect_hook``). An
-implementation of a hook that no loaded plugin declares is kept, never called and never a
-failure: crab-store-postgres offers ``crab_job_stores`` whether or not crab-schedule is loaded.
-"""
+"""Hooks a plugin declares for other plugins to implement: the ``crab.hookspec`` marker and the
+checks (``CRAB_HOOKSPECS``; docs/hooks.md#hooks-a-plugin-declares)."""
 
 from __future__ import annotations
 

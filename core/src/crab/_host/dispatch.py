@@ -1,22 +1,5 @@
-"""The one place crab calls plugin hooks, each hook's failure policy, and the line a failure makes.
-
-Every hook is listed in ``HOOKS`` with what happens when an implementation raises or returns the
-wrong type:
-
-- ``fail-plugin`` (registration hooks, ``crab_startup``): the plugin is marked failed and all it
-  registered (tools, commands, renderers, providers, stores, channels) is gone for the run;
-- ``drop`` (``crab_event``, ``crab_system_prompt``, ``crab_turn_end``, ``crab_session_end``,
-  ``crab_shutdown``): that one implementation is not called again in this run; the plugin's
-  other hooks keep working;
-- ``refuse`` (interceptors): the call being checked is refused (fail closed) and the reason is
-  given in its place. A plugin that failed while it had an interceptor keeps refusing those calls.
-
-An implementation may accept any subset of its spec's arguments, as pluggy promises: the dispatcher
-passes each only the arguments it names (``def crab_tools(self)`` gets no ``config``).
-
-Each failure is one ``Failure``; its ``line`` (``plugin NAME failed: REASON``) is what every
-command shows, once. With ``CRAB_STRICT_PLUGINS=1`` each failure raises ``PluginError`` (exit 2).
-"""
+"""The one place crab calls plugin hooks, each hook's failure policy, and the line a failure makes
+(docs/hooks.md, docs/architecture.md#the-dispatcher)."""
 
 from __future__ import annotations
 
@@ -31,12 +14,16 @@ if TYPE_CHECKING:
     import pluggy
 
     from crab._contracts.interception import Deny
-    from crab._contracts.messages import ToolCall
+    from crab._contracts.messages import ToolCall, UserMessage
     from crab._contracts.providers import ModelRequest
     from crab._contracts.tools import Tool, ToolContext, ToolResult
 
 Category = Literal["registration", "context", "interception", "observation", "lifecycle"]
 OnFailure = Literal["fail-plugin", "drop", "refuse"]
+"""``fail-plugin``: the plugin is marked failed and all it registered is gone for the run; ``drop``:
+that one implementation is not called again, the plugin's other hooks keep working; ``refuse``
+(interceptors): the call being checked is refused in its place (fail closed), and a plugin that
+failed while it had an interceptor keeps refusing those calls."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +128,10 @@ class Dispatcher:
 
     ``order`` is the plugins' load order (only plugins in it are called); ``fail_plugin`` marks a
     plugin failed and unregisters it, ``fault`` records a lost hook on a plugin that stays loaded
-    (the host does both, then reports through ``report``).
+    (the host does both, then reports through ``report``). An implementation may accept any
+    subset of its spec's arguments, as pluggy promises: each is passed only the arguments it names
+    (``def crab_tools(self)`` gets no ``config``). Each failure is one ``Failure`` whose ``line``
+    every command shows once; with ``CRAB_STRICT_PLUGINS=1`` (``strict``) it raises ``PluginError``.
     """
 
     def __init__(
@@ -389,18 +379,22 @@ class Dispatcher:
             result = value
         return result
 
-    async def prompt_submit(self, prompt: str, session_id: str, workspace: Any) -> tuple[Deny | None, list[str]]:
-        """The ``Deny`` that refuses a user's prompt (first one wins), else the context texts to add."""
+    async def prompt_submit(
+        self, prompt: str, session_id: str, workspace: Any, config: Any = None
+    ) -> tuple[Deny | None, list[str | UserMessage]]:
+        """The ``Deny`` that refuses a user's prompt (first one wins), else the context to add
+        (texts, and messages that carry images)."""
         from crab._contracts.interception import Deny
+        from crab._contracts.messages import UserMessage
 
         hook = "crab_prompt_submit"
         closed = self._refusal(hook)
         if closed is not None:
             return Deny(f"Refused: {closed.line}; it checks every prompt, so none can go until it is fixed."), []
-        context: list[str] = []
+        context: list[str | UserMessage] = []
         for plugin, function in self.implementations(hook):
             value = await self._intercept(
-                plugin, hook, function, prompt=prompt, session_id=session_id, workspace=workspace
+                plugin, hook, function, prompt=prompt, session_id=session_id, workspace=workspace, config=config
             )
             if isinstance(value, Failure):
                 return Deny(f"Refused: {value.line}"), []
@@ -409,8 +403,11 @@ class Dispatcher:
             if isinstance(value, str):
                 if value.strip():
                     context.append(value.strip())
+            elif isinstance(value, UserMessage):
+                if value.content.strip() or value.images:
+                    context.append(value)
             elif value is not None:
-                failure = self._fail(plugin, hook, wrong_type(hook, value, "Deny, str or None"))
+                failure = self._fail(plugin, hook, wrong_type(hook, value, "Deny, str, UserMessage or None"))
                 return Deny(f"Refused: {failure.line}"), []
         return None, context
 

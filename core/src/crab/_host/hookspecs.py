@@ -1,16 +1,6 @@
-"""Every hook core declares. Each docstring is that hook's documentation; there is no logic here.
-
-Hooks are synchronous pluggy calls. Where a docstring says "may be awaitable", an
-implementation may be ``async def`` (or return an awaitable) and core awaits it. Every hook is
-called through ``crab._host.dispatch``, each plugin in isolation, and each hook has a failure policy
-there (``HOOKS``; docs/hooks.md): a failing registration hook fails the whole plugin, a failing
-observer loses that one implementation, a failing interceptor refuses the call. Registration
-hooks are called once per run. Hook wrappers are refused at registration. An implementation may
-accept any subset of a spec's arguments, as in pluggy (``def crab_tools(self)`` is fine).
-
-A plugin may declare hooks of its own for other plugins to implement (``CRAB_HOOKSPECS``, see
-``crab._host.declared``): crab-skills declares ``crab_skill_dirs``, crab-schedule ``crab_job_stores``.
-"""
+"""Every hook core declares; each docstring is that hook's documentation (docs/hooks.md: async
+implementations, failure policies, argument subsets, hooks a plugin declares). Registration hooks
+are called once per run. No logic here."""
 
 from __future__ import annotations
 
@@ -28,7 +18,7 @@ if TYPE_CHECKING:
     from crab._contracts.events import Event
     from crab._contracts.handle import AgentHandle
     from crab._contracts.interception import Decision, Deny
-    from crab._contracts.messages import ToolCall
+    from crab._contracts.messages import ToolCall, UserMessage
     from crab._contracts.providers import ModelRequest, Provider
     from crab._contracts.renderers import RendererSpec
     from crab._contracts.storage import Store
@@ -178,14 +168,19 @@ def crab_after_tool_call(call: ToolCall, tool: Tool, result: ToolResult, ctx: To
 
 
 @hookspec
-def crab_prompt_submit(prompt: str, session_id: str, workspace: Path) -> Deny | str | None:
+def crab_prompt_submit(
+    prompt: str, session_id: str, workspace: Path, config: Config
+) -> Deny | str | UserMessage | None:
     """See a user's prompt before it is recorded and sent: refuse it, or add context to it.
 
     Called for each input that goes to the model (not for router commands or ``!shell``): the
     one that starts a turn and each one that steers a running turn. Return ``crab.Deny(reason)``
     to refuse it (it is not recorded and the model never sees it; the user gets the reason as
     the turn's error), text to add as context (recorded right after the prompt, as a user message
-    of its own), or None. The first Deny wins; the texts of several plugins are each recorded. A
+    of its own), a ``crab.UserMessage`` for context with images (each image held to ``[crab]
+    max_image_bytes``; one over it is left out with a note in the text), or None. The first Deny
+    wins; the context of several plugins is each recorded. ``config`` is the agent's, and None in
+    a child agent's turn (``run_child``: its prompt is the model's, not the user's) (API 1.6). A
     hook that raises refuses the prompt (fail closed). May be awaitable.
     """
 

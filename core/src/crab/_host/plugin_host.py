@@ -1,17 +1,5 @@
-"""Finding, choosing, loading and isolating plugins, and the registries built from their hooks.
-
-Plugins are entry points in group ``crab``; the entry-point name is the plugin's name. Entry
-points are listed without importing them, and a plugin that is not enabled is never imported.
-Every plugin ends with a status: ``loaded``, ``disabled``, ``failed`` (with a one-line reason),
-``missing`` (enabled but not installed) or ``builtin``; a loaded plugin may also carry ``faults``
-(one hook or one contribution lost, the rest working). ``load_entry_points`` computes the
-status loading finds, the same for every command: ``crab plugins list`` shows it as it is, while
-runs and ``crab doctor`` go on to call hooks, which may fail a plugin later. Hooks are called
-only through ``crab._host.dispatch.Dispatcher`` (``host.dispatch``), which applies each hook's
-failure policy. A failing plugin is reported, never fatal, unless ``CRAB_STRICT_PLUGINS=1``. Hooks
-a plugin declares (``CRAB_HOOKSPECS``, ``crab._host.declared``) are added before any plugin's
-implementations are registered, so every enabled plugin's hooks are known whatever the load order.
-"""
+"""Finding, choosing, loading and isolating plugins, each with its status, and the registries
+built from their hooks (docs/architecture.md#the-dispatcher, docs/plugins.md)."""
 
 from __future__ import annotations
 
@@ -48,6 +36,18 @@ program): an installed plugin by one of these names fails, since it would stand 
 (an installed ``program-runs`` left a library run waiting for events forever)."""
 Kind = Literal["tools", "providers", "stores", "renderers", "commands", "channels"]
 KINDS: tuple[Kind, ...] = ("tools", "providers", "stores", "renderers", "commands", "channels")
+
+
+class _Manager(pluggy.PluginManager):
+    """pluggy's manager, looking only at ``crab_`` names for implementations: every hook crab knows is
+    named so (core's, and those a plugin declares: ``declared.declaration_problem``). pluggy would
+    otherwise inspect every name of each plugin module (its imports too) with
+    ``inspect.getattr_static``, a third of what ``crab plugins list`` costs."""
+
+    def parse_hookimpl_opts(self, plugin: object, name: str) -> pluggy.HookimplOpts | None:
+        if not name.startswith(f"{hookspecs.PROJECT}_"):
+            return None
+        return super().parse_hookimpl_opts(plugin, name)
 
 
 @dataclass
@@ -168,12 +168,20 @@ class PluginHost:
 
     Every hook call goes through ``self.dispatch`` (load order: config order, else by name,
     honouring ``tryfirst``/``trylast``), so one plugin's failure is attributed to it, handled by
-    the hook's policy and reported once.
+    the hook's policy and reported once; a failing plugin is never fatal unless
+    ``CRAB_STRICT_PLUGINS=1``. Plugins are entry points in group ``crab`` (the entry-point name
+    is the plugin's name), listed without importing them; one not enabled is never imported. Each
+    ends with a status: ``loaded``, ``disabled``, ``failed`` (a one-line reason), ``missing``
+    (enabled, not installed) or ``builtin``; a loaded one may carry ``faults`` (one hook or one
+    contribution lost). ``load_entry_points`` computes what loading finds, the same for every
+    command (``crab plugins list`` shows it; runs and ``doctor`` go on to call hooks). Hooks a
+    plugin declares (``CRAB_HOOKSPECS``) are added before any implementation is registered, so
+    every enabled plugin's hooks are known whatever the load order.
     """
 
     def __init__(self, config: Config, *, strict: bool | None = None) -> None:
         self.config = config
-        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm: pluggy.PluginManager = _Manager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.records: dict[str, PluginRecord] = {}
         self.strict = environ.strict_plugins() if strict is None else strict

@@ -1,11 +1,5 @@
-"""The agent: sessions, input routing and queues, events and plugin lifecycle for every channel.
-
-route → (command | !shell | turn). A turn (``crab/_loop/turn.py``) records the input, calls the
-model, runs tool calls and repeats; each turn is an asyncio task that ``abort`` cancels. The
-loop never prints: ``emit`` is the one place events are delivered, to listeners (renderers) and
-to the ``crab_event`` hook. Every hook is called through the host's dispatcher, and each plugin
-failure is shown once as a warning notice.
-"""
+"""The agent: sessions, input routing (command, ``!shell`` or a turn) and queues, abort, and ``emit``,
+the one place events are delivered (docs/architecture.md#the-agent-and-the-turn)."""
 
 from __future__ import annotations
 
@@ -439,6 +433,7 @@ class Agent:
                 tool_context=self.tool_context,
                 notice=self.notice,
                 known_window=self.known_context_window,
+                config=self.config,
             )
         return self._turn_parts
 

@@ -1,16 +1,5 @@
-"""The token budget: how many tokens a request is estimated to take, and when to compact.
-
-The estimate is characters / 4, multiplied by a correction learned from the provider's reported
-usage of the previous call (reported input tokens / estimate of that request, kept within
-``RATIO_RANGE``). The model's window is ``[crab] context_window``, else the provider's
-``ModelInfo.context_window``, else ``DEFAULT_CONTEXT_WINDOW``; compaction starts once a request
-would pass ``compact_at`` of it.
-
-Messages are immutable, and each request of a session extends the previous one's messages: a
-session's budget measures each message once (``TokenBudget`` keeps the last request's measured
-messages and checks that the next request starts with them), so estimating a request costs the
-new messages, not the whole turn.
-"""
+"""The token budget: characters / 4 times a correction learned from reported usage, each message
+measured once per session, and when to compact (docs/architecture.md#what-a-model-call-costs-as-the-turn-grows)."""
 
 from __future__ import annotations
 
@@ -78,7 +67,14 @@ def reported_input(usage: Usage) -> int:
 
 @dataclass
 class TokenBudget:
-    """One session's window, threshold and learned correction."""
+    """One session's window, threshold and learned correction.
+
+    The correction is the last call's reported input tokens / its estimate, within
+    ``RATIO_RANGE``. The window is ``[crab] context_window``, else the provider's
+    ``ModelInfo.context_window``, else ``DEFAULT_CONTEXT_WINDOW``; compaction starts once a request
+    would pass ``compact_at`` of it. It keeps the last request's measured messages and checks the
+    next starts with them, so an estimate costs the new messages, not the whole turn.
+    """
 
     window: int
     compact_at: float = 0.8

@@ -1,31 +1,5 @@
-"""``crab serve``'s channels in one process: supervised, addressable, keyed sessions, drained.
-
-``ChannelHost`` runs each channel in a task of its own. A channel whose ``run`` raises is
-reported (a warning notice) and restarted after a wait that doubles from ``[serve]
-restart_delay`` up to ``restart_max_delay``; the others go on. A ``ConfigError`` or
-``UsageError`` ends that channel for good (restarting would not fix its setup; ``broken``). A
-channel whose ``run`` returns has closed and is not restarted; the host ends when every channel
-has (``crab serve`` exits 2 when every one ended on a setup error).
-
-``request_stop`` (SIGTERM, through ``crab._cli.signals.GATE``) drains: channels that have a
-``stop()`` are asked to take no more input (those without ``deliver``, such as a scheduler,
-first, so what they finish can still be delivered through the others), running turns get
-``[serve] grace_seconds`` to finish, then whatever still runs is cancelled (a cancelled turn is
-aborted and settled, so its session stays whole).
-
-Outbound delivery: ``deliver(channel, address, text)`` hands ``text`` (redacted) to the
-channel's ``deliver(address, text)``, so a plugin (a scheduler) can write to a chat without
-importing the channel. ``ChannelError`` says why it cannot: no such channel here, one that
-cannot deliver, or one that is not running right now.
-
-Keyed sessions: ``session_for(channel, address)`` is the session of one conversation (a chat),
-found by the store's session ``meta`` (``CHANNEL_META``/``ADDRESS_META``, which every store
-keeps and a fork copies) or created; the live session is kept, so queues and per-session state
-hold for the life of the process. When the channel has ``ask(address, request)``, the
-permission gate asks through it for that session's tool calls; otherwise it refuses. With
-``ask_question(address, question)`` a tool's ``crab.Question`` goes there too; otherwise nobody can
-answer it.
-"""
+"""``crab serve``'s channels in one process: supervised, addressable, keyed sessions, drained
+(docs/architecture.md#crab-serve)."""
 
 from __future__ import annotations
 
@@ -79,7 +53,15 @@ async def open_keyed_session(agent: Agent, channel: str, address: str) -> Sessio
 
 
 class ChannelHost:
-    """Runs ``channels`` with one agent: supervision, delivery, keyed sessions and drain."""
+    """Runs ``channels`` with one agent: supervision, delivery, keyed sessions and drain.
+
+    Each channel runs in a task of its own. One whose ``run`` raises is reported (a warning
+    notice) and restarted after a wait that doubles from ``restart_delay`` up to
+    ``restart_max_delay``; the others go on. A ``ConfigError`` or ``UsageError`` ends that channel
+    for good (restarting would not fix its setup; ``broken``). A channel whose ``run`` returns has
+    closed and is not restarted; the host ends when every channel has (``crab serve`` exits 2 when
+    every one ended on a setup error).
+    """
 
     def __init__(
         self,
@@ -130,7 +112,13 @@ class ChannelHost:
             await self._cancel_all()
 
     def request_stop(self, signum: int = 0) -> None:
-        """Begin the drain (called in the event loop, e.g. from the SIGTERM handler)."""
+        """Begin the drain (called in the event loop, e.g. from the SIGTERM handler).
+
+        Channels that have a ``stop()`` are asked to take no more input (those without
+        ``deliver``, such as a scheduler, first, so what they finish can still be delivered
+        through the others), running turns get ``grace`` seconds to finish, then whatever still
+        runs is cancelled (a cancelled turn is aborted and settled, so its session stays whole).
+        """
         if self._stop is not None:
             self._stop.set()
 
@@ -227,7 +215,11 @@ class ChannelHost:
     # --- delivery -----------------------------------------------------------------------------
 
     async def deliver(self, channel: str, address: str, text: str) -> None:
-        """Send ``text`` to ``address`` on ``channel``; ``ChannelError`` when that cannot be done."""
+        """Send ``text`` (redacted) to ``address`` through the channel's ``deliver(address, text)``.
+
+        A plugin (a scheduler) writes to a chat so without importing the channel. ``ChannelError``
+        says why it cannot: no such channel here, one that cannot deliver, or one not running now.
+        """
         target = self.channels.get(channel)
         if target is None:
             running = ", ".join(sorted(self.channels)) or "none"
@@ -251,6 +243,11 @@ class ChannelHost:
     async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> Session:
         """The live session of ``address`` on ``channel`` (opened or resumed once, then kept).
 
+        Found by the store's session ``meta`` (``CHANNEL_META``/``ADDRESS_META``, which every
+        store keeps and a fork copies) or created, and kept, so queues and per-session state hold
+        for the life of the process. The permission gate asks through the channel's
+        ``ask(address, request)`` for its tool calls (refusing without one), and a tool's
+        ``crab.Question`` goes to ``ask_question(address, question)`` (nobody answers without one).
         With ``session_id`` the conversation moves to that stored session (after ``/new``,
         ``/fork``), and the one it leaves ends (``Agent.switch``: ``crab_session_end``).
         """

@@ -1,17 +1,5 @@
-"""Child sessions: a tool call that runs one turn of a new session inside the same agent.
-
-``run_child`` is what ``AgentHandle.run_child`` does. The child is a session of its own in the
-store, linked to its parent by the session ``meta`` (``PARENT_SESSION_META``, ``PARENT_CALL_META``,
-which every store keeps and lists), with its own context, its own tool set (a subset of the
-registry, never more) and optionally its own model. It runs under the same permission gate and
-mode as its parent (the same agent), so it is never allowed more; its permission questions (and
-its tools' questions, ``ToolContext.question``) go to the parent call's, labelled and one at a
-time. What it emits reaches the parent's stream wrapped in ``ChildEvent``; the usage it spent is
-added to the parent's turn.
-
-``repair_children`` keeps a killed tree whole: when a parent is resumed with calls left
-without a result, the child sessions those calls started get their stand-in results too.
-"""
+"""Child sessions: a tool call that runs one turn of a new session inside the same agent
+(``AgentHandle.run_child``), and ``repair_children``, which keeps a killed tree whole on resume."""
 
 from __future__ import annotations
 
@@ -126,7 +114,15 @@ async def run_child(
     state: Mapping[str, Any] | None = None,
     title: str | None = None,
 ) -> ChildOutcome:
-    """Run ``prompt`` as one turn of a new child session of ``ctx``'s call (``AgentHandle.run_child``)."""
+    """Run ``prompt`` as one turn of a new child session of ``ctx``'s call (``AgentHandle.run_child``).
+
+    The child is a session of its own in the store, linked to its parent by the session ``meta``
+    (``PARENT_SESSION_META``, ``PARENT_CALL_META``, which every store keeps and lists), with its
+    own context, its own tool set (a subset of the registry, never more) and optionally its own
+    model. It runs under the parent's permission gate and mode, so it is never allowed more; its
+    permission and tool questions go to the parent call's, labelled and one at a time. What it
+    emits reaches the parent's stream wrapped in ``ChildEvent``; its usage is added to the parent's turn.
+    """
     if not ctx.call_id:
         raise ConfigError("run_child needs the context of a tool call (one with a call id)")
     choice = _model(agent, model, _parent_choice(agent, ctx.session_id))

@@ -1,19 +1,6 @@
-"""Compaction: older history summarised by the model into one anchor, recent turns kept verbatim.
-
-``split`` finds where the kept tail starts (only before a user message or before an assistant
-message, never between a tool call and its result); ``summarise`` asks the model, without tools,
-for a summary of the older part (rendered as a transcript, in chunks that fit the window, each
-chunk's summary carried into the next); ``anchor_payload`` is the entry the store keeps. The
-entry is a ``handoff`` anchor, so every store already starts the model's context at it, and it
-carries the kept tail (``compaction.kept``) and the expanded tool set. The full history stays in
-the store before it.
-
-``compact`` runs one compaction for a session: its summary calls take the loop's one model-call
-path (``crab/_loop/model_call.py``), so each is dispatched through ``crab_before_model_call``,
-priced once and recorded like any other. Compaction is part of the loop, not a plugin: it
-rewrites the session's stored context (the anchor every store starts the model's context at),
-which no hook can do without a resumed session seeing something else than the live one.
-"""
+"""Compaction: older history summarised by the model into one ``handoff`` anchor carrying the
+kept tail, the full history staying in the store before it; part of the loop, not a plugin
+(docs/architecture.md#loop-features-as-plugins)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Tool hints: ``$name`` in a message's text, how a model asks for a tool's full description.
-
-The loop gives a reply without a tool call that hints at tools the request did not describe
-fully one more step (``crab/_loop/turn.py``); the progressive tool view (``crab/_builtin/tool_view.py``)
-describes hinted tools fully from the next request on.
-"""
+"""Tool hints: ``$name`` in a message's text, how a model asks for a tool's full description (the
+turn gives such a reply one more step; the tool view describes hinted tools fully)."""
 
 from __future__ import annotations
 

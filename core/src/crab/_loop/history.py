@@ -1,16 +1,6 @@
-"""Turning stored entries into the message history a provider may see, repaired.
-
-Repairs (run on every resume and before every request): aborted or failed assistant messages
-stay in storage but out of context; every tool call gets exactly one result, directly after its
-message (a synthetic error result where none was recorded); orphan and duplicate results are
-dropped; a user message left without a reply gets a synthetic assistant reply so roles alternate.
-Results pair with their calls by id wherever concurrent writers put them (see ``repair``).
-A call the store holds no result for (crab was killed while it ran) gets a stand-in result
-written to the store on resume (``stand_ins``, ``Agent.resume``), so the stored session keeps
-the same promise; a real result stored later still wins over it.
-Context starts at the last handoff anchor; a compaction anchor (a handoff that carries the
-verbatim tail it kept, ``crab/_loop/compaction.py``) starts it with that tail.
-"""
+"""Turning stored entries into the message history a provider may see, repaired: every call gets
+exactly one result, aborted replies stay out, context starts at the last handoff (``repair``,
+``stand_ins``; docs/architecture.md#invariants-the-tests-hold-the-code-to)."""
 
 from __future__ import annotations
 
@@ -64,7 +54,13 @@ def messages_from_entries(entries: Iterable[Entry]) -> tuple[list[Message], Mapp
 
 
 def repair(messages: Sequence[Message]) -> list[Message]:
-    """The replayable, paired, alternating version of ``messages`` (see module docstring).
+    """The replayable, paired, alternating version of ``messages`` (run on every resume and request).
+
+    Aborted or failed assistant messages stay in storage but out of context; every tool call gets
+    exactly one result, directly after its message (a synthetic error result where none was
+    recorded); orphan and duplicate results are dropped; a user message left without a reply gets a
+    synthetic assistant reply so roles alternate. A call the store holds no result for (crab was
+    killed while it ran) gets a stand-in written on resume (``stand_ins``); a real one stored later wins.
 
     Pairing is by id first: a call's result is the first unused result with its id stored after
     the call's message, wherever it landed (concurrent writers interleave replies and results).

@@ -1,11 +1,5 @@
-"""Images on the loop's path: their bytes kept once in the store, filled back before a request, capped.
-
-A message is stored with references (``crab._contracts.images.image_to_dict``); its bytes go to
-the store's blobs (``BlobStore``), or inline as base64 where a store keeps none. Context read
-back from the store (a resume, a compaction's kept tail) names images without bytes:
-``load_images`` fills them from the store before the next request, and an image the store has
-lost becomes a one-line note, so a provider never receives an image without bytes.
-"""
+"""Images on the loop's path: their bytes kept once in the store's blobs (inline base64 where a store
+keeps none), filled back before a request (``load_images``), capped (``ImageLimits``)."""
 
 from __future__ import annotations
 
@@ -63,7 +57,9 @@ MISSING = "[image {label} is missing from the session store]"
 async def load_images(store: Store, messages: list[Message], cache: dict[str, bytes]) -> list[Message] | None:
     """``messages`` with every image's bytes filled from the store; None when all were loaded.
 
-    ``cache`` (the session's) keeps blobs already read, so a long session reads each once.
+    Context read back from the store (a resume, a compaction's kept tail) names images without
+    bytes; an image the store has lost becomes a one-line note, so a provider never receives an
+    image without bytes. ``cache`` (the session's) keeps blobs read, so a session reads each once.
     """
     if not any(_unloaded(m) for m in messages):
         return None

@@ -1,11 +1,6 @@
-"""The one path every model call takes: a turn's and compaction's summary calls alike.
-
-``ModelCalls.prepare`` is the one place ``crab_before_model_call`` is dispatched;
-``ModelCalls.send`` streams the prepared request from the provider, prices its usage once
-(``crab._loop.pricing``) and reports it with exactly one ``UsageEvent``, and records the
-``model_call`` event (and each new system prompt) in the store: in one place, for every purpose
-(a turn's requests, a compaction's summary, a plugin's ``AgentHandle.complete``).
-"""
+"""The one path every model call takes (a turn's, a compaction's summary, ``AgentHandle.complete``):
+``ModelCalls.prepare`` dispatches ``crab_before_model_call``; ``send`` streams, prices usage once,
+emits the one ``UsageEvent`` and records the ``model_call`` event."""
 
 from __future__ import annotations
 

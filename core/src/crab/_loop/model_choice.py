@@ -1,10 +1,5 @@
-"""Which provider and model a session talks to: the agent's, or the one ``/model`` chose for it.
-
-A switch is recorded as an ``event`` entry (``{"kind": "model", "provider": ..., "model": ...}``);
-``stored_choice`` finds the last one in a session's entries, so a resumed session talks to the
-model it was switched to. Only configured models may be chosen: those a loaded provider lists
-(``Provider.models()``) and the run's own model.
-"""
+"""Which provider and model a session talks to: the agent's, or the one ``/model`` chose for it
+(recorded as an ``event`` entry, so a resume restores it); only configured models may be chosen."""
 
 from __future__ import annotations
 
@@ -100,7 +95,8 @@ def model_entry(choice: ModelChoice) -> dict[str, Any]:
 
 
 def stored_choice(entries: Iterable[Entry]) -> tuple[str, str] | None:
-    """(provider, model) of the last switch recorded in ``entries``; None when there is none."""
+    """(provider, model) of the last switch recorded in ``entries`` (an ``event`` entry
+    ``{"kind": "model", "provider": ..., "model": ...}``); None when there is none."""
     found: tuple[str, str] | None = None
     for entry in entries:
         payload = entry.payload

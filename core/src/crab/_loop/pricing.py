@@ -1,11 +1,5 @@
-"""Cost of a model call: token usage times the per-million-token prices in a ``ModelInfo``.
-
-The one place crab prices usage. Providers put unpriced usage on their final message; the loop
-calls ``with_cost`` once per model call with the model's ``ModelInfo`` and reports the result in
-one ``UsageEvent``. No network: prices come from config (``models."<id>"`` tables).
-``input_tokens`` is uncached input; cache reads and writes are counted apart (that is how both
-OpenAI-style and Anthropic-style usage map onto ``Usage``).
-"""
+"""Cost of a model call: token usage times the per-million-token prices in a ``ModelInfo`` (from
+config, no network). The one place crab prices usage: the loop calls ``with_cost`` once per call."""
 
 from __future__ import annotations
 
@@ -43,6 +37,8 @@ def with_cost(usage: Usage, model: ModelInfo | None) -> Usage:
     """``usage`` with ``cost`` filled in when ``model`` has prices; unchanged otherwise.
 
     A cost already on ``usage`` (one a server reported itself) is kept: it is what was billed.
+    ``input_tokens`` is uncached input; cache reads and writes are priced apart (how both
+    OpenAI-style and Anthropic-style usage map onto ``Usage``).
     """
     if model is None or usage.cost is not None:
         return usage

@@ -1,8 +1,5 @@
-"""Routing input: ``/name args`` to a command, ``!cmd`` to the shell, ``//text`` and the rest to the model.
-
-``/name:arg rest`` is ``/name arg rest`` (``/skill:pdf file.pdf`` runs ``/skill`` with ``pdf file.pdf``),
-the form Claude Code and pi use for namespaced commands.
-"""
+"""Routing input: ``/name args`` to a command, ``!cmd`` to the shell, ``//text`` and the rest to the
+model; ``/name:arg rest`` is ``/name arg rest`` (namespaced commands, as Claude Code and pi write them)."""
 
 from __future__ import annotations
 

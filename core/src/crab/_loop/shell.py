@@ -1,20 +1,6 @@
-"""``!cmd``: a shell command a person types, gated like the bash tool, run in the workspace.
-
-``!`` is for a person at the keyboard. ``shell_input`` decides and runs one:
-
-- remote channels never run it;
-- it is one line: input after ``!`` that spans several lines is refused whole, and no line of
-  it runs (piped text is not a shell script);
-- it goes through every ``crab_before_tool_call`` hook, the permission gate last, as a call of
-  the ``exec`` tool ``!``, exactly like the bash tool: ``--yolo`` allows it, ``--read-only``
-  refuses it, and ``ask`` asks the user, so it is refused where crab cannot ask (``crab run``
-  with piped stdin or no terminal). In interactive ``crab chat`` (``keyboard``) the typed line
-  is the user's answer, so the gate does not ask again, though ``--read-only`` still refuses.
-
-It starts through ``crab.processes.wrap_command`` like a tool's command, so an OS sandbox
-(crab-sandbox) wraps it too; the wrapper sees the tool ``!``, or ``!keyboard`` when the person
-typed it at the keyboard of ``crab chat`` (``KEYBOARD_TOOL``).
-"""
+"""``!cmd``: a shell command a person types, gated like the bash tool, run in the workspace through
+``crab.processes.wrap_command`` (so a sandbox wraps it too: the tool ``!``, or ``!keyboard`` when
+typed at ``crab chat``'s keyboard, ``KEYBOARD_TOOL``)."""
 
 from __future__ import annotations
 
@@ -99,7 +85,16 @@ async def shell_input(
     local: bool,
     keyboard: bool = False,
 ) -> CommandResult:
-    """Decide on one ``!cmd`` (see the module docstring) and run it when allowed."""
+    """Decide on one ``!cmd`` and run it when allowed.
+
+    ``!`` is for a person at the keyboard: remote channels never run it. It is one line: input
+    after ``!`` spanning several lines is refused whole (piped text is not a shell script). It goes
+    through every ``crab_before_tool_call`` hook, the permission gate last, as a call of the
+    ``exec`` tool ``!``, exactly like the bash tool: ``--yolo`` allows it, ``--read-only`` refuses
+    it, and ``ask`` asks, so it is refused where crab cannot ask. In interactive ``crab chat``
+    (``keyboard``) the typed line is the user's answer, so the gate does not ask again, though
+    ``--read-only`` still refuses.
+    """
     if not local:
         return CommandResult("!commands only run from a local terminal", is_error=True)
     line = one_line(command)

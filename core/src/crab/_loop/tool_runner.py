@@ -1,12 +1,5 @@
-"""Running the tool calls of one model reply: interception hooks, timeouts, concurrency.
-
-Independent calls run concurrently; ``exclusive`` tools run alone. Every call ends with exactly
-one result — executed, refused, skipped or failed — and no failure escapes as an exception
-(except ``PluginError`` in strict mode, after the other calls of the batch have ended). The
-interceptors (the loop guard and the permission gate among them) are reached only through the
-dispatcher; a ``Deny(end_turn=True)`` ends the turn once the calls already started have ended.
-A call costs no thread and no timer task of its own (``asyncio.timeout`` bounds it in place).
-"""
+"""Running the tool calls of one model reply: interception hooks (through the dispatcher), timeouts,
+concurrency; every call ends with exactly one result."""
 
 from __future__ import annotations
 
@@ -66,7 +59,14 @@ def batches(calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -> list[list[T
 
 
 class ToolRunner:
-    """Executes calls for one session; the loop gives it the registry and callbacks."""
+    """Executes calls for one session; the loop gives it the registry and callbacks.
+
+    Independent calls run concurrently; ``exclusive`` tools run alone. Every call ends with one
+    result (executed, refused, skipped or failed) and no failure escapes as an exception (but
+    ``PluginError`` in strict mode, after the batch's other calls have ended). A
+    ``Deny(end_turn=True)`` ends the turn once the calls already started have ended. A call costs
+    no thread and no timer task of its own (``asyncio.timeout`` bounds it in place).
+    """
 
     def __init__(
         self,

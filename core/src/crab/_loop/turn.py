@@ -1,11 +1,5 @@
-"""One turn: record the input, call the model, run its tool calls, repeat until an answer, settle.
-
-``Turn`` owns the turn's book-keeping and its invariants: every recorded tool call ends with
-exactly one recorded result (after an abort, a failure or a stop by a plugin too), aborted or
-failed replies are stored but never replayed, and each model call goes through the one
-model-call path (``crab/_loop/model_call.py``: hooks, pricing, recording). What a turn needs of
-the agent it is given as ``TurnParts``; it never reaches back into the agent.
-"""
+"""One turn: record the input, call the model, run its tool calls, repeat until an answer, settle;
+given its ``TurnParts``, never reaching back into the agent (docs/architecture.md#the-agent-and-the-turn)."""
 
 from __future__ import annotations
 
@@ -80,11 +74,19 @@ class TurnParts:
     notice: Callable[[str, str], None]
     known_window: Callable[[Session], int | None] = lambda session: None
     """The context window of the session's model when known (a status line's share of it)."""
+    config: Any = None
+    """The agent's config, for the hooks that take it (``crab_prompt_submit``); None in a child
+    agent's turn, whose input the model wrote."""
 
 
 class Turn:
     """Runs one input of one session to its end; ``run`` never raises except on cancellation
-    from outside or a plugin failure in strict mode (``PluginError``)."""
+    from outside or a plugin failure in strict mode (``PluginError``).
+
+    Its invariants: every recorded tool call ends with exactly one recorded result (after an
+    abort, a failure or a stop by a plugin too), and aborted or failed replies are stored but
+    never replayed.
+    """
 
     def __init__(self, parts: TurnParts, session: Session, item: QueuedInput, queue: Any) -> None:
         self.parts = parts
@@ -154,18 +156,27 @@ class Turn:
         hook refused it (then nothing is recorded)."""
         session = self.session
         refused, context = await self.parts.calls.dispatch.prompt_submit(
-            prompt=item.text, session_id=session.id, workspace=session.workspace
+            prompt=item.text, session_id=session.id, workspace=session.workspace, config=self.parts.config
         )
         if refused is not None:
             if item in queue:
                 queue.remove(item)  # refused on purpose: nothing is left in flight
             return f"prompt refused: {refused.reason}"
         await self.parts.record_message(session, UserMessage(item.text, images=item.images))
-        for text in context:
-            await self.parts.record_message(session, UserMessage(text))
+        for extra in context:
+            await self.parts.record_message(session, self._fitted(extra))
         if item in queue:
             queue.remove(item)  # written: no longer in flight
         return None
+
+    def _fitted(self, extra: str | UserMessage) -> UserMessage:
+        """A hook's context as a message, its images within the caps (a note for each left out)."""
+        if isinstance(extra, str):
+            return UserMessage(extra)
+        if not extra.images:
+            return extra
+        images, notes = self.parts.settings.images.fit_result(extra.images)
+        return UserMessage("\n".join([extra.content, *notes]).strip(), images=images)
 
     async def _iterate(self) -> tuple[TurnStop, str | None]:
         limit = self.parts.settings.max_iterations

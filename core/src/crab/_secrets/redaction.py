@@ -1,17 +1,5 @@
-"""Keeping secrets in: mask every key or token crab knows in what it stores and what it shows.
-
-Which values are secret is ``crab._secrets.keys.known_secrets``'s business; this module masks them:
-
-- ``Redactor`` in strings and in the JSON-like payloads the loop appends to a store, keys and
-  values alike (and in log files crab writes);
-- ``EventRedactor`` in every event the loop delivers to renderers and ``crab_event`` observers,
-  every string field of it, nested (tool call arguments, messages, errors, notices, output), with
-  lone surrogates replaced (``crab._contracts.messages.valid_text``) so what is shown is valid UTF-8. Text
-  and thinking arrive in deltas, and a secret split across two deltas would pass a per-event
-  mask, so each stream holds back a tail that could be the start of a secret (never more than
-  the longest secret minus one character) until the next delta completes or clears it, or any
-  other event of that session (tool call, usage, error, turn end) flushes it first.
-"""
+"""Keeping secrets in: mask every key or token crab knows (``crab._secrets.keys.known_secrets``)
+in what it stores (``Redactor``) and in every event it shows (``EventRedactor``)."""
 
 from __future__ import annotations
 
@@ -28,7 +16,8 @@ from crab._secrets.keys import MIN_SECRET_LENGTH, REDACTED
 
 
 class Redactor:
-    """Masks a fixed set of secrets in strings and in nested JSON-like payloads."""
+    """Masks a fixed set of secrets in strings and in nested JSON-like payloads, keys and values
+    alike: what the loop appends to a store, and log files crab writes."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self.secrets = sorted((s for s in secrets if len(s) >= MIN_SECRET_LENGTH), key=len, reverse=True)
@@ -159,7 +148,14 @@ def _field_names(kind: type) -> tuple[str, ...] | None:
 
 
 class EventRedactor:
-    """Makes every event safe to show: secrets masked, text valid UTF-8 (see the module docstring).
+    """Makes every event safe to show: secrets masked, text valid UTF-8.
+
+    Every string field of every event the loop delivers to renderers and ``crab_event``
+    observers is masked, nested ones too (tool call arguments, messages, errors, notices, output),
+    with lone surrogates replaced (``crab._contracts.messages.valid_text``). Text and thinking
+    arrive in deltas, and a secret split across two would pass a per-event mask, so each stream
+    holds back a tail that could start a secret (``StreamRedactor``) until the next delta completes
+    or clears it, or another event of that session (tool call, usage, error, turn end) flushes it.
 
     ``events(event, session_id)`` gives the events to deliver in its place: usually one, none
     while a delta is held back, or a flushed delta before the event that ends a stream.

@@ -1,7 +1,5 @@
-"""Writing a file so that a reader sees either the old bytes or the new, never half of either.
-
-Used for config edits and by tool plugins that write the user's files.
-"""
+"""Writing a file so that a reader sees either the old bytes or the new, never half of either (config
+edits, and tool plugins writing the user's files)."""
 
 from __future__ import annotations
 

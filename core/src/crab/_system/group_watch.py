@@ -1,15 +1,6 @@
 """What crab started ends even when crab is killed outright (``kill -9``, the OOM killer, the
-last-resort watchdog's ``_exit``). Private; ``crab.processes.track``/``untrack`` keep it told.
-
-crab's own exit paths end every process it started (``processes.terminate_all``), but a process
-killed with SIGKILL runs none of them, and without crab-sandbox (whose bubblewrap dies with its
-parent) a command's process group would run on unowned: a background job for ever, a foreground
-command past its timeout. So the first tracked start also starts one small watcher process (its
-own session, so Ctrl-C at the terminal does not reach it), which reads the groups crab is running
-from a pipe. When that pipe closes (crab is gone, however it went) the watcher ends the groups
-still listed: SIGTERM, then SIGKILL after ``GRACE``. A process that moved out of its group
-(``setsid``) is beyond it; crab's exit paths find those by their tag.
-"""
+watchdog's ``_exit``): a watcher process ends the groups still listed once crab's pipe closes.
+Private; ``crab.processes.track``/``untrack`` keep it told (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -59,6 +50,10 @@ def _send(line: str) -> bool:
 
 
 def _start() -> None:
+    # One small watcher for the first tracked start, in its own session so Ctrl-C at the terminal
+    # does not reach it; it reads the running groups from a pipe and, when the pipe closes (crab
+    # is gone, however it went), ends those still listed: SIGTERM, then SIGKILL after GRACE. A
+    # process that moved out of its group (setsid) is beyond it; crab's exit paths find it by tag.
     global _watcher
     with contextlib.suppress(OSError):
         _watcher = subprocess.Popen(

@@ -1,14 +1,6 @@
-"""The last-resort watchdog: ends crab when its interpreter is held, without needing the GIL.
-
-A sync tool stuck in C code that holds the GIL (a catastrophic ``re`` match, say) stops every
-Python thread, the event loop and the signal handlers with it: no timeout, no Ctrl-C. Python's
-``faulthandler`` runs its timer in a C thread that needs no GIL; armed, it prints every
-thread's traceback and calls ``_exit(1)``. Only the CLI enables this (``enable``): embedded in
-another program, crab never ends its host. While a sync tool thread runs (abandoned ones
-included), a heartbeat thread re-arms the timer every ``TICK`` seconds, so it fires only after
-``STALL`` seconds in which no Python thread could run; after a signal, ``exit_within`` bounds
-the clean-up the same way.
-"""
+"""The last-resort watchdog: ends crab when its interpreter is held (a sync tool stuck in C code
+holding the GIL), through ``faulthandler``'s GIL-free timer; only the CLI enables it
+(docs/security.md)."""
 
 from __future__ import annotations
 
@@ -47,6 +39,10 @@ def alive_threads() -> list[threading.Thread]:
 
 def watch(thread: threading.Thread) -> None:
     """Watch the interpreter while ``thread`` (a sync tool's) runs; call ``done`` when it ends.
+
+    While any such thread runs (abandoned ones included) a heartbeat thread re-arms the timer
+    every ``TICK`` seconds, so it fires (every thread's traceback, then ``_exit(1)``) only after
+    ``STALL`` seconds in which no Python thread could run.
 
     Call it before ``thread.start()``: a thread that takes the GIL at once would otherwise
     stop this very call from arming the timer.

@@ -3,7 +3,8 @@
 ``ScriptedProvider`` replays replies; ``AgentHarness`` runs an agent on it with the plugins you
 choose; ``run_cli`` runs ``crab`` in-process; ``StoreContract`` is the suite every store passes;
 ``ReplayServer`` (``crab.testing.http_replay``) is a real HTTP server on 127.0.0.1 replaying
-recorded responses to a provider plugin under test.
+recorded responses to a provider plugin under test. For the real ``crab`` command in a subprocess,
+``ScriptedSite`` installs a scripted provider plugin, and ``TmuxScreen`` runs ``crab chat`` in tmux.
 The pytest fixtures live in ``crab.testing.pytest_plugin`` (loaded automatically).
 """
 
@@ -28,9 +29,11 @@ if TYPE_CHECKING:
         sse_bytes,
         sse_events,
     )
-    from crab.testing.images import make_png
+    from crab.testing.images import image_history, make_png
     from crab.testing.scripted import ScriptedProvider, load_script
+    from crab.testing.site import ScriptedSite
     from crab.testing.store_contract import StoreContract, assert_chain
+    from crab.testing.tmux import TmuxScreen, tmux_available
 
 _EXPORTS = {
     "load_config": "crab._config.layers",
@@ -53,6 +56,10 @@ _EXPORTS = {
     "sse_bytes": "crab.testing.http_replay",
     "sse_events": "crab.testing.http_replay",
     "make_png": "crab.testing.images",
+    "image_history": "crab.testing.images",
+    "ScriptedSite": "crab.testing.site",
+    "TmuxScreen": "crab.testing.tmux",
+    "tmux_available": "crab.testing.tmux",
     "ScriptedProvider": "crab.testing.scripted",
     "load_script": "crab.testing.scripted",
     "StoreContract": "crab.testing.store_contract",
@@ -65,12 +72,15 @@ __all__ = [
     "RecordedRequest",
     "ReplayServer",
     "ScriptedProvider",
+    "ScriptedSite",
     "StoreContract",
+    "TmuxScreen",
     "assert_chain",
     "build_host",
     "check_range",
     "collect_stream",
     "find_secret",
+    "image_history",
     "load_config",
     "load_script",
     "make_config",
@@ -80,6 +90,7 @@ __all__ = [
     "save_key",
     "sse_bytes",
     "sse_events",
+    "tmux_available",
     "trust_project",
 ]
 

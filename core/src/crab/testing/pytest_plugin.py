@@ -5,7 +5,10 @@
 - ``crab_agent``: a factory of ``AgentHarness`` objects (scripted provider, memory store, the
   plugins you name), closed after the test;
 - ``crab_config``: write a config file (project or user) for the test and get the merged ``Config``;
-- ``crab_cli``: run ``crab`` in-process and get a ``CliResult``.
+- ``crab_cli``: run ``crab`` in-process and get a ``CliResult``;
+- ``crab_site``: a ``ScriptedSite`` in ``tmp_path`` (a scripted provider plugin for a ``crab`` subprocess);
+- ``crab_screen``: a factory of ``TmuxScreen`` objects (a program in tmux), closed after the test;
+  the test is skipped where tmux is not installed.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import pytest
 from crab._config import environ
 from crab._config.layers import Config, load_config
 from crab.testing.harness import AgentHarness, CliResult, run_cli
+from crab.testing.site import ScriptedSite
+from crab.testing.tmux import TmuxScreen, tmux_available
 
 CRAB_ENV = tuple(name for name in environ.ALL if name != environ.HOME)
 
@@ -77,3 +82,29 @@ def crab_config(crab_home: Path) -> Callable[..., Config]:
 def crab_cli(crab_home: Path) -> Callable[..., CliResult]:
     """``crab_cli("plugins", "list", env={...})`` runs the CLI in-process."""
     return run_cli
+
+
+@pytest.fixture
+def crab_site(tmp_path: Path) -> ScriptedSite:
+    """A ``ScriptedSite`` in ``tmp_path``: provider ``fake`` with the model ``script``."""
+    return ScriptedSite(tmp_path)
+
+
+@pytest.fixture
+def crab_screen(tmp_path: Path) -> Iterator[Callable[..., TmuxScreen]]:
+    """``crab_screen(command, cwd=…, env=…, ready="crab>")`` starts ``command`` in tmux (a server of
+    this test's own) and returns its ``TmuxScreen``; every screen ends after the test."""
+    if not tmux_available():
+        pytest.skip("tmux is not installed (apt-get install tmux); the terminal tests need it")
+    socket = tmp_path / "tmux.sock"
+    started: list[TmuxScreen] = []
+
+    def start(command: list[str], **options: Any) -> TmuxScreen:
+        screen = TmuxScreen.start(command, socket=socket, **options)
+        started.append(screen)
+        return screen
+
+    yield start
+    for screen in started:
+        screen.close()
+    TmuxScreen.kill_server(socket)

@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Any
 import crab
 
 if TYPE_CHECKING:
-    from crab import AgentHandle, Command, Config, ConfigTable, ToolContext, ToolResult
+    from pathlib import Path
+
+    from crab import AgentHandle, Command, Config, ConfigTable, Deny, ToolContext, ToolResult, UserMessage
 
     from crab_mcp.manager import Manager
 
-CRAB_API = ">=1.5,<2"  # AgentHandle.complete and wrap_command naming its starter (1.5)
+CRAB_API = ">=1.6,<2"  # crab_prompt_submit with config and image context (1.6)
 PLUGIN = "mcp"
 
 
@@ -90,6 +92,21 @@ def crab_after_tool_call(result: ToolResult, ctx: ToolContext) -> ToolResult | N
     """After a session's next tool result: the resources it read that changed since (``crab_mcp.subscriptions``)."""
     manager = _running.get(id(ctx.config)) if ctx.config is not None else None
     return None if manager is None else manager.watch.note_into(result, ctx.session_id)
+
+
+@crab.hookimpl
+async def crab_prompt_submit(
+    prompt: str, session_id: str, workspace: Path, config: Config | None
+) -> Deny | UserMessage | None:
+    """``@server:uri`` in the user's prompt: that resource as context (``crab_mcp.attach``)."""
+    if config is None or "@" not in prompt:  # None: a child agent's turn, whose prompt the model wrote
+        return None
+    manager = _running.get(id(config))
+    if manager is None:
+        return None
+    from crab_mcp.attach import attach
+
+    return await attach(manager, prompt, session_id, workspace, config)
 
 
 @crab.hookimpl

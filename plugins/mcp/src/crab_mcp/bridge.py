@@ -14,7 +14,8 @@ notification when a workspace file appears (a client lists the resources again w
 A call with a progress token gets a heartbeat (``crab_mcp.serve_progress``); the workspace's
 files are resources read through the box's own read tool (``crab_mcp.serve_resources``); what
 plugins offer through ``crab_prompts`` (crab-skills: its skills) are prompts
-(``crab_mcp.serve_prompts``). Resource and prompt text is redacted like every byte crab sends.
+(``crab_mcp.serve_prompts``). Tool results, resource text and prompt text pass through crab's
+``Redactor`` (the secrets the CLI masks), so a key in a workspace file never leaves unmasked.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def build_server(box: ToolBox, prompts: Mapping[str, ServedPrompt] | None = None
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         result = await with_heartbeat(box.call(params.name, params.arguments or {}), ctx, params.name)
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result.content)], is_error=result.is_error
+            content=[types.TextContent(type="text", text=redact(result.content))], is_error=result.is_error
         )
 
     handlers: dict[str, Any] = {"on_list_tools": list_tools, "on_call_tool": call_tool}

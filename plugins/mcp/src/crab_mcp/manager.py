@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crab import Tool, ToolContext, ToolResult, crab_home
+from crab import Event, Tool, ToolContext, ToolResult, crab_home
 
 from crab_mcp.names import crab_name
 from crab_mcp.resources import offers
@@ -83,10 +83,20 @@ class Manager:
         self.entries: dict[str, ToolEntry] = {}
         self._register: Callable[[list[Tool]], Any] | None = None
         self._resource_tools = False
+        self.notice: Callable[[str], None] = lambda message: None
+        """Tells the user something (``AgentHandle.notice`` once the agent started)."""
         self.watch = Watch(self)
         for link in links:
             link.on_change.append(self._changed)
             link.on_update.append(self.watch.updated)
+            link.on_ready.append(self.watch.ready)
+            link.on_lost.append(self.watch.lost)
+
+    def emit(self, event: Event) -> None:
+        """An event for the user outside a tool call (a notice about an attached resource)."""
+        message = getattr(event, "message", None)
+        if isinstance(message, str):
+            self.notice(message)
 
     def attach(self, register: Callable[[list[Tool]], Any]) -> None:
         """Hand tools a server adds later (``tools/list_changed``, a restart) to ``register``

@@ -96,6 +96,10 @@ class ServerLink:
         (the server said it changed, or crab connected again)."""
         self.on_update: list[Callable[[ServerLink, str], None]] = []
         """Called with (link, uri) when the server says a subscribed resource changed."""
+        self.on_ready: list[Callable[[ServerLink], None]] = []
+        """Called with the link each time a connection is ready (the first and every restart)."""
+        self.on_lost: list[Callable[[ServerLink], None]] = []
+        """Called with the link when a stdio server exited by itself while connected."""
         self.can_subscribe = False
         """The server offers ``resources.subscribe``."""
         self.subscribed: set[str] = set()
@@ -265,7 +269,8 @@ class ServerLink:
                     ready.set_result(None)
                 for kind in ("tools", "resources", "prompts"):
                     self._changed(kind)  # a server started again may offer other tools than before
-                await self._stop.wait()
+                self._tell(self.on_ready, "ready")
+                await self._hold()
         except asyncio.CancelledError:
             if not ready.done():
                 ready.set_exception(ServerDown(f"did not answer within {self.config.connect_timeout:g} s"))
@@ -278,6 +283,38 @@ class ServerLink:
                 self.status, self.reason = "down", reason
         finally:
             self._client = None
+
+    async def _hold(self) -> None:
+        """Until ``stop``; or until a stdio server's process exits by itself, which marks it
+        down at once (the next call starts it again, and a listener may start it now)."""
+        assert self._stop is not None
+        stdio = self._stdio
+        if stdio is None:
+            await self._stop.wait()
+            return
+        waits = {asyncio.ensure_future(self._stop.wait()), asyncio.ensure_future(stdio.exited())}
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+        if self._stop.is_set() or self.status != "ready":
+            return
+        self.status, self.reason = "down", stdio.failure or "the server exited (see its log)"
+        self._retry_at = 0.0
+        self._tell(self.on_lost, "lost")
+
+    def _tell(self, listeners: list[Callable[[ServerLink], None]], what: str) -> None:
+        for listener in list(listeners):
+            try:
+                listener(self)
+            except Exception as exc:
+                self.peer._note(f"a {what} listener failed: {type(exc).__name__}: {exc}")
+
+    @property
+    def retry_in(self) -> float:
+        """Seconds until a failed server may be started again (0 when it may now)."""
+        return max(0.0, self._retry_at - time.monotonic()) if self.status == "failed" else 0.0
 
     async def start(self) -> None:
         """Connect and list tools within ``connect_timeout``; ``ServerDown`` says why not."""

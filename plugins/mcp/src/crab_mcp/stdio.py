@@ -118,6 +118,12 @@ class StdioTransport:
                 outgoing.close()
                 processes.untrack(process.pid)
 
+    async def exited(self) -> None:
+        """Return once the process has exited (for whatever reason)."""
+        process = self._process
+        if process is not None:
+            await process.wait()
+
     async def kill(self) -> None:
         """End the process (and everything it forked) now; the connection then closes."""
         from crab import processes

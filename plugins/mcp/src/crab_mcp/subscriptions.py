@@ -7,8 +7,10 @@ sessions, shows a notice to the user at once and keeps the new content (the late
 at ``MAX_NOTE`` characters, fenced as the server's content) for the model: it is added after
 the next tool result of that session (``crab_after_tool_call``), the first place the model reads
 new text in the history without crab inventing a user message. ``stop`` unsubscribes
-everything before the servers stop. A server that starts again is not subscribed again until
-the model reads the resource once more.
+everything before the servers stop. Subscriptions survive a restart: a stdio server holding
+some that exits by itself is started again at once (waiting out the backoff while it fails),
+and every connection that comes up (that restart, or one a call made) subscribes again to
+what the sessions watched and reads each resource again, so the model's view is fresh.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import contextlib
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from crab import ToolContext, ToolResult
@@ -66,28 +68,63 @@ class Watch:
         """Subscribe to ``uri`` (once per connection) and remember that ``ctx``'s session read it."""
         if ctx is None or not link.can_subscribe:
             return
-        key = (link.name, uri)
-        if uri not in link.subscribed:
-            if len(link.subscribed) >= MAX_PER_SERVER:
-                return
-            try:
-                with _quiet():
-                    await link.request(f"resources/subscribe {uri}", "subscribe_resource", uri)
-            except Exception as exc:  # the read worked; no subscription is no failure of the call
-                link.peer._note(f"subscribing to {uri} failed: {type(exc).__name__}: {exc}")
-                return
-            link.subscribed.add(uri)
-        self.watched.setdefault(key, _Watched()).contexts[ctx.session_id] = ctx
-
-    def updated(self, link: ServerLink, uri: str) -> None:
-        """The server said ``uri`` changed: read it again in the background."""
-        if (link.name, uri) not in self.watched:
+        if not await self._subscribe(link, uri):
             return
-        task = asyncio.create_task(self._refresh(link, uri), name=f"crab-mcp-{link.name}-updated")
+        self.watched.setdefault((link.name, uri), _Watched()).contexts[ctx.session_id] = ctx
+
+    async def _subscribe(self, link: ServerLink, uri: str) -> bool:
+        """Whether ``uri`` is subscribed to on the link's connection (subscribing now if not)."""
+        if uri in link.subscribed:
+            return True
+        if len(link.subscribed) >= MAX_PER_SERVER:
+            return False
+        try:
+            with _quiet():
+                await link.request(f"resources/subscribe {uri}", "subscribe_resource", uri)
+        except Exception as exc:  # the read worked; no subscription is no failure of the call
+            link.peer._note(f"subscribing to {uri} failed: {type(exc).__name__}: {exc}")
+            return False
+        link.subscribed.add(uri)
+        return True
+
+    def _spawn(self, link: ServerLink, what: str, work: Any) -> None:
+        task = asyncio.create_task(work, name=f"crab-mcp-{link.name}-{what}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _refresh(self, link: ServerLink, uri: str) -> None:
+    def _uris(self, link: ServerLink) -> list[str]:
+        return sorted(uri for name, uri in self.watched if name == link.name)
+
+    def updated(self, link: ServerLink, uri: str) -> None:
+        """The server said ``uri`` changed: read it again in the background."""
+        if (link.name, uri) in self.watched:
+            self._spawn(link, "updated", self._refresh(link, uri))
+
+    def ready(self, link: ServerLink) -> None:
+        """A connection came up: on a new one (a restart) subscribe again to what was watched."""
+        if any(uri not in link.subscribed for uri in self._uris(link)):
+            self._spawn(link, "resubscribe", self._resubscribe(link))
+
+    def lost(self, link: ServerLink) -> None:
+        """A stdio server exited by itself: start it again now when it holds subscriptions."""
+        if self._uris(link):
+            self._spawn(link, "restart", self._restart(link))
+
+    async def _restart(self, link: ServerLink) -> None:
+        from crab_mcp.server import ServerDown
+
+        while self._uris(link) and link.status != "ready":
+            try:
+                await link.ensure()  # ``ready`` subscribes again once it is up
+            except ServerDown:
+                await asyncio.sleep(max(link.retry_in, 0.5))
+
+    async def _resubscribe(self, link: ServerLink) -> None:
+        for uri in self._uris(link):
+            if await self._subscribe(link, uri):
+                await self._refresh(link, uri, restarted=True)
+
+    async def _refresh(self, link: ServerLink, uri: str, *, restarted: bool = False) -> None:
         from crab import NoticeEvent
 
         from crab_mcp.resources import read
@@ -99,15 +136,19 @@ class Watch:
             content = (
                 f"{content[:MAX_NOTE]}\n[… cut: {len(fresh.content):,} characters; read it with mcp_read_resource]"
             )
-        note = f"MCP resource {uri} of server {link.name!r} changed since you read it; crab read it again:\n{content}"
+        if restarted:
+            note = f"MCP server {link.name!r} started again since you read its resource {uri} (it may have changed)"
+            what = f"MCP {link.name}: started again; resource {uri} read again"
+        else:
+            note = f"MCP resource {uri} of server {link.name!r} changed since you read it"
+            what = f"MCP {link.name}: resource {uri} changed"
+        note = f"{note}; crab read it again:\n{content}"
         for session_id, ctx in list(self.watched.get(key, _Watched()).contexts.items()):
             waiting = self.pending.setdefault(session_id, {})
             first = key not in waiting
             waiting[key] = note
             if first:  # one notice until the model has seen it, however often the server says so
-                ctx.emit(
-                    NoticeEvent(f"MCP {link.name}: resource {uri} changed; the model sees it after its next tool call")
-                )
+                ctx.emit(NoticeEvent(f"{what}; the model sees it after its next tool call"))
 
     def note_into(self, result: ToolResult, session_id: str) -> ToolResult | None:
         """``result`` with the updates waiting for ``session_id`` after it (None when there are none)."""

@@ -1,5 +1,6 @@
 """crab-skills: Agent Skills (SKILL.md folders) named in the prompt, loaded by a tool or ``/skill:name``,
-and the user's own slash commands (Markdown files in ``$CRAB_HOME/commands/`` and ``.crab/commands/``).
+and the user's own slash commands (Markdown files in ``$CRAB_HOME/commands/`` and ``.crab/commands/``,
+and Claude Code's ``~/.claude/commands/`` and ``.claude/commands/``).
 
 Hook implementations only; the work is in ``crab_skills.runtime`` and the modules it uses. The
 entry point is the class: crab makes one object per plugin host, which keeps the folders other
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
     from crab_skills.runtime import Skills
 
-CRAB_API = ">=1.3,<2"  # declares its own hook (crab.hookspec, API 1.3)
+CRAB_API = ">=1.5,<2"  # its own hook (crab.hookspec, API 1.3); crab_prompt_submit (API 1.5)
 
 
 class SkillHooks:
@@ -67,7 +68,7 @@ class SkillsPlugin:
     @crab.hookimpl
     def crab_commands(self, config: Config) -> list[Command]:
         """``/skill`` (lists) and ``/skill NAME request`` = ``/skill:NAME request``; one command per
-        file in ``$CRAB_HOME/commands/`` and ``.crab/commands/``."""
+        file in ``$CRAB_HOME/commands/``, ``.crab/commands/`` and Claude Code's two folders."""
         return [
             crab.Command(
                 "skill",
@@ -82,6 +83,11 @@ class SkillsPlugin:
     def crab_before_tool_call(self, call: ToolCall, ctx: ToolContext) -> Deny | None:
         """While a command with ``allowed-tools`` runs, refuse the calls it does not allow."""
         return self.skills.check_tool(call, ctx)
+
+    @crab.hookimpl
+    async def crab_prompt_submit(self, prompt: str, session_id: str) -> Deny | None:
+        """A user command with ``model:`` runs its turn on that model: switched as its prompt is recorded."""
+        return await self.skills.prompt_submit(prompt, session_id)
 
     @crab.hookimpl
     def crab_startup(self, agent: AgentHandle) -> None:

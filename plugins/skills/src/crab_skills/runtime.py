@@ -3,8 +3,9 @@
 One ``Skills`` object lives per plugin host. It learns the folders other plugins ship when the
 agent starts (``crab_skill_dirs``, collected through the handle), searches the roots again for
 every prompt (a skill added mid-session appears at the next call) and shows each warning once.
-It also makes the user's own command files slash commands (``crab_skills.user_commands``) and,
-while one whose ``allowed-tools`` is set runs, refuses the calls it does not allow.
+It also makes the user's own command files slash commands (``crab_skills.user_commands``): while
+one whose ``allowed-tools`` is set runs it refuses the calls it does not allow, and one whose
+``model`` is set runs its turn on that model (``crab_skills.command_model``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from crab import (
     ToolResult,
 )
 
+from crab_skills.command_model import ModelSwitches, not_configured
 from crab_skills.content import listing, loaded, prompt_section, read_file, user_turn
 from crab_skills.discovery import Cache, Catalog, discover
 from crab_skills.roots import build_roots, plugin_dirs
@@ -62,6 +64,7 @@ class Skills:
         self._pending_warnings: list[str] = []
         self.narrowed: dict[str, list[tuple[str, tuple[AllowedTool, ...]]]] = {}
         """Per session, the running user commands that set ``allowed-tools`` (innermost last)."""
+        self.models = ModelSwitches()
 
     # --- catalog --------------------------------------------------------------------------
 
@@ -198,17 +201,20 @@ class Skills:
             text = prompt(command, settings.max_bytes, args)
         except OSError as exc:
             return CommandResult(f"cannot read {command.file}: {exc.strerror or exc}", is_error=True)
-        if command.model and command.model not in (handle.model, f"{handle.provider_name}/{handle.model}"):
-            handle.notice(
-                f"/{name} asks for the model {command.model}; this turn uses {handle.model} "
-                "(crab cannot switch models for one command)",
-                "warning",
-            )
+        model = self._model(ctx, command)
+        if model is not None:
+            problem = not_configured(handle, ctx.session, name, model)
+            if problem is not None:
+                return CommandResult(problem, is_error=True)
         stack = self.narrowed.setdefault(ctx.session.id, [])
         if command.allowed is not None:
             stack.append((name, command.allowed))
         try:
-            outcome = await handle.handle_input(ctx.session, text)
+            if model is None:
+                outcome = await handle.handle_input(ctx.session, text)
+            else:
+                async with self.models.around(handle, ctx.session, name, model, text):
+                    outcome = await handle.handle_input(ctx.session, text)
         finally:
             if command.allowed is not None:
                 stack.remove((name, command.allowed))
@@ -217,6 +223,23 @@ class Skills:
         if outcome.error:  # the turn already showed its error; this keeps the exit status
             return CommandResult(f"/{name}: the turn ended with an error ({outcome.stop})", is_error=True)
         return CommandResult("")
+
+    @staticmethod
+    def _model(ctx: CommandContext, command: UserCommand) -> str | None:
+        """The model the command's turn runs on, None for the session's: an untrusted project may not
+        choose one (it would route your key and spend your money), so its ``model:`` is one notice."""
+        if command.model is None or command.trusted:
+            return command.model
+        ctx.handle.notice(
+            f"/{command.name} is from a project you have not trusted (crab trust): its model: {command.model} is "
+            f"ignored, and it runs on {ctx.handle.session_model(ctx.session)}",
+            "warning",
+        )
+        return None
+
+    async def prompt_submit(self, prompt: str, session_id: str) -> Deny | None:
+        """Switch a user command's session to its ``model`` as its turn records its prompt."""
+        return await self.models.prompt_submit(prompt, session_id)
 
     def check_tool(self, call: ToolCall, ctx: ToolContext) -> Deny | None:
         """Refuse a call that a running command's ``allowed-tools`` does not allow (each of the

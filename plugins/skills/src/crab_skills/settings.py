@@ -41,7 +41,8 @@ TABLE = ConfigTable(
             "commands",
             "bool",
             True,
-            "make Markdown files in $CRAB_HOME/commands/ and the project's .crab/commands/ slash commands",
+            "make Markdown files in $CRAB_HOME/commands/, the project's .crab/commands/ and Claude Code's "
+            "~/.claude/commands/ and .claude/commands/ slash commands",
             trust_order=(False, True),
         ),
         Setting(

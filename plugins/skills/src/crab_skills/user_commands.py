@@ -1,14 +1,16 @@
 """The user's own slash commands: Markdown files in ``$CRAB_HOME/commands/`` and a project's
-``.crab/commands/``, each ``NAME.md`` the command ``/NAME``, as Claude Code's custom commands are.
+``.crab/commands/``, each ``NAME.md`` the command ``/NAME``, as Claude Code's custom commands are;
+Claude Code's own folders (``~/.claude/commands/``, a project's ``.claude/commands/``) are read too.
 
 The front matter is optional (``description``, ``argument-hint``, ``allowed-tools``, ``model``);
 without a ``description`` the body's first line describes the command in ``/help``. Running one
 sends its body, with ``$ARGUMENTS`` and ``$1``…``$9`` filled in, as the user's prompt.
 
 Precedence is the skills' (``crab_skills.discovery``): a trusted project's command replaces your
-own of the same name; an untrusted project's never does (it is left out with one warning), and
-whatever it says, ``allowed-tools`` only ever narrows what a turn may call: it grants nothing, so
-crab's permission gate still asks as it would. A project's files must resolve inside its folder.
+own of the same name; an untrusted project's never does (it is left out with one warning). Within
+one scope (yours, the project's) crab's folder comes before Claude Code's. Whatever an untrusted
+project's file says, ``allowed-tools`` only ever narrows what a turn may call and its ``model`` is
+not used. A project's files must resolve inside their folder.
 """
 
 from __future__ import annotations
@@ -20,18 +22,23 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crab import Config
+from crab import Config, crab_home
 from crab_frontmatter_kit import Document, FrontMatterError, project_folder, project_trusted, split, user_folder
 
 from crab_skills.discovery import clean_text, inside, read_regular
 
 KIND = "commands"
+CLAUDE = ".claude"
+"""Claude Code's folder: ``~/.claude`` (``$CLAUDE_CONFIG_DIR`` moves it) and a project's ``.claude``."""
+INHERIT = "inherit"
+"""A ``model`` that names no model: the session's (Claude Code's word for it)."""
 NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?$")
 """A command's name: what the router reads after ``/`` (no ``:``, which starts a skill's name)."""
 RESERVED = frozenset({"skill"})
 """crab-skills' own command; a file of that name is left out."""
 MAX_PER_ROOT = 256
 MAX_DESCRIPTION = 200
+MAX_MODEL = 200
 PLACEHOLDER = re.compile(r"\$(ARGUMENTS|[1-9])")
 CLAUDE_TOOLS = {
     "Bash": "bash",
@@ -166,7 +173,8 @@ def read_command(file: Path, source: str, trusted: bool, contained: Path | None,
         raise ValueError(str(exc)) from None
     first = next((line for line in document.body.splitlines() if line.strip()), "")
     description = clean_text(document.fields.get("description", "") or first.lstrip("# "), MAX_DESCRIPTION)
-    model = document.fields.get("model", "").strip() or None
+    written = clean_text(document.fields.get("model", ""), MAX_MODEL).strip()  # shown in lines: printable
+    model = None if written.lower() in ("", INHERIT) else written
     return UserCommand(
         name,
         description or f"run {file.name}",
@@ -203,15 +211,52 @@ def _files(folder: Path) -> list[Path]:
     return found
 
 
+def claude_user_folder() -> Path:
+    """``~/.claude/commands`` (``$CLAUDE_CONFIG_DIR/commands`` when that is set, as in Claude Code)."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    return (Path(configured).expanduser() if configured else Path.home() / CLAUDE) / KIND
+
+
+def claude_project_folder(workspace: Path) -> Path | None:
+    """The nearest ``.claude/commands`` from ``workspace`` up to the repository root; never the
+    user's own Claude Code folder nor ``$CRAB_HOME``, whatever folder crab runs in."""
+    try:
+        here = workspace.resolve()
+        own = {claude_user_folder().parent.resolve(), crab_home().resolve()}
+    except OSError:
+        return None
+    for folder in (here, *here.parents):
+        dot = folder / CLAUDE
+        if (dot / KIND).is_dir() and dot.resolve() not in own:
+            return dot / KIND
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def claude_project_trusted(folder: Path, config: Config) -> bool:
+    """A project's ``.claude/commands`` is trusted when the ``.crab`` beside its ``.claude`` is the
+    project config the user trusted (``crab trust``); Claude Code's folder has no trust of its own."""
+    return project_trusted(folder.parent.parent / ".crab" / KIND, config)
+
+
 def roots(workspace: Path, config: Config, read_project: bool) -> list[tuple[Path, str, bool, bool]]:
-    """(folder, source, trusted, contained) in precedence order, as skills are searched."""
-    user = (user_folder(KIND), "user", True, False)
-    project = project_folder(workspace, KIND) if read_project else None
-    if project is None:
-        return [user]
-    if project_trusted(project, config):
-        return [(project, "project", True, True), user]
-    return [user, (project, "project", False, True)]
+    """(folder, source, trusted, contained) in precedence order, as skills are searched: a trusted
+    project's folders before yours, an untrusted project's after; crab's before Claude Code's."""
+    user = [(user_folder(KIND), "user", True, False), (claude_user_folder(), "~/.claude", True, False)]
+    if not read_project:
+        return user
+    trusted: list[tuple[Path, str, bool, bool]] = []
+    untrusted: list[tuple[Path, str, bool, bool]] = []
+    project = project_folder(workspace, KIND)
+    if project is not None:
+        ok = project_trusted(project, config)
+        (trusted if ok else untrusted).append((project, "project", ok, True))
+    claude = claude_project_folder(workspace)
+    if claude is not None:
+        ok = claude_project_trusted(claude, config)
+        (trusted if ok else untrusted).append((claude, ".claude", ok, True))
+    return [*trusted, *user, *untrusted]
 
 
 def discover(workspace: Path, config: Config, limit: int, read_project: bool = True) -> Commands:
