@@ -9,29 +9,29 @@ import asyncio
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from crab import Entry
+from crab.testing import TmuxScreen
 from crab_tape_jsonl import TapeStore
 
 CRAB = Path(sys.executable).with_name("crab")
 PLUGINS = "provider-mock,tape-jsonl,render-rich,tools-basic,subagents"
+EXITED = "CRAB-TEST-EXITED"
+"""What a ``TmuxScreen`` shows, with the exit status, once its program has ended."""
 WAIT = 60.0
 """Seconds a screen or process condition may take (an upper bound: the machine is shared)."""
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::crab_tape_jsonl.TornLineWarning"),
     pytest.mark.skipif(not CRAB.exists(), reason=f"no crab command next to {sys.executable}"),
-    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)"),
 ]
 
 
@@ -58,40 +58,10 @@ def pid_in(path: Path) -> int:
     return int(text)
 
 
-class Screen:
-    """``crab chat`` in a detached tmux session of a fixed size."""
-
-    def __init__(self, name: str, socket: Path) -> None:
-        self.name = name
-        self.socket = socket
-
-    def tmux(self, *args: str) -> str:
-        done = subprocess.run(
-            ["tmux", "-S", str(self.socket), *args], capture_output=True, text=True, timeout=30, check=False
-        )
-        return done.stdout
-
-    def send(self, line: str) -> None:
-        """Type ``line`` and press Enter."""
-        self.tmux("send-keys", "-t", self.name, "-l", line)
-        self.tmux("send-keys", "-t", self.name, "Enter")
-
-    def keys(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", self.name, *keys)
-
-    def text(self) -> str:
-        return self.tmux("capture-pane", "-p", "-J", "-S", "-300", "-t", self.name)
-
-    def wait_for(self, needle: str | Callable[[str], bool], timeout: float = WAIT) -> str:
-        check = needle if callable(needle) else (lambda screen: needle in screen)
-        deadline = time.monotonic() + timeout
-        screen = ""
-        while time.monotonic() < deadline:
-            screen = self.text()
-            if check(screen):
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"not on screen after {timeout:.0f} s: {needle!r}\n--- screen ---\n{screen}")
+def send(screen: TmuxScreen, line: str) -> None:
+    """Type ``line`` and press Enter."""
+    screen.type(line)
+    screen.keys("Enter")
 
 
 class Chat:
@@ -103,8 +73,6 @@ class Chat:
         self.project = root / "project"
         self.home.mkdir()
         self.project.mkdir()
-        self.socket = root / "tmux.sock"
-        self.screens: list[Screen] = []
 
     def script(self, name: str, replies: list[Any]) -> Path:
         path = self.root / f"{name}.json"
@@ -117,35 +85,14 @@ class Chat:
         front = f"name: {name}\ndescription: the {name} agent\nmodel: mock/{script}"
         (folder / f"{name}.md").write_text(f"---\n{front}\n---\nYou are {name}.\n", encoding="utf-8")
 
-    def start(self, script: Path) -> Screen:
+    def start(self, crab_screen: Callable[..., TmuxScreen], script: Path) -> TmuxScreen:
+        """``crab chat`` on ``script`` in tmux, once its prompt shows."""
         env = {
             k: v for k, v in os.environ.items() if not k.startswith(("CRAB_", "TMUX")) and not k.endswith("_API_KEY")
         }
-        env.update(CRAB_HOME=str(self.home), CRAB_PLUGINS=PLUGINS, TERM="xterm-256color")
+        env.update(CRAB_HOME=str(self.home), CRAB_PLUGINS=PLUGINS)
         command = [str(CRAB), "chat", "--store", "jsonl", "--yolo", "-m", f"mock/{script}"]
-        shell = " ".join(shlex.quote(part) for part in command) + "; echo CHAT-EXITED $?; sleep 60"
-        name = f"caps{uuid.uuid4().hex[:8]}"
-        tmux = ["tmux", "-S", str(self.socket), "-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "110"]
-        subprocess.run(
-            [
-                *tmux,
-                "-y",
-                "45",
-                "-c",
-                str(self.project),
-                "env",
-                *[f"{k}={v}" for k, v in env.items()],
-                "sh",
-                "-c",
-                shell,
-            ],
-            check=True,
-            timeout=30,
-        )
-        screen = Screen(name, self.socket)
-        self.screens.append(screen)
-        screen.wait_for("❯")
-        return screen
+        return crab_screen(command, cwd=self.project, env=env, width=110, height=45, ready="❯")
 
     def sessions(self) -> dict[str, tuple[dict[str, Any], list[Entry]]]:
         async def read() -> dict[str, tuple[dict[str, Any], list[Entry]]]:
@@ -159,17 +106,10 @@ class Chat:
 
         return asyncio.run(read())
 
-    def close(self) -> None:
-        subprocess.run(["tmux", "-S", str(self.socket), "kill-server"], capture_output=True, timeout=30, check=False)
-
 
 @pytest.fixture
-def chat(tmp_path: Path) -> Iterator[Chat]:
-    made = Chat(tmp_path)
-    try:
-        yield made
-    finally:
-        made.close()
+def chat(tmp_path: Path) -> Chat:
+    return Chat(tmp_path)
 
 
 def unpaired(entries: list[Entry]) -> list[str]:
@@ -182,7 +122,9 @@ def said(entries: list[Entry], role: str) -> list[str]:
     return [str(e.payload.get("content")) for e in entries if e.type == "message" and e.payload.get("role") == role]
 
 
-def test_a_subagent_shows_its_live_line_while_it_works_then_the_parent_answers(chat: Chat) -> None:
+def test_a_subagent_shows_its_live_line_while_it_works_then_the_parent_answers(
+    chat: Chat, crab_screen: Callable[..., TmuxScreen]
+) -> None:
     flag = chat.project / "go.flag"
     wait = f"while [ ! -e {shlex.quote(str(flag))} ]; do sleep 0.05; done; echo the helper saw the flag"
     chat.agent(
@@ -199,8 +141,8 @@ def test_a_subagent_shows_its_live_line_while_it_works_then_the_parent_answers(c
     parent = chat.script(
         "parent", [[{"tool": "task", "id": "t1", "args": task}], [{"text": "PARENT: the helper is done"}]]
     )
-    screen = chat.start(parent)
-    screen.send("ask the helper")
+    screen = chat.start(crab_screen, parent)
+    send(screen, "ask the helper")
     # The child's one live line: its label, what it is doing (the bash call), its tool count.
     shown = screen.wait_for(
         lambda s: any("helper" in line and "bash" in line and "1 tool" in line for line in s.splitlines())
@@ -212,7 +154,7 @@ def test_a_subagent_shows_its_live_line_while_it_works_then_the_parent_answers(c
     after = screen.wait_for(lambda s: not any("helper ·" in line and "1 tool ·" in line for line in s.splitlines()))
     assert "PARENT: the helper is done" in after  # the live line went when the child ended
     screen.keys("C-d")
-    screen.wait_for("CHAT-EXITED 0")
+    screen.wait_for(f"{EXITED} 0")
 
     stored = chat.sessions()
     (child_id,) = [s for s, (meta, _) in stored.items() if meta.get("crab.child_label") == "helper"]
@@ -224,7 +166,9 @@ def test_a_subagent_shows_its_live_line_while_it_works_then_the_parent_answers(c
     assert unpaired(stored[child_id][1]) == [] and unpaired(stored[parent_id][1]) == []
 
 
-def test_background_shells_are_read_listed_killed_and_end_with_the_session_left(chat: Chat) -> None:
+def test_background_shells_are_read_listed_killed_and_end_with_the_session_left(
+    chat: Chat, crab_screen: Callable[..., TmuxScreen]
+) -> None:
     one, two = chat.project / "one.pid", chat.project / "two.pid"
     replies = [
         # "start one"
@@ -245,8 +189,8 @@ def test_background_shells_are_read_listed_killed_and_end_with_the_session_left(
         [{"tool": "bash", "args": {"command": "while [ ! -s two.pid ]; do sleep 0.02; done"}}],
         [{"text": "JOB TWO RUNS"}],
     ]
-    screen = chat.start(chat.script("jobs", replies))
-    screen.send("start one")
+    screen = chat.start(crab_screen, chat.script("jobs", replies))
+    send(screen, "start one")
     screen.wait_for("JOB ONE RUNS")
     first = pid_in(one)
     assert alive(first)
@@ -258,29 +202,29 @@ def test_background_shells_are_read_listed_killed_and_end_with_the_session_left(
     read = str(outputs[-1].get("content")) if outputs else ""
     assert "first-job-up" in read and "[job-1 is running (" in read  # the model read the job's output
 
-    screen.send("/jobs")
+    send(screen, "/jobs")
     screen.wait_for(lambda s: any(line.split()[:2] == ["job-1", "running"] for line in s.splitlines()))
 
-    screen.send("stop it")
+    send(screen, "stop it")
     screen.wait_for("JOB ONE STOPPED")
     until("job-1's process to be gone", lambda: not alive(first))
-    screen.send("/jobs")
+    send(screen, "/jobs")
     screen.wait_for(lambda s: any(line.split()[:2] == ["job-1", "killed"] for line in s.splitlines()))
 
-    screen.send("start two")
+    send(screen, "start two")
     screen.wait_for("JOB TWO RUNS")
     second = pid_in(two)
     assert alive(second)
     before = chat.sessions()[session_id][1]
 
-    screen.send("/new")
+    send(screen, "/new")
     screen.wait_for("new session ")
     until("job-2's process to end with the session left", lambda: not alive(second))
-    assert "CHAT-EXITED" not in screen.text()  # ended by /new, not by crab's exit
-    screen.send("/jobs")
+    assert EXITED not in screen.text()  # ended by /new, not by crab's exit
+    send(screen, "/jobs")
     screen.wait_for("no background jobs in this session")
     screen.keys("C-d")
-    screen.wait_for("CHAT-EXITED 0")
+    screen.wait_for(f"{EXITED} 0")
 
     stored = chat.sessions()
     assert len(stored) == 2
