@@ -345,8 +345,9 @@ def bot_api() -> Iterator[FakeBotApi]:
 
 
 ECHO_PLUGIN = '''
-"""An echo provider for crab-telegram's tests, a write tool ``jot``, and ``pick``, which asks the
-user a ``crab.Question`` through ``ctx.question`` (as crab-ask's ``ask_user`` does)."""
+"""An echo provider for crab-telegram's tests, a write tool ``jot``, ``pick``, which asks the
+user a ``crab.Question`` through ``ctx.question`` (as crab-ask's ``ask_user`` does), and ``plan``,
+which emits ``crab.PlanEvent``s (as crab-todo's ``todo`` does)."""
 import json, os
 from pathlib import Path
 
@@ -382,6 +383,8 @@ def reply(request):
         return [{"delay": 2.0}, {"text": f"waited: {text}"}]
     if text.startswith("jot"):
         return [{"tool": "jot", "args": {"note": text[4:]}}]
+    if text.startswith("plan"):
+        return [{"tool": "plan", "args": {"steps": text[5:].split(", ")}}]
     if text.startswith("pick"):
         return [{"tool": "pick", "args": {"question": "Which database?", "choices": ["SQLite", "PostgreSQL"]}}]
     if text.startswith("wonder"):
@@ -427,9 +430,29 @@ async def pick(question: str, choices: list[str], ctx: crab.ToolContext) -> str:
     return f"picked {answer}" if answer is not None else "no answer"
 
 
+@crab.tool
+async def plan(steps: list[str], ctx: crab.ToolContext) -> str:
+    """Work through a checklist, telling the user each change (as crab-todo's todo does)."""
+    import asyncio
+
+    status = ["pending"] * len(steps)
+
+    def show():
+        items = tuple(crab.PlanItem(step, s) for step, s in zip(steps, status))
+        ctx.emit(crab.PlanEvent(ctx.session_id, items))
+
+    show()
+    for i in range(len(steps)):
+        for now in ("in_progress", "done"):
+            await asyncio.sleep(0.05)
+            status[i] = now
+            show()
+    return f"planned {len(steps)} steps"
+
+
 @crab.hookimpl
 def crab_tools(config):
-    return [jot, pick]
+    return [jot, pick, plan]
 
 
 class Courier:

@@ -3,8 +3,11 @@ choices, the user's next message for words, and nothing written before it was sh
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
+BOT_USER = json.loads((Path(__file__).parent / "fixtures" / "bot_api.json").read_text())["bot_user"]
 ADA = 1111111
 EVE = 6666666
 
@@ -93,3 +96,59 @@ def test_a_message_written_before_the_question_does_not_answer_it_when_this_host
     )
     bot_api.wait_for("the early input", lambda: any("echo: typed before" in t for t in bot_api.texts(ADA)), served.proc)
     assert served.stop() == 0, served.stderr
+
+
+BOB = 2222222
+STRANGER = 3333333
+GROUP = -100555
+
+
+def later(bot_api, text, **how):
+    """A message Telegram dates a second after now (written after the question, without sleeping
+    into the next second)."""
+    message = bot_api.message(text, **how)
+    message["date"] = int(time.time() + bot_api.clock_ahead) + 1
+    with bot_api.lock:
+        message["message_id"] = bot_api.next_update_id
+    return bot_api.arrive({"message": message})
+
+
+def test_in_a_group_only_the_askers_words_answer_and_a_strangers_are_dropped(serve, bot_api):
+    """Bob is allowed too, and his reply comes after the question: it is his own input, not the
+    answer to Ada's question; a stranger's reply is not even read."""
+    served = serve()
+    bot_api.say("@crab_test_bot wonder about a name", user=ADA, chat=GROUP)
+    call, _ = bot_api.wait_for("the question", lambda: asked(bot_api, GROUP), served.proc)
+    question = {"message_id": call.message_id, "from": BOT_USER, "chat": {"id": GROUP, "type": "supergroup"},
+                "date": 0, "text": "?"}  # fmt: skip
+    later(bot_api, "Strangename", user=STRANGER, chat=GROUP, reply_to=question)
+    later(bot_api, "Bobname", user=BOB, chat=GROUP, reply_to=question)
+    later(bot_api, "Crabapple", user=ADA, chat=GROUP, reply_to=question)
+    bot_api.wait_for(
+        "the answer", lambda: any("jot said: picked Crabapple" in t for t in bot_api.texts(GROUP)), served.proc
+    )
+    bot_api.wait_for("Bob's input", lambda: any("echo: Bobname" in t for t in bot_api.texts(GROUP)), served.proc)
+    assert served.stop() == 0, served.stderr
+    texts = bot_api.texts(GROUP)
+    assert any(t.endswith("→ Crabapple") for t in texts)  # the question shows whose answer it took
+    assert not any("Strangename" in t for t in texts)
+    assert "ignored a message from user 3333333" in served.stderr
+
+
+def test_an_edit_made_after_the_question_does_not_answer_it(serve, bot_api):
+    """Editing the message being answered (written before the question, whatever the edit says)
+    is a new input of its own; the answer is the next message."""
+    served = serve()
+    asking = bot_api.say("wonder about a name", user=ADA)
+    bot_api.wait_for("the question", lambda: asked(bot_api, ADA), served.proc)
+    # Dated a second later still (as if Telegram gave an edit its own date): an edit never answers.
+    edited = bot_api.message("Editedname", user=ADA)
+    edited.update(message_id=asking, date=int(time.time()) + 1, edit_date=int(time.time()) + 1)
+    bot_api.arrive({"edited_message": edited})
+    later(bot_api, "Crabapple", user=ADA)
+    bot_api.wait_for(
+        "the answer", lambda: any("jot said: picked Crabapple" in t for t in bot_api.texts(ADA)), served.proc
+    )
+    bot_api.wait_for("the edit's turn", lambda: any("echo: Editedname" in t for t in bot_api.texts(ADA)), served.proc)
+    assert served.stop() == 0, served.stderr
+    assert not any("picked Editedname" in t for t in bot_api.texts(ADA))

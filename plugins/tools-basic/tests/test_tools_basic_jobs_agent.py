@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import crab
 import crab_tools_basic
 import pytest
 from crab import ToolResultMessage
@@ -71,6 +72,79 @@ def test_slash_jobs_lists_the_sessions_jobs_and_closing_the_agent_ends_them(crab
     finally:
         h.close()  # crab_shutdown: the agent's jobs end with it
     assert not alive(pid)
+
+
+@pytest.mark.parametrize("command", ["/new", "/clear"])
+def test_leaving_a_session_ends_its_jobs_and_keeps_its_entries(crab_home: Path, command: str) -> None:
+    workspace = Path.cwd()
+    h = AgentHarness(
+        [
+            [{"tool": "bash", "args": {"command": "echo $$ > job.pid; exec sleep 3186", "background": True}}],
+            [{"tool": "bash", "args": {"command": "while [ ! -s job.pid ]; do sleep 0.02; done"}}],
+            [{"text": "started"}],
+        ],
+        plugins={"tools-basic": crab_tools_basic},
+        config={"crab.permissions": "yolo", "plugins.tools-basic.output_dir": str(crab_home / "logs")},
+        workspace=workspace,
+    )
+    pid = 0
+    try:
+        assert h.run("start the server").text == "started"
+        pid = wait_for_pid(workspace / "job.pid")
+        old = h.session.id
+        before = h.run_async(h.store.entries(old))
+        outcome = h.run(command)
+        assert outcome.switch_session and outcome.switch_session != old
+        assert alive(pid)  # the command only names the new session: the channel moves to it
+        h.session = h.run_async(h.agent.switch(h.session, outcome.switch_session))  # as crab chat does
+        assert not alive(pid)  # ended before switch returned, not at some later exit
+        after = h.run_async(h.store.entries(old))
+        assert [(e.type, e.payload) for e in after] == [(e.type, e.payload) for e in before]
+        assert any(e.payload.get("content") == "start the server" for e in after)
+        assert h.run("/jobs").text == "no background jobs in this session"
+    finally:
+        h.close()
+        if pid and alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+class Delegate:
+    """A tool that hands its work to a child session (as crab-subagents' ``task`` does)."""
+
+    @crab.hookimpl
+    def crab_tools(self) -> list[crab.Tool]:
+        @crab.tool
+        async def delegate(ctx: crab.ToolContext) -> str:
+            """Ask a child."""
+            return (await ctx.handle.run_child(ctx, "start the server", label="helper")).text
+
+        return [delegate]
+
+
+def test_a_child_sessions_jobs_end_with_its_answer(crab_home: Path) -> None:
+    """No other session can read or end a child's job: it must not run on after the child answered."""
+    workspace = Path.cwd()
+    h = AgentHarness(
+        [
+            [{"tool": "delegate", "args": {}}],
+            [{"tool": "bash", "args": {"command": "echo $$ > child.pid; exec sleep 3187", "background": True}}],
+            [{"tool": "bash", "args": {"command": "while [ ! -s child.pid ]; do sleep 0.02; done"}}],
+            [{"text": "the server ran"}],
+            [{"text": "delegated"}],
+        ],
+        plugins={"tools-basic": crab_tools_basic, "delegate": Delegate()},
+        config={"crab.permissions": "yolo", "plugins.tools-basic.output_dir": str(crab_home / "logs")},
+        workspace=workspace,
+    )
+    pid = 0
+    try:
+        assert h.run("go").text == "delegated"
+        pid = wait_for_pid(workspace / "child.pid")
+        assert not alive(pid)  # ended when the child's turn did, while the parent's agent runs on
+    finally:
+        h.close()
+        if pid and alive(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_slash_jobs_without_jobs(crab_agent: Callable[..., Any]) -> None:

@@ -196,7 +196,7 @@ def chat(options: RunOptions) -> None:
             if outcome.clear_screen:
                 clear_screen(agent, session, outcome.text)
             if outcome.switch_session:
-                session = GATE.run(runner, agent.resume(outcome.switch_session))
+                session = GATE.run(runner, agent.switch(session, outcome.switch_session))
                 show_switch(agent, session)
         renderer.close()
         if interactive:

@@ -94,7 +94,7 @@ class LiveChat:
         if outcome.switch_session and not self.session.busy:
             from crab._cli.chat_sessions import show_switch
 
-            self.session = await self.agent.resume(outcome.switch_session)
+            self.session = await self.agent.switch(self.session, outcome.switch_session)
             show_switch(self.agent, self.session)
         self.sync()
 

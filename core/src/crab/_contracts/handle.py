@@ -216,7 +216,8 @@ class AgentHandle:
         ``[label]`` and one at a time (none where the parent cannot ask either). Its events reach
         the parent's stream as ``ChildEvent``s; its usage is added to the parent's turn
         (``ctx.add_usage``). Cancelling the calling tool (an abort, a timeout) ends the child's
-        turn with every call it started paired, then cancels the call.
+        turn with every call it started paired, then cancels the call. When its turn is over, the
+        child session ends (``crab_session_end``, reason ``"child"``: its background jobs too).
         """
         return await self._agent.run_child(
             ctx,

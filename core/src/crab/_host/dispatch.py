@@ -54,6 +54,7 @@ HOOKS: dict[str, HookPolicy] = {
     "crab_event": HookPolicy("observation", "drop"),
     "crab_doctor": HookPolicy("observation", "drop"),
     "crab_startup": HookPolicy("lifecycle", "fail-plugin", awaitable=True),
+    "crab_session_end": HookPolicy("lifecycle", "drop", awaitable=True),
     "crab_shutdown": HookPolicy("lifecycle", "drop", awaitable=True),
 }
 """Core's hooks (``crab._host.hookspecs``). A hook a plugin declares adds its own policy to its host's
@@ -275,7 +276,8 @@ class Dispatcher:
                 self._fail(plugin, hook, f"{hook} returned an awaitable; it must be a plain function")
 
     async def lifecycle(self, hook: str, **kwargs: Any) -> None:
-        """``crab_startup`` (a failure fails the plugin) or ``crab_shutdown`` (reported only)."""
+        """``crab_startup`` (a failure fails the plugin), ``crab_session_end`` or ``crab_shutdown``
+        (reported only)."""
         for plugin, function in self.implementations(hook):
             try:
                 value = function(**kwargs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -97,6 +98,9 @@ class Agent:
         self._default_model: ModelChoice | None = None
         self._unsubscribe_failures: Callable[[], None] | None = None
         self._turn_parts: TurnParts | None = None
+        self._open: weakref.WeakSet[Session] = weakref.WeakSet()
+        """Sessions opened here and not left yet: each gets ``crab_session_end`` at ``close``
+        (weak: one a caller dropped without leaving ends with ``crab_shutdown`` instead)."""
 
     # --- registries and lifecycle ---------------------------------------------------------
 
@@ -171,9 +175,17 @@ class Agent:
         await self.host.dispatch.lifecycle("crab_startup", agent=AgentHandle(self))
 
     async def close(self) -> None:
-        """Run ``crab_shutdown`` hooks and close the store; failures are reported, never raised
-        (except ``PluginError`` in strict mode, after the store is closed)."""
+        """Run ``crab_session_end`` for each session still open, then ``crab_shutdown``, and close
+        the store; failures are reported, never raised (except ``PluginError`` in strict mode,
+        after the store is closed)."""
         try:
+            ended: set[str] = set()
+            for session in list(self._open):
+                if session.id in ended:  # a stray second object of one session (/new made it)
+                    self._open.discard(session)
+                    continue
+                ended.add(session.id)
+                await self.leave(session, "shutdown")
             await self.host.dispatch.lifecycle("crab_shutdown", agent=AgentHandle(self))
         finally:
             try:
@@ -227,7 +239,32 @@ class Agent:
 
     async def new_session(self, title: str | None = None, meta: Mapping[str, Any] | None = None) -> Session:
         info = await self.store.create_session(str(self.workspace), title=title, meta=meta)
-        return Session(info=info, workspace=self.workspace)
+        return self.opened(Session(info=info, workspace=self.workspace))
+
+    def opened(self, session: Session) -> Session:
+        """Count ``session`` as open here (``leave`` or ``close`` ends it); returns it."""
+        self._open.add(session)
+        return session
+
+    async def leave(self, session: Session, reason: str = "switch") -> None:
+        """The agent is done with ``session``: ``crab_session_end`` ends what plugins keep
+        running for it (background jobs); its entries stay in the store. Once per session."""
+        if session not in self._open:
+            return
+        self._open.discard(session)
+        await self.host.dispatch.lifecycle(
+            "crab_session_end", agent=AgentHandle(self), session_id=session.id, reason=reason
+        )
+
+    async def switch(self, session: Session, session_id: str) -> Session:
+        """Move from ``session`` to the stored ``session_id`` (``CommandResult.switch_session``):
+        the new one is resumed first (a ``StoreError`` leaves the old one as it was), then the
+        old one is left."""
+        if session_id == session.id:
+            return session
+        resumed = await self.resume(session_id)
+        await self.leave(session, "switch")
+        return resumed
 
     async def resume(self, session_id: str) -> Session:
         """Load a stored session and repair what will go to the provider.
@@ -257,7 +294,7 @@ class Agent:
             handoff=dict(history.handoff) if history.handoff else None,
         )
         self._restore_model(session, stored_choice(entries))
-        return session
+        return self.opened(session)
 
     async def recent_sessions(self, limit: int = 10) -> list[SessionInfo]:
         """This workspace's sessions, most recently updated first."""

@@ -49,7 +49,7 @@ async def open_keyed_session(agent: Agent, channel: str, address: str) -> Sessio
     info = await agent.store.create_session(
         str(agent.workspace), title=f"{channel} {address}", meta=keyed_meta(channel, address)
     )
-    return Session(info=info, workspace=agent.workspace)
+    return agent.opened(Session(info=info, workspace=agent.workspace))
 
 
 class ChannelHost:
@@ -248,13 +248,16 @@ class ChannelHost:
         for the life of the process. The permission gate asks through the channel's
         ``ask(address, request)`` for its tool calls (refusing without one), and a tool's
         ``crab.Question`` goes to ``ask_question(address, question)`` (nobody answers without one).
-        With ``session_id`` the conversation moves to that stored session (after ``/fork``).
+        With ``session_id`` the conversation moves to that stored session (after ``/new``,
+        ``/fork``), and the one it leaves ends (``Agent.switch``: ``crab_session_end``).
         """
         key = (channel, address)
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             session = self.sessions.get(key)
-            if session_id is not None and (session is None or session.id != session_id):
+            if session_id is not None and session is not None and session.id != session_id:
+                session = await self.agent.switch(session, session_id)
+            elif session_id is not None and session is None:
                 session = await self.agent.resume(session_id)
             elif session is None:
                 session = await open_keyed_session(self.agent, channel, address)

@@ -212,7 +212,13 @@ async def run_child(
         notice=notice,
     )
     item = QueuedInput(prompt)
-    outcome = await Turn(parts, child, item, deque([item])).run()
+    agent.opened(child)
+    try:
+        outcome = await Turn(parts, child, item, deque([item])).run()
+    finally:
+        # A child session has its one turn: what it left running (a background job, which no
+        # other session can read or end) ends with it.
+        await agent.leave(child, "child")
     ctx.add_usage(outcome.usage)
     return ChildOutcome(
         session_id=child.id,

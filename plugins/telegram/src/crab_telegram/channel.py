@@ -1,6 +1,7 @@
 """The Telegram channel: long polling, one crab session and one turn at a time per chat (or
 forum topic), replies as formatted messages threaded to the user's, permission questions as
-inline buttons, a tool's questions as buttons or the user's next message (``crab_telegram.questions``).
+inline buttons, a tool's questions as buttons or the user's next message (``crab_telegram.questions``),
+the model's plan as one message edited in place (``crab_telegram.plan``).
 
 Flow: ``run`` asks ``getMe`` and deletes a webhook left set, then polls ``getUpdates`` and
 records each update in ``UpdateState`` before it is confirmed to Telegram. Each update is
@@ -421,6 +422,7 @@ class TelegramChannel:
 
     async def _answer(self, agent: crab.AgentHandle, worker: ChatWorker, job: Job) -> None:
         from crab_telegram.incoming import read_message
+        from crab_telegram.plan import PlanView
 
         assert self.me is not None
         assert self.state is not None
@@ -457,8 +459,12 @@ class TelegramChannel:
         await self._typing_once(address)
         stream = Stream(self, address, self.settings, reply_to) if self.settings.stream else None
         unsubscribe = agent.subscribe(stream.on_event, session=session) if stream is not None else None
+        # Each message the user sends gets its own plan message: the last one may be far above.
+        plan = PlanView(self, address, self.settings.edit_interval)
+        unsubscribe_plan = agent.subscribe(plan.on_event, session=session)
         typing = asyncio.create_task(self._typing(address))
         streamer = asyncio.create_task(stream.run()) if stream is not None else None
+        planner = asyncio.create_task(plan.run())
         refused: str | None = None
         try:
             outcome = await agent.handle_input(session, text, images=fetched.images)
@@ -466,10 +472,12 @@ class TelegramChannel:
             refused = str(exc)
         finally:
             typing.cancel()
+            unsubscribe_plan()
             if unsubscribe is not None:
                 unsubscribe()
             if stream is not None and streamer is not None:
                 await stream.close(streamer)
+            await plan.close(planner)
         if refused is not None:
             await self.send_plain(address, f"⚠ {refused}", reply_to=reply_to)
             return

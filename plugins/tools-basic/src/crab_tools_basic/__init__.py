@@ -48,6 +48,14 @@ def crab_system_prompt() -> str:
 
 
 @crab.hookimpl
+async def crab_session_end(agent: AgentHandle, session_id: str) -> None:
+    """End the background jobs of the session the agent left (``/new``, ``/clear``, ``/resume``)."""
+    from crab_tools_basic.jobs import end_session
+
+    await end_session(agent.config, session_id)
+
+
+@crab.hookimpl
 async def crab_shutdown(agent: AgentHandle) -> None:
     """End this agent's background jobs (crab's exit ends any left, too)."""
     from crab_tools_basic.jobs import end_agent

@@ -4,8 +4,10 @@
 a foreground command (``crab.processes``: its own session and process group, tagged and tracked,
 the command wrappers such as crab-sandbox applied); its stdout and stderr go into an
 ``OutputRing``. When the shell exits, whatever it left running in its group or carrying its tag
-is ended too, so a job that is over runs nothing. Every job ends with its session's table
-(``end_agent`` from ``crab_shutdown``) and, whatever else happens, with crab
+is ended too, so a job that is over runs nothing. Every job ends with its session
+(``end_session`` from ``crab_session_end``: ``/new``, ``/clear`` and ``/resume`` leave it, a
+subagent's ends with its answer), with its agent (``end_agent`` from ``crab_shutdown``) and,
+whatever else happens, with crab
 (``processes.terminate_all`` on every way out of the ``crab`` command; when crab is killed
 outright, by the watcher ``crab.processes`` keeps).
 
@@ -254,14 +256,22 @@ def table_for(ctx: ToolContext, max_jobs: int, buffer_bytes: int) -> JobTable:
     if not isinstance(table, JobTable):
         table = JobTable(max_jobs, buffer_bytes)
         ctx.state[STATE_KEY] = table
-        if ctx.config is not None:
-            _tables.setdefault(id(ctx.config), {})[ctx.session_id] = table
+    if ctx.config is not None:
+        # Again on each use: a session that was ended and is used again is listed once more.
+        _tables.setdefault(id(ctx.config), {})[ctx.session_id] = table
     return table
 
 
 def session_table(config: Any, session_id: str) -> JobTable | None:
     """The table of ``session_id`` in the agent of ``config``, if it started a job."""
     return _tables.get(id(config), {}).get(session_id)
+
+
+async def end_session(config: Any, session_id: str) -> None:
+    """End every job of ``session_id`` in the agent of ``config`` (its ``crab_session_end``)."""
+    table = _tables.get(id(config), {}).pop(session_id, None)
+    if table is not None:
+        await table.close()
 
 
 async def end_agent(config: Any) -> None:
