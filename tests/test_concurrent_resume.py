@@ -21,6 +21,8 @@ from crab._loop.history import NO_RESULT, build_context, unpaired_calls
 from crab_store_sqlite import SqliteStore
 from crab_tape_jsonl import TapeStore
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("crab_tools_basic", reason="the writers run the real bash tool")
 
 WRITERS = 8

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("crab_mcp")
 pytest.importorskip("crab_provider_mock")
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("crab_mcp")
 
 TINY = Path(__file__).resolve().parents[1] / "plugins" / "mcp" / "tests" / "mcp_tiny_server.py"

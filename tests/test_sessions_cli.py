@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # ~20 crab commands per test
+
 CRAB = Path(sys.executable).with_name("crab")
 PLUGINS = "provider-mock,tape-jsonl,store-sqlite"
 SCRIPT = {

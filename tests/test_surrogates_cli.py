@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from crab.testing.http_replay import HttpReply, ReplayServer
 
+pytestmark = pytest.mark.slow
+
 SURROGATE_PATH = "x\udcff.txt"
 SCRIPT = [
     [{"thinking": "bad \udcff byte"}, {"tool": "read", "args": {"path": SURROGATE_PATH}}],

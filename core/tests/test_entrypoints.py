@@ -18,6 +18,8 @@ import editables
 import pytest
 from crab._host.entry_points import entry_points, parse_entry_points
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("entrypoints")]  # one worker builds the module's venv
+
 
 def dist_info(site: Path, folder: str, name: str, version: str, entry_points_txt: str | None) -> None:
     path = site / folder

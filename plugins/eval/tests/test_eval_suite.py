@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("eval-starter")]  # one worker runs the starter suite once
+
 STARTER = Path(__file__).resolve().parents[1] / "src" / "crab_eval" / "starter"
 CHROMIUM = Path("/usr/bin/chromium")
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:

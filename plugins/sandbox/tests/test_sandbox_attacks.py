@@ -14,7 +14,10 @@ from collections.abc import Iterator
 import pytest
 from crab_sandbox import bwrap
 
-pytestmark = pytest.mark.skipif(not bwrap.probe().works, reason=f"no sandbox here: {bwrap.probe().reason}")
+pytestmark = [
+    pytest.mark.skipif(not bwrap.probe().works, reason=f"no sandbox here: {bwrap.probe().reason}"),
+    pytest.mark.xdist_group("sandbox-sleeps"),  # make_crab ends every test's marked sleeps: one worker
+]
 
 
 def test_planted_secrets_in_home_are_not_readable(kit, make_crab):

@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 from crab_sandbox import bwrap
 
-pytestmark = pytest.mark.skipif(not bwrap.probe().works, reason=f"no sandbox here: {bwrap.probe().reason}")
+pytestmark = [
+    pytest.mark.skipif(not bwrap.probe().works, reason=f"no sandbox here: {bwrap.probe().reason}"),
+    pytest.mark.xdist_group("sandbox-sleeps"),  # make_crab ends every test's marked sleeps: one worker
+]
 
 BROKEN = '[plugins.sandbox]\nmode = "{mode}"\nbwrap = "/nonexistent/bwrap"\n'
 

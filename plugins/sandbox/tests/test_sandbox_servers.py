@@ -11,7 +11,10 @@ import subprocess
 import pytest
 from crab_sandbox import bwrap
 
-pytestmark = pytest.mark.skipif(not bwrap.probe().works, reason=f"no sandbox here: {bwrap.probe().reason}")
+pytestmark = [
+    pytest.mark.skipif(not bwrap.probe().works, reason=f"no sandbox here: {bwrap.probe().reason}"),
+    pytest.mark.xdist_group("sandbox-sleeps"),  # make_crab ends every test's marked sleeps: one worker
+]
 
 PEEK = 'cat "$HOME/.ssh/id_rsa" > seen.txt 2>&1; echo "status $?" >> seen.txt'
 

@@ -10,6 +10,10 @@ import pty
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.xdist_group("sandbox-sleeps")  # make_crab ends every test's marked sleeps: one worker
+
 READ_KEY = "!cat ~/.ssh/id_rsa"
 
 

@@ -1,0 +1,46 @@
+"""How the whole suite is spread over pytest-xdist workers: slowest tests first, one at a time.
+
+The README's test command runs ``--dist loadgroup``: each test goes to whichever worker is free,
+so one long file no longer keeps a worker busy while the others sit idle, and tests marked
+``slow`` are sent first, so none of them starts last. The files that name one ``xdist_group``
+(tests that share a module fixture or processes) run on one worker.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import pytest
+
+_GROUP = re.compile(r"xdist_group\(\s*(?:name=)?[\"']([^\"']+)[\"']")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: files stay whole
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: plugins' tests also run without it
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    # xdist 3.8 groups by a suffix it writes to ``item._nodeid``, which pytest 9.2 no longer
+    # reads: every xdist_group was silently spread over the workers. Group here, by the name a file gives.
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    root = config.rootpath
+
+    @functools.cache
+    def group_of(path: str) -> str | None:
+        try:
+            found = _GROUP.search((root / path).read_text(encoding="utf-8"))
+        except OSError:
+            return None
+        return found.group(1) if found else None
+
+    class FilesThatShareStayTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid.split("::", 1)[0]) or nodeid
+
+    return FilesThatShareStayTogether(config, log)
