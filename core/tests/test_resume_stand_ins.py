@@ -1,4 +1,5 @@
-"""A resume stores the missing result of a call crab was killed in, once; a real result still wins.
+"""A resume stores the missing result of a call crab was killed in, once; a real result still wins;
+and none while a turn of the session still runs in another process or task (its call is live).
 
 The memory store stands in for any store here (``tests/test_kill_resume_results.py`` kills the
 real ``crab`` command on the jsonl and sqlite stores).
@@ -6,8 +7,17 @@ real ``crab`` command on the jsonl and sqlite stores).
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage, message_to_dict
 from crab._loop.history import STOPPED, repair, stand_ins, unpaired_calls
+from crab._system.live_sessions import no_turn_running, turn_running
 from crab.testing import AgentHarness
 
 
@@ -78,3 +88,111 @@ def test_shared_ids_get_one_stand_in_per_unanswered_call():
     fixed = repair([*messages, *missing])
     assert [m.content for m in fixed if isinstance(m, ToolResultMessage)] == ["first", STOPPED]
     assert stand_ins([*messages, *missing]) == []
+
+
+# --- a live writer: its calls are not stopped -------------------------------------------------
+
+HOLDER = """
+import asyncio, sys
+from pathlib import Path
+from crab._system.live_sessions import turn_running
+
+async def main():
+    async with turn_running(Path(sys.argv[1]), sys.argv[2]):
+        print("held", flush=True)
+        sys.stdin.readline()
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("CRAB_HOME", str(tmp_path))
+    return tmp_path
+
+
+def hold_in_another_process(home: Path, session_id: str) -> subprocess.Popen[str]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(home), session_id],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def alone(home: Path, session_id: str) -> bool:
+    with no_turn_running(home, session_id) as result:
+        return result
+
+
+def test_a_turn_in_another_process_is_seen_until_that_process_is_killed(home: Path) -> None:
+    assert alone(home, "s1")
+    holder = hold_in_another_process(home, "s1")
+    try:
+        assert not alone(home, "s1")
+        assert alone(home, "s2")  # each session its own lock
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+    assert alone(home, "s1")
+
+
+def test_a_resume_while_another_process_runs_the_turn_stores_no_stand_in(home: Path) -> None:
+    h = AgentHarness([[{"text": "resumed fine"}]])
+    try:
+        killed_mid_tool(h)  # c2 has no result yet: here because its process is still running it
+        holder = hold_in_another_process(home, h.session.id)
+        try:
+            resumed = h.run_async(h.agent.resume(h.session.id))
+            assert stored_results(h) == [("c1", "one")]
+            assert unpaired_calls(resumed.messages) == []  # the context still pairs every call
+        finally:
+            os.kill(holder.pid, signal.SIGKILL)
+            holder.wait()
+        h.run_async(h.agent.resume(h.session.id))  # that process is gone: c2 will get no result
+        assert stored_results(h) == [("c1", "one"), ("c2", STOPPED)]
+    finally:
+        h.close()
+
+
+def test_a_resume_during_a_turn_of_this_process_stores_no_stand_in(home: Path) -> None:
+    h = AgentHarness([[{"text": "unused"}]])
+    try:
+        killed_mid_tool(h)
+
+        async def resume_while_running() -> None:
+            async with turn_running(home, h.session.id):
+                await h.agent.resume(h.session.id)
+
+        h.run_async(resume_while_running())
+        assert stored_results(h) == [("c1", "one")]
+    finally:
+        h.close()
+
+
+def test_a_turn_waits_for_a_resume_in_this_process_without_blocking_its_loop(home: Path) -> None:
+    async def scenario() -> list[str]:
+        order: list[str] = []
+
+        async def turn() -> None:
+            async with turn_running(home, "s"):
+                order.append("turn")
+
+        with no_turn_running(home, "s") as got:
+            assert got
+            task = asyncio.create_task(turn())
+            await asyncio.sleep(0.05)  # the loop runs on: the turn waits, it does not block
+            order.append("repaired")
+        await asyncio.wait_for(task, 10)
+        return order
+
+    assert asyncio.run(scenario()) == ["repaired", "turn"]
+
+
+def test_a_home_that_cannot_hold_locks_leaves_resume_as_it_was(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    assert alone(blocked, "s")  # no liveness known: the resume repairs

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crab._config.layers import Config
+from crab._config.paths import crab_home
 from crab._contracts.commands import Command, CommandContext, CommandResult
 from crab._contracts.config_tables import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
 from crab._contracts.errors import ChannelError, CrabError, UsageError
@@ -38,6 +39,7 @@ from crab._loop.session import QueuedInput, Session, TurnOutcome
 from crab._loop.turn import LoopSettings, Turn, TurnParts
 from crab._secrets.keys import known_secrets
 from crab._secrets.redaction import EventRedactor, Redactor
+from crab._system.live_sessions import no_turn_running, turn_running
 
 if TYPE_CHECKING:
     from crab._loop.channel_host import ChannelHost
@@ -273,20 +275,24 @@ class Agent:
         stand-in result stored now, once, so the stored session pairs every call too, and so
         does every child session such a call started (``crab._loop.child.repair_children``).
         """
-        info = await self.store.get_session(session_id)
-        entries = await self.store.entries(session_id, since_handoff=True)
-        history = load_history(entries)
+        # Read and repair holding the session's lock alone: a call with no result whose turn still
+        # runs in another process (or task) gets its real result there, so none is stored here.
+        with no_turn_running(crab_home(), session_id) as alone:
+            info = await self.store.get_session(session_id)
+            entries = await self.store.entries(session_id, since_handoff=True)
+            history = load_history(entries)
+            workspace = Path(info.workspace) if info.workspace else self.workspace
+            if alone:
+                for result in history.missing:
+                    await self.store.append(session_id, "tool_result", self.redactor.payload(message_to_dict(result)))
+            if alone and history.missing:
+                # A call killed while it ran a child session left that child open too: pair it as well.
+                from crab._loop.child import repair_children
+
+                calls = [result.call_id for result in history.missing]
+                await repair_children(self.store, self.redactor, session_id, str(workspace), calls)
         if history.skipped:
             self.notice(f"{history.skipped} unreadable entries in session {session_id} were left out", "warning")
-        for result in history.missing:
-            await self.store.append(session_id, "tool_result", self.redactor.payload(message_to_dict(result)))
-        workspace = Path(info.workspace) if info.workspace else self.workspace
-        if history.missing:
-            # A call killed while it ran a child session left that child open too: pair it as well.
-            from crab._loop.child import repair_children
-
-            calls = [result.call_id for result in history.missing]
-            await repair_children(self.store, self.redactor, session_id, str(workspace), calls)
         session = Session(
             info=info,
             workspace=workspace,
@@ -510,7 +516,8 @@ class Agent:
         return True
 
     async def _turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
-        return await Turn(self.turn_parts(), session, item, queue).run()
+        async with turn_running(crab_home(), session.id):  # a resume elsewhere leaves its calls be
+            return await Turn(self.turn_parts(), session, item, queue).run()
 
     async def run_child(self, ctx: ToolContext, prompt: str, **options: Any) -> ChildOutcome:
         """One turn of a new child session of ``ctx``'s call (``AgentHandle.run_child``)."""

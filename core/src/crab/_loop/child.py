@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from crab._config.paths import crab_home
 from crab._contracts.errors import ConfigError
 from crab._contracts.events import ChildEvent, Event, NoticeEvent, ToolCallEvent
 from crab._contracts.handle import ChildOutcome
@@ -26,6 +27,7 @@ from crab._loop.model_call import ModelCalls
 from crab._loop.model_choice import ModelChoice, choice_of
 from crab._loop.session import QueuedInput, Session
 from crab._loop.turn import Turn, TurnParts
+from crab._system.live_sessions import turn_running
 
 if TYPE_CHECKING:
     from crab._contracts.storage import SessionInfo, Store
@@ -214,7 +216,8 @@ async def run_child(
     item = QueuedInput(prompt)
     agent.opened(child)
     try:
-        outcome = await Turn(parts, child, item, deque([item])).run()
+        async with turn_running(crab_home(), child.id):
+            outcome = await Turn(parts, child, item, deque([item])).run()
     finally:
         # A child session has its one turn: what it left running (a background job, which no
         # other session can read or end) ends with it.
