@@ -171,7 +171,9 @@ def _run(python: str, argv: list[str], pythonpath: str | None) -> float | None:
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run([python, __file__, "--worker", *argv], capture_output=True, text=True, env=env, check=False)
+    # -P: bench/ is not put on sys.path, where bench/http.py would stand in for the stdlib's http.
+    command = [python, "-P", __file__, "--worker", *argv]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         print(f"  ({' '.join(argv)} failed: {tail})", file=sys.stderr)
