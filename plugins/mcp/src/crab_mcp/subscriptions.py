@@ -10,13 +10,16 @@ new text in the history without crab inventing a user message. ``stop`` unsubscr
 everything before the servers stop. Subscriptions survive a restart: a stdio server holding
 some that exits by itself is started again at once (waiting out the backoff while it fails),
 and every connection that comes up (that restart, or one a call made) subscribes again to
-what the sessions watched and reads each resource again, so the model's view is fresh.
+what the sessions watched and reads each resource again, so the model's view is fresh. A server
+that keeps exiting soon after it came up is started again at most ``MAX_QUICK_RESTARTS`` times
+in a row (each later than the last), then left down with one notice: the next call starts it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -32,6 +35,11 @@ MAX_PER_SERVER = 50
 """URIs crab subscribes to on one server at most (then it reads without subscribing)."""
 MAX_NOTE = 8_000
 """Characters of one updated resource's content kept for the model."""
+MAX_QUICK_RESTARTS = 3
+"""Restarts in a row of a server that exited within ``QUICK_EXIT`` seconds of coming up; then
+crab stops starting it by itself (a hostile or broken server would loop crab in restarts)."""
+QUICK_EXIT = 30.0
+"""Seconds after a connection came up within which its server's exit counts as a quick one."""
 UNSUBSCRIBE_WITHIN = 2.0
 """Seconds ``stop`` waits for one server to acknowledge its unsubscriptions."""
 
@@ -63,6 +71,10 @@ class Watch:
         self._tasks: set[asyncio.Task[None]] = set()
         self.delivered = 0
         """Notes handed to the model so far."""
+        self._up_at: dict[str, float] = {}
+        """server → when its connection last came up (``time.monotonic``)."""
+        self._quick: dict[str, int] = {}
+        """server → its quick exits in a row (``QUICK_EXIT``)."""
 
     async def after_read(self, link: ServerLink, uri: str, ctx: ToolContext | None) -> None:
         """Subscribe to ``uri`` (once per connection) and remember that ``ctx``'s session read it."""
@@ -102,17 +114,29 @@ class Watch:
 
     def ready(self, link: ServerLink) -> None:
         """A connection came up: on a new one (a restart) subscribe again to what was watched."""
+        self._up_at[link.name] = time.monotonic()
         if any(uri not in link.subscribed for uri in self._uris(link)):
             self._spawn(link, "resubscribe", self._resubscribe(link))
 
     def lost(self, link: ServerLink) -> None:
-        """A stdio server exited by itself: start it again now when it holds subscriptions."""
-        if self._uris(link):
-            self._spawn(link, "restart", self._restart(link))
+        """A stdio server exited by itself: start it again now when it holds subscriptions (later
+        after each quick exit, never after ``MAX_QUICK_RESTARTS`` of them in a row)."""
+        if not self._uris(link):
+            return
+        quick = time.monotonic() - self._up_at.get(link.name, float("-inf")) < QUICK_EXIT
+        count = self._quick[link.name] = self._quick.get(link.name, 0) + 1 if quick else 0
+        if count > MAX_QUICK_RESTARTS:
+            self.manager.notice(
+                f"MCP server {link.name!r} exited {count} times in a row within {QUICK_EXIT:g} s of starting; "
+                "crab gave up starting it again by itself (the next call that needs it starts it)"
+            )
+            return
+        self._spawn(link, "restart", self._restart(link, 0.5 * 2 ** (count - 1) if count else 0.0))
 
-    async def _restart(self, link: ServerLink) -> None:
+    async def _restart(self, link: ServerLink, delay: float) -> None:
         from crab_mcp.server import ServerDown
 
+        await asyncio.sleep(delay)
         while self._uris(link) and link.status != "ready":
             try:
                 await link.ensure()  # ``ready`` subscribes again once it is up
