@@ -32,7 +32,8 @@ async def _templates(ctx: object, params: object) -> types.ListResourceTemplates
 
 
 async def _read(ctx: object, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=URI, text="state of pid", mime_type="text/plain")])
+    text = types.TextResourceContents(uri=URI, text="the state", mime_type="text/plain")
+    return types.ReadResourceResult(contents=[text])
 
 
 async def _subscribe(ctx: object, params: object) -> types.EmptyResult:
