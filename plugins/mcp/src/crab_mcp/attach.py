@@ -5,10 +5,10 @@ A reference is ``@NAME:URI`` standing alone, where ``URI`` starts with a scheme
 e-mail address stay plain text. Only servers of this run (the user's config or a trusted
 project's: ``servers`` is trust-only) are read. Text is masked (the server's ``${VAR}`` values
 and every secret crab knows), cut at ``MAX_TEXT`` characters and fenced as the server's content;
-a PNG, JPEG, GIF or WebP blob becomes an image of the message; other binary content a note with
-its type and size. An unknown server or a failed read refuses the prompt with one line: nothing
-reaches the model. Where the server offers subscriptions the resource is subscribed to for the
-session, like one the model read (``crab_mcp.subscriptions``).
+a PNG, JPEG, GIF or WebP blob becomes an image of the message (``MAX_IMAGES`` at most); other
+binary content a note with its type and size. An unknown server or a failed read refuses the
+prompt with one line: nothing reaches the model. Where the server offers subscriptions the
+resource is subscribed to for the session, like one the model read (``crab_mcp.subscriptions``).
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ MAX_TEXT = 20_000
 """Characters of one attached resource's text the model gets (then a note says how to read on)."""
 MAX_REFERENCES = 10
 """Resources one prompt may attach."""
+MAX_IMAGES = 20
+"""Images one prompt attaches (each already within ``max_image_bytes``); a server's resource may
+hold any number, which would all go to the model and stay in the session."""
 SKIPPED = "(MCP prompt "
 """The first line crab puts before a server's prompt text (``crab_mcp.prompts``): server-written
 text, so its ``@`` words are never read as the user's references."""
@@ -100,6 +103,9 @@ async def attach(
         images.extend(found)
         labels.append(f"{ref.token} ({len(text):,} characters{f', {len(found)} image(s)' if found else ''})")
         read_from.append((link, ref.uri))
+    if len(images) > MAX_IMAGES:
+        blocks.append(f"[{len(images) - MAX_IMAGES} more images left out: one message attaches at most {MAX_IMAGES}]")
+        images = images[:MAX_IMAGES]
     # Only once every read worked: a refused prompt leaves no subscription behind for the model.
     ctx = ToolContext(session_id=session_id, workspace=workspace, config=config, emit=manager.emit)
     for link, uri in read_from:
