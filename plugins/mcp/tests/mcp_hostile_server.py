@@ -4,13 +4,17 @@
   subscription, however often it is started again, and appends a line to the file STARTS each
   time it starts (how a test counts crab's restarts).
 - ``album N``: one resource, ``hostile://album``, whose contents are N small PNG images.
+- ``chatty READS``: one subscribable resource; once subscribed, the server says it changed 500
+  times as fast as it can, and appends a line to the file READS for every read of it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import threading
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -18,12 +22,14 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 STATE = "restless://state"
+NEWS = "chatty://news"
+UPDATES = 500
 ALBUM = "hostile://album"
 PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAD0lEQVR4nGNgaPgPQhAKACX2Bf2gcp/LAAAAAElFTkSuQmCC"
 
 
 def build(mode: str, arg: str) -> Server:
-    uri = STATE if mode == "restless" else ALBUM
+    uri = {"restless": STATE, "album": ALBUM, "chatty": NEWS}[mode]
 
     async def tools(ctx: object, params: object) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[])
@@ -35,7 +41,10 @@ def build(mode: str, arg: str) -> Server:
         return types.ListResourceTemplatesResult(resource_templates=[])
 
     async def read(ctx: object, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        if mode == "restless":
+        if mode == "chatty":
+            with open(arg, "a") as reads:
+                reads.write("read\n")
+        if mode in ("restless", "chatty"):
             text = types.TextResourceContents(uri=uri, text="the state", mime_type="text/plain")
             return types.ReadResourceResult(contents=[text])
         images = [
@@ -48,9 +57,21 @@ def build(mode: str, arg: str) -> Server:
         threading.Timer(0.2, os._exit, (0,)).start()  # "exited while idle", right after crab subscribed
         return types.EmptyResult()
 
+    async def chatter(ctx: Any) -> None:
+        for _ in range(UPDATES):
+            await ctx.session.send_resource_updated(uri)
+
+    async def subscribe_chatty(ctx: Any, params: object) -> types.EmptyResult:
+        chatting.append(asyncio.get_running_loop().create_task(chatter(ctx)))
+        return types.EmptyResult()
+
+    chatting: list[asyncio.Task[None]] = []
+
     handlers: dict[str, object] = {}
     if mode == "restless":
         handlers["on_subscribe_resource"] = subscribe
+    elif mode == "chatty":
+        handlers["on_subscribe_resource"] = subscribe_chatty
     return Server(
         "hostile",
         on_list_tools=tools,

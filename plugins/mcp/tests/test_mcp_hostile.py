@@ -66,3 +66,32 @@ def test_a_resource_of_many_images_attaches_a_bounded_number(crab_agent):
     context = [m for m in request.messages if isinstance(m, UserMessage)][1]
     assert len(context.images) == MAX_IMAGES
     assert f"[{100 - MAX_IMAGES} more images left out: one message attaches at most {MAX_IMAGES}]" in context.content
+
+
+def test_a_flood_of_updates_is_read_again_a_bounded_number_of_times(crab_agent, tmp_path):
+    # Each "resource updated" made crab read the resource again at once, in a task of its own:
+    # 500 notifications, 500 reads in flight. Now one read runs and one more follows it, a second later.
+    reads = tmp_path / "reads"
+    h = crab_agent(
+        [[{"text": "seen"}]],
+        plugins={"mcp": crab_mcp},
+        config={"plugins.mcp.servers": {"ch": server("chatty", str(reads))}},
+    )
+    watch = crab_mcp._running[id(h.config)].watch
+    assert h.run("follow @ch:chatty://news").text == "seen"
+    first = len(reads.read_text().split())
+
+    async def quiet() -> None:  # the flood is over and crab's reads of it are done
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if not watch.pending or watch._tasks:
+                await asyncio.sleep(0.05)
+                continue
+            await asyncio.sleep(1.0)  # an upper bound for notifications still on their way
+            if not watch._tasks:
+                return
+
+    h.run_async(quiet())
+    again = len(reads.read_text().split()) - first
+    assert 1 <= again <= 10, f"{again} reads for 500 updates"
+    assert len(watch.pending[h.session.id]) == 1  # the latest only, for the model

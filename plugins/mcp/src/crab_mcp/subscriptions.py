@@ -3,7 +3,8 @@
 When a server offers ``resources.subscribe``, ``mcp_read_resource`` subscribes to the URI it
 read (at most ``MAX_PER_SERVER`` per server) and remembers which sessions read it. On
 ``notifications/resources/updated`` crab reads the resource again and, for each of those
-sessions, shows a notice to the user at once and keeps the new content (the latest only, cut
+sessions (one read at a time per resource, then one more at most ``REREAD_EVERY`` later
+however many updates came meanwhile), shows a notice to the user at once and keeps the new content (the latest only, cut
 at ``MAX_NOTE`` characters, fenced as the server's content) for the model: it is added after
 the next tool result of that session (``crab_after_tool_call``), the first place the model reads
 new text in the history without crab inventing a user message. ``stop`` unsubscribes
@@ -40,6 +41,8 @@ MAX_QUICK_RESTARTS = 3
 crab stops starting it by itself (a hostile or broken server would loop crab in restarts)."""
 QUICK_EXIT = 30.0
 """Seconds after a connection came up within which its server's exit counts as a quick one."""
+REREAD_EVERY = 1.0
+"""Seconds between two reads of one resource that keeps changing (the model gets the latest)."""
 UNSUBSCRIBE_WITHIN = 2.0
 """Seconds ``stop`` waits for one server to acknowledge its unsubscriptions."""
 
@@ -75,6 +78,10 @@ class Watch:
         """server → when its connection last came up (``time.monotonic``)."""
         self._quick: dict[str, int] = {}
         """server → its quick exits in a row (``QUICK_EXIT``)."""
+        self._reading: set[tuple[str, str]] = set()
+        """(server, uri) read again now after an update."""
+        self._again: set[tuple[str, str]] = set()
+        """(server, uri) updated again while that read ran: read once more after it."""
 
     async def after_read(self, link: ServerLink, uri: str, ctx: ToolContext | None) -> None:
         """Subscribe to ``uri`` (once per connection) and remember that ``ctx``'s session read it."""
@@ -108,9 +115,31 @@ class Watch:
         return sorted(uri for name, uri in self.watched if name == link.name)
 
     def updated(self, link: ServerLink, uri: str) -> None:
-        """The server said ``uri`` changed: read it again in the background."""
-        if (link.name, uri) in self.watched:
-            self._spawn(link, "updated", self._refresh(link, uri))
+        """The server said ``uri`` changed: read it again in the background. While a read of it
+        runs, more updates make one more read after it (``REREAD_EVERY`` after the last began),
+        never one each (a server may send thousands)."""
+        key = (link.name, uri)
+        if key not in self.watched:
+            return
+        if key in self._reading:
+            self._again.add(key)
+            return
+        self._reading.add(key)
+        self._spawn(link, "updated", self._refresh_while_changed(link, uri))
+
+    async def _refresh_while_changed(self, link: ServerLink, uri: str) -> None:
+        key = (link.name, uri)
+        try:
+            while True:
+                self._again.discard(key)
+                began = time.monotonic()
+                await self._refresh(link, uri)
+                if key not in self._again:
+                    return
+                await asyncio.sleep(max(0.0, began + REREAD_EVERY - time.monotonic()))
+        finally:
+            self._reading.discard(key)
+            self._again.discard(key)
 
     def ready(self, link: ServerLink) -> None:
         """A connection came up: on a new one (a restart) subscribe again to what was watched."""
