@@ -3,12 +3,14 @@
 A reference is ``@NAME:URI`` standing alone, where ``URI`` starts with a scheme
 (``@everything:demo://resource/static/document/architecture.md``); any other ``@word`` and an
 e-mail address stay plain text. Only servers of this run (the user's config or a trusted
-project's: ``servers`` is trust-only) are read. Text is masked (the server's ``${VAR}`` values
-and every secret crab knows), cut at ``MAX_TEXT`` characters and fenced as the server's content;
-a PNG, JPEG, GIF or WebP blob becomes an image of the message (``MAX_IMAGES`` at most); other
-binary content a note with its type and size. An unknown server or a failed read refuses the
-prompt with one line: nothing reaches the model. Where the server offers subscriptions the
-resource is subscribed to for the session, like one the model read (``crab_mcp.subscriptions``).
+project's: ``servers`` is trust-only) are read, and from a channel's message (Telegram, HTTP, a
+scheduled job) only those configured ``permission = "read"``: elsewhere a read takes the gate.
+Text is masked (the server's ``${VAR}`` values and every secret crab knows), cut at
+``MAX_TEXT`` characters and fenced as the server's content; a PNG, JPEG, GIF or WebP blob
+becomes an image of the message (``MAX_IMAGES`` at most); other binary content a note with its
+type and size. An unknown server or a failed read refuses the prompt with one line: nothing
+reaches the model. Where the server offers subscriptions the resource is subscribed to for the
+session, like one the model read (``crab_mcp.subscriptions``).
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ async def attach(
     images: list[ImagePart] = []
     labels: list[str] = []
     read_from: list[tuple[ServerLink, str]] = []
+    channel = await _channel(manager, session_id)
     for ref in refs:
         link = manager.links.get(ref.server)
         if link is None:
@@ -94,6 +97,12 @@ async def attach(
             return Deny(
                 f"cannot attach {ref.token}: crab runs no MCP server {ref.server!r} (servers: {names}); "
                 "`crab mcp list` shows every configured server and why"
+            )
+        if channel is not None and link.config.permission != "read":
+            return Deny(
+                f"cannot attach {ref.token} from a {channel} message: MCP server {ref.server!r} is not "
+                'configured permission = "read", so reading it takes the permission gate; ask the model '
+                "to read it (mcp_read_resource), or set that server's permission in your own config"
             )
         read = await _read(link, ref)
         if isinstance(read, Deny):
@@ -112,6 +121,22 @@ async def attach(
         await manager.watch.after_read(link, uri, ctx)
     manager.notice(f"attached {', '.join(labels)}")
     return UserMessage("\n\n".join(blocks), images=tuple(images))
+
+
+async def _channel(manager: Manager, session_id: str) -> str | None:
+    """The channel a session's prompts come through (``crab.channel`` in its meta: Telegram, HTTP,
+    a scheduled job), None for the terminal's. A chat message may not grant what a tool call
+    would need the permission gate for."""
+    from crab import StoreError
+
+    if manager.session_info is None:
+        return None
+    try:
+        meta = (await manager.session_info(session_id)).meta
+    except StoreError:
+        return "unknown"  # a session crab cannot place is not taken for the terminal's
+    channel = meta.get("crab.channel")
+    return channel if isinstance(channel, str) and channel else None
 
 
 async def _read(link: ServerLink, ref: Reference) -> Deny | tuple[str, list[ImagePart]]:
