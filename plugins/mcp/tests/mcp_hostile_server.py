@@ -4,6 +4,7 @@
   subscription, however often it is started again, and appends a line to the file STARTS each
   time it starts (how a test counts crab's restarts).
 - ``album N``: one resource, ``hostile://album``, whose contents are N small PNG images.
+- ``padded -``: any ``hostile://pad/N/TEXT`` reads as N ``x`` characters, then TEXT.
 - ``chatty READS``: one subscribable resource; once subscribed, the server says it changed 500
   times as fast as it can, and appends a line to the file READS for every read of it.
 """
@@ -29,7 +30,7 @@ PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAD0lEQVR4nGNgaPgPQhA
 
 
 def build(mode: str, arg: str) -> Server:
-    uri = {"restless": STATE, "album": ALBUM, "chatty": NEWS}[mode]
+    uri = {"restless": STATE, "album": ALBUM, "chatty": NEWS, "padded": "hostile://pad/0/"}[mode]
 
     async def tools(ctx: object, params: object) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[])
@@ -41,6 +42,10 @@ def build(mode: str, arg: str) -> Server:
         return types.ListResourceTemplatesResult(resource_templates=[])
 
     async def read(ctx: object, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        if mode == "padded":
+            size, _, text = str(params.uri).removeprefix("hostile://pad/").partition("/")
+            padded = types.TextResourceContents(uri=str(params.uri), text="x" * int(size) + text)
+            return types.ReadResourceResult(contents=[padded])
         if mode == "chatty":
             with open(arg, "a") as reads:
                 reads.write("read\n")

@@ -95,3 +95,20 @@ def test_a_flood_of_updates_is_read_again_a_bounded_number_of_times(crab_agent, 
     again = len(reads.read_text().split()) - first
     assert 1 <= again <= 10, f"{again} reads for 500 updates"
     assert len(watch.pending[h.session.id]) == 1  # the latest only, for the model
+
+
+def test_a_secret_the_cut_splits_is_masked_whole(crab_agent, monkeypatch):
+    # The text was cut at MAX_TEXT first and masked after: the secret's first part, before the
+    # cut, no longer matched and went to the model as it was.
+    from crab_mcp.attach import MAX_TEXT
+
+    secret = "split-0123456789abcdef-secret"
+    monkeypatch.setenv("SPLIT_TEST_TOKEN", secret)
+    h = crab_agent(
+        [[{"text": "ok"}]], plugins={"mcp": crab_mcp}, config={"plugins.mcp.servers": {"pd": server("padded", "-")}}
+    )
+    assert h.run(f"look at @pd:hostile://pad/{MAX_TEXT - 10}/{secret}{'y' * 100}").text == "ok"
+    (request,) = h.requests
+    context = [m for m in request.messages if isinstance(m, UserMessage)][1]
+    assert "x" * 1000 in context.content and "[… cut:" in context.content
+    assert secret[:10] not in context.content

@@ -16,6 +16,7 @@ session, like one the model read (``crab_mcp.subscriptions``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -104,7 +105,7 @@ async def attach(
                 'configured permission = "read", so reading it takes the permission gate; ask the model '
                 "to read it (mcp_read_resource), or set that server's permission in your own config"
             )
-        read = await _read(link, ref)
+        read = await _read(link, ref, redact)
         if isinstance(read, Deny):
             return read
         text, found = read
@@ -139,8 +140,11 @@ async def _channel(manager: Manager, session_id: str) -> str | None:
     return channel if isinstance(channel, str) and channel else None
 
 
-async def _read(link: ServerLink, ref: Reference) -> Deny | tuple[str, list[ImagePart]]:
-    """The resource's text (blobs as notes) and its images, or why it cannot be attached."""
+async def _read(link: ServerLink, ref: Reference, redact: Callable[[str], str]) -> Deny | tuple[str, list[ImagePart]]:
+    """The resource's text (blobs as notes), masked, and its images, or why it cannot be attached."""
+    from crab import ToolResult
+
+    from crab_mcp.manager import mask
     from crab_mcp.resources import offers
     from crab_mcp.server import CallFailed, ServerDown
 
@@ -167,7 +171,8 @@ async def _read(link: ServerLink, ref: Reference) -> Deny | tuple[str, list[Imag
         else:
             size = len(str(getattr(item, "blob", "") or "").rstrip("=")) * 3 // 4  # base64's length, decoded
             parts.append(f"[resource {item.uri} ({item.mime_type or 'binary'}), {size:,} bytes, not shown]")
-    text = "\n".join(parts) or "(empty resource)"
+    # Masked whole, then cut: a secret the cut split would keep its first part unmasked.
+    text = redact(mask(link, ToolResult("\n".join(parts) or "(empty resource)")).content)
     if len(text) > MAX_TEXT:
         text = f"{text[:MAX_TEXT]}\n[… cut: {len(text):,} characters; the model can read it with mcp_read_resource]"
     return text, images
@@ -189,11 +194,7 @@ def _image(item: Any) -> ImagePart | None:
 
 
 def _fenced(link: ServerLink, ref: Reference, text: str) -> str:
-    from crab import ToolResult
-
     from crab_mcp.fence import fence
-    from crab_mcp.manager import mask
     from crab_mcp.resources import READ
 
-    masked = mask(link, ToolResult(text)).content
-    return fence(link.name, READ, masked, what=f"Resource {ref.uri}, attached by the user as {ref.token},")
+    return fence(link.name, READ, text, what=f"Resource {ref.uri}, attached by the user as {ref.token},")

@@ -178,17 +178,16 @@ class Watch:
                 await self._refresh(link, uri, restarted=True)
 
     async def _refresh(self, link: ServerLink, uri: str, *, restarted: bool = False) -> None:
-        from crab import NoticeEvent
+        from crab import NoticeEvent, Redactor, known_secrets
 
         from crab_mcp.resources import read
 
         key = (link.name, uri)
         fresh = await read(self.manager, link.name, uri)
-        content = fresh.content
+        # Masked whole before the cut: a secret the cut split would keep its first part unmasked.
+        content = Redactor(known_secrets(link.agent_config)).text(fresh.content)
         if len(content) > MAX_NOTE:
-            content = (
-                f"{content[:MAX_NOTE]}\n[… cut: {len(fresh.content):,} characters; read it with mcp_read_resource]"
-            )
+            content = f"{content[:MAX_NOTE]}\n[… cut: {len(content):,} characters; read it with mcp_read_resource]"
         if restarted:
             note = f"MCP server {link.name!r} started again since you read its resource {uri} (it may have changed)"
             what = f"MCP {link.name}: started again; resource {uri} read again"
