@@ -159,3 +159,24 @@ def test_a_declaration_pluggy_refuses_fails_that_plugin_not_the_host():
     host = build_host({"declarer": Declarer()})
     assert host.records["declarer"].status == "failed"
     assert "CRAB_HOOKSPECS" in (host.records["declarer"].reason or "")
+
+
+class _Renamed:
+    """A guard written with pluggy's ``specname``, under a name of its own."""
+
+    @crab.hookimpl(specname="crab_before_tool_call")
+    def guard(self, call: Any) -> crab.Deny:
+        return crab.Deny("guarded")
+
+
+def test_an_implementation_not_named_after_its_hook_fails_its_plugin():
+    # crab finds implementations by their crab_ name only: a guard under another name (pluggy's
+    # specname) would otherwise be silently never called, its tool calls unguarded.
+    module = types.SimpleNamespace(tools=crab.hookimpl(specname="crab_tools")(lambda config: []))
+    host = build_host({"guard": _Renamed(), "module": module})
+    for name, attr in (("guard", "guard"), ("module", "tools")):
+        assert host.records[name].status == "failed"
+        assert host.records[name].reason == (
+            f"its {attr} is marked @crab.hookimpl but not named after a hook, so crab would never call it: "
+            "name it after the hook (crab_tools, …; specname is not read, see docs/hooks.md)"
+        )

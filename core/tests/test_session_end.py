@@ -1,5 +1,6 @@
 """``crab_session_end``: dispatched once when a channel leaves a session (``Agent.switch``, a
-keyed conversation moving on) and for each session still open when the agent closes."""
+keyed conversation moving on; ``AgentHandle.end_session``) and for each session still open when
+the agent closes."""
 
 from __future__ import annotations
 
@@ -134,3 +135,21 @@ def test_a_child_session_ends_when_its_turn_does(crab_home) -> None:
     finally:
         h.close()
     assert recorder.ended == [(delegate.child, "child"), (h.session.id, "shutdown")]
+
+
+def test_a_channel_ending_a_session_drops_it_and_ends_it_once(crab_home) -> None:
+    recorder = Recorder()
+    h = AgentHarness([], plugins={"recorder": recorder}, local=False)
+    try:
+        host = ChannelHost(h.agent, {})
+        h.agent.channel_host = host
+        chat = h.run_async(host.session_for("http", "one-off"))
+        handle = crab.AgentHandle(h.agent)
+        h.run_async(handle.end_session(chat))
+        assert recorder.ended == [(chat.id, "end")] and host.sessions == {}
+        h.run_async(handle.end_session(chat))  # once
+        again = h.run_async(host.session_for("http", "one-off"))
+        assert again is not chat and again.id == chat.id  # resumed from the store, a new live session
+    finally:
+        h.close()
+    assert sorted(recorder.ended) == sorted([(chat.id, "end"), (chat.id, "shutdown"), (h.session.id, "shutdown")])

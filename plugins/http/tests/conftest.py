@@ -3,7 +3,8 @@
 The provider is ``crab.testing.ScriptedProvider`` behind a reply function (the shape
 crab-telegram's tests use): it echoes, waits, streams slowly, or calls the ``jot`` (write) or
 ``peek`` (read) tool depending on the message. Every request the provider gets is appended to
-``$CRAB_HOME/requests.jsonl``, so a test can see that a refused request never reached the model.
+``$CRAB_HOME/requests.jsonl``, so a test can see that a refused request never reached the model,
+and every session that ends (``crab_session_end``) to ``$CRAB_HOME/ended``.
 """
 
 from __future__ import annotations
@@ -90,6 +91,14 @@ def crab_providers(config):
 @crab.hookimpl
 def crab_tools(config):
     return [jot, peek]
+
+
+@crab.hookimpl
+def crab_session_end(session_id, reason):
+    log = os.environ.get("HTTP_TEST_ENDED")
+    if log:
+        with open(log, "a") as handle:
+            handle.write(f"{session_id} {reason}\\n")
 '''
 
 
@@ -146,6 +155,7 @@ def make_home(root: Path) -> Home:
         CRAB_HOME=str(home),
         CRAB_PLUGINS="http,http-echo",
         HTTP_TEST_REQUEST_LOG=str(home / "requests.jsonl"),
+        HTTP_TEST_ENDED=str(home / "ended"),
     )
     return Home(root, env, work)
 

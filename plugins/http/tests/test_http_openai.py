@@ -153,3 +153,27 @@ def test_a_command_streams_as_one_completion(shared):
     )
     assert "/fork" in "".join(c.choices[0].delta.content or "" for c in chunks)
     assert chunks[-1].choices[0].finish_reason == "stop" and len({c.id for c in chunks}) == 1
+
+
+def test_a_request_without_a_conversation_ends_its_session_after_its_answer(serve, home):
+    # Nobody can address a one-off request's session again: crab held it for the life of the
+    # process (one more per request) and its background jobs ran on until crab serve exited.
+    import time
+
+    token = home.token("laptop")
+    served = serve()
+    sdk = client_for(type("S", (), {"url": served.url, "token": token})())
+    kept = sdk.chat.completions.create(model="any", messages=[{"role": "user", "content": "hi"}], user="c-kept")
+    for word in ("one", "two"):
+        done = sdk.chat.completions.create(model="any", messages=[{"role": "user", "content": word}])
+        assert done.choices[0].message.content == f"echo: {word} (1 user messages)"
+    ended = home.path / "ended"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not ended.exists() or len(ended.read_text().split("\n")) < 3):
+        time.sleep(0.05)
+    lines = ended.read_text().splitlines() if ended.exists() else []
+    assert len(lines) == 2 and all(line.endswith(" end") for line in lines), lines
+    assert kept.choices[0].message.content.startswith("echo: hi")
+    assert served.stop() == 0
+    reasons = [line.split()[1] for line in ended.read_text().splitlines()]
+    assert reasons == ["end", "end", "shutdown"]  # the kept conversation ends only with crab

@@ -205,3 +205,23 @@ def test_an_attached_resource_is_subscribed_to_only_when_the_prompt_goes(crab_ag
     assert refused.stop == "error" and link.subscribed == set() and watch.watched == {}
     assert h.run(f"explain @ev:{uri}").text == "ok"
     assert link.subscribed == {uri} and set(watch.watched[("ev", uri)].contexts) == {h.session.id}
+
+
+def test_a_channels_message_attaches_only_from_a_read_server(crab_agent, tiny_cmd):
+    # A Telegram (or HTTP, or scheduled) message is not the terminal's user: reading a server that
+    # is not permission = "read" takes the permission gate there (which a chat may refuse outright),
+    # so a chat member could otherwise read the user's servers past it.
+    servers = {"tiny": tiny_cmd(), "open": {**tiny_cmd(), "permission": "read"}}
+    h = crab_agent([[{"text": "ok"}]], plugins={"mcp": crab_mcp}, config={"plugins.mcp.servers": servers})
+    chat = h.run_async(h.agent.new_session(meta={"crab.channel": "telegram", "crab.address": "42"}))
+    refused = h.run_async(h.agent.handle_input(chat, "explain @tiny:tiny://note"))
+    assert refused.stop == "error" and "\n" not in (refused.error or "")
+    assert refused.error == (
+        "prompt refused: cannot attach @tiny:tiny://note from a telegram message: MCP server 'tiny' is not "
+        'configured permission = "read", so reading it takes the permission gate; ask the model to read it '
+        "(mcp_read_resource), or set that server's permission in your own config"
+    )
+    assert h.requests == []
+    assert h.run_async(h.agent.handle_input(chat, "explain @open:tiny://note")).text == "ok"
+    (context,) = context_of(h)
+    assert "a note from tiny" in context.content

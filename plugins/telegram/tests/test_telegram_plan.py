@@ -75,3 +75,16 @@ def test_the_checklist_text_stays_short_whatever_the_plan_holds():
     assert "second line" not in text
     assert lines[-1] == "… and 11 more steps" and len(lines) == MAX_STEPS + 2
     assert len(text.encode("utf-16-le")) // 2 < 4096
+
+
+def test_a_plan_of_long_steps_still_fits_one_message():
+    # 50 steps of 200 characters (emoji count twice in Telegram's UTF-16 units) would be refused
+    # as too long, and the plan never shown.
+    for step in ("y" * 300, "🦀" * 300):
+        items = tuple(crab.PlanItem(f"{i} {step}", "done" if i < 3 else "pending") for i in range(MAX_STEPS))
+        text = plan_text(items)
+        lines = text.splitlines()
+        assert len(text.encode("utf-16-le")) // 2 <= 4096
+        assert lines[0] == f"Plan (3/{MAX_STEPS} done):" and lines[1].startswith("✅ 0 ")
+        shown = len(lines) - 2
+        assert 5 < shown < MAX_STEPS and lines[-1] == f"… and {MAX_STEPS - shown} more steps"

@@ -285,6 +285,12 @@ class AgentHandle:
         has one. ``session_id`` moves the conversation to that session (after ``/fork``)."""
         return await self._agent.session_for(channel, address, session_id=session_id)
 
+    async def end_session(self, session: SessionView) -> None:
+        """A channel is done with ``session`` for good (crab-http's one-off request): a channel's
+        hold on it is dropped and plugins end what they keep for it (``crab_session_end``, reason
+        ``"end"``: its background jobs); its entries stay in the store (1.6)."""
+        await self._agent.end_session(session)  # type: ignore[arg-type]
+
     async def deliver(self, channel: str, address: str, text: str) -> None:
         """Send ``text`` to ``address`` through ``channel``'s ``deliver`` (a channel ``crab serve``
         runs in this process); ``crab.ChannelError`` says why when it cannot."""

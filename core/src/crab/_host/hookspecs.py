@@ -229,8 +229,9 @@ def crab_session_end(agent: AgentHandle, session_id: str, reason: str) -> None:
     """The agent has left session ``session_id``: end what the plugin keeps running for it (its
     processes, its per-session state). ``reason`` is ``"switch"`` when a channel moved on to
     another session (``/new``, ``/clear``, ``/resume``, ``/fork``), ``"child"`` when a child
-    session's turn ended (``AgentHandle.run_child``: a subagent's), or ``"shutdown"`` for each
-    session still open when the agent closes (before ``crab_shutdown``).
+    session's turn ended (``AgentHandle.run_child``: a subagent's), ``"end"`` when a channel is
+    done with it (``AgentHandle.end_session``: crab-http's one-off request), or ``"shutdown"``
+    for each session still open when the agent closes (before ``crab_shutdown``).
 
     The session stays in the store; a later resume is a new live session. May be awaitable.
     Failures are reported, never raised (that implementation is not called again in this run).

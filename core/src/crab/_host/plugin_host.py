@@ -535,6 +535,16 @@ def _in_process(name: str, plugin: object) -> PluginRecord:
     return PluginRecord(name=name, status="loaded", target=repr(plugin))
 
 
+def _marked(plugin: object, attr: str) -> bool:
+    """Whether ``plugin``'s ``attr`` carries crab's ``hookimpl`` mark, found without running a
+    property or ``__getattr__`` (a plugin's own dict, then its class's)."""
+    for space in (getattr(plugin, "__dict__", {}), *(vars(c) for c in type(plugin).__mro__)):
+        if attr in space:
+            value = space[attr]
+            return isinstance(getattr(getattr(value, "__func__", value), f"{hookspecs.PROJECT}_impl", None), dict)
+    return False
+
+
 def unsupported_hooks(pm: pluggy.PluginManager, plugin: object, known: Collection[str]) -> str | None:
     """Why ``plugin`` cannot be registered as written (a misspelt hook, a hook wrapper), or None.
 
@@ -543,6 +553,11 @@ def unsupported_hooks(pm: pluggy.PluginManager, plugin: object, known: Collectio
     characters from a declared one."""
     for attr in sorted(dir(plugin)):
         if not attr.startswith("crab_"):
+            if _marked(plugin, attr):  # pluggy's specname: crab finds implementations by name only
+                return (
+                    f"its {attr} is marked @crab.hookimpl but not named after a hook, so crab would never "
+                    "call it: name it after the hook (crab_tools, …; specname is not read, see docs/hooks.md)"
+                )
             continue
         try:
             opts = pm.parse_hookimpl_opts(plugin, attr)

@@ -258,6 +258,12 @@ class Agent:
             "crab_session_end", agent=AgentHandle(self), session_id=session.id, reason=reason
         )
 
+    async def end_session(self, session: Session) -> None:
+        """``AgentHandle.end_session``: no channel keeps ``session`` live any more, and it is left."""
+        if self.channel_host is not None:
+            self.channel_host.release(session)
+        await self.leave(session, "end")
+
     async def switch(self, session: Session, session_id: str) -> Session:
         """Move from ``session`` to the stored ``session_id`` (``CommandResult.switch_session``):
         the new one is resumed first (a ``StoreError`` leaves the old one as it was), then the

@@ -270,6 +270,16 @@ class ChannelHost:
             self.sessions[key] = session
             return session
 
+    def release(self, session: Session) -> None:
+        """Keep ``session`` no longer (``Agent.end_session``): a later ``session_for`` of its
+        address resumes it from the store."""
+        for key, kept in list(self.sessions.items()):
+            if kept is session:
+                del self.sessions[key]
+                lock = self._locks.get(key)
+                if lock is not None and not lock.locked():
+                    del self._locks[key]
+
 
 async def _ask(ask: Any, address: str, request: PermissionRequest) -> Answer:
     """A channel's ``ask(address, request)``; anything but a known answer refuses."""

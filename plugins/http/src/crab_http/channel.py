@@ -202,11 +202,13 @@ class HttpChannel:
             self.conversations[found.address] = self.by_session[session_id] = found
         return found if found.owner == owner else None
 
-    def _forget(self, conversation: Conversation) -> None:
-        """Drop a one-off conversation once its turn is over: nobody can address it again (its
-        session stays in the store)."""
+    async def _forget(self, conversation: Conversation) -> None:
+        """Drop a one-off conversation once its turn is over: nobody can address it again, so
+        crab keeps its session no longer and ends what runs for it (its background jobs); the
+        session stays in the store."""
         self.conversations.pop(conversation.address, None)
         self.by_session.pop(conversation.session.id, None)
+        await self._agent().end_session(conversation.session)
 
     def listed(self, owner: str) -> list[dict[str, Any]]:
         entries = self.index.list(str(self._agent().workspace), owner)
@@ -262,9 +264,9 @@ class HttpChannel:
                 conversation.busy = False
                 conversation.deny_open_questions()
                 conversation.client = None
-                if conversation.one_off:
-                    self._forget(conversation)
                 queue.put_nowait(None)
+                if conversation.one_off:
+                    await self._forget(conversation)
 
         task = asyncio.create_task(turn(), name=f"crab-http-{conversation.session.id}")
         self.turns.add(task)

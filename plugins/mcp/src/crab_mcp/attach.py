@@ -3,10 +3,12 @@
 A reference is ``@NAME:URI`` standing alone, where ``URI`` starts with a scheme
 (``@everything:demo://resource/static/document/architecture.md``); any other ``@word`` and an
 e-mail address stay plain text. Only servers of this run (the user's config or a trusted
-project's: ``servers`` is trust-only) are read. Text is masked (the server's ``${VAR}`` values
-and every secret crab knows), cut at ``MAX_TEXT`` characters and fenced as the server's content;
-a PNG, JPEG, GIF or WebP blob becomes an image of the message; other binary content a note with
-its type and size. An unknown server or a failed read refuses the prompt with one line: nothing
+project's: ``servers`` is trust-only) are read, and from a channel's message (Telegram, HTTP, a
+scheduled job) only those configured ``permission = "read"``: elsewhere a read takes the gate.
+Text is masked (the server's ``${VAR}`` values and every secret crab knows), cut at
+``MAX_TEXT`` characters and fenced as the server's content; a PNG, JPEG, GIF or WebP blob
+becomes an image of the message (``MAX_IMAGES`` at most); other binary content a note with its
+type and size. An unknown server or a failed read refuses the prompt with one line: nothing
 reaches the model. Where the server offers subscriptions the resource is subscribed to for the
 session, like one the model read (``crab_mcp.subscriptions``).
 """
@@ -14,6 +16,7 @@ session, like one the model read (``crab_mcp.subscriptions``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +33,9 @@ MAX_TEXT = 20_000
 """Characters of one attached resource's text the model gets (then a note says how to read on)."""
 MAX_REFERENCES = 10
 """Resources one prompt may attach."""
+MAX_IMAGES = 20
+"""Images one prompt attaches (each already within ``max_image_bytes``); a server's resource may
+hold any number, which would all go to the model and stay in the session."""
 SKIPPED = "(MCP prompt "
 """The first line crab puts before a server's prompt text (``crab_mcp.prompts``): server-written
 text, so its ``@`` words are never read as the user's references."""
@@ -84,6 +90,7 @@ async def attach(
     images: list[ImagePart] = []
     labels: list[str] = []
     read_from: list[tuple[ServerLink, str]] = []
+    channel = await _channel(manager, session_id)
     for ref in refs:
         link = manager.links.get(ref.server)
         if link is None:
@@ -92,7 +99,13 @@ async def attach(
                 f"cannot attach {ref.token}: crab runs no MCP server {ref.server!r} (servers: {names}); "
                 "`crab mcp list` shows every configured server and why"
             )
-        read = await _read(link, ref)
+        if channel is not None and link.config.permission != "read":
+            return Deny(
+                f"cannot attach {ref.token} from a {channel} message: MCP server {ref.server!r} is not "
+                'configured permission = "read", so reading it takes the permission gate; ask the model '
+                "to read it (mcp_read_resource), or set that server's permission in your own config"
+            )
+        read = await _read(link, ref, redact)
         if isinstance(read, Deny):
             return read
         text, found = read
@@ -100,6 +113,9 @@ async def attach(
         images.extend(found)
         labels.append(f"{ref.token} ({len(text):,} characters{f', {len(found)} image(s)' if found else ''})")
         read_from.append((link, ref.uri))
+    if len(images) > MAX_IMAGES:
+        blocks.append(f"[{len(images) - MAX_IMAGES} more images left out: one message attaches at most {MAX_IMAGES}]")
+        images = images[:MAX_IMAGES]
     # Only once every read worked: a refused prompt leaves no subscription behind for the model.
     ctx = ToolContext(session_id=session_id, workspace=workspace, config=config, emit=manager.emit)
     for link, uri in read_from:
@@ -108,8 +124,27 @@ async def attach(
     return UserMessage("\n\n".join(blocks), images=tuple(images))
 
 
-async def _read(link: ServerLink, ref: Reference) -> Deny | tuple[str, list[ImagePart]]:
-    """The resource's text (blobs as notes) and its images, or why it cannot be attached."""
+async def _channel(manager: Manager, session_id: str) -> str | None:
+    """The channel a session's prompts come through (``crab.channel`` in its meta: Telegram, HTTP,
+    a scheduled job), None for the terminal's. A chat message may not grant what a tool call
+    would need the permission gate for."""
+    from crab import StoreError
+
+    if manager.session_info is None:
+        return None
+    try:
+        meta = (await manager.session_info(session_id)).meta
+    except StoreError:
+        return "unknown"  # a session crab cannot place is not taken for the terminal's
+    channel = meta.get("crab.channel")
+    return channel if isinstance(channel, str) and channel else None
+
+
+async def _read(link: ServerLink, ref: Reference, redact: Callable[[str], str]) -> Deny | tuple[str, list[ImagePart]]:
+    """The resource's text (blobs as notes), masked, and its images, or why it cannot be attached."""
+    from crab import ToolResult
+
+    from crab_mcp.manager import mask
     from crab_mcp.resources import offers
     from crab_mcp.server import CallFailed, ServerDown
 
@@ -136,7 +171,8 @@ async def _read(link: ServerLink, ref: Reference) -> Deny | tuple[str, list[Imag
         else:
             size = len(str(getattr(item, "blob", "") or "").rstrip("=")) * 3 // 4  # base64's length, decoded
             parts.append(f"[resource {item.uri} ({item.mime_type or 'binary'}), {size:,} bytes, not shown]")
-    text = "\n".join(parts) or "(empty resource)"
+    # Masked whole, then cut: a secret the cut split would keep its first part unmasked.
+    text = redact(mask(link, ToolResult("\n".join(parts) or "(empty resource)")).content)
     if len(text) > MAX_TEXT:
         text = f"{text[:MAX_TEXT]}\n[… cut: {len(text):,} characters; the model can read it with mcp_read_resource]"
     return text, images
@@ -158,11 +194,7 @@ def _image(item: Any) -> ImagePart | None:
 
 
 def _fenced(link: ServerLink, ref: Reference, text: str) -> str:
-    from crab import ToolResult
-
     from crab_mcp.fence import fence
-    from crab_mcp.manager import mask
     from crab_mcp.resources import READ
 
-    masked = mask(link, ToolResult(text)).content
-    return fence(link.name, READ, masked, what=f"Resource {ref.uri}, attached by the user as {ref.token},")
+    return fence(link.name, READ, text, what=f"Resource {ref.uri}, attached by the user as {ref.token},")

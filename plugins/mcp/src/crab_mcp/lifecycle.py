@@ -45,4 +45,5 @@ async def start_servers(agent: AgentHandle, plugin: str) -> Manager | None:
     agent.add_tools(plugin, [*manager.tools(), *manager.resource_tools()])
     manager.attach(lambda tools: agent.add_tools(plugin, tools))
     manager.notice = agent.notice
+    manager.session_info = agent.session_info
     return manager

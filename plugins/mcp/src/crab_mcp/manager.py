@@ -12,12 +12,12 @@ A server's answer is masked, then fenced as the server's content (``crab_mcp.fen
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crab import Event, Tool, ToolContext, ToolResult, crab_home
+from crab import Event, SessionInfo, Tool, ToolContext, ToolResult, crab_home
 
 from crab_mcp.names import crab_name
 from crab_mcp.resources import offers
@@ -85,6 +85,9 @@ class Manager:
         self._resource_tools = False
         self.notice: Callable[[str], None] = lambda message: None
         """Tells the user something (``AgentHandle.notice`` once the agent started)."""
+        self.session_info: Callable[[str], Awaitable[SessionInfo]] | None = None
+        """A session's stored info (``AgentHandle.session_info`` once the agent started): whether
+        a prompt came through a channel (``crab_mcp.attach``)."""
         self.watch = Watch(self)
         for link in links:
             link.on_change.append(self._changed)

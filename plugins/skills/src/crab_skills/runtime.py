@@ -152,6 +152,8 @@ class Skills:
             text = user_turn(skill, settings.max_bytes, request)
         except OSError as exc:
             return CommandResult(f"cannot read skill {name!r}: {exc.strerror or exc}", is_error=True)
+        if not skill.trusted:
+            text = self._inert(ctx, f"/skill:{name}", text)
         outcome = await ctx.handle.handle_input(ctx.session, text)
         if outcome.error:  # the turn already showed its error; this keeps the exit status
             return CommandResult(f"/skill:{name}: the turn ended with an error ({outcome.stop})", is_error=True)
@@ -201,6 +203,8 @@ class Skills:
             text = prompt(command, settings.max_bytes, args)
         except OSError as exc:
             return CommandResult(f"cannot read {command.file}: {exc.strerror or exc}", is_error=True)
+        if not command.trusted:
+            text = self._inert(ctx, f"/{name}", text)
         model = self._model(ctx, command)
         if model is not None:
             problem = not_configured(handle, ctx.session, name, model)
@@ -223,6 +227,16 @@ class Skills:
         if outcome.error:  # the turn already showed its error; this keeps the exit status
             return CommandResult(f"/{name}: the turn ended with an error ({outcome.stop})", is_error=True)
         return CommandResult("")
+
+    @staticmethod
+    def _inert(ctx: CommandContext, what: str, text: str) -> str:
+        """An untrusted project's text with its ``@server:uri`` references quoted (one notice)."""
+        from crab_skills.inert import inert, untrusted_notice
+
+        text, count = inert(text)
+        if count:
+            ctx.handle.notice(untrusted_notice(what, count), "warning")
+        return text
 
     @staticmethod
     def _model(ctx: CommandContext, command: UserCommand) -> str | None:

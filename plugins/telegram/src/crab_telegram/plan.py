@@ -21,18 +21,26 @@ MAX_STEPS = 50
 
 
 def plan_text(items: tuple[crab.PlanItem, ...]) -> str:
-    """The checklist as one plain-text message: a head line, then a mark and each step."""
+    """The checklist as one plain-text message: a head line, then a mark and each step, as many
+    as fit in one Telegram message (50 steps of 200 characters would be 10,000)."""
+    from crab_telegram.format import LIMIT, units
+
     if not items:
         return "Plan cleared."
     done = sum(item.status == "done" for item in items)
     lines = [f"Plan ({done}/{len(items)} done):"]
+    room = LIMIT - units(lines[0]) - len(f"\n… and {len(items)} more steps")
     for item in items[:MAX_STEPS]:
         text = item.text.strip().splitlines()[0] if item.text.strip() else "(empty step)"
         if len(text) > STEP_CHARS:
             text = text[: STEP_CHARS - 1] + "…"
-        lines.append(f"{MARKS.get(item.status, MARKS['pending'])} {text}")
-    if len(items) > MAX_STEPS:
-        lines.append(f"… and {len(items) - MAX_STEPS} more steps")
+        line = f"{MARKS.get(item.status, MARKS['pending'])} {text}"
+        room -= units(line) + 1
+        if room < 0:
+            break
+        lines.append(line)
+    if len(items) > len(lines) - 1:
+        lines.append(f"… and {len(items) - (len(lines) - 1)} more steps")
     return "\n".join(lines)
 
 
