@@ -91,8 +91,8 @@ def test_the_programs_own_tool_wins_with_a_notice():
     ]
 
 
-def item(name: str, override: bool = False) -> object:
-    return types.SimpleNamespace(name=name, override=override)
+def item(name: str, override: bool = False, **more: object) -> object:
+    return types.SimpleNamespace(name=name, override=override, **more)
 
 
 def test_rank_classes_and_override():
@@ -126,3 +126,33 @@ def test_a_programs_plugin_list_is_named_as_such(monkeypatch: pytest.MonkeyPatch
     by_flag = build_host(make_config(), "duplicate,good", validate=False, strict=False, environment=False)
     assert echo_owner(by_flag) == ("duplicate", LOUD)
     assert "comes first in --plugins" in by_flag.failures[0].line
+
+
+def test_a_command_that_gives_way_never_takes_a_name_whatever_the_order():
+    # An untrusted project's command file (crab-skills) listed first must not take /tiny from the
+    # user's MCP server; on its own it keeps its name.
+    repo = item("tiny", gives_way=True, file="/repo/.claude/commands/tiny.md")
+    mcp = item("tiny")
+    listed = {"skills": Rank(LISTED, "[plugins] enabled"), "mcp": Rank(LISTED, "[plugins] enabled")}
+    for order in (["skills", "mcp"], ["mcp", "skills"]):
+        table, faults = build_registry("commands", {"skills": [repo], "mcp": [mcp]}, order, listed)
+        assert table["tiny"] is mcp
+        assert [f.plugins for f in faults] == [("skills",)]
+        assert faults[0].reason == (
+            "its command 'tiny' (from /repo/.claude/commands/tiny.md) was left out: it comes from a source you "
+            "have not trusted, and plugin 'mcp' registers that name"
+        )
+    forced = item("tiny", gives_way=True, override=True)
+    table, _ = build_registry("commands", {"skills": [forced], "mcp": [mcp]}, ["skills", "mcp"], listed)
+    assert table["tiny"] is mcp  # override does not lift it
+    table, faults = build_registry("commands", {"skills": [repo]}, ["skills"], listed)
+    assert table["tiny"] is repo and faults == []
+
+
+def test_a_command_file_named_like_crab_s_own_says_to_rename_the_file():
+    own, mine = item("help"), item("help", file="/home/u/.crab/commands/help.md")
+    _, faults = build_registry("commands", {"core": [own], "skills": [mine]}, ["core", "skills"], {"core": Rank(CORE)})
+    assert faults[0].reason == (
+        "its command 'help' (from /home/u/.crab/commands/help.md) was left out: crab's own command has that "
+        "name; rename the file"
+    )

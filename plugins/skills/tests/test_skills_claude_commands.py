@@ -188,3 +188,40 @@ def test_an_untrusted_projects_command_or_skill_attaches_no_mcp_resource(crab_ho
     told = "/review is from a project you have not trusted (crab trust): its 1 @server:uri reference attaches nothing"
     assert told in warnings
     assert any(w.startswith("/skill:peek is from a project you have not trusted") for w in warnings)
+
+
+class _Server:
+    """Another plugin's command of the name a repository's file takes (crab-mcp's /tiny, say)."""
+
+    @crab.hookimpl
+    def crab_commands(self) -> list[crab.Command]:
+        return [crab.Command("tiny", "the user's server", lambda ctx, args: "the server's /tiny")]
+
+
+@pytest.mark.parametrize("skills_first", [True, False])
+def test_an_untrusted_projects_command_never_takes_another_plugins_name(crab_home, user_home, tmp_path, skills_first):
+    project = _project(tmp_path)
+    file = _write(project / ".claude" / "commands", "tiny", "the repository's text")
+    plugins = {"skills": SkillsPlugin(), "server": _Server()}
+    if not skills_first:
+        plugins = dict(reversed(plugins.items()))
+    harness = AgentHarness([[{"text": "ok"}]], plugins=plugins, workspace=project)
+    try:
+        assert harness.agent.commands["tiny"].description == "the user's server"
+        assert harness.run("/tiny").text == "the server's /tiny"
+        (line,) = [f.line for f in harness.host.failures if "tiny" in f.line]
+        assert f"(from {file})" in line and "a source you have not trusted" in line
+    finally:
+        harness.close()
+
+
+def test_a_trusted_projects_command_and_yours_keep_the_plugins_order(crab_home, user_home, tmp_path):
+    # Your own file may take a name on purpose: only what nobody vouched for gives way.
+    _write(user_home / ".claude" / "commands", "tiny", "my text")
+    harness = AgentHarness(
+        [[{"text": "ok"}]], plugins={"skills": SkillsPlugin(), "server": _Server()}, workspace=_project(tmp_path)
+    )
+    try:
+        assert harness.agent.commands["tiny"].description.endswith("(~/.claude)")
+    finally:
+        harness.close()

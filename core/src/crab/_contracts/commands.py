@@ -55,7 +55,11 @@ class Command:
     """A router command. ``handler(ctx, args)`` gets the text after the name.
 
     ``local_only`` commands are refused on remote channels (Telegram…). ``override`` declares
-    that this command replaces another plugin's of the same name on purpose.
+    that this command replaces another plugin's of the same name on purpose. ``file`` is the file
+    a person wrote the command in (a user's command file): a name clash then says to rename that
+    file. ``gives_way`` loses every name clash, whatever the load order: set for a command from a
+    source the user did not vouch for (an untrusted project's command file), so a cloned
+    repository cannot take a name another plugin registers (1.6).
     """
 
     name: str
@@ -65,3 +69,5 @@ class Command:
     local_only: bool = False
     override: bool = False
     plugin: str = ""
+    file: str = ""
+    gives_way: bool = False

@@ -60,6 +60,13 @@ def build_registry(
                 table[name], owner[name] = item, plugin
                 continue
             first, holder = table[name], owner[name]
+            if getattr(item, "gives_way", False) != getattr(first, "gives_way", False):
+                if getattr(first, "gives_way", False):  # what nobody vouched for never takes a name
+                    table[name], owner[name] = item, plugin
+                    faults.append(Fault((holder,), _gave_way(noun, name, first, plugin)))
+                else:
+                    faults.append(Fault((plugin,), _gave_way(noun, name, item, holder)))
+                continue
             if getattr(item, "override", False) != getattr(first, "override", False):
                 if getattr(item, "override", False):
                     table[name], owner[name] = item, plugin
@@ -72,7 +79,7 @@ def build_registry(
                 table[name], owner[name] = item, plugin
                 faults.append(Fault((holder,), _outranked(noun, name, plugin, new)))
             else:
-                faults.append(Fault((plugin,), _kept(noun, name, holder, plugin, held, new)))
+                faults.append(Fault((plugin,), _kept(noun, name, holder, plugin, held, new, item)))
     for name, plugins in contested.items():
         first, others = plugins[0], ", ".join(repr(p) for p in plugins[1:])
         reason = (
@@ -94,9 +101,22 @@ def _outranked(noun: str, name: str, winner: str, rank: Rank) -> str:
     return f"its {noun} {name!r} was left out: {who} of that name takes its place"
 
 
-def _kept(noun: str, name: str, holder: str, plugin: str, held: Rank, new: Rank) -> str:
+def _written_in(item: Any) -> str:
+    file = getattr(item, "file", "")
+    return f" (from {file})" if file else ""
+
+
+def _gave_way(noun: str, name: str, item: Any, winner: str) -> str:
+    return (
+        f"its {noun} {name!r}{_written_in(item)} was left out: it comes from a source you have not trusted, "
+        f"and plugin {winner!r} registers that name"
+    )
+
+
+def _kept(noun: str, name: str, holder: str, plugin: str, held: Rank, new: Rank, item: Any = None) -> str:
     if held.level == CORE:
-        return f"its {noun} {name!r} was left out: crab's own {noun} has that name; rename it in the plugin"
+        fix = "rename the file" if getattr(item, "file", "") else "rename it in the plugin"
+        return f"its {noun} {name!r}{_written_in(item)} was left out: crab's own {noun} has that name; {fix}"
     if held.level == PROGRAM and new.level > PROGRAM:
         return f"its {noun} {name!r} was left out: the program's own {noun} of that name ({holder}) takes its place"
     if held.level == PROGRAM:

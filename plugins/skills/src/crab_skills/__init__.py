@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from crab_skills.runtime import Skills
 
-CRAB_API = ">=1.5,<2"  # its own hook (crab.hookspec, API 1.3); crab_prompt_submit (API 1.5)
+CRAB_API = ">=1.6,<2"  # its own hook (API 1.3); crab_prompt_submit (1.5); Command.file/gives_way (1.6)
 
 
 class SkillHooks:

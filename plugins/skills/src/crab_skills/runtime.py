@@ -186,7 +186,16 @@ class Skills:
         async def run(ctx: CommandContext, args: str) -> CommandResult:
             return await self.run_user_command(ctx, name, args)
 
-        return Command(name, f"{command.description} ({command.label})", run, usage=command.hint)
+        # An untrusted project's file gives way to every plugin's command of its name (a cloned
+        # repository must not take /tiny from the user's MCP server); a clash names the file.
+        return Command(
+            name,
+            f"{command.description} ({command.label})",
+            run,
+            usage=command.hint,
+            file=str(command.file),
+            gives_way=not command.trusted,
+        )
 
     async def run_user_command(self, ctx: CommandContext, name: str, args: str) -> CommandResult:
         """Send the command's expanded text as the user's prompt, within its ``allowed-tools``."""
