@@ -296,6 +296,8 @@ def test_what_serve_sends_is_masked_with_the_secrets_crab_knows(bridge_env, work
 def test_resources_and_prompts_serve_sends_are_masked_too(bridge_env, workspace):
     needs("crab_tools_basic")
     needs("crab_skills")
+    from mcp import MCPError
+
     env = {**bridge_env, "DEPLOY_TOKEN": SECRET}
     (workspace / "leak.txt").write_text(f"deploy with {SECRET} today\n")
     folder = Path(bridge_env["CRAB_HOME"]) / "skills" / "deploy"
@@ -305,6 +307,9 @@ def test_resources_and_prompts_serve_sends_are_masked_too(bridge_env, workspace)
     async def check(client: Any) -> None:
         read = await client.read_resource((workspace / "leak.txt").as_uri())
         assert read.contents[0].text == "deploy with [redacted] today\n"
+        with pytest.raises(MCPError) as refused:  # the read tool's reason names the path it missed
+            await client.read_resource((workspace / f"{SECRET}.txt").as_uri())
+        assert SECRET not in refused.value.message and "[redacted]" in refused.value.message
         got = await client.get_prompt("deploy", {"request": f"now, with {SECRET}"})
         said = got.messages[0].content.text
         assert SECRET not in said and "Use [redacted] to deploy." in said and said.endswith("now, with [redacted]")

@@ -53,7 +53,7 @@ def build_server(box: ToolBox, prompts: Mapping[str, ServedPrompt] | None = None
     resources when the box can read them (``crab_mcp.serve_resources``) and ``prompts`` as
     prompts when there are any (``crab_mcp.serve_prompts``)."""
     from crab import Redactor, known_secrets
-    from mcp import types
+    from mcp import MCPError, types
     from mcp.server.lowlevel import Server
 
     from crab_mcp import serve_prompts, serve_resources
@@ -78,7 +78,10 @@ def build_server(box: ToolBox, prompts: Mapping[str, ServedPrompt] | None = None
             return types.ListResourcesResult(resources=await serve_resources.list_files(box))
 
         async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-            result: types.ReadResourceResult = await serve_resources.read_file(box, str(params.uri))
+            try:
+                result: types.ReadResourceResult = await serve_resources.read_file(box, str(params.uri))
+            except MCPError as exc:  # the read tool's reason may quote what it read
+                raise MCPError(exc.error.code, redact(exc.error.message)) from None
             for item in result.contents:
                 item.text = redact(item.text)  # type: ignore[union-attr]
             return result
