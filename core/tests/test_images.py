@@ -17,17 +17,17 @@ PNG = make_png(2, 2)
 
 
 class _ImageTool:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
+    def __init__(self, data: bytes, count: int = 1) -> None:
+        self.data, self.count = data, count
 
     @crab.hookimpl
     def crab_tools(self) -> list[crab.Tool]:
-        data = self.data
+        data, count = self.data, self.count
 
         @crab.tool
         def snapshot() -> crab.ToolResult:
             """Take a snapshot."""
-            return crab.ToolResult("the snapshot", images=(crab.ImagePart.from_bytes(data),))
+            return crab.ToolResult("the snapshot", images=(crab.ImagePart.from_bytes(data),) * count)
 
         return [snapshot]
 
@@ -138,6 +138,19 @@ def test_a_tool_image_over_the_cap_is_left_out_with_a_note(monkeypatch: pytest.M
         result = harness.requests[1].messages[-1]
         assert isinstance(result, crab.ToolResultMessage) and result.images == ()
         assert "[image left out: image is 12.1 KB, over the cap of 4.0 KB" in result.content
+    finally:
+        harness.close()
+
+
+def test_a_tool_result_carries_twenty_images_at_most() -> None:
+    # Each image stays in the session and goes with every later request.
+    replies = [[{"tool": "snapshot", "args": {}}], [{"text": "ok"}]]
+    harness = AgentHarness(replies, plugins={"cam": _ImageTool(PNG, count=100)})
+    try:
+        harness.run("snap")
+        result = harness.requests[1].messages[-1]
+        assert isinstance(result, crab.ToolResultMessage) and len(result.images) == 20
+        assert result.content.endswith("[80 more images left out: at most 20 per result]")
     finally:
         harness.close()
 

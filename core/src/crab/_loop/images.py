@@ -13,6 +13,10 @@ from crab._contracts.images import ImagePart, fit_image
 from crab._contracts.messages import Message, ToolResultMessage, UserMessage, message_to_dict
 from crab._contracts.storage import BlobStore, Store
 
+MAX_IMAGES = 20
+"""Images one tool result (or one prompt's added context) may carry: each stays in the session
+and goes with every later request, so a tool or server answering with hundreds must not."""
+
 
 @dataclass(frozen=True, slots=True)
 class ImageLimits:
@@ -26,14 +30,17 @@ class ImageLimits:
         return fit_image(image, self.max_bytes, self.max_side)
 
     def fit_result(self, images: Sequence[ImagePart]) -> tuple[tuple[ImagePart, ...], list[str]]:
-        """The images of a tool result within the caps, and a note for each one left out."""
+        """The images of a tool result within the caps (``MAX_IMAGES`` of them at most), and a
+        note for each one left out."""
         kept: list[ImagePart] = []
         notes: list[str] = []
-        for image in images:
+        for image in images[:MAX_IMAGES]:
             try:
                 kept.append(self.fit(image))
             except CrabError as exc:
                 notes.append(f"[image left out: {exc}]")
+        if len(images) > MAX_IMAGES:
+            notes.append(f"[{len(images) - MAX_IMAGES} more images left out: at most {MAX_IMAGES} per result]")
         return tuple(kept), notes
 
 
