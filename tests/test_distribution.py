@@ -1,7 +1,9 @@
 """The path users take: wheels in an empty virtual environment, installed by name with no index.
 
-Wheels of crab's packages are built here with ``pip wheel --no-deps --no-build-isolation`` (the
-backend, hatchling, comes from requirements-dev.txt, so building needs no network). Their
+Wheels of crab's packages are built once per session by hatchling's PEP 517 hooks, without
+isolation (tests/conftest.py ``repo_builds``, shared with test_plugin_packages; hatchling comes
+from requirements-dev.txt, so building needs no network); a plugin's own wheels here are built as
+an author would, with ``pip wheel --no-deps --no-build-isolation``. Their
 third-party dependencies (pluggy, typer, tomlkit, ripgrep, pytest…) are not crab's to build:
 ``pip download`` fetches them into the same wheel folder from the package index (pip's cache
 makes that quick after the first run; the test skips with one line when no index can be
@@ -16,10 +18,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
 import venv
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,7 +32,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("distribution")]  # one 
 
 ROOT = Path(__file__).resolve().parents[1]
 KITS = sorted(p for p in (ROOT / "kits").iterdir() if (p / "pyproject.toml").is_file())
-PACKAGES = [ROOT / "core", ROOT / "plugins" / "tools-basic", ROOT / "plugins" / "provider-mock", *KITS]
 KIT_NAMES = [f"crab-{kit.name}" for kit in KITS]
 KINDS = ["tool", "provider", "store", "channel", "renderer", "command"]
 
@@ -53,11 +56,13 @@ def offline_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory, repo_builds: tuple[Path, Path]) -> Path:
     house = tmp_path_factory.mktemp("wheelhouse")
-    build_wheels(PACKAGES, house)
-    ours = sorted(house.glob("*.whl"))
     stems = ["crab_core", "crab_provider_mock", "crab_tools_basic", *(n.replace("-", "_") for n in KIT_NAMES)]
+    for stem in stems:  # only these: the other plugins are not what a pip user installs here
+        [wheel] = repo_builds[0].glob(f"{stem}-*.whl")
+        shutil.copy(wheel, house)
+    ours = sorted(house.glob("*.whl"))
     assert sorted(w.name.split("-")[0] for w in ours) == sorted(stems)
     fetched = run([sys.executable, "-m", "pip", "download", "-q", "-d", house, *ours, "pytest", "hypothesis"])
     if fetched.returncode != 0:
@@ -103,7 +108,9 @@ def test_pip_users_install_by_name_and_run_the_packaged_tour(fresh: Path, tmp_pa
     assert "-m mock/tour" in doctor.stdout + doctor.stderr
 
 
-def test_every_kind_of_crab_plugin_new_installs_and_passes_its_own_tests(fresh: Path, wheelhouse: Path, tmp_path: Path):
+def test_every_kind_of_crab_plugin_new_installs_and_passes_its_own_tests(
+    fresh: Path, wheelhouse: Path, tmp_path: Path, hatchling_builder: Callable[..., None]
+):
     env = offline_env(tmp_path / "home")
     folders = []
     for kind in KINDS:
@@ -111,7 +118,7 @@ def test_every_kind_of_crab_plugin_new_installs_and_passes_its_own_tests(fresh: 
         assert result.returncode == 0, result.stderr
         folders.append(tmp_path / f"crab-ex-{kind}")
     kinds_house = tmp_path / "wheels"
-    build_wheels(folders, kinds_house)
+    hatchling_builder(folders, kinds_house)  # one interpreter for six; pip wheel builds the scaffold below
     names = [f"crab-ex-{kind}" for kind in KINDS]
     links = ["--find-links", wheelhouse, "--find-links", kinds_house]
     installed = run([fresh / "pip", "install", "--no-index", *links, *names], env=env)

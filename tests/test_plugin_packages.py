@@ -6,15 +6,13 @@ crab-<folder>, a README and a LICENSE, one place for the version, bounded crab-c
 py.typed; a plugin has the `crab` entry point and CRAB_API, a kit has no entry point and imports
 only crab's public API. Each plugin README carries its config keys in a block generated from the
 plugin's own ConfigTable (so it cannot drift): regenerate with `python tests/test_plugin_packages.py`.
-The slow test builds a wheel and an sdist of every package and looks inside them.
+The slow test looks inside a wheel and an sdist of every package (built once, tests/conftest.py).
 """
 
 from __future__ import annotations
 
 import importlib
 import re
-import subprocess
-import sys
 import tarfile
 import tomllib
 import zipfile
@@ -156,12 +154,10 @@ def test_the_readme_says_what_how_to_install_its_settings_and_an_example(folder:
 
 
 @pytest.mark.slow
-def test_every_package_builds_a_wheel_and_an_sdist(tmp_path: Path):
-    """Built with hatchling from requirements-dev.txt, without isolation, so offline."""
-    wheels = tmp_path / "wheels"
-    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels)]
-    result = subprocess.run([*pip, *map(str, PACKAGES)], capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
+@pytest.mark.xdist_group("distribution")  # builds what test_distribution installs: one worker, once
+def test_every_package_builds_a_wheel_and_an_sdist(repo_builds: tuple[Path, Path]):
+    """Built with hatchling from requirements-dev.txt, without isolation, so offline (tests/conftest.py)."""
+    wheels, sdists = repo_builds
     for folder in PACKAGES:
         info = project(folder)["project"]
         stem = info["name"].replace("-", "_")
@@ -177,18 +173,11 @@ def test_every_package_builds_a_wheel_and_an_sdist(tmp_path: Path):
             assert f"[crab]\n{folder.name} = {package}" in points
         elif folder in KITS:
             assert not any(n.endswith("entry_points.txt") for n in names), "a kit has no entry point"
-        sdist = subprocess.run(
-            [sys.executable, "-m", "hatchling", "build", "-t", "sdist", "-d", str(tmp_path / "sdist")],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert sdist.returncode == 0, sdist.stderr[-3000:]
-        [archive] = (tmp_path / "sdist").glob(f"{stem}-*.tar.gz")
+        [archive] = sdists.glob(f"{stem}-*.tar.gz")
         members = {m.split("/", 1)[1] for m in tarfile.open(archive).getnames() if "/" in m}
         assert {"pyproject.toml", "README.md", "LICENSE", f"src/{package}/__init__.py"} <= members, members
-        archive.unlink()
+    assert sorted(w.name for w in wheels.iterdir()) == sorted(w.name for w in wheels.glob("*.whl"))
+    assert len(list(wheels.iterdir())) == len(list(sdists.iterdir())) == len(PACKAGES), "one of each per package"
     core = zipfile.ZipFile(next(wheels.glob("crab_core-*.whl"))).namelist()
     assert "crab/templates/plugin/tool/tools.py.tmpl" in core  # what `crab plugin new` renders from
     mock = zipfile.ZipFile(next(wheels.glob("crab_provider_mock-*.whl"))).namelist()

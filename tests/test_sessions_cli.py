@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from crab.testing import run_cli
 
 pytestmark = pytest.mark.slow  # ~20 crab commands per test
 
@@ -122,19 +123,30 @@ def test_list_show_search_fork_export(crab: Crab, store: str) -> None:
 
 
 @pytest.mark.parametrize("store", ["jsonl", "sqlite"])
-def test_unknown_sessions_are_usage_errors_with_one_line(crab: Crab, store: str) -> None:
-    for args in (
+def test_unknown_sessions_are_usage_errors_with_one_line(
+    crab: Crab, store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cases = [
         ("sessions", "show", "nope"),
         ("sessions", "show", "20000101T000000-000000"),
         ("sessions", "fork", "nope"),
         ("sessions", "export", "../etc/passwd"),
         ("run", "-m", f"mock/{crab.script}", "--session", "nope", "hello"),
-    ):
-        done = crab(*args, "--store", store, check=False)
-        assert done.returncode == 2, args
-        assert done.stderr.startswith("crab: no session"), done.stderr
-        assert done.stderr.endswith("(see `crab sessions list`)\n")
-        assert len(done.stderr.splitlines()) == 1
+    ]
+    # The first through the real command; the others in this process (crab.testing.run_cli), one
+    # interpreter for all: the message and exit code are the CLI's, whichever process prints them.
+    done = crab(*cases[0], "--store", store, check=False)
+    assert (done.returncode, done.stderr.startswith("crab: no session")) == (2, True), done.stderr
+    monkeypatch.chdir(crab.project)
+    env = {"CRAB_HOME": str(crab.home), "CRAB_PLUGINS": PLUGINS, "NO_COLOR": "1", "CRAB_STORE": None}
+    for args in cases:
+        result = run_cli(*args, "--store", store, env=env)
+        assert result.exit_code == 2, (args, result.stdout, result.stderr)
+        assert result.stderr.startswith("crab: no session"), result.stderr
+        assert result.stderr.endswith("(see `crab sessions list`)\n")
+        assert len(result.stderr.splitlines()) == 1
+        if args == cases[0]:
+            assert result.stderr == done.stderr, "in this process as through the command"
 
 
 def test_a_store_that_cannot_open_is_one_line_exit_2(crab: Crab) -> None:
