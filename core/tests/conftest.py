@@ -25,6 +25,7 @@ FAKE_NAMES = {
     "future-api": "crab_fake_api",
     "recorder": "crab_fake_recorder",
     "cli-extra": "crab_fake_cli",
+    "cli-config": "crab_fake_cli_config",
     "scripted": "crab_fake_scripted",
     "files": "crab_fake_files",
     "channel": "crab_fake_channel",

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 from crab import API_VERSION
+from crab.testing import run_cli
 
 LEGACY = ["import-error", "hook-error", "garbage", "duplicate", "future-api"]
 API = f"crab-core provides {API_VERSION}"
@@ -366,6 +368,20 @@ def test_plugins_add_cli_subcommands(crab_run, fake_site):
     result = crab_run(["hello-cli"], env)
     assert result.returncode == 0
     assert result.stdout.strip() == "hello from a plugin command"
+
+
+def test_run_cli_adds_plugin_commands_again_under_another_config(fake_site, tmp_path, monkeypatch):
+    # crab_cli gets the config it was added under: a second in-process run with another home
+    # must not run the first one's (crab.testing.run_cli, one worker, many tests).
+    site = fake_site(["cli-config"])["PYTHONPATH"]
+    monkeypatch.syspath_prepend(site)
+    monkeypatch.delitem(sys.modules, "crab_fake_cli_config", raising=False)
+    for n in (3, 7, 3):
+        home = tmp_path / f"home{n}"
+        home.mkdir(exist_ok=True)
+        (home / "config.toml").write_text(f"[crab]\nmax_iterations = {n}\n")
+        result = run_cli("iterations-cli", env={"CRAB_HOME": str(home), "CRAB_PLUGINS": "cli-config"})
+        assert (result.exit_code, result.stdout.strip()) == (0, str(n))
 
 
 def test_override_wins_without_a_conflict():

@@ -3,6 +3,7 @@ each imported when its command runs, so ``crab --help`` stays fast with many plu
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from enum import StrEnum
@@ -349,6 +350,19 @@ def config_path() -> None:
 
 
 _extended: set[str] = set()
+_plugin_commands_for: tuple[object, ...] | None = None
+"""What the plugins' sub-commands were added under (home, folder, crab's variables): their
+``crab_cli`` got that config, so another one in this process (``crab.testing.run_cli``) adds
+them again from crab's own commands."""
+_own_commands: tuple[list[Any], list[Any]] | None = None
+
+
+def _config_inputs() -> tuple[object, ...]:
+    try:
+        folder = os.getcwd()
+    except OSError:  # the folder is gone: the command says so itself
+        folder = ""
+    return (folder, tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("CRAB_"))))
 
 
 def _add_plugin_commands() -> None:
@@ -356,11 +370,17 @@ def _add_plugin_commands() -> None:
 
     Only ``crab_cli`` failures are printed here (once); the command's own host reports the rest.
     """
+    global _plugin_commands_for, _own_commands
     from crab._contracts.errors import CrabError, PluginError
 
-    if "plugins" in _extended:
+    inputs = _config_inputs()
+    if _plugin_commands_for == inputs:
         return
-    _extended.add("plugins")
+    if _own_commands is None:
+        _own_commands = (list(app.registered_commands), list(app.registered_groups))
+    else:
+        app.registered_commands[:], app.registered_groups[:] = (list(part) for part in _own_commands)
+    _plugin_commands_for = inputs
 
     try:
         from crab._config import environ
