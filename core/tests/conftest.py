@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
-import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from crab.testing import TmuxScreen, tmux_available
+from crab.testing.tmux import WAIT
 
 FAKES = Path(__file__).parent / "fake_plugins"
 FAKE_NAMES = {
@@ -120,48 +119,30 @@ def crab_run():
 
 # --- plain crab chat in a real terminal (tmux) -----------------------------------------------
 
-PLAIN_WAIT = 30.0
-"""Seconds a wait for text on the plain chat's screen allows (generous: the machine is shared)."""
 
-
-class Screen:
-    """``crab chat`` running in a detached tmux session."""
-
-    def __init__(self, socket: Path, name: str) -> None:
-        self.socket, self.name = socket, name
-
-    def tmux(self, *args: str) -> str:
-        done = subprocess.run(
-            ["tmux", "-S", str(self.socket), *args], capture_output=True, text=True, timeout=30, check=False
-        )
-        return done.stdout
+class PlainScreen(TmuxScreen):
+    """crab.testing's tmux screen as the plain chat's tests type at it: each ``type`` is a line."""
 
     def type(self, text: str) -> None:
-        self.tmux("send-keys", "-t", self.name, "-l", text)
-        self.tmux("send-keys", "-t", self.name, "Enter")
+        super().type(text)
+        self.keys("Enter")
 
-    def text(self) -> str:
-        return self.tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", self.name)
-
-    def wait_for(self, check: Callable[[str], bool], what: str) -> str:
-        deadline = time.monotonic() + PLAIN_WAIT
-        while time.monotonic() < deadline:
-            screen = self.text()
-            if check(screen):
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"not on screen after {PLAIN_WAIT:.0f} s: {what}\n--- screen ---\n{self.text()}")
+    def wait_for(self, needle: str | Callable[[str], bool], what: str = "", timeout: float = WAIT) -> str:
+        try:
+            return super().wait_for(needle, timeout)
+        except AssertionError as error:
+            raise AssertionError(f"{what}: {error}" if what else str(error)) from None
 
 
 @pytest.fixture
-def plain_chat(fake_site, tmp_path: Path) -> Iterator[Callable[..., Screen]]:
+def plain_chat(fake_site, tmp_path: Path) -> Iterator[Callable[..., PlainScreen]]:
     """``plain_chat(replies, env=None)``: core's plain ``crab chat`` (no live input) inside tmux, on
     the scripted fake provider replaying ``replies``, in ``tmp_path / "work"``."""
-    if shutil.which("tmux") is None:
+    if not tmux_available():
         pytest.skip("tmux is not installed (apt-get install tmux); this test drives a real terminal")
     socket = tmp_path / "tmux.sock"
 
-    def start(replies: list[object], env: dict[str, str] | None = None) -> Screen:
+    def start(replies: list[object], env: dict[str, str] | None = None) -> PlainScreen:
         script = tmp_path / "script.json"
         script.write_text(json.dumps({"replies": replies}))
         environment = fake_site(["scripted", "files", "waiter"])
@@ -170,17 +151,8 @@ def plain_chat(fake_site, tmp_path: Path) -> Iterator[Callable[..., Screen]]:
         work = tmp_path / "work"
         work.mkdir()
         command = [sys.executable, "-m", "crab", "chat", "-m", f"scripted/{script}"]
-        shell = shlex.join(command) + "; echo CHAT-EXITED $?; sleep 60"
-        name = f"plain{uuid.uuid4().hex[:8]}"
-        new = ["tmux", "-S", str(socket), "-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "60", "-y", "40"]
-        subprocess.run(
-            [*new, "-c", str(work), "env", "-i", *[f"{k}={v}" for k, v in environment.items()], "sh", "-c", shell],
-            check=True,
-            timeout=30,
-        )
-        screen = Screen(socket, name)
-        screen.wait_for(lambda text: "crab> " in text, "the chat prompt")
+        screen = PlainScreen.start(command, socket=socket, cwd=work, env=environment, width=60, ready="crab> ")
         return screen
 
     yield start
-    subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True, timeout=30, check=False)
+    TmuxScreen.kill_server(socket)

@@ -1,9 +1,6 @@
-"""A test plugin for crab-render-rich's end-to-end tests (installed into a site folder by conftest).
+"""A test plugin for crab-render-rich's end-to-end tests (installed by conftest into the
+``ScriptedSite`` whose provider ``fake`` replays the script).
 
-Provider ``fake`` (models ``script`` and ``script-b``, priced apart): crab.testing's scripted
-provider replaying the JSON file ``$RENDER_RICH_SCRIPT`` names, whichever model is asked;
-every request's messages are appended to ``$RENDER_RICH_REQUESTS`` (one JSON line per request),
-and its model to ``$RENDER_RICH_MODELS`` (one line each), so a test sees what the model was sent.
 Tools: ``slow`` (sleeps, read), ``touch`` (write: the permission gate asks), ``pick`` (asks the
 user a ``crab.Question`` through ``ctx.question``, as crab-ask's ``ask_user`` does) and ``plan``
 (emits a ``crab.PlanEvent``, as crab-todo's ``todo`` does). Store ``rrfile``: sessions kept in
@@ -19,39 +16,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import crab
-from crab.testing import ScriptedProvider
-
-
-class FileScripted:
-    name = "fake"
-
-    def __init__(self):
-        self.engine = None
-
-    def models(self):
-        return [
-            crab.ModelInfo(id="script", provider="fake", context_window=200_000, input_price=1.0, output_price=2.0),
-            crab.ModelInfo(id="script-b", provider="fake", context_window=50_000, input_price=3.0, output_price=6.0),
-        ]
-
-    def check(self, model):
-        if not Path(os.environ.get("RENDER_RICH_SCRIPT", "")).is_file():
-            raise crab.ConfigError("fake: set RENDER_RICH_SCRIPT to a script file")
-
-    def stream(self, request):
-        if self.engine is None:
-            script = Path(os.environ["RENDER_RICH_SCRIPT"])
-            self.engine = ScriptedProvider(json.loads(script.read_text())["replies"], name="fake")
-        log = os.environ.get("RENDER_RICH_REQUESTS")
-        if log:
-            texts = [crab.message_to_dict(m) for m in request.messages]
-            with open(log, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(texts) + "\n")
-        models = os.environ.get("RENDER_RICH_MODELS")
-        if models:
-            with open(models, "a", encoding="utf-8") as handle:
-                handle.write(request.model + "\n")
-        return self.engine.stream(request)
 
 
 @crab.tool
@@ -132,11 +96,6 @@ class FileStore:
 @crab.hookimpl
 def crab_stores(config):
     return [FileStore()]
-
-
-@crab.hookimpl
-def crab_providers(config):
-    return [FileScripted()]
 
 
 @crab.tool

@@ -146,7 +146,7 @@ def test_ctrl_c_twice_at_an_empty_prompt_leaves(chat_screen) -> None:
     screen.keys("C-c")
     screen.wait_for("Ctrl-C again")
     screen.keys("C-c")
-    screen.wait_for("CHAT-EXITED 0")
+    screen.wait_for("CRAB-TEST-EXITED 0")
 
 
 def test_ctrl_d_leaves_and_history_and_continue_survive(chat_screen, tmp_path: Path) -> None:
@@ -155,7 +155,7 @@ def test_ctrl_d_leaves_and_history_and_continue_survive(chat_screen, tmp_path: P
     screen.keys("Enter")
     screen.wait_for("first answer")
     screen.keys("C-d")
-    screen.wait_for("CHAT-EXITED 0")
+    screen.wait_for("CRAB-TEST-EXITED 0")
     assert "remember this line" in (tmp_path / "home" / "chat_history").read_text()
 
 
@@ -256,7 +256,7 @@ def test_continue_replays_the_last_exchanges_as_rendered_markdown(chat_screen) -
     screen.keys("Enter")
     screen.wait_for("That is all.")
     screen.keys("C-d")
-    screen.wait_for("CHAT-EXITED 0")
+    screen.wait_for("CRAB-TEST-EXITED 0")
     again = chat_screen([[{"text": "unused"}]], "--store", "rrfile", "-c")
     rows = again.wait_for("That is all.").splitlines()
     start = next(i for i, row in enumerate(rows) if row.startswith("session "))

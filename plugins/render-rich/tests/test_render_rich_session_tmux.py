@@ -12,12 +12,7 @@ from pathlib import Path
 EXIT_LINE = re.compile(r"resume this session with: crab chat -r (\S+)")
 
 
-def models_asked(tmp_path: Path) -> list[str]:
-    path = tmp_path / "models.txt"
-    return path.read_text().split() if path.exists() else []
-
-
-def test_model_tab_completes_and_the_next_request_goes_to_it(chat_screen, tmp_path: Path) -> None:
+def test_model_tab_completes_and_the_next_request_goes_to_it(chat_screen, models_asked) -> None:
     screen = chat_screen([[{"text": "first"}], [{"text": "second"}, {"usage": {"input_tokens": 1000}}]])
     screen.type("hi")
     screen.keys("Enter")
@@ -30,7 +25,7 @@ def test_model_tab_completes_and_the_next_request_goes_to_it(chat_screen, tmp_pa
     screen.type("again")
     screen.keys("Enter")
     screen.wait_for("second")
-    assert models_asked(tmp_path) == ["script", "script-b"]
+    assert models_asked() == ["script", "script-b"]
     # The status line follows the switch: its model, its price, its window.
     screen.wait_for("script-b · 1.0k in · 0 out · $0.0030 · context 2% of 50.0k")
     screen.type("/cost")
@@ -78,7 +73,7 @@ def test_leaving_prints_the_command_that_resumes_and_r_opens_the_picker(chat_scr
     first.keys("Enter")
     first.wait_for("noted")
     first.keys("C-d")
-    exited = first.wait_for("CHAT-EXITED 0")
+    exited = first.wait_for("CRAB-TEST-EXITED 0")
     found = EXIT_LINE.search(exited)
     assert found, exited
     session_id = found.group(1)
@@ -103,7 +98,7 @@ def test_r_with_an_id_resumes_directly(chat_screen) -> None:
     first.keys("Enter")
     first.wait_for("stored")
     first.keys("C-d")
-    found = EXIT_LINE.search(first.wait_for("CHAT-EXITED 0"))
+    found = EXIT_LINE.search(first.wait_for("CRAB-TEST-EXITED 0"))
     assert found
     again = chat_screen([[{"text": "unused"}]], "-r", found.group(1))
     again.wait_for(f"session {found.group(1)}:\n❯ keep me")

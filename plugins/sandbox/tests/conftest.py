@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,14 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crab.testing import ScriptedSite
 
 FAKE_SITE = Path(__file__).parent / "fake_site"
 SHELL = "tools-basic" if importlib.util.find_spec("crab_tools_basic") else "sandboxshell"
-FAKES = {
-    "scripted": "crab_sandbox_fake_scripted",
-    "sandboxshell": "crab_sandbox_fake_shell",
-    "fakeserver": "crab_sandbox_fake_server",
-}
+FAKES = {"sandboxshell": "crab_sandbox_fake_shell", "fakeserver": "crab_sandbox_fake_server"}
+"""The test plugins beside crab.testing's scripted provider ``scripted``, by entry point."""
 PRIVATE_KEY = "-----BEGIN OPENSSH PRIVATE KEY----- planted-test-key -----END OPENSSH PRIVATE KEY-----"
 API_KEY = "sk-planted-demo-key-0123456789"
 AUTH_KEY = "sk-planted-auth-key-9876543210"
@@ -79,21 +76,15 @@ class Crab:
             folder.mkdir(parents=True, exist_ok=True)
         (self.home / ".ssh" / "id_rsa").write_text(PRIVATE_KEY + "\n")
         (self.crab_home / "auth.json").write_text(json.dumps({"openai": AUTH_KEY}))
-        site = root / "site"
-        site.mkdir(exist_ok=True)
+        self.site = ScriptedSite(root, provider="scripted", models=("scripted",))
         for name, module in FAKES.items():
-            shutil.copy(FAKE_SITE / f"{module}.py", site / f"{module}.py")
-            dist = site / f"{module}-0.0.1.dist-info"
-            dist.mkdir(exist_ok=True)
-            (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.0.1\n")
-            (dist / "entry_points.txt").write_text(f"[crab]\n{name} = {module}\n")
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_") and not k.endswith("_API_KEY")}
+            self.site.add_plugin(name, module, (FAKE_SITE / f"{module}.py").read_text(encoding="utf-8"))
+        site_env = self.site.env(f"scripted,{SHELL},sandbox", home=self.crab_home)
+        self.env = {k: v for k, v in site_env.items() if not k.endswith("_API_KEY")}
         self.env.update(
             # The crab under test: keep a PYTHONPATH the tests were started with (a worktree's sources).
-            PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+            PYTHONPATH=os.pathsep.join(filter(None, [str(self.site.path), os.environ.get("PYTHONPATH")])),
             HOME=str(self.home),
-            CRAB_HOME=str(self.crab_home),
-            CRAB_PLUGINS=f"scripted,{SHELL},sandbox",
             DEMO_API_KEY=API_KEY,
             NO_COLOR="1",
         )
@@ -105,9 +96,8 @@ class Crab:
 
     def script(self, commands: list[dict[str, Any]]) -> str:
         self._scripts += 1
-        path = self.root / f"script{self._scripts}.json"
         replies = [[{"tool": "bash", "args": args}] for args in commands] + [[{"text": "done"}]]
-        path.write_text(json.dumps({"replies": replies}))
+        path = self.site.script(replies, loop=True, file=self.root / f"script{self._scripts}.json")
         return f"scripted/{path}"
 
     def argv(self, commands: list[dict[str, Any]]) -> list[str]:

@@ -5,7 +5,6 @@ inside it like every ``bash`` command."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import subprocess
 
 import pytest
@@ -93,8 +92,7 @@ def test_a_background_shell_runs_inside_the_sandbox(kit, make_crab):
         [{"tool": "bash_output", "args": {"job_id": "job-1"}}],
         [{"text": "done"}],
     ]
-    script = crab.root / "background.json"
-    script.write_text(json.dumps({"replies": replies}))
+    script = crab.site.script(replies, loop=True, file=crab.root / "background.json")
     argv = [*crab.argv([])[:-2], f"scripted/{script}", "go"]
     done = subprocess.run(argv, env=crab.env, cwd=crab.work, capture_output=True, text=True, timeout=kit.WAIT * 2)
     assert done.returncode == 0, done.stderr

@@ -9,9 +9,6 @@ handle that records what the scheduler asks of it, each turn's outcome chosen by
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +20,7 @@ from typing import Any
 
 import crab
 import pytest
+from crab.testing import ScriptedSite
 from crab_schedule.settings import ScheduleSettings
 
 
@@ -116,7 +114,7 @@ def fakes() -> Any:
 
 
 FAKE_SITE = Path(__file__).parent / "fake_site"
-FAKES = {"scripted": "crab_schedule_fake_scripted", "fakechat": "crab_schedule_fake_chat"}
+FAKE_CHAT = "crab_schedule_fake_chat"
 WAIT = 60.0
 
 
@@ -130,20 +128,11 @@ class Crab:
         self.chat = root / "chat"
         for folder in (self.home, self.work, self.chat):
             folder.mkdir(exist_ok=True)
-        site = root / "site"
-        site.mkdir(exist_ok=True)
-        for name, module in FAKES.items():
-            shutil.copy(FAKE_SITE / f"{module}.py", site / f"{module}.py")
-            dist = site / f"{module}-0.0.1.dist-info"
-            dist.mkdir(exist_ok=True)
-            (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.0.1\n")
-            (dist / "entry_points.txt").write_text(f"[crab]\n{name} = {module}\n")
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
-        self.env.update(
-            PYTHONPATH=str(site),
-            CRAB_HOME=str(self.home),
-            CRAB_PLUGINS="scripted,schedule,fakechat",
-            SCHEDULE_FAKE_CHAT_DIR=str(self.chat),
+        # crab.testing's scripted provider ``scripted`` and the chat channel ``fakechat`` beside it
+        self.site = ScriptedSite(root, provider="scripted", models=("scripted",))
+        self.site.add_plugin("fakechat", FAKE_CHAT, (FAKE_SITE / f"{FAKE_CHAT}.py").read_text(encoding="utf-8"))
+        self.env = self.site.env(
+            "scripted,schedule,fakechat", home=self.home, extra={"SCHEDULE_FAKE_CHAT_DIR": str(self.chat)}
         )
         (self.home / "config.toml").write_text('[plugins.schedule]\ntimezone = "UTC"\npoll_interval = 0.1\n')
         self.served: list[subprocess.Popen[str]] = []
@@ -151,8 +140,7 @@ class Crab:
 
     def script(self, replies: list[Any]) -> str:
         self._scripts += 1
-        path = self.root / f"script{self._scripts}.json"
-        path.write_text(json.dumps({"replies": replies}))
+        path = self.site.script(replies, loop=True, file=self.root / f"script{self._scripts}.json")
         return f"scripted/{path}"
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:

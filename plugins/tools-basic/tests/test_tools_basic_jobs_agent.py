@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,10 +17,8 @@ import crab
 import crab_tools_basic
 import pytest
 from crab import ToolResultMessage
-from crab.testing import AgentHarness
+from crab.testing import AgentHarness, ScriptedSite
 
-FAKE_SITE = Path(__file__).parent / "fake_site"
-SCRIPTED = "crab_tools_basic_fake_scripted"
 WAIT = 60.0
 
 
@@ -153,33 +150,29 @@ def test_slash_jobs_without_jobs(crab_agent: Callable[..., Any]) -> None:
 
 
 class Run:
-    """``crab run --yolo -o json`` with a scripted model, tools-basic and nothing else."""
+    """``crab run --yolo -o json`` with a scripted model (crab.testing's ``ScriptedSite``, provider
+    ``scripted``), tools-basic and nothing else."""
 
     def __init__(self, root: Path) -> None:
         self.work = root / "work"
         self.work.mkdir()
         home = root / "home"
         (home / ".crab").mkdir(parents=True)
-        site = root / "site"
-        site.mkdir()
-        shutil.copy(FAKE_SITE / f"{SCRIPTED}.py", site / f"{SCRIPTED}.py")
-        dist = site / f"{SCRIPTED}-0.0.1.dist-info"
-        dist.mkdir()
-        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {SCRIPTED}\nVersion: 0.0.1\n")
-        (dist / "entry_points.txt").write_text(f"[crab]\nscripted = {SCRIPTED}\n")
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_") and not k.endswith("_API_KEY")}
+        self.site = ScriptedSite(root, provider="scripted", models=("scripted",))
+        self.env = {
+            k: v
+            for k, v in self.site.env("scripted,tools-basic", home=home / ".crab").items()
+            if not k.endswith("_API_KEY")
+        }
         self.env.update(
-            PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+            PYTHONPATH=os.pathsep.join(filter(None, [str(self.site.path), os.environ.get("PYTHONPATH")])),
             HOME=str(home),
-            CRAB_HOME=str(home / ".crab"),
-            CRAB_PLUGINS="scripted,tools-basic",
             NO_COLOR="1",
         )
-        self.script = root / "script.json"
 
     def argv(self, replies: list[list[dict[str, Any]]]) -> list[str]:
-        self.script.write_text(json.dumps({"replies": replies}))
-        return [sys.executable, "-m", "crab", "run", "--yolo", "-o", "json", "-m", f"scripted/{self.script}", "go"]
+        self.site.script(replies, loop=True)
+        return [sys.executable, "-m", "crab", "run", "--yolo", "-o", "json", "-m", "scripted/scripted", "go"]
 
 
 def test_crab_run_exits_and_leaves_no_job_behind(tmp_path: Path) -> None:

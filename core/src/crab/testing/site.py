@@ -16,13 +16,15 @@ MODULE = "crab_testing_site_provider"
 """The provider plugin's module in the site (one per site: each subprocess has its own path)."""
 
 _PROVIDER = '''"""A provider plugin written by crab.testing.ScriptedSite: crab.testing's ScriptedProvider
-replaying {script}; every request is appended to {log} as one JSON line (model, system, messages)."""
+replaying {script} (or the script file a model id names); every request is appended to {log} as
+one JSON line (model, system, messages)."""
 
 import json
+import os
 from pathlib import Path
 
 import crab
-from crab.testing import ScriptedProvider
+from crab.testing import ScriptedProvider, load_script
 
 SCRIPT = Path({script!r})
 LOG = Path({log!r})
@@ -33,18 +35,25 @@ class SiteScripted:
     name = {name!r}
 
     def __init__(self):
-        self.engine = None
+        self.engines = {{}}
 
     def models(self):
-        return [crab.ModelInfo(id=model, provider=self.name, context_window={window!r}) for model in MODELS]
+        return [crab.ModelInfo(provider=self.name, **model) for model in MODELS]
+
+    def _script(self, model):
+        # a model id that is a script file's absolute path replays that file: one process, one script
+        return Path(model) if os.path.isabs(model) else SCRIPT
 
     def check(self, model):
-        if not SCRIPT.is_file():
-            raise crab.ConfigError(f"{{self.name}}: no script at {{SCRIPT}}; call ScriptedSite.script(replies)")
+        script = self._script(model)
+        if not script.is_file():
+            raise crab.ConfigError(f"{{self.name}}: no script at {{script}}; call ScriptedSite.script(replies)")
 
     def stream(self, request):
-        if self.engine is None:
-            self.engine = ScriptedProvider(json.loads(SCRIPT.read_text(encoding="utf-8"))["replies"])
+        script = self._script(request.model)
+        if script not in self.engines:
+            replies, loop = load_script(str(script))
+            self.engines[script] = ScriptedProvider(replies, loop=loop, name=self.name)
         record = {{
             "model": request.model,
             "system": request.system,
@@ -52,7 +61,7 @@ class SiteScripted:
         }}
         with LOG.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\\n")
-        return self.engine.stream(request)
+        return self.engines[script].stream(request)
 
 
 @crab.hookimpl
@@ -67,6 +76,10 @@ class ScriptedSite:
     ``script`` wrote and logs what it was sent (``requests``). ``env`` is the environment of a
     subprocess that loads the plugins you name and nothing else of the developer's.
 
+    A model is an id or a mapping of ``crab.ModelInfo`` fields (``{"id": "big", "input_price":
+    3.0}``). A model id that is an absolute path (``-m fake//tmp/…/script2.json``) replays that
+    script file instead, so processes of one test can each have their own (``script(file=…)``).
+
     ``ScriptedSite(tmp_path).script([[{"text": "hi"}]])``, then
     ``subprocess.run([sys.executable, "-m", "crab", "run", "--provider", "fake", "-m", "script",
     "hello"], env=site.env("fake"))``. The ``crab_site`` fixture makes one in ``tmp_path``.
@@ -77,21 +90,23 @@ class ScriptedSite:
         root: Path,
         *,
         provider: str = "fake",
-        models: Sequence[str] = ("script",),
+        models: Sequence[str | Mapping[str, Any]] = ("script",),
         plugin: str | None = None,
         context_window: int = 200_000,
     ) -> None:
         self.root = root
         self.path = root / "site"
         self.provider = provider
-        self.models = tuple(models)
+        self.models = tuple(model if isinstance(model, str) else str(model["id"]) for model in models)
         self.plugin = plugin or provider
         self.script_file = root / "script.json"
         self.log = root / "requests.jsonl"
         source = _PROVIDER.format(
             name=provider,
-            models=list(self.models),
-            window=context_window,
+            models=[
+                {"context_window": context_window, **({"id": model} if isinstance(model, str) else model)}
+                for model in models
+            ],
             script=str(self.script_file),
             log=str(self.log),
         )
@@ -109,12 +124,15 @@ class ScriptedSite:
         (dist / "entry_points.txt").write_text(f"[crab]\n{entry_point} = {module}\n", encoding="utf-8")
         return file
 
-    def script(self, replies: Sequence[Reply]) -> Path:
+    def script(self, replies: Sequence[Reply], *, loop: bool = False, file: Path | None = None) -> Path:
         """Write the replies the provider gives, in order (crab.testing's script format, checked
-        here so a typo fails the test, not the subprocess)."""
+        here so a typo fails the test, not the subprocess); ``loop`` starts over when they run out.
+        Written to ``file`` instead of the site's script, it is replayed for the model id
+        ``str(file)`` (absolute). Returns the file."""
         validate_script(replies)
-        self.script_file.write_text(json.dumps({"replies": list(replies)}), encoding="utf-8")
-        return self.script_file
+        target = file or self.script_file
+        target.write_text(json.dumps({"replies": list(replies), "loop": loop}), encoding="utf-8")
+        return target
 
     def requests(self) -> list[dict[str, Any]]:
         """Every request the provider was sent so far: ``{"model", "system", "messages"}``, the

@@ -64,6 +64,7 @@ class TmuxScreen:
         return screen
 
     def tmux(self, *args: str) -> str:
+        """Run a tmux command on this screen's server (``"resize-window", "-t", screen.name, …``); its stdout."""
         done = subprocess.run(
             ["tmux", "-S", str(self.socket), *args], capture_output=True, text=True, timeout=30, check=False
         )
