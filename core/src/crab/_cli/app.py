@@ -351,20 +351,40 @@ def config_path() -> None:
 
 _extended: set[str] = set()
 _plugin_commands_for: tuple[object, ...] | None = None
-"""What the plugins' sub-commands were added under (home, folder, crab's variables): their
-``crab_cli`` got that config, so another one in this process (``crab.testing.run_cli``) adds
-them again from crab's own commands."""
+"""What the plugins' sub-commands were added under (folder, crab's variables, the config files
+and the trust file as they were): their ``crab_cli`` got that config, so another one in this
+process (``crab.testing.run_cli``, after ``crab plugins disable`` say) adds them again from
+crab's own commands."""
 _own_commands: tuple[list[Any], list[Any]] | None = None
 
 
 def _config_inputs() -> tuple[object, ...]:
+    from crab._config import environ
+    from crab._config.paths import find_project_dir, user_config_path
+    from crab._contracts.errors import CrabError
+
     try:
         folder = os.getcwd()
     except OSError:  # the folder is gone: the command says so itself
-        folder = ""
-    from crab._config import environ
+        return ("", environ.crab_variables())
+    try:
+        files = [user_config_path()]
+        project = find_project_dir()
+        if project is not None:  # its trust decides what it may set (loading it imports this too)
+            from crab._config.trust import trust_file
 
-    return (folder, environ.crab_variables())
+            files += [project / "config.toml", trust_file()]
+    except CrabError:  # no home folder at all: the command says so itself
+        files = []
+    return (folder, environ.crab_variables(), tuple((str(f), _content(f)) for f in files))
+
+
+def _content(path: Path) -> bytes | None:
+    """What the file holds (a rewrite within the clock's tick keeps its mtime); None if unreadable."""
+    try:
+        return path.read_bytes() if path.is_file() else None
+    except OSError:
+        return None
 
 
 def _add_plugin_commands() -> None:
