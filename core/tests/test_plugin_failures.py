@@ -397,6 +397,19 @@ def test_run_cli_adds_plugin_commands_again_when_the_same_home_changes(fake_site
         assert (result.exit_code, result.stdout.strip()) == (0, str(n))
 
 
+def test_run_cli_says_a_cli_hooks_failure_every_run_as_crab_does(fake_site, monkeypatch):
+    # The second in-process run under the same config must fail strict too, not run the command.
+    site = fake_site(["broken-cli", "cli-extra"])["PYTHONPATH"]
+    monkeypatch.syspath_prepend(site)
+    line = "plugin broken-cli failed: crab_cli raised RuntimeError: no sub-commands today"
+    env = {"CRAB_PLUGINS": "broken-cli,cli-extra"}
+    for _ in range(2):
+        assert warnings(run_cli("hello-cli", env=env).stderr) == [line]
+    for _ in range(2):
+        strict = run_cli("hello-cli", env={**env, "CRAB_STRICT_PLUGINS": "1"})
+        assert (strict.exit_code, strict.stderr.strip()) == (2, f"crab: {line}")
+
+
 def test_override_wins_without_a_conflict():
     import types
 

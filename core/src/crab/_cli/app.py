@@ -413,9 +413,12 @@ def _add_plugin_commands() -> None:
         host = PluginHost(config, strict=False)  # only what crab_cli needs: no built-ins, no registries
         host.load_entry_points()
     except CrabError:
+        _plugin_commands_for = None  # the command says what is wrong, each time it runs
         return
     before = len(host.failures)
     host.dispatch.collect("crab_cli", app=app, config=config)
+    if host.failures[before:]:
+        _plugin_commands_for = None  # said again by the next run, as a new crab process would
     for failure in host.failures[before:]:
         if environ.strict_plugins():
             raise PluginError(failure.line)
