@@ -18,7 +18,9 @@ _GROUP = re.compile(r"xdist_group\(\s*(?:name=)?[\"']([^\"']+)[\"']")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: files stay whole
+    # Stable: the rest keeps its order, but a file with only some tests marked slow is split (its
+    # slow ones first), so a module-scoped fixture there would be set up twice without xdist.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: plugins' tests also run without it

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from crab._config import environ
+from crab._contracts.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,3 +32,17 @@ def test_no_other_core_module_reads_a_crab_variable():
         if re.search(r"(environ|getenv)\b.*[\"']CRAB_", text):
             readers.append(str(path.relative_to(ROOT)))
     assert readers == []
+
+
+def test_no_home_folder_at_all_is_one_config_error(monkeypatch: pytest.MonkeyPatch):
+    # A container's arbitrary uid: no $HOME and no passwd entry, so Path.home() raises.
+    import pwd
+
+    def no_entry(uid: int) -> pwd.struct_passwd:
+        raise KeyError(uid)
+
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    with pytest.raises(ConfigError, match=r"set \$CRAB_HOME \(or \$HOME\)"):
+        environ.crab_home({})
+    assert environ.crab_home({"CRAB_HOME": "/somewhere"}) == Path("/somewhere")

@@ -384,6 +384,32 @@ def test_run_cli_adds_plugin_commands_again_under_another_config(fake_site, tmp_
         assert (result.exit_code, result.stdout.strip()) == (0, str(n))
 
 
+def test_run_cli_adds_plugin_commands_again_when_the_same_home_changes(fake_site, tmp_path, monkeypatch):
+    # One test's `crab config set` (or `crab plugins disable`) between two run_cli calls: the
+    # same home and variables, another config file, so the sub-command sees the new config.
+    site = fake_site(["cli-config"])["PYTHONPATH"]
+    monkeypatch.syspath_prepend(site)
+    monkeypatch.delitem(sys.modules, "crab_fake_cli_config", raising=False)
+    env = {"CRAB_HOME": str(tmp_path), "CRAB_PLUGINS": "cli-config"}
+    for n in (3, 17):
+        (tmp_path / "config.toml").write_text(f"[crab]\nmax_iterations = {n}\n")
+        result = run_cli("iterations-cli", env=env)
+        assert (result.exit_code, result.stdout.strip()) == (0, str(n))
+
+
+def test_run_cli_says_a_cli_hooks_failure_every_run_as_crab_does(fake_site, monkeypatch):
+    # The second in-process run under the same config must fail strict too, not run the command.
+    site = fake_site(["broken-cli", "cli-extra"])["PYTHONPATH"]
+    monkeypatch.syspath_prepend(site)
+    line = "plugin broken-cli failed: crab_cli raised RuntimeError: no sub-commands today"
+    env = {"CRAB_PLUGINS": "broken-cli,cli-extra"}
+    for _ in range(2):
+        assert warnings(run_cli("hello-cli", env=env).stderr) == [line]
+    for _ in range(2):
+        strict = run_cli("hello-cli", env={**env, "CRAB_STRICT_PLUGINS": "1"})
+        assert (strict.exit_code, strict.stderr.strip()) == (2, f"crab: {line}")
+
+
 def test_override_wins_without_a_conflict():
     import types
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from crab import CrabError
 from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage, message_to_dict
 from crab._loop.history import STOPPED, repair, stand_ins, unpaired_calls
 from crab._system.live_sessions import no_turn_running, turn_running
@@ -196,3 +197,54 @@ def test_a_home_that_cannot_hold_locks_leaves_resume_as_it_was(tmp_path: Path) -
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
     assert alone(blocked, "s")  # no liveness known: the resume repairs
+
+
+# --- an odd $CRAB_HOME/live: nothing outside the home, no hang, no traceback --------------------
+
+
+def test_a_live_folder_linked_elsewhere_creates_nothing_there(
+    home: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (home / "live").symlink_to(elsewhere, target_is_directory=True)
+    assert alone(home, "s")  # no liveness known there: the resume repairs, as without flock
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_lock_file_linked_elsewhere_is_not_followed(home: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    alone(home, "s")
+    (lock,) = (home / "live").iterdir()
+    target = tmp_path_factory.mktemp("elsewhere") / "created"
+    lock.unlink()
+    lock.symlink_to(target)
+    assert alone(home, "s")
+    assert not target.exists()
+
+
+def test_a_fifo_in_place_of_the_lock_neither_blocks_nor_locks(home: Path) -> None:
+    alone(home, "s")
+    (lock,) = (home / "live").iterdir()
+    lock.unlink()
+    os.mkfifo(lock)
+    checked = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from crab._system.live_sessions import "
+            "no_turn_running as n\nwith n(Path(sys.argv[1]), 's') as a: print(a)",
+            str(home),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert checked.stdout == "True\n", checked.stderr
+
+
+def test_a_session_id_that_is_not_utf8_is_no_session_not_a_traceback(home: Path) -> None:
+    h = AgentHarness([[{"text": "unused"}]])
+    try:
+        with pytest.raises(CrabError, match="no session"):
+            h.run_async(h.agent.resume("\udcff"))  # what a command line's non-UTF-8 byte becomes
+    finally:
+        h.close()

@@ -317,6 +317,25 @@ def test_resources_and_prompts_serve_sends_are_masked_too(bridge_env, workspace)
     session(env, workspace, check, plugins="mcptesttools,tools-basic,skills")
 
 
+def test_a_secret_the_resource_cut_splits_is_masked_whole(bridge_env, workspace):
+    needs("crab_tools_basic")
+    from crab_mcp.serve_resources import MAX_BYTES
+
+    env = {**bridge_env, "DEPLOY_TOKEN": SECRET}
+    filler = "x" * 99 + "\n"
+    before = MAX_BYTES - 20  # the secret starts 20 characters before the cut, and ends after it
+    lines = before // len(filler)
+    tail = "y" * (before - lines * len(filler))
+    (workspace / "big.txt").write_text(filler * lines + f"{tail}{SECRET} and on\n" + filler * 3)
+
+    async def check(client: Any) -> None:
+        read = await client.read_resource((workspace / "big.txt").as_uri())
+        got = read.contents[0].text
+        assert "cut at" in got and SECRET[:12] not in got and got[before : before + 4] == "[red"
+
+    session(env, workspace, check, plugins="mcptesttools,tools-basic")
+
+
 def test_skills_are_prompts(bridge_env, workspace):
     needs("crab_skills")
     from mcp import MCPError

@@ -40,3 +40,16 @@ class TestSqliteStoreWithoutFullTextContract(StoreContract):
     def reopen(self, store: Store) -> Store | None:
         assert isinstance(store, SqliteStore)
         return SqliteStore(store.path, fts=False)
+
+
+def test_a_session_id_that_is_not_utf8_is_no_session(tmp_path: Path) -> None:
+    # `crab sessions show $'\xff'` hands the store the surrogate Python decodes that byte to.
+    from crab import StoreError
+
+    store = SqliteStore(tmp_path / "crab.db")
+    asyncio.run(store.open())
+    try:
+        with pytest.raises(StoreError, match="no session"):
+            asyncio.run(store.get_session("\udcff"))
+    finally:
+        asyncio.run(store.close())

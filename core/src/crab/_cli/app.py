@@ -351,18 +351,40 @@ def config_path() -> None:
 
 _extended: set[str] = set()
 _plugin_commands_for: tuple[object, ...] | None = None
-"""What the plugins' sub-commands were added under (home, folder, crab's variables): their
-``crab_cli`` got that config, so another one in this process (``crab.testing.run_cli``) adds
-them again from crab's own commands."""
+"""What the plugins' sub-commands were added under (folder, crab's variables, the config files
+and the trust file as they were): their ``crab_cli`` got that config, so another one in this
+process (``crab.testing.run_cli``, after ``crab plugins disable`` say) adds them again from
+crab's own commands."""
 _own_commands: tuple[list[Any], list[Any]] | None = None
 
 
 def _config_inputs() -> tuple[object, ...]:
+    from crab._config import environ
+    from crab._config.paths import find_project_dir, user_config_path
+    from crab._contracts.errors import CrabError
+
     try:
         folder = os.getcwd()
     except OSError:  # the folder is gone: the command says so itself
-        folder = ""
-    return (folder, tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("CRAB_"))))
+        return ("", environ.crab_variables())
+    try:
+        files = [user_config_path()]
+        project = find_project_dir()
+        if project is not None:  # its trust decides what it may set (loading it imports this too)
+            from crab._config.trust import trust_file
+
+            files += [project / "config.toml", trust_file()]
+    except CrabError:  # no home folder at all: the command says so itself
+        files = []
+    return (folder, environ.crab_variables(), tuple((str(f), _content(f)) for f in files))
+
+
+def _content(path: Path) -> bytes | None:
+    """What the file holds (a rewrite within the clock's tick keeps its mtime); None if unreadable."""
+    try:
+        return path.read_bytes() if path.is_file() else None
+    except OSError:
+        return None
 
 
 def _add_plugin_commands() -> None:
@@ -391,9 +413,12 @@ def _add_plugin_commands() -> None:
         host = PluginHost(config, strict=False)  # only what crab_cli needs: no built-ins, no registries
         host.load_entry_points()
     except CrabError:
+        _plugin_commands_for = None  # the command says what is wrong, each time it runs
         return
     before = len(host.failures)
     host.dispatch.collect("crab_cli", app=app, config=config)
+    if host.failures[before:]:
+        _plugin_commands_for = None  # said again by the next run, as a new crab process would
     for failure in host.failures[before:]:
         if environ.strict_plugins():
             raise PluginError(failure.line)

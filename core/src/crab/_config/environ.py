@@ -36,7 +36,20 @@ def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
 def crab_home(env: Mapping[str, str] | None = None) -> Path:
     """``$CRAB_HOME`` or ``~/.crab``."""
     value = _env(env).get(HOME)
-    return Path(value).expanduser() if value else Path.home() / ".crab"
+    try:
+        return Path(value).expanduser() if value else Path.home() / ".crab"
+    except RuntimeError:  # no $HOME and no passwd entry (a container's arbitrary uid)
+        from crab._contracts.errors import ConfigError
+
+        raise ConfigError(
+            f"cannot tell your home folder: set ${HOME} (or $HOME) to the folder crab keeps its files in"
+        ) from None
+
+
+def crab_variables(env: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+    """Every ``CRAB_*`` variable set, sorted: what a config read in this process depended on
+    (``crab.testing.run_cli`` adds plugins' sub-commands again when it changes)."""
+    return tuple(sorted((k, v) for k, v in _env(env).items() if k.startswith("CRAB_")))
 
 
 def plugin_list(env: Mapping[str, str] | None = None) -> str | None:

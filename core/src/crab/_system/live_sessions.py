@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import stat
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -22,13 +23,28 @@ WAIT = 10.0
 def _lock_file(home: Path, session_id: str) -> int | None:
     """An empty file per session under ``$CRAB_HOME/live`` (named by a hash: any id is safe),
     never deleted: a file removed while another process waits on it would split the lock."""
-    name = hashlib.sha256(session_id.encode()).hexdigest()[:32]
+    # surrogatepass: an id from a command line that is not UTF-8 still names one lock (and the
+    # store then says there is no such session) instead of raising here.
+    name = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    folder = home / "live"
     try:
-        folder = home / "live"
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        # Never through a symlink (the folder or the file): nothing is created outside CRAB_HOME.
+        where = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
-        return None  # a read-only or missing home: no liveness, as without flock
+        return None  # a read-only or missing home, or live/ not a folder: no liveness, as without flock
+    try:
+        # O_NONBLOCK: a FIFO put there never blocks the open.
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(f"{name}.lock", flags, 0o600, dir_fd=where)
+    except OSError:
+        return None
+    finally:
+        os.close(where)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device put there is no lock of ours
+        os.close(fd)
+        return None
+    return fd
 
 
 @contextlib.asynccontextmanager

@@ -79,7 +79,7 @@ def build_server(box: ToolBox, prompts: Mapping[str, ServedPrompt] | None = None
 
         async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
             try:
-                result: types.ReadResourceResult = await serve_resources.read_file(box, str(params.uri))
+                result: types.ReadResourceResult = await serve_resources.read_file(box, str(params.uri), redact)
             except MCPError as exc:  # the read tool's reason may quote what it read
                 raise MCPError(exc.error.code, redact(exc.error.message)) from None
             for item in result.contents:

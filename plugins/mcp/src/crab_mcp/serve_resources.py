@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import mimetypes
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -67,8 +68,10 @@ def path_of(box: ToolBox, uri: str) -> str:
         return str(path)
 
 
-async def read_file(box: ToolBox, uri: str) -> Any:
-    """A ``ReadResourceResult`` with the file's text; ``MCPError`` with the read tool's reason."""
+async def read_file(box: ToolBox, uri: str, mask: Callable[[str], str] = str) -> Any:
+    """A ``ReadResourceResult`` with the file's text, ``mask``-ed whole before it is cut (a secret
+    the cut at ``MAX_BYTES`` splits is not left with its first part); ``MCPError`` with the read
+    tool's reason."""
     from mcp import MCPError, types
 
     try:
@@ -100,7 +103,7 @@ async def read_file(box: ToolBox, uri: str) -> Any:
         if following is None or size >= MAX_BYTES:
             break
         offset = following
-    body = "\n".join(lines) + ("\n" if lines else "")
+    body = mask("\n".join(lines) + ("\n" if lines else ""))
     if len(body) > MAX_BYTES:
         body = f"{body[:MAX_BYTES]}\n[… cut at {MAX_BYTES:,} characters]"
     content = types.TextResourceContents(uri=uri, mime_type=_mime(path), text=body)

@@ -166,7 +166,10 @@ class SqliteStore:
             raise
 
     def _session_row(self, conn: sqlite3.Connection, session_id: str) -> tuple[Any, ...]:
-        row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        try:
+            row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        except UnicodeEncodeError:  # a command line's byte that is not UTF-8: no id crab made
+            row = None
         if row is None:
             raise StoreError(f"no session {session_id!r} in the SQLite store at {self.path}")
         return cast(tuple[Any, ...], row)
