@@ -211,20 +211,24 @@ def test_a_live_folder_linked_elsewhere_creates_nothing_there(
     assert list(elsewhere.iterdir()) == []
 
 
+def lock_path(home: Path, session_id: str) -> Path:
+    """Where ``session_id``'s lock file is while held (it is removed when the last holder lets go)."""
+    with no_turn_running(home, session_id):
+        (lock,) = (home / "live").iterdir()
+    assert not lock.exists()
+    return lock
+
+
 def test_a_lock_file_linked_elsewhere_is_not_followed(home: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    alone(home, "s")
-    (lock,) = (home / "live").iterdir()
+    lock = lock_path(home, "s")
     target = tmp_path_factory.mktemp("elsewhere") / "created"
-    lock.unlink()
     lock.symlink_to(target)
     assert alone(home, "s")
     assert not target.exists()
 
 
 def test_a_fifo_in_place_of_the_lock_neither_blocks_nor_locks(home: Path) -> None:
-    alone(home, "s")
-    (lock,) = (home / "live").iterdir()
-    lock.unlink()
+    lock = lock_path(home, "s")
     os.mkfifo(lock)
     checked = subprocess.run(
         [
@@ -248,3 +252,38 @@ def test_a_session_id_that_is_not_utf8_is_no_session_not_a_traceback(home: Path)
             h.run_async(h.agent.resume("\udcff"))  # what a command line's non-UTF-8 byte becomes
     finally:
         h.close()
+
+
+def test_lock_files_go_when_the_last_holder_lets_go(home: Path) -> None:
+    # crab-http makes a session per request: a file per session would grow without end.
+    h = AgentHarness([[{"text": "one"}], [{"text": "two"}]])
+    try:
+        h.run("first")
+        h.run_async(h.agent.resume(h.session.id))
+        h.run("second")
+        assert list((home / "live").iterdir()) == []
+    finally:
+        h.close()
+
+
+def test_a_lock_taken_on_a_removed_file_is_taken_again_on_the_paths_new_one(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A turn opened the file just before the last holder removed it: a lock on that file is
+    # nobody's, and a resume taking the path's new file would think it alone.
+    import fcntl
+
+    from crab._system import live_sessions
+
+    stale = live_sessions._open(home, "s")
+    assert stale is not None
+    stale.remove()
+    first = [stale]
+    opening = live_sessions._open
+    monkeypatch.setattr(live_sessions, "_open", lambda h, s: first.pop() if first else opening(h, s))
+    lock, held = live_sessions._lock(home, "s", fcntl.LOCK_SH)
+    assert lock is not None and held and lock.current()
+    try:
+        assert not alone(home, "s")  # a resume sees the turn
+    finally:
+        lock.close()
