@@ -444,15 +444,23 @@ def resume_picker_args(args: Sequence[str]) -> list[str]:
     return out
 
 
+_NO_PLUGIN_COMMANDS = frozenset(("plugins", "plugin", "doctor", "config", "trust", "untrust"))
+"""Commands that must work even when a plugin is broken: no plugin's ``crab_cli`` runs first."""
+_CORE_ONLY = frozenset(("run",))
+"""Core commands that need neither plugins' sub-commands nor ``sessions``: ``crab run`` is what
+scripts and the tests start most, and building those costs a plugin host of its own."""
+
+
 def run_app(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code. Errors a user can meet print one line."""
     from crab._contracts.errors import CrabError
 
     args = resume_picker_args(sys.argv[1:] if argv is None else argv)
-    _add_sessions()
     try:
-        if not (args and args[0] in ("plugins", "plugin", "doctor", "config", "trust", "untrust")):
-            _add_plugin_commands()
+        if not (args and args[0] in _CORE_ONLY):
+            _add_sessions()
+            if not (args and args[0] in _NO_PLUGIN_COMMANDS):
+                _add_plugin_commands()
         # Not standalone: click would print a usage block for a usage error; crab prints one line.
         code = app(args=args, prog_name="crab", standalone_mode=False)
     except SystemExit as exc:
