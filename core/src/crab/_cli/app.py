@@ -447,9 +447,10 @@ def resume_picker_args(args: Sequence[str]) -> list[str]:
 
 _NO_PLUGIN_COMMANDS = frozenset(("plugins", "plugin", "doctor", "config", "trust", "untrust"))
 """Commands that must work even when a plugin is broken: no plugin's ``crab_cli`` runs first."""
-_CORE_ONLY = frozenset(("run",))
-"""Core commands that need neither plugins' sub-commands nor ``sessions``: ``crab run`` is what
-scripts and the tests start most, and building those costs a plugin host of its own."""
+_CORE_ONLY = frozenset(("run", "chat", "serve"))
+"""Core commands that need neither plugins' sub-commands nor ``sessions`` (an agent's own host
+loads the plugins): ``crab run`` is what scripts and the tests start most, and building those
+costs a plugin host of its own."""
 
 
 @contextmanager
