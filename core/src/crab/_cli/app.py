@@ -363,7 +363,9 @@ def _config_inputs() -> tuple[object, ...]:
         folder = os.getcwd()
     except OSError:  # the folder is gone: the command says so itself
         folder = ""
-    return (folder, tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("CRAB_"))))
+    from crab._config.environ import crab_variables
+
+    return (folder, crab_variables())
 
 
 def _add_plugin_commands() -> None:

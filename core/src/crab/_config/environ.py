@@ -53,3 +53,8 @@ def config_overrides(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """``{dotted key: raw text}`` for every ``CONFIG_VARIABLES`` entry that is set and not empty."""
     environ = _env(env)
     return {key: environ[var] for var, key in CONFIG_VARIABLES.items() if environ.get(var)}
+
+
+def crab_variables(env: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+    """Every ``CRAB_*`` variable set (core's and the plugins'), sorted: what a config was read under."""
+    return tuple(sorted((k, v) for k, v in _env(env).items() if k.startswith("CRAB_")))
