@@ -370,6 +370,22 @@ def test_plugins_add_cli_subcommands(crab_run, fake_site):
     assert result.stdout.strip() == "hello from a plugin command"
 
 
+def test_run_calls_no_crab_cli_and_leaves_every_command_to_the_next(crab_run, fake_site, tmp_path, monkeypatch):
+    # crab run needs no plugin sub-command (crab._cli.app builds none for it): a broken crab_cli
+    # costs it nothing and says nothing, and in-process the next command has all of them again.
+    env = fake_site(["scripted", "broken-cli", "cli-extra"])
+    env["CRAB_PLUGINS"] = "scripted,broken-cli,cli-extra"
+    ran = crab_run(["run", "-m", f"scripted/{script(tmp_path, ECHO_SCRIPT)}", "go"], env, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert warnings(ran.stderr) == []
+    monkeypatch.syspath_prepend(fake_site(["cli-extra"])["PYTHONPATH"])
+    monkeypatch.delitem(sys.modules, "crab_fake_cli", raising=False)
+    plugin_env = {"CRAB_HOME": str(tmp_path / "home"), "CRAB_PLUGINS": "cli-extra"}
+    assert run_cli("run", "--help", env=plugin_env).exit_code == 0
+    listed = run_cli("--help", env=plugin_env)
+    assert "hello-cli" in listed.stdout and "sessions" in listed.stdout and "chat" in listed.stdout
+
+
 def test_run_cli_adds_plugin_commands_again_under_another_config(fake_site, tmp_path, monkeypatch):
     # crab_cli gets the config it was added under: a second in-process run with another home
     # must not run the first one's (crab.testing.run_cli, one worker, many tests).

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -469,17 +470,43 @@ def resume_picker_args(args: Sequence[str]) -> list[str]:
     return out
 
 
+_NO_PLUGIN_COMMANDS = frozenset(("plugins", "plugin", "doctor", "config", "trust", "untrust"))
+"""Commands that must work even when a plugin is broken: no plugin's ``crab_cli`` runs first."""
+_CORE_ONLY = frozenset(("run", "chat", "serve"))
+"""Core commands that need neither plugins' sub-commands nor ``sessions`` (an agent's own host
+loads the plugins): ``crab run`` is what scripts and the tests start most, and building those
+costs a plugin host of its own."""
+
+
+@contextmanager
+def _only_command(name: str) -> Iterator[None]:
+    """``app`` with only its command ``name`` while the block runs: typer turns every registered
+    command into a click command (reading each signature) before it looks at the arguments, and
+    the one asked for behaves the same alone (same usage lines, the root callback still runs)."""
+    commands, groups = list(app.registered_commands), list(app.registered_groups)
+    app.registered_commands[:] = [c for c in commands if c.callback is not None and c.callback.__name__ == name]
+    app.registered_groups[:] = []
+    try:
+        yield
+    finally:
+        app.registered_commands[:], app.registered_groups[:] = commands, groups
+
+
 def run_app(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code. Errors a user can meet print one line."""
     from crab._contracts.errors import CrabError
 
     args = resume_picker_args(sys.argv[1:] if argv is None else argv)
-    _add_sessions()
     try:
-        if not (args and args[0] in ("plugins", "plugin", "doctor", "config", "trust", "untrust")):
-            _add_plugin_commands()
-        # Not standalone: click would print a usage block for a usage error; crab prints one line.
-        code = app(args=args, prog_name="crab", standalone_mode=False)
+        if args and args[0] in _CORE_ONLY:
+            with _only_command(args[0]):
+                code = app(args=args, prog_name="crab", standalone_mode=False)
+        else:
+            _add_sessions()
+            if not (args and args[0] in _NO_PLUGIN_COMMANDS):
+                _add_plugin_commands()
+            # Not standalone: click would print a usage block for a usage error; crab prints one line.
+            code = app(args=args, prog_name="crab", standalone_mode=False)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except CrabError as exc:

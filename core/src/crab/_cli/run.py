@@ -81,6 +81,8 @@ def _read_prompt(prompt: str) -> str:
 
 def _attachments(paths: tuple[Path, ...]) -> list[ImagePart]:
     """The images of ``--attach``, read before anything starts (a bad one is a usage error, exit 2)."""
+    if not paths:  # the common run: no image reader to import
+        return []
     from crab._cli.attach import load_image
 
     return [load_image(path, Path.cwd()) for path in paths]
@@ -93,7 +95,6 @@ def _can_ask() -> bool:
 def run_once(prompt: str, output: str, options: RunOptions, attach: tuple[Path, ...] = ()) -> int:
     """Run one turn (with the images ``attach`` names); returns the process exit code."""
     from crab._assembly.choosing import choose_renderer, start_agent, terminal_target
-    from crab._cli.question import ask_on_terminal, ask_question_on_terminal
     from crab._cli.setup import open_session, prepare
 
     if options.renderer and output != "text":
@@ -102,12 +103,12 @@ def run_once(prompt: str, output: str, options: RunOptions, attach: tuple[Path, 
         raise UsageError(f"--renderer picks how text output looks; drop it or drop --output {output}")
     text = _read_prompt(prompt)
     images = _attachments(attach)
-    can_ask = _can_ask() and prompt != "-"
-    prepared = prepare(
-        options,
-        ask=ask_on_terminal if can_ask else None,
-        question=ask_question_on_terminal if can_ask else None,
-    )
+    if _can_ask() and prompt != "-":
+        from crab._cli.question import ask_on_terminal, ask_question_on_terminal
+
+        prepared = prepare(options, ask=ask_on_terminal, question=ask_question_on_terminal)
+    else:  # scripts, pipes and tests: nobody at a terminal, so no terminal asker to import
+        prepared = prepare(options, ask=None, question=None)
     agent = prepared.agent
     target = terminal_target(agent)
     collector: JsonCollector | None = None

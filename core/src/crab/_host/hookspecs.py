@@ -103,7 +103,8 @@ def crab_cli(app: Any, config: Config) -> None:
     """Add sub-commands to the ``crab`` command line.
 
     ``app`` is the root ``typer.Typer``; call ``app.command()`` or ``app.add_typer()`` on it.
-    Called for every CLI invocation, so import heavy modules inside the command functions.
+    Called for every CLI invocation but ``plugins``, ``doctor``, ``config``, ``run``, ``chat`` and
+    ``serve``, so import heavy modules inside the command functions.
     """
 
 
