@@ -3,18 +3,33 @@
 The README's test command runs ``--dist loadgroup``: each test goes to whichever worker is free,
 so one long file no longer keeps a worker busy while the others sit idle, and tests marked
 ``slow`` are sent first, so none of them starts last. The files that name one ``xdist_group``
-(tests that share a module fixture or processes) run on one worker.
+(tests that share a module fixture or processes) run on one worker. The workspace's sources are
+compiled once before the first test, so the ~1,000 ``crab`` processes the suite starts read
+bytecode instead of each compiling crab again.
 """
 
 from __future__ import annotations
 
+import compileall
 import functools
+import os
 import re
 from typing import Any
 
 import pytest
 
 _GROUP = re.compile(r"xdist_group\(\s*(?:name=)?[\"']([^\"']+)[\"']")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Under PYTHONDONTWRITEBYTECODE (set on these machines) nothing writes __pycache__, and every
+    # `crab` a test starts compiled core and its plugins from source: ~0.15 s of CPU each
+    # (`crab run` 0.44 s -> 0.29 s). Once, before the workers start; stale files are recompiled.
+    if hasattr(session.config, "workerinput") or not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return
+    root = session.config.rootpath
+    for source in [root / "core" / "src", *root.glob("kits/*/src"), *root.glob("plugins/*/src")]:
+        compileall.compile_dir(source, quiet=2, workers=1)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
