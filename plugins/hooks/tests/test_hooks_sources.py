@@ -162,3 +162,14 @@ def test_an_untrusted_projects_crab_table_is_dropped_by_core_with_its_line(tmp_p
     assert config.plugin_settings("hooks").get("events") is None
     [line] = [n for n in config.notices() if "plugins.hooks.events" in n]
     assert f"crab trust {project}" in line
+
+
+def test_no_home_folder_at_all_reads_crabs_table_and_no_claude_file(own_home, tmp_path, monkeypatch):
+    # A container's arbitrary uid: no $HOME and no passwd entry, CRAB_HOME set.
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    events = {"PreToolUse": [{"matcher": "bash", "hooks": [{"type": "command", "command": "from-crab"}]}]}
+    hooks = load(tmp_path, make_config(cwd=tmp_path), _settings(events))
+    assert [c.command for c in hooks.commands("PreToolUse", ("bash",))] == ["from-crab"]

@@ -225,3 +225,21 @@ def test_a_trusted_projects_command_and_yours_keep_the_plugins_order(crab_home, 
         assert harness.agent.commands["tiny"].description.endswith("(~/.claude)")
     finally:
         harness.close()
+
+
+def test_no_home_folder_at_all_leaves_crabs_own_commands_working(crab_home, user_home, tmp_path, monkeypatch):
+    # A container's arbitrary uid: no $HOME and no passwd entry, CRAB_HOME set. Failing here
+    # would fail crab_commands, and a failed prompt interceptor refuses every prompt.
+    _write(crab_home / "commands", "review", "my review")
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    project = _project(tmp_path)
+    assert sorted(_found(project).found) == ["review"]
+    harness = AgentHarness([[{"text": "ok"}]], plugins={"skills": SkillsPlugin()}, workspace=project)
+    try:
+        assert harness.run("/review").text == "ok"
+    finally:
+        harness.close()

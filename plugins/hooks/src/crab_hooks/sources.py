@@ -116,17 +116,21 @@ class HookSet:
         return Group(matcher, tuple(commands)) if commands else None
 
 
-def claude_user_dir() -> Path:
-    """Claude Code's own folder: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+def claude_user_dir() -> Path | None:
+    """Claude Code's own folder: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``; None where the user
+    has no home folder at all (no ``$HOME``, no passwd entry: a container's arbitrary uid)."""
     configured = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(configured).expanduser() if configured else Path.home() / ".claude"
+    try:
+        return Path(configured).expanduser() if configured else Path.home() / ".claude"
+    except RuntimeError:
+        return None
 
 
-def project_claude_dir(workspace: Path, user_dir: Path) -> Path | None:
+def project_claude_dir(workspace: Path, user_dir: Path | None) -> Path | None:
     """The nearest ``.claude`` folder from ``workspace`` up to the repository root (never the user's)."""
     try:
         here = workspace.resolve()
-        own = {user_dir.resolve(), crab_home().resolve()}
+        own = {crab_home().resolve(), *([user_dir.resolve()] if user_dir is not None else [])}
     except OSError:
         return None
     for folder in (here, *here.parents):
@@ -185,7 +189,7 @@ def load(workspace: Path, config: Config, settings: Mapping[str, Any]) -> HookSe
         found.add(events, "[plugins.hooks] events", root, timeout)
     if not settings["claude_settings"]:
         return found
-    files: Iterable[Path] = [user_dir / "settings.json"]
+    files: Iterable[Path] = [user_dir / "settings.json"] if user_dir is not None else []
     for path in files:
         block, problem = _read(path)
         if problem:

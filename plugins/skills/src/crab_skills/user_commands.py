@@ -211,10 +211,14 @@ def _files(folder: Path) -> list[Path]:
     return found
 
 
-def claude_user_folder() -> Path:
-    """``~/.claude/commands`` (``$CLAUDE_CONFIG_DIR/commands`` when that is set, as in Claude Code)."""
+def claude_user_folder() -> Path | None:
+    """``~/.claude/commands`` (``$CLAUDE_CONFIG_DIR/commands`` when that is set, as in Claude Code);
+    None where the user has no home folder at all (no ``$HOME``, no passwd entry)."""
     configured = os.environ.get("CLAUDE_CONFIG_DIR")
-    return (Path(configured).expanduser() if configured else Path.home() / CLAUDE) / KIND
+    try:
+        return (Path(configured).expanduser() if configured else Path.home() / CLAUDE) / KIND
+    except RuntimeError:
+        return None
 
 
 def claude_project_folder(workspace: Path) -> Path | None:
@@ -222,7 +226,8 @@ def claude_project_folder(workspace: Path) -> Path | None:
     user's own Claude Code folder nor ``$CRAB_HOME``, whatever folder crab runs in."""
     try:
         here = workspace.resolve()
-        own = {claude_user_folder().parent.resolve(), crab_home().resolve()}
+        claude = claude_user_folder()
+        own = {crab_home().resolve(), *([claude.parent.resolve()] if claude is not None else [])}
     except OSError:
         return None
     for folder in (here, *here.parents):
@@ -243,7 +248,10 @@ def claude_project_trusted(folder: Path, config: Config) -> bool:
 def roots(workspace: Path, config: Config, read_project: bool) -> list[tuple[Path, str, bool, bool]]:
     """(folder, source, trusted, contained) in precedence order, as skills are searched: a trusted
     project's folders before yours, an untrusted project's after; crab's before Claude Code's."""
-    user = [(user_folder(KIND), "user", True, False), (claude_user_folder(), "~/.claude", True, False)]
+    user = [(user_folder(KIND), "user", True, False)]
+    claude = claude_user_folder()
+    if claude is not None:
+        user.append((claude, "~/.claude", True, False))
     if not read_project:
         return user
     trusted: list[tuple[Path, str, bool, bool]] = []
