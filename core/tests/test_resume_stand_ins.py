@@ -287,3 +287,20 @@ def test_a_lock_taken_on_a_removed_file_is_taken_again_on_the_paths_new_one(
         assert not alone(home, "s")  # a resume sees the turn
     finally:
         lock.close()
+
+
+def test_with_no_home_folder_at_all_a_turn_and_a_resume_run_with_no_liveness(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A program on a memory store in a container's arbitrary uid (no $HOME, no passwd entry).
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    h = AgentHarness([[{"text": "fine"}]])
+    try:
+        monkeypatch.delenv("CRAB_HOME", raising=False)
+        monkeypatch.setattr(Path, "home", staticmethod(no_home))
+        killed_mid_tool(h)
+        h.run_async(h.agent.resume(h.session.id))
+        assert stored_results(h) == [("c1", "one"), ("c2", STOPPED)]
+        assert h.run("go on").text == "fine"
+    finally:
+        h.close()

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crab._config.layers import Config
-from crab._config.paths import crab_home
 from crab._contracts.commands import Command, CommandContext, CommandResult
 from crab._contracts.config_tables import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
 from crab._contracts.errors import ChannelError, CrabError, UsageError
@@ -39,7 +38,7 @@ from crab._loop.session import QueuedInput, Session, TurnOutcome
 from crab._loop.turn import LoopSettings, Turn, TurnParts
 from crab._secrets.keys import known_secrets
 from crab._secrets.redaction import EventRedactor, Redactor
-from crab._system.live_sessions import no_turn_running, turn_running
+from crab._system.live_sessions import live_home, no_turn_running, turn_running
 
 if TYPE_CHECKING:
     from crab._loop.channel_host import ChannelHost
@@ -283,7 +282,7 @@ class Agent:
         """
         # Read and repair holding the session's lock alone: a call with no result whose turn still
         # runs in another process (or task) gets its real result there, so none is stored here.
-        with no_turn_running(crab_home(), session_id) as alone:
+        with no_turn_running(live_home(), session_id) as alone:
             info = await self.store.get_session(session_id)
             entries = await self.store.entries(session_id, since_handoff=True)
             history = load_history(entries)
@@ -522,7 +521,7 @@ class Agent:
         return True
 
     async def _turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
-        async with turn_running(crab_home(), session.id):  # a resume elsewhere leaves its calls be
+        async with turn_running(live_home(), session.id):  # a resume elsewhere leaves its calls be
             return await Turn(self.turn_parts(), session, item, queue).run()
 
     async def run_child(self, ctx: ToolContext, prompt: str, **options: Any) -> ChildOutcome:

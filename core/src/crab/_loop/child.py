@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crab._config.paths import crab_home
 from crab._contracts.errors import ConfigError
 from crab._contracts.events import ChildEvent, Event, NoticeEvent, ToolCallEvent
 from crab._contracts.handle import ChildOutcome
@@ -27,7 +26,7 @@ from crab._loop.model_call import ModelCalls
 from crab._loop.model_choice import ModelChoice, choice_of
 from crab._loop.session import QueuedInput, Session
 from crab._loop.turn import Turn, TurnParts
-from crab._system.live_sessions import turn_running
+from crab._system.live_sessions import live_home, turn_running
 
 if TYPE_CHECKING:
     from crab._contracts.storage import SessionInfo, Store
@@ -216,7 +215,7 @@ async def run_child(
     item = QueuedInput(prompt)
     agent.opened(child)
     try:
-        async with turn_running(crab_home(), child.id):
+        async with turn_running(live_home(), child.id):
             outcome = await Turn(parts, child, item, deque([item])).run()
     finally:
         # A child session has its one turn: what it left running (a background job, which no

@@ -50,11 +50,25 @@ class _Lock:
         os.close(self.where)
 
 
-def _open(home: Path, session_id: str) -> _Lock | None:
+def live_home() -> Path | None:
+    """``$CRAB_HOME``, where the locks go; None with no home folder at all (no ``$HOME``, no
+    passwd entry): a program on a memory store still runs, with no liveness known."""
+    from crab._config.paths import crab_home
+    from crab._contracts.errors import ConfigError
+
+    try:
+        return crab_home()
+    except ConfigError:
+        return None
+
+
+def _open(home: Path | None, session_id: str) -> _Lock | None:
     """The session's lock file under ``$CRAB_HOME/live`` (named by a hash: any id is safe); it
     exists only while some turn or resume of the session holds it."""
     # surrogatepass: an id from a command line that is not UTF-8 still names one lock (and the
     # store then says there is no such session) instead of raising here.
+    if home is None:
+        return None
     name = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32] + ".lock"
     folder = home / "live"
     try:
@@ -77,7 +91,7 @@ def _open(home: Path, session_id: str) -> _Lock | None:
     return _Lock(where, name, fd)
 
 
-def _lock(home: Path, session_id: str, how: int) -> tuple[_Lock | None, bool]:
+def _lock(home: Path | None, session_id: str, how: int) -> tuple[_Lock | None, bool]:
     """The session's lock taken ``how`` without waiting: (lock, True) when held, (lock, False)
     when another holder keeps it, (None, True) where no liveness can be known here."""
     for _ in range(_RETRIES):
@@ -98,7 +112,7 @@ _RETRIES = 100
 
 
 @contextlib.asynccontextmanager
-async def turn_running(home: Path, session_id: str) -> AsyncIterator[None]:
+async def turn_running(home: Path | None, session_id: str) -> AsyncIterator[None]:
     """Hold ``session_id``'s shared lock while a turn runs (its calls are in flight). Released when
     the process dies however it dies, so a ``kill -9`` leaves nothing held; the last turn to end
     removes the file. Never blocks the event loop: a resume in this very process may hold the
@@ -127,7 +141,7 @@ async def turn_running(home: Path, session_id: str) -> AsyncIterator[None]:
 
 
 @contextlib.contextmanager
-def no_turn_running(home: Path, session_id: str) -> Iterator[bool]:
+def no_turn_running(home: Path | None, session_id: str) -> Iterator[bool]:
     """Yields True while holding ``session_id``'s lock alone: no turn of it runs anywhere on this
     machine, so a call the store holds no result for will get none (its process is gone). False
     when some process (this one included) is running a turn of it; True where liveness cannot be
