@@ -93,6 +93,10 @@ class FakeBotApi:
     refuse_html_containing: str | None = None
     webhook: str = ""
     held: set[str] = field(default_factory=set)
+    delivered: list[int] = field(default_factory=list)
+    """Update ids a getUpdates answer carried, in order (again when sent again)."""
+    late: dict[str, threading.Event] = field(default_factory=dict)
+    """Methods answered only once their event is set (``answer_late``): done, but crab learns it late."""
     next_update_id: int = 500
     next_message_id: int = 9000
     lock: threading.Condition = field(default_factory=threading.Condition)
@@ -222,6 +226,13 @@ class FakeBotApi:
         with self.lock:
             self.held.add(method)
 
+    def answer_late(self, method: str) -> threading.Event:
+        """Requests of ``method`` are carried out at once but answered only when the returned
+        event is set (a slow link back to crab); other requests go on meanwhile."""
+        with self.lock:
+            event = self.late[method] = threading.Event()
+        return event
+
     def release(self, method: str) -> None:
         with self.lock:
             self.held.discard(method)
@@ -289,6 +300,7 @@ class FakeBotApi:
                 # as Telegram does: an offset confirms every update before it
                 self.updates = [u for u in self.updates if u["update_id"] >= offset]
                 if self.updates or time.monotonic() >= deadline:
+                    self.delivered.extend(u["update_id"] for u in self.updates)
                     return list(self.updates)
                 self.lock.wait(max(0.0, deadline - time.monotonic()))
 
@@ -304,6 +316,9 @@ def _handler(api: FakeBotApi) -> type[BaseHTTPRequestHandler]:
                 status, answer = 401, FIXTURES["unauthorized"]
             else:
                 status, answer = api.answer(method, body)
+                late = api.late.get(method)
+                if late is not None:
+                    late.wait(60)
             data = json.dumps(answer).encode()
             try:
                 self.send_response(status)

@@ -152,3 +152,19 @@ def test_an_edit_made_after_the_question_does_not_answer_it(serve, bot_api):
     bot_api.wait_for("the edit's turn", lambda: any("echo: Editedname" in t for t in bot_api.texts(ADA)), served.proc)
     assert served.stop() == 0, served.stderr
     assert not any("picked Editedname" in t for t in bot_api.texts(ADA))
+
+
+def test_an_answer_polled_before_crab_read_the_questions_send_still_answers_it(serve, bot_api):
+    """Telegram showed the question and the user answered, but Telegram's reply to the send
+    reached crab after the poll that carries the answer: the answer still answers."""
+    served = serve()
+    late = bot_api.answer_late("sendMessage")
+    bot_api.say("wonder about a name", user=ADA)
+    bot_api.wait_for("the question", lambda: asked(bot_api, ADA), served.proc)
+    answer = later(bot_api, "Crabapple", user=ADA)
+    bot_api.wait_for("the answer's poll", lambda: answer in bot_api.delivered, served.proc)
+    late.set()
+    bot_api.wait_for(
+        "the answer", lambda: any("jot said: picked Crabapple" in t for t in bot_api.texts(ADA)), served.proc
+    )
+    assert served.stop() == 0, served.stderr

@@ -46,6 +46,8 @@ TYPING_EVERY = 4.0
 """Seconds between ``sendChatAction`` calls (Telegram shows one for about five)."""
 MAX_POLL_BACKOFF = 60.0
 ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
+QUESTION_SEND_WAIT = 30.0
+"""At most this long a poll's updates wait for a question crab is sending to be open."""
 ANSWER_WORDS = {"once": "allowed once", "always": "allowed for this chat", "deny": "denied"}
 INTERRUPTED = (
     "crab was stopped while answering this message, and it is already in the conversation: "
@@ -106,6 +108,8 @@ class TelegramChannel:
         self.chats: dict[str, ChatWorker] = {}
         self.asks: dict[str, Ask] = {}
         self.questions: dict[str, OpenQuestion] = {}
+        self._showing: dict[str, asyncio.Event] = {}
+        """Questions being sent: set once each is open (``_questions_shown``)."""
         self._poll: asyncio.Task[Any] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopped = asyncio.Event()
@@ -199,6 +203,7 @@ class TelegramChannel:
                     except Exception as exc:
                         self._skip(agent, update.update_id, exc)
                 last = max([u.update_id for u in updates] + [s.update_id for s in skipped], default=None)
+                await self._questions_shown()  # an answer in this batch finds its question open
                 for entry in state.take([journaled for _, journaled in taken.values()], through=last):
                     self._handle(agent, taken[int(entry["update_id"])][0])
             await self._finish()
@@ -675,6 +680,7 @@ class TelegramChannel:
         worker = self.chats.get(address)
         text = question_text(question)
         answer: str | None = None
+        showing = self._showing[nonce] = asyncio.Event()
         try:
             message_id, dated = await self.api.send_message_dated(
                 chat_id, text, message_thread_id=thread, reply_markup=question_buttons(question, nonce)
@@ -686,6 +692,7 @@ class TelegramChannel:
                 question, future, address, worker.asker if worker is not None else None, shown_at, message_id
             )
             self.questions[nonce] = waiting
+            showing.set()
             try:
                 answer = await asyncio.wait_for(future, self.settings.ask_timeout)
             except TimeoutError:
@@ -698,8 +705,19 @@ class TelegramChannel:
         except TelegramError:
             answer = None
         finally:
+            showing.set()
+            self._showing.pop(nonce, None)
             self.questions.pop(nonce, None)
         return answer
+
+    async def _questions_shown(self) -> None:
+        """Wait (a bounded while) for the questions being sent to be open: the user's answer can
+        come back in a poll before crab has read Telegram's reply to the question's send."""
+        if self._showing:
+            waits = [asyncio.ensure_future(shown.wait()) for shown in list(self._showing.values())]
+            _, pending = await asyncio.wait(waits, timeout=QUESTION_SEND_WAIT)
+            for wait in pending:
+                wait.cancel()
 
     def _may_answer(self, waiting: OpenQuestion, sender: int | None) -> bool:
         only_asker = self.settings.permission_answer == "asker" and waiting.asker is not None
