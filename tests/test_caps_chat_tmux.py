@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from crab import Entry
 from crab.testing import TmuxScreen
+from crab.testing import process_alive as alive
 from crab_tape_jsonl import TapeStore
 
 CRAB = Path(sys.executable).with_name("crab")
@@ -33,14 +34,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::crab_tape_jsonl.TornLineWarning"),
     pytest.mark.skipif(not CRAB.exists(), reason=f"no crab command next to {sys.executable}"),
 ]
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(") ", 1)[1][0] not in "ZX"
-    except FileNotFoundError:
-        return False
 
 
 def until(what: str, check: Callable[[], Any], timeout: float = WAIT) -> Any:

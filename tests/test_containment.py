@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crab.testing import process_alive as alive
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process checks read /proc")
 
@@ -62,14 +63,6 @@ def start(workspace: Path, home: Path, replies: list[list[dict[str, Any]]], *ext
         stderr=subprocess.PIPE,
         text=True,
     )
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 def wait_for_pid(path: Path, within: float = 20) -> int:

@@ -13,16 +13,9 @@ from pathlib import Path
 import crab
 import pytest
 from crab import processes
+from crab.testing import process_alive as alive
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreaper and /proc are Linux's")
-
-
-def alive(pid: int) -> bool:
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def cmdline(pid: int) -> bytes:

@@ -38,6 +38,7 @@ from acp.schema import (
     WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
+from crab.testing import process_alive as alive
 
 FAKE_SITE = Path(__file__).parent / "fake_site"
 ACPX = Path(__file__).parent / "acpx"
@@ -78,14 +79,6 @@ def processes_with(marker: str) -> list[int]:
             if marker in line and state != "Z":
                 found.append(int(entry.name))
     return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 class Editor:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from crab import REDACTED, ToolContext, ToolError, ToolResult, processes
+from crab.testing import process_alive as alive
 from crab_tools_basic import jobs
 from crab_tools_basic.job_output import held_from, incomplete_utf8
 from crab_tools_basic.job_tools import list_jobs
@@ -19,15 +20,6 @@ from crab_tools_basic.registry import build_tools
 from crab_tools_basic.ring import OutputRing
 
 WAIT = 60.0
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie nobody reaped yet counts as ended)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(") ", 1)[1][0] not in "ZX"
-    except FileNotFoundError:
-        return False
 
 
 async def until(check: Callable[[], Any], what: str, within: float = WAIT) -> Any:

@@ -18,16 +18,9 @@ import crab_tools_basic
 import pytest
 from crab import ToolResultMessage
 from crab.testing import AgentHarness, ScriptedSite
+from crab.testing import process_alive as alive
 
 WAIT = 60.0
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(") ", 1)[1][0] not in "ZX"
-    except FileNotFoundError:
-        return False
 
 
 def wait_for_pid(path: Path, within: float = WAIT) -> int:
