@@ -19,6 +19,8 @@ except ImportError:  # no flock (Windows): no liveness is known, and resume repa
 
 WAIT = 10.0
 """How long a turn waits for a resume's repair (a few store calls) before it runs unmarked."""
+_RETRIES = 100
+"""Times a lock is taken again because the file it locked was removed meanwhile."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +108,6 @@ def _lock(home: Path | None, session_id: str, how: int) -> tuple[_Lock | None, b
             return lock, True
         lock.close()  # removed while it was being locked: lock the file the path names now
     return None, True
-
-
-_RETRIES = 100
 
 
 @contextlib.asynccontextmanager
