@@ -27,9 +27,18 @@ def main() -> None:
         from crab._cli.app import run_app
 
         code = run_app(args)
+        if GATE.stopped is not None:  # the command went on after its event loop was stopped
+            raise Interrupted(GATE.stopped)
     except Interrupted as exc:
         sys.stderr.write(f"{exc.message}\n")
         code = exc.exit_code
+    except BaseException:
+        if GATE.stopped is None:
+            raise
+        # A plugin command's event loop was stopped by a signal; asyncio.run then raises.
+        stopped = Interrupted(GATE.stopped)
+        sys.stderr.write(f"{stopped.message}\n")
+        code = stopped.exit_code
     finally:
         code = finish(code)
     sys.exit(code)

@@ -53,6 +53,8 @@ class SignalGate:
         self.drain: Callable[[int], None] | None = None
         self.drain_seconds = 0.0
         self.draining: int | None = None
+        self.stopped: int | None = None
+        """The signal that stopped an event loop run outside ``run`` (a plugin's ``asyncio.run``)."""
 
     def install(self) -> None:
         for sig in HANDLED:
@@ -75,6 +77,14 @@ class SignalGate:
         if task is None or task.done() or self.pending is not None:
             if watchdog is not None:
                 watchdog.exit_within(BUDGET)
+            loop = _running_loop() if task is None else None
+            if loop is not None and self.stopped is None:
+                # A plugin command's own ``asyncio.run``: an exception raised here, in the middle
+                # of a callback or a task's step, would be swallowed by the loop (or end only that
+                # task). Stop the loop instead: asyncio.run then cancels its tasks, which settle.
+                self.stopped = signum
+                loop.call_soon_threadsafe(loop.stop)
+                return
             raise Interrupted(signum)
         self.pending = signum
         if watchdog is not None:
@@ -119,6 +129,18 @@ class SignalGate:
                 signum, self.pending = self.pending, None
                 raise Interrupted(signum)
             self.pending = None
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, if any (without importing asyncio for nothing)."""
+    aio = sys.modules.get("asyncio")
+    if aio is None:
+        return None
+    try:
+        loop: asyncio.AbstractEventLoop = aio.get_running_loop()
+    except RuntimeError:
+        return None
+    return loop
 
 
 GATE = SignalGate()
