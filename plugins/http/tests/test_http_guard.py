@@ -199,14 +199,25 @@ def test_the_rate_limit_refills_with_time():
 
 def test_a_token_file_broken_by_hand_refuses_everyone_with_one_line(serve, home):
     token = home.token("laptop")
+    tokens = home.path / "http" / "tokens.json"
+    good = tokens.read_text()
     served = serve()
+    headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=served.url, timeout=30) as client:
-        assert client.get("/v1/models", headers={"Authorization": f"Bearer {token}"}).status_code == 200
-        (home.path / "http" / "tokens.json").write_text("{broken")
-        assert client.get("/v1/models", headers={"Authorization": f"Bearer {token}"}).status_code == 401
-        assert client.get("/v1/models", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+        assert client.get("/v1/models", headers=headers).status_code == 200
+        # An editor that saves in steps: the file is first empty, then broken; one breakage, one line.
+        tokens.write_text("")
+        assert client.get("/v1/models", headers=headers).status_code == 401
+        tokens.write_text("{broken")
+        assert client.get("/v1/models", headers=headers).status_code == 401
+        assert client.get("/v1/models", headers=headers).status_code == 401
+        assert served.log().count("every request is refused until it is fixed") == 1
+        tokens.write_text(good + "\n")  # fixed (another size: seen as a change whatever the clock)
+        assert client.get("/v1/models", headers=headers).status_code == 200
+        tokens.write_text("{broken again")
+        assert client.get("/v1/models", headers=headers).status_code == 401
     assert served.stop() == 0
-    assert served.log().count("every request is refused until it is fixed") == 1
+    assert served.log().count("every request is refused until it is fixed") == 2  # a new breakage
     assert "Traceback" not in served.log()
 
 

@@ -57,6 +57,7 @@ class HttpChannel:
         self._server: uvicorn.Server | None = None
         self._hashes: dict[str, str] = {}
         self._hashes_stamp: tuple[int, int] | None = None
+        self._tokens_broken = False  # the warning is given once per breakage, not per write
         self._open_locks: dict[str, asyncio.Lock] = {}
         self._index_lock = asyncio.Lock()
         self.redactor = crab.Redactor(crab.known_secrets(config))
@@ -83,9 +84,12 @@ class HttpChannel:
         if stamp != self._hashes_stamp:
             try:
                 self._hashes = self.tokens.hashes() if stamp is not None else {}
+                self._tokens_broken = False
             except crab.CrabError as exc:  # a file broken by hand: refuse everyone until it is fixed
-                if self.handle is not None:  # once per change of the file
+                # An editor writing in steps (truncate, then write) is one breakage, one warning.
+                if self.handle is not None and not self._tokens_broken:
                     self._agent().notice(f"{exc}; every request is refused until it is fixed", "warning")
+                self._tokens_broken = True
                 self._hashes = {}
             self._hashes_stamp = stamp
         return identify(token, self._hashes)
