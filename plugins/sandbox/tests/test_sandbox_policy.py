@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from crab_sandbox import policy, report
 from crab_sandbox.settings import load_settings
 
@@ -76,3 +77,24 @@ def test_the_note_names_what_was_refused():
     assert "writing outside the workspace is refused (writable: /w" in str(
         report.note(facts, "echo x > /etc/x", "bash: /etc/x: Read-only file system", home)
     )
+
+
+def test_a_user_without_a_home_folder_gets_the_policy_and_its_notes(tmp_path: Path, monkeypatch):
+    """No ``$HOME`` and no passwd entry (a container's arbitrary uid): Path.home() raises."""
+
+    import os.path
+
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # what it does with no home to find
+    with pytest.raises(RuntimeError):
+        Path.home()
+    monkeypatch.setenv("CRAB_HOME", str(tmp_path / "crab-home"))
+    work = tmp_path / "work"
+    work.mkdir()
+    settings = load_settings({"hidden": ["~/.secret", str(tmp_path / "kept")], "writable": ["out"]}, work)
+    assert tmp_path / "kept" in settings.hidden  # a path that needs no home still counts
+    assert all(".secret" not in str(p) for p in settings.hidden)  # no home: nothing there to hide
+    assert tmp_path / "crab-home" / "auth.json" in settings.hidden
+    assert settings.writable == (work / "out",)
+    facts = policy.Facts((work,), (tmp_path / "kept",), (), network=False)
+    assert "is hidden" in str(report.note(facts, f"cat {tmp_path / 'kept'}", "No such file"))

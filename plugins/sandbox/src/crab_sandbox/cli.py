@@ -9,11 +9,12 @@ from typing import Any
 import typer
 
 from crab_sandbox import bwrap, runtime
+from crab_sandbox.settings import user_home
 
 
 def _home(path: Path) -> str:
-    home = Path.home()
-    return f"~/{path.relative_to(home).as_posix()}" if home in path.parents else str(path)
+    home = user_home()
+    return f"~/{path.relative_to(home).as_posix()}" if home is not None and home in path.parents else str(path)
 
 
 def check(config: Any) -> int:

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from crab_sandbox.policy import Facts
+from crab_sandbox.settings import user_home
 
 READ_ONLY = re.compile(r"Read-only file system|EROFS")
 NETWORK = re.compile(
@@ -22,23 +23,23 @@ NETWORK = re.compile(
 BACKGROUND = re.compile(r"(?:^|[^&>|])&(?:\s|$)|\bnohup\b|\bsetsid\b|\bdisown\b|\bdaemon\b")
 
 
-def _forms(path: Path, home: Path) -> list[str]:
+def _forms(path: Path, home: Path | None) -> list[str]:
     """How a command may name ``path``: as it is, with ``~/`` or ``$HOME/``."""
     text = str(path)
     forms = [text]
-    if home in path.parents:
+    if home is not None and home in path.parents:
         rest = path.relative_to(home).as_posix()
         forms += [f"~/{rest}", f"$HOME/{rest}", f"${{HOME}}/{rest}"]
     return forms
 
 
-def _short(path: Path, home: Path) -> str:
-    return f"~/{path.relative_to(home).as_posix()}" if home in path.parents else str(path)
+def _short(path: Path, home: Path | None) -> str:
+    return f"~/{path.relative_to(home).as_posix()}" if home is not None and home in path.parents else str(path)
 
 
 def note(facts: Facts, command: str, output: str, home: Path | None = None) -> str | None:
     """One line naming what the sandbox refused this command, or None when nothing points to it."""
-    home = home or Path.home()
+    home = home or user_home()
     seen = f"{command}\n{output}"
     said: list[str] = []
     hidden = [p for p in facts.hidden if any(form in seen for form in _forms(p, home))]

@@ -131,20 +131,33 @@ class Settings:
     bwrap: str = ""
 
 
-def _path(raw: str, base: Path) -> Path:
-    return (base / Path(raw).expanduser()).absolute()
+def user_home() -> Path | None:
+    """The user's home folder, or None where there is none (no ``$HOME``, no passwd entry: a
+    container's arbitrary uid); then nothing under a home is there to hide."""
+    try:
+        return Path.home()
+    except RuntimeError:
+        return None
+
+
+def _path(raw: str, base: Path) -> Path | None:
+    """``raw`` made absolute against ``base``; None for a ``~`` path where there is no home."""
+    try:
+        return (base / Path(raw).expanduser()).absolute()
+    except RuntimeError:
+        return None
 
 
 def load_settings(table: Mapping[str, Any], workspace: Path) -> Settings:
     """``Settings`` from the checked ``[plugins.sandbox]`` table."""
     values = crab.validate_table(TABLE, table)
-    home = Path.home()
-    hidden = [home / name for name in HOME_SECRETS]
+    home = user_home()
+    hidden = [home / name for name in HOME_SECRETS] if home is not None else []
     # crab's keys, and its config (which may hold api_key values); skills and logs stay readable.
     hidden += [crab.crab_home() / "auth.json", crab.crab_home() / "config.toml"]
     hidden.extend(Path(p) for p in SYSTEM_HIDDEN)
-    hidden.extend(_path(p, home) for p in values["hidden"])
-    writable = [_path(p, workspace) for p in values["writable"]]
+    hidden.extend(found for p in values["hidden"] if (found := _path(p, home or workspace)) is not None)
+    writable = [found for p in values["writable"] if (found := _path(p, workspace)) is not None]
     return Settings(
         mode=values["mode"],
         writable=tuple(writable),
