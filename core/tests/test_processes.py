@@ -208,3 +208,43 @@ def test_a_tracked_group_ends_when_its_owner_is_killed_outright(tmp_path: Path) 
             owner.wait()
         if pid and alive(pid):
             os.kill(pid, 9)
+
+
+def test_a_cancel_while_starting_ends_what_started_children_included(tmp_path: Path) -> None:
+    """``processes.start``: the child already runs (and forked) when the cancel reaches the
+    caller, which asyncio alone would answer by killing the child only, orphaning its own."""
+    pid_file = tmp_path / "grandchild.pid"
+    command = f"sleep 3192 & echo $! > {pid_file}; wait"
+
+    async def go() -> None:
+        starting = asyncio.ensure_future(processes.start(["sh", "-c", command], processes.new_tag()))
+        await asyncio.sleep(0)  # the start has forked the shell and now waits for its pipes
+        deadline = time.monotonic() + 10
+        while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.02)  # the loop held: the caller has not resumed while the shell forks
+        starting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await starting
+
+    grandchild = 0
+    try:
+        asyncio.run(go())
+        grandchild = int(pid_file.read_text())
+        deadline = time.monotonic() + 10
+        while alive(grandchild) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(grandchild)
+    finally:
+        if grandchild and alive(grandchild):
+            os.kill(grandchild, 9)
+
+
+def test_start_tracks_what_it_started(tmp_path: Path) -> None:
+    async def go() -> int:
+        process = await processes.start(["sh", "-c", "exit 3"], processes.new_tag(), stdin=subprocess.DEVNULL)
+        try:
+            return await process.wait()
+        finally:
+            processes.untrack(process.pid)
+
+    assert asyncio.run(go()) == 3

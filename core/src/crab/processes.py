@@ -16,9 +16,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from crab._system import group_watch
+
+if TYPE_CHECKING:
+    import asyncio.subprocess
 
 __all__ = [
     "TAG_VARIABLE",
@@ -33,6 +36,7 @@ __all__ = [
     "reap_orphans",
     "run_bounded",
     "spawn_options",
+    "start",
     "tagged_environment",
     "terminate",
     "terminate_all",
@@ -106,6 +110,36 @@ def spawn_options(tag: str, env: Mapping[str, str] | None = None) -> dict[str, A
     """
     enable_subreaper()
     return {"start_new_session": True, "env": tagged_environment(tag, env)}
+
+
+async def start(
+    argv: Sequence[str], tag: str, *, env: Mapping[str, str] | None = None, grace: float = 0.5, **options: Any
+) -> asyncio.subprocess.Process:
+    """``asyncio.create_subprocess_exec(*argv, **options)`` in a session of its own carrying ``tag``,
+    and tracked (``spawn_options`` + ``track`` as one step, API 1.7).
+
+    A cancel that lands while it starts still ends what started, its group and tagged descendants
+    (within ``grace`` seconds), before the cancel goes on: a loaded machine runs the child well
+    before the caller resumes, and asyncio alone would kill only that child, orphaning its own.
+    """
+    import asyncio
+
+    program, *arguments = argv
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(program, *arguments, **{**options, **spawn_options(tag, env)})
+    )
+    try:
+        process = await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        with contextlib.suppress(BaseException):  # a failed start, or cancelled again: crab's exit ends it
+            started = await spawn
+            track(started.pid, tag)
+            await asyncio.to_thread(terminate, started.pid, tag, grace)
+            await started.wait()
+            untrack(started.pid)
+        raise
+    track(process.pid, tag)
+    return process
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,14 +235,17 @@ def _alive(pids: Iterable[int], groups: Iterable[int]) -> bool:
 
 
 def _targets(tag: str | None, groups: Iterable[int]) -> list[int]:
-    """Descendants to end: those carrying ``tag`` (None: all of them), or in one of ``groups``."""
+    """Descendants to end: those carrying ``tag`` (None: all of them), in one of ``groups``, or
+    below a process that is (a child that left the group with ``setsid`` and dropped the tag,
+    or is caught mid-``exec``, when its environment reads empty, is still below its parent)."""
     wanted = set(groups)
+    marked: set[int] = set()
     found = []
-    for proc in descendants():
-        if proc.state == "Z":
-            continue
-        if tag is None or proc.pgid in wanted or has_tag(proc.pid, tag):
-            found.append(proc.pid)
+    for proc in descendants():  # parents come before their children
+        if tag is None or proc.pgid in wanted or proc.ppid in marked or has_tag(proc.pid, tag):
+            marked.add(proc.pid)
+            if proc.state != "Z":
+                found.append(proc.pid)
     return found
 
 

@@ -161,15 +161,14 @@ async def run_shell_command(command: str, cwd: Path, timeout: float) -> CommandR
 
     tag = processes.new_tag()
     argv = processes.wrap_command(["sh", "-c", command], cwd)
-    process = await asyncio.create_subprocess_exec(
-        *argv,
+    process = await processes.start(
+        argv,
+        tag,
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        **processes.spawn_options(tag),
     )
-    processes.track(process.pid, tag)
     assert process.stdout is not None
     try:
         tail, total, newlines = await asyncio.wait_for(_read_tail(process.stdout), timeout)

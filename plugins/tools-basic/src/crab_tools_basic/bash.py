@@ -68,26 +68,29 @@ async def run_command(command: str, cwd: Path, timeout: float, capture: Capture)
     read_fd, write_fd = os.pipe()
     tag = processes.new_tag()
     try:
-        process = await asyncio.create_subprocess_exec(
-            *processes.wrap_command([shell(), "-c", command], cwd),
+        process = await processes.start(
+            processes.wrap_command([shell(), "-c", command], cwd),
+            tag,
+            grace=CANCEL_GRACE,
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=write_fd,
             stderr=subprocess.STDOUT,
-            **processes.spawn_options(tag),
         )
     except BaseException:
         os.close(read_fd)
         raise
     finally:
         os.close(write_fd)
-    # With start_new_session the shell leads its own group: its pid is the group id.
+    # In a session of its own the shell leads its own group: its pid is the group id.
     pgid = process.pid
-    processes.track(pgid, tag)
     closed: asyncio.Future[None] = loop.create_future()
-    await loop.connect_read_pipe(lambda: PipeSink(capture, closed), os.fdopen(read_fd, "rb", buffering=0))
     timed_out = False
     try:
+        # Inside the try: a cancel that lands here (a loaded machine runs the shell well before
+        # this task resumes) must still end the group, not leave it to the transport's kill of
+        # the shell alone, which orphans the shell's children.
+        await loop.connect_read_pipe(lambda: PipeSink(capture, closed), os.fdopen(read_fd, "rb", buffering=0))
         try:
             await asyncio.wait_for(process.wait(), timeout)
         except TimeoutError:

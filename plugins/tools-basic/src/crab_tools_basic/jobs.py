@@ -154,21 +154,21 @@ class JobTable:
         read_fd, write_fd = os.pipe()
         tag = processes.new_tag()
         try:
-            process = await asyncio.create_subprocess_exec(
-                *processes.wrap_command([shell(), "-c", command], cwd),
+            process = await processes.start(
+                processes.wrap_command([shell(), "-c", command], cwd),
+                tag,
+                grace=END_GRACE,
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=subprocess.STDOUT,
-                **processes.spawn_options(tag),
             )
         except BaseException:
             os.close(read_fd)
             raise
         finally:
             os.close(write_fd)
-        # With start_new_session the shell leads its own group: its pid is the group id.
-        processes.track(process.pid, tag)
+        # In a session of its own the shell leads its own group: its pid is the group id.
         job = Job(f"job-{self._next}", command, process.pid, tag, OutputRing(self.buffer_bytes))
         self._next += 1
         closed: asyncio.Future[None] = loop.create_future()
