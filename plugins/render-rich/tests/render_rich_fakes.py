@@ -3,7 +3,8 @@
 
 Tools: ``slow`` (sleeps, read), ``touch`` (write: the permission gate asks), ``pick`` (asks the
 user a ``crab.Question`` through ``ctx.question``, as crab-ask's ``ask_user`` does) and ``plan``
-(emits a ``crab.PlanEvent``, as crab-todo's ``todo`` does). Store ``rrfile``: sessions kept in
+(emits a ``crab.PlanEvent``, as crab-todo's ``todo`` does). Completions: ``@tiny:`` words
+complete to the URIs ``RESOURCES`` holds, as crab-mcp's ``@server:uri`` do. Store ``rrfile``: sessions kept in
 the JSON file ``$RENDER_RICH_STORE``, so ``crab chat -c`` has something to continue with only
 core and this plugin installed.
 """
@@ -114,6 +115,17 @@ async def plan(steps: list[str], current: int, ctx: crab.ToolContext, pause: flo
     ctx.emit(crab.PlanEvent(ctx.session_id, tuple(crab.PlanItem(s, st) for s, st in zip(steps, status, strict=True))))
     await asyncio.sleep(pause)
     return "planned"
+
+
+RESOURCES = {"tiny://note": "note (text/plain)", "tiny://pixel.png": "pixel (image/png)"}
+
+
+@crab.hookimpl
+def crab_completions(word):
+    if not word.startswith("@tiny:"):
+        return None
+    typed = word[len("@tiny:") :]
+    return [(f"@tiny:{uri}", about) for uri, about in RESOURCES.items() if uri.startswith(typed)]
 
 
 @crab.hookimpl

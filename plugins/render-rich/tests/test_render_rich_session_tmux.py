@@ -1,6 +1,7 @@
 """The session commands in ``crab chat`` with crab-render-rich, in a real terminal (tmux): /model
 with Tab completion, /new and the /resume picker, ``crab chat -r``, the exit line, /clear, the
-completion menu's descriptions and Ctrl-G / ``/edit`` with ``EDITOR`` set to a small script."""
+completion menu's descriptions, a plugin's ``@tiny:`` completions and Ctrl-G / ``/edit`` with
+``EDITOR`` set to a small script."""
 
 from __future__ import annotations
 
@@ -40,6 +41,19 @@ def test_the_completion_menu_shows_each_commands_description(chat_screen) -> Non
     shown = screen.wait_for("tokens and cost of this session, per model")
     assert "start a fresh session and clear the screen" in shown
     assert "/compact" in shown and "/cost" in shown
+
+
+def test_tab_completes_what_a_plugin_offers_for_an_at_word(chat_screen) -> None:
+    screen = chat_screen([[{"text": "unused"}]])
+    screen.type("read @tiny:")
+    screen.keys("Tab")
+    shown = screen.wait_for("tiny://pixel.png")  # the menu, each URI with what it is
+    assert "note (text/plain)" in shown and "pixel (image/png)" in shown
+    screen.keys("C-c")  # clears the line
+    screen.wait_for(lambda text: "read @tiny" not in text)
+    screen.type("read @tiny:tiny://n")
+    screen.keys("Tab")
+    screen.wait_for("❯ read @tiny:tiny://note")  # the only match, taken
 
 
 def test_new_then_the_resume_picker_switches_back(chat_screen) -> None:

@@ -6,12 +6,13 @@ import asyncio
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import crab_render_rich
 from crab import ToolCall
 from crab_render_rich import view
 from crab_render_rich.blocks import BlockSplitter
-from crab_render_rich.completion import command_matches, path_matches
+from crab_render_rich.completion import command_matches, make_completer, path_matches, plugin_matches
 from crab_render_rich.renderer import PREFERENCES
 from hypothesis import given
 from hypothesis import strategies as st
@@ -56,6 +57,42 @@ def test_command_and_path_completion(tmp_path: Path) -> None:
     assert path_matches("@src/m", tmp_path) == ["@src/main.py"]
     assert path_matches("@", tmp_path) == ["@src/"]
     assert path_matches("@.h", tmp_path) == ["@.hidden"]
+
+
+def test_an_at_word_asks_the_plugins_and_a_failure_offers_nothing() -> None:
+    asked: list[str] = []
+
+    def complete(word: str) -> list[tuple[str, str]]:
+        asked.append(word)
+        return [("@tiny:tiny://note", "note"), (word, "what is typed already")]
+
+    assert plugin_matches("@tiny:ti", complete) == [("@tiny:tiny://note", "note")]
+    assert plugin_matches("@t", complete) == [("@tiny:tiny://note", "note")]
+    assert plugin_matches("@", complete) == plugin_matches("tiny:", complete) == plugin_matches("", complete) == []
+    assert asked == ["@tiny:ti", "@t"]
+
+    def broken(word: str) -> list[tuple[str, str]]:
+        raise RuntimeError("gone")
+
+    assert plugin_matches("@tiny:", broken) == []
+
+
+def test_the_completer_offers_paths_then_what_plugins_offer(tmp_path: Path) -> None:
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    (tmp_path / "tiny-notes.txt").write_text("")
+    offered = {"@ti": [("@tiny:", "MCP server tiny")], "@tiny:tiny://n": [("@tiny:tiny://note", "note")]}
+    completer: Any = make_completer([], tmp_path, complete=lambda word: offered.get(word, []))
+
+    def shown(text: str) -> list[tuple[str, int, str]]:
+        found = completer.get_completions(Document(text), CompleteEvent(completion_requested=True))
+        return [(c.text, c.start_position, c.display_meta_text) for c in found]
+
+    assert shown("read @ti") == [("@tiny-notes.txt", -3, ""), ("@tiny:", -3, "MCP server tiny")]
+    assert shown("read @tiny:tiny://n") == [("@tiny:tiny://note", -14, "note")]
+    assert shown("@tiny:tiny://n ") == []  # the word ended
+    assert path_matches("@tiny:tiny://n", tmp_path) == path_matches("@missing/x", tmp_path) == []  # no such folder
 
 
 def test_completion_never_lists_outside_the_workspace(tmp_path: Path) -> None:

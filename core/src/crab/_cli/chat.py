@@ -124,6 +124,8 @@ def chat(options: RunOptions) -> None:
 
     state: ChatState | None = None
     if interactive and sys.stdout.isatty() and spec.chat_input is not None:
+        from crab._cli.chat_completion import plugin_completions
+
         commands = agent.commands
         state = ChatState(
             workspace=agent.workspace,
@@ -131,6 +133,7 @@ def chat(options: RunOptions) -> None:
             commands=tuple(sorted(commands)),
             descriptions={name: command.description for name, command in commands.items()},
             models=tuple(agent.configured_models()),
+            complete=plugin_completions(agent),
         )
     history = _setup_readline() if interactive and state is None else None
     runner = asyncio.Runner()

@@ -58,7 +58,9 @@ class ChatState:
     not taken yet; ``commands`` the router commands (for completion) and ``descriptions`` their
     one-line descriptions by name (the completion menu shows them); ``models`` the
     ``provider/model`` choices ``/model`` takes (completion); ``workspace`` the folder ``@file``
-    completes in; ``history`` the file that keeps typed lines across runs.
+    completes in; ``history`` the file that keeps typed lines across runs; ``complete(word)`` the
+    ``(text, description)`` pairs plugins offer for the word being typed (the ``crab_completions``
+    hook, masked and capped; [] where nobody offers any: it never raises) (API 1.7).
 
     A ``ChatInput`` may also offer ``clear()``: ``/clear`` then asks it to clear the terminal it
     draws on (without one, chat writes the escape sequence itself).
@@ -73,6 +75,7 @@ class ChatState:
     steering: tuple[str, ...] = ()
     follow_ups: tuple[str, ...] = ()
     hint: str = ""
+    complete: Callable[[str], list[tuple[str, str]]] = field(default=lambda _word: [], compare=False, repr=False)
 
 
 class ChatInput(Protocol):

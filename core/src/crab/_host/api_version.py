@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-API_VERSION = "1.6"
+API_VERSION = "1.7"
 """Bumped in the minor part for additions, in the major part for incompatible hook changes."""
 
 _CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<|~=)?\s*(\d+(?:\.\d+)*)\s*$")

@@ -51,6 +51,7 @@ HOOKS: dict[str, HookPolicy] = {
     "crab_after_tool_call": HookPolicy("interception", "refuse", awaitable=True),
     "crab_prompt_submit": HookPolicy("interception", "refuse", awaitable=True),
     "crab_turn_end": HookPolicy("context", "drop", awaitable=True),
+    "crab_completions": HookPolicy("context", "drop"),
     "crab_event": HookPolicy("observation", "drop"),
     "crab_doctor": HookPolicy("observation", "drop"),
     "crab_startup": HookPolicy("lifecycle", "fail-plugin", awaitable=True),
@@ -59,6 +60,8 @@ HOOKS: dict[str, HookPolicy] = {
 }
 """Core's hooks (``crab._host.hookspecs``). A hook a plugin declares adds its own policy to its host's
 dispatcher (``Dispatcher.policies``, ``crab._host.declared``)."""
+MAX_COMPLETIONS = 50
+"""Completions one word gets from all plugins together (``crab_completions``): a menu, not a listing."""
 INTERCEPTORS = frozenset(name for name, policy in HOOKS.items() if policy.on_failure == "refuse")
 
 
@@ -112,6 +115,10 @@ def _taking_only(
         return function(**chosen)
 
     return call
+
+
+def _is_pair(item: Any) -> bool:
+    return isinstance(item, tuple | list) and len(item) == 2 and all(isinstance(part, str) for part in item)
 
 
 def _discard(value: Any) -> None:
@@ -302,6 +309,29 @@ class Dispatcher:
                 continue
             parts.extend(v.strip() for v in items if v.strip())
         return parts
+
+    def completions(self, **kwargs: Any) -> list[tuple[str, str]]:
+        """Every plugin's ``(text, description)`` pairs for a word, in plugin order, each text
+        once (one line; a description its first line), at most ``MAX_COMPLETIONS``; a failing
+        implementation is dropped (typing goes on)."""
+        hook = "crab_completions"
+        found: dict[str, str] = {}
+        for plugin, value in self._answers(hook, kwargs):
+            if value is None:
+                continue
+            if inspect.isawaitable(value):
+                _discard(value)
+                self._fail(plugin, hook, f"{hook} returned an awaitable; it must be a plain function")
+                continue
+            if not isinstance(value, list | tuple) or not all(_is_pair(item) for item in value):
+                self._fail(plugin, hook, wrong_type(hook, value, "a list of (text, description) pairs or None"))
+                continue
+            for text, about in value:
+                if text.strip() and "\n" not in text and text not in found:
+                    found[text] = (about.strip().splitlines() or [""])[0]
+                if len(found) >= MAX_COMPLETIONS:
+                    return list(found.items())
+        return list(found.items())
 
     # --- interception ---------------------------------------------------------------------
 

@@ -135,6 +135,21 @@ def crab_system_prompt(workspace: Path, session_id: str, config: Config) -> str 
     """
 
 
+@hookspec
+def crab_completions(agent: AgentHandle, word: str) -> list[tuple[str, str]] | None:
+    """Tab completions for ``word``, the word being typed at ``crab chat``'s live input (the text
+    from the last blank to the cursor, such as ``@tiny:ti``).
+
+    Return ``(text, description)`` pairs, ``text`` replacing ``word`` and ``description`` one
+    short line for the menu, or None when the word is not yours. Called on a keystroke, in the
+    event loop: answer at once from what the plugin already holds, never from the network or a
+    disk walk (start a refresh in the background if need be). Core masks every secret it knows in
+    both, keeps the first ``MAX_COMPLETIONS`` (50) of all plugins' pairs, and drops a text offered
+    twice. A hook that raises or returns the wrong type is dropped for the run (typing goes on
+    without it). Since API 1.7.
+    """
+
+
 # --- interception -------------------------------------------------------------------------
 
 

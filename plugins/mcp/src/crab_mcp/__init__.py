@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from crab_mcp.manager import Manager
 
-CRAB_API = ">=1.6,<2"  # crab_prompt_submit with config and image context (1.6)
+CRAB_API = ">=1.7,<2"  # crab_prompt_submit with config and image context (1.6); crab_completions (1.7)
 PLUGIN = "mcp"
 
 
@@ -107,6 +107,19 @@ async def crab_prompt_submit(
     from crab_mcp.attach import attach
 
     return await attach(manager, prompt, session_id, workspace, config)
+
+
+@crab.hookimpl
+def crab_completions(agent: AgentHandle, word: str) -> list[tuple[str, str]] | None:
+    """Tab on ``@server:uri``: the resources the servers already listed (``crab_mcp.completion``)."""
+    if not word.startswith("@"):
+        return None
+    manager = _running.get(id(agent.config))
+    if manager is None:
+        return None
+    from crab_mcp.completion import candidates, listings
+
+    return candidates(word, listings(manager, word))
 
 
 @crab.hookimpl

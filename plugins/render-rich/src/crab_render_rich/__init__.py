@@ -13,7 +13,7 @@ import crab
 if TYPE_CHECKING:
     from crab import ChatInput, ChatState, Config, Renderer, RenderTarget
 
-CRAB_API = ">=1.5,<2"
+CRAB_API = ">=1.7,<2"  # ChatState.complete (1.7)
 NAME = "rich"
 
 

@@ -1,7 +1,8 @@
 """``PromptInput``: the live input of ``crab chat`` (a ``crab.ChatInput``), built on prompt_toolkit.
 
 Enter sends (during a turn: steers it), Alt-Enter queues a follow-up, Ctrl-J starts a new line,
-Tab completes ``/commands`` (with their descriptions), ``/model``'s models and ``@paths``, Up/Down
+Tab completes ``/commands`` (with their descriptions), ``/model``'s models, ``@paths`` and what
+plugins offer for an ``@`` word (``ChatState.complete``: crab-mcp's ``@server:uri``), Up/Down
 walk the history (kept in ``ChatState.history`` across runs), Ctrl-C clears the line or, on an
 empty one, interrupts; Ctrl-D on an empty line leaves; Ctrl-T shows or folds thinking; Ctrl-G (or
 sending ``/edit [text]``) opens the line in ``$EDITOR`` (prompt_toolkit's own: ``$VISUAL``,
@@ -80,6 +81,7 @@ class PromptInput:
                     self.state.workspace,
                     self.state.descriptions,
                     self.state.models,
+                    self.state.complete,
                 ),
                 complete_while_typing=False,
                 key_bindings=self._keys(),

@@ -1,5 +1,6 @@
 """Completion for ``crab chat``: ``/`` commands at the start of the input (the menu shows each
-one's description), ``/model``'s configured models, ``@path`` anywhere.
+one's description), ``/model``'s configured models, ``@path`` anywhere, and after those what
+plugins offer for an ``@`` word (``ChatState.complete``: crab-mcp's ``@server:uri``).
 
 Paths complete only inside the workspace: an ``@`` word with ``..`` or an absolute path lists
 nothing, and at most ``LIMIT`` entries are read from one folder.
@@ -8,7 +9,7 @@ nothing, and at most ``LIMIT`` entries are read from one folder.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 LIMIT = 200
@@ -45,7 +46,7 @@ def path_matches(word: str, workspace: Path) -> list[str]:
     try:
         if not base.resolve().is_relative_to(workspace.resolve()):
             return []
-        entries = _entries(base)
+        entries = list(_entries(base))  # read here: a folder that is not there is no match
     except OSError:
         return []
     found = []
@@ -54,6 +55,17 @@ def path_matches(word: str, workspace: Path) -> list[str]:
             continue
         found.append(f"@{folder + '/' if folder else ''}{name}{'/' if is_dir else ''}")
     return sorted(found)
+
+
+def plugin_matches(word: str, complete: Callable[[str], list[tuple[str, str]]]) -> list[tuple[str, str]]:
+    """What plugins offer for an ``@`` word (``@tiny:`` → ``[("@tiny:tiny://note", "note")]``),
+    each replacing the word; none for other words, and none when asking fails."""
+    if not word.startswith("@") or len(word) < 2:
+        return []
+    try:
+        return [(text, about) for text, about in complete(word) if text != word]
+    except Exception:  # crab's ChatState.complete never raises; another host's might
+        return []
 
 
 def _entries(base: Path) -> Iterator[tuple[str, bool]]:
@@ -72,14 +84,16 @@ def make_completer(
     workspace: Path,
     descriptions: Mapping[str, str] | None = None,
     models: Iterable[str] = (),
+    complete: Callable[[str], list[tuple[str, str]]] | None = None,
 ) -> object:
     """A prompt_toolkit ``Completer`` over ``command_matches`` (each shown with its description),
-    ``model_matches`` and ``path_matches``."""
+    ``model_matches``, ``path_matches`` and ``plugin_matches`` (through ``complete``)."""
     from prompt_toolkit.completion import Completer, Completion
 
     names = tuple(commands)
     described = dict(descriptions or {})
     choices = tuple(models)
+    offered = complete or (lambda _word: [])
 
     class ChatCompleter(Completer):
         def get_completions(self, document, complete_event):  # type: ignore[no-untyped-def]
@@ -92,5 +106,7 @@ def make_completer(
             word = before.split()[-1] if before and not before[-1].isspace() else ""
             for match in path_matches(word, workspace):
                 yield Completion(match, start_position=-len(word))
+            for text, about in plugin_matches(word, offered):
+                yield Completion(text, start_position=-len(word), display_meta=about)
 
     return ChatCompleter()
