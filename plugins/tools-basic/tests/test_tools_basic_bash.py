@@ -143,10 +143,6 @@ def test_tool_timeout_covers_the_configured_maximum() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    "PYTEST_XDIST_WORKER" in os.environ,
-    reason="runs in CI's tools-basic-alone step: in a shared xdist worker its child outlived the kill twice (open)",
-)
 def test_cancelling_the_call_kills_the_group(workspace: Path, ctx: ToolContext, settings: dict[str, Any]) -> None:
     bash = next(t for t in build_tools(settings) if t.name == "bash")
     pid_file = workspace / "child.pid"
