@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from crab_checkpoints.recorder import Recorder
 
-CRAB_API = ">=1.5,<2"  # Tool.preview_diffs and ToolResult.diffs (API 1.5)
+CRAB_API = ">=1.7,<2"  # Tool.preview_diffs and ToolResult.diffs (1.5); crab.processes.start (1.7)
 
 
 class CheckpointsPlugin:

@@ -51,20 +51,19 @@ class Git:
         environ = {**os.environ, **_IDENTITY, **(env or {})}
         tag = processes.new_tag()
         try:
-            process = await asyncio.create_subprocess_exec(
-                "git",
-                *args,
+            process = await processes.start(  # tracked; a cancel mid-start ends what started
+                ["git", *args],
+                tag,
+                env=environ,
                 cwd=self.cwd,
                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                **processes.spawn_options(tag, environ),
             )
         except OSError as exc:
             raise GitError(
                 f"cannot run git: {exc.strerror or exc}; install git or switch the checkpoints plugin off"
             ) from None
-        processes.track(process.pid, tag)
         try:
             async with asyncio.timeout(self.timeout):
                 out, err = await process.communicate(input)

@@ -12,7 +12,7 @@ import crab
 if TYPE_CHECKING:
     from crab import Config, ConfigTable, Provider
 
-CRAB_API = ">=1.3,<2"  # crab.Agent (API 1.3) runs the replay
+CRAB_API = ">=1.7,<2"  # crab.Agent (1.3) runs the replay; crab.processes.start (1.7)
 
 
 @crab.hookimpl

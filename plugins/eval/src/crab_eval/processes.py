@@ -25,15 +25,16 @@ class Finished:
 async def run_bounded(argv: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None = None) -> Finished:
     """Run ``argv`` in ``cwd`` for at most ``timeout`` seconds; a cancel ends it (and what it started)."""
     tag = processes.new_tag()
-    child = await asyncio.create_subprocess_exec(
-        *argv,
+    child = await processes.start(  # tracked; a cancel mid-start ends what started
+        argv,
+        tag,
+        env=env,
+        grace=GRACE,
         cwd=str(cwd),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        **processes.spawn_options(tag, env),
     )
-    processes.track(child.pid, tag)
     try:
         out, err = await asyncio.wait_for(child.communicate(), timeout)
     except TimeoutError:

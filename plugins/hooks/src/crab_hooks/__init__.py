@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from crab_hooks.runtime import Hooks
 
-CRAB_API = ">=1.5,<2"  # crab_prompt_submit and crab_turn_end came in API 1.5
+CRAB_API = ">=1.7,<2"  # crab_prompt_submit and crab_turn_end (1.5); crab.processes.start (1.7)
 
 
 class HooksPlugin:

@@ -72,19 +72,17 @@ async def run_hook(hook: HookCommand, event: dict[str, Any], cwd: Path) -> HookR
     env = {**os.environ, "CLAUDE_PROJECT_DIR": str(hook.project_dir)}
     data = json.dumps(event, ensure_ascii=False, default=str).encode("utf-8")
     try:
-        process = await asyncio.create_subprocess_exec(
-            _shell(),
-            "-c",
-            hook.command,
+        process = await processes.start(  # tracked; a cancel mid-start ends what started
+            [_shell(), "-c", hook.command],
+            tag,
+            env=env,
             cwd=str(cwd),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            **processes.spawn_options(tag, env),
         )
     except OSError as exc:
         return HookRun(hook, None, "", "", error=f"{type(exc).__name__}: {exc.strerror or exc}")
-    processes.track(process.pid, tag)
     finished = False
     try:
         work = asyncio.gather(

@@ -86,15 +86,15 @@ class StdioTransport:
         argv = processes.wrap_command(
             [self.command, *self.args], self.cwd, tool=who.tool, permission=who.permission, context=who.context
         )
-        process = await asyncio.create_subprocess_exec(
-            *argv,
+        process = await processes.start(  # tracked; a cancel mid-start ends what started
+            argv,
+            tag,
+            env=self.env,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=self.stderr,
             cwd=self.cwd,
-            **processes.spawn_options(tag, self.env),
         )
-        processes.track(process.pid, tag)
         self._process, self._tag = process, tag
         incoming, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_stream, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
