@@ -248,3 +248,28 @@ def test_start_tracks_what_it_started(tmp_path: Path) -> None:
             processes.untrack(process.pid)
 
     assert asyncio.run(go()) == 3
+
+
+def test_an_untagged_child_of_a_running_member_is_ended_with_it(tmp_path: Path) -> None:
+    """A child that dropped the tag and left the session is still below its parent, which is in
+    the group being ended: it goes with it."""
+    marker = tmp_path / "untagged.pid"
+    tag = processes.new_tag()
+    inner = f"echo $$ > {marker}; exec sleep 3194"
+    shell = subprocess.Popen(
+        ["sh", "-c", f"env -u {processes.TAG_VARIABLE} setsid sh -c '{inner}' & wait"], **processes.spawn_options(tag)
+    )
+    processes.track(shell.pid, tag)
+    child = wait_for_file(marker)
+    try:
+        assert not processes.has_tag(child, tag) and os.getpgid(child) != shell.pid
+        processes.terminate(shell.pid, tag, grace=1.0)
+        shell.wait(10)
+        deadline = time.monotonic() + 10
+        while alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(child)
+    finally:
+        processes.untrack(shell.pid)
+        if alive(child):
+            os.kill(child, 9)

@@ -122,7 +122,9 @@ def _hold(crab) -> dict[str, str]:
 
 def test_a_fork_bomb_is_bounded_by_the_timeout_escapers_included(kit, make_crab):
     # A bounded bomb (31 shells), each leaf dropping crab's tag and leaving the session: without the
-    # sandbox those escape the call's kill; inside it the pid namespace ends with the command.
+    # sandbox a leaf escapes the call's kill once its parent shell has exited (re-parented to crab,
+    # untagged; crab's exit still ends it), while one whose parent still runs is ended with it;
+    # inside the sandbox the pid namespace ends every one with the command.
     bomb = (
         "b() { if [ $1 -gt 0 ]; then b $(($1-1)) & b $(($1-1)) & fi; "
         "env -u CRAB_PROCESS_TAG setsid sleep 3170; }; b 4; wait"
@@ -144,8 +146,7 @@ def test_a_fork_bomb_is_bounded_by_the_timeout_escapers_included(kit, make_crab)
         timed_out = "timed out" in first
         assert timed_out or "killed by signal 9" in first, first
         if mode == "off":
-            assert len(left) > 0  # escaped the call (crab's exit ends them, the fixture makes sure)
-            continue
+            continue  # how many escape depends on timing; crab's exit ends them (the fixture makes sure)
         assert left == []
         if timed_out:
             assert "[sandbox:" in first and "end when it exits" in first
