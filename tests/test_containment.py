@@ -291,6 +291,32 @@ def test_a_signal_to_crab_leaves_no_tool_process_behind(workspace: Path, home: P
                 json.loads(line)
 
 
+@pytest.mark.parametrize("gap", [0.0, 0.03, 0.06, 0.1])
+def test_a_second_signal_during_the_clean_up_does_not_break_it(workspace: Path, home: Path, gap: float) -> None:
+    """The second SIGTERM lands while crab ends its tool processes: still 143 with one line, and
+    nothing left running (it raised inside the clean-up: a traceback, exit 1, an escaper left)."""
+    crab = start(workspace, home, [[{"tool": "bash", "args": {"command": ESCAPER}}], [{"text": "done"}]])
+    try:
+        escaped = wait_for_pid(workspace / "escaped.pid")
+        crab.send_signal(signal.SIGTERM)
+        time.sleep(gap)
+        if crab.poll() is None:
+            crab.send_signal(signal.SIGTERM)
+        _, err = crab.communicate(timeout=20)
+    finally:
+        crab.kill()
+        crab.wait()
+    try:
+        # 143, or killed by the second signal itself once the interpreter has put the default
+        # handlers back at its very end (a shell shows both as 143).
+        assert crab.returncode in (128 + signal.SIGTERM, -signal.SIGTERM), err
+        assert "Traceback" not in err and "Timeout" not in err
+        assert gone_soon(escaped)
+    finally:
+        if alive(escaped):
+            os.kill(escaped, signal.SIGKILL)
+
+
 def test_bash_timeout_ends_a_setsid_grandchild(workspace: Path, home: Path) -> None:
     replies = [[{"tool": "bash", "args": {"command": ESCAPER, "timeout": 1}}], [{"text": "done"}]]
     crab = start(workspace, home, [*replies[:1], [{"tool": "bash", "args": {"command": "sleep 3"}}], replies[1]])

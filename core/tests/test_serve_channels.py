@@ -365,3 +365,14 @@ def test_serve_with_only_the_memory_store_warns_once_that_conversations_are_lost
     code, stderr = stop(proc)
     assert code == 0, stderr
     assert stderr.splitlines().count(f"warning: {MEMORY_ONLY}") == 1
+
+
+def test_a_signal_while_the_agent_starts_stops_crab_serve(served, tmp_path: Path):
+    """Nothing runs yet to drain: the first SIGTERM stops the start-up (it was ignored until the
+    agent had started, minutes later with a slow server)."""
+    served.env["CRAB_FAKE_SLOW_START"] = str(tmp_path)  # type: ignore[attr-defined]
+    proc, _ = served(["inbox"], [])
+    wait_for(tmp_path / "starting", "the slow start-up", proc)
+    code, stderr = stop(proc)
+    assert code == 128 + signal.SIGTERM, stderr
+    assert "Traceback" not in stderr and "Timeout" not in stderr

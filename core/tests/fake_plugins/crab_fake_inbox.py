@@ -87,3 +87,12 @@ class Unready:
 @crab.hookimpl
 def crab_channels(config):
     return [Inbox(), Crashy(), Unready()]
+
+
+@crab.hookimpl
+async def crab_startup(agent):
+    # With CRAB_FAKE_SLOW_START set: an agent that takes minutes to start (a slow MCP server).
+    folder = os.environ.get("CRAB_FAKE_SLOW_START")
+    if folder:
+        Path(folder, "starting").write_text("")
+        await asyncio.sleep(300)

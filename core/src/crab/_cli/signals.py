@@ -50,11 +50,15 @@ class SignalGate:
         self.task: asyncio.Task[Any] | None = None
         self.pending: int | None = None
         self.installed = False
-        self.drain: Callable[[int], None] | None = None
+        self.drain: Callable[[int], bool | None] | None = None
         self.drain_seconds = 0.0
         self.draining: int | None = None
         self.stopped: int | None = None
         """The signal that stopped an event loop run outside ``run`` (a plugin's ``asyncio.run``)."""
+        self.raised: int | None = None
+        """The signal raised as ``Interrupted`` with no task to cancel, until ``turn_stopped``."""
+        self.finishing = False
+        """The command is on its way out (``finish``): a signal then only keeps the watchdog's deadline."""
 
     def install(self) -> None:
         for sig in HANDLED:
@@ -68,11 +72,16 @@ class SignalGate:
         # Loaded (and enabled) by ``run``: a command that never ran agent work has nothing to bound.
         watchdog = sys.modules.get("crab._system.watchdog")
         task = self.task
+        ending = self.finishing or self.stopped is not None or self.raised is not None
+        if ending or (self.pending is not None and task is not None):
+            # Already ending: raising now would interrupt the clean-up itself (ending processes,
+            # settling sessions) with a traceback. The first signal's deadline still holds.
+            return
         if task is not None and not task.done() and self.drain is not None and self.draining is None:
             self.draining = signum
             if watchdog is not None:
                 watchdog.exit_within(self.drain_seconds + BUDGET)
-            task.get_loop().call_soon_threadsafe(self.drain, signum)
+            task.get_loop().call_soon_threadsafe(self._drain_or_cancel, task, signum)
             return
         if task is None or task.done() or self.pending is not None:
             if watchdog is not None:
@@ -85,6 +94,7 @@ class SignalGate:
                 self.stopped = signum
                 loop.call_soon_threadsafe(loop.stop)
                 return
+            self.raised = signum
             raise Interrupted(signum)
         self.pending = signum
         if watchdog is not None:
@@ -92,12 +102,18 @@ class SignalGate:
         task.cancel()
         task.get_loop().call_soon_threadsafe(lambda: None)  # wake a loop blocked in select()
 
+    def _drain_or_cancel(self, task: asyncio.Task[Any], signum: int) -> None:
+        """In the loop: drain, or, where there is nothing to drain yet (still starting), cancel."""
+        if self.drain is not None and self.drain(signum) is False and not task.done():
+            self.pending = signum
+            task.cancel()
+
     def run(
         self,
         runner: asyncio.Runner,
         coro: Coroutine[Any, Any, T],
         *,
-        drain: Callable[[int], None] | None = None,
+        drain: Callable[[int], bool | None] | None = None,
         drain_seconds: float = 0.0,
     ) -> T:
         """``runner.run(coro)``, cancellable by a signal; raises ``Interrupted`` when one came.
@@ -122,13 +138,15 @@ class SignalGate:
                 raise Interrupted(self.pending) from None
             raise
         finally:
+            signum = self.pending
+            if signum is not None:
+                self.raised = signum  # until turn_stopped: a later signal must not break the clean-up
+            self.pending = None
             self.task = None
             self.drain, self.draining = None, None
-            if self.pending is not None and not sys.exc_info()[0]:
+            if signum is not None and not sys.exc_info()[0]:
                 # The task finished anyway (the signal came as it ended): still honour it.
-                signum, self.pending = self.pending, None
                 raise Interrupted(signum)
-            self.pending = None
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -150,11 +168,13 @@ def turn_stopped() -> None:
     """``crab chat`` goes on after a stopped turn: withdraw the exit deadline."""
     from crab._system import watchdog
 
+    GATE.raised = None
     watchdog.clear_exit()
 
 
 def finish(code: int) -> int:
     """The way out of every command: end tool processes; skip joining abandoned tool threads."""
+    GATE.finishing = True
     if "crab.processes" in sys.modules:
         from crab import processes
 

@@ -111,16 +111,20 @@ class ChannelHost:
             waiter.cancel()
             await self._cancel_all()
 
-    def request_stop(self, signum: int = 0) -> None:
+    def request_stop(self, signum: int = 0) -> bool:
         """Begin the drain (called in the event loop, e.g. from the SIGTERM handler).
 
         Channels that have a ``stop()`` are asked to take no more input (those without
         ``deliver``, such as a scheduler, first, so what they finish can still be delivered
         through the others), running turns get ``grace`` seconds to finish, then whatever still
         runs is cancelled (a cancelled turn is aborted and settled, so its session stays whole).
+        False while the channels have not started (the agent is still starting): nothing to
+        drain yet, so ``crab serve`` stops the start-up instead.
         """
-        if self._stop is not None:
-            self._stop.set()
+        if self._stop is None:
+            return False
+        self._stop.set()
+        return True
 
     async def _supervise(self, name: str, channel: Channel, handle: Any) -> None:
         delay = self.restart_delay
