@@ -237,3 +237,22 @@ def test_an_unreadable_tls_file_is_refused_with_one_line(home, tmp_path):
     assert done.stderr.strip().splitlines() == [
         "crab: http: tls_cert '/nowhere/cert.pem' is not a readable file: fix the path in [plugins.http]"
     ]
+
+
+def test_a_token_file_that_is_a_fifo_refuses_everyone_and_blocks_nothing(serve, home):
+    import os
+
+    token = home.token("laptop")
+    tokens = home.path / "http" / "tokens.json"
+    good = tokens.read_text()
+    served = serve()
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        tokens.unlink()
+        os.mkfifo(tokens)  # reading it would wait for a writer forever, in the server's loop
+        assert client.get("/v1/models", headers=headers).status_code == 401
+        tokens.unlink()
+        tokens.write_text(good)
+        assert client.get("/v1/models", headers=headers).status_code == 200
+    assert served.stop() == 0
+    assert "not a regular file; fix or remove it; every request is refused" in served.log()

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import secrets
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,23 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+MAX_FILE_BYTES = 1_000_000
+"""A token file is a few hundred bytes per token: anything past this is not one."""
+
+
+def _read_small(path: Path) -> str:
+    """The text of ``path`` if it is a regular file of at most ``MAX_FILE_BYTES``: a FIFO, a
+    device or a folder put there would otherwise block or flood every request's check."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("not a regular file")
+        raw = file.read(MAX_FILE_BYTES + 1)
+    if len(raw) > MAX_FILE_BYTES:
+        raise OSError(f"larger than {MAX_FILE_BYTES:,} bytes")
+    return raw.decode("utf-8")
+
+
 @dataclass(frozen=True)
 class TokenInfo:
     name: str
@@ -47,7 +65,7 @@ class TokenStore:
 
     def _read(self) -> dict[str, dict[str, Any]]:
         try:
-            data = json.loads(self.path.read_text())
+            data = json.loads(_read_small(self.path))
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
