@@ -139,3 +139,44 @@ def test_recap_shows_the_last_exchanges(crab_agent) -> None:
         "answer 4",
     ]
     assert recap(types.SimpleNamespace(messages=[], id="x")) == ""  # type: ignore[arg-type]
+
+
+def test_ctrl_c_stops_a_running_command_that_is_not_a_turn_and_the_chat_goes_on(crab_agent) -> None:
+    """A `!cmd` or a plugin's command runs outside a turn, where an abort does not reach it: Ctrl-C
+    cancels it (it had only armed the leave hint, and a second Ctrl-C then waited for it)."""
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def hang(ctx, args):  # type: ignore[no-untyped-def]
+        started.set()
+        try:
+            await asyncio.sleep(300)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return crab.CommandResult("never")
+
+    command = crab.Command(name="hang", description="Wait for minutes.", handler=hang)
+    plugin = types.SimpleNamespace(crab_commands=crab.hookimpl(lambda config: [command]))
+    harness = crab_agent([[{"text": "after"}]], plugins={"hang": plugin})
+    state = ChatState(workspace=Path.cwd(), history=Path("h"))
+    front = ScriptedInput(state)
+
+    async def drive() -> None:
+        chat = asyncio.ensure_future(live_chat(harness.agent, harness.session, front, state))
+        await front.entries.put(ChatEntry("send", "/hang"))
+        await asyncio.wait_for(started.wait(), 10)
+        await front.entries.put(ChatEntry("interrupt"))
+        await asyncio.wait_for(cancelled.wait(), 10)
+        assert state.hint != LEAVE_HINT and not chat.done()
+        await front.entries.put(ChatEntry("send", "still here"))
+        await until(lambda: len(harness.events_of(crab.TurnEnded)) == 1 and not state.busy)
+        started.clear()
+        cancelled.clear()
+        await front.entries.put(ChatEntry("send", "/hang"))
+        await asyncio.wait_for(started.wait(), 10)
+        await front.entries.put(ChatEntry("exit"))  # leaving cancels a running command too
+        await asyncio.wait_for(chat, 10)
+        assert cancelled.is_set()
+
+    harness.run_async(drive())
+    assert harness.events_of(crab.TurnEnded)[0].stop == "end"

@@ -55,8 +55,14 @@ class LiveChat:
             self.done = True
             return
         if entry.kind == "interrupt":
+            running = [task for task in self.work if not task.done()]
             if self.session.busy:
                 self.agent.abort(self.session)
+                self.armed = False
+                self._hint("")
+            elif running:  # a `!cmd` or a command, not a turn: stop it (its processes end with it)
+                for task in running:
+                    task.cancel()
                 self.armed = False
                 self._hint("")
             elif self.armed:
@@ -99,9 +105,13 @@ class LiveChat:
         self.sync()
 
     async def stop(self) -> None:
-        """Abort what runs and wait for it to settle (every open tool call paired)."""
+        """Abort what runs and wait for it to settle (every open tool call paired); a `!cmd` or a
+        command that is not a turn is cancelled (an abort does not reach it)."""
         if self.session.busy:
             self.agent.abort(self.session)
+        else:
+            for task in self.work:
+                task.cancel()
         for task in list(self.work):
             try:
                 await task
