@@ -87,7 +87,8 @@ class LiveChat:
     async def finished(self, task: asyncio.Task[TurnOutcome]) -> None:
         """A turn, steer, follow-up or command ended: leave or switch sessions as it asked."""
         self.work.discard(task)
-        if task.cancelled():
+        if task.cancelled():  # Ctrl-C stopped a `!cmd` or a command: show it is over
+            self.sync()
             return
         outcome = task.result()
         if outcome.quit:
