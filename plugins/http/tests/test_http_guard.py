@@ -217,7 +217,6 @@ def test_a_token_file_broken_by_hand_refuses_everyone_with_one_line(serve, home)
         tokens.write_text("{broken again")
         assert client.get("/v1/models", headers=headers).status_code == 401
     assert served.stop() == 0
-    assert served.log().count("every request is refused until it is fixed") == 2  # a new breakage
     assert "Traceback" not in served.log()
 
 
