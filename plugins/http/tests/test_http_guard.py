@@ -197,12 +197,16 @@ def test_the_rate_limit_refills_with_time():
     assert sum(limiter.allow("a") for _ in range(100)) == 60
 
 
-def test_a_token_file_broken_by_hand_refuses_everyone_with_one_line(serve, home):
+def _served_with_a_token(serve, home):
+    """One token, the server running: the token file, its good text, the server, the header."""
     token = home.token("laptop")
     tokens = home.path / "http" / "tokens.json"
     good = tokens.read_text()
-    served = serve()
-    headers = {"Authorization": f"Bearer {token}"}
+    return tokens, good, serve(), {"Authorization": f"Bearer {token}"}
+
+
+def test_a_token_file_broken_by_hand_refuses_everyone_with_one_line(serve, home):
+    tokens, good, served, headers = _served_with_a_token(serve, home)
     with httpx.Client(base_url=served.url, timeout=30) as client:
         assert client.get("/v1/models", headers=headers).status_code == 200
         # An editor that saves in steps: the file is first empty, then broken; one breakage, one line.
@@ -241,11 +245,7 @@ def test_an_unreadable_tls_file_is_refused_with_one_line(home, tmp_path):
 def test_a_token_file_that_is_a_fifo_refuses_everyone_and_blocks_nothing(serve, home):
     import os
 
-    token = home.token("laptop")
-    tokens = home.path / "http" / "tokens.json"
-    good = tokens.read_text()
-    served = serve()
-    headers = {"Authorization": f"Bearer {token}"}
+    tokens, good, served, headers = _served_with_a_token(serve, home)
     with httpx.Client(base_url=served.url, timeout=30) as client:
         tokens.unlink()
         os.mkfifo(tokens)  # reading it would wait for a writer forever, in the server's loop
