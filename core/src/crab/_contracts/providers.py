@@ -37,6 +37,11 @@ class ModelRequest:
 
     ``messages`` never holds aborted or failed assistant messages, and every tool call in it has
     exactly one result: the loop repairs history before it builds a request.
+
+    ``session_id`` is the id of the conversation the call belongs to (the loop fills it for every
+    call it makes: a turn's, a compaction's summary, a plugin's ``AgentHandle.complete``; "" when
+    none). It is stable for the life of a session, across processes, so a provider may key its
+    prompt cache by it (hashed: an id is not sent as it is) or remember a choice per session.
     """
 
     model: str
@@ -46,6 +51,7 @@ class ModelRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    session_id: str = ""
 
 
 @runtime_checkable

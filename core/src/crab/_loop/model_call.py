@@ -125,6 +125,7 @@ class ModelCalls:
         the session's now), so a ``/model`` typed while a request is being prepared takes the next one.
         """
         choice = choice or self.choose(session)
+        request = replace(request, session_id=session.id)  # providers key their prompt caches by it
         system_sha = hashlib.sha256(hash_bytes(request.system)).hexdigest()
         if system_sha not in session.system_hashes:
             entry = {"kind": "system_prompt", "sha256": system_sha, "text": request.system}

@@ -3,7 +3,9 @@
 Streamed HTTP with retries and redaction (``stream_call``, ``HttpOptions``), Server-Sent Events
 (``ServerSentEvent``, ``SSEDecoder``), retry classification (``status_kind``,
 ``is_retryable_status``, ``RetryPolicy``), a provider's ``extra_body`` rules (``ExtraBody``) and
-its config table's connection keys (``http_settings``, ``read_http_options``, ``key_routing``).
+its config table's connection keys (``http_settings``, ``read_http_options``, ``key_routing``),
+and prompt caching's shared parts (``estimate_tokens``, ``CacheFallback`` for a server that
+refuses cache fields, ``rejects_cache_fields``).
 Per-model config tables (``model_from_table``) are its own too, and so is ``ProviderContract``,
 the pytest suite of faults and key leaks an HTTP provider's tests subclass (it imports pytest, so
 only a test that names it loads it). For convenience it also re-exports
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
         stream_call,
     )
     from crab_provider_kit._models import model_from_table, refuse_images_without_vision
+    from crab_provider_kit._prompt_cache import CacheFallback, estimate_tokens, rejects_cache_fields
     from crab_provider_kit._retry import (
         RetryPolicy,
         is_retryable_status,
@@ -72,6 +75,9 @@ _EXPORTS: dict[str, str] = {  # public name → ``module`` (same name there) or 
     "key_routing": _HTTP,
     "request_timeout_from": _HTTP,
     "ProviderContract": "crab_provider_kit._contract",
+    "CacheFallback": "crab_provider_kit._prompt_cache",
+    "estimate_tokens": "crab_provider_kit._prompt_cache",
+    "rejects_cache_fields": "crab_provider_kit._prompt_cache",
     "ExtraBody": _EXTRA,
     "EXTRA_KEY": f"{_EXTRA}:KEY",
     "merge_tables": f"{_EXTRA}:merge",
@@ -96,6 +102,7 @@ _EXPORTS: dict[str, str] = {  # public name → ``module`` (same name there) or 
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",
     "EXTRA_KEY",
+    "CacheFallback",
     "ExtraBody",
     "HttpCall",
     "HttpOptions",
@@ -104,6 +111,7 @@ __all__ = [
     "SSEDecoder",
     "ServerSentEvent",
     "StreamParser",
+    "estimate_tokens",
     "extra_body_paths",
     "http_settings",
     "is_retryable_status",
@@ -117,6 +125,7 @@ __all__ = [
     "parse_tool_arguments",
     "read_http_options",
     "refuse_images_without_vision",
+    "rejects_cache_fields",
     "request_timeout_from",
     "retry_after_from_headers",
     "status_kind",
