@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
 from crab import ConfigError, ModelInfo, ModelRequest, ProviderError, StreamEvent
-from crab_provider_kit import DEFAULT_REQUEST_TIMEOUT, json_text, refuse_images_without_vision, stream_call
+from crab_provider_kit import (
+    DEFAULT_REQUEST_TIMEOUT,
+    CacheFallback,
+    json_text,
+    refuse_images_without_vision,
+    stream_call,
+)
 
 from crab_provider_anthropic.errors import classify_error, error_details
 from crab_provider_anthropic.extra import EXTRA_BODY
@@ -20,6 +26,10 @@ class AnthropicProvider:
 
     A bad config table does not stop crab from starting; it surfaces as a ``ConfigError``
     from ``check`` (one line, exit code 2) when this provider is actually used.
+
+    A server that answers the prompt-cache marks with a 400 naming them gets the request again
+    without them, once, with one ``RetryEvent`` saying so; the session (``ModelRequest.session_id``)
+    is then sent none for as long as this provider lives.
     """
 
     name = PROVIDER
@@ -34,6 +44,7 @@ class AnthropicProvider:
         self._request_timeout = request_timeout  # [crab] request_timeout; the table's own wins
         self._settings: AnthropicSettings | None = None
         self._error: ConfigError | None = None
+        self._cache_fallback = CacheFallback()
         try:
             self._settings = parse_settings(table or {})
         except ConfigError as exc:
@@ -58,6 +69,16 @@ class AnthropicProvider:
         self.settings.http.key_for(self.name, self._env)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        def send(cache: bool) -> AsyncGenerator[StreamEvent, None]:
+            return self._stream(request, cache)
+
+        fallback = self._cache_fallback.stream(
+            request.session_id, self.settings.cache, send, turn_off=f"set cache = false in [plugins.{PLUGIN}]"
+        )
+        async for event in fallback:
+            yield event
+
+    async def _stream(self, request: ModelRequest, cache: bool) -> AsyncGenerator[StreamEvent, None]:
         settings = self.settings
         http = settings.http
         try:
@@ -66,8 +87,8 @@ class AnthropicProvider:
             raise ProviderError(str(exc), "auth") from None
         model = request.model
         refuse_images_without_vision(request, settings.model_info(model), PLUGIN)
-        payload = json_text(build_body(request, settings)).encode("utf-8")  # valid UTF-8 always
-        headers = build_headers(key, settings)
+        payload = json_text(build_body(request, settings, cache=cache)).encode("utf-8")  # valid UTF-8 always
+        headers = build_headers(key, settings, cache=cache)
         call = http.call(self.name, endpoint(settings), headers, payload, key, self._env, self._request_timeout)
 
         def classify(status: int, body: str) -> ProviderError:

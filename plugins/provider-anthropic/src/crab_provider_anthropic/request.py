@@ -1,6 +1,7 @@
 """Builds the Messages API request: alternating user/assistant turns of content blocks, tool
 results as user-side ``tool_result`` blocks, signed thinking replayed, tool schemas, options, and
-the configured ``extra_body`` fields on top.
+the configured ``extra_body`` fields on top, and the prompt-cache marks (``cache.py``) when
+caching is on.
 
 Images are ``image`` blocks with a base64 source (anthropic-sdk-python's ``ImageBlockParam`` and
 ``Base64ImageSourceParam``), before the text of a user turn, as Anthropic's vision guide advises;
@@ -14,6 +15,7 @@ from typing import Any
 from crab import AssistantMessage, ImagePart, Message, ModelRequest, ToolResultMessage, UserMessage
 from crab_provider_kit import merge_tables
 
+from crab_provider_anthropic.cache import BETA_1H, place_breakpoints
 from crab_provider_anthropic.extra import EXTRA_BODY
 from crab_provider_anthropic.settings import API_VERSION, AnthropicSettings
 
@@ -80,8 +82,10 @@ def build_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     return out
 
 
-def build_body(request: ModelRequest, settings: AnthropicSettings) -> dict[str, Any]:
-    """The JSON body of a streaming Messages call; ``extra_body`` (table, then model) last."""
+def build_body(request: ModelRequest, settings: AnthropicSettings, *, cache: bool | None = None) -> dict[str, Any]:
+    """The JSON body of a streaming Messages call; ``extra_body`` (table, then model) last.
+
+    ``cache`` (default: the ``cache`` setting) places the prompt-cache marks."""
     info = settings.model_info(request.model)
     max_tokens = request.max_tokens or (info.max_output_tokens if info else None) or settings.default_max_tokens
     body: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens, "stream": True}
@@ -101,17 +105,22 @@ def build_body(request: ModelRequest, settings: AnthropicSettings) -> dict[str, 
     elif request.temperature is not None:
         # Extended thinking allows no temperature other than the default.
         body["temperature"] = request.temperature
+    if settings.cache if cache is None else cache:
+        place_breakpoints(body, ttl=settings.cache_ttl, min_tokens=settings.min_cache_tokens(request.model))
     extra = EXTRA_BODY.for_request(settings.extra_body_for(request.model), bool(request.tools))
     return merge_tables(body, extra) if extra else body
 
 
-def build_headers(key: str | None, settings: AnthropicSettings) -> dict[str, str]:
+def build_headers(key: str | None, settings: AnthropicSettings, *, cache: bool | None = None) -> dict[str, str]:
     headers = {
         "content-type": "application/json",
         "accept": "text/event-stream",
         "anthropic-version": API_VERSION,
         **settings.http.headers,
     }
+    if (settings.cache if cache is None else cache) and settings.cache_ttl == "1h":
+        betas = [b.strip() for b in headers.get("anthropic-beta", "").split(",") if b.strip()]
+        headers["anthropic-beta"] = ",".join([*betas, BETA_1H] if BETA_1H not in betas else betas)
     if key:
         headers["x-api-key"] = key
     return headers
