@@ -59,15 +59,21 @@ class _ToolSlot:
 
 
 def parse_usage(data: Mapping[str, Any]) -> Usage:
-    """OpenAI-style usage. ``prompt_tokens`` includes cached tokens; crab counts them apart."""
+    """OpenAI-style usage. ``prompt_tokens`` includes cached tokens; crab counts them apart.
+
+    Cache writes are reported only by gateways fronting Claude: OpenRouter as
+    ``prompt_tokens_details.cache_write_tokens``, LiteLLM as ``cache_creation_input_tokens``;
+    they are part of ``prompt_tokens`` too."""
     prompt = int(data.get("prompt_tokens") or 0)
     details = data.get("prompt_tokens_details") or {}
     cached = int(details.get("cached_tokens") or data.get("prompt_cache_hit_tokens") or 0)
+    written = int(details.get("cache_write_tokens") or data.get("cache_creation_input_tokens") or 0)
     completion_details = data.get("completion_tokens_details") or {}
     return Usage(
-        input_tokens=max(0, prompt - cached),
+        input_tokens=max(0, prompt - cached - written),
         output_tokens=int(data.get("completion_tokens") or 0),
         cache_read_tokens=cached,
+        cache_write_tokens=written,
         reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
     )
 

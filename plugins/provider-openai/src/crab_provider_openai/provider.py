@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
 from crab import Config, ConfigError, ModelInfo, ModelRequest, Provider, ProviderError, StreamEvent
 from crab_provider_kit import (
     DEFAULT_REQUEST_TIMEOUT,
+    CacheFallback,
     json_text,
     refuse_images_without_vision,
     request_timeout_from,
@@ -33,6 +34,10 @@ class OpenAIProvider:
 
     A bad config table does not stop crab from starting; it surfaces as a ``ConfigError``
     from ``check`` (one line, exit code 2) when this provider is actually used.
+
+    A server that answers the prompt-cache fields (``prompt_cache_key``, ``cache_control``) with a
+    400 naming them gets the request again without them, once, with one ``RetryEvent``; that
+    session (``ModelRequest.session_id``) is then sent none for as long as this provider lives.
     """
 
     def __init__(
@@ -48,6 +53,7 @@ class OpenAIProvider:
         self._request_timeout = request_timeout  # [crab] request_timeout; the table's own wins
         self._settings: OpenAISettings | None = None
         self._error: ConfigError | None = config_error
+        self._cache_fallback = CacheFallback()
         if config_error is None:
             try:
                 self._settings = parse_settings(table or {}, name)
@@ -74,6 +80,17 @@ class OpenAIProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         settings = self.settings
+
+        def send(cache: bool) -> AsyncGenerator[StreamEvent, None]:
+            return self._stream(request, cache)
+
+        turn_off = f"set cache_key = false and cache_control = false in [plugins.{settings.table}]"
+        enabled = settings.sends_cache_key() or settings.marks_cache(request.model)
+        async for event in self._cache_fallback.stream(request.session_id, enabled, send, turn_off=turn_off):
+            yield event
+
+    async def _stream(self, request: ModelRequest, cache: bool) -> AsyncGenerator[StreamEvent, None]:
+        settings = self.settings
         http = settings.http
         try:
             key = http.key_for(self.name, self._env)
@@ -81,7 +98,7 @@ class OpenAIProvider:
             raise ProviderError(str(exc), "auth") from None
         model = request.model
         refuse_images_without_vision(request, settings.model_info(model), settings.table)
-        payload = json_text(build_body(request, settings)).encode("utf-8")  # valid UTF-8 always
+        payload = json_text(build_body(request, settings, cache=cache)).encode("utf-8")  # valid UTF-8 always
         headers = build_headers(key, settings)
         call = http.call(self.name, endpoint(settings), headers, payload, key, self._env, self._request_timeout)
 

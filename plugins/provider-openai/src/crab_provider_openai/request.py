@@ -4,6 +4,9 @@ and the configured ``extra_body`` fields on top.
 Images go as ``image_url`` content parts holding ``data:`` URLs (base64). A tool message takes
 text parts only (openai-python's ``ChatCompletionToolMessageParam``), so the images of a run of
 tool results follow it in one user message that says whose they are.
+
+With ``cache`` on, the body carries the session's ``prompt_cache_key`` and, for a gateway that
+fronts Claude, ``cache_control`` marks (``cache.py``), as the settings say.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 from crab import AssistantMessage, ImagePart, Message, ModelRequest, ToolResultMessage, UserMessage
 from crab_provider_kit import merge_tables
 
+from crab_provider_openai.cache import MIN_CACHE_TOKENS, place_gateway_marks, prompt_cache_key
 from crab_provider_openai.extra import EXTRA_BODY
 from crab_provider_openai.settings import OpenAISettings
 
@@ -63,8 +67,10 @@ def tool_images_message(results: list[ToolResultMessage]) -> dict[str, Any] | No
     return {"role": "user", "content": parts} if parts else None
 
 
-def build_body(request: ModelRequest, settings: OpenAISettings) -> dict[str, Any]:
-    """The JSON body of a streaming chat-completions call; ``extra_body`` (table, then model) last."""
+def build_body(request: ModelRequest, settings: OpenAISettings, *, cache: bool = True) -> dict[str, Any]:
+    """The JSON body of a streaming chat-completions call; ``extra_body`` (table, then model) last.
+
+    ``cache`` False leaves out every prompt-cache field (a server refused them)."""
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
@@ -94,6 +100,10 @@ def build_body(request: ModelRequest, settings: OpenAISettings) -> dict[str, Any
         body[settings.max_tokens_field] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    if cache and settings.sends_cache_key() and (key := prompt_cache_key(request.session_id)):
+        body["prompt_cache_key"] = key
+    if cache and settings.marks_cache(request.model):
+        place_gateway_marks(messages, body.get("tools") or [], MIN_CACHE_TOKENS)
     extra = EXTRA_BODY.for_request(settings.extra_body_for(request.model), bool(request.tools))
     return merge_tables(body, extra) if extra else body
 

@@ -4,8 +4,8 @@ Core checks the top-level keys against ``TABLE`` (and runs ``check_table`` for t
 ``endpoints`` and ``models`` tables) before anything runs, and drops key routing an untrusted
 project sets (``trust_filter``).
 
-Built-in context windows apply only when ``base_url`` is OpenAI's own; prices always come from
-config, because a price list shipped in code is wrong by the time anyone reads it.
+Built-in context windows and prices apply only when ``base_url`` is OpenAI's own (another server
+bills its own way); a ``models."<id>"`` entry overrides any of them.
 """
 
 from __future__ import annotations
@@ -47,6 +47,23 @@ KNOWN_MODELS: dict[str, tuple[int, int]] = {
     "o4-mini": (200_000, 100_000),
 }
 """OpenAI's models crab knows, every one of them reading images (``ModelInfo.vision``)."""
+PRICES: dict[str, tuple[float, float, float]] = {
+    "gpt-5": (1.25, 0.125, 10.0),
+    "gpt-5-mini": (0.25, 0.025, 2.0),
+    "gpt-5-nano": (0.05, 0.005, 0.4),
+    "gpt-4.1": (2.0, 0.5, 8.0),
+    "gpt-4.1-mini": (0.4, 0.1, 1.6),
+    "gpt-4.1-nano": (0.1, 0.025, 0.4),
+    "gpt-4o": (2.5, 1.25, 10.0),
+    "gpt-4o-mini": (0.15, 0.075, 0.6),
+    "o3": (2.0, 0.5, 8.0),
+    "o4-mini": (1.1, 0.275, 4.4),
+    "o3-mini": (1.1, 0.55, 4.4),
+    "gpt-3.5-turbo": (0.5, 0.5, 1.5),
+}
+"""(input, cached input, output) US dollars per million tokens, from OpenAI's pricing page
+(https://platform.openai.com/docs/pricing, standard tier). OpenAI charges nothing extra for
+writing its cache, so a cache write costs the input price."""
 TEXT_ONLY_MODELS: dict[str, tuple[int, int]] = {
     "o3-mini": (200_000, 100_000),
     "gpt-3.5-turbo": (16_385, 4_096),
@@ -67,10 +84,23 @@ class OpenAISettings:
     provider: str = PROVIDER
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     model_extra_body: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    cache_key: bool | None = None
+    """Send ``prompt_cache_key``; None: only to OpenAI's own URL."""
+    cache_control: bool | None = None
+    """Mark content parts with ``cache_control`` for a gateway fronting Claude; None: when the
+    model's id names Claude and the server is not OpenAI's."""
 
     @property
     def is_openai(self) -> bool:
         return self.http.base_url.rstrip("/") == OPENAI_BASE_URL
+
+    def sends_cache_key(self) -> bool:
+        return self.is_openai if self.cache_key is None else self.cache_key
+
+    def marks_cache(self, model: str) -> bool:
+        if self.cache_control is not None:
+            return self.cache_control
+        return not self.is_openai and "claude" in model.lower()
 
     def model_info(self, model: str) -> ModelInfo | None:
         return self.models.get(model)
@@ -161,6 +191,15 @@ TABLE = ConfigTable(
         Setting("max_tokens_field", "str", doc="request field for the output limit (default by server)"),
         Setting("think_tags", "bool", True, "show <think>…</think> text as thinking"),
         Setting("extra_body", "table", {}, "fields merged into every request body", trust_only=True),
+        Setting(
+            "cache_key", "bool", doc="send a per-session prompt_cache_key (default: to OpenAI's URL)", trust_only=True
+        ),
+        Setting(
+            "cache_control",
+            "bool",
+            doc="mark the prompt with cache_control for a gateway fronting Claude (default: a claude model)",
+            trust_only=True,
+        ),
     ),
     check=check_table,
     trust_filter=trust_filter,
@@ -181,10 +220,7 @@ def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAI
         http = read_http_options(read, default_base_url=None, default_key_env=key_env)
     is_openai = http.base_url == OPENAI_BASE_URL
     known = (
-        {
-            m: ModelInfo(m, provider, context_window=w, max_output_tokens=o, vision=m in KNOWN_MODELS)
-            for m, (w, o) in {**KNOWN_MODELS, **TEXT_ONLY_MODELS}.items()
-        }
+        {m: known_info(m, provider, w, o) for m, (w, o) in {**KNOWN_MODELS, **TEXT_ONLY_MODELS}.items()}
         if is_openai
         else {}
     )
@@ -200,4 +236,26 @@ def parse_settings(table: Mapping[str, Any], provider: str = PROVIDER) -> OpenAI
         provider=provider,
         extra_body=EXTRA_BODY.read(table.get(EXTRA_KEY, {}), _key(provider, EXTRA_KEY)),
         model_extra_body=model_extra_body,
+        cache_key=_optional_flag(read, "cache_key"),
+        cache_control=_optional_flag(read, "cache_control"),
+    )
+
+
+def _optional_flag(read: PluginTable, key: str) -> bool | None:
+    return read.flag(key, False) if key in read.table else None
+
+
+def known_info(model: str, provider: str, window: int, output: int) -> ModelInfo:
+    """A model OpenAI documents, with its context window, output limit and prices."""
+    input_price, cached_price, output_price = PRICES.get(model, (None, None, None))
+    return ModelInfo(
+        model,
+        provider,
+        context_window=window,
+        max_output_tokens=output,
+        input_price=input_price,
+        output_price=output_price,
+        cache_read_price=cached_price,
+        cache_write_price=input_price,
+        vision=model in KNOWN_MODELS,
     )
