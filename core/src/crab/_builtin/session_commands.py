@@ -12,6 +12,7 @@ from crab._contracts.handle import AgentHandle
 from crab._contracts.messages import Usage, usage_from_dict
 from crab._contracts.providers import ModelInfo
 from crab._contracts.storage import Entry, SessionInfo
+from crab._loop.pricing import cache_savings
 
 RECENT = 10
 """How many sessions ``/resume`` lists."""
@@ -33,6 +34,10 @@ def describe_model(info: ModelInfo | None) -> str:
         parts.append(f"${info.input_price:g}/M in")
     if info.output_price is not None:
         parts.append(f"${info.output_price:g}/M out")
+    if info.cache_read_price is not None:
+        parts.append(f"${info.cache_read_price:g}/M cache read")
+    if info.cache_write_price is not None:
+        parts.append(f"${info.cache_write_price:g}/M cache write")
     return ", ".join(parts)
 
 
@@ -173,6 +178,20 @@ def usage_line(calls: int, usage: Usage) -> str:
     return f"{calls} {noun}, {usage.input_tokens:,} in, {usage.output_tokens:,} out{cached} · {cost}"
 
 
+def savings_line(usage: Usage, info: ModelInfo) -> str | None:
+    """What prompt caching saved on ``usage`` at ``info``'s prices, or None (no prices, no cache)."""
+    priced = cache_savings(usage, info)
+    if priced is None:
+        return None
+    uncached, cached = priced
+    saved = uncached - cached
+    verb = "saved" if saved >= 0 else "cost"
+    return (
+        f"caching {verb} ${abs(saved):.4f}: the cached tokens would have cost ${uncached:.4f} as input, "
+        f"and cost ${cached:.4f}"
+    )
+
+
 async def cost_command(ctx: CommandContext, args: str) -> CommandResult:
     by_model = usage_by_model(await ctx.handle.entries(ctx.session.id))
     if not by_model:
@@ -187,6 +206,14 @@ async def cost_command(ctx: CommandContext, args: str) -> CommandResult:
         for _, usage in by_model.values():
             total = total + usage
         lines.append(f"  {'total':<{width}}  {usage_line(calls, total)}")
+    # Prices are known for the session's model (the provider's table or config); another model
+    # the session used earlier is shown without a savings line rather than priced wrongly.
+    current = ctx.handle.session_model(ctx.session)
+    info = ctx.handle.model_info(ctx.session)
+    if current in by_model and info is not None:
+        line = savings_line(by_model[current][1], info)
+        if line is not None:
+            lines.append(f"  {line}" if len(by_model) == 1 else f"  {current}: {line}")
     return CommandResult("\n".join(lines))
 
 

@@ -1,5 +1,6 @@
 """Cost of a model call: token usage times the per-million-token prices in a ``ModelInfo`` (from
-config, no network). The one place crab prices usage: the loop calls ``with_cost`` once per call."""
+config or a provider's table, no network). The one place crab prices usage: the loop calls
+``with_cost`` once per call; ``cache_savings`` says what prompt caching saved (``/cost``)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,17 @@ def with_cost(usage: Usage, model: ModelInfo | None) -> Usage:
         return usage
     cost = usage_cost(usage, model)
     return usage if cost is None else replace(usage, cost=cost)
+
+
+def cache_savings(usage: Usage, model: ModelInfo) -> tuple[float, float] | None:
+    """``(uncached, cached)``: US dollars the cache reads and writes of ``usage`` would have cost
+    as plain input, and what they cost at the cache prices (what caching saved is the difference;
+    writes cost more than input at Anthropic, so a session of writes alone saves less than 0).
+    None when the model has no input price or ``usage`` touched no cache."""
+    if model.input_price is None or not (usage.cache_read_tokens or usage.cache_write_tokens):
+        return None
+    read_price = model.input_price if model.cache_read_price is None else model.cache_read_price
+    write_price = model.input_price if model.cache_write_price is None else model.cache_write_price
+    uncached = (usage.cache_read_tokens + usage.cache_write_tokens) * model.input_price
+    cached = usage.cache_read_tokens * read_price + usage.cache_write_tokens * write_price
+    return uncached / PER_TOKENS, cached / PER_TOKENS
