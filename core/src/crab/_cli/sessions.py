@@ -15,6 +15,7 @@ import typer
 from crab._config import environ
 
 if TYPE_CHECKING:
+    from crab._contracts.messages import Usage
     from crab._contracts.storage import Entry, SearchHit, SessionInfo, Store
 
 T = TypeVar("T")
@@ -65,6 +66,28 @@ def format_time(at: float | None) -> str:
     if at is None:
         return "-"
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(at))
+
+
+def calls_usage(entries: Iterable[Entry]) -> Usage | None:
+    """The summed usage of a session's ``model_call`` events (turns', compactions', plugins'),
+    None when none recorded any."""
+    from crab._contracts.messages import Usage, usage_from_dict
+
+    total: Usage | None = None
+    for entry in entries:
+        raw = entry.payload.get("usage") if entry.type == "event" else None
+        if entry.payload.get("kind") == "model_call" and isinstance(raw, dict):
+            total = (total or Usage()) + usage_from_dict(raw)
+    return total
+
+
+def usage_summary(usage: Usage) -> str:
+    """``usage 25 in, 15 out, 2000 cache read, 1000 cache write, $0.0050`` (cache counts when any)."""
+    cached = ""
+    if usage.cache_read_tokens or usage.cache_write_tokens:
+        cached = f", {usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write"
+    cost = f", ${usage.cost:.4f}" if usage.cost is not None else ""
+    return f"usage {usage.input_tokens} in, {usage.output_tokens} out{cached}{cost}"
 
 
 def session_to_dict(info: SessionInfo) -> dict[str, Any]:
@@ -437,6 +460,11 @@ def show_cmd(
         return info, entries, child_tree(await s.list_sessions(info.workspace or None, limit=EVERYTHING), info.id)
 
     info, entries, children = _with_store(store, plugins, work)
+    if info.usage is None and not since_handoff:
+        # A store without totals (jsonl, memory): the usage its model_call events recorded.
+        from dataclasses import replace
+
+        info = replace(info, usage=calls_usage(entries))
     if as_json:
         from crab._contracts.storage import entry_to_dict
 
@@ -456,8 +484,7 @@ def show_cmd(
     if parent:
         _echo(f"child of {parent} (call {(info.meta or {}).get(PARENT_CALL_META, '?')})")
     if info.usage is not None:
-        cost = f", ${info.usage.cost:.4f}" if info.usage.cost is not None else ""
-        _echo(f"usage {info.usage.input_tokens} in, {info.usage.output_tokens} out{cost}")
+        _echo(usage_summary(info.usage))
     for entry in entries:
         _echo(entry_summary(entry))
     if children:
