@@ -79,3 +79,17 @@ def test_what_a_run_printed_never_drives_the_terminal_or_breaks_the_table():
     [failure] = [line for line in shown.splitlines() if line.startswith("fail ")]
     assert failure.endswith("^[]52;c;ZXZpbA==^G^[[2Jgone\\x9b31m second line")
     assert "\x1b" not in plain_table(report)
+
+
+def test_cache_reads_and_writes_are_tallied_and_reported():
+    tally = EventTally()
+    usage = {"input_tokens": 5, "output_tokens": 2, "cache_read_tokens": 900, "cache_write_tokens": 300, "cost": 0.1}
+    for event in [{"type": "turn_start", "session_id": "s1"}, {"type": "turn_end", "text": "ok", "usage": usage}]:
+        tally.add(event)
+    assert (tally.cache_read_tokens, tally.cache_write_tokens) == (900, 300)
+    run = record("t", "a", 0, True, 0.1)
+    run.cache_read_tokens, run.cache_write_tokens = 900, 300
+    report = build_report("s", ["t"], ["a"], [run], planned=1)
+    # In the --json report (per cell and per configuration); the terminal table keeps its width.
+    assert (report["cells"][0]["cache_read_tokens"], report["cells"][0]["cache_write_tokens"]) == (900, 300)
+    assert (report["totals"][0]["cache_read_tokens"], report["totals"][0]["cache_write_tokens"]) == (900, 300)

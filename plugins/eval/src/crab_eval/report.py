@@ -12,7 +12,17 @@ from typing import Any
 from crab_eval.runner import RunRecord
 from crab_eval.stats import mean, mean_differs, rate_difference, rate_differs, wilson
 
-METRICS = ("input_tokens", "output_tokens", "cost", "wall_seconds", "model_calls", "tool_calls", "tool_errors")
+METRICS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost",
+    "wall_seconds",
+    "model_calls",
+    "tool_calls",
+    "tool_errors",
+)
 
 
 def _values(runs: Sequence[RunRecord], metric: str) -> list[float] | None:

@@ -37,6 +37,8 @@ class RunRecord:
     workspace: str = ""
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     cost: float | None = None
     wall_seconds: float = 0.0
     model_calls: int = 0
@@ -66,6 +68,8 @@ class EventTally:
     session: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     cost: float | None = None
     priced: bool = True
     model_calls: int = 0
@@ -98,6 +102,8 @@ class EventTally:
             usage = event.get("usage") or {}
             self.input_tokens += int(usage.get("input_tokens", 0))
             self.output_tokens += int(usage.get("output_tokens", 0))
+            self.cache_read_tokens += int(usage.get("cache_read_tokens", 0))
+            self.cache_write_tokens += int(usage.get("cache_write_tokens", 0))
             if usage.get("cost") is None:
                 self.priced = self.priced and not (usage.get("input_tokens") or usage.get("output_tokens"))
             else:
@@ -177,6 +183,7 @@ async def execute(
             shutil.rmtree(work.parent, ignore_errors=True)
     record.session = tally.session
     record.input_tokens, record.output_tokens = tally.input_tokens, tally.output_tokens
+    record.cache_read_tokens, record.cache_write_tokens = tally.cache_read_tokens, tally.cache_write_tokens
     record.cost = tally.cost if tally.priced else None
     record.model_calls, record.tool_calls, record.tool_errors = tally.model_calls, tally.tool_calls, tally.tool_errors
     record.stop, record.error = tally.stop, record.error or tally.error

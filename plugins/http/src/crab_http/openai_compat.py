@@ -108,11 +108,21 @@ def chunk(turn_id: str, model: str, delta: Mapping[str, Any], finish: str | None
     }
 
 
-def usage_of(usage: Mapping[str, Any] | None) -> dict[str, int]:
+def usage_of(usage: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A turn's usage in OpenAI's shape: ``prompt_tokens`` counts cached input too, as OpenAI's
+    does, and ``prompt_tokens_details`` says how much was read from the cache (``cached_tokens``)
+    and written to it (``cache_write_tokens``, as OpenRouter reports Claude's)."""
     usage = usage or {}
-    prompt = int(usage.get("input_tokens") or 0) + int(usage.get("cache_read_tokens") or 0)
+    read = int(usage.get("cache_read_tokens") or 0)
+    written = int(usage.get("cache_write_tokens") or 0)
+    prompt = int(usage.get("input_tokens") or 0) + read + written
     completion_tokens = int(usage.get("output_tokens") or 0)
-    return {"prompt_tokens": prompt, "completion_tokens": completion_tokens, "total_tokens": prompt + completion_tokens}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt + completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": read, "cache_write_tokens": written},
+    }
 
 
 def finish_reason(stop: str | None) -> str:
