@@ -11,10 +11,13 @@ gives a request field it does not know ("Unrecognized request argument supplied:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
 from crab import (
     AssistantMessage,
     MessageEnd,
@@ -25,7 +28,7 @@ from crab import (
     ToolSpec,
     UserMessage,
 )
-from crab.testing import ReplayServer
+from crab.testing import CRAB, ReplayServer, run_crab
 from crab_provider_openai.cache import prompt_cache_key
 from crab_provider_openai.provider import OpenAIProvider
 from crab_provider_openai.request import build_body
@@ -140,3 +143,28 @@ def test_a_server_that_refuses_the_key_gets_the_request_again_without_it_once_pe
     send(provider, run_stream, ModelRequest("gpt-4.1", "sys", HISTORY, session_id="s2"))
     assert "prompt_cache_key" in server.requests[3].body
     assert "cache_control" not in json.dumps([r.body for r in server.requests])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CRAB is None, reason="the crab console script is not installed in this environment")
+@pytest.mark.skipif(
+    importlib.util.find_spec("crab_tape_jsonl") is None, reason="no session store that outlives a process is installed"
+)
+def test_the_key_is_the_sessions_from_one_process_to_the_next(server: ReplayServer, isolated_home: Path) -> None:
+    """``crab run`` then ``crab run --session ID`` (a new process, the same session) send the same
+    key; a new session another."""
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    (isolated_home / "config.toml").write_text(
+        f'[plugins.provider-openai.endpoints.local]\nbase_url = "{server.url}"\ncache_key = true\n'
+    )
+    server.script(*(server.sse("text_usage.sse") for _ in range(3)))
+    args = ("--model", "local/gpt-4.1", "--output", "json")
+    first_run = run_crab(isolated_home, "run", "hi", *args)
+    assert first_run.returncode == 0, first_run.stderr
+    session = json.loads(first_run.stdout)["session_id"]
+    for extra in (("--session", session), ()):
+        done = run_crab(isolated_home, "run", *extra, "hi", *args)
+        assert done.returncode == 0, done.stderr
+    first, continued, fresh = (r.body["prompt_cache_key"] for r in server.requests)
+    assert first == continued != fresh
+    assert len(server.requests[1].body["messages"]) > len(server.requests[0].body["messages"])  # it did continue
