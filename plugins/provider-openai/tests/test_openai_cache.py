@@ -32,7 +32,7 @@ from crab.testing import CRAB, ReplayServer, run_crab
 from crab_provider_openai.cache import prompt_cache_key
 from crab_provider_openai.provider import OpenAIProvider
 from crab_provider_openai.request import build_body
-from crab_provider_openai.settings import parse_settings
+from crab_provider_openai.settings import parse_settings, trust_filter
 
 LONG_SYSTEM = "You are crab, a careful coding agent. " * 200  # about 1,900 tokens
 TOOL = ToolSpec("read", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}})
@@ -168,3 +168,13 @@ def test_the_key_is_the_sessions_from_one_process_to_the_next(server: ReplayServ
     first, continued, fresh = (r.body["prompt_cache_key"] for r in server.requests)
     assert first == continued != fresh
     assert len(server.requests[1].body["messages"]) > len(server.requests[0].body["messages"])  # it did continue
+
+
+def test_a_project_cannot_set_an_endpoints_cache_keys() -> None:
+    """They are trust-only in the main table (its ``Setting``s say so); an endpoint's nested table
+    is filtered by hand."""
+    trusted = {"endpoints": {"gw": {"base_url": "http://127.0.0.1:4000/v1"}}}
+    project = {"endpoints": {"gw": {"cache_key": True, "cache_control": False, "include_usage": False}}}
+    drops = trust_filter(project, trusted)
+    assert ("endpoints", "gw", "cache_key") in drops and ("endpoints", "gw", "cache_control") in drops
+    assert ("endpoints", "gw", "include_usage") not in drops

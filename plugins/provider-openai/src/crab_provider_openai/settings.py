@@ -158,11 +158,15 @@ def check_table(values: Mapping[str, Any]) -> None:
         parse_settings(entry, name)
 
 
+ENDPOINT_TRUST_ONLY = ("base_url", "api_key_env", "cache_key", "cache_control")
+"""An endpoint's keys a project may not set (its nested table has no ``Setting``s of its own)."""
+
+
 def trust_filter(project: Mapping[str, Any], trusted: Mapping[str, Any]) -> list[tuple[str, ...]]:
     """Key routing an untrusted project may not set: ``base_url`` with a key (``key_routing``), and
-    in an endpoint, ``api_key_env`` and ``base_url`` (an endpoint always looks up ``<NAME>_API_KEY``);
-    every ``extra_body`` (``extra_body_paths``). An endpoint the user's layers give no ``base_url``
-    is dropped whole."""
+    in an endpoint, ``api_key_env`` and ``base_url`` (an endpoint always looks up ``<NAME>_API_KEY``)
+    and the cache keys, trust-only in the main table too; every ``extra_body``
+    (``extra_body_paths``). An endpoint the user's layers give no ``base_url`` is dropped whole."""
     drops = key_routing(project, trusted) + extra_body_paths(project)
     endpoints = project.get(ENDPOINTS)
     known = trusted.get(ENDPOINTS)
@@ -175,7 +179,7 @@ def trust_filter(project: Mapping[str, Any], trusted: Mapping[str, Any]) -> list
             if not (isinstance(own, Mapping) and "base_url" in own):
                 drops.append((ENDPOINTS, name))
                 continue
-            drops.extend((ENDPOINTS, name, key) for key in ("base_url", "api_key_env") if key in entry)
+            drops.extend((ENDPOINTS, name, key) for key in ENDPOINT_TRUST_ONLY if key in entry)
             drops.extend((ENDPOINTS, name, *path) for path in extra_body_paths(entry))
     return drops
 
