@@ -255,3 +255,16 @@ def test_a_token_file_that_is_a_fifo_refuses_everyone_and_blocks_nothing(serve, 
         assert client.get("/v1/models", headers=headers).status_code == 200
     assert served.stop() == 0
     assert "not a regular file; fix or remove it; every request is refused" in served.log()
+
+
+
+def test_json_nested_too_deeply_is_a_422_not_a_500(shared):
+    """json's decoder recurses per level: ``[`` x 100,000 (well under the body cap) raised
+    RecursionError, a 500 with the error in the log."""
+    with httpx.Client(base_url=shared.url, timeout=30) as client:
+        for path in ("/v1/chat/completions", "/v1/sessions"):
+            deep = client.post(path, headers=shared.auth(), content=b"[" * 100_000)
+            assert deep.status_code == 422, deep.text
+            assert "nests too deeply" in deep.json()["error"]["message"]
+    shared.served.wait_for_line(r"http: 422 POST /v1/sessions .*nests too deeply")
+    assert "RecursionError" not in shared.served.log() and "http: 500" not in shared.served.log()

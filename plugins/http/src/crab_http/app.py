@@ -192,6 +192,9 @@ async def json_body(request: Request) -> Any:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise oa.Invalid(f"the body is not JSON: {exc}") from None
+    except RecursionError:
+        # json's decoder recurses once per level: ``[`` x 100,000 fits any body cap
+        raise oa.Invalid("the body is not JSON crab reads: it nests too deeply") from None
 
 
 def sse(data: Any) -> bytes:
