@@ -177,3 +177,37 @@ def test_a_request_without_a_conversation_ends_its_session_after_its_answer(serv
     assert served.stop() == 0
     reasons = [line.split()[1] for line in ended.read_text().splitlines()]
     assert reasons == ["end", "end", "shutdown"]  # the kept conversation ends only with crab
+
+
+
+def test_a_token_used_as_the_conversation_key_is_never_stored(serve, home):
+    """The key is stored as a digest: ``crab sessions list`` (the session's title), its meta and
+    every file under CRAB_HOME hold no trace of it, and the conversation still goes on.
+    Skipped where crab-store-sqlite is not installed (this plugin's own CI venv)."""
+    import importlib.util
+
+    if importlib.util.find_spec("crab_store_sqlite") is None:
+        pytest.skip("crab-store-sqlite is not installed: the stored-address test skips")
+    home.env["CRAB_PLUGINS"] += ",store-sqlite"
+    home.configure('[crab]\nstore = "sqlite"\n[plugins.http]\nport = 0\n')
+    token = home.token("laptop")
+    served = serve()
+    sdk = openai.OpenAI(base_url=served.url + "/v1", api_key=token, max_retries=0, timeout=30)
+    for n, word in enumerate(["one", "two"], 1):
+        done = sdk.chat.completions.create(
+            model="x", messages=[{"role": "user", "content": word}], extra_headers={"X-Crab-Conversation": token}
+        )
+        assert done.choices[0].message.content == f"echo: {word} ({n} user messages)"
+    assert served.stop() == 0
+    listed = home.crab("sessions", "list")
+    assert listed.returncode == 0 and "http laptop/openai:" in listed.stdout, listed.stdout + listed.stderr
+    sid = listed.stdout.split()[0]
+    shown = home.crab("sessions", "show", sid, "--json")
+    assert shown.returncode == 0 and '"crab.address": "laptop/openai:' in shown.stdout, shown.stderr
+    for output in (listed.stdout, shown.stdout):
+        assert token not in output and token[5:] not in output
+    assert "http laptop/openai:#" in listed.stdout  # <token name>/openai:#<digest>
+    for path in home.path.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert token.encode() not in data and token[5:].encode() not in data, path

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import crab
 
-from crab_http.conversations import Conversation, Index, new_key, owner_of
+from crab_http.conversations import Conversation, Index, address_of, owner_of
 from crab_http.settings import NAME, HttpSettings
 from crab_http.tokens import TokenStore, identify
 
@@ -168,7 +168,7 @@ class HttpChannel:
     async def open(self, owner: str, key: str | None = None, *, kind: str = "api", title: str = "") -> Conversation:
         """The conversation ``owner/key`` (a new key: a new session), opened once per process."""
         agent = self._agent()
-        address = f"{owner}/{kind}:{key or new_key()}"
+        address = address_of(owner, kind, key)
         found = self.conversations.get(address)
         if found is not None:
             return found
