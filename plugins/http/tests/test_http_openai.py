@@ -71,7 +71,7 @@ def test_a_write_tool_is_refused_in_an_openai_conversation(shared):
         model="x", messages=[{"role": "user", "content": "jot secret plans"}], user="c-jot"
     )
     text = done.choices[0].message.content or ""
-    assert text.startswith("jot said:") and "noted" not in text
+    assert text.startswith("Writing it down.\n\njot said:") and "noted" not in text
 
 
 def test_bad_requests_are_openai_errors(shared):
@@ -178,6 +178,18 @@ def test_a_request_without_a_conversation_ends_its_session_after_its_answer(serv
     reasons = [line.split()[1] for line in ended.read_text().splitlines()]
     assert reasons == ["end", "end", "shutdown"]  # the kept conversation ends only with crab
 
+
+
+def test_streamed_and_whole_answers_say_the_same(shared):
+    """Both are every model call's text, a remark before a tool call too, calls parted by a blank
+    line (streamed, the remark went out; whole, only the final text came back)."""
+    sdk = client_for(shared)
+    message = [{"role": "user", "content": "jot the same plans"}]
+    whole = sdk.chat.completions.create(model="x", messages=message, user="c-same-whole")
+    chunks = list(sdk.chat.completions.create(model="x", messages=message, user="c-same-stream", stream=True))
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert whole.choices[0].message.content == streamed
+    assert streamed.startswith("Writing it down.\n\njot said: ") and "noted" not in streamed
 
 
 def test_a_token_used_as_the_conversation_key_is_never_stored(serve, home):

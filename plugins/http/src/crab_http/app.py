@@ -339,31 +339,30 @@ async def chat_completions(channel: HttpChannel, request: Request) -> Response:
         channel.left(conversation, queue)
 
     watcher = asyncio.create_task(watch())
+    answer = oa.Answer()
     try:
         async for item in channel.stream(conversation, queue):
-            if item is not None and item.get("type") == "turn_end":
+            if item is None:
+                continue
+            answer.feed(item)
+            if item.get("type") == "turn_end":
                 end = item
-            elif item is not None and item.get("type") == "command_output":
-                end = {"text": item.get("text", ""), "stop": "end", "turn_id": secrets.token_hex(6)}
+            elif item.get("type") == "command_output":
+                end = {"stop": "end", "turn_id": secrets.token_hex(6)}
     finally:
         watcher.cancel()
     if end.get("stop") == "error" or not end:
         message = str(end.get("error") or "the turn ended without an answer")
         return JSONResponse(oa.error_body(message, "server_error"), 502)
     return JSONResponse(
-        oa.completion(
-            str(end.get("turn_id")),
-            model,
-            str(end.get("text") or ""),
-            end.get("usage"),
-            oa.finish_reason(end.get("stop")),
-        )
+        oa.completion(str(end.get("turn_id")), model, answer.text, end.get("usage"), oa.finish_reason(end.get("stop")))
     )
 
 
 async def _chunks(channel: HttpChannel, conversation: Conversation, queue: Any, model: str) -> AsyncIterator[bytes]:
     turn_id = secrets.token_hex(6)  # a command has no turn: its chunks still share one id
     began = ended = False
+    answer = oa.Answer()
     async for item in channel.stream(conversation, queue):
         if item is None:
             yield b": ping\n\n"
@@ -374,9 +373,10 @@ async def _chunks(channel: HttpChannel, conversation: Conversation, queue: Any, 
         if not began and kind in ("turn_start", "text_delta", "command_output", "turn_end"):
             began = True
             yield sse(oa.chunk(turn_id, model, {"role": "assistant", "content": ""}))
-        if kind in ("text_delta", "command_output"):
-            yield sse(oa.chunk(turn_id, model, {"content": item.get("text", "")}))
-        elif kind == "turn_end":
+        text = answer.feed(item)
+        if text:
+            yield sse(oa.chunk(turn_id, model, {"content": text}))
+        if kind == "turn_end":
             ended = True
             if item.get("stop") == "error":
                 yield sse(oa.error_body(str(item.get("error") or "the turn failed"), "server_error"))
