@@ -192,6 +192,24 @@ def test_streamed_and_whole_answers_say_the_same(shared):
     assert streamed.startswith("Writing it down.\n\njot said: ") and "noted" not in streamed
 
 
+def test_a_refused_request_opens_no_session(serve, home):
+    """``!shell`` input is refused before a conversation is opened: no session kept for the life
+    of the process (each would end, reason "shutdown", when crab serve stops)."""
+    token = home.token("laptop")
+    served = serve()
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        shell = {"messages": [{"role": "user", "content": "!ls"}]}
+        assert client.post("/v1/chat/completions", headers=auth, json=shell).status_code == 403
+        assert client.post("/v1/chat/completions", headers=auth, json={**shell, "user": "c-shell"}).status_code == 403
+        history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}, *shell["messages"]]
+        assert client.post("/v1/chat/completions", headers=auth, json={"messages": history}).status_code == 403
+    assert served.stop() == 0
+    ended = home.path / "ended"
+    assert not ended.exists(), ended.read_text()
+    assert home.requests() == []
+
+
 def test_a_token_used_as_the_conversation_key_is_never_stored(serve, home):
     """The key is stored as a digest: ``crab sessions list`` (the session's title), its meta and
     every file under CRAB_HOME hold no trace of it, and the conversation still goes on.

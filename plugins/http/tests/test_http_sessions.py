@@ -4,11 +4,14 @@ permission questions for the asking client only, abort, disconnects, remote rule
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 
 import httpx
 import httpx_sse
+
+WAIT = 60.0
 
 
 def new_session(client: httpx.Client, auth: dict[str, str], title: str = "") -> str:
@@ -256,3 +259,35 @@ def test_with_a_persistent_store_sessions_outlive_the_server(serve, home, sse):
             == 404
         )
     assert again.stop() == 0
+
+
+
+def test_while_draining_new_sessions_and_messages_get_503_and_open_nothing(serve, home, sse):
+    """The drain takes no more work: a new session (it could never run a turn here) and a new
+    message are a 503, and neither leaves a session behind (each would end, reason "shutdown",
+    when crab serve stops); reading a session still works."""
+    token = home.token("laptop")
+    served = serve()
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        sid = new_session(client, auth, "running")
+        idle = new_session(client, auth, "idle")
+        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=auth, json={"text": "slow"}) as r:
+            sse(r, stop=lambda e: e["type"] == "text_delta")
+            served.proc.send_signal(signal.SIGTERM)
+            served.wait_for_line(r"stopping: waiting up to")
+            made = client.post("/v1/sessions", headers=auth, json={"title": "late"})
+            assert made.status_code == 503 and "stopping" in made.json()["error"]["message"]
+            late = client.post(f"/v1/sessions/{idle}/messages", headers=auth, json={"text": "hi"})
+            assert late.status_code == 503
+            chat = {"messages": [{"role": "user", "content": "hi"}]}
+            assert client.post("/v1/chat/completions", headers=auth, json=chat).status_code == 503
+            keyed = client.post("/v1/chat/completions", headers=auth, json={**chat, "user": "c-late"})
+            assert keyed.status_code == 503
+            assert client.get(f"/v1/sessions/{sid}", headers=auth).json()["busy"] is True
+            assert client.post(f"/v1/sessions/{sid}/abort", headers=auth).json() == {"aborted": True}
+            assert sse(r)[-1]["stop"] == "aborted"
+    assert served.proc.wait(WAIT) == 0
+    served.stop()
+    ended = sorted(line.split()[0] for line in (home.path / "ended").read_text().splitlines())
+    assert ended == sorted([sid, idle])  # the two made before the drain, nothing else

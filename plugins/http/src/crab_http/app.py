@@ -1,6 +1,7 @@
 """The ASGI app: crab's own session API, the OpenAI-compatible API and the web page.
 
-Every ``/v1/`` request passes ``Guard`` first (a plain ASGI middleware): a bearer token of
+Every request passes ``Guard`` first (a plain ASGI middleware): its ``Host`` must name this server
+(``crab_http.hosts``, against DNS rebinding); every ``/v1/`` request also needs a bearer token of
 ``crab http token create``, the token's rate limit, and the body size cap, read whole before any
 handler runs, so a refused request costs nothing and stores nothing. Each refusal is one
 warning line (``http: 401 POST /v1/… from 127.0.0.1: …``), never the token. The page and its
@@ -27,7 +28,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from crab_http import openai_compat as oa
-from crab_http.channel import Busy
+from crab_http.channel import STOPPING, Busy
+from crab_http.hosts import HostCheck
 from crab_http.limits import RateLimiter
 
 if TYPE_CHECKING:
@@ -101,12 +103,21 @@ class Guard:
         self.app = app
         self.channel = channel
         self.limiter = RateLimiter(channel.settings.rate_limit)
+        self.hosts = HostCheck(channel.settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not str(scope.get("path", "")).startswith("/v1/"):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if not self.hosts.allowed(headers.get("host")):
+            shown = crab.json_text(headers.get("host", "")[:80])
+            reason = f"Host {shown} is not this server's name (add it to [plugins.http] allowed_hosts)"
+            await self.refuse(scope, send, 400, reason)
+            return
+        if not str(scope.get("path", "")).startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
         scheme, _, token = headers.get("authorization", "").partition(" ")
         token = token.strip()
         name = self.channel.who(token) if scheme.lower() == "bearer" and token else None
@@ -216,6 +227,8 @@ async def create_session(channel: HttpChannel, request: Request) -> Response:
             raise oa.Invalid('"title" must be a string of at most 200 characters')
     except oa.Invalid as exc:
         return problem(channel, request, 422, str(exc))
+    if channel.stopping:  # draining: a session made now could never run a turn here
+        return problem(channel, request, 503, STOPPING)
     conversation = await channel.open(owner(request), title=channel.clean_input(title, token(request)))
     return JSONResponse(_session_json(conversation, with_messages=False), 201)
 
@@ -245,9 +258,8 @@ async def get_session(channel: HttpChannel, request: Request) -> Response:
 
 
 async def post_message(channel: HttpChannel, request: Request) -> Response:
-    conversation = await _conversation(channel, request)
-    if conversation is None:
-        return problem(channel, request, 404, "no such session")
+    # Everything that can refuse the message is checked before the session is looked up: finding
+    # one that is not live resumes it and keeps it for the life of the process.
     try:
         body = await json_body(request)
         text = body.get("text") if isinstance(body, dict) else None
@@ -256,8 +268,12 @@ async def post_message(channel: HttpChannel, request: Request) -> Response:
     except oa.Invalid as exc:
         return problem(channel, request, 422, str(exc))
     text = channel.clean_input(text, token(request))
-    if text.startswith("!"):
-        return problem(channel, request, 403, "!shell input is refused over HTTP (a remote channel)")
+    refused = _refusal(channel, request, text)
+    if refused is not None:
+        return refused
+    conversation = await _conversation(channel, request)
+    if conversation is None:
+        return problem(channel, request, 404, "no such session")
     try:
         queue = channel.start_turn(conversation, text)
     except Busy as exc:
@@ -270,6 +286,15 @@ async def post_message(channel: HttpChannel, request: Request) -> Response:
             yield b": ping\n\n" if item is None else sse(item)
 
     return StreamingResponse(events(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+def _refusal(channel: HttpChannel, request: Request, text: str) -> Response | None:
+    """The answer to a message refused whatever its session: ``!shell`` input, or a draining server."""
+    if text.startswith("!"):
+        return problem(channel, request, 403, "!shell input is refused over HTTP (a remote channel)")
+    if channel.stopping:
+        return problem(channel, request, 503, STOPPING)
+    return None
 
 
 async def abort(channel: HttpChannel, request: Request) -> Response:
@@ -313,17 +338,20 @@ async def chat_completions(channel: HttpChannel, request: Request) -> Response:
         key, text, streaming, _ = oa.parse_request(body, request.headers.get(oa.CONVERSATION_HEADER))
     except oa.Invalid as exc:
         return problem(channel, request, 422, str(exc))
+    # Checked before the conversation is opened: opening one stores a session and keeps it.
+    refused = _refusal(channel, request, channel.clean_input(text, token(request)))
+    if refused is not None:
+        return refused
     conversation = await channel.open(owner(request), key, kind="openai")
     if key is None or not conversation.session.messages:
         text = oa.transcript(body["messages"])
     text = channel.clean_input(text, token(request))
-    if text.startswith("!"):
-        return problem(channel, request, 403, "!shell input is refused over HTTP (a remote channel)")
     try:
         queue = channel.start_turn(conversation, text)
     except Busy as exc:
         return problem(channel, request, 409, str(exc))
-    except crab.ChannelError as exc:
+    except crab.ChannelError as exc:  # the drain began while the conversation was opened
+        await channel.dismiss(conversation)
         return problem(channel, request, 503, str(exc))
     model = _model(channel)
     if streaming:

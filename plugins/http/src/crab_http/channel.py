@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     import uvicorn
 
 ANSWERS = ("once", "always", "deny")
+STOPPING = "http: the server is stopping; try again when it is back"
+"""Why a new session or message is refused (503) while ``crab serve`` drains."""
 HEARTBEAT = 15.0
 """Seconds between SSE comments on a quiet stream (so proxies and the client notice a dead link)."""
 
@@ -206,6 +208,12 @@ class HttpChannel:
             self.conversations[found.address] = self.by_session[session_id] = found
         return found if found.owner == owner else None
 
+    async def dismiss(self, conversation: Conversation) -> None:
+        """A conversation opened for a request that then ran no turn: a one-off is forgotten
+        (nobody can address it again), a keyed or API one stays for its next request."""
+        if conversation.one_off and not conversation.busy:
+            await self._forget(conversation)
+
     async def _forget(self, conversation: Conversation) -> None:
         """Drop a one-off conversation once its turn is over: nobody can address it again, so
         crab keeps its session no longer and ends what runs for it (its background jobs); the
@@ -235,7 +243,7 @@ class HttpChannel:
         """Run one turn of ``conversation`` in the channel's own task; its events (``event_to_dict``
         JSON, and this channel's ``permission_request``) arrive on the returned queue, then None."""
         if self.stopping:
-            raise crab.ChannelError("http: the server is stopping; try again when it is back")
+            raise crab.ChannelError(STOPPING)
         if conversation.busy:
             raise Busy("this session is running a turn: wait for it to end, or abort it")
         agent = self._agent()
