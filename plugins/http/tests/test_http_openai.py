@@ -179,7 +179,6 @@ def test_a_request_without_a_conversation_ends_its_session_after_its_answer(serv
     assert reasons == ["end", "end", "shutdown"]  # the kept conversation ends only with crab
 
 
-
 def test_streamed_and_whole_answers_say_the_same(shared):
     """Both are every model call's text, a remark before a tool call too, calls parted by a blank
     line (streamed, the remark went out; whole, only the final text came back)."""

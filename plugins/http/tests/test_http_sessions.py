@@ -261,6 +261,26 @@ def test_with_a_persistent_store_sessions_outlive_the_server(serve, home, sse):
     assert again.stop() == 0
 
 
+def test_sigterm_past_grace_ends_the_open_stream_cleanly_without_a_traceback(serve, home, sse):
+    """Past ``grace_seconds`` the running turn is aborted: its stream ends with that turn_end
+    (not a cut connection), the server exits 0, and no ASGI traceback reaches the log."""
+    token = home.token("laptop")
+    home.configure("[serve]\ngrace_seconds = 0.5\n[plugins.http]\nport = 0\n")
+    served = serve()
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        sid = new_session(client, auth)
+        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=auth, json={"text": "slow"}) as r:
+            sse(r, stop=lambda e: e["type"] == "text_delta")
+            served.proc.send_signal(signal.SIGTERM)
+            rest = sse(r)
+    assert rest and rest[-1]["type"] == "turn_end" and rest[-1]["stop"] == "aborted", rest[-3:]
+    assert served.proc.wait(WAIT) == 0  # one signal: the drain, then exit 0
+    served.stop()
+    log = served.log()
+    assert "grace period over" in log
+    assert "Traceback" not in log and "Exception in ASGI application" not in log and "CancelledError" not in log, log
+
 
 def test_while_draining_new_sessions_and_messages_get_503_and_open_nothing(serve, home, sse):
     """The drain takes no more work: a new session (it could never run a turn here) and a new
@@ -291,3 +311,20 @@ def test_while_draining_new_sessions_and_messages_get_503_and_open_nothing(serve
     served.stop()
     ended = sorted(line.split()[0] for line in (home.path / "ended").read_text().splitlines())
     assert ended == sorted([sid, idle])  # the two made before the drain, nothing else
+
+
+def test_turns_are_shown_on_stderr_as_the_readme_says_and_stdout_stays_empty(serve, home, sse):
+    """A server's log is stderr (journald and docker logs take it; stdout holds no answer anyone reads)."""
+    from pathlib import Path
+
+    token = home.token("laptop")
+    served = serve()
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        sid = new_session(client, auth)
+        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=auth, json={"text": "hello"}) as r:
+            sse(r)
+    assert served.stop() == 0
+    assert "echo: hello (1 user messages)" in served.log() and served.stdout == ""
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert "shows every turn on stderr" in readme and "on stdout" not in readme

@@ -31,6 +31,10 @@ STOPPING = "http: the server is stopping; try again when it is back"
 """Why a new session or message is refused (503) while ``crab serve`` drains."""
 HEARTBEAT = 15.0
 """Seconds between SSE comments on a quiet stream (so proxies and the client notice a dead link)."""
+SETTLE_SECONDS = 5.0
+"""At shutdown, how long aborted turns get to end before they are cancelled."""
+CLOSE_SECONDS = 10.0
+"""At shutdown, how long uvicorn gets to finish its connections (its own limit is 5 s) before it is stopped."""
 
 
 class Busy(crab.CrabError):
@@ -136,24 +140,37 @@ class HttpChannel:
             stop = asyncio.create_task(self._stopped.wait())
             await asyncio.wait({serving, stop}, return_when=asyncio.FIRST_COMPLETED)
             stop.cancel()
+            if serving.done():
+                serving.result()  # the server failed: the supervisor says so and restarts it
             if self.turns:
                 await asyncio.gather(*list(self.turns), return_exceptions=True)
-            server.should_exit = True
-            await serving
         finally:
-            if not serving.done():
-                server.should_exit = server.force_exit = True
-                serving.cancel()
-                with contextlib.suppress(BaseException):
-                    await serving
-            for task in list(self.turns):
-                task.cancel()
-            if self.turns:
-                await asyncio.gather(*list(self.turns), return_exceptions=True)
+            # Also when crab serve cancels this task because grace_seconds are over: the turns
+            # still running are aborted (not cancelled), so each stream ends with its turn_end,
+            # and then uvicorn closes its connections itself. A response task cancelled instead
+            # is uvicorn's "Exception in ASGI application" and a CancelledError traceback.
+            await self._end_turns()
+            await _close(server, serving)
             for conversation in self.conversations.values():
                 conversation.deny_open_questions()
             sock.close()
             self._server = None
+
+    async def _end_turns(self) -> None:
+        """Abort the turns still running and wait for them to end (a turn that does not end
+        within ``SETTLE_SECONDS`` is cancelled)."""
+        if self.handle is not None:
+            for conversation in list(self.conversations.values()):
+                if conversation.busy:
+                    self.handle.abort(conversation.session)
+        running = list(self.turns)
+        if not running:
+            return
+        _, stuck = await asyncio.wait(running, timeout=SETTLE_SECONDS)
+        for task in stuck:
+            task.cancel()
+        if stuck:
+            await asyncio.gather(*stuck, return_exceptions=True)
 
     async def stop(self) -> None:
         """Take no more messages; running turns finish, then the server closes (``crab serve`` drain)."""
@@ -376,6 +393,24 @@ class HttpChannel:
             return False
         future.set_result(answer)
         return True
+
+
+async def _close(server: uvicorn.Server, serving: asyncio.Task[None]) -> None:
+    """Shut the server down the graceful way (connections finish what they send), forced only
+    when that takes longer than ``CLOSE_SECONDS``."""
+    if serving.done():
+        return
+    server.should_exit = True
+    try:
+        await asyncio.wait_for(asyncio.shield(serving), CLOSE_SECONDS)
+    except TimeoutError:
+        pass
+    finally:  # too slow, or crab serve stopping at once (a second signal)
+        if not serving.done():
+            server.force_exit = True
+            serving.cancel()
+            with contextlib.suppress(BaseException):
+                await serving
 
 
 def _quiet_server(config: uvicorn.Config) -> uvicorn.Server:
