@@ -148,6 +148,8 @@ def test_cors_is_off_unless_origins_are_listed(serve, home):
         assert allowed.headers["access-control-allow-origin"] == "https://app.example"
         other = client.options("/v1/sessions", headers={**preflight, "Origin": "https://evil.example"})
         assert "access-control-allow-origin" not in other.headers
+        rebound = client.options("/v1/sessions", headers={**preflight, "Host": "evil.example"})
+        assert rebound.status_code == 400 and "access-control-allow-origin" not in rebound.headers
     assert served.stop() == 0
 
 

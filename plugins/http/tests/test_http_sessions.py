@@ -263,15 +263,16 @@ def test_with_a_persistent_store_sessions_outlive_the_server(serve, home, sse):
 
 def test_sigterm_past_grace_ends_the_open_stream_cleanly_without_a_traceback(serve, home, sse):
     """Past ``grace_seconds`` the running turn is aborted: its stream ends with that turn_end
-    (not a cut connection), the server exits 0, and no ASGI traceback reaches the log."""
+    (not a cut connection), the server exits 0, and no ASGI traceback reaches the log. The turn
+    waits for a permission question nobody answers, so it outlasts any grace period."""
     token = home.token("laptop")
     home.configure("[serve]\ngrace_seconds = 0.5\n[plugins.http]\nport = 0\n")
     served = serve()
     auth = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=served.url, timeout=30) as client:
         sid = new_session(client, auth)
-        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=auth, json={"text": "slow"}) as r:
-            sse(r, stop=lambda e: e["type"] == "text_delta")
+        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=auth, json={"text": "jot it"}) as r:
+            sse(r, stop=lambda e: e["type"] == "permission_request")
             served.proc.send_signal(signal.SIGTERM)
             rest = sse(r)
     assert rest and rest[-1]["type"] == "turn_end" and rest[-1]["stop"] == "aborted", rest[-3:]
@@ -292,8 +293,9 @@ def test_while_draining_new_sessions_and_messages_get_503_and_open_nothing(serve
     with httpx.Client(base_url=served.url, timeout=30) as client:
         sid = new_session(client, auth, "running")
         idle = new_session(client, auth, "idle")
-        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=auth, json={"text": "slow"}) as r:
-            sse(r, stop=lambda e: e["type"] == "text_delta")
+        # a turn waiting for a permission answer: the drain lasts until it is aborted
+        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=auth, json={"text": "jot it"}) as r:
+            sse(r, stop=lambda e: e["type"] == "permission_request")
             served.proc.send_signal(signal.SIGTERM)
             served.wait_for_line(r"stopping: waiting up to")
             made = client.post("/v1/sessions", headers=auth, json={"title": "late"})
@@ -306,7 +308,7 @@ def test_while_draining_new_sessions_and_messages_get_503_and_open_nothing(serve
             assert keyed.status_code == 503
             assert client.get(f"/v1/sessions/{sid}", headers=auth).json()["busy"] is True
             assert client.post(f"/v1/sessions/{sid}/abort", headers=auth).json() == {"aborted": True}
-            assert sse(r)[-1]["stop"] == "aborted"
+            assert sse(r)[-1]["type"] == "turn_end"
     assert served.proc.wait(WAIT) == 0
     served.stop()
     ended = sorted(line.split()[0] for line in (home.path / "ended").read_text().splitlines())

@@ -1,9 +1,9 @@
 """The ASGI app: crab's own session API, the OpenAI-compatible API and the web page.
 
-Every request passes ``Guard`` first (a plain ASGI middleware): its ``Host`` must name this server
-(``crab_http.hosts``, against DNS rebinding); every ``/v1/`` request also needs a bearer token of
-``crab http token create``, the token's rate limit, and the body size cap, read whole before any
-handler runs, so a refused request costs nothing and stores nothing. Each refusal is one
+Every request's ``Host`` must name this server first (``HostGuard``, ``crab_http.hosts``: against
+DNS rebinding); then every ``/v1/`` request passes ``Guard`` (a plain ASGI middleware): a bearer
+token of ``crab http token create``, the token's rate limit, and the body size cap, read whole
+before any handler runs, so a refused request costs nothing and stores nothing. Each refusal is one
 warning line (``http: 401 POST /v1/… from 127.0.0.1: …``), never the token. The page and its
 assets under ``/`` hold no data and need no token (a browser cannot send one to load a page);
 the page asks for the token and sends it on every API call.
@@ -69,7 +69,7 @@ def build_app(channel: HttpChannel) -> Starlette:
     middleware = [Middleware(Guard, channel=channel)]
     if channel.settings.cors_origins:
         middleware.insert(
-            0,
+            0,  # a preflight carries no token: CORS answers it before the Guard asks for one
             Middleware(
                 CORSMiddleware,
                 allow_origins=list(channel.settings.cors_origins),
@@ -77,6 +77,7 @@ def build_app(channel: HttpChannel) -> Starlette:
                 allow_headers=["Authorization", "Content-Type", oa.CONVERSATION_HEADER],
             ),
         )
+    middleware.insert(0, Middleware(HostGuard, channel=channel))
     return Starlette(routes=routes, middleware=middleware)
 
 
@@ -96,6 +97,26 @@ async def _safe(handler: Handler, channel: HttpChannel, request: Request) -> Res
 # --- the guard ------------------------------------------------------------------------------
 
 
+class HostGuard:
+    """The outermost layer: every request (the page's, a CORS preflight) must name this server in
+    its ``Host`` (``crab_http.hosts``), or it is a 400 and one warning line."""
+
+    def __init__(self, app: ASGIApp, channel: HttpChannel) -> None:
+        self.app = app
+        self.channel = channel
+        self.hosts = HostCheck(channel.settings)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == b"host"), None)
+            if not self.hosts.allowed(host):
+                shown = crab.json_text((host or "")[:80])  # quoted, escaped and bounded: it is the client's
+                reason = f"Host {shown} is not this server's name (add it to [plugins.http] allowed_hosts)"
+                await refuse(self.channel, scope, send, 400, reason)
+                return
+        await self.app(scope, receive, send)
+
+
 class Guard:
     """Bearer token, rate limit and body cap for every ``/v1/`` request (see the module docstring)."""
 
@@ -103,21 +124,12 @@ class Guard:
         self.app = app
         self.channel = channel
         self.limiter = RateLimiter(channel.settings.rate_limit)
-        self.hosts = HostCheck(channel.settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or not str(scope.get("path", "")).startswith("/v1/"):
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        if not self.hosts.allowed(headers.get("host")):
-            shown = crab.json_text(headers.get("host", "")[:80])
-            reason = f"Host {shown} is not this server's name (add it to [plugins.http] allowed_hosts)"
-            await self.refuse(scope, send, 400, reason)
-            return
-        if not str(scope.get("path", "")).startswith("/v1/"):
-            await self.app(scope, receive, send)
-            return
         scheme, _, token = headers.get("authorization", "").partition(" ")
         token = token.strip()
         name = self.channel.who(token) if scheme.lower() == "bearer" and token else None
@@ -161,11 +173,18 @@ class Guard:
     async def refuse(
         self, scope: Scope, send: Send, status: int, reason: str, headers: dict[str, str] | None = None
     ) -> None:
-        client = scope.get("client") or ("?", 0)
-        log(self.channel, f"http: {status} {scope.get('method')} {scope.get('path')} from {client[0]}: {reason}")
-        kinds = {401: "authentication_error", 413: "request_too_large", 429: "rate_limit_error"}
-        response = JSONResponse(oa.error_body(reason, kinds.get(status, "invalid_request_error")), status, headers)
-        await response(scope, _drain_nothing, send)
+        await refuse(self.channel, scope, send, status, reason, headers)
+
+
+async def refuse(
+    channel: HttpChannel, scope: Scope, send: Send, status: int, reason: str, headers: dict[str, str] | None = None
+) -> None:
+    """Answer ``status`` before any handler runs, with one warning line (never the token)."""
+    client = scope.get("client") or ("?", 0)
+    log(channel, f"http: {status} {scope.get('method')} {scope.get('path')} from {client[0]}: {reason}")
+    kinds = {401: "authentication_error", 413: "request_too_large", 429: "rate_limit_error"}
+    response = JSONResponse(oa.error_body(reason, kinds.get(status, "invalid_request_error")), status, headers)
+    await response(scope, _drain_nothing, send)
 
 
 async def _drain_nothing() -> Message:
