@@ -33,9 +33,9 @@ CALL_ENDS = frozenset({"tool_call", "tool_result", "usage"})
 class Answer:
     """The answer's text, fed a turn's events (``event_to_dict`` JSON) one by one, streamed or not.
 
-    Both ways it is the text of every model call of the turn, as ``crab run`` prints it (a remark
-    before a tool call included: held back, a streamed answer could only arrive once the turn
-    ends), two calls' texts parted by a blank line; or a command's output. ``feed`` returns what
+    Both ways it is the text of every model call of the turn, as ``crab run`` shows it on stdout
+    (a remark before a tool call included: held back, a streamed answer could only arrive once the
+    turn ends), two calls' texts parted by a blank line; or a command's output. ``feed`` returns what
     the event adds (a stream sends it at once); ``text`` is the whole so far."""
 
     def __init__(self) -> None:
