@@ -329,4 +329,4 @@ def test_turns_are_shown_on_stderr_as_the_readme_says_and_stdout_stays_empty(ser
     assert served.stop() == 0
     assert "echo: hello (1 user messages)" in served.log() and served.stdout == ""
     readme = (Path(__file__).parents[1] / "README.md").read_text()
-    assert "shows every turn on stderr" in readme and "on stdout" not in readme
+    assert "`crab serve` shows every turn on stderr" in readme and "every turn on stdout" not in readme
