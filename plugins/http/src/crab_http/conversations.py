@@ -3,9 +3,8 @@
 A conversation is one crab session, keyed ``(http, "<token name>/<kind>:<key>")`` (a client's
 key only as a digest, ``address_of``) through ``AgentHandle.session_for``, so its owner is written
 in the session itself (``crab.address``) and the permission gate asks through the channel for
-that address. ``Index`` lists each token's
-sessions for the web page (``$CRAB_HOME/http/sessions.json``, atomic, 0600): the store has no
-public listing by key.
+that address. ``Index`` lists each token's sessions for the web page
+(``$CRAB_HOME/http/sessions.json``, atomic, 0600): the store has no public listing by key.
 """
 
 from __future__ import annotations
