@@ -148,6 +148,8 @@ def test_cors_is_off_unless_origins_are_listed(serve, home):
         assert allowed.headers["access-control-allow-origin"] == "https://app.example"
         other = client.options("/v1/sessions", headers={**preflight, "Origin": "https://evil.example"})
         assert "access-control-allow-origin" not in other.headers
+        rebound = client.options("/v1/sessions", headers={**preflight, "Host": "evil.example"})
+        assert rebound.status_code == 400 and "access-control-allow-origin" not in rebound.headers
     assert served.stop() == 0
 
 
@@ -255,3 +257,72 @@ def test_a_token_file_that_is_a_fifo_refuses_everyone_and_blocks_nothing(serve, 
         assert client.get("/v1/models", headers=headers).status_code == 200
     assert served.stop() == 0
     assert "not a regular file; fix or remove it; every request is refused" in served.log()
+
+
+def test_json_nested_too_deeply_is_a_422_not_a_500(shared):
+    """json's decoder recurses per level: ``[`` x 100,000 (well under the body cap) raised
+    RecursionError, a 500 with the error in the log."""
+    with httpx.Client(base_url=shared.url, timeout=30) as client:
+        for path in ("/v1/chat/completions", "/v1/sessions"):
+            deep = client.post(path, headers=shared.auth(), content=b"[" * 100_000)
+            assert deep.status_code == 422, deep.text
+            assert "nests too deeply" in deep.json()["error"]["message"]
+    shared.served.wait_for_line(r"http: 422 POST /v1/sessions .*nests too deeply")
+    assert "RecursionError" not in shared.served.log() and "http: 500" not in shared.served.log()
+
+
+def test_a_host_header_naming_another_server_is_refused(shared):
+    """DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends ``Host: evil.example``."""
+    port = shared.url.rsplit(":", 1)[1]
+    with httpx.Client(base_url=shared.url, timeout=30) as client:
+        for name in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example", "localhost.evil.example"):
+            page = client.get("/", headers={"Host": name})
+            assert page.status_code == 400 and "allowed_hosts" in page.json()["error"]["message"], name
+            api = client.get("/v1/models", headers={**shared.auth(), "Host": name})
+            assert api.status_code == 400, name
+        for name in (f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST", f"[::1]:{port}", "127.0.0.2"):
+            assert client.get("/", headers={"Host": name}).status_code == 200, name
+            assert client.get("/v1/models", headers={**shared.auth(), "Host": name}).status_code == 200, name
+    shared.served.wait_for_line(r'http: 400 GET / from 127\.0\.0\.1: Host "evil\.example" is not this server')
+
+
+def test_allowed_hosts_adds_names_and_a_proxy_on_every_address_needs_them(serve, home):
+    token = home.token("laptop")
+    home.configure('[plugins.http]\nport = 0\nallowed_hosts = ["crab.example"]\n')
+    served = serve()
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        assert client.get("/v1/models", headers={**auth, "Host": "crab.example"}).status_code == 200
+        assert client.get("/v1/models", headers={**auth, "Host": "Crab.Example.:443"}).status_code == 200
+        assert client.get("/v1/models", headers=auth).status_code == 200  # its own address still
+        assert client.get("/v1/models", headers={**auth, "Host": "evil.example"}).status_code == 400
+    assert served.stop() == 0
+    home.configure('[plugins.http]\nhost = "0.0.0.0"\nport = 0\nbehind_proxy = true\n')
+    done = home.crab("serve", "http", "-m", "echo/echo")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "crab: http: host '0.0.0.0' behind a proxy answers only the names in allowed_hosts: set allowed_hosts "
+        'to the name(s) the proxy serves (or ["*"]) in [plugins.http] of your user config'
+    ]
+
+
+def test_which_host_names_each_listener_answers():
+    from crab_http.hosts import HostCheck, host_name
+    from crab_http.settings import HttpSettings
+
+    assert [host_name(h) for h in ("[::1]:80", "Localhost.", "a.example:8765", "::1")] == [
+        "::1",
+        "localhost",
+        "a.example",
+        "::1",
+    ]
+    loopback = HostCheck(HttpSettings())
+    assert loopback.allowed(None)  # HTTP/1.0 without Host: not a browser page
+    assert loopback.allowed("localhost") and loopback.allowed("127.0.0.1:1") and not loopback.allowed("evil.example")
+    tls = HostCheck(HttpSettings(host="0.0.0.0", tls_cert="c", tls_key="k"))
+    assert tls.allowed("crab.example")  # the certificate binds the name
+    named = HostCheck(HttpSettings(host="0.0.0.0", tls_cert="c", tls_key="k", allowed_hosts=("crab.example",)))
+    assert named.allowed("crab.example:443") and not named.allowed("evil.example") and not named.allowed("localhost")
+    lan = HostCheck(HttpSettings(host="192.168.1.5", behind_proxy=True))
+    assert lan.allowed("192.168.1.5:8765") and not lan.allowed("evil.example")
+    assert HostCheck(HttpSettings(behind_proxy=True, allowed_hosts=("*",))).allowed("anything.example")

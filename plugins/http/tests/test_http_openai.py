@@ -71,7 +71,7 @@ def test_a_write_tool_is_refused_in_an_openai_conversation(shared):
         model="x", messages=[{"role": "user", "content": "jot secret plans"}], user="c-jot"
     )
     text = done.choices[0].message.content or ""
-    assert text.startswith("jot said:") and "noted" not in text
+    assert text.startswith("Writing it down.\n\njot said:") and "noted" not in text
 
 
 def test_bad_requests_are_openai_errors(shared):
@@ -177,3 +177,66 @@ def test_a_request_without_a_conversation_ends_its_session_after_its_answer(serv
     assert served.stop() == 0
     reasons = [line.split()[1] for line in ended.read_text().splitlines()]
     assert reasons == ["end", "end", "shutdown"]  # the kept conversation ends only with crab
+
+
+def test_streamed_and_whole_answers_say_the_same(shared):
+    """Both are every model call's text, a remark before a tool call too, calls parted by a blank
+    line (streamed, the remark went out; whole, only the final text came back)."""
+    sdk = client_for(shared)
+    message = [{"role": "user", "content": "jot the same plans"}]
+    whole = sdk.chat.completions.create(model="x", messages=message, user="c-same-whole")
+    chunks = list(sdk.chat.completions.create(model="x", messages=message, user="c-same-stream", stream=True))
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert whole.choices[0].message.content == streamed
+    assert streamed.startswith("Writing it down.\n\njot said: ") and "noted" not in streamed
+
+
+def test_a_refused_request_opens_no_session(serve, home):
+    """``!shell`` input is refused before a conversation is opened: no session kept for the life
+    of the process (each would end, reason "shutdown", when crab serve stops)."""
+    token = home.token("laptop")
+    served = serve()
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        shell = {"messages": [{"role": "user", "content": "!ls"}]}
+        assert client.post("/v1/chat/completions", headers=auth, json=shell).status_code == 403
+        assert client.post("/v1/chat/completions", headers=auth, json={**shell, "user": "c-shell"}).status_code == 403
+        history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}, *shell["messages"]]
+        assert client.post("/v1/chat/completions", headers=auth, json={"messages": history}).status_code == 403
+    assert served.stop() == 0
+    ended = home.path / "ended"
+    assert not ended.exists(), ended.read_text()
+    assert home.requests() == []
+
+
+def test_a_token_used_as_the_conversation_key_is_never_stored(serve, home):
+    """The key is stored as a digest: ``crab sessions list`` (the session's title), its meta and
+    every file under CRAB_HOME hold no trace of it, and the conversation still goes on.
+    Skipped where crab-store-sqlite is not installed (this plugin's own CI venv)."""
+    import importlib.util
+
+    if importlib.util.find_spec("crab_store_sqlite") is None:
+        pytest.skip("crab-store-sqlite is not installed: the stored-address test skips")
+    home.env["CRAB_PLUGINS"] += ",store-sqlite"
+    home.configure('[crab]\nstore = "sqlite"\n[plugins.http]\nport = 0\n')
+    token = home.token("laptop")
+    served = serve()
+    sdk = openai.OpenAI(base_url=served.url + "/v1", api_key=token, max_retries=0, timeout=30)
+    for n, word in enumerate(["one", "two"], 1):
+        done = sdk.chat.completions.create(
+            model="x", messages=[{"role": "user", "content": word}], extra_headers={"X-Crab-Conversation": token}
+        )
+        assert done.choices[0].message.content == f"echo: {word} ({n} user messages)"
+    assert served.stop() == 0
+    listed = home.crab("sessions", "list")
+    assert listed.returncode == 0 and "http laptop/openai:" in listed.stdout, listed.stdout + listed.stderr
+    sid = listed.stdout.split()[0]
+    shown = home.crab("sessions", "show", sid, "--json")
+    assert shown.returncode == 0 and '"crab.address": "laptop/openai:' in shown.stdout, shown.stderr
+    for output in (listed.stdout, shown.stdout):
+        assert token not in output and token[5:] not in output
+    assert "http laptop/openai:#" in listed.stdout  # <token name>/openai:#<digest>
+    for path in home.path.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert token.encode() not in data and token[5:].encode() not in data, path

@@ -4,11 +4,14 @@ permission questions for the asking client only, abort, disconnects, remote rule
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 
 import httpx
 import httpx_sse
+
+WAIT = 60.0
 
 
 def new_session(client: httpx.Client, auth: dict[str, str], title: str = "") -> str:
@@ -256,3 +259,74 @@ def test_with_a_persistent_store_sessions_outlive_the_server(serve, home, sse):
             == 404
         )
     assert again.stop() == 0
+
+
+def test_sigterm_past_grace_ends_the_open_stream_cleanly_without_a_traceback(serve, home, sse):
+    """Past ``grace_seconds`` the running turn is aborted: its stream ends with that turn_end
+    (not a cut connection), the server exits 0, and no ASGI traceback reaches the log. The turn
+    waits for a permission question nobody answers, so it outlasts any grace period."""
+    token = home.token("laptop")
+    home.configure("[serve]\ngrace_seconds = 0.5\n[plugins.http]\nport = 0\n")
+    served = serve()
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        sid = new_session(client, auth)
+        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=auth, json={"text": "jot it"}) as r:
+            sse(r, stop=lambda e: e["type"] == "permission_request")
+            served.proc.send_signal(signal.SIGTERM)
+            rest = sse(r)
+    assert rest and rest[-1]["type"] == "turn_end" and rest[-1]["stop"] == "aborted", rest[-3:]
+    assert served.proc.wait(WAIT) == 0  # one signal: the drain, then exit 0
+    served.stop()
+    log = served.log()
+    assert "grace period over" in log
+    assert "Traceback" not in log and "Exception in ASGI application" not in log and "CancelledError" not in log, log
+
+
+def test_while_draining_new_sessions_and_messages_get_503_and_open_nothing(serve, home, sse):
+    """The drain takes no more work: a new session (it could never run a turn here) and a new
+    message are a 503, and neither leaves a session behind (each would end, reason "shutdown",
+    when crab serve stops); reading a session still works."""
+    token = home.token("laptop")
+    served = serve()
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        sid = new_session(client, auth, "running")
+        idle = new_session(client, auth, "idle")
+        # a turn waiting for a permission answer: the drain lasts until it is aborted
+        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=auth, json={"text": "jot it"}) as r:
+            sse(r, stop=lambda e: e["type"] == "permission_request")
+            served.proc.send_signal(signal.SIGTERM)
+            served.wait_for_line(r"stopping: waiting up to")
+            made = client.post("/v1/sessions", headers=auth, json={"title": "late"})
+            assert made.status_code == 503 and "stopping" in made.json()["error"]["message"]
+            late = client.post(f"/v1/sessions/{idle}/messages", headers=auth, json={"text": "hi"})
+            assert late.status_code == 503
+            chat = {"messages": [{"role": "user", "content": "hi"}]}
+            assert client.post("/v1/chat/completions", headers=auth, json=chat).status_code == 503
+            keyed = client.post("/v1/chat/completions", headers=auth, json={**chat, "user": "c-late"})
+            assert keyed.status_code == 503
+            assert client.get(f"/v1/sessions/{sid}", headers=auth).json()["busy"] is True
+            assert client.post(f"/v1/sessions/{sid}/abort", headers=auth).json() == {"aborted": True}
+            assert sse(r)[-1]["type"] == "turn_end"
+    assert served.proc.wait(WAIT) == 0
+    served.stop()
+    ended = sorted(line.split()[0] for line in (home.path / "ended").read_text().splitlines())
+    assert ended == sorted([sid, idle])  # the two made before the drain, nothing else
+
+
+def test_turns_are_shown_on_stderr_as_the_readme_says_and_stdout_stays_empty(serve, home, sse):
+    """A server's log is stderr (journald and docker logs take it; stdout holds no answer anyone reads)."""
+    from pathlib import Path
+
+    token = home.token("laptop")
+    served = serve()
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        sid = new_session(client, auth)
+        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=auth, json={"text": "hello"}) as r:
+            sse(r)
+    assert served.stop() == 0
+    assert "echo: hello (1 user messages)" in served.log() and served.stdout == ""
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert "`crab serve` shows every turn on stderr" in readme and "every turn on stdout" not in readme

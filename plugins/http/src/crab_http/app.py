@@ -1,8 +1,9 @@
 """The ASGI app: crab's own session API, the OpenAI-compatible API and the web page.
 
-Every ``/v1/`` request passes ``Guard`` first (a plain ASGI middleware): a bearer token of
-``crab http token create``, the token's rate limit, and the body size cap, read whole before any
-handler runs, so a refused request costs nothing and stores nothing. Each refusal is one
+Every request's ``Host`` must name this server first (``HostGuard``, ``crab_http.hosts``: against
+DNS rebinding); then every ``/v1/`` request passes ``Guard`` (a plain ASGI middleware): a bearer
+token of ``crab http token create``, the token's rate limit, and the body size cap, read whole
+before any handler runs, so a refused request costs nothing and stores nothing. Each refusal is one
 warning line (``http: 401 POST /v1/… from 127.0.0.1: …``), never the token. The page and its
 assets under ``/`` hold no data and need no token (a browser cannot send one to load a page);
 the page asks for the token and sends it on every API call.
@@ -27,7 +28,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from crab_http import openai_compat as oa
-from crab_http.channel import Busy
+from crab_http.channel import STOPPING, Busy
+from crab_http.hosts import HostCheck
 from crab_http.limits import RateLimiter
 
 if TYPE_CHECKING:
@@ -67,7 +69,7 @@ def build_app(channel: HttpChannel) -> Starlette:
     middleware = [Middleware(Guard, channel=channel)]
     if channel.settings.cors_origins:
         middleware.insert(
-            0,
+            0,  # a preflight carries no token: CORS answers it before the Guard asks for one
             Middleware(
                 CORSMiddleware,
                 allow_origins=list(channel.settings.cors_origins),
@@ -75,6 +77,7 @@ def build_app(channel: HttpChannel) -> Starlette:
                 allow_headers=["Authorization", "Content-Type", oa.CONVERSATION_HEADER],
             ),
         )
+    middleware.insert(0, Middleware(HostGuard, channel=channel))
     return Starlette(routes=routes, middleware=middleware)
 
 
@@ -92,6 +95,26 @@ async def _safe(handler: Handler, channel: HttpChannel, request: Request) -> Res
 
 
 # --- the guard ------------------------------------------------------------------------------
+
+
+class HostGuard:
+    """The outermost layer: every request (the page's, a CORS preflight) must name this server in
+    its ``Host`` (``crab_http.hosts``), or it is a 400 and one warning line."""
+
+    def __init__(self, app: ASGIApp, channel: HttpChannel) -> None:
+        self.app = app
+        self.channel = channel
+        self.hosts = HostCheck(channel.settings)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == b"host"), None)
+            if not self.hosts.allowed(host):
+                shown = crab.json_text((host or "")[:80])  # quoted, escaped and bounded: it is the client's
+                reason = f"Host {shown} is not this server's name (add it to [plugins.http] allowed_hosts)"
+                await refuse(self.channel, scope, send, 400, reason)
+                return
+        await self.app(scope, receive, send)
 
 
 class Guard:
@@ -150,11 +173,18 @@ class Guard:
     async def refuse(
         self, scope: Scope, send: Send, status: int, reason: str, headers: dict[str, str] | None = None
     ) -> None:
-        client = scope.get("client") or ("?", 0)
-        log(self.channel, f"http: {status} {scope.get('method')} {scope.get('path')} from {client[0]}: {reason}")
-        kinds = {401: "authentication_error", 413: "request_too_large", 429: "rate_limit_error"}
-        response = JSONResponse(oa.error_body(reason, kinds.get(status, "invalid_request_error")), status, headers)
-        await response(scope, _drain_nothing, send)
+        await refuse(self.channel, scope, send, status, reason, headers)
+
+
+async def refuse(
+    channel: HttpChannel, scope: Scope, send: Send, status: int, reason: str, headers: dict[str, str] | None = None
+) -> None:
+    """Answer ``status`` before any handler runs, with one warning line (never the token)."""
+    client = scope.get("client") or ("?", 0)
+    log(channel, f"http: {status} {scope.get('method')} {scope.get('path')} from {client[0]}: {reason}")
+    kinds = {401: "authentication_error", 413: "request_too_large", 429: "rate_limit_error"}
+    response = JSONResponse(oa.error_body(reason, kinds.get(status, "invalid_request_error")), status, headers)
+    await response(scope, _drain_nothing, send)
 
 
 async def _drain_nothing() -> Message:
@@ -192,6 +222,9 @@ async def json_body(request: Request) -> Any:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise oa.Invalid(f"the body is not JSON: {exc}") from None
+    except RecursionError:
+        # json's decoder recurses once per level: ``[`` x 100,000 fits any body cap
+        raise oa.Invalid("the body is not JSON crab reads: it nests too deeply") from None
 
 
 def sse(data: Any) -> bytes:
@@ -213,6 +246,8 @@ async def create_session(channel: HttpChannel, request: Request) -> Response:
             raise oa.Invalid('"title" must be a string of at most 200 characters')
     except oa.Invalid as exc:
         return problem(channel, request, 422, str(exc))
+    if channel.stopping:  # draining: a session made now could never run a turn here
+        return problem(channel, request, 503, STOPPING)
     conversation = await channel.open(owner(request), title=channel.clean_input(title, token(request)))
     return JSONResponse(_session_json(conversation, with_messages=False), 201)
 
@@ -242,9 +277,8 @@ async def get_session(channel: HttpChannel, request: Request) -> Response:
 
 
 async def post_message(channel: HttpChannel, request: Request) -> Response:
-    conversation = await _conversation(channel, request)
-    if conversation is None:
-        return problem(channel, request, 404, "no such session")
+    # Everything that can refuse the message is checked before the session is looked up: finding
+    # one that is not live resumes it and keeps it for the life of the process.
     try:
         body = await json_body(request)
         text = body.get("text") if isinstance(body, dict) else None
@@ -253,8 +287,12 @@ async def post_message(channel: HttpChannel, request: Request) -> Response:
     except oa.Invalid as exc:
         return problem(channel, request, 422, str(exc))
     text = channel.clean_input(text, token(request))
-    if text.startswith("!"):
-        return problem(channel, request, 403, "!shell input is refused over HTTP (a remote channel)")
+    refused = _refusal(channel, request, text)
+    if refused is not None:
+        return refused
+    conversation = await _conversation(channel, request)
+    if conversation is None:
+        return problem(channel, request, 404, "no such session")
     try:
         queue = channel.start_turn(conversation, text)
     except Busy as exc:
@@ -267,6 +305,15 @@ async def post_message(channel: HttpChannel, request: Request) -> Response:
             yield b": ping\n\n" if item is None else sse(item)
 
     return StreamingResponse(events(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+def _refusal(channel: HttpChannel, request: Request, text: str) -> Response | None:
+    """The answer to a message refused whatever its session: ``!shell`` input, or a draining server."""
+    if text.startswith("!"):
+        return problem(channel, request, 403, "!shell input is refused over HTTP (a remote channel)")
+    if channel.stopping:
+        return problem(channel, request, 503, STOPPING)
+    return None
 
 
 async def abort(channel: HttpChannel, request: Request) -> Response:
@@ -310,17 +357,20 @@ async def chat_completions(channel: HttpChannel, request: Request) -> Response:
         key, text, streaming, _ = oa.parse_request(body, request.headers.get(oa.CONVERSATION_HEADER))
     except oa.Invalid as exc:
         return problem(channel, request, 422, str(exc))
+    # Checked before the conversation is opened: opening one stores a session and keeps it.
+    refused = _refusal(channel, request, channel.clean_input(text, token(request)))
+    if refused is not None:
+        return refused
     conversation = await channel.open(owner(request), key, kind="openai")
     if key is None or not conversation.session.messages:
         text = oa.transcript(body["messages"])
     text = channel.clean_input(text, token(request))
-    if text.startswith("!"):
-        return problem(channel, request, 403, "!shell input is refused over HTTP (a remote channel)")
     try:
         queue = channel.start_turn(conversation, text)
     except Busy as exc:
         return problem(channel, request, 409, str(exc))
-    except crab.ChannelError as exc:
+    except crab.ChannelError as exc:  # the drain began while the conversation was opened
+        await channel.dismiss(conversation)
         return problem(channel, request, 503, str(exc))
     model = _model(channel)
     if streaming:
@@ -336,31 +386,30 @@ async def chat_completions(channel: HttpChannel, request: Request) -> Response:
         channel.left(conversation, queue)
 
     watcher = asyncio.create_task(watch())
+    answer = oa.Answer()
     try:
         async for item in channel.stream(conversation, queue):
-            if item is not None and item.get("type") == "turn_end":
+            if item is None:
+                continue
+            answer.feed(item)
+            if item.get("type") == "turn_end":
                 end = item
-            elif item is not None and item.get("type") == "command_output":
-                end = {"text": item.get("text", ""), "stop": "end", "turn_id": secrets.token_hex(6)}
+            elif item.get("type") == "command_output":
+                end = {"stop": "end", "turn_id": secrets.token_hex(6)}
     finally:
         watcher.cancel()
     if end.get("stop") == "error" or not end:
         message = str(end.get("error") or "the turn ended without an answer")
         return JSONResponse(oa.error_body(message, "server_error"), 502)
     return JSONResponse(
-        oa.completion(
-            str(end.get("turn_id")),
-            model,
-            str(end.get("text") or ""),
-            end.get("usage"),
-            oa.finish_reason(end.get("stop")),
-        )
+        oa.completion(str(end.get("turn_id")), model, answer.text, end.get("usage"), oa.finish_reason(end.get("stop")))
     )
 
 
 async def _chunks(channel: HttpChannel, conversation: Conversation, queue: Any, model: str) -> AsyncIterator[bytes]:
     turn_id = secrets.token_hex(6)  # a command has no turn: its chunks still share one id
     began = ended = False
+    answer = oa.Answer()
     async for item in channel.stream(conversation, queue):
         if item is None:
             yield b": ping\n\n"
@@ -371,9 +420,10 @@ async def _chunks(channel: HttpChannel, conversation: Conversation, queue: Any, 
         if not began and kind in ("turn_start", "text_delta", "command_output", "turn_end"):
             began = True
             yield sse(oa.chunk(turn_id, model, {"role": "assistant", "content": ""}))
-        if kind in ("text_delta", "command_output"):
-            yield sse(oa.chunk(turn_id, model, {"content": item.get("text", "")}))
-        elif kind == "turn_end":
+        text = answer.feed(item)
+        if text:
+            yield sse(oa.chunk(turn_id, model, {"content": text}))
+        if kind == "turn_end":
             ended = True
             if item.get("stop") == "error":
                 yield sse(oa.error_body(str(item.get("error") or "the turn failed"), "server_error"))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import crab
 
-from crab_http.conversations import Conversation, Index, new_key, owner_of
+from crab_http.conversations import Conversation, Index, address_of, owner_of
 from crab_http.settings import NAME, HttpSettings
 from crab_http.tokens import TokenStore, identify
 
@@ -27,8 +27,14 @@ if TYPE_CHECKING:
     import uvicorn
 
 ANSWERS = ("once", "always", "deny")
+STOPPING = "http: the server is stopping; try again when it is back"
+"""Why a new session or message is refused (503) while ``crab serve`` drains."""
 HEARTBEAT = 15.0
 """Seconds between SSE comments on a quiet stream (so proxies and the client notice a dead link)."""
+SETTLE_SECONDS = 5.0
+"""At shutdown, how long aborted turns get to end before they are cancelled."""
+CLOSE_SECONDS = 10.0
+"""At shutdown, how long uvicorn gets to finish its connections (its own limit is 5 s) before it is stopped."""
 
 
 class Busy(crab.CrabError):
@@ -134,24 +140,37 @@ class HttpChannel:
             stop = asyncio.create_task(self._stopped.wait())
             await asyncio.wait({serving, stop}, return_when=asyncio.FIRST_COMPLETED)
             stop.cancel()
+            if serving.done():
+                serving.result()  # the server failed: the supervisor says so and restarts it
             if self.turns:
                 await asyncio.gather(*list(self.turns), return_exceptions=True)
-            server.should_exit = True
-            await serving
         finally:
-            if not serving.done():
-                server.should_exit = server.force_exit = True
-                serving.cancel()
-                with contextlib.suppress(BaseException):
-                    await serving
-            for task in list(self.turns):
-                task.cancel()
-            if self.turns:
-                await asyncio.gather(*list(self.turns), return_exceptions=True)
+            # Also when crab serve cancels this task because grace_seconds are over: the turns
+            # still running are aborted (not cancelled), so each stream ends with its turn_end,
+            # and then uvicorn closes its connections itself. A response task cancelled instead
+            # is uvicorn's "Exception in ASGI application" and a CancelledError traceback.
+            await self._end_turns()
+            await _close(server, serving)
             for conversation in self.conversations.values():
                 conversation.deny_open_questions()
             sock.close()
             self._server = None
+
+    async def _end_turns(self) -> None:
+        """Abort the turns still running and wait for them to end (a turn that does not end
+        within ``SETTLE_SECONDS`` is cancelled)."""
+        if self.handle is not None:
+            for conversation in list(self.conversations.values()):
+                if conversation.busy:
+                    self.handle.abort(conversation.session)
+        running = list(self.turns)
+        if not running:
+            return
+        _, stuck = await asyncio.wait(running, timeout=SETTLE_SECONDS)
+        for task in stuck:
+            task.cancel()
+        if stuck:
+            await asyncio.gather(*stuck, return_exceptions=True)
 
     async def stop(self) -> None:
         """Take no more messages; running turns finish, then the server closes (``crab serve`` drain)."""
@@ -168,7 +187,7 @@ class HttpChannel:
     async def open(self, owner: str, key: str | None = None, *, kind: str = "api", title: str = "") -> Conversation:
         """The conversation ``owner/key`` (a new key: a new session), opened once per process."""
         agent = self._agent()
-        address = f"{owner}/{kind}:{key or new_key()}"
+        address = address_of(owner, kind, key)
         found = self.conversations.get(address)
         if found is not None:
             return found
@@ -206,6 +225,12 @@ class HttpChannel:
             self.conversations[found.address] = self.by_session[session_id] = found
         return found if found.owner == owner else None
 
+    async def dismiss(self, conversation: Conversation) -> None:
+        """A conversation opened for a request that then ran no turn: a one-off is forgotten
+        (nobody can address it again), a keyed or API one stays for its next request."""
+        if conversation.one_off and not conversation.busy:
+            await self._forget(conversation)
+
     async def _forget(self, conversation: Conversation) -> None:
         """Drop a one-off conversation once its turn is over: nobody can address it again, so
         crab keeps its session no longer and ends what runs for it (its background jobs); the
@@ -235,7 +260,7 @@ class HttpChannel:
         """Run one turn of ``conversation`` in the channel's own task; its events (``event_to_dict``
         JSON, and this channel's ``permission_request``) arrive on the returned queue, then None."""
         if self.stopping:
-            raise crab.ChannelError("http: the server is stopping; try again when it is back")
+            raise crab.ChannelError(STOPPING)
         if conversation.busy:
             raise Busy("this session is running a turn: wait for it to end, or abort it")
         agent = self._agent()
@@ -368,6 +393,24 @@ class HttpChannel:
             return False
         future.set_result(answer)
         return True
+
+
+async def _close(server: uvicorn.Server, serving: asyncio.Task[None]) -> None:
+    """Shut the server down the graceful way (connections finish what they send), forced only
+    when that takes longer than ``CLOSE_SECONDS``."""
+    if serving.done():
+        return
+    server.should_exit = True
+    try:
+        await asyncio.wait_for(asyncio.shield(serving), CLOSE_SECONDS)
+    except TimeoutError:
+        pass
+    finally:  # too slow, or crab serve stopping at once (a second signal)
+        if not serving.done():
+            server.force_exit = True
+            serving.cancel()
+            with contextlib.suppress(BaseException):
+                await serving
 
 
 def _quiet_server(config: uvicorn.Config) -> uvicorn.Server:

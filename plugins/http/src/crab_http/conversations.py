@@ -1,15 +1,16 @@
 """Who owns which session, and the one client each session's questions go to.
 
-A conversation is one crab session, keyed ``(http, "<token name>/<key>")`` through
-``AgentHandle.session_for``, so its owner is written in the session itself (``crab.address``) and
-the permission gate asks through the channel for that address. ``Index`` lists each token's
-sessions for the web page (``$CRAB_HOME/http/sessions.json``, atomic, 0600): the store has no
-public listing by key.
+A conversation is one crab session, keyed ``(http, "<token name>/<kind>:<key>")`` (a client's
+key only as a digest, ``address_of``) through ``AgentHandle.session_for``, so its owner is written
+in the session itself (``crab.address``) and the permission gate asks through the channel for
+that address. ``Index`` lists each token's sessions for the web page
+(``$CRAB_HOME/http/sessions.json``, atomic, 0600): the store has no public listing by key.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import secrets
@@ -49,6 +50,18 @@ class Conversation:
 
 def new_key() -> str:
     return secrets.token_hex(12)
+
+
+def address_of(owner: str, kind: str, key: str | None) -> str:
+    """The session address of ``owner``'s conversation ``key`` (None: a new one).
+
+    A client's key is stored only as a digest: the address is session ``meta`` and part of the
+    session's title (``crab sessions list``), and a client may well use a token as its key. Two
+    keys never share an address (128 bits of SHA-256); the key itself is never stored."""
+    if key is None:
+        return f"{owner}/{kind}:{new_key()}"
+    digest = hashlib.sha256(b"crab-http conversation\0" + key.encode()).hexdigest()[:32]
+    return f"{owner}/{kind}:#{digest}"
 
 
 def owner_of(address: str) -> str:

@@ -4,8 +4,9 @@ The agent behind it is one crab agent with its own tools, so a request is one cr
 conversation is picked by the ``user`` field or the ``X-Crab-Conversation`` header (each value
 one crab session, which keeps the history: only the last user message is new input); without
 either, each request is a session of its own, and earlier messages of the request are handed
-to it as a transcript. The answer is the turn's final text; the agent's tool calls run on the
-server and are not OpenAI ``tool_calls`` (a request bringing ``tools`` of its own is refused).
+to it as a transcript. The answer is what the agent says in the turn (``Answer``), the same
+streamed or not; the agent's tool calls run on the server and are not OpenAI ``tool_calls`` (a
+request bringing ``tools`` of its own is refused).
 OpenAI clients cannot answer permission questions: in these sessions the gate refuses writes
 and commands.
 """
@@ -23,6 +24,43 @@ KEY_PATTERN = re.compile(r"^[\w.@:+-]{1,128}$")
 
 class Invalid(ValueError):
     """A request that does not fit (422, with this line)."""
+
+
+CALL_ENDS = frozenset({"tool_call", "tool_result", "usage"})
+"""Events that come between two model calls of a turn: the next text is another call's."""
+
+
+class Answer:
+    """The answer's text, fed a turn's events (``event_to_dict`` JSON) one by one, streamed or not.
+
+    Both ways it is the text of every model call of the turn, as ``crab run`` shows it on stdout
+    (a remark before a tool call included: held back, a streamed answer could only arrive once the
+    turn ends), two calls' texts parted by a blank line; or a command's output. ``feed`` returns what
+    the event adds (a stream sends it at once); ``text`` is the whole so far."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self._call_ended = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def feed(self, event: Mapping[str, Any]) -> str:
+        kind = event.get("type")
+        added = ""
+        if kind in ("text_delta", "command_output"):
+            added = str(event.get("text") or "")
+            if added and self.parts and self._call_ended:
+                added = "\n\n" + added
+        elif kind in CALL_ENDS:
+            self._call_ended = True
+        elif kind == "turn_end" and not self.parts:
+            added = str(event.get("text") or "")  # a provider that sent its text only whole
+        if added:
+            self.parts.append(added)
+            self._call_ended = False
+        return added
 
 
 def content_text(content: Any) -> str:

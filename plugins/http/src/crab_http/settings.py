@@ -1,7 +1,7 @@
 """``[plugins.http]``: the declared keys, and the typed view the channel reads.
 
 Everything that opens the listener (``host``, ``port``, TLS, the proxy flag), lets a browser page
-of another origin in (``cors_origins``), loosens a limit on clients (``rate_limit``,
+of another origin in (``cors_origins``) or another name (``allowed_hosts``), loosens a limit on clients (``rate_limit``,
 ``max_request_bytes``, ``turn_timeout``) is trust-only: a project's ``.crab/config.toml`` cannot
 set it unless the user trusts the project; ``permission_prompts``, ``on_disconnect`` and ``web``
 it may only narrow.
@@ -49,6 +49,13 @@ TABLE = crab.ConfigTable(
         ),
         crab.Setting(
             "cors_origins", "list[str]", [], "browser origins allowed to call the API (empty: none)", trust_only=True
+        ),
+        crab.Setting(
+            "allowed_hosts",
+            "list[str]",
+            [],
+            "Host header names served besides the listening address's own (a proxy's public name; \"*\": any)",
+            trust_only=True,
         ),
         crab.Setting(
             "rate_limit",
@@ -109,6 +116,7 @@ class HttpSettings:
     tls_key: str | None = None
     behind_proxy: bool = False
     cors_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
     rate_limit: int = 120
     max_request_bytes: int = 1_048_576
     on_disconnect: str = "abort"
@@ -127,6 +135,7 @@ class HttpSettings:
             tls_key=values.get("tls_key") or None,
             behind_proxy=values["behind_proxy"],
             cors_origins=tuple(str(o).strip().rstrip("/") for o in values["cors_origins"]),
+            allowed_hosts=tuple(str(h).strip().lower().rstrip(".") for h in values["allowed_hosts"]),
             rate_limit=values["rate_limit"],
             max_request_bytes=values["max_request_bytes"],
             on_disconnect=values["on_disconnect"],
@@ -157,5 +166,10 @@ class HttpSettings:
             return (
                 f"http: host {self.host!r} is reachable from other machines: set tls_cert and tls_key, or "
                 "behind_proxy = true when a reverse proxy terminates TLS (both in [plugins.http] of your user config)"
+            )
+        if self.host.strip("[]") in ("0.0.0.0", "::") and not self.tls_cert and not self.allowed_hosts:
+            return (
+                f"http: host {self.host!r} behind a proxy answers only the names in allowed_hosts: set allowed_hosts "
+                'to the name(s) the proxy serves (or ["*"]) in [plugins.http] of your user config'
             )
         return None
