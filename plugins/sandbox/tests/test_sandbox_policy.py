@@ -52,7 +52,87 @@ def test_secret_variables_are_unset_by_name_and_by_value(tmp_path: Path):
     }
     args, facts = _build(tmp_path, env=env, hidden_env=["PATH"])
     assert facts.unset == ("CUSTOM", "DATABASE_DSN", "GH_TOKEN", "OPENAI_API_KEY", "PATH")
-    assert args.count("--unsetenv") == 5
+    # taken out before bwrap starts (bwrap is pid 1 inside: its own environment shows there)
+    assert Path(args[0]).name == "env" and args[1:12] == [
+        "-u",
+        "CUSTOM",
+        "-u",
+        "DATABASE_DSN",
+        "-u",
+        "GH_TOKEN",
+        "-u",
+        "OPENAI_API_KEY",
+        "-u",
+        "PATH",
+        "--",
+    ]
+    assert args[12] == "bwrap" and "--unsetenv" not in args
+    plain, _ = _build(tmp_path, env={"PATH": "/bin"})
+    assert plain[0] == "bwrap"  # nothing to take out: bwrap itself
+
+
+def test_host_sockets_are_covered_except_the_workspaces_and_those_let_through(tmp_path: Path):
+    import socket
+
+    work = (tmp_path / "work").resolve()
+    (work / "secret").mkdir(parents=True)
+    base = tmp_path.resolve()
+    near, allowed, own, hidden = (
+        base / "near.sock",
+        base / "allowed.sock",
+        work / "own.sock",
+        work / "secret" / "h.sock",
+    )
+    bound = []
+    for path in (near, allowed, own, hidden):
+        bound.append(socket.socket(socket.AF_UNIX))
+        bound[-1].bind(str(path))
+    try:
+        args, facts = policy.build(
+            "bwrap",
+            ["true"],
+            workspace=work,
+            cwd=work,
+            settings=load_settings({"unix_sockets": [str(allowed)], "hidden": [str(work / "secret")]}, work),
+            env={},
+            secrets=[],
+            network=False,
+            unreadable=Path("/dev/null"),
+            # gone since it was listed, and one in the private /tmp: neither gets a mount
+            sockets=[str(p) for p in (near, allowed, own, hidden, base / "gone.sock", Path("/tmp/other/x.sock"), near)],
+        )
+    finally:
+        for sock in bound:
+            sock.close()
+    joined = " ".join(args)
+    # a neighbour of the workspace is reachable (under /tmp its host folder is bound read-only)
+    assert facts.sockets == (near,)
+    assert joined.count(f"--ro-bind /dev/null {near}") == 1
+    assert not any(f"/dev/null {path}" in joined for path in (allowed, own, hidden, base / "gone.sock"))
+    assert joined.index(f"--ro-bind /dev/null {near}") > joined.index(f"--bind {work} {work}")
+
+
+def test_host_sockets_lists_the_bound_ones_and_those_under_run(tmp_path: Path):
+    import socket
+
+    from crab_sandbox import sockets
+
+    bound = socket.socket(socket.AF_UNIX)
+    bound.bind(str(tmp_path / "bound.sock"))
+    run = tmp_path / "run" / "deep" / "er"
+    run.mkdir(parents=True)
+    left = socket.socket(socket.AF_UNIX)
+    left.bind(str(run / "left.sock"))  # a file only: its listing says so only in the namespace that bound it
+    (tmp_path / "run" / "plain").write_text("not a socket")
+    try:
+        listed = sockets.host_sockets(folders=())
+        walked = sockets.host_sockets(table=tmp_path / "missing", folders=(tmp_path / "run",))
+        assert sockets.is_socket(run / "left.sock") and not sockets.is_socket(tmp_path / "run" / "plain")
+    finally:
+        bound.close()
+        left.close()
+    assert str(tmp_path / "bound.sock") in listed
+    assert walked == [str(run / "left.sock")]
 
 
 def test_hidden_paths_that_exist_are_covered_after_the_workspace(tmp_path: Path):
