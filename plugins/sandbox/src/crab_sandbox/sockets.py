@@ -21,7 +21,7 @@ RUN_FOLDERS = (Path("/run"), Path("/var/run"))
 RUN_DEPTH = 4
 """How deep below ``/run`` a socket is looked for (``/run/user/1000/bus`` is three levels down)."""
 MOST_ENTRIES = 20_000
-"""Entries of ``/run`` looked at, at most: the walk stays a millisecond or so whatever is there."""
+"""Entries of ``/run`` looked at, at most: the walk before each start stays bounded whatever is there."""
 
 
 def _bound(table: Path) -> Iterator[str]:
