@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -71,20 +75,26 @@ def test_secret_variables_are_unset_by_name_and_by_value(tmp_path: Path):
     assert plain[0] == "bwrap"  # nothing to take out: bwrap itself
 
 
-def test_host_sockets_are_covered_except_the_workspaces_and_those_let_through(tmp_path: Path):
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """A folder outside /tmp (the sandbox's /tmp is its own), as a host daemon's socket would be."""
+    base = Path("/var/tmp")
+    if not os.access(base, os.W_OK):
+        pytest.skip("/var/tmp is not writable here")
+    folder = Path(tempfile.mkdtemp(prefix="crab-sandbox-", dir=base))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_host_sockets_are_covered_except_the_workspaces_and_those_let_through(tmp_path: Path, outside_tmp: Path):
     import socket
 
     work = (tmp_path / "work").resolve()
     (work / "secret").mkdir(parents=True)
-    base = tmp_path.resolve()
-    near, allowed, own, hidden = (
-        base / "near.sock",
-        base / "allowed.sock",
-        work / "own.sock",
-        work / "secret" / "h.sock",
-    )
+    daemon, allowed = outside_tmp / "daemon.sock", outside_tmp / "allowed.sock"
+    own, hidden, in_tmp = work / "own.sock", work / "secret" / "h.sock", tmp_path.resolve() / "beside.sock"
     bound = []
-    for path in (near, allowed, own, hidden):
+    for path in (daemon, allowed, own, hidden, in_tmp):
         bound.append(socket.socket(socket.AF_UNIX))
         bound[-1].bind(str(path))
     try:
@@ -98,18 +108,17 @@ def test_host_sockets_are_covered_except_the_workspaces_and_those_let_through(tm
             secrets=[],
             network=False,
             unreadable=Path("/dev/null"),
-            # gone since it was listed, and one in the private /tmp: neither gets a mount
-            sockets=[str(p) for p in (near, allowed, own, hidden, base / "gone.sock", Path("/tmp/other/x.sock"), near)],
+            # one gone since it was listed gets no mount (bwrap would fail on it), one listed twice one
+            sockets=[str(p) for p in (daemon, allowed, own, hidden, in_tmp, outside_tmp / "gone.sock", daemon)],
         )
     finally:
         for sock in bound:
             sock.close()
     joined = " ".join(args)
-    # a neighbour of the workspace is reachable (under /tmp its host folder is bound read-only)
-    assert facts.sockets == (near,)
-    assert joined.count(f"--ro-bind /dev/null {near}") == 1
-    assert not any(f"/dev/null {path}" in joined for path in (allowed, own, hidden, base / "gone.sock"))
-    assert joined.index(f"--ro-bind /dev/null {near}") > joined.index(f"--bind {work} {work}")
+    assert facts.sockets == (daemon,)
+    assert joined.count(f"--ro-bind /dev/null {daemon}") == 1
+    assert not any(f"/dev/null {path}" in joined for path in (allowed, own, hidden, in_tmp, outside_tmp / "gone.sock"))
+    assert joined.index(f"--ro-bind /dev/null {daemon}") > joined.index(f"--bind {work} {work}")
 
 
 def test_host_sockets_lists_the_bound_ones_and_those_under_run(tmp_path: Path):

@@ -5,8 +5,8 @@ writable; ``/tmp`` is private (a tmpfs, except that the host folder holding a wo
 ``/tmp`` is bound read-only, so ``..`` does not land in a writable tmpfs); hidden paths are
 covered by an empty mode-000 folder or file; secret variables are unset; the network namespace is
 new (loopback only) unless the call may use the network; the host's unix sockets outside the
-workspace are covered like hidden files (``sockets``: a read-only mount does not stop a connect),
-except those ``unix_sockets`` lets through; all capabilities are dropped; and the sandbox has its
+workspace and /tmp are covered like hidden files (``sockets``: a read-only mount does not stop a
+connect), except those ``unix_sockets`` lets through; all capabilities are dropped; and the sandbox has its
 own pid namespace, so everything in it dies with its command or with crab.
 
 Secret variables are taken out before bwrap starts (``env -u NAME ... bwrap``), not by bwrap's
@@ -117,7 +117,6 @@ def build(
     covered = host_sockets.covered(
         sockets,
         own=writable,
-        shown=shown,
         hidden=[_real(p) for p in hidden],
         allowed=[_real(p) for p in settings.unix_sockets],
         private=PRIVATE_TMP,

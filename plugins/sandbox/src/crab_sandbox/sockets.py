@@ -75,32 +75,27 @@ def host_sockets(table: Path = PROC_NET_UNIX, folders: tuple[Path, ...] = RUN_FO
 
 
 def covered(
-    candidates: Iterable[str],
-    *,
-    own: Iterable[Path],
-    shown: Iterable[Path],
-    hidden: Iterable[Path],
-    allowed: Iterable[Path],
-    private: Path,
+    candidates: Iterable[str], *, own: Iterable[Path], hidden: Iterable[Path], allowed: Iterable[Path], private: Path
 ) -> list[Path]:
     """The sockets among ``candidates`` to cover: not in the sandbox's ``own`` folders (the
-    workspace, ``writable``), not under ``hidden`` ones, not ``allowed``, not in the ``private``
-    tmpfs unless under a ``shown`` host folder; and still there (bwrap cannot mount over a file
-    that is gone). All folders are real paths."""
+    workspace, ``writable``), not under ``hidden`` ones, not ``allowed``, not under ``private``
+    (/tmp); and still there (bwrap cannot mount over a file that is gone). All folders are real paths.
+
+    /tmp is left out whole. The sandbox's /tmp is a tmpfs of its own, except the host folder
+    holding a workspace under /tmp (bound read-only), whose sockets stay reachable: sockets there
+    come and go (every test suite's), and one gone between this look and bwrap's start would make
+    bwrap fail (it cannot mount over a file that is no longer there), and the command with it.
+    """
 
     def prefixes(paths: Iterable[Path]) -> tuple[str, ...]:
         return tuple(str(p).rstrip("/") + "/" for p in paths)
 
-    mine, seen, out_of_sight = prefixes(own), prefixes(shown), prefixes(hidden)
-    tmp = str(private).rstrip("/") + "/"
+    # prefixes end in "/": a folder itself is inside, a sibling sharing its name's start is not
+    left_alone = (*prefixes(own), *prefixes(hidden), *prefixes([private]))
     let_through = {str(p) for p in allowed}
-    left_alone = mine + out_of_sight
 
     def skipped(path: str) -> bool:
-        # prefixes end in "/": a folder itself is inside, a sibling sharing its name's start is not
-        if path in let_through or (path + "/").startswith(left_alone):
-            return True
-        return path.startswith(tmp) and not path.startswith(seen)  # the private /tmp covers it
+        return path in let_through or (path + "/").startswith(left_alone)
 
     out: dict[str, None] = {}
     for raw in dict.fromkeys(candidates):
