@@ -4,6 +4,7 @@ script succeeds (so each test proves something). Real bwrap, real crab, real ser
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -158,6 +159,8 @@ class UnixDaemon:
                 conn.sendall(b"hello from the host daemon\n")
 
     def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.server.shutdown(socket.SHUT_RDWR)  # wakes the accept (Linux): the socket is released
         self.server.close()
 
 
@@ -169,13 +172,25 @@ def _connect(path: Path, into: str) -> str:
     return f'python3 -c "{code}" {path} {into}'
 
 
-def test_a_host_daemons_unix_socket_is_covered_unless_let_through(kit, make_crab):
+@pytest.fixture(scope="session")
+def daemon_folders() -> Iterator[list[Path]]:
+    """Folders outside /tmp for test daemons' sockets, removed when the session ends: long after
+    their servers closed, so no crab running beside these tests (which covers every bound socket
+    outside /tmp) can meet a socket file removed between its look and its bwrap's start."""
+    made: list[Path] = []
+    yield made
+    for folder in made:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_host_daemons_unix_socket_is_covered_unless_let_through(kit, make_crab, daemon_folders):
     base = Path("/var/tmp")  # outside /tmp, as docker.sock or the D-Bus bus is (the sandbox's /tmp is its own)
     if not os.access(base, os.W_OK):
         pytest.skip("/var/tmp is not writable here")
     for mode in ("on", "off", "allowed"):
         crab = make_crab("off" if mode == "off" else "on")
         folder = Path(tempfile.mkdtemp(prefix="crab-sandbox-", dir=base))
+        daemon_folders.append(folder)
         daemon = UnixDaemon(folder / "d.sock")
         own = UnixDaemon(crab.work / "own.sock")  # the sandbox's own folder: its sockets work
         if mode == "allowed":
@@ -185,7 +200,6 @@ def test_a_host_daemons_unix_socket_is_covered_unless_let_through(kit, make_crab
         finally:
             daemon.close()
             own.close()
-            shutil.rmtree(folder, ignore_errors=True)
         assert (crab.work / "own").read_text() == "hello from the host daemon\n", inside
         got = crab.work / "got"
         if mode in ("off", "allowed"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,33 +88,27 @@ def outside_tmp() -> Iterator[Path]:
 
 
 def test_host_sockets_are_covered_except_the_workspaces_and_those_let_through(tmp_path: Path, outside_tmp: Path):
-    import socket
-
     work = (tmp_path / "work").resolve()
     (work / "secret").mkdir(parents=True)
     daemon, allowed = outside_tmp / "daemon.sock", outside_tmp / "allowed.sock"
     own, hidden, in_tmp = work / "own.sock", work / "secret" / "h.sock", tmp_path.resolve() / "beside.sock"
-    bound = []
     for path in (daemon, allowed, own, hidden, in_tmp):
-        bound.append(socket.socket(socket.AF_UNIX))
-        bound[-1].bind(str(path))
-    try:
-        args, facts = policy.build(
-            "bwrap",
-            ["true"],
-            workspace=work,
-            cwd=work,
-            settings=load_settings({"unix_sockets": [str(allowed)], "hidden": [str(work / "secret")]}, work),
-            env={},
-            secrets=[],
-            network=False,
-            unreadable=Path("/dev/null"),
-            # one gone since it was listed gets no mount (bwrap would fail on it), one listed twice one
-            sockets=[str(p) for p in (daemon, allowed, own, hidden, in_tmp, outside_tmp / "gone.sock", daemon)],
-        )
-    finally:
-        for sock in bound:
-            sock.close()
+        # socket files no process listens on: no crab running beside this test lists them (a bound
+        # one in /var/tmp it would cover, and its removal could meet that crab's bwrap start)
+        os.mknod(path, stat.S_IFSOCK | 0o600)
+    args, facts = policy.build(
+        "bwrap",
+        ["true"],
+        workspace=work,
+        cwd=work,
+        settings=load_settings({"unix_sockets": [str(allowed)], "hidden": [str(work / "secret")]}, work),
+        env={},
+        secrets=[],
+        network=False,
+        unreadable=Path("/dev/null"),
+        # one gone since it was listed gets no mount (bwrap would fail on it), one listed twice one
+        sockets=[str(p) for p in (daemon, allowed, own, hidden, in_tmp, outside_tmp / "gone.sock", daemon)],
+    )
     joined = " ".join(args)
     assert facts.sockets == (daemon,)
     assert joined.count(f"--ro-bind /dev/null {daemon}") == 1
