@@ -17,7 +17,7 @@ from typing import Any
 import acp
 import pytest
 from acp import RequestError
-from acp.schema import HttpMcpServer
+from acp.schema import ClientCapabilities, FileSystemCapabilities, HttpMcpServer
 from crab.testing import make_png
 
 SPEC = acp.PROTOCOL_VERSION
@@ -263,6 +263,43 @@ def test_acp_file_tools_go_through_the_editor(crab_acp: Any, editor: Any) -> Non
     assert (str(work / "new.txt"), "fresh\n") in editor.writes
     assert ended["w2"].status == "failed" and "outside the workspace" in ended["w2"].content[-1].content.text
     assert not (crab_acp.root / "outside.txt").exists()
+
+
+@pytest.mark.parametrize("reads", [False, True], ids=["writes-only", "reads-only"])
+def test_acp_a_client_offering_one_file_capability_gets_it_and_the_disk_does_the_other(
+    crab_acp: Any, editor: Any, reads: bool
+) -> None:
+    work: Path = crab_acp.work
+    (work / "app.py").write_text("def main():\n    return 1\n")
+    model = crab_acp.script(
+        [{"tool": "read", "args": {"path": "app.py"}, "id": "r1"}],
+        [{"tool": "edit", "args": {"path": "app.py", "edits": [{"old": "return 1", "new": "return 2"}]}, "id": "e1"}],
+        [{"tool": "write", "args": {"path": "app.py", "content": "def main():\n    return 3\n"}, "id": "w1"}],
+        [{"text": "done"}],
+    )
+    editor.answers = ["once", "once"]  # allowed, in the ask mode
+
+    async def go() -> None:
+        async with crab_acp.connect(model, editor) as (conn, _):
+            caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=reads, write_text_file=not reads))
+            await conn.initialize(protocol_version=SPEC, client_capabilities=caps)
+            new = await conn.new_session(cwd=str(work), mcp_servers=[])
+            await conn.prompt(session_id=new.session_id, prompt=[acp.text_block("fix it")])
+
+    crab_acp.run(go())
+    ended = {u.tool_call_id: u for u in editor.of("tool_call_update") if u.status in ("completed", "failed")}
+    assert [ended[c].status for c in ("r1", "e1", "w1")] == ["completed"] * 3, ended
+    path = str(work / "app.py")
+    if reads:  # read through the editor, changes on disk
+        assert editor.reads == [path, path, path] and editor.writes == []
+        assert (work / "app.py").read_text() == "def main():\n    return 3\n"
+        assert "on disk" in ended["w1"].content[-1].content.text
+        return
+    # written through the editor (its buffers, its undo), read from disk: the disk keeps its text
+    assert editor.reads == []
+    assert editor.writes == [(path, "def main():\n    return 2\n"), (path, "def main():\n    return 3\n")]
+    assert (work / "app.py").read_text() == "def main():\n    return 1\n"
+    assert "in the editor" in ended["e1"].content[-1].content.text
 
 
 def test_acp_bash_runs_in_an_editor_terminal(crab_acp: Any, editor: Any) -> None:

@@ -76,6 +76,7 @@ class Crab:
             folder.mkdir(parents=True, exist_ok=True)
         (self.home / ".ssh" / "id_rsa").write_text(PRIVATE_KEY + "\n")
         (self.crab_home / "auth.json").write_text(json.dumps({"openai": AUTH_KEY}))
+        self.shell = SHELL
         self.site = ScriptedSite(root, provider="scripted", models=("scripted",))
         for name, module in FAKES.items():
             self.site.add_plugin(name, module, (FAKE_SITE / f"{module}.py").read_text(encoding="utf-8"))

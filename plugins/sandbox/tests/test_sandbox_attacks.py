@@ -4,12 +4,17 @@ script succeeds (so each test proves something). Real bwrap, real crab, real ser
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
+import os
 import shutil
 import signal
+import socket
+import tempfile
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from crab_sandbox import bwrap
@@ -113,6 +118,121 @@ def test_secret_variables_are_not_passed_in(kit, make_crab):
             continue
         assert leaked == "\n"
         assert "[sandbox: $DEMO_API_KEY not passed into the sandbox" in result
+
+
+def test_no_process_inside_has_a_secret_in_its_environment(kit, make_crab):
+    # bwrap is pid 1 of the sandbox and the command's parent: its own environment shows in
+    # /proc/1/environ, /proc/$PPID/environ and ps e, whatever it unsets for its child.
+    look = (
+        "cat /proc/1/environ /proc/$PPID/environ > parents 2>/dev/null; "
+        "for f in /proc/[0-9]*/environ; do cat $f; done > every 2>/dev/null; ps axeww > ps 2>&1; true"
+    )
+    for mode in ("on", "off"):
+        crab = make_crab(mode)
+        crab.run(look)
+        seen = {name: (crab.work / name).read_bytes() for name in ("parents", "every", "ps")}
+        if mode == "off":
+            assert kit.API_KEY.encode() in seen["parents"]  # crab's own environment, one level up
+            continue
+        assert b"HOME=" in seen["parents"] and b"PATH=" in seen["every"]  # the environments were read
+        for name, text in seen.items():
+            assert kit.API_KEY.encode() not in text and b"DEMO_API_KEY" not in text, name
+
+
+class UnixDaemon:
+    """A host daemon on a unix socket: answers every connection with one line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(path))
+        self.server.listen(8)
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"hello from the host daemon\n")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.server.shutdown(socket.SHUT_RDWR)  # wakes the accept (Linux): the socket is released
+        self.server.close()
+
+
+def _connect(path: Path, into: str) -> str:
+    code = (
+        "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
+        "open(sys.argv[2], 'w').write(s.recv(100).decode())"
+    )
+    return f'python3 -c "{code}" {path} {into}'
+
+
+@pytest.fixture(scope="session")
+def daemon_folders() -> Iterator[list[Path]]:
+    """Folders outside /tmp for test daemons' sockets, removed when the session ends: long after
+    their servers closed, so no crab running beside these tests (which covers every bound socket
+    outside /tmp) can meet a socket file removed between its look and its bwrap's start."""
+    made: list[Path] = []
+    yield made
+    for folder in made:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_host_daemons_unix_socket_is_covered_unless_let_through(kit, make_crab, daemon_folders):
+    base = Path("/var/tmp")  # outside /tmp, as docker.sock or the D-Bus bus is (the sandbox's /tmp is its own)
+    if not os.access(base, os.W_OK):
+        pytest.skip("/var/tmp is not writable here")
+    for mode in ("on", "off", "allowed"):
+        crab = make_crab("off" if mode == "off" else "on")
+        folder = Path(tempfile.mkdtemp(prefix="crab-sandbox-", dir=base))
+        daemon_folders.append(folder)
+        daemon = UnixDaemon(folder / "d.sock")
+        own = UnixDaemon(crab.work / "own.sock")  # the sandbox's own folder: its sockets work
+        if mode == "allowed":
+            crab.config(f'[plugins.sandbox]\nmode = "on"\nunix_sockets = ["{daemon.path}"]\n')
+        try:
+            outside, inside = crab.run(_connect(daemon.path, "got"), _connect(own.path, "own"))
+        finally:
+            daemon.close()
+            own.close()
+        assert (crab.work / "own").read_text() == "hello from the host daemon\n", inside
+        got = crab.work / "got"
+        if mode in ("off", "allowed"):
+            assert got.read_text() == "hello from the host daemon\n", outside
+            assert "[sandbox:" not in outside
+            continue
+        assert not got.exists()
+        assert f"{daemon.path}: host sockets are covered in the sandbox ([plugins.sandbox] unix_sockets" in outside
+
+
+def test_a_background_process_ends_with_its_call_and_the_result_says_how_to_keep_one(kit, make_crab):
+    for mode in ("on", "off"):
+        crab = make_crab(mode)
+        proc = crab.start({"command": "sleep 3172 > /dev/null 2>&1 & echo started"}, _hold(crab))
+        try:
+            kit.wait_until((crab.work / "held").exists, "the second call")
+            if mode == "off":
+                assert kit.processes_named("sleep 3172")  # lives on into the next call
+            else:
+                kit.wait_until(lambda: not kit.processes_named("sleep 3172"), "the call's process to end")
+            (crab.work / "go").touch()
+            out, _ = proc.communicate(timeout=kit.WAIT)
+        finally:
+            proc.kill()
+        first = json.loads(out)["tool_calls"][0]["result"]
+        if mode == "off":
+            assert "[sandbox:" not in first
+            continue
+        assert "processes a command leaves running end when it exits" in first, first
+        if crab.shell == "tools-basic":
+            assert "start it with background: true (bash_output reads it, bash_kill ends it)" in first
+        else:
+            assert "nothing started in one call runs on into the next" in first
 
 
 def _hold(crab) -> dict[str, str]:

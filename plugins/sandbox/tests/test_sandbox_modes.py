@@ -22,6 +22,7 @@ def test_check_says_it_works_and_what_a_command_may_do(make_crab):
     assert f"writable: {crab.work} (the workspace)" in done.stdout
     assert "~/.ssh" in done.stdout and "~/.crab/auth.json" in done.stdout
     assert "network: off" in done.stdout
+    assert "host unix sockets covered: " in done.stdout
 
 
 def test_check_says_why_not_when_bwrap_cannot_start(make_crab):

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,7 +57,86 @@ def test_secret_variables_are_unset_by_name_and_by_value(tmp_path: Path):
     }
     args, facts = _build(tmp_path, env=env, hidden_env=["PATH"])
     assert facts.unset == ("CUSTOM", "DATABASE_DSN", "GH_TOKEN", "OPENAI_API_KEY", "PATH")
-    assert args.count("--unsetenv") == 5
+    # taken out before bwrap starts (bwrap is pid 1 inside: its own environment shows there)
+    assert Path(args[0]).name == "env" and args[1:12] == [
+        "-u",
+        "CUSTOM",
+        "-u",
+        "DATABASE_DSN",
+        "-u",
+        "GH_TOKEN",
+        "-u",
+        "OPENAI_API_KEY",
+        "-u",
+        "PATH",
+        "--",
+    ]
+    assert args[12] == "bwrap" and "--unsetenv" not in args
+    plain, _ = _build(tmp_path, env={"PATH": "/bin"})
+    assert plain[0] == "bwrap"  # nothing to take out: bwrap itself
+
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """A folder outside /tmp (the sandbox's /tmp is its own), as a host daemon's socket would be."""
+    base = Path("/var/tmp")
+    if not os.access(base, os.W_OK):
+        pytest.skip("/var/tmp is not writable here")
+    folder = Path(tempfile.mkdtemp(prefix="crab-sandbox-", dir=base))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_host_sockets_are_covered_except_the_workspaces_and_those_let_through(tmp_path: Path, outside_tmp: Path):
+    work = (tmp_path / "work").resolve()
+    (work / "secret").mkdir(parents=True)
+    daemon, allowed = outside_tmp / "daemon.sock", outside_tmp / "allowed.sock"
+    own, hidden, in_tmp = work / "own.sock", work / "secret" / "h.sock", tmp_path.resolve() / "beside.sock"
+    for path in (daemon, allowed, own, hidden, in_tmp):
+        # socket files no process listens on: no crab running beside this test lists them (a bound
+        # one in /var/tmp it would cover, and its removal could meet that crab's bwrap start)
+        os.mknod(path, stat.S_IFSOCK | 0o600)
+    args, facts = policy.build(
+        "bwrap",
+        ["true"],
+        workspace=work,
+        cwd=work,
+        settings=load_settings({"unix_sockets": [str(allowed)], "hidden": [str(work / "secret")]}, work),
+        env={},
+        secrets=[],
+        network=False,
+        unreadable=Path("/dev/null"),
+        # one gone since it was listed gets no mount (bwrap would fail on it), one listed twice one
+        sockets=[str(p) for p in (daemon, allowed, own, hidden, in_tmp, outside_tmp / "gone.sock", daemon)],
+    )
+    joined = " ".join(args)
+    assert facts.sockets == (daemon,)
+    assert joined.count(f"--ro-bind /dev/null {daemon}") == 1
+    assert not any(f"/dev/null {path}" in joined for path in (allowed, own, hidden, in_tmp, outside_tmp / "gone.sock"))
+    assert joined.index(f"--ro-bind /dev/null {daemon}") > joined.index(f"--bind {work} {work}")
+
+
+def test_host_sockets_lists_the_bound_ones_and_those_under_run(tmp_path: Path):
+    import socket
+
+    from crab_sandbox import sockets
+
+    bound = socket.socket(socket.AF_UNIX)
+    bound.bind(str(tmp_path / "bound.sock"))
+    run = tmp_path / "run" / "deep" / "er"
+    run.mkdir(parents=True)
+    left = socket.socket(socket.AF_UNIX)
+    left.bind(str(run / "left.sock"))  # a file only: its listing says so only in the namespace that bound it
+    (tmp_path / "run" / "plain").write_text("not a socket")
+    try:
+        listed = sockets.host_sockets(folders=())
+        walked = sockets.host_sockets(table=tmp_path / "missing", folders=(tmp_path / "run",))
+        assert sockets.is_socket(run / "left.sock") and not sockets.is_socket(tmp_path / "run" / "plain")
+    finally:
+        bound.close()
+        left.close()
+    assert str(tmp_path / "bound.sock") in listed
+    assert walked == [str(run / "left.sock")]
 
 
 def test_hidden_paths_that_exist_are_covered_after_the_workspace(tmp_path: Path):

@@ -190,6 +190,8 @@ class FakeBotApi:
         return self.arrive({"callback_query": query})
 
     def fail(self, method: str, answer: dict[str, Any], times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` get ``answer`` (its ``error_code`` the status), or
+        the page ``answer["html"]`` when it has one (served as text/html)."""
         with self.lock:
             self.failures.setdefault(method, []).extend([answer] * times)
 
@@ -319,10 +321,12 @@ def _handler(api: FakeBotApi) -> type[BaseHTTPRequestHandler]:
                 late = api.late.get(method)
                 if late is not None:
                     late.wait(60)
-            data = json.dumps(answer).encode()
+            # A failure may be an HTML page, as a proxy or Telegram's front answers a 502 with.
+            html = answer.get("html") if isinstance(answer.get("html"), str) else None
+            data = html.encode() if html is not None else json.dumps(answer).encode()
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/html" if html is not None else "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

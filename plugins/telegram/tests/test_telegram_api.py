@@ -121,3 +121,17 @@ def test_sends_to_a_group_are_paced_under_twenty_a_minute(bot_api, bot_token: st
     assert len(sent) == 21
     assert sent[-1].time - sent[0].time >= 2.5
     assert bot_api.sent(1111111)[0].time < sent[-1].time
+
+
+def test_a_library_message_becomes_one_bounded_line() -> None:
+    from crab_telegram.api import MAX_DETAIL, describe
+
+    page = "<html>\r\n<body>" + "x" * 5000 + "</body></html>"
+    said = describe(f"Bad Gateway (502). Parsing the server response {page.encode()!r} failed")
+    assert (
+        said
+        == "Bad Gateway (502): the answer was not the Bot API's JSON (an error page from a proxy or Telegram's front)"
+    )
+    long = describe("Conflict:\n" + "word " * 200)
+    assert "\n" not in long and len(long) == MAX_DETAIL and long.endswith("…")
+    assert describe("Bad Request: message is too long") == "Bad Request: message is too long"

@@ -223,6 +223,33 @@ def test_server_errors_are_retried_and_polling_goes_on(serve, bot_api):
     assert len(bot_api.sent(ADA)) == 2  # the 502, then the answer
 
 
+NGINX_502 = (
+    "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+    "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.18.0</center>\r\n"
+    + "<!-- a padding to disable MSIE and Chrome friendly error page -->\r\n" * 6
+    + "</body>\r\n</html>\r\n"
+)
+
+
+def test_an_html_502_from_the_front_is_one_short_line_per_failed_poll(serve, bot_api):
+    served = serve()
+    bot_api.fail("getUpdates", {"error_code": 502, "html": NGINX_502}, times=2)
+    bot_api.wait_for("both failures to be served", lambda: not bot_api.failures["getUpdates"], served.proc)
+    polls = len(bot_api.sent(method="getUpdates"))
+    # the poll after the second failure: its warning was printed before it
+    bot_api.wait_for("a poll after them", lambda: len(bot_api.sent(method="getUpdates")) > polls, served.proc)
+    bot_api.say("still there?", user=ADA)
+    bot_api.wait_for("the answer", lambda: bot_api.texts(ADA), served.proc)
+    assert served.stop() == 0, served.stderr
+    assert bot_api.texts(ADA) == ["echo: still there? (1 user messages)"]
+    failed = [line for line in served.stderr.splitlines() if "telegram: getUpdates:" in line]
+    assert len(failed) == 2, served.stderr
+    for line in failed:
+        assert "Bad Gateway (502)" in line and "was not the Bot API's JSON" in line, line
+        assert "polling again in" in line and len(line) < 400, line
+    assert "<html" not in served.stderr and "nginx" not in served.stderr and "padding" not in served.stderr
+
+
 def test_the_token_can_come_from_the_auth_file(serve, bot_api, tg_env, bot_token):
     import json
 

@@ -45,10 +45,13 @@ class Bridge:
     @crab.hookimpl
     def crab_tools(self) -> list[crab.Tool]:
         tools: list[crab.Tool] = []
-        if self.caps.read_text_file and self.caps.write_text_file:
+        if self.caps.read_text_file or self.caps.write_text_file:
             from crab_acp.editor_fs import editor_file_tools
 
-            tools += editor_file_tools(self._read, self._write)
+            # What the client does not offer is done on disk, by the same tools (one read gate).
+            tools += editor_file_tools(
+                self._read if self.caps.read_text_file else None, self._write if self.caps.write_text_file else None
+            )
         if self.caps.terminal:
             from crab_acp.editor_terminal import editor_bash
 

@@ -1,8 +1,11 @@
 """``read``, ``write`` and ``edit`` through the editor (``fs/read_text_file``, ``fs/write_text_file``).
 
 Offered (with ``override=True``, in place of crab-tools-basic's tools of those names) when the
-client says it can read and write text files: the model then sees unsaved buffers, and its
-changes land in the editor, which shows them and keeps its undo history. The rules are crab's:
+client says it can read or write text files: the model then sees unsaved buffers, and its
+changes land in the editor, which shows them and keeps its undo history. What the client does
+not offer crab does on disk itself (``disk_read``, ``disk_write``): a client that writes but does
+not read still gets every change, and one that reads but does not write gets them on disk, with
+one read gate for both halves (crab-tools-basic's would not know of reads made here). The rules are crab's:
 a path must stay inside the workspace (symlinks resolved), an existing file is changed only
 after a read in this session and if it is unchanged since (the read gate), every edit is checked
 before anything is written, and each change comes back with its ``crab.FileDiff``.
@@ -10,10 +13,13 @@ before anything is written, and each change comes back with its ``crab.FileDiff`
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import difflib
 import hashlib
 import itertools
 import os
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -25,6 +31,9 @@ READ_BYTES = 50_000
 WHOLE_TEXT = 200_000
 """Texts up to this many characters go into a diff whole (``before``/``after``), for the editor's review."""
 STATE_KEY = "crab-acp.read"
+WRITTEN_KEY = "crab-acp.written"
+"""``ToolContext.state`` key: path → (the disk's digest then, the text) of each write through an
+editor that does not offer reads (``editor_file_tools``)."""
 
 Reader = Callable[[str, str], Awaitable[str]]
 Writer = Callable[[str, str, str], Awaitable[None]]
@@ -50,6 +59,14 @@ def inside(workspace: Path, path: str) -> tuple[Path, str]:
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _disk_digest(real: Path) -> str | None:
+    """The sha256 of the file's bytes on disk, or None when there is no file."""
+    try:
+        return hashlib.sha256(real.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def numbered(text: str, offset: int, limit: int | None) -> str:
@@ -149,24 +166,72 @@ def _prepare_edit(args: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-def editor_file_tools(read_file: Reader, write_file: Writer) -> list[crab.Tool]:
+async def disk_read(session_id: str, path: str) -> str:
+    """A file's text from disk, for a client that does not offer ``fs/read_text_file``."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise crab.ToolError(f"{path} is not UTF-8 text; crab's editor tools read text files only") from None
+
+
+async def disk_write(session_id: str, path: str, text: str) -> None:
+    """``text`` into the file on disk, for a client that does not offer ``fs/write_text_file``:
+    whole or not at all (a temporary file renamed over it), keeping an existing file's mode."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = target.stat().st_mode & 0o7777 if target.exists() else None
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".crab")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        if mode is not None:
+            os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def editor_file_tools(read_file: Reader | None, write_file: Writer | None) -> list[crab.Tool]:
     """The three tools, reading with ``read_file(session, path)``, writing with
-    ``write_file(session, path, text)``."""
+    ``write_file(session, path, text)``; None for either means on disk (``disk_read``, ``disk_write``)."""
+    where = "in the editor" if write_file is not None else "on disk"
+    reader: Reader = read_file or disk_read
+    writer: Writer = write_file or disk_write
+
+    # A client that writes but does not read may keep what it was given in an unsaved buffer:
+    # until the disk changes, that text (not the disk's) is the file (``unsaved``).
+    blind = read_file is None and write_file is not None
+
+    def unsaved(ctx: crab.ToolContext, real: Path) -> str | None:
+        """The text last written through the editor, while the disk still holds what it held then."""
+        written = ctx.state.get(WRITTEN_KEY, {})
+        if str(real) not in written:
+            return None
+        disk_before, text = written[str(real)]
+        if _disk_digest(real) == disk_before:
+            return str(text)
+        del written[str(real)]  # saved, or changed on disk since: the disk is the truth again
+        return None
 
     async def current(ctx: crab.ToolContext, real: Path, display: str) -> str:
+        if blind and (text := unsaved(ctx, real)) is not None:
+            return text
         try:
-            return await read_file(ctx.session_id, str(real))
+            return await reader(ctx.session_id, str(real))
         except crab.ToolError:
             raise
         except Exception as exc:
-            raise crab.ToolError(f"the editor could not read {display}: {exc}") from None
+            who = "the editor" if read_file is not None else "crab"
+            raise crab.ToolError(f"{who} could not read {display}: {exc}") from None
 
     def remember(ctx: crab.ToolContext, real: Path, text: str) -> None:
         ctx.state.setdefault(STATE_KEY, {})[str(real)] = _digest(text)
 
     async def gate(ctx: crab.ToolContext, real: Path, display: str) -> str | None:
         """The file's text now, when it exists and was read (unchanged) in this session; None when it is new."""
-        if not real.exists():
+        if not real.exists() and not (blind and unsaved(ctx, real) is not None):
             return None
         if real.is_dir():
             raise crab.ToolError(f"{display} is a folder, not a file")
@@ -179,10 +244,13 @@ def editor_file_tools(read_file: Reader, write_file: Writer) -> list[crab.Tool]:
         return text
 
     async def put(ctx: crab.ToolContext, real: Path, display: str, text: str) -> None:
+        if blind:
+            ctx.state.setdefault(WRITTEN_KEY, {})[str(real)] = (_disk_digest(real), text)
         try:
-            await write_file(ctx.session_id, str(real), text)
+            await writer(ctx.session_id, str(real), text)
         except Exception as exc:
-            raise crab.ToolError(f"the editor could not write {display}: {exc}") from None
+            who = "the editor" if write_file is not None else "crab"
+            raise crab.ToolError(f"{who} could not write {display}: {exc}") from None
         remember(ctx, real, text)
 
     @crab.tool(override=True, output_limit=None)
@@ -224,7 +292,7 @@ def editor_file_tools(read_file: Reader, write_file: Writer) -> list[crab.Tool]:
         verb = "overwrote" if before is not None else "created"
         lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
         return crab.ToolResult(
-            f"{verb} {display} ({lines} lines) in the editor", diffs=(file_diff(display, before, content),)
+            f"{verb} {display} ({lines} lines) {where}", diffs=(file_diff(display, before, content),)
         )
 
     @crab.tool(permission="write", override=True, output_limit=None, prepare_arguments=_prepare_edit)
@@ -248,6 +316,17 @@ def editor_file_tools(read_file: Reader, write_file: Writer) -> list[crab.Tool]:
         after = replace_all(before, list(edits))
         await put(ctx, real, display, after)
         diff = file_diff(display, before, after)
-        return crab.ToolResult(f"edited {display} in the editor (+{diff.added} -{diff.removed} lines)", diffs=(diff,))
+        return crab.ToolResult(f"edited {display} {where} (+{diff.added} -{diff.removed} lines)", diffs=(diff,))
 
-    return [read, write, edit]
+    tools = [read, write, edit]
+    if read_file is None:
+        tools[0] = _reworded(read, "(as the editor has it, unsaved changes included)", "(from disk)")
+    if write_file is None:
+        tools[1] = _reworded(write, ", through the editor (which shows the change)", " on disk")
+        tools[2] = _reworded(edit, ", through the editor:", " on disk:")
+    return tools
+
+
+def _reworded(tool: crab.Tool, said: str, instead: str) -> crab.Tool:
+    """``tool`` with its description telling where it reads or writes (the editor or the disk)."""
+    return dataclasses.replace(tool, description=tool.description.replace(said, instead))

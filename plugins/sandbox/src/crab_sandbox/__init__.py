@@ -47,7 +47,7 @@ def crab_after_tool_call(call: ToolCall, tool: Tool, result: ToolResult, ctx: To
     """Say in the result what the sandbox refused (a path, the network, a variable)."""
     from crab_sandbox import runtime
 
-    return runtime.annotate(call, result, ctx)
+    return runtime.annotate(call, result, ctx, tool)
 
 
 @crab.hookimpl

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from crab_sandbox import bwrap, runtime
+from crab_sandbox import bwrap, policy, runtime, sockets
 from crab_sandbox.settings import user_home
 
 
@@ -33,7 +33,29 @@ def check(config: Any) -> int:
     typer.echo(f"hidden here: {hidden or 'none of the listed paths exist'}")
     network = "on for every command" if settings.network else "off, except for calls of network-permission tools"
     typer.echo(f"network: {network}")
+    typer.echo(f"host unix sockets covered: {_sockets(settings)}")
     return 0 if found.works else 1
+
+
+def _sockets(settings: Any) -> str:
+    """The host's unix sockets a command here would find covered, and those let through."""
+    _, facts = policy.build(
+        "bwrap",
+        ["true"],
+        workspace=Path.cwd(),
+        cwd=None,
+        settings=settings,
+        env={},
+        secrets=(),
+        network=False,
+        unreadable=Path("/dev/null"),
+        sockets=sockets.host_sockets(),
+    )
+    shown = ", ".join(str(p) for p in facts.sockets[:5]) + (", ..." if len(facts.sockets) > 5 else "")
+    said = f"{len(facts.sockets)}" + (f" ({shown})" if facts.sockets else "")
+    if settings.unix_sockets:
+        said += "; let through (unix_sockets): " + ", ".join(str(p) for p in settings.unix_sockets)
+    return said
 
 
 def doctor_lines(config: Any) -> list[tuple[str, str]]:

@@ -4,18 +4,26 @@ The rest of the file system is read-only; the workspace and the ``writable`` fol
 writable; ``/tmp`` is private (a tmpfs, except that the host folder holding a workspace under
 ``/tmp`` is bound read-only, so ``..`` does not land in a writable tmpfs); hidden paths are
 covered by an empty mode-000 folder or file; secret variables are unset; the network namespace is
-new (loopback only) unless the call may use the network; all capabilities are dropped; and the
-sandbox has its own pid namespace, so everything in it dies with its command or with crab.
+new (loopback only) unless the call may use the network; the host's unix sockets outside the
+workspace and /tmp are covered like hidden files (``sockets``: a read-only mount does not stop a
+connect), except those ``unix_sockets`` lets through; all capabilities are dropped; and the sandbox has its
+own pid namespace, so everything in it dies with its command or with crab.
+
+Secret variables are taken out before bwrap starts (``env -u NAME ... bwrap``), not by bwrap's
+``--unsetenv``: bwrap is pid 1 inside the sandbox, and ``/proc/1/environ`` (and ``ps e``) would
+show a command everything bwrap was started with.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from crab_sandbox import sockets as host_sockets
 from crab_sandbox.settings import Settings
 
 SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|PASSWORD|DSN|CREDENTIALS?)$", re.IGNORECASE)
@@ -32,6 +40,8 @@ class Facts:
     hidden: tuple[Path, ...]
     unset: tuple[str, ...]
     network: bool
+    sockets: tuple[Path, ...] = ()
+    """The host's unix sockets covered for this command."""
 
 
 def secret_variables(env: Mapping[str, str], secrets: Iterable[str], extra: Sequence[str] = ()) -> list[str]:
@@ -67,14 +77,21 @@ def build(
     secrets: Iterable[str],
     network: bool,
     unreadable: Path,
+    sockets: Iterable[str] = (),
 ) -> tuple[list[str], Facts]:
-    """The bwrap command line running ``argv``, and what it keeps from the command.
+    """The command line running ``argv`` in bwrap, and what it keeps from the command.
 
     ``unreadable`` is an empty mode-000 file, bound over hidden files (a hidden folder gets an
-    empty mode-000 tmpfs), so reading one fails with ``Permission denied`` instead of reading empty.
+    empty mode-000 tmpfs), so reading one fails with ``Permission denied`` instead of reading empty,
+    and over the host's unix ``sockets`` (``crab_sandbox.sockets``), so a connect fails.
     """
     writable = [_real(p) for p in (workspace, *settings.writable) if p.exists()]
-    args = [bwrap, "--die-with-parent", "--new-session"]
+    unset = secret_variables(env, secrets, settings.hidden_env)
+    # bwrap runs with the environment it is started with (and is pid 1 inside): clean it first.
+    args: list[str] = []
+    if unset:
+        args += [shutil.which("env") or "/usr/bin/env", *(part for name in unset for part in ("-u", name)), "--"]
+    args += [bwrap, "--die-with-parent", "--new-session"]
     args += ["--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
     if not network:
         args.append("--unshare-net")
@@ -97,11 +114,17 @@ def build(
         else:
             args += ["--ro-bind", str(unreadable), str(real)]
         hidden.append(path)
-    unset = secret_variables(env, secrets, settings.hidden_env)
-    for name in unset:
-        args += ["--unsetenv", name]
+    covered = host_sockets.covered(
+        sockets,
+        own=writable,
+        hidden=[_real(p) for p in hidden],
+        allowed=[_real(p) for p in settings.unix_sockets],
+        private=PRIVATE_TMP,
+    )
+    for socket in covered:
+        args += ["--ro-bind", str(unreadable), str(socket)]
     args += ["--cap-drop", "ALL", "--disable-userns"]
     if cwd is not None:
         args += ["--chdir", str(cwd)]
     args += ["--", *argv]
-    return args, Facts(tuple(writable), tuple(hidden), tuple(unset), network)
+    return args, Facts(tuple(writable), tuple(hidden), tuple(unset), network, tuple(covered))

@@ -1,7 +1,7 @@
 """Honest reporting: the line added to a sandboxed command's result when the sandbox stopped it.
 
-A refused write, a hidden file, the missing network, an unset variable or a background process
-ended with its command each look like an ordinary failure from inside; the note says which one
+A refused write, a hidden file, the missing network, an unset variable, a covered host socket or a
+background process ended with its command each look like an ordinary failure from inside; the note says which one
 it was, so neither the model nor the user is left guessing.
 """
 
@@ -20,7 +20,7 @@ NETWORK = re.compile(
     r"No address associated with hostname|getaddrinfo|nodename nor servname",
     re.IGNORECASE,
 )
-BACKGROUND = re.compile(r"(?:^|[^&>|])&(?:\s|$)|\bnohup\b|\bsetsid\b|\bdisown\b|\bdaemon\b")
+BACKGROUND = re.compile(r"(?:^|[^&>|])&(?:\s|$|\))|\bnohup\b|\bsetsid\b|\bdisown\b|\bdaemon\b")
 
 
 def _forms(path: Path, home: Path | None) -> list[str]:
@@ -37,8 +37,12 @@ def _short(path: Path, home: Path | None) -> str:
     return f"~/{path.relative_to(home).as_posix()}" if home is not None and home in path.parents else str(path)
 
 
-def note(facts: Facts, command: str, output: str, home: Path | None = None) -> str | None:
-    """One line naming what the sandbox refused this command, or None when nothing points to it."""
+def note(facts: Facts, command: str, output: str, home: Path | None = None, *, background: bool = False) -> str | None:
+    """One line naming what the sandbox refused this command, or None when nothing points to it.
+
+    ``background``: the tool can start a command that outlives its call (crab-tools-basic's
+    ``bash`` with ``background: true``), which the note then points to.
+    """
     home = home or user_home()
     seen = f"{command}\n{output}"
     said: list[str] = []
@@ -54,8 +58,22 @@ def note(facts: Facts, command: str, output: str, home: Path | None = None) -> s
     unset = [name for name in facts.unset if re.search(rf"\b{re.escape(name)}\b", command)]
     if unset:
         said.append(f"{', '.join('$' + n for n in unset)} not passed into the sandbox (secret variables are unset)")
+    sockets = [p for p in facts.sockets if str(p) in seen]
+    if sockets:
+        names = ", ".join(str(p) for p in sockets)
+        said.append(
+            f"{names}: host sockets are covered in the sandbox ([plugins.sandbox] unix_sockets lets one through)"
+        )
     if BACKGROUND.search(command):
-        said.append("processes a command leaves running end when it exits (the sandbox has its own pid namespace)")
+        keep = (
+            "to keep one running for later calls, start it with background: true (bash_output reads it, "
+            "bash_kill ends it)"
+            if background
+            else "nothing started in one call runs on into the next"
+        )
+        said.append(
+            "processes a command leaves running end when it exits (the sandbox has its own pid namespace); " + keep
+        )
     if not said:
         return None
     return "[sandbox: " + "; ".join(said) + "]"

@@ -18,7 +18,7 @@ from typing import Any
 import crab
 from crab import processes
 
-from crab_sandbox import bwrap, policy, report
+from crab_sandbox import bwrap, policy, report, sockets
 from crab_sandbox.settings import NAME, Settings, load_settings
 
 KEYBOARD = "!keyboard"
@@ -138,20 +138,24 @@ def wrap(launch: processes.Launch) -> list[str] | None:
         secrets=crab.known_secrets(config),
         network=settings.network or launch.permission == "network",
         unreadable=_unreadable(),
+        sockets=sockets.host_sockets(),
     )
     if ctx.call_id and not launch.tool.startswith("!"):  # a !cmd's result gets no after-call note
         ctx.state.setdefault(STATE_KEY, {})[ctx.call_id] = facts
     return argv
 
 
-def annotate(call: crab.ToolCall, result: crab.ToolResult, ctx: crab.ToolContext) -> crab.ToolResult | None:
+def annotate(
+    call: crab.ToolCall, result: crab.ToolResult, ctx: crab.ToolContext, tool: crab.Tool | None = None
+) -> crab.ToolResult | None:
     """The result with one line saying what the sandbox refused, when that shows in it."""
     calls = ctx.state.get(STATE_KEY)
     facts = calls.pop(ctx.call_id, None) if isinstance(calls, dict) else None
     if facts is None:
         return None
     command = "\n".join(v for v in call.arguments.values() if isinstance(v, str))
-    line = report.note(facts, command, result.content)
+    properties = tool.parameters.get("properties", {}) if tool is not None else {}
+    line = report.note(facts, command, result.content, background="background" in properties)
     if line is None:
         return None
     return crab.ToolResult(f"{result.content}\n{line}", result.is_error, result.details)

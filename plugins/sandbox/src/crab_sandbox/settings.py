@@ -1,12 +1,14 @@
 """``[plugins.sandbox]``: its declaration, and the typed settings read from the checked table.
 
 Every key that widens what a sandboxed command may do (``mode = "off"``, ``writable``,
-``network``, ``bwrap``, ``mcp_servers = false``) is trust-only or ordered by trust: an untrusted project config may only
-make the sandbox stricter (hide more paths, more variables, ``required``).
+``network``, ``unix_sockets``, ``bwrap``, ``mcp_servers = false``) is trust-only or ordered by
+trust: an untrusted project config may only make the sandbox stricter (hide more paths, more
+variables, ``required``).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +91,14 @@ TABLE = crab.ConfigTable(
             trust_only=True,
         ),
         crab.Setting(
+            "unix_sockets",
+            "list[str]",
+            [],
+            "host unix sockets outside the workspace a sandboxed command may connect to (e.g. "
+            "/run/dbus/system_bus_socket); every other one is covered",
+            trust_only=True,
+        ),
+        crab.Setting(
             "shell_escape",
             "str",
             "keyboard-free",
@@ -126,6 +136,7 @@ class Settings:
     hidden: tuple[Path, ...] = ()
     hidden_env: tuple[str, ...] = ()
     network: bool = False
+    unix_sockets: tuple[Path, ...] = ()
     shell_escape: ShellEscape = "keyboard-free"
     mcp_servers: bool = False
     bwrap: str = ""
@@ -155,7 +166,9 @@ def load_settings(table: Mapping[str, Any], workspace: Path) -> Settings:
     hidden = [home / name for name in HOME_SECRETS] if home is not None else []
     # crab's keys, and its config (which may hold api_key values); skills and logs stay readable.
     hidden += [crab.crab_home() / "auth.json", crab.crab_home() / "config.toml"]
-    hidden.extend(Path(p) for p in SYSTEM_HIDDEN)
+    sockets = [found for p in values["unix_sockets"] if (found := _path(p, home or workspace)) is not None]
+    let_through = {os.path.realpath(p) for p in sockets}
+    hidden.extend(Path(p) for p in SYSTEM_HIDDEN if os.path.realpath(p) not in let_through)  # docker.sock
     hidden.extend(found for p in values["hidden"] if (found := _path(p, home or workspace)) is not None)
     writable = [found for p in values["writable"] if (found := _path(p, workspace)) is not None]
     return Settings(
@@ -164,6 +177,7 @@ def load_settings(table: Mapping[str, Any], workspace: Path) -> Settings:
         hidden=tuple(hidden),
         hidden_env=tuple(values["hidden_env"]),
         network=values["network"],
+        unix_sockets=tuple(sockets),
         shell_escape=values["shell_escape"],
         mcp_servers=values["mcp_servers"],
         bwrap=values["bwrap"],

@@ -36,6 +36,10 @@ T = TypeVar("T")
 MAX_BACKOFF = 30.0
 RATE_LIMIT_RETRIES = 5
 """429s in a row waited out (each for Telegram's ``retry_after``) before a send gives up."""
+MAX_DETAIL = 300
+"""Characters of the library's message a ``TelegramError`` keeps (it goes into one warning line)."""
+PARSE_FAILED = ". Parsing the server response "
+"""How python-telegram-bot goes on after the HTTP status when the body is not JSON, quoting it whole."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -287,9 +291,21 @@ class BotApi:
                 code = _code_of(exc)
                 attempt += 1
                 if code is not None or attempt > limit:
-                    detail = self._token_redactor.text(exc.message) or type(exc).__name__
+                    detail = describe(self._token_redactor.text(exc.message) or type(exc).__name__)
                     raise TelegramError(f"{method}: {detail}", code) from None
                 await self._sleep(min(MAX_BACKOFF, 0.5 * 2 ** (attempt - 1)))
+
+
+def describe(message: str) -> str:
+    """The library's message as one bounded line: an answer that was not Telegram's JSON (a
+    proxy's or Telegram's front's HTML error page) is named, never quoted whole, since the library
+    quotes it (``... Parsing the server response b'<html>...' failed``) and every failed poll
+    would print the page again."""
+    head, quoted, _ = message.partition(PARSE_FAILED)
+    if quoted:
+        message = f"{head}: the answer was not the Bot API's JSON (an error page from a proxy or Telegram's front)"
+    line = " ".join(message.split())
+    return line if len(line) <= MAX_DETAIL else line[: MAX_DETAIL - 1] + "…"
 
 
 def _present(params: dict[str, Any]) -> dict[str, Any]:
