@@ -114,6 +114,45 @@ def select_plugins(
     return ordered, reasons
 
 
+def near_names(name: str, installed: Collection[str]) -> list[str]:
+    """Installed plugin names that look like ``name`` (``provider-mok`` → ``provider-mock``)."""
+    import difflib
+
+    return difflib.get_close_matches(name, sorted(installed), n=2, cutoff=0.75)
+
+
+def near_hint(name: str, installed: Collection[str]) -> str:
+    """``: did you mean X? (else pip install crab-NAME)``, or `` (pip install crab-NAME?)`` when no
+    installed name is close."""
+    near = near_names(name, installed)
+    if near:
+        return f": did you mean {' or '.join(near)}? (else pip install crab-{name})"
+    return f" (pip install crab-{name}?)"
+
+
+def listed_in(source: str) -> str:
+    return f"listed in {source}" if source else "enabled"
+
+
+def check_listed(chosen: Sequence[str], installed: Collection[str], source: str) -> None:
+    """Raise ``UsageError`` naming every plugin in ``chosen`` that is not installed, with the
+    installed names that look like each."""
+    from crab._contracts.errors import UsageError
+
+    unknown = [name for name in chosen if name not in installed]
+    if not unknown:
+        return
+    names = ", ".join(repr(name) for name in unknown)
+    near = [n for name in unknown for n in near_names(name, installed)]
+    verb = "is" if len(unknown) == 1 else "are"
+    hint = (
+        f"did you mean {' or '.join(near)}?"
+        if near
+        else "`crab plugins list` shows the installed ones, `crab plugins install NAME` adds one"
+    )
+    raise UsageError(f"{source} names {names}, which {verb} not installed: {hint}")
+
+
 def order_source(
     config: Config | None,
     cli: Sequence[str] | None = None,
@@ -232,6 +271,10 @@ class PluginHost:
             by_name[ep.name] = ep
         chosen, reasons = select_plugins(list(by_name), self.config, cli, env)
         source = order_source(self.config, cli, env, cli_source)
+        if cli is not None and cli_source == "--plugins":
+            # The user's word for this one command: a name that matches nothing is a usage error
+            # (one line, exit 2), not a warning followed by whatever error its absence causes.
+            check_listed(chosen, by_name, cli_source)
         if source:
             from crab._host.clashes import LISTED, Rank
 
@@ -262,7 +305,7 @@ class PluginHost:
                 self.dispatch.report(Failure(name, reason))
                 continue
             if name not in by_name:
-                reason = f"enabled but not installed (pip install crab-{name}?)"
+                reason = f"{listed_in(source)} but not installed{near_hint(name, by_name)}"
                 self.records[name] = PluginRecord(name=name, status="missing", reason=reason)
                 self.dispatch.report(Failure(name, reason, status="missing"))
                 continue
@@ -481,7 +524,7 @@ class PluginHost:
         from crab._host.clashes import build_registry
 
         order = [n for n in sorted(self._contributions[kind], key=lambda n: self._order.get(n, 0)) if n in self._order]
-        table, faults = build_registry(kind, self._contributions[kind], order, self._ranks)
+        table, faults = build_registry(kind, self._contributions[kind], order, self._ranks, self._crab_own)
         for fault in faults:
             if len(fault.plugins) == 1:
                 self.fault(fault.plugins[0], fault.reason)
@@ -492,6 +535,14 @@ class PluginHost:
                     record.faults.append(fault.reason)
             self.dispatch.report(Failure(fault.plugins[0], fault.reason))
         return table
+
+    def _crab_own(self, plugin: str) -> bool:
+        """Whether ``plugin`` comes from one of crab's own distributions (asked only when two
+        plugins loaded because they are installed register one name)."""
+        from crab._host.entry_points import crab_own
+
+        record = self.records.get(plugin)
+        return record is not None and record.distribution is not None and crab_own(record.distribution)
 
     def add_tools(self, plugin: str, tools: Sequence[Any]) -> list[str]:
         """Add tools that ``plugin`` learned of after start-up (MCP servers, say) to the live registry.
