@@ -113,6 +113,7 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
         choose_provider,
         choose_store,
         default_renderer,
+        no_provider,
     )
     from crab._config.layers import Config, load_config
     from crab._config.paths import user_config_path
@@ -139,7 +140,7 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
     providers = host.registry("providers")
     ready = False
     if not providers:
-        _bad("providers: none loaded — pip install crab-provider-openai (or crab-provider-anthropic)")
+        _bad(f"providers: {no_provider(host, model_name or config.get('crab.model'))}")
         failures += 1
     else:
         try:

@@ -84,17 +84,19 @@ def select_plugins(
     config: Config | None,
     cli: Sequence[str] | None = None,
     env: Mapping[str, str] | None = None,
+    cli_source: str = "--plugins",
 ) -> tuple[list[str], dict[str, str]]:
     """Which plugins load, in which order, and why each other one does not.
 
     Precedence: ``--plugins`` on the command line, then ``CRAB_PLUGINS``, then ``[plugins]
     enabled`` (config order), else every installed plugin sorted by name; ``[plugins] disabled``
-    then removes names from the config-based choice. Returns (names to load, {name: reason}).
+    then removes names from the config-based choice; ``cli_source`` names ``cli`` in the reasons (a
+    program's list is no flag). Returns (names to load, {name: reason}).
     """
     from_env = environ.plugin_list(env)
     reasons: dict[str, str] = {}
     if cli is not None:
-        chosen, source = list(cli), "--plugins"
+        chosen, source = list(cli), cli_source
     elif from_env is not None:
         chosen, source = parse_plugin_list(from_env), environ.PLUGINS
     else:
@@ -231,6 +233,9 @@ class PluginHost:
         self.declarers: dict[str, str] = dict.fromkeys(HOOKS, "core")
         """Hook → who declares it: ``core`` or ``plugin NAME``."""
         self._contributions: dict[Kind, dict[str, list[Any]]] = {k: {} for k in KINDS}
+        self.unread_source = ""
+        """Who chose no installed plugin when no metadata was read for it (a program's ``plugins=[]``):
+        an error about a missing store or provider reads it then (``crab._host.not_loaded``)."""
         self._collected = False
         self._registries: dict[Kind, dict[str, Any]] = {}
 
@@ -269,7 +274,7 @@ class PluginHost:
                 )
                 continue
             by_name[ep.name] = ep
-        chosen, reasons = select_plugins(list(by_name), self.config, cli, env)
+        chosen, reasons = select_plugins(list(by_name), self.config, cli, env, cli_source)
         source = order_source(self.config, cli, env, cli_source)
         if cli is not None and cli_source == "--plugins":
             # The user's word for this one command: a name that matches nothing is a usage error
