@@ -103,6 +103,39 @@ def emit_config_notices(config: Config, notice: Callable[[str, str], object]) ->
         notice(line, "warning")
 
 
+LAST_RUN = "last-run"
+"""The built-in plugin that remembers a run's plugin failures for ``crab plugins list``."""
+
+
+def remember_failures(host: PluginHost, config: Config, *, complete: bool) -> None:
+    """Keep what this host's plugins met (``crab._host.last_run``), secrets masked, in crab's home;
+    ``complete`` when every hook a run calls was called, so a plugin that worked clears its entry."""
+    from crab._config import environ
+    from crab._contracts.errors import CrabError
+    from crab._host.last_run import failures_file, remember
+    from crab._secrets.keys import known_secrets
+    from crab._secrets.redaction import Redactor
+
+    try:
+        path = failures_file(environ.crab_home())
+    except CrabError:  # no home folder at all: nowhere to keep it, and the run said each failure
+        return
+    remember(path, host.records, complete=complete, redact=Redactor(known_secrets(config)).text)
+
+
+class FailureMemory:
+    """Remembers the run's plugin failures when the agent closes, after every other plugin's
+    ``crab_shutdown`` (core's ``trylast``), so start-up and shutdown failures are in it too."""
+
+    def __init__(self, host: PluginHost, config: Config) -> None:
+        self.host = host
+        self.config = config
+
+    @hookimpl(trylast=True)
+    def crab_shutdown(self) -> None:
+        remember_failures(self.host, self.config, complete=True)
+
+
 def store_name(host: PluginHost, config: Config, name: str | None = None) -> str:
     """``name``, else ``[crab] store``, else the first persistent store in plugin order, else memory.
 
