@@ -4,7 +4,6 @@ plugin known to fail "loaded"; a later run in which the plugin works clears it."
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,8 @@ def read(path: Path) -> dict[str, Remembered]:
     try:
         if path.stat().st_size > MAX_BYTES:
             return {}
+        import json  # only once there is a file: most listings have none to read
+
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
@@ -70,6 +71,8 @@ def remember(path: Path, records: Mapping[str, PluginRecord], *, complete: bool,
     included) a plugin that worked clears what an earlier run remembered of it; without, only new
     failures are added. Written atomically; a home that cannot be written is left alone (the run
     already showed each failure)."""
+    import json
+
     from crab._system.atomic import write_atomic
 
     before = read(path)
