@@ -38,3 +38,13 @@ def test_a_setting_naming_a_missing_plugin_lists_it_missing_with_the_hint(crab_r
     assert record["reason"] == (
         "listed in CRAB_PLUGINS but not installed: did you mean scripted? (else pip install crab-scriptd)"
     )
+
+
+def test_the_variable_is_never_mistaken_for_the_flag(crab_run: Any, fake_site: Any, tmp_path: Path):
+    # The sessions commands passed CRAB_PLUGINS on as if it were --plugins: a stale name in the
+    # variable then stopped them, blaming a flag nobody gave.
+    env = fake_site(["scripted"])
+    env["CRAB_PLUGINS"] = "scripted,scriptd"
+    result = crab_run(["sessions", "list"], env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "--plugins" not in result.stderr
