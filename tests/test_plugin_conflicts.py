@@ -1,4 +1,5 @@
-"""A third-party tool named like one of tools-basic's: one line says so, and nothing else is lost.
+"""A third-party tool named like one of tools-basic's: one line says so, and nothing else is lost;
+with nobody's order, crab's own tools-basic keeps the name (docs/plugins.md, "Two plugins, one name").
 
 Runs the real ``crab`` with provider-mock and tools-basic installed and the ``shadow-ls`` plugin
 of core's broken-plugin fixture package (a tool ``ls`` and a tool ``wordstat``) put on the path.
@@ -77,27 +78,29 @@ def test_run_says_it_once_and_the_basic_tools_still_run(env, tmp_path):
     assert not results["read"]["is_error"] and "the notes" in results["read"]["content"]
 
 
-def test_installed_only_neither_takes_the_name_until_the_user_orders_them(env, tmp_path):
-    # Every installed plugin loads, sorted by name: shadow-ls sorted first and silently took `ls`.
+def test_installed_only_crab_s_own_plugin_keeps_the_name_until_the_user_orders_them(env, tmp_path):
+    # Every installed plugin loads, sorted by name: shadow-ls sorted first and silently took `ls`;
+    # then neither got it, so one stray package took a working tool away from everyone.
     del env["CRAB_PLUGINS"]
     result = crab(["tools", "--json"], env, tmp_path)
     assert result.returncode == 0, result.stderr
     owners = {t["name"]: t["plugin"] for t in json.loads(result.stdout)}
-    assert "ls" not in owners and owners["wordstat"] == "shadow-ls" and owners["read"] == "tools-basic"
+    assert owners["ls"] == "tools-basic" and owners["wordstat"] == "shadow-ls" and owners["read"] == "tools-basic"
     clash = [line for line in warnings(result.stderr) if "'ls'" in line]
     assert clash == [
-        "plugin shadow-ls failed: its tool 'ls' is also registered by plugin 'tools-basic', so neither is used; "
-        "list both in [plugins] enabled (which then names every plugin that loads), the one that should win "
-        "first, or disable one (crab plugins disable shadow-ls or crab plugins disable tools-basic)"
+        "plugin shadow-ls failed: its tool 'ls' was left out: plugin 'tools-basic', one of crab's own, registers "
+        "that name, and a plugin that is only installed never takes a name from it; list shadow-ls before "
+        "tools-basic in [plugins] enabled to use this one, or disable one of them (crab plugins disable shadow-ls "
+        "or tools-basic)"
     ]
     home = Path(env["CRAB_HOME"])
     home.mkdir(exist_ok=True)
-    (home / "config.toml").write_text('[plugins]\nenabled = ["provider-mock", "tools-basic", "shadow-ls"]\n')
+    (home / "config.toml").write_text('[plugins]\nenabled = ["provider-mock", "shadow-ls", "tools-basic"]\n')
     settled = crab(["tools", "--json"], env, tmp_path)
     assert settled.returncode == 0, settled.stderr
-    assert {t["name"]: t["plugin"] for t in json.loads(settled.stdout)}["ls"] == "tools-basic"
+    assert {t["name"]: t["plugin"] for t in json.loads(settled.stdout)}["ls"] == "shadow-ls"  # the user's word
     assert [line for line in warnings(settled.stderr) if "'ls'" in line] == [
-        "plugin shadow-ls failed: its tool 'ls' was left out because plugin 'tools-basic' registers one too and "
-        "comes first in [plugins] enabled; list shadow-ls before tools-basic there to use this one, or disable one "
-        "of them (crab plugins disable tools-basic or shadow-ls)"
+        "plugin tools-basic failed: its tool 'ls' was left out because plugin 'shadow-ls' registers one too and "
+        "comes first in [plugins] enabled; list tools-basic before shadow-ls there to use this one, or disable one "
+        "of them (crab plugins disable shadow-ls or tools-basic)"
     ]

@@ -1,5 +1,6 @@
 """Two plugins offering one tool name: the user's order, crab's or the program's own word decides,
-never which plugin sorts first; with no one's word, neither is used and one line says how to choose.
+never which plugin sorts first; with no one's word, crab's own plugin keeps it over one that is
+only installed, else neither is used and one line says how to choose.
 
 Real entry points (core's fake plugins ``good`` and ``duplicate`` both register ``echo``), loaded
 by a real plugin host; ``build_registry`` is also checked on its own for the rank classes."""
@@ -111,6 +112,49 @@ def test_rank_classes_and_override():
     listed = {n: Rank(LISTED, "--plugins") for n in three}
     table, faults = build_registry("tools", three, ["i", "j", "k"], listed)
     assert table["x"] is a and [f.plugins for f in faults] == [("j",), ("k",)]
+
+
+@pytest.mark.parametrize("order", [["third", "own"], ["own", "third"]])
+def test_installed_only_crab_s_own_plugin_keeps_the_name_in_either_order(order):
+    # Before, a stray package's tool named like one crab ships left the name out for both.
+    mine, theirs = item("read"), item("read")
+    table, faults = build_registry("tools", {"own": [mine], "third": [theirs]}, order, {}, lambda p: p == "own")
+    assert table["read"] is mine
+    (fault,) = faults
+    assert fault.plugins == ("third",)
+    assert fault.reason == (
+        "its tool 'read' was left out: plugin 'own', one of crab's own, registers that name, and a plugin that "
+        "is only installed never takes a name from it; list third before own in [plugins] enabled to use this "
+        "one, or disable one of them (crab plugins disable third or own)"
+    )
+    both = {"own": [mine], "also-own": [item("read")]}
+    table, faults = build_registry("tools", both, ["also-own", "own"], {}, lambda p: True)
+    assert "read" not in table and [f.plugins for f in faults] == [("also-own", "own")]  # nobody's word: neither
+    listed = {"own": Rank(LISTED, "--plugins"), "third": Rank(LISTED, "--plugins")}
+    table, _ = build_registry("tools", {"own": [mine], "third": [theirs]}, ["third", "own"], listed, lambda p: True)
+    assert table["read"] is theirs  # the user's order is a stronger word than who made the plugin
+
+
+def _dist(site: Path, name: str, author: str | None) -> None:
+    folder = site / f"{name.replace('-', '_')}-0.0.1.dist-info"
+    folder.mkdir(parents=True)
+    header = f"Author: {author}\n" if author is not None else ""
+    (folder / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.0.1\n{header}")
+
+
+def test_crab_s_own_distributions_are_those_by_crab_core_s_authors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    from importlib import metadata
+
+    from crab._host.entry_points import crab_own
+
+    authors = metadata.distribution("crab-core").metadata["Author"]
+    _dist(tmp_path, "crab-made-here", authors)
+    _dist(tmp_path, "crab-made-elsewhere", "someone else")
+    _dist(tmp_path, "crab-no-author", None)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert crab_own("crab-made-here") and crab_own("crab_made_here")
+    assert not crab_own("crab-made-elsewhere") and not crab_own("crab-no-author")
+    assert not crab_own("crab-not-installed") and not crab_own("crab-core")
 
 
 def test_a_programs_plugin_list_is_named_as_such(monkeypatch: pytest.MonkeyPatch):

@@ -51,6 +51,8 @@ def build_host(
     if discover:
         source = "--plugins" if isinstance(plugins, str) else "the program's plugins list"
         host.load_entry_points(cli=chosen, env=None if environment else {}, cli_source=source)
+    elif chosen == [] and not isinstance(plugins, str):
+        host.unread_source = "the program's plugins list"
     host.load_objects(objects or {})
     if validate:
         apply_declarations(host, config)
@@ -101,6 +103,39 @@ def emit_config_notices(config: Config, notice: Callable[[str, str], object]) ->
         notice(line, "warning")
 
 
+LAST_RUN = "last-run"
+"""The built-in plugin that remembers a run's plugin failures for ``crab plugins list``."""
+
+
+def remember_failures(host: PluginHost, config: Config, *, complete: bool) -> None:
+    """Keep what this host's plugins met (``crab._host.last_run``), secrets masked, in crab's home;
+    ``complete`` when every hook a run calls was called, so a plugin that worked clears its entry."""
+    from crab._config import environ
+    from crab._contracts.errors import CrabError
+    from crab._host.last_run import failures_file, remember
+    from crab._secrets.keys import known_secrets
+    from crab._secrets.redaction import Redactor
+
+    try:
+        path = failures_file(environ.crab_home())
+    except CrabError:  # no home folder at all: nowhere to keep it, and the run said each failure
+        return
+    remember(path, host.records, complete=complete, redact=Redactor(known_secrets(config)).text)
+
+
+class FailureMemory:
+    """Remembers the run's plugin failures when the agent closes, after every other plugin's
+    ``crab_shutdown`` (core's ``trylast``), so start-up and shutdown failures are in it too."""
+
+    def __init__(self, host: PluginHost, config: Config) -> None:
+        self.host = host
+        self.config = config
+
+    @hookimpl(trylast=True)
+    def crab_shutdown(self) -> None:
+        remember_failures(self.host, self.config, complete=True)
+
+
 def store_name(host: PluginHost, config: Config, name: str | None = None) -> str:
     """``name``, else ``[crab] store``, else the first persistent store in plugin order, else memory.
 
@@ -123,14 +158,29 @@ def choose_store(host: PluginHost, config: Config, name: str | None = None) -> S
     stores: dict[str, Store] = host.registry("stores")
     wanted = store_name(host, config, name)
     if wanted not in stores:
-        from crab._loop.router import did_you_mean
-
-        hint = did_you_mean(wanted, stores)
-        raise ConfigError(
-            f"no store named {wanted!r} is loaded.{hint} Available: {', '.join(sorted(stores))}. "
-            "Install one (pip install crab-tape-jsonl) or set [crab] store."
-        )
+        raise ConfigError(missing_store(host, wanted, stores))
     return stores[wanted]
+
+
+def missing_store(host: PluginHost, wanted: str, stores: Mapping[str, Store]) -> str:
+    """Why no store named ``wanted`` is loaded, and what to do: load the installed plugin that likely
+    offers it (it is disabled, not listed, or failed), pick a loaded store, or install one."""
+    from crab._host.not_loaded import explain, likely_offering, unloaded
+    from crab._loop.router import did_you_mean
+
+    loaded = f"Loaded: {', '.join(sorted(stores))}"
+    others = unloaded(host)
+    likely = likely_offering(others, wanted)
+    if likely:
+        return f"no store named {wanted!r} is loaded: {explain(likely)}. {loaded}."
+    hint = did_you_mean(wanted, stores)
+    if others:
+        return (
+            f"no store named {wanted!r} is loaded.{hint} {loaded}; {explain(others)}: load the one that offers it, "
+            "or set [crab] store to a loaded one."
+        )
+    install = "Install one (pip install crab-tape-jsonl) or set [crab] store."
+    return f"no store named {wanted!r} is loaded.{hint} {loaded}. {install}"
 
 
 async def require_session(store: Store, session_id: str) -> SessionInfo:
@@ -192,17 +242,18 @@ def choose_provider(
         if len(providers) == 1:
             name = next(iter(providers))
         elif not providers:
-            raise ConfigError(
-                "no provider plugin is loaded: pip install crab-provider-openai (or crab-provider-mock "
-                "for a scripted run), then check `crab plugins list`"
-            )
+            raise ConfigError(no_provider(host, model or config.get("crab.model")))
         else:
             raise ConfigError(
                 f"choose a provider with --provider NAME or [crab] provider (loaded: {', '.join(sorted(providers))})"
             )
     if name not in providers:
+        from crab._host.not_loaded import explain, likely_offering, unloaded
+
+        likely = likely_offering(unloaded(host), name)
+        why = f": {explain(likely)}." if likely else f".{did_you_mean(name, providers)}"
         raise ConfigError(
-            f"no provider named {name!r} is loaded.{did_you_mean(name, providers)} "
+            f"no provider named {name!r} is loaded{why} "
             f"Loaded: {', '.join(sorted(providers)) or 'none'} (see `crab plugins list`)."
         )
     chosen = providers[name]
@@ -215,6 +266,22 @@ def choose_provider(
         model_id = known[0].id
     chosen.check(model_id)
     return chosen, model_id
+
+
+def no_provider(host: PluginHost, model: str | None = None) -> str:
+    """Why no provider plugin is loaded: installed ones that did not load (the one ``model``'s
+    ``provider/`` prefix names first), else which to install."""
+    from crab._host.not_loaded import explain, likely_offering, unloaded
+
+    others = unloaded(host)
+    prefix = model.split("/", 1)[0] if model and "/" in model else ""
+    likely = (likely_offering(others, prefix) if prefix else []) or likely_offering(others, "provider")
+    if likely:
+        return f"no provider plugin is loaded: {explain(likely)}"
+    return (
+        "no provider plugin is loaded: pip install crab-provider-openai (or crab-provider-mock "
+        "for a scripted run), then check `crab plugins list`"
+    )
 
 
 def default_renderer(host: PluginHost, renderers: Mapping[str, RendererSpec], *, chat: bool = False) -> str:

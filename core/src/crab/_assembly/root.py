@@ -136,6 +136,7 @@ def assemble(
     require_plugins: bool = False,
     check_model: bool = True,
     on_setup_notice: Callable[[str], object] | None = None,
+    remember_failures: bool = False,
 ) -> Assembly:
     """Build one agent (not started: ``await agent.start()``); raises ``crab.errors`` on bad setup.
 
@@ -149,9 +150,11 @@ def assemble(
     ``check_model=False`` skips a provider object's ``check`` (the test kit's agents use the model
     id ``scripted`` with any provider a test hands them).
     ``on_setup_notice`` gets the config notices and plugin failures when setup fails before an agent
-    exists to show them.
+    exists to show them. ``remember_failures`` (the CLI's runs) keeps the plugin failures the run
+    meets in crab's home for ``crab plugins list`` (``crab._host.last_run``).
     """
-    from crab._assembly.choosing import choose_provider, choose_store
+    from crab._assembly.choosing import LAST_RUN, FailureMemory, choose_provider, choose_store
+    from crab._assembly.choosing import remember_failures as remember
     from crab._loop.agent import Agent
 
     where = workspace or Path.cwd()
@@ -176,6 +179,8 @@ def assemble(
                 chosen.check(model_id)
         chosen_store = store if store is not None and not isinstance(store, str) else choose_store(host, config)
     except CrabError as exc:
+        if remember_failures:
+            remember(host, config, complete=False)  # no start-up ran: what failed so far, nothing cleared
         if on_setup_notice is not None:
             # The plugin failures too: a provider plugin that failed to load is why none is loaded
             # (not the one that is the error itself, under CRAB_STRICT_PLUGINS=1).
@@ -183,6 +188,8 @@ def assemble(
             for line in [*config.notices(), *failures]:
                 on_setup_notice(line)
         raise
+    if remember_failures:
+        host.add_builtin(LAST_RUN, FailureMemory(host, config))
     agent = Agent(
         host,
         config,

@@ -113,6 +113,8 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
         choose_provider,
         choose_store,
         default_renderer,
+        no_provider,
+        remember_failures,
     )
     from crab._config.layers import Config, load_config
     from crab._config.paths import user_config_path
@@ -139,7 +141,7 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
     providers = host.registry("providers")
     ready = False
     if not providers:
-        _bad("providers: none loaded — pip install crab-provider-openai (or crab-provider-anthropic)")
+        _bad(f"providers: {no_provider(host, model_name or config.get('crab.model'))}")
         failures += 1
     else:
         try:
@@ -149,6 +151,7 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
         except CrabError as exc:
             _bad(f"provider: {exc}")
             failures += 1
+    started = None
     if ready:
         started = _start_once(plugins, provider_name, model_name)
         if started is not None:
@@ -188,6 +191,7 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
         in_chat = renderer or default_renderer(host, renderers, chat=True)
         _ok(f"renderer: {used}" + (f" (crab chat: {in_chat})" if in_chat != used else ""))
     failures += _check_serve(host, config)
+    remember_failures(host, config, complete=started is not None)  # what `crab plugins list` shows next
     mode = config.get("crab.permissions", "ask")
     _ok(f"permissions: {mode}")
     _ok(f"instructions: {_instructions()}")

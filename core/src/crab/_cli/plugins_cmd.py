@@ -10,13 +10,17 @@ from typing import TYPE_CHECKING
 from crab._contracts.errors import CrabError, PluginError
 
 if TYPE_CHECKING:
+    from crab._host.last_run import Remembered
     from crab._host.plugin_host import PluginRecord
 
 BUILTINS = ("core", "loop-guard", "tool-view", "permissions")
 """Core's own plugins (``crab._builtin.core_plugin.register_builtins``), always on: listed by name,
 since importing them would load the loop's contracts (``test_plugins_list.py`` keeps the two in step)."""
 
-NOT_CALLED = "hooks are not called here: `crab doctor` calls each one, crab_startup included, and shows any that fails"
+NOT_CALLED = (
+    "hooks are not called here, but a plugin the last run saw fail is shown failed: `crab doctor` calls "
+    "each one, crab_startup included, and shows any that fails"
+)
 
 
 def _echo(text: str, err: bool = False) -> None:
@@ -50,6 +54,7 @@ def plugin_records(plugins: str | None) -> tuple[list[PluginRecord], list[str], 
 
     from crab._config.layers import Config, load_config
     from crab._config.paths import user_config_path
+    from crab._host.last_run import applied
     from crab._host.plugin_host import PluginHost, parse_plugin_list
     from crab._version import __version__
 
@@ -62,11 +67,24 @@ def plugin_records(plugins: str | None) -> tuple[list[PluginRecord], list[str], 
     for name in BUILTINS:  # stand-ins holding the names, so a plugin taking one fails here as in a run
         host.add_builtin(name, _BuiltinName())
     host.load_entry_points(cli=None if plugins is None else parse_plugin_list(plugins))
+    remembered = _last_run()
     records = [
-        replace(r, version=__version__) if r.name in BUILTINS and r.status == "builtin" else r
+        replace(r, version=__version__) if r.name in BUILTINS and r.status == "builtin" else applied(r, remembered)
         for r in host.records.values()
     ]
     return records, [f.line for f in host.failures], config_error
+
+
+def _last_run() -> dict[str, Remembered]:
+    """What the last run saw fail (``crab._host.last_run``): no hook is called here, so a plugin that
+    loads fine but failed when its hooks ran is shown as the run saw it."""
+    from crab._config import environ
+    from crab._host.last_run import failures_file, read
+
+    try:
+        return read(failures_file(environ.crab_home()))
+    except CrabError:  # no home folder: nothing was remembered
+        return {}
 
 
 class _BuiltinName:

@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from crab._config import environ
-
 if TYPE_CHECKING:
     from crab._contracts.messages import Usage
     from crab._contracts.storage import Entry, SearchHit, SessionInfo, Store
@@ -387,7 +385,7 @@ def _with_store(store_name: str | None, plugins: str | None, work: Callable[[Sto
     config = load_config()
 
     async def main() -> T:
-        host = build_host(config, plugins if plugins is not None else environ.plugin_list())
+        host = build_host(config, plugins)  # None: CRAB_PLUGINS or the config choose, each named as such
         async with open_store(config, store_name, host=host) as store:
             return await work(store)
 
@@ -591,7 +589,7 @@ def migrate_cmd(
     from crab._contracts.errors import UsageError
 
     config = load_config()
-    host = build_host(config, plugins if plugins is not None else environ.plugin_list())
+    host = build_host(config, plugins)  # None: CRAB_PLUGINS or the config choose, each named as such
     source_name = store_name(host, config, source)
     if source_name == to:
         raise UsageError(f"the source and target store are both {to!r}; pass --from NAME or --to NAME")

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-CORE, PROGRAM, LISTED, INSTALLED = 0, 1, 2, 3
-"""Rank classes, strongest first: crab's own, the program's, the user's order, installed only."""
+CORE, PROGRAM, LISTED, OWN_INSTALLED, INSTALLED = 0, 1, 2, 3, 4
+"""Rank classes, strongest first: crab's built-ins, the program's, the user's order, installed only
+from one of crab's own distributions (``entry_points.crab_own``), installed only."""
 SETTLE = "[plugins] enabled"
 
 
@@ -29,8 +30,16 @@ class Fault:
     reason: str
 
 
+def _never(plugin: str) -> bool:
+    return False
+
+
 def build_registry(
-    kind: str, contributions: Mapping[str, Sequence[Any]], order: Sequence[str], ranks: Mapping[str, Rank]
+    kind: str,
+    contributions: Mapping[str, Sequence[Any]],
+    order: Sequence[str],
+    ranks: Mapping[str, Rank],
+    crab_own: Callable[[str], bool] = _never,
 ) -> tuple[dict[str, Any], list[Fault]]:
     """Name → item over ``contributions`` (plugin → items) taken in load ``order``, and the faults.
 
@@ -38,8 +47,10 @@ def build_registry(
     wins: crab's built-ins, then the program's own (``crab.Agent(tools=...)``, in-process
     plugins), then the order the user wrote (``--plugins``, ``CRAB_PLUGINS``, ``[plugins]
     enabled``: first listed wins). Installed plugins loaded only because they are installed have
-    no order anyone chose: a clash between them leaves the name out for both, with one line naming
-    them and the setting that settles it. Every item left out is a fault of its plugin.
+    no order anyone chose: one from crab's own distributions (``crab_own(plugin)``, asked only
+    when such a clash happens) keeps the name, so a stray package never takes away a tool crab
+    ships; a clash between two of the same kind leaves the name out for both, with one line
+    naming them and the setting that settles it. Every item left out is a fault of its plugin.
     """
     noun = kind[:-1]
     table: dict[str, Any] = {}
@@ -48,7 +59,10 @@ def build_registry(
     faults: list[Fault] = []
 
     def rank(plugin: str) -> Rank:
-        return ranks.get(plugin, Rank(INSTALLED))
+        given = ranks.get(plugin)
+        if given is not None:
+            return given
+        return Rank(OWN_INSTALLED) if crab_own(plugin) else Rank(INSTALLED)
 
     for plugin in order:
         for item in contributions.get(plugin, ()):
@@ -72,9 +86,14 @@ def build_registry(
                     table[name], owner[name] = item, plugin
                 continue  # the one that says override=True replaces the other on purpose
             held, new = rank(holder), rank(plugin)
-            if held.level == new.level == INSTALLED:
+            if held.level == new.level and held.level in (OWN_INSTALLED, INSTALLED):
                 del table[name], owner[name]
                 contested[name] = [holder, plugin]
+            elif {held.level, new.level} == {OWN_INSTALLED, INSTALLED}:
+                winner, loser = (holder, plugin) if held.level == OWN_INSTALLED else (plugin, holder)
+                if winner == plugin:
+                    table[name], owner[name] = item, plugin
+                faults.append(Fault((loser,), _crab_own_kept(noun, name, winner, loser)))
             elif new.level < held.level:
                 table[name], owner[name] = item, plugin
                 faults.append(Fault((holder,), _outranked(noun, name, plugin, new)))
@@ -99,6 +118,14 @@ def _outranked(noun: str, name: str, winner: str, rank: Rank) -> str:
     else:
         who = f"plugin {winner!r}'s {noun}, listed in {rank.source},"
     return f"its {noun} {name!r} was left out: {who} of that name takes its place"
+
+
+def _crab_own_kept(noun: str, name: str, winner: str, loser: str) -> str:
+    return (
+        f"its {noun} {name!r} was left out: plugin {winner!r}, one of crab's own, registers that name, and a "
+        f"plugin that is only installed never takes a name from it; list {loser} before {winner} in {SETTLE} "
+        f"to use this one, or disable one of them (crab plugins disable {loser} or {winner})"
+    )
 
 
 def _written_in(item: Any) -> str:

@@ -154,3 +154,21 @@ def entry_points(group: str, paths: Iterable[str] | None = None) -> list[EntryPo
         if text and group in text:
             found.extend(parse_entry_points(text, group, _metadata(folder)))
     return found
+
+
+CORE_DISTRIBUTION = "crab-core"
+
+
+def crab_own(distribution: str) -> bool:
+    """Whether ``distribution`` is one of crab's own: its metadata names the same author as
+    crab-core's (``the crab authors``). A rule against accidents (a stray package taking a tool's
+    name), not a defence: an installed package runs its own code anyway. Reads metadata with
+    ``importlib.metadata``, which only a name clash between installed plugins needs."""
+    from importlib import metadata
+
+    try:
+        own = metadata.distribution(CORE_DISTRIBUTION).metadata["Author"]
+        theirs = metadata.distribution(distribution).metadata["Author"]
+    except (metadata.PackageNotFoundError, OSError, KeyError):
+        return False
+    return bool(own) and _normalized(distribution) != CORE_DISTRIBUTION and theirs == own

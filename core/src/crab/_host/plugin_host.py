@@ -29,7 +29,7 @@ GUARD_HOOKS = ("crab_before_tool_call", "crab_after_tool_call", "crab_before_mod
 untrusted project (switching off a guard widens what crab may do)."""
 
 OWN_NAMES = frozenset(
-    {"core", "loop-guard", "tool-view", "permissions", "crab-config", "program-tools", "program-runs"}
+    {"core", "loop-guard", "tool-view", "permissions", "crab-config", "last-run", "program-tools", "program-runs"}
 )
 """Plugin names crab gives its own plugins (built-ins, and what ``crab.Agent`` registers for a
 program): an installed plugin by one of these names fails, since it would stand in for crab's own
@@ -84,17 +84,19 @@ def select_plugins(
     config: Config | None,
     cli: Sequence[str] | None = None,
     env: Mapping[str, str] | None = None,
+    cli_source: str = "--plugins",
 ) -> tuple[list[str], dict[str, str]]:
     """Which plugins load, in which order, and why each other one does not.
 
     Precedence: ``--plugins`` on the command line, then ``CRAB_PLUGINS``, then ``[plugins]
     enabled`` (config order), else every installed plugin sorted by name; ``[plugins] disabled``
-    then removes names from the config-based choice. Returns (names to load, {name: reason}).
+    then removes names from the config-based choice; ``cli_source`` names ``cli`` in the reasons (a
+    program's list is no flag). Returns (names to load, {name: reason}).
     """
     from_env = environ.plugin_list(env)
     reasons: dict[str, str] = {}
     if cli is not None:
-        chosen, source = list(cli), "--plugins"
+        chosen, source = list(cli), cli_source
     elif from_env is not None:
         chosen, source = parse_plugin_list(from_env), environ.PLUGINS
     else:
@@ -112,6 +114,45 @@ def select_plugins(
         if name not in ordered and name not in reasons:
             reasons[name] = f"not listed in {source}" if source else "disabled"
     return ordered, reasons
+
+
+def near_names(name: str, installed: Collection[str]) -> list[str]:
+    """Installed plugin names that look like ``name`` (``provider-mok`` → ``provider-mock``)."""
+    import difflib
+
+    return difflib.get_close_matches(name, sorted(installed), n=2, cutoff=0.75)
+
+
+def near_hint(name: str, installed: Collection[str]) -> str:
+    """``: did you mean X? (else pip install crab-NAME)``, or `` (pip install crab-NAME?)`` when no
+    installed name is close."""
+    near = near_names(name, installed)
+    if near:
+        return f": did you mean {' or '.join(near)}? (else pip install crab-{name})"
+    return f" (pip install crab-{name}?)"
+
+
+def listed_in(source: str) -> str:
+    return f"listed in {source}" if source else "enabled"
+
+
+def check_listed(chosen: Sequence[str], installed: Collection[str], source: str) -> None:
+    """Raise ``UsageError`` naming every plugin in ``chosen`` that is not installed, with the
+    installed names that look like each."""
+    from crab._contracts.errors import UsageError
+
+    unknown = [name for name in chosen if name not in installed]
+    if not unknown:
+        return
+    names = ", ".join(repr(name) for name in unknown)
+    near = [n for name in unknown for n in near_names(name, installed)]
+    verb = "is" if len(unknown) == 1 else "are"
+    hint = (
+        f"did you mean {' or '.join(near)}?"
+        if near
+        else "`crab plugins list` shows the installed ones, `crab plugins install NAME` adds one"
+    )
+    raise UsageError(f"{source} names {names}, which {verb} not installed: {hint}")
 
 
 def order_source(
@@ -192,6 +233,9 @@ class PluginHost:
         self.declarers: dict[str, str] = dict.fromkeys(HOOKS, "core")
         """Hook → who declares it: ``core`` or ``plugin NAME``."""
         self._contributions: dict[Kind, dict[str, list[Any]]] = {k: {} for k in KINDS}
+        self.unread_source = ""
+        """Who chose no installed plugin when no metadata was read for it (a program's ``plugins=[]``):
+        an error about a missing store or provider reads it then (``crab._host.not_loaded``)."""
         self._collected = False
         self._registries: dict[Kind, dict[str, Any]] = {}
 
@@ -230,8 +274,12 @@ class PluginHost:
                 )
                 continue
             by_name[ep.name] = ep
-        chosen, reasons = select_plugins(list(by_name), self.config, cli, env)
+        chosen, reasons = select_plugins(list(by_name), self.config, cli, env, cli_source)
         source = order_source(self.config, cli, env, cli_source)
+        if cli is not None and cli_source == "--plugins":
+            # The user's word for this one command: a name that matches nothing is a usage error
+            # (one line, exit 2), not a warning followed by whatever error its absence causes.
+            check_listed(chosen, by_name, cli_source)
         if source:
             from crab._host.clashes import LISTED, Rank
 
@@ -262,7 +310,7 @@ class PluginHost:
                 self.dispatch.report(Failure(name, reason))
                 continue
             if name not in by_name:
-                reason = f"enabled but not installed (pip install crab-{name}?)"
+                reason = f"{listed_in(source)} but not installed{near_hint(name, by_name)}"
                 self.records[name] = PluginRecord(name=name, status="missing", reason=reason)
                 self.dispatch.report(Failure(name, reason, status="missing"))
                 continue
@@ -481,7 +529,7 @@ class PluginHost:
         from crab._host.clashes import build_registry
 
         order = [n for n in sorted(self._contributions[kind], key=lambda n: self._order.get(n, 0)) if n in self._order]
-        table, faults = build_registry(kind, self._contributions[kind], order, self._ranks)
+        table, faults = build_registry(kind, self._contributions[kind], order, self._ranks, self._crab_own)
         for fault in faults:
             if len(fault.plugins) == 1:
                 self.fault(fault.plugins[0], fault.reason)
@@ -492,6 +540,14 @@ class PluginHost:
                     record.faults.append(fault.reason)
             self.dispatch.report(Failure(fault.plugins[0], fault.reason))
         return table
+
+    def _crab_own(self, plugin: str) -> bool:
+        """Whether ``plugin`` comes from one of crab's own distributions (asked only when two
+        plugins loaded because they are installed register one name)."""
+        from crab._host.entry_points import crab_own
+
+        record = self.records.get(plugin)
+        return record is not None and record.distribution is not None and crab_own(record.distribution)
 
     def add_tools(self, plugin: str, tools: Sequence[Any]) -> list[str]:
         """Add tools that ``plugin`` learned of after start-up (MCP servers, say) to the live registry.
