@@ -29,6 +29,9 @@ class Record:
     system: str  # hash of the system prompt (markers left out)
     detail: str = ""
     tools_tokens: int = 0
+    expected_miss: bool = False
+    """The first request after a compaction or after a pause longer than a cache's TTL: the
+    issue's target (90% read from cache) leaves these out."""
 
 
 def _digest(value: Any) -> str:
@@ -206,6 +209,7 @@ class FakeProviders:
         self.anthropic = AnthropicCache(self.clock)
         self.openai = OpenAICache(self.clock)
         self.lock = threading.Lock()
+        self.paused = False
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -248,6 +252,13 @@ class FakeProviders:
             self.anthropic = AnthropicCache(self.clock)
             self.openai = OpenAICache(self.clock)
             self.records = []
+            self.paused = False
+
+    def pause(self, seconds: float) -> None:
+        """The user is away ``seconds`` (fake time) before the next prompt."""
+        with self.lock:
+            self.clock.advance(seconds)
+            self.paused = self.paused or seconds > 0
 
     def close(self) -> None:
         self.server.shutdown()
@@ -285,10 +296,13 @@ class FakeProviders:
         kind = "summary" if place == "summary" else "step"
         reply = Step(SUMMARY) if place == "summary" else self.script.steps[int(place)]
         step = 999 if place == "summary" else int(place)  # 999: no call ids in a summary anyway
-        record = Record(
-            provider, kind, bill, _digest(_unmarked(tools)), system_key, str(place), tokens(_unmarked(tools))
+        after_summary = bool(self.records) and self.records[-1].kind == "summary"
+        expected_miss = kind == "step" and (self.paused or after_summary)
+        self.paused = False
+        tools_key, tools_tokens = _digest(_unmarked(tools)), tokens(_unmarked(tools))
+        self.records.append(
+            Record(provider, kind, bill, tools_key, system_key, str(place), tools_tokens, expected_miss)
         )
-        self.records.append(record)
         output = tokens(reply.text) + sum(tokens(a) + 1 for _, a in reply.calls)
         model = str(body.get("model", ""))
         if provider == "anthropic":
