@@ -17,7 +17,7 @@ TESTS = "python3 -m unittest discover -s tests -t . 2>&1 | sed -E 's/ in [0-9.]+
 
 CALL_ID = re.compile(r"bench_(\d{3})_\d")
 SUMMARISE = re.compile(r"\bsummari[sz]e\b", re.IGNORECASE)
-"""A summary request says this verb (crab's prompt and tools never do; the script never does)."""
+SUMMARY_WORD = re.compile(r"\bsummary\b", re.IGNORECASE)
 
 SUMMARY = (
     "Goal: the user works on calc, a small statistics package (calc/stats.py, parse.py, report.py, "
@@ -60,7 +60,7 @@ class Script:
 
     def __post_init__(self) -> None:
         for prompt in self.prompts:
-            assert not SUMMARISE.search(prompt.text), "a prompt would look like a summary request"
+            assert not self.asks_for_summary(prompt.text), "a prompt would look like a summary request"
             assert prompt.steps[-1].calls == (), "a prompt's last reply ends the turn"
             self.first[prompt.text] = len(self.steps)
             self.steps.extend(prompt.steps)
@@ -68,6 +68,13 @@ class Script:
     @property
     def requests(self) -> int:
         return len(self.steps)
+
+    def asks_for_summary(self, text: str) -> bool:
+        """Whether ``text`` (the last user block, or a system prompt's start) asks for a compaction
+        summary: it says "summarise" (a transcript to summarise, as crab's summary prompt does),
+        or it says "summary" and quotes no prompt of the script (an instruction appended to the
+        session's own request). Neither the prompts nor crab's own prompt say either."""
+        return bool(SUMMARISE.search(text)) or (bool(SUMMARY_WORD.search(text)) and self.for_prompt(text) is None)
 
     def after_result(self, call_id: str) -> int | None:
         """The step after the one whose call has this id, or None for an id not the script's."""

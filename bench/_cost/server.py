@@ -61,7 +61,7 @@ def place_anthropic(body: dict[str, Any], script: Script) -> int | str | None:
     blocks = [content] if isinstance(content, str) else list(content or [])
     if last.get("role") != "user" or not blocks:
         return None
-    if SUMMARISE.search(_text_of(blocks[-1])) or SUMMARISE.search(system_text[:200]):
+    if script.asks_for_summary(_text_of(blocks[-1])) or SUMMARISE.search(system_text[:200]):
         return "summary"
     for block in reversed(blocks):
         if isinstance(block, dict) and block.get("type") == "tool_result":
@@ -81,7 +81,7 @@ def place_openai(body: dict[str, Any], script: Script) -> int | str | None:
     last = messages[-1]
     content = last.get("content")
     last_text = content if isinstance(content, str) else "".join(_text_of(b) for b in content or [])
-    if (last.get("role") == "user" and SUMMARISE.search(last_text)) or SUMMARISE.search(str(system)[:200]):
+    if (last.get("role") == "user" and script.asks_for_summary(last_text)) or SUMMARISE.search(str(system)[:200]):
         return "summary"
     for message in reversed(messages):
         if message.get("role") == "tool":
