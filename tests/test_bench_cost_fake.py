@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import sys
+import urllib.request
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -227,3 +229,73 @@ def test_openai_cache_is_per_key_and_expires_after_five_idle_minutes(clock: Any)
     assert cache.bill(openai_body(1500, key="one")).read > 0
     clock.advance(301)
     assert cache.bill(openai_body(1500, key="one")).read == 0
+
+
+script = _load("script")
+server = _load("server")
+FIND, FIX_IT = script.SHORT[0], script.SHORT[1]
+
+
+def anthropic_request(*turns: list[dict[str, Any]], system: Any = "crab's prompt") -> dict[str, Any]:
+    roles = ["user", "assistant"]
+    messages = [{"role": roles[i % 2], "content": blocks} for i, blocks in enumerate(turns)]
+    return {"model": "claude-sonnet-4-5", "system": system, "messages": messages, "stream": True}
+
+
+def test_the_script_places_each_request_from_its_content_alone() -> None:
+    short = script.Script(script.SHORT)
+    prompt = [{"type": "text", "text": FIND.text}]
+    assert server.place_anthropic(anthropic_request(prompt), short) == 0
+    call = [{"type": "tool_use", "id": "toolu_bench_004_0", "name": "read", "input": {}}]
+    result = [{"type": "tool_result", "tool_use_id": "toolu_bench_004_0", "content": "…"}]
+    assert server.place_anthropic(anthropic_request(prompt, call, result), short) == 5
+    # A new process (crab run -c) sends the whole history, the next prompt last.
+    answered = [{"type": "text", "text": "the cause"}]
+    second = anthropic_request(prompt, call, result, answered, [{"type": "text", "text": FIX_IT.text}])
+    assert server.place_anthropic(second, short) == len(FIND.steps)
+    # A note after the results (a later day, a reminder) does not hide the last result.
+    noted = anthropic_request(prompt, call, [*result, {"type": "text", "text": "[crab] note: it is Monday"}])
+    assert server.place_anthropic(noted, short) == 5
+    assert server.place_anthropic(anthropic_request([{"type": "text", "text": "hello"}]), short) is None
+
+
+def test_summary_requests_are_recognised_in_both_shapes() -> None:
+    short = script.Script(script.SHORT)
+    transcript = [
+        {"type": "text", "text": f"Conversation to summarise:\n\n[user]\n{FIND.text}\n\nWrite the summary now."}
+    ]
+    assert (
+        server.place_anthropic(anthropic_request(transcript, system="You summarise a conversation"), short) == "summary"
+    )
+    in_place = {"type": "text", "text": "[crab] Compaction: replace the conversation by your summary of it."}
+    prompt = [{"type": "text", "text": FIND.text}]
+    call = [{"type": "tool_use", "id": "toolu_bench_001_0", "name": "ls", "input": {}}]
+    result = [{"type": "tool_result", "tool_use_id": "toolu_bench_001_0", "content": "calc/"}, in_place]
+    assert server.place_anthropic(anthropic_request(prompt, call, result), short) == "summary"
+    openai = {"messages": [{"role": "system", "content": "crab"}, {"role": "user", "content": FIND.text}]}
+    assert server.place_openai(openai, short) == 0
+    openai["messages"].append({"role": "user", "content": in_place["text"]})
+    assert server.place_openai(openai, short) == "summary"
+
+
+def test_the_fake_streams_the_bill_over_http() -> None:
+    fake = server.FakeProviders(script.Script(script.SHORT))
+    try:
+        big = [{"name": "read", "description": "word " * 1500, "input_schema": {}, "cache_control": MARK}]
+        body = anthropic_request([{"type": "text", "text": FIND.text}]) | {"tools": big}
+        usages = []
+        for _ in range(2):
+            request = urllib.request.Request(f"{fake.url}/messages", json.dumps(body).encode(), method="POST")
+            with urllib.request.urlopen(request, timeout=30) as response:
+                events = [
+                    json.loads(line[6:]) for line in response.read().decode().splitlines() if line.startswith("data: ")
+                ]
+            assert events[0]["type"] == "message_start" and events[-1]["type"] == "message_stop"
+            assert any(e.get("content_block", {}).get("type") == "tool_use" for e in events)  # step 0 calls ls
+            usages.append(events[0]["message"]["usage"])
+        cached = billing.anthropic_blocks(body)[0].tokens  # the tools: the prefix up to the marker
+        assert usages[0]["cache_creation_input_tokens"] == cached and usages[0]["cache_read_input_tokens"] == 0
+        assert usages[1]["cache_read_input_tokens"] == cached and usages[1]["cache_creation_input_tokens"] == 0
+        assert [r.kind for r in fake.records] == ["step", "step"]
+    finally:
+        fake.close()
