@@ -124,20 +124,20 @@ def crab_env(tree: Tree, home: Path) -> dict[str, str]:
 
 
 def check_tree(tree: Tree) -> str:
-    """The files crab's core, the Anthropic provider and tools-basic load from in ``tree``'s
-    environment; exits when any comes from elsewhere (the baseline would not be the baseline)."""
-    code = "import crab, crab_provider_anthropic, crab_tools_basic as t; print(crab.__file__, crab_provider_anthropic.__file__, t.__file__)"
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        env=crab_env(tree, Path(tempfile.gettempdir())),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    for file in out:
+    """The file crab is imported from in ``tree``'s environment; exits when crab, a loaded plugin or
+    the provider kit would come from anywhere else (the baseline would not be the baseline)."""
+    modules = ["crab", "crab_provider_kit", *(f"crab_{name.replace('-', '_')}" for name in PLUGINS.split(","))]
+    code = f"import importlib; print(*(importlib.import_module(m).__file__ for m in {modules!r}))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=crab_env(tree, Path(tempfile.gettempdir())), capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        fail(f"crab does not import from {tree.path}: {' '.join(done.stderr.strip().splitlines()[-1:])}")
+    files = done.stdout.split()
+    for file in files:
         if not Path(file).resolve().is_relative_to(tree.path.resolve()):
             fail(f"{file} is not in {tree.path}: crab would not run the {tree.label} tree")
-    return out[0]
+    return files[0]
 
 
 def write_config(home: Path, url: str, view: str) -> None:
