@@ -29,12 +29,14 @@ it (a crab run that failed, a request the script has no place for, a 400 from th
 Targets (issue 38): billed ≤ 0.2x today's; min* ≥ 90%.
 
 Sessions run two at a time (``--jobs``), each with its own fake and folders. The whole default
-run is 32 sessions and about 95 s of CPU: about 1.5 minutes on 2 idle cores (4 minutes when 8
-agents share them). To compare the work of issue 38 before and after a merge:
+run is 32 sessions and about 100 s of CPU: 1.5 minutes on 2 cores, 3 when other work shares them.
+Run it with the venv of the checkout it sits in (the entry points and third-party packages come
+from there):
 
-    .venv/bin/python bench/cost.py                                   # main beside this checkout
+    .venv/bin/python bench/cost.py                                    # main beside this checkout
     .venv/bin/python bench/cost.py --baseline 0f4062f --tree /work/main
-    .venv/bin/python bench/cost.py --sessions short --providers anthropic --views progressive
+                                        # main before issue 38's work beside main after the merge
+    .venv/bin/python bench/cost.py --sessions short --providers anthropic --views full   # 10 s
 """
 
 from __future__ import annotations
@@ -251,7 +253,8 @@ def baseline_tree(repo: Path, ref: str, folder: Path) -> Tree:
         fail(f"no git ref {ref!r} in {repo} ({archive.stderr.decode(errors='replace').strip()})")
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(folder, filter="data")
-    return Tree(f"{ref} {git(repo, 'rev-parse', '--short', ref)}", folder)
+    short = git(repo, "rev-parse", "--short", ref)
+    return Tree(ref if short.startswith(ref) or ref.startswith(short) else f"{ref} {short}", folder)
 
 
 @dataclass(frozen=True)
