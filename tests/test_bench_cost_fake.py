@@ -299,3 +299,14 @@ def test_the_fake_streams_the_bill_over_http() -> None:
         assert [r.kind for r in fake.records] == ["step", "step"]
     finally:
         fake.close()
+
+
+def test_a_marker_inside_a_tool_result_marks_the_result(clock: Any) -> None:
+    cache = billing.AnthropicCache(clock)
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": [text(20, MARK)]}
+    call = [{"type": "tool_use", "id": "t1", "name": "a", "input": {}}]
+    first = body([tool("a", 1100)], [[text(5)], call, [result]])
+    assert cache.bill(first).written == total(first)
+    plain = {"type": "tool_result", "tool_use_id": "t1", "content": [text(20)]}
+    second = body([tool("a", 1100)], [[text(5)], call, [plain, text(5, MARK)]])
+    assert cache.bill(second).read == total(first)

@@ -9,7 +9,8 @@ tokenizers differ by a few per cent; the comparison between variants does not de
 Anthropic's rules, from "Prompt caching" (docs.anthropic.com/en/docs/build-with-claude/prompt-caching):
 the prefix is tools, then system, then messages, block by block; a block with ``cache_control``
 (a breakpoint) caches the exact prefix up to and including it; a hit is looked for at each
-breakpoint and at most 20 blocks before it, the longest cached prefix winning; a prefix under
+breakpoint and at most 20 blocks before it, the longest cached prefix winning (a marker inside a
+tool result's content marks that result); a prefix under
 1,024 tokens is not cached; an entry lives 5 minutes (``ttl: "1h"``: an hour), refreshed by each
 hit; more than 4 breakpoints, one on a thinking block, or a 1h one after a 5m one is a 400.
 Reads bill 0.1x, writes 1.25x (2x for 1h); without markers nothing is cached.
@@ -127,6 +128,15 @@ class Block:
 def _block(value: dict[str, Any], extra: int = 0, role: str = "") -> Block:
     marker = value.get("cache_control")
     plain = {k: v for k, v in value.items() if k != "cache_control"}
+    inner = plain.get("content")
+    if plain.get("type") == "tool_result" and isinstance(inner, list):
+        # A marker on a block inside a tool result ends the prefix there, at the end of the
+        # result but for what follows it inside: the whole result counts as marked.
+        plain["content"] = [
+            {k: v for k, v in i.items() if k != "cache_control"} if isinstance(i, dict) else i for i in inner
+        ]
+        nested = [i["cache_control"] for i in inner if isinstance(i, dict) and isinstance(i.get("cache_control"), dict)]
+        marker = marker or (nested[-1] if nested else None)
     identity = json.dumps([role, plain], sort_keys=True, ensure_ascii=False)
     return Block(
         identity, tokens(plain) + extra, marker if isinstance(marker, dict) else None, str(plain.get("type", ""))
