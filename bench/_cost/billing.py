@@ -10,9 +10,9 @@ Anthropic's rules, from "Prompt caching" (docs.anthropic.com/en/docs/build-with-
 the prefix is tools, then system, then messages, block by block; a block with ``cache_control``
 (a breakpoint) caches the exact prefix up to and including it; a hit is looked for at each
 breakpoint and at most 20 blocks before it, the longest cached prefix winning (a marker inside a
-tool result's content marks that result); a prefix under
-1,024 tokens is not cached; an entry lives 5 minutes (``ttl: "1h"``: an hour), refreshed by each
-hit; more than 4 breakpoints, one on a thinking block, or a 1h one after a 5m one is a 400.
+tool result's content marks that result); a prefix under 1,024 tokens is not cached; an entry
+lives 5 minutes (``ttl: "1h"``: an hour), refreshed by each hit; more than 4 breakpoints, one on
+a thinking block, or a 1h one after a 5m one is a 400.
 Reads bill 0.1x, writes 1.25x (2x for 1h); without markers nothing is cached.
 
 OpenAI's, from "Prompt caching" (platform.openai.com/docs/guides/prompt-caching): automatic for
