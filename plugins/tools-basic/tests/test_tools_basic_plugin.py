@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 import crab_tools_basic
 import pytest
 from crab import Config, ConfigError
 from crab.testing import build_host, check_range
+from crab_tools_basic.guidance import GUIDANCE
 
 EXPECTED = {
     "read": "read",
@@ -56,6 +60,33 @@ def test_descriptions_state_the_limits(tmp_path: Path) -> None:
     assert "500 entries" in tools["ls"].description
     for tool in tools.values():
         assert tool.output_limit is None  # each tool cuts its own output, more precisely than the loop
+
+
+def _parameter_texts(schema: dict[str, Any]) -> Iterator[str]:
+    """Every parameter description of a schema, nested ones (edit's ``old``, ``new``) included."""
+    for value in (schema.get("properties") or {}).values():
+        if "description" in value:
+            yield value["description"]
+        yield from _parameter_texts(value)
+        yield from _parameter_texts(value.get("items") or {})
+
+
+def _runs(text: str, size: int = 6) -> set[str]:
+    words = re.findall(r"[\w'`.-]+", text.lower())
+    return {" ".join(words[i : i + size]) for i in range(len(words) - size + 1)}
+
+
+def test_each_thing_is_said_once(tmp_path: Path) -> None:
+    """Every token is paid on every request (issue 38): no run of six words in both a tool's
+    description and one of its parameters' descriptions or the guidance, and no parameter
+    repeating core's prompt ("paths are relative to the workspace")."""
+    for tool in crab_tools_basic.crab_tools(config(tmp_path)):
+        parameters = list(_parameter_texts(tool.parameters))
+        assert parameters, tool.name
+        for text in parameters:
+            assert "relative to the workspace" not in text, (tool.name, text)
+            assert not _runs(text) & _runs(tool.description), (tool.name, text)
+        assert not _runs(tool.description) & _runs(GUIDANCE), tool.name
 
 
 @pytest.mark.parametrize(

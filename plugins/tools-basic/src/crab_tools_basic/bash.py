@@ -186,12 +186,10 @@ def pick_timeout(requested: float | None, settings: Settings) -> tuple[float, st
 
 
 async def bash(
-    command: Annotated[str, "the shell command (bash -c), run from the workspace root"],
+    command: Annotated[str, "the command line"],
     ctx: ToolContext,
-    timeout: Annotated[float | None, "seconds before the command is killed"] = None,
-    background: Annotated[
-        bool, "start it as a background job and return its id at once (for servers, watchers, long builds)"
-    ] = False,
+    timeout: Annotated[float | None, "seconds before it is killed"] = None,
+    background: Annotated[bool, "run it as a background job"] = False,
 ) -> ToolResult:
     settings = settings_of(ctx)
     limit, note = pick_timeout(timeout, settings)
@@ -233,20 +231,18 @@ def make_bash_tool(settings: Settings) -> Tool:
     description = (
         "Run a command with bash -c in a fresh shell at the workspace root; returns its exit code "
         "and output (stdout and stderr).\n\n"
-        "Each call starts in the workspace root again: neither `cd` nor variables carry over to "
-        "the next call, so chain steps that depend on each other with `&&` (`cd web && npm test`). "
+        "Neither `cd` nor variables carry over to the next call (`cd web && npm test` in one). "
         "stdin is /dev/null, so interactive commands fail instead of waiting: pass non-interactive "
-        "flags (`-y`, `--no-pager`, `CI=1`), and start no watch mode and no `sleep` loop waiting for "
-        f"something. Timeout: {settings.bash_default_timeout:g} s unless you pass `timeout` (at most "
-        f"{settings.bash_max_timeout:g} s); on timeout the command and all its child processes are "
-        "killed. Output beyond the last 2,000 lines or 50 KB is cut and the output saved to a log "
-        "file whose path is given (read it with offset; of a huge output the log keeps the first "
-        "1 MB and the last 4 MB), so do not pipe output through head or tail to shorten it. A "
-        "non-zero exit is reported as an error. The call ends when the shell exits. For a command that "
+        "flags (`-y`, `--no-pager`, `CI=1`); start no watch mode and no `sleep` loop. "
+        f"Timeout: {settings.bash_default_timeout:g} s unless you pass `timeout` (at most "
+        f"{settings.bash_max_timeout:g} s); then the command and all its child processes are killed. "
+        "Output beyond the last 2,000 lines or 50 KB is cut and saved to a log file whose path is "
+        "given (read it with offset; of a huge output it keeps the first 1 MB and the last 4 MB), so "
+        "do not pipe output through head or tail. A non-zero exit is an error. For a command that "
         "keeps running (a dev server, a watcher, a long build) pass `background: true`: it returns a "
-        "job id at once (no timeout unless you pass one); read its new output with bash_output and "
-        "end it with bash_kill. Prefer read, grep, glob and ls for looking at files, and "
-        "edit or write for changing them."
+        "job id at once (no timeout unless you pass one); read its new output with bash_output, end "
+        "it with bash_kill. Prefer read, grep, glob and ls for looking at files, and edit or write "
+        "for changing them."
     )
     return tool(
         name="bash",

@@ -27,7 +27,7 @@ MAX_PLACES = 20
 class _Replacement(TypedDict):
     old: Annotated[
         str,
-        "the exact current text, copied from the file without read's line-number prefix; "
+        "the exact current text (not empty), copied without read's line-number prefix; "
         "add a few lines around it when it is not unique",
     ]
     new: Annotated[str, "the complete text that replaces it (no '... unchanged ...' placeholders); empty to delete it"]
@@ -37,7 +37,7 @@ class Edit(_Replacement, total=False):
     """One replacement: ``old`` is the exact current text, ``new`` what replaces it;
     ``replace_all`` replaces every occurrence instead of requiring exactly one."""
 
-    replace_all: Annotated[bool, "replace every occurrence of old (default: old must occur exactly once)"]
+    replace_all: Annotated[bool, "replace every occurrence of old"]
 
 
 _PATH_ALIASES = ("file_path", "filePath", "file", "filename")
@@ -166,20 +166,17 @@ def preview_edit(arguments: dict[str, Any], ctx: ToolContext) -> list[FileDiff]:
     preview=preview_edit,
 )
 def edit(
-    path: Annotated[str, "file to change, relative to the workspace"],
-    edits: Annotated[list[Edit], "replacements, each {old, new}, checked against the file as it is now"],
+    path: Annotated[str, "file to change"],
+    edits: Annotated[list[Edit], "replacements, each {old, new}"],
     ctx: ToolContext,
 ) -> ToolResult:
     """Replace exact text in a file: each `old` must appear exactly once, unless `replace_all` is set.
 
-    Copy `old` from what read showed, without the line-number prefix, and add a few lines
-    around it when it is not unique; `new` is the complete replacement, never a placeholder
-    such as "... unchanged ...". Matching is literal (whitespace and indentation count; line
-    endings may be sent as LF). To move code, send two edits in one call: one removes it, one
-    inserts it. Every edit is checked against the original before anything is written: if one
-    fails, the file is not touched. Edits may not overlap, `old` may not be empty, and `new`
-    must differ. Everything outside the replaced text stays byte for byte the same (BOM and
-    line endings too; new text takes the file's usual line ending). Needs a read of the file
+    Matching is literal: whitespace and indentation count; line endings may be sent as LF.
+    Every edit is checked against the file as it is before anything is written: if one fails,
+    the file is not touched. Edits may not overlap, and `new` must differ from `old`. Everything outside
+    the replaced text stays byte for byte the same (BOM and line endings too). To move code,
+    send two edits in one call: one removes it, one inserts it. Needs a read of the file
     earlier in this session and no change on disk since. To create a file, use write.
 
     Example: `{"path": "app.py", "edits": [{"old": "    return a - b", "new": "    return a + b"}]}`

@@ -167,18 +167,16 @@ def _image_window(handle: BinaryIO, head: bytes, display: str, info: os.stat_res
 
 @tool(output_limit=None)
 def read(
-    path: Annotated[str, "file to read, relative to the workspace"],
+    path: Annotated[str, "file to read"],
     ctx: ToolContext,
-    offset: Annotated[int | None, "1-based line to start from (default 1)"] = None,
-    limit: Annotated[int | None, "most lines to show (default and maximum 2000)"] = None,
+    offset: Annotated[int | None, "first line to show, 1-based"] = None,
+    limit: Annotated[int | None, "most lines to show"] = None,
 ) -> str | ToolResult:
     """Read a text file; each line is shown after its number and a tab, a prefix that is not in the file.
 
-    The number is right-aligned in six columns (`    12\\tdef main():`): never copy that prefix
-    into edit's `old` or `new`. Shows at most 2,000 lines or 50 KB from `offset`, whichever
-    comes first, and says how to read on (`offset=N`). PNG, JPEG, GIF and WebP images come back
-    as images you can see; other binary files and folders are refused (use ls for folders).
-    Reading a file lets write and edit change it later in this session.
+    Shows at most 2,000 lines or 50 KB from `offset` and says how to read on. PNG, JPEG, GIF
+    and WebP images come back as images you can see; other binary files and folders (use ls)
+    are refused.
     """
     settings = settings_of(ctx)
     ws = workspace_of(ctx, settings)
@@ -259,16 +257,14 @@ def preview_write(arguments: dict[str, Any], ctx: ToolContext) -> list[FileDiff]
 
 @tool(permission="write", output_limit=None, preview=preview_write)
 def write(
-    path: Annotated[str, "file to create or overwrite, relative to the workspace"],
-    content: Annotated[str, "the complete new content of the file"],
+    path: Annotated[str, "file to create or overwrite"],
+    content: Annotated[str, "the whole file, every line written out (no '... rest unchanged ...' placeholders)"],
     ctx: ToolContext,
 ) -> ToolResult:
     """Create a file, or replace its whole content. Missing parent folders are created.
 
-    `content` is the whole file, every line written out: never a placeholder such as "... rest
-    unchanged ...". To change part of an existing file, use edit. Overwriting needs a
-    read of the file earlier in this session and no change on disk since (read it again if it
-    changed). The write is atomic and keeps the file's permissions. Do not create
+    To change part of an existing file, use edit. Overwriting needs a read of the file earlier
+    in this session and no change on disk since (read it again if it changed). Do not create
     documentation files (README, notes) unless the user asks for them.
     """
     settings = settings_of(ctx)

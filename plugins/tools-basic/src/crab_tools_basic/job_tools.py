@@ -48,7 +48,7 @@ async def bash_output(
     job_id: Annotated[str, "the id bash returned (job-1, ...)"],
     ctx: ToolContext,
     filter: Annotated[
-        str | None, "a regular expression: only new lines it matches are shown (the others are skipped for good)"
+        str | None, "regular expression: only new lines it matches are shown, the others skipped for good"
     ] = None,
 ) -> ToolResult:
     settings = settings_of(ctx)
@@ -87,7 +87,7 @@ async def bash_output(
     return ToolResult("\n".join(parts), is_error=failed, details=details)
 
 
-async def bash_kill(job_id: Annotated[str, "the id of the background job to end"], ctx: ToolContext) -> ToolResult:
+async def bash_kill(job_id: Annotated[str, "the job's id"], ctx: ToolContext) -> ToolResult:
     table = _table(ctx, settings_of(ctx))
     job = table.get(job_id)
     if not job.running:
@@ -106,11 +106,9 @@ def make_job_tools() -> list[Tool]:
         name="bash_output",
         description=(
             "Read what a background job wrote since the last read, and whether it still runs.\n\n"
-            "For jobs started by bash with background: true: their stdout and stderr since the last "
-            "bash_output of that job (at most the last 2,000 lines / 50 KB of it), then whether it is "
-            "still running or how it ended (exit code). Returns at once; between reads do other work, "
-            "or run a short `sleep` with bash if you must wait. With `filter`, only matching lines are "
-            "shown and the others are skipped for good."
+            "Shows new stdout and stderr (at most the last 2,000 lines / 50 KB), then the job's "
+            "state or exit code. Returns at once; between reads do other work, or run a short "
+            "`sleep` with bash if you must wait."
         ),
         permission="read",
         timeout=job_output_timeout(),

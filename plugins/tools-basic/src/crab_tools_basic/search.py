@@ -205,7 +205,7 @@ def list_entries(ws: Workspace, path: str | None = None) -> str:
 
 @tool(output_limit=None)
 def glob(
-    pattern: Annotated[str, "glob such as '*.py' (any depth), 'src/**/*.ts' (from path) or '*.{ts,tsx}'"],
+    pattern: Annotated[str, "the glob pattern"],
     ctx: ToolContext,
     path: Annotated[str | None, "folder to search (default: the workspace)"] = None,
 ) -> str:
@@ -213,9 +213,8 @@ def glob(
 
     A pattern without `/` matches file names at any depth; with `/` it matches the path from
     `path`. `*` and `?` stay within a folder, `**` spans folders, `[abc]` is one of the
-    characters, `{a,b}` either alternative. Honours .gitignore, skips .git and symlinks,
-    lists files only (never folders), sorted by path, at most 1,000 (it says when there are
-    more).
+    characters, `{a,b}` either alternative. Honours .gitignore, skips .git and symlinks;
+    lists files only, sorted by path, at most 1,000 (it says when there are more).
     """
     with os_errors("glob failed"):
         return find_files(workspace_of(ctx), pattern, path, ctx.cancelled)
@@ -223,24 +222,22 @@ def glob(
 
 @tool(output_limit=None)
 def grep(
-    pattern: Annotated[str, "regular expression (Python re syntax), or the text itself with literal"],
+    pattern: Annotated[str, "regular expression, or plain text with literal"],
     ctx: ToolContext,
     path: Annotated[str | None, "file or folder to search (default: the workspace)"] = None,
-    glob: Annotated[str | None, "only files matching this glob, e.g. '*.py' or '*.{ts,tsx}'"] = None,
+    glob: Annotated[str | None, "only files matching this glob, e.g. '*.py'"] = None,
     ignore_case: Annotated[bool, "match without regard to case"] = False,
     context: Annotated[int, "lines of context around each match (at most 10)"] = 0,
     literal: Annotated[bool, "pattern is plain text: no character in it is special"] = False,
-    files_only: Annotated[bool, "list the files with a match, not the matching lines"] = False,
-    limit: Annotated[int | None, "most results shown (default and maximum 100 lines, or 1,000 files)"] = None,
+    files_only: Annotated[bool, "list the files with a match (sorted, at most 1,000), not the lines"] = False,
+    limit: Annotated[int | None, "most results shown"] = None,
 ) -> str:
     """Search file contents for a regular expression or plain text; prints `path:line:text` per match.
 
-    The pattern is Python `re` syntax, matched within each line (never across lines): escape
-    `\\ . * + ? ( ) [ ] { } | ^ $` with `\\` to match them as text, or set `literal`. ripgrep
-    runs the search; look-around and back-references run in Python's re, with the same output.
-    Honours .gitignore, skips .git, symlinks and binary files. Shows at most 100 matching
-    lines (it says how many there are in all), each cut at 500 characters; `files_only` lists
-    the matching files instead, sorted.
+    Python `re` syntax (look-around and back-references too), matched within each line: escape
+    `\\ . * + ? ( ) [ ] { } | ^ $` with `\\` to match them as text, or set `literal`. Honours
+    .gitignore, skips .git, symlinks and binary files. Shows at most 100 matching lines (it
+    says how many there are in all), each cut at 500 characters.
     """
     settings = settings_of(ctx)
     with os_errors("grep failed"):
@@ -270,7 +267,7 @@ def ls(
     """List one folder, not its sub-folders' content: sub-folders first (marked `/`), then files.
 
     Symlinks show as `name@ -> target`. Honours .gitignore (and says how many entries it hid),
-    skips .git, at most 500 entries. To find files at any depth, use glob.
+    skips .git, at most 500 entries.
     """
     with os_errors("ls failed"):
         return list_entries(workspace_of(ctx), path)
