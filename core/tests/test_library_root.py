@@ -153,3 +153,33 @@ def test_ctrl_c_that_the_kernel_hands_to_the_tools_thread_still_ends_run_sync_at
     assert lines[0] == "interrupted"
     assert lines[1].startswith("end after ")
     assert "'ToolResultMessage'" in lines[1]
+
+
+def test_a_wakeup_fd_the_program_set_still_gets_its_signals_during_run_sync(crab_home: Path):
+    # run_sync sets a wakeup fd of its own while it runs (so Ctrl-C wakes its loop); a program's
+    # own (another event loop's add_signal_handler, say) must still get every byte, and be back after.
+    import socket
+
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    theirs.setblocking(False)
+    handler = signal.signal(signal.SIGUSR2, lambda *_: None)
+    previous = signal.set_wakeup_fd(theirs.fileno(), warn_on_full_buffer=False)
+
+    @crab.tool
+    def poke() -> str:
+        """Signal this process."""
+        os.kill(os.getpid(), signal.SIGUSR2)
+        return "poked"
+
+    provider = crab.testing.ScriptedProvider([[{"tool": "poke", "args": {}}], [{"text": "done"}]])
+    try:
+        with crab.Agent(provider=provider, tools=[poke], plugins=[], user_config=False, project_config=False) as agent:
+            assert agent.run_sync("go").text == "done"
+        assert signal.set_wakeup_fd(theirs.fileno(), warn_on_full_buffer=False) == theirs.fileno()
+        assert bytes([signal.SIGUSR2]) in ours.recv(64)
+    finally:
+        signal.set_wakeup_fd(previous)
+        signal.signal(signal.SIGUSR2, handler)
+        ours.close()
+        theirs.close()

@@ -50,11 +50,17 @@ def waking(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
             with contextlib.suppress(OSError):  # theirs is full or closed: as without us
                 os.write(previous, data)
 
-    loop.add_reader(reader.fileno(), drain)
+    try:
+        loop.add_reader(reader.fileno(), drain)
+    except NotImplementedError:  # a loop without readers (Windows' proactor): as without us
+        watching = False
+    else:
+        watching = True
     try:
         yield
     finally:
-        loop.remove_reader(reader.fileno())
+        if watching:
+            loop.remove_reader(reader.fileno())
         with contextlib.suppress(ValueError, OSError):
             signal.set_wakeup_fd(previous)
         reader.close()
