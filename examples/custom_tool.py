@@ -1,6 +1,8 @@
 """A custom tool: a plain typed Python function, passed in; no plugin package needed.
 
 Its type hints are the schema the model sees, its docstring the description.
+
+Needs: crab-provider-mock (the README's Quickstart installs it).
 """
 
 from pathlib import Path

@@ -2,6 +2,8 @@
 
 Runs on crab-provider-mock (a scripted model, no API key): ``python examples/one_shot.py``.
 Put a real model behind it with ``crab.Agent("openai/gpt-4.1-mini", plugins=["provider-openai"])``.
+
+Needs: crab-provider-mock (the README's Quickstart installs it).
 """
 
 from pathlib import Path

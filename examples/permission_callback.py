@@ -2,6 +2,8 @@
 
 Answer "once" (this call), "always" (this kind of call for the rest of the session) or "deny".
 The callback may be a plain function, as here, or an ``async def``.
+
+Needs: crab-provider-mock (the README's Quickstart installs it).
 """
 
 from pathlib import Path

@@ -2,6 +2,9 @@
 
 Sessions live in a SQLite file (crab-store-sqlite) in a temporary folder here; the mock model's
 replies are canned, but the second run is sent the whole earlier exchange.
+
+Needs: crab-provider-mock and crab-store-sqlite, which the README's Quickstart does not
+install: from a checkout, ``pip install ./kits/sql-kit ./plugins/store-sqlite``.
 """
 
 import tempfile

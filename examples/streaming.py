@@ -1,6 +1,8 @@
 """Streaming events: the typed events a renderer gets, as they happen, then the run's result.
 
 The model (a mock script) calls crab-tools-basic's real ``ls`` on this folder.
+
+Needs: crab-provider-mock and crab-tools-basic (the README's Quickstart installs both).
 """
 
 import asyncio

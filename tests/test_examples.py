@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +46,34 @@ EXPECTED: dict[str, list[str]] = {
 
 def test_every_example_is_checked():
     assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(EXPECTED)
+
+
+def quickstart_plugins() -> set[str]:
+    """The plugins the README's Quickstart command installs."""
+    readme = (ROOT / "README.md").read_text()
+    command = next(line for line in readme.splitlines() if line.startswith("python3 -m venv") and "./core" in line)
+    return set(re.findall(r"\./plugins/([a-z0-9-]+)", command))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_says_which_plugins_it_needs_and_how_to_install_the_others(name: str):
+    source = (EXAMPLES / name).read_text()
+    doc = ast.get_docstring(ast.parse(source)) or ""
+    needs = doc[doc.index("Needs: ") :] if "Needs: " in doc else ""
+    assert needs, f"{name}'s docstring has no 'Needs: ' paragraph naming the plugins it loads"
+    loaded = {
+        item.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.keyword) and node.arg == "plugins" and isinstance(node.value, ast.List)
+        for item in node.value.elts
+        if isinstance(item, ast.Constant)
+    }
+    for plugin in loaded:
+        assert f"crab-{plugin}" in needs, f"{name} loads {plugin}: its 'Needs: ' must name crab-{plugin}"
+        if plugin not in quickstart_plugins():
+            assert f"./plugins/{plugin}" in needs, (
+                f"{name} needs {plugin}, which the Quickstart does not install: say how"
+            )
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

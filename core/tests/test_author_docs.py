@@ -107,3 +107,33 @@ def test_the_script_format_is_documented_step_by_step():
     section = TESTING_MD.split("## The scripted provider", 1)[1].split("\n## ", 1)[0]
     assert [k for k in sorted(STEP_KEYS | {"args", "raw_args", "kind", "id", "loop"}) if f'"{k}"' not in section] == []
     assert "[[replies]]" in section  # the TOML form
+
+
+def public_names() -> set[str]:
+    return {name for module in PUBLIC for name in importlib.import_module(module).__all__}
+
+
+def test_every_type_the_testing_guide_names_is_public():
+    # It named `TurnOutcome`, which no public module exports: a reader could not import it.
+    named = set(re.findall(r"`([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)[`(.\[]", TESTING_MD))
+    assert sorted(named - public_names()) == [], "docs/testing.md names these, which are not public"
+
+
+def test_the_docs_name_the_test_kit_by_its_public_paths_only():
+    # docs/storage.md imported StoreContract from crab.testing.store_contract, docs/api.md from
+    # crab.testing; docs/providers.md named crab.testing.http_replay.ReplayServer.
+    private = []
+    for module in ("crab.testing", "crab.processes"):
+        public = set(importlib.import_module(module).__all__)
+        for path in sorted((ROOT / "docs").glob("*.md")):
+            for name in re.findall(rf"\b{re.escape(module)}\.([A-Za-z_]+)", path.read_text()):
+                if name not in public:
+                    private.append(f"{path.name}: {module}.{name}")
+    assert private == [], "name these as crab.testing.NAME / crab.processes.NAME (their public paths)"
+
+
+def test_api_md_names_tool_spec_fields_as_they_are():
+    line = re.search(r"^- `ToolSpec` —.*(?:\n  .*)*", API_MD, re.M)
+    assert line is not None
+    for field in dataclasses.fields(crab.ToolSpec):
+        assert f"`{field.name}`" in line.group(0), f"docs/api.md's ToolSpec line must call it `{field.name}`"

@@ -84,6 +84,29 @@ def test_run_bounded_is_ended_when_stop_is_set() -> None:
     assert not left
 
 
+def test_run_bounded_raises_stopped_only_once_its_processes_are_gone(tmp_path: Path) -> None:
+    # A killed process is not gone until it has been scheduled and has freed its memory: this one
+    # (below a shell, SIGTERM ignored, a quarter of a GiB touched) takes ~0.15 s after SIGKILL on
+    # a quiet machine and far longer under load, which is how a "sleep 307" was once seen alive
+    # after Stopped (run_bounded waits for its own child, the shell, but not for what is below).
+    marker = tmp_path / "pid"
+    program = (
+        "import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "b = bytearray(256 << 20); b[::4096] = b'x' * len(b[::4096]); "
+        f"open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(300)"
+    )
+    stop = threading.Event()
+
+    def stop_once_up() -> None:
+        wait_for_file(marker)
+        stop.set()
+
+    threading.Thread(target=stop_once_up, daemon=True).start()
+    with pytest.raises(processes.Stopped):
+        processes.run_bounded(["sh", "-c", '"$0" -c "$1" & wait', sys.executable, program], stop, grace=0.2)
+    assert not alive(int(marker.read_text()))
+
+
 def test_run_bounded_returns_output_and_feeds_input() -> None:
     done = processes.run_bounded(["sh", "-c", "cat; echo err >&2; exit 3"], input=b"hello")
     assert (done.returncode, done.stdout, done.stderr) == (3, b"hello", b"err\n")

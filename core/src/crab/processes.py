@@ -48,6 +48,9 @@ __all__ = [
 TAG_VARIABLE = "CRAB_PROCESS_TAG"
 PR_SET_CHILD_SUBREAPER = 36
 POLL = 0.05
+KILL_WAIT = 5.0
+"""Seconds ``terminate`` waits for SIGKILLed processes to be gone (only one stuck in the kernel
+takes more than a moment)."""
 
 _lock = threading.Lock()
 _groups: dict[int, str] = {}  # process group id -> tag of the start that made it
@@ -265,7 +268,8 @@ def reap_orphans() -> None:
 def terminate(pgid: int, tag: str | None, grace: float) -> None:
     """End group ``pgid`` and every descendant of crab carrying ``tag``: SIGTERM, then SIGKILL.
 
-    Blocks for at most ``grace`` seconds plus a moment. Descendants found by tag include those
+    Returns once they are gone (zombies at most), or after ``grace`` seconds plus ``KILL_WAIT``
+    for a process stuck in the kernel. Descendants found by tag include those
     that left the group with ``setsid`` (they stay below crab while it is a subreaper). The
     caller still waits for its own process, then calls ``untrack``.
     """
@@ -295,6 +299,13 @@ def _end(groups: Sequence[int], tag: str | None, grace: float) -> None:
         _signal(pids, groups, signal.SIGKILL)
         if not pids:
             break
+    # SIGKILL is not death: a process still has to be scheduled and free its memory (a quarter
+    # of a GiB takes 0.15 s, far longer on a loaded machine). Returning before that let a caller
+    # (run_bounded's Stopped, a tool's timeout) see its processes still running.
+    deadline = time.monotonic() + KILL_WAIT
+    while pids and time.monotonic() < deadline and _alive(pids, groups):
+        reap_orphans()
+        time.sleep(POLL / 5)
     reap_orphans()
 
 

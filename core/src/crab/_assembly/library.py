@@ -171,7 +171,7 @@ class Agent:
         """``aclose`` for a program using the ``*_sync`` methods."""
         if self._runner is not None:
             try:
-                self._runner.run(self.aclose())
+                _run(self._runner, self.aclose())
             finally:
                 self._runner.close()
                 self._runner = None
@@ -250,7 +250,7 @@ class Agent:
         except UsageError:
             coro.close()
             raise
-        return runner.run(coro)
+        return _run(runner, coro)
 
     async def _session(self, session_id: str | None) -> Session:
         await self.start()
@@ -414,7 +414,7 @@ class Run:
 
     def __iter__(self) -> Iterator[Event]:
         runner = self._owner._own_runner()
-        while (event := runner.run(self._next())) is not None:
+        while (event := _run(runner, self._next())) is not None:
             yield event
 
     async def result(self) -> RunResult:
@@ -425,7 +425,7 @@ class Run:
 
     def result_sync(self) -> RunResult:
         """``result`` for a run from ``run_stream_sync``."""
-        result: RunResult = self._owner._own_runner().run(self.result())
+        result: RunResult = _run(self._owner._own_runner(), self.result())
         return result
 
     async def _stop(self) -> None:
@@ -483,6 +483,16 @@ def _masked(exc: CrabError) -> None:
     masked = error_line(text)
     if masked != text:
         exc.args = (masked,)
+
+
+def _run(runner: asyncio.Runner, coro: Coroutine[Any, Any, T]) -> T:
+    """``runner.run(coro)`` with every signal waking the loop: Ctrl-C then cancels the run at
+    once, even when it reached a sync tool's thread or came just as the loop went to sleep
+    (``crab._system.signal_wakeup``), never only when the tool returns."""
+    from crab._system.signal_wakeup import waking
+
+    with waking(runner.get_loop()):
+        return runner.run(coro)
 
 
 def _loop_running() -> bool:

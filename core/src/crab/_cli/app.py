@@ -351,6 +351,8 @@ def config_path() -> None:
 
 
 _extended: set[str] = set()
+_sessions_real = False
+"""Whether the ``sessions`` group added is the real one (not the help-only stand-in)."""
 _plugin_commands_for: tuple[object, ...] | None = None
 """What the plugins' sub-commands were added under (folder, crab's variables, the config files
 and the trust file as they were): their ``crab_cli`` got that config, so another one in this
@@ -426,15 +428,30 @@ def _add_plugin_commands() -> None:
         typer.echo(f"warning: {failure.line}", err=True)
 
 
-def _add_sessions() -> None:
-    if "sessions" in _extended:
+SESSIONS_HELP = "List, show, search, fork, export and migrate sessions."
+
+
+def _add_sessions(args: Sequence[str]) -> None:
+    """``crab sessions`` in the command list. Its commands (and what they import) are added only
+    when the command line names it; any other command, ``crab --help`` included, needs just its
+    line, so it gets an empty group with the same help (crab --help's module budget)."""
+    global _own_commands, _sessions_real
+    real = "sessions" in args
+    if "sessions" in _extended and (_sessions_real or not real):
         return
+    group = typer.Typer(help=SESSIONS_HELP, rich_markup_mode=None)
+    if real:
+        try:
+            from crab._cli.sessions import app as group
+        except ImportError:
+            return
+    app.registered_groups[:] = [info for info in app.registered_groups if info.name != "sessions"]
+    app.add_typer(group, name="sessions", help=SESSIONS_HELP)
+    if _own_commands is not None:  # restored by _add_plugin_commands: the real group from now on
+        groups = [info for info in _own_commands[1] if info.name != "sessions"] + [app.registered_groups[-1]]
+        _own_commands = (_own_commands[0], groups)
     _extended.add("sessions")
-    try:
-        from crab._cli.sessions import app as sessions_app
-    except ImportError:
-        return
-    app.add_typer(sessions_app, name="sessions", help="List, show, search, fork, export and migrate sessions.")
+    _sessions_real = real
 
 
 RESUME_FLAGS = ("-r", "--resume")
@@ -502,7 +519,7 @@ def run_app(argv: list[str] | None = None) -> int:
             with _only_command(args[0]):
                 code = app(args=args, prog_name="crab", standalone_mode=False)
         else:
-            _add_sessions()
+            _add_sessions(args)
             if not (args and args[0] in _NO_PLUGIN_COMMANDS):
                 _add_plugin_commands()
             # Not standalone: click would print a usage block for a usage error; crab prints one line.

@@ -110,11 +110,38 @@ def core_checkout() -> Path | None:
         return None
 
 
+def installed_from(distribution: str) -> str | None:
+    """Where pip installed ``distribution`` from, as pip takes it again: a local folder or file,
+    an archive's URL or ``git+URL@COMMIT#subdirectory=…`` (PEP 610's ``direct_url.json``); None
+    when it came from an index or a ``--find-links`` folder (pip records no place then)."""
+    import json
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    try:
+        text = metadata.distribution(distribution).read_text("direct_url.json")
+        data = json.loads(text or "null")
+        url = data["url"]
+    except (metadata.PackageNotFoundError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(url, str):
+        return None
+    vcs = data.get("vcs_info")
+    if isinstance(vcs, dict):
+        commit = vcs.get("commit_id") or vcs.get("requested_revision")
+        spec = f"{vcs.get('vcs', 'git')}+{url}" + (f"@{commit}" if commit else "")
+        return spec + (f"#subdirectory={data['subdirectory']}" if data.get("subdirectory") else "")
+    if url.startswith("file://"):
+        return unquote(urlparse(url).path)
+    return url
+
+
 def core_install(folder: Path | None, kind: str = "tool") -> str:
     """What the new plugin's README installs crab from (pip arguments): this checkout's ``core``
     folder (relative to the plugin's ``folder``; the provider kit's too for an HTTP kind), else
-    exactly this crab-core's version, so its test command never takes whatever ``crab-core`` an
-    index holds."""
+    the folder, file or URL pip installed them from, else exactly this crab-core's version (which
+    pip finds only where crab came from: ``core_where`` says so), so its test command never
+    takes whatever ``crab-core`` an index holds."""
     import os
     import shlex
 
@@ -122,6 +149,10 @@ def core_install(folder: Path | None, kind: str = "tool") -> str:
 
     core = core_checkout()
     if core is None:
+        wanted = ["crab-core", *(["crab-provider-kit"] if kind in HTTP_KINDS else [])]
+        sources = [installed_from(name) for name in wanted]
+        if all(sources):
+            return " ".join(shlex.quote(str(source)) for source in sources)
         return shlex.quote(f"crab-core{'[http]' if kind in HTTP_KINDS else ''}=={__version__}")
     where = (folder or Path.cwd()).resolve()
     folders = [core, *([core.parent / "kits" / "provider-kit"] if kind in HTTP_KINDS else [])]
@@ -130,6 +161,16 @@ def core_install(folder: Path | None, kind: str = "tool") -> str:
         relative = os.path.relpath(path, where)
         shown.append(shlex.quote(relative if relative.startswith(".") else f"./{relative}"))
     return " ".join(shown)
+
+
+def core_where(install: str) -> str:
+    """The README's words after ``core_install`` when it is a bare version pip must find somewhere."""
+    if "==" not in install:
+        return ""
+    return (
+        ", which no public index holds: add `--find-links FOLDER` (the folder of the wheels crab was "
+        "installed from) or `--index-url` of your own index to the command"
+    )
 
 
 def values(name: str, kind: str, folder: Path | None = None) -> dict[str, str]:
@@ -150,6 +191,7 @@ def values(name: str, kind: str, folder: Path | None = None) -> dict[str, str]:
         "core_requirement": f"{core}>={__version__},<{core_major + 1}",
         "core_install": core_install(folder, kind),
     }
+    base["core_where"] = core_where(base["core_install"])
     for key in ("what", "usage", "config"):
         base[key] = Template(getattr(spec, key)).substitute(base)
     return base

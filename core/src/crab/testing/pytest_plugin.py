@@ -8,7 +8,9 @@
 - ``crab_cli``: run ``crab`` in-process and get a ``CliResult``;
 - ``crab_site``: a ``ScriptedSite`` in ``tmp_path`` (a scripted provider plugin for a ``crab`` subprocess);
 - ``crab_screen``: a factory of ``TmuxScreen`` objects (a program in tmux), closed after the test;
-  the test is skipped where tmux is not installed.
+  the test is skipped where tmux is not installed;
+
+and the ``slow`` marker, registered so ``--strict-markers`` accepts the tests contract suites mark.
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ from crab.testing.site import ScriptedSite
 from crab.testing.tmux import TmuxScreen, tmux_available
 
 CRAB_ENV = tuple(name for name in environ.ALL if name != environ.HOME)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Contract suites (crab_provider_kit.ProviderContract) mark their end-to-end tests ``slow``:
+    # registered here, so a plugin's own ``--strict-markers`` (the template's) collects them.
+    config.addinivalue_line("markers", "slow: takes more than a few seconds (a crab subprocess, a real server)")
 
 
 @pytest.fixture

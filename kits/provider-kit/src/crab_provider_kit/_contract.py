@@ -177,17 +177,27 @@ class ProviderContract:
 
     def assert_failed_cleanly(self, events: list[StreamEvent], error: Exception | None) -> ErrorEvent:
         """One ErrorEvent at the end, and nothing that would make the loop run a tool or keep a reply."""
-        assert error is None, error
+        assert error is None, (
+            f"the stream raised {error!r}: a failure must end the stream as one ErrorEvent, not an exception"
+        )
         assert events, "the stream yielded nothing"
-        assert isinstance(events[-1], ErrorEvent), events[-1:]
-        assert sum(isinstance(e, ErrorEvent) for e in events) == 1
-        assert not any(isinstance(e, ToolCallEvent | MessageEnd) for e in events)
+        assert isinstance(events[-1], ErrorEvent), f"a failed stream must end with an ErrorEvent, not {events[-1:]}"
+        assert sum(isinstance(e, ErrorEvent) for e in events) == 1, "a failed stream must yield exactly one ErrorEvent"
+        assert not any(isinstance(e, ToolCallEvent | MessageEnd) for e in events), (
+            "a failed stream must yield no ToolCallEvent and no MessageEnd: the loop would run or keep them"
+        )
         self.assert_no_key(repr(events))
         return events[-1]
 
+    def expect_error(self, error: Exception | None, kind: str, what: str) -> ProviderError:
+        """``error`` is the ``crab.ProviderError`` of ``kind`` that ``what`` must raise."""
+        assert isinstance(error, ProviderError), f"{what} must raise crab.ProviderError (kind {kind!r}), not {error!r}"
+        assert error.kind == kind, f"{what} must be a ProviderError of kind {kind!r}, not {error.kind!r}: {error}"
+        return error
+
     def assert_answered(self, events: list[StreamEvent], error: Exception | None) -> MessageEnd:
-        assert error is None, error
-        assert isinstance(events[-1], MessageEnd), events[-1:]
+        assert error is None, f"the stream raised {error!r}: it must answer (after its retries)"
+        assert isinstance(events[-1], MessageEnd), f"an answered stream must end with a MessageEnd, not {events[-1:]}"
         return events[-1]
 
     # -- error statuses ------------------------------------------------------------------------
@@ -195,43 +205,41 @@ class ProviderContract:
     def test_401_names_the_key_variable_and_never_the_key(self, contract_server: ReplayServer) -> None:
         contract_server.script(self.error(contract_server, 401, "auth", f"Incorrect API key provided: {self.api_key}"))
         events, error = self.run(self.provider(contract_server))
-        assert isinstance(error, ProviderError), error
-        assert error.kind == "auth", error
+        self.expect_error(error, "auth", "a 401")
         assert self.key_env in str(error), f"a 401 must say which variable to set ({self.key_env}): {error}"
         self.assert_no_key(error, repr(events))
-        assert len(contract_server.requests) == 1
+        assert len(contract_server.requests) == 1, "a 401 must not be retried (the key will not get better)"
         assert self.sent_key(contract_server.requests[0]) == self.api_key, "the key did not go where it belongs"
 
     def test_403_is_an_auth_error_without_the_key(self, contract_server: ReplayServer) -> None:
         contract_server.script(self.error(contract_server, 403, "permission", f"key {self.api_key} may not use this"))
         events, error = self.run(self.provider(contract_server))
-        assert isinstance(error, ProviderError), error
-        assert error.kind == "auth", error
-        assert not error.retryable
+        error = self.expect_error(error, "auth", "a 403")
+        assert not error.retryable, "a 403 must not be retryable"
         self.assert_no_key(error, repr(events))
-        assert len(contract_server.requests) == 1
+        assert len(contract_server.requests) == 1, "a 403 must not be retried"
 
     def test_unknown_model_says_so(self, contract_server: ReplayServer) -> None:
         contract_server.script(self.error(contract_server, 404, "not_found", "model: no-such-model-9"))
         _, error = self.run(self.provider(contract_server), "no-such-model-9")
-        assert isinstance(error, ProviderError), error
-        assert error.kind == "model_not_found", error
-        assert "no-such-model-9" in str(error)
+        self.expect_error(error, "model_not_found", "a 404 for a model")
+        assert "no-such-model-9" in str(error), f"an unknown model's error must name the model asked for: {error}"
 
     def test_invalid_request_is_not_retried(self, contract_server: ReplayServer) -> None:
         contract_server.script(self.error(contract_server, 400, "invalid_request", "messages: roles must alternate"))
         _, error = self.run(self.provider(contract_server))
-        assert isinstance(error, ProviderError), error
-        assert error.kind == "invalid_request", error
-        assert "roles must alternate" in str(error)
-        assert len(contract_server.requests) == 1
+        self.expect_error(error, "invalid_request", "a 400")
+        assert "roles must alternate" in str(error), f"a 400 must carry the vendor's message: {error}"
+        assert len(contract_server.requests) == 1, "a 400 must not be retried (the same request fails the same way)"
 
     def test_request_too_large_is_a_context_overflow(self, contract_server: ReplayServer) -> None:
         contract_server.script(contract_server.error(413, b"Request Entity Too Large"))
         _, error = self.run(self.provider(contract_server))
-        assert isinstance(error, ContextOverflowError), error
-        assert not error.retryable
-        assert len(contract_server.requests) == 1
+        assert isinstance(error, ContextOverflowError), (
+            f"a 413 must raise crab.ContextOverflowError (so the loop compacts), not {error!r}"
+        )
+        assert not error.retryable, "a 413 must not be retryable"
+        assert len(contract_server.requests) == 1, "a 413 must not be retried"
 
     # -- retries -------------------------------------------------------------------------------
 
@@ -241,11 +249,16 @@ class ProviderContract:
             contract_server.sse(self.text_stream),
         )
         events, error = self.run(self.provider(contract_server))
-        (retry,) = [e for e in events if isinstance(e, RetryEvent)]
-        assert (retry.delay, retry.attempt) == (1.0, 2)
-        assert "Rate limit reached" in retry.reason
-        assert 0.9 <= contract_server.requests[1].at - contract_server.requests[0].at < 2.5
-        assert self.assert_answered(events, error).message.content == self.text
+        retries = [e for e in events if isinstance(e, RetryEvent)]
+        assert len(retries) == 1, f"a 429 with Retry-After must be retried once, with one RetryEvent, not {retries}"
+        retry = retries[0]
+        assert (retry.delay, retry.attempt) == (1.0, 2), (
+            f"a 429 with Retry-After: 1 must wait 1 s before attempt 2, not {retry}"
+        )
+        assert "Rate limit reached" in retry.reason, f"the RetryEvent must carry the vendor's message: {retry.reason}"
+        waited = contract_server.requests[1].at - contract_server.requests[0].at
+        assert 0.9 <= waited < 2.5, f"Retry-After: 1 must be honoured (about 1 s between attempts), not {waited:.2f} s"
+        assert self.assert_answered(events, error).message.content == self.text, "the retried call must answer the text"
 
     def test_retry_after_above_the_cap_fails_at_once(self, contract_server: ReplayServer) -> None:
         contract_server.script(
@@ -253,45 +266,54 @@ class ProviderContract:
         )
         started = time.monotonic()
         events, error = self.run(self.provider(contract_server, retry_cap=60))
-        assert time.monotonic() - started < 1.0
-        assert isinstance(error, ProviderError), error
-        assert error.kind == "rate_limit", error
-        assert "Slow down for an hour" in str(error)
-        assert "retry cap" in str(error)
-        assert len(contract_server.requests) == 1
-        assert not any(isinstance(e, RetryEvent) for e in events)
+        assert time.monotonic() - started < 1.0, "a Retry-After above retry_cap must fail at once, not wait"
+        self.expect_error(error, "rate_limit", "a 429 asking for more than retry_cap")
+        assert "Slow down for an hour" in str(error), f"the error must carry the vendor's message: {error}"
+        assert "retry cap" in str(error), f"the error must say the wait is above the retry cap: {error}"
+        assert len(contract_server.requests) == 1, "a Retry-After above retry_cap must not be retried"
+        assert not any(isinstance(e, RetryEvent) for e in events), (
+            "a Retry-After above retry_cap must yield no RetryEvent"
+        )
 
     def test_retry_after_as_an_http_date(self, contract_server: ReplayServer) -> None:
         later = formatdate(time.time() + 7200, usegmt=True)
         contract_server.script(self.error(contract_server, 503, "server", "busy", retry_after=later))
         _, error = self.run(self.provider(contract_server))
-        assert isinstance(error, ProviderError), error
-        assert "retry cap" in str(error), error
+        assert isinstance(error, ProviderError), (
+            f"a 503 with a Retry-After date 2 h away must raise crab.ProviderError, not {error!r}"
+        )
+        assert "retry cap" in str(error), (
+            f"Retry-After as an HTTP date must be read (2 h is above the retry cap): {error}"
+        )
 
     def test_500_then_success(self, contract_server: ReplayServer) -> None:
         contract_server.script(
             self.error(contract_server, 500, "server", "internal"), contract_server.sse(self.tool_stream)
         )
         events, error = self.run(self.provider(contract_server))
-        assert sum(isinstance(e, RetryEvent) for e in events) == 1
-        assert self.assert_answered(events, error).message.tool_calls
+        assert sum(isinstance(e, RetryEvent) for e in events) == 1, "a 500 must be retried once, with one RetryEvent"
+        assert self.assert_answered(events, error).message.tool_calls, "the retried call must answer with its tool call"
 
     def test_retries_run_out_and_the_last_error_is_raised(self, contract_server: ReplayServer) -> None:
         contract_server.script(*[contract_server.error(502, b"bad gateway") for _ in range(3)])
         events, error = self.run(self.provider(contract_server, max_retries=2))
-        assert isinstance(error, ProviderError), error
-        assert error.kind == "server", error
-        assert "gave up after 3 attempts" in str(error)
-        assert [e.attempt for e in events if isinstance(e, RetryEvent)] == [2, 3]
-        assert len(contract_server.requests) == 3
+        self.expect_error(error, "server", "a 502 after every retry")
+        assert "gave up after 3 attempts" in str(error), f"the error must say how many attempts were made: {error}"
+        attempts = [e.attempt for e in events if isinstance(e, RetryEvent)]
+        assert attempts == [2, 3], f"max_retries=2 must yield RetryEvents for attempts 2 and 3, not {attempts}"
+        assert len(contract_server.requests) == 3, "max_retries=2 must make 3 requests in all"
 
     def test_connection_reset_before_the_first_byte_retries(self, contract_server: ReplayServer) -> None:
         contract_server.script(contract_server.reset(), contract_server.sse(self.text_stream))
         events, error = self.run(self.provider(contract_server))
-        (retry,) = [e for e in events if isinstance(e, RetryEvent)]
-        assert "connection" in retry.reason
+        retries = [e for e in events if isinstance(e, RetryEvent)]
+        assert len(retries) == 1, (
+            f"a reset before the first byte must be retried once, with one RetryEvent, not {retries}"
+        )
+        retry = retries[0]
+        assert "connection" in retry.reason, f"the RetryEvent must say the connection failed: {retry.reason}"
         self.assert_answered(events, error)
-        assert len(contract_server.requests) == 2
+        assert len(contract_server.requests) == 2, "a reset before the first byte must be retried once"
 
     def test_error_streamed_before_any_content_retries(self, contract_server: ReplayServer) -> None:
         if self.error_before_content_stream is None:
@@ -300,17 +322,20 @@ class ProviderContract:
             contract_server.sse(self.error_before_content_stream), contract_server.sse(self.text_stream)
         )
         events, error = self.run(self.provider(contract_server))
-        assert sum(isinstance(e, RetryEvent) for e in events) == 1
-        assert self.assert_answered(events, error).message.content == self.text
+        assert sum(isinstance(e, RetryEvent) for e in events) == 1, (
+            "an error event before any content must be retried once"
+        )
+        assert self.assert_answered(events, error).message.content == self.text, "the retried call must answer the text"
 
     def test_unreachable_server_retries_then_fails(self, contract_server: ReplayServer) -> None:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         events, error = self.run(self.provider(contract_server, base_url=f"http://127.0.0.1:{port}/v1", max_retries=1))
-        assert isinstance(error, ProviderError), error
-        assert error.kind == "network", error
-        assert sum(isinstance(e, RetryEvent) for e in events) == 1
+        self.expect_error(error, "network", "a refused port after its retries")
+        assert sum(isinstance(e, RetryEvent) for e in events) == 1, (
+            "a refused port must be retried (max_retries=1: once)"
+        )
         self.assert_no_key(error, repr(events))
 
     # -- faults of a stream --------------------------------------------------------------------
@@ -321,24 +346,37 @@ class ProviderContract:
         )
         events, error = self.run(self.provider(contract_server))
         failure = self.assert_failed_cleanly(events, error)
-        assert failure.kind == "stream"
-        assert "dropped mid-stream" in failure.message
+        assert failure.kind == "stream", (
+            f"a drop mid-stream must be an ErrorEvent of kind 'stream', not {failure.kind!r}"
+        )
+        assert "dropped mid-stream" in failure.message, (
+            f"the ErrorEvent must say the stream dropped mid-stream: {failure.message}"
+        )
         # Content had streamed, so the call is not retried (a retry would duplicate output).
-        assert len(contract_server.requests) == 1
+        assert len(contract_server.requests) == 1, (
+            "a stream that dropped after content must not be retried (output would repeat)"
+        )
 
     def test_a_stream_without_its_end_marker_is_an_error(self, contract_server: ReplayServer) -> None:
         contract_server.script(contract_server.sse(self.missing_end_stream))
         events, error = self.run(self.provider(contract_server))
         failure = self.assert_failed_cleanly(events, error)
-        assert failure.kind == "stream"
-        assert self.end_marker in failure.message
+        assert failure.kind == "stream", (
+            f"a stream without its end marker must be an ErrorEvent of kind 'stream', not {failure.kind!r}"
+        )
+        assert self.end_marker in failure.message, (
+            f"the ErrorEvent must name the missing end marker {self.end_marker!r}: {failure.message}"
+        )
 
     def test_a_malformed_event_ends_as_an_error_not_a_traceback(self, contract_server: ReplayServer) -> None:
         reply = contract_server.sse(self.text_stream)
         reply.events.insert(self.malformed_at, self.malformed_event)
         contract_server.script(reply)
         events, error = self.run(self.provider(contract_server))
-        assert "malformed stream" in self.assert_failed_cleanly(events, error).message
+        message = self.assert_failed_cleanly(events, error).message
+        assert "malformed stream" in message, (
+            f"a malformed event must end as an ErrorEvent saying 'malformed stream': {message}"
+        )
 
     def test_an_idle_stream_times_out_as_an_error(self, contract_server: ReplayServer) -> None:
         contract_server.script(
@@ -346,8 +384,9 @@ class ProviderContract:
         )
         started = time.monotonic()
         events, error = self.run(self.provider(contract_server, idle_timeout=0.3))
-        assert time.monotonic() - started < 2.0
-        assert "idle" in self.assert_failed_cleanly(events, error).message
+        assert time.monotonic() - started < 2.0, "a stream idle past idle_timeout must end then, not run on"
+        message = self.assert_failed_cleanly(events, error).message
+        assert "idle" in message, f"an idle stream's ErrorEvent must say it was idle: {message}"
 
     def test_text_streamed_before_a_drop_is_kept_but_the_reply_is_not(self, contract_server: ReplayServer) -> None:
         contract_server.script(contract_server.sse(self.text_stream, cut_after=self.text_cut_after))
@@ -355,7 +394,7 @@ class ProviderContract:
         self.assert_failed_cleanly(events, error)
         shown = "".join(e.text for e in events if isinstance(e, TextDelta))
         assert shown, "no text arrived before the drop"
-        assert self.text.startswith(shown), shown
+        assert self.text.startswith(shown), f"the text shown before the drop must be the reply's start, not {shown!r}"
 
     # -- end to end: the key in no byte crab printed or stored ---------------------------------
 
@@ -380,24 +419,32 @@ class ProviderContract:
         # A tool call (for a tool that does not exist), then the answer; then a 401 echoing the key.
         contract_server.script(contract_server.sse(self.tool_stream), contract_server.sse(self.text_stream))
         ok = self.crab(contract_home, "run", "what is the weather?", "--output", "jsonl", "--store", store, "--yolo")
-        assert ok.returncode == 0, ok.stderr
+        assert ok.returncode == 0, f"crab run through the plugin must succeed: {ok.stderr}"
         events = [json.loads(line) for line in ok.stdout.splitlines() if line.strip()]
-        assert any(e.get("type") == "tool_call" for e in events)
+        assert any(e.get("type") == "tool_call" for e in events), (
+            "the tool_stream fixture's tool call must reach crab run"
+        )
         # Two model calls: at most one usage event each (the loop's), none from the provider itself.
-        assert [e["type"] for e in events].count("usage") <= 2
-        assert self.text in ok.stdout
-        assert self.sent_key(contract_server.requests[0]) == self.api_key
+        assert [e["type"] for e in events].count("usage") <= 2, (
+            "the provider must not emit UsageEvents itself (the loop does)"
+        )
+        assert self.text in ok.stdout, "crab run must print the answer"
+        assert self.sent_key(contract_server.requests[0]) == self.api_key, f"the key in {self.key_env} must be sent"
         self.check_round_trip(contract_server.requests)
         if store == "jsonl":
             stored = b"".join(p.read_bytes() for p in contract_home.rglob("*") if p.is_file())
-            assert self.text.encode() in stored  # the scan below really covers the stored session
+            assert self.text.encode() in stored, "the session must be stored (so the key scan below covers it)"
 
         contract_server.script(self.error(contract_server, 401, "auth", f"Incorrect API key provided: {self.api_key}"))
         denied = self.crab(contract_home, "run", "hi", "--store", store)
-        assert denied.returncode != 0
-        assert self.key_env in denied.stdout + denied.stderr
-        assert find_secret(contract_home, ok, self.api_key) == []
-        assert find_secret(contract_home, denied, self.api_key) == []
+        assert denied.returncode != 0, "crab run must fail on a 401"
+        assert self.key_env in denied.stdout + denied.stderr, (
+            f"a 401 through crab run must say which variable to set ({self.key_env})"
+        )
+        assert find_secret(contract_home, ok, self.api_key) == [], "the key must be in no byte crab printed or stored"
+        assert find_secret(contract_home, denied, self.api_key) == [], (
+            "the key must be in no byte crab printed or stored after a 401"
+        )
 
     @pytest.mark.slow
     @_needs_crab
@@ -408,10 +455,14 @@ class ProviderContract:
         (contract_home / "auth.json").write_text(json.dumps({self.auth_name: self.api_key}))
         contract_server.script(contract_server.sse(self.text_stream))
         result = self.crab(contract_home, "run", "hi", "--store", self.store(), key=False)
-        assert result.returncode == 0, result.stderr
-        assert self.text in result.stdout
-        assert self.sent_key(contract_server.requests[0]) == self.api_key
-        assert find_secret(contract_home, result, self.api_key, skip=("auth.json",)) == []
+        assert result.returncode == 0, f"crab run with the key in auth.json must succeed: {result.stderr}"
+        assert self.text in result.stdout, "crab run must print the answer"
+        assert self.sent_key(contract_server.requests[0]) == self.api_key, (
+            f"the key in auth.json under {self.auth_name!r} must be sent"
+        )
+        assert find_secret(contract_home, result, self.api_key, skip=("auth.json",)) == [], (
+            "a key from auth.json must be in no byte crab printed or stored outside auth.json"
+        )
 
     @pytest.mark.slow
     @_needs_crab
@@ -420,11 +471,11 @@ class ProviderContract:
     ) -> None:
         self.write_config(contract_home, contract_server)
         result = self.crab(contract_home, "run", "hi", key=False)
-        assert result.returncode == 2
+        assert result.returncode == 2, f"a missing key must exit 2 (a config error), not {result.returncode}"
         lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
-        assert len(lines) == 1, lines
-        assert f"set {self.key_env}" in lines[0], lines
-        assert contract_server.requests == []
+        assert len(lines) == 1, f"a missing key must be one line, not {lines}"
+        assert f"set {self.key_env}" in lines[0], f"a missing key must say to set {self.key_env}: {lines[0]}"
+        assert contract_server.requests == [], "a missing key must stop crab before any request"
 
     def crab(self, home: Path, *args: str, key: bool = True) -> Any:
         """``crab ARGS --model <cli_model>`` in a subprocess, with the test key in ``key_env`` if ``key``."""
