@@ -76,8 +76,6 @@ def test_after_400_turns_every_request_stays_under_the_budget(crab_agent):
     # the store keeps every message; the model's context is what the live session holds
     entries = h.run_async(h.store.entries(h.session.id))
     users = [e for e in entries if e.type == "message" and e.payload.get("role") == "user"]
-    # A date note follows the first prompt and the first after each compaction (it was summarised).
-    users = [e for e in users if not compaction.is_note(str(e.payload.get("content")))]
     assert len(users) == 400
     resumed = h.run_async(h.agent.resume(h.session.id))
     assert resumed.messages == h.session.messages
@@ -200,7 +198,7 @@ def test_a_failed_summary_leaves_the_history_alone(crab_agent):
     failed = [e for e in h.events_of(CompactionEvent) if e.phase == "failed"]
     assert failed and "server down" in (failed[0].error or "")
     assert len(failed) < 5  # not retried on every call: only once requests grew by a tenth
-    assert len([m for m in h.session.messages if isinstance(m, UserMessage) and not compaction.is_note(m.content)]) == 6
+    assert len([m for m in h.session.messages if isinstance(m, UserMessage)]) == 6
 
 
 def test_compact_command_by_hand_with_a_focus(crab_agent):
@@ -270,12 +268,11 @@ def test_compact_answers_with_the_counts_its_event_shows(crab_agent):
     def reply(request: ModelRequest) -> list[dict]:
         if is_summary(request):
             return [{"text": "the summary"}]
-        first = isinstance(request.messages[-1], UserMessage)  # the prompt (or its date note)
-        return [{"tool": "t", "args": {}}] if first else [{"text": "answer " * 20}]
+        return [{"tool": "t", "args": {}}] if len(request.messages) % 4 == 1 else [{"text": "answer " * 20}]
 
     h = crab_agent(reply)
-    for n in range(2):  # the first turn shorter (it holds the date note): the kept half starts mid-turn
-        h.run(f"question {n} " + "about the parser " * (4 if n == 0 else 10))
+    for n in range(2):
+        h.run(f"question {n} " + "about the parser " * 10)
     in_context = len(h.session.messages)
     outcome = h.run("/compact")
     (done,) = [e for e in h.events_of(CompactionEvent) if e.phase == "done"]

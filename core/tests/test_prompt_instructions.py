@@ -102,18 +102,19 @@ def test_the_prompt_orders_core_plugins_user_append_and_instructions(crab_agent,
     assert positions == sorted(positions)
 
 
-def test_the_default_prompt_states_workspace_and_how_to_finish_but_no_date(tmp_path: Path) -> None:
-    # The date is a recorded note (crab._loop.turn.DATE_NOTE): in the prompt it would change the
-    # whole cached prefix of a session continued the next day.
-    text = base_prompt(tmp_path)
-    assert f"Workspace: {tmp_path}" in text and "Today" not in text
+def test_the_default_prompt_states_workspace_session_date_and_how_to_finish(tmp_path: Path) -> None:
+    # The session's date, fixed for the session (today's would change the whole cached prefix of
+    # a session continued the next day: a later date is a recorded note, crab._loop.turn.DATE_NOTE).
+    text = base_prompt(tmp_path, date="2026-01-02")
+    assert f"Workspace: {tmp_path}\nSession date: 2026-01-02\n" in text
     assert "<!--" not in text and "{" not in text
+    assert "Session date" not in base_prompt(tmp_path)  # a session id not of crab's form: no date
     assert "ends your turn" in text
 
 
 def test_a_workspace_path_with_braces_stays_as_it_is(tmp_path: Path) -> None:
-    odd = tmp_path / "{workspace}{max_calls}"
-    text = base_prompt(odd, max_calls=3)
+    odd = tmp_path / "{date}{max_calls}"
+    text = base_prompt(odd, date="2026-01-02", max_calls=3)
     assert f"Workspace: {odd}\n" in text and "A turn has 3 model calls" in text
 
 

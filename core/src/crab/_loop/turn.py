@@ -4,6 +4,7 @@ given its ``TurnParts``, never reaching back into the agent (docs/architecture.m
 from __future__ import annotations
 
 import asyncio
+import calendar
 import json
 import secrets
 import time
@@ -36,8 +37,9 @@ from crab._loop.tool_runner import ToolRunner
 FULL_SCHEMA = "Its full schema: {schema}"
 """Added to a failed call's error result when the request listed the tool without its full schema."""
 DATE_NOTE = "[crab] Today is {date}."
-"""Recorded after the prompt that starts a session, and again when the date changed since it was
-last told: a date in the system prompt would change the whole cached prefix the next day."""
+"""Recorded after a prompt when the local date is not the one last told: the session's date (in
+the system prompt, fixed for the session: ``session_date``) or an earlier note. The prompt never
+shows today's date, which would change the whole cached prefix of a session continued next day."""
 FINAL_ANSWER_NOTE = (
     "[crab] You have reached the limit of tool calls for this turn. Do not call tools; answer now "
     "with what you have found, and say what is left undone."
@@ -49,13 +51,26 @@ def today() -> str:
     return time.strftime("%Y-%m-%d")
 
 
-def date_note(messages: Sequence[Message], date: str) -> str | None:
-    """The date note to record after a prompt: None when the last one in ``messages`` told ``date``."""
+def session_date(session_id: str) -> str | None:
+    """The local date a session started on, read from its id (``crab.new_session_id``: UTC time
+    first), so every process derives the same; None for an id of another form."""
+    try:
+        started = calendar.timegm(time.strptime(session_id[:15], "%Y%m%dT%H%M%S"))
+    except ValueError:
+        return None
+    return time.strftime("%Y-%m-%d", time.localtime(started))
+
+
+def date_note(messages: Sequence[Message], date: str, started: str | None) -> str | None:
+    """The note to record after a prompt when ``date`` is not the date last told: the last date
+    note in ``messages``, else the session's date (``started``, in the system prompt)."""
     prefix = DATE_NOTE.partition("{")[0]
+    told = started
     for message in reversed(messages):
         if isinstance(message, UserMessage) and message.content.startswith(prefix):
-            return None if message.content == DATE_NOTE.format(date=date) else DATE_NOTE.format(date=date)
-    return DATE_NOTE.format(date=date)
+            told = message.content.removeprefix(prefix).rstrip(".")
+            break
+    return None if told == date else DATE_NOTE.format(date=date)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +200,7 @@ class Turn:
         await self.parts.record_message(session, UserMessage(item.text, images=item.images))
         for extra in context:
             await self.parts.record_message(session, self._fitted(extra))
-        note = date_note(session.messages, today())
+        note = date_note(session.messages, today(), session_date(session.id))
         if note is not None:
             await self.parts.record_message(session, UserMessage(note))
         if item in queue:
