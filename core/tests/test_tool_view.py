@@ -71,13 +71,21 @@ def test_the_first_request_lists_every_tool_as_a_stub_with_its_parameters_names_
     }
 
 
-def test_a_stub_keeps_types_enums_and_item_types_but_no_descriptions_or_defaults() -> None:
+def test_a_stub_keeps_types_enums_and_the_shape_of_items_but_no_descriptions_or_defaults() -> None:
     schema = {
         "type": "object",
         "properties": {
             "mode": {"type": "string", "enum": ["a", "b"], "description": "how"},
             "paths": {"type": "array", "items": {"type": "string", "description": "one path"}, "maxItems": 3},
             "odd": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+            "edits": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"old": {"type": "string", "description": "x"}},
+                    "required": ["old"],
+                },
+            },
         },
         "required": ["mode"],
         "additionalProperties": False,
@@ -88,6 +96,10 @@ def test_a_stub_keeps_types_enums_and_item_types_but_no_descriptions_or_defaults
             "mode": {"type": "string", "enum": ["a", "b"]},
             "paths": {"type": "array", "items": {"type": "string"}},
             "odd": {},
+            "edits": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"old": {"type": "string"}}, "required": ["old"]},
+            },
         },
         "required": ["mode"],
     }

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 MAX_LINE = 120
 SCHEMA_NOTE = "[crab] Full schema of `{name}`: {schema}"
 """The note recorded after a user message that names a tool (``$name``) the request lists as a stub."""
-KEPT_KEYS = ("type", "enum", "items")
+KEPT_KEYS = ("type", "enum")
 """What a stub keeps of each parameter: enough to call the tool, no descriptions or defaults."""
 
 __all__ = ["SCHEMA_NOTE", "ToolView", "hinted", "is_note", "one_line", "schema_text", "stub", "turn_starts"]
@@ -90,29 +90,25 @@ def one_line(description: str) -> str:
 
 
 def stub_parameters(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` cut to what a call needs: each property's type (enum, item type), the required
-    names; no descriptions, defaults or bounds (those come with the full schema when a call fails)."""
-    out: dict[str, Any] = {"type": "object"}
+    """``schema`` cut to what a call needs: each property's type (its enum, the shape of its items
+    and nested properties alike), the required names; no descriptions, defaults or bounds (those
+    come with the full schema when a call fails it)."""
+    return {"type": "object", **_shape(schema)}
+
+
+def _shape(schema: Mapping[str, Any]) -> dict[str, Any]:
+    kept: dict[str, Any] = {key: schema[key] for key in KEPT_KEYS if key in schema}
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        kept["items"] = _shape(items)
     properties = schema.get("properties")
     if isinstance(properties, Mapping) and properties:
-        out["properties"] = {
-            name: _kept(value) if isinstance(value, Mapping) else {} for name, value in properties.items()
+        kept["properties"] = {
+            name: _shape(value) if isinstance(value, Mapping) else {} for name, value in properties.items()
         }
     required = schema.get("required")
     if isinstance(required, list) and required:
-        out["required"] = list(required)
-    return out
-
-
-def _kept(prop: Mapping[str, Any]) -> dict[str, Any]:
-    kept: dict[str, Any] = {}
-    for key in KEPT_KEYS:
-        if key not in prop:
-            continue
-        value = prop[key]
-        if key == "items" and isinstance(value, Mapping):
-            value = {k: value[k] for k in ("type", "enum") if k in value}
-        kept[key] = value
+        kept["required"] = list(required)
     return kept
 
 
