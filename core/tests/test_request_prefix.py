@@ -8,6 +8,7 @@ tool views, and on the summary request of a compaction the turn starts itself.""
 from __future__ import annotations
 
 import json
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -212,3 +213,33 @@ def test_a_compaction_the_turn_starts_asks_for_its_summary_on_the_cached_prefix(
         assert summary.max_tokens is not None and summary.max_tokens <= 2048
     chain = [r for r in requests if not is_summary(r)]
     assert [what for _, what in breaks(chain)] == ["system+messages"] * len(summaries)
+
+
+def test_at_the_cap_the_request_keeps_its_prefix_and_a_call_made_anyway_is_skipped(crab_agent: Any) -> None:
+    ran: list[str] = []
+
+    @crab.tool
+    def probe(n: int) -> str:
+        """Probe."""
+        ran.append(str(n))
+        return "ok"
+
+    plugin = types.SimpleNamespace(crab_tools=crab.hookimpl(lambda config: [probe]))
+    calls = [[{"tool": "probe", "args": {"n": n}}] for n in range(3)]
+    h = crab_agent(calls, plugins={"p": plugin}, config={"crab.max_iterations": 2})
+    outcome = h.run("go")
+    assert outcome.stop == "max_iterations" and ran == ["0", "1"]  # the third call never ran
+    assert breaks(h.requests) == [] and len(h.requests) == 3
+    skipped = h.session.messages[-1]
+    assert isinstance(skipped, crab.ToolResultMessage) and skipped.content.startswith("Skipped: the iteration cap")
+
+
+def test_the_session_date_comes_from_its_id_and_a_later_day_is_told_once() -> None:
+    assert turn.session_date("20260301T120000-abcdef") is not None
+    assert turn.session_date("my-own-id") is None
+    started = turn.session_date("20260301T120000-abcdef")
+    assert turn.date_note([], started or "", started) is None  # the prompt already says it
+    note = turn.date_note([], "2099-01-01", started)
+    assert note == "[crab] Today is 2099-01-01."
+    assert turn.date_note([crab.UserMessage(note)], "2099-01-01", started) is None
+    assert turn.date_note([], "2099-01-01", None) == note  # no session date: told at once
