@@ -243,3 +243,30 @@ def test_the_session_date_comes_from_its_id_and_a_later_day_is_told_once() -> No
     assert note == "[crab] Today is 2099-01-01."
     assert turn.date_note([crab.UserMessage(note)], "2099-01-01", started) is None
     assert turn.date_note([], "2099-01-01", None) == note  # no session date: told at once
+
+
+def test_two_steering_messages_in_a_row_get_no_reply_between_them(crab_agent: Any) -> None:
+    import asyncio
+
+    holder: dict[str, Any] = {}
+
+    @crab.tool
+    async def wait() -> str:
+        """Wait while the user steers twice."""
+        h = holder["h"]
+        holder["steered"] = [
+            asyncio.ensure_future(h.agent.handle_input(h.session, text, steer=True))
+            for text in ("also left", "and right")
+        ]
+        for _ in range(10_000):  # until both are queued (each is one step of the event loop away)
+            if len(h.session.steering) == 2:
+                break
+            await asyncio.sleep(0)
+        return "waited"
+
+    plugin = types.SimpleNamespace(crab_tools=crab.hookimpl(lambda config: [wait]))
+    h = holder["h"] = crab_agent([[{"tool": "wait", "args": {}}], [{"text": "heard both"}]], plugins={"p": plugin})
+    assert h.run("start").text == "heard both"
+    said = [m.content for m in h.requests[1].messages if not isinstance(m, crab.ToolResultMessage)]
+    assert said[-2:] == ["also left", "and right"] and NO_REPLY not in said
+    assert breaks(h.requests) == []

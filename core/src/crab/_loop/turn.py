@@ -146,6 +146,7 @@ class Turn:
         stop: TurnStop
         error: str | None = None
         try:
+            await self._record_missing_reply()
             refused = await self._record_input(self.item, self.queue)
             if refused is None:
                 stop, error = await self._iterate()
@@ -193,10 +194,6 @@ class Turn:
             if item in queue:
                 queue.remove(item)  # refused on purpose: nothing is left in flight
             return f"prompt refused: {refused.reason}"
-        if session.messages and isinstance(session.messages[-1], UserMessage):
-            # The last turn got no reply (aborted, failed, crab stopped): say so in the store, so
-            # the context a resume reads is the one this process sends (never edited in later).
-            await self.parts.record_message(session, AssistantMessage(content=NO_REPLY))
         await self.parts.record_message(session, UserMessage(item.text, images=item.images))
         for extra in context:
             await self.parts.record_message(session, self._fitted(extra))
@@ -206,6 +203,14 @@ class Turn:
         if item in queue:
             queue.remove(item)  # written: no longer in flight
         return None
+
+    async def _record_missing_reply(self) -> None:
+        """When the last turn got no reply (aborted, failed, crab stopped), record ``NO_REPLY``
+        before this turn's prompt: in the store, so the context a resume reads is the one this
+        process sends (a repair that inserted it on resume changed the resumed prefix)."""
+        messages = self.session.messages
+        if messages and isinstance(messages[-1], UserMessage):
+            await self.parts.record_message(self.session, AssistantMessage(content=NO_REPLY))
 
     def _fitted(self, extra: str | UserMessage) -> UserMessage:
         """A hook's context as a message, its images within the caps (a note for each left out)."""
