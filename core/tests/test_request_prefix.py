@@ -270,3 +270,25 @@ def test_two_steering_messages_in_a_row_get_no_reply_between_them(crab_agent: An
     said = [m.content for m in h.requests[1].messages if not isinstance(m, crab.ToolResultMessage)]
     assert said[-2:] == ["also left", "and right"] and NO_REPLY not in said
     assert breaks(h.requests) == []
+
+
+def test_a_summary_request_that_does_not_fit_falls_back_to_the_transcript(crab_agent: Any) -> None:
+    from crab._loop import compaction
+
+    asked: list[str] = []
+
+    def reply(request: crab.ModelRequest) -> list[dict[str, Any]]:
+        if is_summary(request):
+            asked.append("in place")
+            return [{"error": "prompt is too long", "kind": "context_overflow"}]
+        if request.system == compaction.SYSTEM:
+            asked.append("transcript")
+            return [{"text": "Goal: many questions."}]
+        return [{"text": "answer " * 60}]
+
+    h = crab_agent(reply, config={"crab.context_window": 3000})
+    for n in range(16):
+        assert h.run(f"question {n} " + "why? " * 60).stop == "end"
+    done = [e for e in h.events_of(crab.CompactionEvent) if e.phase == "done"]
+    assert done and asked[:2] == ["in place", "transcript"]
+    assert h.session.handoff is not None and h.session.handoff["state"]["summary"] == "Goal: many questions."
