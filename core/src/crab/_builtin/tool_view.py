@@ -1,7 +1,7 @@
 """The tool view, a built-in plugin: what a request's tools array carries for each tool, the same
 bytes on every request of a session (``full``: every schema; ``progressive``: a constant stub per
 tool), and the full schema of a tool the user names (``$name``) as a recorded note message
-(docs/architecture.md#context-prompt-tool-view-budget-compaction)."""
+(docs/architecture.md#the-tool-view)."""
 
 from __future__ import annotations
 
