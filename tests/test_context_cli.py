@@ -47,10 +47,10 @@ def test_tools_tokens_shows_the_saving(tmp_path: Path) -> None:
     env = environment(tmp_path, "tools-basic")
     result = crab(["tools", "--tokens"], env, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "progressive before any tool is used" in result.stdout and "% fewer" in result.stdout
+    assert " progressive (" in result.stdout and "% fewer" in result.stdout
     data = json.loads(crab(["tools", "--tokens", "--json"], env, tmp_path).stdout)
     assert {r["name"] for r in data["tools"]} >= {"read", "bash", "grep"}
-    assert data["total"]["progressive"] < data["total"]["full"] and data["total"]["saving"] > 0.8
+    assert data["total"]["progressive"] < data["total"]["full"] and data["total"]["saving"] > 0.6
     # The system prompt counts too: core's part and crab-tools-basic's guidance, then the stubs.
     assert 600 < data["total"]["system_prompt"] < 1000
     assert data["total"]["first_request"] == data["total"]["system_prompt"] + data["total"]["progressive"]

@@ -18,13 +18,14 @@ from pathlib import Path
 import crab_tools_basic
 import pytest
 from crab._builtin import prompt
-from crab._builtin.tool_view import tool_specs
 from crab._loop.budget import raw_tokens, schema_tokens
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "system_prompt.txt"
 SKILLS_SNAPSHOT = Path(__file__).parent / "snapshots" / "system_prompt_skills.txt"
 WORKSPACE = "/home/user/project"
-FIRST_REQUEST_BUDGET = 1200
+FIRST_REQUEST_BUDGET = 1350
+"""Issue 31's 1,200, raised for issue 38: a stub now carries its parameters' names and types (so a
+model can call a tool without a step that fetches its schema, and the list never changes)."""
 
 
 def render(h) -> str:
@@ -34,7 +35,7 @@ def render(h) -> str:
         json.dumps({"name": s.name, "description": s.description, "parameters": s.parameters}, ensure_ascii=False)
         for s in request.tools
     )
-    full = schema_tokens(tool_specs(h.agent.tools, "full", ()))
+    full = schema_tokens([tool.spec() for tool in h.agent.tools.values()])
     sent = schema_tokens(request.tools)
     prompt_tokens = raw_tokens(len(system))
     return (
@@ -62,15 +63,15 @@ def check(text: str, snapshot: Path) -> None:
 
 
 def test_the_system_prompt_matches_its_snapshot(crab_agent, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(prompt, "today", lambda: "2026-01-15")
+    monkeypatch.setattr(prompt, "session_date", lambda session_id: "2026-01-15")
     h = crab_agent([[{"text": "ok"}]], plugins={"tools-basic": crab_tools_basic})
     h.run("hello")
     check(render(h), SNAPSHOT)
 
 
 def test_the_first_request_with_tools_basic_stays_within_its_budget(crab_agent) -> None:
-    """Issue 31's budget: core's prompt, the coding guidance and the seven stubs together at most
-    1,200 estimated tokens (characters / 4, as the token budget counts), in a workspace with no
+    """Issue 31's budget: core's prompt, the coding guidance and the stubs together at most
+    ``FIRST_REQUEST_BUDGET`` estimated tokens (characters / 4, as the token budget counts), in a workspace with no
     instruction files; ``bench/context.py`` prints the figure."""
     h = crab_agent([[{"text": "ok"}]], plugins={"tools-basic": crab_tools_basic})
     h.run("hello")
@@ -81,13 +82,13 @@ def test_the_prompt_with_skills_matches_its_snapshot(
     crab_agent, crab_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """crab-skills' section comes after core's prompt and the instruction files, and its tool is a
-    stub like every other until hinted (``$skill``) or called."""
+    stub like every other."""
     crab_skills = pytest.importorskip("crab_skills")
     skill = crab_home / "skills" / "pdf"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: pdf\ndescription: Extract text from PDF files.\n---\nUse pdftotext.\n")
     (Path(os.getcwd()) / "AGENTS.md").write_text("Run the tests with make test.\n")
-    monkeypatch.setattr(prompt, "today", lambda: "2026-01-15")
+    monkeypatch.setattr(prompt, "session_date", lambda session_id: "2026-01-15")
     plugins = {"tools-basic": crab_tools_basic, "skills": crab_skills.SkillsPlugin()}
     h = crab_agent([[{"text": "ok"}]], plugins=plugins)
     h.run("hello")

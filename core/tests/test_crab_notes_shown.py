@@ -26,14 +26,13 @@ class Tools:
 
 def test_recap_and_export_leave_crabs_notes_out(tmp_path: Path) -> None:
     replies = [
-        [{"text": "I will use $lookup."}],
         [{"text": "It is found."}],
         [{"text": "SUMMARY: looked up x."}],
         [{"text": "Anything else?"}],
     ]
     harness = AgentHarness(replies, plugins={"tools": Tools()}, workspace=tmp_path)
     try:
-        harness.run("what is x")
+        harness.run("what is x? use $lookup")
         assert any(m.content.startswith("[crab]") for m in harness.session.messages)  # the note is there
         assert harness.run("/compact").error is None
         harness.run("thanks")
@@ -45,6 +44,6 @@ def test_recap_and_export_leave_crabs_notes_out(tmp_path: Path) -> None:
         entries = harness.run_async(harness.store.entries(harness.session.id))
         markdown = "\n".join(export_markdown(info, entries))
         assert markdown.count("## User") == 2
-        assert "## crab · " in markdown and "[crab] The full schemas of lookup" in markdown
+        assert "## crab · " in markdown and "[crab] Full schema of `lookup`" in markdown
     finally:
         harness.close()

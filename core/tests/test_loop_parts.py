@@ -67,7 +67,8 @@ def test_a_compaction_summary_call_takes_the_same_path_as_a_turn_call(crab_agent
     class Spy:
         @crab.hookimpl
         def crab_before_model_call(self, request: ModelRequest, session_id: str) -> None:
-            seen.append("summary" if "You summarise a conversation" in request.system else "turn")
+            last = request.messages[-1].content if request.messages else ""
+            seen.append("summary" if last.startswith("[crab] Compaction") else "turn")
 
     replies = [[{"text": f"answer {n}"}, {"usage": {"input_tokens": 10, "output_tokens": 5}}] for n in range(3)]
     replies.append([{"text": "Goal: the summary"}, {"usage": {"input_tokens": 7, "output_tokens": 3}}])

@@ -16,8 +16,8 @@ from crab.testing import AgentHarness
 
 WINDOW = {"crab.context_window": 1500}
 LONG = "First answer. " + "word " * 600
-"""Past the threshold (1,200) beside any system prompt of 440 to 1,200 tokens, longer than the
-kept tail (360), and summarised in two chunks (each at most 1,976 characters)."""
+"""Past the threshold (1,200) beside any system prompt of 440 to 1,200 tokens and longer than the
+kept tail (360); summarised in one call on the session's own request."""
 
 
 class Idle:
@@ -64,7 +64,7 @@ def test_a_drain_during_the_summary_call_leaves_the_keyed_session_valid(tmp_path
 
     # A restart finds the conversation, loads a valid history and compacts it on the next turn.
     second = AgentHarness(
-        [[{"text": "SUMMARY: a first part."}], [{"text": "SUMMARY: greeted twice."}], [{"text": "third answer"}]],
+        [[{"text": "SUMMARY: greeted twice."}], [{"text": "third answer"}]],
         store=store,
         workspace=tmp_path,
         config=WINDOW,

@@ -1,15 +1,17 @@
-"""The progressive tool view: stubs first, a full schema once the model hints at a tool (`$name`)
-or calls it, derived from the history so a resumed session keeps it; `full` sends every schema."""
+"""The tool view under the request-prefix invariant: ``progressive`` lists every tool as a constant
+stub (name, one line, parameter names and types) on every request, a full schema arrives as
+message content (a failed call's error result, a `$name` in the user's prompt), and naming a tool
+never costs a model call; ``full`` sends every schema, the same on every request."""
 
 from __future__ import annotations
 
 import types
 
 import crab
-from crab._builtin.tool_view import STUB_PARAMETERS, ToolView, expanded_tools, hinted, stub, tool_specs
-from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
-from crab._loop.compaction import CONTINUED, anchor_payload, carried
-from crab._loop.turn import SCHEMAS_SENT, STUB_CALL_NOTE
+from crab._builtin.tool_view import SCHEMA_NOTE, ToolView, hinted, schema_text, stub, stub_parameters
+from crab._contracts.messages import ToolResultMessage, UserMessage
+from crab._contracts.providers import ModelRequest
+from crab._loop.turn import FULL_SCHEMA
 from crab.testing import ScriptedProvider
 
 
@@ -42,16 +44,72 @@ TOOLS = {"p": plugin(alpha, beta, gamma)}
 
 
 def full(request) -> set[str]:
-    return {s.name for s in request.tools if s.parameters != STUB_PARAMETERS}
+    """The tools a request carries with their full schema."""
+    registry = {t.name: t for t in (alpha, beta, gamma)}
+    return {s.name for s in request.tools if s.parameters == registry[s.name].parameters}
 
 
-def test_the_first_request_lists_every_tool_as_a_one_line_stub(crab_agent):
+def same_prefix(requests) -> bool:
+    return all(r.tools == requests[0].tools and r.system == requests[0].system for r in requests)
+
+
+def notes(messages) -> list[str]:
+    return [m.content for m in messages if isinstance(m, UserMessage) and m.content.startswith("[crab] Full schema")]
+
+
+def test_the_first_request_lists_every_tool_as_a_stub_with_its_parameters_names_and_types(crab_agent):
     h = crab_agent([[{"text": "hi"}]], plugins=TOOLS)
     h.run("hello")
     specs = {s.name: s for s in h.requests[0].tools}
-    assert set(specs) == {"alpha", "beta", "gamma"}
-    assert all(s.parameters == STUB_PARAMETERS for s in specs.values())
+    assert list(specs) == ["alpha", "beta", "gamma"]  # registry order
+    assert full(h.requests[0]) == set()
     assert specs["alpha"].description == "Read the first lines of a file."
+    assert specs["alpha"].parameters == {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}},
+        "required": ["path"],
+    }
+
+
+def test_a_stub_keeps_types_enums_and_the_shape_of_items_but_no_descriptions_or_defaults() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "mode": {"type": "string", "enum": ["a", "b"], "description": "how"},
+            "paths": {"type": "array", "items": {"type": "string", "description": "one path"}, "maxItems": 3},
+            "odd": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+            "edits": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"old": {"type": "string", "description": "x"}},
+                    "required": ["old"],
+                },
+            },
+        },
+        "required": ["mode"],
+        "additionalProperties": False,
+    }
+    assert stub_parameters(schema) == {
+        "type": "object",
+        "properties": {
+            "mode": {"type": "string", "enum": ["a", "b"]},
+            "paths": {"type": "array", "items": {"type": "string"}},
+            "odd": {},
+            "edits": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"old": {"type": "string"}}, "required": ["old"]},
+            },
+        },
+        "required": ["mode"],
+    }
+    assert stub_parameters({}) == {"type": "object"}
+
+
+def test_a_stub_is_the_same_object_every_time_and_a_changed_tool_gets_a_new_one() -> None:
+    assert stub(alpha) is stub(alpha) is stub(alpha.spec())
+    changed = crab.Tool("alpha", alpha.description, {"type": "object", "properties": {"x": {"type": "string"}}}, None)
+    assert stub(changed) is not stub(alpha) and stub(changed).parameters["properties"] == {"x": {"type": "string"}}
 
 
 def test_a_stub_line_is_the_first_sentence_of_a_long_first_paragraph() -> None:
@@ -65,72 +123,85 @@ def test_a_stub_line_is_the_first_sentence_of_a_long_first_paragraph() -> None:
     assert len(stub(crab.Tool("u", "y" * 500, {}, lambda a, c: "")).description) == 120
 
 
-def test_a_hint_expands_the_tool_and_a_hint_only_reply_gets_the_next_step(crab_agent):
-    h = crab_agent(
-        [
-            [{"text": "I will need $alpha."}],
-            [{"tool": "alpha", "args": {"path": "a.txt"}}],
-            [{"text": "done"}],
-        ],
-        plugins=TOOLS,
-    )
-    outcome = h.run("read a.txt")
-    assert outcome.stop == "end" and outcome.text == "done"
-    assert full(h.requests[0]) == set()
-    assert full(h.requests[1]) == {"alpha"}
-    schema = next(s for s in h.requests[1].tools if s.name == "alpha")
-    assert schema == alpha.spec()
-    notes = [m for m in h.requests[1].messages if isinstance(m, UserMessage) and m.content.startswith("[crab]")]
-    assert [n.content for n in notes] == [SCHEMAS_SENT.format(names="alpha")]
-    assert full(h.requests[2]) == {"alpha"}
+def test_a_reply_naming_a_tool_without_calling_it_ends_the_turn_and_changes_nothing(crab_agent):
+    # Was: a hint-only reply got one more step with the tool's schema. Naming a tool now never
+    # costs a model call, and the tools array never changes.
+    h = crab_agent([[{"text": "Done: I checked it with $alpha."}], [{"text": "hi"}]], plugins=TOOLS)
+    outcome = h.run("check a.txt")
+    assert outcome.stop == "end" and outcome.text == "Done: I checked it with $alpha."
+    assert len(h.requests) == 1
+    h.run("next")
+    assert len(h.requests) == 2 and same_prefix(h.requests) and full(h.requests[1]) == set()
+    assert "$name" not in h.requests[0].system and "does not end the turn" not in h.requests[0].system
 
 
-def test_a_hint_beside_a_final_answer_about_an_expanded_tool_ends_the_turn(crab_agent):
-    h = crab_agent([[{"tool": "beta", "args": {"pattern": "x"}}], [{"text": "used $beta"}]], plugins=TOOLS)
-    outcome = h.run("go")
-    assert outcome.text == "used $beta" and len(h.requests) == 2
-
-
-def test_a_call_to_a_stub_runs_when_valid_and_expands_it(crab_agent):
+def test_a_call_to_a_stub_runs_when_valid_and_the_tools_array_stays_as_it_was(crab_agent):
     h = crab_agent([[{"tool": "beta", "args": {"pattern": "needle"}}], [{"text": "found"}]], plugins=TOOLS)
     h.run("search")
     results = [m for m in h.requests[1].messages if isinstance(m, ToolResultMessage)]
     assert [r.content for r in results] == ["beta needle"]
-    assert full(h.requests[1]) == {"beta"}
+    assert same_prefix(h.requests) and full(h.requests[1]) == set()
 
 
-def test_an_invalid_call_to_a_stub_is_checked_against_the_real_schema(crab_agent):
+def test_an_invalid_call_to_a_stub_is_checked_against_the_real_schema_and_gets_it_in_its_result(crab_agent):
     h = crab_agent([[{"tool": "gamma", "args": {"count": "many"}}], [{"text": "sorry"}]], plugins=TOOLS)
     h.run("count")
     result = next(m for m in h.requests[1].messages if isinstance(m, ToolResultMessage))
     assert result.is_error and result.content.startswith("invalid arguments for gamma")
-    assert result.content.endswith(STUB_CALL_NOTE)
-    assert full(h.requests[1]) == {"gamma"}
+    assert result.content.endswith(FULL_SCHEMA.format(schema=schema_text(gamma)))
+    assert same_prefix(h.requests)
 
 
-def test_the_expanded_set_survives_a_resume(crab_agent):
+def test_the_full_view_adds_no_schema_to_an_invalid_calls_result(crab_agent):
     h = crab_agent(
-        [[{"text": "maybe $gamma"}, {"tool": "beta", "args": {"pattern": "p"}}], [{"text": "ok"}]], plugins=TOOLS
+        [[{"tool": "gamma", "args": {"count": "many"}}], [{"text": "sorry"}]],
+        plugins=TOOLS,
+        config={"crab.tool_view": "full"},
     )
-    h.run("go")
+    h.run("count")
+    result = next(m for m in h.requests[1].messages if isinstance(m, ToolResultMessage))
+    assert result.is_error and "full schema" not in result.content
+
+
+def test_a_tool_the_user_names_gets_its_schema_as_a_note_after_the_prompt(crab_agent):
+    h = crab_agent([[{"text": "ok"}], [{"text": "fine"}]], plugins=TOOLS)
+    h.run("use $gamma and $beta, not $HOME")
+    first = h.requests[0].messages
+    assert first[0] == UserMessage("use $gamma and $beta, not $HOME")
+    # registry order, one note recorded right after the prompt (before crab's date note)
+    assert first[1].content == "\n".join(SCHEMA_NOTE.format(name=t.name, schema=schema_text(t)) for t in (beta, gamma))
+    h.run("again, no hint")
+    assert h.requests[1].messages[: len(first) + 1] == (*first, h.session.messages[len(first)])
+    assert len(notes(h.requests[1].messages)) == 1 and same_prefix(h.requests)
     resumed = h.run_async(h.agent.resume(h.session.id))
-    assert expanded_tools(resumed.messages, h.agent.tools) == {"beta", "gamma"}
-    assert resumed.messages == h.session.messages
+    assert resumed.messages == h.session.messages  # recorded: a resume replays the same bytes
 
 
-def test_the_full_view_sends_every_schema_every_time(crab_agent):
-    h = crab_agent([[{"text": "hi"}]], plugins=TOOLS, config={"crab.tool_view": "full"})
-    h.run("hello")
+def test_the_model_naming_a_tool_records_no_note(crab_agent):
+    h = crab_agent([[{"text": "I would use $alpha"}]], plugins=TOOLS)
+    h.run("go")
+    assert notes(h.session.messages) == []
+
+
+def test_the_full_view_sends_every_schema_every_time_and_no_notes(crab_agent):
+    h = crab_agent(
+        [[{"tool": "beta", "args": {"pattern": "x"}}], [{"text": "hi"}], [{"text": "again"}]],
+        plugins=TOOLS,
+        config={"crab.tool_view": "full"},
+    )
+    h.run("hello $alpha")
+    h.run("more")
     assert list(h.requests[0].tools) == [alpha.spec(), beta.spec(), gamma.spec()]
+    assert same_prefix(h.requests) and notes(h.session.messages) == []
 
 
-def test_the_full_view_leaves_hints_out_of_the_prompt(crab_agent):
+def test_only_the_progressive_view_explains_its_stubs_in_the_prompt(crab_agent):
     h = crab_agent([[{"text": "hi"}]], plugins=TOOLS, config={"crab.tool_view": "full"})
     h.run("hello")
-    assert "$name" not in h.requests[0].system
+    assert "parameters' names and types" not in h.requests[0].system
     progressive = crab_agent([[{"text": "hi"}]], plugins=TOOLS)
     progressive.run("hello")
-    assert "$name" in progressive.requests[0].system
+    assert "parameters' names and types" in progressive.requests[0].system
 
 
 def test_hints_match_only_known_names_and_ignore_trailing_punctuation() -> None:
@@ -139,62 +210,22 @@ def test_hints_match_only_known_names_and_ignore_trailing_punctuation() -> None:
     assert hinted("costs $5", known) == set()
 
 
-def test_expansion_is_derived_from_user_and_assistant_text_and_calls_of_the_turn() -> None:
-    messages = [
-        UserMessage("try $beta"),
-        AssistantMessage("", tool_calls=(ToolCall("c1", "alpha", {}),)),
-        ToolResultMessage("c1", "alpha", "$gamma in a tool result does not count"),
-    ]
-    known = {"alpha", "beta", "gamma", "delta"}
-    assert expanded_tools(messages, known) == {"alpha", "beta"}
-    later = [*messages, AssistantMessage("done"), UserMessage("next task"), AssistantMessage("with $delta")]
-    assert expanded_tools(later, known) == {"delta"}
-    assert expanded_tools(later, known, turns=0) == {"alpha", "beta", "delta"}
+def test_the_view_keeps_no_state_per_session() -> None:
+    # Was: the view scanned each session's messages for hints and calls. Now a request's tools
+    # depend on the registry alone: the same answer for any session and any messages.
+    view = ToolView("progressive")
+    specs = (alpha.spec(), beta.spec())
+    one = view.crab_before_model_call(ModelRequest("m", "s", (UserMessage("$beta"),), specs))
+    two = view.crab_before_model_call(ModelRequest("m", "s", (), specs))
+    assert one is not None and two is not None and one.tools == two.tools == (stub(alpha), stub(beta))
+    assert ToolView("full").crab_before_model_call(ModelRequest("m", "s", (), specs)) is None
 
 
-def test_a_compacted_turn_keeps_what_the_anchor_carried_until_the_next_turn() -> None:
-    kept = [AssistantMessage("", tool_calls=(ToolCall("c1", "alpha", {}),)), ToolResultMessage("c1", "alpha", "ok")]
-    payload = anchor_payload(
-        "s", kept, reason="threshold", focus=None, summarised=3, tools=["beta", "gone"], tokens_before=1
-    )
-    tail = carried(payload)[0]  # as a resume reads it from the store: the note hints at what was expanded
-    known = {"alpha", "beta", "gamma"}
-    assert expanded_tools(tail, known) == {"alpha", "beta"}
-    assert expanded_tools([*tail, AssistantMessage("x"), UserMessage("new")], known) == set()
-
-
-def test_the_view_reads_only_new_messages_and_rescans_when_the_context_is_rewritten() -> None:
-    view, known = ToolView("progressive"), frozenset({"alpha", "beta", "gamma"})
-    first = (UserMessage("try $beta"), AssistantMessage("", tool_calls=(ToolCall("c1", "alpha", {}),)))
-    assert view.expanded("s", first, known) == {"alpha", "beta"}
-    grown = (*first, ToolResultMessage("c1", "alpha", "ok"), AssistantMessage("now $gamma"))
-    assert view.expanded("s", grown, known) == {"alpha", "beta", "gamma"}
-    assert view.expanded("other", grown[2:], known) == {"gamma"}  # sessions are kept apart
-    rewritten = (UserMessage("new task"), *grown[2:])  # a compaction or repair: not a continuation
-    assert view.expanded("s", rewritten, known) == {"gamma"} == expanded_tools(rewritten, known)
-    next_turn = (*rewritten, UserMessage("and now?"))
-    assert view.expanded("s", next_turn, known) == set() == expanded_tools(next_turn, known)
-
-
-def test_a_tool_goes_back_to_a_stub_when_the_next_turn_starts(crab_agent):
-    h = crab_agent([[{"tool": "beta", "args": {"pattern": "x"}}], [{"text": "found"}], [{"text": "hi"}]], plugins=TOOLS)
-    h.run("search")
-    h.run("thanks")
-    assert full(h.requests[1]) == {"beta"} and full(h.requests[2]) == set()
-
-
-def test_tool_specs_keep_registry_order_and_stub_the_rest() -> None:
-    tools = {"alpha": alpha, "beta": beta}
-    specs = tool_specs(tools, "progressive", {"beta"})
-    assert [s.name for s in specs] == ["alpha", "beta"]
-    assert specs[0] == stub(alpha) and specs[1] == beta.spec()
-
-
-def test_a_compaction_mid_turn_keeps_the_turns_expanded_tools_live_and_resumed(crab_agent):
+def test_tools_stay_the_same_across_turns_and_a_compaction(crab_agent):
     sent: list = []
 
     def reply(request):
-        if "You summarise a conversation" in request.system:
+        if request.messages and request.messages[-1].content.startswith("[crab] Compaction"):
             return [{"text": "Goal: search, then read."}]
         sent.append(request)
         if len(sent) == 1:
@@ -205,13 +236,8 @@ def test_a_compaction_mid_turn_keeps_the_turns_expanded_tools_live_and_resumed(c
 
     h = crab_agent(reply, plugins=TOOLS, config={"crab.context_window": 2000})
     assert h.run("go").stop == "end"
-    compacted = [i for i, r in enumerate(sent) if r.messages[0].content.startswith(CONTINUED)]
-    assert compacted, "the turn should have been compacted mid-way"
-    after = sent[compacted[0]]
-    assert not any(isinstance(m, AssistantMessage) and m.tool_calls[0].name == "beta" for m in after.messages)
-    assert full(after) == {"alpha", "beta"}  # beta was summarised away, its schema stays for the turn
-    resumed = h.run_async(h.agent.resume(h.session.id))
-    assert expanded_tools(resumed.messages, h.agent.tools) == {"alpha", "beta"}
+    assert any(r.messages[0].content.startswith("(The conversation before") for r in sent), "no compaction"
+    assert all(r.tools == sent[0].tools for r in h.requests)  # summary requests included
 
 
 class ForcingProvider(ScriptedProvider):
@@ -233,7 +259,7 @@ def test_a_tool_the_provider_forces_goes_with_its_full_schema(crab_agent):
     assert first["beta"] == beta.spec()  # never the stub the model would copy as its arguments
     assert full(h.requests[0]) == {"beta"}
     assert h.session.described == {"beta"}
-    assert not any(STUB_CALL_NOTE in getattr(m, "content", "") for m in h.session.messages)
+    assert same_prefix(h.requests)
 
 
 def test_forcing_any_tool_sends_every_schema_and_nothing_forced_keeps_the_stubs(crab_agent):
@@ -245,19 +271,3 @@ def test_forcing_any_tool_sends_every_schema_and_nothing_forced_keeps_the_stubs(
     h = crab_agent(provider=none, plugins=TOOLS)
     h.run("go")
     assert full(h.requests[0]) == set()
-
-
-def test_a_final_answer_naming_a_stub_gets_one_more_step_as_the_prompt_says(crab_agent):
-    # The prompt says a reply without a tool call that writes `$name` of a tool not yet sent in
-    # full does not end the turn (and so never to write `$name` in a final answer): the reply
-    # is kept, the schema is sent, and the next reply without a new hint ends the turn.
-    h = crab_agent([[{"text": "Done: I checked it with $alpha."}], [{"text": "Done."}]], plugins=TOOLS)
-    outcome = h.run("check a.txt")
-    assert "never write `$name` in a final answer" in h.requests[0].system
-    assert "does not end the turn" in h.requests[0].system
-    assert outcome.stop == "end" and outcome.text == "Done."
-    assert len(h.requests) == 2 and full(h.requests[1]) == {"alpha"}
-    assert [m.content for m in h.requests[1].messages[-2:]] == [
-        "Done: I checked it with $alpha.",
-        SCHEMAS_SENT.format(names="alpha"),
-    ]

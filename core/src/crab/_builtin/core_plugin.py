@@ -53,12 +53,14 @@ class CorePlugin:
 
     @hookimpl(tryfirst=True)
     def crab_system_prompt(self, workspace: Path, session_id: str, config: Config) -> list[str]:
-        from crab._builtin.prompt import base_prompt, instruction_parts
+        from crab._builtin.prompt import base_prompt, instruction_parts, session_date
         from crab._config.environ import crab_home
 
         view = str(config.get("crab.tool_view", "progressive"))
         calls = int(config.get("crab.max_iterations", 25))
-        return [base_prompt(workspace, tool_view=view, max_calls=calls), *instruction_parts(workspace, crab_home())]
+        date = session_date(session_id)
+        parts = [base_prompt(workspace, tool_view=view, date=date, max_calls=calls)]
+        return [*parts, *instruction_parts(workspace, crab_home())]
 
 
 def register_builtins(host: PluginHost) -> None:

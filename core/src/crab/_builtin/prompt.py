@@ -8,7 +8,6 @@ import functools
 import os
 import re
 import stat
-import time
 from pathlib import Path
 
 AGENTS_FILE = "AGENTS.md"
@@ -20,7 +19,8 @@ MAX_AGENTS_BYTES = 32_000
 PROMPT_FILE = Path(__file__).with_name("system_prompt.md")
 _SECTION = "<!-- {name} -->\n"
 _END = "<!-- /{name} -->\n"
-_FIELD = re.compile(r"\{(workspace|today|max_calls)\}")
+_FIELD = re.compile(r"\{(workspace|date|max_calls)\}")
+DATE_LINE = "Session date: {date}\n"
 
 
 @functools.cache
@@ -39,22 +39,30 @@ def _sections(text: str, keep: set[str]) -> str:
     return text
 
 
-def today() -> str:
-    """The date the prompt states (a function so the snapshot test can fix it)."""
-    return time.strftime("%Y-%m-%d")
+def session_date(session_id: str) -> str | None:
+    """The date the prompt states: the session's own (a function so the snapshot test can fix it)."""
+    from crab._loop.turn import session_date as started
+
+    return started(session_id)
 
 
 def base_prompt(
     workspace: Path, *, tool_view: str = "progressive", date: str | None = None, max_calls: int = 25
 ) -> str:
-    """The default system prompt for ``workspace``: the tool protocol, the turn's cap of
-    ``max_calls`` model calls (``[crab] max_iterations``), how hinted tools expand (only with
-    the progressive tool view), what is data and not instructions, how the instruction files
-    apply (as ``instruction_files`` finds them) and how to finish a turn. It names no plugin's
-    tool: a setup without crab-tools-basic reads it too."""
-    values = {"workspace": str(workspace), "today": date or today(), "max_calls": str(max_calls)}
-    # One pass, so a workspace path holding "{today}" stays as it is.
-    return _FIELD.sub(lambda m: values[m.group(1)], _sections(_template(), {tool_view})).strip()
+    """The default system prompt for ``workspace``: the session's ``date``, the tool protocol, the
+    turn's cap of ``max_calls`` model calls (``[crab] max_iterations``), how the progressive tool
+    view lists tools (only with that view), what is data and not instructions, how the
+    instruction files apply (as ``instruction_files`` finds them) and how to finish a turn. It
+    names no plugin's tool: a setup without crab-tools-basic reads it too. It is the start of
+    every request's cached prefix, so it holds nothing that changes within a session: the date
+    is the one the session started on (``session_date``); a later day is told in a recorded
+    ``[crab]`` note (``crab._loop.turn.DATE_NOTE``)."""
+    values = {"workspace": str(workspace), "date": date or "", "max_calls": str(max_calls)}
+    text = _sections(_template(), {tool_view})
+    if date is None:
+        text = text.replace(DATE_LINE, "")
+    # One pass, so a workspace path holding "{max_calls}" stays as it is.
+    return _FIELD.sub(lambda m: values[m.group(1)], text).strip()
 
 
 def read_instruction_file(path: Path, boundary: Path | None) -> str | None:

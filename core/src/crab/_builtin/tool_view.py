@@ -1,115 +1,80 @@
-"""The progressive tool view, a ``crab_before_model_call`` plugin: every tool a stub until the model
-hints at it (``$name``) or calls it, then its full schema to the end of that turn, derived from the
-messages so a resume sees the same (docs/architecture.md#context-prompt-tool-view-budget-compaction)."""
+"""The tool view, a built-in plugin: what a request's tools array carries for each tool, the same
+bytes on every request of a session (``full``: every schema; ``progressive``: a constant stub per
+tool), and the full schema of a tool the user names (``$name``) as a recorded note message
+(docs/architecture.md#the-tool-view)."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
-from crab._contracts.messages import AssistantMessage, Message, UserMessage, extends
+from crab._contracts.messages import Message, UserMessage
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool, ToolSpec
 from crab._host.hookspecs import hookimpl
-from crab._loop.compaction import CONTINUED
+from crab._loop.compaction import is_note
 from crab._loop.hints import hinted
 
-STUB_PARAMETERS: dict[str, Any] = {"type": "object"}
+if TYPE_CHECKING:
+    from crab._contracts.handle import AgentHandle
+
 MAX_LINE = 120
-EXPANDED_TURNS = 1
-"""A hinted or called tool keeps its full schema to the end of the turn (``bench/context.py``)."""
-NOTE_PREFIXES = ("[crab]", CONTINUED)
-"""User messages crab itself recorded (a schema note, the start of a compacted tail)."""
-REMEMBERED_SESSIONS = 64
-"""Sessions whose last scan is kept (``crab serve`` runs many; a forgotten one is scanned anew)."""
+SCHEMA_NOTE = "[crab] Full schema of `{name}`: {schema}"
+"""The note recorded after a user message that names a tool (``$name``) the request lists as a stub."""
+KEPT_KEYS = ("type", "enum")
+"""What a stub keeps of each parameter: enough to call the tool, no descriptions or defaults."""
 
-__all__ = ["ToolView", "expanded_tools", "hinted", "is_note", "one_line", "stub", "tool_specs", "turn_starts"]
-
-
-def is_note(text: str) -> bool:
-    """Whether a user message's text is crab's own note, not something the user said (a recap or
-    a transcript shows it as crab's, or leaves it out)."""
-    return text.startswith(NOTE_PREFIXES)
-
-
-def _starts_turn(message: Message) -> bool:
-    return isinstance(message, UserMessage) and not is_note(message.content)
+__all__ = ["SCHEMA_NOTE", "ToolView", "hinted", "is_note", "one_line", "schema_text", "stub", "turn_starts"]
 
 
 def turn_starts(messages: Sequence[Message]) -> list[int]:
     """Indexes of the user messages that start a turn (not crab's own notes in the history)."""
-    return [i for i, m in enumerate(messages) if _starts_turn(m)]
-
-
-def _mentions(message: Message, known: Collection[str]) -> set[str]:
-    """Known tools ``message`` calls or hints at (user or assistant text; tool results never count)."""
-    if isinstance(message, AssistantMessage):
-        found = {call.name for call in message.tool_calls if call.name in known}
-        return found | hinted(message.content, known) if message.content else found
-    if isinstance(message, UserMessage):
-        return hinted(message.content, known)
-    return set()
-
-
-def expanded_tools(messages: Sequence[Message], known: Iterable[str], *, turns: int = EXPANDED_TURNS) -> set[str]:
-    """The tools whose full schema the next request carries: every known tool called or hinted at
-    (user or assistant text) in the last ``turns`` turns of ``messages`` (all of them when
-    ``turns`` is 0)."""
-    names = set(known)
-    starts = turn_starts(messages)
-    start = starts[-turns] if 0 < turns <= len(starts) else 0
-    found: set[str] = set()
-    for message in messages[start:]:
-        found |= _mentions(message, names)
-    return found
-
-
-@dataclass
-class _Scan:
-    """What one session's last request showed: its messages and the tools named since its turn began."""
-
-    messages: tuple[Message, ...] = ()
-    known: frozenset[str] = frozenset()
-    found: set[str] = field(default_factory=set)
+    return [i for i, m in enumerate(messages) if isinstance(m, UserMessage) and not is_note(m.content)]
 
 
 class ToolView:
-    """``crab_before_model_call``: stubs for the tools the current turn has not used (progressive).
+    """The ``crab.tool_view`` setting as hooks.
 
-    A call to a stub runs like any other: the tool validates its arguments against the real
-    schema. Per session it keeps what it derived from the last request and reads only the messages
-    added since, so a request costs the new messages, not the whole turn.
+    ``progressive``: ``crab_before_model_call`` lists every tool as its constant ``stub``, so the
+    tools array never changes while the registry does not; a call is still checked against the
+    real schema, and one that fails gets the full schema in its error result (the turn adds it).
+    ``crab_prompt_submit`` records a tool's full schema as a note when the user names it
+    (``$name``): message content, so the prefix before it stays as it was. ``full``: no change.
     """
 
     def __init__(self, view: str) -> None:
         self.view = view
-        self._scans: OrderedDict[str, _Scan] = OrderedDict()
+        self.handle: AgentHandle | None = None
+
+    @hookimpl
+    def crab_startup(self, agent: AgentHandle) -> None:
+        self.handle = agent
 
     @hookimpl(tryfirst=True)
-    def crab_before_model_call(self, request: ModelRequest, session_id: str) -> ModelRequest | None:
+    def crab_before_model_call(self, request: ModelRequest) -> ModelRequest | None:
         if self.view != "progressive" or not request.tools:
             return None
-        expanded = self.expanded(session_id, request.messages, frozenset(spec.name for spec in request.tools))
-        return replace(request, tools=tuple(spec if spec.name in expanded else stub(spec) for spec in request.tools))
+        return replace(request, tools=tuple(stub(spec) for spec in request.tools))
 
-    def expanded(self, session_id: str, messages: tuple[Message, ...], known: frozenset[str]) -> set[str]:
-        """``expanded_tools(messages, known)``, reading only the messages the session's last
-        request lacked (the context only grows between compactions and repairs, which scan anew)."""
-        scan = self._scans.pop(session_id, None)
-        count = len(scan.messages) if scan is not None else 0
-        if scan is None or scan.known != known or not extends(messages, scan.messages):
-            scan, count = _Scan(known=known), 0
-        for message in messages[count:]:
-            if _starts_turn(message):
-                scan.found = set()
-            scan.found |= _mentions(message, known)
-        scan.messages = messages
-        self._scans[session_id] = scan
-        while len(self._scans) > REMEMBERED_SESSIONS:
-            self._scans.popitem(last=False)
-        return scan.found
+    @hookimpl
+    def crab_prompt_submit(self, prompt: str) -> str | None:
+        """A note with the full schema of each tool the prompt names (``$name``), in registry order."""
+        if self.view != "progressive" or self.handle is None or "$" not in prompt:
+            return None
+        tools = self.handle.tools
+        named = hinted(prompt, tools)
+        return "\n".join(schema_note(tool) for name, tool in tools.items() if name in named) or None
+
+
+def schema_text(tool: Tool | ToolSpec) -> str:
+    """``tool``'s full parameter schema as one line of JSON (what a note or an error result shows)."""
+    return json.dumps(tool.parameters, ensure_ascii=False, separators=(",", ":"))
+
+
+def schema_note(tool: Tool) -> str:
+    return SCHEMA_NOTE.format(name=tool.name, schema=schema_text(tool))
 
 
 def one_line(description: str) -> str:
@@ -124,24 +89,41 @@ def one_line(description: str) -> str:
     return paragraph[: MAX_LINE - 1] + "…"
 
 
-_STUBS: dict[tuple[str, str], ToolSpec] = {}
+def stub_parameters(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` cut to what a call needs: each property's type (its enum, the shape of its items
+    and nested properties alike), the required names; no descriptions, defaults or bounds (those
+    come with the full schema when a call fails it)."""
+    return {"type": "object", **_shape(schema)}
+
+
+def _shape(schema: Mapping[str, Any]) -> dict[str, Any]:
+    kept: dict[str, Any] = {key: schema[key] for key in KEPT_KEYS if key in schema}
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        kept["items"] = _shape(items)
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping) and properties:
+        kept["properties"] = {
+            name: _shape(value) if isinstance(value, Mapping) else {} for name, value in properties.items()
+        }
+    required = schema.get("required")
+    if isinstance(required, list) and required:
+        kept["required"] = list(required)
+    return kept
+
+
+_STUBS: dict[tuple[str, str], tuple[Mapping[str, Any], ToolSpec]] = {}
 
 
 def stub(tool: Tool | ToolSpec) -> ToolSpec:
-    """``tool`` as the progressive view lists it before it is expanded: name and one line."""
+    """``tool`` as the progressive view lists it: name, one line, ``stub_parameters`` (the same
+    object for the same tool, so a request costs a lookup and comparing requests stays cheap)."""
     key = (tool.name, tool.description)
-    made = _STUBS.get(key)
-    if made is None:
-        if len(_STUBS) > 4096:  # descriptions that keep changing (generated tools) must not pile up
-            _STUBS.clear()
-        made = _STUBS[key] = ToolSpec(tool.name, one_line(tool.description), STUB_PARAMETERS)
+    known = _STUBS.get(key)
+    if known is not None and (known[0] is tool.parameters or known[0] == tool.parameters):
+        return known[1]
+    if len(_STUBS) > 4096:  # descriptions that keep changing (generated tools) must not pile up
+        _STUBS.clear()
+    made = ToolSpec(tool.name, one_line(tool.description), stub_parameters(tool.parameters))
+    _STUBS[key] = (tool.parameters, made)
     return made
-
-
-def tool_specs(tools: Mapping[str, Tool], view: str, expanded: Iterable[str]) -> tuple[ToolSpec, ...]:
-    """What a request carries for ``tools``: every full schema (``full``), or full schemas for the
-    ``expanded`` names and stubs for the rest (``progressive``), in registry order."""
-    if view != "progressive":
-        return tuple(tool.spec() for tool in tools.values())
-    wide = set(expanded)
-    return tuple(tool.spec() if name in wide else stub(tool) for name, tool in tools.items())

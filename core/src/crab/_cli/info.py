@@ -107,8 +107,8 @@ def started_tools(host: PluginHost) -> dict[str, Tool]:
 
 def tool_tokens(plugins: str | None, as_json: bool) -> None:
     """Estimated tokens of the tool schemas a request carries: every full schema (``tool_view =
-    "full"``) against the progressive view's first request (every tool a one-line stub). Tools
-    added at start-up count too (``started_tools``)."""
+    "full"``) against the progressive view's stubs (one line, parameter names and types); either
+    list is the same on every request. Tools added at start-up count too (``started_tools``)."""
     from crab._builtin.tool_view import stub
     from crab._host.plugin_host import PluginHost
     from crab._loop.budget import schema_tokens
@@ -139,8 +139,8 @@ def tool_tokens(plugins: str | None, as_json: bool) -> None:
         typer.echo(f"{r['name']:<{width}}  {r['full']:>6}  {r['stub']:>6}")
     typer.echo(f"{'total':<{width}}  {full:>6}  {progressive:>6}")
     typer.echo(
-        f"estimated schema tokens per request: {full} full, {progressive} progressive before any tool is used "
-        f"({saving:.0%} fewer); each tool hinted or called adds its full schema (tool_view = {view})"
+        f"estimated schema tokens per request: {full} full, {progressive} progressive ({saving:.0%} fewer); "
+        f"either list is the same on every request (tool_view = {view})"
     )
     typer.echo(f"system prompt here: {prompt} tokens; first request (prompt and tool list): {first} tokens")
 

@@ -287,7 +287,7 @@ CORE_TABLE = ConfigTable(
             "tool_view",
             "str",
             "progressive",
-            "progressive: tools listed by name until hinted ($name) or called; full: every schema every call",
+            "progressive: every tool as a constant stub (name, one line, parameter types); full: every schema",
             choices=("progressive", "full"),
         ),
         Setting(

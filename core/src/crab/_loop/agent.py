@@ -370,8 +370,18 @@ class Agent:
         summarising call is priced and reported with one ``UsageEvent``. Raises only on
         cancellation (or ``PluginError`` in strict mode).
         """
-        base = ModelRequest(model=self.model_for(session).model, system="", messages=(), temperature=self.temperature)
         async with session.compacting:
+            # The request a turn would send next (``Turn._request``): the summary reuses its prefix.
+            await self.load_images(session)
+            tools = self.tools
+            base = ModelRequest(
+                model=self.model_for(session).model,
+                system=await self.system_prompt(session),
+                messages=tuple(session.messages),
+                tools=tuple(tool.spec() for tool in tools.values()),
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+            )
             return await compaction.compact(
                 session,
                 reason,
@@ -379,7 +389,7 @@ class Agent:
                 budget=self.budget(session),
                 calls=self.turn_parts().calls,
                 base=base,
-                tools=self.tools.keys(),
+                tools=tools,
             )
 
     async def complete(

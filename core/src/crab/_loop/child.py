@@ -177,16 +177,20 @@ async def run_child(
     async def compact(session: Session, reason: CompactionReason) -> Compacted | None:
         from crab._contracts.providers import ModelRequest
 
-        base = ModelRequest(model=model_id, system="", messages=(), temperature=agent.temperature)
         async with session.compacting:
+            # The child's next request as its turn builds it: the summary reuses that prefix.
+            await agent.load_images(session)
+            registry = chosen()
+            base = ModelRequest(
+                model=model_id,
+                system=await system_prompt(session),
+                messages=tuple(session.messages),
+                tools=tuple(tool.spec() for tool in registry.values()),
+                max_tokens=agent.max_tokens,
+                temperature=agent.temperature,
+            )
             return await compaction.compact(
-                session,
-                reason,
-                None,
-                budget=agent.budget(session),
-                calls=calls,
-                base=base,
-                tools=chosen().keys(),
+                session, reason, None, budget=agent.budget(session), calls=calls, base=base, tools=registry
             )
 
     def chosen() -> dict[str, Tool]:

@@ -1,5 +1,5 @@
-"""Tool hints: ``$name`` in a message's text, how a model asks for a tool's full description (the
-turn gives such a reply one more step; the tool view describes hinted tools fully)."""
+"""Tool hints: ``$name`` in a user's text asks for a tool's full schema (the progressive tool view
+records it as a note after the prompt; naming a tool never costs a model call)."""
 
 from __future__ import annotations
 

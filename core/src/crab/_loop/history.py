@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, UserMessage, message_from_dict
+from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, message_from_dict
 from crab._contracts.storage import Entry
 from crab._loop.compaction import carried
 
@@ -19,6 +19,7 @@ SKIPPED = "Skipped due to queued user message."
 STOPPED = "Interrupted: crab was stopped before this tool call finished."
 """The stand-in result a resume stores for a call left without one (see ``stand_ins``)."""
 NO_REPLY = "(no reply: the previous turn was interrupted before the model answered)"
+"""Recorded as the reply of a turn that got none, before the next prompt (roles alternate)."""
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,12 @@ def repair(messages: Sequence[Message]) -> list[Message]:
 
     Aborted or failed assistant messages stay in storage but out of context; every tool call gets
     exactly one result, directly after its message (a synthetic error result where none was
-    recorded); orphan and duplicate results are dropped; a user message left without a reply gets a
-    synthetic assistant reply so roles alternate. A call the store holds no result for (crab was
-    killed while it ran) gets a stand-in written on resume (``stand_ins``); a real one stored later wins.
+    recorded); orphan and duplicate results are dropped. A call the store holds no result for (crab
+    was killed while it ran) gets a stand-in written on resume (``stand_ins``); a real one stored
+    later wins. Nothing else is inserted or moved, so a resumed context is byte for byte the one
+    the live session sent: a user message left without a reply is followed by the ``NO_REPLY``
+    the next turn records (``crab._loop.turn``), and several user messages in a row (a prompt and
+    the context and notes recorded after it) stay as they are.
 
     Pairing is by id first: a call's result is the first unused result with its id stored after
     the call's message, wherever it landed (concurrent writers interleave replies and results).
@@ -83,8 +87,6 @@ def repair(messages: Sequence[Message]) -> list[Message]:
                         found or ToolResultMessage(call_id=call.id, name=call.name, content=NO_RESULT, is_error=True)
                     )
             continue
-        if out and isinstance(out[-1], UserMessage):
-            out.append(AssistantMessage(content=NO_REPLY))
         out.append(message)
     return out
 

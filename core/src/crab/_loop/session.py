@@ -59,9 +59,8 @@ class Session:
     likewise asks that person a tool's ``crab.Question``.
     ``compacting`` is held while a compaction rewrites the context; a turn does not start then.
     ``side_usage`` is what ``AgentHandle.complete`` spent for the session, until its turn takes it.
-    ``described`` names the tools the last request with tools described fully (not as a stub of
-    the progressive view): a compaction anchor carries them, and the loop tells the model when
-    it hinted at or called one that was not.
+    ``described`` names the tools the last request described fully (not as a stub of the
+    progressive view): a call to any other that fails its schema gets the schema in its result.
     ``model`` is the provider and model ``/model`` chose for this session (None: the agent's); a
     resume restores it from the entry that recorded the switch.
     ``blobs`` caches the image bytes read back from the store (``crab._loop.images``).

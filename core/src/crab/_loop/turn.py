@@ -4,13 +4,16 @@ given its ``TurnParts``, never reaching back into the agent (docs/architecture.m
 from __future__ import annotations
 
 import asyncio
+import calendar
+import json
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crab._contracts.errors import CrabError, PluginError
-from crab._contracts.events import ErrorEvent, Event, NoticeEvent, ToolResultEvent, TurnEnded, TurnStarted, TurnStop
+from crab._contracts.events import ErrorEvent, Event, ToolResultEvent, TurnEnded, TurnStarted, TurnStop
 from crab._contracts.messages import (
     AssistantMessage,
     Message,
@@ -24,22 +27,50 @@ from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool, ToolContext, ToolResult, ToolSpec
 from crab._loop.budget import TokenBudget
 from crab._loop.compaction import Compacted, CompactionReason
-from crab._loop.hints import hinted
-from crab._loop.history import INTERRUPTED, repair
+from crab._loop.history import INTERRUPTED, NO_REPLY, repair
 from crab._loop.images import ImageLimits
 from crab._loop.model_call import AppendEntry, ModelCalls, Partial, Reply
 from crab._loop.model_choice import ModelChoice
 from crab._loop.session import QueuedInput, Session, TurnOutcome
 from crab._loop.tool_runner import ToolRunner
 
-SCHEMAS_SENT = "[crab] The full schemas of {names} are in your tool list now. Continue."
-"""Recorded after a reply without a tool call that hinted at tools, so the model gets the next step."""
-STUB_CALL_NOTE = "(This tool was listed without its schema; its full schema is in your tool list for this turn.)"
-
+FULL_SCHEMA = "Its full schema: {schema}"
+"""Added to a failed call's error result when the request listed the tool without its full schema."""
+DATE_NOTE = "[crab] Today is {date}."
+"""Recorded after a prompt when the local date is not the one last told: the session's date (in
+the system prompt, fixed for the session: ``session_date``) or an earlier note. The prompt never
+shows today's date, which would change the whole cached prefix of a session continued next day."""
 FINAL_ANSWER_NOTE = (
-    "You have reached the limit of tool calls for this turn. Do not call tools; answer now with "
-    "what you have found, and say what is left undone."
+    "[crab] You have reached the limit of tool calls for this turn. Do not call tools; answer now "
+    "with what you have found, and say what is left undone."
 )
+
+
+def today() -> str:
+    """The local date the date note tells (a function so tests can fix it)."""
+    return time.strftime("%Y-%m-%d")
+
+
+def session_date(session_id: str) -> str | None:
+    """The local date a session started on, read from its id (``crab.new_session_id``: UTC time
+    first), so every process derives the same; None for an id of another form."""
+    try:
+        started = calendar.timegm(time.strptime(session_id[:15], "%Y%m%dT%H%M%S"))
+    except ValueError:
+        return None
+    return time.strftime("%Y-%m-%d", time.localtime(started))
+
+
+def date_note(messages: Sequence[Message], date: str, started: str | None) -> str | None:
+    """The note to record after a prompt when ``date`` is not the date last told: the last date
+    note in ``messages``, else the session's date (``started``, in the system prompt)."""
+    prefix = DATE_NOTE.partition("{")[0]
+    told = started
+    for message in reversed(messages):
+        if isinstance(message, UserMessage) and message.content.startswith(prefix):
+            told = message.content.removeprefix(prefix).rstrip(".")
+            break
+    return None if told == date else DATE_NOTE.format(date=date)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +146,7 @@ class Turn:
         stop: TurnStop
         error: str | None = None
         try:
+            await self._record_missing_reply()
             refused = await self._record_input(self.item, self.queue)
             if refused is None:
                 stop, error = await self._iterate()
@@ -165,9 +197,20 @@ class Turn:
         await self.parts.record_message(session, UserMessage(item.text, images=item.images))
         for extra in context:
             await self.parts.record_message(session, self._fitted(extra))
+        note = date_note(session.messages, today(), session_date(session.id))
+        if note is not None:
+            await self.parts.record_message(session, UserMessage(note))
         if item in queue:
             queue.remove(item)  # written: no longer in flight
         return None
+
+    async def _record_missing_reply(self) -> None:
+        """When the last turn got no reply (aborted, failed, crab stopped), record ``NO_REPLY``
+        before this turn's prompt: in the store, so the context a resume reads is the one this
+        process sends (a repair that inserted it on resume changed the resumed prefix)."""
+        messages = self.session.messages
+        if messages and isinstance(messages[-1], UserMessage):
+            await self.parts.record_message(self.session, AssistantMessage(content=NO_REPLY))
 
     def _fitted(self, extra: str | UserMessage) -> UserMessage:
         """A hook's context as a message, its images within the caps (a note for each left out)."""
@@ -181,11 +224,11 @@ class Turn:
     async def _iterate(self) -> tuple[TurnStop, str | None]:
         limit = self.parts.settings.max_iterations
         for _ in range(limit):
-            message = await self._model_call(with_tools=True)
+            message = await self._model_call()
             if message.stop_reason == "error":
                 return "error", message.error
             if not message.tool_calls:
-                if await self._hinted_only(message) or await self._going_on():
+                if await self._going_on():
                     continue
                 return "end", None
             stop = await self._run_tools(message)
@@ -193,7 +236,10 @@ class Turn:
                 return "guard", stop
             await self._take_steering()
         self.parts.notice(f"reached the cap of {limit} model calls; asking for a final answer", "warning")
-        message = await self._model_call(with_tools=False, note=FINAL_ANSWER_NOTE)
+        # Asked as a recorded note with the same tools and system prompt: the request's prefix
+        # stays the cached one (tools are offered, and a call made anyway is paired as skipped).
+        await self.parts.record_message(self.session, UserMessage(FINAL_ANSWER_NOTE))
+        message = await self._model_call()
         if message.stop_reason == "error":
             return "error", message.error
         if message.tool_calls:
@@ -227,46 +273,28 @@ class Turn:
 
     # --- model calls ------------------------------------------------------------------------
 
-    async def _hinted_only(self, message: AssistantMessage) -> bool:
-        """A reply without a tool call that names (``$name``) a tool the request did not describe
-        fully gets the next step at once, described: one recorded note says so (the reply stays
-        the model's). This holds for a final answer too, so the prompt says never to write
-        ``$name`` in one (``system_prompt.md``); telling the two apart would be a guess."""
-        if not message.replayable:
-            return False
-        new = sorted(hinted(message.content, self.parts.tools()) - self.session.described)
-        if not new:
-            return False
-        names = ", ".join(new)
-        await self.parts.record_message(self.session, UserMessage(SCHEMAS_SENT.format(names=names)))
-        # Renderers show the step between this reply and the next (else their text runs together).
-        self.emit(NoticeEvent(f"full schema{'s' if len(new) > 1 else ''} sent: {names}"))
-        return True
-
-    async def _request(self, *, with_tools: bool, note: str | None) -> ModelRequest:
-        """The next request as plugins leave it (``crab_before_model_call``: the progressive tool
-        view shapes its tools there)."""
+    async def _request(self) -> ModelRequest:
+        """The next request as plugins leave it (``crab_before_model_call``: the tool view shapes
+        its tools there). Its system prompt and tools are the session's prefix: the same bytes on
+        every request until the configuration, the tool set or a compaction changes them
+        (``tests/test_request_prefix.py``); whatever varies is a recorded message."""
         parts, session = self.parts, self.session
         await parts.load_images(session)
         if self._system is None:
             self._system = await parts.system_prompt(session)
-        system = self._system
-        if note:
-            system = f"{system}\n\n{note}" if system else note
         tools = parts.tools()
-        specs: tuple[ToolSpec, ...] = tuple(tool.spec() for tool in tools.values()) if with_tools else ()
+        specs: tuple[ToolSpec, ...] = tuple(tool.spec() for tool in tools.values())
         self.choice = parts.calls.choose(session)
         request = ModelRequest(
             model=self.choice.model,
-            system=system,
+            system=self._system,
             messages=tuple(session.messages),
             tools=specs,
             max_tokens=parts.settings.max_tokens,
             temperature=parts.settings.temperature,
         )
         request = await parts.calls.prepare(session, request, tools)
-        if with_tools:
-            session.described = described(request.tools, tools)
+        session.described = described(request.tools, tools)
         return request
 
     async def _compact(self, reason: CompactionReason) -> bool:
@@ -277,14 +305,14 @@ class Turn:
         self._system = None  # the summary is in the system prompt now
         return True
 
-    async def _model_call(self, *, with_tools: bool, note: str | None = None) -> AssistantMessage:
+    async def _model_call(self) -> AssistantMessage:
         """One model call. Past the budget's threshold the history is compacted first; when the
         provider says the request did not fit, it is compacted and the call is retried once."""
         budget = self.parts.budget(self.session)
-        request = await self._request(with_tools=with_tools, note=note)
+        request = await self._request()
         if budget.over(request):
             if await self._compact("threshold"):
-                request = await self._request(with_tools=with_tools, note=note)
+                request = await self._request()
             else:
                 budget.hold(request)
         reply = await self._send(request, hold_overflow=True)
@@ -292,7 +320,7 @@ class Turn:
         if reply.overflow is not None:
             budget.overflowed(request)
             if await self._compact("overflow"):
-                request = await self._request(with_tools=with_tools, note=note)
+                request = await self._request()
                 message = (await self._send(request, hold_overflow=False)).message
             else:
                 self.emit(reply.overflow)
@@ -353,8 +381,11 @@ class Turn:
             return  # already settled (an abort raced the tool)
         content = result.content
         invalid = result.is_error and content.startswith(f"invalid arguments for {call.name}")
-        if invalid and call.name in self.parts.tools() and call.name not in self.session.described:
-            content = f"{content}\n{STUB_CALL_NOTE}"
+        tool = self.parts.tools().get(call.name) if invalid else None
+        if tool is not None and call.name not in self.session.described:
+            # The request listed a stub: the schema arrives as message content, the prefix stays.
+            schema = json.dumps(tool.parameters, ensure_ascii=False, separators=(",", ":"))
+            content = f"{content}\n{FULL_SCHEMA.format(schema=schema)}"
         images, notes = self.parts.settings.images.fit_result(result.images)
         if notes:
             content = "\n".join([content, *notes])
