@@ -11,7 +11,9 @@ serving; ``--hostile`` adds a tool whose description holds terminal escapes; ``-
 creates FILE when the process starts; ``--junk N`` prints N lines that are not JSON-RPC on
 stdout before serving; ``--on-eof FILE`` (with ``--mute``) creates FILE once stdin closes;
 ``--long-description N`` adds a tool whose description is N characters
-on one line.
+on one line; ``--lacking`` declares resources and prompts but answers ``resources/templates/list``
+and ``prompts/list`` with -32601 Method not found (a server without those optional methods).
+``slow`` given ``marker`` writes "cancelled" to that file when the client cancels it.
 """
 
 from __future__ import annotations
@@ -59,11 +61,17 @@ def build() -> MCPServer:
         raise MCPError(-32099, "custom protocol failure")
 
     @srv.tool()
-    async def slow(seconds: float) -> str:
+    async def slow(seconds: float, marker: str = "") -> str:
         """Sleep, then answer."""
         import anyio
 
-        await anyio.sleep(seconds)
+        try:
+            await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            if marker:  # proof the client's notifications/cancelled reached the server
+                with open(marker, "w") as f:
+                    f.write("cancelled")
+            raise
         return "slept"
 
     @srv.tool()
@@ -280,6 +288,15 @@ def main(argv: list[str]) -> None:
         @srv.tool(description="Says a lot. " + "word " * (size // 5))
         def wordy() -> str:
             return "wordy"
+
+    if "--lacking" in argv:  # declared capabilities, two of their methods missing
+        from mcp import MCPError, types
+
+        async def missing(ctx: Any, params: Any) -> Any:
+            raise MCPError(types.METHOD_NOT_FOUND, "Method not found")
+
+        for method in ("resources/templates/list", "prompts/list"):
+            srv._lowlevel_server.add_request_handler(method, types.PaginatedRequestParams, missing)
 
     if "--http" in argv:
         port = int(argv[argv.index("--http") + 1])

@@ -330,3 +330,22 @@ def test_crab_introduces_itself_as_crab_and_its_version(tmp_path, tiny_cmd, unfe
             await manager.stop()
 
     assert unfence(asyncio.run(go())) == f"crab {crab.__version__}"
+
+
+def test_a_server_lacking_optional_listings_still_gives_its_tools(tmp_path, tiny_cmd, unfence):
+    # It declares resources and prompts but answers resources/templates/list and prompts/list
+    # with -32601: an optional method it lacks, not a dead server (issue 39, item 3).
+    async def go() -> None:
+        manager = manager_for(tmp_path, {"lack": tiny_cmd("--lacking")})
+        try:
+            assert await manager.start() == {}
+            link = manager.links["lack"]
+            assert link.status == "ready" and link.prompts == [] and link.templates == []
+            assert "note" in {r.name for r in link.resources}  # what it does list is kept
+            assert unfence((await call(manager, "lack_add", {"a": 2, "b": 3})).content) == "5"
+        finally:
+            await manager.stop()
+
+    asyncio.run(go())
+    log = (tmp_path / "logs" / "lack.log").read_text()
+    assert "declares prompts but refused to list them (error -32601" in log

@@ -86,7 +86,14 @@ def build_server(box: ToolBox, prompts: Mapping[str, ServedPrompt] | None = None
                 item.text = redact(item.text)  # type: ignore[union-attr]
             return result
 
-        handlers.update(on_list_resources=list_resources, on_read_resource=read_resource)
+        async def list_templates(
+            ctx: Any, params: types.PaginatedRequestParams | None
+        ) -> types.ListResourceTemplatesResult:
+            return types.ListResourceTemplatesResult(resource_templates=[])  # files have plain URIs
+
+        handlers.update(
+            on_list_resources=list_resources, on_read_resource=read_resource, on_list_resource_templates=list_templates
+        )
     if prompts:
         offered = dict(prompts)
 

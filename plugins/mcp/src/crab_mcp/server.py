@@ -460,14 +460,31 @@ class ServerLink:
     # --- lists --------------------------------------------------------------------------
 
     async def _list_extras(self, client: Any) -> None:
-        """Resources, their templates and prompts, of a server that offers them."""
+        """Resources, their templates and prompts, of a server that declares them. Each is
+        optional: a listing the server refuses (-32601 Method not found, or another JSON-RPC
+        error) is left empty with a line in its log, and its tools still work."""
         caps = getattr(client, "server_capabilities", None)
         if caps is not None and caps.resources is not None:
             self.can_subscribe = bool(caps.resources.subscribe)
-            self.resources = await _pages(client.list_resources, "resources")
-            self.templates = await _pages(client.list_resource_templates, "resource_templates")
+            self.resources = await self._optional(client.list_resources, "resources")
+            self.templates = await self._optional(client.list_resource_templates, "resource_templates")
         if caps is not None and caps.prompts is not None:
-            self.prompts = await _pages(client.list_prompts, "prompts")
+            self.prompts = await self._optional(client.list_prompts, "prompts")
+
+    async def _optional(self, method: Callable[..., Any], field: str) -> list[Any]:
+        """Every page of an optional listing; ``[]`` when the server answers it with an error.
+        A closed connection or a timeout is still the server's failure (raised)."""
+        from mcp import MCPError
+        from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        try:
+            return await _pages(method, field)
+        except MCPError as exc:
+            if exc.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+                raise
+            what = field.replace("_", " ")
+            self.peer._note(f"the server declares {what} but refused to list them (error {exc.code}: {exc.message})")
+            return []
 
     async def _relist(self, kind: str) -> None:
         """Fetch ``kind`` again (the server said it changed), then tell the listeners."""
