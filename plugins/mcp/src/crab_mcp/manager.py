@@ -12,6 +12,7 @@ A server's answer is masked, then fenced as the server's content (``crab_mcp.fen
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +90,10 @@ class Manager:
         """A session's stored info (``AgentHandle.session_info`` once the agent started): whether
         a prompt came through a channel (``crab_mcp.attach``)."""
         self.watch = Watch(self)
+        self.pending: dict[str, asyncio.Future[None]] = {}
+        """Start tasks of servers still connecting after ``start``'s wait (``finish`` awaits them)."""
+        self._finishing: asyncio.Future[None] | None = None
+        self.started_at = time.monotonic()
         for link in links:
             link.on_change.append(self._changed)
             link.on_update.append(self.watch.updated)
@@ -133,19 +138,54 @@ class Manager:
     def from_configs(cls, configs: Sequence[ServerConfig], logs: Path | None = None) -> Manager:
         return cls([ServerLink(c, logs or log_dir()) for c in configs if c.enabled])
 
-    async def start(self) -> dict[str, str]:
-        """Start every server at once; server name → failure reason for those that did not start."""
+    async def start(self, wait: float | None = None) -> dict[str, str]:
+        """Start every server at once; server name → failure reason for those that did not start.
+
+        With ``wait``, return after at most that many seconds: a server still connecting then
+        goes on in the background (up to its ``connect_timeout``), its start task in ``pending``
+        (``finish`` reports it); ``tools()`` has the tools of those that were ready in time.
+        """
         links = list(self.links.values())
-        outcomes = await asyncio.gather(*(link.start() for link in links), return_exceptions=True)
+        if not links:
+            return {}
+        self.started_at = time.monotonic()
+        tasks = {link.name: asyncio.ensure_future(link.start()) for link in links}
+        await asyncio.wait(tasks.values(), timeout=wait)
         failed: dict[str, str] = {}
-        for link, outcome in zip(links, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
-                failed[link.name] = str(outcome) if isinstance(outcome, ServerDown) else link.reason or repr(outcome)
+        for link in links:
+            task = tasks[link.name]
+            if not task.done():
+                self.pending[link.name] = task
+                continue
+            reason = _failure(link, task)
+            if reason is not None:
+                failed[link.name] = reason
         self._index()
         return failed
 
+    async def finish(self, report: Callable[[str, float, str | None], None]) -> None:
+        """Wait for the servers ``start`` left connecting; ``report(name, seconds, failure)`` for
+        each as it ends (its tools joined through ``attach``'s register by then)."""
+
+        async def one(name: str, task: asyncio.Future[None]) -> None:
+            await asyncio.wait({task})
+            self.pending.pop(name, None)
+            report(name, time.monotonic() - self.started_at, _failure(self.links[name], task))
+
+        await asyncio.gather(*(one(name, task) for name, task in list(self.pending.items())))
+
+    def finish_in_background(self, report: Callable[[str, float, str | None], None]) -> None:
+        """``finish`` as a task of its own; ``stop`` ends it (and the starts it waits for)."""
+        if self.pending:
+            self._finishing = asyncio.ensure_future(self.finish(report))
+
     async def stop(self) -> None:
-        """Unsubscribe from resources, then stop every server."""
+        """End the starts still under way, unsubscribe from resources, then stop every server."""
+        waiting = [t for t in (self._finishing, *self.pending.values()) if t is not None and not t.done()]
+        for task in waiting:
+            task.cancel()
+        await asyncio.gather(*waiting, return_exceptions=True)
+        self.pending.clear()
         await self.watch.stop()
         await asyncio.gather(*(link.stop() for link in self.links.values()), return_exceptions=True)
 
@@ -219,6 +259,16 @@ async def call_tool(
         return ToolResult(f"{where} answered {tool} with an invalid result: {exc}", is_error=True)
     converted: ToolResult = to_tool_result(result)
     return fenced(link.name, tool, mask(link, converted))
+
+
+def _failure(link: ServerLink, task: asyncio.Future[None]) -> str | None:
+    """Why a finished start task did not start ``link`` (None: it did)."""
+    if task.cancelled():
+        return link.reason or "its start was cancelled"
+    outcome = task.exception()
+    if outcome is None:
+        return None
+    return str(outcome) if isinstance(outcome, ServerDown) else link.reason or repr(outcome)
 
 
 def mask(link: ServerLink, result: ToolResult) -> ToolResult:

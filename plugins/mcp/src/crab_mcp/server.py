@@ -378,8 +378,9 @@ class ServerLink:
             self._stop.set()
 
     async def stop(self) -> None:
-        """End the connection (and the child process); safe to call more than once."""
-        await self._end_owner()
+        """End the connection (and the child process); safe to call more than once. A server
+        still connecting (it never answered) is ended at once, without the shutdown grace."""
+        await self._end_owner(cancel=self.status == "starting")
         if self.status in ("ready", "down", "starting"):
             self.status = "stopped"
 

@@ -21,6 +21,7 @@ PLUGIN = "mcp"
 PERMISSIONS = ("read", "write", "exec", "network")
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 20.0
+DEFAULT_STARTUP_WAIT = 5.0
 DEFAULT_MAX_MESSAGE = 4_000_000
 
 SERVER_KEYS: dict[str, str] = {
@@ -130,6 +131,14 @@ TABLE = ConfigTable(
             DEFAULT_CONNECT_TIMEOUT,
             "seconds a server may take to start and list its tools before it is reported failed",
             above=0,
+        ),
+        Setting(
+            "startup_wait",
+            "float",
+            DEFAULT_STARTUP_WAIT,
+            "seconds a run waits at start-up for its servers; one still connecting then goes on in the "
+            "background (up to its connect_timeout) and its tools join when it is ready",
+            minimum=0,
         ),
         Setting(
             "max_message",
