@@ -349,3 +349,25 @@ def test_a_server_lacking_optional_listings_still_gives_its_tools(tmp_path, tiny
     asyncio.run(go())
     log = (tmp_path / "logs" / "lack.log").read_text()
     assert "declares prompts but refused to list them (error -32601" in log
+
+
+def test_a_5_mb_result_arrives_cut_to_what_the_model_reads_saying_so(tmp_path, tiny_cmd, unfence):
+    # Over the old 4 MB transport cap, far under the default one: the answer is read, cut to the
+    # 50 KB the model reads of any tool result, inside a fence that still closes, and the note
+    # after it says what was cut (issue 39, item 7).
+    servers = configs({"big": tiny_cmd()})
+
+    async def go() -> Any:
+        manager = Manager([ServerLink(c, tmp_path / "logs") for c in servers])
+        assert await manager.start() == {}
+        try:
+            return await call(manager, "big_big", {"size": 5_000_000}), manager.links["big"].status
+        finally:
+            await manager.stop()
+
+    big, status = asyncio.run(go())
+    assert not big.is_error and status == "ready", big.content[:300]
+    fenced, _, note = big.content.rpartition("\n")
+    assert unfence(fenced) == "x" * 50_000
+    assert note.startswith("[output truncated: showing the first 1 of 1 lines (50000 of 5000000 bytes)")
+    assert "ask the tool for less" in note

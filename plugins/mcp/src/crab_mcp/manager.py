@@ -236,6 +236,7 @@ class Manager:
             handler=handler,
             permission=entry.permission,  # type: ignore[arg-type]
             timeout=link.config.connect_timeout + link.config.timeout + 5.0,
+            output_limit=None,  # call_tool cuts the server's text itself, inside its fence
             validate_arguments=False,  # the server checks its own schema and says what is wrong
         )
 
@@ -246,7 +247,7 @@ async def call_tool(
     """One call as a crab result: the server's answer (masked, then fenced as the server's
     content, ``crab_mcp.fence``), or one line of crab's own saying why there is none."""
     from crab_mcp.fence import fenced
-    from crab_mcp.results import to_tool_result
+    from crab_mcp.results import cut, to_tool_result
 
     where = f"MCP server {link.name!r}"
     try:
@@ -258,7 +259,13 @@ async def call_tool(
     except RuntimeError as exc:  # the SDK's output-schema check: "Invalid structured content …"
         return ToolResult(f"{where} answered {tool} with an invalid result: {exc}", is_error=True)
     converted: ToolResult = to_tool_result(result)
-    return fenced(link.name, tool, mask(link, converted))
+    # Masked whole, then cut (a secret the cut splits is not left half), then fenced: the fence
+    # must close after what the model reads, and crab's note on the cut is crab's, not the server's.
+    kept, note = cut(mask(link, converted))
+    answer = fenced(link.name, tool, kept)
+    if note is None:
+        return answer
+    return ToolResult(f"{answer.content}\n{note}", answer.is_error, answer.details, images=answer.images)
 
 
 def _failure(link: ServerLink, task: asyncio.Future[None]) -> str | None:

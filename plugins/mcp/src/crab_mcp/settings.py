@@ -22,7 +22,9 @@ PERMISSIONS = ("read", "write", "exec", "network")
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 20.0
 DEFAULT_STARTUP_WAIT = 5.0
-DEFAULT_MAX_MESSAGE = 4_000_000
+DEFAULT_MAX_MESSAGE = 32_000_000
+"""The transport's cap on one message, far above what the model reads of a result (50 KB):
+a result between the two arrives, cut to the model's limit with a note (``crab_mcp.results``)."""
 
 SERVER_KEYS: dict[str, str] = {
     "command": "a string (the program to start)",
@@ -145,7 +147,7 @@ TABLE = ConfigTable(
             "int",
             DEFAULT_MAX_MESSAGE,
             "bytes one message from a server may have; a larger one ends that connection (crab starts "
-            "the server again on the next call)",
+            "the server again on the next call); a result under it reaches the model cut to 50 KB",
             above=0,
         ),
         Setting(
