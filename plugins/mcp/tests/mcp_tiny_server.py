@@ -13,7 +13,9 @@ stdout before serving; ``--on-eof FILE`` (with ``--mute``) creates FILE once std
 ``--long-description N`` adds a tool whose description is N characters
 on one line; ``--lacking`` declares resources and prompts but answers ``resources/templates/list``
 and ``prompts/list`` with -32601 Method not found (a server without those optional methods).
-``slow`` given ``marker`` writes "cancelled" to that file when the client cancels it.
+``--cancel-log FILE`` appends each ``notifications/cancelled`` it receives (request id and reason,
+JSON) to FILE, 0.5 s after it came (stopping real work takes a moment; a server ended at once
+never writes it).
 """
 
 from __future__ import annotations
@@ -61,17 +63,11 @@ def build() -> MCPServer:
         raise MCPError(-32099, "custom protocol failure")
 
     @srv.tool()
-    async def slow(seconds: float, marker: str = "") -> str:
+    async def slow(seconds: float) -> str:
         """Sleep, then answer."""
         import anyio
 
-        try:
-            await anyio.sleep(seconds)
-        except anyio.get_cancelled_exc_class():
-            if marker:  # proof the client's notifications/cancelled reached the server
-                with open(marker, "w") as f:
-                    f.write("cancelled")
-            raise
+        await anyio.sleep(seconds)
         return "slept"
 
     @srv.tool()
@@ -288,6 +284,25 @@ def main(argv: list[str]) -> None:
         @srv.tool(description="Says a lot. " + "word " * (size // 5))
         def wordy() -> str:
             return "wordy"
+
+    if "--cancel-log" in argv:  # proof the client's notifications/cancelled reached the server
+        import json
+
+        from mcp import types
+
+        cancel_log = argv[argv.index("--cancel-log") + 1]
+
+        async def cancelled(ctx: Any, params: Any) -> None:
+            import anyio
+
+            with anyio.CancelScope(shield=True):  # stopping the call's work takes a moment
+                await anyio.sleep(0.5)
+            with open(cancel_log, "a") as f:
+                f.write(json.dumps({"requestId": params.request_id, "reason": params.reason}) + "\n")
+
+        srv._lowlevel_server.add_notification_handler(
+            "notifications/cancelled", types.CancelledNotificationParams, cancelled
+        )
 
     if "--lacking" in argv:  # declared capabilities, two of their methods missing
         from mcp import MCPError, types

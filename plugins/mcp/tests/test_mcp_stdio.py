@@ -371,3 +371,30 @@ def test_a_5_mb_result_arrives_cut_to_what_the_model_reads_saying_so(tmp_path, t
     assert unfence(fenced) == "x" * 50_000
     assert note.startswith("[output truncated: showing the first 1 of 1 lines (50000 of 5000000 bytes)")
     assert "ask the tool for less" in note
+
+
+def test_a_call_that_times_out_is_cancelled_at_the_server_before_it_is_ended(tmp_path, tiny_cmd):
+    # notifications/cancelled (the spec's way: the request id and a reason) reaches the server
+    # before crab ends it, so the server can stop that call's work (issue 39, item 5).
+    import json
+    import time
+
+    log = tmp_path / "cancelled.jsonl"
+
+    async def go() -> Any:
+        manager = manager_for(tmp_path, {"t": {**tiny_cmd("--cancel-log", str(log)), "timeout": 1}})
+        assert await manager.start() == {}
+        try:
+            slow = await call(manager, "t_slow", {"seconds": 60})
+            deadline = time.monotonic() + 30
+            while not log.exists() and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            return slow
+        finally:
+            await manager.stop()
+
+    slow = asyncio.run(go())
+    assert slow.is_error and "did not answer slow within 1 s" in slow.content
+    assert log.exists(), "the server never got notifications/cancelled for the call that timed out"
+    (seen,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert isinstance(seen["requestId"], int) and "timed out" in seen["reason"]

@@ -6,10 +6,11 @@ connection until ``stop``. Calls come from any task. Connecting is bounded by
 ``connect_timeout``, ending the server included: a server that fails to start is killed at once,
 without the shutdown grace a running one gets. A server whose connection closes (it crashed, or
 sent a message over ``max_message``) or that lets a call time out is dropped: its process is
-ended and the next call starts it again, waiting out a backoff that doubles with each failed
-start. A stdio server's stderr, the lines it prints on stdout that are not JSON-RPC, and the SDK's
-log records about any server go to that server's log file, never to crab's terminal, masked and
-bounded (``crab_mcp.logpump``, ``crab_mcp.stdio``, ``crab_mcp.sdklog``).
+ended (after a timeout the MCP way: the SDK's ``notifications/cancelled`` for the call goes out,
+then stdin closes and the server has its grace) and the next call starts it again, waiting
+out a backoff that doubles with each failed start. A stdio server's stderr, the lines it prints
+on stdout that are not JSON-RPC, and the SDK's log records about any server go to that server's
+log file, never to crab's terminal, masked and bounded (``crab_mcp.logpump``, ``crab_mcp.stdio``, ``crab_mcp.sdklog``).
 """
 
 from __future__ import annotations
@@ -368,11 +369,14 @@ class ServerLink:
             pass  # the owner reported its own failure
         self._client = None
 
-    async def _drop(self, reason: str) -> None:
-        """Mark the server down and end its connection now; the next call starts it again."""
+    async def _drop(self, reason: str, *, polite: bool = False) -> None:
+        """Mark the server down and end its connection; the next call starts it again. At once,
+        or (``polite``) the MCP way: what crab already sent goes out (the SDK's
+        ``notifications/cancelled`` for a call that timed out), then stdin closes and the server
+        has its shutdown grace before it is signalled, so it can stop that call's work itself."""
         self.status, self.reason = "down", reason
         self._retry_at = 0.0
-        if self._stdio is not None:
+        if self._stdio is not None and not polite:
             await self._stdio.kill()
         if self._stop is not None:
             self._stop.set()
@@ -536,8 +540,10 @@ class ServerLink:
             return f"{why} in answer to {tool}; {again}"
         if exc.code == REQUEST_TIMEOUT:
             # A late answer could still be on its way (or never end): a fresh link is the only
-            # state crab can trust for the next call.
-            await self._drop(f"did not answer {tool} within {self.config.timeout:g} s")
+            # state crab can trust for the next call. The SDK has sent notifications/cancelled
+            # for the call (with the request id and "timed out after …"): the polite close lets
+            # the server read it before its stdin ends.
+            await self._drop(f"did not answer {tool} within {self.config.timeout:g} s", polite=True)
             return f"did not answer {tool} within {self.config.timeout:g} s; {again}"
         if exc.code == PARSE_ERROR and oversized:
             await self._drop(too_large)
