@@ -2,7 +2,8 @@
 
 The tiny server (``mcp_tiny_server.py``) is loaded by path because tests run with
 ``--import-mode=importlib``. Real peers are installed by the tests themselves: the PyPI servers
-are this plugin's ``test`` extra, and ``@modelcontextprotocol/server-everything`` is installed
+are this plugin's ``test`` extra, and ``@modelcontextprotocol/server-everything`` (with
+``server-filesystem`` and the Inspector) is installed
 with ``npm ci`` from the committed lockfile into a cache folder keyed by the lockfile's hash
 (``$CRAB_MCP_NPM_CACHE``, else ``~/.cache/crab-tests``). A peer that cannot be had skips its
 tests with one line saying how to get it.
@@ -163,6 +164,19 @@ def everything_js() -> Path:
     script = found / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
     if not script.exists():
         pytest.skip(f"server-everything has no {script.name} where expected: {script}")
+    return script
+
+
+@pytest.fixture(scope="session")
+def filesystem_js() -> Path:
+    """server-filesystem's entry script (the reference filesystem server), installed from the
+    committed lockfile (or a skip)."""
+    found = _npm_peers()
+    if isinstance(found, str):
+        pytest.skip(found)
+    script = found / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
+    if not script.exists():
+        pytest.skip(f"server-filesystem has no {script.name} where expected: {script}")
     return script
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from crab_mcp.manager import Manager
 from crab_mcp.sampling import SamplingPolicy
-from crab_mcp.settings import DEFAULT_SAMPLING_MAX_TOKENS, DEFAULT_STARTUP_WAIT, server_configs
+from crab_mcp.settings import DEFAULT_SAMPLING_MAX_TOKENS, DEFAULT_STARTUP_WAIT, server_configs, server_roots
 
 if TYPE_CHECKING:
     from crab import AgentHandle
@@ -39,7 +39,7 @@ async def start_servers(agent: AgentHandle, plugin: str) -> Manager | None:
         agent.model,
     )
     for link in manager.links.values():
-        link.workspace, link.extra_roots = agent.workspace, extra
+        link.workspace, link.extra_roots = agent.workspace, server_roots(link.config, extra)
         link.agent_config = agent.config  # whose server it is, for crab.processes.wrap_command
         link.peer.sampling_policy = policy
     wait = float(settings.get("startup_wait", DEFAULT_STARTUP_WAIT))

@@ -252,7 +252,8 @@ class ServerLink:
                     client_info=client_info(),
                     message_handler=peer.message,
                     logging_callback=peer.log,
-                    list_roots_callback=peer.list_roots,
+                    # None: the roots capability is not declared (the server's `roots = false`).
+                    list_roots_callback=peer.list_roots if self.config.declare_roots else None,
                     sampling_callback=peer.sampling,
                     elicitation_callback=peer.elicitation,
                 )
@@ -455,7 +456,7 @@ class ServerLink:
 
     async def _announce(self, client: Any, workspace: Path) -> None:
         """Tell the server its roots changed when this call runs in another workspace."""
-        if not self.peer.set_roots(workspace, self.extra_roots):
+        if not self.config.declare_roots or not self.peer.set_roots(workspace, self.extra_roots):
             return
         with contextlib.suppress(Exception), warnings.catch_warnings():
             # Deprecated only for 2026-07-28 connections, which crab does not make (legacy mode).
