@@ -1,8 +1,10 @@
 """Every configured server of one run: started in parallel, their tools as crab ``Tool`` objects.
 
 ``Manager.start`` starts all enabled servers at once, each bounded by its connect timeout, so
-start-up costs about the slowest server, not the sum; one that fails is reported and the
-others work. ``tools()`` names each MCP tool ``<prefix><tool>`` (``crab_mcp.names``), with the
+start-up costs about the slowest server, not the sum, and with a ``wait`` (``startup_wait``) no
+more than that: a slower server goes on connecting in the background (``finish``) and its tools
+join through ``attach``'s register when it is ready; one that fails is reported and the others
+work. ``tools()`` names each MCP tool ``<prefix><tool>`` (``crab_mcp.names``), with the
 server's schema, its description's first line first (the one line a tool list shows), the
 permission class from config and a timeout that covers a restart plus the call. A call's
 ``is_error`` result and any protocol error come back as error results, never exceptions.
@@ -150,7 +152,14 @@ class Manager:
             return {}
         self.started_at = time.monotonic()
         tasks = {link.name: asyncio.ensure_future(link.start()) for link in links}
-        await asyncio.wait(tasks.values(), timeout=wait)
+        try:
+            await asyncio.wait(tasks.values(), timeout=wait)
+        except BaseException:  # cancelled (Ctrl-C while starting): no start goes on unowned
+            for task in tasks.values():
+                task.cancel()
+            await asyncio.gather(*tasks.values(), return_exceptions=True)
+            await asyncio.gather(*(link.stop() for link in links), return_exceptions=True)
+            raise
         failed: dict[str, str] = {}
         for link in links:
             task = tasks[link.name]
