@@ -35,6 +35,7 @@ def test_crab_run_uses_crab_mcp_serve_as_a_server(tmp_path: Path):
     (work / "notes.txt").write_text("alpha\nneedle in a haystack\n")
     serve = ["-m", "crab", "mcp", "serve", "--plugins", "tools-basic"]
     (home / "config.toml").write_text(
+        "[plugins.mcp]\nstartup_wait = 300\n"  # a loaded machine may take longer than 5 s to start it
         f"[plugins.mcp.servers.self]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps(serve)}\n"
         "connect_timeout = 60\n"
     )

@@ -227,6 +227,23 @@ def http_server() -> Any:
     return Started
 
 
+STARTUP_WAIT = 300.0
+"""``[plugins.mcp] startup_wait`` of the agents these tests start: a loaded test machine may take
+longer than the default 5 s to start a Python server, and a test that calls its tools needs them
+there from the first request (the background join has tests of its own, which set their own)."""
+
+
+@pytest.fixture
+def crab_agent(crab_agent: Any) -> Any:
+    """crab.testing's ``crab_agent``, its ``plugins.mcp.startup_wait`` ``STARTUP_WAIT`` unless given."""
+
+    def factory(*args: Any, **kwargs: Any) -> Any:
+        kwargs["config"] = {"plugins.mcp.startup_wait": STARTUP_WAIT, **(kwargs.get("config") or {})}
+        return crab_agent(*args, **kwargs)
+
+    return factory
+
+
 @pytest.fixture
 def port() -> int:
     return free_port()
