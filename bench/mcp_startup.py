@@ -5,7 +5,9 @@ stdio servers alone (the tests' tiny server, made to take 1, 2 and 3 s to boot),
 three; prints the medians, the extra time each costs over no server, the sum and the slowest of
 those, and where all three land between them (near the slowest = parallel; near the sum =
 one after another). Then a server that never answers ``initialize`` (``connect_timeout = 2``):
-its extra time should be the 2 s and no shutdown grace on top. Then checks that ``crab --help`` with the three configured starts none of
+its extra time should be the 2 s and no shutdown grace on top. Then the same server with the
+default ``connect_timeout`` (20 s): start-up goes on after ``startup_wait`` (5 s) and the server
+is ended at once when the run ends, so its extra time should be about 5 s. Then checks that ``crab --help`` with the three configured starts none of
 them and imports no ``mcp`` module.
 
     python bench/mcp_startup.py [--runs 3]
@@ -43,12 +45,10 @@ def setup(home: Path, servers: list[tuple[str, float]], extra: str = "") -> None
     (home / "config.toml").write_text(text + extra)
 
 
-def hanging_table() -> str:
+def hanging_table(connect_timeout: float | None = HANG_TIMEOUT) -> str:
     args = [str(TINY), "--mute"]
-    return (
-        f"[plugins.mcp.servers.hang]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps(args)}\n"
-        f"connect_timeout = {HANG_TIMEOUT}\n"
-    )
+    table = f"[plugins.mcp.servers.hang]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps(args)}\n"
+    return table + (f"connect_timeout = {connect_timeout}\n" if connect_timeout is not None else "")
 
 
 def crab_run(home: Path, work: Path, script: Path) -> float:
@@ -131,6 +131,8 @@ def main() -> None:
             f"  a server that never answers {hang:6.2f} s   (connect_timeout {HANG_TIMEOUT:g} s; "
             f"{hang - HANG_TIMEOUT:+.2f} s over it)"
         )
+        slow = median_run(home, work, script, [], runs, hanging_table(None)) - base
+        print(f"  the same, default connect_timeout (20 s) {slow:6.2f} s   (start-up goes on after startup_wait)")
         elapsed, loaded, started = help_check(home, work)
         print(
             f"crab --help with three servers configured: {elapsed:.2f} s, servers started: {started or 'none'}, "

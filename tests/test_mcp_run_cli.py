@@ -32,6 +32,7 @@ def test_crab_run_starts_the_server_once_and_the_gate_applies(tmp_path: Path):
     home.mkdir()
     work.mkdir()
     (home / "config.toml").write_text(
+        "[plugins.mcp]\nstartup_wait = 300\n"  # a loaded machine may take longer than 5 s to start it
         f"[plugins.mcp.servers.tiny]\ncommand = {json.dumps(sys.executable)}\n"
         f"args = {json.dumps([str(TINY), '--stderr'])}\n"
     )

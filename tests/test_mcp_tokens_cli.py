@@ -31,6 +31,7 @@ def test_tools_tokens_counts_the_tools_mcp_servers_add_at_start_up(tmp_path: Pat
     home.mkdir()
     work.mkdir()
     (home / "config.toml").write_text(
+        "[plugins.mcp]\nstartup_wait = 300\n"  # a loaded machine may take longer than 5 s to start it
         f"[plugins.mcp.servers.tiny]\ncommand = {json.dumps(sys.executable)}\n"
         f"args = {json.dumps([str(TINY), '--stderr'])}\n"
         '[plugins.mcp.servers.gone]\ncommand = "/nonexistent/mcp-server"\n'

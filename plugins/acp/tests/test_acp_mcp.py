@@ -22,8 +22,9 @@ pytestmark = pytest.mark.skipif(
 
 def test_acp_editor_mcp_server_tools_run_through_crab_mcp(crab_acp: Any, editor: Any) -> None:
     crab_acp.env["CRAB_PLUGINS"] += ",mcp"
-    # The user's own limit: a loaded test machine may need more than crab-mcp's 20 s to start Python.
-    (crab_acp.crab_home / "config.toml").write_text("[plugins.mcp]\nconnect_timeout = 120\n")
+    # The user's own limits: a loaded test machine may need more than crab-mcp's 20 s to start
+    # Python, and more than its 5 s start-up wait (the tool must be there for the first request).
+    (crab_acp.crab_home / "config.toml").write_text("[plugins.mcp]\nconnect_timeout = 120\nstartup_wait = 120\n")
     model = crab_acp.script([{"tool": "editor_echo_shout", "args": {"text": "hi"}, "id": "m1"}], [{"text": "done"}])
     editor.answers = ["once"]  # an MCP tool is network-class unless configured otherwise: asked
 

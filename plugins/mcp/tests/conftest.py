@@ -2,7 +2,8 @@
 
 The tiny server (``mcp_tiny_server.py``) is loaded by path because tests run with
 ``--import-mode=importlib``. Real peers are installed by the tests themselves: the PyPI servers
-are this plugin's ``test`` extra, and ``@modelcontextprotocol/server-everything`` is installed
+are this plugin's ``test`` extra, and ``@modelcontextprotocol/server-everything`` (with
+``server-filesystem`` and the Inspector) is installed
 with ``npm ci`` from the committed lockfile into a cache folder keyed by the lockfile's hash
 (``$CRAB_MCP_NPM_CACHE``, else ``~/.cache/crab-tests``). A peer that cannot be had skips its
 tests with one line saying how to get it.
@@ -167,6 +168,19 @@ def everything_js() -> Path:
 
 
 @pytest.fixture(scope="session")
+def filesystem_js() -> Path:
+    """server-filesystem's entry script (the reference filesystem server), installed from the
+    committed lockfile (or a skip)."""
+    found = _npm_peers()
+    if isinstance(found, str):
+        pytest.skip(found)
+    script = found / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
+    if not script.exists():
+        pytest.skip(f"server-filesystem has no {script.name} where expected: {script}")
+    return script
+
+
+@pytest.fixture(scope="session")
 def inspector() -> Path:
     """MCP Inspector's ``mcp-inspector`` (0.16.8, the last that runs on Node 20), installed from
     the committed lockfile (or a skip)."""
@@ -211,6 +225,23 @@ def http_server() -> Any:
             stop(self.proc)
 
     return Started
+
+
+STARTUP_WAIT = 300.0
+"""``[plugins.mcp] startup_wait`` of the agents these tests start: a loaded test machine may take
+longer than the default 5 s to start a Python server, and a test that calls its tools needs them
+there from the first request (the background join has tests of its own, which set their own)."""
+
+
+@pytest.fixture
+def crab_agent(crab_agent: Any) -> Any:
+    """crab.testing's ``crab_agent``, its ``plugins.mcp.startup_wait`` ``STARTUP_WAIT`` unless given."""
+
+    def factory(*args: Any, **kwargs: Any) -> Any:
+        kwargs["config"] = {"plugins.mcp.startup_wait": STARTUP_WAIT, **(kwargs.get("config") or {})}
+        return crab_agent(*args, **kwargs)
+
+    return factory
 
 
 @pytest.fixture

@@ -11,7 +11,11 @@ serving; ``--hostile`` adds a tool whose description holds terminal escapes; ``-
 creates FILE when the process starts; ``--junk N`` prints N lines that are not JSON-RPC on
 stdout before serving; ``--on-eof FILE`` (with ``--mute``) creates FILE once stdin closes;
 ``--long-description N`` adds a tool whose description is N characters
-on one line.
+on one line; ``--lacking`` declares resources and prompts but answers ``resources/templates/list``
+and ``prompts/list`` with -32601 Method not found (a server without those optional methods).
+``--cancel-log FILE`` appends each ``notifications/cancelled`` it receives (request id and reason,
+JSON) to FILE, 0.5 s after it came (stopping real work takes a moment; a server ended at once
+never writes it).
 """
 
 from __future__ import annotations
@@ -280,6 +284,34 @@ def main(argv: list[str]) -> None:
         @srv.tool(description="Says a lot. " + "word " * (size // 5))
         def wordy() -> str:
             return "wordy"
+
+    if "--cancel-log" in argv:  # proof the client's notifications/cancelled reached the server
+        import json
+
+        from mcp import types
+
+        cancel_log = argv[argv.index("--cancel-log") + 1]
+
+        async def cancelled(ctx: Any, params: Any) -> None:
+            import anyio
+
+            with anyio.CancelScope(shield=True):  # stopping the call's work takes a moment
+                await anyio.sleep(0.5)
+            with open(cancel_log, "a") as f:
+                f.write(json.dumps({"requestId": params.request_id, "reason": params.reason}) + "\n")
+
+        srv._lowlevel_server.add_notification_handler(
+            "notifications/cancelled", types.CancelledNotificationParams, cancelled
+        )
+
+    if "--lacking" in argv:  # declared capabilities, two of their methods missing
+        from mcp import MCPError, types
+
+        async def missing(ctx: Any, params: Any) -> Any:
+            raise MCPError(types.METHOD_NOT_FOUND, "Method not found")
+
+        for method in ("resources/templates/list", "prompts/list"):
+            srv._lowlevel_server.add_request_handler(method, types.PaginatedRequestParams, missing)
 
     if "--http" in argv:
         port = int(argv[argv.index("--http") + 1])

@@ -97,3 +97,48 @@ def test_a_name_another_plugin_holds_is_left_out_as_a_fault(crab_agent, tiny_cmd
     assert h.agent.tools["tiny_add"].plugin == "other"
     assert "tiny_echo" in h.agent.tools
     assert any("'tiny_add' was left out" in f.line for f in h.host.failures)
+
+
+def test_a_slow_server_joins_later_and_a_hung_one_never_holds_up_start_up(crab_home, tiny_cmd, tmp_path, unfence):
+    # startup_wait = 1: the agent starts without waiting for "late" (it boots in 3 s) or "hang"
+    # (it never answers initialize, connect_timeout 60); late's tools join once it is ready, with
+    # one notice, and the hung one is ended at once when the agent closes (issue 39, item 4).
+    import asyncio
+    import time
+    from pathlib import Path
+
+    from crab.testing import AgentHarness
+
+    eof = tmp_path / "hang-saw-eof"
+    h = AgentHarness(
+        [[{"tool": "late_add", "args": {"a": 20, "b": 22}}], [{"text": "done"}]],
+        plugins={"mcp": crab_mcp},
+        config={
+            "plugins.mcp.servers": {
+                "late": {**tiny_cmd("--sleep", "3"), "connect_timeout": 60},
+                "hang": {**tiny_cmd("--mute", "--on-eof", str(eof)), "connect_timeout": 60},
+            },
+            "plugins.mcp.startup_wait": 1,
+            "crab.permissions": "yolo",
+        },
+        workspace=Path.cwd(),
+    )
+    assert "late_add" not in h.agent.tools  # it sleeps 3 s before serving: start-up went on after 1 s
+
+    def joined() -> list[str]:
+        return [e.message for e in h.events_of(NoticeEvent) if "MCP server 'late' was ready" in e.message]
+
+    deadline = time.monotonic() + 90
+    while not joined() and time.monotonic() < deadline:
+        h.run_async(asyncio.sleep(0.1))
+    (notice,) = joined()
+    assert "tool(s) joined" in notice and "start-up wait" in notice
+    assert "late_add" in h.agent.tools
+    h.run("add")
+    (added,) = results(h)
+    assert unfence(added.content) == "42"
+    assert "hang_add" not in h.agent.tools
+    h.close()
+    assert not eof.exists()  # a server that never answered is ended at once, not waited for
+    warnings = [e.message for e in h.events_of(NoticeEvent) if e.level == "warning"]
+    assert not any("'hang'" in w for w in warnings), warnings  # stopping it is no failure to report

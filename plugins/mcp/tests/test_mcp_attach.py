@@ -128,6 +128,7 @@ def run_env(crab_site: Any, tmp_path: Path, everything_js: Path, tiny_cmd: Any) 
     home.mkdir()
     tiny = tiny_cmd()
     (home / "config.toml").write_text(
+        "[plugins.mcp]\nstartup_wait = 300\n"  # a loaded machine: the servers must be there for the prompt
         f'[plugins.mcp.servers.ev]\ncommand = "node"\nargs = {json.dumps([str(everything_js), "stdio"])}\n'
         f"[plugins.mcp.servers.tiny]\ncommand = {json.dumps(tiny['command'])}\nargs = {json.dumps(tiny['args'])}\n"
     )

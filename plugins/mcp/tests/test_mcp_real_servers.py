@@ -1,6 +1,8 @@
 """Real MCP servers nobody here wrote: mcp-server-time and mcp-server-git (PyPI, this plugin's
 ``test`` extra) and @modelcontextprotocol/server-everything (npm, pinned in tests/peers) over
-stdio and streamable HTTP. Each: list the tools, call one, and check an error path."""
+stdio and streamable HTTP. Each: list the tools, call one, and check an error path. And the
+reference filesystem server (npm, pinned there too) through a real agent: crab's roots keep the
+folder its command line names, and ``roots = false`` declares none."""
 
 from __future__ import annotations
 
@@ -104,3 +106,80 @@ def test_server_everything_over_streamable_http(tmp_path, everything_js, http_se
         with_server(tmp_path, {"url": f"http://127.0.0.1:{port}/mcp"}, check)
     finally:
         server.stop()
+
+
+def _filesystem_agent(crab_home: Path, tmp_path: Path, filesystem_js: Path, replies: list[Any], **server: Any) -> Any:
+    import shutil
+
+    import crab_mcp
+    from crab.testing import AgentHarness
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node not installed (apt-get install nodejs)")
+    workspace, data = tmp_path / "ws", tmp_path / "data"
+    workspace.mkdir()
+    data.mkdir()
+    (data / "report.txt").write_text("the data folder's report\n")
+    table = {"command": node, "args": [str(filesystem_js), str(data)], "connect_timeout": 60, **server}
+    return AgentHarness(
+        replies,
+        plugins={"mcp": crab_mcp},
+        config={"plugins.mcp.servers": {"fs": table}, "plugins.mcp.startup_wait": 60, "crab.permissions": "yolo"},
+        workspace=workspace,
+    )
+
+
+def _wait_for_log(log: Path, text: str, harness: Any, deadline: float = 60) -> bool:
+    import time
+
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if log.exists() and text in log.read_text():
+            return True
+        harness.run_async(asyncio.sleep(0.1))
+    return False
+
+
+def test_the_reference_filesystem_server_keeps_the_folder_its_command_line_names(crab_home, tmp_path, filesystem_js):
+    # crab declares roots (the workspace), and server-filesystem replaces the folders its command
+    # line names with the client's roots: by default crab's roots include the folders the
+    # server's own arguments name, so /data stays readable (issue 39, item 6).
+    from crab import ToolResultMessage
+
+    data = tmp_path / "data"
+    h = _filesystem_agent(
+        crab_home,
+        tmp_path,
+        filesystem_js,
+        [[{"tool": "fs_read_text_file", "args": {"path": str(data / "report.txt")}}], [{"text": "done"}]],
+    )
+    try:
+        log = crab_home / "mcp" / "logs" / "fs.log"
+        assert _wait_for_log(log, "Updated allowed directories from MCP roots", h), log.read_text()[-2000:]
+        h.run("read it")
+        (read,) = [m for m in h.session.messages if isinstance(m, ToolResultMessage)]
+        assert not read.is_error and "the data folder's report" in read.content, read.content
+    finally:
+        h.close()
+
+
+def test_roots_false_declares_no_roots_to_that_server(crab_home, tmp_path, filesystem_js):
+    from crab import ToolResultMessage
+
+    h = _filesystem_agent(
+        crab_home,
+        tmp_path,
+        filesystem_js,
+        [[{"tool": "fs_list_allowed_directories", "args": {}}], [{"text": "done"}]],
+        roots=False,
+    )
+    try:
+        h.run("where may you go?")
+        (listed,) = [m for m in h.session.messages if isinstance(m, ToolResultMessage)]
+        assert str((tmp_path / "data").resolve()) in listed.content, listed.content
+        assert str((tmp_path / "ws").resolve()) not in listed.content  # no roots: the workspace was never offered
+        log = (crab_home / "mcp" / "logs" / "fs.log").read_text()
+        assert "MCP roots" not in log.replace("MCP roots protocol (if client supports it)", "")
+    finally:
+        h.close()

@@ -66,9 +66,25 @@ async def t_wait(seconds: float) -> str:
     return f"waited {seconds:g} s"
 
 
+@crab.tool
+async def t_hold(marker: str) -> str:
+    """Hold until cancelled, then clean up (with awaits, as ending a process group does)."""
+    import asyncio
+
+    Path(marker + ".started").write_text("started")
+    try:
+        await asyncio.sleep(3600)
+    except asyncio.CancelledError:
+        for _ in range(3):
+            await asyncio.sleep(0.1)
+        Path(marker).write_text("cleaned up")
+        raise
+    return "never"
+
+
 @crab.hookimpl
 def crab_tools(config):
-    return [t_read, t_grep, t_write, t_wait]
+    return [t_read, t_grep, t_write, t_wait, t_hold]
 '''
 
 
@@ -124,7 +140,7 @@ def test_serve_lists_tools_with_schemas_and_runs_read_tools(bridge_env, workspac
     async def check(client: Any) -> None:
         listed = await client.list_tools()
         tools = {t.name: t for t in listed.tools}
-        assert set(tools) == {"t_read", "t_grep", "t_write", "t_wait"}
+        assert set(tools) == {"t_read", "t_grep", "t_write", "t_wait", "t_hold"}
         assert tools["t_read"].input_schema["required"] == ["path"]
         assert tools["t_read"].annotations.read_only_hint is True
         assert tools["t_write"].annotations.read_only_hint is False
@@ -232,6 +248,31 @@ def test_a_long_call_with_a_progress_token_gets_a_heartbeat(bridge_env, workspac
     values = [v for v, _, _ in seen]
     assert values == sorted(values) and all(total is None for _, total, _ in seen)
     assert seen[0][2] is not None and seen[0][2].startswith("t_wait still running (")
+
+
+def test_a_call_the_client_cancels_is_cancelled_once_and_cleans_up(bridge_env, workspace, tmp_path):
+    # The SDK applies notifications/cancelled through an anyio cancel scope that cancels again at
+    # every await: the tool's own cleanup (here three awaits, for bash ending its process group)
+    # must still run to its end (issue 39, item 5; tests/test_mcp_serve_cancel.py does it with bash).
+    marker = tmp_path / "hold"
+
+    async def check(client: Any) -> None:
+        call = asyncio.ensure_future(client.call_tool("t_hold", {"marker": str(marker)}))
+        deadline = time.monotonic() + 60
+        while not Path(f"{marker}.started").exists() and time.monotonic() < deadline:
+            assert not call.done(), call.result()
+            await asyncio.sleep(0.05)
+        call.cancel()  # the SDK sends notifications/cancelled for it
+        await asyncio.gather(call, return_exceptions=True)
+        deadline = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert marker.exists(), "the cancelled tool's cleanup was cut short"
+        quick = await client.call_tool("t_grep", {"pattern": "alpha"})  # the server serves on
+        assert text(quick) == "notes.txt:1:alpha"
+
+    session(bridge_env, workspace, check)
+    assert marker.read_text() == "cleaned up"
 
 
 def needs(module: str) -> None:
@@ -397,7 +438,7 @@ def test_serve_over_http_on_loopback_demands_the_bearer_token_and_never_prints_i
             http = httpx2.AsyncClient(headers=headers, timeout=30)
             async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
                 listed = await client.list_tools()
-                assert {t.name for t in listed.tools} == {"t_read", "t_grep", "t_write", "t_wait"}
+                assert {t.name for t in listed.tools} == {"t_read", "t_grep", "t_write", "t_wait", "t_hold"}
                 read = await client.call_tool("t_read", {"path": "notes.txt"})
                 assert text(read) == "alpha\nbeta gamma\n"
                 write = await client.call_tool("t_write", {"path": "x.txt", "content": "x"})

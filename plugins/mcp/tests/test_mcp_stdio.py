@@ -330,3 +330,71 @@ def test_crab_introduces_itself_as_crab_and_its_version(tmp_path, tiny_cmd, unfe
             await manager.stop()
 
     assert unfence(asyncio.run(go())) == f"crab {crab.__version__}"
+
+
+def test_a_server_lacking_optional_listings_still_gives_its_tools(tmp_path, tiny_cmd, unfence):
+    # It declares resources and prompts but answers resources/templates/list and prompts/list
+    # with -32601: an optional method it lacks, not a dead server (issue 39, item 3).
+    async def go() -> None:
+        manager = manager_for(tmp_path, {"lack": tiny_cmd("--lacking")})
+        try:
+            assert await manager.start() == {}
+            link = manager.links["lack"]
+            assert link.status == "ready" and link.prompts == [] and link.templates == []
+            assert "note" in {r.name for r in link.resources}  # what it does list is kept
+            assert unfence((await call(manager, "lack_add", {"a": 2, "b": 3})).content) == "5"
+        finally:
+            await manager.stop()
+
+    asyncio.run(go())
+    log = (tmp_path / "logs" / "lack.log").read_text()
+    assert "declares prompts but refused to list them (error -32601" in log
+
+
+def test_a_5_mb_result_arrives_cut_to_what_the_model_reads_saying_so(tmp_path, tiny_cmd, unfence):
+    # Over the old 4 MB transport cap, far under the default one: the answer is read, cut to the
+    # 50 KB the model reads of any tool result, inside a fence that still closes, and the note
+    # after it says what was cut (issue 39, item 7).
+    servers = configs({"big": tiny_cmd()})
+
+    async def go() -> Any:
+        manager = Manager([ServerLink(c, tmp_path / "logs") for c in servers])
+        assert await manager.start() == {}
+        try:
+            return await call(manager, "big_big", {"size": 5_000_000}), manager.links["big"].status
+        finally:
+            await manager.stop()
+
+    big, status = asyncio.run(go())
+    assert not big.is_error and status == "ready", big.content[:300]
+    fenced, _, note = big.content.rpartition("\n")
+    assert unfence(fenced) == "x" * 50_000
+    assert note.startswith("[output truncated: showing the first 1 of 1 lines (50000 of 5000000 bytes)")
+    assert "ask the tool for less" in note
+
+
+def test_a_call_that_times_out_is_cancelled_at_the_server_before_it_is_ended(tmp_path, tiny_cmd):
+    # notifications/cancelled (the spec's way: the request id and a reason) reaches the server
+    # before crab ends it, so the server can stop that call's work (issue 39, item 5).
+    import json
+    import time
+
+    log = tmp_path / "cancelled.jsonl"
+
+    async def go() -> Any:
+        manager = manager_for(tmp_path, {"t": {**tiny_cmd("--cancel-log", str(log)), "timeout": 1}})
+        assert await manager.start() == {}
+        try:
+            slow = await call(manager, "t_slow", {"seconds": 60})
+            deadline = time.monotonic() + 30
+            while not log.exists() and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            return slow
+        finally:
+            await manager.stop()
+
+    slow = asyncio.run(go())
+    assert slow.is_error and "did not answer slow within 1 s" in slow.content
+    assert log.exists(), "the server never got notifications/cancelled for the call that timed out"
+    (seen,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert isinstance(seen["requestId"], int) and "timed out" in seen["reason"]

@@ -206,3 +206,33 @@ def test_image_content_becomes_an_image_of_the_result_and_survives_the_fence():
     assert [(i.media_type, i.data) for i in converted.images] == [("image/png", png)]
     assert f"[image image/png, {len(png)} B, " in converted.content
     assert "[image image/jpeg, about" in converted.content and "[image image/svg+xml, about" in converted.content
+
+
+def test_a_servers_roots_keep_the_folders_its_arguments_name(tmp_path, monkeypatch):
+    # Declaring roots must not take away what the server's own command line granted (issue 39,
+    # item 6): by default its roots are [plugins.mcp] roots plus the folders its arguments name.
+    from pathlib import Path
+
+    from crab_mcp.settings import arg_folders, check_server, server_roots
+
+    data, other, sub = tmp_path / "data", tmp_path / "other", tmp_path / "cwd" / "sub"
+    for folder in (data, other, sub):
+        folder.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    args = [str(data), f"--root={other}", "./cwd/sub", "stdio", str(tmp_path / "missing"), "/etc/hostname"]
+    (config,) = server_configs({"servers": {"fs": {"command": "server", "args": args}}})
+    assert arg_folders(config) == [data.resolve(), other.resolve(), sub.resolve()]
+    shared = [Path("/srv/shared")]
+    assert server_roots(config, shared) == [Path("/srv/shared"), data.resolve(), other.resolve(), sub.resolve()]
+    assert config.declare_roots
+
+    (own,) = server_configs({"servers": {"fs": {"command": "server", "args": args, "roots": ["~/notes"]}}})
+    assert server_roots(own, shared) == [Path("~/notes").expanduser()]  # its own list replaces the default
+    (off,) = server_configs({"servers": {"fs": {"command": "server", "args": args, "roots": False}}})
+    assert not off.declare_roots
+    (remote,) = server_configs({"servers": {"r": {"url": "https://example.invalid/mcp"}}})
+    assert server_roots(remote, shared) == shared  # an HTTP server's arguments are not ours to read
+
+    for bad in (True, "/data", [1]):
+        with pytest.raises(InvalidValue, match="roots"):
+            check_server("fs", {"command": "server", "roots": bad})

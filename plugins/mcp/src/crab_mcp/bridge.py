@@ -11,7 +11,8 @@ exec or network call outside it is refused with an error result. Everything but 
 goes to stderr. ``listChanged`` is declared false for tools, resources and prompts, which is
 the truth: the tool box and the prompts are fixed for the life of the server, and crab sends no
 notification when a workspace file appears (a client lists the resources again when it wants).
-A call with a progress token gets a heartbeat (``crab_mcp.serve_progress``); the workspace's
+A call with a progress token gets a heartbeat (``crab_mcp.serve_progress``); a call the client
+cancels (``notifications/cancelled``) is stopped, its processes ended (``crab_mcp.serve_cancel``); the workspace's
 files are resources read through the box's own read tool (``crab_mcp.serve_resources``); what
 plugins offer through ``crab_prompts`` (crab-skills: its skills) are prompts
 (``crab_mcp.serve_prompts``). Tool results, resource text and prompt text pass through crab's
@@ -58,6 +59,7 @@ def build_server(box: ToolBox, prompts: Mapping[str, ServedPrompt] | None = None
 
     from crab_mcp import serve_prompts, serve_resources
     from crab_mcp._version import version
+    from crab_mcp.serve_cancel import stoppable
     from crab_mcp.serve_progress import with_heartbeat
 
     redact = Redactor(known_secrets(box.config)).text
@@ -66,7 +68,9 @@ def build_server(box: ToolBox, prompts: Mapping[str, ServedPrompt] | None = None
         return types.ListToolsResult(tools=[mcp_tool(t) for t in box.tools.values()])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        result = await with_heartbeat(box.call(params.name, params.arguments or {}), ctx, params.name)
+        # In a task of its own, so the client's notifications/cancelled stops the tool cleanly.
+        work = with_heartbeat(box.call(params.name, params.arguments or {}), ctx, params.name)
+        result = await stoppable(work)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=redact(result.content))], is_error=result.is_error
         )
@@ -86,7 +90,14 @@ def build_server(box: ToolBox, prompts: Mapping[str, ServedPrompt] | None = None
                 item.text = redact(item.text)  # type: ignore[union-attr]
             return result
 
-        handlers.update(on_list_resources=list_resources, on_read_resource=read_resource)
+        async def list_templates(
+            ctx: Any, params: types.PaginatedRequestParams | None
+        ) -> types.ListResourceTemplatesResult:
+            return types.ListResourceTemplatesResult(resource_templates=[])  # files have plain URIs
+
+        handlers.update(
+            on_list_resources=list_resources, on_read_resource=read_resource, on_list_resource_templates=list_templates
+        )
     if prompts:
         offered = dict(prompts)
 

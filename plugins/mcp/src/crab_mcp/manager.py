@@ -1,8 +1,10 @@
 """Every configured server of one run: started in parallel, their tools as crab ``Tool`` objects.
 
 ``Manager.start`` starts all enabled servers at once, each bounded by its connect timeout, so
-start-up costs about the slowest server, not the sum; one that fails is reported and the
-others work. ``tools()`` names each MCP tool ``<prefix><tool>`` (``crab_mcp.names``), with the
+start-up costs about the slowest server, not the sum, and with a ``wait`` (``startup_wait``) no
+more than that: a slower server goes on connecting in the background (``finish``) and its tools
+join through ``attach``'s register when it is ready; one that fails is reported and the others
+work. ``tools()`` names each MCP tool ``<prefix><tool>`` (``crab_mcp.names``), with the
 server's schema, its description's first line first (the one line a tool list shows), the
 permission class from config and a timeout that covers a restart plus the call. A call's
 ``is_error`` result and any protocol error come back as error results, never exceptions.
@@ -12,6 +14,7 @@ A server's answer is masked, then fenced as the server's content (``crab_mcp.fen
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +92,10 @@ class Manager:
         """A session's stored info (``AgentHandle.session_info`` once the agent started): whether
         a prompt came through a channel (``crab_mcp.attach``)."""
         self.watch = Watch(self)
+        self.pending: dict[str, asyncio.Future[None]] = {}
+        """Start tasks of servers still connecting after ``start``'s wait (``finish`` awaits them)."""
+        self._finishing: asyncio.Future[None] | None = None
+        self.started_at = time.monotonic()
         for link in links:
             link.on_change.append(self._changed)
             link.on_update.append(self.watch.updated)
@@ -133,19 +140,61 @@ class Manager:
     def from_configs(cls, configs: Sequence[ServerConfig], logs: Path | None = None) -> Manager:
         return cls([ServerLink(c, logs or log_dir()) for c in configs if c.enabled])
 
-    async def start(self) -> dict[str, str]:
-        """Start every server at once; server name → failure reason for those that did not start."""
+    async def start(self, wait: float | None = None) -> dict[str, str]:
+        """Start every server at once; server name → failure reason for those that did not start.
+
+        With ``wait``, return after at most that many seconds: a server still connecting then
+        goes on in the background (up to its ``connect_timeout``), its start task in ``pending``
+        (``finish`` reports it); ``tools()`` has the tools of those that were ready in time.
+        """
         links = list(self.links.values())
-        outcomes = await asyncio.gather(*(link.start() for link in links), return_exceptions=True)
+        if not links:
+            return {}
+        self.started_at = time.monotonic()
+        tasks = {link.name: asyncio.ensure_future(link.start()) for link in links}
+        try:
+            await asyncio.wait(tasks.values(), timeout=wait)
+        except BaseException:  # cancelled (Ctrl-C while starting): no start goes on unowned
+            for task in tasks.values():
+                task.cancel()
+            await asyncio.gather(*tasks.values(), return_exceptions=True)
+            await asyncio.gather(*(link.stop() for link in links), return_exceptions=True)
+            raise
         failed: dict[str, str] = {}
-        for link, outcome in zip(links, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
-                failed[link.name] = str(outcome) if isinstance(outcome, ServerDown) else link.reason or repr(outcome)
+        for link in links:
+            task = tasks[link.name]
+            if not task.done():
+                self.pending[link.name] = task
+                continue
+            reason = _failure(link, task)
+            if reason is not None:
+                failed[link.name] = reason
         self._index()
         return failed
 
+    async def finish(self, report: Callable[[str, float, str | None], None]) -> None:
+        """Wait for the servers ``start`` left connecting; ``report(name, seconds, failure)`` for
+        each as it ends (its tools joined through ``attach``'s register by then)."""
+
+        async def one(name: str, task: asyncio.Future[None]) -> None:
+            await asyncio.wait({task})
+            self.pending.pop(name, None)
+            report(name, time.monotonic() - self.started_at, _failure(self.links[name], task))
+
+        await asyncio.gather(*(one(name, task) for name, task in list(self.pending.items())))
+
+    def finish_in_background(self, report: Callable[[str, float, str | None], None]) -> None:
+        """``finish`` as a task of its own; ``stop`` ends it (and the starts it waits for)."""
+        if self.pending:
+            self._finishing = asyncio.ensure_future(self.finish(report))
+
     async def stop(self) -> None:
-        """Unsubscribe from resources, then stop every server."""
+        """End the starts still under way, unsubscribe from resources, then stop every server."""
+        waiting = [t for t in (self._finishing, *self.pending.values()) if t is not None and not t.done()]
+        for task in waiting:
+            task.cancel()
+        await asyncio.gather(*waiting, return_exceptions=True)
+        self.pending.clear()
         await self.watch.stop()
         await asyncio.gather(*(link.stop() for link in self.links.values()), return_exceptions=True)
 
@@ -196,6 +245,7 @@ class Manager:
             handler=handler,
             permission=entry.permission,  # type: ignore[arg-type]
             timeout=link.config.connect_timeout + link.config.timeout + 5.0,
+            output_limit=None,  # call_tool cuts the server's text itself, inside its fence
             validate_arguments=False,  # the server checks its own schema and says what is wrong
         )
 
@@ -206,7 +256,7 @@ async def call_tool(
     """One call as a crab result: the server's answer (masked, then fenced as the server's
     content, ``crab_mcp.fence``), or one line of crab's own saying why there is none."""
     from crab_mcp.fence import fenced
-    from crab_mcp.results import to_tool_result
+    from crab_mcp.results import cut, to_tool_result
 
     where = f"MCP server {link.name!r}"
     try:
@@ -218,7 +268,23 @@ async def call_tool(
     except RuntimeError as exc:  # the SDK's output-schema check: "Invalid structured content …"
         return ToolResult(f"{where} answered {tool} with an invalid result: {exc}", is_error=True)
     converted: ToolResult = to_tool_result(result)
-    return fenced(link.name, tool, mask(link, converted))
+    # Masked whole, then cut (a secret the cut splits is not left half), then fenced: the fence
+    # must close after what the model reads, and crab's note on the cut is crab's, not the server's.
+    kept, note = cut(mask(link, converted))
+    answer = fenced(link.name, tool, kept)
+    if note is None:
+        return answer
+    return ToolResult(f"{answer.content}\n{note}", answer.is_error, answer.details, images=answer.images)
+
+
+def _failure(link: ServerLink, task: asyncio.Future[None]) -> str | None:
+    """Why a finished start task did not start ``link`` (None: it did)."""
+    if task.cancelled():
+        return link.reason or "its start was cancelled"
+    outcome = task.exception()
+    if outcome is None:
+        return None
+    return str(outcome) if isinstance(outcome, ServerDown) else link.reason or repr(outcome)
 
 
 def mask(link: ServerLink, result: ToolResult) -> ToolResult:

@@ -6,6 +6,10 @@ image crab does not keep (another type, bytes that are not what the block says) 
 become a one-line note (type, size); a resource link shows its URI and an embedded resource its
 text (or its URI when it is binary). Structured content is kept in ``details`` and becomes the
 text when the server sent no content. ``is_error`` stays an error result.
+
+A result may be as large as the transport allows (``max_message``, 32 MB by default); ``cut``
+keeps what the model may read of it (``MODEL_LIMIT``, the limit every crab tool has) and says
+what it left out. crab-mcp cuts before it fences the text, so the fence always closes.
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from crab import ImagePart, ToolResult
+from crab import ImagePart, OutputLimit, ToolResult, describe_truncation, truncate_output
+
+MODEL_LIMIT = OutputLimit()
+"""What the model reads of one result: crab's default tool output limit (2,000 lines, 50 KB)."""
 
 
 def image_of(block: Any) -> ImagePart | None:
@@ -72,3 +79,15 @@ def to_tool_result(result: Any) -> ToolResult:
         details["content_types"] = kinds
     kept = tuple(image for image in images if image is not None)
     return ToolResult(text, is_error=bool(getattr(result, "is_error", False)), details=details, images=kept)
+
+
+def cut(result: ToolResult, limit: OutputLimit = MODEL_LIMIT) -> tuple[ToolResult, str | None]:
+    """``result`` cut to ``limit``, and the note saying so (None when nothing was cut)."""
+    text, truncation = truncate_output(result.content, limit)
+    if truncation is None:
+        return result, None
+    note = describe_truncation(
+        truncation, limit, "the MCP server sent it whole; ask the tool for less (a narrower query, a page) for the rest"
+    )
+    kept = ToolResult(text.rstrip("\n"), result.is_error, result.details, images=result.images)
+    return kept, note

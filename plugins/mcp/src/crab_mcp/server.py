@@ -6,10 +6,11 @@ connection until ``stop``. Calls come from any task. Connecting is bounded by
 ``connect_timeout``, ending the server included: a server that fails to start is killed at once,
 without the shutdown grace a running one gets. A server whose connection closes (it crashed, or
 sent a message over ``max_message``) or that lets a call time out is dropped: its process is
-ended and the next call starts it again, waiting out a backoff that doubles with each failed
-start. A stdio server's stderr, the lines it prints on stdout that are not JSON-RPC, and the SDK's
-log records about any server go to that server's log file, never to crab's terminal, masked and
-bounded (``crab_mcp.logpump``, ``crab_mcp.stdio``, ``crab_mcp.sdklog``).
+ended (after a timeout the MCP way: the SDK's ``notifications/cancelled`` for the call goes out,
+then stdin closes and the server has its grace) and the next call starts it again, waiting
+out a backoff that doubles with each failed start. A stdio server's stderr, the lines it prints
+on stdout that are not JSON-RPC, and the SDK's log records about any server go to that server's
+log file, never to crab's terminal, masked and bounded (``crab_mcp.logpump``, ``crab_mcp.stdio``, ``crab_mcp.sdklog``).
 """
 
 from __future__ import annotations
@@ -251,7 +252,8 @@ class ServerLink:
                     client_info=client_info(),
                     message_handler=peer.message,
                     logging_callback=peer.log,
-                    list_roots_callback=peer.list_roots,
+                    # None: the roots capability is not declared (the server's `roots = false`).
+                    list_roots_callback=peer.list_roots if self.config.declare_roots else None,
                     sampling_callback=peer.sampling,
                     elicitation_callback=peer.elicitation,
                 )
@@ -368,18 +370,22 @@ class ServerLink:
             pass  # the owner reported its own failure
         self._client = None
 
-    async def _drop(self, reason: str) -> None:
-        """Mark the server down and end its connection now; the next call starts it again."""
+    async def _drop(self, reason: str, *, polite: bool = False) -> None:
+        """Mark the server down and end its connection; the next call starts it again. At once,
+        or (``polite``) the MCP way: what crab already sent goes out (the SDK's
+        ``notifications/cancelled`` for a call that timed out), then stdin closes and the server
+        has its shutdown grace before it is signalled, so it can stop that call's work itself."""
         self.status, self.reason = "down", reason
         self._retry_at = 0.0
-        if self._stdio is not None:
+        if self._stdio is not None and not polite:
             await self._stdio.kill()
         if self._stop is not None:
             self._stop.set()
 
     async def stop(self) -> None:
-        """End the connection (and the child process); safe to call more than once."""
-        await self._end_owner()
+        """End the connection (and the child process); safe to call more than once. A server
+        still connecting (it never answered) is ended at once, without the shutdown grace."""
+        await self._end_owner(cancel=self.status == "starting")
         if self.status in ("ready", "down", "starting"):
             self.status = "stopped"
 
@@ -450,7 +456,7 @@ class ServerLink:
 
     async def _announce(self, client: Any, workspace: Path) -> None:
         """Tell the server its roots changed when this call runs in another workspace."""
-        if not self.peer.set_roots(workspace, self.extra_roots):
+        if not self.config.declare_roots or not self.peer.set_roots(workspace, self.extra_roots):
             return
         with contextlib.suppress(Exception), warnings.catch_warnings():
             # Deprecated only for 2026-07-28 connections, which crab does not make (legacy mode).
@@ -460,14 +466,31 @@ class ServerLink:
     # --- lists --------------------------------------------------------------------------
 
     async def _list_extras(self, client: Any) -> None:
-        """Resources, their templates and prompts, of a server that offers them."""
+        """Resources, their templates and prompts, of a server that declares them. Each is
+        optional: a listing the server refuses (-32601 Method not found, or another JSON-RPC
+        error) is left empty with a line in its log, and its tools still work."""
         caps = getattr(client, "server_capabilities", None)
         if caps is not None and caps.resources is not None:
             self.can_subscribe = bool(caps.resources.subscribe)
-            self.resources = await _pages(client.list_resources, "resources")
-            self.templates = await _pages(client.list_resource_templates, "resource_templates")
+            self.resources = await self._optional(client.list_resources, "resources")
+            self.templates = await self._optional(client.list_resource_templates, "resource_templates")
         if caps is not None and caps.prompts is not None:
-            self.prompts = await _pages(client.list_prompts, "prompts")
+            self.prompts = await self._optional(client.list_prompts, "prompts")
+
+    async def _optional(self, method: Callable[..., Any], field: str) -> list[Any]:
+        """Every page of an optional listing; ``[]`` when the server answers it with an error.
+        A closed connection or a timeout is still the server's failure (raised)."""
+        from mcp import MCPError
+        from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        try:
+            return await _pages(method, field)
+        except MCPError as exc:
+            if exc.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+                raise
+            what = field.replace("_", " ")
+            self.peer._note(f"the server declares {what} but refused to list them (error {exc.code}: {exc.message})")
+            return []
 
     async def _relist(self, kind: str) -> None:
         """Fetch ``kind`` again (the server said it changed), then tell the listeners."""
@@ -518,8 +541,10 @@ class ServerLink:
             return f"{why} in answer to {tool}; {again}"
         if exc.code == REQUEST_TIMEOUT:
             # A late answer could still be on its way (or never end): a fresh link is the only
-            # state crab can trust for the next call.
-            await self._drop(f"did not answer {tool} within {self.config.timeout:g} s")
+            # state crab can trust for the next call. The SDK has sent notifications/cancelled
+            # for the call (with the request id and "timed out after …"): the polite close lets
+            # the server read it before its stdin ends.
+            await self._drop(f"did not answer {tool} within {self.config.timeout:g} s", polite=True)
             return f"did not answer {tool} within {self.config.timeout:g} s; {again}"
         if exc.code == PARSE_ERROR and oversized:
             await self._drop(too_large)

@@ -11,8 +11,9 @@ user's environment as ``${VAR}``; they are resolved only when the server starts
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from crab import ConfigTable, InvalidValue, Setting
@@ -21,7 +22,10 @@ PLUGIN = "mcp"
 PERMISSIONS = ("read", "write", "exec", "network")
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 20.0
-DEFAULT_MAX_MESSAGE = 4_000_000
+DEFAULT_STARTUP_WAIT = 5.0
+DEFAULT_MAX_MESSAGE = 32_000_000
+"""The transport's cap on one message, far above what the model reads of a result (50 KB):
+a result between the two arrives, cut to the model's limit with a note (``crab_mcp.results``)."""
 
 SERVER_KEYS: dict[str, str] = {
     "command": "a string (the program to start)",
@@ -39,6 +43,7 @@ SERVER_KEYS: dict[str, str] = {
     "prefix": "a string",
     "permission": "one of read, write, exec, network",
     "permissions": "a table of tool name = read, write, exec or network",
+    "roots": "false (crab declares no roots to this server) or a list of folders (its roots besides the workspace)",
 }
 
 
@@ -74,6 +79,7 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "prefix": lambda v: isinstance(v, str),
     "permission": lambda v: v in PERMISSIONS,
     "permissions": lambda v: isinstance(v, Mapping) and all(p in PERMISSIONS for p in v.values()),
+    "roots": lambda v: v is False or _strings(v),
 }
 
 
@@ -118,7 +124,7 @@ TABLE = ConfigTable(
             "table",
             {},
             "MCP servers by name: command/args/env/cwd (stdio) or url/headers/transport (HTTP), enabled, include, "
-            "exclude, timeout, connect_timeout, prefix, permission, permissions (see the plugin README)",
+            "exclude, timeout, connect_timeout, prefix, permission, permissions, roots (see the plugin README)",
             trust_only=True,
         ),
         Setting(
@@ -132,18 +138,27 @@ TABLE = ConfigTable(
             above=0,
         ),
         Setting(
+            "startup_wait",
+            "float",
+            DEFAULT_STARTUP_WAIT,
+            "seconds a run waits at start-up for its servers; one still connecting then goes on in the "
+            "background (up to its connect_timeout) and its tools join when it is ready",
+            minimum=0,
+        ),
+        Setting(
             "max_message",
             "int",
             DEFAULT_MAX_MESSAGE,
             "bytes one message from a server may have; a larger one ends that connection (crab starts "
-            "the server again on the next call)",
+            "the server again on the next call); a result under it reaches the model cut to 50 KB",
             above=0,
         ),
         Setting(
             "roots",
             "list[str]",
             [],
-            "folders announced to every server as roots besides the workspace (MCP roots)",
+            "folders announced to every server as roots besides the workspace and the folders its own "
+            "arguments name (MCP roots; a server's roots = [...] or false replaces this)",
             trust_only=True,
         ),
         Setting(
@@ -196,6 +211,10 @@ class ServerConfig:
     permission: str = "network"
     permissions: Mapping[str, str] = field(default_factory=dict)
     max_message: int = DEFAULT_MAX_MESSAGE
+    roots: tuple[str, ...] | None = None
+    """This server's roots besides the workspace (None: the default, see ``server_roots``)."""
+    declare_roots: bool = True
+    """False (``roots = false``): crab does not declare the roots capability to this server."""
 
     @property
     def transport(self) -> str:
@@ -248,9 +267,37 @@ def server_configs(settings: Mapping[str, Any]) -> list[ServerConfig]:
                 permission=str(raw.get("permission", "network")),
                 permissions=dict(raw.get("permissions", {})),
                 max_message=max_message,
+                roots=tuple(raw["roots"]) if isinstance(raw.get("roots"), list) else None,
+                declare_roots=raw.get("roots") is not False,
             )
         )
     return servers
+
+
+def arg_folders(config: ServerConfig) -> list[Path]:
+    """The folders a stdio server's own arguments name: an argument (or the value of
+    ``--flag=VALUE``) that is an absolute path, ``~…`` or ``.``/``..``-relative (to the server's
+    ``cwd``, else crab's) and is an existing folder. ``server-filesystem /data`` names ``/data``."""
+    base = Path(config.cwd).expanduser() if config.cwd else Path.cwd()
+    found: list[Path] = []
+    for arg in config.args if config.command is not None else ():
+        for value in (arg, arg.partition("=")[2]):
+            if not value.startswith(("/", "~", ".")):
+                continue
+            path = base / Path(value).expanduser()
+            if path.is_dir():
+                found.append(path.resolve())
+    return found
+
+
+def server_roots(config: ServerConfig, shared: Sequence[Path]) -> list[Path]:
+    """The folders crab announces to ``config``'s server as roots besides the workspace: its own
+    ``roots`` when given; else ``shared`` (``[plugins.mcp] roots``) and the folders its
+    arguments name, so declaring roots never takes away what the server's command line granted
+    (the reference filesystem server replaces its folders with the client's roots)."""
+    if config.roots is not None:
+        return [Path(p).expanduser() for p in config.roots]
+    return list(dict.fromkeys([*shared, *arg_folders(config)]))
 
 
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

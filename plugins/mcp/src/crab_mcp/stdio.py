@@ -26,6 +26,8 @@ from crab_mcp.logpump import LogSink
 CHUNK = 65536
 TERM_GRACE = 1.0
 """Seconds between TERM and KILL on a normal close."""
+WRITE_DRAIN = 1.0
+"""Seconds a normal close waits for the messages already handed to the writer to go out."""
 REAP = 2.0
 """Seconds to wait for the exit status of a killed process (only an unkillable one runs it out)."""
 JUNK = "[stdout, not JSON-RPC] "
@@ -109,6 +111,10 @@ class StdioTransport:
             with anyio.CancelScope(shield=True):
                 read_stream.close()  # the reader now drains stdout, so a writing server can exit
                 write_stream.close()
+                if not self._killed and self.grace > 0:
+                    # What the session handed over last (a notifications/cancelled) goes out first.
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(writer), WRITE_DRAIN)
                 writer.cancel()
                 await asyncio.gather(writer, return_exceptions=True)
                 await self._stop(process)
