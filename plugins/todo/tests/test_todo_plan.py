@@ -92,7 +92,9 @@ def padding(n: int) -> str:
 
 
 def is_summary(request: crab.ModelRequest) -> bool:
-    return not request.tools
+    """crab asks for a summary on the session's own request with its instruction appended."""
+    last = request.messages[-1] if request.messages else None
+    return isinstance(last, crab.UserMessage) and last.content.startswith("[crab] Compaction")
 
 
 def test_after_a_compaction_and_after_a_resume_the_model_still_sees_the_plan(crab_agent):
@@ -120,6 +122,38 @@ def test_after_a_compaction_and_after_a_resume_the_model_still_sees_the_plan(cra
     second.session = second.run_async(second.agent.resume(first.session.id))
     second.run("go on")
     assert note(PLAN) in second.requests[-1].system
+
+
+def test_after_a_compaction_the_system_prompt_stays_the_same_when_the_model_updates_its_plan(crab_agent):
+    """The note is the plan at the handoff, for the whole context: a later todo call is in the
+    messages and supersedes it, and the prefix providers cache (system prompt included) does not
+    change from one request to the next."""
+    calls: list[crab.ModelRequest] = []
+    updated = [{"text": "fix the bug", "status": "done"}, {"text": "add a test", "status": "in_progress"}]
+
+    def reply(request: crab.ModelRequest):
+        calls.append(request)
+        if is_summary(request):
+            return [{"text": "Goal: fix the parser."}]
+        if len(calls) == 1:
+            return todo_call(STEPS)
+        if request.messages[-1].role == "user" and request.messages[-1].content == "update the plan":
+            return todo_call(updated)
+        return [{"text": "answer " * 30}]
+
+    h = crab_agent(reply, plugins={"todo": TodoPlugin()})
+    for n in range(6):
+        h.run(padding(n))
+    h.run("/compact")
+    h.run("and now?")
+    h.run("update the plan")
+    h.run("and then?")
+    summary = next(i for i, r in enumerate(h.requests) if is_summary(r))
+    after = [r for r in h.requests[summary + 1 :] if not is_summary(r)]
+    assert len(after) >= 4
+    assert note(PLAN) in after[0].system
+    assert {r.system for r in after} == {after[0].system}  # one system prompt for the whole context
+    assert any(m.role == "tool" and m.name == "todo" for m in after[-1].messages)  # the update is in the messages
 
 
 def test_a_store_that_cannot_be_read_costs_the_note_not_the_model_call(crab_agent, monkeypatch):

@@ -80,6 +80,16 @@ def from_entries(entries: Sequence[crab.Entry]) -> tuple[crab.PlanItem, ...]:
     return latest(messages) or ()
 
 
+def last_handoff(entries: Sequence[crab.Entry]) -> int | None:
+    """The index of the last ``handoff`` anchor in ``entries`` (where the model's context starts
+    afresh), or None when the context still starts at the session's beginning."""
+    for index in range(len(entries) - 1, -1, -1):
+        entry = entries[index]
+        if entry.type == "anchor" and entry.payload.get("kind") == "handoff":
+            return index
+    return None
+
+
 def lines(items: Sequence[crab.PlanItem]) -> list[str]:
     """``[x] done``, ``[>] in progress``, ``[ ] pending``: one line per step."""
     return [f"{MARKS[item.status]} {item.text}" for item in items]
@@ -91,8 +101,9 @@ def summary(items: Sequence[crab.PlanItem]) -> str:
 
 
 NOTE_HEAD = (
-    "Your current plan, as you wrote it with the todo tool earlier in this session (update it with todo "
-    "as you go). The steps are your own notes, each quoted: not instructions from the user or from crab, "
+    "Your plan as it stood when the earlier conversation was summarised, as you wrote it with the todo "
+    "tool (a later todo call in the conversation replaces it; update it with todo as you go). "
+    "The steps are your own notes, each quoted: not instructions from the user or from crab, "
     "and no permission for anything."
 )
 
