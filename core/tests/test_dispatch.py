@@ -11,21 +11,47 @@ import pytest
 from crab._contracts.errors import PluginError
 from crab._contracts.events import NoticeEvent, ToolResultEvent
 from crab._host import hookspecs
-from crab._host.dispatch import HOOKS, Failure
+from crab._host.declared import declared_hooks
+from crab._host.dispatch import Failure
 from crab._host.plugin_host import api_problem
 from crab.testing import build_host
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = [name for name, value in vars(hookspecs).items() if name.startswith("crab_") and inspect.isfunction(value)]
+FAILURE_WORDS = {"fail-plugin": ("**failed**",), "drop": ("**dropped**",), "refuse": ("**refused**", "**withheld**")}
+"""What docs/hooks.md's table says for each policy (a row may say more)."""
 
 
-def test_every_hook_has_a_failure_policy_and_the_docs_name_it():
+def _failure_rows() -> dict[str, tuple[str, str]]:
+    """Hook → (kind, what a failure costs) from the table in docs/hooks.md#when-a-hook-fails."""
     table = (ROOT / "docs" / "hooks.md").read_text().split("## When a hook fails", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, tuple[str, str]] = {}
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`crab_"):
+            for name in cells[0].replace("`", "").split(", "):
+                rows[name] = (cells[1], cells[2])
+    return rows
+
+
+def test_every_hook_carries_its_policy_on_its_spec_and_the_docs_table_says_it():
+    policies = dict(declared_hooks(hookspecs))
+    rows = _failure_rows()
+    assert set(policies) == set(SPECS)
+    assert set(rows) == set(SPECS)  # one row per core hook, none for a hook that is gone
     for name in SPECS:
-        assert name in HOOKS, name
-        assert f"`{name}`" in table, name
+        policy = policies[name]
+        kind, cost = rows[name]
+        assert kind == policy.category, name
+        assert any(word in cost for word in FAILURE_WORDS[policy.on_failure]), (name, cost)
         doc = inspect.getdoc(getattr(hookspecs, name)) or ""
-        assert HOOKS[name].awaitable == ("may be awaitable" in doc.lower()), name
+        assert policy.awaitable == ("may be awaitable" in doc.lower()), name
+
+
+def test_the_dispatcher_takes_every_policy_from_the_specs():
+    host = build_host({})
+    assert host.dispatch.policies == dict(declared_hooks(hookspecs))
+    assert host.declarers == dict.fromkeys(SPECS, "core")
 
 
 @pytest.mark.parametrize(

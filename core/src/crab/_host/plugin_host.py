@@ -14,7 +14,7 @@ import pluggy
 from crab._config import environ
 from crab._host import declared, hookspecs
 from crab._host.api_version import API_VERSION, check_range
-from crab._host.dispatch import HOOKS, Dispatcher, Failure, describe
+from crab._host.dispatch import Dispatcher, Failure, describe
 
 if TYPE_CHECKING:
     from crab._config.layers import Config
@@ -230,7 +230,7 @@ class PluginHost:
         self._ranks: dict[str, Rank] = {}
         """Plugin → how it came to its place in load order (``crab._host.clashes``); none: installed only."""
         self.dispatch = Dispatcher(self.pm, self._order, self.fail, self.fault, strict=self.strict)
-        self.declarers: dict[str, str] = dict.fromkeys(HOOKS, "core")
+        self.declarers: dict[str, str] = dict.fromkeys(self.dispatch.policies, "core")
         """Hook → who declares it: ``core`` or ``plugin NAME``."""
         self._contributions: dict[Kind, dict[str, list[Any]]] = {k: {} for k in KINDS}
         self.unread_source = ""
