@@ -127,6 +127,45 @@ def test_wrong_return_types_are_failures_with_their_policy(crab_agent):
     assert h.host.records["odd"].status == "loaded"
 
 
+class _Hasty:
+    """``async def`` implementations of hooks whose spec is not marked awaitable (nobody awaits them)."""
+
+    @crab.hookimpl
+    async def crab_system_prompt(self) -> str:
+        return "never seen"
+
+    @crab.hookimpl
+    async def crab_event(self) -> None:
+        return None
+
+
+def test_an_async_implementation_of_a_plain_hook_meets_that_hooks_policy():
+    host = build_host({"hasty": _Hasty()}, builtins=False)
+    assert host.dispatch.system_prompt(workspace=Path("."), session_id="s", config=host.config) == []
+    host.dispatch.observe("crab_event", event=NoticeEvent("hi"), session_id="s")
+    host.dispatch.observe("crab_event", event=NoticeEvent("again"), session_id="s")  # dropped: not called
+    assert [f.line for f in host.failures] == [
+        f"plugin hasty failed: {hook} returned an awaitable; it must be a plain function "
+        f"(its {hook} is not called again in this run)"
+        for hook in ("crab_system_prompt", "crab_event")
+    ]
+    assert host.records["hasty"].status == "loaded"
+
+
+def test_an_async_registration_hook_fails_its_plugin():
+    class Late:
+        @crab.hookimpl
+        async def crab_tools(self) -> list[crab.Tool]:
+            return []
+
+    host = build_host({"late": Late()}, builtins=False)
+    host.registry("tools")
+    assert [f.line for f in host.failures] == [
+        "plugin late failed: crab_tools returned an awaitable; it must be a plain function"
+    ]
+    assert host.records["late"].status == "failed"
+
+
 def test_each_failure_is_delivered_once_to_each_subscriber():
     host = build_host({})
     seen: list[str] = []

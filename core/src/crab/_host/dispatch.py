@@ -209,6 +209,7 @@ class Dispatcher:
         an argument subset): 1 plugin 1.1 µs here vs 1.2 µs through pluggy, 20 plugins 6.2 vs
         6.6 µs; 20 installed plugins none of which implements the hook 0.3 vs 0.9 µs.
         """
+        awaitable = self.policies[hook].awaitable
         for plugin, impl in self.implementations(hook):
             try:
                 if impl.kwargnames:
@@ -218,6 +219,10 @@ class Dispatcher:
                     value = impl.function(*[kwargs[n] for n in impl.argnames])
             except Exception as exc:
                 value = self._fail(plugin, hook, raised(hook, exc))
+            else:
+                if value is not None and not awaitable and inspect.isawaitable(value):
+                    _discard(value)  # its spec is not marked awaitable: nobody would await it
+                    value = self._fail(plugin, hook, f"{hook} returned an awaitable; it must be a plain function")
             yield plugin, value
 
     async def _settled(self, plugin: str, hook: str, value: Any) -> Any:
@@ -233,23 +238,12 @@ class Dispatcher:
 
     def collect(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
         """Call a registration hook in every plugin: (plugin, value) for those that did not fail."""
-        results: list[tuple[str, Any]] = []
-        for plugin, value in self._each(hook, kwargs):
-            if isinstance(value, Failure):
-                continue
-            if inspect.isawaitable(value):
-                _discard(value)
-                self._fail(plugin, hook, f"{hook} returned an awaitable; registration hooks must be plain functions")
-                continue
-            results.append((plugin, value))
-        return results
+        return [(plugin, value) for plugin, value in self._each(hook, kwargs) if not isinstance(value, Failure)]
 
     def observe(self, hook: str, **kwargs: Any) -> None:
         """Call an observer everywhere; one that raises is dropped for the run."""
-        for plugin, value in self._each(hook, kwargs):
-            if value is not None and not isinstance(value, Failure) and inspect.isawaitable(value):
-                _discard(value)
-                self._fail(plugin, hook, f"{hook} returned an awaitable; it must be a plain function")
+        for _ in self._each(hook, kwargs):
+            pass
 
     async def lifecycle(self, hook: str, **kwargs: Any) -> None:
         """``crab_startup`` (a failure fails the plugin), ``crab_session_end`` or ``crab_shutdown``
@@ -268,7 +262,6 @@ class Dispatcher:
                 continue
             items = [value] if isinstance(value, str) else value
             if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
-                _discard(value)
                 self._fail(plugin, hook, wrong_type(hook, value, "str, a list of str or None"))
                 continue
             parts.extend(v.strip() for v in items if v.strip())
@@ -282,10 +275,6 @@ class Dispatcher:
         found: dict[str, str] = {}
         for plugin, value in self._each(hook, kwargs):
             if value is None or isinstance(value, Failure):
-                continue
-            if inspect.isawaitable(value):
-                _discard(value)
-                self._fail(plugin, hook, f"{hook} returned an awaitable; it must be a plain function")
                 continue
             if not isinstance(value, list | tuple) or not all(_is_pair(item) for item in value):
                 self._fail(plugin, hook, wrong_type(hook, value, "a list of (text, description) pairs or None"))
