@@ -11,9 +11,9 @@ import pytest
 from crab._contracts.errors import PluginError
 from crab._contracts.events import NoticeEvent, ToolResultEvent
 from crab._host import hookspecs
+from crab._host.api_version import api_problem
 from crab._host.declared import declared_hooks
 from crab._host.dispatch import Failure
-from crab._host.plugin_host import api_problem
 from crab.testing import build_host
 
 ROOT = Path(__file__).resolve().parents[2]
