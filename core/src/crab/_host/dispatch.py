@@ -76,7 +76,8 @@ Implementation = tuple[str, "pluggy.HookImpl"]
 
 
 class Dispatcher:
-    """Calls hooks plugin by plugin in load order and applies each hook's failure policy.
+    """Calls hooks plugin by plugin in load order and applies the failure policy each hook's spec
+    carries (``policies``, read from the ``crab.hookspec`` marks).
 
     ``order`` is the plugins' load order (only plugins in it are called); ``fail_plugin`` marks a
     plugin failed and unregisters it, ``fault`` records a lost hook on a plugin that stays loaded
