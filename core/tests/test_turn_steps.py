@@ -124,9 +124,10 @@ def test_a_date_note_follows_the_prompt_when_the_day_changed() -> None:
     assert isinstance(step, Record) and step.message == UserMessage("hi")
     note = m.send(Done())
     assert isinstance(note, Record) and note.message == UserMessage(DATE_NOTE.format(date="2099-01-01"))
-    told = machine(history=(UserMessage(DATE_NOTE.format(date="2099-01-01")), AssistantMessage("ok")))
-    told.send(Submitted(None, (), "2099-01-01", told_history := [UserMessage(DATE_NOTE.format(date="2099-01-01"))]))
-    assert told_history and isinstance(told.send(Done()), Accept)  # told already: no second note
+    earlier = [UserMessage(DATE_NOTE.format(date="2099-01-01")), AssistantMessage("ok")]
+    told = machine(history=tuple(earlier))
+    told.send(Submitted(None, (), "2099-01-01", earlier))
+    assert isinstance(told.send(Done()), Accept)  # told already: no second note
 
 
 def test_tool_calls_run_then_steering_is_taken_then_the_model_is_called_again() -> None:
@@ -261,3 +262,12 @@ def test_a_wrong_input_is_a_driver_bug() -> None:
     m = machine()
     with pytest.raises(StepError, match=r"Submit .* takes Submitted, not ToolsRan"):
         m.send(ToolsRan())
+
+
+def test_an_abort_before_anything_ran_settles_nothing_and_the_ended_turn_takes_no_abort() -> None:
+    m = machine()
+    settle = m.send(Abort("aborted"))
+    assert isinstance(settle, Settle) and settle.tools is None and not settle.partial
+    assert isinstance(m.send(Done()), EndTurn)
+    with pytest.raises(StepError):
+        m.send(Abort("aborted"))
