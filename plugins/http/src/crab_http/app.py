@@ -401,6 +401,8 @@ async def chat_completions(channel: HttpChannel, request: Request) -> Response:
     if end.get("stop") == "error" or not end:
         message = str(end.get("error") or "the turn ended without an answer")
         return JSONResponse(oa.error_body(message, "server_error"), 502)
+    if end.get("stop") == "aborted":  # half an answer must not read as a whole one
+        return JSONResponse(oa.error_body(oa.ABORTED, "server_error"), 503)
     return JSONResponse(
         oa.completion(str(end.get("turn_id")), model, answer.text, end.get("usage"), oa.finish_reason(end.get("stop")))
     )
@@ -427,6 +429,8 @@ async def _chunks(channel: HttpChannel, conversation: Conversation, queue: Any, 
             ended = True
             if item.get("stop") == "error":
                 yield sse(oa.error_body(str(item.get("error") or "the turn failed"), "server_error"))
+            elif item.get("stop") == "aborted":  # no finish_reason: the text so far is not the answer
+                yield sse(oa.error_body(oa.ABORTED, "server_error"))
             else:
                 done = oa.chunk(turn_id, model, {}, oa.finish_reason(item.get("stop")))
                 done["usage"] = oa.usage_of(item.get("usage"))
