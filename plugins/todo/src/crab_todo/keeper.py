@@ -25,8 +25,9 @@ class PlanKeeper:
     def __init__(self) -> None:
         self.handle: crab.AgentHandle | None = None
         self.plans: dict[str, tuple[crab.PlanItem, ...]] = {}
-        self.anchored: dict[str, tuple[str, tuple[str, tuple[crab.PlanItem, ...]] | None]] = {}
-        """Per session: the system prompt the note was decided for, and ``plan.before_anchor``."""
+        self.anchored: dict[str, tuple[int, tuple[str, tuple[crab.PlanItem, ...]] | None]] = {}
+        """Per session: the hash of the system prompt the note was decided for (not the prompt
+        itself: a server keeps many sessions), and ``plan.before_anchor``."""
 
     async def plan_for(self, session_id: str) -> tuple[crab.PlanItem, ...]:
         """The session's plan: from this process, else from its stored entries."""
@@ -86,12 +87,12 @@ class PlanKeeper:
         if not session_id or self.handle is None or not any(spec.name == plan.NAME for spec in request.tools):
             return None
         kept = self.anchored.get(session_id)
-        if kept is None or kept[0] != request.system:
+        if kept is None or kept[0] != hash(request.system):
             try:
                 found = plan.before_anchor(await self.handle.entries(session_id))
             except Exception:  # a hook that raises refuses the model call: the plan is an aid, not worth that
                 return None
-            kept = self.anchored[session_id] = (request.system, found)
+            kept = self.anchored[session_id] = (hash(request.system), found)
         found = kept[1]
         if found is None or not found[1]:
             return None
