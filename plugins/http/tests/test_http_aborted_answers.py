@@ -3,13 +3,17 @@ an abort through crab's API) must not read as a whole answer. Red team: such a t
 ``200`` with ``finish_reason: "stop"`` and the text cut where the abort came, so an OpenAI client
 (the official SDK, an editor) took half an answer for a finished one. Now the whole answer is an
 error saying so (503), and a stream ends with the error chunk a failed turn gets, never a
-``finish_reason``; the session keeps what the turn said."""
+``finish_reason``; the session keeps what the turn said. The error says ``x-should-retry: false``:
+the official SDK retries every 5xx twice by default, which would run the aborted turn again (a
+``turn_timeout`` paid three times over, the prompt recorded three times in a keyed conversation)."""
 
 from __future__ import annotations
 
 import json
 
 import httpx
+import openai
+import pytest
 
 MESSAGE = {"model": "echo/echo", "messages": [{"role": "user", "content": "slow answer"}]}
 
@@ -34,4 +38,16 @@ def test_a_turn_cut_by_turn_timeout_is_an_error_not_a_finished_answer(serve, hom
     finishes = [c["choices"][0]["finish_reason"] for c in chunks if c.get("choices")]
     assert not any(finishes), finishes  # no chunk says the answer finished
     assert "aborted" in chunks[-1]["error"]["message"], chunks[-1]
+    assert served.stop() == 0
+
+
+def test_the_official_sdk_does_not_run_an_aborted_turn_again(serve, home):
+    token = home.token("laptop")
+    home.configure("[plugins.http]\nport = 0\nrate_limit = 100000\nturn_timeout = 1.0\n")
+    served = serve()
+    sdk = openai.OpenAI(base_url=served.url + "/v1", api_key=token, timeout=60)  # its default retries
+    with pytest.raises(openai.APIStatusError) as raised:
+        sdk.chat.completions.create(model="echo/echo", messages=MESSAGE["messages"], user="kept")
+    assert raised.value.status_code == 503
+    assert len(home.requests()) == 1, "the aborted turn ran again"
     assert served.stop() == 0

@@ -402,7 +402,8 @@ async def chat_completions(channel: HttpChannel, request: Request) -> Response:
         message = str(end.get("error") or "the turn ended without an answer")
         return JSONResponse(oa.error_body(message, "server_error"), 502)
     if end.get("stop") == "aborted":  # half an answer must not read as a whole one
-        return JSONResponse(oa.error_body(oa.ABORTED, "server_error"), 503)
+        # The official SDKs retry a 5xx twice unless told not to: that would run the turn again.
+        return JSONResponse(oa.error_body(oa.ABORTED, "server_error"), 503, headers={"x-should-retry": "false"})
     return JSONResponse(
         oa.completion(str(end.get("turn_id")), model, answer.text, end.get("usage"), oa.finish_reason(end.get("stop")))
     )
