@@ -5,7 +5,8 @@ an abort through crab's API) must not read as a whole answer. Red team: such a t
 error saying so (503), and a stream ends with the error chunk a failed turn gets, never a
 ``finish_reason``; the session keeps what the turn said. The error says ``x-should-retry: false``:
 the official SDK retries every 5xx twice by default, which would run the aborted turn again (a
-``turn_timeout`` paid three times over, the prompt recorded three times in a keyed conversation)."""
+``turn_timeout`` paid three times over, the prompt recorded three times in a keyed conversation);
+so does the 502 of a failed turn, which the SDK ran three times too (red team, with the SDK)."""
 
 from __future__ import annotations
 
@@ -50,4 +51,18 @@ def test_the_official_sdk_does_not_run_an_aborted_turn_again(serve, home):
         sdk.chat.completions.create(model="echo/echo", messages=MESSAGE["messages"], user="kept")
     assert raised.value.status_code == 503
     assert len(home.requests()) == 1, "the aborted turn ran again"
+    assert served.stop() == 0
+
+
+def test_the_official_sdk_does_not_run_a_failed_turn_again(serve, home):
+    """A failed turn (502) is recorded like any other (its prompt, and no reply): run again by
+    the SDK's retries it would be recorded three times, and the provider that failed it has had
+    crab's own retries already."""
+    token = home.token("laptop")
+    served = serve()
+    sdk = openai.OpenAI(base_url=served.url + "/v1", api_key=token, timeout=60)  # its default retries
+    with pytest.raises(openai.APIStatusError) as raised:
+        sdk.chat.completions.create(model="echo/echo", messages=[{"role": "user", "content": "fail now"}], user="k")
+    assert raised.value.status_code == 502
+    assert len(home.requests()) == 1, "the failed turn ran again"
     assert served.stop() == 0
