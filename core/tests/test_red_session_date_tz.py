@@ -2,8 +2,8 @@
 read from the session id (UTC) but shown in the process's local time zone, so the same session
 gets another system prompt, and every provider cache misses, when it is continued by a process
 in another zone (``crab serve`` under a service manager's ``TZ=UTC``, the user's own ``crab chat
---resume``; a laptop that travelled). Found by reading ``crab._loop.turn.session_date``. The fix
-is core's (``crab/_loop``, rewritten by issue 40 now): ``xfail(strict)`` until then."""
+--resume``; a laptop that travelled). Found by reading ``crab._loop.turn.session_date``; the
+session date is now the UTC date of the id."""
 
 from __future__ import annotations
 
@@ -27,9 +27,6 @@ def zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     time.tzset()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="session_date uses the process's local zone: another zone, another system prompt (issue 40)"
-)
 def test_the_session_date_is_the_same_in_every_time_zone(zone) -> None:
     dates = set()
     for name in ("UTC0", "KIR-14", "PST8"):  # POSIX zones: no tzdata needed

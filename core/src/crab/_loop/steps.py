@@ -5,7 +5,6 @@ same turn (docs/architecture.md#a-turn-made-of-steps)."""
 
 from __future__ import annotations
 
-import calendar
 import time
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
@@ -32,13 +31,15 @@ STOPPED_BY = "the turn was stopped: {reason}"
 
 
 def session_date(session_id: str) -> str | None:
-    """The local date a session started on, read from its id (``crab.new_session_id``: UTC time
-    first), so every process derives the same; None for an id of another form."""
+    """The date (UTC) a session started on, read from its id (``crab.new_session_id``: UTC time
+    first), so every process derives the same whatever its time zone (the date is in the system
+    prompt, the prefix providers cache); None for an id of another form. Where the local date
+    differs, the turn's date note says so (``date_note``)."""
     try:
-        started = calendar.timegm(time.strptime(session_id[:15], "%Y%m%dT%H%M%S"))
+        started = time.strptime(session_id[:15], "%Y%m%dT%H%M%S")
     except ValueError:
         return None
-    return time.strftime("%Y-%m-%d", time.localtime(started))
+    return time.strftime("%Y-%m-%d", started)
 
 
 def date_note(messages: Sequence[Message], date: str, started: str | None) -> str | None:
