@@ -7,8 +7,8 @@ local server) is accepted by ``--model`` but can never be switched back to by it
 Found by driving ``crab chat`` with ``/model`` on an endpoint. Cause: ``resolve`` in
 ``crab/_loop/model_choice.py`` takes the ``provider/model`` branch before comparing the spec with
 the run's and the session's own choices, and then matches them by provider identity, which the
-run's provider object does not share with the registry's. ``crab/_loop`` is being rewritten
-(issue 40): ``xfail(strict)`` until then."""
+run's provider object does not share with the registry's. Now the run's and the session's
+choices are matched first, by their listed names, and a provider by its name."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ import pytest
 pytest.importorskip("crab_provider_openai")
 
 
-@pytest.mark.xfail(strict=True, reason="/model PROVIDER/MODEL refuses the run's own unlisted model (issue 40)")
 def test_model_accepts_the_runs_own_model_by_the_name_it_lists(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
