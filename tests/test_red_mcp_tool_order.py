@@ -5,9 +5,8 @@ late, after the others; in the next process it is ready in time and its tools co
 configured order. Same tools, another order: every provider cache misses on the continued session.
 
 Found by reading ``crab_mcp.lifecycle`` (late tools join through ``AgentHandle.add_tools``, which
-appends) beside ``PluginHost.add_tools`` (insertion order is request order). The fix belongs to
-core (a canonical order of the request's tools, ``crab/_loop``), which issue 40 is rewriting: this
-test is ``xfail(strict)`` until then."""
+appends) beside ``PluginHost.add_tools`` (insertion order is request order). Tools added after
+start-up now keep a canonical place (last, in plugin order, then by name)."""
 
 from __future__ import annotations
 
@@ -31,11 +30,6 @@ def servers(slow_first: bool) -> dict[str, Any]:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the request's tools follow registry insertion order: an MCP server that joined late in "
-    "one process is ordered differently in the next (core/_loop, issue 40)",
-)
 def test_a_server_late_in_one_process_keeps_the_tools_order_of_the_next(crab_agent: Any) -> None:
     replies = [[{"text": "first"}], [{"text": "second"}], [{"text": "third"}]]
     slow = crab_agent(

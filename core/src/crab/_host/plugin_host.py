@@ -195,6 +195,8 @@ class PluginHost:
         self.records: dict[str, PluginRecord] = {}
         self.strict = environ.strict_plugins() if strict is None else strict
         self._order: dict[str, int] = {}
+        self._late: set[str] = set()
+        """Names of the tools ``add_tools`` added (``_place_late`` keeps their order canonical)."""
         self._ranks: dict[str, Rank] = {}
         """Plugin → how it came to its place in load order (``crab._host.clashes``); none: installed only."""
         self.dispatch = Dispatcher(self.pm, self._order, self.fail, self.fault, strict=self.strict)
@@ -541,7 +543,18 @@ class PluginHost:
                 continue
             table[item.name] = tag_with_plugin(item, plugin)
             added.append(item.name)
+        if added:
+            self._place_late(table, added)
         return added
+
+    def _place_late(self, table: dict[str, Any], added: Sequence[str]) -> None:
+        """Keep the tools added after start-up last, in plugin order, then by name: in the order of
+        the request's tools array, which providers cache. When they joined (a server ready at once in
+        one process, late in the next; servers that answer in another order) then changes nothing."""
+        self._late.update(added)
+        late = sorted((n for n in table if n in self._late), key=lambda n: (self._order.get(table[n].plugin, 0), n))
+        for name in late:  # in place: the agent holds this very dict
+            table[name] = table.pop(name)
 
     # --- reporting ------------------------------------------------------------------------
 
