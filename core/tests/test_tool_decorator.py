@@ -44,7 +44,7 @@ def sample(
 
 
 def run(tool: crab.Tool, args: dict) -> crab.ToolResult:
-    return asyncio.run(tool.run(args, ToolContext("s1", Path("."))))
+    return asyncio.run(crab.run_tool(tool, args, ToolContext("s1", Path("."))))
 
 
 def test_schema_from_hints_and_docstring():
@@ -176,7 +176,7 @@ def test_a_cancelled_sync_tool_is_told_to_stop():
 
     async def scenario() -> None:
         try:
-            await asyncio.wait_for(spin.run({}, ctx), 0.2)
+            await asyncio.wait_for(crab.run_tool(spin, {}, ctx), 0.2)
         except TimeoutError:
             pass
 
