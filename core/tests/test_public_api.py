@@ -210,6 +210,7 @@ def test_the_handle_is_a_protocol_and_forwards_nothing_to_the_agent(crab_home):
         named = {name for name in vars(AgentHandle) if not name.startswith("_")}
         offered = {name for name in dir(type(handle)) if not name.startswith("_")}
         assert named == offered
+        assert isinstance(handle, AgentHandle) and not isinstance(harness.agent, AgentHandle)
         with pytest.raises(AttributeError):
             handle.store  # type: ignore[attr-defined]  # noqa: B018
         with pytest.raises(AttributeError):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from crab._contracts.events import TurnStop
 from crab._contracts.messages import Usage
@@ -80,10 +80,12 @@ class TurnOutcome:
     clear_screen: bool = False
 
 
+@runtime_checkable
 class AgentHandle(Protocol):
     """A narrow view of one agent for commands, channels, tools (``ToolContext.handle``) and the
     startup/shutdown hooks: every member a plugin may use, typed. The loop implements it
     (``crab/_loop/handle.py``); a plugin's test gets one from ``AgentHarness.handle``.
+    ``isinstance(x, crab.AgentHandle)`` checks that ``x`` has every member.
     """
 
     # --- what the run is ------------------------------------------------------------------

@@ -155,7 +155,7 @@ async def run_shell_command(command: str, cwd: Path, timeout: float) -> CommandR
     it leaves running is ended when crab exits (``setsid`` ones too, crab being a subreaper).
 
     It starts as ``sh -c command`` through ``processes.wrap_command``: a sandbox may wrap it, or
-    refuse it with ``crab.ToolError``, which ``Tool.run`` makes the result. Only the tail of the
+    refuse it with ``crab.ToolError``, which ``run_tool`` makes the result. Only the tail of the
     output is kept while it runs (``_read_tail``).
     """
     from crab import processes
