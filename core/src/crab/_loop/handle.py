@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -108,32 +108,8 @@ class LoopHandle:
     def add_tools(self, plugin: str, tools: Sequence[Tool]) -> list[str]:
         return self._agent.host.add_tools(plugin, tools)
 
-    async def run_child(
-        self,
-        ctx: ToolContext,
-        prompt: str,
-        *,
-        label: str,
-        tools: Collection[str] | None = None,
-        instructions: str | None = None,
-        model: str | None = None,
-        max_iterations: int | None = None,
-        read_only: bool = False,
-        state: Mapping[str, Any] | None = None,
-        title: str | None = None,
-    ) -> ChildOutcome:
-        return await self._agent.run_child(
-            ctx,
-            prompt,
-            label=label,
-            tools=tools,
-            instructions=instructions,
-            model=model,
-            max_iterations=max_iterations,
-            read_only=read_only,
-            state=state,
-            title=title,
-        )
+    async def run_child(self, ctx: ToolContext, prompt: str, **options: Any) -> ChildOutcome:
+        return await self._agent.run_child(ctx, prompt, **options)
 
     async def complete(
         self,
