@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +32,15 @@ def test_an_mcp_list_change_changes_the_tools_array_once(crab_agent: Any) -> Non
         config={
             "plugins.mcp.servers": {"tiny": {"command": sys.executable, "args": [str(TINY)]}},
             "crab.permissions": "yolo",
+            # The server's tools must be there from the first request, however loaded the machine:
+            # start-up otherwise goes on without a server slower than a few seconds.
+            "plugins.mcp.startup_wait": 120,
         },
     )
     h.run("grow a tool")
-    for _ in range(400):  # the relist runs in the server's task, after the notification
-        if "tiny_fresh" in h.agent.tools:
-            break
-        h.run_async(asyncio.sleep(0.05))
+    deadline = time.monotonic() + 120
+    while "tiny_fresh" not in h.agent.tools and time.monotonic() < deadline:
+        h.run_async(asyncio.sleep(0.05))  # the relist runs in the server's task, after the notification
     assert "tiny_fresh" in h.agent.tools
     h.run("use it")
     h.run("and now?")

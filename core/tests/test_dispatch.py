@@ -11,21 +11,47 @@ import pytest
 from crab._contracts.errors import PluginError
 from crab._contracts.events import NoticeEvent, ToolResultEvent
 from crab._host import hookspecs
-from crab._host.dispatch import HOOKS, Failure
-from crab._host.plugin_host import api_problem
+from crab._host.api_version import api_problem
+from crab._host.declared import declared_hooks
+from crab._host.dispatch import Failure
 from crab.testing import build_host
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = [name for name, value in vars(hookspecs).items() if name.startswith("crab_") and inspect.isfunction(value)]
+FAILURE_WORDS = {"fail-plugin": ("**failed**",), "drop": ("**dropped**",), "refuse": ("**refused**", "**withheld**")}
+"""What docs/hooks.md's table says for each policy (a row may say more)."""
 
 
-def test_every_hook_has_a_failure_policy_and_the_docs_name_it():
+def _failure_rows() -> dict[str, tuple[str, str]]:
+    """Hook → (kind, what a failure costs) from the table in docs/hooks.md#when-a-hook-fails."""
     table = (ROOT / "docs" / "hooks.md").read_text().split("## When a hook fails", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, tuple[str, str]] = {}
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`crab_"):
+            for name in cells[0].replace("`", "").split(", "):
+                rows[name] = (cells[1], cells[2])
+    return rows
+
+
+def test_every_hook_carries_its_policy_on_its_spec_and_the_docs_table_says_it():
+    policies = dict(declared_hooks(hookspecs))
+    rows = _failure_rows()
+    assert set(policies) == set(SPECS)
+    assert set(rows) == set(SPECS)  # one row per core hook, none for a hook that is gone
     for name in SPECS:
-        assert name in HOOKS, name
-        assert f"`{name}`" in table, name
+        policy = policies[name]
+        kind, cost = rows[name]
+        assert kind == policy.category, name
+        assert any(word in cost for word in FAILURE_WORDS[policy.on_failure]), (name, cost)
         doc = inspect.getdoc(getattr(hookspecs, name)) or ""
-        assert HOOKS[name].awaitable == ("may be awaitable" in doc.lower()), name
+        assert policy.awaitable == ("may be awaitable" in doc.lower()), name
+
+
+def test_the_dispatcher_takes_every_policy_from_the_specs():
+    host = build_host({})
+    assert host.dispatch.policies == dict(declared_hooks(hookspecs))
+    assert host.declarers == dict.fromkeys(SPECS, "core")
 
 
 @pytest.mark.parametrize(
@@ -99,6 +125,45 @@ def test_wrong_return_types_are_failures_with_their_policy(crab_agent):
         refused,
     ]
     assert h.host.records["odd"].status == "loaded"
+
+
+class _Hasty:
+    """``async def`` implementations of hooks whose spec is not marked awaitable (nobody awaits them)."""
+
+    @crab.hookimpl
+    async def crab_system_prompt(self) -> str:
+        return "never seen"
+
+    @crab.hookimpl
+    async def crab_event(self) -> None:
+        return None
+
+
+def test_an_async_implementation_of_a_plain_hook_meets_that_hooks_policy():
+    host = build_host({"hasty": _Hasty()}, builtins=False)
+    assert host.dispatch.system_prompt(workspace=Path("."), session_id="s", config=host.config) == []
+    host.dispatch.observe("crab_event", event=NoticeEvent("hi"), session_id="s")
+    host.dispatch.observe("crab_event", event=NoticeEvent("again"), session_id="s")  # dropped: not called
+    assert [f.line for f in host.failures] == [
+        f"plugin hasty failed: {hook} returned an awaitable; it must be a plain function "
+        f"(its {hook} is not called again in this run)"
+        for hook in ("crab_system_prompt", "crab_event")
+    ]
+    assert host.records["hasty"].status == "loaded"
+
+
+def test_an_async_registration_hook_fails_its_plugin():
+    class Late:
+        @crab.hookimpl
+        async def crab_tools(self) -> list[crab.Tool]:
+            return []
+
+    host = build_host({"late": Late()}, builtins=False)
+    host.registry("tools")
+    assert [f.line for f in host.failures] == [
+        "plugin late failed: crab_tools returned an awaitable; it must be a plain function"
+    ]
+    assert host.records["late"].status == "failed"
 
 
 def test_each_failure_is_delivered_once_to_each_subscriber():

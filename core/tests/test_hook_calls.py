@@ -130,7 +130,28 @@ def test_a_misspelt_core_hook_still_fails_its_plugin():
 
 def test_hookspec_refuses_an_unknown_policy():
     with pytest.raises(ValueError, match="on_failure must be 'fail-plugin' or 'drop'"):
-        crab.hookspec(on_failure="refuse")  # type: ignore[call-overload]
+        crab.hookspec(on_failure="ignore")  # type: ignore[call-overload]
+    with pytest.raises(ValueError, match="category must be one of registration, context"):
+        crab.hookspec(category="whenever")  # type: ignore[call-overload]
+
+
+class RefusingSpecs:
+    """What a plugin may not declare: core's interceptor policy (a hook core calls in a place of its own)."""
+
+    @crab.hookspec(category="interception", on_failure="refuse", awaitable=True)
+    def crab_gate_everything(self, call: Any) -> Any:
+        """A would-be interceptor."""
+
+
+def test_a_plugin_cannot_declare_a_hook_with_a_policy_only_core_hooks_have():
+    plugin = types.SimpleNamespace(CRAB_API=">=1.3,<2", CRAB_HOOKSPECS=RefusingSpecs)
+    host = build_host({"gate": plugin})
+    assert host.records["gate"].status == "failed"
+    assert [f.line for f in host.failures] == [
+        "plugin gate failed: declares hook crab_gate_everything as interception/refuse, but a plugin's hooks "
+        "are plain registration hooks: mark it @crab.hookspec or @crab.hookspec(on_failure='drop')"
+    ]
+    assert "crab_gate_everything" not in host.dispatch.policies
 
 
 @pytest.mark.parametrize("hook", ["crab_tools", "crab_cli", "crab_system_prompt", "crab_nothing"])

@@ -1,5 +1,5 @@
 """Filling images named only by hash checks only the messages added since the last request, so a
-long turn does not rescan its whole context on every model call (``Agent.load_images``)."""
+long turn does not rescan its whole context on every model call (``Recorder.load_images``)."""
 
 from __future__ import annotations
 
@@ -27,20 +27,20 @@ def test_a_request_checks_only_the_new_messages(crab_agent, monkeypatch: pytest.
     monkeypatch.setattr(images, "_unloaded", counting)
     agent = crab_agent([[{"text": "ok"}]]).agent
     store = MemoryStore()
-    agent.store = store
+    agent.store = agent.recorder.store = store
 
     async def main() -> Session:
         info = await store.create_session(str(tmp_path))
         await store.put_blob(PNG)
         session = Session(info=info, workspace=tmp_path)
         session.messages = [crab.UserMessage(f"m{i}") for i in range(100)]
-        await agent.load_images(session)
+        await agent.recorder.load_images(session)
         checked.clear()
         hashed = crab.message_from_dict(
             crab.message_to_dict(crab.UserMessage("pic", images=(crab.ImagePart.from_bytes(PNG),)))
         )
         session.messages.append(hashed)
-        await agent.load_images(session)
+        await agent.recorder.load_images(session)
         return session
 
     session = asyncio.run(main())

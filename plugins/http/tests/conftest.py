@@ -46,6 +46,8 @@ def reply(request):
         return [{"text": f"{last.name} said: {last.content}"}]
     if text.startswith("slow"):
         return [step for i in range(40) for step in ({"delay": 0.25}, {"text": f"part {i}. "})]
+    if text.startswith("fail"):
+        return [{"error": "the model's server is down", "kind": "invalid_request"}]
     if text.startswith("wait"):
         return [{"delay": 0.3}, {"text": f"waited: {text}"}]
     if text.startswith("jot"):

@@ -147,6 +147,21 @@ def test_no_mark_on_a_prefix_below_the_models_minimum() -> None:
     assert [w for w, _ in marked(build_body(request, settings))] == ["system.0", "messages.0.0"]
 
 
+def test_a_dated_model_id_has_its_aliass_minimum() -> None:
+    """Anthropic's model ids carry a date (``claude-haiku-4-5-20251001``, the id its model list
+    gives); the alias's minimum applies to it, so no mark on a prefix Haiku 4.5 would not cache.
+    (Red team: a dated id fell back to 1,024 tokens.)"""
+    settings = parse_settings({})
+    for dated, alias in (
+        ("claude-haiku-4-5-20251001", "claude-haiku-4-5"),
+        ("claude-3-5-haiku-20241022", "claude-3-5-haiku-latest"),
+        ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
+    ):
+        assert settings.min_cache_tokens(dated) == settings.min_cache_tokens(alias), dated
+    haiku = ModelRequest("claude-haiku-4-5-20251001", LONG_SYSTEM, (UserMessage("hi"),))
+    assert marked(build_body(haiku, settings)) == []
+
+
 class PromptCache:
     """Anthropic's cache rules, for checking what marks buy: a mark writes the exact prefix up to
     it; a mark reads the longest cached prefix ending at it or at most 20 blocks before it."""

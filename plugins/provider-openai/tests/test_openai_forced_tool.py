@@ -1,8 +1,8 @@
 """A ``tool_choice`` in ``extra_body`` that forces a tool: the request carries that tool's full schema.
 
-Under the progressive tool view every other tool stays a stub. Before, the forced tool went as
-its stub too, and a small model forced to call ``read`` answered with the stub itself
-(``{"type": "object"}``) as its arguments. Checked on the request bodies the replay server
+Under the progressive tool view every other tool stays a stub (its parameters' shape, without
+descriptions, defaults or ``additionalProperties``). Before, the forced tool went as its stub
+too, and a small model forced to call ``read`` answered with the stub itself as its arguments. Checked on the request bodies the replay server
 (a real HTTP server on 127.0.0.1) records, through a real agent turn.
 """
 
@@ -19,6 +19,8 @@ from crab.testing import AgentHarness, ReplayServer
 
 FORCE_READ = {"type": "function", "function": {"name": "read"}}
 STUB = {"type": "object"}
+GREP_STUB = {"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]}
+"""How the progressive view lists ``grep``: the shape of its parameters, nothing more."""
 
 
 @crab.tool
@@ -51,8 +53,8 @@ def sent_tools(server: ReplayServer, make_provider: Callable[..., Any], tool_cho
 
 def test_the_forced_tool_goes_with_its_full_schema(server: ReplayServer, make_provider: Callable[..., Any]) -> None:
     tools = sent_tools(server, make_provider, FORCE_READ)
-    assert tools["read"] == read.parameters and tools["read"] != STUB
-    assert tools["grep"] == STUB
+    assert tools["read"] == read.parameters  # its default and additionalProperties included
+    assert tools["grep"] == GREP_STUB
 
 
 def test_required_sends_every_schema(server: ReplayServer, make_provider: Callable[..., Any]) -> None:

@@ -170,6 +170,10 @@ def assemble(
         strict=strict,
         require_plugins=require_plugins,
     )
+    if remember_failures:
+        # Before anything builds the registries: a plugin added after that rebuilds them, and the
+        # provider objects the agent was given would no longer be the registry's.
+        host.add_builtin(LAST_RUN, FailureMemory(host, config))
     try:
         if provider is None or isinstance(provider, str):
             chosen, model_id = choose_provider(host, config, provider, model)
@@ -188,8 +192,6 @@ def assemble(
             for line in [*config.notices(), *failures]:
                 on_setup_notice(line)
         raise
-    if remember_failures:
-        host.add_builtin(LAST_RUN, FailureMemory(host, config))
     agent = Agent(
         host,
         config,

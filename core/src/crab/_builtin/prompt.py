@@ -20,7 +20,7 @@ PROMPT_FILE = Path(__file__).with_name("system_prompt.md")
 _SECTION = "<!-- {name} -->\n"
 _END = "<!-- /{name} -->\n"
 _FIELD = re.compile(r"\{(workspace|date|max_calls)\}")
-DATE_LINE = "Session date: {date}\n"
+DATE_LINE = "Session date (UTC): {date}\n"
 
 
 @functools.cache

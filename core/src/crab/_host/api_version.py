@@ -1,4 +1,5 @@
-"""The plugin API version and the version ranges plugins declare (``CRAB_API = ">=1.0,<2"``)."""
+"""The plugin API version and the version ranges plugins declare (``CRAB_API = ">=1.0,<2"``): whether
+one fits, and which side to change when it does not."""
 
 from __future__ import annotations
 
@@ -15,11 +16,9 @@ def _parse(version: str) -> tuple[int, ...]:
     return parts + (0,) * (3 - len(parts))
 
 
-def check_range(spec: str, version: str = API_VERSION) -> bool:
-    """Whether ``version`` satisfies ``spec``, a comma list like ``">=1.0,<2"``.
-
-    Raises ``ValueError`` for a spec it cannot read.
-    """
+def _unmet(spec: str, version: str) -> tuple[str, tuple[int, ...]] | None:
+    """The first clause of ``spec`` that ``version`` does not satisfy, as (operator, version it
+    names), or None; raises ``ValueError`` for a spec it cannot read."""
     have = _parse(version)
     for clause in spec.split(","):
         match = _CLAUSE.match(clause)
@@ -28,8 +27,8 @@ def check_range(spec: str, version: str = API_VERSION) -> bool:
         op, text = match.group(1) or "==", match.group(2)
         want = _parse(text)
         if op == "~=":
-            upper = _parse(".".join(text.split(".")[:-1] or [text]))
-            ok = have >= want and have[: len(text.split(".")) - 1] == upper[: len(text.split(".")) - 1]
+            kept = len(text.split(".")) - 1
+            ok = have >= want and have[:kept] == want[:kept]
         else:
             ok = {
                 ">=": have >= want,
@@ -40,5 +39,41 @@ def check_range(spec: str, version: str = API_VERSION) -> bool:
                 "!=": have != want,
             }[op]
         if not ok:
-            return False
-    return True
+            return op, want
+    return None
+
+
+def check_range(spec: str, version: str = API_VERSION) -> bool:
+    """Whether ``version`` satisfies ``spec``, a comma list like ``">=1.0,<2"``.
+
+    Raises ``ValueError`` for a spec it cannot read.
+    """
+    return _unmet(spec, version) is None
+
+
+def api_problem(wanted: object, version: str = API_VERSION) -> str | None:
+    """Why a plugin's ``CRAB_API`` does not fit this crab, saying which side to change; None if it fits."""
+    if not isinstance(wanted, str):
+        return (
+            f'CRAB_API must be a version range string such as ">=1.0,<2", not {type(wanted).__name__} '
+            f"{wanted!r}; quote it in the plugin"
+        )
+    try:
+        unmet = _unmet(wanted, version)
+    except ValueError as exc:
+        return f"CRAB_API: {exc}"
+    if unmet is None:
+        return None
+    op, want = unmet
+    have = _parse(version)
+    if op.startswith(">") or (op in ("==", "~=") and want > have):
+        return (
+            f"needs crab plugin API {wanted} but this crab-core provides {version}: upgrade crab-core "
+            f"(pip install -U crab-core), or use a release of the plugin written for API {version}"
+        )
+    if op.startswith("<") or (op in ("==", "~=") and want < have):
+        return (
+            f"was written for crab plugin API {wanted} and this crab-core provides {version}: upgrade the "
+            "plugin to a release for this API, or use an older crab-core"
+        )
+    return f"CRAB_API {wanted} excludes this crab-core's plugin API {version}; change the plugin's CRAB_API"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from crab._config.layers import Config
-    from crab._host.dispatch import HookPolicy
+    from crab._host.declared import HookPolicy
     from crab._host.plugin_host import PluginHost
 
 CORE_COLLECTED = frozenset(

@@ -1,48 +1,84 @@
-"""Hooks a plugin declares for other plugins to implement: the ``crab.hookspec`` marker and the
-checks (``CRAB_HOOKSPECS``; docs/hooks.md#hooks-a-plugin-declares)."""
+"""The one hookspec marker, with what a failing implementation costs beside each hook's docstring
+(core's hooks in ``crab._host.hookspecs`` and those a plugin declares in ``CRAB_HOOKSPECS``), and
+the checks on a plugin's declarations (docs/hooks.md#when-a-hook-fails, #hooks-a-plugin-declares)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Literal, TypeVar, overload
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar, get_args, overload
 
 import pluggy
 
-from crab._host.dispatch import HookPolicy
-from crab._host.hookspecs import PROJECT
-
+PROJECT = "crab"
 F = TypeVar("F", bound=Callable[..., Any])
-DeclaredFailure = Literal["fail-plugin", "drop"]
+Category = Literal["registration", "context", "interception", "observation", "lifecycle"]
+OnFailure = Literal["fail-plugin", "drop", "refuse"]
+"""``fail-plugin``: the plugin is marked failed and all it registered is gone for the run; ``drop``:
+that one implementation is not called again, the plugin's other hooks keep working; ``refuse``
+(interceptors): the call being checked is refused in its place (fail closed), and a plugin that
+failed while it had an interceptor keeps refusing those calls."""
+
+
+@dataclass(frozen=True, slots=True)
+class HookPolicy:
+    """How a hook is called (``awaitable``: an implementation may be ``async``) and what a failing
+    implementation costs."""
+
+    category: Category
+    on_failure: OnFailure
+    awaitable: bool = False
+
 
 _mark = pluggy.HookspecMarker(PROJECT)
 _POLICY_ATTRIBUTE = "crab_hook_policy"
+_DEFAULT = HookPolicy("registration", "fail-plugin")
 ATTRIBUTE = "CRAB_HOOKSPECS"
 """The attribute of a plugin object that holds its hook declarations."""
 
 
 @overload
-def hookspec(function: F, *, on_failure: DeclaredFailure = "fail-plugin") -> F: ...
+def hookspec(
+    function: F, *, on_failure: OnFailure = "fail-plugin", category: Category = "registration", awaitable: bool = False
+) -> F: ...
 
 
 @overload
-def hookspec(function: None = None, *, on_failure: DeclaredFailure = "fail-plugin") -> Callable[[F], F]: ...
+def hookspec(
+    function: None = None,
+    *,
+    on_failure: OnFailure = "fail-plugin",
+    category: Category = "registration",
+    awaitable: bool = False,
+) -> Callable[[F], F]: ...
 
 
-def hookspec(function: F | None = None, *, on_failure: DeclaredFailure = "fail-plugin") -> F | Callable[[F], F]:
-    """Mark a function as a hook this plugin declares (``@crab.hookspec`` or ``@crab.hookspec(on_failure=…)``).
+def hookspec(
+    function: F | None = None,
+    *,
+    on_failure: OnFailure = "fail-plugin",
+    category: Category = "registration",
+    awaitable: bool = False,
+) -> F | Callable[[F], F]:
+    """Mark a function as a hook (``@crab.hookspec`` or ``@crab.hookspec(on_failure=…)``); core's
+    hooks carry the same mark (``crab._host.hookspecs``).
 
     Its docstring is the hook's documentation and its parameters what every call passes (an
     implementation may take any subset). ``on_failure`` is what an implementation that raises or
-    returns an awaitable costs: ``fail-plugin`` (default, like core's registration hooks: that
-    plugin and all it registered are gone for the run) or ``drop`` (only that implementation is
-    not called again).
+    returns the wrong type costs: ``fail-plugin`` (default: that plugin and all it registered are
+    gone for the run) or ``drop`` (only that implementation is not called again); ``refuse`` is for
+    core's interceptors. ``category`` and ``awaitable`` say how the dispatcher calls it: a hook a
+    plugin declares is a plain ``registration`` hook (``declaration_problem`` refuses any other).
     """
-    if on_failure not in ("fail-plugin", "drop"):
-        raise ValueError(f"on_failure must be 'fail-plugin' or 'drop', not {on_failure!r}")
+    if on_failure not in get_args(OnFailure):
+        raise ValueError(f"on_failure must be 'fail-plugin' or 'drop' (or core's 'refuse'), not {on_failure!r}")
+    if category not in get_args(Category):
+        raise ValueError(f"category must be one of {', '.join(get_args(Category))}, not {category!r}")
+    policy = HookPolicy(category, on_failure, awaitable)
 
     def mark(target: F) -> F:
         marked: F = _mark(target)
-        setattr(marked, _POLICY_ATTRIBUTE, HookPolicy("registration", on_failure))
+        setattr(marked, _POLICY_ATTRIBUTE, policy)
         return marked
 
     return mark if function is None else mark(function)
@@ -59,18 +95,24 @@ def declared_hooks(specs: object) -> Iterator[tuple[str, HookPolicy]]:
         function = getattr(specs, name, None)
         if getattr(function, f"{PROJECT}_spec", None) is None:
             continue
-        yield name, getattr(function, _POLICY_ATTRIBUTE, HookPolicy("registration", "fail-plugin"))
+        yield name, getattr(function, _POLICY_ATTRIBUTE, _DEFAULT)
 
 
 def declaration_problem(specs: object, taken: dict[str, str]) -> str | None:
-    """Why ``specs`` cannot be added (no marked function, a name outside ``crab_``, one already
-    declared by core or another plugin: ``taken`` maps hook → declarer), or None."""
+    """Why ``specs`` cannot be added (no marked function, a name outside ``crab_``, a policy only
+    core's hooks have, one already declared by core or another plugin: ``taken`` maps hook →
+    declarer), or None."""
     found = list(declared_hooks(specs))
     if not found:
         return f"{ATTRIBUTE} holds no function marked with @crab.hookspec"
-    for name, _ in found:
+    for name, policy in found:
         if not name.startswith(f"{PROJECT}_"):
             return f"declares hook {name}, whose name must start with {PROJECT}_"
+        if policy.category != "registration" or policy.on_failure == "refuse" or policy.awaitable:
+            return (
+                f"declares hook {name} as {policy.category}/{policy.on_failure}, but a plugin's hooks are plain "
+                "registration hooks: mark it @crab.hookspec or @crab.hookspec(on_failure='drop')"
+            )
         owner = taken.get(name)
         if owner is not None:
             return f"declares hook {name}, which {owner} already declares; rename it"

@@ -1,12 +1,15 @@
-"""Every hook core declares; each docstring is that hook's documentation (docs/hooks.md: async
-implementations, failure policies, argument subsets, hooks a plugin declares). Registration hooks
-are called once per run. No logic here."""
+"""Every hook core declares: each docstring is that hook's documentation (docs/hooks.md) and each
+mark, the ``crab.hookspec`` plugins use too, its category and failure policy (the dispatcher reads
+them from here). Registration hooks are called once per run. No logic here."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 import pluggy
+
+from crab._host.declared import PROJECT as PROJECT
+from crab._host.declared import hookspec
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -24,15 +27,13 @@ if TYPE_CHECKING:
     from crab._contracts.storage import Store
     from crab._contracts.tools import Tool, ToolContext, ToolResult
 
-PROJECT = "crab"
-hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 # --- registration -------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(category="registration", on_failure="fail-plugin")
 def crab_config_table() -> ConfigTable | None:
     """Declare this plugin's ``[plugins.<name>]`` config table: a ``crab.ConfigTable`` of ``crab.Setting``.
 
@@ -44,7 +45,7 @@ def crab_config_table() -> ConfigTable | None:
     """
 
 
-@hookspec
+@hookspec(category="registration", on_failure="fail-plugin")
 def crab_tools(config: Config) -> list[Tool]:
     """Tools this plugin offers.
 
@@ -56,7 +57,7 @@ def crab_tools(config: Config) -> list[Tool]:
     """
 
 
-@hookspec
+@hookspec(category="registration", on_failure="fail-plugin")
 def crab_providers(config: Config) -> list[Provider]:
     """Model back-ends this plugin offers, each a ``crab.Provider`` with a unique ``name``.
 
@@ -65,7 +66,7 @@ def crab_providers(config: Config) -> list[Provider]:
     """
 
 
-@hookspec
+@hookspec(category="registration", on_failure="fail-plugin")
 def crab_stores(config: Config) -> list[Store]:
     """Session stores this plugin offers, each a ``crab.Store`` with a unique ``name``.
 
@@ -74,7 +75,7 @@ def crab_stores(config: Config) -> list[Store]:
     """
 
 
-@hookspec
+@hookspec(category="registration", on_failure="fail-plugin")
 def crab_renderers(config: Config) -> list[RendererSpec]:
     """Renderers this plugin offers (``crab.RendererSpec``); ``[crab] renderer`` picks one.
 
@@ -82,7 +83,7 @@ def crab_renderers(config: Config) -> list[RendererSpec]:
     """
 
 
-@hookspec
+@hookspec(category="registration", on_failure="fail-plugin")
 def crab_commands(config: Config) -> list[Command]:
     """Router commands (``/name args``) this plugin offers, each a ``crab.Command``.
 
@@ -90,7 +91,7 @@ def crab_commands(config: Config) -> list[Command]:
     """
 
 
-@hookspec
+@hookspec(category="registration", on_failure="fail-plugin")
 def crab_channels(config: Config) -> list[Channel]:
     """Channels (long-running input sources such as a chat bot) this plugin offers.
 
@@ -98,7 +99,7 @@ def crab_channels(config: Config) -> list[Channel]:
     """
 
 
-@hookspec
+@hookspec(category="registration", on_failure="fail-plugin")
 def crab_cli(app: Any, config: Config) -> None:
     """Add sub-commands to the ``crab`` command line.
 
@@ -108,7 +109,7 @@ def crab_cli(app: Any, config: Config) -> None:
     """
 
 
-@hookspec
+@hookspec(category="observation", on_failure="drop")
 def crab_doctor(config: Config) -> list[tuple[str, str]] | None:
     """Lines ``crab doctor`` shows for this plugin: ``(status, text)`` pairs, status ``"ok"``,
     ``"note"`` or ``"fail"`` (a ``fail`` makes doctor exit 1).
@@ -121,7 +122,7 @@ def crab_doctor(config: Config) -> list[tuple[str, str]] | None:
 # --- context ------------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(category="context", on_failure="drop")
 def crab_system_prompt(workspace: Path, session_id: str, config: Config) -> str | list[str] | None:
     """Parts of the system prompt for the model calls of a turn.
 
@@ -135,7 +136,7 @@ def crab_system_prompt(workspace: Path, session_id: str, config: Config) -> str 
     """
 
 
-@hookspec
+@hookspec(category="context", on_failure="drop")
 def crab_completions(agent: AgentHandle, word: str) -> list[tuple[str, str]] | None:
     """Tab completions for ``word``, the word being typed at ``crab chat``'s live input (the text
     from the last blank to the cursor, such as ``@tiny:ti``).
@@ -153,7 +154,7 @@ def crab_completions(agent: AgentHandle, word: str) -> list[tuple[str, str]] | N
 # --- interception -------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(category="interception", on_failure="refuse", awaitable=True)
 def crab_before_model_call(request: ModelRequest, session_id: str) -> ModelRequest | None:
     """See (and maybe change) a request before it goes to the provider.
 
@@ -163,7 +164,7 @@ def crab_before_model_call(request: ModelRequest, session_id: str) -> ModelReque
     """
 
 
-@hookspec
+@hookspec(category="interception", on_failure="refuse", awaitable=True)
 def crab_before_tool_call(call: ToolCall, tool: Tool, ctx: ToolContext) -> Decision | None:
     """Allow, refuse or rewrite a tool call before it runs.
 
@@ -174,7 +175,7 @@ def crab_before_tool_call(call: ToolCall, tool: Tool, ctx: ToolContext) -> Decis
     """
 
 
-@hookspec
+@hookspec(category="interception", on_failure="refuse", awaitable=True)
 def crab_after_tool_call(call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext) -> ToolResult | None:
     """See (and maybe replace) a tool's result before it is recorded and sent to the model.
 
@@ -183,7 +184,7 @@ def crab_after_tool_call(call: ToolCall, tool: Tool, result: ToolResult, ctx: To
     """
 
 
-@hookspec
+@hookspec(category="interception", on_failure="refuse", awaitable=True)
 def crab_prompt_submit(
     prompt: str, session_id: str, workspace: Path, config: Config
 ) -> Deny | str | UserMessage | None:
@@ -201,7 +202,7 @@ def crab_prompt_submit(
     """
 
 
-@hookspec
+@hookspec(category="context", on_failure="drop", awaitable=True)
 def crab_turn_end(session_id: str, workspace: Path, text: str, continued: int) -> str | None:
     """The model gave its final answer: let the turn end, or keep it going.
 
@@ -217,7 +218,7 @@ def crab_turn_end(session_id: str, workspace: Path, text: str, continued: int) -
 # --- observation --------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(category="observation", on_failure="drop")
 def crab_event(event: Event, session_id: str) -> None:
     """Every event the loop emits (see ``crab._contracts.events``), in order, for loggers and metrics.
 
@@ -230,7 +231,7 @@ def crab_event(event: Event, session_id: str) -> None:
 # --- lifecycle ----------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(category="lifecycle", on_failure="fail-plugin", awaitable=True)
 def crab_startup(agent: AgentHandle) -> None:
     """The agent is built and about to take input: open connections, start services.
 
@@ -240,7 +241,7 @@ def crab_startup(agent: AgentHandle) -> None:
     """
 
 
-@hookspec
+@hookspec(category="lifecycle", on_failure="drop", awaitable=True)
 def crab_session_end(agent: AgentHandle, session_id: str, reason: str) -> None:
     """The agent has left session ``session_id``: end what the plugin keeps running for it (its
     processes, its per-session state). ``reason`` is ``"switch"`` when a channel moved on to
@@ -254,7 +255,7 @@ def crab_session_end(agent: AgentHandle, session_id: str, reason: str) -> None:
     """
 
 
-@hookspec
+@hookspec(category="lifecycle", on_failure="drop", awaitable=True)
 def crab_shutdown(agent: AgentHandle) -> None:
     """The agent is closing: close connections, stop services. May be awaitable. ``agent`` is
     the narrow ``crab.AgentHandle``, as in ``crab_startup``.

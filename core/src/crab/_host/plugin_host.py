@@ -13,8 +13,8 @@ import pluggy
 
 from crab._config import environ
 from crab._host import declared, hookspecs
-from crab._host.api_version import API_VERSION, check_range
-from crab._host.dispatch import HOOKS, Dispatcher, Failure, describe
+from crab._host.api_version import api_problem
+from crab._host.dispatch import Dispatcher, Failure, describe
 
 if TYPE_CHECKING:
     from crab._config.layers import Config
@@ -172,38 +172,6 @@ def order_source(
     return ""
 
 
-def api_problem(wanted: object, version: str = API_VERSION) -> str | None:
-    """Why a plugin's ``CRAB_API`` does not fit this crab, saying which side to change; None if it fits."""
-    if not isinstance(wanted, str):
-        return (
-            f'CRAB_API must be a version range string such as ">=1.0,<2", not {type(wanted).__name__} '
-            f"{wanted!r}; quote it in the plugin"
-        )
-    try:
-        if check_range(wanted, version):
-            return None
-    except ValueError as exc:
-        return f"CRAB_API: {exc}"
-    have = tuple(int(p) for p in version.split("."))
-    for clause in wanted.split(","):
-        if check_range(clause, version):
-            continue
-        text = clause.strip()
-        op = text.rstrip("0123456789. ")
-        want = tuple(int(p) for p in text[len(op) :].strip().split("."))
-        if op.startswith(">") or (op in ("", "==", "~=") and want > have):
-            return (
-                f"needs crab plugin API {wanted} but this crab-core provides {version}: upgrade crab-core "
-                f"(pip install -U crab-core), or use a release of the plugin written for API {version}"
-            )
-        if op.startswith("<") or (op in ("", "==", "~=") and want < have):
-            return (
-                f"was written for crab plugin API {wanted} and this crab-core provides {version}: upgrade the "
-                "plugin to a release for this API, or use an older crab-core"
-            )
-    return f"CRAB_API {wanted} excludes this crab-core's plugin API {version}; change the plugin's CRAB_API"
-
-
 class PluginHost:
     """Owns the pluggy manager, every plugin's status and the registries built from hooks.
 
@@ -230,7 +198,7 @@ class PluginHost:
         self._ranks: dict[str, Rank] = {}
         """Plugin → how it came to its place in load order (``crab._host.clashes``); none: installed only."""
         self.dispatch = Dispatcher(self.pm, self._order, self.fail, self.fault, strict=self.strict)
-        self.declarers: dict[str, str] = dict.fromkeys(HOOKS, "core")
+        self.declarers: dict[str, str] = dict.fromkeys(self.dispatch.policies, "core")
         """Hook → who declares it: ``core`` or ``plugin NAME``."""
         self._contributions: dict[Kind, dict[str, list[Any]]] = {k: {} for k in KINDS}
         self.unread_source = ""

@@ -20,10 +20,10 @@ from crab._contracts.events import CommandOutput, Event, NoticeEvent
 from crab._contracts.handle import ChildOutcome
 from crab._contracts.images import ImagePart
 from crab._contracts.interception import AskUser, redacted_ask
-from crab._contracts.messages import AssistantMessage, Message, ToolCall, message_to_dict
+from crab._contracts.messages import AssistantMessage, Message, ToolCall
 from crab._contracts.providers import ModelInfo, ModelRequest, Provider
 from crab._contracts.questions import AskQuestion, redacted_question
-from crab._contracts.storage import EntryType, SessionInfo, Store
+from crab._contracts.storage import SessionInfo, Store
 from crab._contracts.tools import Tool, ToolContext
 from crab._host.dispatch import Failure, ModelCallRefused
 from crab._host.plugin_host import PluginHost
@@ -32,9 +32,10 @@ from crab._loop.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget
 from crab._loop.compaction import Compacted, CompactionReason, handoff_note
 from crab._loop.handle import LoopHandle as AgentHandle
 from crab._loop.history import load_history
-from crab._loop.images import ImageLimits, load_images, message_payload
+from crab._loop.images import ImageLimits
 from crab._loop.model_call import ModelCalls
 from crab._loop.model_choice import ModelChoice, choice_of, configured_models, model_entry, resolve, stored_choice
+from crab._loop.recorder import PARENT_SESSION_META, Recorder
 from crab._loop.router import did_you_mean, route
 from crab._loop.session import QueuedInput, Session, TurnOutcome
 from crab._loop.turn import LoopSettings, Turn, TurnParts
@@ -96,6 +97,8 @@ class Agent:
         self.keyboard = False  # True when a person types each input (interactive chat): see loop/shell.py
         self.redactor = Redactor(known_secrets(config))
         self.outgoing = EventRedactor(self.redactor)
+        self.recorder = Recorder(store, self.redactor)
+        """The one writer of this agent's entries (``crab._loop.recorder``)."""
         self._listeners: list[Listener] = []
         self._session_listeners: dict[str, list[Listener]] = {}
         self._default_model: ModelChoice | None = None
@@ -141,7 +144,7 @@ class Agent:
         the new model's window and each call is priced at its prices. ``ConfigError`` (one line
         saying what to do) for a provider or model that is not configured."""
         choice = resolve(spec, self.host.registry("providers"), self.model_for(session), self.default_model())
-        await self.append_entry(session, "event", model_entry(choice))
+        await self.recorder.append(session, "event", model_entry(choice))
         session.model = choice
         session.budget = None  # made again at the next request, against the new window
         return choice
@@ -280,7 +283,7 @@ class Agent:
 
         A tool call the store holds no result for (crab was killed while it ran) gets its
         stand-in result stored now, once, so the stored session pairs every call too, and so
-        does every child session such a call started (``crab._loop.child.repair_children``).
+        does every child session such a call started (``Recorder.pair_after_crash``).
         """
         # Read and repair holding the session's lock alone: a call with no result whose turn still
         # runs in another process (or task) gets its real result there, so none is stored here.
@@ -289,15 +292,8 @@ class Agent:
             entries = await self.store.entries(session_id, since_handoff=True)
             history = load_history(entries)
             workspace = Path(info.workspace) if info.workspace else self.workspace
-            if alone:
-                for result in history.missing:
-                    await self.store.append(session_id, "tool_result", self.redactor.payload(message_to_dict(result)))
-            if alone and history.missing:
-                # A call killed while it ran a child session left that child open too: pair it as well.
-                from crab._loop.child import repair_children
-
-                calls = [result.call_id for result in history.missing]
-                await repair_children(self.store, self.redactor, session_id, str(workspace), calls)
+            if alone:  # a call killed while it ran a child session left that child open too
+                await self.recorder.pair_after_crash(session_id, str(workspace), history.missing)
         if history.skipped:
             self.notice(f"{history.skipped} unreadable entries in session {session_id} were left out", "warning")
         session = Session(
@@ -317,8 +313,6 @@ class Agent:
         """The most recently updated session of this workspace, resumed; None if there is none.
         A child session (one a tool call started, ``crab._loop.child``) is its parent's part, not
         a conversation to continue: the latest of the last few that is not one."""
-        from crab._loop.child import PARENT_SESSION_META
-
         sessions = await self.store.list_sessions(str(self.workspace), limit=LATEST_SCAN)
         own = [info for info in sessions if not (info.meta or {}).get(PARENT_SESSION_META)]
         chosen = own[0] if own else (sessions[0] if sessions else None)
@@ -374,7 +368,7 @@ class Agent:
         """
         async with session.compacting:
             # The request a turn would send next (``Turn._request``): the summary reuses its prefix.
-            await self.load_images(session)
+            await self.recorder.load_images(session)
             tools = self.tools
             base = ModelRequest(
                 model=self.model_for(session).model,
@@ -436,7 +430,7 @@ class Agent:
                 self.host.dispatch,
                 self.model_for,
                 emit=self.emit,
-                append_entry=self.append_entry,
+                append_entry=self.recorder.append,
                 redact=self.redactor.text,
             )
             settings = LoopSettings(
@@ -445,14 +439,11 @@ class Agent:
             self._turn_parts = TurnParts(
                 settings=settings,
                 calls=calls,
+                recorder=self.recorder,
                 tools=lambda: self.tools,
                 system_prompt=self.system_prompt,
                 budget=self.budget,
                 compact=self.compact,
-                record_message=self.record_message,
-                append_entry=self.append_entry,
-                message_payload=lambda message: message_payload(self.store, message),
-                load_images=self.load_images,
                 tool_context=self.tool_context,
                 notice=self.notice,
                 known_window=self.known_context_window,
@@ -463,7 +454,7 @@ class Agent:
     async def handoff(self, session: Session, name: str, state: Mapping[str, Any] | None = None) -> None:
         """Record a handoff anchor: context for the model starts afresh after it."""
         payload = {"name": name, "kind": "handoff", "state": dict(state or {})}
-        await self.append_entry(session, "anchor", payload)
+        await self.recorder.append(session, "anchor", payload)
         session.messages = []
         session.handoff = payload
 
@@ -574,33 +565,6 @@ class Agent:
             ),
             handle=AgentHandle(self),
         )
-
-    async def append_entry(self, session: Session, type: EntryType, payload: Mapping[str, Any]) -> None:
-        """Append one entry to the session's store, secrets redacted (image references are
-        hashes of binary data: redaction leaves them alone). After a handoff anchor (a
-        compaction's too) the session's model switch is recorded again: a resume reads from the
-        last anchor on, and must still find it."""
-        await self.store.append(session.id, type, self.redactor.payload(payload))
-        if type == "anchor" and payload.get("kind") == "handoff" and session.model is not None:
-            await self.store.append(session.id, "event", model_entry(session.model))
-
-    async def record_message(self, session: Session, message: Message) -> None:
-        """Store ``message`` (its images' bytes once, in the store's blobs); keep it in context
-        unless it is an aborted or failed reply."""
-        await self.append_entry(session, "message", await message_payload(self.store, message))
-        if not isinstance(message, AssistantMessage) or message.replayable:
-            session.messages.append(message)
-
-    async def load_images(self, session: Session) -> None:
-        """Fill the bytes of every image the session's context names only by hash (checking only
-        the messages added since the last request: ``Session.images_scanned``)."""
-        messages = session.messages
-        scanned, count = session.images_scanned
-        start = count if scanned is messages and count <= len(messages) else 0
-        filled = await load_images(self.store, messages[start:], session.blobs)
-        if filled is not None:
-            messages = session.messages = [*messages[:start], *filled]
-        session.images_scanned = (messages, len(messages))
 
     # --- commands and shell -----------------------------------------------------------------
 

@@ -1,11 +1,11 @@
 """Child sessions: a tool call that runs one turn of a new session inside the same agent
-(``AgentHandle.run_child``), and ``repair_children``, which keeps a killed tree whole on resume."""
+(``AgentHandle.run_child``); a killed tree is made whole on resume by ``Recorder.pair_after_crash``."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,29 +15,24 @@ from crab._contracts.errors import ConfigError
 from crab._contracts.events import ChildEvent, Event, NoticeEvent, ToolCallEvent
 from crab._contracts.handle import ChildOutcome
 from crab._contracts.interception import Answer, AskUser, PermissionRequest
-from crab._contracts.messages import AssistantMessage, Message, ToolCall, message_to_dict
+from crab._contracts.messages import AssistantMessage, Message, ToolCall
 from crab._contracts.providers import Provider
 from crab._contracts.questions import AskQuestion, Question
 from crab._contracts.tools import Tool, ToolContext
 from crab._loop import compaction
 from crab._loop.compaction import Compacted, CompactionReason
-from crab._loop.history import load_history
-from crab._loop.images import message_payload
 from crab._loop.model_call import ModelCalls
 from crab._loop.model_choice import ModelChoice, choice_of
+from crab._loop.recorder import PARENT_CALL_META, PARENT_SESSION_META, Recorder
 from crab._loop.session import QueuedInput, Session
 from crab._loop.turn import Turn, TurnParts
 from crab._system.live_sessions import turn_running
 
 if TYPE_CHECKING:
-    from crab._contracts.storage import SessionInfo, Store
     from crab._loop.agent import Agent
-    from crab._secrets.redaction import Redactor
 
-PARENT_SESSION_META = "crab.parent_session"
-"""Session ``meta`` key: the id of the session whose tool call started this one."""
-PARENT_CALL_META = "crab.parent_call"
-"""Session ``meta`` key: the id of that tool call."""
+__all__ = ["CHILD_LABEL_META", "PARENT_CALL_META", "PARENT_SESSION_META", "child_tools", "run_child"]
+
 CHILD_LABEL_META = "crab.child_label"
 """Session ``meta`` key: what runs in the child (an agent's name), as its events are labelled."""
 QUESTION_LOCK_KEY = "crab.child_questions"
@@ -145,11 +140,14 @@ async def run_child(
             called.append(event.call.name)
         ctx.emit(ChildEvent(child.id, label, ctx.call_id, event))
 
-    async def record_message(session: Session, message: Message) -> None:
-        nonlocal replies
-        if isinstance(message, AssistantMessage):
-            replies += 1
-        await agent.record_message(session, message)
+    class Counting(Recorder):
+        """The agent's recorder, counting the child's model replies."""
+
+        async def message(self, session: Session, message: Message, step_id: str | None = None) -> bool:
+            nonlocal replies
+            if isinstance(message, AssistantMessage):
+                replies += 1
+            return await super().message(session, message, step_id)
 
     lock = ctx.state.setdefault(QUESTION_LOCK_KEY, asyncio.Lock())
     ask = labelled_ask(ctx.ask, label, lock)
@@ -166,7 +164,7 @@ async def run_child(
         agent.host.dispatch,
         lambda _session: choice,
         emit=emit,
-        append_entry=agent.append_entry,
+        append_entry=agent.recorder.append,
         redact=agent.redactor.text,
     )
 
@@ -180,7 +178,7 @@ async def run_child(
 
         async with session.compacting:
             # The child's next request as its turn builds it: the summary reuses that prefix.
-            await agent.load_images(session)
+            await agent.recorder.load_images(session)
             registry = chosen()
             base = ModelRequest(
                 model=model_id,
@@ -206,14 +204,11 @@ async def run_child(
     parts = TurnParts(
         settings=settings,
         calls=calls,
+        recorder=Counting(agent.store, agent.redactor),
         tools=chosen,
         system_prompt=system_prompt,
         budget=agent.budget,
         compact=compact,
-        record_message=record_message,
-        append_entry=agent.append_entry,
-        message_payload=lambda message: message_payload(agent.store, message),
-        load_images=agent.load_images,
         tool_context=tool_context,
         notice=notice,
     )
@@ -237,35 +232,3 @@ async def run_child(
         tools_called=tuple(called),
         model_calls=replies,
     )
-
-
-async def children_of(store: Store, session_id: str, workspace: str | None = None) -> list[SessionInfo]:
-    """The sessions whose meta names ``session_id`` as their parent, oldest first."""
-    found = [
-        info
-        for info in await store.list_sessions(workspace, limit=1_000_000_000)
-        if (info.meta or {}).get(PARENT_SESSION_META) == session_id
-    ]
-    return sorted(found, key=lambda info: info.created)
-
-
-async def repair_children(
-    store: Store, redactor: Redactor, session_id: str, workspace: str, call_ids: Sequence[str]
-) -> int:
-    """Store a stand-in result for every call left open in the children that ``call_ids`` (calls
-    of ``session_id`` that had no result) started, and theirs in turn; returns how many."""
-    if not call_ids:
-        return 0
-    wanted = set(call_ids)
-    repaired = 0
-    for info in await children_of(store, session_id, workspace):
-        if (info.meta or {}).get(PARENT_CALL_META) not in wanted:
-            continue
-        history = load_history(await store.entries(info.id, since_handoff=True))
-        for result in history.missing:
-            await store.append(info.id, "tool_result", redactor.payload(message_to_dict(result)))
-        repaired += len(history.missing)
-        repaired += await repair_children(
-            store, redactor, info.id, workspace, [result.call_id for result in history.missing]
-        )
-    return repaired

@@ -61,17 +61,18 @@ def resolve(spec: str, providers: Mapping[str, Provider], current: ModelChoice, 
     not one it lists (nor the run's own), or the provider says a call to it cannot work.
     """
     spec = spec.strip()
+    if spec in (default.name, current.name):  # the run's own and the session's, as `/model` lists them
+        return default if spec == default.name else current
     prefix, slash, rest = spec.partition("/")
     if slash and prefix in providers:
         provider, model = providers[prefix], rest
-    elif spec in (default.name, current.name):
-        return default if spec == default.name else current
     else:
         provider, model = current.provider, spec
     if not model:
         raise ConfigError(f"name a model of {provider.name}: /model {provider.name}/MODEL (`/model` lists them)")
     for known in (default, current):
-        if known.provider is provider and known.model == model:
+        # By name: the run's provider object need not be the registry's (one endpoint, two objects).
+        if known.provider.name == provider.name and known.model == model:
             return known
     listed = [info.id for info in listed_models(provider)]
     if model not in listed:

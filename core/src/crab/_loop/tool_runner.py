@@ -60,7 +60,8 @@ def batches(calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -> list[list[T
 
 
 class ToolRunner:
-    """Executes calls for one session; the loop gives it the registry and callbacks.
+    """Executes calls for one session; the turn gives it the registry, the tool context and
+    ``record``, which writes each result through the one recorder (``crab._loop.recorder``).
 
     Independent calls run concurrently; ``exclusive`` tools run alone. Every call ends with one
     result (executed, refused, skipped or failed) and no failure escapes as an exception (but

@@ -1,76 +1,86 @@
-"""One turn: record the input, call the model, run its tool calls, repeat until an answer, settle;
-given its ``TurnParts``, never reaching back into the agent (docs/architecture.md#the-agent-and-the-turn)."""
+"""One turn's driver: it asks the turn's state machine (``crab._loop.steps``) for the next step and
+carries it out in this process (hooks through the dispatcher, model calls through ``ModelCalls``,
+tools through ``ToolRunner``, entries through the ``Recorder``, events through emit), given its
+``TurnParts``, never reaching back into the agent (docs/architecture.md#the-agent-and-the-turn)."""
 
 from __future__ import annotations
 
 import asyncio
-import calendar
 import json
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crab._contracts.errors import CrabError, PluginError
 from crab._contracts.events import ErrorEvent, Event, ToolResultEvent, TurnEnded, TurnStarted, TurnStop
-from crab._contracts.messages import (
-    AssistantMessage,
-    Message,
-    ToolCall,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-    message_to_dict,
-)
+from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, Usage, UserMessage, message_to_dict
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool, ToolContext, ToolResult, ToolSpec
+from crab._loop import steps
 from crab._loop.budget import TokenBudget
 from crab._loop.compaction import Compacted, CompactionReason
-from crab._loop.history import INTERRUPTED, NO_REPLY, repair
+from crab._loop.history import INTERRUPTED, repair
 from crab._loop.images import ImageLimits
-from crab._loop.model_call import AppendEntry, ModelCalls, Partial, Reply
+from crab._loop.model_call import ModelCalls, Partial, Reply
 from crab._loop.model_choice import ModelChoice
+from crab._loop.recorder import Recorder
 from crab._loop.session import QueuedInput, Session, TurnOutcome
+from crab._loop.steps import (
+    DATE_NOTE,
+    FINAL_ANSWER_NOTE,
+    REFUSED,
+    Accept,
+    CallModel,
+    CheckEnd,
+    Compact,
+    Continued,
+    Done,
+    EndTurn,
+    Input,
+    ModelReplied,
+    Notify,
+    OverBudget,
+    Overflowed,
+    Prompt,
+    Record,
+    RunTools,
+    Settle,
+    Steered,
+    Step,
+    StepSettings,
+    Submit,
+    Submitted,
+    TakeSteering,
+    ToolsRan,
+    TurnMachine,
+    date_note,
+    result_id,
+    session_date,
+)
 from crab._loop.tool_runner import ToolRunner
+
+__all__ = [
+    "DATE_NOTE",
+    "FINAL_ANSWER_NOTE",
+    "FULL_SCHEMA",
+    "LoopSettings",
+    "Turn",
+    "TurnParts",
+    "date_note",
+    "described",
+    "session_date",
+    "today",
+]
 
 FULL_SCHEMA = "Its full schema: {schema}"
 """Added to a failed call's error result when the request listed the tool without its full schema."""
-DATE_NOTE = "[crab] Today is {date}."
-"""Recorded after a prompt when the local date is not the one last told: the session's date (in
-the system prompt, fixed for the session: ``session_date``) or an earlier note. The prompt never
-shows today's date, which would change the whole cached prefix of a session continued next day."""
-FINAL_ANSWER_NOTE = (
-    "[crab] You have reached the limit of tool calls for this turn. Do not call tools; answer now "
-    "with what you have found, and say what is left undone."
-)
 
 
 def today() -> str:
     """The local date the date note tells (a function so tests can fix it)."""
     return time.strftime("%Y-%m-%d")
-
-
-def session_date(session_id: str) -> str | None:
-    """The local date a session started on, read from its id (``crab.new_session_id``: UTC time
-    first), so every process derives the same; None for an id of another form."""
-    try:
-        started = calendar.timegm(time.strptime(session_id[:15], "%Y%m%dT%H%M%S"))
-    except ValueError:
-        return None
-    return time.strftime("%Y-%m-%d", time.localtime(started))
-
-
-def date_note(messages: Sequence[Message], date: str, started: str | None) -> str | None:
-    """The note to record after a prompt when ``date`` is not the date last told: the last date
-    note in ``messages``, else the session's date (``started``, in the system prompt)."""
-    prefix = DATE_NOTE.partition("{")[0]
-    told = started
-    for message in reversed(messages):
-        if isinstance(message, UserMessage) and message.content.startswith(prefix):
-            told = message.content.removeprefix(prefix).rstrip(".")
-            break
-    return None if told == date else DATE_NOTE.format(date=date)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,17 +100,13 @@ class TurnParts:
 
     settings: LoopSettings
     calls: ModelCalls
+    recorder: Recorder
+    """The one writer of the session's entries (and the reader of its images' bytes)."""
     tools: Callable[[], Mapping[str, Tool]]
     """The registry of every loaded plugin's tools (read per request: plugins may add tools)."""
     system_prompt: Callable[[Session], Awaitable[str]]
     budget: Callable[[Session], TokenBudget]
     compact: Callable[[Session, CompactionReason], Awaitable[Compacted | None]]
-    record_message: Callable[[Session, Message], Awaitable[None]]
-    append_entry: AppendEntry
-    message_payload: Callable[[Message], Awaitable[dict[str, Any]]]
-    """A message's entry payload, its images' bytes put in the store first."""
-    load_images: Callable[[Session], Awaitable[None]]
-    """Fill the bytes of images the context names only by hash (read back from the store)."""
     tool_context: Callable[[Session, ToolCall, Tool], ToolContext]
     notice: Callable[[str, str], None]
     known_window: Callable[[Session], int | None] = lambda session: None
@@ -111,8 +117,9 @@ class TurnParts:
 
 
 class Turn:
-    """Runs one input of one session to its end; ``run`` never raises except on cancellation
-    from outside or a plugin failure in strict mode (``PluginError``).
+    """Runs one input of one session to its end by carrying out the steps of its ``TurnMachine``;
+    ``run`` never raises except on cancellation from outside or a plugin failure in strict mode
+    (``PluginError``).
 
     Its invariants: every recorded tool call ends with exactly one recorded result (after an
     abort, a failure or a stop by a plugin too), and aborted or failed replies are stored but
@@ -129,16 +136,29 @@ class Turn:
         self.text = ""
         self.tool_calls = 0
         self.partial: Partial | None = None
-        self.pending: dict[str, ToolCall] = {}
         self.results: dict[str, ToolResultMessage] = {}
         self.steered: list[QueuedInput] = []
-        self.continued = 0  # times a crab_turn_end hook kept this turn going
+        self._inputs: dict[str, tuple[QueuedInput, Any]] = {}  # prompt id -> the input and its queue
         self._system: str | None = None  # gathered once per turn, again after a compaction
+        self._built: ModelRequest | None = None  # the request the current CallModel built
+        self._held: Reply | None = None  # a reply whose context overflow waits for a compaction
         self.choice: ModelChoice = parts.calls.choose(session)
         """The provider and model of the last request (``/model`` takes effect at the next one)."""
+        self.machine = TurnMachine(
+            session.id,
+            self.id,
+            self._prompt(item, queue),
+            session.messages,
+            StepSettings(parts.settings.max_iterations),
+        )
 
     def emit(self, event: Event) -> None:
         self.parts.calls.emit(event, self.session.id)
+
+    def _prompt(self, item: QueuedInput, queue: Any) -> Prompt:
+        prompt = Prompt(f"{self.id}.p{len(self._inputs)}", item.text, item.images)
+        self._inputs[prompt.id] = (item, queue)
+        return prompt
 
     async def run(self) -> TurnOutcome:
         session = self.session
@@ -146,26 +166,23 @@ class Turn:
         stop: TurnStop
         error: str | None = None
         try:
-            await self._record_missing_reply()
-            refused = await self._record_input(self.item, self.queue)
-            if refused is None:
-                stop, error = await self._iterate()
-            else:
-                stop, error = "error", refused
-                self.emit(ErrorEvent(refused, "plugin"))
+            stop, error = await self._drive()
         except asyncio.CancelledError:
-            await self._settle("aborted")
+            await self._abort("aborted")
             stop = "aborted"
             if not session.abort_requested:
                 raise
         except PluginError:  # strict mode: pair what is open, then end the run (exit 2)
-            await self._settle("error")
+            await self._abort("error")
             raise
         except Exception as exc:
             error = str(exc) if isinstance(exc, CrabError) else f"internal error: {type(exc).__name__}: {exc}"
             self.emit(ErrorEvent(error, "unknown"))
-            await self._settle("error")
+            await self._abort("error")
             stop = "error"
+        finally:
+            self.parts.recorder.forget(session)
+        self.text, self.tool_calls = self.machine.text, self.machine.tool_calls
         self.usage, session.side_usage = self.usage + session.side_usage, Usage()
         outcome = TurnOutcome(
             stop=stop,
@@ -183,34 +200,68 @@ class Turn:
         self.emit(TurnEnded(session.id, self.id, stop, self.text, self.usage, error, self.choice.model, window))
         return outcome
 
-    async def _record_input(self, item: QueuedInput, queue: Any) -> str | None:
-        """Record one input and the context ``crab_prompt_submit`` adds; the refusal line when a
-        hook refused it (then nothing is recorded)."""
+    async def _drive(self) -> tuple[TurnStop, str | None]:
+        """Carry out the machine's steps until it ends the turn."""
+        machine = self.machine
+        step = machine.step
+        while not isinstance(step, EndTurn):
+            step = machine.send(await self._carry_out(step))
+        if step.shown and step.error is not None:
+            self.emit(ErrorEvent(step.error, "plugin"))
+        return step.stop, step.error
+
+    async def _carry_out(self, step: Step) -> Input:
+        """One step, in this process."""
+        if isinstance(step, CallModel):
+            return await self._call_model(step)
+        if isinstance(step, RunTools):
+            return await self._run_tools(step)
+        if isinstance(step, Record):
+            await self.parts.recorder.message(self.session, step.message, step.id)
+            return Done()
+        if isinstance(step, TakeSteering):
+            return Steered(tuple(self._prompt(item, self.session.steering) for item in self.session.steering))
+        if isinstance(step, Submit):
+            return await self._submit(step)
+        if isinstance(step, Accept):
+            item, queue = self._inputs[step.prompt.id]
+            if item in queue:
+                queue.remove(item)  # written: no longer in flight
+            if step.steered:
+                self.steered.append(item)
+            return Done()
+        if isinstance(step, CheckEnd):
+            session = self.session
+            text = await self.parts.calls.dispatch.turn_end(
+                session_id=session.id, workspace=session.workspace, text=step.text, continued=step.continued
+            )
+            return Continued(text)
+        if isinstance(step, Compact):
+            return await self._compact(step)
+        if isinstance(step, Notify):
+            self.parts.notice(step.text, step.level)
+            return Done()
+        if isinstance(step, Settle):
+            await self._settle(step)
+            return Done()
+        raise AssertionError(f"no driver for {step!r}")  # pragma: no cover - Step is a closed union
+
+    async def _submit(self, step: Submit) -> Submitted:
+        """Offer a prompt to ``crab_prompt_submit``; a refused one leaves its queue at once (refused
+        on purpose: nothing is left in flight) and a refused steering input is answered."""
         session = self.session
         refused, context = await self.parts.calls.dispatch.prompt_submit(
-            prompt=item.text, session_id=session.id, workspace=session.workspace, config=self.parts.config
+            prompt=step.prompt.text, session_id=session.id, workspace=session.workspace, config=self.parts.config
         )
         if refused is not None:
+            item, queue = self._inputs[step.prompt.id]
             if item in queue:
-                queue.remove(item)  # refused on purpose: nothing is left in flight
-            return f"prompt refused: {refused.reason}"
-        await self.parts.record_message(session, UserMessage(item.text, images=item.images))
-        for extra in context:
-            await self.parts.record_message(session, self._fitted(extra))
-        note = date_note(session.messages, today(), session_date(session.id))
-        if note is not None:
-            await self.parts.record_message(session, UserMessage(note))
-        if item in queue:
-            queue.remove(item)  # written: no longer in flight
-        return None
-
-    async def _record_missing_reply(self) -> None:
-        """When the last turn got no reply (aborted, failed, crab stopped), record ``NO_REPLY``
-        before this turn's prompt: in the store, so the context a resume reads is the one this
-        process sends (a repair that inserted it on resume changed the resumed prefix)."""
-        messages = self.session.messages
-        if messages and isinstance(messages[-1], UserMessage):
-            await self.parts.record_message(self.session, AssistantMessage(content=NO_REPLY))
+                queue.remove(item)
+            if step.steered and not item.outcome.done():
+                line = REFUSED.format(reason=refused.reason)
+                item.outcome.set_result(TurnOutcome(stop="error", error=line, session_id=session.id))
+            return Submitted(refused=refused.reason)
+        return Submitted(None, tuple(self._fitted(extra) for extra in context), today(), session.messages)
 
     def _fitted(self, extra: str | UserMessage) -> UserMessage:
         """A hook's context as a message, its images within the caps (a note for each left out)."""
@@ -221,55 +272,15 @@ class Turn:
         images, notes = self.parts.settings.images.fit_result(extra.images)
         return UserMessage("\n".join([extra.content, *notes]).strip(), images=images)
 
-    async def _iterate(self) -> tuple[TurnStop, str | None]:
-        limit = self.parts.settings.max_iterations
-        for _ in range(limit):
-            message = await self._model_call()
-            if message.stop_reason == "error":
-                return "error", message.error
-            if not message.tool_calls:
-                if await self._going_on():
-                    continue
-                return "end", None
-            stop = await self._run_tools(message)
-            if stop is not None:
-                return "guard", stop
-            await self._take_steering()
-        self.parts.notice(f"reached the cap of {limit} model calls; asking for a final answer", "warning")
-        # Asked as a recorded note with the same tools and system prompt: the request's prefix
-        # stays the cached one (tools are offered, and a call made anyway is paired as skipped).
-        await self.parts.record_message(self.session, UserMessage(FINAL_ANSWER_NOTE))
-        message = await self._model_call()
-        if message.stop_reason == "error":
-            return "error", message.error
-        if message.tool_calls:
-            await self._pair_all(message.tool_calls, "Skipped: the iteration cap was reached.")
-        return "max_iterations", None
-
-    async def _take_steering(self) -> None:
-        steering = self.session.steering
-        while steering:
-            item = steering[0]
-            refused = await self._record_input(item, steering)
-            if refused is None:
-                self.steered.append(item)
-                continue
-            self.parts.notice(refused, "warning")
-            if not item.outcome.done():
-                item.outcome.set_result(TurnOutcome(stop="error", error=refused, session_id=self.session.id))
-
-    async def _going_on(self) -> bool:
-        """Whether a ``crab_turn_end`` hook keeps the turn going after this answer (its text is
-        recorded for the model)."""
-        session = self.session
-        text = await self.parts.calls.dispatch.turn_end(
-            session_id=session.id, workspace=session.workspace, text=self.text, continued=self.continued
-        )
-        if text is None:
-            return False
-        self.continued += 1
-        await self.parts.record_message(session, UserMessage(text))
-        return True
+    async def _abort(self, why: str) -> None:
+        """Tell the machine the turn was aborted or failed, and carry out its ``Settle``."""
+        if isinstance(self.machine.step, EndTurn):  # it failed after its end (strict mode): nothing is open
+            await self._settle(Settle(f"{self.id}.end", why))
+            return
+        step = self.machine.send(steps.Abort(why))
+        assert isinstance(step, Settle)
+        await self._settle(step)
+        self.machine.send(Done())
 
     # --- model calls ------------------------------------------------------------------------
 
@@ -279,7 +290,7 @@ class Turn:
         every request until the configuration, the tool set or a compaction changes them
         (``tests/test_request_prefix.py``); whatever varies is a recorded message."""
         parts, session = self.parts, self.session
-        await parts.load_images(session)
+        await parts.recorder.load_images(session)
         if self._system is None:
             self._system = await parts.system_prompt(session)
         tools = parts.tools()
@@ -297,48 +308,53 @@ class Turn:
         session.described = described(request.tools, tools)
         return request
 
-    async def _compact(self, reason: CompactionReason) -> bool:
-        compacted = await self.parts.compact(self.session, reason)
-        if compacted is None:
-            return False
-        self.usage = self.usage + compacted.usage
-        self._system = None  # the summary is in the system prompt now
-        return True
-
-    async def _model_call(self) -> AssistantMessage:
-        """One model call. Past the budget's threshold the history is compacted first; when the
-        provider says the request did not fit, it is compacted and the call is retried once."""
+    async def _call_model(self, step: CallModel) -> Input:
+        """One model call of ``step``'s phase (``crab._loop.steps.CallModel``)."""
         budget = self.parts.budget(self.session)
-        request = await self._request()
-        if budget.over(request):
-            if await self._compact("threshold"):
-                request = await self._request()
-            else:
-                budget.hold(request)
-        reply = await self._send(request, hold_overflow=True)
-        message = reply.message
+        if step.phase == "held" and self._built is not None:
+            request = self._built
+            budget.hold(request)
+        else:
+            request = self._built = await self._request()
+            if step.phase == "first" and budget.over(request):
+                return OverBudget()
+        reply = await self._send(request, hold_overflow=step.phase != "retry")
         if reply.overflow is not None:
             budget.overflowed(request)
-            if await self._compact("overflow"):
-                request = await self._request()
-                message = (await self._send(request, hold_overflow=False)).message
-            else:
-                self.emit(reply.overflow)
+            self._held = reply
+            return Overflowed(reply.message)
+        self._built = None
+        message = reply.message
         if message.replayable:
             budget.learn(request, message.usage)
-            self.text = message.content
-        return message
+        return ModelReplied(message)
+
+    async def _compact(self, step: Compact) -> Input:
+        compacted = await self.parts.compact(self.session, step.reason)
+        held, self._held = self._held, None
+        if compacted is None:
+            if step.reason == "overflow" and held is not None and held.overflow is not None:
+                self.emit(held.overflow)
+            return steps.Compacted(False)
+        self.usage = self.usage + compacted.usage
+        self._system = None  # the summary is in the system prompt now
+        return steps.Compacted(True)
 
     async def _send(self, request: ModelRequest, *, hold_overflow: bool) -> Reply:
         """Stream ``request``, keeping what arrives for an abort, and record the reply."""
         partial = self.partial = Partial()
         session = self.session
+        recorder = self.parts.recorder
+
+        async def record_reply(message: AssistantMessage) -> None:
+            await recorder.message(session, message)
+
         reply = await self.parts.calls.send(
             session,
             request,
             partial=partial,
             hold_overflow=hold_overflow,
-            record_reply=lambda message: self.parts.record_message(session, message),
+            record_reply=record_reply,
             choice=self.choice,
         )
         self.partial = None
@@ -348,24 +364,26 @@ class Turn:
 
     # --- tools ------------------------------------------------------------------------------
 
-    async def _run_tools(self, message: AssistantMessage) -> str | None:
-        self.pending = {call.id: call for call in message.tool_calls}
+    async def _run_tools(self, step: RunTools) -> ToolsRan:
+        """Run (or skip) ``step``'s calls; their results join the context in call order."""
         self.results = {}
-        self.tool_calls += len(message.tool_calls)
         session = self.session
-        runner = ToolRunner(
-            self.parts.calls.dispatch,
-            self.parts.tools(),
-            self.parts.settings.tool_timeout,
-            self._tool_context,
-            self._record_result,
-        )
-        outcome = await runner.run_all(message.tool_calls, lambda: bool(session.steering))
-        session.messages.extend(self.results[c.id] for c in message.tool_calls if c.id in self.results)
-        self.pending, self.results = {}, {}
-        if outcome.stopped is not None:
-            self.parts.notice(f"the turn was stopped: {outcome.stopped}", "warning")
-        return outcome.stopped
+        stopped: str | None = None
+        if step.skip is not None:
+            for call in step.calls:
+                await self._record_result(step, call, ToolResult(step.skip, is_error=True), 0.0)
+        else:
+            runner = ToolRunner(
+                self.parts.calls.dispatch,
+                self.parts.tools(),
+                self.parts.settings.tool_timeout,
+                self._tool_context,
+                lambda call, result, duration: self._record_result(step, call, result, duration),
+            )
+            stopped = (await runner.run_all(step.calls, lambda: bool(session.steering))).stopped
+        session.messages.extend(self.results[c.id] for c in step.calls if c.id in self.results)
+        self.results = {}
+        return ToolsRan(stopped)
 
     def _tool_context(self, call: ToolCall, tool: Tool) -> ToolContext:
         ctx = self.parts.tool_context(self.session, call, tool)
@@ -376,9 +394,12 @@ class Turn:
         """Usage a tool call spent itself (a child session's turn) counts in this turn's."""
         self.usage = self.usage + usage
 
-    async def _record_result(self, call: ToolCall, result: ToolResult, duration_ms: float) -> None:
-        if call.id not in self.pending:
-            return  # already settled (an abort raced the tool)
+    async def _record_result(self, step: RunTools, call: ToolCall, result: ToolResult, duration_ms: float) -> None:
+        """Record one call's result once (a result that comes after the abort settled the call is dropped)."""
+        recorder = self.parts.recorder
+        rid = result_id(step, call)
+        if recorder.written(self.session, rid):
+            return
         content = result.content
         invalid = result.is_error and content.startswith(f"invalid arguments for {call.name}")
         tool = self.parts.tools().get(call.name) if invalid else None
@@ -390,37 +411,31 @@ class Turn:
         if notes:
             content = "\n".join([content, *notes])
         message = ToolResultMessage(call.id, call.name, content, result.is_error, images=images)
-        await self.parts.append_entry(self.session, "tool_result", await self.parts.message_payload(message))
-        self.pending.pop(call.id, None)
+        if not await recorder.result(self.session, rid, message):
+            return
         self.results[call.id] = message
         self.emit(ToolResultEvent(call.id, call.name, content, result.is_error, duration_ms, result.diffs))
 
-    async def _pair_all(self, calls: tuple[ToolCall, ...], reason: str) -> None:
-        self.pending = {c.id: c for c in calls}
-        for call in calls:
-            await self._record_result(call, ToolResult(reason, is_error=True), 0.0)
-        self.session.messages.extend(self.results.values())
-        self.pending, self.results = {}, {}
-
-    async def _settle(self, why: str) -> None:
+    async def _settle(self, step: Settle) -> None:
         """After an abort or a failure: keep the partial reply out of context and pair every call."""
         session, choice = self.session, self.choice
         try:
-            if self.partial is not None and (self.partial.text or self.partial.thinking):
-                stop = "aborted" if why == "aborted" else "error"
-                partial = self.partial.message(stop, why, choice.provider.name, choice.model)
-                await self.parts.append_entry(session, "message", message_to_dict(partial))
+            if step.partial and self.partial is not None and (self.partial.text or self.partial.thinking):
+                stop = "aborted" if step.why == "aborted" else "error"
+                partial = self.partial.message(stop, step.why, choice.provider.name, choice.model)
+                await self.parts.recorder.append(session, "message", message_to_dict(partial))
             self.partial = None
-            reason = INTERRUPTED if why == "aborted" else f"Not run: the turn failed ({why})."
-            for call in list(self.pending.values()):
-                await self._record_result(call, ToolResult(reason, is_error=True), 0.0)
+            reason = INTERRUPTED if step.why == "aborted" else f"Not run: the turn failed ({step.why})."
+            if step.tools is not None:
+                for call in step.tools.calls:
+                    await self._record_result(step.tools, call, ToolResult(reason, is_error=True), 0.0)
         except PluginError:  # strict mode: the run ends; repair pairs what is left on resume
             session.messages = repair([*session.messages, *self.results.values()])
             raise
         except Exception as exc:  # the store itself may be what failed; say so and keep the cache sane
             self.emit(ErrorEvent(f"could not record the end of the turn: {exc}", "unknown"))
         session.messages = repair([*session.messages, *self.results.values()])
-        self.pending, self.results = {}, {}
+        self.results = {}
 
 
 def described(specs: tuple[ToolSpec, ...], tools: Mapping[str, Tool]) -> frozenset[str]:

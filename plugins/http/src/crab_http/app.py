@@ -44,6 +44,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 Handler = Callable[["HttpChannel", Request], Awaitable[Response]]
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+NO_RETRY = {"x-should-retry": "false"}
+"""On an OpenAI-API error for a turn that ran: the official SDKs then do not send it again."""
 PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
@@ -398,9 +400,13 @@ async def chat_completions(channel: HttpChannel, request: Request) -> Response:
                 end = {"stop": "end", "turn_id": secrets.token_hex(6)}
     finally:
         watcher.cancel()
+    # The official SDKs retry a 5xx twice unless told not to: that would run the turn again and
+    # record its prompt again (crab retried the model call itself already).
     if end.get("stop") == "error" or not end:
         message = str(end.get("error") or "the turn ended without an answer")
-        return JSONResponse(oa.error_body(message, "server_error"), 502)
+        return JSONResponse(oa.error_body(message, "server_error"), 502, headers=NO_RETRY)
+    if end.get("stop") == "aborted":  # half an answer must not read as a whole one
+        return JSONResponse(oa.error_body(oa.ABORTED, "server_error"), 503, headers=NO_RETRY)
     return JSONResponse(
         oa.completion(str(end.get("turn_id")), model, answer.text, end.get("usage"), oa.finish_reason(end.get("stop")))
     )
@@ -427,6 +433,8 @@ async def _chunks(channel: HttpChannel, conversation: Conversation, queue: Any, 
             ended = True
             if item.get("stop") == "error":
                 yield sse(oa.error_body(str(item.get("error") or "the turn failed"), "server_error"))
+            elif item.get("stop") == "aborted":  # no finish_reason: the text so far is not the answer
+                yield sse(oa.error_body(oa.ABORTED, "server_error"))
             else:
                 done = oa.chunk(turn_id, model, {}, oa.finish_reason(item.get("stop")))
                 done["usage"] = oa.usage_of(item.get("usage"))

@@ -163,6 +163,13 @@ def usage_of(usage: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
+ABORTED = (
+    "the turn was aborted before its answer was complete (turn_timeout, crab serve stopping, or an "
+    "abort): what it said so far stays in the session"
+)
+"""The error an aborted turn answers with: an OpenAI client reads a ``finish_reason`` as a whole answer."""
+
+
 def finish_reason(stop: str | None) -> str:
     return "length" if stop == "max_iterations" else "stop"
 

@@ -9,6 +9,7 @@ Anthropic's own (a proxy bills its own way); a ``models."<id>"`` entry overrides
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -97,7 +98,12 @@ class AnthropicSettings:
         return self.models.get(model)
 
     def min_cache_tokens(self, model: str) -> int:
-        return self.min_cache.get(model, DEFAULT_MIN_CACHE)
+        """The model's shortest cacheable prefix; a dated id (``claude-haiku-4-5-20251001``,
+        ``claude-3-5-haiku-20241022``) has its alias's."""
+        for name in (model, *alias_candidates(model)):
+            if name in self.min_cache:
+                return self.min_cache[name]
+        return DEFAULT_MIN_CACHE
 
     def extra_body_for(self, model: str) -> dict[str, Any]:
         """The table's ``extra_body`` with the model's own laid on top (the model's wins)."""
@@ -105,6 +111,14 @@ class AnthropicSettings:
 
 
 MODELS_KEY = ("plugins", PLUGIN, "models")
+_DATED = re.compile(r"^(.+)-\d{8}$")
+
+
+def alias_candidates(model: str) -> tuple[str, ...]:
+    """The aliases a dated model id may have: the id without its date (``claude-haiku-4-5``),
+    then with ``-latest`` (the Claude 3 models' aliases); none for an id without a date."""
+    dated = _DATED.match(model)
+    return (dated.group(1), f"{dated.group(1)}-latest") if dated else ()
 
 
 def check_table(values: Mapping[str, Any]) -> None:

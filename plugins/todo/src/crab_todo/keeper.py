@@ -1,7 +1,7 @@
 """Each session's plan: set by the ``todo`` tool (and shown as a ``crab.PlanEvent``), read back
 from the session's stored entries when this process has not seen it (a resumed session), and
-given to the model with a request whose context no longer holds the call that set it (after a
-compaction). The store is the truth: the cache here only saves reading it again."""
+given to the model, as it stood at the last compaction, with a request whose context no longer
+holds the call that set it. The store is the truth: the caches here only save reading it again."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ class PlanKeeper:
     def __init__(self) -> None:
         self.handle: crab.AgentHandle | None = None
         self.plans: dict[str, tuple[crab.PlanItem, ...]] = {}
+        self.anchored: dict[str, tuple[int, tuple[str, tuple[crab.PlanItem, ...]] | None]] = {}
+        """Per session: the hash of the system prompt the note was decided for (not the prompt
+        itself: a server keeps many sessions), and ``plan.before_anchor``."""
 
     async def plan_for(self, session_id: str) -> tuple[crab.PlanItem, ...]:
         """The session's plan: from this process, else from its stored entries."""
@@ -74,17 +77,28 @@ class PlanKeeper:
 
     async def with_plan(self, request: crab.ModelRequest, session_id: str) -> crab.ModelRequest | None:
         """``request`` with the plan in its system prompt when the model is offered ``todo`` and
-        its messages no longer hold the call that set the plan; None (unchanged) otherwise."""
-        if not session_id or not any(spec.name == plan.NAME for spec in request.tools):
+        its context no longer holds the call that set the plan it had when its context started
+        afresh (a compaction or a handoff: ``plan.before_anchor``); None (unchanged) otherwise.
+
+        The note is that plan, not the latest: a ``todo`` call after the compaction is in the
+        context, and changing the note then would change the cached prefix (issue 38) on every
+        plan update. The stored entries are read once per system prompt of a session (a
+        compaction changes it)."""
+        if not session_id or self.handle is None or not any(spec.name == plan.NAME for spec in request.tools):
             return None
-        if plan.latest(request.messages) is not None:
-            return None  # the call that set the plan is in the context: the model sees it there
-        try:
-            items = await self.plan_for(session_id)
-        except Exception:  # a hook that raises refuses the model call: the plan is an aid, not worth that
+        kept = self.anchored.get(session_id)
+        if kept is None or kept[0] != hash(request.system):
+            try:
+                found = plan.before_anchor(await self.handle.entries(session_id))
+            except Exception:  # a hook that raises refuses the model call: the plan is an aid, not worth that
+                return None
+            kept = self.anchored[session_id] = (hash(request.system), found)
+        found = kept[1]
+        if found is None or not found[1]:
             return None
-        if not items:
-            return None
+        call_id, items = found
+        if any(isinstance(m, crab.ToolResultMessage) and m.call_id == call_id for m in request.messages):
+            return None  # the call is in the context (kept verbatim): the model sees it there
         return replace(request, system=f"{request.system}\n\n{plan.note(items)}")
 
     async def command(self, ctx: crab.CommandContext, args: str) -> crab.CommandResult:
