@@ -5,9 +5,8 @@ restarted ``crab serve``) sends the redacted text. The messages then differ from
 and the next process pays its whole context again (and the model saw the secret once, never again).
 
 Found by recording ``crab run`` and ``crab run -c`` request bodies (crab-provider-openai against
-``crab.testing.ReplayServer``) with a workspace file holding the endpoint's key. The fix is
-core's (``Agent.record_message`` keeps the unredacted message in context, ``crab/_loop``, being
-rewritten by issue 40): ``xfail(strict)`` until then."""
+``crab.testing.ReplayServer``) with a workspace file holding the endpoint's key. The recorder
+now keeps in context the message as stored, masked where a secret was."""
 
 from __future__ import annotations
 
@@ -31,9 +30,6 @@ class Plugin:
         return [env_file]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the live context keeps a secret the store redacts: a resumed prefix differs (issue 40)"
-)
 def test_a_resumed_session_sends_the_messages_the_live_one_sent(
     crab_agent: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -49,3 +45,4 @@ def test_a_resumed_session_sends_the_messages_the_live_one_sent(
 
     sent = [message_to_dict(m) for m in before.messages]
     assert [message_to_dict(m) for m in after.messages[: len(sent)]] == sent
+    assert SECRET not in repr(sent)  # the model never got it

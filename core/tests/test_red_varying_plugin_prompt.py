@@ -7,8 +7,8 @@ such a plugin (``Agent.system_prompt`` asks every plugin again at each turn's fi
 
 What would hold: the loop keeps a session's system prompt until the configuration, the tool set
 or a compaction changes it (what varies belongs in ``crab_prompt_submit`` context, a recorded
-message), or at least says once which plugin's part changed. Either is core's (``crab/_loop``,
-being rewritten by issue 40): ``xfail(strict)`` until then."""
+message), or at least says once which plugin's part changed. ``Agent.system_prompt`` now
+gathers a session's system prompt once per live session, again after a compaction."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import itertools
 from typing import Any
 
 import crab
-import pytest
 
 
 class Clock:
@@ -30,9 +29,6 @@ class Clock:
         return f"Local time: 08:{next(self.ticks):02d}"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="a plugin's varying system-prompt part changes a session's prefix each turn (issue 40)"
-)
 def test_a_plugins_varying_part_does_not_change_the_sessions_system_prompt(crab_agent: Any) -> None:
     h = crab_agent([[{"text": "one"}], [{"text": "two"}], [{"text": "three"}]], plugins={"clock": Clock()})
     for prompt in ("first", "second", "third"):

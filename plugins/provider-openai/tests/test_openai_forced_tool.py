@@ -2,8 +2,9 @@
 
 Under the progressive tool view every other tool stays a stub (its parameters' shape, without
 descriptions, defaults or ``additionalProperties``). Before, the forced tool went as its stub
-too, and a small model forced to call ``read`` answered with the stub itself as its arguments. Checked on the request bodies the replay server
-(a real HTTP server on 127.0.0.1) records, through a real agent turn.
+too, and a small model forced to call ``read`` answered with the stub itself as its arguments.
+Checked on the request bodies the replay server (a real HTTP server on 127.0.0.1) records,
+through a real agent turn.
 """
 
 from __future__ import annotations

@@ -124,10 +124,11 @@ def crab_doctor(config: Config) -> list[tuple[str, str]] | None:
 
 @hookspec(category="context", on_failure="drop")
 def crab_system_prompt(workspace: Path, session_id: str, config: Config) -> str | list[str] | None:
-    """Parts of the system prompt for the model calls of a turn.
+    """Parts of the system prompt for the model calls of a session.
 
-    Called once per turn, before its first model call (and again after a compaction changes the
-    summary); return text, a list of texts, or None. Parts are joined
+    Called once per live session, before its first model call (and again after a compaction
+    changes the summary, and in each process that resumes it); return text, a list of texts, or
+    None. Parts are joined
     with blank lines in plugin order. Core's part comes first: the default prompt
     (``crab/_builtin/system_prompt.md``: the tool protocol, which plugins add to and never replace) and
     the instruction files (``$CRAB_HOME/AGENTS.md``, then AGENTS.md or CLAUDE.md of each folder

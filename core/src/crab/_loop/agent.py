@@ -538,15 +538,26 @@ class Agent:
     async def system_prompt(self, session: Session) -> str:
         """Every plugin's ``crab_system_prompt`` parts (core's default prompt and instruction files
         first), then ``[crab] system_prompt_append``, then the handoff or compaction note, joined by
-        blank lines."""
+        blank lines.
+
+        Gathered once per live session and again when a compaction changed its note: the system
+        prompt is part of the prefix providers cache, and a plugin part that varied from turn to
+        turn (a clock, a git status) would re-bill the whole prompt each turn. So an edited
+        instruction file or a plugin's new part applies from the session's next process, resume
+        or compaction on (docs/architecture.md, "The request prefix never changes")."""
+        note = handoff_note(session.handoff)
+        kept = session.system
+        if kept is not None and kept[0] == note:
+            return kept[1]
         parts = self.host.dispatch.system_prompt(workspace=session.workspace, session_id=session.id, config=self.config)
         appended = self.config.get("crab.system_prompt_append")
         if isinstance(appended, str) and appended.strip():
             parts.append(appended.strip())
-        note = handoff_note(session.handoff)
         if note:
             parts.append(note)
-        return "\n\n".join(parts)
+        text = "\n\n".join(parts)
+        session.system = (note, text)
+        return text
 
     def tool_context(self, session: Session, call: ToolCall, tool: Tool) -> ToolContext:
         """What a tool (or a ``!cmd``) running for ``session`` sees of the agent."""

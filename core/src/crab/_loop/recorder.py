@@ -6,15 +6,25 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypeVar
 
-from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, message_to_dict
+from crab._contracts.messages import (
+    AssistantMessage,
+    Message,
+    ToolResultMessage,
+    UserMessage,
+    message_from_dict,
+    message_to_dict,
+)
 from crab._contracts.storage import EntryType, Store
 from crab._loop.history import load_history
 from crab._loop.images import load_images, message_payload
 from crab._loop.model_choice import model_entry
 from crab._loop.session import Session
 from crab._secrets.redaction import Redactor
+
+M = TypeVar("M", bound=Message)
 
 PARENT_SESSION_META = "crab.parent_session"
 """Session ``meta`` key: the id of the session whose tool call started this one."""
@@ -67,22 +77,37 @@ class Recorder:
         return await message_payload(self.store, message)
 
     async def message(self, session: Session, message: Message, step_id: str | None = None) -> bool:
-        """Store ``message`` and keep it in context unless it is an aborted or failed reply;
-        False when ``step_id`` was written already (then nothing happens)."""
+        """Store ``message`` and keep it in context (as stored: ``_stored``) unless it is an
+        aborted or failed reply; False when ``step_id`` was written already (then nothing happens)."""
         if not self._claim(session, step_id):
             return False
-        await self.append(session, "message", await self.payload(message))
-        if not isinstance(message, AssistantMessage) or message.replayable:
-            session.messages.append(message)
+        kept = await self._stored(session, "message", message)
+        if not isinstance(kept, AssistantMessage) or kept.replayable:
+            session.messages.append(kept)
         return True
 
-    async def result(self, session: Session, step_id: str, message: ToolResultMessage) -> bool:
-        """Store a tool call's result under ``step_id`` (``crab._loop.steps.result_id``); False when
-        it was written already. The caller puts results in context in call order, after the batch."""
+    async def result(self, session: Session, step_id: str, message: M) -> M | None:
+        """Store a tool call's result under ``step_id`` (``crab._loop.steps.result_id``) and return
+        it as stored, for the context; None when it was written already. The caller puts results
+        in context in call order, after the batch."""
         if not self._claim(session, step_id):
-            return False
-        await self.append(session, "tool_result", await self.payload(message))
-        return True
+            return None
+        return await self._stored(session, "tool_result", message)
+
+    async def _stored(self, session: Session, type: EntryType, message: M) -> M:
+        """Append ``message``'s entry and return the message the context keeps: the one a resume
+        reads back. Where a secret was masked that is the masked one, so a resumed session sends
+        the very bytes the live one sent (the prefix providers cache) and the model never gets a
+        secret crab knows; else ``message`` itself (no copy)."""
+        payload = await self.payload(message)
+        stored = self.redactor.payload(payload)
+        await self.store.append(session.id, type, stored)
+        if stored is payload or stored == payload:
+            return message
+        masked = message_from_dict(stored)
+        if isinstance(message, UserMessage | ToolResultMessage) and isinstance(masked, UserMessage | ToolResultMessage):
+            masked = replace(masked, images=message.images)  # image bytes are never masked: keep them loaded
+        return masked  # type: ignore[return-value]  # message_from_dict gives back the same kind
 
     async def load_images(self, session: Session) -> None:
         """Fill the bytes of every image the session's context names only by hash (checking only

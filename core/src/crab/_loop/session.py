@@ -56,6 +56,9 @@ class Session:
     handoff: dict[str, Any] | None = None
     state: dict[str, Any] = field(default_factory=dict)
     system_hashes: set[str] = field(default_factory=set)
+    system: tuple[str, str] | None = None
+    """The system prompt this session's requests carry, with the handoff note it was gathered for
+    (``Agent.system_prompt``: once per live session, again after a compaction)."""
     steering: deque[QueuedInput] = field(default_factory=deque)
     follow_ups: deque[QueuedInput] = field(default_factory=deque)
     task: asyncio.Task[TurnOutcome] | None = None

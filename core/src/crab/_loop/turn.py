@@ -410,10 +410,12 @@ class Turn:
         images, notes = self.parts.settings.images.fit_result(result.images)
         if notes:
             content = "\n".join([content, *notes])
-        message = ToolResultMessage(call.id, call.name, content, result.is_error, images=images)
-        if not await recorder.result(self.session, rid, message):
+        stored = await recorder.result(
+            self.session, rid, ToolResultMessage(call.id, call.name, content, result.is_error, images=images)
+        )
+        if stored is None:
             return
-        self.results[call.id] = message
+        self.results[call.id] = stored
         self.emit(ToolResultEvent(call.id, call.name, content, result.is_error, duration_ms, result.diffs))
 
     async def _settle(self, step: Settle) -> None:
