@@ -100,7 +100,7 @@ def plugin_conversion(page: bytes) -> Callable[[], int]:
 
 
 def web_fetch_tool(port: int, workspace: Path) -> Callable[[], int]:
-    from crab import ToolContext
+    from crab import ToolContext, run_tool
     from crab_tools_web.tools import build_tools
 
     settings = {"allow_hosts": ["127.0.0.1"], "max_bytes": 50_000_000, "total_timeout": 120, "read_timeout": 60}
@@ -109,7 +109,7 @@ def web_fetch_tool(port: int, workspace: Path) -> Callable[[], int]:
 
     def run() -> int:
         ctx = ToolContext(session_id="bench", workspace=workspace, settings=settings)  # fresh: no cache
-        result = asyncio.run(tool.run({"url": url}, ctx))
+        result = asyncio.run(run_tool(tool, {"url": url}, ctx))
         assert not result.is_error, result.content
         return int(result.details["total"])
 

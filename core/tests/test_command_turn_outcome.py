@@ -64,11 +64,11 @@ def test_a_command_with_its_own_text_keeps_it():
 
 def test_a_long_lived_handle_keeps_no_outcomes():
     """A channel's handle lives as long as ``crab serve``: it must not collect every turn."""
-    from crab._contracts.handle import AgentHandle
+    from crab._loop.handle import LoopHandle
 
     harness = AgentHarness([[{"text": "one"}], [{"text": "two"}]])
     try:
-        handle = AgentHandle(harness.agent)
+        handle = LoopHandle(harness.agent)
         harness.run_async(handle.handle_input(harness.session, "a"))
         harness.run_async(handle.handle_input(harness.session, "b"))
         assert handle._turns is None

@@ -3,7 +3,9 @@ is a ``PlanEvent`` whose JSON-lines form lists the whole checklist (crab._contra
 
 from __future__ import annotations
 
+import asyncio
 import types
+from pathlib import Path
 
 import crab
 from crab._contracts.events import FileDiff, PlanEvent, PlanItem, ToolResultEvent, event_to_dict
@@ -36,7 +38,7 @@ def test_a_cut_result_keeps_its_diffs():
         """Lots of output."""
         return crab.ToolResult("\n".join(map(str, range(50))), diffs=(diff,))
 
-    limited = noisy._limit(crab.ToolResult("\n".join(map(str, range(50))), diffs=(diff,)))
+    limited = asyncio.run(crab.run_tool(noisy, {}, crab.ToolContext("s", Path("."))))
     assert limited.diffs == (diff,) and limited.content != "\n".join(map(str, range(50)))
 
 

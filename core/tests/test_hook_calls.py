@@ -52,7 +52,7 @@ def test_the_handle_collects_every_plugins_answer_in_plugin_order(crab_agent, tm
     # "a-first" implements the hook and loads before the plugin declaring it: order does not matter.
     plugins = {"a-first": _offering(tmp_path / "a"), "gatherer": _gatherer(), "second": _offering(tmp_path / "b")}
     harness = crab_agent(plugins=plugins)
-    handle = crab.AgentHandle(harness.agent)
+    handle = harness.handle
     assert handle.collect("crab_gather_dirs") == [("a-first", [tmp_path / "a"]), ("second", [tmp_path / "b"])]
     assert harness.host.declarers["crab_gather_dirs"] == "plugin gatherer"
 
@@ -65,7 +65,7 @@ def test_a_failing_implementation_meets_the_policy_its_declarer_gave(crab_agent,
     assert host.records["bad"].faults == [
         "crab_gather_hint raised RuntimeError: no hint today (its crab_gather_hint is not called again in this run)"
     ]
-    handle = crab.AgentHandle(harness.agent)
+    handle = harness.handle
     assert handle.collect("crab_gather_dirs") == [("good", [tmp_path])]
     status = {p.name: p for p in handle.plugins()}
     assert status["bad"].status == "failed"  # the default policy, like core's registration hooks

@@ -172,7 +172,7 @@ def test_an_attached_image_over_the_cap_is_one_line_and_records_nothing(monkeypa
 def test_pillow_downscales_to_the_longest_side_and_under_the_cap() -> None:
     image_module = pytest.importorskip("PIL.Image")
     big = crab.ImagePart.from_bytes(make_png(300, 200, noise=True))
-    from crab._contracts.images import fit_image
+    from crab._loop.image_fit import fit_image
 
     fitted = fit_image(big, max_bytes=20_000, max_side=128)
     assert fitted.media_type == "image/png" and fitted.size <= 20_000
@@ -236,7 +236,7 @@ def test_a_function_tool_may_return_an_image_part() -> None:
         """Grab."""
         return crab.ImagePart.from_bytes(PNG)
 
-    result = asyncio.run(grab.run({}, crab.ToolContext("s", Path("."))))
+    result = asyncio.run(crab.run_tool(grab, {}, crab.ToolContext("s", Path("."))))
     assert result.images[0].data == PNG and result.content.startswith("(image: image/png")
 
 

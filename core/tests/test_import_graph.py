@@ -1,4 +1,5 @@
-"""Core's import graph, read with ``ast``: no cycles, and nothing outside the CLI imports it.
+"""Core's import graph, read with ``ast``: no cycles, nothing outside the CLI imports it, and the
+layers docs/architecture.md draws (``LAYERS``), package by package, type-only imports counted.
 
 An edge ``a → b`` is an import statement in module ``a`` that names module ``b`` (``import b``,
 ``from b import x``, or ``from pkg import b`` when ``b`` is a module), wherever it stands: imports
@@ -121,6 +122,103 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
                     if len(component) > 1:
                         found.append(sorted(component))
     return found
+
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("testing",),
+    ("crab",),
+    ("_cli",),
+    ("_assembly",),
+    ("_builtin",),
+    ("_loop",),
+    ("_host",),
+    ("_secrets",),
+    ("_config",),
+    ("processes",),
+    ("_system",),
+    ("_contracts", "_compat", "_version"),
+)
+"""Core's parts from the top down (docs/architecture.md, "crab-core, package by package"): a part
+imports only parts below it, in the style of import-linter's layers contract, imports under
+``TYPE_CHECKING`` counted (a part that names another's types in its signatures depends on it).
+Parts on one line are independent: neither imports the other. ``crab`` is the package's facade
+(``crab/__init__.py``), ``testing`` the test kit; ``__main__`` belongs to ``_cli``."""
+
+LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("_contracts", "_config"): (
+        "AgentHandle.config and ToolContext.config are typed crab.Config, a class whose resolve() "
+        "(layers merged, tables checked) is _config's work: its data half must move into the "
+        "contracts (or a Protocol for what plugins read of it) before this edge goes"
+    ),
+}
+"""Edges against ``LAYERS`` still in the code, each with why; removing one is a one-line change."""
+
+
+def part_of(module: str) -> str:
+    """The layer part a core module belongs to (``crab._loop.turn`` → ``_loop``)."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "crab"
+    return "_cli" if parts[1] == "__main__" else parts[1]
+
+
+def layer_violations(
+    graph: dict[str, set[str]], layers: tuple[tuple[str, ...], ...]
+) -> dict[tuple[str, str], list[str]]:
+    """(importer part, imported part) → the module edges that break ``layers`` (an import of a part
+    that is not below the importer's), parts named in no layer included as their own."""
+    rank = {part: depth for depth, line in enumerate(layers) for part in line}
+    found: dict[tuple[str, str], list[str]] = {}
+    for module, targets in graph.items():
+        source = part_of(module)
+        for target in targets:
+            into = part_of(target)
+            if into == source:
+                continue
+            if rank.get(into, -1) <= rank.get(source, -1):
+                found.setdefault((source, into), []).append(f"{module} → {target}")
+    return found
+
+
+def test_core_keeps_its_layers():
+    graph = import_graph(module_names(), type_checking=True)
+    assert {part_of(name) for name in graph} <= {part for line in LAYERS for part in line}
+    violations = layer_violations(graph, LAYERS)
+    unexplained = {edge: sorted(lines) for edge, lines in violations.items() if edge not in LAYER_EXCEPTIONS}
+    assert unexplained == {}, "an import against docs/architecture.md's layers: move the shared piece down"
+    gone = sorted(set(LAYER_EXCEPTIONS) - set(violations))
+    assert gone == [], "these exceptions no longer happen: remove them from LAYER_EXCEPTIONS"
+
+
+def test_the_contracts_import_nothing_else_of_crab():
+    # The one exception allowed is the Config type (LAYER_EXCEPTIONS says why); nothing at run time.
+    graph = import_graph(module_names(), type_checking=True)
+    runtime = import_graph(module_names())
+    outside = sorted(
+        f"{name} → {target}"
+        for name, targets in runtime.items()
+        if part_of(name) == "_contracts"
+        for target in targets
+        if part_of(target) != "_contracts"
+    )
+    assert outside == []
+    typed = {part_of(t) for name, targets in graph.items() if part_of(name) == "_contracts" for t in targets}
+    assert typed - {"_contracts"} <= {into for source, into in LAYER_EXCEPTIONS if source == "_contracts"}
+
+
+def test_a_layer_check_sees_upward_and_sideways_imports(tmp_path: Path):
+    graph = {
+        "crab._loop.turn": {"crab._contracts.tools", "crab._host.dispatch"},
+        "crab._host.dispatch": {"crab._loop.turn"},
+        "crab._config.paths": {"crab._secrets.keys"},
+        "crab._secrets.keys": {"crab._config.paths"},
+    }
+    layers = (("_loop",), ("_host",), ("_secrets", "_config"), ("_contracts",))
+    assert layer_violations(graph, layers) == {
+        ("_host", "_loop"): ["crab._host.dispatch → crab._loop.turn"],
+        ("_config", "_secrets"): ["crab._config.paths → crab._secrets.keys"],
+        ("_secrets", "_config"): ["crab._secrets.keys → crab._config.paths"],
+    }
 
 
 def in_cli(name: str) -> bool:

@@ -6,7 +6,6 @@ import ast
 import importlib
 import json
 import re
-import warnings
 from pathlib import Path
 
 import crab
@@ -170,15 +169,14 @@ def test_a_plugin_written_for_api_1_0_works_unchanged(crab_run, fake_site, tmp_p
         "startup store=memory permissions=ask",
         f"shutdown model={script}",
     ] * 2
-    # The 1.0 ways of reaching the agent still work and say what replaces them.
+    # CommandContext.agent still works and says what replaces it.
     assert "CommandContext.agent is deprecated; use ctx.handle" in command.stderr
-    assert "reaching Agent.store through the agent handle is deprecated" in command.stderr
     assert "Traceback" not in turn.stderr + command.stderr
 
 
 def make_handle() -> tuple[AgentHarness, AgentHandle]:
     harness = AgentHarness([[{"text": "hello"}]])
-    return harness, AgentHandle(harness.agent)
+    return harness, harness.handle
 
 
 def test_the_handle_offers_what_commands_and_channels_need(crab_home):
@@ -203,25 +201,28 @@ def test_the_handle_offers_what_commands_and_channels_need(crab_home):
         harness.close()
 
 
-def test_the_handle_forwards_other_agent_attributes_with_a_deprecation_warning(crab_home):
+def test_the_handle_is_a_protocol_and_forwards_nothing_to_the_agent(crab_home):
+    # Every member a plugin may use is named on the Protocol (mypy sees each); the loop's handle
+    # offers exactly those, and an Agent attribute the Protocol does not name is not reachable.
+    assert getattr(AgentHandle, "_is_protocol", False)
     harness, handle = make_handle()
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            assert handle.store is harness.agent.store
-        assert [w.category for w in caught] == [DeprecationWarning]
-        assert "Agent.store" in str(caught[0].message) and "crab 2.0" in str(caught[0].message)
+        named = {name for name in vars(AgentHandle) if not name.startswith("_")}
+        offered = {name for name in dir(type(handle)) if not name.startswith("_")}
+        assert named == offered
+        assert isinstance(handle, AgentHandle) and not isinstance(harness.agent, AgentHandle)
         with pytest.raises(AttributeError):
-            handle.no_such_attribute  # noqa: B018
+            handle.store  # type: ignore[attr-defined]  # noqa: B018
+        with pytest.raises(AttributeError):
+            handle.no_such_attribute  # type: ignore[attr-defined]  # noqa: B018
     finally:
         harness.close()
 
 
-def test_a_command_context_built_the_1_0_way_wraps_the_agent(crab_home):
-    harness, _ = make_handle()
+def test_a_command_context_gives_its_handle_to_the_1_0_name_too(crab_home):
+    harness, handle = make_handle()
     try:
-        ctx = CommandContext(harness.agent, harness.session)  # type: ignore[arg-type]
-        assert isinstance(ctx.handle, AgentHandle)
+        ctx = CommandContext(handle, harness.session)
         with pytest.warns(DeprecationWarning, match="use ctx.handle"):
             assert ctx.agent is ctx.handle
         result = harness.run_async(_session_text(ctx))

@@ -276,20 +276,18 @@ class Crashless:
 
 
 def test_delivery_outside_crab_serve_is_a_clear_error(tmp_path: Path) -> None:
-    from crab._contracts.handle import AgentHandle
 
     harness = AgentHarness([], workspace=tmp_path)
     with pytest.raises(ChannelError, match="channels run only inside `crab serve`"):
-        harness.run_async(AgentHandle(harness.agent).deliver("telegram", "1", "hi"))
+        harness.run_async(harness.handle.deliver("telegram", "1", "hi"))
     harness.close()
 
 
 def test_a_listener_can_follow_one_session_only(tmp_path: Path) -> None:
     from crab._contracts.events import TextDelta
-    from crab._contracts.handle import AgentHandle
 
     harness = AgentHarness([[{"text": "for one"}], [{"text": "for two"}]], workspace=tmp_path)
-    handle = AgentHandle(harness.agent)
+    handle = harness.handle
     one = harness.run_async(handle.session_for("chat", "1"))
     two = harness.run_async(handle.session_for("chat", "2"))
     seen: list[str] = []

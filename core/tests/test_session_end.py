@@ -144,7 +144,7 @@ def test_a_channel_ending_a_session_drops_it_and_ends_it_once(crab_home) -> None
         host = ChannelHost(h.agent, {})
         h.agent.channel_host = host
         chat = h.run_async(host.session_for("http", "one-off"))
-        handle = crab.AgentHandle(h.agent)
+        handle = h.handle
         h.run_async(handle.end_session(chat))
         assert recorder.ended == [(chat.id, "end")] and host.sessions == {}
         h.run_async(handle.end_session(chat))  # once

@@ -44,7 +44,7 @@ def sample(
 
 
 def run(tool: crab.Tool, args: dict) -> crab.ToolResult:
-    return asyncio.run(tool.run(args, ToolContext("s1", Path("."))))
+    return asyncio.run(crab.run_tool(tool, args, ToolContext("s1", Path("."))))
 
 
 def test_schema_from_hints_and_docstring():
@@ -176,7 +176,7 @@ def test_a_cancelled_sync_tool_is_told_to_stop():
 
     async def scenario() -> None:
         try:
-            await asyncio.wait_for(spin.run({}, ctx), 0.2)
+            await asyncio.wait_for(crab.run_tool(spin, {}, ctx), 0.2)
         except TimeoutError:
             pass
 
@@ -184,3 +184,27 @@ def test_a_cancelled_sync_tool_is_told_to_stop():
     assert started.is_set()
     assert stopped.wait(5)
     assert ctx.cancelled.is_set()
+
+
+def test_a_tool_is_data_and_the_loop_runs_a_blocking_handler_in_a_thread_of_its_own():
+    import threading
+
+    @crab.tool
+    def plain() -> str:
+        """Answer from wherever it runs."""
+        return threading.current_thread().name
+
+    @crab.tool
+    async def awaited() -> str:
+        """Answer on the event loop."""
+        return threading.current_thread().name
+
+    assert (plain.blocking, awaited.blocking) == (True, False)
+    assert not hasattr(plain, "run")  # carrying a call out is the loop's (crab.run_tool), not the Tool's
+    by_hand = crab.Tool(
+        "by_hand", "Blocks.", {"type": "object"}, lambda args, ctx: threading.current_thread().name, blocking=True
+    )
+    ctx = ToolContext("s", Path("."))
+    main = threading.current_thread().name
+    names = [asyncio.run(crab.run_tool(tool, {}, ctx)).content for tool in (plain, awaited, by_hand)]
+    assert names[1] == main and names[0] != main and names[2] != main

@@ -150,6 +150,7 @@ if TYPE_CHECKING:
     from crab._host.declared import hookspec as hookspec
     from crab._host.hookspecs import hookimpl as hookimpl
     from crab._loop.pricing import usage_cost as usage_cost, with_cost as with_cost
+    from crab._loop.tool_exec import preview_diffs as preview_diffs, run_tool as run_tool
     from crab._secrets.keys import (
         REDACTED as REDACTED,
         dsn_password as dsn_password,
@@ -200,6 +201,7 @@ _HOMES: dict[str, str] = {
     "crab._host.declared": "hookspec",
     "crab._host.hookspecs": "hookimpl",
     "crab._loop.pricing": "usage_cost with_cost",
+    "crab._loop.tool_exec": "preview_diffs run_tool",
     "crab._secrets.keys": "dsn_password known_secrets lookup_key missing_key_message REDACTED",
     "crab._secrets.redaction": "Redactor",
     "crab._system.atomic": "write_atomic",

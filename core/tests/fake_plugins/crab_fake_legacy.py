@@ -3,7 +3,8 @@
 It uses what 1.0 offered, the way plugins were written then: ``crab.tool`` with a
 ``crab.ToolContext``, ``crab.ToolError``, ``crab.Command`` reaching ``ctx.agent``, a
 ``crab.RendererSpec`` matching event classes, and ``crab_startup``/``crab_shutdown`` reading the
-agent's store and config. It must keep working unchanged on every 1.x crab.
+agent's store and config. It keeps working, but for one change of 0.x: the handle forwards no
+attribute of the ``Agent`` (``store``, ``provider``), so it reads ``store_name`` and ``provider_name``.
 """
 
 import os
@@ -28,7 +29,7 @@ def shout(ctx: crab.ToolContext, text: str) -> str:
 
 def whoami(ctx, args):
     agent = ctx.agent
-    return f"{agent.provider.name} in store {agent.store.name}, {len(agent.tools)} tools, local={ctx.local}"
+    return f"{agent.provider_name} in store {agent.store_name}, {len(agent.tools)} tools, local={ctx.local}"
 
 
 class Transcript:
@@ -68,7 +69,7 @@ def crab_renderers(config):
 
 @crab.hookimpl
 def crab_startup(agent):
-    log(f"startup store={agent.store.name} permissions={agent.config.get('crab.permissions')}")
+    log(f"startup store={agent.store_name} permissions={agent.config.get('crab.permissions')}")
 
 
 @crab.hookimpl

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import crab
 import crab_mcp
 import pytest
 from crab_mcp.completion import LIMIT, candidates, template_start
@@ -67,7 +66,7 @@ def test_a_templates_fixed_start_is_what_every_uri_of_it_starts_with(template: s
 
 
 def complete(h: Any, word: str) -> list[str]:
-    found = crab_mcp.crab_completions(crab.AgentHandle(h.agent), word) or []
+    found = crab_mcp.crab_completions(h.handle, word) or []
     return [text for text, _ in found]
 
 
@@ -82,9 +81,9 @@ def test_the_tiny_servers_listed_resources_complete_without_a_request(crab_agent
         "@tiny:tiny://greeting/",  # the template's fixed start
     ]
     assert complete(h, "@tiny:tiny://b") == ["@tiny:tiny://big"]
-    found = crab_mcp.crab_completions(crab.AgentHandle(h.agent), "@tiny:tiny://n")
+    found = crab_mcp.crab_completions(h.handle, "@tiny:tiny://n")
     assert found == [("@tiny:tiny://note", "note (text/plain)")]
-    assert crab_mcp.crab_completions(crab.AgentHandle(h.agent), "src/main.py") is None
+    assert crab_mcp.crab_completions(h.handle, "src/main.py") is None
 
 
 def test_a_completion_is_masked_with_the_servers_own_secrets(crab_agent, tiny_cmd, monkeypatch) -> None:

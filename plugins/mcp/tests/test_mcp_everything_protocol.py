@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import NoticeEvent, ToolContext
+from crab import NoticeEvent, ToolContext, run_tool
 from crab_mcp.manager import Manager
 from crab_mcp.server import ServerLink
 from crab_mcp.settings import server_configs
@@ -63,38 +63,38 @@ def test_server_everything_speaks_the_whole_protocol_over_stdio(tmp_path, everyt
         seen: list[Any] = []
         ctx = ToolContext(session_id="s", workspace=tmp_path, emit=seen.append, ask=ask)
 
-        roots = await tools()["ev_get-roots-list"].run({}, ctx)
+        roots = await run_tool(tools()["ev_get-roots-list"], {}, ctx)
         assert tmp_path.resolve().as_uri() in roots.content
 
-        long = await tools()["ev_trigger-long-running-operation"].run({"duration": 1, "steps": 2}, ctx)
+        long = await run_tool(tools()["ev_trigger-long-running-operation"], {"duration": 1, "steps": 2}, ctx)
         assert not long.is_error
         progress = [e.message for e in seen if isinstance(e, NoticeEvent)]
         assert progress and progress[-1].startswith("MCP ev:trigger-long-running-operation: 2/2 (100%)")
 
-        sampled = await tools()["ev_trigger-sampling-request"].run({"prompt": "hi"}, ctx)
+        sampled = await run_tool(tools()["ev_trigger-sampling-request"], {"prompt": "hi"}, ctx)
         assert "crab refused the sampling request" in sampled.content
 
         url = "https://example.invalid/authorize"
-        visited = await tools()["ev_trigger-url-elicitation"].run({"url": url}, ctx)
+        visited = await run_tool(tools()["ev_trigger-url-elicitation"], {"url": url}, ctx)
         assert "User completed the URL elicitation flow" in visited.content
         assert url in asked[-1].summary and "crab does not open it" in asked[-1].summary
 
         box = {t.name: t for t in added}  # registered as the server became ready
-        listed = await box["mcp_resources"].run({}, ctx)
+        listed = await run_tool(box["mcp_resources"], {}, ctx)
         assert (
             "demo://resource/static/document/" in listed.content
             and "template demo://resource/dynamic" in listed.content
         )
-        text = await box["mcp_read_resource"].run({"server": "ev", "uri": "demo://resource/dynamic/text/1"}, ctx)
+        text = await run_tool(box["mcp_read_resource"], {"server": "ev", "uri": "demo://resource/dynamic/text/1"}, ctx)
         assert not text.is_error and "1" in text.content
-        blob = await box["mcp_read_resource"].run({"server": "ev", "uri": "demo://resource/dynamic/blob/1"}, ctx)
+        blob = await run_tool(box["mcp_read_resource"], {"server": "ev", "uri": "demo://resource/dynamic/blob/1"}, ctx)
         assert "not shown" in blob.content
 
         assert {"simple-prompt", "args-prompt"} <= {p.name for p in link.prompts}
         prompt = await link.request("prompts/get", "get_prompt", "args-prompt", {"city": "Oslo"})
         assert "Oslo" in prompt.messages[0].content.text
 
-        await tools()["ev_toggle-simulated-logging"].run({}, ctx)
+        await run_tool(tools()["ev_toggle-simulated-logging"], {}, ctx)
         await until(lambda: "[server log" in (tmp_path / "logs" / "ev.log").read_text())
 
     log = drive(tmp_path, {"command": "node", "args": [str(everything_js), "stdio"]}, check)
@@ -114,11 +114,11 @@ def test_server_everything_list_changed_progress_and_resources_over_http(tmp_pat
         ctx = ToolContext(session_id="s", workspace=tmp_path, emit=seen.append)
         # gzip-file-as-resource adds a session resource: resources/list_changed, then a relist.
         data = "data:text/plain;base64,aGVsbG8="
-        made = await tools()["ev_gzip-file-as-resource"].run({"name": "hello.gz", "data": data}, ctx)
+        made = await run_tool(tools()["ev_gzip-file-as-resource"], {"name": "hello.gz", "data": data}, ctx)
         assert "hello.gz" in made.content
         await until(lambda: any("hello.gz" in r.uri for r in link.resources))
         assert any("hello.gz" in r.uri for r in link.resources)
-        await tools()["ev_trigger-long-running-operation"].run({"duration": 1, "steps": 2}, ctx)
+        await run_tool(tools()["ev_trigger-long-running-operation"], {"duration": 1, "steps": 2}, ctx)
         assert any(isinstance(e, NoticeEvent) and "2/2" in e.message for e in seen)
 
     try:
@@ -132,7 +132,7 @@ def test_server_everything_over_the_legacy_sse_transport(tmp_path, everything_js
 
     async def check(manager: Manager, link: ServerLink, added: list[Any]) -> None:
         echo = {t.name: t for t in manager.tools()}["ev_echo"]
-        out = await echo.run({"message": "over sse"}, ToolContext(session_id="s", workspace=tmp_path))
+        out = await run_tool(echo, {"message": "over sse"}, ToolContext(session_id="s", workspace=tmp_path))
         assert unfence(out.content) == "Echo: over sse"
         assert link.config.transport == "sse"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import ToolContext
+from crab import ToolContext, run_tool
 from crab_mcp.manager import Manager
 from crab_mcp.server import ServerLink
 from crab_mcp.settings import server_configs
@@ -26,7 +26,7 @@ def test_a_bearer_token_from_the_environment_reaches_the_server(tiny_http, unfen
         assert await manager.start() == {}
         try:
             tool = {t.name: t for t in manager.tools()}["web_add"]
-            result = await tool.run({"a": 20, "b": 22}, ToolContext(session_id="s", workspace=Path.cwd()))
+            result = await run_tool(tool, {"a": 20, "b": 22}, ToolContext(session_id="s", workspace=Path.cwd()))
             assert unfence(result.content) == "42" and not result.is_error
         finally:
             await manager.stop()
@@ -93,10 +93,10 @@ def test_an_answer_over_max_message_is_an_error_result_and_the_sdks_log_goes_to_
             assert await manager.start() == {}
             tools = {t.name: t for t in manager.tools()}
             ctx = ToolContext(session_id="s", workspace=Path.cwd())
-            big = await tools["web_big"].run({"size": 300_000}, ctx)
+            big = await run_tool(tools["web_big"], {"size": 300_000}, ctx)
             assert big.is_error and "sent a message over 100,000 bytes" in big.content, big.content
             assert manager.links["web"].status == "down"
-            small = await tools["web_big"].run({"size": 5}, ctx)
+            small = await run_tool(tools["web_big"], {"size": 5}, ctx)
             assert (unfence(small.content), small.is_error) == ("xxxxx", False)
         finally:
             await manager.stop()
@@ -120,7 +120,7 @@ def test_crab_introduces_itself_over_http_too(tiny_http, unfence):
         assert await manager.start() == {}
         try:
             tool = {t.name: t for t in manager.tools()}["web_client_info"]
-            return str((await tool.run({}, ToolContext(session_id="s", workspace=Path.cwd()))).content)
+            return str((await run_tool(tool, {}, ToolContext(session_id="s", workspace=Path.cwd()))).content)
         finally:
             await manager.stop()
 
@@ -142,13 +142,13 @@ def test_an_http_server_that_goes_away_is_an_error_result_and_is_reconnected_whe
         tool = {t.name: t for t in manager.tools()}["web_echo"]
         ctx = ToolContext(session_id="s", workspace=Path.cwd())
         try:
-            assert unfence((await tool.run({"text": "one"}, ctx)).content) == "echo: one"
+            assert unfence((await run_tool(tool, {"text": "one"}, ctx)).content) == "echo: one"
             server.stop()
-            gone = await tool.run({"text": "two"}, ctx)
+            gone = await run_tool(tool, {"text": "two"}, ctx)
             assert gone.is_error and "MCP server 'web'" in gone.content
             assert manager.links["web"].status == "down"
             server = http_server(args, port)
-            back = await tool.run({"text": "three"}, ctx)
+            back = await run_tool(tool, {"text": "three"}, ctx)
             assert unfence(back.content) == "echo: three" and manager.links["web"].status == "ready"
         finally:
             await manager.stop()

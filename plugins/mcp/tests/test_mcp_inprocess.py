@@ -7,7 +7,7 @@ import asyncio
 from contextlib import AsyncExitStack
 from typing import Any
 
-from crab import ToolContext
+from crab import ToolContext, run_tool
 from crab_mcp.manager import Manager
 from crab_mcp.server import ServerLink
 from crab_mcp.settings import ServerConfig
@@ -35,7 +35,7 @@ async def started(*links: ServerLink) -> Manager:
 
 def call(manager: Manager, name: str, args: dict[str, Any] | None = None) -> Any:
     tool = {t.name: t for t in manager.tools()}[name]
-    return tool.run(args or {}, ToolContext(session_id="s", workspace=__import__("pathlib").Path.cwd()))
+    return run_tool(tool, args or {}, ToolContext(session_id="s", workspace=__import__("pathlib").Path.cwd()))
 
 
 def test_tools_are_listed_named_described_and_keep_their_schema(tiny):

@@ -12,7 +12,7 @@ from typing import Any
 
 import crab_mcp
 import pytest
-from crab import NoticeEvent, ToolContext, ToolResultMessage
+from crab import NoticeEvent, ToolContext, ToolResultMessage, run_tool
 from crab_mcp.manager import Manager
 from crab_mcp.server import ServerLink
 from crab_mcp.settings import ServerConfig, server_configs
@@ -75,7 +75,7 @@ def test_a_tool_the_server_dropped_says_so(tiny):
         try:
             echo = tool_of(manager, "tiny_echo")
             link.tools = [t for t in link.tools if t.name != "echo"]
-            out = await echo.run({"text": "x"}, ToolContext(session_id="s", workspace=Path.cwd()))
+            out = await run_tool(echo, {"text": "x"}, ToolContext(session_id="s", workspace=Path.cwd()))
             assert out.is_error and "no longer offers 'echo'" in out.content
         finally:
             await manager.stop()
@@ -92,7 +92,7 @@ def test_every_call_carries_a_progress_token_and_progress_becomes_notices(tiny, 
         try:
             seen: list[Any] = []
             ctx = ToolContext(session_id="s", workspace=tmp_path, emit=seen.append)
-            out = await tool_of(manager, "tiny_progress_token").run({}, ctx)
+            out = await run_tool(tool_of(manager, "tiny_progress_token"), {}, ctx)
             assert unfence(out.content) == "token"
             lines = [e.message for e in seen if isinstance(e, NoticeEvent)]
             assert lines[-1] == "MCP tiny:progress_token: 2/2 (100%) done"
@@ -116,7 +116,7 @@ def test_logging_notifications_go_to_the_servers_masked_log(tmp_path, tiny_cmd):
         manager = await started(link)
         try:
             ctx = ToolContext(session_id="s", workspace=tmp_path)
-            await tool_of(manager, "tiny_say").run({"text": f"hello log, token {secret}"}, ctx)
+            await run_tool(tool_of(manager, "tiny_say"), {"text": f"hello log, token {secret}"}, ctx)
         finally:
             await manager.stop()
 
@@ -139,9 +139,9 @@ def test_roots_are_the_workspace_and_extra_roots_and_follow_the_calls_workspace(
         manager = await started(link)
         try:
             roots = tool_of(manager, "tiny_roots")
-            first = await roots.run({}, ToolContext(session_id="s", workspace=tmp_path))
+            first = await run_tool(roots, {}, ToolContext(session_id="s", workspace=tmp_path))
             assert unfence(first.content).splitlines() == [tmp_path.resolve().as_uri(), extra.resolve().as_uri()]
-            moved = await roots.run({}, ToolContext(session_id="t", workspace=other))
+            moved = await run_tool(roots, {}, ToolContext(session_id="t", workspace=other))
             assert unfence(moved.content).splitlines() == [other.resolve().as_uri(), extra.resolve().as_uri()]
         finally:
             await manager.stop()
@@ -160,17 +160,17 @@ def test_resources_and_templates_are_listed_and_read_through_two_tools(tiny, tmp
             assert set(tools) == {"mcp_resources", "mcp_read_resource"}
             assert tools["mcp_read_resource"].permission == "network"  # the gate asks, as for a tool
             ctx = ToolContext(session_id="s", workspace=tmp_path)
-            listed = await tools["mcp_resources"].run({}, ctx)
+            listed = await run_tool(tools["mcp_resources"], {}, ctx)
             header, fenced_listing = listed.content.split("\n", 1)
             assert header == "server tiny:"  # what the server wrote is fenced as its content
             assert "tiny://note  note (text/plain)" in unfence(fenced_listing)
             assert "template tiny://greeting/{who}  greeting" in unfence(fenced_listing)
-            note = await tools["mcp_read_resource"].run({"server": "tiny", "uri": "tiny://note"}, ctx)
+            note = await run_tool(tools["mcp_read_resource"], {"server": "tiny", "uri": "tiny://note"}, ctx)
             assert unfence(note.content) == "a note from tiny"
             assert "Result of mcp_read_resource from MCP server 'tiny'" in note.content
-            hello = await tools["mcp_read_resource"].run({"server": "tiny", "uri": "tiny://greeting/crab"}, ctx)
+            hello = await run_tool(tools["mcp_read_resource"], {"server": "tiny", "uri": "tiny://greeting/crab"}, ctx)
             assert unfence(hello.content) == "hello crab"
-            missing = await tools["mcp_read_resource"].run({"server": "nope", "uri": "tiny://note"}, ctx)
+            missing = await run_tool(tools["mcp_read_resource"], {"server": "nope", "uri": "tiny://note"}, ctx)
             assert missing.is_error and "servers with resources: tiny" in missing.content
             assert manager.resource_tools() == []  # registered once
         finally:
@@ -219,7 +219,7 @@ def test_sampling_is_declared_and_refused_with_a_reason(tiny, tmp_path, unfence)
     async def go() -> None:
         manager = await started(in_process(tiny.build()))
         try:
-            out = await tool_of(manager, "tiny_sample").run({}, ToolContext(session_id="s", workspace=tmp_path))
+            out = await run_tool(tool_of(manager, "tiny_sample"), {}, ToolContext(session_id="s", workspace=tmp_path))
             assert unfence(out.content).startswith("refused: crab refused the sampling request")
         finally:
             await manager.stop()
@@ -239,19 +239,21 @@ def test_elicitation_asks_the_permission_question_of_the_running_call(tiny, tmp_
         manager = await started(in_process(tiny.build()))
         try:
             ctx = ToolContext(session_id="s", workspace=tmp_path, ask=ask)
-            assert unfence((await tool_of(manager, "tiny_confirm").run({}, ctx)).content) == "action: accept"
-            assert unfence((await tool_of(manager, "tiny_confirm").run({}, ctx)).content) == "action: decline"
-            visit = await tool_of(manager, "tiny_visit").run({}, ctx)
+            assert unfence((await run_tool(tool_of(manager, "tiny_confirm"), {}, ctx)).content) == "action: accept"
+            assert unfence((await run_tool(tool_of(manager, "tiny_confirm"), {}, ctx)).content) == "action: decline"
+            visit = await run_tool(tool_of(manager, "tiny_visit"), {}, ctx)
             assert unfence(visit.content) == "action: accept"
             assert "open https://example.invalid/login" in asked[-1].summary
             assert "crab does not open it" in asked[-1].summary
-            form = await tool_of(manager, "tiny_form").run({}, ctx)
+            form = await run_tool(tool_of(manager, "tiny_form"), {}, ctx)
             assert unfence(form.content).startswith("refused: crab refused the elicitation: it asks for a form (color)")
             assert len(asked) == 3  # the form was never put to the user
             remote = ToolContext(session_id="s", workspace=tmp_path, ask=ask, local=False)
-            far = await tool_of(manager, "tiny_confirm").run({}, remote)
+            far = await run_tool(tool_of(manager, "tiny_confirm"), {}, remote)
             assert unfence(far.content).startswith("refused:") and "nobody can answer here" in far.content
-            nobody = await tool_of(manager, "tiny_confirm").run({}, ToolContext(session_id="s", workspace=tmp_path))
+            nobody = await run_tool(
+                tool_of(manager, "tiny_confirm"), {}, ToolContext(session_id="s", workspace=tmp_path)
+            )
             assert "nobody can answer here" in nobody.content
         finally:
             await manager.stop()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import ToolContext
+from crab import ToolContext, run_tool
 from crab_mcp.manager import Manager
 from crab_mcp.server import ServerLink
 from crab_mcp.settings import server_configs
@@ -34,7 +34,7 @@ def with_server(tmp_path: Path, table: dict[str, Any], check: Any, environ: dict
             ctx = ToolContext(session_id="s", workspace=tmp_path)
 
             async def call(name: str, args: dict[str, Any]) -> Any:
-                return await tools[name].run(args, ctx)
+                return await run_tool(tools[name], args, ctx)
 
             await check(tools, call)
         finally:

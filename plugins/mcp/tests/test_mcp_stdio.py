@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from crab import REDACTED, ToolContext
+from crab import REDACTED, ToolContext, run_tool
 from crab_mcp.manager import Manager
 from crab_mcp.server import ServerLink
 from crab_mcp.settings import ServerConfig, server_configs
@@ -24,7 +24,7 @@ def manager_for(tmp_path: Path, servers: dict[str, dict[str, Any]], environ: dic
 
 async def call(manager: Manager, name: str, args: dict[str, Any] | None = None) -> Any:
     tool = {t.name: t for t in manager.tools()}[name]
-    return await tool.run(args or {}, ToolContext(session_id="s", workspace=Path.cwd()))
+    return await run_tool(tool, args or {}, ToolContext(session_id="s", workspace=Path.cwd()))
 
 
 def test_failing_servers_are_reported_one_line_each_and_the_good_one_works(tmp_path, tiny_cmd, unfence):

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import ToolContext, ToolResult
+from crab import ToolContext, ToolResult, run_tool
 from crab_tools_basic.registry import build_tools
 
 
@@ -53,6 +53,6 @@ def call(ctx: ToolContext, settings: dict[str, Any]) -> Callable[..., ToolResult
 
     def run(name: str, **arguments: Any) -> ToolResult:
         tools = {t.name: t for t in build_tools(settings)}
-        return asyncio.run(tools[name].run(arguments, ctx))
+        return asyncio.run(run_tool(tools[name], arguments, ctx))
 
     return run

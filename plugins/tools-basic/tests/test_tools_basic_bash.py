@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import ToolContext, ToolResult
+from crab import ToolContext, ToolResult, run_tool
 from crab_tools_basic.registry import build_tools
 
 
@@ -148,7 +148,7 @@ def test_cancelling_the_call_kills_the_group(workspace: Path, ctx: ToolContext, 
     pid_file = workspace / "child.pid"
 
     async def scenario() -> None:
-        task = asyncio.create_task(bash.run({"command": "sleep 300 & echo $! > child.pid; wait"}, ctx))
+        task = asyncio.create_task(run_tool(bash, {"command": "sleep 300 & echo $! > child.pid; wait"}, ctx))
         while not (pid_file.exists() and pid_file.read_text().strip()):
             await asyncio.sleep(0.02)
         task.cancel()

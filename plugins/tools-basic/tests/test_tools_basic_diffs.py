@@ -8,14 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from crab import ToolContext, ToolResult
+from crab import ToolContext, ToolResult, preview_diffs
 from crab_tools_basic.diffs import MAX_DIFF_LINES, MAX_WHOLE_CHARS, file_diff
 from crab_tools_basic.registry import build_tools
 
 
 def preview(name: str, ctx: ToolContext, settings: dict[str, Any], **arguments: Any) -> tuple[Any, ...]:
     tools = {t.name: t for t in build_tools(settings)}
-    return asyncio.run(tools[name].preview_diffs(arguments, ctx))
+    return asyncio.run(preview_diffs(tools[name], arguments, ctx))
 
 
 def test_an_edit_result_carries_its_unified_diff(workspace: Path, call: Callable[..., ToolResult]) -> None:

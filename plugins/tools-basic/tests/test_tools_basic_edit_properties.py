@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from crab import ToolContext, ToolError
+from crab import ToolContext, ToolError, run_tool
 from crab_tools_basic.registry import build_tools
 from crab_tools_basic.splice import apply_edits
 from hypothesis import HealthCheck, assume, given, settings
@@ -127,10 +127,10 @@ def test_failed_edit_leaves_the_file_byte_identical(case: tuple[bytes, list[tupl
         target.write_bytes(data)
         ctx = ToolContext(session_id="p", workspace=Path(folder))
         read_tool = next(t for t in build_tools({}) if t.name == "read")
-        asyncio.run(read_tool.run({"path": "f.txt"}, ctx))
+        asyncio.run(run_tool(read_tool, {"path": "f.txt"}, ctx))
         before = target.stat()
         arguments = {"path": "f.txt", "edits": [{"old": o, "new": n} for o, n in edits]}
-        result = asyncio.run(EDIT_TOOL.run(arguments, ctx))
+        result = asyncio.run(run_tool(EDIT_TOOL, arguments, ctx))
         assert result.is_error
         assert target.read_bytes() == data
         assert target.stat().st_mtime_ns == before.st_mtime_ns

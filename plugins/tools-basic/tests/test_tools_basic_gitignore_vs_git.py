@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from crab import ToolContext, ToolResult
+from crab import ToolContext, ToolResult, run_tool
 from crab_tools_basic.registry import build_tools
 from crab_tools_basic.walk import list_folder, parent_stack, walk_files
 
@@ -153,7 +153,7 @@ def test_a_workspace_inside_a_repository_gets_its_excludes_anchored_at_the_top(r
     # and '!sub/keep.orig' in the global file still re-includes repo/sub/keep.orig.
     inner = ToolContext(session_id="inner", workspace=repo / "sub", settings=ctx.settings)
     glob = {t.name: t for t in build_tools(ctx.settings)}["glob"]
-    found = asyncio.run(glob.run({"pattern": "*"}, inner)).content.split("\n")
+    found = asyncio.run(run_tool(glob, {"pattern": "*"}, inner)).content.split("\n")
     expected = {name.removeprefix("sub/") for name in git_visible_files(repo) if name.startswith("sub/")}
     assert set(found) == expected
     assert "keep.orig" in found

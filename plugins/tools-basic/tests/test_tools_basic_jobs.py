@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import REDACTED, ToolContext, ToolError, ToolResult, processes
+from crab import REDACTED, ToolContext, ToolError, ToolResult, processes, run_tool
 from crab.testing import process_alive as alive
 from crab_tools_basic import jobs
 from crab_tools_basic.job_output import held_from, incomplete_utf8
@@ -49,7 +49,7 @@ def scenario(ctx: ToolContext, settings: dict[str, Any], body: Callable[[Call], 
     tools = {t.name: t for t in build_tools(settings)}
 
     async def call(name: str, **arguments: Any) -> ToolResult:
-        return await tools[name].run(arguments, ctx)
+        return await run_tool(tools[name], arguments, ctx)
 
     async def main() -> None:
         try:

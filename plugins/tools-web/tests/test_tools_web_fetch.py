@@ -165,15 +165,15 @@ def test_huge_page_stops_at_the_download_cap(web: WebServer, call: Call, setting
 _MEASURE = """
 import asyncio, json, sys, tracemalloc
 from pathlib import Path
-from crab import ToolContext
+from crab import ToolContext, run_tool
 from crab_tools_web.tools import build_tools
 
 settings, url, workspace = json.loads(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 tool = {t.name: t for t in build_tools(settings)}["web_fetch"]
 context = ToolContext(session_id="test-session", workspace=workspace, settings=settings)
-asyncio.run(tool.run({"url": url}, context))  # imports and first-use caches, outside the measure
+asyncio.run(run_tool(tool, {"url": url}, context))  # imports and first-use caches, outside the measure
 tracemalloc.start()
-result = asyncio.run(tool.run({"url": url}, context))
+result = asyncio.run(run_tool(tool, {"url": url}, context))
 peak = tracemalloc.get_traced_memory()[1]
 print(json.dumps({"peak": peak, "error": result.is_error, "content": result.content, "details": result.details}))
 """

@@ -52,7 +52,9 @@ async def decide(mode: str, call: ToolCall, tool: Tool, ctx: ToolContext) -> Dec
             f"Refused: {tool.name} needs {permission} permission and this run cannot ask the user. "
             'The user can allow it with --yolo (or [crab] permissions = "yolo"), or run `crab chat` to answer.'
         )
-    diffs = await tool.preview_diffs(call.arguments, ctx)
+    from crab._loop.tool_exec import preview_diffs  # only once a call needs asking: start-up stays small
+
+    diffs = await preview_diffs(tool, call.arguments, ctx)
     answer = await ctx.ask(PermissionRequest(tool.name, permission, summarize(call), diffs, call.id))
     if answer == "always":
         always.add(permission)

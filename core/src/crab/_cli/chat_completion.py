@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from crab._contracts.errors import PluginError
-from crab._contracts.handle import AgentHandle
+from crab._loop.handle import LoopHandle as AgentHandle
 
 if TYPE_CHECKING:
     from crab._loop.agent import Agent

@@ -54,7 +54,7 @@ def recap(session: Session, exchanges: int = RECAP_EXCHANGES, limit: int = RECAP
 async def picker_text(agent: Agent) -> tuple[list[str], str]:
     """The ids ``crab chat -r`` offers and the numbered list that shows them."""
     from crab._builtin.session_commands import RECENT, session_lines
-    from crab._contracts.handle import AgentHandle
+    from crab._loop.handle import LoopHandle as AgentHandle
 
     sessions = await agent.recent_sessions(RECENT)
     if not sessions:

@@ -140,7 +140,7 @@ async def ask_on_terminal(request: PermissionRequest) -> Answer:
     session, n = no; the reading thread stops when the question is given up (the turn stopped)."""
     import asyncio
 
-    from crab._contracts.tools import run_in_thread
+    from crab._system.threads import run_in_thread
 
     stop = threading.Event()
     try:
@@ -217,7 +217,7 @@ async def ask_question_on_terminal(question: Question) -> str | None:
     when the question is given up (the turn stopped)."""
     import asyncio
 
-    from crab._contracts.tools import run_in_thread
+    from crab._system.threads import run_in_thread
 
     stop = threading.Event()
     try:

@@ -12,6 +12,18 @@ def crab_home() -> Path:
     return environ.crab_home()
 
 
+def live_home() -> Path | None:
+    """``$CRAB_HOME``, where the live-session locks go (``crab/_system/live_sessions.py``); None
+    with no home folder at all (no ``$HOME``, no passwd entry): a program on a memory store still
+    runs, with no liveness known."""
+    from crab._contracts.errors import ConfigError
+
+    try:
+        return crab_home()
+    except ConfigError:
+        return None
+
+
 def user_config_path() -> Path:
     return crab_home() / "config.toml"
 

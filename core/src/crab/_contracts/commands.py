@@ -28,17 +28,12 @@ class CommandResult:
 class CommandContext:
     """Where a command runs: the agent's narrow ``handle``, the session, and whether the channel is local.
 
-    API 1.x: ``ctx.agent`` still works (deprecated, warns) and gives the same handle; constructing
-    ``CommandContext(agent, session)`` with an ``Agent`` wraps it in a handle.
+    API 1.x: ``ctx.agent`` still works (deprecated, warns) and gives the same handle.
     """
 
     handle: AgentHandle
     session: SessionView
     local: bool = True
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.handle, AgentHandle):
-            object.__setattr__(self, "handle", AgentHandle(self.handle))
 
     @property
     def agent(self) -> Any:

@@ -1,25 +1,26 @@
 """The narrow handle commands, channels and lifecycle hooks get instead of the whole ``Agent``
-(``AgentHandle``), and ``SessionView``, what a caller may read of a session (docs/api.md)."""
+(``AgentHandle``, a Protocol the loop implements), ``SessionView``, what a caller may read of a
+session, and what acting through a handle gives back (``TurnOutcome``, ``ChildOutcome``)."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from crab._contracts.events import TurnStop
+from crab._contracts.messages import Usage
 
 if TYPE_CHECKING:
     from crab._config.layers import Config
     from crab._contracts.commands import Command
-    from crab._contracts.events import Event, TurnStop
+    from crab._contracts.events import Event
     from crab._contracts.images import ImagePart
-    from crab._contracts.messages import AssistantMessage, Message, Usage
+    from crab._contracts.messages import AssistantMessage, Message
     from crab._contracts.providers import ModelInfo
     from crab._contracts.storage import Entry, SessionInfo
     from crab._contracts.tools import Tool, ToolContext
-    from crab._loop.agent import Agent
-    from crab._loop.session import Session, TurnOutcome
 
 
 class SessionView(Protocol):
@@ -63,117 +64,99 @@ class ChildOutcome:
     model_calls: int = 0
 
 
-def _session(view: SessionView) -> Session:
-    return cast("Session", view)  # every SessionView a handle hands out is the loop's Session
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How one turn ended, what the model finally said, and what it cost."""
+
+    stop: TurnStop
+    text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    turn_id: str = ""
+    session_id: str = ""
+    tool_calls: int = 0
+    quit: bool = False
+    switch_session: str | None = None
+    clear_screen: bool = False
 
 
-class AgentHandle:
-    """A narrow view of one agent for commands, channels and the startup/shutdown hooks.
-
-    Compatibility (API 1.x): plugins written before the handle existed reached the ``Agent``
-    through ``ctx.agent`` or the ``agent`` hook argument. Any other attribute read on a handle is
-    still forwarded to the agent, with a ``DeprecationWarning`` naming it; crab 2.0 removes it.
+@runtime_checkable
+class AgentHandle(Protocol):
+    """A narrow view of one agent for commands, channels, tools (``ToolContext.handle``) and the
+    startup/shutdown hooks: every member a plugin may use, typed. The loop implements it
+    (``crab/_loop/handle.py``); a plugin's test gets one from ``AgentHarness.handle``.
+    ``isinstance(x, crab.AgentHandle)`` checks that ``x`` has every member.
     """
-
-    __slots__ = ("_agent", "_turns")
-
-    def __init__(self, agent: Agent) -> None:
-        self._agent = agent
-        self._turns: list[TurnOutcome] | None = None
-        """A command's handle keeps the outcomes of the turns it ran (the last is its answer);
-        None on the long-lived handles of channels and lifecycle hooks, which keep nothing."""
 
     # --- what the run is ------------------------------------------------------------------
 
     @property
     def config(self) -> Config:
         """The validated configuration of this run (read it; changing it changes nothing)."""
-        return self._agent.config
 
     @property
     def local(self) -> bool:
         """Whether input comes from the user's own machine (only then may ``!shell`` run)."""
-        return self._agent.local
 
     @property
-    def workspace(self) -> Path:
-        return self._agent.workspace
+    def workspace(self) -> Path: ...
 
     @property
     def provider_name(self) -> str:
         """The run's provider (a session ``/model`` switched talks to ``session_model``'s)."""
-        return self._agent.provider.name
 
     @property
     def model(self) -> str:
         """The run's model id (a session ``/model`` switched talks to ``session_model``'s)."""
-        return self._agent.model
 
     def session_model(self, session: SessionView) -> str:
         """``provider/model`` that ``session``'s next request goes to."""
-        return self._agent.model_for(_session(session)).name
 
     def model_info(self, session: SessionView) -> ModelInfo | None:
         """What the provider says of ``session``'s model (context window, prices); None when it
         does not list it."""
-        return self._agent.model_info(_session(session))
 
     def models(self, session: SessionView | None = None) -> list[str]:
         """Every ``provider/model`` ``set_model`` accepts: the run's (and ``session``'s) model
         first, then what each loaded provider lists."""
-        return self._agent.configured_models(None if session is None else _session(session))
 
     @property
-    def store_name(self) -> str:
-        return self._agent.store.name
+    def store_name(self) -> str: ...
 
     @property
     def tools(self) -> Mapping[str, Tool]:
         """Every tool the model can use, by name."""
-        return dict(self._agent.tools)
 
     @property
     def commands(self) -> Mapping[str, Command]:
         """Every router command, by name."""
-        return dict(self._agent.commands)
 
     def plugins(self) -> list[PluginStatus]:
         """Every plugin's status, in load order."""
-        return [PluginStatus(r.name, r.status, r.reason) for r in self._agent.host.records.values()]
 
     def collect(self, hook: str) -> list[tuple[str, Any]]:
         """(plugin, value) from every plugin implementing ``hook``, a registration hook core leaves
         for plugins to collect (``crab_skill_dirs``); called with this run's config, through the
         dispatcher (a failing implementation fails its plugin, reported once). ``ValueError`` for
         any other hook."""
-        from crab._host.collect import collect_from
-
-        return collect_from(self._agent.host, hook, self._agent.config)
 
     # --- acting -----------------------------------------------------------------------------
 
     def notice(self, message: str, level: str = "info") -> None:
         """Emit a ``NoticeEvent`` (``level`` "info" or "warning"); renderers show it."""
-        self._agent.notice(message, level)
 
     def subscribe(self, listener: Callable[[Event], None], *, session: SessionView | None = None) -> Callable[[], None]:
         """Receive every event (a channel renders them), or with ``session`` only that session's
         (a chat that streams its own reply); returns the function that unsubscribes."""
-        return self._agent.subscribe(listener, None if session is None else session.id)
 
     async def handle_input(
         self, session: SessionView, text: str, *, steer: bool = False, images: Sequence[ImagePart] = ()
     ) -> TurnOutcome:
         """Route one line of input (a command, ``!shell`` on local channels, or a model turn);
         ``images`` go with a model turn (a photo a chat received), capped like every image."""
-        outcome = await self._agent.handle_input(_session(session), text, steer=steer, images=images)
-        if self._turns is not None and outcome.stop != "command":
-            self._turns.append(outcome)
-        return outcome
 
     def abort(self, session: SessionView) -> bool:
         """Stop the running turn of ``session``; False when nothing was running."""
-        return self._agent.abort(_session(session))
 
     def add_tools(self, plugin: str, tools: Sequence[Tool]) -> list[str]:
         """Register tools that ``plugin`` could only learn of while starting (from ``crab_startup``).
@@ -182,7 +165,6 @@ class AgentHandle:
         interception hooks, timeouts and the loop guard apply to them unchanged. A name already
         taken is left out and reported as a fault of ``plugin``. Returns the names added.
         """
-        return self._agent.host.add_tools(plugin, tools)
 
     async def run_child(
         self,
@@ -219,18 +201,6 @@ class AgentHandle:
         turn with every call it started paired, then cancels the call. When its turn is over, the
         child session ends (``crab_session_end``, reason ``"child"``: its background jobs too).
         """
-        return await self._agent.run_child(
-            ctx,
-            prompt,
-            label=label,
-            tools=tools,
-            instructions=instructions,
-            model=model,
-            max_iterations=max_iterations,
-            read_only=read_only,
-            state=state,
-            title=title,
-        )
 
     async def complete(
         self,
@@ -249,66 +219,53 @@ class AgentHandle:
         ``stop_reason="error"`` and ``error``. ``CrabError`` when ``session`` is an id with no turn
         running. Whoever calls it owns the user's consent: crab does not ask.
         """
-        target: Session | str = session if isinstance(session, str) else _session(session)
-        return await self._agent.complete(target, messages, system=system, max_tokens=max_tokens)
 
     # --- sessions ---------------------------------------------------------------------------
 
     async def new_session(self, title: str | None = None, *, meta: Mapping[str, Any] | None = None) -> SessionView:
         """A new, empty session of this workspace (``meta``: the store's session meta, e.g. the
         key of a channel's conversation that ``/new`` carries over)."""
-        return await self._agent.new_session(title, meta)
 
     async def set_model(self, session: SessionView, model: str) -> str:
         """Switch ``session`` to ``model`` (``provider/model``, or a model of its provider) from
         its next request on; the switch is stored, so a resume restores it, and the token budget
         and pricing follow the new model. Returns ``provider/model``; ``crab.ConfigError`` (one
         line saying what to do) for a provider or model that is not configured (``models()``)."""
-        return (await self._agent.set_model(_session(session), model)).name
 
     async def recent_sessions(self, limit: int = 10) -> list[SessionInfo]:
         """This workspace's stored sessions, most recently updated first (``/resume`` lists them)."""
-        return await self._agent.recent_sessions(limit)
 
     async def resume(self, session_id: str) -> SessionView:
         """A stored session, its context repaired; ``StoreError`` when there is none."""
-        return await self._agent.resume(session_id)
 
     async def latest_session(self) -> SessionView | None:
         """The most recent session of this workspace, or None."""
-        return await self._agent.latest_session()
 
     async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> SessionView:
         """The session of conversation ``address`` (a chat id) on ``channel``: the stored session
         keyed so (``crab._loop.channel_host``), resumed, or a new one. Under ``crab serve`` it is kept
         live for the process, and the permission gate asks through the channel's ``ask`` when it
         has one. ``session_id`` moves the conversation to that session (after ``/fork``)."""
-        return await self._agent.session_for(channel, address, session_id=session_id)
 
     async def end_session(self, session: SessionView) -> None:
         """A channel is done with ``session`` for good (crab-http's one-off request): a channel's
         hold on it is dropped and plugins end what they keep for it (``crab_session_end``, reason
         ``"end"``: its background jobs); its entries stay in the store (1.6)."""
-        await self._agent.end_session(session)  # type: ignore[arg-type]
 
     async def deliver(self, channel: str, address: str, text: str) -> None:
         """Send ``text`` to ``address`` through ``channel``'s ``deliver`` (a channel ``crab serve``
         runs in this process); ``crab.ChannelError`` says why when it cannot."""
-        await self._agent.deliver(channel, address, text)
 
     async def session_info(self, session_id: str) -> SessionInfo:
         """The stored header of a session (usage, entry count, fork origin)."""
-        return await self._agent.store.get_session(session_id)
 
     async def entries(self, session_id: str) -> list[Entry]:
         """Every stored entry of a session, oldest first, those before a handoff or compaction
         anchor too (secrets already masked): for a plugin that derives its state from the history,
         as a resumed session must see what the live one saw."""
-        return await self._agent.store.entries(session_id)
 
     async def handoff(self, session: SessionView, name: str, state: Mapping[str, Any] | None = None) -> None:
         """Record a handoff anchor: the model's context starts afresh after it."""
-        await self._agent.handoff(_session(session), name, state)
 
     async def compact(self, session: SessionView, focus: str | None = None) -> bool:
         """Summarise the older history of ``session`` into a compaction anchor now (``/compact``),
@@ -316,27 +273,6 @@ class AgentHandle:
         nothing was compacted: the summary failed (a ``CompactionEvent`` with ``phase="failed"``
         says why) or there is nothing older than the most recent turn yet (no event). The
         ``done`` event carries the counts. Refused while a turn runs."""
-        from crab._contracts.errors import CrabError
-
-        live = _session(session)
-        if live.busy:
-            raise CrabError("a turn is running: wait for it to end (or /abort it), then compact")
-        return await self._agent.compact(live, "manual", focus or None) is not None
 
     async def fork(self, session_id: str, at: str | None = None) -> SessionInfo:
         """A new session branched from ``session_id`` (at entry ``at``, else at its end)."""
-        return await self._agent.store.fork(session_id, at)
-
-    # --- API 1.x compatibility ------------------------------------------------------------
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        value = getattr(self._agent, name)
-        warnings.warn(
-            f"reaching Agent.{name} through the agent handle is deprecated and ends in crab 2.0; "
-            "use what crab.AgentHandle offers (docs/api.md)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return value

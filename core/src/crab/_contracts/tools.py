@@ -1,9 +1,9 @@
-"""Tools: the ``Tool`` object the loop runs, the ``@crab.tool`` decorator, results and context; an
-invalid call, a ``ToolError`` or oversized output is a result for the model, never an exception."""
+"""Tools: the ``Tool`` object the loop runs, the ``@crab.tool`` decorator, results and context. The
+loop carries a call out (``crab/_loop/tool_exec.py``): an invalid call, a ``ToolError`` or oversized
+output is a result for the model, never an exception."""
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 import json
 import threading
@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from crab._contracts.errors import ToolError
 from crab._contracts.events import FileDiff
 from crab._contracts.images import ImagePart
-from crab._contracts.tool_schema import function_schema, validate
-from crab._contracts.truncate import OutputLimit, describe, truncate
+from crab._contracts.tool_schema import function_schema
+from crab._contracts.truncate import OutputLimit
 
 if TYPE_CHECKING:
     from crab._config.layers import Config
@@ -100,8 +99,7 @@ class Tool:
 
     Build one with ``@crab.tool`` from a typed function, or directly (for tools whose schema
     comes from elsewhere, like MCP servers) with a ``handler(arguments, ctx)``. Arguments are
-    validated against the schema before it runs; a sync function runs in a daemon thread of its
-    own (``run_in_thread``), abandoned at its timeout or abort.
+    validated against the schema before it runs (``crab.run_tool`` runs a call as the loop does).
 
     - ``permission``: read, write, exec or network (see the permission gate).
     - ``exclusive``: never runs at the same time as another tool call of the same reply.
@@ -111,7 +109,9 @@ class Tool:
     - ``prepare_arguments``: rewrites argument shapes models commonly send, before validation.
     - ``validate_arguments``: check arguments against ``parameters`` before calling.
     - ``preview``: ``preview(arguments, ctx)`` returns the ``FileDiff``s the call would make,
-      without making them (the permission question shows them); see ``preview_diffs``.
+      without making them (the permission question shows them); see ``crab.preview_diffs``.
+    - ``blocking``: the handler blocks, so it runs in a daemon thread of its own, abandoned at its
+      timeout or abort with ``ctx.cancelled`` set (``@crab.tool`` sets it for a sync function).
     """
 
     name: str
@@ -128,66 +128,11 @@ class Tool:
     plugin: str = ""
     fn: Callable[..., Any] | None = None
     preview: Preview | None = None
+    blocking: bool = False
 
     def spec(self) -> ToolSpec:
         """What a provider needs to describe this tool to the model."""
         return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
-
-    async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        """Validate ``arguments`` and run the tool; tool-level failures come back as error results."""
-        args = dict(arguments)
-        if self.prepare_arguments is not None:
-            try:
-                args = self.prepare_arguments(args)
-            except (TypeError, ValueError) as exc:
-                return ToolResult(f"invalid arguments for {self.name}: {exc}", is_error=True)
-        if self.validate_arguments:
-            problem = validate(args, self.parameters)
-            if problem:
-                return ToolResult(f"invalid arguments for {self.name}: {problem}", is_error=True)
-        from crab import processes
-
-        try:
-            # The processes this call starts are wrapped knowing whose they are (crab.processes).
-            with processes._tool_call(self.name, self.permission, ctx):
-                value = self.handler(args, ctx)
-                if inspect.isawaitable(value):
-                    value = await value
-        except ToolError as exc:
-            return self._limit(ToolResult(str(exc) or f"{self.name} failed", is_error=True))
-        return self._limit(as_result(value))
-
-    async def preview_diffs(self, arguments: Mapping[str, Any], ctx: ToolContext) -> tuple[FileDiff, ...]:
-        """The diffs this call would make, or ``()``: no ``preview``, arguments that do not pass,
-        a preview that fails (the call itself will say why) or takes over ``PREVIEW_TIMEOUT``."""
-        import asyncio
-
-        preview = self.preview
-        if preview is None:
-            return ()
-        args = dict(arguments)
-        try:
-            if self.prepare_arguments is not None:
-                args = self.prepare_arguments(args)
-            if self.validate_arguments and validate(args, self.parameters):
-                return ()
-            async with asyncio.timeout(PREVIEW_TIMEOUT):
-                # No ctx for the thread: a preview given up must not mark the call itself cancelled.
-                diffs = await run_in_thread(lambda: preview(args, ctx), {})
-        except (Exception, TimeoutError):
-            return ()
-        return tuple(d for d in diffs if isinstance(d, FileDiff))
-
-    def _limit(self, result: ToolResult) -> ToolResult:
-        if self.output_limit is None:
-            return result
-        text, cut = truncate(result.content, self.output_limit)
-        if cut is None:
-            return result
-        note = describe(cut, self.output_limit, "ask for a narrower slice to see the rest")
-        return ToolResult(
-            f"{text.rstrip(chr(10))}\n{note}", result.is_error, result.details, diffs=result.diffs, images=result.images
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,69 +169,13 @@ def _is_context(name: str, hint: Any) -> bool:
 
 
 def _make_handler(fn: Callable[..., Any], context_param: str | None) -> Handler:
-    is_async = inspect.iscoroutinefunction(fn)
-
-    async def handler(args: dict[str, Any], ctx: ToolContext) -> Any:
+    def handler(args: dict[str, Any], ctx: ToolContext) -> Any:
         kwargs = dict(args)
         if context_param is not None:
             kwargs[context_param] = ctx
-        if is_async:
-            return await fn(**kwargs)
-        return await run_in_thread(fn, kwargs, ctx)
+        return fn(**kwargs)  # a coroutine function's coroutine is awaited by whoever runs the tool
 
     return handler
-
-
-async def run_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: ToolContext | None = None) -> Any:
-    """Call ``fn(**kwargs)`` in a new daemon thread; on cancellation, abandon it.
-
-    Not ``asyncio.to_thread``: the default executor's threads are joined at exit, so one stuck
-    tool would keep crab from ending. A cancelled call sets ``ctx.cancelled`` so a well-behaved
-    function stops by itself; one that does not runs on unobserved until the process ends.
-    Also for other blocking calls that must not hold crab's exit (a terminal prompt).
-    """
-    import asyncio
-
-    from crab._system import watchdog
-
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-    context = contextvars.copy_context()
-
-    def settle(ok: bool, value: Any) -> None:
-        if future.done():
-            return
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
-
-    def work() -> None:
-        try:
-            ok, value = True, context.run(fn, **kwargs)
-        except Exception as exc:
-            ok, value = False, exc
-        except BaseException as exc:  # SystemExit or the like from a tool: a failure of that call only
-            ok, value = False, RuntimeError(f"{type(exc).__name__} raised in the tool")
-        watchdog.done(threading.current_thread())
-        try:
-            loop.call_soon_threadsafe(settle, ok, value)
-        except RuntimeError:
-            pass  # the loop is gone: this call was abandoned long ago
-
-    thread = threading.Thread(target=work, name=f"crab-tool-{getattr(fn, '__name__', 'tool')}", daemon=True)
-    watchdog.watch(thread)
-    try:
-        thread.start()
-    except RuntimeError:
-        watchdog.done(thread)
-        raise
-    try:
-        return await future
-    except asyncio.CancelledError:
-        if ctx is not None:
-            ctx.cancelled.set()  # the thread cannot be stopped; tell the function to stop itself
-        raise
 
 
 def make_tool(
@@ -330,6 +219,7 @@ def make_tool(
         prepare_arguments=prepare_arguments,
         fn=fn,
         preview=preview,
+        blocking=not inspect.iscoroutinefunction(fn),
     )
 
 

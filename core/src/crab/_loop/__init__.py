@@ -1,1 +1,2 @@
-"""The loop: the agent, one turn, tool calls, sessions, routing, history, the token budget and pricing. Private."""
+"""The loop: the agent and its handle, one turn, tool calls and running a tool, sessions, routing,
+history, images, the token budget and pricing. Private."""

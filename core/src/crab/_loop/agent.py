@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crab._config.layers import Config
+from crab._config.paths import live_home
 from crab._contracts.commands import Command, CommandContext, CommandResult
 from crab._contracts.config_tables import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
 from crab._contracts.errors import ChannelError, CrabError, UsageError
 from crab._contracts.events import CommandOutput, Event, NoticeEvent
-from crab._contracts.handle import AgentHandle, ChildOutcome
+from crab._contracts.handle import ChildOutcome
 from crab._contracts.images import ImagePart
 from crab._contracts.interception import AskUser, redacted_ask
 from crab._contracts.messages import AssistantMessage, Message, ToolCall
@@ -29,6 +30,7 @@ from crab._host.plugin_host import PluginHost
 from crab._loop import compaction
 from crab._loop.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget
 from crab._loop.compaction import Compacted, CompactionReason, handoff_note
+from crab._loop.handle import LoopHandle as AgentHandle
 from crab._loop.history import load_history
 from crab._loop.images import ImageLimits
 from crab._loop.model_call import ModelCalls
@@ -39,7 +41,7 @@ from crab._loop.session import QueuedInput, Session, TurnOutcome
 from crab._loop.turn import LoopSettings, Turn, TurnParts
 from crab._secrets.keys import known_secrets
 from crab._secrets.redaction import EventRedactor, Redactor
-from crab._system.live_sessions import live_home, no_turn_running, turn_running
+from crab._system.live_sessions import no_turn_running, turn_running
 
 if TYPE_CHECKING:
     from crab._loop.channel_host import ChannelHost

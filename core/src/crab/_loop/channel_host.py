@@ -91,7 +91,7 @@ class ChannelHost:
 
     async def run(self) -> None:
         """Run every channel until all have closed, or until ``request_stop`` has drained them."""
-        from crab._contracts.handle import AgentHandle
+        from crab._loop.handle import LoopHandle as AgentHandle
 
         self._stop = stop = asyncio.Event()
         handle = AgentHandle(self.agent)

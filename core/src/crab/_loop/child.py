@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from crab._config.paths import live_home
 from crab._contracts.errors import ConfigError
 from crab._contracts.events import ChildEvent, Event, NoticeEvent, ToolCallEvent
 from crab._contracts.handle import ChildOutcome
@@ -25,7 +26,7 @@ from crab._loop.model_choice import ModelChoice, choice_of
 from crab._loop.recorder import PARENT_CALL_META, PARENT_SESSION_META, Recorder
 from crab._loop.session import QueuedInput, Session
 from crab._loop.turn import Turn, TurnParts
-from crab._system.live_sessions import live_home, turn_running
+from crab._system.live_sessions import turn_running
 
 if TYPE_CHECKING:
     from crab._loop.agent import Agent

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crab._contracts.events import TurnStop
+from crab._contracts.handle import TurnOutcome as TurnOutcome  # the loop's modules import it from here
 from crab._contracts.images import ImagePart
 from crab._contracts.interception import AskUser
 from crab._contracts.messages import Message, Usage
@@ -16,22 +16,6 @@ from crab._contracts.questions import AskQuestion
 from crab._contracts.storage import SessionInfo
 from crab._loop.budget import TokenBudget
 from crab._loop.model_choice import ModelChoice
-
-
-@dataclass(frozen=True, slots=True)
-class TurnOutcome:
-    """How one turn ended, what the model finally said, and what it cost."""
-
-    stop: TurnStop
-    text: str = ""
-    usage: Usage = field(default_factory=Usage)
-    error: str | None = None
-    turn_id: str = ""
-    session_id: str = ""
-    tool_calls: int = 0
-    quit: bool = False
-    switch_session: str | None = None
-    clear_screen: bool = False
 
 
 @dataclass(eq=False)

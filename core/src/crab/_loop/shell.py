@@ -17,6 +17,7 @@ from crab._contracts.messages import ToolCall
 from crab._contracts.tools import Tool, ToolContext, ToolResult
 from crab._contracts.truncate import OutputLimit, describe, truncate
 from crab._host.plugin_host import PluginHost
+from crab._loop.tool_exec import run_tool
 
 _LIMIT = OutputLimit(lines=400, bytes=20_000, keep="tail")
 SHELL_TOOL = "!"
@@ -113,7 +114,7 @@ async def shell_input(
     decided = await gate(host, call, tool, ctx)
     if isinstance(decided, str):
         return CommandResult(decided, is_error=True)
-    result = await tool.run(decided.arguments, ctx)
+    result = await run_tool(tool, decided.arguments, ctx)
     return CommandResult(result.content, is_error=result.is_error)
 
 
@@ -154,7 +155,7 @@ async def run_shell_command(command: str, cwd: Path, timeout: float) -> CommandR
     it leaves running is ended when crab exits (``setsid`` ones too, crab being a subreaper).
 
     It starts as ``sh -c command`` through ``processes.wrap_command``: a sandbox may wrap it, or
-    refuse it with ``crab.ToolError``, which ``Tool.run`` makes the result. Only the tail of the
+    refuse it with ``crab.ToolError``, which ``run_tool`` makes the result. Only the tail of the
     output is kept while it runs (``_read_tail``).
     """
     from crab import processes

@@ -13,6 +13,7 @@ from crab._contracts.tools import Tool, ToolContext, ToolResult
 from crab._host.dispatch import Dispatcher
 from crab._loop.history import SKIPPED
 from crab._loop.router import did_you_mean
+from crab._loop.tool_exec import run_tool
 
 STOPPED = "Skipped: the turn was stopped before this call ran ({reason})"
 MAX_RAW_ECHO = 2000
@@ -150,7 +151,7 @@ class ToolRunner:
         timeout = tool.timeout if tool.timeout is not None else self.default_timeout
         try:
             async with asyncio.timeout(timeout):
-                result = await tool.run(call.arguments, ctx)
+                result = await run_tool(tool, call.arguments, ctx)
         except TimeoutError:
             result = ToolResult(f"{tool.name} timed out after {timeout:g} s and was cancelled.", is_error=True)
         except Exception as exc:

@@ -1,2 +1,3 @@
-"""What touches the operating system beyond plain files: atomic replacement, the last-resort watchdog, and the
-watcher that ends what crab started should crab be killed outright. Private."""
+"""What touches the operating system beyond plain files: atomic replacement, blocking calls in daemon
+threads, the last-resort watchdog, live-session locks, and the watcher that ends what crab started
+should crab be killed outright. Private."""

@@ -52,18 +52,6 @@ class _Lock:
         os.close(self.where)
 
 
-def live_home() -> Path | None:
-    """``$CRAB_HOME``, where the locks go; None with no home folder at all (no ``$HOME``, no
-    passwd entry): a program on a memory store still runs, with no liveness known."""
-    from crab._config.paths import crab_home
-    from crab._contracts.errors import ConfigError
-
-    try:
-        return crab_home()
-    except ConfigError:
-        return None
-
-
 def _open(home: Path | None, session_id: str) -> _Lock | None:
     """The session's lock file under ``$CRAB_HOME/live`` (named by a hash: any id is safe); it
     exists only while some turn or resume of the session holds it."""

@@ -23,6 +23,7 @@ from crab._assembly.root import Layers, assemble
 from crab._builtin.memory_store import MemoryStore
 from crab._config.layers import Config, load_config
 from crab._contracts.events import Event
+from crab._contracts.handle import AgentHandle
 from crab._contracts.images import ImagePart
 from crab._contracts.interception import AskUser
 from crab._contracts.providers import ModelRequest, Provider
@@ -30,6 +31,7 @@ from crab._contracts.questions import AskQuestion
 from crab._contracts.storage import Store
 from crab._host.plugin_host import PluginHost
 from crab._loop.agent import Agent
+from crab._loop.handle import LoopHandle
 from crab._loop.session import Session, TurnOutcome
 from crab.testing.scripted import Reply, ScriptedProvider
 
@@ -66,7 +68,8 @@ class AgentHarness:
     """An agent on a scripted provider and the memory store, with every event collected.
 
     ``run(text)`` drives one input to the end and returns its outcome; ``events`` holds all events
-    so far. Call ``close()`` (the fixture does) to shut the agent down.
+    so far; ``handle`` is an ``AgentHandle`` on the agent (a channel's ``run(handle)``). Call
+    ``close()`` (the fixture does) to shut the agent down.
     """
 
     def __init__(
@@ -109,6 +112,11 @@ class AgentHarness:
         self.runner = asyncio.Runner()
         self.runner.run(self.agent.start())
         self.session: Session = self.runner.run(self.agent.new_session())
+
+    @property
+    def handle(self) -> AgentHandle:
+        """A ``crab.AgentHandle`` on this agent, as a channel, command or lifecycle hook gets one."""
+        return LoopHandle(self.agent)
 
     @property
     def requests(self) -> list[ModelRequest]:

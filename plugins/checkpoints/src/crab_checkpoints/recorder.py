@@ -26,6 +26,7 @@ from crab import (
     TurnEnded,
     TurnStarted,
     crab_home,
+    preview_diffs,
 )
 
 from crab_checkpoints.copy_store import CopyCheckpoints
@@ -111,7 +112,7 @@ class Recorder:
                 if isinstance(store, CopyCheckpoints):
                     if tool.permission != "write":
                         return  # outside git only the files a tool names can be kept
-                    paths = self._paths(ctx.workspace, await tool.preview_diffs(call.arguments, ctx), store.root)
+                    paths = self._paths(ctx.workspace, await preview_diffs(tool, call.arguments, ctx), store.root)
                     tracked.pending[call.id] = paths
                     if tracked.checkpointed != tracked.turn_id:
                         store.begin(tracked.label)
