@@ -46,3 +46,26 @@ def test_every_plugin_is_installed_for_development_and_listed():
         assert f"-e ./plugins/{folder}" in requirements, folder
         distribution = re.search(r'^name = "([^"]+)"', pyproject.read_text(), re.M)
         assert distribution and distribution.group(1) in readme, folder
+
+
+def test_agents_md_lint_and_type_commands_are_what_ci_runs():
+    """AGENTS.md's ruff and mypy lines check what CI checks (its mypy line once left out the kits)."""
+    ci = {line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()}
+    agents = (ROOT / "AGENTS.md").read_text()
+    block = agents[agents.index("## Set up and check") :].split("```")[1]
+    commands = [line.split("  #")[0].strip() for line in block.splitlines()]
+    mypy = [command for command in commands if command.startswith(".venv/bin/mypy")]
+    assert mypy and all(command in ci for command in mypy), mypy
+    ruff = [part.strip() for command in commands if "ruff" in command for part in command.split("&&")]
+    assert ruff and all(part in ci for part in ruff), ruff
+
+
+def test_the_docs_name_the_api_version_crab_has():
+    """docs/api.md says which API version this crab is, and the plugin guide's example declares the
+    range `crab plugin new` writes for it."""
+    from crab._host.api_version import API_VERSION
+
+    assert f"`crab.API_VERSION` (now `{API_VERSION}`)" in (ROOT / "docs" / "api.md").read_text()
+    written = f'CRAB_API = ">={API_VERSION},<{int(API_VERSION.split(".")[0]) + 1}"'
+    assert written in (ROOT / "docs" / "plugins.md").read_text()
+    assert written in (ROOT / "plugin-template" / "src" / "crab_example" / "__init__.py").read_text()
