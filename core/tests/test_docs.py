@@ -85,3 +85,15 @@ def test_the_package_table_names_every_module_of_core():
     for name in ("_assembly", "_builtin", "_config", "_contracts", "_host", "_loop", "_secrets", "_system", "testing"):
         modules = {p.name for p in (package / name).iterdir() if p.suffix in (".py", ".md")} - {"__init__.py"}
         assert modules <= rows[name], (name, sorted(modules - rows[name]))
+
+
+def test_tools_basic_doc_names_the_first_request_budget_the_snapshot_test_holds():
+    """docs/tools-basic.md said 1,200 after issue 38 raised the budget to 1,350."""
+    source = (ROOT / "tests" / "test_system_prompt_snapshot.py").read_text()
+    found = re.search(r"^FIRST_REQUEST_BUDGET = (\d+)", source, re.M)
+    assert found, "tests/test_system_prompt_snapshot.py names no FIRST_REQUEST_BUDGET"
+    budget = int(found.group(1))
+    assert (
+        f"held under {budget:,} by `tests/test_system_prompt_snapshot.py`"
+        in (ROOT / "docs" / "tools-basic.md").read_text()
+    )
