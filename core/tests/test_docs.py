@@ -97,3 +97,35 @@ def test_tools_basic_doc_names_the_first_request_budget_the_snapshot_test_holds(
         f"held under {budget:,} by `tests/test_system_prompt_snapshot.py`"
         in (ROOT / "docs" / "tools-basic.md").read_text()
     )
+
+
+def test_the_library_guides_steps_loop_runs_a_turn_to_its_end():
+    """docs/library.md's driver loop, run as written with a trivial activity per step, ends the turn;
+    and the step it says comes first is the machine's first (it implied a Record)."""
+    from crab._contracts.messages import AssistantMessage
+    from crab._loop import steps
+
+    text = (ROOT / "docs" / "library.md").read_text()
+    found = re.search(r"```python\n(.*?)```", text[text.index("## Steps") :], re.S)
+    assert found, "docs/library.md's Steps section has no python block"
+    code = found.group(1)
+    answers = {
+        steps.Submit: steps.Submitted(),
+        steps.Accept: steps.Done(),
+        steps.Record: steps.Done(),
+        steps.Notify: steps.Done(),
+        steps.CallModel: steps.ModelReplied(AssistantMessage(content="done")),
+        steps.CheckEnd: steps.Continued(),
+        steps.TakeSteering: steps.Steered(),
+    }
+    seen: list[str] = []
+
+    def carry_out(step: object) -> object:
+        seen.append(type(step).__name__)
+        return answers[type(step)]
+
+    namespace = {"carry_out": carry_out, "session_id": "s1", "turn_id": "t1", "history": []}
+    exec(code, namespace)
+    assert isinstance(namespace["step"], steps.EndTurn) and namespace["step"].stop == "end"
+    first = re.search(r"the first is (\w+)", code)
+    assert first and first.group(1) == seen[0], (seen, code)
