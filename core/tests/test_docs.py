@@ -129,3 +129,14 @@ def test_the_library_guides_steps_loop_runs_a_turn_to_its_end():
     assert isinstance(namespace["step"], steps.EndTurn) and namespace["step"].stop == "end"
     first = re.search(r"the first is (\w+)", code)
     assert first and first.group(1) == seen[0], (seen, code)
+
+
+def test_the_architecture_diagram_makes_a_turn_as_the_code_does():
+    """The diagram showed `Turn(agent, …)` after a turn stopped holding its agent (it is given `TurnParts`)."""
+    from crab._loop.turn import Turn
+
+    diagram = (ROOT / "docs" / "architecture.md").read_text().split("```")[1]
+    shown = re.search(r"Turn\(([^)]*)\)", diagram)
+    assert shown, "docs/architecture.md's diagram shows no Turn(...)"
+    first = shown.group(1).split(",")[0].strip()
+    assert first == list(inspect.signature(Turn).parameters)[0], shown.group(0)
