@@ -139,4 +139,4 @@ def test_the_architecture_diagram_makes_a_turn_as_the_code_does():
     shown = re.search(r"Turn\(([^)]*)\)", diagram)
     assert shown, "docs/architecture.md's diagram shows no Turn(...)"
     first = shown.group(1).split(",")[0].strip()
-    assert first == list(inspect.signature(Turn).parameters)[0], shown.group(0)
+    assert first == next(iter(inspect.signature(Turn).parameters)), shown.group(0)
