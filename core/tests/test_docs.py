@@ -140,3 +140,17 @@ def test_the_architecture_diagram_makes_a_turn_as_the_code_does():
     assert shown, "docs/architecture.md's diagram shows no Turn(...)"
     first = shown.group(1).split(",")[0].strip()
     assert first == next(iter(inspect.signature(Turn).parameters)), shown.group(0)
+
+
+def test_every_place_usage_is_shown_documents_its_cache_fields():
+    """Issue 38: usage carries cache reads and writes wherever it is shown or stored, and each
+    place's doc names the fields (crab-http's and crab-eval's READMEs did not)."""
+    places = {
+        "docs/format.md": ("cache_read_tokens", "cache_write_tokens"),
+        "docs/commands.md": ("cache reads and writes",),
+        "plugins/http/README.md": ("cached_tokens", "cache_write_tokens"),
+        "plugins/eval/README.md": ("cache_read_tokens", "cache_write_tokens"),
+    }
+    for path, fields in places.items():
+        text = (ROOT / path).read_text()
+        assert all(field in text for field in fields), (path, fields)
