@@ -154,3 +154,16 @@ def test_every_place_usage_is_shown_documents_its_cache_fields():
     for path, fields in places.items():
         text = (ROOT / path).read_text()
         assert all(field in text for field in fields), (path, fields)
+
+
+def test_the_plugin_guide_says_the_handle_is_a_protocol():
+    """Issue 40 made `AgentHandle` a Protocol that forwards nothing; the author's guide said only
+    "never the agent"."""
+    from typing import Protocol
+
+    import crab
+
+    assert Protocol in crab.AgentHandle.__mro__
+    text = (ROOT / "docs" / "plugins.md").read_text()
+    section = text[text.index("### The agent handle: `AgentHandle`") :].split("\n### ")[0]
+    assert "`typing.Protocol`" in section and "AgentHarness.handle" in section
