@@ -167,3 +167,11 @@ def test_the_plugin_guide_says_the_handle_is_a_protocol():
     text = (ROOT / "docs" / "plugins.md").read_text()
     section = text[text.index("### The agent handle: `AgentHandle`") :].split("\n### ")[0]
     assert "`typing.Protocol`" in section and "AgentHarness.handle" in section
+
+
+def test_the_bash_doc_says_what_the_sandbox_does_to_a_background_child():
+    """Issue 39 item 11: under crab-sandbox a `cmd &` ends with its call; docs/tools-basic.md said
+    only that it lives until crab exits."""
+    text = (ROOT / "docs" / "tools-basic.md").read_text()
+    item = text[text.index("(`server &`)") :].split("\n- ")[0]
+    assert "crab-sandbox" in item and "background: true" in item, item
