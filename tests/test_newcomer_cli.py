@@ -66,3 +66,15 @@ def test_with_the_quickstarts_store_the_session_is_listed_and_continued(tmp_path
     assert len(listed.stdout.splitlines()) == 1 and str(tmp_path) in listed.stdout
     again = crab(["run", "-c", "-m", "mock/tour", "hi"], home, tmp_path, plugins)
     assert "no earlier session" not in again.stderr
+
+
+def test_every_command_help_lists_is_in_the_commands_doc(tmp_path: Path) -> None:
+    """docs/commands.md names every command `/help` lists with the first-party plugins (it had lost
+    the plugins' /jobs, /todo, /undo and /thinking)."""
+    plugins = "provider-mock,tools-basic,skills,todo,checkpoints,render-rich,subagents,ask,hooks"
+    shown = crab(["run", "-m", "mock/tour", "/help"], tmp_path / "home", tmp_path, plugins)
+    assert shown.returncode == 0, shown.stderr
+    names = re.findall(r"^\s+/(\w+)", shown.stdout, re.M)
+    assert {"help", "jobs", "todo", "undo", "thinking", "skill"} <= set(names), shown.stdout
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "commands.md").read_text()
+    assert [name for name in names if f"`/{name}" not in doc] == []
