@@ -170,7 +170,7 @@ class Turn:
         try:
             stop, error = await self._drive()
         except asyncio.CancelledError:
-            await self._abort("aborted")
+            await self._abort_to_the_end("aborted")
             stop = "aborted"
             if not session.abort_requested:
                 raise
@@ -273,6 +273,19 @@ class Turn:
             return extra
         images, notes = self.parts.settings.images.fit_result(extra.images)
         return UserMessage("\n".join([extra.content, *notes]).strip(), images=images)
+
+    async def _abort_to_the_end(self, why: str) -> None:
+        """``_abort``, carried to its end whatever aborts come while it settles (Ctrl-C pressed
+        again in ``crab chat``, a second /stop): cut short, it left the live session with calls the
+        next request sent unanswered. Its writes are the store's, and a command's clean-up is
+        bounded by the watchdog from the first signal on."""
+        settling = asyncio.ensure_future(self._abort(why))
+        while not settling.done():
+            try:
+                await asyncio.shield(settling)
+            except asyncio.CancelledError:
+                continue
+        settling.result()
 
     async def _abort(self, why: str) -> None:
         """Tell the machine the turn was aborted or failed, and carry out its ``Settle``."""
