@@ -7,8 +7,11 @@ ratio of CPU time to ``python -c pass``'s, and the number of modules the command
 what a bare interpreter has loaded (read from ``sys.modules`` in the child, since ``-X
 importtime`` does not list packages installed in editable mode). Bytecode caches are written and
 used, as in any install. Every installed first-party plugin is enabled. ``--baseline`` runs the
-same commands with that revision's ``core/src`` (``git archive``) first on ``PYTHONPATH``, the
-plugins unchanged, so before and after sit side by side. Targets: --version within 3x of python
+same commands with that revision's ``core/src`` and every plugin's and kit's ``src`` (``git
+archive``) first on ``PYTHONPATH`` (this checkout gets its own folders there in the same order, so
+both pay the same path search), so before and after sit side by side; a command whose output says
+a plugin failed stops the bench (today's plugins on an older core fail on the API they now use, and
+a run whose tools were refused costs less, which would read as a regression). Targets: --version within 3x of python
 -c pass; --help under 250 ms CPU and at most 150 modules plus one (its top-level module) per
 installed plugin; plugins list at most 100 ms CPU.
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -80,17 +84,30 @@ def module_count(args: list[str], env: dict[str, str]) -> int:
         text=True,
         check=True,
     )
+    failed = plugin_failures(result.stdout + result.stderr)
+    if failed:
+        raise SystemExit(f"{' '.join(args)}: a plugin failed, the figures would not compare: {failed[0]}")
     return int(result.stderr.rsplit("\nMODULES ", 1)[1])
 
 
-def baseline_core(revision: str, into: Path) -> Path:
-    """``core/src`` of ``revision``, extracted from git into ``into``."""
+def plugin_failures(output: str) -> list[str]:
+    """The lines of a command's output that say a plugin failed (``plugin NAME failed: ...``)."""
+    return [line.strip() for line in output.splitlines() if re.search(r"\bplugin [\w.-]+ failed:", line)]
+
+
+def source_folders(root: Path) -> list[Path]:
+    """``core/src`` and every plugin's and kit's ``src`` under ``root``, in that order."""
+    return [root / "core" / "src", *sorted(root.glob("plugins/*/src")), *sorted(root.glob("kits/*/src"))]
+
+
+def baseline_tree(revision: str, into: Path) -> list[Path]:
+    """The source folders of ``revision`` (core, plugins, kits), extracted from git into ``into``."""
     archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", revision, "core/src"], capture_output=True, check=True
+        ["git", "-C", str(ROOT), "archive", revision, "core/src", "plugins", "kits"], capture_output=True, check=True
     ).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
-    return into / "core" / "src"
+    return source_folders(into)
 
 
 def measure(envs: list[dict[str, str]], runs: int) -> list[list[tuple[str, float, float, int]]]:
@@ -140,7 +157,9 @@ def main() -> None:
         titles, envs = ["this checkout"], [env]
         if options.baseline:
             titles.insert(0, options.baseline)
-            envs.insert(0, dict(env, PYTHONPATH=str(baseline_core(options.baseline, Path(folder)))))
+            folders = baseline_tree(options.baseline, Path(folder))
+            envs.insert(0, dict(env, PYTHONPATH=os.pathsep.join(map(str, folders))))
+            envs[1] = dict(env, PYTHONPATH=os.pathsep.join(map(str, source_folders(ROOT))))
         columns = list(zip(titles, measure(envs, options.runs), strict=True))
     for title, rows in columns:
         base = rows[0][1]

@@ -28,6 +28,11 @@ def wait_until(condition, what, proc=None):
         time.sleep(0.05)
 
 
+def written(path):
+    """A delivery whole in ``path``: the fake chat opens the file (it exists, empty) before it writes."""
+    return lambda: path.exists() and path.read_text().endswith("\n")
+
+
 def test_crab_run_adds_a_job_through_the_tool_and_crab_serve_delivers_it_to_the_log(crab_cmd):
     model = crab_cmd.script(
         [
@@ -68,7 +73,7 @@ def test_an_agent_job_added_for_a_chat_delivers_its_answer_there(crab_cmd):
     assert added.returncode == 0, added.stderr
     proc = crab_cmd.serve([[{"text": "The build is green."}]])
     delivered = crab_cmd.chat / "alice.delivered"
-    wait_until(delivered.exists, "the answer to reach the chat", proc)
+    wait_until(written(delivered), "the answer to reach the chat", proc)
     assert delivered.read_text() == "The build is green.\n"
     [entry] = wait_until(crab_cmd.records, "the run to be logged", proc)
     assert (entry.status, entry.destination) == ("ok", "fakechat:alice")
@@ -80,7 +85,7 @@ def test_a_failing_job_delivers_its_error(crab_cmd):
     crab_cmd.run("schedule", "add", "--prompt", "summarize", "--in", "1s", "--name", "terminal digest")
     proc = crab_cmd.serve([[{"error": "invalid api key", "kind": "auth"}]])
     delivered = crab_cmd.chat / "bob.delivered"
-    wait_until(delivered.exists, "the error to reach the chat", proc)
+    wait_until(written(delivered), "the error to reach the chat", proc)
     text = delivered.read_text()
     assert "(digest) failed:" in text and "invalid api key" in text
     entries = wait_until(lambda: len(crab_cmd.records()) == 2 and crab_cmd.records(), "both failures logged", proc)
@@ -137,7 +142,7 @@ def test_a_job_survives_a_restart_of_crab_serve(crab_cmd):
     assert crab_cmd.records() == []
     proc = crab_cmd.serve()  # a new process picks the stored job up
     delivered = crab_cmd.chat / "carol.delivered"
-    wait_until(delivered.exists, "the reminder after the restart", proc)
+    wait_until(written(delivered), "the reminder after the restart", proc)
     assert delivered.read_text() == "Reminder: water the plants\n"
     assert crab_cmd.stop(proc)[0] == 0
 
@@ -152,7 +157,7 @@ def test_a_killed_workers_job_runs_again_after_its_lease(crab_cmd):
     stuck.communicate()
     proc = crab_cmd.serve([[{"text": "done at last"}]], *lease)
     delivered = crab_cmd.chat / "dave.delivered"
-    wait_until(delivered.exists, "the job to run again", proc)
+    wait_until(written(delivered), "the job to run again", proc)
     assert delivered.read_text() == "done at last\n"
     assert crab_cmd.stop(proc)[0] == 0
 
@@ -237,7 +242,7 @@ def test_a_job_added_from_a_chat_asks_first_and_delivers_to_that_chat(crab_cmd):
     [job] = crab_cmd.jobs()
     assert (job.origin.channel, job.origin.address, job.mode) == ("fakechat", "erin", "agent")
     delivered = crab_cmd.chat / "erin.delivered"
-    wait_until(delivered.exists, "the agent job's answer in the chat", proc)
+    wait_until(written(delivered), "the agent job's answer in the chat", proc)
     assert delivered.read_text() == "The queue is empty.\n"
     assert crab_cmd.stop(proc)[0] == 0
 
@@ -302,7 +307,7 @@ def test_sigterm_past_the_grace_period_records_the_run_as_interrupted_and_a_rest
     assert entry.status == "error" and "interrupted" in (entry.error or "")
     proc = crab_cmd.serve([[{"text": "report at last"}]])
     delivered = crab_cmd.chat / "gina.delivered"
-    wait_until(delivered.exists, "the interrupted job to run after the restart", proc)
+    wait_until(written(delivered), "the interrupted job to run after the restart", proc)
     assert delivered.read_text() == "report at last\n"
     assert crab_cmd.stop(proc)[0] == 0
 

@@ -37,7 +37,8 @@ class Recorder:
 
     A write that carries a step id (``crab._loop.steps``) happens once per id for a session: a
     driver that carries a step out twice (a retried activity, an abort racing a tool) records
-    once. The ids are kept until ``forget`` (the end of the turn whose steps they name).
+    once; a write the store refused (it raised) is not written, and carrying it out again writes
+    it. The ids are kept until ``forget`` (the end of the turn whose steps they name).
     """
 
     def __init__(self, store: Store, redactor: Redactor) -> None:
@@ -49,6 +50,12 @@ class Recorder:
         """Whether the entry of ``step_id`` is already in the store."""
         done = self._written.get(session)
         return done is not None and step_id in done
+
+    def _release(self, session: Session, step_id: str | None) -> None:
+        """The write of ``step_id`` failed: it is not written, and carrying the step out again writes it."""
+        done = self._written.get(session)
+        if step_id is not None and done is not None:
+            done.discard(step_id)
 
     def _claim(self, session: Session, step_id: str | None) -> bool:
         """True when ``step_id`` (None: no id, always written) was not written yet; marks it written."""
@@ -81,7 +88,11 @@ class Recorder:
         aborted or failed reply; False when ``step_id`` was written already (then nothing happens)."""
         if not self._claim(session, step_id):
             return False
-        kept = await self._stored(session, "message", message)
+        try:
+            kept = await self._stored(session, "message", message)
+        except Exception:  # not a cancellation: that write may have happened (a thread finishing it)
+            self._release(session, step_id)
+            raise
         if not isinstance(kept, AssistantMessage) or kept.replayable:
             session.messages.append(kept)
         return True
@@ -92,7 +103,11 @@ class Recorder:
         in context in call order, after the batch."""
         if not self._claim(session, step_id):
             return None
-        return await self._stored(session, "tool_result", message)
+        try:
+            return await self._stored(session, "tool_result", message)
+        except Exception:  # as in ``message``
+            self._release(session, step_id)
+            raise
 
     async def _stored(self, session: Session, type: EntryType, message: M) -> M:
         """Append ``message``'s entry and return the message the context keeps: the one a resume

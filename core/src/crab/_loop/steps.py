@@ -160,7 +160,8 @@ class Notify:
 class Settle:
     """After an abort or a failure: record what ``CallModel`` had streamed (``partial``) as a reply
     that never reaches a provider again, and a stand-in result for each call of ``tools`` (the
-    ``RunTools`` under way) that has none yet (``result_id`` says which). Answered by ``Done``."""
+    ``RunTools`` under way; with ``partial``, of the reply the driver already recorded, if the abort
+    came before ``ModelReplied``) that has none yet (``result_id`` says which). Answered by ``Done``."""
 
     id: str
     why: str

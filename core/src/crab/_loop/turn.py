@@ -136,6 +136,8 @@ class Turn:
         self.text = ""
         self.tool_calls = 0
         self.partial: Partial | None = None
+        self.replied: AssistantMessage | None = None
+        """The reply the current ``CallModel`` recorded (an abort before the step is answered pairs its calls)."""
         self.results: dict[str, ToolResultMessage] = {}
         self.steered: list[QueuedInput] = []
         self._inputs: dict[str, tuple[QueuedInput, Any]] = {}  # prompt id -> the input and its queue
@@ -168,7 +170,7 @@ class Turn:
         try:
             stop, error = await self._drive()
         except asyncio.CancelledError:
-            await self._abort("aborted")
+            await self._abort_to_the_end("aborted")
             stop = "aborted"
             if not session.abort_requested:
                 raise
@@ -272,6 +274,19 @@ class Turn:
         images, notes = self.parts.settings.images.fit_result(extra.images)
         return UserMessage("\n".join([extra.content, *notes]).strip(), images=images)
 
+    async def _abort_to_the_end(self, why: str) -> None:
+        """``_abort``, carried to its end whatever aborts come while it settles (Ctrl-C pressed
+        again in ``crab chat``, a second /stop): cut short, it left the live session with calls the
+        next request sent unanswered. Its writes are the store's, and a command's clean-up is
+        bounded by the watchdog from the first signal on."""
+        settling = asyncio.ensure_future(self._abort(why))
+        while not settling.done():
+            try:
+                await asyncio.shield(settling)
+            except asyncio.CancelledError:
+                continue
+        settling.result()
+
     async def _abort(self, why: str) -> None:
         """Tell the machine the turn was aborted or failed, and carry out its ``Settle``."""
         if isinstance(self.machine.step, EndTurn):  # it failed after its end (strict mode): nothing is open
@@ -310,6 +325,7 @@ class Turn:
 
     async def _call_model(self, step: CallModel) -> Input:
         """One model call of ``step``'s phase (``crab._loop.steps.CallModel``)."""
+        self.replied = None  # an earlier step's reply was answered (and its calls run) already
         budget = self.parts.budget(self.session)
         if step.phase == "held" and self._built is not None:
             request = self._built
@@ -348,6 +364,9 @@ class Turn:
 
         async def record_reply(message: AssistantMessage) -> None:
             await recorder.message(session, message)
+            # Stored: an abort from here on (the model_call event still being written) must not
+            # store it again as a partial, and must pair its calls (the step was not answered).
+            self.partial, self.replied = None, message
 
         reply = await self.parts.calls.send(
             session,
@@ -428,9 +447,13 @@ class Turn:
                 await self.parts.recorder.append(session, "message", message_to_dict(partial))
             self.partial = None
             reason = INTERRUPTED if step.why == "aborted" else f"Not run: the turn failed ({step.why})."
-            if step.tools is not None:
-                for call in step.tools.calls:
-                    await self._record_result(step.tools, call, ToolResult(reason, is_error=True), 0.0)
+            tools = step.tools
+            replied, self.replied = self.replied, None
+            if tools is None and step.partial and replied is not None and replied.tool_calls:
+                tools = RunTools(step.id, replied.tool_calls)  # recorded, not yet answered to the machine
+            if tools is not None:
+                for call in tools.calls:
+                    await self._record_result(tools, call, ToolResult(reason, is_error=True), 0.0)
         except PluginError:  # strict mode: the run ends; repair pairs what is left on resume
             session.messages = repair([*session.messages, *self.results.values()])
             raise
