@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from crab._contracts.messages import AssistantMessage
 from crab._contracts.storage import Entry, Store
-from crab._loop.history import STOPPED, build_context, unpaired_calls
+from crab._loop.history import NO_REPLY, STOPPED, build_context, unpaired_calls
 from crab_store_sqlite import SqliteStore
 from crab_tape_jsonl import TapeStore
 
@@ -276,10 +276,12 @@ def kill_lane(harness: Harness, lane: int, seed: int) -> int:
     assert_chain(final)
     resumed = [i for i, e in enumerate(final) if e.payload.get("content") == f"lane {lane}: resume after the crashes"]
     assert len(resumed) == 1
-    # A resume first gives the call the kill interrupted its stand-in result (issue 32 item 2):
-    # between the last snapshot and the resumed prompt there are only those.
+    # A resume first gives the call the kill interrupted its stand-in result (issue 32 item 2),
+    # and a prompt the kill left unanswered its stand-in reply (recorded, so the resumed context
+    # is the stored one): between the last snapshot and the resumed prompt there are only those.
     between = final[len(snapshots[-1]) : resumed[0]]
-    assert all(e.payload.get("content") == STOPPED for e in between), between
+    assert all(e.payload.get("content") in (STOPPED, NO_REPLY) for e in between), between
+    assert [e for e in between if e.payload.get("content") == NO_REPLY] in ([], between[-1:]), between
     assert final[resumed[0]].parent_id == (between[-1].id if between else snapshots[-1][-1].id)
     assert any(e.payload.get("content") == "Resumed and answered." for e in final[resumed[0] :])
     handoffs = [e for e in final if e.type == "anchor" and e.payload.get("kind") == "handoff"]
