@@ -188,3 +188,49 @@ def test_a_subagent_tree_killed_with_9_and_resumed_keeps_every_call_paired(crab:
         before = stored[session_id][1]
         assert [e.id for e in entries[: len(before)]] == [e.id for e in before], "entries were lost or changed"
         assert unpaired(entries) == [], session_id
+
+
+# Red team (issue 40, second pass): SIGTERM and SIGINT to ``crab run`` while a subagent tree runs:
+# the run ends with its signal's code and every call of every session of the tree has exactly one
+# stored result at once, with no resume needed (a ``kill -9`` is what ``crab run -c`` repairs).
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_subagent_tree_stopped_by_a_signal_leaves_every_call_paired(crab: Crab, signum: int, code: int) -> None:
+    child_steps = [
+        [{"text": f"step {n} "}, {"delay": 0.05}, {"tool": "nothing_here", "id": f"c{n}", "args": {"n": n}}, usage(n)]
+        for n in range(200)
+    ]
+    grand = crab.script("grand", child_steps, loop=True)
+    crab.agent("grand", grand)
+    child = crab.script("child", [[task("g1", "grand", "go deeper"), usage(1)], *child_steps], loop=True)
+    crab.agent("child", child)
+    parent = crab.script("parent", [[task("t1", "child", "work"), task("t2", "grand", "work too"), usage(9)]])
+    process = subprocess.Popen(
+        crab.args(parent, "start the tree"),
+        cwd=crab.project,
+        env=crab.env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            stored = crab.sessions() if (crab.home / "sessions").exists() else {}
+            grandchildren = [s for s, (meta, _) in stored.items() if meta.get("crab.child_label") == "grand"]
+            if len(grandchildren) >= 2 and all(len(stored[g][1]) > 6 for g in grandchildren):
+                break
+            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+            time.sleep(0.1)
+        else:
+            pytest.fail("the tree never grew")
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+    assert process.returncode == code, err.decode()
+    assert b"Traceback" not in err, err.decode()
+    stored = crab.sessions()
+    assert len(stored) == 4
+    for session_id, (meta, entries) in stored.items():
+        assert unpaired(entries) == [], (meta.get("crab.child_label"), session_id)
