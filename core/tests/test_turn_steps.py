@@ -109,6 +109,15 @@ def test_an_unanswered_last_prompt_gets_no_reply_recorded_first() -> None:
     assert isinstance(answered.step, Submit)
 
 
+def test_a_prompt_another_process_may_still_answer_gets_no_stand_in_reply() -> None:
+    """A resume that found a turn of the session running elsewhere (``Session.shared``): the
+    prompt it ended on is that turn's, still being answered there."""
+    m = TurnMachine(
+        SESSION, "t1", Prompt("p0", "hi"), [UserMessage("theirs")], StepSettings(), may_answer_for_others=False
+    )
+    assert isinstance(m.step, Submit)
+
+
 def test_a_refused_prompt_ends_the_turn_with_the_error_shown_and_records_nothing() -> None:
     m = machine()
     end = m.send(Submitted("no secrets here"))

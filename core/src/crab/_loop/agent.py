@@ -301,6 +301,7 @@ class Agent:
             workspace=workspace,
             messages=history.messages,
             handoff=dict(history.handoff) if history.handoff else None,
+            shared=not alone,
         )
         self._restore_model(session, stored_choice(entries))
         return self.opened(session)

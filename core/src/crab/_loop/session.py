@@ -57,6 +57,9 @@ class Session:
     state: dict[str, Any] = field(default_factory=dict)
     system_hashes: set[str] = field(default_factory=set)
     system: tuple[str | None, str] | None = None
+    shared: bool = False
+    """The resume found a turn of this session running in another process: the prompt it ended on
+    may still be answered there, so the next turn records no stand-in reply for it."""
     """The system prompt this session's requests carry, with the handoff note it was gathered for
     (``Agent.system_prompt``: once per live session, again after a compaction)."""
     steering: deque[QueuedInput] = field(default_factory=deque)

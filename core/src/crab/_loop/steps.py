@@ -292,6 +292,8 @@ class TurnMachine:
         prompt: Prompt,
         history: Sequence[Message],
         settings: StepSettings | None = None,
+        *,
+        may_answer_for_others: bool = True,
     ) -> None:
         self.session_id = session_id
         self.turn_id = turn_id
@@ -304,7 +306,10 @@ class TurnMachine:
         """Times a ``crab_turn_end`` hook kept this turn going."""
         self._count = 0
         self._ended = False
-        self._script = self._turn(prompt, bool(history) and isinstance(history[-1], UserMessage))
+        # A prompt left without a reply gets the recorded stand-in reply, unless another process may
+        # still be answering it (``may_answer_for_others`` False: it was found while a turn ran).
+        unanswered = may_answer_for_others and bool(history) and isinstance(history[-1], UserMessage)
+        self._script = self._turn(prompt, unanswered)
         self.step: Step = next(self._script)
 
     def send(self, answer: Input) -> Step:

@@ -152,7 +152,9 @@ class Turn:
             self._prompt(item, queue),
             session.messages,
             StepSettings(parts.settings.max_iterations),
+            may_answer_for_others=not session.shared,
         )
+        session.shared = False  # from this turn on, the session's last prompt is this process's own
 
     def emit(self, event: Event) -> None:
         self.parts.calls.emit(event, self.session.id)
