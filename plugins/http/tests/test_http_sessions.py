@@ -326,6 +326,9 @@ def test_turns_are_shown_on_stderr_as_the_readme_says_and_stdout_stays_empty(ser
         sid = new_session(client, auth)
         with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=auth, json={"text": "hello"}) as r:
             sse(r)
+    # The client has the answer once the stream ends; the server's renderer may show it a moment
+    # later (a loaded machine): wait for the line, then stop.
+    served.wait_for_line(r"echo: hello \(1 user messages\)")
     assert served.stop() == 0
     assert "echo: hello (1 user messages)" in served.log() and served.stdout == ""
     readme = (Path(__file__).parents[1] / "README.md").read_text()
