@@ -4,6 +4,7 @@ a driver carries out, with no asyncio and no store."""
 from __future__ import annotations
 
 import pytest
+from crab._contracts.interception import PermissionRequest
 from crab._contracts.messages import AssistantMessage, ToolCall, UserMessage
 from crab._loop.history import NO_REPLY
 from crab._loop.steps import (
@@ -12,6 +13,8 @@ from crab._loop.steps import (
     FINAL_ANSWER_NOTE,
     Abort,
     Accept,
+    Answered,
+    Ask,
     CallModel,
     CheckEnd,
     Compact,
@@ -27,6 +30,7 @@ from crab._loop.steps import (
     Record,
     RunTools,
     Settle,
+    ShowCalls,
     Steered,
     StepError,
     StepSettings,
@@ -40,6 +44,7 @@ from crab._loop.steps import (
 )
 
 SESSION = "20260301T120000-abcdef"
+REQUEST = PermissionRequest("save", "write", "save text=a", call_id="c1")
 DAY = session_date(SESSION) or ""
 
 
@@ -57,9 +62,11 @@ def submit(m: TurnMachine, history: tuple = (), context: tuple = ()) -> None:
     m.send(Done())
 
 
-def reply(text: str = "", *calls: ToolCall, error: str | None = None) -> ModelReplied:
+def reply(text: str = "", *calls: ToolCall, error: str | None = None, shown: bool = True) -> ModelReplied:
+    """A reply whose calls the stream showed (``shown``) or did not."""
     stop = "error" if error else ("tool_use" if calls else "end_turn")
-    return ModelReplied(AssistantMessage(text, tool_calls=calls, stop_reason=stop, error=error))
+    seen = frozenset(c.id for c in calls) if shown else frozenset()
+    return ModelReplied(AssistantMessage(text, tool_calls=calls, stop_reason=stop, error=error), seen)
 
 
 def call(n: int) -> ToolCall:
@@ -280,3 +287,67 @@ def test_an_abort_before_anything_ran_settles_nothing_and_the_ended_turn_takes_n
     assert isinstance(m.send(Done()), EndTurn)
     with pytest.raises(StepError):
         m.send(Abort("aborted"))
+
+
+# --- questions: every call is shown before it runs and before anyone is asked about it -------------
+
+
+def test_calls_the_stream_did_not_show_are_shown_before_they_run() -> None:
+    m = machine()
+    submit(m)
+    shown = m.send(
+        ModelReplied(AssistantMessage("", tool_calls=(call(1), call(2)), stop_reason="tool_use"), frozenset({"c1"}))
+    )
+    assert isinstance(shown, ShowCalls) and shown.calls == (call(2),)
+    run = m.send(Done())
+    assert isinstance(run, RunTools) and run.calls == (call(1), call(2))
+
+
+def test_a_question_is_a_step_about_a_call_of_the_running_tools() -> None:
+    m = machine()
+    submit(m)
+    m.send(reply("", call(1), shown=False))
+    run = m.send(Done())
+    assert isinstance(run, RunTools)
+    asked = m.ask("c1", REQUEST)
+    again = m.ask("c1", REQUEST)
+    assert isinstance(asked, Ask) and asked.call == call(1) and asked.question == REQUEST
+    assert asked.id == f"{result_id(run, call(1))}/ask1" and again.id.endswith("/ask2")
+    m.answer(asked, Answered("once"))
+    with pytest.raises(StepError):
+        m.answer(asked, Answered("once"))  # answered already
+    m.answer(again, Answered("deny"))
+    assert m.step is run  # questions come and go while the RunTools is carried out
+
+
+def test_nobody_is_asked_about_a_call_that_is_not_being_run() -> None:
+    m = machine()
+    submit(m)
+    assert isinstance(m.step, CallModel)
+    with pytest.raises(StepError):
+        m.ask("c1", REQUEST)  # the reply is not even in
+    shown = m.send(reply("", call(1), shown=False))
+    assert isinstance(shown, ShowCalls)
+    with pytest.raises(StepError):
+        m.ask("c1", REQUEST)  # not shown yet
+    m.send(Done())
+    with pytest.raises(StepError):
+        m.ask("c9", REQUEST)  # not a call of this reply
+
+
+def test_an_abort_while_calls_are_shown_pairs_every_call_of_the_reply() -> None:
+    m = machine()
+    submit(m)
+    m.send(reply("", call(1), call(2), shown=False))
+    settle = m.send(Abort("aborted"))
+    assert isinstance(settle, Settle) and settle.tools is not None and settle.tools.calls == (call(1), call(2))
+
+
+def test_an_abort_leaves_no_question_open() -> None:
+    m = machine()
+    submit(m)
+    m.send(reply("", call(1)))
+    asked = m.ask("c1", REQUEST)
+    m.send(Abort("aborted"))
+    with pytest.raises(StepError):
+        m.answer(asked, Answered("once"))

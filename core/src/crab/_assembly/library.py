@@ -271,6 +271,8 @@ class Agent:
             session = await self._agent.resume(session_id)
         if self._ask is not None:
             session.ask = SessionAsker(self._ask)
+        routes, session_id = self._routes, session.id
+        session.caught_up = lambda: routes.caught_up(session_id)
         self._sessions[session.id] = session
         return session
 
@@ -288,6 +290,13 @@ class RunRoutes:
 
     def __init__(self) -> None:
         self.runs: dict[str, Run] = {}
+
+    async def caught_up(self, session_id: str) -> None:
+        """Until the program has handled every event of the session's run so far (``Session.caught_up``):
+        a question reaches ``ask=`` after the ``ToolCallEvent`` it is about reached the program."""
+        run = self.runs.get(session_id)
+        if run is not None:
+            await run._caught_up()
 
     @hookimpl
     def crab_event(self, event: Event, session_id: str) -> None:
@@ -322,6 +331,10 @@ class Run:
         self._tasks: list[asyncio.Task[TurnOutcome]] = []
         self._result: RunResult | None = None
         self._pending: list[tuple[str, bool]] = []
+        self._given = 0  # events queued for the program
+        self._handed = 0  # events the program was handed
+        self._handled = 0  # events the program is done with: it asked for the next one
+        self._waiting: list[asyncio.Future[None]] = []  # questions waiting for _handled
 
     @property
     def session_id(self) -> str | None:
@@ -355,6 +368,21 @@ class Run:
         self._collector.handle(event)
         if self._events is not None:
             self._events.put_nowait(event)
+            self._given += 1
+
+    async def _caught_up(self) -> None:
+        target = self._given
+        while self._handled < target and self._session is not None:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiting.append(waiter)
+            await waiter
+
+    def _handled_all_handed(self) -> None:
+        self._handled = self._handed
+        waiting, self._waiting = self._waiting, []
+        for waiter in waiting:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _submit(self, text: str, *, steer: bool, images: tuple[ImagePart, ...] = ()) -> None:
         assert self._session is not None
@@ -394,6 +422,7 @@ class Run:
     async def _next(self) -> Event | None:
         await self._start()
         assert self._events is not None
+        self._handled_all_handed()  # the program asks for more: it is done with what it was handed
         if self._result is not None and self._events.empty():
             return None
         try:
@@ -403,6 +432,8 @@ class Run:
             raise
         if event is None:
             await self._finish()
+        else:
+            self._handed += 1
         return event
 
     def __aiter__(self) -> AsyncIterator[Event]:
@@ -444,6 +475,8 @@ class Run:
     def _leave_routes(self) -> None:
         if self._session is not None and self._owner._routes.runs.get(self._session.id) is self:
             del self._owner._routes.runs[self._session.id]
+        self._handed = self._given  # nobody takes events any more: no question waits for them
+        self._handled_all_handed()
 
 
 ImageInput = ImagePart | bytes | str | Path

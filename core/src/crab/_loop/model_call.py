@@ -44,7 +44,8 @@ class Partial:
 
     text: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
-    calls: int = 0
+    calls: list[str] = field(default_factory=list)
+    """Ids of the calls shown (a ``ToolCallEvent`` each), in order."""
 
     @property
     def empty(self) -> bool:
@@ -182,8 +183,8 @@ class ModelCalls:
             async with aclosing(choice.provider.stream(request)) as stream:  # type: ignore[type-var]
                 async for event in stream:
                     if isinstance(event, ToolCallEvent):
-                        partial.calls += 1
                         event = ToolCallEvent(replace(event.call, id=unique_id(event.call.id, taken)))
+                        partial.calls.append(event.call.id)
                     elif isinstance(event, TextDelta):
                         partial.text.append(event.text)
                     elif isinstance(event, ThinkingDelta):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,10 @@ class Session:
     budget: TokenBudget | None = None
     ask: AskUser | None = None
     question: AskQuestion | None = None
+    caught_up: Callable[[], Awaitable[None]] | None = None
+    """What a question (an ``Ask`` step) waits for first, when whoever takes this session's events
+    takes them later than they are emitted (a program iterating a ``crab.Run``): that every event
+    before the question was taken, the call it is about among them."""
     compacting: asyncio.Lock = field(default_factory=asyncio.Lock)
     described: frozenset[str] = frozenset()
     model: ModelChoice | None = None

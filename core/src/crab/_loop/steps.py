@@ -12,7 +12,9 @@ from typing import Literal
 
 from crab._contracts.events import TurnStop
 from crab._contracts.images import ImagePart
+from crab._contracts.interception import PermissionRequest
 from crab._contracts.messages import AssistantMessage, Message, ToolCall, UserMessage
+from crab._contracts.questions import Question
 from crab._loop.compaction import CompactionReason
 from crab._loop.history import NO_REPLY
 
@@ -130,6 +132,16 @@ class CheckEnd:
 
 
 @dataclass(frozen=True, slots=True)
+class ShowCalls:
+    """Show the user each of ``calls`` (a ``ToolCallEvent``): the calls of a reply the model's
+    stream did not show as they came, so every call is shown before it runs and before any
+    question about it. Answered by ``Done``."""
+
+    id: str
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class RunTools:
     """Run ``calls`` (or, with ``skip``, record that error as each one's result instead); every
     call gets exactly one result, recorded under the id ``result_id(self, call)``. Answered by
@@ -138,6 +150,19 @@ class RunTools:
     id: str
     calls: tuple[ToolCall, ...]
     skip: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """Ask the user about ``call`` of the ``RunTools`` under way: a permission
+    (``PermissionRequest``) or a tool's ``Question``. The only step that comes while another is
+    being carried out: a call asks from inside ``RunTools`` (``TurnMachine.ask``), calls side by
+    side ask side by side, and only about a call already shown. Answered by ``Answered``
+    (``TurnMachine.answer``)."""
+
+    id: str
+    call: ToolCall
+    question: PermissionRequest | Question
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +205,21 @@ class EndTurn:
     shown: bool = False
 
 
-Step = Record | Submit | Accept | CallModel | Compact | CheckEnd | RunTools | TakeSteering | Notify | Settle | EndTurn
+Step = (
+    Record
+    | Submit
+    | Accept
+    | CallModel
+    | Compact
+    | CheckEnd
+    | ShowCalls
+    | RunTools
+    | Ask
+    | TakeSteering
+    | Notify
+    | Settle
+    | EndTurn
+)
 
 
 def result_id(step: RunTools, call: ToolCall) -> str:
@@ -211,9 +250,11 @@ class Submitted:
 
 @dataclass(frozen=True, slots=True)
 class ModelReplied:
-    """The recorded reply (``stop_reason="error"`` when the call failed)."""
+    """The recorded reply (``stop_reason="error"`` when the call failed) and the ids of its calls
+    the stream showed as they came (the others get a ``ShowCalls``)."""
 
     message: AssistantMessage
+    shown: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +288,14 @@ class ToolsRan:
     """Every call has its result; ``stopped`` is why an interceptor ended the turn, if one did."""
 
     stopped: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """The user's answer to an ``Ask`` (a permission's ``"once"``, ``"always"`` or ``"deny"``, a
+    question's words), None for no answer."""
+
+    answer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +355,10 @@ class TurnMachine:
         """Times a ``crab_turn_end`` hook kept this turn going."""
         self._count = 0
         self._ended = False
+        self._shown: frozenset[str] = frozenset()  # ids of the last reply's calls the user has seen
+        self._asked: dict[str, int] = {}  # call id -> questions asked about it in this RunTools
+        self._open: set[str] = set()  # ids of the Ask steps not answered yet
+        self._calls: tuple[ToolCall, ...] = ()  # the calls of the reply being shown or run
         # A prompt left without a reply gets the recorded stand-in reply, unless another process may
         # still be answering it (``may_answer_for_others`` False: it was found while a turn ran).
         unanswered = may_answer_for_others and bool(history) and isinstance(history[-1], UserMessage)
@@ -317,6 +370,7 @@ class TurnMachine:
         if self._ended:
             raise StepError(f"the turn has ended; {type(answer).__name__} came after {self.step.id}")
         if isinstance(answer, Abort):
+            self._open.clear()  # the questions under way go unanswered: their calls are settled
             self._script.close()
             self._script = self._after_settle(self._settle(answer.why))
             self.step = next(self._script)
@@ -328,6 +382,29 @@ class TurnMachine:
         self._ended = isinstance(self.step, EndTurn)
         return self.step
 
+    def ask(self, call_id: str, question: PermissionRequest | Question) -> Ask:
+        """The ``Ask`` step for a question a call of the current ``RunTools`` puts to the user;
+        ``StepError`` for a call that is not being run or was not shown: nobody is asked about a
+        call before they have seen it. Its id is the call's result id and a count, the same when
+        the step is carried out again."""
+        step = self.step
+        call = next((c for c in step.calls if c.id == call_id), None) if isinstance(step, RunTools) else None
+        if call is None or not isinstance(step, RunTools) or step.skip is not None:
+            raise StepError(f"a question about call {call_id!r} while {type(step).__name__} {step.id} is the step")
+        if call_id not in self._shown:  # pragma: no cover - RunTools comes after its ShowCalls
+            raise StepError(f"a question about call {call_id!r}, which the user has not been shown")
+        self._asked[call_id] = count = self._asked.get(call_id, 0) + 1
+        asked = Ask(f"{result_id(step, call)}/ask{count}", call, question)
+        self._open.add(asked.id)
+        return asked
+
+    def answer(self, step: Ask, answer: Answered) -> None:
+        """Take the answer to ``step``; ``StepError`` for one that is not open (answered already,
+        or its turn was aborted and settled)."""
+        if step.id not in self._open:
+            raise StepError(f"Ask {step.id} is not waiting for an answer")
+        self._open.discard(step.id)
+
     def _id(self) -> str:
         self._count += 1
         return f"{self.turn_id}.{self._count}"
@@ -335,13 +412,15 @@ class TurnMachine:
     def _settle(self, why: str) -> Settle:
         step = self.step
         tools = step if isinstance(step, RunTools) else None
+        if isinstance(step, ShowCalls):  # the reply is recorded, its calls not run yet
+            tools = RunTools(step.id, self._calls)
         return Settle(self._id(), why, tools, partial=isinstance(step, CallModel))
 
     def _after_settle(self, settle: Settle) -> Generator[Step, Input, None]:
-        yield from self._ask(settle, Done)
+        yield from self._expect(settle, Done)
         yield EndTurn(self._id(), "aborted" if settle.why == "aborted" else "error")
 
-    def _ask(self, step: Step, *kinds: type) -> Generator[Step, Input, Input]:
+    def _expect(self, step: Step, *kinds: type) -> Generator[Step, Input, Input]:
         answer = yield step
         if not isinstance(answer, kinds):
             names = " or ".join(kind.__name__ for kind in kinds)
@@ -352,7 +431,7 @@ class TurnMachine:
 
     def _turn(self, prompt: Prompt, unanswered: bool) -> Generator[Step, Input, None]:
         if unanswered:  # the last turn got no reply: roles alternate, and a resume reads the same
-            yield from self._ask(Record(self._id(), AssistantMessage(content=NO_REPLY)), Done)
+            yield from self._expect(Record(self._id(), AssistantMessage(content=NO_REPLY)), Done)
         refused = yield from self._submit(prompt, steered=False)
         if refused is not None:
             yield EndTurn(self._id(), "error", refused, shown=True)
@@ -366,80 +445,93 @@ class TurnMachine:
                 yield EndTurn(self._id(), "error", message.error)
                 return
             if not message.tool_calls:
-                going_on = yield from self._ask(CheckEnd(self._id(), self.text, self.continued), Continued)
+                going_on = yield from self._expect(CheckEnd(self._id(), self.text, self.continued), Continued)
                 assert isinstance(going_on, Continued)
                 if going_on.text is None:
                     yield EndTurn(self._id(), "end")
                     return
                 self.continued += 1
-                yield from self._ask(Record(self._id(), UserMessage(going_on.text)), Done)
+                yield from self._expect(Record(self._id(), UserMessage(going_on.text)), Done)
                 continue
             self.tool_calls += len(message.tool_calls)
-            ran = yield from self._ask(RunTools(self._id(), message.tool_calls), ToolsRan)
+            ran = yield from self._run_tools(message.tool_calls, None)
             assert isinstance(ran, ToolsRan)
             if ran.stopped is not None:
-                yield from self._ask(Notify(self._id(), STOPPED_BY.format(reason=ran.stopped), "warning"), Done)
+                yield from self._expect(Notify(self._id(), STOPPED_BY.format(reason=ran.stopped), "warning"), Done)
                 yield EndTurn(self._id(), "guard", ran.stopped)
                 return
             yield from self._take_steering()
-        yield from self._ask(Notify(self._id(), CAP_REACHED.format(limit=limit), "warning"), Done)
+        yield from self._expect(Notify(self._id(), CAP_REACHED.format(limit=limit), "warning"), Done)
         # Asked as a recorded note with the same tools and system prompt: the request's prefix
         # stays the cached one (tools are offered, and a call made anyway is paired as skipped).
-        yield from self._ask(Record(self._id(), UserMessage(FINAL_ANSWER_NOTE)), Done)
+        yield from self._expect(Record(self._id(), UserMessage(FINAL_ANSWER_NOTE)), Done)
         message = yield from self._call_model(iteration + 1, final=True)
         if message.stop_reason == "error":
             yield EndTurn(self._id(), "error", message.error)
             return
         if message.tool_calls:
-            yield from self._ask(RunTools(self._id(), message.tool_calls, skip=CAP_SKIPPED), ToolsRan)
+            yield from self._run_tools(message.tool_calls, CAP_SKIPPED)
         yield EndTurn(self._id(), "max_iterations")
+
+    def _run_tools(self, calls: tuple[ToolCall, ...], skip: str | None) -> Generator[Step, Input, ToolsRan]:
+        """Show the calls the stream did not, then run them (questions come as ``Ask`` meanwhile)."""
+        self._calls = calls
+        unseen = tuple(call for call in calls if call.id not in self._shown)
+        if unseen:
+            yield from self._expect(ShowCalls(self._id(), unseen), Done)
+            self._shown |= {call.id for call in unseen}
+        self._asked = {}
+        ran = yield from self._expect(RunTools(self._id(), calls, skip), ToolsRan)
+        assert isinstance(ran, ToolsRan)
+        return ran
 
     def _submit(self, prompt: Prompt, *, steered: bool) -> Generator[Step, Input, str | None]:
         """Offer ``prompt`` to the hooks and record it with its context; the refusal line, if any."""
-        answer = yield from self._ask(Submit(self._id(), prompt, steered), Submitted)
+        answer = yield from self._expect(Submit(self._id(), prompt, steered), Submitted)
         assert isinstance(answer, Submitted)
         if answer.refused is not None:
             return REFUSED.format(reason=answer.refused)
         recorded: list[Message] = [UserMessage(prompt.text, images=prompt.images), *answer.context]
         for message in recorded:
-            yield from self._ask(Record(self._id(), message), Done)
+            yield from self._expect(Record(self._id(), message), Done)
         note = date_note([*answer.history, *recorded], answer.today, session_date(self.session_id))
         if note is not None:
-            yield from self._ask(Record(self._id(), UserMessage(note)), Done)
-        yield from self._ask(Accept(self._id(), prompt, steered), Done)
+            yield from self._expect(Record(self._id(), UserMessage(note)), Done)
+        yield from self._expect(Accept(self._id(), prompt, steered), Done)
         return None
 
     def _take_steering(self) -> Generator[Step, Input, None]:
         """Record every queued steering input, asking again until none is left."""
         while True:
-            answer = yield from self._ask(TakeSteering(self._id()), Steered)
+            answer = yield from self._expect(TakeSteering(self._id()), Steered)
             assert isinstance(answer, Steered)
             if not answer.prompts:
                 return
             for prompt in answer.prompts:
                 refused = yield from self._submit(prompt, steered=True)
                 if refused is not None:
-                    yield from self._ask(Notify(self._id(), refused, "warning"), Done)
+                    yield from self._expect(Notify(self._id(), refused, "warning"), Done)
 
     def _call_model(self, iteration: int, *, final: bool) -> Generator[Step, Input, AssistantMessage]:
         """One model call: compacted first past the budget's threshold; compacted and retried
         once when the provider says the request did not fit."""
-        answer = yield from self._ask(
+        answer = yield from self._expect(
             CallModel(self._id(), iteration, "first", final), ModelReplied, OverBudget, Overflowed
         )
         if isinstance(answer, OverBudget):
-            compacted = yield from self._ask(Compact(self._id(), "threshold"), Compacted)
+            compacted = yield from self._expect(Compact(self._id(), "threshold"), Compacted)
             assert isinstance(compacted, Compacted)
             phase: Literal["compacted", "held"] = "compacted" if compacted.done else "held"
-            answer = yield from self._ask(CallModel(self._id(), iteration, phase, final), ModelReplied, Overflowed)
+            answer = yield from self._expect(CallModel(self._id(), iteration, phase, final), ModelReplied, Overflowed)
         if isinstance(answer, Overflowed):
-            compacted = yield from self._ask(Compact(self._id(), "overflow"), Compacted)
+            compacted = yield from self._expect(Compact(self._id(), "overflow"), Compacted)
             assert isinstance(compacted, Compacted)
             if compacted.done:
-                answer = yield from self._ask(CallModel(self._id(), iteration, "retry", final), ModelReplied)
+                answer = yield from self._expect(CallModel(self._id(), iteration, "retry", final), ModelReplied)
             else:
                 answer = ModelReplied(answer.message)
         assert isinstance(answer, ModelReplied)
+        self._shown = answer.shown
         if answer.message.replayable:
             self.text = answer.message.content
         return answer.message

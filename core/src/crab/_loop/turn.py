@@ -11,10 +11,10 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from crab._contracts.errors import CrabError, PluginError
-from crab._contracts.events import ErrorEvent, Event, ToolResultEvent, TurnEnded, TurnStarted, TurnStop
+from crab._contracts.events import ErrorEvent, Event, ToolCallEvent, ToolResultEvent, TurnEnded, TurnStarted, TurnStop
 from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, Usage, UserMessage, message_to_dict
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool, ToolContext, ToolResult, ToolSpec
@@ -32,6 +32,8 @@ from crab._loop.steps import (
     FINAL_ANSWER_NOTE,
     REFUSED,
     Accept,
+    Answered,
+    Ask,
     CallModel,
     CheckEnd,
     Compact,
@@ -47,6 +49,7 @@ from crab._loop.steps import (
     Record,
     RunTools,
     Settle,
+    ShowCalls,
     Steered,
     Step,
     StepSettings,
@@ -73,6 +76,9 @@ __all__ = [
     "session_date",
     "today",
 ]
+
+Q = TypeVar("Q")
+A = TypeVar("A")
 
 FULL_SCHEMA = "Its full schema: {schema}"
 """Added to a failed call's error result when the request listed the tool without its full schema."""
@@ -136,6 +142,8 @@ class Turn:
         self.text = ""
         self.tool_calls = 0
         self.partial: Partial | None = None
+        self.shown: frozenset[str] = frozenset()
+        """Ids of the calls the last model call's stream showed (``ModelReplied.shown``)."""
         self.replied: AssistantMessage | None = None
         """The reply the current ``CallModel`` recorded (an abort before the step is answered pairs its calls)."""
         self.results: dict[str, ToolResultMessage] = {}
@@ -220,6 +228,10 @@ class Turn:
             return await self._call_model(step)
         if isinstance(step, RunTools):
             return await self._run_tools(step)
+        if isinstance(step, ShowCalls):
+            for call in step.calls:
+                self.emit(ToolCallEvent(call))
+            return Done()
         if isinstance(step, Record):
             await self.parts.recorder.message(self.session, step.message, step.id)
             return Done()
@@ -345,7 +357,7 @@ class Turn:
         message = reply.message
         if message.replayable:
             budget.learn(request, message.usage)
-        return ModelReplied(message)
+        return ModelReplied(message, self.shown)
 
     async def _compact(self, step: Compact) -> Input:
         compacted = await self.parts.compact(self.session, step.reason)
@@ -379,6 +391,7 @@ class Turn:
             choice=self.choice,
         )
         self.partial = None
+        self.shown = frozenset(partial.calls)
         if reply.message.usage is not None:
             self.usage = self.usage + reply.message.usage
         return reply
@@ -409,7 +422,30 @@ class Turn:
     def _tool_context(self, call: ToolCall, tool: Tool) -> ToolContext:
         ctx = self.parts.tool_context(self.session, call, tool)
         ctx.add_usage = self._add_usage
+        ctx.ask = self._asking(call, ctx.ask)
+        ctx.question = self._asking(call, ctx.question)
         return ctx
+
+    def _asking(self, call: ToolCall, asker: Callable[[Q], Awaitable[A]] | None) -> Callable[[Q], Awaitable[A]] | None:
+        """``asker`` (the context's ``ask`` or ``question``) as the machine's ``Ask`` steps about ``call``."""
+        if asker is None:
+            return None
+        ask = asker
+
+        async def asked(question: Q) -> A:
+            step = self.machine.ask(call.id, question)  # type: ignore[arg-type]
+            answer = await self._carry_out_ask(step, ask)
+            self.machine.answer(step, Answered(answer if isinstance(answer, str) else None))
+            return answer
+
+        return asked
+
+    async def _carry_out_ask(self, step: Ask, ask: Callable[[Q], Awaitable[A]]) -> A:
+        """Ask once whoever takes the session's events has taken every one before the question
+        (``Session.caught_up``): the call it is about among them."""
+        if self.session.caught_up is not None:
+            await self.session.caught_up()
+        return await ask(step.question)  # type: ignore[arg-type]
 
     def _add_usage(self, usage: Usage) -> None:
         """Usage a tool call spent itself (a child session's turn) counts in this turn's."""
