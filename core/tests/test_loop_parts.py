@@ -75,7 +75,7 @@ def test_a_compaction_summary_call_takes_the_same_path_as_a_turn_call(crab_agent
     h = crab_agent(replies, plugins={"spy": Spy()})
     for n in range(3):
         h.run(f"question {n}")
-    compacted = h.run_async(h.agent.compact(h.session, "manual"))
+    compacted = h.run_async(h.agent.context.compact(h.session, "manual"))
     assert compacted is not None and compacted.usage.input_tokens == 7
     assert seen == ["turn", "turn", "turn", "summary"]
     entries = h.run_async(h.store.entries(h.session.id))

@@ -121,7 +121,7 @@ def test_the_driver_carrying_a_run_tools_step_out_twice_records_each_result_once
 
         async def twice() -> list[object]:
             item = QueuedInput("go")
-            turn = Turn(h.agent.turn_parts(), h.session, item, deque([item]))
+            turn = Turn(h.agent.context, h.session, item, deque([item]))
             step = RunTools("t.3", (ToolCall("c1", "nothing", {}), ToolCall("c2", "nothing", {})))
             return [await turn._carry_out(step), await turn._carry_out(step)]
 

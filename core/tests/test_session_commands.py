@@ -63,7 +63,7 @@ def test_model_switches_the_next_request_and_is_stored_and_restored_on_resume(cr
         assert [r.model for r in other.requests] == ["big"] and len(first.requests) == 1
         # Pricing and the token budget follow the new model.
         assert first.events_of(UsageEvent)[-1].usage.cost == pytest.approx((1000 * 1.0 + 500 * 2.0) / 1e6)
-        assert first.agent.budget(first.session).window == 50_000
+        assert first.agent.context.budget(first.session).window == 50_000
         assert first.events_of(TurnEnded)[-1].model == "big"
         assert first.events_of(TurnEnded)[-1].context_window == 50_000
         assert model_entries(first, first.session.id) == [{"kind": "model", "provider": "other", "model": "big"}]

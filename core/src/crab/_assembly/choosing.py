@@ -319,7 +319,7 @@ def terminal_target(agent: Agent, *, color: bool | None = None) -> RenderTarget:
 
     shown = sys.stdout.isatty() and sys.stderr.isatty() if color is None else color
     return RenderTarget(
-        out=sys.stdout, err=sys.stderr, color=shown, model=agent.model, context_window=agent.known_context_window()
+        out=sys.stdout, err=sys.stderr, color=shown, model=agent.model, context_window=agent.context.known_window()
     )
 
 

@@ -116,7 +116,7 @@ async def send_line(agent: Agent, session: Session, line: str, *, steer: bool = 
     try:
         if attached.error is not None:
             raise UsageError(attached.error)
-        images = [agent.image_limits.fit(image) for image in attached.images]
+        images = [agent.context.settings.images.fit(image) for image in attached.images]
     except CrabError as exc:
         agent.notice(f"{exc} (nothing was sent)", "warning")
         return TurnOutcome(stop="command", error=str(exc), session_id=session.id)

@@ -19,26 +19,24 @@ from crab._contracts.errors import ChannelError, CrabError, UsageError
 from crab._contracts.events import CommandOutput, Event, NoticeEvent
 from crab._contracts.handle import ChildOutcome
 from crab._contracts.images import ImagePart
-from crab._contracts.interception import AskUser, redacted_ask
-from crab._contracts.messages import AssistantMessage, Message, ToolCall
+from crab._contracts.interception import AskUser
+from crab._contracts.messages import AssistantMessage, Message
 from crab._contracts.providers import ModelInfo, ModelRequest, Provider
-from crab._contracts.questions import AskQuestion, redacted_question
+from crab._contracts.questions import AskQuestion
 from crab._contracts.storage import SessionInfo, Store
 from crab._contracts.tools import Tool, ToolContext
 from crab._host.dispatch import Failure, ModelCallRefused
 from crab._host.plugin_host import PluginHost
-from crab._loop import compaction
-from crab._loop.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget
-from crab._loop.compaction import Compacted, CompactionReason, handoff_note
 from crab._loop.handle import LoopHandle as AgentHandle
 from crab._loop.history import load_history
 from crab._loop.images import ImageLimits
 from crab._loop.model_call import ModelCalls
 from crab._loop.model_choice import ModelChoice, choice_of, configured_models, model_entry, resolve, stored_choice
+from crab._loop.model_context import LoopSettings, ModelContext
 from crab._loop.recorder import PARENT_SESSION_META, Recorder
 from crab._loop.router import did_you_mean, route
 from crab._loop.session import QueuedInput, Session, TurnOutcome
-from crab._loop.turn import LoopSettings, Turn, TurnParts
+from crab._loop.turn import Turn
 from crab._secrets.keys import known_secrets
 from crab._secrets.redaction import EventRedactor, Redactor
 from crab._system.live_sessions import no_turn_running, turn_running
@@ -79,21 +77,11 @@ class Agent:
         self.provider = provider
         self.model = model
         self.workspace = workspace
-        self.ask = ask
-        self.question = question
         self.local = local
         self.busy: set[Session] = set()
         """Sessions with a turn running or queued (``crab serve`` waits for them on SIGTERM)."""
         self.channel_host: ChannelHost | None = None
         """The channels ``crab serve`` runs (delivery, keyed sessions); None elsewhere."""
-        self.max_iterations = int(config.get("crab.max_iterations", 25))
-        self.tool_timeout = float(config.get("crab.tool_timeout", 120.0))
-        self.max_tokens: int | None = config.get("crab.max_tokens")
-        self.temperature: float | None = config.get("crab.temperature")
-        self.image_limits = ImageLimits(
-            int(config.get("crab.max_image_bytes", DEFAULT_MAX_IMAGE_BYTES)),
-            int(config.get("crab.max_image_side", DEFAULT_MAX_IMAGE_SIDE)),
-        )
         self.keyboard = False  # True when a person types each input (interactive chat): see loop/shell.py
         self.redactor = Redactor(known_secrets(config))
         self.outgoing = EventRedactor(self.redactor)
@@ -103,7 +91,33 @@ class Agent:
         self._session_listeners: dict[str, list[Listener]] = {}
         self._default_model: ModelChoice | None = None
         self._unsubscribe_failures: Callable[[], None] | None = None
-        self._turn_parts: TurnParts | None = None
+        settings = LoopSettings(
+            int(config.get("crab.max_iterations", 25)),
+            float(config.get("crab.tool_timeout", 120.0)),
+            config.get("crab.max_tokens"),
+            config.get("crab.temperature"),
+            ImageLimits(
+                int(config.get("crab.max_image_bytes", DEFAULT_MAX_IMAGE_BYTES)),
+                int(config.get("crab.max_image_side", DEFAULT_MAX_IMAGE_SIDE)),
+            ),
+        )
+        redact = self.redactor.text
+        calls = ModelCalls(
+            host.dispatch, self.model_for, emit=self.emit, append_entry=self.recorder.append, redact=redact
+        )
+        self.context = ModelContext(
+            host,
+            config,
+            settings,
+            calls,
+            self.recorder,
+            AgentHandle(self),
+            redact=redact,
+            ask=ask,
+            question=question,
+            local=local,
+        )
+        """What this agent's turns are given (``crab._loop.model_context``)."""
         self._open: weakref.WeakSet[Session] = weakref.WeakSet()
         """Sessions opened here and not left yet: each gets ``crab_session_end`` at ``close``
         (weak: one a caller dropped without leaving ends with ``crab_shutdown`` instead)."""
@@ -335,59 +349,7 @@ class Agent:
             raise ChannelError(f"cannot deliver to {channel!r}: channels run only inside `crab serve`")
         await self.channel_host.deliver(channel, address, text)
 
-    # --- token budget and compaction -----------------------------------------------------------
-
-    def known_context_window(self, session: Session | None = None) -> int | None:
-        """Tokens the model (``session``'s, else the run's) reads: ``[crab] context_window``, else
-        the provider's model info, else None (the budget assumes ``DEFAULT_CONTEXT_WINDOW``; a
-        status line shows no share)."""
-        configured = self.config.get("crab.context_window")
-        if configured:
-            return int(configured)
-        info = self.model_info(session)
-        return info.context_window if info is not None and info.context_window else None
-
-    def context_window(self, session: Session | None = None) -> int:
-        """The window the token budget measures against: ``known_context_window`` or
-        ``DEFAULT_CONTEXT_WINDOW``."""
-        return self.known_context_window(session) or DEFAULT_CONTEXT_WINDOW
-
-    def budget(self, session: Session) -> TokenBudget:
-        """The session's token budget (made on first use, again after ``/model``; its correction
-        is learned per call)."""
-        if session.budget is None:
-            session.budget = TokenBudget(self.context_window(session), float(self.config.get("crab.compact_at", 0.8)))
-        return session.budget
-
-    async def compact(self, session: Session, reason: CompactionReason, focus: str | None = None) -> Compacted | None:
-        """Summarise older history into a compaction anchor and keep the recent turns verbatim.
-
-        None when there was nothing older to summarise or the summary failed (a ``CompactionEvent``
-        with ``phase="failed"`` says why; by hand, nothing to summarise yet has no event). Each
-        summarising call is priced and reported with one ``UsageEvent``. Raises only on
-        cancellation (or ``PluginError`` in strict mode).
-        """
-        async with session.compacting:
-            # The request a turn would send next (``Turn._request``): the summary reuses its prefix.
-            await self.recorder.load_images(session)
-            tools = self.tools
-            base = ModelRequest(
-                model=self.model_for(session).model,
-                system=await self.system_prompt(session),
-                messages=tuple(session.messages),
-                tools=tuple(tool.spec() for tool in tools.values()),
-                max_tokens=self.max_tokens,
-                temperature=self.temperature,
-            )
-            return await compaction.compact(
-                session,
-                reason,
-                focus,
-                budget=self.budget(session),
-                calls=self.turn_parts().calls,
-                base=base,
-                tools=tools,
-            )
+    # --- plugin model calls -------------------------------------------------------------------
 
     async def complete(
         self,
@@ -404,14 +366,14 @@ class Agent:
         live = session if isinstance(session, Session) else next((s for s in self.busy if s.id == session), None)
         if live is None:
             raise CrabError(f"no turn of session {session!r} is running here, so nothing can be counted against it")
-        calls = self.turn_parts().calls
+        calls = self.context.calls
         choice = self.model_for(live)  # the session's model: /model may have switched it
         request = ModelRequest(
             model=choice.model,
             system=system or "",
             messages=tuple(messages),
             max_tokens=max_tokens,
-            temperature=self.temperature,
+            temperature=self.context.settings.temperature,
         )
         try:
             request = await calls.prepare(live, request)
@@ -423,34 +385,6 @@ class Agent:
         if message.usage is not None:
             live.side_usage = live.side_usage + message.usage
         return message
-
-    def turn_parts(self) -> TurnParts:
-        """What this agent's turns run with (made once: the settings are read at construction)."""
-        if self._turn_parts is None:
-            calls = ModelCalls(
-                self.host.dispatch,
-                self.model_for,
-                emit=self.emit,
-                append_entry=self.recorder.append,
-                redact=self.redactor.text,
-            )
-            settings = LoopSettings(
-                self.max_iterations, self.tool_timeout, self.max_tokens, self.temperature, self.image_limits
-            )
-            self._turn_parts = TurnParts(
-                settings=settings,
-                calls=calls,
-                recorder=self.recorder,
-                tools=lambda: self.tools,
-                system_prompt=self.system_prompt,
-                budget=self.budget,
-                compact=self.compact,
-                tool_context=self.tool_context,
-                notice=self.notice,
-                known_window=self.known_context_window,
-                config=self.config,
-            )
-        return self._turn_parts
 
     async def handoff(self, session: Session, name: str, state: Mapping[str, Any] | None = None) -> None:
         """Record a handoff anchor: context for the model starts afresh after it."""
@@ -471,7 +405,7 @@ class Agent:
         Pillow is importable); one over it raises ``ImageTooLarge`` before anything is recorded.
         """
         routed = route(text)
-        fitted = tuple(self.image_limits.fit(image) for image in images)
+        fitted = tuple(self.context.settings.images.fit(image) for image in images)
         if fitted and routed.kind != "model":
             raise UsageError("images go with a message to the model, not with a /command or !shell line")
         if routed.kind == "command":
@@ -526,57 +460,13 @@ class Agent:
 
     async def _turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
         async with turn_running(live_home(), session.id):  # a resume elsewhere leaves its calls be
-            return await Turn(self.turn_parts(), session, item, queue).run()
+            return await Turn(self.context, session, item, queue).run()
 
     async def run_child(self, ctx: ToolContext, prompt: str, **options: Any) -> ChildOutcome:
         """One turn of a new child session of ``ctx``'s call (``AgentHandle.run_child``)."""
         from crab._loop.child import run_child
 
         return await run_child(self, ctx, prompt, **options)
-
-    # --- context and recording ----------------------------------------------------------------
-
-    async def system_prompt(self, session: Session) -> str:
-        """Every plugin's ``crab_system_prompt`` parts (core's default prompt and instruction files
-        first), then ``[crab] system_prompt_append``, then the handoff or compaction note, joined by
-        blank lines.
-
-        Gathered once per live session and again when a compaction changed its note: the system
-        prompt is part of the prefix providers cache, and a plugin part that varied from turn to
-        turn (a clock, a git status) would re-bill the whole prompt each turn. So an edited
-        instruction file or a plugin's new part applies from the session's next process, resume
-        or compaction on (docs/architecture.md, "The request prefix never changes")."""
-        note = handoff_note(session.handoff)
-        kept = session.system
-        if kept is not None and kept[0] == note:
-            return kept[1]
-        parts = self.host.dispatch.system_prompt(workspace=session.workspace, session_id=session.id, config=self.config)
-        appended = self.config.get("crab.system_prompt_append")
-        if isinstance(appended, str) and appended.strip():
-            parts.append(appended.strip())
-        if note:
-            parts.append(note)
-        text = "\n\n".join(parts)
-        session.system = (note, text)
-        return text
-
-    def tool_context(self, session: Session, call: ToolCall, tool: Tool) -> ToolContext:
-        """What a tool (or a ``!cmd``) running for ``session`` sees of the agent."""
-        return ToolContext(
-            session_id=session.id,
-            workspace=session.workspace,
-            call_id=call.id,
-            settings=self.config.plugin_settings(tool.plugin) if tool.plugin else {},
-            state=session.state,
-            emit=lambda event: self.emit(event, session.id),
-            config=self.config,
-            ask=redacted_ask(session.ask if session.ask is not None else self.ask, self.redactor.text),
-            local=self.local,
-            question=redacted_question(
-                session.question if session.question is not None else self.question, self.redactor.text
-            ),
-            handle=AgentHandle(self),
-        )
 
     # --- commands and shell -----------------------------------------------------------------
 
@@ -625,8 +515,8 @@ class Agent:
         result = await shell_input(
             self.host,
             command,
-            lambda call, tool: self.tool_context(session, call, tool),
-            timeout=self.tool_timeout,
+            lambda call, tool: self.context.tool_context(session, call, tool),
+            timeout=self.context.settings.tool_timeout,
             local=self.local,
             keyboard=self.keyboard,
         )

@@ -5,27 +5,26 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crab._config.paths import live_home
 from crab._contracts.errors import ConfigError
-from crab._contracts.events import ChildEvent, Event, NoticeEvent, ToolCallEvent
+from crab._contracts.events import ChildEvent, Event, ToolCallEvent
 from crab._contracts.handle import ChildOutcome
 from crab._contracts.interception import Answer, AskUser, PermissionRequest
 from crab._contracts.messages import AssistantMessage, Message, ToolCall
 from crab._contracts.providers import Provider
 from crab._contracts.questions import AskQuestion, Question
 from crab._contracts.tools import Tool, ToolContext
-from crab._loop import compaction
-from crab._loop.compaction import Compacted, CompactionReason
 from crab._loop.model_call import ModelCalls
 from crab._loop.model_choice import ModelChoice, choice_of
+from crab._loop.model_context import LoopSettings, ModelContext
 from crab._loop.recorder import PARENT_CALL_META, PARENT_SESSION_META, Recorder
 from crab._loop.session import QueuedInput, Session
-from crab._loop.turn import Turn, TurnParts
+from crab._loop.turn import Turn
 from crab._system.live_sessions import turn_running
 
 if TYPE_CHECKING:
@@ -97,6 +96,56 @@ def labelled_question(question: AskQuestion | None, label: str, lock: asyncio.Lo
     return asked
 
 
+class ChildContext(ModelContext):
+    """A child session's: ``tools`` (a subset of the registry), the agent's system prompt and the
+    child's ``instructions``, the parent call's way of asking (labelled), its own model calls
+    (whose events reach the parent's stream wrapped), and no config for ``crab_prompt_submit``
+    (the prompt is the model's, not the user's)."""
+
+    def __init__(
+        self,
+        parent: ModelContext,
+        calls: ModelCalls,
+        recorder: Recorder,
+        settings: LoopSettings,
+        *,
+        tools: Callable[[], Mapping[str, Tool]],
+        instructions: str,
+        ask: AskUser | None,
+        question: AskQuestion | None,
+    ) -> None:
+        super().__init__(
+            parent.host,
+            parent.config,
+            settings,
+            calls,
+            recorder,
+            parent.handle,
+            redact=parent.redact,
+            ask=ask,
+            question=question,
+            local=parent.local,
+        )
+        self.chosen = tools
+        self.instructions = instructions.strip()
+
+    @property
+    def prompt_config(self) -> Any:
+        return None
+
+    def tools(self) -> Mapping[str, Tool]:
+        return self.chosen()
+
+    async def system_prompt(self, session: Session) -> str:
+        base = await super().system_prompt(session)
+        return f"{base}\n\n{self.instructions}" if base and self.instructions else base or self.instructions
+
+    def tool_context(self, session: Session, call: ToolCall, tool: Tool) -> ToolContext:
+        made = super().tool_context(session, call, tool)
+        made.ask, made.question = self.ask, self.question  # the parent call's, as it asks them
+        return made
+
+
 async def run_child(
     agent: Agent,
     ctx: ToolContext,
@@ -123,8 +172,6 @@ async def run_child(
     if not ctx.call_id:
         raise ConfigError("run_child needs the context of a tool call (one with a call id)")
     choice = _model(agent, model, _parent_choice(agent, ctx.session_id))
-    model_id = choice.model
-    parent_parts = agent.turn_parts()
     workspace = Path(ctx.workspace)
     meta = {PARENT_SESSION_META: ctx.session_id, PARENT_CALL_META: ctx.call_id, CHILD_LABEL_META: label}
     shown_title = title or f"{label}: {' '.join(prompt.split())}"
@@ -150,73 +197,33 @@ async def run_child(
             return await super().message(session, message, step_id)
 
     lock = ctx.state.setdefault(QUESTION_LOCK_KEY, asyncio.Lock())
-    ask = labelled_ask(ctx.ask, label, lock)
-    question = labelled_question(ctx.question, label, lock)
-
-    def tool_context(session: Session, call: ToolCall, tool: Tool) -> ToolContext:
-        made = agent.tool_context(session, call, tool)
-        made.emit = emit
-        made.ask = ask  # never the agent's own: where the parent cannot ask, neither can its child
-        made.question = question
-        return made
-
+    parent = agent.context
+    settings = parent.settings
+    if max_iterations is not None:
+        settings = replace(settings, max_iterations=max(1, int(max_iterations)))
     calls = ModelCalls(
         agent.host.dispatch,
         lambda _session: choice,
         emit=emit,
         append_entry=agent.recorder.append,
-        redact=agent.redactor.text,
+        redact=parent.redact,
     )
-
-    async def system_prompt(session: Session) -> str:
-        base = await agent.system_prompt(session)
-        extra = (instructions or "").strip()
-        return f"{base}\n\n{extra}" if base and extra else base or extra
-
-    async def compact(session: Session, reason: CompactionReason) -> Compacted | None:
-        from crab._contracts.providers import ModelRequest
-
-        async with session.compacting:
-            # The child's next request as its turn builds it: the summary reuses that prefix.
-            await agent.recorder.load_images(session)
-            registry = chosen()
-            base = ModelRequest(
-                model=model_id,
-                system=await system_prompt(session),
-                messages=tuple(session.messages),
-                tools=tuple(tool.spec() for tool in registry.values()),
-                max_tokens=agent.max_tokens,
-                temperature=agent.temperature,
-            )
-            return await compaction.compact(
-                session, reason, None, budget=agent.budget(session), calls=calls, base=base, tools=registry
-            )
-
-    def chosen() -> dict[str, Tool]:
-        return child_tools(agent.tools, tools, read_only)
-
-    def notice(message: str, level: str = "info") -> None:
-        emit(NoticeEvent(message, "warning" if level == "warning" else "info"))
-
-    settings = parent_parts.settings
-    if max_iterations is not None:
-        settings = replace(settings, max_iterations=max(1, int(max_iterations)))
-    parts = TurnParts(
-        settings=settings,
-        calls=calls,
-        recorder=Counting(agent.store, agent.redactor),
-        tools=chosen,
-        system_prompt=system_prompt,
-        budget=agent.budget,
-        compact=compact,
-        tool_context=tool_context,
-        notice=notice,
+    context = ChildContext(
+        parent,
+        calls,
+        Counting(agent.store, agent.redactor),
+        settings,
+        tools=lambda: child_tools(parent.tools(), tools, read_only),
+        instructions=instructions or "",
+        # never the agent's own: where the parent call cannot ask, neither can its child
+        ask=labelled_ask(ctx.ask, label, lock),
+        question=labelled_question(ctx.question, label, lock),
     )
     item = QueuedInput(prompt)
     agent.opened(child)
     try:
         async with turn_running(live_home(), child.id):
-            outcome = await Turn(parts, child, item, deque([item])).run()
+            outcome = await Turn(context, child, item, deque([item])).run()
     finally:
         # A child session has its one turn: what it left running (a background job, which no
         # other session can read or end) ends with it.

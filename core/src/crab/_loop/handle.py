@@ -159,7 +159,7 @@ class LoopHandle:
         live = _session(session)
         if live.busy:
             raise CrabError("a turn is running: wait for it to end (or /abort it), then compact")
-        return await self._agent.compact(live, "manual", focus or None) is not None
+        return await self._agent.context.compact(live, "manual", focus or None) is not None
 
     async def fork(self, session_id: str, at: str | None = None) -> SessionInfo:
         return await self._agent.store.fork(session_id, at)

@@ -81,7 +81,7 @@ class ModelCalls:
     def __init__(
         self,
         dispatch: Dispatcher,
-        choose: Callable[[Session], ModelChoice],
+        choose: Callable[[Session | None], ModelChoice],
         *,
         emit: Emit,
         append_entry: AppendEntry,

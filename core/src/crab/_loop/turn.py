@@ -1,7 +1,7 @@
 """One turn's driver: it asks the turn's state machine (``crab._loop.steps``) for the next step and
 carries it out in this process (hooks through the dispatcher, model calls through ``ModelCalls``,
-tools through ``ToolRunner``, entries through the ``Recorder``, events through emit), given its
-``TurnParts``, never reaching back into the agent (docs/architecture.md#the-agent-and-the-turn)."""
+tools through ``ToolRunner``, entries through the ``Recorder``, events through emit), given a
+``ModelContext``, never the agent (docs/architecture.md#the-agent-and-the-turn)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from crab._contracts.errors import CrabError, PluginError
@@ -19,13 +19,10 @@ from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessa
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool, ToolContext, ToolResult, ToolSpec
 from crab._loop import steps
-from crab._loop.budget import TokenBudget
-from crab._loop.compaction import Compacted, CompactionReason
 from crab._loop.history import INTERRUPTED, repair
-from crab._loop.images import ImageLimits
-from crab._loop.model_call import ModelCalls, Partial, Reply
+from crab._loop.model_call import Partial, Reply
 from crab._loop.model_choice import ModelChoice
-from crab._loop.recorder import Recorder
+from crab._loop.model_context import ModelContext
 from crab._loop.session import QueuedInput, Session, TurnOutcome
 from crab._loop.steps import (
     DATE_NOTE,
@@ -68,9 +65,7 @@ __all__ = [
     "DATE_NOTE",
     "FINAL_ANSWER_NOTE",
     "FULL_SCHEMA",
-    "LoopSettings",
     "Turn",
-    "TurnParts",
     "date_note",
     "described",
     "session_date",
@@ -89,39 +84,6 @@ def today() -> str:
     return time.strftime("%Y-%m-%d")
 
 
-@dataclass(frozen=True, slots=True)
-class LoopSettings:
-    """The ``[crab]`` settings a turn runs with."""
-
-    max_iterations: int = 25
-    tool_timeout: float = 120.0
-    max_tokens: int | None = None
-    temperature: float | None = None
-    images: ImageLimits = field(default_factory=ImageLimits)
-
-
-@dataclass(frozen=True, slots=True)
-class TurnParts:
-    """What a turn runs with, given once by the agent that owns the session."""
-
-    settings: LoopSettings
-    calls: ModelCalls
-    recorder: Recorder
-    """The one writer of the session's entries (and the reader of its images' bytes)."""
-    tools: Callable[[], Mapping[str, Tool]]
-    """The registry of every loaded plugin's tools (read per request: plugins may add tools)."""
-    system_prompt: Callable[[Session], Awaitable[str]]
-    budget: Callable[[Session], TokenBudget]
-    compact: Callable[[Session, CompactionReason], Awaitable[Compacted | None]]
-    tool_context: Callable[[Session, ToolCall, Tool], ToolContext]
-    notice: Callable[[str, str], None]
-    known_window: Callable[[Session], int | None] = lambda session: None
-    """The context window of the session's model when known (a status line's share of it)."""
-    config: Any = None
-    """The agent's config, for the hooks that take it (``crab_prompt_submit``); None in a child
-    agent's turn, whose input the model wrote."""
-
-
 class Turn:
     """Runs one input of one session to its end by carrying out the steps of its ``TurnMachine``;
     ``run`` never raises except on cancellation from outside or a plugin failure in strict mode
@@ -132,8 +94,8 @@ class Turn:
     never replayed.
     """
 
-    def __init__(self, parts: TurnParts, session: Session, item: QueuedInput, queue: Any) -> None:
-        self.parts = parts
+    def __init__(self, context: ModelContext, session: Session, item: QueuedInput, queue: Any) -> None:
+        self.context = context
         self.session = session
         self.item = item
         self.queue = queue
@@ -152,20 +114,20 @@ class Turn:
         self._system: str | None = None  # gathered once per turn, again after a compaction
         self._built: ModelRequest | None = None  # the request the current CallModel built
         self._held: Reply | None = None  # a reply whose context overflow waits for a compaction
-        self.choice: ModelChoice = parts.calls.choose(session)
+        self.choice: ModelChoice = context.calls.choose(session)
         """The provider and model of the last request (``/model`` takes effect at the next one)."""
         self.machine = TurnMachine(
             session.id,
             self.id,
             self._prompt(item, queue),
             session.messages,
-            StepSettings(parts.settings.max_iterations),
+            StepSettings(context.settings.max_iterations),
             may_answer_for_others=not session.shared,
         )
         session.shared = False  # from this turn on, the session's last prompt is this process's own
 
     def emit(self, event: Event) -> None:
-        self.parts.calls.emit(event, self.session.id)
+        self.context.calls.emit(event, self.session.id)
 
     def _prompt(self, item: QueuedInput, queue: Any) -> Prompt:
         prompt = Prompt(f"{self.id}.p{len(self._inputs)}", item.text, item.images)
@@ -193,7 +155,7 @@ class Turn:
             await self._abort("error")
             stop = "error"
         finally:
-            self.parts.recorder.forget(session)
+            self.context.recorder.forget(session)
         self.text, self.tool_calls = self.machine.text, self.machine.tool_calls
         self.usage, session.side_usage = self.usage + session.side_usage, Usage()
         outcome = TurnOutcome(
@@ -208,7 +170,7 @@ class Turn:
         for steered in self.steered:
             if not steered.outcome.done():
                 steered.outcome.set_result(replace(outcome, error=None, tool_calls=0))
-        window = self.parts.known_window(session)
+        window = self.context.known_window(session)
         self.emit(TurnEnded(session.id, self.id, stop, self.text, self.usage, error, self.choice.model, window))
         return outcome
 
@@ -233,7 +195,7 @@ class Turn:
                 self.emit(ToolCallEvent(call))
             return Done()
         if isinstance(step, Record):
-            await self.parts.recorder.message(self.session, step.message, step.id)
+            await self.context.recorder.message(self.session, step.message, step.id)
             return Done()
         if isinstance(step, TakeSteering):
             return Steered(tuple(self._prompt(item, self.session.steering) for item in self.session.steering))
@@ -248,14 +210,14 @@ class Turn:
             return Done()
         if isinstance(step, CheckEnd):
             session = self.session
-            text = await self.parts.calls.dispatch.turn_end(
+            text = await self.context.calls.dispatch.turn_end(
                 session_id=session.id, workspace=session.workspace, text=step.text, continued=step.continued
             )
             return Continued(text)
         if isinstance(step, Compact):
             return await self._compact(step)
         if isinstance(step, Notify):
-            self.parts.notice(step.text, step.level)
+            self.context.notice(step.text, step.level)
             return Done()
         if isinstance(step, Settle):
             await self._settle(step)
@@ -266,8 +228,11 @@ class Turn:
         """Offer a prompt to ``crab_prompt_submit``; a refused one leaves its queue at once (refused
         on purpose: nothing is left in flight) and a refused steering input is answered."""
         session = self.session
-        refused, context = await self.parts.calls.dispatch.prompt_submit(
-            prompt=step.prompt.text, session_id=session.id, workspace=session.workspace, config=self.parts.config
+        refused, context = await self.context.calls.dispatch.prompt_submit(
+            prompt=step.prompt.text,
+            session_id=session.id,
+            workspace=session.workspace,
+            config=self.context.prompt_config,
         )
         if refused is not None:
             item, queue = self._inputs[step.prompt.id]
@@ -285,7 +250,7 @@ class Turn:
             return UserMessage(extra)
         if not extra.images:
             return extra
-        images, notes = self.parts.settings.images.fit_result(extra.images)
+        images, notes = self.context.settings.images.fit_result(extra.images)
         return UserMessage("\n".join([extra.content, *notes]).strip(), images=images)
 
     async def _abort_to_the_end(self, why: str) -> None:
@@ -318,29 +283,29 @@ class Turn:
         its tools there). Its system prompt and tools are the session's prefix: the same bytes on
         every request until the configuration, the tool set or a compaction changes them
         (``tests/test_request_prefix.py``); whatever varies is a recorded message."""
-        parts, session = self.parts, self.session
-        await parts.recorder.load_images(session)
+        context, session = self.context, self.session
+        await context.recorder.load_images(session)
         if self._system is None:
-            self._system = await parts.system_prompt(session)
-        tools = parts.tools()
+            self._system = await context.system_prompt(session)
+        tools = context.tools()
         specs: tuple[ToolSpec, ...] = tuple(tool.spec() for tool in tools.values())
-        self.choice = parts.calls.choose(session)
+        self.choice = context.calls.choose(session)
         request = ModelRequest(
             model=self.choice.model,
             system=self._system,
             messages=tuple(session.messages),
             tools=specs,
-            max_tokens=parts.settings.max_tokens,
-            temperature=parts.settings.temperature,
+            max_tokens=context.settings.max_tokens,
+            temperature=context.settings.temperature,
         )
-        request = await parts.calls.prepare(session, request, tools)
+        request = await context.calls.prepare(session, request, tools)
         session.described = described(request.tools, tools)
         return request
 
     async def _call_model(self, step: CallModel) -> Input:
         """One model call of ``step``'s phase (``crab._loop.steps.CallModel``)."""
         self.replied = None  # an earlier step's reply was answered (and its calls run) already
-        budget = self.parts.budget(self.session)
+        budget = self.context.budget(self.session)
         if step.phase == "held" and self._built is not None:
             request = self._built
             budget.hold(request)
@@ -360,7 +325,7 @@ class Turn:
         return ModelReplied(message, self.shown)
 
     async def _compact(self, step: Compact) -> Input:
-        compacted = await self.parts.compact(self.session, step.reason)
+        compacted = await self.context.compact(self.session, step.reason)
         held, self._held = self._held, None
         if compacted is None:
             if step.reason == "overflow" and held is not None and held.overflow is not None:
@@ -374,7 +339,7 @@ class Turn:
         """Stream ``request``, keeping what arrives for an abort, and record the reply."""
         partial = self.partial = Partial()
         session = self.session
-        recorder = self.parts.recorder
+        recorder = self.context.recorder
 
         async def record_reply(message: AssistantMessage) -> None:
             await recorder.message(session, message)
@@ -382,7 +347,7 @@ class Turn:
             # store it again as a partial, and must pair its calls (the step was not answered).
             self.partial, self.replied = None, message
 
-        reply = await self.parts.calls.send(
+        reply = await self.context.calls.send(
             session,
             request,
             partial=partial,
@@ -408,9 +373,9 @@ class Turn:
                 await self._record_result(step, call, ToolResult(step.skip, is_error=True), 0.0)
         else:
             runner = ToolRunner(
-                self.parts.calls.dispatch,
-                self.parts.tools(),
-                self.parts.settings.tool_timeout,
+                self.context.calls.dispatch,
+                self.context.tools(),
+                self.context.settings.tool_timeout,
                 self._tool_context,
                 lambda call, result, duration: self._record_result(step, call, result, duration),
             )
@@ -420,7 +385,7 @@ class Turn:
         return ToolsRan(stopped)
 
     def _tool_context(self, call: ToolCall, tool: Tool) -> ToolContext:
-        ctx = self.parts.tool_context(self.session, call, tool)
+        ctx = self.context.tool_context(self.session, call, tool)
         ctx.add_usage = self._add_usage
         ctx.ask = self._asking(call, ctx.ask)
         ctx.question = self._asking(call, ctx.question)
@@ -453,18 +418,18 @@ class Turn:
 
     async def _record_result(self, step: RunTools, call: ToolCall, result: ToolResult, duration_ms: float) -> None:
         """Record one call's result once (a result that comes after the abort settled the call is dropped)."""
-        recorder = self.parts.recorder
+        recorder = self.context.recorder
         rid = result_id(step, call)
         if recorder.written(self.session, rid):
             return
         content = result.content
         invalid = result.is_error and content.startswith(f"invalid arguments for {call.name}")
-        tool = self.parts.tools().get(call.name) if invalid else None
+        tool = self.context.tools().get(call.name) if invalid else None
         if tool is not None and call.name not in self.session.described:
             # The request listed a stub: the schema arrives as message content, the prefix stays.
             schema = json.dumps(tool.parameters, ensure_ascii=False, separators=(",", ":"))
             content = f"{content}\n{FULL_SCHEMA.format(schema=schema)}"
-        images, notes = self.parts.settings.images.fit_result(result.images)
+        images, notes = self.context.settings.images.fit_result(result.images)
         if notes:
             content = "\n".join([content, *notes])
         stored = await recorder.result(
@@ -482,7 +447,7 @@ class Turn:
             if step.partial and self.partial is not None and (self.partial.text or self.partial.thinking):
                 stop = "aborted" if step.why == "aborted" else "error"
                 partial = self.partial.message(stop, step.why, choice.provider.name, choice.model)
-                await self.parts.recorder.append(session, "message", message_to_dict(partial))
+                await self.context.recorder.append(session, "message", message_to_dict(partial))
             self.partial = None
             reason = INTERRUPTED if step.why == "aborted" else f"Not run: the turn failed ({step.why})."
             tools = step.tools

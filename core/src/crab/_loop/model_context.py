@@ -1,0 +1,162 @@
+"""``ModelContext``: what the model of a session is given: its system prompt, the tools offered, the
+token budget and compaction, and the context each tool call runs with. A turn is handed one (the
+agent's, or a child session's: ``crab._loop.child``), never the agent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from crab._contracts.events import Event, NoticeEvent
+from crab._contracts.interception import AskUser, redacted_ask
+from crab._contracts.messages import ToolCall
+from crab._contracts.providers import ModelRequest
+from crab._contracts.questions import AskQuestion, redacted_question
+from crab._contracts.tools import Tool, ToolContext
+from crab._loop import compaction
+from crab._loop.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget
+from crab._loop.compaction import Compacted, CompactionReason, handoff_note
+from crab._loop.images import ImageLimits
+from crab._loop.model_call import ModelCalls
+from crab._loop.recorder import Recorder
+from crab._loop.session import Session
+
+if TYPE_CHECKING:
+    from crab._config.layers import Config
+    from crab._contracts.handle import AgentHandle
+    from crab._host.plugin_host import PluginHost
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSettings:
+    """The ``[crab]`` settings a turn runs with."""
+
+    max_iterations: int = 25
+    tool_timeout: float = 120.0
+    max_tokens: int | None = None
+    temperature: float | None = None
+    images: ImageLimits = field(default_factory=ImageLimits)
+
+
+class ModelContext:
+    """The agent's: every loaded plugin's tools, their system prompt parts, the configured window,
+    and the agent's way of asking (``ask``/``question``: None where nobody can answer) unless the
+    session has its own (a chat on a remote channel)."""
+
+    def __init__(
+        self,
+        host: PluginHost,
+        config: Config,
+        settings: LoopSettings,
+        calls: ModelCalls,
+        recorder: Recorder,
+        handle: AgentHandle,
+        *,
+        redact: Callable[[str], str],
+        ask: AskUser | None,
+        question: AskQuestion | None,
+        local: bool,
+    ) -> None:
+        self.host = host
+        self.config = config
+        self.settings = settings
+        self.calls = calls
+        self.recorder = recorder
+        self.handle = handle
+        self.redact = redact
+        self.ask = ask
+        self.question = question
+        self.local = local
+
+    @property
+    def prompt_config(self) -> Any:
+        """The config the ``crab_prompt_submit`` hooks get."""
+        return self.config
+
+    def tools(self) -> Mapping[str, Tool]:
+        """The registry of every loaded plugin's tools (read per request: plugins may add tools)."""
+        tools: Mapping[str, Tool] = self.host.registry("tools")
+        return tools
+
+    def emit(self, event: Event, session_id: str) -> None:
+        self.calls.emit(event, session_id)
+
+    def notice(self, text: str, level: str = "info") -> None:
+        """Tell the user ``text`` (not recorded)."""
+        self.calls.emit(NoticeEvent(text, "warning" if level == "warning" else "info"), "")
+
+    async def system_prompt(self, session: Session) -> str:
+        """Every plugin's ``crab_system_prompt`` parts (core's default prompt and instruction files
+        first), then ``[crab] system_prompt_append``, then the handoff or compaction note, joined by
+        blank lines; gathered once per live session and again when a compaction changed its note
+        (the system prompt is the prefix providers cache: docs/architecture.md, "The request
+        prefix never changes")."""
+        note = handoff_note(session.handoff)
+        kept = session.system
+        if kept is not None and kept[0] == note:
+            return kept[1]
+        parts = self.host.dispatch.system_prompt(workspace=session.workspace, session_id=session.id, config=self.config)
+        appended = self.config.get("crab.system_prompt_append")
+        if isinstance(appended, str) and appended.strip():
+            parts.append(appended.strip())
+        if note:
+            parts.append(note)
+        text = "\n\n".join(parts)
+        session.system = (note, text)
+        return text
+
+    def known_window(self, session: Session | None = None) -> int | None:
+        """Tokens the model (``session``'s, else the run's) reads: ``[crab] context_window``, else
+        the provider's model info, else None (a status line shows no share)."""
+        configured = self.config.get("crab.context_window")
+        if configured:
+            return int(configured)
+        info = self.calls.choose(session).info
+        return info.context_window if info is not None and info.context_window else None
+
+    def budget(self, session: Session) -> TokenBudget:
+        """The session's token budget (made on first use, again after ``/model``)."""
+        if session.budget is None:
+            window = self.known_window(session) or DEFAULT_CONTEXT_WINDOW
+            session.budget = TokenBudget(window, float(self.config.get("crab.compact_at", 0.8)))
+        return session.budget
+
+    async def compact(self, session: Session, reason: CompactionReason, focus: str | None = None) -> Compacted | None:
+        """Summarise older history into a compaction anchor on the request a turn would send next
+        (``crab._loop.compaction.compact``: None when there was nothing to summarise or it failed)."""
+        async with session.compacting:
+            await self.recorder.load_images(session)
+            tools = self.tools()
+            base = ModelRequest(
+                model=self.calls.choose(session).model,
+                system=await self.system_prompt(session),
+                messages=tuple(session.messages),
+                tools=tuple(tool.spec() for tool in tools.values()),
+                max_tokens=self.settings.max_tokens,
+                temperature=self.settings.temperature,
+            )
+            budget = self.budget(session)
+            return await compaction.compact(
+                session, reason, focus, budget=budget, calls=self.calls, base=base, tools=tools
+            )
+
+    def tool_context(self, session: Session, call: ToolCall, tool: Tool) -> ToolContext:
+        """What a tool (or a ``!cmd``) running for ``session`` sees of the agent."""
+        session_id = session.id
+        settings: Mapping[str, Any] = self.config.plugin_settings(tool.plugin) if tool.plugin else {}
+        return ToolContext(
+            session_id=session_id,
+            workspace=session.workspace,
+            call_id=call.id,
+            settings=settings,
+            state=session.state,
+            emit=lambda event: self.emit(event, session_id),
+            config=self.config,
+            ask=redacted_ask(session.ask if session.ask is not None else self.ask, self.redact),
+            local=self.local,
+            question=redacted_question(
+                session.question if session.question is not None else self.question, self.redact
+            ),
+            handle=self.handle,
+        )
