@@ -11,7 +11,7 @@ import crab
 from crab._builtin.tool_view import SCHEMA_NOTE, ToolView, hinted, schema_text, stub, stub_parameters
 from crab._contracts.messages import ToolResultMessage, UserMessage
 from crab._contracts.providers import ModelRequest
-from crab._loop.turn import FULL_SCHEMA
+from crab._loop.model_context import FULL_SCHEMA
 from crab.testing import ScriptedProvider
 
 

@@ -6,7 +6,8 @@ tool), and the full schema of a tool the user names (``$name``) as a recorded no
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,6 @@ from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool, ToolSpec
 from crab._host.hookspecs import hookimpl
 from crab._loop.compaction import is_note
-from crab._loop.hints import hinted
 
 if TYPE_CHECKING:
     from crab._contracts.handle import AgentHandle
@@ -27,6 +27,25 @@ KEPT_KEYS = ("type", "enum")
 """What a stub keeps of each parameter: enough to call the tool, no descriptions or defaults."""
 
 __all__ = ["SCHEMA_NOTE", "ToolView", "hinted", "is_note", "one_line", "schema_text", "stub", "turn_starts"]
+
+
+HINT = re.compile(r"\$([A-Za-z_][\w.:-]*)")
+"""``$name`` in a user's text asks for a tool's full schema (recorded as a note after the prompt;
+naming a tool never costs a model call)."""
+
+
+def hinted(text: str, known: Collection[str]) -> set[str]:
+    """Names of ``known`` tools written as ``$name`` in ``text`` (trailing punctuation ignored)."""
+    if "$" not in text:  # most texts hint at nothing: skip the regex
+        return set()
+    found: set[str] = set()
+    for match in HINT.finditer(text):
+        name = match.group(1)
+        while name and name not in known and name[-1] in ".:-":
+            name = name[:-1]
+        if name in known:
+            found.add(name)
+    return found
 
 
 def turn_starts(messages: Sequence[Message]) -> list[int]:

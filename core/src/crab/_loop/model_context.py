@@ -1,9 +1,11 @@
-"""``ModelContext``: what the model of a session is given: its system prompt, the tools offered, the
-token budget and compaction, and the context each tool call runs with. A turn is handed one (the
-agent's, or a child session's: ``crab._loop.child``), never the agent."""
+"""``ModelContext``: what the model of a session is given: its system prompt, the tools offered (and
+the full schema a failed call gets when a request carried less), the token budget and compaction,
+and the context each tool call runs with. A turn is handed one (the agent's, or a child
+session's: ``crab._loop.child``), never the agent."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -13,7 +15,7 @@ from crab._contracts.interception import AskUser, redacted_ask
 from crab._contracts.messages import ToolCall
 from crab._contracts.providers import ModelRequest
 from crab._contracts.questions import AskQuestion, redacted_question
-from crab._contracts.tools import Tool, ToolContext
+from crab._contracts.tools import Tool, ToolContext, ToolResult, ToolSpec
 from crab._loop import compaction
 from crab._loop.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget
 from crab._loop.compaction import Compacted, CompactionReason, handoff_note
@@ -122,20 +124,29 @@ class ModelContext:
             session.budget = TokenBudget(window, float(self.config.get("crab.compact_at", 0.8)))
         return session.budget
 
+    async def request(self, session: Session, system: str, model: str) -> tuple[ModelRequest, Mapping[str, Tool]]:
+        """The session's next request before the ``crab_before_model_call`` hooks (its images
+        filled back), and the tools it offers. Its system prompt and tools are the session's
+        prefix: the same bytes on every request until the configuration, the tool set or a
+        compaction changes them (``tests/test_request_prefix.py``)."""
+        await self.recorder.load_images(session)
+        tools = self.tools()
+        request = ModelRequest(
+            model=model,
+            system=system,
+            messages=tuple(session.messages),
+            tools=tuple(tool.spec() for tool in tools.values()),
+            max_tokens=self.settings.max_tokens,
+            temperature=self.settings.temperature,
+        )
+        return request, tools
+
     async def compact(self, session: Session, reason: CompactionReason, focus: str | None = None) -> Compacted | None:
         """Summarise older history into a compaction anchor on the request a turn would send next
         (``crab._loop.compaction.compact``: None when there was nothing to summarise or it failed)."""
         async with session.compacting:
-            await self.recorder.load_images(session)
-            tools = self.tools()
-            base = ModelRequest(
-                model=self.calls.choose(session).model,
-                system=await self.system_prompt(session),
-                messages=tuple(session.messages),
-                tools=tuple(tool.spec() for tool in tools.values()),
-                max_tokens=self.settings.max_tokens,
-                temperature=self.settings.temperature,
-            )
+            system = await self.system_prompt(session)
+            base, tools = await self.request(session, system, self.calls.choose(session).model)
             budget = self.budget(session)
             return await compaction.compact(
                 session, reason, focus, budget=budget, calls=self.calls, base=base, tools=tools
@@ -160,3 +171,34 @@ class ModelContext:
             ),
             handle=self.handle,
         )
+
+
+FULL_SCHEMA = "Its full schema: {schema}"
+"""Added to a failed call's error result when the request listed the tool without its full schema."""
+
+
+def described(specs: tuple[ToolSpec, ...], tools: Mapping[str, Tool]) -> frozenset[str]:
+    """Names of the registered tools whose schema ``specs`` (a prepared request's) carries in full
+    (``Session.described``): a hook such as the progressive tool view may have listed the others
+    as stubs."""
+    names = []
+    for spec in specs:
+        tool = tools.get(spec.name)
+        if tool is not None and (spec.parameters is tool.parameters or spec.parameters == tool.parameters):
+            names.append(spec.name)
+    return frozenset(names)
+
+
+def with_full_schema(
+    result: ToolResult, call: ToolCall, tools: Callable[[], Mapping[str, Tool]], full: frozenset[str]
+) -> str:
+    """``result``'s content, with the tool's full schema when the call failed it and the request
+    carried less (not in ``full``): the schema arrives as message content, the prefix stays."""
+    content = result.content
+    if not result.is_error or call.name in full or not content.startswith(f"invalid arguments for {call.name}"):
+        return content
+    tool = tools().get(call.name)
+    if tool is None:
+        return content
+    schema = json.dumps(tool.parameters, ensure_ascii=False, separators=(",", ":"))
+    return f"{content}\n{FULL_SCHEMA.format(schema=schema)}"

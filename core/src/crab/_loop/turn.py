@@ -6,10 +6,9 @@ tools through ``ToolRunner``, entries through the ``Recorder``, events through e
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -17,12 +16,12 @@ from crab._contracts.errors import CrabError, PluginError
 from crab._contracts.events import ErrorEvent, Event, ToolCallEvent, ToolResultEvent, TurnEnded, TurnStarted, TurnStop
 from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, Usage, UserMessage, message_to_dict
 from crab._contracts.providers import ModelRequest
-from crab._contracts.tools import Tool, ToolContext, ToolResult, ToolSpec
+from crab._contracts.tools import Tool, ToolContext, ToolResult
 from crab._loop import steps
 from crab._loop.history import INTERRUPTED, repair
 from crab._loop.model_call import Partial, Reply
 from crab._loop.model_choice import ModelChoice
-from crab._loop.model_context import ModelContext
+from crab._loop.model_context import ModelContext, described, with_full_schema
 from crab._loop.session import QueuedInput, Session, TurnOutcome
 from crab._loop.steps import (
     DATE_NOTE,
@@ -64,19 +63,14 @@ from crab._loop.tool_runner import ToolRunner
 __all__ = [
     "DATE_NOTE",
     "FINAL_ANSWER_NOTE",
-    "FULL_SCHEMA",
     "Turn",
     "date_note",
-    "described",
     "session_date",
     "today",
 ]
 
 Q = TypeVar("Q")
 A = TypeVar("A")
-
-FULL_SCHEMA = "Its full schema: {schema}"
-"""Added to a failed call's error result when the request listed the tool without its full schema."""
 
 
 def today() -> str:
@@ -284,21 +278,11 @@ class Turn:
         every request until the configuration, the tool set or a compaction changes them
         (``tests/test_request_prefix.py``); whatever varies is a recorded message."""
         context, session = self.context, self.session
-        await context.recorder.load_images(session)
         if self._system is None:
             self._system = await context.system_prompt(session)
-        tools = context.tools()
-        specs: tuple[ToolSpec, ...] = tuple(tool.spec() for tool in tools.values())
         self.choice = context.calls.choose(session)
-        request = ModelRequest(
-            model=self.choice.model,
-            system=self._system,
-            messages=tuple(session.messages),
-            tools=specs,
-            max_tokens=context.settings.max_tokens,
-            temperature=context.settings.temperature,
-        )
-        request = await context.calls.prepare(session, request, tools)
+        base, tools = await context.request(session, self._system, self.choice.model)
+        request = await context.calls.prepare(session, base, tools)
         session.described = described(request.tools, tools)
         return request
 
@@ -422,13 +406,7 @@ class Turn:
         rid = result_id(step, call)
         if recorder.written(self.session, rid):
             return
-        content = result.content
-        invalid = result.is_error and content.startswith(f"invalid arguments for {call.name}")
-        tool = self.context.tools().get(call.name) if invalid else None
-        if tool is not None and call.name not in self.session.described:
-            # The request listed a stub: the schema arrives as message content, the prefix stays.
-            schema = json.dumps(tool.parameters, ensure_ascii=False, separators=(",", ":"))
-            content = f"{content}\n{FULL_SCHEMA.format(schema=schema)}"
+        content = with_full_schema(result, call, self.context.tools, self.session.described)
         images, notes = self.context.settings.images.fit_result(result.images)
         if notes:
             content = "\n".join([content, *notes])
@@ -464,13 +442,3 @@ class Turn:
             self.emit(ErrorEvent(f"could not record the end of the turn: {exc}", "unknown"))
         session.messages = repair([*session.messages, *self.results.values()])
         self.results = {}
-
-
-def described(specs: tuple[ToolSpec, ...], tools: Mapping[str, Tool]) -> frozenset[str]:
-    """Names of the registered tools whose schema ``specs`` (a prepared request's) carries in full."""
-    names = []
-    for spec in specs:
-        tool = tools.get(spec.name)
-        if tool is not None and (spec.parameters is tool.parameters or spec.parameters == tool.parameters):
-            names.append(spec.name)
-    return frozenset(names)
