@@ -296,7 +296,7 @@ def test_a_listener_can_follow_one_session_only(tmp_path: Path) -> None:
     harness.run_async(handle.handle_input(two, "hi"))
     assert seen == ["for one"]
     unsubscribe()
-    assert harness.agent._session_listeners == {}
+    assert harness.agent.delivery._session_listeners == {}
 
 
 def test_drain_stops_channels_without_deliver_first_so_their_last_work_is_delivered(tmp_path: Path) -> None:

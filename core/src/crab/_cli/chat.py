@@ -132,7 +132,7 @@ def chat(options: RunOptions) -> None:
             history=crab_home() / "chat_history",
             commands=tuple(sorted(commands)),
             descriptions={name: command.description for name, command in commands.items()},
-            models=tuple(agent.configured_models()),
+            models=tuple(agent.models.configured()),
             complete=plugin_completions(agent),
         )
     history = _setup_readline() if interactive and state is None else None

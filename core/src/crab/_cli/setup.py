@@ -85,5 +85,5 @@ async def _flag_model_wins(agent: Agent, options: RunOptions, session: Session) 
     """A resumed session keeps the model ``/model`` switched it to, unless this run was given one:
     then it switches back to the run's, recorded like any switch (the next resume keeps it)."""
     if (options.model or options.provider) and session.model is not None:
-        await agent.set_model(session, agent.default_model().name)
+        await agent.models.set(session, agent.models.default().name)
     return session

@@ -16,22 +16,23 @@ from crab._config.paths import live_home
 from crab._contracts.commands import Command, CommandContext, CommandResult
 from crab._contracts.config_tables import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
 from crab._contracts.errors import ChannelError, CrabError, UsageError
-from crab._contracts.events import CommandOutput, Event, NoticeEvent
+from crab._contracts.events import CommandOutput, Event
 from crab._contracts.handle import ChildOutcome
 from crab._contracts.images import ImagePart
 from crab._contracts.interception import AskUser
 from crab._contracts.messages import AssistantMessage, Message
-from crab._contracts.providers import ModelInfo, ModelRequest, Provider
+from crab._contracts.providers import ModelRequest, Provider
 from crab._contracts.questions import AskQuestion
 from crab._contracts.storage import SessionInfo, Store
 from crab._contracts.tools import Tool, ToolContext
 from crab._host.dispatch import Failure, ModelCallRefused
 from crab._host.plugin_host import PluginHost
+from crab._loop.delivery import Delivery
 from crab._loop.handle import LoopHandle as AgentHandle
 from crab._loop.history import load_history
 from crab._loop.images import ImageLimits
 from crab._loop.model_call import ModelCalls
-from crab._loop.model_choice import ModelChoice, choice_of, configured_models, model_entry, resolve, stored_choice
+from crab._loop.model_choice import Models, stored_choice
 from crab._loop.model_context import LoopSettings, ModelContext
 from crab._loop.recorder import PARENT_SESSION_META, Recorder
 from crab._loop.router import did_you_mean, route
@@ -87,9 +88,12 @@ class Agent:
         self.outgoing = EventRedactor(self.redactor)
         self.recorder = Recorder(store, self.redactor)
         """The one writer of this agent's entries (``crab._loop.recorder``)."""
-        self._listeners: list[Listener] = []
-        self._session_listeners: dict[str, list[Listener]] = {}
-        self._default_model: ModelChoice | None = None
+        self.delivery = Delivery(host.dispatch, self.outgoing)
+        """The one place events are delivered (``crab._loop.delivery``)."""
+        self.emit, self.subscribe, self.notice = self.delivery.emit, self.delivery.subscribe, self.delivery.notice
+        self.models = Models(provider, model, lambda: host.registry("providers"), self.recorder.append, self.notice)
+        """The provider and model each session talks to (``crab._loop.model_choice``)."""
+        self.model_for = self.models.model_for
         self._unsubscribe_failures: Callable[[], None] | None = None
         settings = LoopSettings(
             int(config.get("crab.max_iterations", 25)),
@@ -132,59 +136,6 @@ class Agent:
     def commands(self) -> dict[str, Command]:
         return self.host.registry("commands")
 
-    def default_model(self) -> ModelChoice:
-        """The run's provider and model (what a session talks to until ``/model`` switches it)."""
-        if self._default_model is None:
-            self._default_model = choice_of(self.provider, self.model)
-        return self._default_model
-
-    def model_for(self, session: Session | None = None) -> ModelChoice:
-        """The provider and model ``session`` talks to (without one: the run's)."""
-        if session is not None and session.model is not None:
-            return session.model
-        return self.default_model()
-
-    def model_info(self, session: Session | None = None) -> ModelInfo | None:
-        return self.model_for(session).info
-
-    def configured_models(self, session: Session | None = None) -> list[str]:
-        """Every ``provider/model`` ``/model`` may switch to: the run's, the session's, then what
-        each loaded provider lists."""
-        return configured_models(self.host.registry("providers"), self.default_model(), self.model_for(session))
-
-    async def set_model(self, session: Session, spec: str) -> ModelChoice:
-        """Switch ``session`` to ``spec`` (``provider/model``, or a model of its provider) for its
-        next request on, recorded in the store so a resume restores it; the token budget follows
-        the new model's window and each call is priced at its prices. ``ConfigError`` (one line
-        saying what to do) for a provider or model that is not configured."""
-        choice = resolve(spec, self.host.registry("providers"), self.model_for(session), self.default_model())
-        await self.recorder.append(session, "event", model_entry(choice))
-        session.model = choice
-        session.budget = None  # made again at the next request, against the new window
-        return choice
-
-    def _restore_model(self, session: Session, stored: tuple[str, str] | None) -> None:
-        """Give a resumed session the model its last recorded switch chose, when that is still loaded."""
-        if stored is None:
-            return
-        name, model = stored
-        default = self.default_model()
-        if (name, model) == (default.provider.name, default.model):
-            return
-        provider = self.host.registry("providers").get(name)
-        why = f"provider {name} is not loaded" if provider is None else ""
-        if provider is not None:
-            try:
-                provider.check(model)
-            except CrabError as exc:
-                why = str(exc)
-        if why:
-            note = f"session {session.id} was switched to {name}/{model}, but {why}: using {default.name}"
-            self.notice(note, "warning")
-            return
-        assert provider is not None
-        session.model = choice_of(provider, model)
-
     async def start(self) -> None:
         """Run every registration hook, open the store, report every plugin failure so far (and
         each later one, as it happens) as a warning notice, then run ``crab_startup``."""
@@ -218,42 +169,6 @@ class Agent:
 
     def _report_failure(self, failure: Failure) -> None:
         self.notice(failure.line, "warning")
-
-    # --- events -----------------------------------------------------------------------------
-
-    def subscribe(self, listener: Listener, session_id: str | None = None) -> Callable[[], None]:
-        """Receive every event (or only those of ``session_id``); returns a function that unsubscribes."""
-        listeners = self._listeners if session_id is None else self._session_listeners.setdefault(session_id, [])
-        listeners.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in listeners:
-                listeners.remove(listener)
-            if session_id is not None and not listeners:
-                self._session_listeners.pop(session_id, None)
-
-        return unsubscribe
-
-    def emit(self, event: Event, session_id: str = "") -> None:
-        """The one delivery point: secrets masked and text made valid UTF-8 (``crab._secrets.redaction``), then
-        every listener and ``crab_event`` observer."""
-        for shown in self.outgoing.events(event, session_id):
-            self._deliver(shown, session_id)
-
-    def _deliver(self, event: Event, session_id: str) -> None:
-        scoped = self._session_listeners.get(session_id, []) if session_id else []
-        for listeners in (self._listeners, scoped):
-            for listener in list(listeners):
-                try:
-                    listener(event)
-                except Exception as exc:  # a broken renderer must not end the turn
-                    if listener in listeners:
-                        listeners.remove(listener)
-                    self.notice(f"a renderer failed and was detached: {type(exc).__name__}: {exc}", "warning")
-        self.host.dispatch.observe("crab_event", event=event, session_id=session_id)
-
-    def notice(self, message: str, level: str = "info") -> None:
-        self.emit(NoticeEvent(message, "warning" if level == "warning" else "info"))
 
     # --- sessions ---------------------------------------------------------------------------
 
@@ -317,7 +232,7 @@ class Agent:
             handoff=dict(history.handoff) if history.handoff else None,
             shared=not alone,
         )
-        self._restore_model(session, stored_choice(entries))
+        self.models.restore(session, stored_choice(entries))
         return self.opened(session)
 
     async def recent_sessions(self, limit: int = 10) -> list[SessionInfo]:

@@ -63,10 +63,10 @@ class LoopHandle:
         return self._agent.model_for(_session(session)).name
 
     def model_info(self, session: SessionView) -> ModelInfo | None:
-        return self._agent.model_info(_session(session))
+        return self._agent.model_for(_session(session)).info
 
     def models(self, session: SessionView | None = None) -> list[str]:
-        return self._agent.configured_models(None if session is None else _session(session))
+        return self._agent.models.configured(None if session is None else _session(session))
 
     @property
     def store_name(self) -> str:
@@ -126,7 +126,7 @@ class LoopHandle:
         return await self._agent.new_session(title, meta)
 
     async def set_model(self, session: SessionView, model: str) -> str:
-        return (await self._agent.set_model(_session(session), model)).name
+        return (await self._agent.models.set(_session(session), model)).name
 
     async def recent_sessions(self, limit: int = 10) -> list[SessionInfo]:
         return await self._agent.recent_sessions(limit)
