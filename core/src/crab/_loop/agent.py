@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -23,31 +22,29 @@ from crab._contracts.interception import AskUser
 from crab._contracts.messages import AssistantMessage, Message
 from crab._contracts.providers import ModelRequest, Provider
 from crab._contracts.questions import AskQuestion
-from crab._contracts.storage import SessionInfo, Store
+from crab._contracts.storage import Store
 from crab._contracts.tools import Tool, ToolContext
 from crab._host.dispatch import Failure, ModelCallRefused
 from crab._host.plugin_host import PluginHost
 from crab._loop.delivery import Delivery
 from crab._loop.handle import LoopHandle as AgentHandle
-from crab._loop.history import load_history
 from crab._loop.images import ImageLimits
 from crab._loop.model_call import ModelCalls
-from crab._loop.model_choice import Models, stored_choice
+from crab._loop.model_choice import Models
 from crab._loop.model_context import LoopSettings, ModelContext
-from crab._loop.recorder import PARENT_SESSION_META, Recorder
+from crab._loop.recorder import Recorder
 from crab._loop.router import did_you_mean, route
 from crab._loop.session import QueuedInput, Session, TurnOutcome
+from crab._loop.sessions import Sessions
 from crab._loop.turn import Turn
 from crab._secrets.keys import known_secrets
 from crab._secrets.redaction import EventRedactor, Redactor
-from crab._system.live_sessions import no_turn_running, turn_running
+from crab._system.live_sessions import turn_running
 
 if TYPE_CHECKING:
     from crab._loop.channel_host import ChannelHost
 
 Listener = Callable[[Event], None]
-LATEST_SCAN = 50
-"""Sessions ``latest_session`` looks through for the latest one that is not a child session."""
 
 
 class Agent:
@@ -122,9 +119,14 @@ class Agent:
             local=local,
         )
         """What this agent's turns are given (``crab._loop.model_context``)."""
-        self._open: weakref.WeakSet[Session] = weakref.WeakSet()
-        """Sessions opened here and not left yet: each gets ``crab_session_end`` at ``close``
-        (weak: one a caller dropped without leaving ends with ``crab_shutdown`` instead)."""
+        handle = self.context.handle
+        sessions = self.sessions = Sessions(
+            store, workspace, self.recorder, self.models, host.dispatch, handle, self.notice
+        )
+        """Opening, resuming and leaving this agent's sessions (``crab._loop.sessions``)."""
+        self.new_session, self.opened, self.leave = sessions.new, sessions.opened, sessions.leave
+        self.switch, self.resume, self.latest_session = sessions.switch, sessions.resume, sessions.latest
+        self.recent_sessions = sessions.recent
 
     # --- registries and lifecycle ---------------------------------------------------------
 
@@ -150,13 +152,7 @@ class Agent:
         the store; failures are reported, never raised (except ``PluginError`` in strict mode,
         after the store is closed)."""
         try:
-            ended: set[str] = set()
-            for session in list(self._open):
-                if session.id in ended:  # a stray second object of one session (/new made it)
-                    self._open.discard(session)
-                    continue
-                ended.add(session.id)
-                await self.leave(session, "shutdown")
+            await self.sessions.leave_all()
             await self.host.dispatch.lifecycle("crab_shutdown", agent=AgentHandle(self))
         finally:
             try:
@@ -172,81 +168,11 @@ class Agent:
 
     # --- sessions ---------------------------------------------------------------------------
 
-    async def new_session(self, title: str | None = None, meta: Mapping[str, Any] | None = None) -> Session:
-        info = await self.store.create_session(str(self.workspace), title=title, meta=meta)
-        return self.opened(Session(info=info, workspace=self.workspace))
-
-    def opened(self, session: Session) -> Session:
-        """Count ``session`` as open here (``leave`` or ``close`` ends it); returns it."""
-        self._open.add(session)
-        return session
-
-    async def leave(self, session: Session, reason: str = "switch") -> None:
-        """The agent is done with ``session``: ``crab_session_end`` ends what plugins keep
-        running for it (background jobs); its entries stay in the store. Once per session."""
-        if session not in self._open:
-            return
-        self._open.discard(session)
-        await self.host.dispatch.lifecycle(
-            "crab_session_end", agent=AgentHandle(self), session_id=session.id, reason=reason
-        )
-
     async def end_session(self, session: Session) -> None:
         """``AgentHandle.end_session``: no channel keeps ``session`` live any more, and it is left."""
         if self.channel_host is not None:
             self.channel_host.release(session)
         await self.leave(session, "end")
-
-    async def switch(self, session: Session, session_id: str) -> Session:
-        """Move from ``session`` to the stored ``session_id`` (``CommandResult.switch_session``):
-        the new one is resumed first (a ``StoreError`` leaves the old one as it was), then the
-        old one is left."""
-        if session_id == session.id:
-            return session
-        resumed = await self.resume(session_id)
-        await self.leave(session, "switch")
-        return resumed
-
-    async def resume(self, session_id: str) -> Session:
-        """Load a stored session and repair what will go to the provider.
-
-        A tool call the store holds no result for (crab was killed while it ran) gets its
-        stand-in result stored now, once, so the stored session pairs every call too, and so
-        does every child session such a call started (``Recorder.pair_after_crash``).
-        """
-        # Read and repair holding the session's lock alone: a call with no result whose turn still
-        # runs in another process (or task) gets its real result there, so none is stored here.
-        with no_turn_running(live_home(), session_id) as alone:
-            info = await self.store.get_session(session_id)
-            entries = await self.store.entries(session_id, since_handoff=True)
-            history = load_history(entries)
-            workspace = Path(info.workspace) if info.workspace else self.workspace
-            if alone:  # a call killed while it ran a child session left that child open too
-                await self.recorder.pair_after_crash(session_id, str(workspace), history.missing)
-        if history.skipped:
-            self.notice(f"{history.skipped} unreadable entries in session {session_id} were left out", "warning")
-        session = Session(
-            info=info,
-            workspace=workspace,
-            messages=history.messages,
-            handoff=dict(history.handoff) if history.handoff else None,
-            shared=not alone,
-        )
-        self.models.restore(session, stored_choice(entries))
-        return self.opened(session)
-
-    async def recent_sessions(self, limit: int = 10) -> list[SessionInfo]:
-        """This workspace's sessions, most recently updated first."""
-        return await self.store.list_sessions(str(self.workspace), limit=limit)
-
-    async def latest_session(self) -> Session | None:
-        """The most recently updated session of this workspace, resumed; None if there is none.
-        A child session (one a tool call started, ``crab._loop.child``) is its parent's part, not
-        a conversation to continue: the latest of the last few that is not one."""
-        sessions = await self.store.list_sessions(str(self.workspace), limit=LATEST_SCAN)
-        own = [info for info in sessions if not (info.meta or {}).get(PARENT_SESSION_META)]
-        chosen = own[0] if own else (sessions[0] if sessions else None)
-        return await self.resume(chosen.id) if chosen is not None else None
 
     async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> Session:
         """The session of conversation ``address`` on ``channel`` (``AgentHandle.session_for``)."""
