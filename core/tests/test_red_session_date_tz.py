@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from crab._loop.turn import session_date
+from crab._loop.steps import session_date
 
 LATE_EVENING_UTC = "20261206T230000-abcdef"
 

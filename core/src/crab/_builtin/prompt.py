@@ -41,7 +41,7 @@ def _sections(text: str, keep: set[str]) -> str:
 
 def session_date(session_id: str) -> str | None:
     """The date the prompt states: the session's own (a function so the snapshot test can fix it)."""
-    from crab._loop.turn import session_date as started
+    from crab._loop.steps import session_date as started
 
     return started(session_id)
 
@@ -56,7 +56,7 @@ def base_prompt(
     names no plugin's tool: a setup without crab-tools-basic reads it too. It is the start of
     every request's cached prefix, so it holds nothing that changes within a session: the date
     is the one the session started on (``session_date``); a later day is told in a recorded
-    ``[crab]`` note (``crab._loop.turn.DATE_NOTE``)."""
+    ``[crab]`` note (``crab._loop.steps.DATE_NOTE``)."""
     values = {"workspace": str(workspace), "date": date or "", "max_calls": str(max_calls)}
     text = _sections(_template(), {tool_view})
     if date is None:

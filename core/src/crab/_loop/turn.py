@@ -24,8 +24,6 @@ from crab._loop.model_choice import ModelChoice
 from crab._loop.model_context import ModelContext, described, with_full_schema
 from crab._loop.session import QueuedInput, Session, TurnOutcome
 from crab._loop.steps import (
-    DATE_NOTE,
-    FINAL_ANSWER_NOTE,
     REFUSED,
     Accept,
     Answered,
@@ -54,20 +52,11 @@ from crab._loop.steps import (
     TakeSteering,
     ToolsRan,
     TurnMachine,
-    date_note,
     result_id,
-    session_date,
 )
 from crab._loop.tool_runner import ToolRunner
 
-__all__ = [
-    "DATE_NOTE",
-    "FINAL_ANSWER_NOTE",
-    "Turn",
-    "date_note",
-    "session_date",
-    "today",
-]
+__all__ = ["Turn", "today"]
 
 Q = TypeVar("Q")
 A = TypeVar("A")
