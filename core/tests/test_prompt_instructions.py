@@ -104,7 +104,7 @@ def test_the_prompt_orders_core_plugins_user_append_and_instructions(crab_agent,
 
 def test_the_default_prompt_states_workspace_session_date_and_how_to_finish(tmp_path: Path) -> None:
     # The session's date, fixed for the session (today's would change the whole cached prefix of
-    # a session continued the next day: a later date is a recorded note, crab._loop.turn.DATE_NOTE).
+    # a session continued the next day: a later date is a recorded note, crab._loop.steps.DATE_NOTE).
     text = base_prompt(tmp_path, date="2026-01-02")
     assert f"Workspace: {tmp_path}\nSession date (UTC): 2026-01-02\n" in text
     assert "<!--" not in text and "{" not in text

@@ -15,7 +15,7 @@ from typing import Any
 import crab
 import pytest
 from crab._contracts.messages import message_to_dict
-from crab._loop import turn
+from crab._loop import steps, turn
 from crab._loop.compaction import INSTRUCTION
 from crab._loop.history import NO_REPLY
 from crab.testing.images import make_png
@@ -235,14 +235,14 @@ def test_at_the_cap_the_request_keeps_its_prefix_and_a_call_made_anyway_is_skipp
 
 
 def test_the_session_date_comes_from_its_id_and_a_later_day_is_told_once() -> None:
-    assert turn.session_date("20260301T120000-abcdef") is not None
-    assert turn.session_date("my-own-id") is None
-    started = turn.session_date("20260301T120000-abcdef")
-    assert turn.date_note([], started or "", started) is None  # the prompt already says it
-    note = turn.date_note([], "2099-01-01", started)
+    assert steps.session_date("20260301T120000-abcdef") is not None
+    assert steps.session_date("my-own-id") is None
+    started = steps.session_date("20260301T120000-abcdef")
+    assert steps.date_note([], started or "", started) is None  # the prompt already says it
+    note = steps.date_note([], "2099-01-01", started)
     assert note == "[crab] Today is 2099-01-01."
-    assert turn.date_note([crab.UserMessage(note)], "2099-01-01", started) is None
-    assert turn.date_note([], "2099-01-01", None) == note  # no session date: told at once
+    assert steps.date_note([crab.UserMessage(note)], "2099-01-01", started) is None
+    assert steps.date_note([], "2099-01-01", None) == note  # no session date: told at once
 
 
 def test_two_steering_messages_in_a_row_get_no_reply_between_them(crab_agent: Any) -> None:
