@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from crab._config.paths import live_home
 from crab._contracts.errors import ConfigError
 from crab._contracts.events import ChildEvent, Event, ToolCallEvent
 from crab._contracts.handle import ChildOutcome
-from crab._contracts.interception import Answer, AskUser, PermissionRequest
+from crab._contracts.interception import AskUser, PermissionRequest
 from crab._contracts.messages import AssistantMessage, Message, ToolCall
 from crab._contracts.providers import Provider
 from crab._contracts.questions import AskQuestion, Question
@@ -70,28 +70,26 @@ def child_tools(registry: Mapping[str, Tool], names: Collection[str] | None, rea
     return chosen
 
 
-def labelled_ask(ask: AskUser | None, label: str, lock: asyncio.Lock) -> AskUser | None:
-    """``ask`` with the question's summary prefixed ``[label]``, one question at a time."""
+Q = TypeVar("Q", PermissionRequest, Question)
+A = TypeVar("A")
+
+
+def labelled(
+    ask: Callable[[Q], Awaitable[A]] | None, label: str, lock: asyncio.Lock
+) -> Callable[[Q], Awaitable[A]] | None:
+    """``ask`` (a permission's or a tool's question) with its text prefixed ``[label]``, one
+    question at a time (the lock is the parent session's, shared by all its children)."""
     if ask is None:
         return None
     asker = ask
 
-    async def asked(request: PermissionRequest) -> Answer:
+    async def asked(question: Q) -> A:
+        if isinstance(question, PermissionRequest):
+            question = replace(question, summary=f"[{label}] {question.summary}")
+        else:
+            question = replace(question, text=f"[{label}] {question.text}")
         async with lock:
-            return await asker(replace(request, summary=f"[{label}] {request.summary}"))
-
-    return asked
-
-
-def labelled_question(question: AskQuestion | None, label: str, lock: asyncio.Lock) -> AskQuestion | None:
-    """``question`` with the text prefixed ``[label]``, one at a time (with the permission questions)."""
-    if question is None:
-        return None
-    asker = question
-
-    async def asked(asked_question: Question) -> str | None:
-        async with lock:
-            return await asker(replace(asked_question, text=f"[{label}] {asked_question.text}"))
+            return await asker(question)
 
     return asked
 
@@ -216,8 +214,8 @@ async def run_child(
         tools=lambda: child_tools(parent.tools(), tools, read_only),
         instructions=instructions or "",
         # never the agent's own: where the parent call cannot ask, neither can its child
-        ask=labelled_ask(ctx.ask, label, lock),
-        question=labelled_question(ctx.question, label, lock),
+        ask=labelled(ctx.ask, label, lock),
+        question=labelled(ctx.question, label, lock),
     )
     item = QueuedInput(prompt)
     agent.opened(child)
