@@ -180,9 +180,7 @@ class Agent:
             return await self.channel_host.session_for(channel, address, session_id=session_id)
         if session_id is not None:
             return await self.resume(session_id)
-        from crab._loop.channel_host import open_keyed_session
-
-        return await open_keyed_session(self, channel, address)
+        return await self.sessions.keyed(channel, address)
 
     async def deliver(self, channel: str, address: str, text: str) -> None:
         """Send ``text`` through a channel ``crab serve`` runs here (``AgentHandle.deliver``)."""

@@ -18,38 +18,8 @@ if TYPE_CHECKING:
     from crab._loop.agent import Agent
     from crab._loop.session import Session
 
-CHANNEL_META = "crab.channel"
-"""Session ``meta`` key naming the channel a keyed session belongs to."""
-ADDRESS_META = "crab.address"
-"""Session ``meta`` key naming the address (a chat id) within that channel."""
-SCAN_LIMIT = 10_000
-"""A keyed session is looked for among this many most recently updated sessions of the workspace."""
 SETTLE_SECONDS = 1.0
 """After the grace period, how long cancelled turns get to settle before the host gives up on them."""
-
-
-def keyed_meta(channel: str, address: str) -> dict[str, str]:
-    """The session ``meta`` that marks the conversation ``address`` on ``channel``."""
-    return {CHANNEL_META: channel, ADDRESS_META: address}
-
-
-async def open_keyed_session(agent: Agent, channel: str, address: str) -> Session:
-    """The most recently updated session keyed ``(channel, address)`` in this workspace, resumed,
-    or a new one carrying that key."""
-    from crab._loop.session import Session
-
-    found = None
-    for info in await agent.store.list_sessions(str(agent.workspace), limit=SCAN_LIMIT):
-        meta = info.meta or {}
-        if meta.get(CHANNEL_META) == channel and meta.get(ADDRESS_META) == address:
-            found = info
-            break
-    if found is not None:
-        return await agent.resume(found.id)
-    info = await agent.store.create_session(
-        str(agent.workspace), title=f"{channel} {address}", meta=keyed_meta(channel, address)
-    )
-    return agent.opened(Session(info=info, workspace=agent.workspace))
 
 
 class ChannelHost:
@@ -247,7 +217,7 @@ class ChannelHost:
     async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> Session:
         """The live session of ``address`` on ``channel`` (opened or resumed once, then kept).
 
-        Found by the store's session ``meta`` (``CHANNEL_META``/``ADDRESS_META``, which every
+        Found by the store's session ``meta`` (``Sessions.keyed``: ``CHANNEL_META``/``ADDRESS_META``, which every
         store keeps and a fork copies) or created, and kept, so queues and per-session state hold
         for the life of the process. The permission gate asks through the channel's
         ``ask(address, request)`` for its tool calls (refusing without one), and a tool's
@@ -264,7 +234,7 @@ class ChannelHost:
             elif session_id is not None and session is None:
                 session = await self.agent.resume(session_id)
             elif session is None:
-                session = await open_keyed_session(self.agent, channel, address)
+                session = await self.agent.sessions.keyed(channel, address)
             ask = getattr(self.channels.get(channel), "ask", None)
             if callable(ask):
                 session.ask = partial(_ask, ask, address)

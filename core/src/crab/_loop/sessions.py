@@ -23,6 +23,12 @@ if TYPE_CHECKING:
 
 LATEST_SCAN = 50
 """Sessions ``latest`` looks through for the latest one that is not a child session."""
+CHANNEL_META = "crab.channel"
+"""Session ``meta`` key naming the channel a keyed session belongs to."""
+ADDRESS_META = "crab.address"
+"""Session ``meta`` key naming the address (a chat id) within that channel."""
+SCAN_LIMIT = 10_000
+"""A keyed session is looked for among this many most recently updated sessions of the workspace."""
 
 
 class Sessions:
@@ -126,3 +132,13 @@ class Sessions:
                 continue
             ended.add(session.id)
             await self.leave(session, "shutdown")
+
+    async def keyed(self, channel: str, address: str) -> Session:
+        """The most recently updated session keyed ``(channel, address)`` in this workspace, resumed,
+        or a new one carrying that key (a channel's conversation: ``AgentHandle.session_for``)."""
+        for info in await self.store.list_sessions(str(self.workspace), limit=SCAN_LIMIT):
+            meta = info.meta or {}
+            if meta.get(CHANNEL_META) == channel and meta.get(ADDRESS_META) == address:
+                return await self.resume(info.id)
+        meta = {CHANNEL_META: channel, ADDRESS_META: address}
+        return await self.new(f"{channel} {address}", meta)
