@@ -342,6 +342,26 @@ class Dispatcher:
                 return call, Deny(f"Refused: {failure.line}")
         return call, None
 
+    async def permission_request(self, request: Any, session_id: str, workspace: Any) -> str | None:
+        """The first ``crab_permission_request`` answer (``"once"`` or ``"deny"``), or None when
+        none answers and the user is asked; a failure is ``"deny"`` (fail closed)."""
+        hook = "crab_permission_request"
+        if self._refusal(hook) is not None:
+            return "deny"
+        kwargs = {"request": request, "session_id": session_id, "workspace": workspace}
+        for plugin, value in self._each(hook, kwargs):
+            if value is not None and inspect.isawaitable(value):
+                value = await self._settled(plugin, hook, value)
+            if value is None:
+                continue
+            if isinstance(value, Failure):
+                return "deny"
+            if value not in ("once", "always", "deny"):
+                self._fail(plugin, hook, wrong_type(hook, value, '"once", "deny" or None'))
+                return "deny"
+            return "deny" if value == "deny" else "once"
+        return None
+
     async def after_tool_call(self, call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext) -> ToolResult:
         """``result`` as every ``crab_after_tool_call`` left it; a failing one withholds it."""
         from crab._contracts.tools import ToolResult
