@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         ConfigTable,
         Deny,
         Event,
+        PermissionRequest,
         Replace,
         Tool,
         ToolCall,
@@ -64,6 +65,11 @@ class HooksPlugin:
     async def crab_before_tool_call(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> Deny | Replace | None:
         """``PreToolUse``: exit 2 or a ``deny`` refuses the call, ``updatedInput`` replaces its arguments."""
         return await self.hooks.before_tool(call, tool, ctx)
+
+    @crab.hookimpl
+    async def crab_permission_request(self, request: PermissionRequest, session_id: str, workspace: Path) -> str | None:
+        """``PermissionRequest`` (deny, or the user's own allow), else ``Notification`` (permission_prompt)."""
+        return await self.hooks.permission(request, session_id, workspace)
 
     @crab.hookimpl
     async def crab_after_tool_call(

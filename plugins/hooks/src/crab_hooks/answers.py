@@ -42,6 +42,8 @@ class Answer:
     updated_input: dict[str, Any] | None = None
     notice: str | None = None
     """A line for the user: a failure, or the hook's ``systemMessage``."""
+    allow: bool = False
+    """A PermissionRequest hook's ``decision.behavior: "allow"``."""
 
 
 def _cut(text: str) -> str:
@@ -106,6 +108,14 @@ def _read_output(run: HookRun, event: str) -> Answer:
         reason = data.get("stopReason")
         why = _cut(reason) if isinstance(reason, str) and reason.strip() else f"stopped by the {event} hook"
         return Answer(block=why, stop=True, notice=notice)
+    behavior = specific.get("decision")
+    if event == "PermissionRequest" and isinstance(behavior, dict):
+        if behavior.get("behavior") == "allow":
+            return Answer(allow=True, notice=notice)
+        if behavior.get("behavior") == "deny":
+            said = behavior.get("message")
+            why = _cut(said) if isinstance(said, str) and said.strip() else "denied by the PermissionRequest hook"
+            return Answer(block=why, notice=notice)
     block = None
     decision = specific.get("permissionDecision")
     if decision == "deny":

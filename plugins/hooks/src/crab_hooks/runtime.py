@@ -28,6 +28,7 @@ from crab import (
     Deny,
     ErrorEvent,
     Event,
+    PermissionRequest,
     Replace,
     Tool,
     ToolCall,
@@ -75,6 +76,7 @@ class Hooks:
         self._children: dict[str, str] = {}  # child session id -> its label (SubagentStart's agent_type)
         self._last_error: dict[str, str] = {}  # session id -> kind of its turn's last error event
         self._background: set[asyncio.Task[None]] = set()
+        self._calls: dict[str, tuple[str, dict[str, Any]]] = {}  # call id -> Claude Code's name and input
 
     def start(self, handle: AgentHandle) -> None:
         self.handle = handle
@@ -115,6 +117,9 @@ class Hooks:
     # --- tool calls --------------------------------------------------------------------------
 
     async def before_tool(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> Deny | Replace | None:
+        if self.hooks.groups.get("PermissionRequest") or self.hooks.groups.get("Notification"):
+            # the permission question that may follow names the call only by its id
+            self._calls[call.id] = names.to_claude(call.name, call.arguments, ctx.workspace)
         if not self.hooks.groups.get("PreToolUse"):
             return None
         workspace = ctx.workspace
@@ -137,6 +142,7 @@ class Hooks:
     async def after_tool(self, call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext) -> ToolResult | None:
         """``PostToolUse`` after a call that succeeded, ``PostToolUseFailure`` after one that failed."""
         notes = [("PreToolUse", text) for text in self._tool_context.pop(call.id, [])]
+        self._calls.pop(call.id, None)
         event = "PostToolUseFailure" if result.is_error else "PostToolUse"
         if self.hooks.groups.get(event):
             workspace = ctx.workspace
@@ -152,6 +158,39 @@ class Hooks:
             return None
         added = "\n\n".join(f"[{event} hook] {text}" for event, text in notes)
         return ToolResult(f"{result.content}\n\n{added}", result.is_error, result.details)
+
+    async def permission(self, request: PermissionRequest, session_id: str, workspace: Path) -> str | None:
+        """``PermissionRequest`` before the user is asked: a ``deny`` (or exit 2) from any hook
+        refuses, an ``allow`` from the user's own hooks (never a project's ``.claude`` files)
+        allows; otherwise ``Notification`` (``permission_prompt``) runs and the user is asked."""
+        name, tool_input = self._calls.get(request.call_id) or (names.claude_name(request.tool, {}), {})
+        if self.hooks.groups.get("PermissionRequest"):
+            payload = self._event("PermissionRequest", session_id, workspace, tool_name=name, tool_input=tool_input)
+            commands = self.hooks.commands("PermissionRequest", (name, request.tool))
+            answers = await self._ask("PermissionRequest", (name, request.tool), payload, workspace)
+            for answer in answers:
+                if answer.block is not None:
+                    self._notice(f"PermissionRequest hook denied {name}: {_first_line(answer.block)}")
+                    return "deny"
+            allowed = [c for c, a in zip(commands, answers, strict=True) if a.allow]
+            if any(not c.project for c in allowed):
+                return "once"
+            for command in allowed:
+                self._notice(
+                    f"PermissionRequest hook {command.command!r} ({command.source}) may deny, never allow: "
+                    "a project's .claude files do not approve calls; you are asked instead"
+                )
+        if self.hooks.groups.get("Notification"):
+            payload = self._event(
+                "Notification",
+                session_id,
+                workspace,
+                message=f"crab needs your permission to use {name}",
+                title="Permission needed",
+                notification_type="permission_prompt",
+            )
+            self._later(self._ask("Notification", ("permission_prompt",), payload, workspace))
+        return None
 
     # --- prompts, turn ends, session starts --------------------------------------------------
 
@@ -298,6 +337,10 @@ class Hooks:
         """Wait for the hooks still running in the background (each is bounded by its timeout)."""
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")[:200]
 
 
 async def _discard(work: Coroutine[Any, Any, Any]) -> None:

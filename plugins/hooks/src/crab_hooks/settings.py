@@ -15,6 +15,8 @@ from crab import ConfigTable, InvalidValue, Setting
 
 EVENTS = (
     "PreToolUse",
+    "PermissionRequest",
+    "Notification",
     "PostToolUse",
     "PostToolUseFailure",
     "UserPromptSubmit",

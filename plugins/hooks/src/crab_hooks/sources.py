@@ -14,7 +14,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,9 @@ class HookCommand:
     """The environment variables an ``http`` hook's headers may name (``allowedEnvVars``)."""
     own_timeout: bool = False
     """Whether the hook set ``timeout`` itself."""
+    project: bool = False
+    """Whether it comes from a project's ``.claude`` files: its PermissionRequest ``allow`` is
+    not taken (a repository's file never approves a call), its ``deny`` is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +86,9 @@ class HookSet:
                     found.setdefault((command.kind, command.command), command)
         return list(found.values())
 
-    def add(self, raw: Mapping[str, Any], source: str, project_dir: Path, timeout: float) -> None:
+    def add(
+        self, raw: Mapping[str, Any], source: str, project_dir: Path, timeout: float, project: bool = False
+    ) -> None:
         """Add the hooks of one ``hooks`` block (Claude Code's shape); a bad entry is one notice."""
         for event, groups in raw.items():
             if event not in EVENTS:
@@ -93,6 +98,8 @@ class HookSet:
                 continue
             for group in groups:
                 loaded = self._group(group, event, source, project_dir, timeout)
+                if loaded is not None and project:
+                    loaded = Group(loaded.matcher, tuple(replace(c, project=True) for c in loaded.commands))
                 if loaded is not None:
                     self.groups.setdefault(event, []).append(loaded)
 
@@ -256,7 +263,7 @@ def load(workspace: Path, config: Config, settings: Mapping[str, Any]) -> HookSe
         if not block:
             continue
         if untrusted is None:
-            found.add(block, str(path), root, timeout)
+            found.add(block, str(path), root, timeout, project=True)
         elif _has_hooks(block):
             found.notices.append(f"hooks in {path} were not run: {untrusted}")
     return found
