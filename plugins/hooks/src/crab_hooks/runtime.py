@@ -44,7 +44,7 @@ from crab_hooks.answers import Answer, read
 from crab_hooks.runner import run_hook
 from crab_hooks.sources import HookSet, load
 
-PERMISSION_MODES = {"ask": "default", "yolo": "bypassPermissions", "read-only": "plan"}
+PERMISSION_MODES = {"ask": "default", "yolo": "bypassPermissions", "read-only": "plan", "plan": "plan"}
 """crab's ``[crab] permissions`` as Claude Code's ``permission_mode`` names it."""
 SESSION_END_TIMEOUT = 1.5
 """Seconds a SessionEnd hook may run when it sets no ``timeout`` (Claude Code's default)."""
