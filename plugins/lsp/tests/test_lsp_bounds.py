@@ -137,3 +137,18 @@ def test_a_malformed_server_table_is_rejected_naming_its_key(table, key):
     with pytest.raises(InvalidValue) as caught:
         check_servers({"servers": {"x": table}})
     assert ".".join(caught.value.key) == key
+
+
+def test_a_fifo_or_a_folder_is_refused_never_read(ruff, tmp_path):
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "pkg.py").mkdir()
+    plugin = LspPlugin()
+    harness = _harness(plugin, {"ruff": server_table(ruff, ["*.py"])}, [[{"text": "d"}]], tmp_path)
+    try:
+        assert plugin.lsp is not None
+        said = harness.run_async(plugin.lsp.after_edit("pipe.py"))
+        assert said == "pipe.py is not a regular file"
+        assert harness.run_async(plugin.lsp.after_edit("pkg.py")) == "pkg.py is a folder; give a file"
+        assert plugin.lsp.servers.started == 0
+    finally:
+        harness.close()

@@ -5,6 +5,7 @@ server that is down says why (``Servers`` starts it again on the next use)."""
 from __future__ import annotations
 
 import asyncio
+import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -46,13 +47,18 @@ class Lsp:
 
     def _read(self, full: Path, relative: str) -> str:
         try:
-            if full.stat().st_size > MAX_FILE:
+            info = full.stat()
+            if full.is_dir():
+                raise Refused(f"{relative} is a folder; give a file")
+            if not stat.S_ISREG(info.st_mode):  # a FIFO or a device would block or never end
+                raise Refused(f"{relative} is not a regular file")
+            if info.st_size > MAX_FILE:
                 raise Refused(f"{relative} is larger than {MAX_FILE:,} bytes; language servers are not given it")
             return full.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             raise Refused(f"{relative} does not exist") from None
-        except IsADirectoryError:
-            raise Refused(f"{relative} is a folder; give a file") from None
+        except OSError as exc:
+            raise Refused(f"cannot read {relative}: {exc.strerror or exc}") from None
 
     async def _servers(self, relative: str) -> list[LanguageServer]:
         specs = self.servers.for_file(relative)
@@ -107,6 +113,8 @@ class Lsp:
             said = await self.diagnostics(path)
         except Refused as exc:
             return str(exc)
+        except Exception as exc:  # the edit happened: a problem here is a line, never a withheld result
+            return f"crab-lsp could not get diagnostics for {path}: {type(exc).__name__}: {exc}"
         return said or None
 
     # --- navigation ------------------------------------------------------------------------
