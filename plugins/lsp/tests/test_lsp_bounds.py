@@ -152,3 +152,43 @@ def test_a_fifo_or_a_folder_is_refused_never_read(ruff, tmp_path):
         assert plugin.lsp.servers.started == 0
     finally:
         harness.close()
+
+
+def test_each_workspace_has_its_own_servers(ruff, tmp_path):
+    first, second = tmp_path / "one", tmp_path / "two"
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / "a.py").write_text("import os\n")
+    plugin = LspPlugin()
+    harness = _harness(plugin, {"ruff": server_table(ruff, ["*.py"])}, [[{"text": "d"}]], first)
+    try:
+        one, two = plugin.for_workspace(first), plugin.for_workspace(second)
+        assert one is not None and two is not None and one is not two
+        assert plugin.for_workspace(first / ".") is one
+        for lsp in (one, two):
+            assert "F401" in harness.run_async(lsp.diagnostics("a.py", wait=DEADLINE))
+            assert lsp.servers.started == 1
+        assert (one.servers._running["ruff"].workspace, two.servers._running["ruff"].workspace) == (
+            first.resolve(),
+            second.resolve(),
+        )
+    finally:
+        harness.close()
+
+
+@pytest.mark.parametrize("settle", [0.0, 5.0])
+def test_settle_waits_for_diagnostics_a_server_sends_in_parts(tmp_path, settle):
+    (tmp_path / "a.ts").write_text("let x = 1\n")
+    script = Path(__file__).parent / "lsp_parts_server.py"
+    servers = {"parts": {"command": sys.executable, "args": [str(script)], "patterns": ["*.ts"], "settle": settle}}
+    plugin = LspPlugin()
+    harness = _harness(plugin, servers, [[{"text": "d"}]], tmp_path, **{"plugins.lsp.diagnostics_wait": 60.0})
+    try:
+        assert plugin.lsp is not None
+        said = harness.run_async(plugin.lsp.diagnostics("a.ts"))
+        if settle:
+            assert said == "parts diagnostics for a.ts (1 error):\na.ts:1:1: error: types came later [parts]"
+        else:
+            assert said == ""  # the first part, empty: what crab showed before settle
+    finally:
+        harness.close()

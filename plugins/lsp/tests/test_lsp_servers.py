@@ -96,7 +96,8 @@ def test_typescript_language_server_diagnostics_and_navigation(typescript, tmp_p
         _call("symbols", path="util.ts"),
         [{"text": "done"}],
     ]
-    harness = _harness({"typescript": server_table(typescript, ["*.ts", "*.tsx"])}, replies, tmp_path)
+    servers = {"typescript": {**server_table(typescript, ["*.ts", "*.tsx"]), "settle": 5.0}}  # syntax, then types
+    harness = _harness(servers, replies, tmp_path)
     try:
         harness.run("look")
         wrote, definition, hover, symbols = _results(harness)

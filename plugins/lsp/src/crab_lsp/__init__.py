@@ -8,7 +8,9 @@ point is the class: crab makes one object per plugin host, which keeps the serve
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import crab
 
@@ -28,7 +30,25 @@ class LspPlugin:
     CRAB_API = CRAB_API
 
     def __init__(self) -> None:
-        self.lsp: Lsp | None = None
+        self.settings: Mapping[str, Any] | None = None
+        self.workspaces: dict[Path, Lsp] = {}
+        """One ``Lsp`` (its servers) per workspace a session works in, made on first use."""
+
+    @property
+    def lsp(self) -> Lsp | None:
+        """The first workspace's (the agent's, in a run with one)."""
+        return next(iter(self.workspaces.values()), None)
+
+    def for_workspace(self, workspace: Path) -> Lsp | None:
+        if self.settings is None:
+            return None
+        key = workspace.resolve()
+        found = self.workspaces.get(key)
+        if found is None:
+            from crab_lsp.runtime import Lsp
+
+            found = self.workspaces[key] = Lsp(key, self.settings)
+        return found
 
     @crab.hookimpl
     def crab_config_table(self) -> ConfigTable:
@@ -44,16 +64,15 @@ class LspPlugin:
             return []
         from crab_lsp.tools import make_tools
 
-        return make_tools(lambda: self.lsp)
+        return make_tools(self.for_workspace)
 
     @crab.hookimpl
     def crab_startup(self, agent: AgentHandle) -> None:
         """Note the servers; none starts before a file of its own is used."""
         settings = agent.config.plugin_settings("lsp")
         if settings.get("servers"):
-            from crab_lsp.runtime import Lsp
-
-            self.lsp = Lsp(agent.workspace, settings)
+            self.settings = settings
+            self.for_workspace(agent.workspace)
 
     @crab.hookimpl
     async def crab_after_tool_call(
@@ -61,9 +80,10 @@ class LspPlugin:
     ) -> ToolResult | None:
         """After ``write`` or ``edit``: the file's new diagnostics join the result."""
         path = call.arguments.get("path")
-        if self.lsp is None or call.name not in EDIT_TOOLS or result.is_error or not isinstance(path, str):
+        if self.settings is None or call.name not in EDIT_TOOLS or result.is_error or not isinstance(path, str):
             return None
-        said = await self.lsp.after_edit(path)
+        lsp = self.for_workspace(ctx.workspace)
+        said = await lsp.after_edit(path) if lsp is not None else None
         if not said:
             return None
         from crab_lsp.runtime import with_diagnostics
@@ -73,5 +93,6 @@ class LspPlugin:
     @crab.hookimpl
     async def crab_shutdown(self) -> None:
         """End every server (shutdown, then the process group)."""
-        if self.lsp is not None:
-            await self.lsp.close()
+        workspaces, self.workspaces = list(self.workspaces.values()), {}
+        for lsp in workspaces:
+            await lsp.close()

@@ -97,6 +97,10 @@ class Lsp:
         except ServerDown as exc:
             return f"language server {server.spec.name} is down: {exc}"
         came = sent and await server.wait(uri, seen, max(0.0, deadline - time.monotonic()))
+        while came and server.spec.settle > 0:  # more parts may follow; each restarts the quiet time
+            left = deadline - time.monotonic()
+            if left <= 0 or not await server.wait(uri, server.published(uri), min(server.spec.settle, left)):
+                break
         if not came and server.published(uri) == 0:
             if server.down:
                 return f"language server {server.spec.name} is down: {server.down}"

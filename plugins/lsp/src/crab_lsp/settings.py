@@ -19,6 +19,7 @@ SERVER_KEYS = {
     "args": "a list of strings (the program's arguments)",
     "patterns": 'a non-empty list of globs such as ["*.py"]',
     "language": "an LSP language id such as python",
+    "settle": "seconds >= 0 and <= 10",
 }
 
 
@@ -31,6 +32,9 @@ class ServerSpec:
     args: tuple[str, ...]
     patterns: tuple[str, ...]
     language: str | None = None
+    settle: float = 0.0
+    """Seconds to keep listening after diagnostics came, for a server that sends them in parts
+    (typescript-language-server: syntax first, types a moment later); each part restarts it."""
 
 
 def _key(*parts: str) -> tuple[str, ...]:
@@ -54,6 +58,7 @@ def check_servers(values: Mapping[str, Any]) -> None:
                 "args": _strings(value, empty=True),
                 "patterns": _strings(value, empty=False),
                 "language": isinstance(value, str) and bool(value.strip()),
+                "settle": isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 10,
             }[key]
             if not ok:
                 raise InvalidValue(_key("servers", name, key), SERVER_KEYS[key], value)
@@ -71,6 +76,7 @@ def server_specs(settings: Mapping[str, Any]) -> list[ServerSpec]:
             tuple(table.get("args", ())),
             tuple(table["patterns"]),
             table.get("language"),
+            float(table.get("settle", 0.0)),
         )
         for name, table in (settings.get("servers") or {}).items()
     ]
@@ -82,7 +88,7 @@ TABLE = ConfigTable(
         Setting(
             "servers",
             "table",
-            doc="language servers by name: command, args, patterns (file globs), language",
+            doc="language servers by name: command, args, patterns (file globs), language, settle",
             trust_only=True,
         ),
         Setting(

@@ -4,9 +4,10 @@ each read-only and bounded (the server's timeout, the result's size)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import crab
-from crab import ToolResult
+from crab import ToolContext, ToolResult
 
 from crab_lsp import text
 from crab_lsp.runtime import Lsp, Refused
@@ -15,11 +16,11 @@ TIMEOUT = 120.0
 """Seconds a tool call may take: a server's start and one request fit in it."""
 
 
-def make_tools(get: Callable[[], Lsp | None]) -> list[crab.Tool]:
-    """The tools, asking the ``Lsp`` of the running agent (``get``)."""
+def make_tools(get: Callable[[Path], Lsp | None]) -> list[crab.Tool]:
+    """The tools, asking the ``Lsp`` of the call's workspace (``get``)."""
 
-    async def run(work: Callable[[Lsp], Awaitable[str]]) -> ToolResult:
-        lsp = get()
+    async def run(ctx: ToolContext, work: Callable[[Lsp], Awaitable[str]]) -> ToolResult:
+        lsp = get(ctx.workspace)
         if lsp is None:
             return ToolResult("crab-lsp has not started (no agent is running)", is_error=True)
         try:
@@ -28,16 +29,16 @@ def make_tools(get: Callable[[], Lsp | None]) -> list[crab.Tool]:
             return ToolResult(str(exc), is_error=True)
 
     @crab.tool(name="diagnostics", timeout=TIMEOUT)
-    async def diagnostics(path: str) -> ToolResult:
+    async def diagnostics(path: str, ctx: ToolContext) -> ToolResult:
         """Errors and warnings the language servers report for a file (errors first).
 
         Args:
             path: the file, relative to the workspace.
         """
-        return await run(lambda lsp: _said(lsp.diagnostics(path), f"no diagnostics for {path}"))
+        return await run(ctx, lambda lsp: _said(lsp.diagnostics(path), f"no diagnostics for {path}"))
 
     @crab.tool(name="definition", timeout=TIMEOUT)
-    async def definition(path: str, line: int, column: int) -> ToolResult:
+    async def definition(path: str, line: int, column: int, ctx: ToolContext) -> ToolResult:
         """Where the symbol at a position is defined (path:line:column and that line).
 
         Args:
@@ -50,10 +51,10 @@ def make_tools(get: Callable[[], Lsp | None]) -> list[crab.Tool]:
             found = text.locations(await lsp.ask("textDocument/definition", path, line, column), lsp.workspace)
             return "\n".join(found) or f"no definition found at {path}:{line}:{column}"
 
-        return await run(work)
+        return await run(ctx, work)
 
     @crab.tool(name="references", timeout=TIMEOUT)
-    async def references(path: str, line: int, column: int) -> ToolResult:
+    async def references(path: str, line: int, column: int, ctx: ToolContext) -> ToolResult:
         """Every place the symbol at a position is used, its declaration included.
 
         Args:
@@ -66,10 +67,10 @@ def make_tools(get: Callable[[], Lsp | None]) -> list[crab.Tool]:
             found = text.locations(await lsp.ask("textDocument/references", path, line, column), lsp.workspace)
             return "\n".join(found) or f"no references found at {path}:{line}:{column}"
 
-        return await run(work)
+        return await run(ctx, work)
 
     @crab.tool(name="hover", timeout=TIMEOUT)
-    async def hover(path: str, line: int, column: int) -> ToolResult:
+    async def hover(path: str, line: int, column: int, ctx: ToolContext) -> ToolResult:
         """The type and documentation of the symbol at a position.
 
         Args:
@@ -84,10 +85,10 @@ def make_tools(get: Callable[[], Lsp | None]) -> list[crab.Tool]:
                 or f"nothing at {path}:{line}:{column}"
             )
 
-        return await run(work)
+        return await run(ctx, work)
 
     @crab.tool(name="symbols", timeout=TIMEOUT)
-    async def symbols(path: str) -> ToolResult:
+    async def symbols(path: str, ctx: ToolContext) -> ToolResult:
         """The classes, functions and other symbols of a file, nested, with their lines.
 
         Args:
@@ -99,7 +100,7 @@ def make_tools(get: Callable[[], Lsp | None]) -> list[crab.Tool]:
                 "\n".join(text.symbols(await lsp.ask("textDocument/documentSymbol", path))) or f"no symbols in {path}"
             )
 
-        return await run(work)
+        return await run(ctx, work)
 
     return [diagnostics, definition, references, hover, symbols]
 
