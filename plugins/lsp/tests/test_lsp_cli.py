@@ -146,3 +146,17 @@ def test_a_malformed_server_table_is_one_line_and_exit_2(crab_run, own_home, tmp
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
     assert "plugins.lsp.servers.ruff.patterns: expected a non-empty list of globs" in line
+
+
+def test_doctor_names_each_server_and_whether_it_is_installed(ruff, own_home, tmp_path):
+    (own_home / ".crab" / "config.toml").write_text(
+        _table(ruff) + '[plugins.lsp.servers.ghost]\ncommand = "no-such-language-server"\npatterns = ["*.go"]\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env.update(HOME=str(own_home), CRAB_HOME=str(own_home / ".crab"), CRAB_PLUGINS="lsp")
+    done = subprocess.run(
+        [sys.executable, "-m", "crab", "doctor"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1, done.stdout + done.stderr  # a fail line makes doctor exit 1
+    assert f"language server ruff: {ruff[0]} (for *.py)" in done.stdout
+    assert "language server ghost: 'no-such-language-server' is not on PATH" in done.stdout

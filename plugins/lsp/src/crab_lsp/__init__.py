@@ -58,6 +58,13 @@ class LspPlugin:
         return TABLE
 
     @crab.hookimpl
+    def crab_doctor(self, config: Config) -> list[tuple[str, str]]:
+        """One line per configured server: found on PATH (or as a file), or how to install it."""
+        from crab_lsp.settings import doctor_lines
+
+        return doctor_lines(config.plugin_settings("lsp"))
+
+    @crab.hookimpl
     def crab_tools(self, config: Config) -> list[Tool]:
         """``diagnostics``, ``definition``, ``references``, ``hover``, ``symbols`` (when servers are configured)."""
         if not config.plugin_settings("lsp").get("servers"):

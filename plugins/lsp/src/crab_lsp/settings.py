@@ -8,6 +8,7 @@ anything runs.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -80,6 +81,24 @@ def server_specs(settings: Mapping[str, Any]) -> list[ServerSpec]:
         )
         for name, table in (settings.get("servers") or {}).items()
     ]
+
+
+def doctor_lines(settings: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``crab doctor``'s lines: each server's command found (where), or not (a ``fail``)."""
+    lines: list[tuple[str, str]] = []
+    for spec in server_specs(settings):
+        found = shutil.which(spec.command)
+        if found is not None:
+            lines.append(("ok", f"language server {spec.name}: {found} (for {', '.join(spec.patterns)})"))
+        else:
+            lines.append(
+                (
+                    "fail",
+                    f"language server {spec.name}: {spec.command!r} is not on PATH; install it or fix "
+                    f"[plugins.lsp.servers.{spec.name}] command",
+                )
+            )
+    return lines
 
 
 TABLE = ConfigTable(
