@@ -4,6 +4,7 @@ provider, real hook processes, a real HTTP server on 127.0.0.1), with the refere
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -357,5 +358,42 @@ def test_an_http_hooks_plain_text_answer_is_context(endpoint, tools, tmp_path):
         harness.run("hello")
         sent = [m.content for m in harness.requests[0].messages if isinstance(m, UserMessage)]
         assert sent == ["hello", "Current branch: main"]
+    finally:
+        harness.close()
+
+
+def test_an_async_hook_runs_in_the_background_and_its_message_reaches_the_next_prompt(hook_script, tools, tmp_path):
+    # the reference's "Run hooks in the background" example, with a script that answers as its
+    # run-tests-async.sh does ({"systemMessage": "Tests passed after editing …"})
+    started, release = tmp_path / "started", tmp_path / "release"
+    body = (
+        "event = json.load(sys.stdin)\n"
+        f"open({str(started)!r}, 'w').write('x')\n"
+        "import time\n"
+        f"while not os.path.exists({str(release)!r}):\n    time.sleep(0.02)\n"
+        "print(json.dumps({'systemMessage': 'Tests passed after editing ' + event['tool_input']['command']}))\n"
+    )
+    events = {
+        "PostToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": hook_script("tests", body), "async": True}]}
+        ]
+    }
+    plugin = HooksPlugin()
+    replies = [[{"tool": "bash", "args": {"command": "ls"}}], [{"text": "done"}], [{"text": "next"}]]
+    harness = AgentHarness(
+        replies, plugins={"hooks": plugin, "fake": tools}, config={"plugins.hooks.events": events}, workspace=tmp_path
+    )
+    try:
+        harness.run("go")  # the turn ended while the hook still waits for `release`
+        [result] = harness.events_of(ToolResultEvent)
+        assert result.content == "ran: ls"  # nothing waited for it
+        release.write_text("x")
+        end = time.monotonic() + DEADLINE
+        while plugin.hooks._background and time.monotonic() < end:  # the loop runs it to its end
+            harness.run_async(asyncio.sleep(0.05))
+        assert started.exists() and not plugin.hooks._background
+        harness.run("and now?")
+        said = [m.content for m in harness.requests[-1].messages if isinstance(m, UserMessage)]
+        assert said[-2:] == ["and now?", "[async hook] Tests passed after editing ls"]
     finally:
         harness.close()

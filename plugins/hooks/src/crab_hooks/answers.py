@@ -44,6 +44,8 @@ class Answer:
     """A line for the user: a failure, or the hook's ``systemMessage``."""
     allow: bool = False
     """A PermissionRequest hook's ``decision.behavior: "allow"``."""
+    message: str | None = None
+    """The hook's ``systemMessage`` itself (also in ``notice``): an ``async`` hook's is context."""
 
 
 def _cut(text: str) -> str:
@@ -98,8 +100,9 @@ def _read_output(run: HookRun, event: str) -> Answer:
         return Answer(context=_cut(text) if text and plain else None)
     specific = data.get("hookSpecificOutput")
     specific = specific if isinstance(specific, dict) else {}
-    message = data.get("systemMessage")
-    notice = f"{event} hook: {_one_line(message)}" if isinstance(message, str) and message.strip() else None
+    said = data.get("systemMessage")
+    message = _cut(said) if isinstance(said, str) and said.strip() else None
+    notice = f"{event} hook: {_one_line(message)}" if message else None
     context = specific.get("additionalContext")
     context = _cut(context) if isinstance(context, str) and context.strip() else None
     updated = specific.get("updatedInput")
@@ -107,15 +110,15 @@ def _read_output(run: HookRun, event: str) -> Answer:
     if data.get("continue") is False:
         reason = data.get("stopReason")
         why = _cut(reason) if isinstance(reason, str) and reason.strip() else f"stopped by the {event} hook"
-        return Answer(block=why, stop=True, notice=notice)
+        return Answer(block=why, stop=True, notice=notice, message=message)
     behavior = specific.get("decision")
     if event == "PermissionRequest" and isinstance(behavior, dict):
         if behavior.get("behavior") == "allow":
-            return Answer(allow=True, notice=notice)
+            return Answer(allow=True, notice=notice, message=message)
         if behavior.get("behavior") == "deny":
             said = behavior.get("message")
             why = _cut(said) if isinstance(said, str) and said.strip() else "denied by the PermissionRequest hook"
-            return Answer(block=why, notice=notice)
+            return Answer(block=why, notice=notice, message=message)
     block = None
     decision = specific.get("permissionDecision")
     if decision == "deny":
@@ -124,4 +127,4 @@ def _read_output(run: HookRun, event: str) -> Answer:
     elif data.get("decision") == "block":
         reason = data.get("reason")
         block = _cut(reason) if isinstance(reason, str) and reason.strip() else f"blocked by the {event} hook"
-    return Answer(block=block, context=context, updated_input=updated, notice=notice)
+    return Answer(block=block, context=context, updated_input=updated, notice=notice, message=message)

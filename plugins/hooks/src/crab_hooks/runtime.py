@@ -42,7 +42,7 @@ from crab import (
 from crab_hooks import names
 from crab_hooks.answers import Answer, read
 from crab_hooks.runner import run_hook
-from crab_hooks.sources import HookSet, load
+from crab_hooks.sources import HookCommand, HookSet, load
 
 PERMISSION_MODES = {"ask": "default", "yolo": "bypassPermissions", "read-only": "plan", "plan": "plan"}
 """crab's ``[crab] permissions`` as Claude Code's ``permission_mode`` names it."""
@@ -77,6 +77,7 @@ class Hooks:
         self._last_error: dict[str, str] = {}  # session id -> kind of its turn's last error event
         self._background: set[asyncio.Task[None]] = set()
         self._calls: dict[str, tuple[str, dict[str, Any]]] = {}  # call id -> Claude Code's name and input
+        self._pending: dict[str, list[str]] = {}  # session id -> what async hooks said, for its next prompt
 
     def start(self, handle: AgentHandle) -> None:
         self.handle = handle
@@ -102,7 +103,13 @@ class Hooks:
         }
 
     async def _ask(self, event: str, matched: Sequence[str], payload: dict[str, Any], cwd: Path) -> list[Answer]:
+        """The answers of the hooks that match, run at once; an ``async`` hook is started in the
+        background instead (no answer here: what it says reaches the model with the next prompt)."""
         commands = self.hooks.commands(event, matched)
+        for command in commands:
+            if command.background:
+                self._later(self._in_background(command, event, payload, cwd))
+        commands = [c for c in commands if not c.background]
         if not commands:
             return []
         if event == "SessionEnd":
@@ -166,7 +173,7 @@ class Hooks:
         name, tool_input = self._calls.get(request.call_id) or (names.claude_name(request.tool, {}), {})
         if self.hooks.groups.get("PermissionRequest"):
             payload = self._event("PermissionRequest", session_id, workspace, tool_name=name, tool_input=tool_input)
-            commands = self.hooks.commands("PermissionRequest", (name, request.tool))
+            commands = [c for c in self.hooks.commands("PermissionRequest", (name, request.tool)) if not c.background]
             answers = await self._ask("PermissionRequest", (name, request.tool), payload, workspace)
             for answer in answers:
                 if answer.block is not None:
@@ -215,7 +222,8 @@ class Hooks:
                 if answer.context:
                     context.append(answer.context)
         started = self._start_context.pop(session_id, None)  # kept for the next prompt if refused
-        return "\n\n".join([started, *context] if started else context) or None
+        later = [f"[async hook] {text}" for text in self._pending.pop(session_id, [])]
+        return "\n\n".join([*([started] if started else []), *later, *context]) or None
 
     async def _session_start(self, session_id: str, workspace: Path) -> str | None:
         if not self.hooks.groups.get("SessionStart"):
@@ -303,6 +311,16 @@ class Hooks:
             self._last_error.pop(session_id, None)
         elif isinstance(event, ErrorEvent):
             self._last_error[session_id] = event.kind
+
+    async def _in_background(self, command: HookCommand, event: str, payload: dict[str, Any], cwd: Path) -> None:
+        """An ``async`` hook: its ``systemMessage`` and ``additionalContext`` are context for the
+        model with the session's next prompt, as Claude Code delivers them on the next turn."""
+        answer = read(await run_hook(command, payload, cwd), event)
+        said = [text for text in (answer.context, answer.message) if text]
+        if said:
+            self._pending.setdefault(str(payload.get("session_id")), []).extend(said)
+        elif answer.notice and not answer.message:
+            self._notice(answer.notice)
 
     def _instructions(self, session_id: str, workspace: Path, reason: str) -> None:
         """``InstructionsLoaded`` for each instruction file crab reads into the system prompt."""

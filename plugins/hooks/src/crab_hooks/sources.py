@@ -42,6 +42,8 @@ class HookCommand:
     """The environment variables an ``http`` hook's headers may name (``allowedEnvVars``)."""
     own_timeout: bool = False
     """Whether the hook set ``timeout`` itself."""
+    background: bool = False
+    """``async: true`` (or ``asyncRewake``): started in the background, never waited for."""
     project: bool = False
     """Whether it comes from a project's ``.claude`` files: its PermissionRequest ``allow`` is
     not taken (a repository's file never approves a call), its ``deny`` is."""
@@ -144,7 +146,8 @@ class HookSet:
         if not isinstance(command, str) or not command.strip():
             self.notices.append(f"{source}: a hooks.{event} hook has no command; skipped")
             return None
-        return HookCommand(command, seconds, source, project_dir, own_timeout=own)
+        background = hook.get("async") is True or hook.get("asyncRewake") is True
+        return HookCommand(command, seconds, source, project_dir, own_timeout=own, background=background)
 
     def _http(
         self, hook: Mapping[str, Any], event: str, source: str, project_dir: Path, seconds: float, own: bool
