@@ -113,21 +113,17 @@ def test_a_project_is_trusted_through_its_crab_config(own_home, tmp_path):
     assert f"{config_file} changed since you trusted the project; run `crab trust {project}`" in changed.notices[0]
 
 
-def test_an_http_hook_loads_and_a_hook_with_an_if_filter_is_left_out(own_home):
+def test_an_http_hook_an_async_hook_and_an_if_filter_load(own_home):
     settings = own_home / ".claude" / "settings.json"
+    http_hook = {"type": "http", "url": "http://127.0.0.1:1/h", "headers": {"A": "$T"}, "allowedEnvVars": ["T"]}
     hooks_block = {
         "hooks": {
             "PostToolUse": [
                 {
                     "matcher": "Bash",
                     "hooks": [
-                        {
-                            "type": "http",
-                            "url": "http://127.0.0.1:1/h",
-                            "headers": {"A": "$T"},
-                            "allowedEnvVars": ["T"],
-                        },
-                        {"type": "command", "if": "Bash(git *)", "command": "only-for-git"},
+                        http_hook,
+                        {"type": "command", "if": "Bash(git *)", "command": "only-for-git", "async": True},
                     ],
                 }
             ],
@@ -136,16 +132,13 @@ def test_an_http_hook_loads_and_a_hook_with_an_if_filter_is_left_out(own_home):
     }
     _write(settings, hooks_block)
     hooks = load(own_home, make_config(cwd=own_home), _settings())
-    [http] = hooks.commands("PostToolUse", ("Bash",))
-    assert (http.kind, http.command, http.headers, http.allowed_env) == (
-        "http",
-        "http://127.0.0.1:1/h",
-        (("A", "$T"),),
-        ("T",),
-    )
+    http, git = hooks.commands("PostToolUse", ("Bash",))
+    assert (http.kind, http.command) == ("http", "http://127.0.0.1:1/h")
+    assert (http.headers, http.allowed_env) == ((("A", "$T"),), ("T",))
+    assert (git.command, git.condition, git.background) == ("only-for-git", "Bash(git *)", True)
     [end] = hooks.commands("SessionEnd", ("other",))
     assert (end.command, end.timeout, end.own_timeout) == ("bye", 5.0, True)
-    assert hooks.notices == [f"{settings}: a hooks.PostToolUse hook with an `if` filter was skipped (crab has no `if`)"]
+    assert hooks.notices == []
 
 
 def test_the_users_own_claude_folder_is_never_a_project(own_home):

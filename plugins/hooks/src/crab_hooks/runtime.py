@@ -39,7 +39,7 @@ from crab import (
     crab_home,
 )
 
-from crab_hooks import names
+from crab_hooks import conditions, names
 from crab_hooks.answers import Answer, read
 from crab_hooks.runner import run_hook
 from crab_hooks.sources import HookCommand, HookSet, load
@@ -105,7 +105,7 @@ class Hooks:
     async def _ask(self, event: str, matched: Sequence[str], payload: dict[str, Any], cwd: Path) -> list[Answer]:
         """The answers of the hooks that match, run at once; an ``async`` hook is started in the
         background instead (no answer here: what it says reaches the model with the next prompt)."""
-        commands = self.hooks.commands(event, matched)
+        commands = self._matching(event, matched, payload, cwd)
         for command in commands:
             if command.background:
                 self._later(self._in_background(command, event, payload, cwd))
@@ -173,7 +173,8 @@ class Hooks:
         name, tool_input = self._calls.get(request.call_id) or (names.claude_name(request.tool, {}), {})
         if self.hooks.groups.get("PermissionRequest"):
             payload = self._event("PermissionRequest", session_id, workspace, tool_name=name, tool_input=tool_input)
-            commands = [c for c in self.hooks.commands("PermissionRequest", (name, request.tool)) if not c.background]
+            matching = self._matching("PermissionRequest", (name, request.tool), payload, workspace)
+            commands = [c for c in matching if not c.background]
             answers = await self._ask("PermissionRequest", (name, request.tool), payload, workspace)
             for answer in answers:
                 if answer.block is not None:
@@ -312,6 +313,24 @@ class Hooks:
         elif isinstance(event, ErrorEvent):
             self._last_error[session_id] = event.kind
 
+    def _matching(self, event: str, matched: Sequence[str], payload: dict[str, Any], cwd: Path) -> list[HookCommand]:
+        """The hooks of ``event`` whose matcher takes ``matched`` and whose ``if`` (read only on
+        tool events, as in Claude Code) names this call."""
+        found = self.hooks.commands(event, matched)
+        if not any(c.condition is not None for c in found):
+            return found
+        tool, given = payload.get("tool_name"), payload.get("tool_input")
+        return [
+            c
+            for c in found
+            if c.condition is None
+            or (
+                event in conditions.TOOL_EVENTS
+                and isinstance(tool, str)
+                and conditions.matches(c.condition, tool, given if isinstance(given, dict) else {}, cwd)
+            )
+        ]
+
     async def _in_background(self, command: HookCommand, event: str, payload: dict[str, Any], cwd: Path) -> None:
         """An ``async`` hook: its ``systemMessage`` and ``additionalContext`` are context for the
         model with the session's next prompt, as Claude Code delivers them on the next turn."""
@@ -339,7 +358,7 @@ class Hooks:
 
     async def _quiet(self, event: str, matched: Sequence[str], payload: dict[str, Any], cwd: Path) -> None:
         """Run an event whose output and exit code Claude Code ignores (StopFailure, InstructionsLoaded)."""
-        commands = self.hooks.commands(event, matched)
+        commands = self._matching(event, matched, payload, cwd)
         await asyncio.gather(*(run_hook(command, payload, cwd) for command in commands))
 
     def _later(self, work: Coroutine[Any, Any, Any]) -> None:

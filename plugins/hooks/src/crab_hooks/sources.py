@@ -42,6 +42,8 @@ class HookCommand:
     """The environment variables an ``http`` hook's headers may name (``allowedEnvVars``)."""
     own_timeout: bool = False
     """Whether the hook set ``timeout`` itself."""
+    condition: str | None = None
+    """Its ``if`` (permission-rule syntax, ``crab_hooks.conditions``): it runs only for calls it names."""
     background: bool = False
     """``async: true`` (or ``asyncRewake``): started in the background, never waited for."""
     project: bool = False
@@ -132,22 +134,24 @@ class HookSet:
             )
             return None
         assert isinstance(hook, Mapping)
-        if "if" in hook:
-            # Claude Code's permission-rule filter; run without it the hook would fire more widely
-            # than its author meant, so it is left out rather than guessed at.
-            self.notices.append(f"{source}: a hooks.{event} hook with an `if` filter was skipped (crab has no `if`)")
+        condition = hook.get("if")
+        if condition is not None and not isinstance(condition, str):
+            self.notices.append(f"{source}: a hooks.{event} hook's `if` is not a string; skipped")
             return None
         given = hook.get("timeout")
         own = isinstance(given, int | float) and not isinstance(given, bool) and given > 0
         seconds = float(given) if isinstance(given, int | float) and own else timeout
         if kind == "http":
-            return self._http(hook, event, source, project_dir, seconds, own)
+            found = self._http(hook, event, source, project_dir, seconds, own)
+            return replace(found, condition=condition) if found is not None else None
         command = hook.get("command")
         if not isinstance(command, str) or not command.strip():
             self.notices.append(f"{source}: a hooks.{event} hook has no command; skipped")
             return None
         background = hook.get("async") is True or hook.get("asyncRewake") is True
-        return HookCommand(command, seconds, source, project_dir, own_timeout=own, background=background)
+        return HookCommand(
+            command, seconds, source, project_dir, own_timeout=own, background=background, condition=condition
+        )
 
     def _http(
         self, hook: Mapping[str, Any], event: str, source: str, project_dir: Path, seconds: float, own: bool
