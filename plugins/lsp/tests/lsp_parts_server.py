@@ -1,6 +1,7 @@
 """A language server that sends a file's diagnostics in two parts, as typescript-language-server
 does (syntax at once, types a moment later): an empty list, then after ``DELAY`` one error. Real
-LSP framing over stdio; answers ``initialize`` and ``shutdown``, ends on ``exit``."""
+LSP framing over stdio; answers ``initialize`` and ``shutdown``, ends on ``exit``. With ``--die``
+it crashes instead when a file is opened (exit 3, one line on stderr)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ while (message := read()) is not None:
         send({"id": message["id"], "result": None})
     elif method == "exit":
         break
+    elif method == "textDocument/didOpen" and "--die" in sys.argv:
+        print("crashed on open", file=sys.stderr, flush=True)
+        sys.exit(3)
     elif method in ("textDocument/didOpen", "textDocument/didChange"):
         uri = params["textDocument"]["uri"]  # type: ignore[index]
         publish(uri, [])

@@ -192,3 +192,17 @@ def test_settle_waits_for_diagnostics_a_server_sends_in_parts(tmp_path, settle):
             assert said == ""  # the first part, empty: what crab showed before settle
     finally:
         harness.close()
+
+
+def test_a_server_that_dies_while_crab_waits_for_diagnostics_is_one_line(tmp_path):
+    (tmp_path / "a.ts").write_text("let x = 1\n")
+    script = Path(__file__).parent / "lsp_parts_server.py"
+    servers = {"dies": {"command": sys.executable, "args": [str(script), "--die"], "patterns": ["*.ts"]}}
+    plugin = LspPlugin()
+    harness = _harness(plugin, servers, [[{"text": "d"}]], tmp_path, **{"plugins.lsp.diagnostics_wait": 120.0})
+    try:
+        assert plugin.lsp is not None
+        said = harness.run_async(plugin.lsp.after_edit("a.ts"))
+        assert said == "language server dies exited (it said: crashed on open)"
+    finally:
+        harness.close()

@@ -90,11 +90,13 @@ class Connection:
         writer: asyncio.StreamWriter,
         on_notification: Callable[[str, Any], None],
         on_request: Callable[[str, Any], Any],
+        on_close: Callable[[], None] = lambda: None,
     ) -> None:
         self._reader = reader
         self._writer = writer
         self._on_notification = on_notification
         self._on_request = on_request
+        self._on_close = on_close
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[str, asyncio.Future[Any]]] = {}
         self._lock = asyncio.Lock()
@@ -147,6 +149,8 @@ class Connection:
         for _, future in self._pending.values():
             if not future.done():
                 future.set_exception(ConnectionLost(why))
+        with contextlib.suppress(Exception):
+            self._on_close()
 
     async def _dispatch(self, message: Any) -> None:
         if not isinstance(message, dict):

@@ -104,6 +104,9 @@ class Lsp:
         if not came and server.published(uri) == 0:
             if server.down:
                 return f"language server {server.spec.name} is down: {server.down}"
+            if not server.alive:
+                said = await server.last_words()
+                return f"language server {server.spec.name} exited" + (f" (it said: {said})" if said else "")
             return f"{server.spec.name}: no diagnostics for {relative} within {self.wait:g} s"
         return text.diagnostics(relative, server.diagnostics.get(uri, []), self.limit, server.spec.name)
 

@@ -89,7 +89,7 @@ class LanguageServer:
         self._texts: dict[str, str] = {}  # uri -> text crab last sent
         self.diagnostics: dict[str, list[dict[str, Any]]] = {}
         self._published: dict[str, int] = {}  # uri -> how many times diagnostics came
-        self._changed = asyncio.Condition()
+        self._waiters: set[asyncio.Future[None]] = set()  # woken by each publish and by the end
 
     # --- start and stop ---------------------------------------------------------------------
 
@@ -111,7 +111,9 @@ class LanguageServer:
         assert self._process.stdout is not None
         assert self._process.stdin is not None
         self._stderr_task = asyncio.get_running_loop().create_task(self._drain(self._process.stderr))
-        self._rpc = Connection(self._process.stdout, self._process.stdin, self._notified, self._asked)
+        self._rpc = Connection(
+            self._process.stdout, self._process.stdin, self._notified, self._asked, on_close=self._wake
+        )
         root = self.workspace.resolve().as_uri()
         params = {
             "processId": os.getpid(),
@@ -131,6 +133,13 @@ class LanguageServer:
             kept += len(chunk)
             while kept > STDERR_KEPT and len(self._stderr) > 1:
                 kept -= len(self._stderr.popleft())
+
+    async def last_words(self) -> str:
+        """The last line of a server that exited, once its stderr is read to the end (bounded)."""
+        if self._stderr_task is not None and not self._stderr_task.done():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._stderr_task), GRACE * 4)
+        return self.stderr_tail()
 
     def stderr_tail(self) -> str:
         text = b"".join(self._stderr)[-STDERR_KEPT:].decode("utf-8", "replace").strip()
@@ -162,6 +171,7 @@ class LanguageServer:
                 await asyncio.wait_for(self._rpc.request("shutdown", None), GRACE)
                 await asyncio.wait_for(self._rpc.notify("exit", None), GRACE)
         self.down = self.down or "stopped"
+        self._wake()
         if self._rpc is not None:
             await self._rpc.close()
         if process.returncode is None:
@@ -227,11 +237,12 @@ class LanguageServer:
             return  # about a text crab has replaced since
         self.diagnostics[uri] = [d for d in found if isinstance(d, dict)]
         self._published[uri] = self._published.get(uri, 0) + 1
-        asyncio.get_running_loop().create_task(self._wake())
+        self._wake()
 
-    async def _wake(self) -> None:
-        async with self._changed:
-            self._changed.notify_all()
+    def _wake(self) -> None:
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     # --- documents --------------------------------------------------------------------------
 
@@ -264,12 +275,19 @@ class LanguageServer:
         return uri in self._versions
 
     async def wait(self, uri: str, seen: int, seconds: float) -> bool:
-        """Wait up to ``seconds`` for diagnostics of ``uri`` past the ``seen``-th; whether they came."""
-        async with self._changed:
+        """Wait up to ``seconds`` for diagnostics of ``uri`` past the ``seen``-th; whether they came
+        (False at once when the server is down)."""
+        deadline = asyncio.get_running_loop().time() + seconds
+        while self.published(uri) <= seen and self.alive:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                break
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.add(waiter)
             try:
-                await asyncio.wait_for(
-                    self._changed.wait_for(lambda: self.published(uri) > seen or not self.alive), seconds
-                )
+                await asyncio.wait_for(waiter, left)
             except TimeoutError:
-                return False
+                break
+            finally:
+                self._waiters.discard(waiter)
         return self.published(uri) > seen
