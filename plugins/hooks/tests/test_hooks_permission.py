@@ -141,3 +141,21 @@ def test_a_projects_allow_is_not_taken_its_deny_is(hook_script, tmp_path, projec
     )
     hooks.hooks.groups["PermissionRequest"].append(Group("Bash", (deny,)))
     assert asyncio.run(hooks.permission(request, "s1", tmp_path)) == "deny"
+
+
+def test_calls_kept_for_a_permission_question_are_bounded(tmp_path):
+    from crab_hooks.runtime import MAX_CALLS_KEPT
+
+    hooks = Hooks()
+    hooks.hooks.groups["PermissionRequest"] = [Group("Bash", (HookCommand("true", DEADLINE, "x", tmp_path),))]
+
+    @crab.tool(name="bash")
+    def bash(command: str) -> str:
+        """Run nothing."""
+        return command
+
+    ctx = crab.ToolContext(session_id="s1", workspace=tmp_path)
+    for n in range(MAX_CALLS_KEPT + 50):  # refused by a later hook: after_tool never sees them
+        asyncio.run(hooks.before_tool(crab.ToolCall(f"c{n}", "bash", {"command": "ls"}), bash, ctx))
+    assert len(hooks._calls) == MAX_CALLS_KEPT
+    assert f"c{MAX_CALLS_KEPT + 49}" in hooks._calls and "c0" not in hooks._calls

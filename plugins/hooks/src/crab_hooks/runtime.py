@@ -61,6 +61,8 @@ STOP_ERRORS = {
 }
 """crab's error kinds as StopFailure's ``error`` (every other kind is ``unknown``)."""
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
+MAX_CALLS_KEPT = 256
+"""Calls whose Claude Code name and input are kept for a permission question that may follow."""
 
 
 class Hooks:
@@ -127,6 +129,8 @@ class Hooks:
         if self.hooks.groups.get("PermissionRequest") or self.hooks.groups.get("Notification"):
             # the permission question that may follow names the call only by its id
             self._calls[call.id] = names.to_claude(call.name, call.arguments, ctx.workspace)
+            while len(self._calls) > MAX_CALLS_KEPT:  # a call refused before it ran never reaches after_tool
+                del self._calls[next(iter(self._calls))]
         if not self.hooks.groups.get("PreToolUse"):
             return None
         workspace = ctx.workspace
