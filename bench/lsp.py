@@ -30,8 +30,7 @@ sys.path.insert(0, str(ROOT / "plugins" / "lsp" / "tests"))
 
 from crab_lsp.server import LanguageServer  # noqa: E402
 from crab_lsp.settings import ServerSpec  # noqa: E402
-
-from conftest import pylsp_command, ruff_command, typescript_command  # noqa: E402
+from lsp_support import pylsp_command, ruff_command, typescript_command  # noqa: E402
 
 CASES = {
     "ruff": ("a.py", "import os\n\nprint(os.sep)\n", "import os\n\nprint(os.sep\n"),
