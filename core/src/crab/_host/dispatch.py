@@ -4,7 +4,7 @@ line a failure makes (docs/hooks.md, docs/architecture.md#the-dispatcher)."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -259,8 +259,7 @@ class Dispatcher:
 
     def system_prompt(self, **kwargs: Any) -> list[str]:
         """Every plugin's prompt parts, in order; a part of the wrong type drops that hook."""
-        hook = "crab_system_prompt"
-        parts: list[str] = []
+        hook, parts = "crab_system_prompt", []
         for plugin, value in self._each(hook, kwargs):
             if value is None or isinstance(value, Failure):
                 continue
@@ -290,30 +289,52 @@ class Dispatcher:
                     return list(found.items())
         return list(found.items())
 
+    async def turn_end(self, session_id: str, workspace: Any, text: str, continued: int) -> str | None:
+        """What every ``crab_turn_end`` asks the model to go on with (joined), or None to end the turn."""
+        hook, parts = "crab_turn_end", []
+        kwargs = {"session_id": session_id, "workspace": workspace, "text": text, "continued": continued}
+        async for plugin, value in self._answers(hook, kwargs):
+            if isinstance(value, Failure):
+                continue
+            if not isinstance(value, str):
+                self._fail(plugin, hook, wrong_type(hook, value, "str or None"))
+            elif value.strip():
+                parts.append(value.strip())
+        return "\n\n".join(parts) or None
+
     # --- interception ---------------------------------------------------------------------
 
-    def _refusal(self, hook: str) -> Failure | None:
-        return self._closed.get(hook)
+    async def _answers(self, hook: str, kwargs: dict[str, Any]) -> AsyncIterator[tuple[str, Any]]:
+        """(plugin, answer) for each implementation of ``hook`` that answered something but None,
+        an ``async`` one's awaited; a failure is a ``Failure`` answer."""
+        for plugin, value in self._each(hook, kwargs):
+            if value is None:  # the common answer: nothing to await, nothing to check
+                continue
+            if inspect.isawaitable(value):
+                value = await self._settled(plugin, hook, value)
+                if value is None:
+                    continue
+            yield plugin, value
+
+    def _refusal(self, plugin: str, hook: str, value: Any, expected: str) -> str:
+        """The line that refuses the call checked by ``hook``: ``value``'s own failure, or that it
+        is not what the hook returns (a failure of ``plugin`` by the hook's policy)."""
+        if not isinstance(value, Failure):
+            value = self._fail(plugin, hook, wrong_type(hook, value, expected))
+        return value.line
 
     async def before_model_call(self, request: ModelRequest, session_id: str) -> ModelRequest:
         """The request as every ``crab_before_model_call`` left it; raises ``ModelCallRefused``."""
         from crab._contracts.providers import ModelRequest
 
         hook = "crab_before_model_call"
-        closed = self._refusal(hook)
-        if closed is not None:
+        if (closed := self._closed.get(hook)) is not None:
             raise ModelCallRefused(f"model call refused: {closed.line}; fix or disable that plugin")
         kwargs = {"request": request, "session_id": session_id}  # each sees what the one before left
-        for plugin, value in self._each(hook, kwargs):
-            if value is not None and inspect.isawaitable(value):
-                value = await self._settled(plugin, hook, value)
-            if isinstance(value, Failure):
-                raise ModelCallRefused(f"model call refused: {value.line}")
-            if value is None:
-                continue
+        async for plugin, value in self._answers(hook, kwargs):
             if not isinstance(value, ModelRequest):
-                failure = self._fail(plugin, hook, wrong_type(hook, value, "ModelRequest or None"))
-                raise ModelCallRefused(f"model call refused: {failure.line}")
+                line = self._refusal(plugin, hook, value, "ModelRequest or None")
+                raise ModelCallRefused(f"model call refused: {line}")
             request = kwargs["request"] = value
         return request
 
@@ -322,24 +343,16 @@ class Dispatcher:
         from crab._contracts.interception import Allow, Deny, Replace
 
         hook = "crab_before_tool_call"
-        closed = self._refusal(hook)
-        if closed is not None:
+        if (closed := self._closed.get(hook)) is not None:
             return call, Deny(f"Refused: {closed.line}; it checks every tool call, so none can run until it is fixed.")
         kwargs = {"call": call, "tool": tool, "ctx": ctx}  # each sees the arguments the one before left
-        for plugin, value in self._each(hook, kwargs):
-            if value is None:  # the common answer: nothing to check further
-                continue
-            if inspect.isawaitable(value):
-                value = await self._settled(plugin, hook, value)
-            if isinstance(value, Failure):
-                return call, Deny(f"Refused: {value.line}")
+        async for plugin, value in self._answers(hook, kwargs):
             if isinstance(value, Deny):
                 return call, value
             if isinstance(value, Replace):
                 call = kwargs["call"] = replace(call, arguments=dict(value.arguments))
-            elif value is not None and not isinstance(value, Allow):
-                failure = self._fail(plugin, hook, wrong_type(hook, value, "a Decision or None"))
-                return call, Deny(f"Refused: {failure.line}")
+            elif not isinstance(value, Allow):
+                return call, Deny(f"Refused: {self._refusal(plugin, hook, value, 'a Decision or None')}")
         return call, None
 
     async def after_tool_call(self, call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext) -> ToolResult:
@@ -347,20 +360,13 @@ class Dispatcher:
         from crab._contracts.tools import ToolResult
 
         hook = "crab_after_tool_call"
-        closed = self._refusal(hook)
-        if closed is not None:
+        if (closed := self._closed.get(hook)) is not None:
             return ToolResult(f"Result withheld: {closed.line}; it checks every tool result.", is_error=True)
         kwargs = {"call": call, "tool": tool, "result": result, "ctx": ctx}  # each sees the result the one before left
-        for plugin, value in self._each(hook, kwargs):
-            if value is not None and inspect.isawaitable(value):
-                value = await self._settled(plugin, hook, value)
-            if isinstance(value, Failure):
-                return ToolResult(f"Result withheld: {value.line}", is_error=True)
-            if value is None:
-                continue
+        async for plugin, value in self._answers(hook, kwargs):
             if not isinstance(value, ToolResult):
-                failure = self._fail(plugin, hook, wrong_type(hook, value, "ToolResult or None"))
-                return ToolResult(f"Result withheld: {failure.line}", is_error=True)
+                line = self._refusal(plugin, hook, value, "ToolResult or None")
+                return ToolResult(f"Result withheld: {line}", is_error=True)
             result = kwargs["result"] = value
         return result
 
@@ -373,16 +379,11 @@ class Dispatcher:
         from crab._contracts.messages import UserMessage
 
         hook = "crab_prompt_submit"
-        closed = self._refusal(hook)
-        if closed is not None:
+        if (closed := self._closed.get(hook)) is not None:
             return Deny(f"Refused: {closed.line}; it checks every prompt, so none can go until it is fixed."), []
         context: list[str | UserMessage] = []
         kwargs = {"prompt": prompt, "session_id": session_id, "workspace": workspace, "config": config}
-        for plugin, value in self._each(hook, kwargs):
-            if value is not None and inspect.isawaitable(value):
-                value = await self._settled(plugin, hook, value)
-            if isinstance(value, Failure):
-                return Deny(f"Refused: {value.line}"), []
+        async for plugin, value in self._answers(hook, kwargs):
             if isinstance(value, Deny):
                 return value, []
             if isinstance(value, str):
@@ -391,24 +392,6 @@ class Dispatcher:
             elif isinstance(value, UserMessage):
                 if value.content.strip() or value.images:
                     context.append(value)
-            elif value is not None:
-                failure = self._fail(plugin, hook, wrong_type(hook, value, "Deny, str, UserMessage or None"))
-                return Deny(f"Refused: {failure.line}"), []
+            else:
+                return Deny(f"Refused: {self._refusal(plugin, hook, value, 'Deny, str, UserMessage or None')}"), []
         return None, context
-
-    async def turn_end(self, session_id: str, workspace: Any, text: str, continued: int) -> str | None:
-        """What every ``crab_turn_end`` asks the model to go on with (joined), or None to end the turn."""
-        hook = "crab_turn_end"
-        parts: list[str] = []
-        kwargs = {"session_id": session_id, "workspace": workspace, "text": text, "continued": continued}
-        for plugin, value in self._each(hook, kwargs):
-            if value is not None and inspect.isawaitable(value):
-                value = await self._settled(plugin, hook, value)
-            if value is None or isinstance(value, Failure):
-                continue
-            if not isinstance(value, str):
-                self._fail(plugin, hook, wrong_type(hook, value, "str or None"))
-                continue
-            if value.strip():
-                parts.append(value.strip())
-        return "\n\n".join(parts) or None
