@@ -90,7 +90,9 @@ class _InstalledHarness:
     """``crab.testing.AgentHarness``'s agent, built with every installed plugin loaded (entry points,
     as ``crab run`` loads them) besides ``plugins``; ``run`` and ``close`` as the harness's."""
 
-    def __init__(self, replies: list[Any], plugins: dict[str, object], settings: dict[str, Any], root: Path, store: Any):
+    def __init__(
+        self, replies: list[Any], plugins: dict[str, object], settings: dict[str, Any], root: Path, store: Any
+    ):
         import asyncio
 
         from crab._assembly.root import Layers, assemble
@@ -303,7 +305,9 @@ def main() -> None:
         for n in sizes:
             row = f"{store + f', N={n}':<24}"
             for label, python, path in columns:
-                cpu = best(python, ["crab", "sequential", str(n), store, options.tool, options.plugins], path, options.repeat)
+                cpu = best(
+                    python, ["crab", "sequential", str(n), store, options.tool, options.plugins], path, options.repeat
+                )
                 per[label][n] = cpu / n if cpu is not None else None
                 row += f"{_ms(per[label][n]):>10}"
             if options.before:
@@ -337,7 +341,8 @@ def main() -> None:
         cpu = best(llm_python, ["llm", "wide", str(WIDE), "-", options.tool, "-"], None, options.repeat)
         print(f"{f'llm {version}':<24}{_ms(cpu / WIDE if cpu else None):>10}   (the same reply through llm's chain)")
         seq = {
-            n: best(llm_python, ["llm", "sequential", str(n), "-", options.tool, "-"], None, options.repeat) for n in sizes
+            n: best(llm_python, ["llm", "sequential", str(n), "-", options.tool, "-"], None, options.repeat)
+            for n in sizes
         }
         figures = "  ".join(f"N={n}: {_ms(c / n if c else None)}" for n, c in seq.items())
         print(f"{'llm, sequential':<24}{figures}   (ms per iteration)")

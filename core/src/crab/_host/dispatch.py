@@ -259,7 +259,8 @@ class Dispatcher:
 
     def system_prompt(self, **kwargs: Any) -> list[str]:
         """Every plugin's prompt parts, in order; a part of the wrong type drops that hook."""
-        hook, parts = "crab_system_prompt", []
+        hook = "crab_system_prompt"
+        parts: list[str] = []
         for plugin, value in self._each(hook, kwargs):
             if value is None or isinstance(value, Failure):
                 continue
@@ -291,7 +292,8 @@ class Dispatcher:
 
     async def turn_end(self, session_id: str, workspace: Any, text: str, continued: int) -> str | None:
         """What every ``crab_turn_end`` asks the model to go on with (joined), or None to end the turn."""
-        hook, parts = "crab_turn_end", []
+        hook = "crab_turn_end"
+        parts: list[str] = []
         kwargs = {"session_id": session_id, "workspace": workspace, "text": text, "continued": continued}
         async for plugin, value in self._answers(hook, kwargs):
             if isinstance(value, Failure):
@@ -319,9 +321,8 @@ class Dispatcher:
     def _refusal(self, plugin: str, hook: str, value: Any, expected: str) -> str:
         """The line that refuses the call checked by ``hook``: ``value``'s own failure, or that it
         is not what the hook returns (a failure of ``plugin`` by the hook's policy)."""
-        if not isinstance(value, Failure):
-            value = self._fail(plugin, hook, wrong_type(hook, value, expected))
-        return value.line
+        failure = value if isinstance(value, Failure) else self._fail(plugin, hook, wrong_type(hook, value, expected))
+        return failure.line
 
     async def before_model_call(self, request: ModelRequest, session_id: str) -> ModelRequest:
         """The request as every ``crab_before_model_call`` left it; raises ``ModelCallRefused``."""

@@ -73,6 +73,11 @@ class Hooks:
 
     # --- tool calls --------------------------------------------------------------------------
 
+    def wants_tool_calls(self, event: str) -> bool:
+        """Whether a tool call has anything to do here: hook commands for ``event``
+        (``PreToolUse``/``PostToolUse``), or ``PreToolUse`` context waiting for a result."""
+        return bool(self.hooks.groups.get(event)) or (event == "PostToolUse" and bool(self._tool_context))
+
     async def before_tool(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> Deny | Replace | None:
         if not self.hooks.groups.get("PreToolUse"):
             return None
