@@ -198,20 +198,21 @@ class Dispatcher:
         interceptor's caller puts the previous one's answer in it); leaving the loop stops it.
 
         The one place crab calls implementations one by one rather than through pluggy's
-        ``HookCaller`` (``pm.hook.<name>(**kwargs)``), which runs them all inside one
-        ``try``: at the first exception it stops, drops the results gathered so far and does not
-        say which implementation raised, while every policy here needs that one implementation
-        failed and the others called (``drop``, ``fail-plugin``) or the checked call refused in its
-        name (``refuse``). pluggy also calls the last-registered plugin first (crab: load order),
-        leaves ``async`` implementations unawaited and cannot hand one interceptor's result to the
-        next. Each implementation gets the arguments it names by pluggy's own rule (``argnames``,
-        and the ``kwargnames`` the call has, as pluggy 1.7's ``_multicall``). It costs no more than
-        pluggy's call (``bench/dispatch.py``, CPU per call, median of 9 × 20,000 on a loaded 2-core
-        machine, two runs): a no-op ``crab_event(event)`` (an argument subset) in 1 plugin 0.78 µs
-        here vs 1.3 µs through pluggy, in 20 plugins 6.2–6.7 vs 6.2–6.3 µs (main's loop, which
-        wrapped each subset in a closure: 18.8–20.3 µs); 20 plugins installed and none implementing
-        it 0.35 vs 0.93 µs; 20 no-op ``crab_before_tool_call`` 8.2–8.5 µs, awaiting included, vs
-        7.2–7.5 µs for pluggy awaiting nothing.
+        ``HookCaller`` (``pm.hook.<name>(**kwargs)``, i.e. ``_hookexec``/``_multicall``), which
+        runs them all inside one ``try``: at the first exception it stops, drops the results
+        gathered so far and does not say which implementation raised, while every policy here needs
+        that one implementation failed and the others called (``drop``, ``fail-plugin``: an
+        observer must not miss an event because another one raised) or the checked call refused in
+        its name (``refuse``). pluggy also calls the last-registered plugin first (crab: load
+        order), leaves ``async`` implementations unawaited and cannot hand one interceptor's result
+        to the next. What pluggy does do is used as it is: its markers and ``HookimplOpts``, its
+        registration checks, ``get_hookimpls`` (``implementations``) and each ``HookImpl``'s
+        ``argnames``/``kwargnames``, passed by pluggy 1.7's own ``_multicall`` rule. It costs no
+        more than pluggy's call (``bench/dispatch.py``, CPU per call, median of 7 × 5,000 on a
+        loaded 2-core machine): a no-op ``crab_event(event)`` (an argument subset) in 1 plugin 0.73
+        µs here vs 1.29 µs through pluggy, in 20 plugins 5.98 vs 6.45 µs; 20 plugins installed and
+        none implementing it 0.36 vs 0.93 µs; 20 no-op ``crab_before_tool_call`` 8.4–9.1 µs,
+        awaiting included, vs 7.1–8.0 µs for pluggy awaiting nothing.
         """
         awaitable = self.policies[hook].awaitable
         for plugin, impl in self.implementations(hook):
@@ -308,7 +309,9 @@ class Dispatcher:
 
     async def _answers(self, hook: str, kwargs: dict[str, Any]) -> AsyncIterator[tuple[str, Any]]:
         """(plugin, answer) for each implementation of ``hook`` that answered something but None,
-        an ``async`` one's awaited; a failure is a ``Failure`` answer."""
+        an ``async`` one's awaited; a failure is a ``Failure`` answer. For the hooks called once a
+        turn or a model call; those called for every tool call loop inline (``bench/dispatch.py``:
+        the generator costs 1 µs a call)."""
         for plugin, value in self._each(hook, kwargs):
             if value is None:  # the common answer: nothing to await, nothing to check
                 continue
@@ -347,7 +350,11 @@ class Dispatcher:
         if (closed := self._closed.get(hook)) is not None:
             return call, Deny(f"Refused: {closed.line}; it checks every tool call, so none can run until it is fixed.")
         kwargs = {"call": call, "tool": tool, "ctx": ctx}  # each sees the arguments the one before left
-        async for plugin, value in self._answers(hook, kwargs):
+        for plugin, value in self._each(hook, kwargs):  # not _answers: an async generator per call costs 1 µs
+            if value is not None and inspect.isawaitable(value):
+                value = await self._settled(plugin, hook, value)
+            if value is None:
+                continue
             if isinstance(value, Deny):
                 return call, value
             if isinstance(value, Replace):
@@ -364,7 +371,11 @@ class Dispatcher:
         if (closed := self._closed.get(hook)) is not None:
             return ToolResult(f"Result withheld: {closed.line}; it checks every tool result.", is_error=True)
         kwargs = {"call": call, "tool": tool, "result": result, "ctx": ctx}  # each sees the result the one before left
-        async for plugin, value in self._answers(hook, kwargs):
+        for plugin, value in self._each(hook, kwargs):  # as in before_tool_call
+            if value is not None and inspect.isawaitable(value):
+                value = await self._settled(plugin, hook, value)
+            if value is None:
+                continue
             if not isinstance(value, ToolResult):
                 line = self._refusal(plugin, hook, value, "ToolResult or None")
                 return ToolResult(f"Result withheld: {line}", is_error=True)
