@@ -19,7 +19,8 @@ def test_each_model_call_of_a_turn_starts_and_ends_once(crab_agent: Any) -> None
     h.run("go")
     calls = h.events_of(crab.ModelCallEvent)
     assert [c.phase for c in calls] == ["start", "end", "start", "end"]
-    assert {(c.session_id, c.provider, c.model, c.purpose) for c in calls} == {(h.session.id, "mock", "scripted", "turn")}
+    seen = {(c.session_id, c.provider, c.model, c.purpose) for c in calls}
+    assert seen == {(h.session.id, "mock", "scripted", "turn")}
     first_end, last_end = calls[1], calls[3]
     assert first_end.stop_reason == "tool_use" and last_end.stop_reason == "end"
     assert last_end.usage is not None and last_end.usage.input_tokens == 20
