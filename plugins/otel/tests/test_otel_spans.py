@@ -342,3 +342,11 @@ def test_content_is_held_to_max_content_chars(crab_agent: Any) -> None:
 def test_an_untrusted_project_cannot_turn_content_capture_on(crab_agent: Any) -> None:
     table = {s.name: s for s in __import__("crab_otel.settings").settings.TABLE.settings}
     assert table["capture_content"].trust_only and table["endpoint"].trust_only
+
+
+def test_telemetry_that_cannot_start_is_one_warning_and_the_turn_still_runs(crab_agent: Any) -> None:
+    plugin = OtelPlugin(span_exporter=InMemorySpanExporter(), metric_reader=object())  # not a reader
+    h = crab_agent([[{"text": "still here"}]], plugins={"otel": plugin})
+    assert h.run("go").text == "still here"
+    notices = [e.message for e in h.events_of(crab.NoticeEvent) if e.message.startswith("otel:")]
+    assert len(notices) == 1 and "tracing is off for this run" in notices[0]

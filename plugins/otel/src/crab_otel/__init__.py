@@ -48,7 +48,13 @@ class OtelPlugin:
         from crab_otel.runtime import start
 
         self.agent = agent
-        started = start(agent, self.span_exporter, self.metric_reader)
+        try:
+            started = start(agent, self.span_exporter, self.metric_reader)
+        except Exception as exc:
+            # Raising would fail the plugin, and a failed interceptor refuses every model call:
+            # telemetry that cannot start is one warning, and the run goes on without it.
+            agent.notice(f"otel: tracing is off for this run: {type(exc).__name__}: {exc}", "warning")
+            return
         if started is not None:
             self.pipeline, self.book = started
 

@@ -44,7 +44,15 @@ TABLE = ConfigTable(
         Setting("shutdown_timeout", "float", 3.0, "seconds crab waits at exit for the last export", minimum=0),
     ),
     doc="otel: OpenTelemetry GenAI traces and metrics of every turn, model call and tool call, over OTLP/HTTP",
+    check=lambda values: _check_environment(),
 )
+"""The ``OTEL_*`` variables are checked with the table, so a bad one is one line and exit 2 before
+anything runs (not a plugin failing at start-up, which would refuse every model call: crab-otel
+intercepts them)."""
+
+
+def _check_environment() -> None:
+    load_settings({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,16 +95,16 @@ def _endpoint(env: Mapping[str, str], signal: str, base: str) -> str:
 
 def parse_headers(text: str) -> tuple[tuple[str, str], ...]:
     """``OTEL_EXPORTER_OTLP_HEADERS``: ``key=value`` pairs joined by commas, URL-encoded. A pair
-    without ``=`` is a configuration error whose message names the key only, never a value."""
+    without ``=`` is a configuration error naming its position only (it may be a key put there
+    whole)."""
     pairs: list[tuple[str, str]] = []
-    for item in text.split(","):
+    for number, item in enumerate(text.split(","), 1):
         if not item.strip():
             continue
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            shown = key.strip()[:40] or "(empty)"
             raise ConfigError(
-                f"OTEL_EXPORTER_OTLP_HEADERS: {shown!r} is not key=value; write the headers as "
+                f"OTEL_EXPORTER_OTLP_HEADERS: item {number} is not key=value; write the headers as "
                 "key1=value1,key2=value2 (URL-encoded)"
             )
         pairs.append((unquote(key.strip()).lower(), unquote(value.strip())))

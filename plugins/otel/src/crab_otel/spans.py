@@ -118,12 +118,14 @@ def input_tokens(usage: Usage) -> int:
 
 
 def usage_attributes(usage: Usage) -> dict[str, int]:
-    return {
-        "gen_ai.usage.input_tokens": input_tokens(usage),
-        "gen_ai.usage.output_tokens": usage.output_tokens,
-        "gen_ai.usage.cache_read.input_tokens": usage.cache_read_tokens,
-        "gen_ai.usage.cache_creation.input_tokens": usage.cache_write_tokens,
-    }
+    """The usage attributes; the cache counts only when a cache was read or written (each
+    attribute costs every span a check and every export its bytes)."""
+    found = {"gen_ai.usage.input_tokens": input_tokens(usage), "gen_ai.usage.output_tokens": usage.output_tokens}
+    if usage.cache_read_tokens:
+        found["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        found["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
+    return found
 
 
 class SpanBook:
@@ -301,7 +303,8 @@ class SpanBook:
                 attributes["server.port"] = server.port
         measured = dict(attributes)  # what the metrics carry: low-cardinality attributes only
         attributes["gen_ai.conversation.id"] = session_id
-        attributes["crab.model_call.purpose"] = event.purpose
+        if event.purpose != "turn":
+            attributes["crab.model_call.purpose"] = event.purpose
         request = self.requests.pop(session_id, None)
         if request is not None:
             if request.max_tokens is not None:
