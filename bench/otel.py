@@ -51,6 +51,7 @@ print(server.server_address[1], flush=True)
 server.serve_forever()
 """
 
+
 def start_receiver() -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen([sys.executable, "-c", RECEIVER], stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
