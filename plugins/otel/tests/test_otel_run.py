@@ -135,6 +135,7 @@ def test_crab_run_exports_one_trace_of_genai_spans_over_otlp_http(
     results = [m for m in sent if m["role"] == "tool" or m.get("call_id") == "m1"]
     probe_said = next(m["content"] for m in results if "traceparent" in m["content"])
     assert f'"traceparent": "00-{root["trace"]}-{mcp["id"]}-0' in probe_said  # then the flags: sampled
+    assert '"progress": true' in probe_said  # the progress token crab-mcp sends is kept beside it
     # Metrics, and the header reached the collector without being written anywhere by crab.
     assert {"gen_ai.client.token.usage", "gen_ai.client.operation.duration"} <= metric_names(
         receiver.bodies("/v1/metrics")
