@@ -8,6 +8,9 @@ Two figures, side by side:
   127.0.0.1 (its CPU is not crab's), with and without content capture;
 - a whole ``crab run -m mock/tour hi`` (CPU of the child from ``wait4``, median), which adds what
   starting the SDK and its exporter costs once per process.
+- where the plugin's share goes: one tour turn's hook calls (recorded once) replayed into
+  crab-otel's ``SpanBook`` with a no-op tracer (crab-otel's own code), with the SDK's tracer and
+  a batch processor whose exporter does nothing (plus the SDK's spans), and with the metrics too.
 Runs alternate on/off so load on a shared machine falls on both alike. Target: at most 5% more
 CPU per turn with the plugin on (the in-process figure). Printed, never asserted.
 
@@ -25,6 +28,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 # Run as a script, this folder is first on sys.path, and its http.py would shadow the standard
 # library's http (which the OTLP exporter imports).
@@ -97,6 +101,82 @@ def library_figures(turns: int, rounds: int, folder: str) -> dict[str, list[floa
     return figures
 
 
+def recorded_turn(folder: str) -> list[tuple[Any, ...]]:
+    """The hook calls crab-otel gets in one tour turn (the second one: caches warm)."""
+    from crab.testing import AgentHarness, ScriptedProvider, load_script
+    from crab_provider_mock.provider import packaged_scripts
+
+    calls: list[tuple[Any, ...]] = []
+
+    class Recorder:
+        @crab.hookimpl
+        def crab_event(self, event: crab.Event, session_id: str) -> None:
+            calls.append(("event", event, session_id))
+
+        @crab.hookimpl
+        def crab_before_model_call(self, request: crab.ModelRequest, session_id: str) -> None:
+            calls.append(("model", request, session_id))
+
+        @crab.hookimpl(tryfirst=True)
+        def crab_before_tool_call(self, call: crab.ToolCall, tool: crab.Tool, ctx: crab.ToolContext) -> None:
+            calls.append(("tool", call, tool, ctx))
+
+    import crab_tools_basic
+
+    replies, _ = load_script(str(packaged_scripts()["tour"]))
+    plugins = {"tools-basic": crab_tools_basic, "recorder": Recorder()}
+    harness = AgentHarness(provider=ScriptedProvider(replies, loop=True), plugins=plugins, workspace=Path(folder))
+    try:
+        harness.run("hi")
+        calls.clear()
+        harness.run("hi")
+    finally:
+        harness.close()
+    return calls
+
+
+def breakdown(folder: str, turns: int) -> dict[str, float]:
+    """Microseconds of CPU per replayed turn: crab-otel's code alone, with SDK spans, with metrics."""
+    from crab_otel.spans import Metrics, SpanBook
+    from opentelemetry import trace
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Nothing(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    calls = recorded_turn(folder)
+
+    def book(kind: str) -> SpanBook:
+        if kind == "crab-otel's code (no-op tracer)":
+            return SpanBook(trace.NoOpTracer(), agent_name="crab", provider="mock", model="tour")
+        provider = TracerProvider(shutdown_on_exit=False)
+        provider.add_span_processor(BatchSpanProcessor(Nothing()))
+        metrics = None
+        if kind.endswith("metrics"):
+            meters = MeterProvider(metric_readers=[InMemoryMetricReader()], shutdown_on_exit=False)
+            metrics = Metrics.on(meters.get_meter("bench"))
+        return SpanBook(provider.get_tracer("bench"), agent_name="crab", provider="mock", model="tour", metrics=metrics)
+
+    figures = {}
+    for kind in ("crab-otel's code (no-op tracer)", "+ SDK spans", "+ SDK spans and metrics"):
+        spans = book(kind)
+        start = time.process_time()
+        for _ in range(turns):
+            for call in calls:
+                if call[0] == "event":
+                    spans.event(call[1], call[2])
+                elif call[0] == "model":
+                    spans.before_model_call(call[1], call[2])
+                else:
+                    spans.before_tool_call(call[1], call[2], call[3])
+        figures[kind] = (time.process_time() - start) * 1e6 / turns
+    return figures
+
+
 def run_cpu(env: dict[str, str], folder: str) -> float:
     process = subprocess.Popen(
         [sys.executable, "-m", "crab", "run", "-m", "mock/tour", "hi"],
@@ -149,6 +229,9 @@ def main() -> None:
     for name, values in runs.items():
         value = statistics.median(values)
         print(f"  otel {name:<22} {value:7.1f} ms  ({(value / run_off - 1) * 100:+.1f}% vs off)")
+    print(f"Where it goes: one tour turn's hook calls replayed {options.turns * 10} times:")
+    for name, value in breakdown(folder, options.turns * 10).items():
+        print(f"  {name:<34} {value:7.1f} µs per turn")
 
 
 if __name__ == "__main__":
