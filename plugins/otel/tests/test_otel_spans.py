@@ -350,3 +350,42 @@ def test_telemetry_that_cannot_start_is_one_warning_and_the_turn_still_runs(crab
     assert h.run("go").text == "still here"
     notices = [e.message for e in h.events_of(crab.NoticeEvent) if e.message.startswith("otel:")]
     assert len(notices) == 1 and "tracing is off for this run" in notices[0]
+
+
+def test_over_the_limit_the_oldest_input_messages_are_left_out_first(crab_agent: Any) -> None:
+    t = Traced(
+        crab_agent,
+        [[{"text": "one"}], [{"text": "two"}]],
+        config={"plugins": {"otel": {"capture_content": True, "max_content_chars": 120}}},
+    )
+    t.run("a" * 80)
+    t.run("the newest")
+    last = max(t.named("chat scripted"), key=lambda s: s.start_time or 0)
+    messages = attrs(last)["gen_ai.input.messages"]
+    assert "the newest" in messages and "a" * 80 not in messages
+    assert __import__("json").loads(messages)[-1]["parts"][0]["content"] == "the newest"
+
+
+def test_a_secret_in_a_tool_description_or_call_id_is_masked_even_without_content(
+    crab_agent: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PLANTED_API_KEY", PLANTED)
+
+    @crab.tool(timeout=10)
+    def leaky() -> str:
+        """Uses the key sk-planted-0123456789abcdef0123 to look things up."""
+        return "ok"
+
+    class Leaky:
+        @crab.hookimpl
+        def crab_tools(self, config: crab.Config) -> list[crab.Tool]:
+            return [leaky]
+
+    spans_out = InMemorySpanExporter()
+    plugin = OtelPlugin(span_exporter=spans_out, metric_reader=InMemoryMetricReader())
+    replies = [[{"tool": "leaky", "id": f"call-{PLANTED}", "args": {}}], [{"text": "ok"}]]
+    h = crab_agent(replies, plugins={"otel": plugin, "leaky": Leaky()})
+    h.run("go")
+    everything = [str(v) for s in spans_out.get_finished_spans() for v in (s.attributes or {}).values()]
+    assert not [v for v in everything if PLANTED in v]
+    assert any("[redacted]" in v for v in everything)

@@ -33,7 +33,9 @@ class ContentRecorder:
     def _json(self, value: Any) -> str:
         """``value`` as JSON, masked; cut at ``max_chars`` with a marker (a cut value is no longer JSON,
         and says so)."""
-        text = self.redactor.text(json.dumps(value, ensure_ascii=False, default=str))
+        return self._cut(self.redactor.text(json.dumps(value, ensure_ascii=False, default=str)))
+
+    def _cut(self, text: str) -> str:
         if len(text) <= self.max_chars:
             return text
         return text[: self.max_chars] + f"…[cut by crab-otel: {len(text) - self.max_chars} more characters]"
@@ -53,11 +55,18 @@ class ContentRecorder:
         return "assistant", parts
 
     def input_messages(self, messages: Sequence[Message]) -> str:
-        out = []
-        for message in messages:
+        """The request's messages in order; over ``max_chars`` the oldest are left out first (the
+        newest say most about this call), and a single message still too long is cut."""
+        kept: list[str] = []
+        size = 2
+        for message in reversed(messages):
             role, parts = self._parts(message)
-            out.append({"role": role, "parts": parts})
-        return self._json(out)
+            text = json.dumps({"role": role, "parts": parts}, ensure_ascii=False, default=str)
+            if kept and size + len(text) + 2 > self.max_chars:
+                break
+            kept.append(text)
+            size += len(text) + 2
+        return self._cut(self.redactor.text("[" + ", ".join(reversed(kept)) + "]"))
 
     def output_messages(self, text: str, calls: Iterable[ToolCall], stop_reason: str | None) -> str:
         parts: list[dict[str, Any]] = [{"type": "text", "content": text}] if text else []

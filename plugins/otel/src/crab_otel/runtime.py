@@ -51,10 +51,8 @@ def start(agent: AgentHandle, span_exporter: Any = None, metric_reader: Any = No
 
     from crab_otel.content import ContentRecorder
 
-    content = None
-    if settings.capture_content:
-        secrets = known_secrets(agent.config) + settings.header_values
-        content = ContentRecorder(Redactor(secrets), settings.max_content_chars)
+    redactor = Redactor(known_secrets(agent.config) + settings.header_values)
+    content = ContentRecorder(redactor, settings.max_content_chars) if settings.capture_content else None
     metrics = None
     if pipeline.meter_provider is not None:
         metrics = Metrics.on(pipeline.meter_provider.get_meter(SCOPE, __version__))
@@ -66,6 +64,7 @@ def start(agent: AgentHandle, span_exporter: Any = None, metric_reader: Any = No
         servers=_servers(agent.config),
         metrics=metrics,
         content=content,
+        redact=redactor.text,
     )
     return pipeline, book
 

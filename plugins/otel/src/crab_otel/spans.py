@@ -141,6 +141,7 @@ class SpanBook:
         servers: Callable[[str], Server | None] | None = None,
         metrics: Metrics | None = None,
         content: ContentRecorder | None = None,
+        redact: Callable[[str], str] = str,
     ) -> None:
         self.tracer = tracer
         self.agent_name = agent_name
@@ -150,6 +151,7 @@ class SpanBook:
         self._server: dict[str, Server | None] = {}
         self.metrics = metrics
         self.content = content
+        self.redact = redact  # for what hooks hand over unmasked (events come masked already)
         self.turns: dict[str, Span] = {}
         self.chats: dict[str, _Chat] = {}
         self.tools: dict[tuple[str, str], _ToolSpan] = {}
@@ -193,12 +195,12 @@ class SpanBook:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": call.name,
-            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.call.id": self.redact(call.id),  # the model's words, as the events show them
             "gen_ai.tool.type": "function",
             "gen_ai.conversation.id": session_id,
         }
-        if tool.description:
-            attributes["gen_ai.tool.description"] = tool.description[:1024]
+        if tool.description:  # a plugin's or an MCP server's text
+            attributes["gen_ai.tool.description"] = self.redact(tool.description[:1024])
         if self.content is not None:
             attributes["gen_ai.tool.call.arguments"] = self.content.value(call.arguments)
         started = time.time_ns()
