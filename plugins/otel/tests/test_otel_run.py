@@ -158,3 +158,28 @@ def test_an_unreachable_collector_is_one_warning_and_the_turn_still_answers(
     warnings = [line for line in done.stderr.splitlines() if "did not take the telemetry" in line]
     assert len(warnings) == 1, done.stderr
     assert HEADER_TOKEN not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_crab_chat_exports_one_trace_per_message(crab_site: Any, receiver: Any, tmp_path: Path) -> None:
+    crab_site.script([[{"text": "first answer"}], [{"text": "second answer"}]])
+    env = crab_site.env("fake,otel", home=tmp_path / "home", extra={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url})
+    work = tmp_path / "work"
+    work.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "crab", "chat", "-m", "fake/script"],
+        env=env,
+        cwd=work,
+        input="hello\nand again\n/quit\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "first answer" in done.stdout and "second answer" in done.stdout
+    spans, _ = spans_of(receiver.bodies("/v1/traces"))
+    turns = [s for s in spans if s["name"] == "invoke_agent crab"]
+    assert len(turns) == 2 and len({t["trace"] for t in turns}) == 2
+    assert len({t["attributes"]["gen_ai.conversation.id"] for t in turns}) == 1  # one session
+    for turn in turns:
+        (chat,) = [s for s in spans if s["name"] == "chat script" and s["parent"] == turn["id"]]
+        assert chat["trace"] == turn["trace"]
