@@ -389,3 +389,19 @@ def test_a_secret_in_a_tool_description_or_call_id_is_masked_even_without_conten
     everything = [str(v) for s in spans_out.get_finished_spans() for v in (s.attributes or {}).values()]
     assert not [v for v in everything if PLANTED in v]
     assert any("[redacted]" in v for v in everything)
+
+
+def test_a_bug_in_tracing_a_call_never_refuses_the_call(crab_agent: Any) -> None:
+    plugin = OtelPlugin(span_exporter=InMemorySpanExporter(), metric_reader=InMemoryMetricReader())
+    h = crab_agent(TOOL_TURN, plugins={"otel": plugin, "tools": Tools()})
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("a bug")
+
+    assert plugin.book is not None
+    plugin.book.before_tool_call = broken  # type: ignore[method-assign]
+    assert h.run("look at a").stop == "end"
+    (result,) = h.events_of(crab.ToolResultEvent)
+    assert not result.is_error and result.content == "the note a"
+    notices = [e.message for e in h.events_of(crab.NoticeEvent) if e.message.startswith("otel:")]
+    assert notices == ["otel: tracing stopped after an error: RuntimeError: a bug"]

@@ -44,7 +44,8 @@ class OtelPlugin:
 
     @crab.hookimpl
     def crab_startup(self, agent: AgentHandle) -> None:
-        """Build the providers and the span book (a bad ``OTEL_*`` value fails the plugin in one line)."""
+        """Build the providers and the span book (bad ``OTEL_*`` values were refused with the
+        config, in one line; anything else that stops telemetry starting is one warning)."""
         from crab_otel.runtime import start
 
         self.agent = agent
@@ -100,4 +101,5 @@ class OtelPlugin:
         """A bug in tracing ends tracing for this run (one line), never the call it watched."""
         self._broken = True
         self.book = None
-        raise crab.PluginError(f"otel: tracing stopped after an error: {type(exc).__name__}: {exc}") from None
+        if self.agent is not None:
+            self.agent.notice(f"otel: tracing stopped after an error: {type(exc).__name__}: {exc}", "warning")
