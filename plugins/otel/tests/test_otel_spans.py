@@ -169,6 +169,9 @@ def test_a_turn_is_one_trace_invoke_agent_over_its_chats_and_tool_calls(crab_age
             "gen_ai.tool.description": peek.description,
         },
     )
+    # Only what the conventions list for each span (plus crab.* ones of crab's own).
+    assert not [k for k in attrs(tool) if not k.startswith(("gen_ai.tool.", "gen_ai.operation.", "error."))]
+    assert "gen_ai.response.model" not in attrs(turn)
     # Off by default: none of the conventions' opt-in content attributes.
     opt_in = {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions"}
     opt_in |= {"gen_ai.tool.call.arguments", "gen_ai.tool.call.result"}

@@ -197,7 +197,6 @@ class SpanBook:
             "gen_ai.tool.name": call.name,
             "gen_ai.tool.call.id": self.redact(call.id),  # the model's words, as the events show them
             "gen_ai.tool.type": "function",
-            "gen_ai.conversation.id": session_id,
         }
         if tool.description:  # a plugin's or an MCP server's text
             attributes["gen_ai.tool.description"] = self.redact(tool.description[:1024])
@@ -271,8 +270,8 @@ class SpanBook:
         if span is None:
             return
         span.set_attribute("crab.turn.stop", event.stop)
-        if event.model:
-            span.set_attribute("gen_ai.response.model", event.model)
+        if event.model and event.model != self.model:  # /model switched this session's model
+            span.set_attribute("gen_ai.request.model", event.model)
         if event.usage is not None:
             span.set_attributes(usage_attributes(event.usage))
         if self.content is not None and event.text:
@@ -380,7 +379,6 @@ class SpanBook:
                     "gen_ai.tool.name": event.name,
                     "gen_ai.tool.call.id": event.call_id,
                     "gen_ai.tool.type": "function",
-                    "gen_ai.conversation.id": session_id,
                 },
                 start_time=now,
             )
