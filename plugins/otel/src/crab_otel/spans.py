@@ -3,7 +3,8 @@ session's under the tool call that ran it), ``chat {model}`` per model call, ``e
 per tool call with the permission wait inside it, ``compaction``; the two client histograms.
 
 ``SpanBook`` is fed by the plugin's hooks (``event``, ``before_tool_call``, ``before_model_call``)
-and keeps only the open spans of each session; it never raises into the loop (the hooks guard it)."""
+and keeps only the open spans of each session. The interceptor hooks guard what they call (an
+interceptor that raises would refuse the call); a ``crab_event`` failure is the dispatcher's one line."""
 
 from __future__ import annotations
 
