@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         Event as Event,
         FileDiff as FileDiff,
         MessageEnd as MessageEnd,
+        ModelCallEvent as ModelCallEvent,
         NoticeEvent as NoticeEvent,
         PlanEvent as PlanEvent,
         PlanItem as PlanItem,
@@ -177,8 +178,8 @@ _HOMES: dict[str, str] = {
     ),
     "crab._contracts.events": (
         "ChildEvent CommandOutput CompactionEvent ErrorEvent ErrorKind Event event_to_dict FileDiff MessageEnd"
-        " NoticeEvent PlanEvent PlanItem PlanStatus RetryEvent StreamEvent TextDelta ThinkingDelta ToolCallEvent"
-        " ToolResultEvent TurnEnded TurnStarted TurnStop UsageEvent"
+        " ModelCallEvent NoticeEvent PlanEvent PlanItem PlanStatus RetryEvent StreamEvent TextDelta ThinkingDelta"
+        " ToolCallEvent ToolResultEvent TurnEnded TurnStarted TurnStop UsageEvent"
     ),
     "crab._contracts.handle": "AgentHandle ChildOutcome PluginStatus SessionView",
     "crab._contracts.images": "IMAGE_TYPES ImagePart ImageTooLarge sniff_image",

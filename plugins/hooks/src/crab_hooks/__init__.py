@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 import crab
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from crab import (
         AgentHandle,
         Config,
@@ -62,9 +64,15 @@ class HooksPlugin:
         self.hooks.start(agent)
 
     @crab.hookimpl
-    async def crab_before_tool_call(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> Deny | Replace | None:
-        """``PreToolUse``: exit 2 or a ``deny`` refuses the call, ``updatedInput`` replaces its arguments."""
-        return await self.hooks.before_tool(call, tool, ctx)
+    def crab_before_tool_call(
+        self, call: ToolCall, tool: Tool, ctx: ToolContext
+    ) -> Awaitable[Deny | Replace | None] | None:
+        """``PreToolUse``: exit 2 or a ``deny`` refuses the call, ``updatedInput`` replaces its arguments.
+
+        A plain function answering None at once where no hook command runs on tool calls (most
+        runs): a call costs no coroutine to make and await (``bench/loop.py --plugins installed``)."""
+        hooks = self.hooks
+        return hooks.before_tool(call, tool, ctx) if hooks.wants_tool_calls("PreToolUse") else None
 
     @crab.hookimpl
     async def crab_permission_request(self, request: PermissionRequest, session_id: str, workspace: Path) -> str | None:
@@ -72,11 +80,13 @@ class HooksPlugin:
         return await self.hooks.permission(request, session_id, workspace)
 
     @crab.hookimpl
-    async def crab_after_tool_call(
+    def crab_after_tool_call(
         self, call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext
-    ) -> ToolResult | None:
-        """``PostToolUse`` (``PostToolUseFailure`` for a failed call): the hooks' feedback joins the result."""
-        return await self.hooks.after_tool(call, tool, result, ctx)
+    ) -> Awaitable[ToolResult | None] | None:
+        """``PostToolUse`` (``PostToolUseFailure`` for a failed call): the hooks' feedback joins the
+        result (None at once when there is none to run or add, as ``crab_before_tool_call``)."""
+        hooks = self.hooks
+        return hooks.after_tool(call, tool, result, ctx) if hooks.wants_tool_calls("PostToolUse") else None
 
     @crab.hookimpl
     async def crab_prompt_submit(

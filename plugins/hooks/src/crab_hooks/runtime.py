@@ -125,6 +125,16 @@ class Hooks:
 
     # --- tool calls --------------------------------------------------------------------------
 
+    def wants_tool_calls(self, event: str) -> bool:
+        """Whether a tool call has anything to do here: before it (``PreToolUse``) hook commands
+        for it or for the permission question that may follow (PermissionRequest, Notification);
+        after it (``PostToolUse``) hook commands for a call that succeeded or failed, or what was
+        kept for the call (``PreToolUse`` context, its name and input for a permission question)."""
+        groups = self.hooks.groups
+        if event == "PreToolUse":
+            return bool(groups.get("PreToolUse") or groups.get("PermissionRequest") or groups.get("Notification"))
+        return bool(groups.get("PostToolUse") or groups.get("PostToolUseFailure") or self._tool_context or self._calls)
+
     async def before_tool(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> Deny | Replace | None:
         if self.hooks.groups.get("PermissionRequest") or self.hooks.groups.get("Notification"):
             # the permission question that may follow names the call only by its id

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import crab
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from crab import AgentHandle, Config, ConfigTable, Tool, ToolCall, ToolContext, ToolResult
 
     from crab_lsp.runtime import Lsp
@@ -82,20 +84,20 @@ class LspPlugin:
             self.for_workspace(agent.workspace)
 
     @crab.hookimpl
-    async def crab_after_tool_call(
+    def crab_after_tool_call(
         self, call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext
-    ) -> ToolResult | None:
-        """After ``write`` or ``edit``: the file's new diagnostics join the result."""
+    ) -> Awaitable[ToolResult | None] | None:
+        """After ``write`` or ``edit``: the file's new diagnostics join the result. A plain function
+        answering None at once for every other call (no coroutine made and awaited per call)."""
         path = call.arguments.get("path")
         if self.settings is None or call.name not in EDIT_TOOLS or result.is_error or not isinstance(path, str):
             return None
         lsp = self.for_workspace(ctx.workspace)
-        said = await lsp.after_edit(path) if lsp is not None else None
-        if not said:
+        if lsp is None:
             return None
-        from crab_lsp.runtime import with_diagnostics
+        from crab_lsp.runtime import after_edit_result
 
-        return with_diagnostics(result, said)
+        return after_edit_result(lsp, path, result)
 
     @crab.hookimpl
     async def crab_shutdown(self) -> None:

@@ -153,5 +153,7 @@ class Lsp:
         await self.servers.close()
 
 
-def with_diagnostics(result: ToolResult, said: str) -> ToolResult:
-    return ToolResult(f"{result.content}\n\n{said}", result.is_error, result.details)
+async def after_edit_result(lsp: Lsp, path: str, result: ToolResult) -> ToolResult | None:
+    """An edit's result with the file's new diagnostics after it, or None (nothing to add)."""
+    said = await lsp.after_edit(path)
+    return ToolResult(f"{result.content}\n\n{said}", result.is_error, result.details) if said else None
