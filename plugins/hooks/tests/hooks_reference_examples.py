@@ -10,6 +10,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+# "SessionStart input"
+SESSION_START_INPUT = """{
+  "session_id": "abc123",
+  "transcript_path": "/Users/.../.claude/projects/.../00893aaf-19fa-41d2-8238-13269b9b3ca0.jsonl",
+  "cwd": "/Users/...",
+  "hook_event_name": "SessionStart",
+  "source": "startup",
+  "model": "claude-sonnet-4-6"
+}"""
+
 # "PermissionRequest input"
 PERMISSION_REQUEST_INPUT = """{
   "session_id": "abc123",

@@ -397,3 +397,15 @@ def test_an_async_hook_runs_in_the_background_and_its_message_reaches_the_next_p
         assert said[-2:] == ["and now?", "[async hook] Tests passed after editing ls"]
     finally:
         harness.close()
+
+
+def test_session_start_gets_every_field_of_the_reference_the_model_included(hook_script, tools, tmp_path):
+    recorder, seen = _recorder(hook_script, tmp_path, "start")
+    harness = _harness(_one("SessionStart", recorder, matcher="startup"), tools, [[{"text": "hi"}]], tmp_path)
+    try:
+        harness.run("go")
+    finally:
+        harness.close()
+    [event] = _inputs(seen)
+    assert ref.fields(ref.SESSION_START_INPUT) <= set(event)
+    assert (event["source"], event["model"]) == ("startup", "scripted")

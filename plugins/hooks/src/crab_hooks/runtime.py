@@ -250,7 +250,8 @@ class Hooks:
             except Exception:  # a store that cannot say: a hook must not refuse every prompt for it
                 info = None
             source = "resume" if info is not None and info.entry_count else "startup"
-        payload = self._event("SessionStart", session_id, workspace, source=source)
+        model = self.handle.model if self.handle is not None else ""
+        payload = self._event("SessionStart", session_id, workspace, source=source, model=model)
         answers = await self._ask("SessionStart", (source,), payload, workspace)
         return "\n\n".join(a.context for a in answers if a.context) or None
 
