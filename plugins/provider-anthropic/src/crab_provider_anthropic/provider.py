@@ -30,9 +30,13 @@ class AnthropicProvider:
     A server that answers the prompt-cache marks with a 400 naming them gets the request again
     without them, once, with one ``RetryEvent`` saying so; the session (``ModelRequest.session_id``)
     is then sent none for as long as this provider lives.
+
+    ``structured_output``: a typed run's schema (``options["output_schema"]``) goes as
+    ``output_config.format`` (structured outputs), the answer as JSON text.
     """
 
     name = PROVIDER
+    structured_output = True
 
     def __init__(
         self,

@@ -105,6 +105,9 @@ def build_body(request: ModelRequest, settings: AnthropicSettings, *, cache: boo
     elif request.temperature is not None:
         # Extended thinking allows no temperature other than the default.
         body["temperature"] = request.temperature
+    if output := request.options.get("output_schema"):
+        # A typed run (crab.Agent(output_type=...)): structured outputs' JSON answer, in the text block.
+        body["output_config"] = {"format": {"type": "json_schema", "schema": output["schema"]}}
     if settings.cache if cache is None else cache:
         place_breakpoints(body, ttl=settings.cache_ttl, min_tokens=settings.min_cache_tokens(request.model))
     extra = EXTRA_BODY.for_request(settings.extra_body_for(request.model), bool(request.tools))

@@ -100,6 +100,13 @@ def build_body(request: ModelRequest, settings: OpenAISettings, *, cache: bool =
         body[settings.max_tokens_field] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    if output := request.options.get("output_schema"):
+        # A typed run (crab.Agent(output_type=...)): the answer is JSON matching the schema. Not
+        # "strict", which would refuse optional fields; crab validates the answer itself.
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": output["name"], "schema": output["schema"], "strict": False},
+        }
     if cache and settings.sends_cache_key() and (key := prompt_cache_key(request.session_id)):
         body["prompt_cache_key"] = key
     if cache and settings.marks_cache(request.model):
