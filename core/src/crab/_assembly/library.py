@@ -20,6 +20,7 @@ from crab._assembly.root import Layers, PermissionMode, assemble
 from crab._contracts.errors import CrabError, UsageError
 from crab._contracts.events import Event, NoticeEvent, TextDelta, ToolCallEvent, TurnStarted
 from crab._contracts.images import ImagePart
+from crab._contracts.interception import Deny
 from crab._contracts.messages import Message, ToolResultMessage
 from crab._contracts.run_context import RUN_STATE, RunState
 from crab._host.hookspecs import hookimpl
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from crab._contracts.providers import ModelRequest, Provider
     from crab._contracts.renderers import Renderer
     from crab._contracts.storage import Store
-    from crab._contracts.tools import Tool
+    from crab._contracts.tools import Tool, ToolContext
     from crab._loop.agent import Agent as LoopAgent
     from crab._loop.session import Session, TurnOutcome
 
@@ -227,14 +228,14 @@ class Agent(Generic[OutputT]):
         else:
             raise UsageError("this crab.Agent runs on an event loop: await agent.aclose() there")
 
-    async def __aenter__(self) -> Agent:
+    async def __aenter__(self) -> Agent[OutputT]:
         await self.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    def __enter__(self) -> Agent:
+    def __enter__(self) -> Agent[OutputT]:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
@@ -247,9 +248,7 @@ class Agent(Generic[OutputT]):
     @overload
     def run_stream(self, prompt: str, *, output_type: type[U], **options: Unpack[RunOptions]) -> Run[U]: ...
     @overload
-    def run_stream(
-        self, prompt: str, *, output_type: Mapping[str, Any], **options: Unpack[RunOptions]
-    ) -> Run[Any]: ...
+    def run_stream(self, prompt: str, *, output_type: Mapping[str, Any], **options: Unpack[RunOptions]) -> Run[Any]: ...
 
     def run_stream(
         self,
@@ -277,7 +276,9 @@ class Agent(Generic[OutputT]):
         return Run(self, prompt, session, image_parts(images), spec)
 
     @overload
-    async def run(self, prompt: str, *, output_type: None = None, **options: Unpack[RunOptions]) -> RunResult[OutputT]: ...
+    async def run(
+        self, prompt: str, *, output_type: None = None, **options: Unpack[RunOptions]
+    ) -> RunResult[OutputT]: ...
     @overload
     async def run(self, prompt: str, *, output_type: type[U], **options: Unpack[RunOptions]) -> RunResult[U]: ...
     @overload
@@ -291,7 +292,9 @@ class Agent(Generic[OutputT]):
         return result
 
     @overload
-    def run_sync(self, prompt: str, *, output_type: None = None, **options: Unpack[RunOptions]) -> RunResult[OutputT]: ...
+    def run_sync(
+        self, prompt: str, *, output_type: None = None, **options: Unpack[RunOptions]
+    ) -> RunResult[OutputT]: ...
     @overload
     def run_sync(self, prompt: str, *, output_type: type[U], **options: Unpack[RunOptions]) -> RunResult[U]: ...
     @overload
@@ -439,9 +442,19 @@ class RunRoutes:
         self.runs: dict[str, Run[Any]] = {}
 
     @hookimpl
-    def crab_before_model_call(self, request: ModelRequest, session_id: str) -> ModelRequest | None:
+    def crab_before_model_call(
+        self, request: ModelRequest, session_id: str
+    ) -> ModelRequest | Coroutine[Any, Any, None] | None:
         run = self.runs.get(session_id)
         return run._before_model_call(request) if run is not None else None
+
+    @hookimpl
+    def crab_before_tool_call(self, ctx: ToolContext) -> Deny | None:
+        run = self.runs.get(ctx.session_id)
+        watch = run._watch if run is not None else None
+        if watch is None or watch.exceeded is None:
+            return None
+        return Deny(f"Not run: {watch.exceeded}.", end_turn=True)
 
     @hookimpl
     def crab_event(self, event: Event, session_id: str) -> None:
@@ -537,17 +550,21 @@ class Run(Generic[OutputT]):
 
     def _take(self, event: Event) -> None:
         self._collector.handle(event)
-        if self._watch is not None and self._watch.see(event):
-            self.abort()  # the turn settles: every open call gets its result, the session stays valid
+        if self._watch is not None:
+            self._watch.see(event)  # past a limit, no tool runs and no request is sent (below)
         if self._events is not None:
             self._events.put_nowait(event)
 
-    def _before_model_call(self, request: ModelRequest) -> ModelRequest | None:
-        """A request of this run's session: stopped before it when it would cross ``requests``;
-        carrying the output schema for a provider with structured output (``options["output_schema"]``)."""
-        if self._watch is not None and self._watch.before_request():
+    def _before_model_call(self, request: ModelRequest) -> ModelRequest | Coroutine[Any, Any, None] | None:
+        """A request of this run's session: stopped before it is sent when the run crossed a limit
+        or it would cross ``requests``; carrying the output schema for a provider with structured
+        output (``options["output_schema"]``)."""
+        watch = self._watch
+        if watch is not None and (watch.exceeded is not None or watch.before_request()):
             self.abort()
-            return None
+            # The abort cancels the turn's task at its next suspension; a turn that never suspends
+            # (a scripted provider, async tools) would otherwise send this request first.
+            return asyncio.sleep(0)
         output = self._spec.output
         if output is None:
             return None

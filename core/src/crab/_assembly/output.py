@@ -155,7 +155,9 @@ def type_schema(hint: Any) -> dict[str, Any]:
     if origin is typing.Annotated:
         base, *extras = get_args(hint)
         schema = type_schema(base)
-        schema.update({"description": e for e in extras if isinstance(e, str)})
+        for extra in extras:
+            if isinstance(extra, str):
+                schema["description"] = extra
         return schema
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         hints = typing.get_type_hints(hint, include_extras=True)
@@ -315,4 +317,3 @@ def _closer(text: str) -> str | None:
     if escaped:
         return None
     return ('"' if in_string else "") + "".join(reversed(stack))
-

@@ -56,7 +56,7 @@ class RunResult(Generic[OutputT]):
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
     turns: int = 0
-    output: OutputT = typing.cast("OutputT", None)
+    output: OutputT = None  # type: ignore[assignment]  # always given by the run; None only when it failed
     messages: tuple[Message, ...] = ()
 
     @property
