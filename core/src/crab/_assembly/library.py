@@ -5,7 +5,6 @@ own event loop, and nothing prints unless the program names a renderer (docs/lib
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, overload
 from crab._assembly.asking import AskCallback, QuestionCallback, SessionAsker, as_ask, as_question
 from crab._assembly.history import HistoryItem, checked, history_items
 from crab._assembly.limits import LimitWatch, UsageLimitExceeded, UsageLimits
-from crab._assembly.output import PROMPTED, RETRY, Invalid, OutputError, OutputSpec, output_spec
+from crab._assembly.output import RETRY, Invalid, OutputError, OutputSpec, output_spec, prompted
 from crab._assembly.result import OutputT, ResultCollector, RunResult
 from crab._assembly.root import Layers, PermissionMode, assemble
 from crab._contracts.errors import CrabError, UsageError
@@ -543,10 +542,7 @@ class Run(Generic[OutputT]):
     def _prompt_text(self) -> str:
         """The prompt, and where the provider has no structured output, the schema the answer must match."""
         output = self._spec.output
-        if output is None or getattr(self._owner._agent.provider, "structured_output", False):
-            return self._prompt
-        schema = json.dumps(output.schema, ensure_ascii=False, separators=(",", ":"))
-        return f"{self._prompt}\n\n{PROMPTED.format(schema=schema)}"
+        return self._prompt if output is None else prompted(self._prompt, output, self._owner._agent.provider)
 
     def _take(self, event: Event) -> None:
         self._collector.handle(event)

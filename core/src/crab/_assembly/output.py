@@ -13,12 +13,20 @@ import re
 import sys
 import types
 import typing
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Union, get_args, get_origin
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union, get_args, get_origin
 
 from crab._contracts.errors import CrabError
 from crab._contracts.tool_schema import SchemaError, hint_to_schema, validate
+from crab._host.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from crab._contracts.images import ImagePart
+    from crab._contracts.providers import ModelRequest
+    from crab._loop.agent import Agent as LoopAgent
+    from crab._loop.session import Session, TurnOutcome
 
 WRAP_KEY = "result"
 """The one property of the object a non-object answer is wrapped in: OpenAI's and Anthropic's
@@ -317,3 +325,58 @@ def _closer(text: str) -> str | None:
     if escaped:
         return None
     return ('"' if in_string else "") + "".join(reversed(stack))
+
+
+def prompted(prompt: str, spec: OutputSpec, provider: object) -> str:
+    """``prompt`` as a typed run sends it: as written when ``provider`` has structured output of its
+    own (the schema goes in its field), else with the schema the answer must match after it."""
+    if getattr(provider, "structured_output", False):
+        return prompt
+    schema = json.dumps(spec.schema, ensure_ascii=False, separators=(",", ":"))
+    return f"{prompt}\n\n{PROMPTED.format(schema=schema)}"
+
+
+def schema_file(path: str | Path) -> OutputSpec:
+    """The ``OutputSpec`` of a JSON schema file (``crab run --output-schema FILE``); ``UsageError``
+    saying what is wrong with it."""
+    from crab._contracts.errors import UsageError
+
+    try:
+        schema = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"--output-schema: cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"--output-schema: {path} is not JSON ({exc})") from None
+    if not isinstance(schema, dict):
+        raise UsageError(f"--output-schema: {path} must hold a JSON schema object, not {type(schema).__name__}")
+    schema.setdefault("title", Path(path).stem)
+    return output_spec(schema)
+
+
+class OutputRoute:
+    """A plugin object giving every model call the schema of a typed ``crab run`` (its one session)."""
+
+    def __init__(self, spec: OutputSpec) -> None:
+        self.spec = spec
+
+    @hookimpl
+    def crab_before_model_call(self, request: ModelRequest) -> ModelRequest:
+        return replace(request, options={**request.options, "output_schema": self.spec.option()})
+
+
+async def typed_turn(
+    agent: LoopAgent, session: Session, text: str, spec: OutputSpec, retries: int, images: Sequence[ImagePart] = ()
+) -> tuple[TurnOutcome, Any, OutputError | None]:
+    """One input of a typed ``crab run``: its outcome, the answer's value, or the ``OutputError``
+    after ``retries`` answers that did not fit went back to the model with the reason."""
+    outcome = await agent.handle_input(session, prompted(text, spec, agent.provider), images=images)
+    attempts = 1
+    while outcome.stop == "end" and outcome.error is None:
+        try:
+            return outcome, spec.check(outcome.text), None
+        except Invalid as exc:
+            if attempts > retries:
+                return outcome, None, OutputError(exc.field, exc.reason, outcome.text, attempts)
+            attempts += 1
+            outcome = await agent.handle_input(session, RETRY.format(reason=str(exc)))
+    return outcome, None, None

@@ -148,12 +148,16 @@ def run(
         list[Path] | None,
         typer.Option("--attach", "-a", metavar="FILE", help="Send this image (PNG, JPEG, GIF, WebP) too; repeatable."),
     ] = None,
+    output_schema: Annotated[
+        Path | None,
+        typer.Option("--output-schema", metavar="FILE", help="The answer must match this JSON schema; print its JSON."),
+    ] = None,
 ) -> None:
     """Run one agent turn and exit: 0 done, 1 model or tool failure, 2 usage or config error, 130 interrupted."""
     from crab._cli.run import run_once
 
     options = _run_options(locals())
-    raise typer.Exit(run_once(prompt, output.value, options, attach=tuple(attach or ())))
+    raise typer.Exit(run_once(prompt, output.value, options, attach=tuple(attach or ()), output_schema=output_schema))
 
 
 @app.command()
