@@ -97,6 +97,9 @@ class Agent(Generic[OutputT]):
       ``output_retries``: how often an answer that does not validate goes back to the model with
       the reason before the run raises ``crab.OutputError``. ``usage_limits``: every run's
       ``crab.UsageLimits`` (a run's own win).
+    - ``models``: several ``"provider/model"``s instead of ``model``: the first answers, and a
+      request it fails in a way retries cannot cure (auth, overloaded, a server error, a context
+      too long for it) goes to the next (``crab._assembly.fallback``).
 
     Use it as a context manager (``with`` or ``async with``) or call ``close``/``aclose``. An agent
     runs on one event loop: the first call decides whether that is the caller's (async methods)
@@ -125,12 +128,15 @@ class Agent(Generic[OutputT]):
         output_type: type[OutputT] | Mapping[str, Any] | None = None,
         output_retries: int = 1,
         usage_limits: UsageLimits | None = None,
+        models: Sequence[str] | None = None,
     ) -> None:
         if isinstance(plugins, str):
             raise UsageError('plugins= takes a list of names (["mock", "tools-basic"]), not one string')
         for name in plugin_objects or {}:
             if name in OWN_NAMES:
                 raise UsageError(f"plugin_objects: {name!r} is the name of one of crab's own plugins; pick another")
+        if models is not None and (model is not None or isinstance(models, str)):
+            raise UsageError('models= takes a list of "provider/model"s, tried in order, instead of model=')
         self._output = output_spec(output_type) if output_type is not None else None
         self._output_retries = _retries(output_retries)
         self._limits = usage_limits
@@ -144,7 +150,7 @@ class Agent(Generic[OutputT]):
                 tools=tools,
                 store=store,
                 provider=provider,
-                model=model,
+                model=list(models) if models is not None else model,
                 permissions=permissions,
                 question=as_question(question),
                 # CRAB_STRICT_PLUGINS=1 decides, as for the CLI, unless the environment layer is off.
