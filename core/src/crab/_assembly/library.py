@@ -16,6 +16,7 @@ from crab._assembly.limits import LimitWatch, UsageLimitExceeded, UsageLimits
 from crab._assembly.output import RETRY, Invalid, OutputError, OutputSpec, output_spec, prompted
 from crab._assembly.result import OutputT, ResultCollector, RunResult
 from crab._assembly.root import Layers, PermissionMode, assemble
+from crab._assembly.thinking import ThinkingLevel, checked_level
 from crab._contracts.errors import CrabError, UsageError
 from crab._contracts.events import Event, NoticeEvent, TextDelta, ToolCallEvent, TurnStarted
 from crab._contracts.images import ImagePart
@@ -52,6 +53,7 @@ class RunOptions(TypedDict, total=False):
     message_history: Sequence[Message] | None
     usage_limits: UsageLimits | None
     output_retries: int | None
+    thinking: ThinkingLevel | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,7 @@ class RunSpec:
     deps: Any = None
     history: tuple[Message, ...] | None = None
     limits: UsageLimits | None = None
+    thinking: str | None = None
 
 
 class Agent(Generic[OutputT]):
@@ -97,6 +100,7 @@ class Agent(Generic[OutputT]):
       ``output_retries``: how often an answer that does not validate goes back to the model with
       the reason before the run raises ``crab.OutputError``. ``usage_limits``: every run's
       ``crab.UsageLimits`` (a run's own win).
+    - ``thinking``: ``"off"``, ``"low"``, ``"medium"`` or ``"high"`` for every run (``[crab] thinking``).
     - ``models``: several ``"provider/model"``s instead of ``model``: the first answers, and a
       request it fails in a way retries cannot cure (auth, overloaded, a server error, a context
       too long for it) goes to the next (``crab._assembly.fallback``).
@@ -129,6 +133,7 @@ class Agent(Generic[OutputT]):
         output_retries: int = 1,
         usage_limits: UsageLimits | None = None,
         models: Sequence[str] | None = None,
+        thinking: ThinkingLevel | None = None,
     ) -> None:
         if isinstance(plugins, str):
             raise UsageError('plugins= takes a list of names (["mock", "tools-basic"]), not one string')
@@ -137,6 +142,8 @@ class Agent(Generic[OutputT]):
                 raise UsageError(f"plugin_objects: {name!r} is the name of one of crab's own plugins; pick another")
         if models is not None and (model is not None or isinstance(models, str)):
             raise UsageError('models= takes a list of "provider/model"s, tried in order, instead of model=')
+        if thinking is not None:  # the program's word, as [crab] thinking (settings are applied last)
+            settings = {**(settings or {}), "crab.thinking": checked_level(thinking)}
         self._output = output_spec(output_type) if output_type is not None else None
         self._output_retries = _retries(output_retries)
         self._limits = usage_limits
@@ -266,6 +273,7 @@ class Agent(Generic[OutputT]):
         message_history: Sequence[Message] | None = None,
         usage_limits: UsageLimits | None = None,
         output_retries: int | None = None,
+        thinking: ThinkingLevel | None = None,
     ) -> Run[Any]:
         """A run of ``prompt`` (in the session ``session`` names, else a new one): iterate it with
         ``async for`` for its events, ``await run.result()`` for how it ended.
@@ -275,9 +283,12 @@ class Agent(Generic[OutputT]):
         ``output_type`` makes ``result.output`` that type (the agent's by default); ``deps`` is
         what tools taking a ``crab.RunContext`` get as ``ctx.deps``; ``message_history`` starts
         the run's new session from those messages; ``usage_limits`` ends the run with
-        ``crab.UsageLimitExceeded`` when it crosses one.
+        ``crab.UsageLimitExceeded`` when it crosses one; ``thinking`` (``"off"``, ``"low"``,
+        ``"medium"``, ``"high"``) sets how hard the model thinks for this run's requests.
         """
         spec = self._spec(output_type, deps, message_history, usage_limits, output_retries, session)
+        if thinking is not None:
+            spec = replace(spec, thinking=checked_level(thinking))
         return Run(self, prompt, session, image_parts(images), spec)
 
     @overload
@@ -567,10 +578,12 @@ class Run(Generic[OutputT]):
             # The abort cancels the turn's task at its next suspension; a turn that never suspends
             # (a scripted provider, async tools) would otherwise send this request first.
             return asyncio.sleep(0)
-        output = self._spec.output
-        if output is None:
-            return None
-        return replace(request, options={**request.options, "output_schema": output.option()})
+        options = dict(request.options)
+        if self._spec.output is not None:
+            options["output_schema"] = self._spec.output.option()
+        if self._spec.thinking is not None:
+            options["thinking"] = self._spec.thinking  # crab-thinking maps it (or names the provider once)
+        return replace(request, options=options) if options != request.options else None
 
     def _submit(self, text: str, *, steer: bool, images: tuple[ImagePart, ...] = ()) -> None:
         assert self._session is not None

@@ -157,6 +157,8 @@ def assemble(
     from crab._assembly.choosing import LAST_RUN, FailureMemory, choose_store
     from crab._assembly.choosing import remember_failures as remember
     from crab._assembly.fallback import choose_models
+    from crab._assembly.thinking import PLUGIN as THINKING
+    from crab._assembly.thinking import ThinkingRoute
     from crab._loop.agent import Agent
 
     where = workspace or Path.cwd()
@@ -176,6 +178,8 @@ def assemble(
         # Before anything builds the registries: a plugin added after that rebuilds them, and the
         # provider objects the agent was given would no longer be the registry's.
         host.add_builtin(LAST_RUN, FailureMemory(host, config))
+    thinking = ThinkingRoute()
+    host.add_builtin(THINKING, thinking)
     try:
         if provider is None or isinstance(provider, str):
             chosen, model_id = choose_models(host, config, provider, model)
@@ -207,6 +211,7 @@ def assemble(
         local=local,
         question=question,
     )
+    thinking.agent = agent
     return Assembly(config, host, agent)
 
 

@@ -253,8 +253,16 @@ CORE_TABLE = ConfigTable(
     doc="core's own settings",
     settings=(
         Setting("provider", "str", doc="provider name (default: the only loaded provider)"),
-        Setting("model", "str", doc="model id, or provider/model; several comma-separated are tried in order (fallback)"),
+        Setting(
+            "model", "str", doc="model id, or provider/model; several comma-separated are tried in order (fallback)"
+        ),
         Setting("store", "str", doc="session store (default: the first persistent store loaded, else memory)"),
+        Setting(
+            "thinking",
+            "str",
+            doc="how hard the model thinks: off, low, medium or high (default: the provider's own setting)",
+            choices=("off", "low", "medium", "high"),
+        ),
         Setting("renderer", "str", doc="renderer for chat and text output (default: a plugin's first, else plain)"),
         Setting(
             "permissions",

@@ -69,6 +69,12 @@ class AnthropicProvider:
         extra = self.settings.extra_body_for(request.model)
         return EXTRA_BODY.forced_tools(extra, [tool.name for tool in request.tools])
 
+    def thinks(self, model: str) -> bool:
+        """Whether crab's ``thinking`` level reaches ``model``: extended thinking (Claude 3.7 and later)."""
+        from crab_provider_anthropic.request import thinks
+
+        return thinks(model)
+
     def check(self, model: str) -> None:
         self.settings.http.key_for(self.name, self._env)
 

@@ -83,6 +83,12 @@ class OpenAIProvider:
     def check(self, model: str) -> None:
         self.settings.http.key_for(self.name, self._env)
 
+    def thinks(self, model: str) -> bool:
+        """Whether crab's ``thinking`` level reaches ``model`` (``request.thinking_fields``)."""
+        from crab_provider_openai.request import thinks
+
+        return self._settings is not None and thinks(model, self._settings)
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         settings = self.settings
 
