@@ -1,5 +1,6 @@
-"""Thinking effort, one setting for every provider: ``[crab] thinking`` (``--thinking``), ``/thinking``
-for one session, ``run(..., thinking=)`` for one library run. Each request carries the level as
+"""Thinking effort, one setting for every provider: ``[crab] thinking`` (``--thinking``), ``/think``
+for one session (``/thinking`` is crab-render-rich's show-or-fold toggle), ``run(..., thinking=)``
+for one library run. Each request carries the level as
 ``ModelRequest.options["thinking"]`` and each provider maps it to its own control (Anthropic's
 thinking budget, OpenAI's ``reasoning_effort``, a local server's ``enable_thinking``); a provider
 that has none (no ``thinks(model)`` saying yes) is named once in a notice, and the level is dropped."""
@@ -33,7 +34,7 @@ def checked_level(value: object, where: str = "thinking") -> str:
 
 
 class ThinkingRoute:
-    """Puts each session's thinking level on its requests: the session's ``/thinking`` level, else
+    """Puts each session's thinking level on its requests: the session's ``/think`` level, else
     ``[crab] thinking``; a level a library run put on the request already wins."""
 
     def __init__(self) -> None:
@@ -49,19 +50,15 @@ class ThinkingRoute:
 
     @hookimpl
     def crab_commands(self, config: Config) -> list[Command]:
-        return [
-            Command("thinking", "show or set how hard the model thinks", self._command, usage="[off|low|medium|high]")
-        ]
+        return [Command("think", "show or set how hard the model thinks", self._command, usage="[off|low|medium|high]")]
 
     async def _command(self, ctx: CommandContext, args: str) -> CommandResult:
         level = args.strip()
         if not level:
             now = self.sessions.get(ctx.session.id, self.default)
-            return CommandResult(
-                f"thinking: {now or 'the provider default'} (set it with /thinking off|low|medium|high)"
-            )
+            return CommandResult(f"thinking: {now or 'the provider default'} (set it with /think off|low|medium|high)")
         try:
-            self.sessions[ctx.session.id] = checked_level(level, "/thinking")
+            self.sessions[ctx.session.id] = checked_level(level, "/think")
         except UsageError as exc:
             return CommandResult(str(exc), is_error=True)
         return CommandResult(f"thinking: {level} from the next request on")
