@@ -1,4 +1,4 @@
-"""Thinking effort, one setting for every provider: ``[crab] thinking`` (``--thinking``), ``/think``
+"""Thinking effort, one setting for every provider: ``[crab] thinking`` (``--thinking``), ``/effort``
 for one session (``/thinking`` is crab-render-rich's show-or-fold toggle), ``run(..., thinking=)``
 for one library run. Each request carries the level as
 ``ModelRequest.options["thinking"]`` and each provider maps it to its own control (Anthropic's
@@ -34,7 +34,7 @@ def checked_level(value: object, where: str = "thinking") -> str:
 
 
 class ThinkingRoute:
-    """Puts each session's thinking level on its requests: the session's ``/think`` level, else
+    """Puts each session's thinking level on its requests: the session's ``/effort`` level, else
     ``[crab] thinking``; a level a library run put on the request already wins."""
 
     def __init__(self) -> None:
@@ -50,15 +50,22 @@ class ThinkingRoute:
 
     @hookimpl
     def crab_commands(self, config: Config) -> list[Command]:
-        return [Command("think", "show or set how hard the model thinks", self._command, usage="[off|low|medium|high]")]
+        return [
+            Command(
+                "effort",
+                "show or set how hard the model thinks (its thinking level)",
+                self._command,
+                usage="[off|low|medium|high]",
+            )
+        ]
 
     async def _command(self, ctx: CommandContext, args: str) -> CommandResult:
         level = args.strip()
         if not level:
             now = self.sessions.get(ctx.session.id, self.default)
-            return CommandResult(f"thinking: {now or 'the provider default'} (set it with /think off|low|medium|high)")
+            return CommandResult(f"thinking: {now or 'the provider default'} (set it with /effort off|low|medium|high)")
         try:
-            self.sessions[ctx.session.id] = checked_level(level, "/think")
+            self.sessions[ctx.session.id] = checked_level(level, "/effort")
         except UsageError as exc:
             return CommandResult(str(exc), is_error=True)
         return CommandResult(f"thinking: {level} from the next request on")
