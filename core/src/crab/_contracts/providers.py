@@ -70,6 +70,9 @@ class Provider(Protocol):
     Retries happen inside ``stream`` and are reported as ``RetryEvent``s.
 
     Optional attribute: ``structured_output`` (True: ``options["output_schema"]`` is honoured).
+    Optional method: ``thinks(model) -> bool``, whether ``options["thinking"]`` (``"off"``…``"high"``)
+    reaches ``model`` (mapped to the provider's own control); without it, or False, crab names the
+    provider once and sends no level.
 
     Optional method: ``forced_tools(request) -> Collection[str]``, the names of the tools of
     ``request.tools`` this provider will make the model call (a ``tool_choice`` it sends, from its
