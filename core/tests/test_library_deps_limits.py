@@ -119,6 +119,16 @@ def test_a_cost_limit_counts_priced_usage(crab_home: Path):
     assert caught.value.limit == "total_cost" and caught.value.value == pytest.approx(0.3)
 
 
+def test_a_child_session_s_usage_counts_in_tokens_but_not_in_requests():
+    from crab._assembly.limits import LimitWatch  # the counting alone: a child agent needs crab-subagents
+
+    watch = LimitWatch(crab.UsageLimits(requests=1, input_tokens=100))
+    child = crab.ChildEvent("child-session", "task", "call_1", crab.UsageEvent(crab.Usage(input_tokens=60)))
+    assert not watch.see(child) and watch.requests == 0
+    assert watch.see(crab.ChildEvent("child-session", "task", "call_1", child))  # nested: 120 > 100
+    assert watch.exceeded is not None and (watch.exceeded.limit, watch.exceeded.value) == ("input_tokens", 120)
+
+
 def test_a_run_within_its_limits_ends_as_usual(crab_home: Path):
     provider = ScriptedProvider([[{"text": "hi"}, {"usage": {"input_tokens": 5}}]])
     with crab.Agent(provider=provider, usage_limits=crab.UsageLimits(requests=1, input_tokens=5), **QUIET) as agent:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crab._contracts.errors import CrabError, UsageError
-from crab._contracts.events import Event, ToolCallEvent, UsageEvent
+from crab._contracts.events import ChildEvent, Event, ToolCallEvent, UsageEvent
 from crab._contracts.messages import Usage
 
 
@@ -59,7 +59,16 @@ class LimitWatch:
         self.exceeded: UsageLimitExceeded | None = None
 
     def see(self, event: Event) -> bool:
-        """Count ``event``; True when it made the run cross a limit (the first time)."""
+        """Count ``event``; True when it made the run cross a limit (the first time). A child
+        session's model calls (a subagent's) count in tokens and cost, as the run paid for them."""
+        if isinstance(event, ChildEvent):
+            inner: Event = event.event
+            while isinstance(inner, ChildEvent):
+                inner = inner.event
+            if not isinstance(inner, UsageEvent):
+                return False
+            self.usage = self.usage + inner.usage
+            return self._cross(self._over())
         if isinstance(event, UsageEvent):
             self.requests += 1
             self.usage = self.usage + event.usage
