@@ -8,6 +8,7 @@ program imported it already; dataclasses, TypedDicts, lists, unions and schema d
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import sys
@@ -117,7 +118,28 @@ class OutputSpec:
 
 
 def output_spec(output_type: Any) -> OutputSpec:
-    """The ``OutputSpec`` for a run's ``output_type``; ``UsageError`` for a type crab cannot describe."""
+    """The ``OutputSpec`` for a run's ``output_type``; ``UsageError`` for a type crab cannot describe.
+    A type's spec is made once (a program passes the same type run after run)."""
+    if isinstance(output_type, Mapping):
+        return _spec(output_type)
+    try:
+        return _type_spec(output_type)
+    except TypeError:  # unhashable: described each time
+        return _spec(output_type)
+
+
+@functools.lru_cache(maxsize=128)
+def _type_spec(output_type: Any) -> OutputSpec:
+    return _spec(output_type)
+
+
+@functools.lru_cache(maxsize=256)
+def _hints(cls: Any) -> dict[str, Any]:
+    """A dataclass's or TypedDict's field hints (evaluating string annotations compiles them: once)."""
+    return typing.get_type_hints(cls, include_extras=True)
+
+
+def _spec(output_type: Any) -> OutputSpec:
     from crab._contracts.errors import UsageError
 
     if isinstance(output_type, Mapping):
@@ -168,7 +190,7 @@ def type_schema(hint: Any) -> dict[str, Any]:
                 schema["description"] = extra
         return schema
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        hints = typing.get_type_hints(hint, include_extras=True)
+        hints = _hints(hint)
         properties: dict[str, Any] = {}
         required: list[str] = []
         for item in dataclasses.fields(hint):
@@ -179,7 +201,7 @@ def type_schema(hint: Any) -> dict[str, Any]:
                 required.append(item.name)
         return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
     if typing.is_typeddict(hint):
-        hints = typing.get_type_hints(hint, include_extras=True)
+        hints = _hints(hint)
         return {
             "type": "object",
             "properties": {k: type_schema(v) for k, v in hints.items()},
@@ -209,11 +231,11 @@ def build(hint: Any, value: Any) -> Any:
     if origin is typing.Annotated:
         return build(get_args(hint)[0], value)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        hints = typing.get_type_hints(hint)
+        hints = _hints(hint)
         names = {f.name for f in dataclasses.fields(hint) if f.init}
         return hint(**{k: build(hints[k], v) for k, v in value.items() if k in names})
     if typing.is_typeddict(hint):
-        hints = typing.get_type_hints(hint)
+        hints = _hints(hint)
         return {k: build(hints[k], v) if k in hints else v for k, v in value.items()}
     if origin in (Union, types.UnionType):
         for member in get_args(hint):
