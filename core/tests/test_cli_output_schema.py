@@ -59,6 +59,13 @@ def test_an_answer_that_never_matches_is_one_line_and_exit_1(crab_run, env, tmp_
     assert "field 'population'" in result.stderr
 
 
+def test_the_config_sets_the_retries(crab_run, env, tmp_path):
+    model, schema = files(tmp_path, [[{"text": '{"city": "Paris"}'}], [{"text": '{"city": "P", "population": 1}'}]])
+    command = ["run", "-m", model, "--set", "crab.output_retries=0", "--output-schema", schema, "city?"]
+    result = crab_run(command, env, cwd=tmp_path)
+    assert result.returncode == 1 and "after 1 attempt(s)" in result.stderr
+
+
 def test_a_bad_schema_file_is_a_usage_error(crab_run, env, tmp_path):
     (tmp_path / "bad.json").write_text("[1, 2")
     result = crab_run(

@@ -120,6 +120,13 @@ def test_after_the_last_retry_an_output_error_names_the_field_and_keeps_the_resu
         assert agent.run_sync("And the next?", session=error.result.session_id).output == City("Lyon", 520000)
 
 
+def test_the_config_sets_the_retries(crab_home: Path):
+    provider = ScriptedProvider(say("no", "no", "no", '{"name": "Rome", "population": 2}'))
+    settings = {"crab.output_retries": 3}
+    with crab.Agent(provider=provider, output_type=City, settings=settings, **QUIET) as agent:
+        assert agent.run_sync("city?").output == City("Rome", 2)
+
+
 def test_no_retries_means_the_first_bad_answer_fails(crab_home: Path):
     provider = ScriptedProvider(say("Paris, about two million people."))
     with crab.Agent(provider=provider, **QUIET) as agent, pytest.raises(crab.OutputError) as caught:

@@ -130,7 +130,7 @@ class Agent(Generic[OutputT]):
         renderer: str | Renderer | None = None,
         listeners: Sequence[Listener] = (),
         output_type: type[OutputT] | Mapping[str, Any] | None = None,
-        output_retries: int = 1,
+        output_retries: int | None = None,
         usage_limits: UsageLimits | None = None,
         models: Sequence[str] | None = None,
         thinking: ThinkingLevel | None = None,
@@ -145,7 +145,7 @@ class Agent(Generic[OutputT]):
         if thinking is not None:  # the program's word, as [crab] thinking (settings are applied last)
             settings = {**(settings or {}), "crab.thinking": checked_level(thinking)}
         self._output = output_spec(output_type) if output_type is not None else None
-        self._output_retries = _retries(output_retries)
+        self._output_retries = _retries(output_retries) if output_retries is not None else None
         self._limits = usage_limits
         self._routes = RunRoutes()
         try:
@@ -168,6 +168,8 @@ class Agent(Generic[OutputT]):
             _masked(exc)
             raise
         self.config: Config = built.config
+        if self._output_retries is None:
+            self._output_retries = _retries(self.config.get("crab.output_retries", 1))
         self._agent: LoopAgent = built.agent
         self._renderer = _attach_renderer(built, renderer) if renderer is not None else None
         for listener in listeners:
@@ -353,7 +355,7 @@ class Agent(Generic[OutputT]):
             raise UsageError("message_history= starts a new session: leave out session= (or drop the history)")
         return RunSpec(
             output=output_spec(output_type) if output_type is not None else self._output,
-            output_retries=_retries(retries) if retries is not None else self._output_retries,
+            output_retries=_retries(retries) if retries is not None else self._output_retries or 0,
             deps=deps,
             history=tuple(checked(history)) if history is not None else None,
             limits=limits if limits is not None else self._limits,

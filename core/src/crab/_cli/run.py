@@ -140,7 +140,8 @@ def run_once(
             if spec is not None:
                 from crab._assembly.output import typed_turn
 
-                outcome, value, failed = await typed_turn(agent, session, text, spec, OUTPUT_RETRIES, images)
+                retries = int(agent.config.get("crab.output_retries", OUTPUT_RETRIES))
+                outcome, value, failed = await typed_turn(agent, session, text, spec, retries, images)
                 typed.extend((value, failed))
                 return outcome
             return await agent.handle_input(session, text, images=images)
@@ -184,7 +185,8 @@ def run_once(
 
 
 OUTPUT_RETRIES = 1
-"""How often ``crab run --output-schema`` sends an answer that does not match back to the model."""
+"""How often ``crab run --output-schema`` sends an answer that does not match back to the model,
+unless ``[crab] output_retries`` says."""
 
 
 def _output_spec(path: Path | None, output: str) -> OutputSpec | None:

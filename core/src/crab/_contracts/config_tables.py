@@ -274,6 +274,14 @@ CORE_TABLE = ConfigTable(
         ),
         Setting("max_iterations", "int", 25, "model calls per turn", minimum=1, maximum=10_000),
         Setting(
+            "output_retries",
+            "int",
+            1,
+            "times a typed answer that does not match its schema goes back to the model",
+            minimum=0,
+            maximum=10,
+        ),
+        Setting(
             "tool_timeout",
             "float",
             120.0,
