@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-API_VERSION = "1.7"
+API_VERSION = "1.8"
 """Bumped in the minor part for additions, in the major part for incompatible hook changes."""
 
 _CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<|~=)?\s*(\d+(?:\.\d+)*)\s*$")
