@@ -132,7 +132,7 @@ def test_the_library_guides_steps_loop_runs_a_turn_to_its_end():
 
 
 def test_the_architecture_diagram_makes_a_turn_as_the_code_does():
-    """The diagram showed `Turn(agent, …)` after a turn stopped holding its agent (it is given `TurnParts`)."""
+    """The diagram showed `Turn(agent, …)` after a turn stopped holding its agent (it is given a `ModelContext`)."""
     from crab._loop.turn import Turn
 
     diagram = (ROOT / "docs" / "architecture.md").read_text().split("```")[1]

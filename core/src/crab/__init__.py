@@ -18,6 +18,15 @@ if TYPE_CHECKING:
     from crab._assembly.collect_hook import HookResults as HookResults, collect_hook as collect_hook  # noqa: I001
     from crab._assembly.library import Agent as Agent, Run as Run
     from crab._assembly.result import RunResult as RunResult, ToolCallRecord as ToolCallRecord
+    from crab._assembly.output import OutputError as OutputError
+    from crab._assembly.limits import UsageLimitExceeded as UsageLimitExceeded, UsageLimits as UsageLimits
+    from crab._assembly.history import (
+        HistoryAnchor as HistoryAnchor,
+        HistoryItem as HistoryItem,
+        messages_from_json as messages_from_json,
+        messages_to_json as messages_to_json,
+    )
+    from crab._contracts.run_context import RunContext as RunContext
     from crab._assembly.toolbox import ToolBox as ToolBox, open_toolbox as open_toolbox
     from crab._config.layers import Config as Config, PluginTable as PluginTable
     from crab._config.paths import crab_home as crab_home
@@ -53,6 +62,7 @@ if TYPE_CHECKING:
         Event as Event,
         FileDiff as FileDiff,
         MessageEnd as MessageEnd,
+        ModelCallEvent as ModelCallEvent,
         NoticeEvent as NoticeEvent,
         PlanEvent as PlanEvent,
         PlanItem as PlanItem,
@@ -165,6 +175,11 @@ _HOMES: dict[str, str] = {
     "crab._assembly.collect_hook": "collect_hook HookResults",
     "crab._assembly.library": "Agent Run",
     "crab._assembly.result": "RunResult ToolCallRecord",
+    # issue 42 (library): typed results, history as data, deps, limits
+    "crab._assembly.output": "OutputError",
+    "crab._assembly.limits": "UsageLimitExceeded UsageLimits",
+    "crab._assembly.history": "HistoryAnchor HistoryItem messages_from_json messages_to_json",
+    "crab._contracts.run_context": "RunContext",
     "crab._assembly.toolbox": "open_toolbox ToolBox",
     "crab._config.layers": "Config PluginTable",
     "crab._config.paths": "crab_home",
@@ -177,8 +192,8 @@ _HOMES: dict[str, str] = {
     ),
     "crab._contracts.events": (
         "ChildEvent CommandOutput CompactionEvent ErrorEvent ErrorKind Event event_to_dict FileDiff MessageEnd"
-        " NoticeEvent PlanEvent PlanItem PlanStatus RetryEvent StreamEvent TextDelta ThinkingDelta ToolCallEvent"
-        " ToolResultEvent TurnEnded TurnStarted TurnStop UsageEvent"
+        " ModelCallEvent NoticeEvent PlanEvent PlanItem PlanStatus RetryEvent StreamEvent TextDelta ThinkingDelta"
+        " ToolCallEvent ToolResultEvent TurnEnded TurnStarted TurnStop UsageEvent"
     ),
     "crab._contracts.handle": "AgentHandle ChildOutcome PluginStatus SessionView",
     "crab._contracts.images": "IMAGE_TYPES ImagePart ImageTooLarge sniff_image",

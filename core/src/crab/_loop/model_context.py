@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crab._contracts.events import Event, NoticeEvent
-from crab._contracts.interception import AskUser, redacted_ask
+from crab._contracts.interception import Answer, AskUser, PermissionRequest, redacted_ask
 from crab._contracts.messages import ToolCall
 from crab._contracts.providers import ModelRequest
 from crab._contracts.questions import AskQuestion, redacted_question
@@ -152,6 +152,23 @@ class ModelContext:
                 session, reason, focus, budget=budget, calls=self.calls, base=base, tools=tools
             )
 
+    def _hooked(self, ask: AskUser | None, session: Session) -> AskUser | None:
+        """``ask`` behind the ``crab_permission_request`` hooks: one that answers spares the
+        question; where nobody can be asked there is nothing to answer in their stead."""
+        if ask is None:
+            return None
+        user = ask
+
+        async def asking(request: PermissionRequest) -> Answer:
+            said = await self.host.dispatch.permission_request(request, session.id, session.workspace)
+            if said == "deny":
+                return "deny"
+            if said == "once":
+                return "once"
+            return await user(request)
+
+        return asking
+
     def tool_context(self, session: Session, call: ToolCall, tool: Tool) -> ToolContext:
         """What a tool (or a ``!cmd``) running for ``session`` sees of the agent."""
         session_id = session.id
@@ -164,7 +181,7 @@ class ModelContext:
             state=session.state,
             emit=lambda event: self.emit(event, session_id),
             config=self.config,
-            ask=redacted_ask(session.ask if session.ask is not None else self.ask, self.redact),
+            ask=self._hooked(redacted_ask(session.ask if session.ask is not None else self.ask, self.redact), session),
             local=self.local,
             question=redacted_question(
                 session.question if session.question is not None else self.question, self.redact
