@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from crab._host.plugin_host import PluginHost
     from crab._loop.agent import Agent
 
-PermissionMode = Literal["ask", "yolo", "read-only"]
-PERMISSION_MODES: tuple[str, ...] = ("ask", "yolo", "read-only")
+PermissionMode = Literal["ask", "yolo", "read-only", "plan"]
+PERMISSION_MODES: tuple[str, ...] = ("ask", "yolo", "read-only", "plan")
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,7 @@ ProviderOpt = Annotated[str | None, typer.Option("--provider", help="Provider na
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Model id, or provider/model.")]
 YoloOpt = Annotated[bool, typer.Option("--yolo", help="Allow every tool call without asking.")]
 ReadOnlyOpt = Annotated[bool, typer.Option("--read-only", help="Refuse write and exec tool calls.")]
+PlanOpt = Annotated[bool, typer.Option("--plan", help="Plan mode: read tools only until you approve the model's plan.")]
 ContinueOpt = Annotated[bool, typer.Option("--continue", "-c", help="Continue the latest session of this folder.")]
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Continue the session with this id.")]
 ResumeOpt = Annotated[
@@ -77,6 +78,7 @@ def _run_options(given: dict[str, Any]) -> RunOptions:
         model=given["model"],
         yolo=given["yolo"],
         read_only=given["read_only"],
+        plan=given.get("plan", False),
         continue_latest=given["continue_"],
         session=given["session"],
         store=given["store"],
@@ -105,6 +107,7 @@ def root(
     plugins: PluginsOpt = None,
     yolo: YoloOpt = False,
     read_only: ReadOnlyOpt = False,
+    plan: PlanOpt = False,
     continue_: ContinueOpt = False,
     session: SessionOpt = None,
     store: StoreOpt = None,
@@ -139,6 +142,7 @@ def run(
     plugins: PluginsOpt = None,
     yolo: YoloOpt = False,
     read_only: ReadOnlyOpt = False,
+    plan: PlanOpt = False,
     continue_: ContinueOpt = False,
     session: SessionOpt = None,
     store: StoreOpt = None,
@@ -163,6 +167,7 @@ def chat(
     plugins: PluginsOpt = None,
     yolo: YoloOpt = False,
     read_only: ReadOnlyOpt = False,
+    plan: PlanOpt = False,
     continue_: ContinueOpt = False,
     session: SessionOpt = None,
     store: StoreOpt = None,

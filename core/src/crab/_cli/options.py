@@ -19,6 +19,7 @@ class RunOptions:
     model: str | None = None
     yolo: bool = False
     read_only: bool = False
+    plan: bool = False
     continue_latest: bool = False
     session: str | None = None
     store: str | None = None
