@@ -167,3 +167,53 @@ def test_a_fresh_process_reads_plan_mode_from_the_stored_history(crab_agent):
     second.run("go on")
     assert "plan mode" in results(second, "save")[0]
     assert WRITES == ["y"]
+
+
+def test_a_child_session_follows_its_parents_plan_mode(crab_agent):
+    @crab.tool
+    async def delegate(ctx: crab.ToolContext) -> str:
+        """Run a child agent (as crab-subagents does)."""
+        assert ctx.handle is not None
+        outcome = await ctx.handle.run_child(ctx, "save it", label="helper")
+        return outcome.text
+
+    kid = types.SimpleNamespace(crab_tools=crab.hookimpl(lambda config: [delegate]))
+    replies = [
+        [{"tool": "delegate", "args": {}}],
+        [{"tool": "save", "args": {"text": "by the child"}}],  # the child's first reply
+        [{"text": "child done"}],
+        [{"text": "parent done"}],
+    ]
+    WRITES.clear()
+    h = crab_agent(replies, plugins={"plan": PlanModePlugin(), "tools": TOOLS, "kid": kid}, ask=allow)
+    h.run("/plan")
+    h.run("go")
+    assert WRITES == []
+    refusals = [e.event.content for e in h.events_of(crab.ChildEvent) if isinstance(e.event, crab.ToolResultEvent)]
+    assert refusals and "this session is in plan mode" in refusals[0]
+
+
+def test_the_runs_mode_holds_for_that_run_and_a_switch_for_the_session(crab_agent):
+    first = agent(crab_agent, [[{"text": "a plan"}]], config={"crab.permissions": "plan"})
+    first.run("plan it")
+    # resumed in a run without --plan: the run's mode decides, and the model is told it changed
+    second = agent(
+        crab_agent,
+        [[{"tool": "save", "args": {"text": "x"}}], [{"text": "ok"}], [{"text": "planning"}]],
+        store=first.store,
+        ask=allow,
+    )
+    second.session = second.run_async(second.agent.resume(first.session.id))
+    second.run("do it")
+    assert WRITES == ["x"]
+    told = [m.content for m in second.requests[0].messages if isinstance(m, crab.UserMessage)]
+    assert [t.split("]")[0] + "]" for t in told if t.startswith("[plan")] == ["[plan mode]", "[plan mode over]"]
+    # a /plan switch is the session's (stored with the next prompt): a later run is still in plan mode
+    second.run("/plan")
+    second.run("plan the next part")
+    third = agent(
+        crab_agent, [[{"tool": "save", "args": {"text": "y"}}], [{"text": "ok"}]], store=first.store, ask=allow
+    )
+    third.session = third.run_async(third.agent.resume(first.session.id))
+    third.run("go")
+    assert WRITES == [] and "plan mode" in results(third, "save")[0]
