@@ -92,7 +92,7 @@ class PresentPlan:
 
     async def run(self, arguments: dict[str, Any], ctx: crab.ToolContext) -> crab.ToolResult:
         text, steps = checked(arguments)
-        if not await self.switch.is_on(ctx.session_id):
+        if not await self.switch.in_state(ctx):
             raise crab.ToolError("this session is not in plan mode: there is nothing to approve; go on with the task")
         if ctx.question is None:
             return crab.ToolResult(

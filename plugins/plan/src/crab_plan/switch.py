@@ -101,6 +101,9 @@ class PlanSwitch:
         self.modes: dict[str, bool] = {}
         self.unsaid: dict[str, str] = {}
         """Per session: the note the next prompt records (a switch made by ``/plan``)."""
+        self.pending: dict[str, bool] = {}
+        """Per session: the plan mode to put in its state at its next tool call. Written only when
+        it changes here, so another writer (crab-acp's editor mode) is not undone at every call."""
         self.noted: set[str] = set()
         """Sessions whose model was told of this run's mode (or of a switch) in this process."""
 
@@ -113,7 +116,7 @@ class PlanSwitch:
         """The session's plan mode: from this process, else from its stored entries (a child
         session without markers of its own follows its parent's)."""
         if session_id not in self.modes:
-            self.modes[session_id] = await self._stored(session_id)
+            self.modes[session_id] = self.pending[session_id] = await self._stored(session_id)
         return self.modes[session_id]
 
     async def _stored(self, session_id: str) -> bool:
@@ -132,7 +135,7 @@ class PlanSwitch:
 
     def set(self, session_id: str, on: bool, *, note: bool) -> None:
         """Switch the session; ``note``: the model is told at the next prompt (``/plan``)."""
-        self.modes[session_id] = on
+        self.modes[session_id] = self.pending[session_id] = on
         if note:
             self.unsaid[session_id] = ON_TEXT if on else OFF_TEXT
         else:
@@ -157,5 +160,13 @@ class PlanSwitch:
         return None
 
     async def sync(self, ctx: crab.ToolContext) -> None:
-        """Put the session's plan mode where the permission gate reads it (it runs after us)."""
-        ctx.state[PLAN_KEY] = await self.is_on(ctx.session_id)
+        """Put the session's plan mode where the permission gate reads it (it runs after us), when
+        it is new here: first seen in this process, or switched."""
+        await self.is_on(ctx.session_id)
+        if ctx.session_id in self.pending:
+            ctx.state[PLAN_KEY] = self.pending.pop(ctx.session_id)
+
+    async def in_state(self, ctx: crab.ToolContext) -> bool:
+        """The plan mode the gate sees for this call's session (another plugin may have set it)."""
+        switched = ctx.state.get(PLAN_KEY)
+        return switched if isinstance(switched, bool) else await self.is_on(ctx.session_id)
