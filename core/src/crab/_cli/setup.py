@@ -58,6 +58,7 @@ def prepare(
         # No agent will start to show them, and they may be why setup failed.
         on_setup_notice=lambda line: sys.stderr.write(f"{error_line(f'warning: {line}')}\n"),
         remember_failures=True,  # for `crab plugins list`, which calls no hook
+        isolate=options.worktree,
     )
 
 

@@ -1,0 +1,90 @@
+"""crab-worktree through the real ``crab`` command on real git repositories: ``--worktree`` works in
+a fresh worktree on its own branch; leaving removes one with no change and keeps (and names) one
+with changes, never deleting uncommitted work; bad setups are one line and exit 2, never a run in
+the checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+WRITE = [{"tool": "write_note", "args": {"name": "note.txt", "text": "hi"}}]
+DONE = [{"text": "done"}]
+
+
+@pytest.fixture(autouse=True)
+def _git(git_in):
+    global git
+    git = git_in
+
+
+def crab_worktrees(repo: Path) -> list[str]:
+    return [line for line in git(repo, "worktree", "list").splitlines() if "[crab/" in line]
+
+
+def test_a_run_with_changes_works_in_its_worktree_and_keeps_it_named(repo: Path, crab_in):
+    done = crab_in(
+        repo, [WRITE, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "--worktree=fix", "note it"
+    )
+    assert done.returncode == 0, done.stderr
+    tree = repo / ".crab" / "worktrees" / "fix"
+    assert (tree / "note.txt").read_text() == "hi" and not (repo / "note.txt").exists()
+    assert git(tree, "rev-parse", "--abbrev-ref", "HEAD").strip() == "crab/fix"
+    [kept] = [line for line in done.stderr.splitlines() if "worktree kept" in line]
+    assert f"{tree} on branch crab/fix (1 untracked file)" in kept and "git merge crab/fix" in kept
+    assert len(crab_worktrees(repo)) == 1
+    assert git(repo, "status", "--porcelain") == ""  # the checkout does not see the worktrees' folder
+
+
+def test_a_run_without_changes_removes_its_worktree_and_branch(repo: Path, crab_in):
+    done = crab_in(repo, [DONE], "run", "--provider", "fake", "-m", "script", "-w", "just look")
+    assert done.returncode == 0, done.stderr
+    assert "working in worktree" in done.stderr and "removed: no changes" in done.stderr
+    assert crab_worktrees(repo) == [] and git(repo, "branch", "--list", "crab/*") == ""
+    assert list((repo / ".crab" / "worktrees").iterdir()) == [repo / ".crab" / "worktrees" / ".gitignore"]
+
+
+def test_uncommitted_work_in_a_tracked_file_is_kept_never_deleted(repo: Path, crab_in):
+    edit = [{"tool": "write_note", "args": {"name": "README.md", "text": "changed\n"}}]
+    done = crab_in(repo, [edit, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "--worktree=edit", "go")
+    assert done.returncode == 0, done.stderr
+    tree = repo / ".crab" / "worktrees" / "edit"
+    assert (tree / "README.md").read_text() == "changed\n" and (repo / "README.md").read_text() == "hello\n"
+    assert "1 file changed, 1 insertion(+), 1 deletion(-), 1 uncommitted" in done.stderr
+
+
+def test_a_run_started_in_a_sub_folder_works_in_the_same_sub_folder(repo: Path, crab_in):
+    done = crab_in(repo / "src", [WRITE, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "-w", "go")
+    assert done.returncode == 0, done.stderr
+    [tree] = [p for p in (repo / ".crab" / "worktrees").iterdir() if p.is_dir()]
+    assert (tree / "src" / "note.txt").read_text() == "hi"
+
+
+def test_the_setting_puts_every_run_in_a_worktree(repo: Path, crab_in):
+    args = ["run", "--provider", "fake", "-m", "script", "--yolo", "--set", "plugins.worktree.enabled=true"]
+    done = crab_in(repo, [WRITE, DONE], *args, "--set", "plugins.worktree.name=always", "go")
+    assert done.returncode == 0, done.stderr
+    assert (repo / ".crab" / "worktrees" / "always" / "note.txt").exists()
+
+
+def test_bad_setups_are_one_line_and_never_a_run_in_the_checkout(tmp_path: Path, repo: Path, crab_in):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    cases = [
+        (plain, "fake,worktree,notes", "-w", "is not in one"),
+        (repo, "fake,worktree,notes", "--worktree=bad/name", "a name is letters"),
+        (repo, "fake,notes", "-w", "no loaded plugin gives a separate workspace"),
+    ]
+    for cwd, plugins, flag, said in cases:
+        done = crab_in(
+            cwd, [WRITE, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", flag, "go", plugins=plugins
+        )
+        assert done.returncode == 2, (flag, done.stderr)
+        assert said in done.stderr and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (plain / "note.txt").exists() and not (repo / "note.txt").exists()
+    taken = crab_in(repo, [WRITE, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "--worktree=x", "go")
+    assert taken.returncode == 0
+    again = crab_in(repo, [WRITE, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "--worktree=x", "go")
+    assert again.returncode == 2 and "the branch crab/x exists already" in again.stderr
