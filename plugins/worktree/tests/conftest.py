@@ -52,6 +52,18 @@ def git(cwd: Path, *args: str) -> str:
 
 
 @pytest.fixture
+def notes_source() -> str:
+    """The source of the test's ``write_note`` plugin (for a test that starts crab itself)."""
+    return NOTES
+
+
+@pytest.fixture
+def git_env() -> dict[str, str]:
+    """The identity git uses in the tests."""
+    return GIT_ENV
+
+
+@pytest.fixture
 def git_in() -> Callable[..., str]:
     """``git_in(cwd, *args)``: git's stdout (the test's identity, failing on an error)."""
     return git

@@ -5,47 +5,42 @@ the checkout."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-
-import pytest
 
 WRITE = [{"tool": "write_note", "args": {"name": "note.txt", "text": "hi"}}]
 DONE = [{"text": "done"}]
 
 
-@pytest.fixture(autouse=True)
-def _git(git_in):
-    global git
-    git = git_in
-
-
-def crab_worktrees(repo: Path) -> list[str]:
+def crab_worktrees(git, repo: Path) -> list[str]:
     return [line for line in git(repo, "worktree", "list").splitlines() if "[crab/" in line]
 
 
-def test_a_run_with_changes_works_in_its_worktree_and_keeps_it_named(repo: Path, crab_in):
+def test_a_run_with_changes_works_in_its_worktree_and_keeps_it_named(repo: Path, crab_in, git_in):
     done = crab_in(
         repo, [WRITE, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "--worktree=fix", "note it"
     )
     assert done.returncode == 0, done.stderr
+    git = git_in
     tree = repo / ".crab" / "worktrees" / "fix"
     assert (tree / "note.txt").read_text() == "hi" and not (repo / "note.txt").exists()
     assert git(tree, "rev-parse", "--abbrev-ref", "HEAD").strip() == "crab/fix"
     [kept] = [line for line in done.stderr.splitlines() if "worktree kept" in line]
     assert f"{tree} on branch crab/fix (1 untracked file)" in kept and "git merge crab/fix" in kept
-    assert len(crab_worktrees(repo)) == 1
+    assert len(crab_worktrees(git, repo)) == 1
     assert git(repo, "status", "--porcelain") == ""  # the checkout does not see the worktrees' folder
 
 
-def test_a_run_without_changes_removes_its_worktree_and_branch(repo: Path, crab_in):
+def test_a_run_without_changes_removes_its_worktree_and_branch(repo: Path, crab_in, git_in):
     done = crab_in(repo, [DONE], "run", "--provider", "fake", "-m", "script", "-w", "just look")
     assert done.returncode == 0, done.stderr
     assert "working in worktree" in done.stderr and "removed: no changes" in done.stderr
-    assert crab_worktrees(repo) == [] and git(repo, "branch", "--list", "crab/*") == ""
+    git = git_in
+    assert crab_worktrees(git, repo) == [] and git(repo, "branch", "--list", "crab/*") == ""
     assert list((repo / ".crab" / "worktrees").iterdir()) == [repo / ".crab" / "worktrees" / ".gitignore"]
 
 
-def test_uncommitted_work_in_a_tracked_file_is_kept_never_deleted(repo: Path, crab_in):
+def test_uncommitted_work_in_a_tracked_file_is_kept_never_deleted(repo: Path, crab_in, git_in):
     edit = [{"tool": "write_note", "args": {"name": "README.md", "text": "changed\n"}}]
     done = crab_in(repo, [edit, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "--worktree=edit", "go")
     assert done.returncode == 0, done.stderr
@@ -54,14 +49,14 @@ def test_uncommitted_work_in_a_tracked_file_is_kept_never_deleted(repo: Path, cr
     assert "1 file changed, 1 insertion(+), 1 deletion(-), 1 uncommitted" in done.stderr
 
 
-def test_a_run_started_in_a_sub_folder_works_in_the_same_sub_folder(repo: Path, crab_in):
+def test_a_run_started_in_a_sub_folder_works_in_the_same_sub_folder(repo: Path, crab_in, git_in):
     done = crab_in(repo / "src", [WRITE, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "-w", "go")
     assert done.returncode == 0, done.stderr
     [tree] = [p for p in (repo / ".crab" / "worktrees").iterdir() if p.is_dir()]
     assert (tree / "src" / "note.txt").read_text() == "hi"
 
 
-def test_the_setting_puts_every_run_in_a_worktree(repo: Path, crab_in):
+def test_the_setting_puts_every_run_in_a_worktree(repo: Path, crab_in, git_in):
     args = ["run", "--provider", "fake", "-m", "script", "--yolo", "--set", "plugins.worktree.enabled=true"]
     done = crab_in(repo, [WRITE, DONE], *args, "--set", "plugins.worktree.name=always", "go")
     assert done.returncode == 0, done.stderr
@@ -88,3 +83,24 @@ def test_bad_setups_are_one_line_and_never_a_run_in_the_checkout(tmp_path: Path,
     assert taken.returncode == 0
     again = crab_in(repo, [WRITE, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "--worktree=x", "go")
     assert again.returncode == 2 and "the branch crab/x exists already" in again.stderr
+
+
+def test_crab_chat_in_a_named_worktree_lists_it_and_keeps_it_with_changes(
+    repo: Path, crab_site, crab_screen, git_in, notes_source, git_env
+):
+    crab_site.add_plugin("notes", "crab_worktree_test_notes", notes_source)
+    crab_site.script([WRITE, DONE])
+    env = {**crab_site.env("fake,worktree,notes"), **git_env}
+    command = [sys.executable, "-m", "crab", "chat", "--provider", "fake", "-m", "script", "--yolo", "-w", "feat"]
+    screen = crab_screen(command, cwd=repo, env=env, ready="crab>")
+    screen.type("/worktrees")
+    screen.keys("Enter")
+    tree = repo / ".crab" / "worktrees" / "feat"
+    screen.wait_for("(this session)")
+    screen.type("note it")
+    screen.keys("Enter")
+    screen.wait_for("done")
+    screen.keys("C-d")
+    screen.wait_for("worktree kept:")
+    assert (tree / "note.txt").read_text() == "hi"
+    assert "crab/feat" in git_in(repo, "branch", "--list", "crab/*")
