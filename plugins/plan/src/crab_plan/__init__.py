@@ -58,7 +58,7 @@ class PlanModePlugin:
                 "plan",
                 "plan mode: read tools only until you approve the model's plan",
                 lambda ctx, args: plan_command(self.switch, ctx, args),
-                usage="[on|off]",
+                usage="[on|off|status]",
             )
         ]
 

@@ -6,7 +6,7 @@ import crab
 
 from crab_plan.switch import PlanSwitch
 
-USAGE = "usage: /plan [on|off] (on: read tools only until you approve the model's plan)"
+USAGE = "usage: /plan [on|off|status] (on: read tools only until you approve the model's plan)"
 
 
 async def plan_command(switch: PlanSwitch, ctx: crab.CommandContext, args: str) -> crab.CommandResult:
