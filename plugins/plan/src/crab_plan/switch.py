@@ -104,6 +104,8 @@ class PlanSwitch:
         self.pending: dict[str, bool] = {}
         """Per session: the plan mode to put in its state at its next tool call. Written only when
         it changes here, so another writer (crab-acp's editor mode) is not undone at every call."""
+        self.told: dict[str, bool | None] = {}
+        """Per session: what its stored history last told the model (read once, with the switch)."""
         self.noted: set[str] = set()
         """Sessions whose model was told of this run's mode (or of a switch) in this process."""
 
@@ -127,7 +129,9 @@ class PlanSwitch:
             meta: Mapping[str, object] = (await self.handle.session_info(session_id)).meta
         except crab.CrabError:
             return self.configured
-        found = switched(messages_of(entries))
+        messages = messages_of(entries)
+        self.told[session_id] = told(messages)
+        found = switched(messages)
         if found is not None:
             return found
         parent = meta.get(PARENT_META)
@@ -152,7 +156,7 @@ class PlanSwitch:
             return None
         self.noted.add(session_id)
         on = await self.is_on(session_id)
-        last = told(messages_of(await self.handle.entries(session_id)))
+        last = self.told.get(session_id)
         if on and last is not True:
             return RUN_ON_TEXT
         if not on and last is True:
