@@ -63,7 +63,7 @@ def test_the_setting_puts_every_run_in_a_worktree(repo: Path, crab_in, git_in):
     assert (repo / ".crab" / "worktrees" / "always" / "note.txt").exists()
 
 
-def test_bad_setups_are_one_line_and_never_a_run_in_the_checkout(tmp_path: Path, repo: Path, crab_in):
+def test_bad_setups_are_one_line_and_never_a_run_in_the_checkout(tmp_path: Path, repo: Path, crab_in, git_in):
     plain = tmp_path / "plain"
     plain.mkdir()
     cases = [
@@ -79,10 +79,11 @@ def test_bad_setups_are_one_line_and_never_a_run_in_the_checkout(tmp_path: Path,
         assert said in done.stderr and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (plain / "note.txt").exists() and not (repo / "note.txt").exists()
-    taken = crab_in(repo, [WRITE, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "--worktree=x", "go")
-    assert taken.returncode == 0
-    again = crab_in(repo, [WRITE, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "--worktree=x", "go")
-    assert again.returncode == 2 and "the branch crab/x exists already" in again.stderr
+    git_in(repo, "branch", "crab/taken")  # a branch of that name, not a worktree crab kept
+    taken = crab_in(
+        repo, [WRITE, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "--worktree=taken", "go"
+    )
+    assert taken.returncode == 2 and "the branch crab/taken exists already" in taken.stderr
 
 
 def test_crab_chat_in_a_named_worktree_lists_it_and_keeps_it_with_changes(
@@ -104,3 +105,17 @@ def test_crab_chat_in_a_named_worktree_lists_it_and_keeps_it_with_changes(
     screen.wait_for("worktree kept:")
     assert (tree / "note.txt").read_text() == "hi"
     assert "crab/feat" in git_in(repo, "branch", "--list", "crab/*")
+
+
+def test_a_kept_worktree_is_entered_again_by_its_name_and_never_removed(repo: Path, crab_in, git_in):
+    first = crab_in(
+        repo, [WRITE, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "--worktree=again", "go"
+    )
+    assert first.returncode == 0 and "worktree kept" in first.stderr
+    tree = repo / ".crab" / "worktrees" / "again"
+    git_in(tree, "add", "-A")
+    git_in(tree, "commit", "-q", "-m", "the note")  # committed: nothing uncommitted left in it
+    second = crab_in(repo, [DONE], "run", "--provider", "fake", "-m", "script", "--worktree=again", "look")
+    assert second.returncode == 0, second.stderr
+    assert f"worktree kept: {tree} on branch crab/again (1 commit, 1 file changed, 1 insertion(+))" in second.stderr
+    assert tree.is_dir() and "crab/again" in git_in(repo, "branch", "--list", "crab/*")

@@ -25,6 +25,8 @@ class Worktree:
     branch: str
     base: str
     origin: Path
+    reused: bool = False
+    """Made by an earlier run and entered again (``--worktree NAME`` of a kept one): never removed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +74,15 @@ def create(start: Path, name: str, folder: str, prefix: str) -> tuple[Worktree, 
     if not base:
         raise WorktreeError(f"--worktree needs a commit to start from, and {top} has none yet (commit first)")
     branch = prefix + name
-    if git(top, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).strip():
-        raise WorktreeError(f"--worktree {name}: the branch {branch} exists already; pick another name")
     home = top / folder
     path = home / name
+    kept = next((t for t in listing(top, prefix) if t.branch == branch), None)
+    if kept is not None and kept.path.resolve() == path.resolve() and path.is_dir():
+        # a worktree an earlier run kept: enter it again (its sessions are there, `crab -w NAME -c`)
+        start_point = git(top, "merge-base", base, branch, check=False).strip() or base
+        return Worktree(name, path, branch, start_point, top, reused=True), _inside(start, top, path)
+    if git(top, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).strip():
+        raise WorktreeError(f"--worktree {name}: the branch {branch} exists already; pick another name")
     if path.exists():
         raise WorktreeError(f"--worktree {name}: {path} exists already; pick another name")
     home.mkdir(parents=True, exist_ok=True)
@@ -83,8 +90,13 @@ def create(start: Path, name: str, folder: str, prefix: str) -> tuple[Worktree, 
     if home.is_relative_to(top) and not ignore.exists():
         ignore.write_text(IGNORE_ALL, encoding="utf-8")  # the checkout's status never lists them
     git(top, "worktree", "add", "--quiet", "-b", branch, str(path), base)
-    inside = path / Path(start).resolve().relative_to(top.resolve()) if start.resolve() != top.resolve() else path
-    return Worktree(name, path, branch, base, top), inside if inside.is_dir() else path
+    return Worktree(name, path, branch, base, top), _inside(start, top, path)
+
+
+def _inside(start: Path, top: Path, path: Path) -> Path:
+    """The folder of worktree ``path`` that matches ``start`` in the checkout at ``top``."""
+    inside = path / start.resolve().relative_to(top.resolve())
+    return inside if inside.is_dir() else path
 
 
 def changes(tree: Worktree) -> Changes:
@@ -101,7 +113,7 @@ def leave(tree: Worktree) -> str:
     if not tree.path.is_dir():
         return f"worktree {tree.name}: {tree.path} is gone already"
     held = changes(tree)
-    if held.none and git(tree.path, "rev-parse", "HEAD").strip() == tree.base:
+    if not tree.reused and held.none and git(tree.path, "rev-parse", "HEAD").strip() == tree.base:
         # no --force: git itself refuses a worktree with changes, should one appear meanwhile
         git(tree.origin, "worktree", "remove", str(tree.path))
         branch = git(tree.origin, "rev-parse", "--verify", "--quiet", f"refs/heads/{tree.branch}", check=False)
