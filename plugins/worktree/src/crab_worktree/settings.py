@@ -16,7 +16,13 @@ TABLE = crab.ConfigTable(
             "where worktrees are made, relative to the repository's top folder",
             trust_only=True,
         ),
-        crab.Setting("branch_prefix", "str", "crab/", "each worktree's branch is this prefix and its name"),
+        crab.Setting(
+            "branch_prefix",
+            "str",
+            "crab/",
+            "each worktree's branch is this prefix and its name (and /worktrees lists those)",
+            trust_only=True,  # which branches of your repository crab makes, and may delete when unchanged
+        ),
     ),
     doc="crab-worktree: sessions in git worktrees of their own",
 )
