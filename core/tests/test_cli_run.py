@@ -111,6 +111,7 @@ def test_exit_1_when_the_model_fails(crab_run, env, workspace, tmp_path):
         (["run", "x"], "scripted: pass -m scripted/FILE"),
         (["run", "-m", "scripted//no/such/file", "x"], "no such script /no/such/file"),
         (["run", "--yolo", "--read-only", "x"], "contradict"),
+        (["run", "--plan", "--yolo", "x"], "--yolo and --plan contradict each other"),
         (["run", "--set", "novalue", "x"], "--set takes KEY=VALUE"),
         (["run", "--store", "nothing", "-m", "scripted/{script}", "x"], "no store named 'nothing'"),
         (["run", "--output", "yaml", "x"], "yaml"),

@@ -69,7 +69,7 @@ def test_bad_shapes_are_clear(crab_home: Path):
         load_config(env={})
     assert str(info.value) == (
         f'user config {crab_home / "config.toml"}: crab.permissions: expected one of "ask", "yolo", '
-        '"read-only", found "maybe"'
+        '"read-only", "plan", found "maybe"'
     )
 
 

@@ -358,3 +358,14 @@ def test_untrusted_project_may_lower_max_image_bytes_never_raise_it(
     trusted = load_config(cwd=work, env={})
     trusted.resolve([])
     assert trusted.get("crab.max_image_bytes") == int(project.split("=")[1])
+
+
+def test_plan_mode_sits_between_read_only_and_ask_for_an_untrusted_project(crab_home: Path, tmp_path: Path) -> None:
+    narrowed = plugin_config(crab_home, tmp_path, "", '[crab]\npermissions = "plan"\n')
+    assert narrowed.get("crab.permissions") == "plan" and narrowed.ignored == []
+    widened = plugin_config(crab_home, tmp_path, '[crab]\npermissions = "plan"\n', '[crab]\npermissions = "ask"\n')
+    assert widened.get("crab.permissions") == "plan" and widened.ignored == ["crab.permissions"]
+    from_read_only = plugin_config(
+        crab_home, tmp_path, '[crab]\npermissions = "read-only"\n', '[crab]\npermissions = "plan"\n'
+    )
+    assert from_read_only.get("crab.permissions") == "read-only"

@@ -70,6 +70,53 @@ def test_read_only_refuses_write_and_exec_even_when_it_could_ask(crab_agent):
     assert all("read-only" in r for r in got["save"] + got["shell"])
 
 
+@crab.tool(permission="network")
+def fetch(url: str) -> str:
+    """Pretend to fetch."""
+    return f"fetched {url}"
+
+
+def test_plan_mode_refuses_write_and_exec_saying_why_and_asks_network_as_ask_does(crab_agent):
+    asked: list[PermissionRequest] = []
+
+    async def ask(request: PermissionRequest):
+        asked.append(request)
+        return "once"
+
+    plugin = types.SimpleNamespace(crab_tools=crab.hookimpl(lambda config: [save, shell, look, fetch]))
+    script = [*SCRIPT[:2], [{"tool": "fetch", "args": {"url": "u"}}], [{"text": "done"}]]
+    h = crab_agent(script, plugins={"p": plugin}, config={"crab.permissions": "plan"}, ask=ask)
+    h.run("go")
+    got = results(h)
+    assert got["look"] == ["looked"] and got["fetch"] == ["fetched u"]
+    assert [r.tool for r in asked] == ["fetch"]  # write and exec are refused, never asked
+    for refusal in got["save"] + got["shell"]:
+        assert "this session is in plan mode" in refusal and "approves your plan" in refusal
+
+
+def _switching(value: bool):
+    """A plugin that sets a session's plan switch, as crab-plan does, before the gate reads it."""
+
+    def before(ctx):
+        ctx.state["crab.permissions.plan"] = value
+
+    return types.SimpleNamespace(
+        crab_tools=crab.hookimpl(lambda config: [save, shell, look]),
+        crab_before_tool_call=crab.hookimpl(tryfirst=True)(before),
+    )
+
+
+def test_a_sessions_plan_switch_wins_over_the_mode_both_ways(crab_agent):
+    # on: a yolo session put in plan mode is refused writes
+    h = crab_agent(SCRIPT, plugins={"p": _switching(True)}, config={"crab.permissions": "yolo"})
+    h.run("go")
+    assert all("plan mode" in r for r in results(h)["save"])
+    # off: a plan session whose plan was approved runs as ask did (here: nobody to ask)
+    h = crab_agent(SCRIPT, plugins={"p": _switching(False)}, config={"crab.permissions": "plan"}, ask=None)
+    h.run("go")
+    assert results(h)["save"][0].startswith("Refused: save needs write permission and this run cannot ask")
+
+
 @pytest.mark.parametrize(
     ("answers", "expected_saves", "questions"),
     [

@@ -252,6 +252,24 @@ def test_r_without_a_value_means_the_picker(given: list[str], meant: list[str]) 
     assert resume_picker_args(given) == meant
 
 
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [
+        (["-w"], ["--worktree="]),
+        (["-w", "fix"], ["-w", "fix"]),
+        (["-w", "chat"], ["--worktree=", "chat"]),
+        (["chat", "--worktree", "-m", "x"], ["chat", "--worktree=", "-m", "x"]),
+        (["run", "-w", "fix it"], ["run", "--worktree=", "fix it"]),  # in a run the next word is the prompt
+        (["run", "-o", "json", "-w", "go"], ["run", "-o", "json", "--worktree=", "go"]),
+        (["run", "--worktree=name", "go"], ["run", "--worktree=name", "go"]),
+        (["run", "-r", "x"], ["run", "-r", "x"]),  # crab run has no picker
+        (["sessions", "list", "-w", "/src"], ["sessions", "list", "-w", "/src"]),  # another command's -w
+    ],
+)
+def test_worktree_without_a_name_is_written_empty(given: list[str], meant: list[str]) -> None:
+    assert resume_picker_args(given) == meant
+
+
 def test_the_pickers_answer() -> None:
     ids = ["20261202T010000-aaaaaa", "20261201T230000-bbbbbb"]
     assert chosen("", ids) is None

@@ -59,7 +59,7 @@ def test_acp_new_session_streams_the_reply_and_offers_commands(crab_acp: Any, ed
     new, answer, command = crab_acp.run(go())
     assert answer.stop_reason == "end_turn" and command.stop_reason == "end_turn"
     assert new.modes.current_mode_id == "ask"
-    assert [m.id for m in new.modes.available_modes] == ["ask", "read-only", "yolo"]
+    assert [m.id for m in new.modes.available_modes] == ["ask", "read-only", "yolo", "plan"]
     model_option = new.config_options[0].root if hasattr(new.config_options[0], "root") else new.config_options[0]
     assert model_option.category == "model" and model_option.current_value == model
     assert "".join(u.content.text for u in editor.of("agent_thought_chunk")) == "let me think"
@@ -143,6 +143,29 @@ def test_acp_plans_and_mode_changes(crab_acp: Any, editor: Any) -> None:
     assert editor.questions == []
     failed = [u for u in editor.of("tool_call_update") if u.status == "failed"]
     assert "read-only" in failed[0].content[-1].content.text
+
+
+def test_acp_plan_mode_refuses_writes_until_a_plan_is_approved_then_runs_as_ask(crab_acp: Any, editor: Any) -> None:
+    model = crab_acp.script(
+        [{"tool": "patch_file", "args": {"path": "early.txt"}}],
+        [{"tool": "approve_plan", "args": {}}],
+        [{"tool": "patch_file", "args": {"path": "late.txt"}}],
+        [{"text": "done"}],
+    )
+    editor.answers = ["once"]
+
+    async def go() -> None:
+        async with crab_acp.connect(model, editor) as (conn, _):
+            session = await start(conn, crab_acp)
+            await conn.set_session_mode(session_id=session, mode_id="plan")
+            await conn.prompt(session_id=session, prompt=[acp.text_block("plan, then patch")])
+
+    crab_acp.run(go())
+    assert not (crab_acp.work / "early.txt").exists()  # plan mode refused it without asking
+    failed = [u for u in editor.of("tool_call_update") if u.status == "failed"]
+    assert "this session is in plan mode" in failed[0].content[-1].content.text
+    assert [u.current_mode_id for u in editor.of("current_mode_update")] == ["ask"]  # approved: the mode follows
+    assert (crab_acp.work / "late.txt").exists() and len(editor.questions) == 1  # asked, as in ask mode
 
 
 def test_acp_cancel_mid_tool_ends_the_process_and_pairs_the_call(crab_acp: Any, editor: Any) -> None:

@@ -4,6 +4,8 @@ took the call that set it out of the context."""
 
 from __future__ import annotations
 
+import types
+
 import crab
 
 from crab_todo import TodoPlugin
@@ -207,3 +209,21 @@ def test_after_a_compaction_the_plan_note_stays_the_same_when_the_model_updates_
     after = [r.system for r in harness.requests[compacted_at:]]
     assert note(PLAN) in after[0]
     assert len(set(after)) == 1, "the system prompt changed after the compaction: " + str(len(set(after)))
+
+
+def test_a_checklist_another_plugin_sets_is_the_sessions_plan(crab_agent):
+    # crab-plan's approved plan arrives as a PlanEvent from its own tool, not as a todo call
+    @crab.tool
+    def approve(ctx: crab.ToolContext) -> str:
+        """Pretend the user approved a plan."""
+        ctx.emit(crab.PlanEvent(ctx.session_id, (crab.PlanItem("save a"), crab.PlanItem("save b"))))
+        return "approved"
+
+    other = types.SimpleNamespace(crab_tools=crab.hookimpl(lambda config: [approve]))
+    harness = crab_agent(
+        [[{"tool": "approve", "args": {}}], [{"text": "ok"}]], plugins={"todo": TodoPlugin(), "plan": other}
+    )
+    harness.run("go")
+    harness.run("/todo")
+    [shown] = harness.events_of(crab.CommandOutput)
+    assert shown.text.splitlines() == ["plan (0/2 done):", "[ ] save a", "[ ] save b"]

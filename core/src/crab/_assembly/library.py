@@ -86,7 +86,8 @@ class Agent(Generic[OutputT]):
       ``user_config``, ``project_config`` and ``environment`` switch those layers off.
     - ``store``: a ``crab.Store`` or a store's name (None: the config's choice, else memory).
     - ``workspace``: the folder tools work in (default: the current one).
-    - ``permissions``: ``"ask"`` (default), ``"yolo"`` or ``"read-only"``; ``ask`` answers the
+    - ``permissions``: ``"ask"`` (default), ``"yolo"``, ``"read-only"`` or ``"plan"`` (read-only
+      until a plan is approved through ``question``, with crab-plan; then ``ask``); ``ask`` answers the
       gate's questions, sync or async, with ``"once"``, ``"always"`` (this permission class for
       the rest of the session) or ``"deny"``. Without ``ask`` nothing that writes, runs or reaches
       the network is allowed in ``"ask"`` mode.

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from crab._host.plugin_host import PluginHost
     from crab._loop.agent import Agent
 
-PermissionMode = Literal["ask", "yolo", "read-only"]
-PERMISSION_MODES: tuple[str, ...] = ("ask", "yolo", "read-only")
+PermissionMode = Literal["ask", "yolo", "read-only", "plan"]
+PERMISSION_MODES: tuple[str, ...] = ("ask", "yolo", "read-only", "plan")
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +137,7 @@ def assemble(
     check_model: bool = True,
     on_setup_notice: Callable[[str], object] | None = None,
     remember_failures: bool = False,
+    isolate: str | None = None,
 ) -> Assembly:
     """Build one agent (not started: ``await agent.start()``); raises ``crab.errors`` on bad setup.
 
@@ -150,6 +151,9 @@ def assemble(
     such a tool says so at once). ``require_plugins`` makes a listed plugin that did not load an error.
     ``check_model=False`` skips a provider object's ``check`` (the test kit's agents use the model
     id ``scripted`` with any provider a test hands them).
+    ``isolate`` is the user's ``--worktree [NAME]`` (``""``: no name): a plugin's ``crab_workspace``
+    must give a folder to work in instead of ``workspace``, or ``UsageError``; with None a plugin may
+    still choose one (its own setting).
     ``on_setup_notice`` gets the config notices and plugin failures when setup fails before an agent
     exists to show them. ``remember_failures`` (the CLI's runs) keeps the plugin failures the run
     meets in crab's home for ``crab plugins list`` (``crab._host.last_run``).
@@ -190,6 +194,8 @@ def assemble(
             if check_model:
                 chosen.check(model_id)
         chosen_store = store if store is not None and not isinstance(store, str) else choose_store(host, config)
+        # last: a plugin's folder (a worktree) is made only once nothing else of the setup can fail
+        where = choose_workspace(host, config, where, isolate)
     except CrabError as exc:
         if remember_failures:
             remember(host, config, complete=False)  # no start-up ran: what failed so far, nothing cleared
@@ -213,6 +219,24 @@ def assemble(
     )
     thinking.agent = agent
     return Assembly(config, host, agent)
+
+
+def choose_workspace(host: PluginHost, config: Config, workspace: Path, request: str | None) -> Path:
+    """The folder the run works in: the first one a plugin's ``crab_workspace`` gives, else
+    ``workspace``; ``UsageError`` when the user asked for one (``request``) and none was given."""
+    before = len(host.failures)
+    for _plugin, chosen in host.dispatch.collect("crab_workspace", workspace=workspace, request=request, config=config):
+        if isinstance(chosen, str | Path):
+            return Path(chosen)
+    if request is None:
+        return workspace
+    failed = [failure.line for failure in host.failures[before:]]
+    if failed:
+        raise UsageError(failed[0])  # the failure's own line, shown once (not again as a notice)
+    raise UsageError(
+        "--worktree: no loaded plugin gives a separate workspace (crab_workspace); "
+        "see `crab plugins list`, or run without --worktree"
+    )
 
 
 def _first_model(provider: Provider) -> str:

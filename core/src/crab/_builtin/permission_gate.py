@@ -1,5 +1,6 @@
-"""The permission gate: reads pass; writes, exec and network ask the user once, always, or not. A
-seatbelt against a confused model, not a security boundary (docs/security.md)."""
+"""The permission gate: reads pass; writes, exec and network ask the user once, always, or not; in
+plan mode writes and exec are refused until the user approves a plan. A seatbelt against a confused
+model, not a security boundary (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,17 @@ from crab._contracts.tools import Tool, ToolContext
 from crab._host.hookspecs import hookimpl
 
 ALWAYS_KEY = "crab.permissions.always"
+
+PLAN_KEY = "crab.permissions.plan"
+"""``ToolContext.state`` key of a session's plan mode: True in plan mode, False out of it, absent
+where the configured mode decides (``plan``: in it). A plugin's code sets it (crab-plan's ``/plan``
+and plan approval); a model cannot, as no tool argument reaches a session's state."""
+
+PLAN_REFUSED = (
+    "Refused: {tool} needs {permission} permission and this session is in plan mode: only tools that "
+    "read run until the user approves a plan. Keep exploring with read tools and present your plan "
+    "for the user's approval: plan mode ends when the user approves your plan or leaves it."
+)
 
 
 _PADDING = re.compile(r"\s{3,}")
@@ -34,9 +46,19 @@ def summarize(call: ToolCall, limit: int = 400) -> str:
     return f"{text[:keep]} …⟨{hidden} characters not shown⟩… {text[-keep:]}"
 
 
+def in_plan_mode(mode: str, state: dict[str, Any]) -> bool:
+    """Whether a session whose scratch is ``state`` is in plan mode under the configured ``mode``."""
+    switched = state.get(PLAN_KEY)
+    return switched if isinstance(switched, bool) else mode == "plan"
+
+
 async def decide(mode: str, call: ToolCall, tool: Tool, ctx: ToolContext) -> Decision:
     """The gate's decision for one call (see the module docstring)."""
     permission = tool.permission
+    if permission in ("write", "exec") and in_plan_mode(mode, ctx.state):
+        return Deny(PLAN_REFUSED.format(tool=tool.name, permission=permission))
+    if mode == "plan":
+        mode = "ask"  # out of plan mode, or a call plan mode lets pass (network): asked as before
     if permission == "read" or mode == "yolo":
         return Allow()
     if mode == "read-only" and permission in ("write", "exec"):
@@ -67,8 +89,11 @@ async def decide(mode: str, call: ToolCall, tool: Tool, ctx: ToolContext) -> Dec
 class PermissionGate:
     """Core's built-in ``crab_before_tool_call``; runs last so it sees the final arguments.
 
-    ``mode`` is ``ask`` (default), ``yolo`` (allow everything) or ``read-only`` (refuse write and
-    exec). Where nobody can answer (a non-interactive run) it refuses. A question carries the diffs
+    ``mode`` is ``ask`` (default), ``yolo`` (allow everything), ``read-only`` (refuse write and
+    exec) or ``plan`` (``ask`` once the user approved a plan, refusing write and exec before). A
+    session's own plan switch (``PLAN_KEY`` in its state) wins over the mode, so ``/plan`` puts an
+    ``ask`` or ``yolo`` session in plan mode and approval takes it back to the mode it had. Where
+    nobody can answer (a non-interactive run) it refuses. A question carries the diffs
     the call would make when its tool can preview them (``Tool.preview``).
     """
 

@@ -46,6 +46,16 @@ ProviderOpt = Annotated[str | None, typer.Option("--provider", help="Provider na
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Model id, or provider/model.")]
 YoloOpt = Annotated[bool, typer.Option("--yolo", help="Allow every tool call without asking.")]
 ReadOnlyOpt = Annotated[bool, typer.Option("--read-only", help="Refuse write and exec tool calls.")]
+WorktreeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--worktree",
+        "-w",
+        metavar="[NAME]",
+        help="Work in a fresh git worktree on a branch of its own (crab-worktree); NAME names it.",
+    ),
+]
+PlanOpt = Annotated[bool, typer.Option("--plan", help="Plan mode: read tools only until you approve the model's plan.")]
 ContinueOpt = Annotated[bool, typer.Option("--continue", "-c", help="Continue the latest session of this folder.")]
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Continue the session with this id.")]
 ResumeOpt = Annotated[
@@ -81,6 +91,8 @@ def _run_options(given: dict[str, Any]) -> RunOptions:
         model=given["model"],
         yolo=given["yolo"],
         read_only=given["read_only"],
+        plan=given.get("plan", False),
+        worktree=given.get("worktree"),
         continue_latest=given["continue_"],
         session=given["session"],
         store=given["store"],
@@ -109,6 +121,8 @@ def root(
     plugins: PluginsOpt = None,
     yolo: YoloOpt = False,
     read_only: ReadOnlyOpt = False,
+    plan: PlanOpt = False,
+    worktree: WorktreeOpt = None,
     continue_: ContinueOpt = False,
     session: SessionOpt = None,
     store: StoreOpt = None,
@@ -144,6 +158,8 @@ def run(
     plugins: PluginsOpt = None,
     yolo: YoloOpt = False,
     read_only: ReadOnlyOpt = False,
+    plan: PlanOpt = False,
+    worktree: WorktreeOpt = None,
     continue_: ContinueOpt = False,
     session: SessionOpt = None,
     store: StoreOpt = None,
@@ -173,6 +189,8 @@ def chat(
     plugins: PluginsOpt = None,
     yolo: YoloOpt = False,
     read_only: ReadOnlyOpt = False,
+    plan: PlanOpt = False,
+    worktree: WorktreeOpt = None,
     continue_: ContinueOpt = False,
     session: SessionOpt = None,
     store: StoreOpt = None,
@@ -466,16 +484,21 @@ def _add_sessions(args: Sequence[str]) -> None:
 
 
 RESUME_FLAGS = ("-r", "--resume")
+WORKTREE_FLAGS = ("-w", "--worktree")
 ROOT_VALUE_OPTIONS = frozenset(
     ("--provider", "--model", "-m", "--plugins", "--session", "--store", "--set", "--renderer", *RESUME_FLAGS)
 )
 """The options of bare ``crab`` and ``crab chat`` that take a value (the word after one is no command)."""
+RUN_VALUE_OPTIONS = frozenset(("--output", "-o", "--attach", "-a"))
+"""``crab run``'s own options that take a value (the word after one is not its prompt)."""
 
 
 def resume_picker_args(args: Sequence[str]) -> list[str]:
     """``args`` with a ``-r``/``--resume`` of bare ``crab`` or ``crab chat`` that has no value
     (last, or before another option) written ``--resume=``: typer has no option whose value may
     be left out, and an empty id means "show the picker". Other commands' ``-r`` are left alone.
+    ``-w``/``--worktree`` without a name is written ``--worktree=`` the same way (bare ``crab``,
+    ``crab chat``, and always in ``crab run``, where the next word is the prompt).
     """
     out = list(args)
     command: str | None = None
@@ -483,15 +506,22 @@ def resume_picker_args(args: Sequence[str]) -> list[str]:
     while index < len(out):
         token = out[index]
         following = out[index + 1] if index + 1 < len(out) else None
-        if token in RESUME_FLAGS:
+        if token in WORKTREE_FLAGS:
+            # a name only where no prompt can follow (bare crab, crab chat): `crab run -w "fix it"`
+            # is a prompt, and a run names its worktree with --worktree=NAME
+            if command == "run" or following is None or following.startswith("-") or following == "chat":
+                out[index] = "--worktree="
+            else:
+                index += 1
+        elif token in RESUME_FLAGS and command != "run":
             if following is None or following.startswith("-") or (command is None and following == "chat"):
                 out[index] = "--resume="
             else:
                 index += 1  # its value
-        elif token in ROOT_VALUE_OPTIONS:
+        elif token in ROOT_VALUE_OPTIONS or (command == "run" and token in RUN_VALUE_OPTIONS):
             index += 1
         elif not token.startswith("-"):
-            if command is not None or token != "chat":
+            if command is not None or token not in ("chat", "run"):
                 break  # another command's arguments: its options are its own
             command = token
         index += 1

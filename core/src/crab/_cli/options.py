@@ -11,7 +11,8 @@ class RunOptions:
 
     ``plugins`` is ``--plugins`` (None: ``CRAB_PLUGINS`` or config decide); ``settings`` are the
     ``--set KEY=VALUE`` items in order; ``session`` and ``continue_latest`` pick the session, and
-    so does ``resume`` (``crab chat -r ID``; ``""``: ``-r`` alone, pick one from a list).
+    so does ``resume`` (``crab chat -r ID``; ``""``: ``-r`` alone, pick one from a list);
+    ``worktree`` is ``--worktree [NAME]`` (``""``: no name), for a plugin's ``crab_workspace``.
     """
 
     plugins: str | None = None
@@ -19,6 +20,8 @@ class RunOptions:
     model: str | None = None
     yolo: bool = False
     read_only: bool = False
+    plan: bool = False
+    worktree: str | None = None
     continue_latest: bool = False
     session: str | None = None
     store: str | None = None

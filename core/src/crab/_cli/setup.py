@@ -29,9 +29,13 @@ def overrides_from(options: RunOptions) -> dict[str, Any]:
 
 
 def permission_mode(options: RunOptions) -> PermissionMode | None:
-    """``--yolo`` or ``--read-only`` (None: the config decides)."""
-    if options.yolo and options.read_only:
-        raise UsageError("--yolo and --read-only contradict each other; pick one")
+    """``--yolo``, ``--read-only`` or ``--plan`` (None: the config decides)."""
+    flags = (("--yolo", options.yolo), ("--read-only", options.read_only), ("--plan", options.plan))
+    given = [flag for flag, on in flags if on]
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)} contradict each other; pick one")
+    if options.plan:
+        return "plan"
     if options.yolo:
         return "yolo"
     return "read-only" if options.read_only else None
@@ -62,6 +66,7 @@ def prepare(
         # No agent will start to show them, and they may be why setup failed.
         on_setup_notice=lambda line: sys.stderr.write(f"{error_line(f'warning: {line}')}\n"),
         remember_failures=True,  # for `crab plugins list`, which calls no hook
+        isolate=options.worktree,
     )
 
 

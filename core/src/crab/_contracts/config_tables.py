@@ -229,7 +229,7 @@ def validate_table(table: ConfigTable, raw: Mapping[str, Any] | None) -> dict[st
     return values
 
 
-PERMISSION_MODES = ("read-only", "ask", "yolo")
+PERMISSION_MODES = ("read-only", "plan", "ask", "yolo")
 
 _CAPS = ("max_image_bytes",)
 """``[crab]`` caps an untrusted project may lower but never raise past what the user's layers give."""
@@ -268,8 +268,9 @@ CORE_TABLE = ConfigTable(
             "permissions",
             "str",
             "ask",
-            "the permission gate: ask, yolo (allow everything) or read-only",
-            choices=("ask", "yolo", "read-only"),
+            "the permission gate: ask, yolo (allow everything), read-only, or plan (read-only until the "
+            "user approves a plan, then ask)",
+            choices=("ask", "yolo", "read-only", "plan"),
             trust_order=PERMISSION_MODES,
         ),
         Setting("max_iterations", "int", 25, "model calls per turn", minimum=1, maximum=10_000),

@@ -119,6 +119,19 @@ def crab_doctor(config: Config) -> list[tuple[str, str]] | None:
     """
 
 
+@hookspec(category="registration", on_failure="fail-plugin")
+def crab_workspace(workspace: Path, request: str | None, config: Config) -> Path | None:
+    """Choose the folder a run works in, before its agent and any session exist.
+
+    ``workspace`` is the folder crab was started in; ``request`` is what the user asked for on
+    the command line with ``--worktree [NAME]`` (``""``: no name given) or None when they did not.
+    Return a folder to work there instead (crab-worktree: a fresh git worktree), or None. The
+    first folder returned wins; the agent's tools, sessions, checkpoints and sandbox then use it.
+    When ``request`` is not None and no plugin returns a folder, the run stops with a usage error
+    (it never works in the folder the user asked to keep out of). Not first-result.
+    """
+
+
 # --- context ------------------------------------------------------------------------------
 
 

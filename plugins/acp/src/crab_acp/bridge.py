@@ -4,7 +4,9 @@ Handed to the agent as ``plugin_objects`` (never an entry point): it keeps the a
 ``crab.AgentHandle`` from ``crab_startup`` (commands, stored history), offers the tools that go
 through the editor when the client has the capability (``editor_fs``, ``editor_terminal``), and
 refuses writes and commands while the session is in the ``read-only`` mode, with the words
-crab's permission gate uses, before the gate is asked.
+crab's permission gate uses, before the gate is asked. In the ``plan`` mode it sets the session's
+plan switch, which the gate reads (docs/security.md, "Plan mode"), and when an approved plan turned
+it off it moves the editor's mode to ``ask``.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import crab
+from acp.helpers import update_current_mode
 
 NAME = "acp-editor"
+PLAN_KEY = "crab.permissions.plan"
+"""The session-state key of its plan switch, which core's permission gate reads."""
 
 
 @dataclass
@@ -34,6 +39,8 @@ class Bridge:
         self.connection = connection
         self.caps = caps
         self.mode = mode
+        self.plan_switch: bool | None = True if mode == "plan" else None
+        """The plan switch to put in the session's state at its next tool call (the mode changed)."""
         self.handle: crab.AgentHandle | None = None
         self.seen: Callable[[crab.Event], None] = lambda event: None
         """Told of every event as it is emitted (the session's ``UpdateMapper.seen``)."""
@@ -58,8 +65,21 @@ class Bridge:
             tools.append(editor_bash(lambda: self.connection))
         return tools
 
+    def set_mode(self, mode: str) -> None:
+        """The editor's mode; entering or leaving ``plan`` switches the session's plan mode."""
+        if (mode == "plan") != (self.mode == "plan"):
+            self.plan_switch = mode == "plan"
+        self.mode = mode
+
     @crab.hookimpl
-    def crab_before_tool_call(self, tool: crab.Tool) -> crab.Deny | None:
+    async def crab_before_tool_call(self, tool: crab.Tool, ctx: crab.ToolContext) -> crab.Deny | None:
+        if self.plan_switch is not None:
+            ctx.state[PLAN_KEY] = self.plan_switch
+            self.plan_switch = None
+        elif self.mode == "plan" and ctx.state.get(PLAN_KEY) is False:
+            # the user approved a plan (or left plan mode): the session runs as ask, and says so
+            self.mode = "ask"
+            await self.connection.session_update(session_id=ctx.session_id, update=update_current_mode("ask"))
         if self.mode == "read-only" and tool.permission in ("write", "exec"):
             return crab.Deny(
                 f"Refused: {tool.name} needs {tool.permission} permission and this session is read-only "

@@ -1,14 +1,17 @@
 """Session modes (crab's permission modes) and the permission question as the editor asks it.
 
-The editor's modes are crab's three: ``ask`` (reads pass, the rest is asked), ``read-only``
-(writes and commands refused) and ``yolo`` (everything allowed). A session starts in the mode
+The editor's modes are crab's four: ``ask`` (reads pass, the rest is asked), ``read-only``
+(writes and commands refused), ``yolo`` (everything allowed) and ``plan`` (writes and commands
+refused until the user approves a plan: ACP's plan session mode). A session starts in the mode
 crab's config gives (``[crab] permissions``, with its trust rules) and its agent always runs
 crab's gate in ``ask``: ``read-only`` refuses in crab-acp's interceptor before the gate
-(``crab_acp.bridge``), ``yolo`` answers the gate's question "once" itself, so the user may move
-between all three at any time. A question goes to ``session/request_permission`` with allow
-once / always allow / reject; a cancelled question, or any answer that is not an allow, refuses.
-A tool's question with choices (crab-ask's ``ask_user``) is asked the same way, one option a
-choice; one that wants free words has no ACP form yet, so it gets no answer (the tool says so).
+(``crab_acp.bridge``), ``yolo`` answers the gate's question "once" itself, and ``plan`` sets the
+session's plan switch the gate reads (an approved plan, crab-plan's ``present_plan``, turns it off
+and the editor's mode goes to ``ask``), so the user may move between all four at any time. A
+question goes to ``session/request_permission`` with allow once / always allow / reject; a
+cancelled question, or any answer that is not an allow, refuses. A tool's question with choices
+(crab-ask's ``ask_user``, crab-plan's approval) is asked the same way, one option a choice; one
+that wants free words only has no ACP form yet, so it gets no answer (the tool says so).
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ MODES = (
     ),
     SessionMode(id="read-only", name="Read-only", description="Writes and commands are refused without asking"),
     SessionMode(id="yolo", name="Yolo", description="Every tool call is allowed without asking"),
+    SessionMode(
+        id="plan",
+        name="Plan",
+        description="Reads only: writes and commands are refused until you approve the model's plan",
+    ),
 )
 MODE_IDS = tuple(mode.id for mode in MODES)
 

@@ -124,7 +124,7 @@ class AcpSession:
         else:  # the configured mode becomes the session's starting mode; crab's gate stays in ask
             first.close()
             agent = self._build()
-        self.bridge.mode = configured
+        self.bridge.set_mode(configured)
         await self._adopt(agent)
         handle = self._handle()
         if session_id is None:
@@ -214,7 +214,7 @@ class AcpSession:
     # --- changing it --------------------------------------------------------------------------
 
     def set_mode(self, mode: str) -> None:
-        self.bridge.mode = mode
+        self.bridge.set_mode(mode)
 
     async def set_model(self, model: str) -> None:
         """Switch the session to ``model`` as crab's ``/model`` does (stored, so a resume keeps it)."""

@@ -1,4 +1,5 @@
-"""Tools for crab-acp's end-to-end tests: a change with its diff, a plan, a long command, a note."""
+"""Tools for crab-acp's end-to-end tests: a change with its diff, a plan, a long command, a note, a
+plan approved."""
 
 import asyncio
 import subprocess
@@ -76,9 +77,16 @@ ask_user = crab.Tool(
 )
 
 
+@crab.tool
+def approve_plan(ctx: crab.ToolContext) -> str:
+    """Stand in for crab-plan's present_plan answered "Approve": the session's plan switch off."""
+    ctx.state["crab.permissions.plan"] = False
+    return "approved"
+
+
 @crab.hookimpl
 def crab_tools(config):
-    return [patch_file, make_plan, long_command, note, ask_user]
+    return [patch_file, make_plan, long_command, note, ask_user, approve_plan]
 
 
 @crab.hookimpl

@@ -58,3 +58,10 @@ class TodoPlugin:
         """After a compaction (or a resume) took the last ``todo`` call out of the context, the
         plan goes with the request, so the model still sees it."""
         return await self.keeper.with_plan(request, session_id)
+
+    @crab.hookimpl
+    def crab_event(self, event: crab.Event, session_id: str) -> None:
+        """A checklist another plugin set (crab-plan's approved plan, as a ``crab.PlanEvent``) is
+        the session's plan too: ``/todo`` shows it and the model's next ``todo`` call replaces it."""
+        if isinstance(event, crab.PlanEvent):
+            self.keeper.plans[event.session_id] = event.items
