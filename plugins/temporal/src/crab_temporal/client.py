@@ -1,0 +1,156 @@
+"""The client's side: connect to Temporal (one line and exit 2 when it cannot be reached), hand a
+session's turn to its workflow, and show the turn as it runs on whichever worker, from the
+entries the workers store (the store is the conversation; Temporal carries only ids)."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+import crab
+
+from crab_temporal import _kernel
+from crab_temporal.settings import TemporalSettings
+from crab_temporal.workflow import WORKFLOW, workflow_id
+
+CONNECT_TIMEOUT = 10.0
+POLL = 0.2
+"""Seconds between two reads of the session's new entries while the turn runs."""
+
+
+class Unreachable(crab.ConfigError):
+    """Temporal cannot be reached at the configured address."""
+
+
+async def connect(settings: TemporalSettings) -> Any:
+    """A ``temporalio.client.Client``; ``Unreachable`` (exit 2) when Temporal does not answer."""
+    from temporalio.client import Client
+
+    try:
+        return await asyncio.wait_for(
+            Client.connect(
+                settings.address,
+                namespace=settings.namespace,
+                tls=settings.tls,
+                api_key=settings.api_key,
+            ),
+            CONNECT_TIMEOUT,
+        )
+    except (TimeoutError, RuntimeError, OSError, ValueError) as exc:
+        reason = "no answer" if isinstance(exc, asyncio.TimeoutError) else str(exc).splitlines()[0][:200]
+        raise Unreachable(
+            f"cannot reach Temporal at {settings.address} ({reason}): start one with `crab temporal dev`"
+            " or set [plugins.temporal] address"
+        ) from None
+
+
+def turn_arguments(agent: crab.Agent, settings: TemporalSettings, session_id: str, prompt: str) -> dict[str, Any]:
+    """The workflow's argument: ids and small values (the prompt as crab stores it, secrets masked)."""
+    return {
+        "session_id": session_id,
+        "turn_id": secrets.token_hex(4),
+        "prompt": _kernel.redact(agent, prompt),
+        "max_iterations": int(agent.config.get("crab.max_iterations", 25)),
+        "tool_timeout": float(agent.config.get("crab.tool_timeout", 120.0)),
+        "heartbeat": settings.heartbeat,
+    }
+
+
+async def start_turn(client: Any, settings: TemporalSettings, arguments: dict[str, Any]) -> Any:
+    """Start the session's workflow; ``UsageError`` when a turn of that session is running."""
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    session_id = arguments["session_id"]
+    try:
+        return await client.start_workflow(
+            WORKFLOW, arguments, id=workflow_id(session_id), task_queue=settings.task_queue
+        )
+    except WorkflowAlreadyStartedError:
+        raise crab.UsageError(
+            f"a turn of session {session_id} is running on Temporal: wait for its end, then continue it"
+        ) from None
+
+
+class TurnView:
+    """Shows what the workers store for a session as the events a ``crab run`` shows."""
+
+    def __init__(self, agent: crab.Agent, session_id: str, seen: int) -> None:
+        self.agent = agent
+        self.session_id = session_id
+        self.seen = seen
+        self.notices = 0
+
+    async def show_new(self, progress: dict[str, Any] | None = None) -> None:
+        entries = await _kernel.loop_agent(self.agent).store.entries(self.session_id)
+        fresh, self.seen = entries[self.seen :], len(entries)
+        for event in events_of(fresh):
+            _kernel.emit(self.agent, event, self.session_id)
+        for level, text in (progress or {}).get("notices", [])[self.notices :]:
+            self.notices += 1
+            _kernel.emit(
+                self.agent, crab.NoticeEvent(text, "warning" if level == "warning" else "info"), self.session_id
+            )
+
+
+def events_of(entries: Sequence[crab.Entry]) -> list[crab.Event]:
+    """The events a stored reply or result stands for."""
+    events: list[crab.Event] = []
+    for entry in entries:
+        if entry.type == "message" and entry.payload.get("role") == "assistant":
+            message = crab.message_from_dict(dict(entry.payload))
+            assert isinstance(message, crab.AssistantMessage)
+            if message.content and message.replayable:
+                events.append(crab.TextDelta(message.content))
+            events.extend(crab.ToolCallEvent(call) for call in message.tool_calls)
+        elif entry.type == "tool_result":
+            result = crab.message_from_dict(dict(entry.payload))
+            assert isinstance(result, crab.ToolResultMessage)
+            events.append(crab.ToolResultEvent(result.call_id, result.name, result.content, result.is_error))
+    return events
+
+
+async def run_turn(
+    agent: crab.Agent, settings: TemporalSettings, prompt: str, session_id: str | None
+) -> dict[str, Any]:
+    """One turn of ``session_id`` (None: a new session) on Temporal, shown as it runs; its result
+    (``stop``, ``error``, ``text``, ``session_id``). Ctrl-C aborts the turn on its worker."""
+    client = await connect(settings)
+    if session_id is None:
+        session_id = await _kernel.create_session(agent, title=" ".join(prompt.split())[:60])
+    elif not await _kernel.session_exists(agent, session_id):
+        raise crab.UsageError(f"no session {session_id} in this store: `crab sessions list` shows them")
+    arguments = turn_arguments(agent, settings, session_id, prompt)
+    view = TurnView(agent, session_id, len(await _kernel.loop_agent(agent).store.entries(session_id)))
+    handle = await start_turn(client, settings, arguments)
+    _kernel.emit(agent, crab.TurnStarted(session_id, arguments["turn_id"], prompt), session_id)
+    waiting = asyncio.ensure_future(handle.result())
+    try:
+        while not waiting.done():
+            await asyncio.wait([waiting], timeout=POLL)
+            await view.show_new(await _progress(handle))
+    except asyncio.CancelledError:
+        await handle.signal("abort")
+        await asyncio.shield(waiting)
+        raise
+    result: dict[str, Any] = dict(waiting.result())
+    await view.show_new(await _progress(handle))
+    if result.get("shown") and result.get("error"):
+        _kernel.emit(agent, crab.ErrorEvent(str(result["error"]), "plugin"), session_id)
+    _kernel.emit(
+        agent,
+        crab.TurnEnded(
+            session_id, str(result["turn_id"]), result["stop"], result.get("text", ""), None, result.get("error")
+        ),
+        session_id,
+    )
+    result["session_id"] = session_id
+    return result
+
+
+async def _progress(handle: Any) -> dict[str, Any] | None:
+    try:
+        return dict(await handle.query("progress"))
+    except Exception:  # the workflow ended (or its worker is between tasks): the result says the rest
+        return None
