@@ -17,6 +17,7 @@ from typing import Any
 
 import crab
 from crab._loop.agent import Agent as LoopAgent
+from crab._loop.compaction import handoff_note
 from crab._loop.history import INTERRUPTED, STOPPED, load_history
 from crab._loop.model_choice import stored_choice
 from crab._loop.session import QueuedInput, Session
@@ -82,6 +83,12 @@ async def load(agent: crab.Agent, session_id: str) -> Loaded:
     history = load_history(entries)
     session = Session(info=info, workspace=workspace, messages=history.messages, handoff=history.handoff)
     loop._restore_model(session, stored_choice(entries))
+    # The system prompt the session's requests carried (a live session gathers it once): the same
+    # bytes on every worker keep the prefix providers cache, and it is not stored again.
+    for entry in entries:
+        if entry.type == "event" and entry.payload.get("kind") == "system_prompt":
+            session.system_hashes.add(str(entry.payload.get("sha256")))
+            session.system = (handoff_note(session.handoff), str(entry.payload.get("text", "")))
     return Loaded(session, entries, history.missing)
 
 

@@ -1,0 +1,165 @@
+"""Turns on a real Temporal dev server with real ``crab worker`` processes: a turn shown like ``crab
+run``, Temporal's history free of tool output and secrets, and a worker killed with SIGKILL in
+the middle of a tool call that changes things: the turn ends on the other worker, the call ran
+once and got crab's stand-in result, every call has exactly one result."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporal_site import DEADLINE, PLUGINS, Site, wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crab-temporal-server")]
+
+STAND_IN = "Interrupted: crab was stopped before this tool call finished."
+SECRET = "sk-temporal-test-0123456789abcdef"
+HISTORIES = Path(__file__).parent / "histories"
+
+
+def exported(site: Site, session_id: str) -> list[dict[str, Any]]:
+    """The session's entries, read back with ``crab sessions export`` (what the workers stored)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "crab", "sessions", "export", session_id, "--plugins", PLUGINS],
+        cwd=site.workspace,
+        env=site.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return [json.loads(line) for line in result.stdout.splitlines()[1:]]
+
+
+def results_per_call(entries: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Every stored call's id with the results stored for it."""
+    calls: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        payload = entry["payload"]
+        if entry["type"] == "message" and payload.get("role") == "assistant":
+            for call in payload.get("tool_calls", []):
+                calls[call["id"]] = []
+        elif entry["type"] == "tool_result":
+            calls.setdefault(payload["call_id"], []).append(payload)
+    return calls
+
+
+def history_json(site: Site, session_id: str) -> str:
+    """The workflow's whole history on the server, as JSON."""
+    from temporalio.client import Client
+
+    async def fetch() -> str:
+        client = await Client.connect(site.address)
+        history = await client.get_workflow_handle(f"crab-session-{session_id}").fetch_history()
+        return str(history.to_json())
+
+    return asyncio.run(fetch())
+
+
+def test_a_turn_runs_on_a_worker_and_shows_like_crab_run(site: Site):
+    # One read-only call and one that changes things, then the answer: the client shows the
+    # calls and the answer; the session pairs both calls; Temporal's history holds neither the
+    # tool's output nor the secret the prompt carried (crab masks it before it travels).
+    marker = site.root / "effects"
+    site.write_script(
+        [
+            [
+                {"text": "looking"},
+                {"tool": "ls", "args": {"path": "."}},
+                {"tool": "bash", "args": {"command": f"echo once >> {marker}; echo OUTPUT-4242"}},
+            ],
+            [{"text": "all done"}],
+        ]
+    )
+    site.env["DEMO_API_KEY"] = SECRET
+    site.start_worker("a")
+    result = site.run(f"look around, the key is {SECRET}")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["looking", "all done"]
+    assert "→ bash(" in result.stderr and "OUTPUT-4242" in result.stderr
+    assert marker.read_text().splitlines() == ["once"]
+
+    new = site.run(f"look around, the key is {SECRET}", "-o", "json")
+    doc = json.loads(new.stdout)
+    assert doc["text"] == "all done" and doc["stop"] == "end" and doc["tool_calls"] == 2
+    entries = exported(site, doc["session_id"])
+    calls = results_per_call(entries)
+    assert len(calls) == 2 and all(len(results) == 1 for results in calls.values()), calls
+    # Each model call ran in an activity of its own, yet the session's system prompt (the
+    # providers' cached prefix) was gathered and stored once, as in one process.
+    prompts = [e for e in entries if e["type"] == "event" and e["payload"].get("kind") == "system_prompt"]
+    assert len(prompts) == 1
+    history = history_json(site, doc["session_id"])
+    assert "OUTPUT-4242" not in history
+    assert SECRET not in history
+    assert SECRET not in json.dumps(entries)
+
+    # The session goes on in a second turn (its script has no third reply: a model failure, exit 1).
+    more = site.run("continue", "-o", "json", "--session", doc["session_id"])
+    assert more.returncode == 1
+    assert json.loads(more.stdout)["stop"] == "error"
+    assert "no reply for model call" in json.loads(more.stdout)["error"]
+    if os.environ.get("UPDATE_SNAPSHOTS"):
+        HISTORIES.mkdir(exist_ok=True)
+        (HISTORIES / "turn_with_two_tools.json").write_text(history)
+
+
+def test_a_worker_killed_mid_tool_call_leaves_the_turn_to_another_and_the_call_runs_once(site: Site):
+    marker = site.root / "effects"
+    command = f'echo "$$" >> {marker}; sleep 120; echo late >> {marker}'
+    site.write_script([[{"tool": "bash", "args": {"command": command}}], [{"text": "finished"}]])
+    workers = {site.start_worker(name).process.pid: name for name in ("a", "b")}
+    running = site.start_run("change something")
+    try:
+        line = wait_for(lambda: marker.exists() and marker.read_text().strip(), "the tool call to start")
+        tool_pid = int(line.splitlines()[0])
+        owner = _worker_of(tool_pid, workers)
+        victim = next(w for w in site.workers if w.name == owner)
+        victim.kill()
+        os.kill(tool_pid, signal.SIGKILL)  # an orphan of the killed worker's; its effect is already counted
+        stdout, stderr = running.communicate(timeout=DEADLINE * 2)
+    finally:
+        if running.poll() is None:
+            os.killpg(running.pid, signal.SIGKILL)
+    assert running.returncode == 0, stderr
+    assert "finished" in stdout
+    assert marker.read_text().splitlines() == [str(tool_pid)]  # ran once: never again on the other worker
+    survivor = next(w for w in site.workers if w.name != owner)
+    assert survivor.process.poll() is None
+    session_id = _session_of(site)
+    calls = results_per_call(exported(site, session_id))
+    assert len(calls) == 1
+    [results] = calls.values()
+    assert [r["content"] for r in results] == [STAND_IN]
+
+
+def _worker_of(pid: int, workers: dict[int, str]) -> str:
+    """The worker whose process tree ``pid`` is in (walking parent pids)."""
+    current = pid
+    while current > 1:
+        if current in workers:
+            return workers[current]
+        stat = Path(f"/proc/{current}/stat").read_text()
+        current = int(stat.rsplit(")", 1)[1].split()[1])
+    raise AssertionError(f"process {pid} is not under any worker")
+
+
+def _session_of(site: Site) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "crab", "sessions", "list", "--json", "--plugins", PLUGINS],
+        cwd=site.workspace,
+        env=site.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    [session] = json.loads(result.stdout)
+    return str(session["id"])
