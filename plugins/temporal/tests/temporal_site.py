@@ -140,7 +140,6 @@ class Site:
         )
 
 
-
 def stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)

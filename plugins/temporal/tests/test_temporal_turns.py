@@ -138,6 +138,9 @@ def test_a_worker_killed_mid_tool_call_leaves_the_turn_to_another_and_the_call_r
     assert len(calls) == 1
     [results] = calls.values()
     assert [r["content"] for r in results] == [STAND_IN]
+    if os.environ.get("UPDATE_SNAPSHOTS"):
+        HISTORIES.mkdir(exist_ok=True)
+        (HISTORIES / "turn_after_a_worker_was_killed.json").write_text(history_json(site, session_id))
 
 
 def _worker_of(pid: int, workers: dict[int, str]) -> str:

@@ -75,7 +75,7 @@ class TurnWorkflow:
     async def run(self, turn: dict[str, Any]) -> dict[str, Any]:
         self.turn = turn
         session_id, turn_id = str(turn["session_id"]), str(turn["turn_id"])
-        begun = await self._activity("crab.begin", [session_id], self._short)
+        begun = await self._activity("crab.begin", turn_id, [session_id], self._short)
         history: list[crab.Message] = [crab.UserMessage("")] if begun["unanswered"] else []
         machine = steps.TurnMachine(
             session_id,
@@ -113,7 +113,7 @@ class TurnWorkflow:
     async def _carry_out(self, session_id: str, step: steps.Step) -> steps.Input:
         if isinstance(step, steps.CallModel):
             args = {"id": step.id, "iteration": step.iteration, "phase": step.phase, "final": step.final}
-            answer = await self._activity("crab.call_model", [session_id, args], self._long)
+            answer = await self._activity("crab.call_model", step.id, [session_id, args], self._long)
             if answer["kind"] == "replied":
                 return steps.ModelReplied(reply_from_wire(answer["message"]))
             if answer["kind"] == "overflowed":
@@ -123,11 +123,11 @@ class TurnWorkflow:
             return await self._run_tools(session_id, step)
         if isinstance(step, steps.Record):
             args = {"id": step.id, "message": user_to_wire(step.message)}
-            await self._activity("crab.carry_out", [session_id, "record", args], self._short)
+            await self._activity("crab.carry_out", step.id, [session_id, "record", args], self._short)
             return steps.Done()
         if isinstance(step, steps.Submit):
             args = {"id": step.id, "prompt_id": step.prompt.id, "text": step.prompt.text, "steered": step.steered}
-            got = await self._activity("crab.carry_out", [session_id, "submit", args], self._short)
+            got = await self._activity("crab.carry_out", step.id, [session_id, "submit", args], self._short)
             if got["refused"] is not None:
                 return steps.Submitted(refused=str(got["refused"]))
             return steps.Submitted(
@@ -146,18 +146,20 @@ class TurnWorkflow:
             )
         if isinstance(step, steps.CheckEnd):
             args = {"id": step.id, "text": step.text[:4000], "continued": step.continued}
-            got = await self._activity("crab.carry_out", [session_id, "check_end", args], self._short)
+            got = await self._activity("crab.carry_out", step.id, [session_id, "check_end", args], self._short)
             return steps.Continued(got["text"])
         if isinstance(step, steps.Compact):
             args = {"id": step.id, "reason": step.reason}
-            got = await self._activity("crab.carry_out", [session_id, "compact", args], self._long)
+            got = await self._activity("crab.carry_out", step.id, [session_id, "compact", args], self._long)
             return steps.Compacted(bool(got["done"]))
         if isinstance(step, steps.Notify):
             self._notices.append([step.level, step.text])
             return steps.Done()
         if isinstance(step, steps.Settle):
             calls = [call.id for call in step.tools.calls] if step.tools is not None else []
-            await self._activity("crab.settle", [session_id, step.id, step.why, calls, step.partial], self._short)
+            await self._activity(
+                "crab.settle", step.id, [session_id, step.id, step.why, calls, step.partial], self._short
+            )
             return steps.Done()
         raise ApplicationError(f"no driver for {type(step).__name__}", non_retryable=True)
 
@@ -167,7 +169,9 @@ class TurnWorkflow:
         stopped: str | None = None
         for call in step.calls:
             skip = step.skip if stopped is None else f"Not run: {stopped}"
-            got = await self._activity("crab.run_tool", [session_id, step.id, call.id, skip], self._tool)
+            got = await self._activity(
+                "crab.run_tool", steps.result_id(step, call), [session_id, step.id, call.id, skip], self._tool
+            )
             stopped = stopped or got["stopped"]
         return steps.ToolsRan(stopped)
 
@@ -196,12 +200,15 @@ class TurnWorkflow:
             "retry_policy": RetryPolicy(maximum_interval=timedelta(seconds=10), maximum_attempts=5),
         }
 
-    async def _activity(self, name: str, args: list[Any], options: Any) -> Any:
-        """Run activity ``name``; ``Aborted`` when the abort signal came first (the activity is
-        cancelled, and waited for: a tool's process is ended before the turn settles)."""
+    async def _activity(self, name: str, key: str, args: list[Any], options: Any) -> Any:
+        """Run activity ``name`` for the step (or call) ``key``; ``Aborted`` when the abort signal
+        came first (the activity is cancelled, and waited for: a tool's process is ended before the
+        turn settles). The activity's id is its step's: a replay that asks for another step than
+        the history holds fails, even where the activity's type is the same."""
         handle = workflow.start_activity(
             name,
             args=args,
+            activity_id=f"{name}:{key}",
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             **options(),
         )
