@@ -3,7 +3,6 @@ state in a file under tmp, one per test module) and a workspace of its own per t
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -39,7 +38,7 @@ def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tempor
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         address = f"127.0.0.1:{port}"
         end = time.monotonic() + DEADLINE
-        while process.poll() is None and time.monotonic() < end and not asyncio.run(serving(address)):
+        while process.poll() is None and time.monotonic() < end and not serving(address):
             time.sleep(0.2)
         if process.poll() is None and time.monotonic() < end:
             break

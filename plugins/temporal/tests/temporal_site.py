@@ -4,7 +4,6 @@ worker`` processes in a workspace whose sessions live in SQLite, replaying a scr
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
@@ -45,15 +44,19 @@ def wait_for(check: Callable[[], Any], what: str, deadline: float = DEADLINE) ->
     raise AssertionError(f"timed out waiting for {what}")
 
 
-async def serving(address: str) -> bool:
-    from temporalio.client import Client
-
-    try:
-        client = await asyncio.wait_for(Client.connect(address), 5)
-        await asyncio.wait_for(client.service_client.check_health(), 5)
-        return True
-    except Exception:
-        return False
+def serving(address: str) -> bool:
+    """Whether Temporal answers at ``address`` (asked with its own CLI: a short-lived temporalio
+    client can abort the process at exit, temporalio/sdk-python#300)."""
+    binary = temporal_binary()
+    assert binary is not None
+    health = subprocess.run(
+        [binary, "operator", "cluster", "health", "--address", address],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return "SERVING" in health.stdout
 
 
 @dataclass

@@ -38,13 +38,9 @@ def crab_cli(app: Any, config: crab.Config) -> None:
         yolo: bool = typer.Option(False, "--yolo", help="allow every tool call: nobody is there to ask"),
     ) -> None:
         """Run turns from Temporal ([plugins.temporal]): any number of workers, on any machine."""
-        import asyncio
+        from crab_temporal.cli import finish, worker_command
 
-        from crab_temporal.settings import TemporalSettings
-        from crab_temporal.worker import serve
-
-        agent = crab.Agent(model, plugins=_plugins(plugins), permissions="yolo" if yolo else None)
-        asyncio.run(serve(agent, TemporalSettings.from_config(agent.config)))
+        finish(lambda: worker_command(model, _plugins(plugins), yolo))
 
     temporal = typer.Typer(help="Turns on Temporal: start a dev server, run a turn.", no_args_is_help=True)
 
@@ -72,8 +68,8 @@ def crab_cli(app: Any, config: crab.Config) -> None:
         output: str = typer.Option("text", "--output", "-o", help="text or json (one object)"),
     ) -> None:
         """Hand one turn to the workers and show it: 0 done, 1 model or tool failure, 2 usage or config error."""
-        from crab_temporal.cli import run_command
+        from crab_temporal.cli import finish, run_command
 
-        raise typer.Exit(run_command(prompt, session, model, _plugins(plugins), output))
+        finish(lambda: run_command(prompt, session, model, _plugins(plugins), output))
 
     app.add_typer(temporal, name="temporal")

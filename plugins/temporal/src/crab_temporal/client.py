@@ -39,11 +39,29 @@ async def connect(settings: TemporalSettings) -> Any:
             CONNECT_TIMEOUT,
         )
     except (TimeoutError, RuntimeError, OSError, ValueError) as exc:
-        reason = "no answer" if isinstance(exc, asyncio.TimeoutError) else str(exc).splitlines()[0][:200]
+        reason = unreachable_reason(exc)
         raise Unreachable(
             f"cannot reach Temporal at {settings.address} ({reason}): start one with `crab temporal dev`"
             " or set [plugins.temporal] address"
         ) from None
+
+
+def unreachable_reason(exc: BaseException) -> str:
+    """A few words for why a connection failed (the SDK's message is a nested Rust error)."""
+    text = str(exc)
+    if isinstance(exc, asyncio.TimeoutError):
+        return "no answer"
+    for needle, words in (
+        ("refused", "connection refused"),
+        ("dns error", "unknown host"),
+        ("lookup", "unknown host"),
+        ("certificate", "TLS certificate not accepted"),
+        ("unauthenticated", "the API key was refused"),
+        ("timed out", "no answer"),
+    ):
+        if needle in text.lower():
+            return words
+    return " ".join(text.split())[:160]
 
 
 def turn_arguments(agent: crab.Agent, settings: TemporalSettings, session_id: str, prompt: str) -> dict[str, Any]:

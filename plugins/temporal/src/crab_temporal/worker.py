@@ -42,8 +42,8 @@ def make_worker(client: Any, agent: crab.Agent, settings: TemporalSettings) -> A
 
 async def serve(agent: crab.Agent, settings: TemporalSettings) -> None:
     """Run a worker until a signal stops it."""
-    client = await connect(settings)
     async with agent:
+        client = await connect(settings)
         worker = make_worker(client, agent, settings)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
