@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
-from crab import AssistantMessage, ConfigError, ModelRequest, UserMessage
+from crab import AssistantMessage, ConfigError, ErrorEvent, ModelRequest, UserMessage
 from crab.testing import load_script, make_config
 from crab_provider_mock.provider import ScriptFileProvider, packaged_scripts, script_path
 
@@ -149,6 +150,16 @@ def test_pick_conversation_answers_by_the_replies_the_request_holds(crab_home, t
     assert asyncio.run(_texts(ScriptFileProvider(config), path, request)) == "two"  # a retry elsewhere: the same
     first = ModelRequest(model=path, system="", messages=(UserMessage("hi"),))
     assert asyncio.run(_texts(ScriptFileProvider(config), path, first)) == "one"
+    done = (UserMessage("a"), AssistantMessage("1"), UserMessage("b"), AssistantMessage("2"), UserMessage("c"))
+    past = ModelRequest(model=path, system="", messages=(*done, AssistantMessage("3"), UserMessage("d")))
+    errors = asyncio.run(_events(config, past))
+    assert [e.message for e in errors if isinstance(e, ErrorEvent)] == [
+        "the script has no reply for model call 4 (it has 3)"
+    ]
+
+
+async def _events(config: Any, request: ModelRequest) -> list[Any]:
+    return [event async for event in ScriptFileProvider(config).stream(request)]
 
 
 def test_pick_order_keeps_counting_this_process_calls(crab_home, tmp_path: Path):

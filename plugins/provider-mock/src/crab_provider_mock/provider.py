@@ -53,13 +53,16 @@ def script_path(config: Config, model: str = DEFAULT_MODEL) -> Path | None:
 Reply = Sequence[Mapping[str, Any]]
 
 
-def reply_for(replies: Sequence[Reply], loop: bool, request: ModelRequest) -> Reply | None:
+def reply_for(replies: Sequence[Reply], loop: bool, request: ModelRequest) -> Reply:
     """The reply for ``request`` by its conversation: the one after as many replies as it holds
     (failed and aborted replies never reach a provider again, so they are not counted)."""
     held = sum(1 for message in request.messages if isinstance(message, AssistantMessage))
     if loop and replies:
         held %= len(replies)
-    return replies[held] if held < len(replies) else None
+    if held < len(replies):
+        return replies[held]
+    missing = f"the script has no reply for model call {held + 1} (it has {len(replies)})"
+    return [{"error": missing, "kind": "invalid_request"}]
 
 
 class ScriptFileProvider:

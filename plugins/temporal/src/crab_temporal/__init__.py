@@ -31,7 +31,6 @@ def crab_cli(app: Any, config: crab.Config) -> None:
     """``crab worker`` and ``crab temporal dev|run``."""
     import typer
 
-    @app.command("worker")
     def worker(
         model: str = typer.Option(None, "--model", "-m", help="provider/model the worker's turns use"),
         plugins: str = typer.Option(None, "--plugins", help="comma-separated plugins to load (default: the config's)"),
@@ -41,6 +40,8 @@ def crab_cli(app: Any, config: crab.Config) -> None:
         from crab_temporal.cli import finish, worker_command
 
         finish(lambda: worker_command(model, _plugins(plugins), yolo))
+
+    app.command("worker")(worker)
 
     temporal = typer.Typer(help="Turns on Temporal: start a dev server, run a turn.", no_args_is_help=True)
 

@@ -81,7 +81,12 @@ async def load(agent: crab.Agent, session_id: str) -> Loaded:
         )
     entries = await loop.store.entries(session_id, since_handoff=True)
     history = load_history(entries)
-    session = Session(info=info, workspace=workspace, messages=history.messages, handoff=history.handoff)
+    session = Session(
+        info=info,
+        workspace=workspace,
+        messages=history.messages,
+        handoff=dict(history.handoff) if history.handoff else None,
+    )
     loop._restore_model(session, stored_choice(entries))
     # The system prompt the session's requests carried (a live session gathers it once): the same
     # bytes on every worker keep the prefix providers cache, and it is not stored again.
