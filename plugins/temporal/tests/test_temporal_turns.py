@@ -83,12 +83,20 @@ def test_a_turn_runs_on_a_worker_and_shows_like_crab_run(site: Site):
     # calls and the answer; the session pairs both calls; Temporal's history holds neither the
     # tool's output nor the secret the prompt carried (crab masks it before it travels).
     marker = site.root / "effects"
+    # The two bash calls of one reply run at once, as in one process: each waits for the other's
+    # start (run one after the other, the first would give up waiting and say "alone").
+    meet = site.root / "meet"
+    meet.mkdir()
+    wait = "for i in $(seq 600); do [ -e {0}/{1} ] && break; sleep 0.1; done; "
+    wait += "[ -e {0}/{1} ] && echo together || echo alone"
     site.write_script(
         [
             [
                 {"text": "looking"},
                 {"tool": "ls", "args": {"path": "."}},
                 {"tool": "bash", "args": {"command": f"echo once >> {marker}; echo OUTPUT-4242"}},
+                {"tool": "bash", "args": {"command": f"touch {meet}/a; " + wait.format(meet, "b")}},
+                {"tool": "bash", "args": {"command": f"touch {meet}/b; " + wait.format(meet, "a")}},
             ],
             [{"text": "all done"}],
         ]
@@ -100,13 +108,14 @@ def test_a_turn_runs_on_a_worker_and_shows_like_crab_run(site: Site):
     assert result.stdout.splitlines() == ["looking", "all done"]
     assert "→ bash(" in result.stderr and "OUTPUT-4242" in result.stderr
     assert marker.read_text().splitlines() == ["once"]
+    assert result.stderr.count("together") == 2 and "alone" not in result.stderr
 
     new = site.run(f"look around, the key is {SECRET}", "-o", "json")
     doc = json.loads(new.stdout)
-    assert doc["text"] == "all done" and doc["stop"] == "end" and doc["tool_calls"] == 2
+    assert doc["text"] == "all done" and doc["stop"] == "end" and doc["tool_calls"] == 4
     entries = exported(site, doc["session_id"])
     calls = results_per_call(entries)
-    assert len(calls) == 2 and all(len(results) == 1 for results in calls.values()), calls
+    assert len(calls) == 4 and all(len(results) == 1 for results in calls.values()), calls
     # Each model call ran in an activity of its own, yet the session's system prompt (the
     # providers' cached prefix) was gathered and stored once, as in one process.
     prompts = [e for e in entries if e["type"] == "event" and e["payload"].get("kind") == "system_prompt"]

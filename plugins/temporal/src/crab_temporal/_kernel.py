@@ -132,6 +132,11 @@ def tool_of(agent: crab.Agent, name: str) -> crab.Tool | None:
     return loop_agent(agent).tools.get(name)
 
 
+def exclusive_tools(agent: crab.Agent) -> frozenset[str]:
+    """The names of the tools that run alone, never beside another call."""
+    return frozenset(name for name, tool in loop_agent(agent).tools.items() if tool.exclusive)
+
+
 def redact(agent: crab.Agent, text: str) -> str:
     return loop_agent(agent).redactor.text(text)
 

@@ -92,6 +92,9 @@ class StepActivities:
     def all(self) -> list[Any]:
         return [self.begin, self.call_model, self.run_tool, self.carry_out, self.settle]
 
+    def _exclusive(self) -> frozenset[str]:
+        return _kernel.exclusive_tools(self.agent)
+
     async def _load(self, session_id: str) -> _kernel.Loaded:
         try:
             return await _kernel.load(self.agent, session_id)
@@ -117,12 +120,12 @@ class StepActivities:
             if last is not None and last.payload.get("role") == "assistant":
                 message = crab.message_from_dict(dict(last.payload))
                 assert isinstance(message, crab.AssistantMessage)
-                return {"kind": "replied", "message": reply_to_wire(message)}
+                return {"kind": "replied", "message": reply_to_wire(message, self._exclusive())}
         call = steps.CallModel(step["id"], int(step["iteration"]), step["phase"], bool(step["final"]))
         async with heartbeating(self.heartbeat):
             answer = await _kernel.carry_out(_kernel.turn(self.agent, loaded), call)
         if isinstance(answer, steps.ModelReplied):
-            return {"kind": "replied", "message": reply_to_wire(answer.message)}
+            return {"kind": "replied", "message": reply_to_wire(answer.message, self._exclusive())}
         if isinstance(answer, steps.Overflowed):
             return {"kind": "overflowed", "message": reply_to_wire(answer.message)}
         return {"kind": "over_budget"}

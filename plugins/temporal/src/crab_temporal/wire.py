@@ -12,12 +12,14 @@ REPLY_TEXT_CAP = 4_000
 """Characters of a reply's text the workflow keeps (the answer a client shows is read from the store)."""
 
 
-def reply_to_wire(message: crab.AssistantMessage) -> dict[str, Any]:
+def reply_to_wire(message: crab.AssistantMessage, exclusive: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """``exclusive``: the names of the tools that run alone (the workflow batches calls by it)."""
     return {
         "content": message.content[:REPLY_TEXT_CAP],
         "stop_reason": message.stop_reason,
         "error": message.error,
         "calls": [[call.id, call.name] for call in message.tool_calls],
+        "exclusive": [call.id for call in message.tool_calls if call.name in exclusive],
         "model": message.model,
         "provider": message.provider,
     }
@@ -32,6 +34,11 @@ def reply_from_wire(data: dict[str, Any]) -> crab.AssistantMessage:
         model=data.get("model"),
         provider=data.get("provider"),
     )
+
+
+def exclusive_calls(data: dict[str, Any]) -> dict[str, bool]:
+    """The calls of a reply whose tools run alone."""
+    return {str(call_id): True for call_id in data.get("exclusive", [])}
 
 
 def user_to_wire(message: crab.Message) -> dict[str, Any]:

@@ -20,9 +20,12 @@ with workflow.unsafe.imports_passed_through():
     import crab
 
     from crab_temporal import _steps as steps
-    from crab_temporal.wire import reply_from_wire, user_from_wire, user_to_wire
+    from crab_temporal.wire import exclusive_calls, reply_from_wire, user_from_wire, user_to_wire
 
 WORKFLOW = "crab-turn"
+STOPPED_BEFORE = "Skipped: the turn was stopped before this call ran ({reason})"
+"""A later batch's result once an interceptor stopped the turn (the in-process tool runner's words)."""
+SKIPPED_FOR_STEERING = "Skipped due to queued user message."
 
 
 def sandbox() -> Any:
@@ -55,6 +58,7 @@ class TurnWorkflow:
         self._aborting = False
         self._notices: list[list[str]] = []
         self._step = ""
+        self._exclusive: dict[str, bool] = {}
 
     @workflow.signal
     def steer(self, text: str) -> None:
@@ -115,6 +119,7 @@ class TurnWorkflow:
             args = {"id": step.id, "iteration": step.iteration, "phase": step.phase, "final": step.final}
             answer = await self._activity("crab.call_model", step.id, [session_id, args], self._long)
             if answer["kind"] == "replied":
+                self._exclusive.update(exclusive_calls(answer["message"]))
                 return steps.ModelReplied(reply_from_wire(answer["message"]))
             if answer["kind"] == "overflowed":
                 return steps.Overflowed(reply_from_wire(answer["message"]))
@@ -164,16 +169,45 @@ class TurnWorkflow:
         raise ApplicationError(f"no driver for {type(step).__name__}", non_retryable=True)
 
     async def _run_tools(self, session_id: str, step: steps.RunTools) -> steps.Input:
-        """Each call its own activity, in call order; after an interceptor stopped the turn the
-        rest are recorded as not run."""
+        """Each call its own activity, batched as the in-process tool runner batches them:
+        consecutive calls run at once, a call of an ``exclusive`` tool alone; once an interceptor
+        stopped the turn, or steering waits, the later batches are recorded as not run."""
         stopped: str | None = None
-        for call in step.calls:
-            skip = step.skip if stopped is None else f"Not run: {stopped}"
-            got = await self._activity(
-                "crab.run_tool", steps.result_id(step, call), [session_id, step.id, call.id, skip], self._tool
+        for group in self._batches(step):
+            skip = step.skip
+            if skip is None and stopped is not None:
+                skip = STOPPED_BEFORE.format(reason=stopped)
+            elif skip is None and len(self._steering) > self._taken:
+                skip = SKIPPED_FOR_STEERING
+            ran = await asyncio.gather(
+                *(
+                    self._activity(
+                        "crab.run_tool", steps.result_id(step, call), [session_id, step.id, call.id, skip], self._tool
+                    )
+                    for call in group
+                ),
+                return_exceptions=True,
             )
-            stopped = stopped or got["stopped"]
+            for got in ran:  # every call of the batch has ended: now a failure or the abort goes on
+                if isinstance(got, BaseException):
+                    raise got
+                stopped = stopped or got["stopped"]
         return steps.ToolsRan(stopped)
+
+    def _batches(self, step: steps.RunTools) -> list[list[crab.ToolCall]]:
+        groups: list[list[crab.ToolCall]] = []
+        current: list[crab.ToolCall] = []
+        for call in step.calls:
+            if self._exclusive.get(call.id, False):
+                if current:
+                    groups.append(current)
+                    current = []
+                groups.append([call])
+            else:
+                current.append(call)
+        if current:
+            groups.append(current)
+        return groups
 
     # --- activities -----------------------------------------------------------------------------
 
