@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crab.testing import process_alive
 from temporal_site import DEADLINE, PLUGINS, Site, temporal_binary, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crab-temporal-server")]
 
 STAND_IN = "Interrupted: crab was stopped before this tool call finished."
+INTERRUPTED = "Task interrupted before this tool finished."
 SECRET = "sk-temporal-test-0123456789abcdef"
 HISTORIES = Path(__file__).parent / "histories"
 
@@ -192,3 +194,25 @@ def _session_of(site: Site) -> str:
     )
     [session] = json.loads(result.stdout)
     return str(session["id"])
+
+
+def test_ctrl_c_aborts_the_turn_on_its_worker_and_every_call_is_settled(site: Site):
+    # Ctrl-C in `crab temporal run` signals the workflow: the running tool activity is cancelled on
+    # the worker (its process ended), the call gets crab's interrupted result, the turn is aborted.
+    marker = site.root / "effects"
+    site.write_script([[{"tool": "bash", "args": {"command": f'echo "$$" >> {marker}; sleep 120'}}], [{"text": "no"}]])
+    site.start_worker("a")
+    running = site.start_run("wait a long time", "-o", "json")
+    try:
+        line = wait_for(lambda: marker.exists() and marker.read_text().strip(), "the tool call to start")
+        tool_pid = int(line.splitlines()[0])
+        running.send_signal(signal.SIGINT)
+        stdout, stderr = running.communicate(timeout=DEADLINE)
+    finally:
+        if running.poll() is None:
+            os.killpg(running.pid, signal.SIGKILL)
+    assert running.returncode == 130, stderr
+    assert json.loads(stdout)["stop"] == "aborted"
+    wait_for(lambda: not process_alive(tool_pid), "the tool's process to end")
+    calls = results_per_call(exported(site, _session_of(site)))
+    assert [[r["content"] for r in results] for results in calls.values()] == [[INTERRUPTED]]

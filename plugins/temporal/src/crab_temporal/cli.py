@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable
 from typing import NoReturn
@@ -27,7 +28,7 @@ def finish(body: Callable[[], int]) -> NoReturn:
         line = crab.Redactor(crab.known_secrets()).text(f"crab: {exc}")
         print(" ".join(line.split())[:1000], file=sys.stderr)
         code = exc.exit_code
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         code = 130
     sys.stdout.flush()
     sys.stderr.flush()
@@ -49,6 +50,12 @@ def run_command(prompt: str, session: str | None, model: str | None, plugins: li
     settings = TemporalSettings.from_config(agent.config)
 
     async def go() -> dict[str, object]:
+        # Ctrl-C (or SIGTERM) cancels this task: the turn is aborted where it runs and settles,
+        # and its end is shown; a second one stops waiting.
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        assert task is not None
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
         async with agent:
             return await run_turn(agent, settings, prompt, session)
 
@@ -56,4 +63,5 @@ def run_command(prompt: str, session: str | None, model: str | None, plugins: li
     if output == "json":
         doc = {key: result.get(key) for key in ("text", "stop", "error", "session_id", "tool_calls")}
         print(json.dumps(doc, ensure_ascii=False))
-    return 1 if result.get("stop") == "error" else 0
+    stop = result.get("stop")
+    return 130 if stop == "aborted" else 1 if stop == "error" else 0

@@ -133,7 +133,8 @@ async def run_turn(
     agent: crab.Agent, settings: TemporalSettings, prompt: str, session_id: str | None
 ) -> dict[str, Any]:
     """One turn of ``session_id`` (None: a new session) on Temporal, shown as it runs; its result
-    (``stop``, ``error``, ``text``, ``session_id``). Ctrl-C aborts the turn on its worker."""
+    (``stop``, ``error``, ``text``, ``session_id``). Ctrl-C (a cancellation) aborts the turn on its
+    worker and waits for it to settle; a second one stops waiting."""
     client = await connect(settings)
     if session_id is None:
         session_id = await _kernel.create_session(agent, title=" ".join(prompt.split())[:60])
@@ -144,14 +145,19 @@ async def run_turn(
     handle = await start_turn(client, settings, arguments)
     _kernel.emit(agent, crab.TurnStarted(session_id, arguments["turn_id"], prompt), session_id)
     waiting = asyncio.ensure_future(handle.result())
-    try:
-        while not waiting.done():
+    aborting = False
+    while not waiting.done():
+        try:
             await asyncio.wait([waiting], timeout=POLL)
             await view.show_new(await _progress(handle))
-    except asyncio.CancelledError:
-        await handle.signal("abort")
-        await asyncio.shield(waiting)
-        raise
+        except asyncio.CancelledError:
+            if aborting:  # a second Ctrl-C: stop waiting for the turn to settle
+                raise
+            aborting = True  # Ctrl-C: the turn is aborted where it runs, and settles
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            await handle.signal("abort")
     result: dict[str, Any] = dict(waiting.result())
     await view.show_new(await _progress(handle))
     if result.get("shown") and result.get("error"):
