@@ -216,3 +216,34 @@ def test_ctrl_c_aborts_the_turn_on_its_worker_and_every_call_is_settled(site: Si
     wait_for(lambda: not process_alive(tool_pid), "the tool's process to end")
     calls = results_per_call(exported(site, _session_of(site)))
     assert [[r["content"] for r in results] for results in calls.values()] == [[INTERRUPTED]]
+
+
+def test_steering_sent_to_the_workflow_joins_the_turn_after_the_running_call(site: Site):
+    started, go = site.root / "started", site.root / "go"
+    command = f"touch {started}; for i in $(seq 600); do [ -e {go} ] && break; sleep 0.1; done; echo waited"
+    site.write_script([[{"tool": "bash", "args": {"command": command}}], [{"text": "finished"}]])
+    site.start_worker("a")
+    running = site.start_run("start something", "-o", "json")
+    try:
+        wait_for(started.exists, "the tool call to start")
+        session_id = _session_of(site)
+        binary = temporal_binary()
+        assert binary is not None
+        signal_steer = [binary, "workflow", "signal", "-w", f"crab-session-{session_id}", "--name", "steer"]
+        signal_steer += ["--input", json.dumps("also look at the tests"), "--address", site.address]
+        subprocess.run(signal_steer, capture_output=True, text=True, timeout=60, check=True)
+        go.touch()
+        stdout, stderr = running.communicate(timeout=DEADLINE)
+    finally:
+        if running.poll() is None:
+            os.killpg(running.pid, signal.SIGKILL)
+    assert running.returncode == 0, stderr
+    assert json.loads(stdout)["text"] == "finished"
+    messages = [e["payload"] for e in exported(site, session_id) if e["type"] in ("message", "tool_result")]
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("user", "start something"),
+        ("assistant", ""),
+        ("tool", "waited\n[exit code 0]"),
+        ("user", "also look at the tests"),
+        ("assistant", "finished"),
+    ]
