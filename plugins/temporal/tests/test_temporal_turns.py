@@ -247,3 +247,31 @@ def test_steering_sent_to_the_workflow_joins_the_turn_after_the_running_call(sit
         ("user", "also look at the tests"),
         ("assistant", "finished"),
     ]
+
+
+def test_a_turn_waits_for_a_worker_says_so_and_runs_once_one_starts(site: Site):
+    site.write_script([[{"text": "here I am"}]])
+    assert site.script is not None
+    log = site.root / "run.stderr"
+    command = site.crab("temporal", "run", "--plugins", PLUGINS, "-m", f"mock/{site.script}", "anyone there?")
+    with log.open("w") as err:
+        running = subprocess.Popen(
+            command,
+            cwd=site.workspace,
+            env=site.env,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            start_new_session=True,
+        )
+    try:
+        notice = wait_for(lambda: "no crab worker" in log.read_text() and log.read_text(), "the no-worker notice")
+        site.start_worker("late")
+        stdout, _ = running.communicate(timeout=DEADLINE)
+    finally:
+        if running.poll() is None:
+            os.killpg(running.pid, signal.SIGKILL)
+    assert running.returncode == 0, log.read_text()
+    assert "no crab worker has taken this turn yet: start one with `crab worker`" in notice
+    assert f"(task queue {site.task_queue})" in notice
+    assert stdout.strip() == "here I am"

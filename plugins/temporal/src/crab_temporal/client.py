@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,11 @@ from crab_temporal.workflow import WORKFLOW, workflow_id
 CONNECT_TIMEOUT = 10.0
 POLL = 0.2
 """Seconds between two reads of the session's new entries while the turn runs."""
+
+
+NO_WORKER_AFTER = 15.0
+NO_WORKER = "no crab worker has taken this turn yet: start one with `crab worker` (task queue {queue})"
+QUERY_TIMEOUT = 2.0
 
 
 class Unreachable(crab.ConfigError):
@@ -146,10 +152,17 @@ async def run_turn(
     _kernel.emit(agent, crab.TurnStarted(session_id, arguments["turn_id"], prompt), session_id)
     waiting = asyncio.ensure_future(handle.result())
     aborting = False
+    started, told, answered = time.monotonic(), False, False
     while not waiting.done():
         try:
             await asyncio.wait([waiting], timeout=POLL)
-            await view.show_new(await _progress(handle))
+            progress = await _progress(handle)
+            answered = answered or progress is not None
+            if not answered and not told and time.monotonic() - started > NO_WORKER_AFTER:
+                told = True  # no worker ever answered: most likely none polls this task queue
+                notice = crab.NoticeEvent(NO_WORKER.format(queue=settings.task_queue), "warning")
+                _kernel.emit(agent, notice, session_id)
+            await view.show_new(progress)
         except asyncio.CancelledError:
             if aborting:  # a second Ctrl-C: stop waiting for the turn to settle
                 raise
@@ -175,6 +188,6 @@ async def run_turn(
 
 async def _progress(handle: Any) -> dict[str, Any] | None:
     try:
-        return dict(await handle.query("progress"))
+        return dict(await asyncio.wait_for(handle.query("progress"), QUERY_TIMEOUT))
     except Exception:  # the workflow ended (or its worker is between tasks): the result says the rest
         return None
