@@ -18,7 +18,7 @@ from typing import Any
 import crab
 from crab._loop.agent import Agent as LoopAgent
 from crab._loop.compaction import handoff_note
-from crab._loop.history import INTERRUPTED, STOPPED, load_history
+from crab._loop.history import INTERRUPTED, NO_REPLY, STOPPED, load_history
 from crab._loop.model_choice import stored_choice
 from crab._loop.session import QueuedInput, Session
 from crab._loop.turn import Turn
@@ -31,6 +31,8 @@ things: a retry that finds it with no result knows the call may have had its eff
 STOPPED_STAND_IN = STOPPED
 """The stand-in result crab records for a call a killed process left without one."""
 INTERRUPTED_STAND_IN = INTERRUPTED
+NO_REPLY_STAND_IN = NO_REPLY
+"""The reply a turn records for the prompt of a turn that got none (not the model's: never shown)."""
 
 
 class SessionGone(crab.CrabError):

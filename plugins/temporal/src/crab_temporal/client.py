@@ -125,8 +125,10 @@ def events_of(entries: Sequence[crab.Entry]) -> list[crab.Event]:
         if entry.type == "message" and entry.payload.get("role") == "assistant":
             message = crab.message_from_dict(dict(entry.payload))
             assert isinstance(message, crab.AssistantMessage)
-            if message.content and message.replayable:
+            if message.content and message.replayable and message.content != _kernel.NO_REPLY_STAND_IN:
                 events.append(crab.TextDelta(message.content))
+            if message.stop_reason == "error" and message.error:
+                events.append(crab.ErrorEvent(message.error))
             events.extend(crab.ToolCallEvent(call) for call in message.tool_calls)
         elif entry.type == "tool_result":
             result = crab.message_from_dict(dict(entry.payload))
