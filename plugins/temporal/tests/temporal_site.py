@@ -151,3 +151,13 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(30)
+
+
+def launch(folder: Path, port: int) -> subprocess.Popen[bytes]:
+    """``temporal server start-dev`` on 127.0.0.1:``port``, headless, its state in ``folder``."""
+    binary = temporal_binary()
+    assert binary is not None
+    command = [binary, "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port), "--headless"]
+    command += ["--db-filename", str(folder / "temporal.db"), "--log-level", "warn"]
+    with (folder / f"server-{port}.log").open("ab") as out:
+        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

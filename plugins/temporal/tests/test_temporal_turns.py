@@ -11,12 +11,13 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from crab.testing import process_alive
-from temporal_site import DEADLINE, PLUGINS, Site, temporal_binary, wait_for
+from temporal_site import DEADLINE, PLUGINS, Site, free_port, launch, serving, stop, temporal_binary, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crab-temporal-server")]
 
@@ -280,3 +281,43 @@ def test_a_turn_waits_for_a_worker_says_so_and_runs_once_one_starts(site: Site):
     assert "no crab worker has taken this turn yet: start one with `crab worker`" in notice
     assert f"(task queue {site.task_queue})" in notice
     assert stdout.strip() == "here I am"
+
+
+def test_temporal_stopped_for_10_s_mid_turn_the_turn_goes_on_and_the_client_waits(site: Site, tmp_path: Path):
+    # A server of this test's own, restarted on its port with its state file: the worker and
+    # the client reconnect, the tool call the outage cut off gets its stand-in (it may have had its
+    # effect: it never runs again), the turn ends, the client shows it.
+    folder = tmp_path / "own-server"
+    folder.mkdir()
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    config = site.root / "home" / "config.toml"
+    config.write_text(config.read_text().replace(site.address, address))
+    site.address = address
+    server = launch(folder, port)
+    try:
+        wait_for(lambda: serving(address), "the test's own server")
+        marker, go = site.root / "effects", site.root / "go"
+        command = f"echo x >> {marker}; for i in $(seq 600); do [ -e {go} ] && break; sleep 0.1; done"
+        site.write_script([[{"tool": "bash", "args": {"command": command}}], [{"text": "survived"}]])
+        site.start_worker("a")
+        running = site.start_run("keep going", "-o", "json")
+        try:
+            wait_for(marker.exists, "the tool call to start")
+            stop(server)
+            time.sleep(10)  # the outage the issue names: ten seconds without Temporal
+            server = launch(folder, port)
+            wait_for(lambda: serving(address), "the server to come back")
+            go.touch()
+            stdout, stderr = running.communicate(timeout=DEADLINE * 2)
+        finally:
+            if running.poll() is None:
+                os.killpg(running.pid, signal.SIGKILL)
+        assert running.returncode == 0, stderr
+        assert json.loads(stdout)["text"] == "survived"
+        assert "Traceback" not in stderr
+        assert marker.read_text().splitlines() == ["x"]
+        calls = results_per_call(exported(site, _session_of(site)))
+        assert [len(results) for results in calls.values()] == [1]
+    finally:
+        stop(server)

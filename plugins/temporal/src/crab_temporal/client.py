@@ -24,6 +24,7 @@ POLL = 0.2
 NO_WORKER_AFTER = 15.0
 NO_WORKER = "no crab worker has taken this turn yet: start one with `crab worker` (task queue {queue})"
 QUERY_TIMEOUT = 2.0
+LOST = "Temporal at {address} does not answer: waiting for it (the turn goes on once it is back)"
 
 
 class Unreachable(crab.ConfigError):
@@ -33,7 +34,10 @@ class Unreachable(crab.ConfigError):
 async def connect(settings: TemporalSettings) -> Any:
     """A ``temporalio.client.Client``; ``Unreachable`` (exit 2) when Temporal does not answer."""
     from temporalio.client import Client
+    from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 
+    # The SDK's core logs each retried call to stderr; crab says what matters in one line instead.
+    quiet = LoggingConfig(filter=TelemetryFilter(core_level="ERROR", other_level="ERROR"))
     try:
         return await asyncio.wait_for(
             Client.connect(
@@ -41,6 +45,7 @@ async def connect(settings: TemporalSettings) -> Any:
                 namespace=settings.namespace,
                 tls=settings.tls,
                 api_key=settings.api_key,
+                runtime=Runtime(telemetry=TelemetryConfig(logging=quiet)),
             ),
             CONNECT_TIMEOUT,
         )
@@ -152,7 +157,7 @@ async def run_turn(
     view = TurnView(agent, session_id, len(await _kernel.loop_agent(agent).store.entries(session_id)))
     handle = await start_turn(client, settings, arguments)
     _kernel.emit(agent, crab.TurnStarted(session_id, arguments["turn_id"], prompt), session_id)
-    waiting = asyncio.ensure_future(handle.result())
+    waiting = asyncio.ensure_future(_result(handle, agent, session_id, settings.address))
     aborting = False
     started, told, answered = time.monotonic(), False, False
     while not waiting.done():
@@ -172,7 +177,7 @@ async def run_turn(
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            await handle.signal("abort")
+            await _abort(handle)
     result: dict[str, Any] = dict(waiting.result())
     await view.show_new(await _progress(handle))
     if result.get("shown") and result.get("error"):
@@ -186,6 +191,34 @@ async def run_turn(
     )
     result["session_id"] = session_id
     return result
+
+
+async def _result(handle: Any, agent: crab.Agent, session_id: str, address: str) -> dict[str, Any]:
+    """The workflow's result, waited for through an outage of Temporal: the turn goes on on the
+    workers once it is back, and so does this wait."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    told = False
+    while True:
+        try:
+            return dict(await handle.result())
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.UNAVAILABLE:
+                raise crab.CrabError(f"Temporal at {address} failed: {exc}") from None
+            if not told:
+                told = True
+                notice = crab.NoticeEvent(LOST.format(address=address), "warning")
+                _kernel.emit(agent, notice, session_id)
+            await asyncio.sleep(1.0)
+
+
+async def _abort(handle: Any) -> None:
+    from temporalio.service import RPCError
+
+    try:
+        await handle.signal("abort")
+    except RPCError:  # Temporal is away: the turn is not stopped, and a second Ctrl-C stops waiting
+        pass
 
 
 async def _progress(handle: Any) -> dict[str, Any] | None:
