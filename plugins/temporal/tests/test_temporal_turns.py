@@ -131,15 +131,10 @@ def test_a_turn_runs_on_a_worker_and_shows_like_crab_run(site: Site):
     assert SECRET not in json.dumps(entries)
 
     # The session goes on in a second turn (its script has no third reply: a model failure, exit 1).
-    more = site.run("continue", "-o", "json", "--session", doc["session_id"])
+    more = site.run("continue", "--session", doc["session_id"])
     assert more.returncode == 1
-    assert json.loads(more.stdout)["stop"] == "error"
-    assert "no reply for model call" in json.loads(more.stdout)["error"]
-    shown = site.run("and now?", "--session", doc["session_id"])
-    assert shown.returncode == 1
-    # the failed turn's prompt got crab's stand-in reply first (not shown): a third reply held
-    assert "error: the script has no reply for model call 4 (it has 2)" in shown.stderr
-    assert shown.stdout == ""
+    assert "error: the script has no reply for model call 3 (it has 2)" in more.stderr
+    assert more.stdout == ""
     if os.environ.get("UPDATE_SNAPSHOTS"):
         HISTORIES.mkdir(exist_ok=True)
         (HISTORIES / "turn_with_two_tools.json").write_text(history)

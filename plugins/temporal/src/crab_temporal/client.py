@@ -21,7 +21,7 @@ POLL = 0.2
 """Seconds between two reads of the session's new entries while the turn runs."""
 
 
-NO_WORKER_AFTER = 15.0
+NO_WORKER_AFTER = 10.0
 NO_WORKER = "no crab worker has taken this turn yet: start one with `crab worker` (task queue {queue})"
 QUERY_TIMEOUT = 2.0
 LOST = "Temporal at {address} does not answer: waiting for it (the turn goes on once it is back)"
