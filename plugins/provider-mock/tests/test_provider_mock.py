@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
-from crab import ConfigError
+from crab import AssistantMessage, ConfigError, ErrorEvent, ModelRequest, UserMessage
 from crab.testing import load_script, make_config
 from crab_provider_mock.provider import ScriptFileProvider, packaged_scripts, script_path
 
@@ -123,3 +125,45 @@ def test_the_tour_answers_every_message_of_a_chat(crab_cli):
     output = result.stdout + result.stderr
     assert "has no reply" not in output
     assert output.count("That was crab's scripted tour") == 2, output
+
+
+def _script(tmp_path: Path) -> Path:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"replies": [[{"text": "one"}], [{"text": "two"}], [{"text": "three"}]]}))
+    return path
+
+
+async def _texts(provider: ScriptFileProvider, model: str, request: ModelRequest) -> str:
+    from crab import TextDelta
+
+    return "".join([event.text async for event in provider.stream(request) if isinstance(event, TextDelta)])
+
+
+def test_pick_conversation_answers_by_the_replies_the_request_holds(crab_home, tmp_path: Path):
+    # Two processes (two fresh providers) answering calls of one session: each picks the reply
+    # after those the conversation holds, not the next of its own count (crab-temporal's workers).
+    path = str(_script(tmp_path))
+    config = make_config({"plugins.provider-mock.pick": "conversation"})
+    history = [UserMessage("hi"), AssistantMessage("one"), UserMessage("again")]
+    request = ModelRequest(model=path, system="", messages=tuple(history))
+    assert asyncio.run(_texts(ScriptFileProvider(config), path, request)) == "two"
+    assert asyncio.run(_texts(ScriptFileProvider(config), path, request)) == "two"  # a retry elsewhere: the same
+    first = ModelRequest(model=path, system="", messages=(UserMessage("hi"),))
+    assert asyncio.run(_texts(ScriptFileProvider(config), path, first)) == "one"
+    done = (UserMessage("a"), AssistantMessage("1"), UserMessage("b"), AssistantMessage("2"), UserMessage("c"))
+    past = ModelRequest(model=path, system="", messages=(*done, AssistantMessage("3"), UserMessage("d")))
+    errors = asyncio.run(_events(config, past))
+    assert [e.message for e in errors if isinstance(e, ErrorEvent)] == [
+        "the script has no reply for model call 4 (it has 3)"
+    ]
+
+
+async def _events(config: Any, request: ModelRequest) -> list[Any]:
+    return [event async for event in ScriptFileProvider(config).stream(request)]
+
+
+def test_pick_order_keeps_counting_this_process_calls(crab_home, tmp_path: Path):
+    path = str(_script(tmp_path))
+    provider = ScriptFileProvider(make_config())
+    request = ModelRequest(model=path, system="", messages=(UserMessage("hi"),))
+    assert [asyncio.run(_texts(provider, path, request)) for _ in range(2)] == ["one", "two"]

@@ -15,6 +15,14 @@ def crab_config_table() -> crab.ConfigTable:
             crab.Setting(
                 "script", "str", doc="script file to replay for the model `scripted` (or name the file: -m mock/FILE)"
             ),
+            crab.Setting(
+                "pick",
+                "str",
+                default="order",
+                choices=("order", "conversation"),
+                doc="which reply answers a call: the next in this process (order) or the one after the replies"
+                " the request's conversation holds (conversation: model calls of one session in several processes)",
+            ),
         ),
         doc="the scripted mock provider",
     )

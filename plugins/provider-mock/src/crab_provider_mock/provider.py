@@ -6,14 +6,21 @@ read from the current folder); a bare name that is one of the scripts shipped in
 their own. The model ``scripted`` (the default when no model is given) reads
 ``[plugins.provider-mock] script`` instead. Core knows nothing of scripts: the model id is the
 provider-agnostic way every provider is told what to run.
+
+``[plugins.provider-mock] pick = "conversation"`` picks each reply from the request itself (how
+many replies its conversation holds), so a session whose model calls run in different processes
+(crab-temporal's workers) replays its script; the default, ``"order"``, counts this process's
+calls, which scripts driving a child agent or a compaction (requests of other conversations
+taking their turn in the same script) need.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from crab import Config, ConfigError, ModelInfo, ModelRequest, StreamEvent
+from crab import AssistantMessage, Config, ConfigError, ModelInfo, ModelRequest, StreamEvent
 from crab.testing import ScriptedProvider, load_script
 
 DEFAULT_MODEL = "scripted"
@@ -43,6 +50,21 @@ def script_path(config: Config, model: str = DEFAULT_MODEL) -> Path | None:
     return packaged if packaged is not None else Path(str(value)).expanduser().resolve()
 
 
+Reply = Sequence[Mapping[str, Any]]
+
+
+def reply_for(replies: Sequence[Reply], loop: bool, request: ModelRequest) -> Reply:
+    """The reply for ``request`` by its conversation: the one after as many replies as it holds
+    (failed and aborted replies never reach a provider again, so they are not counted)."""
+    held = sum(1 for message in request.messages if isinstance(message, AssistantMessage))
+    if loop and replies:
+        held %= len(replies)
+    if held < len(replies):
+        return replies[held]
+    missing = f"the script has no reply for model call {held + 1} (it has {len(replies)})"
+    return [{"error": missing, "kind": "invalid_request"}]
+
+
 class ScriptFileProvider:
     """Loads a script on first use, so listing providers never touches a file."""
 
@@ -63,7 +85,11 @@ class ScriptFileProvider:
             if path is None:
                 raise ConfigError(NO_SCRIPT)
             replies, loop = load_script(str(path))
-            engine = self._engines[model] = ScriptedProvider(replies, loop=loop, name=self.name)
+            if self.config.plugin_settings("provider-mock").get("pick") == "conversation":
+                engine = ScriptedProvider(lambda request: reply_for(replies, loop, request), name=self.name)
+            else:
+                engine = ScriptedProvider(replies, loop=loop, name=self.name)
+            self._engines[model] = engine
         return engine
 
     def check(self, model: str) -> None:

@@ -1,0 +1,229 @@
+"""The activities a worker runs for a turn's workflow: each carries out one step on the session as
+the store holds it, so any worker may run any step, and a step carried out again (a retry after a
+worker died) records nothing twice. A tool call that changes things runs at most once: its
+retry finds the call started without a result and records crab's stand-in result instead."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import crab
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from crab_temporal import _kernel
+from crab_temporal import _steps as steps
+from crab_temporal.wire import reply_to_wire, user_from_wire, user_to_wire
+
+FAILED = "Not run: the turn failed ({why})."
+
+
+# --- what the store says about a step carried out before ---------------------------------------
+
+
+def last_message(entries: Sequence[crab.Entry]) -> crab.Entry | None:
+    """The last message or tool result stored (events between are a model call's records)."""
+    for entry in reversed(entries):
+        if entry.type in ("message", "tool_result"):
+            return entry
+    return None
+
+
+def find_call(entries: Sequence[crab.Entry], call_id: str) -> tuple[int, crab.ToolCall] | None:
+    """The stored reply that asked for ``call_id`` (the last one: ids may repeat across replies)
+    and the call, or None."""
+    for index in range(len(entries) - 1, -1, -1):
+        entry = entries[index]
+        if entry.type != "message" or entry.payload.get("role") != "assistant":
+            continue
+        message = crab.message_from_dict(dict(entry.payload))
+        assert isinstance(message, crab.AssistantMessage)
+        for call in message.tool_calls:
+            if call.id == call_id:
+                return index, call
+    return None
+
+
+def has_result(entries: Sequence[crab.Entry], after: int, call_id: str) -> bool:
+    return any(e.type == "tool_result" and e.payload.get("call_id") == call_id for e in entries[after + 1 :])
+
+
+def was_started(entries: Sequence[crab.Entry], after: int, call_id: str) -> bool:
+    return any(
+        e.type == "event" and e.payload.get("kind") == _kernel.STARTED and e.payload.get("call_id") == call_id
+        for e in entries[after + 1 :]
+    )
+
+
+def retried() -> bool:
+    """Whether this activity ran before (a worker died or the call raised)."""
+    return activity.info().attempt > 1
+
+
+@contextlib.asynccontextmanager
+async def heartbeating(every: float) -> AsyncIterator[None]:
+    """Heartbeat while the body runs: a worker that dies stops them, and Temporal retries the
+    activity elsewhere after the heartbeat timeout, not after the whole call's."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(every)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+class StepActivities:
+    """The activities of one worker, carried out with ``agent`` (a started ``crab.Agent``)."""
+
+    def __init__(self, agent: crab.Agent, heartbeat: float) -> None:
+        self.agent = agent
+        self.heartbeat = heartbeat
+
+    def all(self) -> list[Any]:
+        return [self.begin, self.call_model, self.run_tool, self.carry_out, self.settle]
+
+    def _exclusive(self) -> frozenset[str]:
+        return _kernel.exclusive_tools(self.agent)
+
+    async def _load(self, session_id: str) -> _kernel.Loaded:
+        try:
+            return await _kernel.load(self.agent, session_id)
+        except _kernel.SessionGone as exc:
+            raise ApplicationError(str(exc), type="SessionGone", non_retryable=True) from None
+
+    @activity.defn(name="crab.begin")
+    async def begin(self, session_id: str) -> dict[str, Any]:
+        """The turn's start: pair the calls an earlier turn left open; whether its last prompt
+        got no reply (the machine records the stand-in reply first)."""
+        loaded = await self._load(session_id)
+        await _kernel.pair_after_crash(self.agent, loaded)
+        messages = loaded.session.messages
+        return {"unanswered": bool(messages) and isinstance(messages[-1], crab.UserMessage)}
+
+    @activity.defn(name="crab.call_model")
+    async def call_model(self, session_id: str, step: dict[str, Any]) -> dict[str, Any]:
+        """One ``CallModel``. Retried after its reply was recorded, it answers with that reply
+        instead of asking the model again."""
+        loaded = await self._load(session_id)
+        if retried():
+            last = last_message(loaded.entries)
+            if last is not None and last.payload.get("role") == "assistant":
+                message = crab.message_from_dict(dict(last.payload))
+                assert isinstance(message, crab.AssistantMessage)
+                return {"kind": "replied", "message": reply_to_wire(message, self._exclusive())}
+        call = steps.CallModel(step["id"], int(step["iteration"]), step["phase"], bool(step["final"]))
+        async with heartbeating(self.heartbeat):
+            answer = await _kernel.carry_out(_kernel.turn(self.agent, loaded), call)
+        if isinstance(answer, steps.ModelReplied):
+            return {"kind": "replied", "message": reply_to_wire(answer.message, self._exclusive())}
+        if isinstance(answer, steps.Overflowed):
+            return {"kind": "overflowed", "message": reply_to_wire(answer.message)}
+        return {"kind": "over_budget"}
+
+    @activity.defn(name="crab.run_tool")
+    async def run_tool(self, session_id: str, step_id: str, call_id: str, skip: str | None) -> dict[str, Any]:
+        """One call of a ``RunTools`` (its arguments read from the stored reply): run, or ``skip``
+        recorded as its result. A call that has its result already records nothing; a call of a
+        tool that changes things found started and unfinished gets crab's stand-in result."""
+        loaded = await self._load(session_id)
+        found = find_call(loaded.entries, call_id)
+        if found is None:
+            raise ApplicationError(f"no stored reply asks for call {call_id}", type="NoCall", non_retryable=True)
+        index, call = found
+        if has_result(loaded.entries, index, call_id):
+            return {"stopped": None, "ran": False}
+        run = steps.RunTools(step_id, (call,))
+        driver = _kernel.turn(self.agent, loaded)
+        if skip is not None:
+            await _kernel.record_result(driver, run, call, skip)
+            return {"stopped": None, "ran": False}
+        tool = _kernel.tool_of(self.agent, call.name)
+        changes = tool is None or tool.permission != "read"
+        if changes:
+            if was_started(loaded.entries, index, call_id):
+                await _kernel.record_result(driver, run, call, _kernel.STOPPED_STAND_IN)
+                return {"stopped": None, "ran": False}
+            await _kernel.mark(self.agent, session_id, {"kind": _kernel.STARTED, "call_id": call_id, "step": step_id})
+        async with heartbeating(self.heartbeat):
+            ran = await _kernel.carry_out(driver, run)
+        assert isinstance(ran, steps.ToolsRan)
+        return {"stopped": ran.stopped, "ran": True}
+
+    @activity.defn(name="crab.carry_out")
+    async def carry_out(self, session_id: str, kind: str, step: dict[str, Any]) -> dict[str, Any]:
+        """A ``Record``, ``Submit``, ``CheckEnd`` or ``Compact`` step."""
+        loaded = await self._load(session_id)
+        if kind == "record":
+            message = user_from_wire(step["message"])
+            last = last_message(loaded.entries)
+            if (
+                retried()
+                and last is not None
+                and dict(last.payload) == _kernel.redacted_payload(self.agent, user_to_wire(message))
+            ):
+                return {}  # the earlier attempt stored it
+            await _kernel.carry_out(_kernel.turn(self.agent, loaded), steps.Record(step["id"], message))
+            return {}
+        if kind == "submit":
+            prompt = steps.Prompt(step["prompt_id"], step["text"])
+            driver = _kernel.turn(self.agent, loaded, prompt)
+            submitted = await _kernel.carry_out(driver, steps.Submit(step["id"], prompt, bool(step["steered"])))
+            assert isinstance(submitted, steps.Submitted)
+            return {
+                "refused": submitted.refused,
+                "context": [user_to_wire(message) for message in submitted.context],
+                "today": submitted.today,
+                "history": [user_to_wire(message) for message in date_notes(submitted.history)],
+            }
+        if kind == "check_end":
+            answer = await _kernel.carry_out(
+                _kernel.turn(self.agent, loaded), steps.CheckEnd(step["id"], step["text"], int(step["continued"]))
+            )
+            assert isinstance(answer, steps.Continued)
+            return {"text": answer.text}
+        if kind == "compact":
+            async with heartbeating(self.heartbeat):
+                compacted = await _kernel.carry_out(
+                    _kernel.turn(self.agent, loaded), steps.Compact(step["id"], step["reason"])
+                )
+            assert isinstance(compacted, steps.Compacted)
+            return {"done": compacted.done}
+        raise ApplicationError(f"no step of kind {kind!r}", type="UnknownStep", non_retryable=True)
+
+    @activity.defn(name="crab.settle")
+    async def settle(self, session_id: str, step_id: str, why: str, call_ids: list[str], partial: bool) -> None:
+        """After an abort or a failure: a result for each call of the step under way (or, with
+        ``partial``, of the last stored reply) that has none."""
+        loaded = await self._load(session_id)
+        entries = loaded.entries
+        if partial and not call_ids:
+            last = last_message(entries)
+            if last is not None and last.payload.get("role") == "assistant":
+                call_ids = [str(call["id"]) for call in last.payload.get("tool_calls", [])]
+        driver = _kernel.turn(self.agent, loaded)
+        reason = _kernel.INTERRUPTED_STAND_IN if why == "aborted" else FAILED.format(why=why)
+        for call_id in call_ids:
+            found = find_call(entries, call_id)
+            if found is None or has_result(entries, found[0], call_id):
+                continue
+            await _kernel.record_result(driver, steps.RunTools(step_id, (found[1],)), found[1], reason)
+
+
+def date_notes(history: Sequence[crab.Message]) -> list[crab.Message]:
+    """The last date note of ``history``: all the machine reads of it (``date_note``), so the
+    whole context never travels."""
+    prefix = "[crab] Today is "
+    for message in reversed(history):
+        if isinstance(message, crab.UserMessage) and message.content.startswith(prefix):
+            return [message]
+    return []

@@ -1,0 +1,67 @@
+"""``crab worker`` and ``crab temporal run``: the commands' bodies. Both end the process with
+``os._exit`` once their work and every shutdown hook are done: temporalio's Rust threads can abort
+the interpreter while it finalizes (temporalio/sdk-python#300), which would turn an exit 2 for an
+unreachable server (or a clean stop) into a crash."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
+import crab
+
+from crab_temporal.client import run_turn
+from crab_temporal.settings import TemporalSettings
+
+
+def finish(body: Callable[[], int]) -> NoReturn:
+    """Run ``body`` and exit with its code; a crab error is one line and its exit code (2 for
+    usage and config), as crab's own commands print them."""
+    try:
+        code = body()
+    except crab.CrabError as exc:
+        line = crab.Redactor(crab.known_secrets()).text(f"crab: {exc}")
+        print(" ".join(line.split())[:1000], file=sys.stderr)
+        code = exc.exit_code
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        code = 130
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def worker_command(model: str | None, plugins: list[str] | None, yolo: bool) -> int:
+    from crab_temporal.worker import serve
+
+    agent = crab.Agent(model, plugins=plugins, permissions="yolo" if yolo else None)
+    asyncio.run(serve(agent, TemporalSettings.from_config(agent.config)))
+    return 0
+
+
+def run_command(prompt: str, session: str | None, model: str | None, plugins: list[str] | None, output: str) -> int:
+    if output not in ("text", "json"):
+        raise crab.UsageError(f"--output takes text or json, not {output!r}")
+    agent = crab.Agent(model, plugins=plugins, renderer="plain" if output == "text" else None)
+    settings = TemporalSettings.from_config(agent.config)
+
+    async def go() -> dict[str, object]:
+        # Ctrl-C (or SIGTERM) cancels this task: the turn is aborted where it runs and settles,
+        # and its end is shown; a second one stops waiting.
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        assert task is not None
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        async with agent:
+            return await run_turn(agent, settings, prompt, session)
+
+    result = asyncio.run(go())
+    if output == "json":
+        doc = {key: result.get(key) for key in ("text", "stop", "error", "session_id", "tool_calls")}
+        print(json.dumps(doc, ensure_ascii=False))
+    stop = result.get("stop")
+    return 130 if stop == "aborted" else 1 if stop == "error" else 0

@@ -1,0 +1,228 @@
+"""The client's side: connect to Temporal (one line and exit 2 when it cannot be reached), hand a
+session's turn to its workflow, and show the turn as it runs on whichever worker, from the
+entries the workers store (the store is the conversation; Temporal carries only ids)."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import crab
+
+from crab_temporal import _kernel
+from crab_temporal.settings import TemporalSettings
+from crab_temporal.workflow import WORKFLOW, workflow_id
+
+CONNECT_TIMEOUT = 10.0
+POLL = 0.2
+"""Seconds between two reads of the session's new entries while the turn runs."""
+
+
+NO_WORKER_AFTER = 10.0
+NO_WORKER = "no crab worker has taken this turn yet: start one with `crab worker` (task queue {queue})"
+QUERY_TIMEOUT = 2.0
+LOST = "Temporal at {address} does not answer: waiting for it (the turn goes on once it is back)"
+
+
+class Unreachable(crab.ConfigError):
+    """Temporal cannot be reached at the configured address."""
+
+
+async def connect(settings: TemporalSettings) -> Any:
+    """A ``temporalio.client.Client``; ``Unreachable`` (exit 2) when Temporal does not answer."""
+    from temporalio.client import Client
+    from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
+
+    # The SDK's core logs each retried call to stderr; crab says what matters in one line instead.
+    quiet = LoggingConfig(filter=TelemetryFilter(core_level="ERROR", other_level="ERROR"))
+    try:
+        return await asyncio.wait_for(
+            Client.connect(
+                settings.address,
+                namespace=settings.namespace,
+                tls=settings.tls,
+                api_key=settings.api_key,
+                runtime=Runtime(telemetry=TelemetryConfig(logging=quiet)),
+            ),
+            CONNECT_TIMEOUT,
+        )
+    except (TimeoutError, RuntimeError, OSError, ValueError) as exc:
+        reason = unreachable_reason(exc)
+        raise Unreachable(
+            f"cannot reach Temporal at {settings.address} ({reason}): start one with `crab temporal dev`"
+            " or set [plugins.temporal] address"
+        ) from None
+
+
+def unreachable_reason(exc: BaseException) -> str:
+    """A few words for why a connection failed (the SDK's message is a nested Rust error)."""
+    text = str(exc)
+    if isinstance(exc, asyncio.TimeoutError):
+        return "no answer"
+    for needle, words in (
+        ("refused", "connection refused"),
+        ("dns error", "unknown host"),
+        ("lookup", "unknown host"),
+        ("certificate", "TLS certificate not accepted"),
+        ("unauthenticated", "the API key was refused"),
+        ("timed out", "no answer"),
+    ):
+        if needle in text.lower():
+            return words
+    return " ".join(text.split())[:160]
+
+
+def turn_arguments(agent: crab.Agent, settings: TemporalSettings, session_id: str, prompt: str) -> dict[str, Any]:
+    """The workflow's argument: ids and small values (the prompt as crab stores it, secrets masked)."""
+    return {
+        "session_id": session_id,
+        "turn_id": secrets.token_hex(4),
+        "prompt": _kernel.redact(agent, prompt),
+        "max_iterations": int(agent.config.get("crab.max_iterations", 25)),
+        "tool_timeout": float(agent.config.get("crab.tool_timeout", 120.0)),
+        "heartbeat": settings.heartbeat,
+    }
+
+
+async def start_turn(client: Any, settings: TemporalSettings, arguments: dict[str, Any]) -> Any:
+    """Start the session's workflow; ``UsageError`` when a turn of that session is running."""
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    session_id = arguments["session_id"]
+    try:
+        return await client.start_workflow(
+            WORKFLOW, arguments, id=workflow_id(session_id), task_queue=settings.task_queue
+        )
+    except WorkflowAlreadyStartedError:
+        raise crab.UsageError(
+            f"a turn of session {session_id} is running on Temporal: wait for its end, then continue it"
+        ) from None
+
+
+class TurnView:
+    """Shows what the workers store for a session as the events a ``crab run`` shows."""
+
+    def __init__(self, agent: crab.Agent, session_id: str, seen: int) -> None:
+        self.agent = agent
+        self.session_id = session_id
+        self.seen = seen
+        self.notices = 0
+
+    async def show_new(self, progress: dict[str, Any] | None = None) -> None:
+        entries = await _kernel.loop_agent(self.agent).store.entries(self.session_id)
+        fresh, self.seen = entries[self.seen :], len(entries)
+        for event in events_of(fresh):
+            _kernel.emit(self.agent, event, self.session_id)
+        for level, text in (progress or {}).get("notices", [])[self.notices :]:
+            self.notices += 1
+            _kernel.emit(
+                self.agent, crab.NoticeEvent(text, "warning" if level == "warning" else "info"), self.session_id
+            )
+
+
+def events_of(entries: Sequence[crab.Entry]) -> list[crab.Event]:
+    """The events a stored reply or result stands for."""
+    events: list[crab.Event] = []
+    for entry in entries:
+        if entry.type == "message" and entry.payload.get("role") == "assistant":
+            message = crab.message_from_dict(dict(entry.payload))
+            assert isinstance(message, crab.AssistantMessage)
+            if message.content and message.replayable and message.content != _kernel.NO_REPLY_STAND_IN:
+                events.append(crab.TextDelta(message.content))
+            if message.stop_reason == "error" and message.error:
+                events.append(crab.ErrorEvent(message.error))
+            events.extend(crab.ToolCallEvent(call) for call in message.tool_calls)
+        elif entry.type == "tool_result":
+            result = crab.message_from_dict(dict(entry.payload))
+            assert isinstance(result, crab.ToolResultMessage)
+            events.append(crab.ToolResultEvent(result.call_id, result.name, result.content, result.is_error))
+    return events
+
+
+async def run_turn(
+    agent: crab.Agent, settings: TemporalSettings, prompt: str, session_id: str | None
+) -> dict[str, Any]:
+    """One turn of ``session_id`` (None: a new session) on Temporal, shown as it runs; its result
+    (``stop``, ``error``, ``text``, ``session_id``). Ctrl-C (a cancellation) aborts the turn on its
+    worker and waits for it to settle; a second one stops waiting."""
+    client = await connect(settings)
+    if session_id is None:
+        session_id = await _kernel.create_session(agent, title=" ".join(prompt.split())[:60])
+    elif not await _kernel.session_exists(agent, session_id):
+        raise crab.UsageError(f"no session {session_id} in this store: `crab sessions list` shows them")
+    arguments = turn_arguments(agent, settings, session_id, prompt)
+    view = TurnView(agent, session_id, len(await _kernel.loop_agent(agent).store.entries(session_id)))
+    handle = await start_turn(client, settings, arguments)
+    _kernel.emit(agent, crab.TurnStarted(session_id, arguments["turn_id"], prompt), session_id)
+    waiting = asyncio.ensure_future(_result(handle, agent, session_id, settings.address))
+    aborting = False
+    started, told, answered = time.monotonic(), False, False
+    while not waiting.done():
+        try:
+            await asyncio.wait([waiting], timeout=POLL)
+            progress = await _progress(handle)
+            answered = answered or progress is not None
+            if not answered and not told and time.monotonic() - started > NO_WORKER_AFTER:
+                told = True  # no worker ever answered: most likely none polls this task queue
+                notice = crab.NoticeEvent(NO_WORKER.format(queue=settings.task_queue), "warning")
+                _kernel.emit(agent, notice, session_id)
+            await view.show_new(progress)
+        except asyncio.CancelledError:
+            if aborting:  # a second Ctrl-C: stop waiting for the turn to settle
+                raise
+            aborting = True  # Ctrl-C: the turn is aborted where it runs, and settles
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            await _abort(handle)
+    result: dict[str, Any] = dict(waiting.result())
+    await view.show_new(await _progress(handle))
+    if result.get("shown") and result.get("error"):
+        _kernel.emit(agent, crab.ErrorEvent(str(result["error"]), "plugin"), session_id)
+    _kernel.emit(
+        agent,
+        crab.TurnEnded(
+            session_id, str(result["turn_id"]), result["stop"], result.get("text", ""), None, result.get("error")
+        ),
+        session_id,
+    )
+    result["session_id"] = session_id
+    return result
+
+
+async def _result(handle: Any, agent: crab.Agent, session_id: str, address: str) -> dict[str, Any]:
+    """The workflow's result, waited for through an outage of Temporal: the turn goes on on the
+    workers once it is back, and so does this wait."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    told = False
+    while True:
+        try:
+            return dict(await handle.result())
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.UNAVAILABLE:
+                raise crab.CrabError(f"Temporal at {address} failed: {exc}") from None
+            if not told:
+                told = True
+                notice = crab.NoticeEvent(LOST.format(address=address), "warning")
+                _kernel.emit(agent, notice, session_id)
+            await asyncio.sleep(1.0)
+
+
+async def _abort(handle: Any) -> None:
+    from temporalio.service import RPCError
+
+    try:
+        await handle.signal("abort")
+    except RPCError:  # Temporal is away: the turn is not stopped, and a second Ctrl-C stops waiting
+        pass
+
+
+async def _progress(handle: Any) -> dict[str, Any] | None:
+    try:
+        return dict(await asyncio.wait_for(handle.query("progress"), QUERY_TIMEOUT))
+    except Exception:  # the workflow ended (or its worker is between tasks): the result says the rest
+        return None

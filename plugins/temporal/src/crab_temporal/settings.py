@@ -1,0 +1,73 @@
+"""``[plugins.temporal]``: where Temporal is and how much one worker takes on, read once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import crab
+
+from crab_temporal import environ
+
+NAME = "temporal"
+
+
+def config_table() -> crab.ConfigTable:
+    return crab.ConfigTable(
+        NAME,
+        (
+            crab.Setting("address", "str", "127.0.0.1:7233", "Temporal's frontend, host:port", trust_only=True),
+            crab.Setting("namespace", "str", "default", "the Temporal namespace turns run in", trust_only=True),
+            crab.Setting("task_queue", "str", "crab", "the task queue workers poll and turns are sent to"),
+            crab.Setting("tls", "bool", False, "connect with TLS (Temporal Cloud)", trust_only=True),
+            crab.Setting(
+                "api_key",
+                "str",
+                doc="Temporal Cloud API key (CRAB_TEMPORAL_API_KEY wins); never printed or stored",
+                trust_only=True,
+            ),
+            crab.Setting(
+                "max_concurrent_activities",
+                "int",
+                10,
+                "steps (model and tool calls) one worker runs at once",
+                minimum=1,
+            ),
+            crab.Setting(
+                "max_concurrent_turns", "int", 10, "workflow tasks (turns advancing) one worker runs at once", minimum=1
+            ),
+            crab.Setting(
+                "heartbeat",
+                "float",
+                10.0,
+                "seconds between a running step's heartbeats: a worker silent for 3 of them is taken for dead",
+                above=0,
+            ),
+        ),
+        doc="turns on Temporal: each model call and tool call a durable activity, on any number of workers",
+    )
+
+
+@dataclass(frozen=True)
+class TemporalSettings:
+    address: str = "127.0.0.1:7233"
+    namespace: str = "default"
+    task_queue: str = "crab"
+    tls: bool = False
+    api_key: str | None = field(default=None, repr=False)
+    max_concurrent_activities: int = 10
+    max_concurrent_turns: int = 10
+    heartbeat: float = 10.0
+
+    @classmethod
+    def from_config(cls, config: crab.Config) -> TemporalSettings:
+        values = config.plugin_settings(NAME)
+        return cls(
+            address=str(values.get("address") or cls.address),
+            namespace=str(values.get("namespace") or cls.namespace),
+            task_queue=str(values.get("task_queue") or cls.task_queue),
+            tls=bool(values.get("tls", False)),
+            api_key=environ.api_key() or values.get("api_key") or None,
+            max_concurrent_activities=int(values.get("max_concurrent_activities") or 10),
+            max_concurrent_turns=int(values.get("max_concurrent_turns") or 10),
+            heartbeat=float(values.get("heartbeat") or 10.0),
+        )

