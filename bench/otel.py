@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -333,9 +334,10 @@ def main() -> None:
     os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = url
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAB_", "PYTHONPATH"))}
     sides: dict[str, dict[str, str]] | None = None
+    extracted = Path(tempfile.mkdtemp(prefix="crab-bench-otel-base-"))
     try:
         if options.baseline:
-            old = baseline_source(options.baseline, Path(tempfile.mkdtemp(prefix="crab-bench-otel-base-")))
+            old = baseline_source(options.baseline, extracted)
             sides = {
                 options.baseline: dict(env, PYTHONPATH=str(old)),
                 "this checkout": dict(env, PYTHONPATH=str(ROOT / "plugins" / "otel" / "src")),
@@ -355,6 +357,7 @@ def main() -> None:
                 os.environ[key] = kept
         receiver.terminate()
         receiver.wait()
+        shutil.rmtree(extracted, ignore_errors=True)
     for side, cases in figures.items():
         rounds = len(cases["off"])
         title = "" if sides is None else f"[{side}] "
