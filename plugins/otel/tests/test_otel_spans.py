@@ -206,6 +206,11 @@ def test_the_metrics_are_the_two_genai_client_histograms(crab_agent: Any) -> Non
     assert "gen_ai.conversation.id" not in by_type["input"].attributes  # metrics stay low-cardinality
     (duration,) = t.metric_points("gen_ai.client.operation.duration")
     assert duration.count == 2
+    # One attribute dict serves a call's three records: each keeps only its own keys.
+    assert "gen_ai.token.type" not in duration.attributes
+    assert dict(duration.attributes) == {
+        k: v for k, v in by_type["input"].attributes.items() if k != "gen_ai.token.type"
+    }
     assert list(duration.explicit_bounds)[:3] == [0.01, 0.02, 0.04]
 
 
