@@ -87,9 +87,14 @@ TABLE = ConfigTable(
 )
 
 
-def default_output_dir() -> Path:
-    """Where bash keeps command logs: in the user's crab home (mode 0700), outside any workspace."""
-    return crab_home() / "tools-basic" / "bash-logs"
+LOGS_IN_HOME = ("tools-basic", "bash-logs")
+"""The default log folder's place in crab's folder."""
+
+
+def default_output_dir(home: Path | None = None) -> Path:
+    """Where bash keeps command logs: in the user's crab home (``home``, default ``crab_home()``;
+    mode 0700), outside any workspace."""
+    return (home if home is not None else crab_home()).joinpath(*LOGS_IN_HOME)
 
 
 @dataclass(frozen=True, slots=True)
