@@ -127,3 +127,35 @@ def test_a_stuck_call_does_not_hold_the_process_s_exit() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "gave up\n"
+
+
+def test_the_watchdog_s_heartbeat_outlives_a_call_for_the_next_one() -> None:
+    # In a process of its own: an enabled watchdog may end the process it runs in.
+    script = textwrap.dedent(
+        """
+        import asyncio, threading, time
+        from crab._system import watchdog
+        from crab._system.threads import run_in_thread
+
+        def heartbeats():
+            return [t for t in threading.enumerate() if t.name == "crab-watchdog-heartbeat"]
+
+        async def main():
+            await run_in_thread(time.monotonic, {})
+            first = heartbeats()
+            seen = watchdog.ticks
+            deadline = time.monotonic() + 30
+            while watchdog.ticks < seen + 3:  # three ticks with no tool running
+                assert time.monotonic() < deadline and heartbeats() == first, "the heartbeat ended"
+                await asyncio.sleep(0.01)
+            await run_in_thread(time.monotonic, {})
+            assert len(first) == 1 and heartbeats() == first, (first, heartbeats())
+            print("one heartbeat", flush=True)
+
+        watchdog.enable()
+        asyncio.run(main())
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "one heartbeat\n"
