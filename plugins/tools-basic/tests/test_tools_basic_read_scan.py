@@ -41,7 +41,7 @@ def test_lines_across_chunk_boundaries(workspace: Path, ending: bytes) -> None:
     digest = hashlib.sha256(data).hexdigest()
     boundaries = [data.count(b"\n", 0, k * SCAN_CHUNK) + 1 for k in (1, 2, 3)]
     for first in [1, 2, *boundaries, *(b - 1 for b in boundaries), *(b + 1 for b in boundaries), total]:
-        for limit in (1, 2, 7):
+        for limit in (1, 2, 7, 300):
             got = window(workspace, "f.txt", first, limit)
             assert (got.total_lines, got.sha256) == (total, digest)
             shown = min(limit, total - first + 1)

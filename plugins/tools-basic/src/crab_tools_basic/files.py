@@ -146,8 +146,8 @@ def _scan(handle: BinaryIO, head: bytes, offset: int, wanted: int) -> tuple[list
     """The numbered lines from ``offset`` on (one beyond each budget, so ``truncate`` can see and
     report the cut), the file's line count and the sha256 of all its bytes.
 
-    ``head`` is what was read of ``handle`` already. Lines are split on ``\\n`` only; chunks
-    before ``offset`` or after the budgets are hashed and their newlines counted, never split.
+    ``head`` is what was read of ``handle`` already. Lines are split on ``\\n`` only, and only
+    those the window may show: the rest is hashed and its newlines counted (in C), never split.
     """
     digest = hashlib.sha256()
     shown: list[str] = []
@@ -162,17 +162,21 @@ def _scan(handle: BinaryIO, head: bytes, offset: int, wanted: int) -> tuple[list
         last = chunk
         newlines = chunk.count(b"\n")
         if collecting and line + newlines >= offset:
-            pieces = chunk.split(b"\n")
-            first = offset - line if line < offset else 0
-            if first == 0:
-                pieces[0] = carry + pieces[0]
-            for number, raw in enumerate(pieces[first:-1], line + first):
+            if line < offset:  # the window starts in this chunk: no line before it is split
+                start, number, carry = _after_newlines(chunk, offset - line), offset, b""
+            else:
+                start, number = 0, line
+            # At most the lines the budget may still take, plus the rest in one piece.
+            pieces = chunk[start:].split(b"\n", wanted + 1 - len(shown))
+            pieces[0] = carry + pieces[0]
+            for raw in pieces[:-1]:
                 if len(shown) > wanted or shown_bytes > READ_LIMIT.bytes:
-                    collecting = False
                     break
                 numbered = _numbered(number, raw)
                 shown.append(numbered)
                 shown_bytes += len(numbered.encode("utf-8"))
+                number += 1
+            collecting = len(shown) <= wanted and shown_bytes <= READ_LIMIT.bytes
             carry = pieces[-1][:LINE_KEEP] if collecting else b""
         line += newlines
         chunk = handle.read(SCAN_CHUNK)
@@ -181,6 +185,23 @@ def _scan(handle: BinaryIO, head: bytes, offset: int, wanted: int) -> tuple[list
     if collecting and total == line and line >= offset and len(shown) <= wanted and shown_bytes <= READ_LIMIT.bytes:
         shown.append(_numbered(line, carry))
     return shown, total, digest.hexdigest()
+
+
+SKIP_BLOCK = 2048
+"""Bytes counted at a time while looking for the window's first line: only the block it starts in is split."""
+
+
+def _after_newlines(chunk: bytes, need: int) -> int:
+    """Where the text after the ``need``-th newline of ``chunk`` (which has that many) starts."""
+    position = 0
+    while True:
+        end = min(position + SKIP_BLOCK, len(chunk))
+        found = chunk.count(b"\n", position, end)
+        if found >= need:
+            rest = chunk[position:end].split(b"\n", need)[-1]
+            return end - len(rest)
+        need -= found
+        position = end
 
 
 def _numbered(number: int, raw: bytes) -> str:
