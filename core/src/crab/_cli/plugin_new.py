@@ -175,7 +175,7 @@ def core_where(install: str) -> str:
 
 def values(name: str, kind: str, folder: Path | None = None) -> dict[str, str]:
     """What the templates' ``${...}`` stand for, for plugin ``name`` of ``kind`` written to ``folder``."""
-    from crab._host.api_version import API_VERSION
+    from crab._host.api_version import compatible_range
     from crab._version import __version__
 
     spec = KINDS[kind]
@@ -187,7 +187,7 @@ def values(name: str, kind: str, folder: Path | None = None) -> dict[str, str]:
         "distribution": f"crab-{name}",
         "kind": kind,
         "description": f"{name}: a {kind} plugin for crab, from the {spec.description} example",
-        "crab_api": f">={API_VERSION},<{int(API_VERSION.split('.')[0]) + 1}",
+        "crab_api": compatible_range(),
         "core_requirement": f"{core}>={__version__},<{core_major + 1}",
         "core_install": core_install(folder, kind),
     }

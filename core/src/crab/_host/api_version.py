@@ -1,12 +1,20 @@
-"""The plugin API version and the version ranges plugins declare (``CRAB_API = ">=1.0,<2"``): whether
+"""The plugin API version and the version ranges plugins declare (``CRAB_API = ">=0.1,<0.2"``): whether
 one fits, and which side to change when it does not."""
 
 from __future__ import annotations
 
 import re
 
-API_VERSION = "1.7"
-"""Bumped in the minor part for additions, in the major part for incompatible hook changes."""
+from crab._version import __version__
+
+API_VERSION = ".".join(__version__.split(".")[:2])
+"""crab-core's own ``major.minor`` (``0.1`` for 0.1.x): while crab is 0.x each minor release may change
+the API, so a plugin declares the minors it was written for (``">=0.1,<0.2"``); from 1.0 on, the
+major part."""
+
+OLD_NUMBERING = (1, 0, 0)
+"""Before crab-core 0.1 aligned them, the plugin API had numbers of its own (1.0 to 1.7, with a
+shim layer for moved names): a range starting there was written for that API."""
 
 _CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<|~=)?\s*(\d+(?:\.\d+)*)\s*$")
 
@@ -23,7 +31,7 @@ def _unmet(spec: str, version: str) -> tuple[str, tuple[int, ...]] | None:
     for clause in spec.split(","):
         match = _CLAUSE.match(clause)
         if not match:
-            raise ValueError(f'cannot read version range {spec!r} (write it like ">=1.0,<2")')
+            raise ValueError(f'cannot read version range {spec!r} (write it like ">=0.1,<0.2")')
         op, text = match.group(1) or "==", match.group(2)
         want = _parse(text)
         if op == "~=":
@@ -43,8 +51,15 @@ def _unmet(spec: str, version: str) -> tuple[str, tuple[int, ...]] | None:
     return None
 
 
+def compatible_range(version: str = API_VERSION) -> str:
+    """The ``CRAB_API`` a plugin written against ``version`` declares: up to the next minor while
+    crab is 0.x (``">=0.1,<0.2"``), up to the next major after (``">=1.2,<2"``)."""
+    major, minor = _parse(version)[:2]
+    return f">={major}.{minor},<0.{minor + 1}" if major == 0 else f">={major}.{minor},<{major + 1}"
+
+
 def check_range(spec: str, version: str = API_VERSION) -> bool:
-    """Whether ``version`` satisfies ``spec``, a comma list like ``">=1.0,<2"``.
+    """Whether ``version`` satisfies ``spec``, a comma list like ``">=0.1,<0.2"``.
 
     Raises ``ValueError`` for a spec it cannot read.
     """
@@ -55,7 +70,7 @@ def api_problem(wanted: object, version: str = API_VERSION) -> str | None:
     """Why a plugin's ``CRAB_API`` does not fit this crab, saying which side to change; None if it fits."""
     if not isinstance(wanted, str):
         return (
-            f'CRAB_API must be a version range string such as ">=1.0,<2", not {type(wanted).__name__} '
+            f'CRAB_API must be a version range string such as ">=0.1,<0.2", not {type(wanted).__name__} '
             f"{wanted!r}; quote it in the plugin"
         )
     try:
@@ -66,6 +81,11 @@ def api_problem(wanted: object, version: str = API_VERSION) -> str | None:
         return None
     op, want = unmet
     have = _parse(version)
+    if op.startswith(">") and want >= OLD_NUMBERING > have:
+        return (
+            f"was written for crab's old plugin API numbering ({wanted}, before crab-core 0.1): port it to "
+            f'this crab-core\'s API {version} (docs/api.md, "Changed in 0.1") and declare CRAB_API = ">={version},<0.{have[1] + 1}"'
+        )
     if op.startswith(">") or (op in ("==", "~=") and want > have):
         return (
             f"needs crab plugin API {wanted} but this crab-core provides {version}: upgrade crab-core "
