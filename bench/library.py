@@ -65,7 +65,7 @@ def build_harness() -> None:
 def runs_side_by_side(runs: int) -> tuple[float, float]:
     def looping(request: crab.ModelRequest) -> list[dict[str, object]]:
         # A user message asks for the tool; its result gets the answer: one tool call per run.
-        return turn()[0 if isinstance(request.messages[-1], crab.UserMessage) else 1]
+        return turn()[0 if isinstance(request.messages[-1], crab.messages.UserMessage) else 1]
 
     agent = crab.Agent(provider=ScriptedProvider(looping), tools=[add], plugins=[], **QUIET)
     harness = AgentHarness(looping, plugins={"bench": PLUGIN})

@@ -69,8 +69,8 @@ def test_every_tool_decorator_option_is_documented():
     [
         crab.ToolContext,
         crab.ToolResult,
-        crab.RenderTarget,
-        crab.RendererSpec,
+        crab.rendering.RenderTarget,
+        crab.rendering.RendererSpec,
         crab.Command,
         crab.CommandContext,
         crab.CommandResult,
@@ -94,7 +94,7 @@ def test_every_field_and_method_an_author_meets_is_documented(cls: type):
 
 def test_every_event_class_is_listed_with_its_json_type():
     events = [getattr(crab, n) for n in crab.__all__ if inspect.isclass(getattr(crab, n))]
-    events = [e for e in events if issubclass(e, crab.Event)]
+    events = [e for e in events if issubclass(e, crab.events.Event)]
     assert len(events) >= 13
     for event in events:
         row = re.search(rf"^\| `{event.__name__}` \| `\"{event.type}\"` \|(.*)$", PLUGINS_MD, re.M)

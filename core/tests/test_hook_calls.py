@@ -163,7 +163,7 @@ def test_only_declared_hooks_left_for_plugins_can_be_collected(crab_agent, hook)
 
 def test_collect_hook_loads_config_and_plugins_as_a_command_does(crab_home):
     with pytest.raises(ValueError, match="cannot be collected"):  # no plugin enabled here declares it
-        crab.collect_hook("crab_gather_dirs", plugins="")
+        crab.hooks.collect_hook("crab_gather_dirs", plugins="")
 
 
 def test_a_declaration_pluggy_refuses_fails_that_plugin_not_the_host():
@@ -186,8 +186,8 @@ class _Renamed:
     """A guard written with pluggy's ``specname``, under a name of its own."""
 
     @crab.hookimpl(specname="crab_before_tool_call")
-    def guard(self, call: Any) -> crab.Deny:
-        return crab.Deny("guarded")
+    def guard(self, call: Any) -> crab.hooks.Deny:
+        return crab.hooks.Deny("guarded")
 
 
 def test_an_implementation_not_named_after_its_hook_fails_its_plugin():

@@ -15,13 +15,20 @@ them all would double what ``crab --help`` loads (docs/api.md#how-crab-imports-i
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from crab._version import __version__ as __version__
 
-# crab-testing installs crab/testing into the same ``crab`` folder; from an editable install it sits
-# in another folder on sys.path, which ``crab``'s path must then name too.
-__path__ = __import__("pkgutil").extend_path(__path__, __name__)
+# crab-testing installs crab/testing into this same folder; installed editable, it sits in a ``crab``
+# folder of its own elsewhere on sys.path, which this package's path must then name too (what
+# pkgutil.extend_path does, without importing pkgutil at every start).
+__path__ += [
+    folder
+    for folder in (os.path.join(entry, "crab") for entry in sys.path if isinstance(entry, str) and entry)
+    if folder not in __path__ and os.path.isdir(os.path.join(folder, "testing"))
+]
 
 if TYPE_CHECKING:  # crab's public names: one import per module, each name re-exported as itself
     from crab._assembly.library import Agent as Agent, Run as Run  # noqa: I001
@@ -50,6 +57,9 @@ if TYPE_CHECKING:  # crab's public names: one import per module, each name re-ex
     from crab._host.api_version import API_VERSION as API_VERSION
     from crab._host.declared import hookspec as hookspec
     from crab._host.hookspecs import hookimpl as hookimpl
+    from crab import config as config, events as events, hooks as hooks, messages as messages  # submodules
+    from crab import processes as processes, rendering as rendering, secrets as secrets, steps as steps
+    from crab import storage as storage, tools as tools
 
 
 def _names_in(file: str) -> dict[str, str]:
@@ -69,16 +79,28 @@ def _names_in(file: str) -> dict[str, str]:
 
 
 def _lazy(namespace: dict[str, Any], names: dict[str, str], name: str) -> Any:
-    """``namespace``'s attribute ``name`` imported on first use (PEP 562), or ``AttributeError``."""
+    """``namespace``'s attribute ``name`` imported on first use (PEP 562), or ``AttributeError``.
+
+    A public submodule (``crab.events``) is one such name: ``import crab`` then reaches
+    ``crab.events.TextDelta`` without importing every submodule at start-up. ``__all__`` lists
+    the other names."""
+    owner = namespace["__name__"]
     if name == "__all__":
-        value: Any = sorted([*names, *(["__version__"] if "__version__" in namespace else [])])
+        value: Any = sorted(
+            [
+                *(n for n, home in names.items() if home.partition(":")[0] != owner),
+                *(["__version__"] if "__version__" in namespace else []),
+            ]
+        )
     elif name in names:
         import importlib
 
         module, _, attribute = names[name].partition(":")
-        value = getattr(importlib.import_module(module), attribute)
+        if module == owner:
+            value = importlib.import_module(f"{owner}.{attribute}")
+        else:
+            value = getattr(importlib.import_module(module), attribute)
     else:
-        owner = namespace["__name__"]
         raise AttributeError(f"module {owner!r} has no attribute {name!r} (docs/api.md lists {owner}'s names)")
     namespace[name] = value
     return value

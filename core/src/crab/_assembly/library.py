@@ -202,7 +202,7 @@ class Agent:
         """A run of ``prompt`` (in the session ``session`` names, else a new one): iterate it with
         ``async for`` for its events, ``await run.result()`` for how it ended.
 
-        ``images`` go with the prompt: ``crab.ImagePart``s, raw bytes or paths of PNG, JPEG, GIF
+        ``images`` go with the prompt: ``crab.messages.ImagePart``s, raw bytes or paths of PNG, JPEG, GIF
         or WebP files (``UsageError`` for anything else; ``ImageTooLarge`` past the cap).
         """
         return Run(self, prompt, session, image_parts(images))
@@ -447,7 +447,7 @@ class Run:
 
 
 ImageInput = ImagePart | bytes | str | Path
-"""What a run takes as an image: a ``crab.ImagePart``, the bytes of one, or a file's path."""
+"""What a run takes as an image: a ``crab.messages.ImagePart``, the bytes of one, or a file's path."""
 
 
 def image_parts(items: Sequence[ImageInput]) -> tuple[ImagePart, ...]:

@@ -30,7 +30,7 @@ class ToolCallRecord:
 class RunResult:
     """How a run ended: the final answer, every tool call with its result, usage and cost.
 
-    ``stop`` is the last turn's ``crab.TurnStop`` (``"end"`` for an answer, ``"aborted"``,
+    ``stop`` is the last turn's ``crab.events.TurnStop`` (``"end"`` for an answer, ``"aborted"``,
     ``"error"`` with ``error`` saying why, ``"guard"``, ``"max_iterations"``, ``"command"`` for a
     ``/command``); ``usage.cost`` is in US dollars when the model's prices are known. ``turns``
     counts the turns the run took (more than one with follow-ups). Pass ``session_id`` to a later

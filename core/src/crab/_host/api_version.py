@@ -12,9 +12,9 @@ API_VERSION = ".".join(__version__.split(".")[:2])
 the API, so a plugin declares the minors it was written for (``">=0.1,<0.2"``); from 1.0 on, the
 major part."""
 
-OLD_NUMBERING = (1, 0, 0)
+OLD_NUMBERING = ((1, 0, 0), (2, 0, 0))
 """Before crab-core 0.1 aligned them, the plugin API had numbers of its own (1.0 to 1.7, with a
-shim layer for moved names): a range starting there was written for that API."""
+shim layer for moved names): a range starting in there was written for that API."""
 
 _CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<|~=)?\s*(\d+(?:\.\d+)*)\s*$")
 
@@ -81,10 +81,11 @@ def api_problem(wanted: object, version: str = API_VERSION) -> str | None:
         return None
     op, want = unmet
     have = _parse(version)
-    if op.startswith(">") and want >= OLD_NUMBERING > have:
+    if op.startswith(">") and OLD_NUMBERING[0] <= want < OLD_NUMBERING[1] and have < OLD_NUMBERING[0]:
         return (
-            f"was written for crab's old plugin API numbering ({wanted}, before crab-core 0.1): port it to "
-            f'this crab-core\'s API {version} (docs/api.md, "Changed in 0.1") and declare CRAB_API = ">={version},<0.{have[1] + 1}"'
+            f"was written for crab's old plugin API numbering ({wanted}, before crab-core 0.1): port it to this "
+            f'crab-core\'s API {version} (docs/api.md, "Changed in 0.1") and declare '
+            f'CRAB_API = "{compatible_range(version)}"'
         )
     if op.startswith(">") or (op in ("==", "~=") and want > have):
         return (

@@ -35,7 +35,7 @@ class Bridge:
         self.caps = caps
         self.mode = mode
         self.handle: crab.AgentHandle | None = None
-        self.seen: Callable[[crab.Event], None] = lambda event: None
+        self.seen: Callable[[crab.events.Event], None] = lambda event: None
         """Told of every event as it is emitted (the session's ``UpdateMapper.seen``)."""
 
     @crab.hookimpl
@@ -59,9 +59,9 @@ class Bridge:
         return tools
 
     @crab.hookimpl
-    def crab_before_tool_call(self, tool: crab.Tool) -> crab.Deny | None:
+    def crab_before_tool_call(self, tool: crab.Tool) -> crab.hooks.Deny | None:
         if self.mode == "read-only" and tool.permission in ("write", "exec"):
-            return crab.Deny(
+            return crab.hooks.Deny(
                 f"Refused: {tool.name} needs {tool.permission} permission and this session is read-only "
                 "(the editor's mode). Tell the user what you would change instead."
             )

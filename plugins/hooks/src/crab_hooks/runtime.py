@@ -15,7 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crab import AgentHandle, Deny, Replace, Tool, ToolCall, ToolContext, ToolResult
+from crab import AgentHandle, Tool, ToolContext, ToolResult
+from crab.hooks import Deny, Replace
+from crab.messages import ToolCall
 
 from crab_hooks import names
 from crab_hooks.answers import Answer, read

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from crab import Config, ConfigError, ModelInfo, ModelRequest, StreamEvent
+from crab import Config, ConfigError, ModelInfo, ModelRequest
+from crab.events import StreamEvent
 from crab.testing import ScriptedProvider, load_script
 
 DEFAULT_MODEL = "scripted"
