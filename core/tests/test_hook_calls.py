@@ -25,7 +25,7 @@ class GatherSpecs:
 
 
 def _gatherer() -> types.SimpleNamespace:
-    return types.SimpleNamespace(CRAB_API=">=1.3,<2", CRAB_HOOKSPECS=GatherSpecs)
+    return types.SimpleNamespace(CRAB_API=">=0.1,<0.2", CRAB_HOOKSPECS=GatherSpecs)
 
 
 def _offering(path: Path) -> types.SimpleNamespace:
@@ -144,7 +144,7 @@ class RefusingSpecs:
 
 
 def test_a_plugin_cannot_declare_a_hook_with_a_policy_only_core_hooks_have():
-    plugin = types.SimpleNamespace(CRAB_API=">=1.3,<2", CRAB_HOOKSPECS=RefusingSpecs)
+    plugin = types.SimpleNamespace(CRAB_API=">=0.1,<0.2", CRAB_HOOKSPECS=RefusingSpecs)
     host = build_host({"gate": plugin})
     assert host.records["gate"].status == "failed"
     assert [f.line for f in host.failures] == [

@@ -1,4 +1,4 @@
-"""The turn's state machine (``crab.steps``) driven directly: sequences of inputs give the steps
+"""The turn's state machine (``crab._loop.steps``) driven directly: sequences of inputs give the steps
 a driver carries out, with no asyncio and no store."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from crab._contracts.messages import AssistantMessage, ToolCall, UserMessage
 from crab._loop.history import NO_REPLY
-from crab.steps import (
+from crab._loop.steps import (
     CAP_SKIPPED,
     DATE_NOTE,
     FINAL_ANSWER_NOTE,
