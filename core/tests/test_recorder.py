@@ -112,8 +112,8 @@ def test_the_driver_carrying_a_run_tools_step_out_twice_records_each_result_once
 
     from crab._contracts.events import ToolResultEvent
     from crab._loop.session import QueuedInput
-    from crab._loop.turn import Turn
     from crab._loop.steps import RunTools, ToolsRan
+    from crab._loop.turn import Turn
     from crab.testing import AgentHarness
 
     h = AgentHarness([], workspace=tmp_path)
