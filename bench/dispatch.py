@@ -15,6 +15,12 @@ only the plugins below implement the hook):
 
 It prints the median over ``--runs`` of CPU time (``time.process_time``) per call in microseconds.
 
+Then, per tool call, what the hooks cost in a real agent (``crab._assembly.root.assemble``, the
+``read`` tool of crab-tools-basic, ``$CRAB_HOME`` an empty folder): ``crab_before_tool_call``,
+``crab_after_tool_call`` and one ``crab_event``, with core's built-in plugins only beside every
+installed plugin (as for a user who installed them all), and each installed implementation on its
+own: what a plugin that does nothing for the call costs it.
+
     python bench/dispatch.py [--calls 20000] [--runs 7]
 """
 
@@ -110,6 +116,104 @@ def _gate_case(count: int, calls: int, runs: int) -> tuple[float, float]:
     return _cpu_per_call(crab_side, calls, runs), _cpu_per_call(pluggy_side, calls, runs)
 
 
+def _agent(root: Path, everything: bool) -> Any:
+    import os
+
+    import crab_tools_basic
+    from crab._assembly.root import Layers, assemble
+    from crab._builtin.memory_store import MemoryStore
+    from crab.testing import ScriptedProvider
+
+    os.environ["CRAB_HOME"] = str(root / "home")
+    built = assemble(
+        workspace=root,
+        layers=Layers(environment=False, settings={"crab.permissions": "yolo"}, source="--set"),
+        plugins=None if everything else [],
+        objects={} if everything else {"tools-basic": crab_tools_basic},
+        store=MemoryStore(),
+        provider=ScriptedProvider([]),
+        model="scripted",
+        check_model=False,
+        strict=False,
+    )
+    return built.agent
+
+
+def _measure_agent(
+    root: Path, everything: bool, calls: int, runs: int
+) -> tuple[dict[str, tuple[float, str]], list[tuple[str, float]]]:
+    """(hook → (µs per call, its implementations)) and, with ``everything``, each implementation's µs."""
+    import inspect
+
+    from crab._contracts.messages import ToolCall
+    from crab._contracts.tools import ToolResult
+
+    agent = _agent(root, everything)
+    runner = asyncio.Runner()
+    runner.run(agent.start())
+    session = runner.run(agent.new_session())
+    dispatch = agent.host.dispatch
+    tool = agent.host.registry("tools")["read"]
+    call = ToolCall("c1", "read", {"path": "file.txt", "offset": 1, "limit": 1})
+    ctx = agent.tool_context(session, call, tool)
+    result = ToolResult("1\tone")
+    event = NoticeEvent("bench")
+
+    async def before(n: int) -> None:
+        for _ in range(n):
+            await dispatch.before_tool_call(call, tool, ctx)
+
+    async def after(n: int) -> None:
+        for _ in range(n):
+            await dispatch.after_tool_call(call, tool, result, ctx)
+
+    def observe(n: int) -> None:
+        for _ in range(n):
+            dispatch.observe("crab_event", event=event, session_id=session.id)
+
+    cases: dict[str, Callable[[int], None]] = {
+        "crab_before_tool_call": lambda n: runner.run(before(n)),
+        "crab_after_tool_call": lambda n: runner.run(after(n)),
+        "crab_event": observe,
+    }
+    rows = {
+        hook: (_cpu_per_call(run, calls, runs), ", ".join(p for p, _ in dispatch.implementations(hook)))
+        for hook, run in cases.items()
+    }
+    details: list[tuple[str, float]] = []
+    arguments = {"call": call, "tool": tool, "result": result, "ctx": ctx, "event": event, "session_id": session.id}
+    for hook in cases if everything else ():
+        for plugin, impl in dispatch.implementations(hook):
+            values = [arguments[name] for name in impl.argnames]
+
+            def one(n: int, function: Any = impl.function, values: list[Any] = values) -> None:
+                for _ in range(n):
+                    answer = function(*values)
+                    if inspect.isawaitable(answer):
+                        answer.close()  # made, not run: what the call costs when nothing is to be done
+
+            details.append((f"{hook} of {plugin}", _cpu_per_call(one, calls, runs)))
+    runner.run(agent.close())
+    runner.close()
+    return rows, details
+
+
+def _per_tool_call(calls: int, runs: int) -> None:
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="crab-bench-dispatch-"))
+    (root / "home").mkdir()
+    (root / "file.txt").write_text("one\ntwo\n")
+    core, _ = _measure_agent(root, False, calls, runs)
+    everything, details = _measure_agent(root, True, calls, runs)
+    print(f"\n{'per read call in an agent, µs (one event)':<52} {'core only':>13} {'installed':>15}")
+    for hook, (ours, names) in everything.items():
+        print(f"{hook:<52} {core[hook][0]:>13.2f} {ours:>15.2f}   ({names})")
+    print("each installed implementation on its own (an async one's coroutine made, not run):")
+    for label, value in details:
+        print(f"  {label:<50} {value:>13.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--calls", type=int, default=20000)
@@ -127,6 +231,7 @@ def main() -> int:
         ]
         for label, (ours, theirs) in rows:
             print(f"{label:<52} {ours:>13.2f} {theirs:>15.2f}")
+    _per_tool_call(max(args.calls // 4, 1), args.runs)
     return 0
 
 

@@ -5,6 +5,10 @@ Side by side, CPU time (``time.process_time``) per operation:
   both through the composition root, each started, run once and closed;
 - one run of a turn with one tool call in a new session: ``crab.Agent.run_sync`` (facade:
   session, event stream, result) against ``AgentHarness.run`` (the loop's ``handle_input``);
+- a typed run (``output_type=``, a dataclass) against the same run untyped, the model giving the
+  same JSON answer to both, beside what validating that answer alone costs (a typed run should cost
+  no more than the untyped one plus validation), on a provider with structured output of its own;
+  and the characters a prompted schema adds to a prompt where the provider has none;
 and the modules ``import crab`` and then ``crab.Agent`` import in a fresh interpreter.
 Printed figures, never asserted: the facade should add little to a run (a ratio near 1).
 
@@ -14,6 +18,7 @@ Printed figures, never asserted: the facade should add little to a run (a ratio 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import subprocess
 import sys
@@ -84,6 +89,49 @@ def runs_side_by_side(runs: int) -> tuple[float, float]:
     return library, loop
 
 
+@dataclasses.dataclass
+class Sum:
+    total: int
+    terms: list[int]
+
+
+ANSWER = '{"total": 3, "terms": [1, 2]}'
+
+
+class NativeProvider(ScriptedProvider):
+    """The scripted model, saying it has structured output (the schema rides in ``options``)."""
+
+    structured_output = True
+
+
+def typed_side_by_side(runs: int) -> tuple[float, float, float, int]:
+    def answering(request: crab.ModelRequest) -> list[dict[str, object]]:
+        if isinstance(request.messages[-1], crab.messages.UserMessage):
+            return [{"tool": "add", "args": {"a": 1, "b": 2}}]
+        return [{"text": ANSWER}]
+
+    agent = crab.Agent(provider=NativeProvider(answering), tools=[add], plugins=[], **QUIET)
+    spent = {"untyped": 0.0, "typed": 0.0}
+    try:
+        agent.run_sync("add")
+        agent.run_sync("add", output_type=Sum)
+        # Alternated, so both kinds meet the same store (it grows by a session a run) and load.
+        for _ in range(runs):
+            for kind in spent:
+                start = time.process_time()
+                agent.run_sync("add", output_type=Sum) if kind == "typed" else agent.run_sync("add")
+                spent[kind] += time.process_time() - start
+    finally:
+        agent.close()
+    untyped, typed = (spent[kind] * 1000 / runs for kind in ("untyped", "typed"))
+    from crab._assembly.output import output_spec, prompted
+
+    spec = output_spec(Sum)
+    validation = cpu(lambda: output_spec(Sum).check(ANSWER), runs)
+    added = len(prompted("add", spec, object())) - len("add")
+    return untyped, typed, validation, added
+
+
 COUNT = """
 import sys
 before = set(sys.modules)
@@ -112,6 +160,7 @@ def main() -> None:
         library_build = cpu(build_library, builds)
         harness_build = cpu(build_harness, builds)
         library_run, loop_run = runs_side_by_side(args.runs)
+        untyped, typed, validation, added = typed_side_by_side(args.runs)
     imported, agent_extra = modules()
     print(f"build + one run + close ({builds} times), CPU ms each:")
     print(f"  crab.Agent      {library_build:7.3f}")
@@ -119,6 +168,12 @@ def main() -> None:
     print(f"one run of a one-tool-call turn in a new session ({args.runs} times), CPU ms each:")
     print(f"  crab.Agent.run_sync  {library_run:7.3f}   (new session, event stream, RunResult)")
     print(f"  AgentHarness.run     {loop_run:7.3f}   (the loop's handle_input) ratio {library_run / loop_run:.2f}")
+    print(f"a typed run against the same run untyped ({args.runs} times each, alternated), CPU ms each:")
+    print(f"  untyped run_sync            {untyped:7.3f}")
+    print(f"  typed run_sync (dataclass)  {typed:7.3f}   ratio {typed / untyped:.2f}")
+    print(f"  validation alone            {validation:7.3f}   (check + build; the schema is made once per type)")
+    print(f"  typed - untyped - validation {typed - untyped - validation:+7.3f}")
+    print(f"  a prompted schema adds {added} characters to the prompt (providers without structured output)")
     print(f"modules: import crab {imported}, then crab.Agent {agent_extra} more")
 
 

@@ -11,9 +11,14 @@ Side by side in one run, each figure from a fresh interpreter (best of ``--repea
 - the same two shapes through ``llm`` (simonw/llm's tool chain with a scripted model), when
   ``--llm-python`` names an interpreter that has it (or this one does);
 - with ``--before DIR`` (a checkout of an older crab, e.g. ``git worktree add DIR main``), every
-  crab figure again from DIR's ``core/src``, printed beside today's.
+  crab figure again from DIR's ``core/src``, printed beside today's;
+- with ``--plugins installed``, every installed plugin loads as it would for a user who installed
+  them all (entry points, default config; ``$CRAB_HOME`` an empty folder), beside the tool's own
+  plugin: what plugins that do nothing for a call cost it. The default, ``--plugins tool``, loads
+  only the plugin the tool comes from.
 
     python bench/loop.py [--before DIR] [--llm-python PYTHON] [--repeat 3] [--tool noop|read]
+                         [--plugins tool|installed] [--sizes 200,2000] [--no-stores]
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ STORES = ("memory", "jsonl", "sqlite")
 # --- workers (run in a fresh interpreter each) -----------------------------------------------------
 
 
-def _crab_harness(replies: list[Any], store_name: str, root: Path, tool: str) -> Any:
+def _crab_harness(replies: list[Any], store_name: str, root: Path, tool: str, plugin_choice: str) -> Any:
     import types
 
     import crab
@@ -64,17 +69,66 @@ def _crab_harness(replies: list[Any], store_name: str, root: Path, tool: str) ->
         from crab_store_sqlite.store import SqliteStore
 
         store = SqliteStore(root / "crab.db")
-    harness = AgentHarness(
-        replies,
-        plugins=plugins,
-        config={"crab.max_iterations": len(replies) + 5, "crab.permissions": "yolo"},
-        workspace=root,
-        store=store,  # type: ignore[arg-type]
-    )
+    settings = {"crab.max_iterations": len(replies) + 5, "crab.permissions": "yolo"}
+    if plugin_choice == "installed":
+        harness = _InstalledHarness(replies, plugins, settings, root, store)
+    else:
+        harness = AgentHarness(
+            replies,
+            plugins=plugins,
+            config=settings,
+            workspace=root,
+            store=store,  # type: ignore[arg-type]
+        )
     # The scripted provider keeps every request for tests; a real provider keeps none, and 2,000
     # requests each holding the whole context would make the garbage collector's work the figure.
     harness.provider.requests = _Forgotten()
     return harness
+
+
+class _InstalledHarness:
+    """``crab.testing.AgentHarness``'s agent, built with every installed plugin loaded (entry points,
+    as ``crab run`` loads them) besides ``plugins``; ``run`` and ``close`` as the harness's."""
+
+    def __init__(
+        self, replies: list[Any], plugins: dict[str, object], settings: dict[str, Any], root: Path, store: Any
+    ):
+        import asyncio
+
+        from crab._assembly.root import Layers, assemble
+        from crab._builtin.memory_store import MemoryStore
+        from crab.testing import ScriptedProvider
+
+        home = root / "home"
+        home.mkdir()
+        os.environ["CRAB_HOME"] = str(home)  # no user config or remembered failures of this machine
+        self.provider = ScriptedProvider(replies)
+        built = assemble(
+            workspace=root,
+            layers=Layers(environment=False, settings=settings, source="--set"),
+            plugins=None,  # every installed plugin, as for a user who installed them all
+            objects={name: plugin for name, plugin in plugins.items() if name != "tools-basic"},
+            store=store if store is not None else MemoryStore(),
+            provider=self.provider,
+            model="scripted",
+            check_model=False,
+            strict=False,
+        )
+        for failure in built.host.failures:
+            print(f"  (installed plugins: {failure.line})", file=sys.stderr)
+        self.agent = built.agent
+        self.runner = asyncio.Runner()
+        self.runner.run(self.agent.start())
+        self.session = self.runner.run(self.agent.new_session())
+
+    def run(self, text: str) -> Any:
+        return self.runner.run(self.agent.handle_input(self.session, text))
+
+    def close(self) -> None:
+        try:
+            self.runner.run(self.agent.close())
+        finally:
+            self.runner.close()
 
 
 class _Forgotten(list):  # type: ignore[type-arg]
@@ -87,7 +141,7 @@ WIDE_TURNS = 5
 process, after one warm-up turn (first calls import what they use)."""
 
 
-def crab_worker(shape: str, n: int, store_name: str, tool: str) -> float:
+def crab_worker(shape: str, n: int, store_name: str, tool: str, plugin_choice: str = "tool") -> float:
     """CPU seconds of one scripted turn (``sequential``: n replies of one call; ``wide``: one
     reply of n calls, the best of ``WIDE_TURNS`` after a warm-up), harness set-up left out."""
     name = "noop" if tool == "noop" else "read"
@@ -102,7 +156,7 @@ def crab_worker(shape: str, n: int, store_name: str, tool: str) -> float:
         replies.extend([[call] for call in calls] if shape == "sequential" else [calls])
         replies.append([{"text": "done"}])
     root = Path(tempfile.mkdtemp(prefix="crab-bench-loop-"))
-    harness = _crab_harness(replies, store_name, root, tool)
+    harness = _crab_harness(replies, store_name, root, tool, plugin_choice)
     spent: list[float] = []
     try:
         for _ in range(turns):
@@ -116,12 +170,20 @@ def crab_worker(shape: str, n: int, store_name: str, tool: str) -> float:
     return spent[0] if shape == "sequential" else min(spent[1:])
 
 
-def llm_worker(shape: str, n: int) -> float:
-    """CPU seconds of the same turn through llm's tool chain (a scripted model, no network)."""
+def llm_worker(shape: str, n: int, tool: str = "noop") -> float:
+    """CPU seconds of the same turn through llm's tool chain (a scripted model, no network); with
+    ``tool="read"`` the tool reads the asked line of a small file, as crab's ``read`` does."""
     import llm
 
+    root = Path(tempfile.mkdtemp(prefix="crab-bench-llm-"))
+    (root / "file.txt").write_text("".join(f"line {i}\n" for i in range(1, 2002)))
+
     def noop(path: str, offset: int = 1) -> str:
-        """Do nothing."""
+        """Do nothing (or read line ``offset`` of ``path``)."""
+        if tool == "read":
+            with open(root / path, encoding="utf-8") as handle:
+                lines = handle.read().splitlines()
+            return f"{offset}\t{lines[offset - 1]}"
         return f"ok {offset}"
 
     class Scripted(llm.Model):
@@ -159,8 +221,8 @@ def llm_worker(shape: str, n: int) -> float:
 
 
 def worker_main(args: list[str]) -> None:
-    kind, shape, n, store, tool = args[0], args[1], int(args[2]), args[3], args[4]
-    spent = crab_worker(shape, n, store, tool) if kind == "crab" else llm_worker(shape, n)
+    kind, shape, n, store, tool, plugin_choice = args[0], args[1], int(args[2]), args[3], args[4], args[5]
+    spent = crab_worker(shape, n, store, tool, plugin_choice) if kind == "crab" else llm_worker(shape, n, tool)
     print(json.dumps({"cpu": spent}))
 
 
@@ -187,6 +249,13 @@ def best(python: str, argv: list[str], pythonpath: str | None, repeat: int) -> f
     return min(valid) if valid else None
 
 
+def _sources(checkout: Path) -> str:
+    """The import path that runs ``checkout``'s crab: its core, kits and plugins (ahead of this
+    environment's editable installs, whose entry points name the same modules)."""
+    folders = [checkout / "core" / "src", *sorted(checkout.glob("kits/*/src")), *sorted(checkout.glob("plugins/*/src"))]
+    return os.pathsep.join(str(folder) for folder in folders)
+
+
 def installed(module: str) -> bool:
     import importlib.util
 
@@ -203,18 +272,29 @@ def main() -> None:
     parser.add_argument("--llm-python", help="an interpreter that has llm installed (default: this one, if it has)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--tool", choices=("noop", "read"), default="noop", help="the tool each call runs")
+    parser.add_argument(
+        "--plugins",
+        choices=("tool", "installed"),
+        default="tool",
+        help="load only the tool's plugin, or every installed plugin beside it",
+    )
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="turn lengths, comma-separated")
+    parser.add_argument("--no-stores", action="store_true", help="the memory store only")
     options = parser.parse_args()
+    sizes = tuple(int(n) for n in options.sizes.split(","))
     here = sys.executable
     stores = [
-        s for s, m in zip(STORES, (None, "crab_tape_jsonl", "crab_store_sqlite"), strict=True) if not m or installed(m)
+        s
+        for s, m in zip(STORES, (None, "crab_tape_jsonl", "crab_store_sqlite"), strict=True)
+        if not m or (installed(m) and not options.no_stores)
     ]
     columns: list[tuple[str, str, str | None]] = [("now", here, None)]
     if options.before is not None:
-        columns.insert(0, ("before", here, str(options.before.resolve() / "core" / "src")))
+        columns.insert(0, ("before", here, _sources(options.before.resolve())))
     llm_python = options.llm_python or (here if installed("llm") else None)
     print(
         f"CPU ms per iteration (one model call + one {options.tool} call), best of {options.repeat}, "
-        "fresh interpreter per figure"
+        f"fresh interpreter per figure, plugins: {options.plugins}"
     )
     header = f"{'turn':<24}" + "".join(f"{label:>10}" for label, _, _ in columns)
     print(header + (f"{'before/now':>12}" if options.before else ""))
@@ -222,19 +302,21 @@ def main() -> None:
     largest: dict[str, float | None] = {}  # memory store, per iteration at the largest N
     for store in stores:
         per: dict[str, dict[int, float | None]] = {label: {} for label, _, _ in columns}
-        for n in SIZES:
+        for n in sizes:
             row = f"{store + f', N={n}':<24}"
             for label, python, path in columns:
-                cpu = best(python, ["crab", "sequential", str(n), store, options.tool], path, options.repeat)
+                cpu = best(
+                    python, ["crab", "sequential", str(n), store, options.tool, options.plugins], path, options.repeat
+                )
                 per[label][n] = cpu / n if cpu is not None else None
                 row += f"{_ms(per[label][n]):>10}"
             if options.before:
                 b, a = per["before"][n], per["now"][n]
                 row += f"{(b / a if b and a else 0):>11.2f}x"
             print(row, flush=True)
-        row = f"{store + ', N=2000/N=200':<24}"
+        row = f"{store + f', N={sizes[-1]}/N={sizes[0]}':<24}"
         for label, _, _ in columns:
-            small, large = per[label][SIZES[0]], per[label][SIZES[-1]]
+            small, large = per[label][sizes[0]], per[label][sizes[-1]]
             ratio = large / small if small and large else None
             ratios[label][store] = ratio
             if store == "memory":
@@ -245,7 +327,7 @@ def main() -> None:
     row = f"{'crab':<24}"
     wide: dict[str, float | None] = {}
     for label, python, path in columns:
-        cpu = best(python, ["crab", "wide", str(WIDE), "memory", options.tool], path, options.repeat)
+        cpu = best(python, ["crab", "wide", str(WIDE), "memory", options.tool, options.plugins], path, options.repeat)
         wide[label] = cpu / WIDE if cpu is not None else None
         row += f"{_ms(wide[label]):>10}"
     print(row)
@@ -256,9 +338,12 @@ def main() -> None:
             text=True,
             check=False,
         ).stdout.strip()
-        cpu = best(llm_python, ["llm", "wide", str(WIDE), "-", "noop"], None, options.repeat)
+        cpu = best(llm_python, ["llm", "wide", str(WIDE), "-", options.tool, "-"], None, options.repeat)
         print(f"{f'llm {version}':<24}{_ms(cpu / WIDE if cpu else None):>10}   (the same reply through llm's chain)")
-        seq = {n: best(llm_python, ["llm", "sequential", str(n), "-", "noop"], None, options.repeat) for n in SIZES}
+        seq = {
+            n: best(llm_python, ["llm", "sequential", str(n), "-", options.tool, "-"], None, options.repeat)
+            for n in sizes
+        }
         figures = "  ".join(f"N={n}: {_ms(c / n if c else None)}" for n, c in seq.items())
         print(f"{'llm, sequential':<24}{figures}   (ms per iteration)")
     else:
@@ -269,8 +354,8 @@ def main() -> None:
         return "met" if ok else "MISSED"
 
     print("\ntargets (memory store, now):")
-    print(f"  N=2000/N=200 <= 1.3x: {verdict(now_memory is not None and now_memory <= 1.3)}")
-    print(f"  per iteration at N=2000 <= 0.5 ms: {verdict(now_large is not None and now_large <= 5e-4)}")
+    print(f"  N={sizes[-1]}/N={sizes[0]} <= 1.3x: {verdict(now_memory is not None and now_memory <= 1.3)}")
+    print(f"  per iteration at N={sizes[-1]} <= 0.5 ms: {verdict(now_large is not None and now_large <= 5e-4)}")
     print(f"  per tool call in a {WIDE}-call reply <= 0.1 ms: {verdict(now_wide is not None and now_wide <= 1e-4)}")
 
 

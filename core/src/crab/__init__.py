@@ -1,6 +1,7 @@
 """crab: a small agent framework in which everything is a plugin.
 
-``crab`` holds what a program or a plugin author needs (docs/api.md): the library's ``Agent``, the
+``crab`` holds what a program or a plugin author needs (docs/api.md): the library's ``Agent`` (and
+``RunContext``, ``OutputError``), the
 tool types and ``@crab.tool``, the hook markers, the agent handle, the protocols a provider, store,
 channel, renderer or command implements, config and settings, and the errors. The rest of the
 public API lives in submodules that own their ``__all__``: ``crab.events``, ``crab.messages``,
@@ -32,6 +33,7 @@ __path__ += [
 
 if TYPE_CHECKING:  # crab's public names: one import per module, each name re-exported as itself
     from crab._assembly.library import Agent as Agent, Run as Run  # noqa: I001
+    from crab._assembly.output import OutputError as OutputError
     from crab._assembly.result import RunResult as RunResult, ToolCallRecord as ToolCallRecord
     from crab._config.layers import Config as Config
     from crab._contracts.channels import Channel as Channel
@@ -51,6 +53,7 @@ if TYPE_CHECKING:  # crab's public names: one import per module, each name re-ex
     from crab._contracts.providers import Provider as Provider
     from crab._contracts.questions import AskQuestion as AskQuestion, Question as Question
     from crab._contracts.renderers import Renderer as Renderer
+    from crab._contracts.run_context import RunContext as RunContext
     from crab._contracts.storage import Store as Store
     from crab._contracts.tools import Tool as Tool, ToolContext as ToolContext, ToolResult as ToolResult
     from crab._contracts.tools import ToolSpec as ToolSpec, tool as tool

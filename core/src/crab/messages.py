@@ -1,6 +1,9 @@
-"""The conversation as providers and stores see it: messages, tool calls, reasoning, usage (and its
-price), images, and their stored form (docs/format.md)."""
+"""The conversation as providers and stores see it: messages, tool calls, reasoning, usage (its
+price and a run's limits on it), images, their stored form (docs/format.md), and a library run's
+history as data (docs/library.md)."""
 
+from crab._assembly.history import HistoryAnchor, HistoryItem, messages_from_json, messages_to_json
+from crab._assembly.limits import UsageLimitExceeded, UsageLimits
 from crab._contracts.images import IMAGE_TYPES, ImagePart, ImageTooLarge, sniff_image
 from crab._contracts.messages import (
     AssistantMessage,
@@ -24,6 +27,8 @@ from crab._loop.pricing import usage_cost, with_cost
 __all__ = [
     "IMAGE_TYPES",
     "AssistantMessage",
+    "HistoryAnchor",
+    "HistoryItem",
     "ImagePart",
     "ImageTooLarge",
     "Message",
@@ -32,10 +37,14 @@ __all__ = [
     "ToolCall",
     "ToolResultMessage",
     "Usage",
+    "UsageLimitExceeded",
+    "UsageLimits",
     "UserMessage",
     "json_text",
     "message_from_dict",
     "message_to_dict",
+    "messages_from_json",
+    "messages_to_json",
     "parse_tool_arguments",
     "sniff_image",
     "unique_id",

@@ -16,6 +16,7 @@ import crab
 import pytest
 
 SCRIPTS = Path(__file__).parent / "scripts"
+sys.path.insert(0, str(Path(__file__).parent))  # hooks_reference_examples, by its unique name (importlib mode)
 
 
 @pytest.fixture(autouse=True)

@@ -190,3 +190,51 @@ def test_a_project_without_crab_config_is_told_to_add_one(crab_run, validator, t
     )
     assert expected in _notices(done.stdout)
     assert _results(done.stdout)[0]["is_error"] is False
+
+
+def test_session_end_stop_and_an_http_hook_run_through_the_real_command(crab_run, hook_script, own_home, tmp_path):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    posted: list[dict[str, object]] = []
+
+    class Endpoint(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            posted.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            body = b'{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "seen by http"}}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Endpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    seen = tmp_path / "seen.jsonl"
+    record = hook_script("record", f"open({str(seen)!r}, 'a').write(json.dumps(json.load(sys.stdin)) + '\\n')\n")
+    url = f"http://127.0.0.1:{server.server_address[1]}/post"
+    hooks = {
+        "PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "http", "url": url}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": record}]}],
+        "SessionEnd": [{"hooks": [{"type": "command", "command": record}]}],
+    }
+    (own_home / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}), encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    try:
+        done = crab_run("list", work, [[{"tool": "bash", "args": {"command": "ls"}}], [{"text": "all listed"}]])
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(30)
+    assert done.returncode == 0, done.stderr
+    [result] = _results(done.stdout)
+    assert result["content"] == "ran: ls\n\n[PostToolUse hook] seen by http"
+    assert [p["hook_event_name"] for p in posted] == ["PostToolUse"]
+    events = [json.loads(line) for line in seen.read_text().splitlines()]
+    assert [e["hook_event_name"] for e in events] == ["Stop", "SessionEnd"]
+    assert events[0]["last_assistant_message"] == "all listed"
+    assert events[1]["reason"] == "other" and events[1]["session_id"] == events[0]["session_id"]

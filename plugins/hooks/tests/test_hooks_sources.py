@@ -78,7 +78,7 @@ def test_bad_files_and_entries_are_one_line_each_and_the_rest_loads(own_home, tm
     hooks = load(tmp_path, make_config(cwd=tmp_path), _settings())
     assert [c.command for c in hooks.commands("PreToolUse", ("Bash",))] == ["good"]
     assert hooks.notices == [
-        f"{settings}: a hooks.PreToolUse hook of type 'prompt' was skipped (crab runs commands)",
+        f"{settings}: a hooks.PreToolUse hook of type 'prompt' was skipped (crab runs command and http hooks)",
         f"{settings}: hooks.PreToolUse matcher '(' is not a regular expression "
         "(missing ), unterminated subpattern at position 0)",
         f"{settings}: hooks.Stop is not a list; its hooks were not loaded",
@@ -113,6 +113,34 @@ def test_a_project_is_trusted_through_its_crab_config(own_home, tmp_path):
     assert f"{config_file} changed since you trusted the project; run `crab trust {project}`" in changed.notices[0]
 
 
+def test_an_http_hook_an_async_hook_and_an_if_filter_load(own_home):
+    settings = own_home / ".claude" / "settings.json"
+    http_hook = {"type": "http", "url": "http://127.0.0.1:1/h", "headers": {"A": "$T"}, "allowedEnvVars": ["T"]}
+    hooks_block = {
+        "hooks": {
+            "PostToolUse": [
+                {
+                    "matcher": "Bash",
+                    "hooks": [
+                        http_hook,
+                        {"type": "command", "if": "Bash(git *)", "command": "only-for-git", "async": True},
+                    ],
+                }
+            ],
+            "SessionEnd": [{"hooks": [{"type": "command", "command": "bye", "timeout": 5}]}],
+        }
+    }
+    _write(settings, hooks_block)
+    hooks = load(own_home, make_config(cwd=own_home), _settings())
+    http, git = hooks.commands("PostToolUse", ("Bash",))
+    assert (http.kind, http.command) == ("http", "http://127.0.0.1:1/h")
+    assert (http.headers, http.allowed_env) == ((("A", "$T"),), ("T",))
+    assert (git.command, git.condition, git.background) == ("only-for-git", "Bash(git *)", True)
+    [end] = hooks.commands("SessionEnd", ("other",))
+    assert (end.command, end.timeout, end.own_timeout) == ("bye", 5.0, True)
+    assert hooks.notices == []
+
+
 def test_the_users_own_claude_folder_is_never_a_project(own_home):
     _write(own_home / ".claude" / "settings.json", _block("mine"))
     hooks = load(own_home, make_config(cwd=own_home), _settings())
@@ -128,7 +156,11 @@ def test_the_users_own_claude_folder_is_never_a_project(own_home):
         ({"Stop": [{"hooks": []}]}, 'plugins.hooks.events.Stop.0.hooks: expected a list of {type = "command"'),
         (
             {"Stop": [{"hooks": [{"type": "prompt"}]}]},
-            'plugins.hooks.events.Stop.0.hooks.0: expected a table with type = "command"',
+            'plugins.hooks.events.Stop.0.hooks.0: expected a table with type = "command" or "http"',
+        ),
+        (
+            {"Stop": [{"hooks": [{"type": "http", "url": "file:///etc/passwd"}]}]},
+            "plugins.hooks.events.Stop.0.hooks.0.url: expected an http:// or https:// URL",
         ),
         (
             {"Stop": [{"hooks": [{"command": " "}]}]},

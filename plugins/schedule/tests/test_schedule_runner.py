@@ -399,3 +399,19 @@ def test_a_job_store_that_fails_for_a_while_is_one_warning_and_one_line_when_it_
         "schedule: job store db:5432: no connection within 10s; trying again every poll",
         "schedule: the job store answers again",
     ]
+
+
+def test_a_session_no_job_runs_in_has_its_calls_answered_at_once():
+    """The hook gives None itself, not a coroutine that gives None: a call costs nothing to await."""
+    import crab_schedule
+
+    bash = crab.Tool("bash", "", {"type": "object"}, lambda a, c: "", permission="exec")
+    ctx = crab.ToolContext(session_id="s-no-job", workspace=crab.config.crab_home())
+    call = crab.messages.ToolCall("c1", "bash", {})
+    assert crab_schedule.crab_before_tool_call(call, bash, ctx) is None
+    ceiling.hold("s-no-job", "read-only")
+    try:
+        held = crab_schedule.crab_before_tool_call(call, bash, ctx)
+        assert isinstance(asyncio.run(held), crab.hooks.Deny)
+    finally:
+        ceiling.release("s-no-job", "read-only")

@@ -6,34 +6,70 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, overload
 
 from crab._assembly.asking import AskCallback, QuestionCallback, SessionAsker, as_ask, as_question
-from crab._assembly.result import ResultCollector, RunResult
+from crab._assembly.history import HistoryItem, checked, history_items
+from crab._assembly.limits import LimitWatch, UsageLimitExceeded, UsageLimits
+from crab._assembly.output import RETRY, Invalid, OutputError, OutputSpec, output_spec, prompted
+from crab._assembly.result import OutputT, ResultCollector, RunResult
 from crab._assembly.root import Layers, PermissionMode, assemble
+from crab._assembly.thinking import ThinkingLevel, checked_level
 from crab._contracts.errors import CrabError, UsageError
-from crab._contracts.events import Event, NoticeEvent
+from crab._contracts.events import Event, NoticeEvent, TextDelta, ToolCallEvent, TurnStarted
 from crab._contracts.images import ImagePart
+from crab._contracts.interception import Deny
+from crab._contracts.messages import Message, ToolResultMessage
+from crab._contracts.run_context import RUN_STATE, RunState
 from crab._host.hookspecs import hookimpl
 from crab._host.plugin_host import OWN_NAMES
 
 if TYPE_CHECKING:
     from types import TracebackType
 
+    from typing_extensions import Unpack
+
     from crab._config.layers import Config
-    from crab._contracts.providers import Provider
+    from crab._contracts.providers import ModelRequest, Provider
     from crab._contracts.renderers import Renderer
     from crab._contracts.storage import Store
-    from crab._contracts.tools import Tool
+    from crab._contracts.tools import Tool, ToolContext
     from crab._loop.agent import Agent as LoopAgent
     from crab._loop.session import Session, TurnOutcome
 
 Listener = Callable[[Event], None]
 T = TypeVar("T")
+U = TypeVar("U")
 
 
-class Agent:
+class RunOptions(TypedDict, total=False):
+    """The keyword arguments every run method takes besides ``output_type`` (see ``Agent.run_stream``)."""
+
+    session: str | None
+    images: Sequence[ImageInput]
+    deps: Any
+    message_history: Sequence[Message] | None
+    usage_limits: UsageLimits | None
+    output_retries: int | None
+    thinking: ThinkingLevel | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    """What one run asks beyond its prompt: the answer's type, retries, deps, a history to start
+    from and limits."""
+
+    output: OutputSpec | None = None
+    output_retries: int = 1
+    deps: Any = None
+    history: tuple[Message, ...] | None = None
+    limits: UsageLimits | None = None
+    thinking: str | None = None
+
+
+class Agent(Generic[OutputT]):
     """One agent: its config, plugins, tools, store, provider and model, and its sessions.
 
     Everything is chosen when it is made (a bad setup raises ``crab.ConfigError``,
@@ -59,6 +95,15 @@ class Agent:
       no answer. Without it the tool is told at once that nobody can answer.
     - ``renderer``: a renderer's name (``"plain"``, ``"jsonl"``, a plugin's) or a
       ``crab.Renderer`` to show every event on stdout/stderr; ``listeners`` get every event.
+    - ``output_type``: what every run's ``result.output`` is (a dataclass, TypedDict, pydantic
+      model, ``list``/union of those, or a JSON schema dict; a run's own ``output_type`` wins);
+      ``output_retries``: how often an answer that does not validate goes back to the model with
+      the reason before the run raises ``crab.OutputError``. ``usage_limits``: every run's
+      ``crab.messages.UsageLimits`` (a run's own win).
+    - ``thinking``: ``"off"``, ``"low"``, ``"medium"`` or ``"high"`` for every run (``[crab] thinking``).
+    - ``models``: several ``"provider/model"``s instead of ``model``: the first answers, and a
+      request it fails in a way retries cannot cure (auth, overloaded, a server error, a context
+      too long for it) goes to the next (``crab._assembly.fallback``).
 
     Use it as a context manager (``with`` or ``async with``) or call ``close``/``aclose``. An agent
     runs on one event loop: the first call decides whether that is the caller's (async methods)
@@ -84,12 +129,24 @@ class Agent:
         question: QuestionCallback | None = None,
         renderer: str | Renderer | None = None,
         listeners: Sequence[Listener] = (),
+        output_type: type[OutputT] | Mapping[str, Any] | None = None,
+        output_retries: int | None = None,
+        usage_limits: UsageLimits | None = None,
+        models: Sequence[str] | None = None,
+        thinking: ThinkingLevel | None = None,
     ) -> None:
         if isinstance(plugins, str):
             raise UsageError('plugins= takes a list of names (["mock", "tools-basic"]), not one string')
         for name in plugin_objects or {}:
             if name in OWN_NAMES:
                 raise UsageError(f"plugin_objects: {name!r} is the name of one of crab's own plugins; pick another")
+        if models is not None and (model is not None or isinstance(models, str)):
+            raise UsageError('models= takes a list of "provider/model"s, tried in order, instead of model=')
+        if thinking is not None:  # the program's word, as [crab] thinking (settings are applied last)
+            settings = {**(settings or {}), "crab.thinking": checked_level(thinking)}
+        self._output = output_spec(output_type) if output_type is not None else None
+        self._output_retries = _retries(output_retries) if output_retries is not None else None
+        self._limits = usage_limits
         self._routes = RunRoutes()
         try:
             built = assemble(
@@ -100,7 +157,7 @@ class Agent:
                 tools=tools,
                 store=store,
                 provider=provider,
-                model=model,
+                model=list(models) if models is not None else model,
                 permissions=permissions,
                 question=as_question(question),
                 # CRAB_STRICT_PLUGINS=1 decides, as for the CLI, unless the environment layer is off.
@@ -111,6 +168,8 @@ class Agent:
             _masked(exc)
             raise
         self.config: Config = built.config
+        if self._output_retries is None:
+            self._output_retries = _retries(self.config.get("crab.output_retries", 1))
         self._agent: LoopAgent = built.agent
         self._renderer = _attach_renderer(built, renderer) if renderer is not None else None
         for listener in listeners:
@@ -183,14 +242,14 @@ class Agent:
         else:
             raise UsageError("this crab.Agent runs on an event loop: await agent.aclose() there")
 
-    async def __aenter__(self) -> Agent:
+    async def __aenter__(self) -> Agent[OutputT]:
         await self.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    def __enter__(self) -> Agent:
+    def __enter__(self) -> Agent[OutputT]:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
@@ -198,28 +257,123 @@ class Agent:
 
     # --- runs -----------------------------------------------------------------------------------
 
-    def run_stream(self, prompt: str, *, session: str | None = None, images: Sequence[ImageInput] = ()) -> Run:
+    @overload
+    def run_stream(self, prompt: str, *, output_type: None = None, **options: Unpack[RunOptions]) -> Run[OutputT]: ...
+    @overload
+    def run_stream(self, prompt: str, *, output_type: type[U], **options: Unpack[RunOptions]) -> Run[U]: ...
+    @overload
+    def run_stream(self, prompt: str, *, output_type: Mapping[str, Any], **options: Unpack[RunOptions]) -> Run[Any]: ...
+
+    def run_stream(
+        self,
+        prompt: str,
+        *,
+        session: str | None = None,
+        images: Sequence[ImageInput] = (),
+        output_type: Any = None,
+        deps: Any = None,
+        message_history: Sequence[Message] | None = None,
+        usage_limits: UsageLimits | None = None,
+        output_retries: int | None = None,
+        thinking: ThinkingLevel | None = None,
+    ) -> Run[Any]:
         """A run of ``prompt`` (in the session ``session`` names, else a new one): iterate it with
         ``async for`` for its events, ``await run.result()`` for how it ended.
 
         ``images`` go with the prompt: ``crab.messages.ImagePart``s, raw bytes or paths of PNG, JPEG, GIF
         or WebP files (``UsageError`` for anything else; ``ImageTooLarge`` past the cap).
+        ``output_type`` makes ``result.output`` that type (the agent's by default); ``deps`` is
+        what tools taking a ``crab.RunContext`` get as ``ctx.deps``; ``message_history`` starts
+        the run's new session from those messages; ``usage_limits`` ends the run with
+        ``crab.messages.UsageLimitExceeded`` when it crosses one; ``thinking`` (``"off"``, ``"low"``,
+        ``"medium"``, ``"high"``) sets how hard the model thinks for this run's requests.
         """
-        return Run(self, prompt, session, image_parts(images))
+        spec = self._spec(output_type, deps, message_history, usage_limits, output_retries, session)
+        if thinking is not None:
+            spec = replace(spec, thinking=checked_level(thinking))
+        return Run(self, prompt, session, image_parts(images), spec)
 
-    async def run(self, prompt: str, *, session: str | None = None, images: Sequence[ImageInput] = ()) -> RunResult:
-        """Run ``prompt`` (with ``images``) to the end (in session ``session``, else a new one)."""
-        return await self.run_stream(prompt, session=session, images=images).result()
+    @overload
+    async def run(
+        self, prompt: str, *, output_type: None = None, **options: Unpack[RunOptions]
+    ) -> RunResult[OutputT]: ...
+    @overload
+    async def run(self, prompt: str, *, output_type: type[U], **options: Unpack[RunOptions]) -> RunResult[U]: ...
+    @overload
+    async def run(
+        self, prompt: str, *, output_type: Mapping[str, Any], **options: Unpack[RunOptions]
+    ) -> RunResult[Any]: ...
 
-    def run_sync(self, prompt: str, *, session: str | None = None, images: Sequence[ImageInput] = ()) -> RunResult:
+    async def run(self, prompt: str, *, output_type: Any = None, **options: Any) -> RunResult[Any]:
+        """Run ``prompt`` to the end (``run_stream``'s arguments) and return its ``RunResult``."""
+        result: RunResult[Any] = await self.run_stream(prompt, output_type=output_type, **options).result()
+        return result
+
+    @overload
+    def run_sync(
+        self, prompt: str, *, output_type: None = None, **options: Unpack[RunOptions]
+    ) -> RunResult[OutputT]: ...
+    @overload
+    def run_sync(self, prompt: str, *, output_type: type[U], **options: Unpack[RunOptions]) -> RunResult[U]: ...
+    @overload
+    def run_sync(
+        self, prompt: str, *, output_type: Mapping[str, Any], **options: Unpack[RunOptions]
+    ) -> RunResult[Any]: ...
+
+    def run_sync(self, prompt: str, *, output_type: Any = None, **options: Any) -> RunResult[Any]:
         """``run`` for a program without an event loop of its own."""
-        return self._sync(self.run(prompt, session=session, images=images))
+        return self._sync(self.run(prompt, output_type=output_type, **options))
 
-    def run_stream_sync(self, prompt: str, *, session: str | None = None, images: Sequence[ImageInput] = ()) -> Run:
+    @overload
+    def run_stream_sync(
+        self, prompt: str, *, output_type: None = None, **options: Unpack[RunOptions]
+    ) -> Run[OutputT]: ...
+    @overload
+    def run_stream_sync(self, prompt: str, *, output_type: type[U], **options: Unpack[RunOptions]) -> Run[U]: ...
+    @overload
+    def run_stream_sync(
+        self, prompt: str, *, output_type: Mapping[str, Any], **options: Unpack[RunOptions]
+    ) -> Run[Any]: ...
+
+    def run_stream_sync(self, prompt: str, *, output_type: Any = None, **options: Any) -> Run[Any]:
         """``run_stream`` for a program without an event loop: iterate it with a plain ``for``,
         then read ``run.result_sync()``."""
         self._own_runner()
-        return Run(self, prompt, session, image_parts(images))
+        run: Run[Any] = self.run_stream(prompt, output_type=output_type, **options)
+        return run
+
+    def _spec(
+        self,
+        output_type: Any,
+        deps: Any,
+        history: Sequence[Message] | None,
+        limits: UsageLimits | None,
+        retries: int | None,
+        session: str | None,
+    ) -> RunSpec:
+        if history is not None and session is not None:
+            raise UsageError("message_history= starts a new session: leave out session= (or drop the history)")
+        return RunSpec(
+            output=output_spec(output_type) if output_type is not None else self._output,
+            output_retries=_retries(retries) if retries is not None else self._output_retries or 0,
+            deps=deps,
+            history=tuple(checked(history)) if history is not None else None,
+            limits=limits if limits is not None else self._limits,
+        )
+
+    async def history(self, session: str) -> list[HistoryItem]:
+        """The whole conversation of session ``session`` as stored: its messages in order (every
+        reply, aborted ones too) with a ``crab.messages.HistoryAnchor`` where a compaction or handoff was
+        set; ``UsageError`` for an unknown id."""
+        await self.start()
+        from crab._assembly.choosing import require_session
+
+        await require_session(self._agent.store, session)
+        return history_items(await self._agent.store.entries(session))
+
+    def history_sync(self, session: str) -> list[HistoryItem]:
+        """``history`` for a program without an event loop of its own."""
+        return self._sync(self.history(session))
 
     def abort(self, session: str) -> bool:
         """Stop the running turn of session ``session``; False when nothing was running there."""
@@ -252,10 +406,12 @@ class Agent:
             raise
         return _run(runner, coro)
 
-    async def _session(self, session_id: str | None) -> Session:
+    async def _session(self, session_id: str | None, history: tuple[Message, ...] | None = None) -> Session:
         await self.start()
         if session_id is None:
             session = await self._agent.new_session()
+            if history:
+                await self._seed(session, history)
         elif session_id in self._sessions:
             return self._sessions[session_id]
         else:
@@ -274,6 +430,20 @@ class Agent:
         self._sessions[session.id] = session
         return session
 
+    async def _seed(self, session: Session, history: tuple[Message, ...]) -> None:
+        """Record ``history`` as the start of the new ``session`` (stored, so a resume sees it too);
+        the context is the repaired one every request gets (each call paired)."""
+        from crab._loop.history import repair
+
+        recorder = self._agent.recorder
+        for message in history:
+            if isinstance(message, ToolResultMessage):
+                await recorder.append(session, "tool_result", await recorder.payload(message))
+                session.messages.append(message)
+            else:
+                await recorder.message(session, message)
+        session.messages = repair(session.messages)
+
 
 ROUTES = "program-runs"
 """The plugin name of an agent's ``RunRoutes`` (beside ``program-tools``)."""
@@ -287,7 +457,22 @@ class RunRoutes:
     """
 
     def __init__(self) -> None:
-        self.runs: dict[str, Run] = {}
+        self.runs: dict[str, Run[Any]] = {}
+
+    @hookimpl
+    def crab_before_model_call(
+        self, request: ModelRequest, session_id: str
+    ) -> ModelRequest | Coroutine[Any, Any, None] | None:
+        run = self.runs.get(session_id)
+        return run._before_model_call(request) if run is not None else None
+
+    @hookimpl
+    def crab_before_tool_call(self, ctx: ToolContext) -> Deny | None:
+        run = self.runs.get(ctx.session_id)
+        watch = run._watch if run is not None else None
+        if watch is None or watch.exceeded is None:
+            return None
+        return Deny(f"Not run: {watch.exceeded}.", end_turn=True)
 
     @hookimpl
     def crab_event(self, event: Event, session_id: str) -> None:
@@ -300,7 +485,7 @@ class RunRoutes:
                 run._take(event)
 
 
-class Run:
+class Run(Generic[OutputT]):
     """One input to an agent, its events as they happen, and its ``RunResult`` at the end.
 
     ``async for event in run`` (or ``for`` from ``run_stream_sync``) yields the typed events a
@@ -309,19 +494,38 @@ class Run:
     more input after the current tool call, ``follow_up(text)`` queues an input for after the
     turn (the run ends when that one has), and ``abort()`` stops it (every open tool call still
     gets its result, so the session stays valid).
+
+    A typed run (``output_type``) checks the answer when the turn ends: one that does not fit goes
+    back to the model with the reason (``RETRY``, at most ``output_retries`` times), and
+    ``result()`` raises ``crab.OutputError`` when none fits; ``stream_output()`` yields the
+    answer's partial value as it streams. A run past its ``UsageLimits`` is aborted (its calls
+    paired) and ``result()`` raises ``crab.messages.UsageLimitExceeded``. Both errors carry the run's
+    ``RunResult`` as ``.result``.
     """
 
-    def __init__(self, owner: Agent, prompt: str, session_id: str | None, images: tuple[ImagePart, ...] = ()) -> None:
+    def __init__(
+        self,
+        owner: Agent[Any],
+        prompt: str,
+        session_id: str | None,
+        images: tuple[ImagePart, ...] = (),
+        spec: RunSpec | None = None,
+    ) -> None:
         self._owner = owner
         self._prompt = prompt
         self._images = images
         self._wanted = session_id
+        self._spec = spec or RunSpec()
         self._session: Session | None = None
         self._events: asyncio.Queue[Event | None] | None = None
         self._collector = ResultCollector()
         self._tasks: list[asyncio.Task[TurnOutcome]] = []
-        self._result: RunResult | None = None
+        self._result: RunResult[OutputT] | None = None
+        self._error: OutputError | UsageLimitExceeded | None = None
         self._pending: list[tuple[str, bool]] = []
+        self._before: list[Message] = []
+        self._attempts = 1
+        self._watch = LimitWatch(self._spec.limits) if self._spec.limits is not None else None
 
     @property
     def session_id(self) -> str | None:
@@ -336,7 +540,7 @@ class Run:
     async def _start(self) -> None:
         if self._session is not None:
             return
-        session = await self._owner._session(self._wanted)
+        session = await self._owner._session(self._wanted, self._spec.history)
         routes = self._owner._routes.runs
         if session.id in routes:
             raise UsageError(
@@ -346,15 +550,42 @@ class Run:
         self._session = session
         self._events = asyncio.Queue()
         routes[session.id] = self
-        self._submit(self._prompt, steer=False, images=self._images)
+        self._before = list(session.messages)
+        collector = self._collector
+        session.state[RUN_STATE] = RunState(self._spec.deps, lambda: collector.usage)
+        self._submit(self._prompt_text(), steer=False, images=self._images)
         for text, steer in self._pending:
             self._submit(text, steer=steer)
         self._pending.clear()
 
+    def _prompt_text(self) -> str:
+        """The prompt, and where the provider has no structured output, the schema the answer must match."""
+        output = self._spec.output
+        return self._prompt if output is None else prompted(self._prompt, output, self._owner._agent.provider)
+
     def _take(self, event: Event) -> None:
         self._collector.handle(event)
+        if self._watch is not None:
+            self._watch.see(event)  # past a limit, no tool runs and no request is sent (below)
         if self._events is not None:
             self._events.put_nowait(event)
+
+    def _before_model_call(self, request: ModelRequest) -> ModelRequest | Coroutine[Any, Any, None] | None:
+        """A request of this run's session: stopped before it is sent when the run crossed a limit
+        or it would cross ``requests``; carrying the output schema for a provider with structured
+        output (``options["output_schema"]``)."""
+        watch = self._watch
+        if watch is not None and (watch.exceeded is not None or watch.before_request()):
+            self.abort()
+            # The abort cancels the turn's task at its next suspension; a turn that never suspends
+            # (a scripted provider, async tools) would otherwise send this request first.
+            return asyncio.sleep(0)
+        options = dict(request.options)
+        if self._spec.output is not None:
+            options["output_schema"] = self._spec.output.option()
+        if self._spec.thinking is not None:
+            options["thinking"] = self._spec.thinking  # crab-thinking maps it (or names the provider once)
+        return replace(request, options=options) if options != request.options else None
 
     def _submit(self, text: str, *, steer: bool, images: tuple[ImagePart, ...] = ()) -> None:
         assert self._session is not None
@@ -394,16 +625,19 @@ class Run:
     async def _next(self) -> Event | None:
         await self._start()
         assert self._events is not None
-        if self._result is not None and self._events.empty():
-            return None
-        try:
-            event = await self._events.get()
-        except asyncio.CancelledError:
-            await self._stop()
-            raise
-        if event is None:
+        while True:
+            if self._result is not None and self._events.empty():
+                return None
+            try:
+                event = await self._events.get()
+            except asyncio.CancelledError:
+                await self._stop()
+                raise
+            if event is not None:
+                return event
             await self._finish()
-        return event
+            if self._result is not None:  # else an answer went back to the model: its turn's events follow
+                return None
 
     def __aiter__(self) -> AsyncIterator[Event]:
         return self._aiter()
@@ -417,16 +651,37 @@ class Run:
         while (event := _run(runner, self._next())) is not None:
             yield event
 
-    async def result(self) -> RunResult:
-        """Wait for the run to end (events not iterated are dropped) and return its result."""
+    async def result(self) -> RunResult[OutputT]:
+        """Wait for the run to end (events not iterated are dropped) and return its result;
+        ``crab.OutputError`` or ``crab.messages.UsageLimitExceeded`` (with ``.result``) when it failed so."""
         while self._result is None:
             await self._next()
+        if self._error is not None:
+            raise self._error
         return self._result
 
-    def result_sync(self) -> RunResult:
+    def result_sync(self) -> RunResult[OutputT]:
         """``result`` for a run from ``run_stream_sync``."""
-        result: RunResult = _run(self._owner._own_runner(), self.result())
+        result: RunResult[OutputT] = _run(self._owner._own_runner(), self.result())
         return result
+
+    async def stream_output(self) -> AsyncIterator[Any]:
+        """The answer as it streams: for a typed run, each new partial value of its JSON (dicts and
+        lists, not yet validated: ``await run.result()`` gives the typed ``output``); for an
+        untyped one, the text so far. Text before a tool call is not the answer and starts over."""
+        partial = PartialOutput(self._spec.output)
+        async for event in self:
+            value = partial.see(event)
+            if value is not None:
+                yield value
+
+    def stream_output_sync(self) -> Iterator[Any]:
+        """``stream_output`` for a run from ``run_stream_sync``."""
+        partial = PartialOutput(self._spec.output)
+        for event in self:
+            value = partial.see(event)
+            if value is not None:
+                yield value
 
     async def _stop(self) -> None:
         """The caller was cancelled (Ctrl-C): abort the turn and let it pair its open calls."""
@@ -435,11 +690,38 @@ class Run:
         self._leave_routes()
 
     async def _finish(self) -> None:
-        self._leave_routes()
-        outcomes = [task.result() for task in self._tasks]  # a failure of the loop itself raises here
-        assert self._session is not None
+        try:
+            outcomes = [task.result() for task in self._tasks]  # a failure of the loop itself raises here
+        except BaseException:
+            self._leave_routes()
+            raise
+        session = self._session
+        assert session is not None
         redact = self._owner._agent.redactor.text
-        self._result = self._collector.result(self._session.id, outcomes[0], outcomes, redact)
+        result: RunResult[Any] = self._collector.result(session.id, outcomes[0], outcomes, redact)
+        known = {id(message) for message in self._before}
+        result = replace(result, messages=tuple(m for m in session.messages if id(m) not in known))
+        output = self._spec.output
+        if self._watch is not None and self._watch.exceeded is not None:
+            self._error = self._watch.exceeded
+            result = replace(result, output=None)
+        elif output is not None:
+            value: Any = None
+            if result.stop == "end" and result.error is None:
+                try:
+                    value = output.check(result.text)
+                except Invalid as exc:
+                    if self._attempts <= self._spec.output_retries:
+                        self._attempts += 1
+                        self._submit(RETRY.format(reason=str(exc)), steer=False)
+                        return  # the run goes on: the model answers again
+                    self._error = OutputError(exc.field, exc.reason, result.text, self._attempts)
+            result = replace(result, output=value)
+        self._leave_routes()
+        session.state.pop(RUN_STATE, None)
+        if self._error is not None:
+            self._error.result = result
+        self._result = result
 
     def _leave_routes(self) -> None:
         if self._session is not None and self._owner._routes.runs.get(self._session.id) is self:
@@ -448,6 +730,35 @@ class Run:
 
 ImageInput = ImagePart | bytes | str | Path
 """What a run takes as an image: a ``crab.messages.ImagePart``, the bytes of one, or a file's path."""
+
+
+class PartialOutput:
+    """Turns a run's events into the partial values ``Run.stream_output`` yields."""
+
+    def __init__(self, output: OutputSpec | None) -> None:
+        self.output = output
+        self.text = ""
+        self.last: Any = None
+
+    def see(self, event: Event) -> Any:
+        """The new partial value ``event`` gives, or None."""
+        if isinstance(event, TurnStarted | ToolCallEvent):
+            self.text, self.last = "", None
+            return None
+        if not isinstance(event, TextDelta):
+            return None
+        self.text += event.text
+        value = self.output.partial(self.text) if self.output is not None else self.text
+        if value is None or value == self.last:
+            return None
+        self.last = value
+        return value
+
+
+def _retries(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(f"output_retries takes a whole number of at least 0, not {value!r}")
+    return value
 
 
 def image_parts(items: Sequence[ImageInput]) -> tuple[ImagePart, ...]:

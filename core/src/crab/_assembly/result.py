@@ -3,15 +3,23 @@ run may take several turns): calls paired with results, every priced ``UsageEven
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from crab._contracts.events import ChildEvent, Event, ToolCallEvent, ToolResultEvent, TurnEnded, TurnStop, UsageEvent
-from crab._contracts.messages import Usage
+from crab._contracts.messages import Message, Usage
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
     from crab._loop.session import TurnOutcome
+
+    OutputT = TypeVar("OutputT", default=str)
+    """What a run's ``output`` is: ``output_type``'s type, ``str`` (the text) for an untyped run."""
+else:  # PEP 696 defaults reach typing.TypeVar in 3.13; type checkers read typing_extensions' above
+    OutputT = typing.TypeVar("OutputT")
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +35,7 @@ class ToolCallRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class RunResult:
+class RunResult(Generic[OutputT]):
     """How a run ended: the final answer, every tool call with its result, usage and cost.
 
     ``stop`` is the last turn's ``crab.events.TurnStop`` (``"end"`` for an answer, ``"aborted"``,
@@ -35,6 +43,10 @@ class RunResult:
     ``/command``); ``usage.cost`` is in US dollars when the model's prices are known. ``turns``
     counts the turns the run took (more than one with follow-ups). Pass ``session_id`` to a later
     run to continue the conversation.
+
+    ``output`` is the answer as the run's ``output_type`` (validated; for an untyped run, the
+    text); ``messages`` are the messages this run added to the session, in order (its prompt, the
+    replies, the tool results), as ``crab.messages.messages_to_json`` writes them.
     """
 
     text: str
@@ -44,6 +56,8 @@ class RunResult:
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
     turns: int = 0
+    output: OutputT = None  # type: ignore[assignment]  # always given by the run; None only when it failed
+    messages: tuple[Message, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -81,19 +95,21 @@ class ResultCollector:
 
     def result(
         self, session_id: str, first: TurnOutcome, outcomes: list[TurnOutcome], redact: Callable[[str], str]
-    ) -> RunResult:
+    ) -> RunResult[Any]:
         """The run's result: the last turn that ended decides text, stop and error (a command,
         which ends no turn, leaves ``first``, the outcome of the run's own input)."""
         final = first
         if self.ended:
             last = self.ended[-1].turn_id
             final = next((o for o in reversed(outcomes) if o.turn_id == last), first)
+        text = redact(final.text)
         return RunResult(
-            text=redact(final.text),
+            text=text,
             stop=final.stop,
             session_id=session_id,
             tool_calls=tuple(self.calls.values()),
             usage=self.usage,
             error=redact(final.error) if final.error is not None else None,
             turns=len(self.ended),
+            output=text,
         )

@@ -127,7 +127,7 @@ def assemble(
     tools: Sequence[Tool | Callable[..., Any]] = (),
     store: Store | str | None = None,
     provider: Provider | str | None = None,
-    model: str | None = None,
+    model: str | Sequence[str] | None = None,
     permissions: PermissionMode | None = None,
     ask: AskUser | None = None,
     question: AskQuestion | None = None,
@@ -143,7 +143,8 @@ def assemble(
     ``plugins``: entry-point names that load (exactly these; ``[]`` none) or None for the config's
     choice; ``objects``: in-process plugin objects by name; ``tools``: a program's functions,
     registered as the plugin ``program-tools``. ``store`` and ``provider`` are objects or names
-    (None: the config's choice); ``model`` may be ``provider/model``. ``permissions`` sets the
+    (None: the config's choice); ``model`` may be ``provider/model``, or several of them (a list or
+    a comma-separated string) tried in order (``crab._assembly.fallback``). ``permissions`` sets the
     gate's mode; ``ask`` answers its questions (None: nobody can, so non-read calls are refused
     in ``ask`` mode); ``question`` asks the user a tool's question (None: nobody can answer, so
     such a tool says so at once). ``require_plugins`` makes a listed plugin that did not load an error.
@@ -153,8 +154,11 @@ def assemble(
     exists to show them. ``remember_failures`` (the CLI's runs) keeps the plugin failures the run
     meets in crab's home for ``crab plugins list`` (``crab._host.last_run``).
     """
-    from crab._assembly.choosing import LAST_RUN, FailureMemory, choose_provider, choose_store
+    from crab._assembly.choosing import LAST_RUN, FailureMemory, choose_store
     from crab._assembly.choosing import remember_failures as remember
+    from crab._assembly.fallback import choose_models
+    from crab._assembly.thinking import PLUGIN as THINKING
+    from crab._assembly.thinking import ThinkingRoute
     from crab._loop.agent import Agent
 
     where = workspace or Path.cwd()
@@ -174,10 +178,14 @@ def assemble(
         # Before anything builds the registries: a plugin added after that rebuilds them, and the
         # provider objects the agent was given would no longer be the registry's.
         host.add_builtin(LAST_RUN, FailureMemory(host, config))
+    thinking = ThinkingRoute()
+    host.add_builtin(THINKING, thinking)
     try:
         if provider is None or isinstance(provider, str):
-            chosen, model_id = choose_provider(host, config, provider, model)
+            chosen, model_id = choose_models(host, config, provider, model)
         else:
+            if model is not None and not isinstance(model, str):
+                raise UsageError("a provider object takes one model id, not a list: name the models provider/model")
             chosen, model_id = provider, model or _first_model(provider)
             if check_model:
                 chosen.check(model_id)
@@ -203,6 +211,7 @@ def assemble(
         local=local,
         question=question,
     )
+    thinking.agent = agent
     return Assembly(config, host, agent)
 
 

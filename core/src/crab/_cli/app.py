@@ -65,6 +65,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 RendererOpt = Annotated[
     str | None, typer.Option("--renderer", help="A renderer's name for text output (see `crab plugins list`).")
 ]
+ThinkingOpt = Annotated[
+    str | None,
+    typer.Option("--thinking", metavar="LEVEL", help="How hard the model thinks: off, low, medium or high."),
+]
 
 
 def _run_options(given: dict[str, Any]) -> RunOptions:
@@ -80,7 +84,7 @@ def _run_options(given: dict[str, Any]) -> RunOptions:
         continue_latest=given["continue_"],
         session=given["session"],
         store=given["store"],
-        settings=tuple(given["set_"] or ()),
+        settings=(*(given["set_"] or ()), *((f"crab.thinking={given['thinking']}",) if given.get("thinking") else ())),
         renderer=given["renderer"],
         resume=given.get("resume"),
     )
@@ -111,6 +115,7 @@ def root(
     set_: SetOpt = None,
     renderer: RendererOpt = None,
     resume: ResumeOpt = None,
+    thinking: ThinkingOpt = None,
 ) -> None:
     """Bare ``crab`` is ``crab chat`` and takes its options (``crab -m mock/tour``, as hints say)."""
     from crab._cli.options import RunOptions
@@ -148,12 +153,17 @@ def run(
         list[Path] | None,
         typer.Option("--attach", "-a", metavar="FILE", help="Send this image (PNG, JPEG, GIF, WebP) too; repeatable."),
     ] = None,
+    thinking: ThinkingOpt = None,
+    output_schema: Annotated[
+        Path | None,
+        typer.Option("--output-schema", metavar="FILE", help="The answer must match this JSON schema; print its JSON."),
+    ] = None,
 ) -> None:
     """Run one agent turn and exit: 0 done, 1 model or tool failure, 2 usage or config error, 130 interrupted."""
     from crab._cli.run import run_once
 
     options = _run_options(locals())
-    raise typer.Exit(run_once(prompt, output.value, options, attach=tuple(attach or ())))
+    raise typer.Exit(run_once(prompt, output.value, options, attach=tuple(attach or ()), output_schema=output_schema))
 
 
 @app.command()
@@ -169,6 +179,7 @@ def chat(
     set_: SetOpt = None,
     renderer: RendererOpt = None,
     resume: ResumeOpt = None,
+    thinking: ThinkingOpt = None,
 ) -> None:
     """Talk with the agent: Ctrl-C stops the running turn, Ctrl-D leaves, /help lists commands."""
     from crab._cli.chat import chat as run_chat

@@ -15,6 +15,7 @@ from crab._contracts.renderers import Renderer
 from crab._loop.session import TurnOutcome
 
 if TYPE_CHECKING:
+    from crab._assembly.output import OutputSpec
     from crab._contracts.images import ImagePart
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -92,8 +93,12 @@ def _can_ask() -> bool:
     return sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def run_once(prompt: str, output: str, options: RunOptions, attach: tuple[Path, ...] = ()) -> int:
-    """Run one turn (with the images ``attach`` names); returns the process exit code."""
+def run_once(
+    prompt: str, output: str, options: RunOptions, attach: tuple[Path, ...] = (), output_schema: Path | None = None
+) -> int:
+    """Run one turn (with the images ``attach`` names); returns the process exit code. With
+    ``output_schema`` the answer must match that JSON schema (``typed_turn``) and stdout is the
+    answer's JSON value alone (``--output json``: the document with its ``output``)."""
     from crab._assembly.choosing import choose_renderer, start_agent, terminal_target
     from crab._cli.setup import open_session, prepare
 
@@ -101,19 +106,22 @@ def run_once(prompt: str, output: str, options: RunOptions, attach: tuple[Path, 
         from crab._contracts.errors import UsageError
 
         raise UsageError(f"--renderer picks how text output looks; drop it or drop --output {output}")
+    spec = _output_spec(output_schema, output)
     text = _read_prompt(prompt)
     images = _attachments(attach)
+    objects = _output_route(spec)
     if _can_ask() and prompt != "-":
         from crab._cli.question import ask_on_terminal, ask_question_on_terminal
 
-        prepared = prepare(options, ask=ask_on_terminal, question=ask_question_on_terminal)
+        prepared = prepare(options, ask=ask_on_terminal, question=ask_question_on_terminal, objects=objects)
     else:  # scripts, pipes and tests: nobody at a terminal, so no terminal asker to import
-        prepared = prepare(options, ask=None, question=None)
+        prepared = prepare(options, ask=None, question=None, objects=objects)
     agent = prepared.agent
     target = terminal_target(agent)
     collector: JsonCollector | None = None
     renderer: Renderer
-    if output == "json":
+    typed: list[Any] = []  # the answer's value, or the OutputError, once the turn ended
+    if output == "json" or spec is not None:
         renderer = collector = JsonCollector()
     else:
         renderer = choose_renderer(
@@ -129,6 +137,13 @@ def run_once(prompt: str, output: str, options: RunOptions, attach: tuple[Path, 
                 agent.notice(
                     f"attached {', '.join(f'{path} ({i.describe()})' for path, i in zip(attach, images, strict=True))}"
                 )
+            if spec is not None:
+                from crab._assembly.output import typed_turn
+
+                retries = int(agent.config.get("crab.output_retries", OUTPUT_RETRIES))
+                outcome, value, failed = await typed_turn(agent, session, text, spec, retries, images)
+                typed.extend((value, failed))
+                return outcome
             return await agent.handle_input(session, text, images=images)
         finally:
             await agent.close()
@@ -147,7 +162,48 @@ def run_once(prompt: str, output: str, options: RunOptions, attach: tuple[Path, 
     finally:
         runner.close()
         renderer.close()
+    if spec is not None and typed:
+        value, failed = typed
+        if failed is not None:
+            from crab._cli.errors import error_line
+
+            sys.stderr.write(f"{error_line(f'crab: {failed}')}\n")
+            return EXIT_FAILED
+        if output != "json":
+            if outcome.stop == "end":
+                print(json_text(agent.redactor.payload({"output": value})["output"]))
+            elif outcome.error:
+                sys.stderr.write(f"crab: {agent.redactor.text(outcome.error)}\n")
+            return exit_code(outcome)
     if collector is not None:
         # The collector saw only redacted events; the outcome's own text and error are masked here.
-        print(json_text(agent.redactor.payload(collector.document(outcome))))
+        document = collector.document(outcome)
+        if spec is not None:
+            document["output"] = typed[0] if typed else None
+        print(json_text(agent.redactor.payload(document)))
     return exit_code(outcome)
+
+
+OUTPUT_RETRIES = 1
+"""How often ``crab run --output-schema`` sends an answer that does not match back to the model,
+unless ``[crab] output_retries`` says."""
+
+
+def _output_spec(path: Path | None, output: str) -> OutputSpec | None:
+    """The schema of ``--output-schema`` (read before anything starts: a bad file is exit 2)."""
+    if path is None:
+        return None
+    from crab._assembly.output import schema_file
+    from crab._contracts.errors import UsageError
+
+    if output == "jsonl":
+        raise UsageError("--output-schema prints the answer's JSON; drop --output jsonl (or the schema)")
+    return schema_file(path)
+
+
+def _output_route(spec: OutputSpec | None) -> dict[str, object] | None:
+    if spec is None:
+        return None
+    from crab._assembly.output import OutputRoute
+
+    return {"run-output": OutputRoute(spec)}

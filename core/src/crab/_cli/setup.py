@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from crab._assembly.root import Assembly, Layers, PermissionMode, assemble
@@ -37,11 +38,18 @@ def permission_mode(options: RunOptions) -> PermissionMode | None:
 
 
 def prepare(
-    options: RunOptions, *, ask: AskUser | None, question: AskQuestion | None = None, local: bool = True
+    options: RunOptions,
+    *,
+    ask: AskUser | None,
+    question: AskQuestion | None = None,
+    local: bool = True,
+    objects: Mapping[str, object] | None = None,
 ) -> Assembly:
     """Config, plugins, provider, store and agent for a run; raises ``CrabError`` on bad setup.
-    ``ask`` and ``question`` are how this run asks the user (None: nobody can answer)."""
+    ``ask`` and ``question`` are how this run asks the user (None: nobody can answer); ``objects``
+    are in-process plugins of the command's own (``crab run --output-schema``'s)."""
     return assemble(
+        objects=objects,
         layers=Layers(settings=overrides_from(options), source="--set"),
         plugins=options.plugins,
         store=options.store,

@@ -253,8 +253,16 @@ CORE_TABLE = ConfigTable(
     doc="core's own settings",
     settings=(
         Setting("provider", "str", doc="provider name (default: the only loaded provider)"),
-        Setting("model", "str", doc="model id, or provider/model (default: the provider's first model)"),
+        Setting(
+            "model", "str", doc="model id, or provider/model; several comma-separated are tried in order (fallback)"
+        ),
         Setting("store", "str", doc="session store (default: the first persistent store loaded, else memory)"),
+        Setting(
+            "thinking",
+            "str",
+            doc="how hard the model thinks: off, low, medium or high (default: the provider's own setting)",
+            choices=("off", "low", "medium", "high"),
+        ),
         Setting("renderer", "str", doc="renderer for chat and text output (default: a plugin's first, else plain)"),
         Setting(
             "permissions",
@@ -265,6 +273,14 @@ CORE_TABLE = ConfigTable(
             trust_order=PERMISSION_MODES,
         ),
         Setting("max_iterations", "int", 25, "model calls per turn", minimum=1, maximum=10_000),
+        Setting(
+            "output_retries",
+            "int",
+            1,
+            "times a typed answer that does not match its schema goes back to the model",
+            minimum=0,
+            maximum=10,
+        ),
         Setting(
             "tool_timeout",
             "float",

@@ -172,6 +172,26 @@ class CompactionEvent(Event):
         )
 
 
+@dataclass(frozen=True)
+class ModelCallEvent(Event):
+    """A model call began (``start``) or ended (``end``): every call the loop makes, a turn's,
+    a compaction's summary (``purpose="compaction"``) or a plugin's ``AgentHandle.complete``
+    (``plugin``), for tracing and meters. ``provider`` and ``model`` are what the request went
+    to; at ``end``, ``response_model`` is the model the provider said answered, ``stop_reason``
+    the reply's (``error`` with ``error_kind`` when it failed) and ``usage`` its priced usage."""
+
+    type: ClassVar[str] = "model_call"
+    session_id: str
+    phase: Literal["start", "end"]
+    provider: str
+    model: str
+    purpose: Literal["turn", "compaction", "plugin"] = "turn"
+    response_model: str | None = None
+    stop_reason: str | None = None
+    error_kind: ErrorKind | None = None
+    usage: Usage | None = None
+
+
 PlanStatus = Literal["pending", "in_progress", "done"]
 """Where one step of a plan stands."""
 

@@ -42,6 +42,12 @@ class ModelRequest:
     call it makes: a turn's, a compaction's summary, a plugin's ``AgentHandle.complete``; "" when
     none). It is stable for the life of a session, across processes, so a provider may key its
     prompt cache by it (hashed: an id is not sent as it is) or remember a choice per session.
+
+    ``options["output_schema"]`` (a typed library run, ``output_type=``) is ``{"name", "schema"}``:
+    a provider whose ``structured_output`` attribute is True sends the JSON schema in its own
+    response-format field, so the answer is JSON text matching it (the tools and system prompt stay
+    as they were: the request prefix does not change). Other providers ignore it: crab then puts
+    the schema in the prompt and checks the answer alike.
     """
 
     model: str
@@ -62,6 +68,11 @@ class Provider(Protocol):
     ``ErrorEvent`` (failure; partial tool calls are then never run). It may raise
     ``crab._contracts.errors.ProviderError`` instead of yielding an ``ErrorEvent``; the loop treats both alike.
     Retries happen inside ``stream`` and are reported as ``RetryEvent``s.
+
+    Optional attribute: ``structured_output`` (True: ``options["output_schema"]`` is honoured).
+    Optional method: ``thinks(model) -> bool``, whether ``options["thinking"]`` (``"off"``…``"high"``)
+    reaches ``model`` (mapped to the provider's own control); without it, or False, crab names the
+    provider once and sends no level.
 
     Optional method: ``forced_tools(request) -> Collection[str]``, the names of the tools of
     ``request.tools`` this provider will make the model call (a ``tool_choice`` it sends, from its

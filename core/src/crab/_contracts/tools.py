@@ -168,11 +168,23 @@ def _is_context(name: str, hint: Any) -> bool:
     return any(c is ToolContext or c == "ToolContext" for c in candidates) or (name == "ctx" and hint is Any)
 
 
-def _make_handler(fn: Callable[..., Any], context_param: str | None) -> Handler:
+def _is_run_context(hint: Any) -> bool:
+    from typing import get_origin
+
+    from crab._contracts.run_context import RunContext
+
+    return hint is RunContext or get_origin(hint) is RunContext
+
+
+def _make_handler(fn: Callable[..., Any], context_param: str | None, run_param: str | None = None) -> Handler:
     def handler(args: dict[str, Any], ctx: ToolContext) -> Any:
         kwargs = dict(args)
         if context_param is not None:
             kwargs[context_param] = ctx
+        if run_param is not None:
+            from crab._contracts.run_context import run_context
+
+            kwargs[run_param] = run_context(ctx)
         return fn(**kwargs)  # a coroutine function's coroutine is awaited by whoever runs the tool
 
     return handler
@@ -195,8 +207,12 @@ def make_tool(
     if permission not in PERMISSIONS:
         raise ValueError(f"permission must be one of {', '.join(PERMISSIONS)}, not {permission!r}")
     context_params: list[str] = []
+    run_params: list[str] = []
 
     def skip(param: str, hint: Any) -> bool:
+        if _is_run_context(hint):
+            run_params.append(param)
+            return True
         if _is_context(param, hint):
             context_params.append(param)
             return True
@@ -210,7 +226,7 @@ def make_tool(
         name=name or fn.__name__,
         description=text,
         parameters=parameters,
-        handler=_make_handler(fn, context_params[0] if context_params else None),
+        handler=_make_handler(fn, context_params[0] if context_params else None, run_params[0] if run_params else None),
         permission=permission,
         exclusive=exclusive,
         timeout=timeout,

@@ -4,7 +4,7 @@ line a failure makes (docs/hooks.md, docs/architecture.md#the-dispatcher)."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -200,20 +200,21 @@ class Dispatcher:
         interceptor's caller puts the previous one's answer in it); leaving the loop stops it.
 
         The one place crab calls implementations one by one rather than through pluggy's
-        ``HookCaller`` (``pm.hook.<name>(**kwargs)``), which runs them all inside one
-        ``try``: at the first exception it stops, drops the results gathered so far and does not
-        say which implementation raised, while every policy here needs that one implementation
-        failed and the others called (``drop``, ``fail-plugin``) or the checked call refused in its
-        name (``refuse``). pluggy also calls the last-registered plugin first (crab: load order),
-        leaves ``async`` implementations unawaited and cannot hand one interceptor's result to the
-        next. Each implementation gets the arguments it names by pluggy's own rule (``argnames``,
-        and the ``kwargnames`` the call has, as pluggy 1.7's ``_multicall``). It costs no more than
-        pluggy's call (``bench/dispatch.py``, CPU per call, median of 9 × 20,000 on a loaded 2-core
-        machine, two runs): a no-op ``crab_event(event)`` (an argument subset) in 1 plugin 0.78 µs
-        here vs 1.3 µs through pluggy, in 20 plugins 6.2–6.7 vs 6.2–6.3 µs (main's loop, which
-        wrapped each subset in a closure: 18.8–20.3 µs); 20 plugins installed and none implementing
-        it 0.35 vs 0.93 µs; 20 no-op ``crab_before_tool_call`` 8.2–8.5 µs, awaiting included, vs
-        7.2–7.5 µs for pluggy awaiting nothing.
+        ``HookCaller`` (``pm.hook.<name>(**kwargs)``, i.e. ``_hookexec``/``_multicall``), which
+        runs them all inside one ``try``: at the first exception it stops, drops the results
+        gathered so far and does not say which implementation raised, while every policy here needs
+        that one implementation failed and the others called (``drop``, ``fail-plugin``: an
+        observer must not miss an event because another one raised) or the checked call refused in
+        its name (``refuse``). pluggy also calls the last-registered plugin first (crab: load
+        order), leaves ``async`` implementations unawaited and cannot hand one interceptor's result
+        to the next. What pluggy does do is used as it is: its markers and ``HookimplOpts``, its
+        registration checks, ``get_hookimpls`` (``implementations``) and each ``HookImpl``'s
+        ``argnames``/``kwargnames``, passed by pluggy 1.7's own ``_multicall`` rule. It costs no
+        more than pluggy's call (``bench/dispatch.py``, CPU per call, median of 7 × 5,000 on a
+        loaded 2-core machine): a no-op ``crab_event(event)`` (an argument subset) in 1 plugin 0.73
+        µs here vs 1.29 µs through pluggy, in 20 plugins 5.98 vs 6.45 µs; 20 plugins installed and
+        none implementing it 0.36 vs 0.93 µs; 20 no-op ``crab_before_tool_call`` 8.4–9.1 µs,
+        awaiting included, vs 7.1–8.0 µs for pluggy awaiting nothing.
         """
         awaitable = self.policies[hook].awaitable
         for plugin, impl in self.implementations(hook):
@@ -292,30 +293,54 @@ class Dispatcher:
                     return list(found.items())
         return list(found.items())
 
+    async def turn_end(self, session_id: str, workspace: Any, text: str, continued: int) -> str | None:
+        """What every ``crab_turn_end`` asks the model to go on with (joined), or None to end the turn."""
+        hook = "crab_turn_end"
+        parts: list[str] = []
+        kwargs = {"session_id": session_id, "workspace": workspace, "text": text, "continued": continued}
+        async for plugin, value in self._answers(hook, kwargs):
+            if isinstance(value, Failure):
+                continue
+            if not isinstance(value, str):
+                self._fail(plugin, hook, wrong_type(hook, value, "str or None"))
+            elif value.strip():
+                parts.append(value.strip())
+        return "\n\n".join(parts) or None
+
     # --- interception ---------------------------------------------------------------------
 
-    def _refusal(self, hook: str) -> Failure | None:
-        return self._closed.get(hook)
+    async def _answers(self, hook: str, kwargs: dict[str, Any]) -> AsyncIterator[tuple[str, Any]]:
+        """(plugin, answer) for each implementation of ``hook`` that answered something but None,
+        an ``async`` one's awaited; a failure is a ``Failure`` answer. For the hooks called once a
+        turn or a model call; those called for every tool call loop inline (``bench/dispatch.py``:
+        the generator costs 1 µs a call)."""
+        for plugin, value in self._each(hook, kwargs):
+            if value is None:  # the common answer: nothing to await, nothing to check
+                continue
+            if inspect.isawaitable(value):
+                value = await self._settled(plugin, hook, value)
+                if value is None:
+                    continue
+            yield plugin, value
+
+    def _refusal(self, plugin: str, hook: str, value: Any, expected: str) -> str:
+        """The line that refuses the call checked by ``hook``: ``value``'s own failure, or that it
+        is not what the hook returns (a failure of ``plugin`` by the hook's policy)."""
+        failure = value if isinstance(value, Failure) else self._fail(plugin, hook, wrong_type(hook, value, expected))
+        return failure.line
 
     async def before_model_call(self, request: ModelRequest, session_id: str) -> ModelRequest:
         """The request as every ``crab_before_model_call`` left it; raises ``ModelCallRefused``."""
         from crab._contracts.providers import ModelRequest
 
         hook = "crab_before_model_call"
-        closed = self._refusal(hook)
-        if closed is not None:
+        if (closed := self._closed.get(hook)) is not None:
             raise ModelCallRefused(f"model call refused: {closed.line}; fix or disable that plugin")
         kwargs = {"request": request, "session_id": session_id}  # each sees what the one before left
-        for plugin, value in self._each(hook, kwargs):
-            if value is not None and inspect.isawaitable(value):
-                value = await self._settled(plugin, hook, value)
-            if isinstance(value, Failure):
-                raise ModelCallRefused(f"model call refused: {value.line}")
-            if value is None:
-                continue
+        async for plugin, value in self._answers(hook, kwargs):
             if not isinstance(value, ModelRequest):
-                failure = self._fail(plugin, hook, wrong_type(hook, value, "ModelRequest or None"))
-                raise ModelCallRefused(f"model call refused: {failure.line}")
+                line = self._refusal(plugin, hook, value, "ModelRequest or None")
+                raise ModelCallRefused(f"model call refused: {line}")
             request = kwargs["request"] = value
         return request
 
@@ -324,45 +349,52 @@ class Dispatcher:
         from crab._contracts.interception import Allow, Deny, Replace
 
         hook = "crab_before_tool_call"
-        closed = self._refusal(hook)
-        if closed is not None:
+        if (closed := self._closed.get(hook)) is not None:
             return call, Deny(f"Refused: {closed.line}; it checks every tool call, so none can run until it is fixed.")
         kwargs = {"call": call, "tool": tool, "ctx": ctx}  # each sees the arguments the one before left
-        for plugin, value in self._each(hook, kwargs):
-            if value is None:  # the common answer: nothing to check further
-                continue
-            if inspect.isawaitable(value):
+        for plugin, value in self._each(hook, kwargs):  # not _answers: an async generator per call costs 1 µs
+            if value is not None and inspect.isawaitable(value):
                 value = await self._settled(plugin, hook, value)
-            if isinstance(value, Failure):
-                return call, Deny(f"Refused: {value.line}")
+            if value is None:
+                continue
             if isinstance(value, Deny):
                 return call, value
             if isinstance(value, Replace):
                 call = kwargs["call"] = replace(call, arguments=dict(value.arguments))
-            elif value is not None and not isinstance(value, Allow):
-                failure = self._fail(plugin, hook, wrong_type(hook, value, "a Decision or None"))
-                return call, Deny(f"Refused: {failure.line}")
+            elif not isinstance(value, Allow):
+                return call, Deny(f"Refused: {self._refusal(plugin, hook, value, 'a Decision or None')}")
         return call, None
+
+    async def permission_request(self, request: Any, session_id: str, workspace: Any) -> str | None:
+        """The first ``crab_permission_request`` answer (``"once"`` or ``"deny"``), or None when
+        none answers and the user is asked; a failure is ``"deny"`` (fail closed)."""
+        hook = "crab_permission_request"
+        if self._closed.get(hook) is not None:
+            return "deny"
+        kwargs = {"request": request, "session_id": session_id, "workspace": workspace}
+        async for plugin, value in self._answers(hook, kwargs):
+            if value not in ("once", "always", "deny"):
+                self._refusal(plugin, hook, value, '"once", "deny" or None')
+                return "deny"
+            return "deny" if value == "deny" else "once"
+        return None
 
     async def after_tool_call(self, call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext) -> ToolResult:
         """``result`` as every ``crab_after_tool_call`` left it; a failing one withholds it."""
         from crab._contracts.tools import ToolResult
 
         hook = "crab_after_tool_call"
-        closed = self._refusal(hook)
-        if closed is not None:
+        if (closed := self._closed.get(hook)) is not None:
             return ToolResult(f"Result withheld: {closed.line}; it checks every tool result.", is_error=True)
         kwargs = {"call": call, "tool": tool, "result": result, "ctx": ctx}  # each sees the result the one before left
-        for plugin, value in self._each(hook, kwargs):
+        for plugin, value in self._each(hook, kwargs):  # as in before_tool_call
             if value is not None and inspect.isawaitable(value):
                 value = await self._settled(plugin, hook, value)
-            if isinstance(value, Failure):
-                return ToolResult(f"Result withheld: {value.line}", is_error=True)
             if value is None:
                 continue
             if not isinstance(value, ToolResult):
-                failure = self._fail(plugin, hook, wrong_type(hook, value, "ToolResult or None"))
-                return ToolResult(f"Result withheld: {failure.line}", is_error=True)
+                line = self._refusal(plugin, hook, value, "ToolResult or None")
+                return ToolResult(f"Result withheld: {line}", is_error=True)
             result = kwargs["result"] = value
         return result
 
@@ -375,16 +407,11 @@ class Dispatcher:
         from crab._contracts.messages import UserMessage
 
         hook = "crab_prompt_submit"
-        closed = self._refusal(hook)
-        if closed is not None:
+        if (closed := self._closed.get(hook)) is not None:
             return Deny(f"Refused: {closed.line}; it checks every prompt, so none can go until it is fixed."), []
         context: list[str | UserMessage] = []
         kwargs = {"prompt": prompt, "session_id": session_id, "workspace": workspace, "config": config}
-        for plugin, value in self._each(hook, kwargs):
-            if value is not None and inspect.isawaitable(value):
-                value = await self._settled(plugin, hook, value)
-            if isinstance(value, Failure):
-                return Deny(f"Refused: {value.line}"), []
+        async for plugin, value in self._answers(hook, kwargs):
             if isinstance(value, Deny):
                 return value, []
             if isinstance(value, str):
@@ -393,24 +420,6 @@ class Dispatcher:
             elif isinstance(value, UserMessage):
                 if value.content.strip() or value.images:
                     context.append(value)
-            elif value is not None:
-                failure = self._fail(plugin, hook, wrong_type(hook, value, "Deny, str, UserMessage or None"))
-                return Deny(f"Refused: {failure.line}"), []
+            else:
+                return Deny(f"Refused: {self._refusal(plugin, hook, value, 'Deny, str, UserMessage or None')}"), []
         return None, context
-
-    async def turn_end(self, session_id: str, workspace: Any, text: str, continued: int) -> str | None:
-        """What every ``crab_turn_end`` asks the model to go on with (joined), or None to end the turn."""
-        hook = "crab_turn_end"
-        parts: list[str] = []
-        kwargs = {"session_id": session_id, "workspace": workspace, "text": text, "continued": continued}
-        for plugin, value in self._each(hook, kwargs):
-            if value is not None and inspect.isawaitable(value):
-                value = await self._settled(plugin, hook, value)
-            if value is None or isinstance(value, Failure):
-                continue
-            if not isinstance(value, str):
-                self._fail(plugin, hook, wrong_type(hook, value, "str or None"))
-                continue
-            if value.strip():
-                parts.append(value.strip())
-        return "\n\n".join(parts) or None

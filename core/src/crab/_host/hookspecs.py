@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from crab._contracts.config_tables import ConfigTable
     from crab._contracts.events import Event
     from crab._contracts.handle import AgentHandle
-    from crab._contracts.interception import Decision, Deny
+    from crab._contracts.interception import Answer, Decision, Deny, PermissionRequest
     from crab._contracts.messages import ToolCall, UserMessage
     from crab._contracts.providers import ModelRequest, Provider
     from crab._contracts.renderers import RendererSpec
@@ -182,6 +182,21 @@ def crab_after_tool_call(call: ToolCall, tool: Tool, result: ToolResult, ctx: To
 
     Return a new ``ToolResult`` to replace it, or None. A hook that raises withholds the result
     (fail closed). May be awaitable.
+    """
+
+
+@hookspec(category="interception", on_failure="refuse", awaitable=True)
+def crab_permission_request(request: PermissionRequest, session_id: str, workspace: Path) -> Answer | None:
+    """Someone is about to be asked ``request`` (the permission gate's question about a tool call,
+    or another permission question a tool asks through ``ctx.ask``): answer it in their stead, or
+    let them be asked.
+
+    Called only where someone could be asked (``ctx.ask`` is not None), before the question is
+    shown. Return ``"deny"`` to refuse, ``"once"`` to allow this one call, or None to let the user
+    be asked as usual; ``"always"`` is the user's own word and is read as ``"once"``. The first
+    answer wins. Answering ``"once"`` approves a call the user would have been asked about: answer
+    only what the user configured (crab-hooks runs the user's own ``PermissionRequest`` hooks). A
+    hook that raises or returns another value refuses (fail closed). May be awaitable.
     """
 
 

@@ -19,7 +19,7 @@ from crab._contracts.errors import ChannelError, CrabError, UsageError
 from crab._contracts.events import CommandOutput, Event, NoticeEvent
 from crab._contracts.handle import ChildOutcome
 from crab._contracts.images import ImagePart
-from crab._contracts.interception import AskUser, redacted_ask
+from crab._contracts.interception import Answer, AskUser, PermissionRequest, redacted_ask
 from crab._contracts.messages import AssistantMessage, Message, ToolCall
 from crab._contracts.providers import ModelInfo, ModelRequest, Provider
 from crab._contracts.questions import AskQuestion, redacted_question
@@ -560,6 +560,23 @@ class Agent:
         session.system = (note, text)
         return text
 
+    def _hooked_ask(self, ask: AskUser | None, session: Session) -> AskUser | None:
+        """``ask`` behind the ``crab_permission_request`` hooks: one that answers spares the
+        question; where nobody can be asked there is nothing to answer in their stead."""
+        if ask is None:
+            return None
+        user = ask
+
+        async def asking(request: PermissionRequest) -> Answer:
+            said = await self.host.dispatch.permission_request(request, session.id, session.workspace)
+            if said == "deny":
+                return "deny"
+            if said == "once":
+                return "once"
+            return await user(request)
+
+        return asking
+
     def tool_context(self, session: Session, call: ToolCall, tool: Tool) -> ToolContext:
         """What a tool (or a ``!cmd``) running for ``session`` sees of the agent."""
         return ToolContext(
@@ -570,7 +587,9 @@ class Agent:
             state=session.state,
             emit=lambda event: self.emit(event, session.id),
             config=self.config,
-            ask=redacted_ask(session.ask if session.ask is not None else self.ask, self.redactor.text),
+            ask=self._hooked_ask(
+                redacted_ask(session.ask if session.ask is not None else self.ask, self.redactor.text), session
+            ),
             local=self.local,
             question=redacted_question(
                 session.question if session.question is not None else self.question, self.redactor.text

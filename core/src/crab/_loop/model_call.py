@@ -17,6 +17,7 @@ from crab._contracts.events import (
     ErrorKind,
     Event,
     MessageEnd,
+    ModelCallEvent,
     RetryEvent,
     TextDelta,
     ThinkingDelta,
@@ -131,6 +132,7 @@ class ModelCalls:
             entry = {"kind": "system_prompt", "sha256": system_sha, "text": request.system}
             await self.append_entry(session, "event", entry)
             session.system_hashes.add(system_sha)
+        self.emit(ModelCallEvent(session.id, "start", choice.provider.name, choice.model, purpose), session.id)
         reply = await self._stream(session, request, purpose, partial or Partial(), hold_overflow, choice)
         message = reply.message
         usage = message.usage
@@ -139,6 +141,19 @@ class ModelCalls:
             message = replace(message, usage=usage)
             reply = replace(reply, message=message)
             self.emit(UsageEvent(usage), session.id)
+        kind = reply.error_kind or ("context_overflow" if reply.overflow is not None else None)
+        ended = ModelCallEvent(
+            session.id,
+            "end",
+            choice.provider.name,
+            choice.model,
+            purpose,
+            message.model,
+            message.stop_reason,
+            kind,
+            usage,
+        )
+        self.emit(ended, session.id)
         if record_reply is not None:
             await record_reply(message)
         event: dict[str, Any] = {

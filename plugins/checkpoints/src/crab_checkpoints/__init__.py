@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import crab
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from crab import Command, Config, ConfigTable, Tool, ToolContext, ToolResult
     from crab.events import Event
     from crab.messages import ToolCall
@@ -66,14 +68,18 @@ class CheckpointsPlugin:
         self.recorder.event(event, session_id)
 
     @crab.hookimpl
-    async def crab_before_tool_call(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> None:
-        """Before a turn's first call that may write: take the checkpoint (never refuses the call)."""
-        await self.recorder.before_call(call, tool, ctx)
+    def crab_before_tool_call(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> Awaitable[None] | None:
+        """Before a turn's first call that may write: take the checkpoint (never refuses the call).
+        Any other call (a read) is answered None at once, with no coroutine to make and await."""
+        return self.recorder.before_call(call, tool, ctx) if self.recorder.watches(tool, ctx.session_id) else None
 
     @crab.hookimpl
-    async def crab_after_tool_call(self, call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext) -> None:
+    def crab_after_tool_call(
+        self, call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext
+    ) -> Awaitable[None] | None:
         """After such a call: record how it left the files (the result is left as it is)."""
-        await self.recorder.after_call(call, tool, result, ctx)
+        watched = self.recorder.watches(tool, ctx.session_id)
+        return self.recorder.after_call(call, tool, result, ctx) if watched else None
 
     @crab.hookimpl
     def crab_cli(self, app: Any, config: Config) -> None:

@@ -57,7 +57,16 @@ class Recorder:
         self.sessions: dict[str, Tracked] = {}
 
     def _tracked(self, session_id: str) -> Tracked:
-        return self.sessions.setdefault(session_id, Tracked())
+        tracked = self.sessions.get(session_id)
+        if tracked is None:  # not setdefault: that would build a Tracked (and its lock) on every call
+            tracked = self.sessions[session_id] = Tracked()
+        return tracked
+
+    def watches(self, tool: Tool, session_id: str) -> bool:
+        """Whether a call of ``tool`` in ``session_id`` is one a checkpoint is taken for (a turn's
+        call that may write); the hooks ask first, so the other calls cost no coroutine."""
+        tracked = self.sessions.get(session_id)
+        return tracked is not None and self._watched(tool, tracked)
 
     async def _store(self, tracked: Tracked, session_id: str, workspace: Path) -> GitCheckpoints | CopyCheckpoints:
         if tracked.store is None:

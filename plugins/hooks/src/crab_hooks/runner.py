@@ -1,4 +1,5 @@
-"""Running one hook command: ``bash -c COMMAND`` with the event as JSON on stdin, bounded.
+"""Running one hook: ``bash -c COMMAND`` with the event as JSON on stdin, or for an ``http`` hook
+the event as the body of a POST to its URL; both bounded by the hook's timeout.
 
 Every start goes through ``crab.processes`` (its own process group, tagged, tracked), so a hook
 still running when crab exits, when the turn is aborted or when its timeout passes is ended with
@@ -10,9 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.client
 import json
 import os
+import re
 import shutil
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +43,8 @@ class HookRun:
     timed_out: bool = False
     error: str | None = None
     """Why it could not start (no shell, a missing folder), when it did not."""
+    status: int | None = None
+    """An ``http`` hook's HTTP status (None for a command, or when no answer came)."""
 
 
 def _shell() -> str:
@@ -65,12 +72,53 @@ async def _feed(stdin: asyncio.StreamWriter | None, data: bytes) -> None:
         stdin.close()
 
 
+_ENV_NAME = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def header_value(value: str, allowed: tuple[str, ...]) -> str:
+    """``value`` with ``$VAR`` and ``${VAR}`` filled from the environment for the names in
+    ``allowed`` (``allowedEnvVars``), every other name replaced by nothing, as Claude Code does."""
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        return os.environ.get(name, "") if name in allowed else ""
+
+    return _ENV_NAME.sub(fill, value)
+
+
+def _post(hook: HookCommand, data: bytes) -> tuple[int, bytes]:
+    """POST ``data`` to the hook's URL: (status, the first ``MAX_OUTPUT`` bytes of the body)."""
+    headers = {name: header_value(value, hook.allowed_env) for name, value in hook.headers}
+    headers["Content-Type"] = "application/json"
+    request = urllib.request.Request(hook.command, data=data, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=hook.timeout) as response:
+            return response.status, response.read(MAX_OUTPUT)
+    except urllib.error.HTTPError as exc:
+        with contextlib.suppress(Exception):
+            exc.close()
+        return exc.code, b""
+
+
+async def _run_http(hook: HookCommand, data: bytes) -> HookRun:
+    try:
+        status, body = await asyncio.wait_for(asyncio.to_thread(_post, hook, data), hook.timeout)
+    except TimeoutError:
+        return HookRun(hook, None, "", "", timed_out=True)
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        return HookRun(hook, None, "", "", error=f"{type(exc).__name__}: {reason}")
+    return HookRun(hook, 0 if 200 <= status < 300 else None, body.decode("utf-8", "replace"), "", status=status)
+
+
 async def run_hook(hook: HookCommand, event: dict[str, Any], cwd: Path) -> HookRun:
-    """Run ``hook`` once with ``event`` on stdin; never raises except on cancellation (the
-    process group is ended first)."""
+    """Run ``hook`` once with ``event`` on stdin (or as an ``http`` hook's request body); never
+    raises except on cancellation (a command's process group is ended first)."""
+    data = json.dumps(event, ensure_ascii=False, default=str).encode("utf-8")
+    if hook.kind == "http":
+        return await _run_http(hook, data)
     tag = processes.new_tag()
     env = {**os.environ, "CLAUDE_PROJECT_DIR": str(hook.project_dir)}
-    data = json.dumps(event, ensure_ascii=False, default=str).encode("utf-8")
     try:
         process = await processes.start(  # tracked; a cancel mid-start ends what started
             [_shell(), "-c", hook.command],

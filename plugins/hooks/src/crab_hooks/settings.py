@@ -13,8 +13,27 @@ from typing import Any
 
 from crab import ConfigTable, InvalidValue, Setting
 
-EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart")
-"""The Claude Code events crab runs hooks for; others in a Claude Code file are left alone."""
+EVENTS = (
+    "PreToolUse",
+    "PermissionRequest",
+    "Notification",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "UserPromptSubmit",
+    "Stop",
+    "StopFailure",
+    "SessionStart",
+    "SessionEnd",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "InstructionsLoaded",
+)
+"""The Claude Code events crab runs hooks for; others in a Claude Code file are left alone
+(README.md, "Events crab cannot have", says why for each)."""
+KINDS = ("command", "http")
+"""Hook types crab runs; Claude Code's ``prompt`` and ``agent`` are left out (one line)."""
 DEFAULT_TIMEOUT = 60.0
 """Seconds a hook command may run when it names no ``timeout`` (Claude Code's default)."""
 MAX_TIMEOUT = 3600.0
@@ -42,11 +61,16 @@ def check_events(values: Mapping[str, Any]) -> None:
                 raise InvalidValue((*where, "hooks"), 'a list of {type = "command", command = "…"}', hooks)
             for m, hook in enumerate(hooks):
                 at = (*where, "hooks", str(m))
-                if not isinstance(hook, Mapping) or hook.get("type", "command") != "command":
-                    raise InvalidValue(at, 'a table with type = "command"', hook)
-                command = hook.get("command")
-                if not isinstance(command, str) or not command.strip():
-                    raise InvalidValue((*at, "command"), "a shell command", command)
+                if not isinstance(hook, Mapping) or hook.get("type", "command") not in KINDS:
+                    raise InvalidValue(at, 'a table with type = "command" or "http"', hook)
+                if hook.get("type", "command") == "http":
+                    url = hook.get("url")
+                    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                        raise InvalidValue((*at, "url"), "an http:// or https:// URL", url)
+                else:
+                    command = hook.get("command")
+                    if not isinstance(command, str) or not command.strip():
+                        raise InvalidValue((*at, "command"), "a shell command", command)
                 timeout = hook.get("timeout")
                 ok = timeout is None or (
                     isinstance(timeout, int | float) and not isinstance(timeout, bool) and 0 < timeout <= MAX_TIMEOUT
@@ -61,7 +85,7 @@ TABLE = ConfigTable(
         Setting(
             "events",
             "table",
-            doc="hooks by event in Claude Code's shape: PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart",
+            doc="hooks by event in Claude Code's shape (PreToolUse, Stop, SessionEnd…; README.md lists them)",
             trust_only=True,
         ),
         Setting(
@@ -80,6 +104,6 @@ TABLE = ConfigTable(
             maximum=MAX_TIMEOUT,
         ),
     ),
-    doc="shell hooks on tool calls, prompts, turn ends and session starts, in Claude Code's format",
+    doc="command and HTTP hooks on tool calls, prompts, turns, sessions, subagents, compaction (Claude Code's format)",
     check=check_events,
 )

@@ -14,26 +14,42 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from crab import Config
 from crab.config import crab_home
 
-from crab_hooks.settings import EVENTS
+from crab_hooks.settings import EVENTS, KINDS
 
 _PLAIN = re.compile(r"[A-Za-z0-9_|]+")
 
 
 @dataclass(frozen=True, slots=True)
 class HookCommand:
-    """One configured command: what runs, for how long, where it was configured."""
+    """One configured hook handler: what runs (a shell command, or the URL an ``http`` hook posts
+    to, in ``command``), for how long, where it was configured. ``timeout`` is None when the hook
+    names none (the event's default applies: ``[plugins.hooks] timeout``, SessionEnd's 1.5 s)."""
 
     command: str
     timeout: float
     source: str
     project_dir: Path
+    kind: str = "command"
+    headers: tuple[tuple[str, str], ...] = ()
+    """An ``http`` hook's extra headers, ``$VAR`` not yet filled in."""
+    allowed_env: tuple[str, ...] = ()
+    """The environment variables an ``http`` hook's headers may name (``allowedEnvVars``)."""
+    own_timeout: bool = False
+    """Whether the hook set ``timeout`` itself."""
+    condition: str | None = None
+    """Its ``if`` (permission-rule syntax, ``crab_hooks.conditions``): it runs only for calls it names."""
+    background: bool = False
+    """``async: true`` (or ``asyncRewake``): started in the background, never waited for."""
+    project: bool = False
+    """Whether it comes from a project's ``.claude`` files: its PermissionRequest ``allow`` is
+    not taken (a repository's file never approves a call), its ``deny`` is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,25 +82,29 @@ class HookSet:
 
     def commands(self, event: str, names: Sequence[str] = ()) -> list[HookCommand]:
         """The commands to run for ``event``; ``names`` are what a matcher is tested against (a
-        tool's Claude Code and crab names, a session start's source). The same command configured
-        twice runs once, as in Claude Code."""
-        found: dict[str, HookCommand] = {}
+        tool's Claude Code and crab names, a session start's source). The same command (or http
+        hook URL) configured twice runs once, as in Claude Code."""
+        found: dict[tuple[str, str], HookCommand] = {}
         for group in self.groups.get(event, []):
             if not names or group.matches(names):
                 for command in group.commands:
-                    found.setdefault(command.command, command)
+                    found.setdefault((command.kind, command.command), command)
         return list(found.values())
 
-    def add(self, raw: Mapping[str, Any], source: str, project_dir: Path, timeout: float) -> None:
+    def add(
+        self, raw: Mapping[str, Any], source: str, project_dir: Path, timeout: float, project: bool = False
+    ) -> None:
         """Add the hooks of one ``hooks`` block (Claude Code's shape); a bad entry is one notice."""
         for event, groups in raw.items():
             if event not in EVENTS:
-                continue  # Notification, PreCompact…: events crab has no counterpart for
+                continue  # Notification, CwdChanged…: events crab has no moment for (README.md)
             if not isinstance(groups, list):
                 self.notices.append(f"{source}: hooks.{event} is not a list; its hooks were not loaded")
                 continue
             for group in groups:
                 loaded = self._group(group, event, source, project_dir, timeout)
+                if loaded is not None and project:
+                    loaded = Group(loaded.matcher, tuple(replace(c, project=True) for c in loaded.commands))
                 if loaded is not None:
                     self.groups.setdefault(event, []).append(loaded)
 
@@ -102,19 +122,63 @@ class HookSet:
                 return None
         commands: list[HookCommand] = []
         for hook in hooks:
-            kind = hook.get("type", "command") if isinstance(hook, Mapping) else None
-            command = hook.get("command") if isinstance(hook, Mapping) else None
-            if kind != "command":
-                self.notices.append(f"{source}: a hooks.{event} hook of type {kind!r} was skipped (crab runs commands)")
-                continue
-            if not isinstance(command, str) or not command.strip():
-                self.notices.append(f"{source}: a hooks.{event} hook has no command; skipped")
-                continue
-            seconds = hook.get("timeout")
-            if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
-                seconds = timeout
-            commands.append(HookCommand(command, float(seconds), source, project_dir))
+            loaded = self._handler(hook, event, source, project_dir, timeout)
+            if loaded is not None:
+                commands.append(loaded)
         return Group(matcher, tuple(commands)) if commands else None
+
+    def _handler(self, hook: Any, event: str, source: str, project_dir: Path, timeout: float) -> HookCommand | None:
+        kind = hook.get("type", "command") if isinstance(hook, Mapping) else None
+        if kind not in KINDS:
+            self.notices.append(
+                f"{source}: a hooks.{event} hook of type {kind!r} was skipped (crab runs command and http hooks)"
+            )
+            return None
+        assert isinstance(hook, Mapping)
+        condition = hook.get("if")
+        if condition is not None and not isinstance(condition, str):
+            self.notices.append(f"{source}: a hooks.{event} hook's `if` is not a string; skipped")
+            return None
+        given = hook.get("timeout")
+        own = isinstance(given, int | float) and not isinstance(given, bool) and given > 0
+        seconds = float(given) if isinstance(given, int | float) and own else timeout
+        if kind == "http":
+            found = self._http(hook, event, source, project_dir, seconds, own)
+            return replace(found, condition=condition) if found is not None else None
+        command = hook.get("command")
+        if not isinstance(command, str) or not command.strip():
+            self.notices.append(f"{source}: a hooks.{event} hook has no command; skipped")
+            return None
+        background = hook.get("async") is True or hook.get("asyncRewake") is True
+        return HookCommand(
+            command, seconds, source, project_dir, own_timeout=own, background=background, condition=condition
+        )
+
+    def _http(
+        self, hook: Mapping[str, Any], event: str, source: str, project_dir: Path, seconds: float, own: bool
+    ) -> HookCommand | None:
+        url = hook.get("url")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            self.notices.append(f"{source}: a hooks.{event} http hook has no http(s) url; skipped")
+            return None
+        headers = hook.get("headers") or {}
+        allowed = hook.get("allowedEnvVars") or []
+        if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
+            self.notices.append(f"{source}: a hooks.{event} http hook's headers are not strings; skipped")
+            return None
+        if not isinstance(allowed, list) or not all(isinstance(v, str) for v in allowed):
+            self.notices.append(f"{source}: a hooks.{event} http hook's allowedEnvVars is not a list of names; skipped")
+            return None
+        return HookCommand(
+            url,
+            seconds,
+            source,
+            project_dir,
+            kind="http",
+            headers=tuple((str(k), v) for k, v in headers.items()),
+            allowed_env=tuple(allowed),
+            own_timeout=own,
+        )
 
 
 def claude_user_dir() -> Path | None:
@@ -207,7 +271,7 @@ def load(workspace: Path, config: Config, settings: Mapping[str, Any]) -> HookSe
         if not block:
             continue
         if untrusted is None:
-            found.add(block, str(path), root, timeout)
+            found.add(block, str(path), root, timeout, project=True)
         elif _has_hooks(block):
             found.notices.append(f"hooks in {path} were not run: {untrusted}")
     return found

@@ -416,6 +416,7 @@ class ServerLink:
 
         from crab_mcp import sdklog
         from crab_mcp.progress import Progress
+        from crab_mcp.trace_context import trace_meta
 
         client = await self.ensure()
         if ctx is not None:
@@ -429,6 +430,7 @@ class ServerLink:
                 dict(arguments),
                 read_timeout_seconds=self.config.timeout,
                 progress_callback=Progress(self.name, tool, ctx),
+                meta=trace_meta("tools/call"),
             )
         except MCPError as exc:
             raise CallFailed(await self._call_failure(tool, exc)) from None

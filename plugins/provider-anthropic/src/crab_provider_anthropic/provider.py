@@ -31,9 +31,13 @@ class AnthropicProvider:
     A server that answers the prompt-cache marks with a 400 naming them gets the request again
     without them, once, with one ``RetryEvent`` saying so; the session (``ModelRequest.session_id``)
     is then sent none for as long as this provider lives.
+
+    ``structured_output``: a typed run's schema (``options["output_schema"]``) goes as
+    ``output_config.format`` (structured outputs), the answer as JSON text.
     """
 
     name = PROVIDER
+    structured_output = True
 
     def __init__(
         self,
@@ -65,6 +69,12 @@ class AnthropicProvider:
         """Tools a configured ``tool_choice`` makes the model call: crab sends their full schemas."""
         extra = self.settings.extra_body_for(request.model)
         return EXTRA_BODY.forced_tools(extra, [tool.name for tool in request.tools])
+
+    def thinks(self, model: str) -> bool:
+        """Whether crab's ``thinking`` level reaches ``model``: extended thinking (Claude 3.7 and later)."""
+        from crab_provider_anthropic.request import thinks
+
+        return thinks(model)
 
     def check(self, model: str) -> None:
         self.settings.http.key_for(self.name, self._env)

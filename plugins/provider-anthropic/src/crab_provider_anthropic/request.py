@@ -83,6 +83,18 @@ def build_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     return out
 
 
+THINKING_BUDGETS: dict[str, int] = {"off": 0, "low": 2048, "medium": 8192, "high": 24576}
+"""crab's ``thinking`` levels as extended-thinking token budgets (``[plugins.anthropic] thinking_budget``
+is the budget when no level is set)."""
+NO_THINKING = ("claude-2", "claude-instant", "claude-3-haiku", "claude-3-sonnet", "claude-3-opus", "claude-3-5")
+"""Model id prefixes of Claude models without extended thinking."""
+
+
+def thinks(model: str) -> bool:
+    """Whether ``model`` has extended thinking (so a ``thinking`` level reaches it)."""
+    return not model.rsplit("/", 1)[-1].startswith(NO_THINKING)
+
+
 def build_body(request: ModelRequest, settings: AnthropicSettings, *, cache: bool | None = None) -> dict[str, Any]:
     """The JSON body of a streaming Messages call; ``extra_body`` (table, then model) last.
 
@@ -97,7 +109,10 @@ def build_body(request: ModelRequest, settings: AnthropicSettings, *, cache: boo
         body["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
         ]
-    budget = request.options.get("thinking_budget", settings.thinking_budget)
+    level = request.options.get("thinking")
+    budget = THINKING_BUDGETS.get(str(level)) if level is not None else None
+    if budget is None:
+        budget = request.options.get("thinking_budget", settings.thinking_budget)
     if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         # The budget counts against max_tokens, which must stay larger than it.
@@ -106,6 +121,9 @@ def build_body(request: ModelRequest, settings: AnthropicSettings, *, cache: boo
     elif request.temperature is not None:
         # Extended thinking allows no temperature other than the default.
         body["temperature"] = request.temperature
+    if output := request.options.get("output_schema"):
+        # A typed run (crab.Agent(output_type=...)): structured outputs' JSON answer, in the text block.
+        body["output_config"] = {"format": {"type": "json_schema", "schema": output["schema"]}}
     if settings.cache if cache is None else cache:
         place_breakpoints(body, ttl=settings.cache_ttl, min_tokens=settings.min_cache_tokens(request.model))
     extra = EXTRA_BODY.for_request(settings.extra_body_for(request.model), bool(request.tools))

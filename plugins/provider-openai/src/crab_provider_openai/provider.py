@@ -39,7 +39,12 @@ class OpenAIProvider:
     A server that answers the prompt-cache fields (``prompt_cache_key``, ``cache_control``) with a
     400 naming them gets the request again without them, once, with one ``RetryEvent``; that
     session (``ModelRequest.session_id``) is then sent none for as long as this provider lives.
+
+    ``structured_output``: a typed run's schema (``options["output_schema"]``) goes as
+    ``response_format`` (json_schema), which OpenAI and the common local servers honour.
     """
+
+    structured_output = True
 
     def __init__(
         self,
@@ -78,6 +83,12 @@ class OpenAIProvider:
 
     def check(self, model: str) -> None:
         self.settings.http.key_for(self.name, self._env)
+
+    def thinks(self, model: str) -> bool:
+        """Whether crab's ``thinking`` level reaches ``model`` (``request.thinking_fields``)."""
+        from crab_provider_openai.request import thinks
+
+        return self._settings is not None and thinks(model, self._settings)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         settings = self.settings

@@ -101,12 +101,50 @@ def build_body(request: ModelRequest, settings: OpenAISettings, *, cache: bool =
         body[settings.max_tokens_field] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    if level := request.options.get("thinking"):
+        body.update(thinking_fields(request.model, str(level), settings))
+    if output := request.options.get("output_schema"):
+        # A typed run (crab.Agent(output_type=...)): the answer is JSON matching the schema. Not
+        # "strict", which would refuse optional fields; crab validates the answer itself.
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": output["name"], "schema": output["schema"], "strict": False},
+        }
     if cache and settings.sends_cache_key() and (key := prompt_cache_key(request.session_id)):
         body["prompt_cache_key"] = key
     if cache and settings.marks_cache(request.model):
         place_gateway_marks(messages, body.get("tools") or [], MIN_CACHE_TOKENS)
     extra = EXTRA_BODY.for_request(settings.extra_body_for(request.model), bool(request.tools))
     return merge_tables(body, extra) if extra else body
+
+
+REASONING_MODELS = ("o1", "o3", "o4", "gpt-5")
+"""Model id prefixes of OpenAI's reasoning models, which take ``reasoning_effort``."""
+
+
+def reasons(model: str) -> bool:
+    """Whether ``model`` (an OpenAI id, or a gateway's ``openai/...`` one) takes ``reasoning_effort``."""
+    return model.rsplit("/", 1)[-1].startswith(REASONING_MODELS)
+
+
+def thinks(model: str, settings: OpenAISettings) -> bool:
+    """Whether crab's ``thinking`` level reaches ``model``: a reasoning model, or any model of a
+    server that is not OpenAI's (the ``enable_thinking`` switch local servers' chat templates read)."""
+    return reasons(model) or not settings.is_openai
+
+
+def thinking_fields(model: str, level: str, settings: OpenAISettings) -> dict[str, Any]:
+    """The body fields for crab's ``thinking`` level: ``reasoning_effort`` for a reasoning model
+    ("off" is ``minimal`` for gpt-5, left to the model's default for the o-series, which cannot stop
+    reasoning); ``chat_template_kwargs.enable_thinking`` on other servers (llama.cpp, vLLM, SGLang:
+    Qwen3-style templates); nothing for a model of OpenAI's that does not reason."""
+    if reasons(model):
+        if level != "off":
+            return {"reasoning_effort": level}
+        return {"reasoning_effort": "minimal"} if model.rsplit("/", 1)[-1].startswith("gpt-5") else {}
+    if not settings.is_openai:
+        return {"chat_template_kwargs": {"enable_thinking": level != "off"}}
+    return {}
 
 
 def build_headers(key: str | None, settings: OpenAISettings) -> dict[str, str]:

@@ -73,10 +73,11 @@ def crab_shutdown(agent: AgentHandle) -> None:
 
 @crab.hookimpl
 def crab_before_tool_call(call: ToolCall, tool: Tool, ctx: ToolContext) -> Any:
-    """Hold an agent job's tool calls to the permissions of the session that added it."""
-    from crab_schedule.ceiling import decide
+    """Hold an agent job's tool calls to the permissions of the session that added it (None at
+    once in a session no job runs in: no coroutine to make and await)."""
+    from crab_schedule.ceiling import decide, mode_for
 
-    return decide(tool, ctx)
+    return None if mode_for(ctx.session_id) is None else decide(tool, ctx)
 
 
 @crab.hookimpl
