@@ -173,8 +173,9 @@ def test_crab_core_alone_registers_no_pytest_plugin(fresh: Path, wheelhouse: Pat
     )
     alone = run([root / "bin" / "python", "-c", probe], env=env)
     assert alone.stdout.strip() == "['crab-core'] [] True", alone.stdout + alone.stderr
-    beside = run([fresh / "python", "-c", probe.replace("print(sorted", "print(0 and sorted")], env=env)
-    assert "['crab.testing.pytest_plugin'] False" in beside.stdout, beside.stdout + beside.stderr
+    # Beside crab-provider-mock (which depends on crab-testing) the fixtures are there.
+    beside = run([fresh / "python", "-c", probe], env=env)
+    assert "'crab.testing.pytest_plugin'" in beside.stdout and beside.stdout.strip().endswith("False"), beside.stdout
 
 
 BROKEN_PYPROJECT = """\
