@@ -137,7 +137,7 @@ def recorded_turn(folder: str) -> list[tuple[Any, ...]]:
 
     class Recorder:
         @crab.hookimpl
-        def crab_event(self, event: crab.Event, session_id: str) -> None:
+        def crab_event(self, event: crab.events.Event, session_id: str) -> None:
             calls.append(("event", event, session_id))
 
         @crab.hookimpl
@@ -145,7 +145,7 @@ def recorded_turn(folder: str) -> list[tuple[Any, ...]]:
             calls.append(("model", request, session_id))
 
         @crab.hookimpl(tryfirst=True)
-        def crab_before_tool_call(self, call: crab.ToolCall, tool: crab.Tool, ctx: crab.ToolContext) -> None:
+        def crab_before_tool_call(self, call: crab.messages.ToolCall, tool: crab.Tool, ctx: crab.ToolContext) -> None:
             calls.append(("tool", call, tool, ctx))
 
     import crab_tools_basic

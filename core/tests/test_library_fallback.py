@@ -33,7 +33,7 @@ def test_a_failure_retries_cannot_cure_goes_to_the_next_model(crab_home: Path, k
     a, b, objects = providers(
         [[{"error": "it failed", "kind": kind}]], [[{"text": "from beta"}, {"usage": {"input_tokens": 2}}]]
     )
-    events: list[crab.Event] = []
+    events: list[crab.events.Event] = []
     with crab.Agent(
         models=["alpha/big", "beta/small"], plugins=[], plugin_objects=objects, listeners=[events.append], **QUIET
     ) as agent:
@@ -42,10 +42,10 @@ def test_a_failure_retries_cannot_cure_goes_to_the_next_model(crab_home: Path, k
         history = agent.history_sync(result.session_id)
     assert result.text == "from beta" and result.ok
     assert a.requests[0].messages == b.requests[0].messages and b.requests[0].model == "small"
-    retries = [e for e in events if isinstance(e, crab.RetryEvent)]
+    retries = [e for e in events if isinstance(e, crab.events.RetryEvent)]
     assert [r.reason for r in retries] == [f"alpha/big failed ({kind}: it failed); the same request goes to beta/small"]
     reply = history[-1]
-    assert isinstance(reply, crab.AssistantMessage) and (reply.provider, reply.model) == ("beta", "small")
+    assert isinstance(reply, crab.messages.AssistantMessage) and (reply.provider, reply.model) == ("beta", "small")
     assert result.usage.cost == pytest.approx(2.0)  # beta's prices: 2 tokens at $1 each
 
 

@@ -243,9 +243,9 @@ class AcpSession:
             return "deny"
         return answer(response)
 
-    def _seen(self, event: crab.Event) -> None:
+    def _seen(self, event: crab.events.Event) -> None:
         self.mapper.seen(event)
-        if isinstance(event, crab.NoticeEvent) and event.level == "warning" and self.run is None:
+        if isinstance(event, crab.events.NoticeEvent) and event.level == "warning" and self.run is None:
             self.idle_notes.append(event.message)
 
     def notes(self) -> list[Any]:
@@ -303,7 +303,7 @@ class AcpSession:
                     await self.send([self.mapper.terminal(event.call_id, event.terminal_id)])
                 else:
                     await self.send(self.mapper.updates(event))
-                    if isinstance(event, crab.ToolCallEvent):
+                    if isinstance(event, crab.events.ToolCallEvent):
                         self._shown_event(event.call.id).set()
             result = await run.result()
         finally:

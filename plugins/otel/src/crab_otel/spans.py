@@ -14,23 +14,20 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from crab import (
+from crab import ModelRequest, Tool, ToolContext
+from crab.events import (
     ChildEvent,
     CompactionEvent,
     ErrorEvent,
     Event,
     ModelCallEvent,
-    ModelRequest,
     TextDelta,
-    Tool,
-    ToolCall,
     ToolCallEvent,
-    ToolContext,
     ToolResultEvent,
     TurnEnded,
     TurnStarted,
-    Usage,
 )
+from crab.messages import ToolCall, Usage
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.metrics import Histogram, Meter

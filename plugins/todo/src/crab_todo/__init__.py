@@ -14,7 +14,7 @@ import crab
 if TYPE_CHECKING:
     from crab_todo.keeper import PlanKeeper
 
-CRAB_API = ">=1.5,<2"  # PlanEvent and AgentHandle.entries came with 1.5
+CRAB_API = ">=0.1,<0.2"
 
 
 class TodoPlugin:

@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
-from crab import FileDiff, ImagePart, OutputLimit, ToolContext, ToolError, ToolResult, sniff_image, tool
-from crab import truncate_output as truncate
+from crab import ToolContext, ToolError, ToolResult, tool
+from crab.events import FileDiff
+from crab.messages import ImagePart, sniff_image
+from crab.tools import OutputLimit
+from crab.tools import truncate_output as truncate
 
 from crab_tools_basic import anchored, read_gate
 from crab_tools_basic.anchored import Parent

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from crab import ConfigTable, InvalidValue, Setting, crab_home, validate_table
+from crab import ConfigTable, InvalidValue, Setting
+from crab.config import crab_home, validate_table
 
 Backend = Literal["auto", "rg", "python"]
 
