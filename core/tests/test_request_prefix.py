@@ -247,7 +247,7 @@ def test_the_session_date_comes_from_its_id_and_a_later_day_is_told_once() -> No
     assert steps.date_note([], started or "", started) is None  # the prompt already says it
     note = steps.date_note([], "2099-01-01", started)
     assert note == "[crab] Today is 2099-01-01."
-    assert steps.date_note([crab.UserMessage(note)], "2099-01-01", started) is None
+    assert steps.date_note([crab.messages.UserMessage(note)], "2099-01-01", started) is None
     assert steps.date_note([], "2099-01-01", None) == note  # no session date: told at once
 
 

@@ -58,13 +58,16 @@ async def session_with_calls(agent: crab.Agent, *, started: list[str]) -> str:
     named in ``started`` have their started event, as a worker stores it before running one."""
     store = _kernel.loop_agent(agent).store
     session_id = await _kernel.create_session(agent, "t")
-    await store.append(session_id, "message", crab.message_to_dict(crab.UserMessage("go")))
-    reply = crab.AssistantMessage(
+    await store.append(session_id, "message", crab.messages.message_to_dict(crab.messages.UserMessage("go")))
+    reply = crab.messages.AssistantMessage(
         "",
-        tool_calls=(crab.ToolCall("w1", "write_note", {"text": "x"}), crab.ToolCall("r1", "read_note", {"name": "n"})),
+        tool_calls=(
+            crab.messages.ToolCall("w1", "write_note", {"text": "x"}),
+            crab.messages.ToolCall("r1", "read_note", {"name": "n"}),
+        ),
         stop_reason="tool_use",
     )
-    await store.append(session_id, "message", crab.message_to_dict(reply))
+    await store.append(session_id, "message", crab.messages.message_to_dict(reply))
     for call_id in started:
         await _kernel.mark(agent, session_id, {"kind": _kernel.STARTED, "call_id": call_id, "step": "t.5"})
     return session_id
@@ -127,7 +130,7 @@ def test_a_retried_model_call_answers_with_the_stored_reply(tmp_path: Path):
             activities = StepActivities(agent, heartbeat=1.0)
             store = _kernel.loop_agent(agent).store
             session_id = await _kernel.create_session(agent, "t")
-            await store.append(session_id, "message", crab.message_to_dict(crab.UserMessage("go")))
+            await store.append(session_id, "message", crab.messages.message_to_dict(crab.messages.UserMessage("go")))
             step = {"id": "t.4", "iteration": 1, "phase": "first", "final": False}
             first = await environment(attempt=1).run(activities.call_model, session_id, step)
             again = await environment(attempt=2).run(activities.call_model, session_id, step)

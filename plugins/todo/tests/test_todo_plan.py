@@ -220,7 +220,9 @@ def test_a_checklist_another_plugin_sets_is_the_sessions_plan(crab_agent):
     @crab.tool
     def approve(ctx: crab.ToolContext) -> str:
         """Pretend the user approved a plan."""
-        ctx.emit(crab.PlanEvent(ctx.session_id, (crab.PlanItem("save a"), crab.PlanItem("save b"))))
+        ctx.emit(
+            crab.events.PlanEvent(ctx.session_id, (crab.events.PlanItem("save a"), crab.events.PlanItem("save b")))
+        )
         return "approved"
 
     other = types.SimpleNamespace(crab_tools=crab.hookimpl(lambda config: [approve]))
@@ -229,5 +231,5 @@ def test_a_checklist_another_plugin_sets_is_the_sessions_plan(crab_agent):
     )
     harness.run("go")
     harness.run("/todo")
-    [shown] = harness.events_of(crab.CommandOutput)
+    [shown] = harness.events_of(crab.events.CommandOutput)
     assert shown.text.splitlines() == ["plan (0/2 done):", "[ ] save a", "[ ] save b"]

@@ -84,7 +84,8 @@ def test_the_default_log_folder_through_a_linked_crab_home(
 ) -> None:
     import asyncio
 
-    from crab import ToolContext, run_tool
+    from crab import ToolContext
+    from crab.tools import run_tool
     from crab_tools_basic.registry import build_tools
 
     real_home = tmp_path / "real-home"

@@ -72,7 +72,7 @@ class Bridge:
         self.mode = mode
 
     @crab.hookimpl
-    async def crab_before_tool_call(self, tool: crab.Tool, ctx: crab.ToolContext) -> crab.Deny | None:
+    async def crab_before_tool_call(self, tool: crab.Tool, ctx: crab.ToolContext) -> crab.hooks.Deny | None:
         if self.plan_switch is not None:
             ctx.state[PLAN_KEY] = self.plan_switch
             self.plan_switch = None

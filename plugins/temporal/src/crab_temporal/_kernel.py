@@ -44,8 +44,8 @@ class Loaded:
     """A session as a step sees it: the repaired context, and the raw entries since its handoff."""
 
     session: Session
-    entries: list[crab.Entry]
-    missing: Sequence[crab.ToolResultMessage]
+    entries: list[crab.storage.Entry]
+    missing: Sequence[crab.messages.ToolResultMessage]
 
 
 def loop_agent(agent: crab.Agent) -> LoopAgent:
@@ -122,7 +122,7 @@ async def carry_out(driver: Turn, step: steps.Step) -> steps.Input:
         driver.parts.recorder.forget(driver.session)
 
 
-async def record_result(driver: Turn, step: steps.RunTools, call: crab.ToolCall, text: str) -> None:
+async def record_result(driver: Turn, step: steps.RunTools, call: crab.messages.ToolCall, text: str) -> None:
     """Record ``text`` as the (error) result of ``call``."""
     try:
         await driver._record_result(step, call, crab.ToolResult(text, is_error=True), 0.0)
@@ -152,6 +152,6 @@ async def mark(agent: crab.Agent, session_id: str, payload: dict[str, Any]) -> N
     await loop_agent(agent).store.append(session_id, "event", payload)
 
 
-def emit(agent: crab.Agent, event: crab.Event, session_id: str) -> None:
+def emit(agent: crab.Agent, event: crab.events.Event, session_id: str) -> None:
     """Show ``event`` through the agent (redacted, to its renderer and listeners)."""
     loop_agent(agent).emit(event, session_id)

@@ -1,9 +1,9 @@
-"""The kernel's turn as steps (``crab._loop.steps``: ``TurnMachine``, its steps and inputs), imported
+"""The kernel's turn as steps (``crab.steps``: ``TurnMachine``, its steps and inputs), imported
 in this one place so that when crab makes them public (``crab.steps``) only this line changes."""
 
 from __future__ import annotations
 
-from crab._loop.steps import (
+from crab.steps import (
     Abort,
     Accept,
     CallModel,

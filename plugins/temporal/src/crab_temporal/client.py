@@ -119,26 +119,26 @@ class TurnView:
         for level, text in (progress or {}).get("notices", [])[self.notices :]:
             self.notices += 1
             _kernel.emit(
-                self.agent, crab.NoticeEvent(text, "warning" if level == "warning" else "info"), self.session_id
+                self.agent, crab.events.NoticeEvent(text, "warning" if level == "warning" else "info"), self.session_id
             )
 
 
-def events_of(entries: Sequence[crab.Entry]) -> list[crab.Event]:
+def events_of(entries: Sequence[crab.storage.Entry]) -> list[crab.events.Event]:
     """The events a stored reply or result stands for."""
-    events: list[crab.Event] = []
+    events: list[crab.events.Event] = []
     for entry in entries:
         if entry.type == "message" and entry.payload.get("role") == "assistant":
-            message = crab.message_from_dict(dict(entry.payload))
-            assert isinstance(message, crab.AssistantMessage)
+            message = crab.messages.message_from_dict(dict(entry.payload))
+            assert isinstance(message, crab.messages.AssistantMessage)
             if message.content and message.replayable and message.content != _kernel.NO_REPLY_STAND_IN:
-                events.append(crab.TextDelta(message.content))
+                events.append(crab.events.TextDelta(message.content))
             if message.stop_reason == "error" and message.error:
-                events.append(crab.ErrorEvent(message.error))
-            events.extend(crab.ToolCallEvent(call) for call in message.tool_calls)
+                events.append(crab.events.ErrorEvent(message.error))
+            events.extend(crab.events.ToolCallEvent(call) for call in message.tool_calls)
         elif entry.type == "tool_result":
-            result = crab.message_from_dict(dict(entry.payload))
-            assert isinstance(result, crab.ToolResultMessage)
-            events.append(crab.ToolResultEvent(result.call_id, result.name, result.content, result.is_error))
+            result = crab.messages.message_from_dict(dict(entry.payload))
+            assert isinstance(result, crab.messages.ToolResultMessage)
+            events.append(crab.events.ToolResultEvent(result.call_id, result.name, result.content, result.is_error))
     return events
 
 
@@ -156,7 +156,7 @@ async def run_turn(
     arguments = turn_arguments(agent, settings, session_id, prompt)
     view = TurnView(agent, session_id, len(await _kernel.loop_agent(agent).store.entries(session_id)))
     handle = await start_turn(client, settings, arguments)
-    _kernel.emit(agent, crab.TurnStarted(session_id, arguments["turn_id"], prompt), session_id)
+    _kernel.emit(agent, crab.events.TurnStarted(session_id, arguments["turn_id"], prompt), session_id)
     waiting = asyncio.ensure_future(_result(handle, agent, session_id, settings.address))
     aborting = False
     started, told, answered = time.monotonic(), False, False
@@ -167,7 +167,7 @@ async def run_turn(
             answered = answered or progress is not None
             if not answered and not told and time.monotonic() - started > NO_WORKER_AFTER:
                 told = True  # no worker ever answered: most likely none polls this task queue
-                notice = crab.NoticeEvent(NO_WORKER.format(queue=settings.task_queue), "warning")
+                notice = crab.events.NoticeEvent(NO_WORKER.format(queue=settings.task_queue), "warning")
                 _kernel.emit(agent, notice, session_id)
             await view.show_new(progress)
         except asyncio.CancelledError:
@@ -181,10 +181,10 @@ async def run_turn(
     result: dict[str, Any] = dict(waiting.result())
     await view.show_new(await _progress(handle))
     if result.get("shown") and result.get("error"):
-        _kernel.emit(agent, crab.ErrorEvent(str(result["error"]), "plugin"), session_id)
+        _kernel.emit(agent, crab.events.ErrorEvent(str(result["error"]), "plugin"), session_id)
     _kernel.emit(
         agent,
-        crab.TurnEnded(
+        crab.events.TurnEnded(
             session_id, str(result["turn_id"]), result["stop"], result.get("text", ""), None, result.get("error")
         ),
         session_id,
@@ -207,7 +207,7 @@ async def _result(handle: Any, agent: crab.Agent, session_id: str, address: str)
                 raise crab.CrabError(f"Temporal at {address} failed: {exc}") from None
             if not told:
                 told = True
-                notice = crab.NoticeEvent(LOST.format(address=address), "warning")
+                notice = crab.events.NoticeEvent(LOST.format(address=address), "warning")
                 _kernel.emit(agent, notice, session_id)
             await asyncio.sleep(1.0)
 

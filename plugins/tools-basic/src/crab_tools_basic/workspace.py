@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from crab import ConfigError, ToolContext, ToolError, crab_home
+from crab import ConfigError, ToolContext, ToolError
+from crab.config import crab_home
 
 from crab_tools_basic.bash_log import session_folder
 from crab_tools_basic.settings import LOGS_IN_HOME, Settings, load_settings
