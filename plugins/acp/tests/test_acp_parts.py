@@ -70,12 +70,12 @@ def test_acp_results_diffs_plans_and_notices() -> None:
     assert mapper.updates(crab.events.UsageEvent(crab.messages.Usage(1, 2))) == []
 
 
-def test_acp_a_question_follows_its_call() -> None:
+def test_acp_a_question_describes_its_call_as_its_tool_call_update_did() -> None:
     mapper = UpdateMapper("/work")
-    mapper.seen(crab.events.ToolCallEvent(crab.messages.ToolCall("c9", "write", {"path": "n.txt", "content": "x"})))
-    (early,) = mapper.announce("c9")
-    assert early.tool_call_id == "c9" and mapper.announce("c9") == []
-    assert mapper.updates(crab.events.ToolCallEvent(crab.messages.ToolCall("c9", "write", {}))) == []  # not twice
+    (started,) = mapper.updates(
+        crab.events.ToolCallEvent(crab.messages.ToolCall("c9", "write", {"path": "n.txt", "content": "x"}))
+    )
+    assert started.tool_call_id == "c9"
     asked = mapper.question(crab.PermissionRequest("write", "write", 'write(path="n.txt")', call_id="c9"))
     assert (asked.tool_call_id, asked.title, asked.kind) == ("c9", "write n.txt", "edit")
     other = mapper.question(crab.PermissionRequest("srv (MCP elicitation)", "network", "srv asks for a token"))

@@ -102,8 +102,6 @@ class UpdateMapper:
         self.workspace = workspace
         self.permissions: Mapping[str, str] = permissions or {}
         self.calls: dict[str, CallView] = {}
-        self.announced: set[str] = set()
-        """Calls whose ``tool_call`` went out early: before the permission question about them."""
 
     # --- what a call is ---------------------------------------------------------------------
 
@@ -122,33 +120,11 @@ class UpdateMapper:
         self.calls[call.id] = view
         return view
 
-    def seen(self, event: crab.events.Event) -> None:
-        """Know a call as soon as it is emitted: the gate may ask about it before its update is sent."""
-        if isinstance(event, crab.events.ToolCallEvent):
-            self.view(event.call)
-
     def started(self, call: crab.messages.ToolCall) -> ToolCallStart:
         view = self.calls.get(call.id) or self.view(call)
         return acp.start_tool_call(
             view.id, view.title, kind=view.kind, status="pending", locations=view.locations, raw_input=view.raw_input
         )
-
-    def announce(self, call_id: str) -> list[ToolCallStart]:
-        """The ``tool_call`` of ``call_id`` if it has not gone out yet (it must precede its question)."""
-        view = self.calls.get(call_id)
-        if view is None or call_id in self.announced:
-            return []
-        self.announced.add(call_id)
-        return [
-            acp.start_tool_call(
-                view.id,
-                view.title,
-                kind=view.kind,
-                status="pending",
-                locations=view.locations,
-                raw_input=view.raw_input,
-            )
-        ]
 
     def question(self, request: crab.PermissionRequest) -> ToolCallUpdate:
         """The tool call a permission question is about, as ``session/request_permission`` shows it."""
@@ -203,8 +179,6 @@ class UpdateMapper:
         if isinstance(event, crab.events.ThinkingDelta):
             return [acp.update_agent_thought_text(event.text)] if event.text else []
         if isinstance(event, crab.events.ToolCallEvent):
-            if event.call.id in self.announced:
-                return []
             return [self.started(event.call)]
         if isinstance(event, crab.events.ToolResultEvent):
             return [self.finished(event)]
