@@ -1,6 +1,7 @@
 """crab-worktree: ``crab --worktree [NAME]`` (or ``[plugins.worktree] enabled``) runs the session in
 a fresh git worktree on a branch of its own; leaving removes it when it holds no change and keeps
-it, named, when it does; ``/worktrees`` lists them.
+it, named, when it does; ``/worktrees`` lists them. Subagents declared with ``isolation:
+worktree`` (crab-subagents, through the hook it declares) each get one too.
 
 Hook implementations only; the worktrees are made, summed up and removed in
 ``crab_worktree.worktrees`` (git through ``crab_worktree.gitrun``). The entry point is the class:
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 import crab
 
 if TYPE_CHECKING:
+    from crab_worktree.children import ChildWorktrees
     from crab_worktree.worktrees import Worktree
 
 CRAB_API = ">=1.7,<2"  # crab_workspace (1.7)
@@ -27,6 +29,7 @@ class WorktreePlugin:
 
     def __init__(self) -> None:
         self.made: Worktree | None = None
+        self.children: ChildWorktrees | None = None
 
     @crab.hookimpl
     def crab_config_table(self) -> crab.ConfigTable:
@@ -62,6 +65,16 @@ class WorktreePlugin:
         made, self.made = self.made, None
         said = leave(made)
         agent.notice(said, "info" if said.endswith("no changes") else "warning")
+
+    @crab.hookimpl
+    def crab_child_workspaces(self, config: crab.Config) -> list[ChildWorktrees]:
+        """``worktree`` for crab-subagents' ``isolation: worktree`` agents (the hook it declares)."""
+        if self.children is None:
+            from crab_worktree.children import ChildWorktrees
+
+            settings = config.plugin_settings("worktree")
+            self.children = ChildWorktrees(settings["folder"], settings["branch_prefix"])
+        return [self.children]
 
     @crab.hookimpl
     def crab_commands(self, config: crab.Config) -> list[crab.Command]:
