@@ -16,10 +16,10 @@ class Copies:
 
     name = "copy"
 
-    def enter(self, workspace: Path, label: str) -> Path:
+    async def enter(self, workspace: Path, label: str, session_id: str) -> Path:
         return workspace
 
-    def leave(self, folder: Path) -> str:
+    async def leave(self, folder: Path) -> str:
         return "left"
 
 

@@ -4,6 +4,7 @@ kept and named (folder, branch, diff summary) when changed; real git in ``tmp_pa
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from crab_worktree.children import ChildWorktrees
@@ -16,12 +17,12 @@ def offer(tmp_path: Path) -> ChildWorktrees:
 def test_a_childs_worktree_is_its_own_and_removed_when_unchanged(repo: Path, tmp_path: Path, git_in) -> None:
     children = offer(tmp_path)
     assert children.name == "worktree"
-    one = children.enter(repo / "src", "reader")
-    two = children.enter(repo / "src", "reader")
+    one = asyncio.run(children.enter(repo / "src", "reader", "s1"))
+    two = asyncio.run(children.enter(repo / "src", "reader", "s1"))
     assert one != two and one.name == two.name == "src"  # the same sub-folder, in two worktrees
     assert one.parent.parent == repo / ".crab" / "worktrees" and one.parent.name.startswith("reader-")
     assert (one / "app.py").read_text() == "print('app')\n"
-    said = children.leave(one)
+    said = asyncio.run(children.leave(one))
     assert said == f"worktree {one.parent.name} removed: no changes"
     assert not one.parent.exists() and f"crab/{one.parent.name}" not in git_in(repo, "branch", "--list", "crab/*")
     assert two.exists()  # the other child's is its own
@@ -29,10 +30,10 @@ def test_a_childs_worktree_is_its_own_and_removed_when_unchanged(repo: Path, tmp
 
 def test_a_changed_childs_worktree_is_kept_and_named(repo: Path, tmp_path: Path, git_in) -> None:
     children = offer(tmp_path)
-    folder = children.enter(repo, "Writer Agent!")
+    folder = asyncio.run(children.enter(repo, "Writer Agent!", "s1"))
     (folder / "README.md").write_text("hello\nworld\n")
     (folder / "new.txt").write_text("x\n")
-    said = children.leave(folder)
+    said = asyncio.run(children.leave(folder))
     branch = f"crab/{folder.name}"
     assert folder.name.startswith("Writer-Agent-")
     assert said == (
@@ -41,4 +42,4 @@ def test_a_changed_childs_worktree_is_kept_and_named(repo: Path, tmp_path: Path,
     )
     assert (folder / "new.txt").exists() and branch in git_in(repo, "branch", "--list", "crab/*")
     assert git_in(repo, "status", "--porcelain") == ""  # the user's checkout never changed
-    assert "not a worktree this run made" in children.leave(folder)  # left once only
+    assert "not a worktree this run made" in asyncio.run(children.leave(folder))  # left once only

@@ -27,8 +27,8 @@ class IsolationHooks:
     @crab.hookspec
     def crab_child_workspaces(self, config: Config) -> list[Any] | None:
         """Ways to give a child session a folder of its own, each a ``ChildWorkspaces``
-        (``crab_subagents.isolation``: ``name``, ``enter(workspace, label) -> Path``,
-        ``leave(folder) -> str``); an agent file's ``isolation: NAME`` picks one.
+        (``crab_subagents.isolation``: ``name``, ``async enter(workspace, label, session_id) ->
+        Path``, ``async leave(folder) -> str``); an agent file's ``isolation: NAME`` picks one.
 
         crab-subagents collects it (``AgentHandle.collect``) when a ``task`` call runs such an
         agent. Return a list, or None. Not first-result: the first of a name wins. A plugin

@@ -8,7 +8,6 @@ or a container under another name.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,16 +21,16 @@ HOOK = "crab_child_workspaces"
 @runtime_checkable
 class ChildWorkspaces(Protocol):
     """What a plugin offers through ``crab_child_workspaces``: ``name`` (the isolation it gives,
-    as an agent file names it), ``enter`` (make a folder for a child, from the folder of the
-    session that starts it) and ``leave`` (the child is over: remove the folder when it holds no
-    change, or keep it; one line saying which, naming what was kept). Both may block (git): they
-    run in a thread."""
+    as an agent file names it), ``enter`` (make a folder for a child of session ``session_id``,
+    from the folder that session works in; ``crab.CrabError`` when it cannot) and ``leave`` (the
+    child is over: remove the folder when it holds no change, or keep it; one line saying which,
+    naming what was kept). Both are awaited: what blocks (git) runs in a thread of theirs."""
 
     name: str
 
-    def enter(self, workspace: Path, label: str) -> Path: ...
+    async def enter(self, workspace: Path, label: str, session_id: str) -> Path: ...
 
-    def leave(self, folder: Path) -> str: ...
+    async def leave(self, folder: Path) -> str: ...
 
 
 def offered(found: Sequence[tuple[str, Any]], name: str) -> ChildWorkspaces:
@@ -59,16 +58,16 @@ class Entered:
 
     async def leave(self) -> str:
         try:
-            return await asyncio.to_thread(self.maker.leave, self.folder)
+            return await self.maker.leave(self.folder)
         except crab.CrabError as exc:  # never instead of the child's own outcome
             return f"{self.maker.name} {self.folder} was left as it is: {exc}"
 
 
-async def enter(handle: crab.AgentHandle, name: str, workspace: Path, label: str) -> Entered:
-    """Make a folder for a child of the session working in ``workspace`` through the offer ``name``."""
+async def enter(handle: crab.AgentHandle, name: str, workspace: Path, label: str, session_id: str) -> Entered:
+    """Make a folder for a child of ``session_id`` (working in ``workspace``) through the offer ``name``."""
     maker = offered(handle.collect(HOOK), name)
     try:
-        folder = await asyncio.to_thread(maker.enter, workspace, label)
+        folder = await maker.enter(workspace, label, session_id)
     except crab.CrabError as exc:
         raise crab.ToolError(f"agent {label} needs a {name} of its own and none could be made: {exc}") from None
     return Entered(Path(folder), maker)

@@ -200,7 +200,7 @@ class TaskRunner:
         read_only = agent.read_only or bool(ctx.state.get(STATE_READ_ONLY))
         own: Entered | None = None
         if agent.isolation is not None:
-            own = await enter(handle, agent.isolation, Path(ctx.workspace), agent.name)
+            own = await enter(handle, agent.isolation, Path(ctx.workspace), agent.name, ctx.session_id)
         try:
             outcome = await handle.run_child(
                 ctx,
