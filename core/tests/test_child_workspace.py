@@ -43,7 +43,7 @@ class Elsewhere:
 
 
 def replies(request: crab.ModelRequest) -> list[dict[str, Any]]:
-    done = any(isinstance(m, crab.ToolResultMessage) for m in request.messages)
+    done = any(isinstance(m, crab.messages.ToolResultMessage) for m in request.messages)
     if request.system.endswith("CHILD"):
         return [{"text": "child done"}] if done else [{"tool": "where", "id": "w1", "args": {}}]
     return [{"text": "parent done"}] if done else [{"tool": "delegate", "id": "d1", "args": {"prompt": "go"}}]
@@ -70,7 +70,7 @@ def test_a_workspace_that_is_no_folder_is_refused(tmp_path: Path) -> None:
     h = AgentHarness(replies, plugins={"elsewhere": plugin}, workspace=tmp_path)
     try:
         h.run("go")
-        result = next(m for m in h.session.messages if isinstance(m, crab.ToolResultMessage))
+        result = next(m for m in h.session.messages if isinstance(m, crab.messages.ToolResultMessage))
         assert (
             result.content
             == f"refused: run_child: the child's workspace {tmp_path / 'missing'} is not a folder (make it first)"
