@@ -136,6 +136,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_config",),
     ("processes",),
     ("_system",),
+    ("_values",),
     ("_contracts", "_compat", "_version"),
 )
 """Core's parts from the top down (docs/architecture.md, "crab-core, package by package"): a part

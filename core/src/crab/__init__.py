@@ -77,8 +77,8 @@ if TYPE_CHECKING:
         TurnStarted as TurnStarted,
         TurnStop as TurnStop,
         UsageEvent as UsageEvent,
-        event_to_dict as event_to_dict,
     )
+    from crab._values.event_json import event_to_dict as event_to_dict
     from crab._contracts.images import (
         IMAGE_TYPES as IMAGE_TYPES,
         ImagePart as ImagePart,
@@ -108,7 +108,8 @@ if TYPE_CHECKING:
         ToolResultMessage as ToolResultMessage,
         Usage as Usage,
         UserMessage as UserMessage,
-        json_text as json_text,
+    )
+    from crab._values.message_json import (
         message_from_dict as message_from_dict,
         message_to_dict as message_to_dict,
         parse_tool_arguments as parse_tool_arguments,
@@ -116,6 +117,7 @@ if TYPE_CHECKING:
         usage_from_dict as usage_from_dict,
         usage_to_dict as usage_to_dict,
     )
+    from crab._values.utf8 import json_text as json_text
     from crab._contracts.providers import ModelInfo as ModelInfo, ModelRequest as ModelRequest, Provider as Provider
     from crab._contracts.questions import AskQuestion as AskQuestion, Question as Question
     from crab._contracts.renderers import (
@@ -137,6 +139,8 @@ if TYPE_CHECKING:
         SessionImporter as SessionImporter,
         SessionInfo as SessionInfo,
         Store as Store,
+    )
+    from crab._values.entries import (
         entry_from_dict as entry_from_dict,
         entry_text as entry_text,
         entry_to_dict as entry_to_dict,
@@ -151,11 +155,8 @@ if TYPE_CHECKING:
         ToolContext as ToolContext,
         ToolResult as ToolResult,
         ToolSpec as ToolSpec,
-        tool as tool,
     )
     from crab._contracts.truncate import OutputLimit as OutputLimit, Truncation as Truncation
-    from crab._contracts.truncate import describe as describe_truncation
-    from crab._contracts.truncate import truncate as truncate_output
     from crab._host.api_version import API_VERSION as API_VERSION
     from crab._host.declared import hookspec as hookspec
     from crab._host.hookspecs import hookimpl as hookimpl
@@ -170,6 +171,9 @@ if TYPE_CHECKING:
     )
     from crab._secrets.redaction import Redactor as Redactor
     from crab._system.atomic import write_atomic as write_atomic
+    from crab._values.tool_decorator import tool as tool
+    from crab._values.truncate import describe as describe_truncation
+    from crab._values.truncate import truncate as truncate_output
 
 _HOMES: dict[str, str] = {
     "crab._assembly.collect_hook": "collect_hook HookResults",
@@ -191,26 +195,24 @@ _HOMES: dict[str, str] = {
         " UsageError"
     ),
     "crab._contracts.events": (
-        "ChildEvent CommandOutput CompactionEvent ErrorEvent ErrorKind Event event_to_dict FileDiff MessageEnd"
-        " ModelCallEvent NoticeEvent PlanEvent PlanItem PlanStatus RetryEvent StreamEvent TextDelta ThinkingDelta"
-        " ToolCallEvent ToolResultEvent TurnEnded TurnStarted TurnStop UsageEvent"
+        "ChildEvent CommandOutput CompactionEvent ErrorEvent ErrorKind Event FileDiff MessageEnd"
+        " ModelCallEvent NoticeEvent PlanEvent PlanItem PlanStatus RetryEvent StreamEvent TextDelta"
+        " ThinkingDelta ToolCallEvent ToolResultEvent TurnEnded TurnStarted TurnStop UsageEvent"
     ),
     "crab._contracts.handle": "AgentHandle ChildOutcome PluginStatus SessionView",
     "crab._contracts.images": "IMAGE_TYPES ImagePart ImageTooLarge sniff_image",
     "crab._contracts.interception": "Allow Answer Decision Deny PermissionRequest Replace",
     "crab._contracts.messages": (
-        "AssistantMessage json_text Message message_from_dict message_to_dict parse_tool_arguments StopReason"
-        " Thinking ToolCall ToolResultMessage unique_id Usage usage_from_dict usage_to_dict UserMessage"
+        "AssistantMessage Message StopReason Thinking ToolCall ToolResultMessage Usage UserMessage"
     ),
     "crab._contracts.providers": "ModelInfo ModelRequest Provider",
     "crab._contracts.questions": "AskQuestion Question",
     "crab._contracts.renderers": "ChatEntry ChatInput ChatState Renderer RendererSpec RenderTarget",
     "crab._contracts.storage": (
-        "BlobStore Entry entry_from_dict entry_text entry_to_dict ENTRY_TYPES EntryType INTERCHANGE_VERSION"
-        " new_entry_id new_session_id search_hit SearchHit session_from_header session_header SESSION_HEADER_KEY"
+        "BlobStore Entry ENTRY_TYPES EntryType INTERCHANGE_VERSION SearchHit SESSION_HEADER_KEY"
         " SessionImporter SessionInfo Store"
     ),
-    "crab._contracts.tools": "Tool tool ToolContext ToolResult ToolSpec",
+    "crab._contracts.tools": "Tool ToolContext ToolResult ToolSpec",
     "crab._contracts.truncate": "OutputLimit Truncation",
     "crab._host.api_version": "API_VERSION",
     "crab._host.declared": "hookspec",
@@ -220,12 +222,22 @@ _HOMES: dict[str, str] = {
     "crab._secrets.keys": "dsn_password known_secrets lookup_key missing_key_message REDACTED",
     "crab._secrets.redaction": "Redactor",
     "crab._system.atomic": "write_atomic",
+    "crab._values.tool_decorator": "tool",
+    "crab._values.entries": (
+        "entry_from_dict entry_text entry_to_dict new_entry_id new_session_id search_hit session_from_header"
+        " session_header"
+    ),
+    "crab._values.event_json": "event_to_dict",
+    "crab._values.message_json": (
+        "message_from_dict message_to_dict parse_tool_arguments unique_id usage_from_dict usage_to_dict"
+    ),
+    "crab._values.utf8": "json_text",
 }
 """Each module behind ``crab`` → the public names it holds, by the same name."""
 
 _EXPORTS: dict[str, str] = {name: module for module, names in _HOMES.items() for name in names.split()}
-_EXPORTS["truncate_output"] = "crab._contracts.truncate:truncate"
-_EXPORTS["describe_truncation"] = "crab._contracts.truncate:describe"
+_EXPORTS["truncate_output"] = "crab._values.truncate:truncate"
+_EXPORTS["describe_truncation"] = "crab._values.truncate:describe"
 """Public name → ``module`` (same name there) or ``module:attribute``."""
 
 # Type checkers read the ``X as X`` imports above, and this literal for the two imported under other names.

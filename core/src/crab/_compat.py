@@ -59,11 +59,11 @@ MOVED: dict[str, str] = {
     "crab.render": "crab._contracts.renderers",
     "crab.render.jsonl": "crab._builtin.render_jsonl",
     "crab.render.plain": "crab._builtin.render_plain",
-    "crab.schema": "crab._contracts.tool_schema",
+    "crab.schema": "crab._values.tool_schema",
     "crab.storage": "crab._contracts.storage",
     "crab.toolbox": "crab._assembly.toolbox",
     "crab.tools": "crab._contracts.tools",
-    "crab.truncate": "crab._contracts.truncate",
+    "crab.truncate": "crab._values.truncate",
     "crab.trust": "crab._config.trust",
     "crab.watchdog": "crab._system.watchdog",
     # moved to kits (their own distributions)

@@ -165,7 +165,7 @@ def choose_store(host: PluginHost, config: Config, name: str | None = None) -> S
 def missing_store(host: PluginHost, wanted: str, stores: Mapping[str, Store]) -> str:
     """Why no store named ``wanted`` is loaded, and what to do: load the installed plugin that likely
     offers it (it is disabled, not listed, or failed), pick a loaded store, or install one."""
-    from crab._host.not_loaded import explain, likely_offering, unloaded
+    from crab._assembly.not_loaded import explain, likely_offering, unloaded
     from crab._loop.router import did_you_mean
 
     loaded = f"Loaded: {', '.join(sorted(stores))}"
@@ -248,7 +248,7 @@ def choose_provider(
                 f"choose a provider with --provider NAME or [crab] provider (loaded: {', '.join(sorted(providers))})"
             )
     if name not in providers:
-        from crab._host.not_loaded import explain, likely_offering, unloaded
+        from crab._assembly.not_loaded import explain, likely_offering, unloaded
 
         likely = likely_offering(unloaded(host), name)
         why = f": {explain(likely)}." if likely else f".{did_you_mean(name, providers)}"
@@ -271,7 +271,7 @@ def choose_provider(
 def no_provider(host: PluginHost, model: str | None = None) -> str:
     """Why no provider plugin is loaded: installed ones that did not load (the one ``model``'s
     ``provider/`` prefix names first), else which to install."""
-    from crab._host.not_loaded import explain, likely_offering, unloaded
+    from crab._assembly.not_loaded import explain, likely_offering, unloaded
 
     others = unloaded(host)
     prefix = model.split("/", 1)[0] if model and "/" in model else ""

@@ -215,7 +215,7 @@ class PluginHost:
         self._contributions: dict[Kind, dict[str, list[Any]]] = {k: {} for k in KINDS}
         self.unread_source = ""
         """Who chose no installed plugin when no metadata was read for it (a program's ``plugins=[]``):
-        an error about a missing store or provider reads it then (``crab._host.not_loaded``)."""
+        an error about a missing store or provider reads it then (``crab._assembly.not_loaded``)."""
         self._collected = False
         self._registries: dict[Kind, dict[str, Any]] = {}
 
