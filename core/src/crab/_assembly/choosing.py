@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from crab._assembly.plugin_choice import choose_plugins, parse_plugin_list
 from crab._config.layers import Config
 from crab._contracts.config_tables import ConfigTable
 from crab._contracts.errors import ConfigError, StoreError, UsageError
@@ -14,7 +15,7 @@ from crab._contracts.providers import Provider
 from crab._contracts.renderers import Renderer, RendererSpec, RenderTarget
 from crab._contracts.storage import SessionInfo, Store
 from crab._host.hookspecs import hookimpl
-from crab._host.plugin_host import PluginHost, parse_plugin_list
+from crab._host.plugin_host import PluginHost
 
 if TYPE_CHECKING:
     from crab._loop.agent import Agent
@@ -50,7 +51,7 @@ def build_host(
     )
     if discover:
         source = "--plugins" if isinstance(plugins, str) else "the program's plugins list"
-        host.load_entry_points(cli=chosen, env=None if environment else {}, cli_source=source)
+        host.load_entry_points(choose_plugins(config, chosen, None if environment else {}, source))
     elif chosen == [] and not isinstance(plugins, str):
         host.unread_source = "the program's plugins list"
     host.load_objects(objects or {})
