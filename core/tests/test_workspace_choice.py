@@ -56,3 +56,16 @@ def test_a_plugin_that_fails_to_choose_stops_the_run_with_its_line(tmp_path: Pat
     with pytest.raises(crab.UsageError) as info:
         build(tmp_path, broken, "")
     assert str(info.value) == "plugin chooser failed: crab_workspace raised UsageError: not a git repository"
+
+
+def test_a_plugin_that_fails_to_choose_unasked_stops_the_run_too(tmp_path: Path) -> None:
+    """Without --worktree a plugin chooses from its settings (crab-worktree's ``enabled``: every run
+    in a worktree): its failure is never a run in the folder the user set it up to keep out of."""
+
+    def crab_workspace(workspace: Path, request: str | None) -> Path | None:
+        raise crab.UsageError("git worktree add failed")
+
+    broken = types.SimpleNamespace(crab_workspace=crab.hookimpl(crab_workspace))
+    with pytest.raises(crab.UsageError) as info:
+        build(tmp_path, broken, None)
+    assert str(info.value) == "plugin chooser failed: crab_workspace raised UsageError: git worktree add failed"

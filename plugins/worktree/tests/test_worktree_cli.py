@@ -86,6 +86,17 @@ def test_bad_setups_are_one_line_and_never_a_run_in_the_checkout(tmp_path: Path,
     assert taken.returncode == 2 and "the branch crab/taken exists already" in taken.stderr
 
 
+def test_the_setting_that_fails_to_make_a_worktree_is_never_a_run_in_the_checkout(repo: Path, crab_in):
+    """``enabled = true`` is the user's word that every run works in a worktree: when git cannot
+    make one (here a branch prefix git refuses) the run stops with that line, as ``-w`` does."""
+    args = ["run", "--provider", "fake", "-m", "script", "--yolo", "--set", "plugins.worktree.enabled=true"]
+    done = crab_in(repo, [WRITE, DONE], *args, "--set", "plugins.worktree.branch_prefix=bad..name/", "go")
+    assert done.returncode == 2, done.stderr
+    assert "is not a valid branch name" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (repo / "note.txt").exists()
+
+
 def test_crab_chat_in_a_named_worktree_lists_it_and_keeps_it_with_changes(
     repo: Path, crab_site, crab_screen, git_in, notes_source, git_env
 ):

@@ -223,16 +223,18 @@ def assemble(
 
 def choose_workspace(host: PluginHost, config: Config, workspace: Path, request: str | None) -> Path:
     """The folder the run works in: the first one a plugin's ``crab_workspace`` gives, else
-    ``workspace``; ``UsageError`` when the user asked for one (``request``) and none was given."""
+    ``workspace``; ``UsageError`` when the user asked for one (``request``) and none was given,
+    or when a plugin failed to choose (asked or set up to: its settings may put every run in a
+    worktree, and the folder it failed to leave is never worked in instead)."""
     before = len(host.failures)
     for _plugin, chosen in host.dispatch.collect("crab_workspace", workspace=workspace, request=request, config=config):
         if isinstance(chosen, str | Path):
             return Path(chosen)
-    if request is None:
-        return workspace
     failed = [failure.line for failure in host.failures[before:]]
     if failed:
         raise UsageError(failed[0])  # the failure's own line, shown once (not again as a notice)
+    if request is None:
+        return workspace
     raise UsageError(
         "--worktree: no loaded plugin gives a separate workspace (crab_workspace); "
         "see `crab plugins list`, or run without --worktree"

@@ -127,8 +127,9 @@ def crab_workspace(workspace: Path, request: str | None, config: Config) -> Path
     the command line with ``--worktree [NAME]`` (``""``: no name given) or None when they did not.
     Return a folder to work there instead (crab-worktree: a fresh git worktree), or None. The
     first folder returned wins; the agent's tools, sessions, checkpoints and sandbox then use it.
-    When ``request`` is not None and no plugin returns a folder, the run stops with a usage error
-    (it never works in the folder the user asked to keep out of). Not first-result.
+    When ``request`` is not None and no plugin returns a folder, or when a plugin fails here (asked
+    or not: its settings may put every run elsewhere), the run stops with a usage error (it never
+    works in the folder the user asked to keep out of). Not first-result.
     """
 
 
