@@ -49,6 +49,20 @@ def test_uncommitted_work_in_a_tracked_file_is_kept_never_deleted(repo: Path, cr
     assert "1 file changed, 1 insertion(+), 1 deletion(-), 1 uncommitted" in done.stderr
 
 
+def test_work_in_an_ignored_file_is_kept_never_deleted(repo: Path, crab_in, git_in):
+    """``git worktree remove`` deletes ignored files without a word (a ``.env``, a data folder):
+    a worktree holding one is kept and says so, like one with untracked files."""
+    (repo / ".gitignore").write_text(".env\n")
+    git_in(repo, "add", ".gitignore")
+    git_in(repo, "commit", "-q", "-m", "ignore .env")
+    env = [{"tool": "write_note", "args": {"name": ".env", "text": "TOKEN=made by hand\n"}}]
+    done = crab_in(repo, [env, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "--worktree=env", "go")
+    assert done.returncode == 0, done.stderr
+    tree = repo / ".crab" / "worktrees" / "env"
+    assert (tree / ".env").read_text() == "TOKEN=made by hand\n"
+    assert "worktree kept" in done.stderr and "1 ignored file or folder" in done.stderr
+
+
 def test_a_run_started_in_a_sub_folder_works_in_the_same_sub_folder(repo: Path, crab_in, git_in):
     done = crab_in(repo / "src", [WRITE, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "-w", "go")
     assert done.returncode == 0, done.stderr

@@ -31,16 +31,18 @@ class Worktree:
 
 @dataclass(frozen=True, slots=True)
 class Changes:
-    """What a worktree holds that its start did not: commits, and files changed but not committed."""
+    """What a worktree holds that its start did not: commits, files changed but not committed,
+    and files git ignores (``git worktree remove`` deletes those without a word: a ``.env``, data)."""
 
     commits: int
     uncommitted: int
     untracked: int
     shortstat: str
+    ignored: int = 0
 
     @property
     def none(self) -> bool:
-        return not (self.commits or self.uncommitted or self.untracked)
+        return not (self.commits or self.uncommitted or self.untracked or self.ignored)
 
     def summary(self) -> str:
         parts = []
@@ -52,6 +54,9 @@ class Changes:
             parts.append(f"{self.uncommitted} uncommitted")
         if self.untracked:
             parts.append(f"{self.untracked} untracked file{'s' if self.untracked != 1 else ''}")
+        if self.ignored:
+            plural = "s" if self.ignored != 1 else ""
+            parts.append(f"{self.ignored} ignored file{plural} or folder{plural}")
         return ", ".join(parts) or "no changes"
 
 
@@ -103,9 +108,12 @@ def changes(tree: Worktree) -> Changes:
     """What ``tree`` holds beyond its start (its own HEAD and files, whatever branch it is on)."""
     status = git(tree.path, "status", "--porcelain", "--untracked-files=all").splitlines()
     untracked = sum(1 for line in status if line.startswith("??"))
+    # an ignored folder is one line here (a node_modules is not counted file by file)
+    ignored = git(tree.path, "status", "--porcelain", "--ignored=traditional", "--untracked-files=normal")
+    ignored_count = sum(1 for line in ignored.splitlines() if line.startswith("!!"))
     commits = int(git(tree.path, "rev-list", "--count", f"{tree.base}..HEAD").strip() or 0)
     shortstat = git(tree.path, "diff", "--shortstat", tree.base).strip()
-    return Changes(commits, len(status) - untracked, untracked, shortstat)
+    return Changes(commits, len(status) - untracked, untracked, shortstat, ignored_count)
 
 
 def leave(tree: Worktree) -> str:
