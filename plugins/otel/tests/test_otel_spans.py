@@ -335,6 +335,23 @@ def test_content_capture_records_the_conventions_attributes_redacted(
     assert "[redacted]" in attrs(t.one("invoke_agent crab"))["gen_ai.output.messages"]
 
 
+ESCAPED = 'first-line-0123456789\nsecond-"line"\\tail-abcdef'
+"""A secret JSON writes differently (a PEM key's newlines, a password's quote or backslash)."""
+
+
+def test_content_capture_masks_a_secret_that_json_escapes(crab_agent: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ESCAPED_API_KEY", ESCAPED)
+    replies = [
+        [{"text": f"calling with {ESCAPED}"}, {"tool": "peek", "id": "c1", "args": {"name": ESCAPED}}],
+        [{"text": f"the key is {ESCAPED}"}],
+    ]
+    t = Traced(crab_agent, replies, config={"plugins": {"otel": {"capture_content": True}}})
+    t.run(f"my key is {ESCAPED}, keep it")
+    everything = [str(v) for s in t.spans for v in attrs(s).values()]
+    assert not [v for v in everything if "second-" in v or "first-line-0123456789" in v]
+    assert "[redacted]" in attrs(t.one("execute_tool peek"))["gen_ai.tool.call.arguments"]
+
+
 def test_content_is_held_to_max_content_chars(crab_agent: Any) -> None:
     t = Traced(
         crab_agent,

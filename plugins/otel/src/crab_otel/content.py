@@ -31,10 +31,16 @@ class ContentRecorder:
     def _text(self, text: str) -> str:
         return self.redactor.text(text)
 
+    def _masked(self, value: Any) -> Any:
+        """``value`` with every string masked before it is written as JSON: JSON escapes a secret's
+        newlines, quotes and backslashes (a PEM key, a password), and the escaped form matches no
+        secret any more."""
+        return self.redactor.payload(json.loads(json.dumps(value, ensure_ascii=False, default=str)))
+
     def _json(self, value: Any) -> str:
         """``value`` as JSON, masked; cut at ``max_chars`` with a marker (a cut value is no longer JSON,
         and says so)."""
-        return self._cut(self.redactor.text(json.dumps(value, ensure_ascii=False, default=str)))
+        return self._cut(self.redactor.text(json.dumps(self._masked(value), ensure_ascii=False)))
 
     def _cut(self, text: str) -> str:
         if len(text) <= self.max_chars:
@@ -62,7 +68,7 @@ class ContentRecorder:
         size = 2
         for message in reversed(messages):
             role, parts = self._parts(message)
-            text = json.dumps({"role": role, "parts": parts}, ensure_ascii=False, default=str)
+            text = json.dumps(self._masked({"role": role, "parts": parts}), ensure_ascii=False)
             if kept and size + len(text) + 2 > self.max_chars:
                 break
             kept.append(text)
