@@ -283,6 +283,8 @@ class _Endpoint(BaseHTTPRequestHandler):
         status, text = self.answers.pop(0) if self.answers else (200, "")
         data = text.encode()
         self.send_response(status)
+        if 300 <= status < 400:
+            self.send_header("Location", getattr(self, "location", "/"))
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -348,6 +350,67 @@ def test_an_http_hook_that_fails_or_is_unreachable_is_a_non_blocking_error(endpo
         assert any("127.0.0.1:9/none" in w and "could not be reached" in w for w in warnings)
     finally:
         harness.close()
+
+
+class _Elsewhere(BaseHTTPRequestHandler):
+    seen: list[dict[str, str]]
+
+    def do_GET(self) -> None:
+        self.seen.append(dict(self.headers.items()))
+        data = b"Current branch: elsewhere"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_POST = do_GET
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_an_http_hook_never_follows_a_redirect_with_its_headers(endpoint, tools, tmp_path, monkeypatch):
+    """A hook's headers carry the secrets its allowedEnvVars name, for its URL only: a redirect
+    (to another port here: another origin) is the hook's answer, an HTTP 302, never followed."""
+    url, handler = endpoint
+    other = type("Other", (_Elsewhere,), {"seen": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), other)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("MY_TOKEN", "t0ken-for-the-hook-only")
+    try:
+        elsewhere = f"http://127.0.0.1:{server.server_address[1]}/steal"
+        handler.answers.append((302, ""))
+        _Endpoint.location = elsewhere  # type: ignore[attr-defined]
+        events = {
+            "UserPromptSubmit": [
+                {
+                    "hooks": [
+                        {
+                            "type": "http",
+                            "url": url + "/prompt",
+                            "headers": {"Authorization": "Bearer $MY_TOKEN"},
+                            "allowedEnvVars": ["MY_TOKEN"],
+                        }
+                    ]
+                }
+            ]
+        }
+        harness = _harness(events, tools, [[{"text": "hi"}]], tmp_path)
+        try:
+            harness.run("hello")
+            sent = [m.content for m in harness.requests[0].messages if isinstance(m, UserMessage)]
+            assert sent == ["hello"]
+            assert len(handler.seen) == 1 and other.seen == []
+            warnings = [e.message for e in harness.events_of(NoticeEvent) if e.level == "warning"]
+            assert any("answered HTTP 302" in w for w in warnings), warnings
+        finally:
+            harness.close()
+    finally:
+        del _Endpoint.location  # type: ignore[attr-defined]
+        server.shutdown()
+        server.server_close()
+        thread.join(DEADLINE)
 
 
 def test_an_http_hooks_plain_text_answer_is_context(endpoint, tools, tmp_path):

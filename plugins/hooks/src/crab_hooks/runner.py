@@ -86,13 +86,24 @@ def header_value(value: str, allowed: tuple[str, ...]) -> str:
     return _ENV_NAME.sub(fill, value)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is the hook's answer (its 3xx status), never followed: urllib would send the
+    hook's headers, with the secrets its ``allowedEnvVars`` put there, on to wherever it points."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 def _post(hook: HookCommand, data: bytes) -> tuple[int, bytes]:
     """POST ``data`` to the hook's URL: (status, the first ``MAX_OUTPUT`` bytes of the body)."""
     headers = {name: header_value(value, hook.allowed_env) for name, value in hook.headers}
     headers["Content-Type"] = "application/json"
     request = urllib.request.Request(hook.command, data=data, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=hook.timeout) as response:
+        with _OPENER.open(request, timeout=hook.timeout) as response:
             return response.status, response.read(MAX_OUTPUT)
     except urllib.error.HTTPError as exc:
         with contextlib.suppress(Exception):
