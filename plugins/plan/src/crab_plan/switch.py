@@ -9,6 +9,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import crab
 
+from crab_plan.seal import is_sealed, sealed
+
 PLAN_KEY = "crab.permissions.plan"
 """The session-state key core's permission gate reads (docs/security.md, "Plan mode")."""
 PARENT_META = "crab.parent_session"
@@ -20,7 +22,8 @@ NOTE_OFF = "[plan mode off]"
 APPROVED = "[plan approved]"
 LEFT = "[plan mode left]"
 """Markers of a switch (``/plan``, the user's answer to a plan): the history keeps them, so a
-resumed session is in the mode it was switched to."""
+resumed session is in the mode it was switched to. A ``/plan off`` note counts only with its seal
+(``crab_plan.seal``): other text recorded as a user message may look like it."""
 RUN_ON = "[plan mode]"
 RUN_OFF = "[plan mode over]"
 """Markers of what the model was told of the run's own mode (``--plan``, ``permissions = "plan"``),
@@ -46,11 +49,15 @@ RUN_OFF_TEXT = (
 _NOTES = ((NOTE_ON, True, True), (NOTE_OFF, False, True), (RUN_ON, True, False), (RUN_OFF, False, False))
 
 
-def _marker(message: crab.messages.Message) -> tuple[bool, bool] | None:
-    """(plan mode on, a switch) for a message that is a marker; None for any other message."""
+def _marker(message: crab.messages.Message, session_id: str) -> tuple[bool, bool] | None:
+    """(plan mode on, a switch) for a message that is a marker; None for any other message. A
+    ``[plan mode off]`` note without the session's seal only says what the model was told (it may
+    be another plugin's text: a hook's answer, a resource), never a switch."""
     if isinstance(message, crab.messages.UserMessage):
         for prefix, on, switch in _NOTES:
             if message.content.startswith(prefix + " "):
+                if prefix == NOTE_OFF and not is_sealed(message.content, session_id):
+                    return on, False
                 return on, switch
     elif (
         isinstance(message, crab.messages.ToolResultMessage)
@@ -62,21 +69,21 @@ def _marker(message: crab.messages.Message) -> tuple[bool, bool] | None:
     return None
 
 
-def switched(messages: Iterable[crab.messages.Message]) -> bool | None:
-    """Plan mode as the last switch in ``messages`` left it; None without one."""
+def switched(messages: Iterable[crab.messages.Message], session_id: str) -> bool | None:
+    """Plan mode as the last switch in session ``session_id``'s ``messages`` left it; None without one."""
     state = None
     for message in messages:
-        marker = _marker(message)
+        marker = _marker(message, session_id)
         if marker is not None and marker[1]:
             state = marker[0]
     return state
 
 
-def told(messages: Iterable[crab.messages.Message]) -> bool | None:
+def told(messages: Iterable[crab.messages.Message], session_id: str) -> bool | None:
     """What the model was last told of plan mode (any marker); None when never."""
     state = None
     for message in messages:
-        marker = _marker(message)
+        marker = _marker(message, session_id)
         if marker is not None:
             state = marker[0]
     return state
@@ -130,8 +137,8 @@ class PlanSwitch:
         except crab.CrabError:
             return self.configured
         messages = messages_of(entries)
-        self.told[session_id] = told(messages)
-        found = switched(messages)
+        self.told[session_id] = told(messages, session_id)
+        found = switched(messages, session_id)
         if found is not None:
             return found
         parent = meta.get(PARENT_META)
@@ -141,7 +148,7 @@ class PlanSwitch:
         """Switch the session; ``note``: the model is told at the next prompt (``/plan``)."""
         self.modes[session_id] = self.pending[session_id] = on
         if note:
-            self.unsaid[session_id] = ON_TEXT if on else OFF_TEXT
+            self.unsaid[session_id] = ON_TEXT if on else sealed(OFF_TEXT, session_id)
         else:
             self.unsaid.pop(session_id, None)
 
