@@ -100,6 +100,23 @@ def test_bad_setups_are_one_line_and_never_a_run_in_the_checkout(tmp_path: Path,
     assert taken.returncode == 2 and "the branch crab/taken exists already" in taken.stderr
 
 
+def test_a_repositorys_symlink_never_puts_worktrees_outside_it(tmp_path: Path, repo: Path, crab_in, git_in):
+    """``.crab/worktrees`` committed as a symlink to a folder elsewhere: crab refuses in one line
+    rather than write its ``.gitignore`` and a checkout there (only your own ``folder`` setting
+    puts worktrees outside the repository)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / ".crab").mkdir()
+    (repo / ".crab" / "worktrees").symlink_to(outside)
+    git_in(repo, "add", "-A")
+    git_in(repo, "commit", "-q", "-m", "a link")
+    done = crab_in(repo, [WRITE, DONE], "run", "--provider", "fake", "-m", "script", "--yolo", "-w", "go")
+    assert done.returncode == 2, done.stderr
+    assert "outside the repository" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert list(outside.iterdir()) == [] and not (repo / "note.txt").exists()
+
+
 def test_the_setting_that_fails_to_make_a_worktree_is_never_a_run_in_the_checkout(repo: Path, crab_in):
     """``enabled = true`` is the user's word that every run works in a worktree: when git cannot
     make one (here a branch prefix git refuses) the run stops with that line, as ``-w`` does."""

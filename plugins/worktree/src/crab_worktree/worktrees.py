@@ -3,6 +3,7 @@ summed up, removed only when they hold none, and listed. Every git call is ``git
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import time
@@ -81,6 +82,7 @@ def create(start: Path, name: str, folder: str, prefix: str) -> tuple[Worktree, 
     branch = prefix + name
     home = top / folder
     path = home / name
+    _within_repository(top, folder, home)
     kept = next((t for t in listing(top, prefix) if t.branch == branch), None)
     if kept is not None and kept.path.resolve() == path.resolve() and path.is_dir():
         # a worktree an earlier run kept: enter it again (its sessions are there, `crab -w NAME -c`)
@@ -96,6 +98,20 @@ def create(start: Path, name: str, folder: str, prefix: str) -> tuple[Worktree, 
         ignore.write_text(IGNORE_ALL, encoding="utf-8")  # the checkout's status never lists them
     git(top, "worktree", "add", "--quiet", "-b", branch, str(path), base)
     return Worktree(name, path, branch, base, top), _inside(start, top, path)
+
+
+def _within_repository(top: Path, folder: str, home: Path) -> None:
+    """Refuse a ``folder`` inside the repository by its name that a symlink there (the repository's
+    own, committed) leads elsewhere: only the user's setting may put worktrees outside it."""
+    named = Path(os.path.normpath(top / folder))
+    if not named.is_relative_to(top):
+        return  # the user's own [plugins.worktree] folder (trust-only) names a place outside
+    real = named.resolve()
+    if not real.is_relative_to(top.resolve()):
+        raise WorktreeError(
+            f"--worktree: {named} leads outside the repository (to {real}, through a symlink); remove "
+            "the link, or set [plugins.worktree] folder in your user config to where worktrees go"
+        )
 
 
 def _inside(start: Path, top: Path, path: Path) -> Path:
