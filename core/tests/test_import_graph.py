@@ -127,6 +127,7 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("testing",),
     ("crab",),
+    ("steps",),
     ("_cli",),
     ("_assembly",),
     ("_builtin",),

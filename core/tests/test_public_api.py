@@ -20,20 +20,12 @@ PUBLIC = (
     "crab",
     "crab.processes",
     "crab.testing",
+    "crab.steps",
     "crab_provider_kit",
     "crab_sql_kit",
     "crab_jobs_kit",
     "crab_frontmatter_kit",
 )
-AWAITING_PUBLIC = (
-    # crab-temporal drives the turn machine in other processes: the steps (``crab.steps``, being made
-    # public) and carrying out one step with an agent's own machinery have no public API yet. Each
-    # is imported in one module of the plugin, the one place to change when they have.
-    "plugins/temporal/src/crab_temporal/_steps.py",
-    "plugins/temporal/src/crab_temporal/_kernel.py",
-)
-
-
 def public_names() -> dict[str, list[str]]:
     return {module: list(importlib.import_module(module).__all__) for module in PUBLIC}
 
@@ -120,7 +112,6 @@ def test_first_party_plugins_import_only_the_public_api():
             )
         )
         and module not in PUBLIC
-        and file not in AWAITING_PUBLIC
     ]
     assert private == [], "import these names from crab, crab.processes, crab.testing or a kit (docs/api.md)"
 

@@ -162,12 +162,12 @@ class Turn:
         machine = self.machine
         step = machine.step
         while not isinstance(step, EndTurn):
-            step = machine.send(await self._carry_out(step))
+            step = machine.send(await self.carry_out(step))
         if step.shown and step.error is not None:
             self.emit(ErrorEvent(step.error, "plugin"))
         return step.stop, step.error
 
-    async def _carry_out(self, step: Step) -> Input:
+    async def carry_out(self, step: Step) -> Input:
         """One step, in this process."""
         if isinstance(step, CallModel):
             return await self._call_model(step)
@@ -343,14 +343,14 @@ class Turn:
         stopped: str | None = None
         if step.skip is not None:
             for call in step.calls:
-                await self._record_result(step, call, ToolResult(step.skip, is_error=True), 0.0)
+                await self.record_result(step, call, ToolResult(step.skip, is_error=True), 0.0)
         else:
             runner = ToolRunner(
                 self.context.calls.dispatch,
                 self.context.tools(),
                 self.context.settings.tool_timeout,
                 self._tool_context,
-                lambda call, result, duration: self._record_result(step, call, result, duration),
+                lambda call, result, duration: self.record_result(step, call, result, duration),
             )
             stopped = (await runner.run_all(step.calls, lambda: bool(session.steering))).stopped
         session.messages.extend(self.results[c.id] for c in step.calls if c.id in self.results)
@@ -389,7 +389,7 @@ class Turn:
         """Usage a tool call spent itself (a child session's turn) counts in this turn's."""
         self.usage = self.usage + usage
 
-    async def _record_result(self, step: RunTools, call: ToolCall, result: ToolResult, duration_ms: float) -> None:
+    async def record_result(self, step: RunTools, call: ToolCall, result: ToolResult, duration_ms: float) -> None:
         """Record one call's result once (a result that comes after the abort settled the call is dropped)."""
         recorder = self.context.recorder
         rid = result_id(step, call)
@@ -423,7 +423,7 @@ class Turn:
                 tools = RunTools(step.id, replied.tool_calls)  # recorded, not yet answered to the machine
             if tools is not None:
                 for call in tools.calls:
-                    await self._record_result(tools, call, ToolResult(reason, is_error=True), 0.0)
+                    await self.record_result(tools, call, ToolResult(reason, is_error=True), 0.0)
         except PluginError:  # strict mode: the run ends; repair pairs what is left on resume
             session.messages = repair([*session.messages, *self.results.values()])
             raise

@@ -1,11 +1,15 @@
-"""The kernel's turn as steps (``crab._loop.steps``: ``TurnMachine``, its steps and inputs), imported
-in this one place so that when crab makes them public (``crab.steps``) only this line changes."""
+"""The turn as steps (docs/architecture.md#a-turn-made-of-steps, docs/library.md#steps):
+``TurnMachine`` decides and performs no I/O; a driver carries out each ``Step`` and answers it with
+an ``Input``. crab's own driver runs in-process; another (a durable workflow engine) runs the same
+turn from these names, carrying out each step with ``TurnSteps`` (``crab.Agent.turn_steps``)."""
 
-from __future__ import annotations
-
+from crab._contracts.handle import TurnOutcome
+from crab._loop.history import INTERRUPTED, NO_REPLY, STOPPED
 from crab._loop.steps import (
     Abort,
     Accept,
+    Answered,
+    Ask,
     CallModel,
     CheckEnd,
     Compact,
@@ -22,8 +26,10 @@ from crab._loop.steps import (
     Record,
     RunTools,
     Settle,
+    ShowCalls,
     Steered,
     Step,
+    StepError,
     StepSettings,
     Submit,
     Submitted,
@@ -32,10 +38,16 @@ from crab._loop.steps import (
     TurnMachine,
     result_id,
 )
+from crab._loop.turn_steps import SessionGone, TurnSteps
 
 __all__ = [
+    "INTERRUPTED",
+    "NO_REPLY",
+    "STOPPED",
     "Abort",
     "Accept",
+    "Answered",
+    "Ask",
     "CallModel",
     "CheckEnd",
     "Compact",
@@ -51,14 +63,19 @@ __all__ = [
     "Prompt",
     "Record",
     "RunTools",
+    "SessionGone",
     "Settle",
+    "ShowCalls",
     "Steered",
     "Step",
+    "StepError",
     "StepSettings",
     "Submit",
     "Submitted",
     "TakeSteering",
     "ToolsRan",
     "TurnMachine",
+    "TurnOutcome",
+    "TurnSteps",
     "result_id",
 ]
