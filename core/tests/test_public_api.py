@@ -26,6 +26,8 @@ PUBLIC = (
     "crab_jobs_kit",
     "crab_frontmatter_kit",
 )
+
+
 def public_names() -> dict[str, list[str]]:
     return {module: list(importlib.import_module(module).__all__) for module in PUBLIC}
 
