@@ -51,3 +51,40 @@ def test_a_session_it_cannot_run_is_one_usage_line(tmp_path: Path):
     assert isinstance(unknown, crab.UsageError) and unknown.exit_code == 2
     assert "no session 20260101T000000-nothere in this store" in str(unknown)
     assert f"belongs to {tmp_path / 'elsewhere'}" in str(foreign) and "\n" not in str(foreign)
+
+
+def test_a_call_carried_out_on_its_own_still_asks_the_user(tmp_path: Path):
+    # A RunTools carried out for a driver elsewhere has no machine of this process at that step:
+    # the permission question still reaches the agent's ask= and its answer is kept.
+    asked: list[str] = []
+    ran: list[str] = []
+
+    @crab.tool(permission="write")
+    def write_note(text: str) -> str:
+        """Write a note."""
+        ran.append(text)
+        return "written"
+
+    def ask(request: object) -> str:
+        asked.append(type(request).__name__)
+        return "once"
+
+    async def go() -> list[tuple[str, str]]:
+        provider = ScriptedProvider([[{"tool": "write_note", "args": {"text": "x"}}], [{"text": "noted"}]])
+        async with crab.Agent(
+            provider=provider, plugins=[], tools=[write_note], workspace=tmp_path, ask=ask, **QUIET
+        ) as agent:
+            session = await agent.turn_steps(title="t")
+            prompt = steps.Prompt("t1.p0", "note x")
+            machine = steps.TurnMachine(session.session_id, "t1", prompt, session.messages)
+            step = machine.step
+            while not isinstance(step, steps.EndTurn):
+                session = await session.again()
+                step = machine.send(await session.carry_out(step, prompt))
+            entries = await session.stored()
+            return [(str(e.payload["name"]), str(e.payload["content"])) for e in entries if e.type == "tool_result"]
+
+    results = asyncio.run(go())
+    assert asked == ["PermissionRequest"]
+    assert ran == ["x"]
+    assert results == [("write_note", "written")]

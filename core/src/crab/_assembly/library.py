@@ -386,7 +386,8 @@ class Agent(Generic[OutputT]):
         await self.start()
         from crab._loop.turn_steps import turn_steps
 
-        return await turn_steps(self._agent, session, title)
+        asker = SessionAsker(self._ask) if self._ask is not None else None  # kept by TurnSteps.again
+        return await turn_steps(self._agent, session, title, ask=asker)
 
     def abort(self, session: str) -> bool:
         """Stop the running turn of session ``session``; False when nothing was running there."""

@@ -108,6 +108,10 @@ class Turn:
             may_answer_for_others=not session.shared,
         )
         session.shared = False  # from this turn on, the session's last prompt is this process's own
+        self.alone = False
+        """True when steps are carried out one at a time for a driver elsewhere (``TurnSteps``): the
+        machine that asked for them is that driver's, so this one's own keeps no ``Ask`` state."""
+        self._running: RunTools | None = None  # the RunTools under way (its calls' Ask ids)
 
     def emit(self, event: Event) -> None:
         self.context.calls.emit(event, self.session.id)
@@ -339,6 +343,7 @@ class Turn:
     async def _run_tools(self, step: RunTools) -> ToolsRan:
         """Run (or skip) ``step``'s calls; their results join the context in call order."""
         self.results = {}
+        self._running = step
         session = self.session
         stopped: str | None = None
         if step.skip is not None:
@@ -371,6 +376,9 @@ class Turn:
         ask = asker
 
         async def asked(question: Q) -> A:
+            if self.alone and self._running is not None:  # the driver's machine is elsewhere
+                alone = Ask(f"{result_id(self._running, call)}/ask", call, question)  # type: ignore[arg-type]
+                return await self._carry_out_ask(alone, ask)
             step = self.machine.ask(call.id, question)  # type: ignore[arg-type]
             answer = await self._carry_out_ask(step, ask)
             self.machine.answer(step, Answered(answer if isinstance(answer, str) else None))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from crab._contracts.errors import StoreError, UsageError
 from crab._contracts.events import Event
+from crab._contracts.interception import AskUser
 from crab._contracts.messages import Message, ToolCall, ToolResultMessage
 from crab._contracts.storage import Entry
 from crab._contracts.tools import Tool, ToolResult
@@ -63,7 +64,7 @@ class TurnSteps:
     async def again(self) -> TurnSteps:
         """The session read from the store once more: the next step's view, as another process
         reads it (what earlier steps recorded included)."""
-        return await turn_steps(self._agent, self.session_id)
+        return await turn_steps(self._agent, self.session_id, ask=self._session.ask)
 
     async def begin(self) -> None:
         """At a turn's start: a stand-in result for each call an earlier turn left without one."""
@@ -72,6 +73,7 @@ class TurnSteps:
     def _turn(self, prompt: Prompt | None) -> Turn:
         item = QueuedInput(prompt.text if prompt else "", prompt.images if prompt else ())
         turn = Turn(self._agent.context, self._session, item, deque())
+        turn.alone = True  # this process carries out single steps: the machine is the driver's
         if prompt is not None:  # a Submit or an Accept names its prompt by the driver's id
             turn._inputs[prompt.id] = (item, deque())
         return turn
@@ -115,9 +117,12 @@ class TurnSteps:
         self._agent.emit(event, self.session_id)
 
 
-async def turn_steps(agent: Agent, session_id: str | None, title: str | None = None) -> TurnSteps:
+async def turn_steps(
+    agent: Agent, session_id: str | None, title: str | None = None, *, ask: AskUser | None = None
+) -> TurnSteps:
     """``session_id`` (None: a new session titled ``title``) read from ``agent``'s store as a resume
-    reads it; ``SessionGone`` when this agent cannot run it."""
+    reads it; ``SessionGone`` when this agent cannot run it. ``ask``: how its permission questions
+    reach the user when that is not the agent's own ``ask`` (a library agent's ``ask=``)."""
     store, here = agent.store, agent.workspace
     if session_id is None:
         session_id = (await store.create_session(str(here), title=title)).id
@@ -137,6 +142,7 @@ async def turn_steps(agent: Agent, session_id: str | None, title: str | None = N
         workspace=workspace,
         messages=history.messages,
         handoff=dict(history.handoff) if history.handoff else None,
+        ask=ask,
     )
     agent.models.restore(session, stored_choice(entries))
     # The system prompt the session's requests carried (a live session gathers it once): the same
