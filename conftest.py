@@ -28,7 +28,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if hasattr(session.config, "workerinput") or not os.environ.get("PYTHONDONTWRITEBYTECODE"):
         return
     root = session.config.rootpath
-    for source in [root / "core" / "src", *root.glob("kits/*/src"), *root.glob("plugins/*/src")]:
+    sources = [root / "core" / "src", root / "testing" / "src", *root.glob("kits/*/src"), *root.glob("plugins/*/src")]
+    for source in sources:
         compileall.compile_dir(source, quiet=2, workers=1)
 
 

@@ -1,7 +1,7 @@
 """Benchmark of image storage: bytes on disk per image attached twice, per store, side by side.
 
 Each store gets the same session through the real loop (``crab.testing.AgentHarness``): one
-image attached to two messages. "blobs" is the store as shipped (``crab.BlobStore``: the bytes
+image attached to two messages. "blobs" is the store as shipped (``crab.storage.BlobStore``: the bytes
 once, by hash); "inline" is the same store with the capability hidden, so the loop writes the
 image as base64 into each entry, which is what storing it in every line would cost. The
 figures are the growth of the store's files (after closing it, so SQLite's WAL is folded in)
@@ -54,7 +54,7 @@ def _sqlite(root: Path) -> Any:
 STORES: dict[str, Callable[[Path], Any]] = {"jsonl": _tape, "sqlite": _sqlite}
 
 
-def measure(make: Callable[[Path], Any], image: crab.ImagePart | None, *, inline: bool = False) -> int:
+def measure(make: Callable[[Path], Any], image: crab.messages.ImagePart | None, *, inline: bool = False) -> int:
     """Bytes the store's files grow by for one session that attaches ``image`` twice (None: no image)."""
 
     def opened() -> Any:
@@ -78,7 +78,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=256, help="side of the noise PNG in pixels")
     args = parser.parse_args()
-    image = crab.ImagePart.from_bytes(make_png(args.size, args.size, noise=True))
+    image = crab.messages.ImagePart.from_bytes(make_png(args.size, args.size, noise=True))
     print(f"image: {image.describe()} ({image.size} bytes), attached to two messages of one session")
     print("bytes on disk for the image (the session's growth less the same session without it):")
     print(f"{'store':8} {'blobs':>12} {'inline':>12} {'inline/blobs':>13} {'blobs/image':>12}")

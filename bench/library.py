@@ -70,7 +70,7 @@ def build_harness() -> None:
 def runs_side_by_side(runs: int) -> tuple[float, float]:
     def looping(request: crab.ModelRequest) -> list[dict[str, object]]:
         # A user message asks for the tool; its result gets the answer: one tool call per run.
-        return turn()[0 if isinstance(request.messages[-1], crab.UserMessage) else 1]
+        return turn()[0 if isinstance(request.messages[-1], crab.messages.UserMessage) else 1]
 
     agent = crab.Agent(provider=ScriptedProvider(looping), tools=[add], plugins=[], **QUIET)
     harness = AgentHarness(looping, plugins={"bench": PLUGIN})
@@ -106,7 +106,7 @@ class NativeProvider(ScriptedProvider):
 
 def typed_side_by_side(runs: int) -> tuple[float, float, float, int]:
     def answering(request: crab.ModelRequest) -> list[dict[str, object]]:
-        if isinstance(request.messages[-1], crab.UserMessage):
+        if isinstance(request.messages[-1], crab.messages.UserMessage):
             return [{"tool": "add", "args": {"a": 1, "b": 2}}]
         return [{"text": ANSWER}]
 

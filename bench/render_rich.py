@@ -55,29 +55,29 @@ def console() -> Console:
 
 def stream(tokens: list[str]) -> tuple[float, list[int]]:
     """Seconds ``handle`` took for every token, and the live tail's length after each token."""
-    target = crab.RenderTarget(io.StringIO(), io.StringIO(), color=True, model="bench")
+    target = crab.rendering.RenderTarget(io.StringIO(), io.StringIO(), color=True, model="bench")
     renderer = RichRenderer(target, TerminalScreen(console(), live_area=False), Preferences())
-    renderer.handle(crab.TurnStarted("s", "t", "bench"))
+    renderer.handle(crab.events.TurnStarted("s", "t", "bench"))
     tails: list[int] = []
     started = time.perf_counter()
     for token in tokens:
-        renderer.handle(crab.TextDelta(token))
+        renderer.handle(crab.events.TextDelta(token))
         tails.append(len(renderer.blocks.tail))
     elapsed = time.perf_counter() - started
-    renderer.handle(crab.TurnEnded("s", "t", "end"))
+    renderer.handle(crab.events.TurnEnded("s", "t", "end"))
     renderer.close()
     return elapsed, tails
 
 
 def redraw_cost(tokens: list[str], samples: int = 60) -> float:
     """Mean seconds of one live-area redraw, sampled evenly along the stream."""
-    target = crab.RenderTarget(io.StringIO(), io.StringIO(), color=True)
+    target = crab.rendering.RenderTarget(io.StringIO(), io.StringIO(), color=True)
     renderer = RichRenderer(target, TerminalScreen(console(), live_area=False), Preferences())
     draw = console()
     every = max(1, len(tokens) // samples)
     costs: list[float] = []
     for n, token in enumerate(tokens):
-        renderer.handle(crab.TextDelta(token))
+        renderer.handle(crab.events.TextDelta(token))
         if n % every == 0 and renderer.blocks.tail.strip():
             started = time.perf_counter()
             draw.print(renderer.area)

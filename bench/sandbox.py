@@ -39,7 +39,7 @@ def _cpu() -> float:
 
 async def _call(tool: crab.Tool, ctx: crab.ToolContext, command: str) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), _cpu()
-    result = await crab.run_tool(tool, {"command": command}, ctx)
+    result = await crab.tools.run_tool(tool, {"command": command}, ctx)
     wall = time.perf_counter() - wall
     assert not result.is_error, result.content
     # bwrap's inner processes may end just after the outer one: count their CPU once reaped.

@@ -96,14 +96,19 @@ def plugin_failures(output: str) -> list[str]:
 
 
 def source_folders(root: Path) -> list[Path]:
-    """``core/src`` and every plugin's and kit's ``src`` under ``root``, in that order."""
-    return [root / "core" / "src", *sorted(root.glob("plugins/*/src")), *sorted(root.glob("kits/*/src"))]
+    """``core/src``, crab-testing's ``testing/src`` (where there is one: before crab-core 0.1
+    ``crab.testing`` was in core), and every plugin's and kit's ``src`` under ``root``, in that order."""
+    testing = [root / "testing" / "src"] if (root / "testing" / "src").is_dir() else []
+    return [root / "core" / "src", *testing, *sorted(root.glob("plugins/*/src")), *sorted(root.glob("kits/*/src"))]
 
 
 def baseline_tree(revision: str, into: Path) -> list[Path]:
-    """The source folders of ``revision`` (core, plugins, kits), extracted from git into ``into``."""
+    """The source folders of ``revision`` (core, crab-testing, plugins, kits), extracted from git into ``into``."""
+    parts = ["core/src", "plugins", "kits"]
+    has_testing = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{revision}:testing"], capture_output=True)
+    parts += ["testing"] if has_testing.returncode == 0 else []
     archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", revision, "core/src", "plugins", "kits"], capture_output=True, check=True
+        ["git", "-C", str(ROOT), "archive", revision, *parts], capture_output=True, check=True
     ).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")

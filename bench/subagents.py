@@ -51,7 +51,7 @@ class Scripts:
     def check(self, model: str) -> None:
         return None
 
-    async def stream(self, request: crab.ModelRequest) -> AsyncIterator[crab.StreamEvent]:
+    async def stream(self, request: crab.ModelRequest) -> AsyncIterator[crab.events.StreamEvent]:
         found = AGENT.search(request.system)
         if found is None:
             reply = self.parent[min(self.calls, len(self.parent) - 1)]
@@ -82,7 +82,7 @@ def timed(parent: list[list[dict[str, Any]]], workspace: Path) -> tuple[float, f
         outcome = harness.run("go")
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         assert outcome.stop == "end", outcome
-        errors = [e.content for e in harness.events_of(crab.ToolResultEvent) if e.is_error]
+        errors = [e.content for e in harness.events_of(crab.events.ToolResultEvent) if e.is_error]
         assert not errors, errors
         return wall, cpu
     finally:

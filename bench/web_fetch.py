@@ -100,7 +100,8 @@ def plugin_conversion(page: bytes) -> Callable[[], int]:
 
 
 def web_fetch_tool(port: int, workspace: Path) -> Callable[[], int]:
-    from crab import ToolContext, run_tool
+    from crab import ToolContext
+    from crab.tools import run_tool
     from crab_tools_web.tools import build_tools
 
     settings = {"allow_hosts": ["127.0.0.1"], "max_bytes": 50_000_000, "total_timeout": 120, "read_timeout": 60}

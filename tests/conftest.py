@@ -17,6 +17,7 @@ _schemas = itertools.count(1)
 ROOT = Path(__file__).resolve().parents[1]
 REPO_PACKAGES = [
     ROOT / "core",
+    ROOT / "testing",
     *sorted(p for p in (ROOT / "kits").iterdir() if (p / "pyproject.toml").is_file()),
     *sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file()),
 ]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import Entry
+from crab.storage import Entry
 from crab.testing import TmuxScreen
 from crab.testing import process_alive as alive
 from crab_tape_jsonl import TapeStore

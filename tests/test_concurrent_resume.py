@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from crab import Store, ToolResultMessage
+from crab import Store
 from crab._loop.history import NO_RESULT, build_context, unpaired_calls
+from crab.messages import ToolResultMessage
 from crab_store_sqlite import SqliteStore
 from crab_tape_jsonl import TapeStore
 

@@ -10,7 +10,7 @@ makes that quick after the first run; the test skips with one line when no index
 reached). Everything after that is offline: one fresh venv (reused by the tests of this module,
 to save time) gets ``crab-core crab-tools-basic crab-provider-mock`` and the kits BY NAME with
 ``--no-index --find-links``, then runs the packaged tour, every kind of ``crab plugin new`` with
-its own tests, the kits and the API 1.x names that moved into them, and ``crab plugins
+its own tests, the kits, crab-core alone (no pytest plugin), and ``crab plugins
 install``/``uninstall`` beside a broken plugin.
 """
 
@@ -58,7 +58,8 @@ def offline_env(home: Path, **extra: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory, repo_builds: tuple[Path, Path]) -> Path:
     house = tmp_path_factory.mktemp("wheelhouse")
-    stems = ["crab_core", "crab_provider_mock", "crab_tools_basic", *(n.replace("-", "_") for n in KIT_NAMES)]
+    stems = ["crab_core", "crab_testing", "crab_provider_mock", "crab_tools_basic"]
+    stems += [n.replace("-", "_") for n in KIT_NAMES]
     for stem in stems:  # only these: the other plugins are not what a pip user installs here
         [wheel] = repo_builds[0].glob(f"{stem}-*.whl")
         shutil.copy(wheel, house)
@@ -138,7 +139,7 @@ def test_every_kind_of_crab_plugin_new_installs_and_passes_its_own_tests(
     assert removed.returncode == 0, removed.stderr
 
 
-def test_the_kits_install_by_name_pass_their_tests_and_serve_the_old_names(fresh: Path, tmp_path: Path):
+def test_the_kits_install_by_name_and_pass_their_tests(fresh: Path, tmp_path: Path):
     env = offline_env(tmp_path / "home")
     tests = run(
         [fresh / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=importlib", *KITS],
@@ -146,16 +147,35 @@ def test_the_kits_install_by_name_pass_their_tests_and_serve_the_old_names(fresh
         cwd=tmp_path,
     )
     assert tests.returncode == 0, tests.stdout[-5000:]
-    old = (
-        "import warnings; warnings.simplefilter('error');"
-        "import crab_provider_kit, crab_sql_kit, crab_jobs_kit;"  # the kits themselves warn about nothing
-        "warnings.simplefilter('ignore');"
-        "from crab.provider_kit import stream_call; from crab.jobs import Job; from crab import store_payload;"
-        "print(stream_call is crab_provider_kit.stream_call, Job is crab_jobs_kit.Job,"
-        " store_payload is crab_sql_kit.store_payload)"
+    # Their old homes in crab (API 1.x shims) are gone since crab-core 0.1: plain import errors.
+    gone = (
+        "import importlib, crab_provider_kit, crab_sql_kit, crab_jobs_kit\n"
+        "for old in ('crab.provider_kit', 'crab.jobs', 'crab.store_rows'):\n"
+        "    try: importlib.import_module(old)\n"
+        "    except ModuleNotFoundError: print('gone')\n"
     )
-    result = run([fresh / "python", "-c", old], env=env, cwd=tmp_path)
-    assert (result.returncode, result.stdout.split()) == (0, ["True", "True", "True"]), result.stderr
+    result = run([fresh / "python", "-W", "error", "-c", gone], env=env, cwd=tmp_path)
+    assert (result.returncode, result.stdout.split()) == (0, ["gone"] * 3), result.stderr
+
+
+def test_crab_core_alone_registers_no_pytest_plugin(fresh: Path, wheelhouse: Path, tmp_path: Path):
+    # crab-core by itself adds nothing to its users' pytest runs; crab-testing (crab.testing and
+    # the fixtures) is what registers one, and a plugin's test extra names it.
+    root = tmp_path / "core-alone"
+    venv.EnvBuilder(with_pip=True).create(root)
+    env = offline_env(tmp_path / "home")
+    installed = run([root / "bin" / "pip", "install", "--no-index", "--find-links", wheelhouse, "crab-core"], env=env)
+    assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
+    probe = (
+        "import importlib.metadata as m, importlib.util as u;"
+        "print(sorted(d.metadata['Name'] for d in m.distributions() if d.metadata['Name'].startswith('crab')),"
+        " [e.value for e in m.entry_points(group='pytest11')], u.find_spec('crab.testing') is None)"
+    )
+    alone = run([root / "bin" / "python", "-c", probe], env=env)
+    assert alone.stdout.strip() == "['crab-core'] [] True", alone.stdout + alone.stderr
+    # Beside crab-provider-mock (which depends on crab-testing) the fixtures are there.
+    beside = run([fresh / "python", "-c", probe], env=env)
+    assert "'crab.testing.pytest_plugin'" in beside.stdout and beside.stdout.strip().endswith("False"), beside.stdout
 
 
 BROKEN_PYPROJECT = """\

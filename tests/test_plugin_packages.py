@@ -25,7 +25,23 @@ ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file())
 KITS = sorted(p for p in (ROOT / "kits").iterdir() if (p / "pyproject.toml").is_file())
 PACKAGES = [ROOT / "core", *KITS, *PLUGINS]
-PUBLIC = {"crab", "crab.processes", "crab.testing"}
+PUBLIC = {"crab", "crab.testing"} | {
+    f"crab.{name}"
+    for name in (
+        "config",
+        "events",
+        "hooks",
+        "messages",
+        "processes",
+        "rendering",
+        "secrets",
+        "steps",
+        "storage",
+        "tools",
+    )
+}
+TESTING = ROOT / "testing"
+"""crab-testing: ``crab.testing``, released with crab-core (its own distribution, no crab plugin)."""
 BEGIN = "<!-- config-keys: generated from the plugin's ConfigTable by tests/test_plugin_packages.py; do not edit -->"
 END = "<!-- config-keys: end -->"
 LOWER = re.compile(r"(>=|==|~=|>)\s*\d")
@@ -115,7 +131,28 @@ def test_the_plugin_is_an_entry_point_with_an_api_range(folder: Path):
     assert module == package_of(folder) and (not attr or attr.isidentifier()), "the package, or a class in it"
     assert any(r.startswith("crab-core") for r in meta["project"]["dependencies"])
     init = (folder / "src" / package_of(folder) / "__init__.py").read_text()
-    assert re.search(r'^CRAB_API = "[^"]+"', init, re.M), 'declare CRAB_API = ">=1.0,<2" (a string)'
+    assert re.search(r'^CRAB_API = "[^"]+"', init, re.M), 'declare CRAB_API = ">=0.1,<0.2" (a string)'
+
+
+@pytest.mark.parametrize("folder", [*KITS, *PLUGINS], ids=lambda p: p.name)
+def test_the_test_extra_names_crab_testing(folder: Path):
+    # crab.testing is crab-testing's, not crab-core's: a package's tests get it from its test extra
+    # (.ci/run installs that extra, crab-testing from testing/, in each package's own venv).
+    test = project(folder)["project"].get("optional-dependencies", {}).get("test", [])
+    assert any(r.startswith("crab-testing>=") for r in test), f'{folder.name}: add "crab-testing>=0.1.0,<0.2" to test'
+
+
+def test_crab_testing_is_released_with_crab_core():
+    # It drives core's private modules, so it follows core's 0.x minor and depends on exactly that.
+    info = project(TESTING)["project"]
+    core_version = re.search(r'__version__ = "([^"]+)"', (ROOT / "core/src/crab/_version.py").read_text())
+    assert core_version is not None and info["version"] == core_version.group(1)
+    major, minor = info["version"].split(".")[:2]
+    assert f"crab-core>={info['version']},<{major}.{int(minor) + 1}" in info["dependencies"]
+    assert info["entry-points"] == {"pytest11": {"crab": "crab.testing.pytest_plugin"}}
+    assert "entry-points" not in project(ROOT / "core")["project"] or "pytest11" not in project(ROOT / "core")[
+        "project"
+    ].get("entry-points", {})
 
 
 @pytest.mark.parametrize("folder", KITS, ids=lambda p: p.name)
@@ -177,9 +214,21 @@ def test_every_package_builds_a_wheel_and_an_sdist(repo_builds: tuple[Path, Path
         members = {m.split("/", 1)[1] for m in tarfile.open(archive).getnames() if "/" in m}
         assert {"pyproject.toml", "README.md", "LICENSE", f"src/{package}/__init__.py"} <= members, members
     assert sorted(w.name for w in wheels.iterdir()) == sorted(w.name for w in wheels.glob("*.whl"))
-    assert len(list(wheels.iterdir())) == len(list(sdists.iterdir())) == len(PACKAGES), "one of each per package"
+    assert len(list(wheels.iterdir())) == len(list(sdists.iterdir())) == len(PACKAGES) + 1, "one of each per package"
     core = zipfile.ZipFile(next(wheels.glob("crab_core-*.whl"))).namelist()
     assert "crab/templates/plugin/tool/tools.py.tmpl" in core  # what `crab plugin new` renders from
+    # Installing crab-core registers no pytest plugin and ships no test kit: crab-testing does both.
+    assert not any(n.startswith("crab/testing/") for n in core), "crab.testing is crab-testing's"
+    assert not any(
+        n.endswith("entry_points.txt") and b"pytest11" in zipfile.ZipFile(next(wheels.glob("crab_core-*.whl"))).read(n)
+        for n in core
+    )
+    testing_wheel = zipfile.ZipFile(next(wheels.glob("crab_testing-*.whl")))
+    kit = testing_wheel.namelist()
+    assert "crab/testing/__init__.py" in kit and "crab/testing/pytest_plugin.py" in kit
+    assert "crab/__init__.py" not in kit, "crab-core owns the crab package"
+    points = testing_wheel.read(next(n for n in kit if n.endswith("entry_points.txt"))).decode()
+    assert "[pytest11]\ncrab = crab.testing.pytest_plugin" in points
     mock = zipfile.ZipFile(next(wheels.glob("crab_provider_mock-*.whl"))).namelist()
     assert "crab_provider_mock/scripts/tour.json" in mock  # `-m mock/tour` for pip users
 

@@ -82,8 +82,9 @@ def readme_test_command(readme: str) -> str:
 def test_the_readme_installs_crab_from_this_checkout_never_from_an_index(tmp_path: Path):
     command = readme_test_command(render("x", "tool", tmp_path / "x")["README.md"])
     core = Path(__file__).resolve().parents[1] / "core"
-    install = command.split(".venv/bin/pip install ", 1)[1].split(" -e ", 1)[0]
-    assert (tmp_path / "x" / install).resolve() == core
+    install = command.split(".venv/bin/pip install ", 1)[1].split(" -e ", 1)[0].split()
+    # crab-core and crab-testing (the test extra names it), both from this checkout
+    assert [(tmp_path / "x" / path).resolve() for path in install] == [core, core.parent / "testing"]
     provider = readme_test_command(render("x", "provider", tmp_path / "x")["README.md"])
     assert "/kits/provider-kit" in provider  # crab-core[http] needs the kit, which no index holds
 

@@ -80,9 +80,11 @@ REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?")
 
 
 def local_packages() -> dict[str, Path]:
-    """Each distribution of this checkout by name: crab-core, the plugins, the kits."""
+    """Each distribution of this checkout by name: crab-core, crab-testing, the plugins, the kits."""
     found = {}
-    for pyproject in [ROOT / "core" / "pyproject.toml", *ROOT.glob("plugins/*/pyproject.toml")]:
+    for pyproject in [ROOT / "core" / "pyproject.toml", ROOT / "testing" / "pyproject.toml"]:
+        found[tomllib.loads(pyproject.read_text())["project"]["name"]] = pyproject.parent
+    for pyproject in ROOT.glob("plugins/*/pyproject.toml"):
         found[tomllib.loads(pyproject.read_text())["project"]["name"]] = pyproject.parent
     for pyproject in ROOT.glob("kits/*/pyproject.toml"):
         found[tomllib.loads(pyproject.read_text())["project"]["name"]] = pyproject.parent

@@ -52,5 +52,5 @@ def test_an_mcp_list_change_changes_the_tools_array_once(crab_agent: Any) -> Non
     for before, after in itertools.pairwise(requests):
         assert after.system == before.system
         assert after.messages[: len(before.messages)] == before.messages
-    results = [m for m in h.session.messages if isinstance(m, crab.ToolResultMessage)]
+    results = [m for m in h.session.messages if isinstance(m, crab.messages.ToolResultMessage)]
     assert not results[-1].is_error

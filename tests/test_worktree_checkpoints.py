@@ -50,7 +50,7 @@ def test_undo_in_a_worktree_puts_back_the_worktrees_files(tmp_path: Path, crab_a
     h.run("change a")
     assert (tree / "a.txt").read_text() == "two\n" and (repo / "a.txt").read_text() == "one\n"
     h.run("/undo")
-    assert (tree / "a.txt").read_text() == "one\n", [e.text for e in h.events_of(crab.CommandOutput)]
+    assert (tree / "a.txt").read_text() == "one\n", [e.text for e in h.events_of(crab.events.CommandOutput)]
     assert (repo / "a.txt").read_text() == "one\n" and git(repo, "status", "--porcelain") == ""
     h.run_async(h.agent.close())
     assert not tree.exists()  # back to its start: nothing to keep

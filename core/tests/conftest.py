@@ -52,6 +52,7 @@ BROKEN = {
     "broken-hookwrapper": "hookwrapper",
     "broken-api-int": "api_int",
     "broken-api-old": "api_old",
+    "broken-api-1x": "api_1x",
     "broken-api-new": "api_new",
     "shadow-ls": "shadow_ls",
     "closing": "closing",

@@ -302,12 +302,12 @@ def test_a_provider_that_raises_or_stops_early_is_an_error(crab_agent):
             return None
 
         async def stream(self, request):
-            yield crab.TextDelta("hi")
+            yield crab.events.TextDelta("hi")
             raise crab.ProviderError("overloaded, try later", kind="overloaded")
 
     class Short(Broken):
         async def stream(self, request):
-            yield crab.TextDelta("hi")
+            yield crab.events.TextDelta("hi")
 
     for provider, message in ((Broken(), "overloaded, try later"), (Short(), "without a final message")):
         h = crab_agent(provider=provider)
@@ -369,9 +369,9 @@ def test_event_observers_and_a_broken_one(crab_agent):
 def test_interception_hooks_replace_deny_and_rewrite(crab_agent):
     def before(call, tool, ctx):
         if call.arguments.get("n") == 13:
-            return crab.Deny("unlucky")
+            return crab.hooks.Deny("unlucky")
         if call.arguments.get("n") == 1:
-            return crab.Replace({"n": 100})
+            return crab.hooks.Replace({"n": 100})
         return None
 
     def after(call, tool, result, ctx):
@@ -464,7 +464,7 @@ def test_usage_is_priced_once_and_reported_once_per_model_call(crab_agent):
         async def stream(self, request):
             usage = Usage(input_tokens=1_000, output_tokens=500)
             yield UsageEvent(usage)
-            yield crab.TextDelta("ok")
+            yield crab.events.TextDelta("ok")
             yield MessageEnd(AssistantMessage(content="ok", usage=usage))
 
     h = crab_agent(provider=OldStyle())

@@ -20,9 +20,9 @@ QUIET = {"user_config": False, "project_config": False, "environment": False}
 class Silent(ScriptedProvider):
     """A provider that streams no ``ToolCallEvent``: its calls come only in the final message."""
 
-    async def stream(self, request: crab.ModelRequest) -> AsyncIterator[crab.StreamEvent]:
+    async def stream(self, request: crab.ModelRequest) -> AsyncIterator[crab.events.StreamEvent]:
         async for event in super().stream(request):
-            if not isinstance(event, crab.ToolCallEvent):
+            if not isinstance(event, crab.events.ToolCallEvent):
                 yield event
 
 
@@ -68,7 +68,7 @@ def test_a_program_iterating_events_sees_each_call_before_its_question(crab_home
             provider=provider(streams_calls), tools=[add, save], plugins=[], ask=ask, **QUIET
         ) as agent:
             async for event in agent.run_stream("go"):
-                if isinstance(event, crab.ToolCallEvent):
+                if isinstance(event, crab.events.ToolCallEvent):
                     await asyncio.sleep(0)  # the program takes its time with the event
                     seen.append(f"EVENT {event.call.id}")
 
@@ -85,7 +85,7 @@ def test_a_program_iterating_events_sync_sees_each_call_before_its_question(crab
 
     with crab.Agent(provider=provider(True), tools=[add, save], plugins=[], ask=ask, **QUIET) as agent:
         for event in agent.run_stream_sync("go"):
-            if isinstance(event, crab.ToolCallEvent):
+            if isinstance(event, crab.events.ToolCallEvent):
                 seen.append(f"EVENT {event.call.id}")
     shown_before_asked(seen)
 
@@ -110,7 +110,7 @@ def test_the_plain_renderer_shows_the_call_before_its_question(crab_home: Path, 
         screen.write(f"ASK {request.tool}({request.call_id})\n")
         return "once"
 
-    renderer = PlainRenderer(crab.RenderTarget(out=screen, err=screen))
+    renderer = PlainRenderer(crab.rendering.RenderTarget(out=screen, err=screen))
     with crab.Agent(
         provider=provider(streams_calls), tools=[add, save], plugins=[], ask=ask, renderer=renderer, **QUIET
     ) as agent:
@@ -143,7 +143,7 @@ def test_a_tools_question_reaches_the_program_after_the_call(crab_home: Path) ->
         ) as agent:
             run = agent.run_stream("go")
             async for event in run:
-                if isinstance(event, crab.ToolCallEvent):
+                if isinstance(event, crab.events.ToolCallEvent):
                     await asyncio.sleep(0)
                     seen.append(f"EVENT {event.call.id}")
             return (await run.result()).tool_calls[0].result or ""

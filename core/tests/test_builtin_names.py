@@ -75,8 +75,8 @@ def test_the_permission_gate_sees_the_arguments_a_plugin_s_trylast_interceptor_l
 
     class Late:
         @crab.hookimpl(trylast=True)
-        def crab_before_tool_call(self, call: crab.ToolCall) -> crab.Replace:
-            return crab.Replace({"name": "EVIL"})
+        def crab_before_tool_call(self, call: crab.messages.ToolCall) -> crab.hooks.Replace:
+            return crab.hooks.Replace({"name": "EVIL"})
 
     def ask(request: crab.PermissionRequest) -> str:
         asked.append(request.summary)

@@ -63,7 +63,7 @@ def test_enter_during_a_tool_steers_and_alt_enter_follows_up(crab_agent) -> None
     async def drive() -> None:
         chat = asyncio.ensure_future(live_chat(harness.agent, harness.session, front, state))
         await front.entries.put(ChatEntry("send", "start"))
-        await until(lambda: any(isinstance(e, crab.ToolCallEvent) for e in harness.events))
+        await until(lambda: any(isinstance(e, crab.events.ToolCallEvent) for e in harness.events))
         await front.entries.put(ChatEntry("send", "turn left"))
         await front.entries.put(ChatEntry("follow_up", "then this"))
         await until(lambda: state.steering == ("turn left",) and state.follow_ups == ("then this",))
@@ -75,9 +75,9 @@ def test_enter_during_a_tool_steers_and_alt_enter_follows_up(crab_agent) -> None
 
     harness.run_async(drive())
     second, third = harness.requests[1], harness.requests[2]
-    assert second.messages[-1] == crab.UserMessage("turn left")
-    assert isinstance(second.messages[-2], crab.ToolResultMessage)  # the steer joined after the call
-    assert third.messages[-1] == crab.UserMessage("then this")
+    assert second.messages[-1] == crab.messages.UserMessage("turn left")
+    assert isinstance(second.messages[-2], crab.messages.ToolResultMessage)  # the steer joined after the call
+    assert third.messages[-1] == crab.messages.UserMessage("then this")
     assert state.steering == () and state.follow_ups == ()
 
 
@@ -90,11 +90,11 @@ def test_ctrl_c_aborts_the_turn_then_twice_at_idle_leaves(crab_agent) -> None:
     async def drive() -> None:
         chat = asyncio.ensure_future(live_chat(harness.agent, harness.session, front, state))
         await front.entries.put(ChatEntry("send", "start"))
-        await until(lambda: any(isinstance(e, crab.ToolCallEvent) for e in harness.events))
+        await until(lambda: any(isinstance(e, crab.events.ToolCallEvent) for e in harness.events))
         await front.entries.put(ChatEntry("interrupt"))
-        await until(lambda: any(isinstance(e, crab.TurnEnded) for e in harness.events) and not state.busy)
+        await until(lambda: any(isinstance(e, crab.events.TurnEnded) for e in harness.events) and not state.busy)
         await front.entries.put(ChatEntry("send", "again"))
-        await until(lambda: len(harness.events_of(crab.TurnEnded)) == 2 and not state.busy)
+        await until(lambda: len(harness.events_of(crab.events.TurnEnded)) == 2 and not state.busy)
         await front.entries.put(ChatEntry("interrupt"))
         await until(lambda: state.hint == LEAVE_HINT)
         assert not chat.done()
@@ -102,10 +102,10 @@ def test_ctrl_c_aborts_the_turn_then_twice_at_idle_leaves(crab_agent) -> None:
         await asyncio.wait_for(chat, 10)
 
     harness.run_async(drive())
-    first, second = harness.events_of(crab.TurnEnded)
+    first, second = harness.events_of(crab.events.TurnEnded)
     assert first.stop == "aborted" and second.stop == "end"
     # the aborted call was paired: the next request holds its result
-    assert isinstance(harness.requests[1].messages[-2], crab.ToolResultMessage)
+    assert isinstance(harness.requests[1].messages[-2], crab.messages.ToolResultMessage)
 
 
 def test_quit_command_and_exit_while_busy_settle_the_turn(crab_agent) -> None:
@@ -117,13 +117,13 @@ def test_quit_command_and_exit_while_busy_settle_the_turn(crab_agent) -> None:
     async def drive() -> None:
         chat = asyncio.ensure_future(live_chat(harness.agent, harness.session, front, state))
         await front.entries.put(ChatEntry("send", "start"))
-        await until(lambda: any(isinstance(e, crab.ToolCallEvent) for e in harness.events))
+        await until(lambda: any(isinstance(e, crab.events.ToolCallEvent) for e in harness.events))
         await front.entries.put(ChatEntry("send", "/quit"))
         await asyncio.wait_for(chat, 10)
 
     harness.run_async(drive())
-    assert harness.events_of(crab.TurnEnded)[-1].stop == "aborted"
-    assert harness.events_of(crab.ToolResultEvent)  # the open call got its result
+    assert harness.events_of(crab.events.TurnEnded)[-1].stop == "aborted"
+    assert harness.events_of(crab.events.ToolResultEvent)  # the open call got its result
 
 
 def test_recap_shows_the_last_exchanges(crab_agent) -> None:
@@ -169,7 +169,7 @@ def test_ctrl_c_stops_a_running_command_that_is_not_a_turn_and_the_chat_goes_on(
         await asyncio.wait_for(cancelled.wait(), 10)
         assert state.hint != LEAVE_HINT and not chat.done()
         await front.entries.put(ChatEntry("send", "still here"))
-        await until(lambda: len(harness.events_of(crab.TurnEnded)) == 1 and not state.busy)
+        await until(lambda: len(harness.events_of(crab.events.TurnEnded)) == 1 and not state.busy)
         started.clear()
         cancelled.clear()
         await front.entries.put(ChatEntry("send", "/hang"))
@@ -179,4 +179,4 @@ def test_ctrl_c_stops_a_running_command_that_is_not_a_turn_and_the_chat_goes_on(
         assert cancelled.is_set()
 
     harness.run_async(drive())
-    assert harness.events_of(crab.TurnEnded)[0].stop == "end"
+    assert harness.events_of(crab.events.TurnEnded)[0].stop == "end"

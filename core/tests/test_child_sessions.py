@@ -53,7 +53,7 @@ def replies(request: crab.ModelRequest) -> list[dict[str, Any]]:
                 {"usage": {"input_tokens": 7, "output_tokens": 1}},
             ]
         return [{"text": "child says hi"}, {"usage": {"input_tokens": 5, "output_tokens": 1}}]
-    if any(isinstance(m, crab.ToolResultMessage) for m in request.messages):
+    if any(isinstance(m, crab.messages.ToolResultMessage) for m in request.messages):
         return [{"text": "parent done"}, {"usage": {"input_tokens": 20, "output_tokens": 2}}]
     return [
         {"tool": "delegate", "id": "d1", "args": {"prompt": "say hi"}},
@@ -86,7 +86,7 @@ def test_a_tool_runs_a_child_session_linked_to_its_call(tmp_path) -> None:
 
 def test_a_childs_deltas_are_redacted_as_a_stream_of_their_own() -> None:
     redactor = EventRedactor(Redactor([KEY]))
-    shown: list[crab.Event] = []
+    shown: list[crab.events.Event] = []
     half = len(KEY) // 2
     for piece in (f"key {KEY[:half]}", f"{KEY[half:]} end"):
         shown += redactor.events(ChildEvent("k", "helper", "c1", TextDelta(piece)), "p")

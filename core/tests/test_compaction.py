@@ -241,7 +241,7 @@ def test_a_secret_in_the_summary_or_the_kept_tail_is_masked_in_the_anchor_and_ev
     assert outcome.stop == "command" and outcome.error is None, outcome.text
     anchor = [e for e in h.run_async(h.store.entries(h.session.id)) if e.type == "anchor"][-1]
     stored = repr(anchor.payload)
-    assert secret not in stored and crab.REDACTED in anchor.payload["state"]["summary"]
+    assert secret not in stored and crab.secrets.REDACTED in anchor.payload["state"]["summary"]
     assert secret not in repr(h.events)
     resumed = h.run_async(h.agent.resume(h.session.id))
     assert secret not in repr(resumed.handoff)

@@ -46,12 +46,14 @@ class Odd:
         return "#everything"
 
 
-def state_of(h: AgentHarness) -> crab.ChatState:
-    return crab.ChatState(workspace=h.workspace, history=h.workspace / "history", complete=plugin_completions(h.agent))
+def state_of(h: AgentHarness) -> crab.rendering.ChatState:
+    return crab.rendering.ChatState(
+        workspace=h.workspace, history=h.workspace / "history", complete=plugin_completions(h.agent)
+    )
 
 
 def test_a_chat_state_without_plugins_completes_nothing(tmp_path: Path) -> None:
-    assert crab.ChatState(workspace=tmp_path, history=tmp_path / "h").complete("@x:") == []
+    assert crab.rendering.ChatState(workspace=tmp_path, history=tmp_path / "h").complete("@x:") == []
 
 
 def test_the_hooks_pairs_reach_chat_state_complete_in_plugin_order_each_text_once(crab_agent) -> None:

@@ -210,7 +210,7 @@ def env(fake_site: Any) -> dict[str, str]:
     ("toml", "line"),
     [
         ("[crab]\nprovider = 5\n", "crab.provider: expected a string, found 5"),
-        ("[crab]\nmodel = 5\n", "crab.model: expected a string, found 5"),
+        ("[crab]\nmodel = 5\n", "crab.model: expected a string or a list of provider/model strings, found 5"),
         ("[crab]\nmax_iterations = 2.5\n", "crab.max_iterations: expected a whole number >= 1 <= 10000, found 2.5"),
         ('[crab]\nmax_tokens = "x"\n', 'crab.max_tokens: expected a whole number >= 1 <= 100000000, found "x"'),
         ('[crab]\ntemperature = "hot"\n', 'crab.temperature: expected a number >= 0, found "hot"'),

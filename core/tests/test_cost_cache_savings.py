@@ -34,7 +34,7 @@ def test_every_request_names_its_session(crab_home) -> None:
         h.run("look around")
         assert len(provider.requests) == 2
         assert {r.session_id for r in provider.requests} == {h.session.id}
-        h.run_async(h.handle.complete(h.session, [crab.UserMessage("summarise")]))
+        h.run_async(h.handle.complete(h.session, [crab.messages.UserMessage("summarise")]))
         assert provider.requests[-1].session_id == h.session.id
     finally:
         h.close()

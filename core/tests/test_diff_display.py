@@ -80,7 +80,7 @@ def test_secrets_in_a_previewed_diff_are_masked(crab_agent, monkeypatch: pytest.
     h = crab_agent([[{"tool": "note", "args": {"text": SECRET}}], [{"text": "ok"}]], plugins={"p": PLUGIN}, ask=ask)
     h.run("go")
     (diff,) = asked[0].diffs
-    assert SECRET not in diff.unified and crab.REDACTED in diff.unified
+    assert SECRET not in diff.unified and crab.secrets.REDACTED in diff.unified
 
 
 def test_a_failing_preview_only_leaves_the_diff_out(crab_agent) -> None:
@@ -104,7 +104,7 @@ def test_a_slow_preview_is_given_up(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     monkeypatch.setattr(tools, "PREVIEW_TIMEOUT", 0.2)
     slow = crab.tool(permission="write", preview=_slow_preview, description="slow")(lambda text: "x")
     ctx = crab.ToolContext(session_id="s", workspace=tmp_path)
-    assert asyncio.run(crab.preview_diffs(slow, {"text": "a"}, ctx)) == ()
+    assert asyncio.run(crab.tools.preview_diffs(slow, {"text": "a"}, ctx)) == ()
     assert not ctx.cancelled.is_set()  # the call itself is not marked cancelled
 
 
@@ -112,8 +112,8 @@ def test_invalid_arguments_get_no_preview(tmp_path: Path) -> None:
     import asyncio
 
     ctx = crab.ToolContext(session_id="s", workspace=tmp_path)
-    assert asyncio.run(crab.preview_diffs(note, {"text": 3}, ctx)) == ()
-    assert asyncio.run(crab.preview_diffs(note, {"text": "y"}, ctx))[0].added == 1
+    assert asyncio.run(crab.tools.preview_diffs(note, {"text": 3}, ctx)) == ()
+    assert asyncio.run(crab.tools.preview_diffs(note, {"text": "y"}, ctx))[0].added == 1
 
 
 def test_the_plain_question_shows_the_diff_and_folds_a_long_one() -> None:

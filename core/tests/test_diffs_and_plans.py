@@ -33,12 +33,12 @@ def test_a_tools_diffs_travel_to_its_result_event(crab_agent):
 def test_a_cut_result_keeps_its_diffs():
     diff = FileDiff("big.txt", "@@ -1 +1 @@\n-a\n+b\n")
 
-    @crab.tool(output_limit=crab.OutputLimit(lines=2))
+    @crab.tool(output_limit=crab.tools.OutputLimit(lines=2))
     def noisy() -> crab.ToolResult:
         """Lots of output."""
         return crab.ToolResult("\n".join(map(str, range(50))), diffs=(diff,))
 
-    limited = asyncio.run(crab.run_tool(noisy, {}, crab.ToolContext("s", Path("."))))
+    limited = asyncio.run(crab.tools.run_tool(noisy, {}, crab.ToolContext("s", Path("."))))
     assert limited.diffs == (diff,) and limited.content != "\n".join(map(str, range(50)))
 
 

@@ -58,7 +58,7 @@ def test_the_dispatcher_takes_every_policy_from_the_specs():
     ("wanted", "expected"),
     [
         (">=1.0,<2", None),
-        (2, 'CRAB_API must be a version range string such as ">=1.0,<2", not int 2; quote it in the plugin'),
+        (2, 'CRAB_API must be a version range string such as ">=0.1,<0.2", not int 2; quote it in the plugin'),
         ("<1.0", "was written for crab plugin API <1.0 and this crab-core provides 1.0: upgrade the plugin"),
         ("==0.9", "was written for crab plugin API ==0.9"),
         (">=2.0,<3", "needs crab plugin API >=2.0,<3 but this crab-core provides 1.0: upgrade crab-core"),
@@ -203,11 +203,11 @@ class _Terse:
         return f"session {session_id}"
 
     @crab.hookimpl
-    def crab_event(self, event: crab.Event) -> None:
+    def crab_event(self, event: crab.events.Event) -> None:
         self.seen.append(type(event).__name__)
 
     @crab.hookimpl
-    def crab_before_tool_call(self, call: crab.ToolCall) -> crab.Decision | None:
+    def crab_before_tool_call(self, call: crab.messages.ToolCall) -> crab.hooks.Decision | None:
         self.seen.append(f"call {call.name}")
         return None
 
@@ -253,7 +253,7 @@ def test_a_class_given_for_an_instance_is_told_to_pass_an_instance():
     take ``self`` fails, and the line says what to pass instead."""
 
     class Shaped:
-        CRAB_API = ">=1.0,<2"
+        CRAB_API = ">=0.1,<0.2"
 
         @crab.hookimpl
         def crab_tools(self, config: crab.Config) -> list[crab.Tool]:

@@ -8,7 +8,9 @@ from typing import Any
 
 import crab
 import pytest
-from crab import AgentHandle, CrabError, ModelRequest, ToolContext, ToolResultMessage, UsageEvent, UserMessage
+from crab import AgentHandle, CrabError, ModelRequest, ToolContext
+from crab.events import UsageEvent
+from crab.messages import ToolResultMessage, UserMessage
 from crab.testing import AgentHarness
 
 

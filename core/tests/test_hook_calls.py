@@ -25,7 +25,7 @@ class GatherSpecs:
 
 
 def _gatherer() -> types.SimpleNamespace:
-    return types.SimpleNamespace(CRAB_API=">=1.3,<2", CRAB_HOOKSPECS=GatherSpecs)
+    return types.SimpleNamespace(CRAB_API=">=0.1,<0.2", CRAB_HOOKSPECS=GatherSpecs)
 
 
 def _offering(path: Path) -> types.SimpleNamespace:
@@ -144,7 +144,7 @@ class RefusingSpecs:
 
 
 def test_a_plugin_cannot_declare_a_hook_with_a_policy_only_core_hooks_have():
-    plugin = types.SimpleNamespace(CRAB_API=">=1.3,<2", CRAB_HOOKSPECS=RefusingSpecs)
+    plugin = types.SimpleNamespace(CRAB_API=">=0.1,<0.2", CRAB_HOOKSPECS=RefusingSpecs)
     host = build_host({"gate": plugin})
     assert host.records["gate"].status == "failed"
     assert [f.line for f in host.failures] == [
@@ -163,7 +163,7 @@ def test_only_declared_hooks_left_for_plugins_can_be_collected(crab_agent, hook)
 
 def test_collect_hook_loads_config_and_plugins_as_a_command_does(crab_home):
     with pytest.raises(ValueError, match="cannot be collected"):  # no plugin enabled here declares it
-        crab.collect_hook("crab_gather_dirs", plugins="")
+        crab.hooks.collect_hook("crab_gather_dirs", plugins="")
 
 
 def test_a_declaration_pluggy_refuses_fails_that_plugin_not_the_host():
@@ -186,8 +186,8 @@ class _Renamed:
     """A guard written with pluggy's ``specname``, under a name of its own."""
 
     @crab.hookimpl(specname="crab_before_tool_call")
-    def guard(self, call: Any) -> crab.Deny:
-        return crab.Deny("guarded")
+    def guard(self, call: Any) -> crab.hooks.Deny:
+        return crab.hooks.Deny("guarded")
 
 
 def test_an_implementation_not_named_after_its_hook_fails_its_plugin():

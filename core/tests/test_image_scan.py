@@ -17,10 +17,10 @@ PNG = make_png(2, 2)
 
 
 def test_a_request_checks_only_the_new_messages(crab_agent, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    checked: list[crab.Message] = []
+    checked: list[crab.messages.Message] = []
     real = images._unloaded
 
-    def counting(message: crab.Message) -> bool:
+    def counting(message: crab.messages.Message) -> bool:
         checked.append(message)
         return real(message)
 
@@ -33,11 +33,13 @@ def test_a_request_checks_only_the_new_messages(crab_agent, monkeypatch: pytest.
         info = await store.create_session(str(tmp_path))
         await store.put_blob(PNG)
         session = Session(info=info, workspace=tmp_path)
-        session.messages = [crab.UserMessage(f"m{i}") for i in range(100)]
+        session.messages = [crab.messages.UserMessage(f"m{i}") for i in range(100)]
         await agent.recorder.load_images(session)
         checked.clear()
-        hashed = crab.message_from_dict(
-            crab.message_to_dict(crab.UserMessage("pic", images=(crab.ImagePart.from_bytes(PNG),)))
+        hashed = crab.messages.message_from_dict(
+            crab.messages.message_to_dict(
+                crab.messages.UserMessage("pic", images=(crab.messages.ImagePart.from_bytes(PNG),))
+            )
         )
         session.messages.append(hashed)
         await agent.recorder.load_images(session)

@@ -13,14 +13,16 @@ from crab._cli.sessions import entry_summary, export_jsonl, migrate_sessions, se
 from crab.testing import make_png
 
 PNG = make_png(3, 1)
-IMAGE = crab.ImagePart.from_bytes(PNG)
+IMAGE = crab.messages.ImagePart.from_bytes(PNG)
 
 
-async def _session_with_an_image_twice(store: MemoryStore) -> crab.SessionInfo:
+async def _session_with_an_image_twice(store: MemoryStore) -> crab.storage.SessionInfo:
     info = await store.create_session("/w")
     await store.put_blob(PNG)
     for text in ("one", "two"):
-        await store.append(info.id, "message", crab.message_to_dict(crab.UserMessage(text, images=(IMAGE,))))
+        await store.append(
+            info.id, "message", crab.messages.message_to_dict(crab.messages.UserMessage(text, images=(IMAGE,)))
+        )
     return info
 
 

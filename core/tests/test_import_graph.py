@@ -15,8 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import crab
+import crab.testing
 
 ROOT = Path(crab.__file__).parent
+TESTING = Path(crab.testing.__file__).parent
+"""crab.testing, the distribution crab-testing beside core (testing/ in this repository): checked
+with core, as one package, since it drives core's private modules."""
 CLI = "crab._cli"
 CLI_ENTRY = "crab.__main__"  # ``python -m crab`` is the CLI's own entry point
 CLI_DRIVER = "crab.testing.harness"
@@ -24,8 +28,11 @@ CLI_DRIVER = "crab.testing.harness"
 monkeypatches apply to the command it runs); the kit is not part of core's runtime."""
 
 
-def module_names(root: Path = ROOT) -> dict[str, Path]:
-    """Dotted name → file, for every module of the package at ``root``."""
+def module_names(root: Path | None = None) -> dict[str, Path]:
+    """Dotted name → file, for every module of the package at ``root`` (by default core's ``crab``
+    and crab-testing's ``crab.testing``)."""
+    if root is None:
+        return {**module_names(ROOT), **module_names(TESTING.parent)}
     found: dict[str, Path] = {}
     for path in sorted(root.rglob("*.py")):
         parts = list(path.relative_to(root.parent).with_suffix("").parts)
@@ -127,7 +134,7 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("testing",),
     ("crab",),
-    ("steps",),
+    ("config", "events", "hooks", "messages", "rendering", "secrets", "steps", "storage", "tools"),
     ("_cli",),
     ("_assembly",),
     ("_builtin",),
@@ -137,13 +144,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_config",),
     ("processes",),
     ("_system",),
-    ("_contracts", "_compat", "_version"),
+    ("_contracts", "_version"),
 )
 """Core's parts from the top down (docs/architecture.md, "crab-core, package by package"): a part
 imports only parts below it, in the style of import-linter's layers contract, imports under
 ``TYPE_CHECKING`` counted (a part that names another's types in its signatures depends on it).
 Parts on one line are independent: neither imports the other. ``crab`` is the package's facade
-(``crab/__init__.py``), ``testing`` the test kit; ``__main__`` belongs to ``_cli``."""
+(``crab/__init__.py``), the line below it the public submodules that re-export the rest of the API
+(docs/api.md), ``testing`` the test kit (crab-testing); ``__main__`` belongs to ``_cli``."""
 
 LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {
     ("_contracts", "_config"): (

@@ -57,9 +57,9 @@ def test_run_sync_ends_with_the_answer_tool_calls_usage_cost_and_session(crab_ho
 
 
 def test_run_async_and_run_stream_give_the_events_renderers_get(crab_home: Path):
-    seen: list[crab.Event] = []
+    seen: list[crab.events.Event] = []
 
-    async def main() -> tuple[list[crab.Event], crab.RunResult]:
+    async def main() -> tuple[list[crab.events.Event], crab.RunResult]:
         provider = ScriptedProvider(adding_script())
         async with crab.Agent(provider=provider, tools=[add], plugins=[], listeners=[seen.append], **QUIET) as agent:
             run = agent.run_stream("what is 2 + 3?")
@@ -68,21 +68,21 @@ def test_run_async_and_run_stream_give_the_events_renderers_get(crab_home: Path)
 
     streamed, result = asyncio.run(main())
     kinds = [type(e) for e in streamed]
-    assert kinds[0] is crab.TurnStarted
-    assert kinds[-1] is crab.TurnEnded
-    for kind in (crab.TextDelta, crab.ToolCallEvent, crab.ToolResultEvent, crab.UsageEvent):
+    assert kinds[0] is crab.events.TurnStarted
+    assert kinds[-1] is crab.events.TurnEnded
+    for kind in (crab.events.TextDelta, crab.events.ToolCallEvent, crab.events.ToolResultEvent, crab.events.UsageEvent):
         assert kind in kinds
     # The very objects a listener (a renderer) received, in the same order.
-    assert streamed == [e for e in seen if not isinstance(e, crab.NoticeEvent)]
+    assert streamed == [e for e in seen if not isinstance(e, crab.events.NoticeEvent)]
     assert result.text == "2 + 3 = 5."
-    assert "".join(e.text for e in streamed if isinstance(e, crab.TextDelta)) == "Adding. 2 + 3 = 5."
+    assert "".join(e.text for e in streamed if isinstance(e, crab.events.TextDelta)) == "Adding. 2 + 3 = 5."
 
 
 def test_run_stream_sync_iterates_with_a_plain_for(crab_home: Path):
     provider = ScriptedProvider(adding_script())
     with crab.Agent(provider=provider, tools=[add], plugins=[], **QUIET) as agent:
         run = agent.run_stream_sync("what is 2 + 3?")
-        names = [e.name for e in run if isinstance(e, crab.ToolResultEvent)]
+        names = [e.name for e in run if isinstance(e, crab.events.ToolResultEvent)]
         result = run.result_sync()
     assert names == ["add"]
     assert result.text == "2 + 3 = 5."
@@ -236,7 +236,7 @@ def test_an_agent_runs_on_one_event_loop(crab_home: Path):
 def test_a_command_as_the_prompt_runs_the_command(crab_home: Path):
     with crab.Agent(provider=ScriptedProvider([]), plugins=[], **QUIET) as agent:
         run = agent.run_stream_sync("/help")
-        outputs = [e for e in run if isinstance(e, crab.CommandOutput)]
+        outputs = [e for e in run if isinstance(e, crab.events.CommandOutput)]
         result = run.result_sync()
     assert result.stop == "command"
     assert result.ok
@@ -277,7 +277,7 @@ def test_a_plugin_failing_during_a_run_is_a_notice_or_under_strict_mode_a_plugin
 
     with agent() as lenient:
         run = lenient.run_stream_sync("x")
-        notices = [e.message for e in run if isinstance(e, crab.NoticeEvent)]
+        notices = [e.message for e in run if isinstance(e, crab.events.NoticeEvent)]
         assert run.result_sync().text == "hi"
     assert any("plugin broken failed" in line for line in notices)
     monkeypatch.setenv("CRAB_STRICT_PLUGINS", "1")

@@ -137,7 +137,7 @@ def test_a_session_resumes_by_id_in_a_new_agent(crab_home: Path, tmp_path: Path)
         again = agent.run_sync("what did I say?", session=first.session_id)
         assert first.session_id in asyncio_run_ids(agent)
     assert again.session_id == first.session_id
-    said = [m.content for m in later.requests[0].messages if isinstance(m, crab.UserMessage)]
+    said = [m.content for m in later.requests[0].messages if isinstance(m, crab.messages.UserMessage)]
     assert said == ["remember 42", "what did I say?"]
     with sqlite_agent(ScriptedProvider([]), db) as agent, pytest.raises(crab.UsageError, match="no-such-session"):
         agent.run_sync("hi", session="no-such-session")
@@ -198,11 +198,11 @@ def test_abort_stops_the_run_and_every_call_has_a_result(crab_home: Path):
 
 def test_steer_reaches_the_running_turn_and_a_follow_up_runs_after_it(crab_home: Path):
     def reply(request: crab.ModelRequest) -> list[dict[str, object]]:
-        said = [m.content for m in request.messages if isinstance(m, crab.UserMessage)]
+        said = [m.content for m in request.messages if isinstance(m, crab.messages.UserMessage)]
         last = request.messages[-1]
         if said == ["start"]:
             return [{"tool": "wait", "args": {"label": "1"}}]
-        if isinstance(last, crab.UserMessage) and last.content == "and then this":
+        if isinstance(last, crab.messages.UserMessage) and last.content == "and then this":
             return [{"text": "follow-up answered"}]
         return [{"text": f"heard: {' | '.join(said)}"}]
 
@@ -224,24 +224,24 @@ def test_steer_reaches_the_running_turn_and_a_follow_up_runs_after_it(crab_home:
     result, provider = asyncio.run(main())
     assert result.turns == 2
     assert result.text == "follow-up answered"
-    steered = [m.content for m in provider.requests[1].messages if isinstance(m, crab.UserMessage)]
+    steered = [m.content for m in provider.requests[1].messages if isinstance(m, crab.messages.UserMessage)]
     assert steered == ["start", "also look left"]
     assert [c.result for c in result.tool_calls] == ["waited 1"]
 
 
 def test_runs_of_one_agent_in_two_sessions_see_only_their_own_events(crab_home: Path):
     def reply(request: crab.ModelRequest) -> list[dict[str, object]]:
-        said = request.messages[0].content if isinstance(request.messages[0], crab.UserMessage) else ""
-        if isinstance(request.messages[-1], crab.UserMessage):
+        said = request.messages[0].content if isinstance(request.messages[0], crab.messages.UserMessage) else ""
+        if isinstance(request.messages[-1], crab.messages.UserMessage):
             return [{"tool": "wait", "args": {"label": said}}]
         return [{"text": f"answer to {said}"}]
 
-    async def main() -> tuple[list[crab.Event], list[crab.Event], crab.RunResult, crab.RunResult]:
+    async def main() -> tuple[list[crab.events.Event], list[crab.events.Event], crab.RunResult, crab.RunResult]:
         gate = Gate()
         async with crab.Agent(provider=ScriptedProvider(reply), tools=[gate.tool], plugins=[], **QUIET) as agent:
             left, right = agent.run_stream("left"), agent.run_stream("right")
 
-            async def drain(run: crab.Run) -> list[crab.Event]:
+            async def drain(run: crab.Run) -> list[crab.events.Event]:
                 return [event async for event in run]
 
             streams = asyncio.gather(drain(left), drain(right))
@@ -255,15 +255,15 @@ def test_runs_of_one_agent_in_two_sessions_see_only_their_own_events(crab_home: 
 
     left_events, right_events, left, right = asyncio.run(main())
     assert (left.text, right.text) == ("answer to left", "answer to right")
-    assert [e.input for e in left_events if isinstance(e, crab.TurnStarted)] == ["left"]
-    assert [e.input for e in right_events if isinstance(e, crab.TurnStarted)] == ["right"]
-    assert [e.content for e in left_events if isinstance(e, crab.ToolResultEvent)] == ["waited left"]
-    assert [e.content for e in right_events if isinstance(e, crab.ToolResultEvent)] == ["waited right"]
+    assert [e.input for e in left_events if isinstance(e, crab.events.TurnStarted)] == ["left"]
+    assert [e.input for e in right_events if isinstance(e, crab.events.TurnStarted)] == ["right"]
+    assert [e.content for e in left_events if isinstance(e, crab.events.ToolResultEvent)] == ["waited left"]
+    assert [e.content for e in right_events if isinstance(e, crab.events.ToolResultEvent)] == ["waited right"]
 
 
 def test_a_callback_that_raises_refuses_every_call_and_says_it_was_the_callback(crab_home: Path):
     notebook = Notebook()
-    events: list[crab.Event] = []
+    events: list[crab.events.Event] = []
 
     def ask(request: crab.PermissionRequest) -> str:
         raise RuntimeError("callback broke")
@@ -282,5 +282,5 @@ def test_a_callback_that_raises_refuses_every_call_and_says_it_was_the_callback(
         [call] = result.tool_calls
         assert call.is_error
         assert "permission callback raised RuntimeError: callback broke" in (call.result or ""), call.result
-    warnings = [e for e in events if isinstance(e, crab.NoticeEvent) and e.level == "warning"]
+    warnings = [e for e in events if isinstance(e, crab.events.NoticeEvent) and e.level == "warning"]
     assert len(warnings) == 1 and "permission callback raised RuntimeError" in warnings[0].message

@@ -1,6 +1,6 @@
 """Dependencies and limits of a library run (docs/library.md): ``run(..., deps=)`` reaching tools
-through ``crab.RunContext``, and ``crab.UsageLimits`` ending the turn cleanly with
-``crab.UsageLimitExceeded`` naming the limit and the figures."""
+through ``crab.RunContext``, and ``crab.messages.UsageLimits`` ending the turn cleanly with
+``crab.messages.UsageLimitExceeded`` naming the limit and the figures."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_a_run_context_outside_a_library_run_has_no_deps(crab_home: Path, tmp_pa
         """Say whose run this is."""
         return f"{ctx.deps}:{ctx.session_id}"
 
-    result = asyncio.run(crab.run_tool(crab.tool(who), {}, crab.ToolContext(session_id="s1", workspace=tmp_path)))
+    result = asyncio.run(crab.tools.run_tool(crab.tool(who), {}, crab.ToolContext(session_id="s1", workspace=tmp_path)))
     assert result.content == "None:s1"
 
 
@@ -68,27 +68,29 @@ def loop_script() -> list[list[dict[str, Any]]]:
 
 
 def paired(items: list[Any]) -> bool:
-    calls = [c.id for m in items if isinstance(m, crab.AssistantMessage) and m.replayable for c in m.tool_calls]
-    results = [m.call_id for m in items if isinstance(m, crab.ToolResultMessage)]
+    calls = [
+        c.id for m in items if isinstance(m, crab.messages.AssistantMessage) and m.replayable for c in m.tool_calls
+    ]
+    results = [m.call_id for m in items if isinstance(m, crab.messages.ToolResultMessage)]
     return sorted(calls) == sorted(results)
 
 
 @pytest.mark.parametrize(
     ("limits", "limit", "value", "maximum", "made", "ran"),
     [
-        (crab.UsageLimits(requests=3), "requests", 4, 3, 3, 3),  # the fourth model call is never made
-        (crab.UsageLimits(input_tokens=250), "input_tokens", 300, 250, 3, 2),  # nor a tool call past it run
-        (crab.UsageLimits(output_tokens=15), "output_tokens", 20, 15, 2, 1),
-        (crab.UsageLimits(tool_calls=2), "tool_calls", 3, 2, 3, 2),
+        (crab.messages.UsageLimits(requests=3), "requests", 4, 3, 3, 3),  # the fourth model call is never made
+        (crab.messages.UsageLimits(input_tokens=250), "input_tokens", 300, 250, 3, 2),  # nor a tool call past it run
+        (crab.messages.UsageLimits(output_tokens=15), "output_tokens", 20, 15, 2, 1),
+        (crab.messages.UsageLimits(tool_calls=2), "tool_calls", 3, 2, 3, 2),
     ],
 )
 def test_crossing_a_limit_ends_the_turn_cleanly_with_a_typed_error(
-    crab_home: Path, limits: crab.UsageLimits, limit: str, value: float, maximum: float, made: int, ran: int
+    crab_home: Path, limits: crab.messages.UsageLimits, limit: str, value: float, maximum: float, made: int, ran: int
 ):
     provider = ScriptedProvider(loop_script(), loop=True)
     shop = Shop({"tea": 1.0}, [])
     with crab.Agent(provider=provider, tools=[price], **QUIET) as agent:
-        with pytest.raises(crab.UsageLimitExceeded) as caught:
+        with pytest.raises(crab.messages.UsageLimitExceeded) as caught:
             agent.run_sync("loop", deps=shop, usage_limits=limits)
         error = caught.value
         assert (error.limit, error.value, error.maximum) == (limit, value, maximum)
@@ -110,10 +112,10 @@ def test_a_cost_limit_counts_priced_usage(crab_home: Path):
             return [crab.ModelInfo(id="scripted", provider=self.name, input_price=1000.0, output_price=0.0)]
 
     provider = Priced(loop_script(), loop=True)
-    limits = crab.UsageLimits(total_cost=0.25)
+    limits = crab.messages.UsageLimits(total_cost=0.25)
     with (
         crab.Agent(provider=provider, tools=[price], **QUIET) as agent,
-        pytest.raises(crab.UsageLimitExceeded) as caught,
+        pytest.raises(crab.messages.UsageLimitExceeded) as caught,
     ):
         agent.run_sync("loop", deps=Shop({"tea": 1.0}, []), usage_limits=limits)
     assert caught.value.limit == "total_cost" and caught.value.value == pytest.approx(0.3)
@@ -122,21 +124,25 @@ def test_a_cost_limit_counts_priced_usage(crab_home: Path):
 def test_a_child_session_s_usage_counts_in_tokens_but_not_in_requests():
     from crab._assembly.limits import LimitWatch  # the counting alone: a child agent needs crab-subagents
 
-    watch = LimitWatch(crab.UsageLimits(requests=1, input_tokens=100))
-    child = crab.ChildEvent("child-session", "task", "call_1", crab.UsageEvent(crab.Usage(input_tokens=60)))
+    watch = LimitWatch(crab.messages.UsageLimits(requests=1, input_tokens=100))
+    child = crab.events.ChildEvent(
+        "child-session", "task", "call_1", crab.events.UsageEvent(crab.messages.Usage(input_tokens=60))
+    )
     assert not watch.see(child) and watch.requests == 0
-    assert watch.see(crab.ChildEvent("child-session", "task", "call_1", child))  # nested: 120 > 100
+    assert watch.see(crab.events.ChildEvent("child-session", "task", "call_1", child))  # nested: 120 > 100
     assert watch.exceeded is not None and (watch.exceeded.limit, watch.exceeded.value) == ("input_tokens", 120)
 
 
 def test_a_run_within_its_limits_ends_as_usual(crab_home: Path):
     provider = ScriptedProvider([[{"text": "hi"}, {"usage": {"input_tokens": 5}}]])
-    with crab.Agent(provider=provider, usage_limits=crab.UsageLimits(requests=1, input_tokens=5), **QUIET) as agent:
+    with crab.Agent(
+        provider=provider, usage_limits=crab.messages.UsageLimits(requests=1, input_tokens=5), **QUIET
+    ) as agent:
         assert agent.run_sync("hello").text == "hi"
 
 
 def test_limits_must_be_numbers():
     with pytest.raises(crab.UsageError, match="requests"):
-        crab.UsageLimits(requests=-1)
+        crab.messages.UsageLimits(requests=-1)
     with pytest.raises(crab.UsageError, match="tool_calls"):
-        crab.UsageLimits(tool_calls="3")  # type: ignore[arg-type]
+        crab.messages.UsageLimits(tool_calls="3")  # type: ignore[arg-type]

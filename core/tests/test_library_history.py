@@ -29,8 +29,8 @@ def test_result_messages_are_this_run_s_new_messages_and_round_trip_through_json
         first = agent.run_sync("hello")
         second = agent.run_sync("2 + 3?", session=first.session_id)
     assert first.messages == (
-        crab.UserMessage("hello"),
-        crab.AssistantMessage("first", model="scripted", provider="mock"),
+        crab.messages.UserMessage("hello"),
+        crab.messages.AssistantMessage("first", model="scripted", provider="mock"),
     )
     kinds = [(type(m).__name__, getattr(m, "content", "")) for m in second.messages]
     assert kinds == [
@@ -39,8 +39,8 @@ def test_result_messages_are_this_run_s_new_messages_and_round_trip_through_json
         ("ToolResultMessage", "5"),
         ("AssistantMessage", "5"),
     ]
-    text = crab.messages_to_json(second.messages)
-    assert crab.messages_from_json(text) == list(second.messages)
+    text = crab.messages.messages_to_json(second.messages)
+    assert crab.messages.messages_from_json(text) == list(second.messages)
 
 
 def test_history_is_the_whole_conversation_with_compaction_anchors_marked(crab_home: Path):
@@ -53,9 +53,9 @@ def test_history_is_the_whole_conversation_with_compaction_anchors_marked(crab_h
             agent.run_sync(f"question {n}", session=session)
         agent.run_sync("/compact", session=session)
         items = agent.history_sync(session)
-    anchors = [item for item in items if isinstance(item, crab.HistoryAnchor)]
+    anchors = [item for item in items if isinstance(item, crab.messages.HistoryAnchor)]
     assert len(anchors) == 1 and anchors[0].compaction and anchors[0].summary.startswith("A summary of the talk.")
-    prompts = [item.content for item in items if isinstance(item, crab.UserMessage)]
+    prompts = [item.content for item in items if isinstance(item, crab.messages.UserMessage)]
     assert prompts[:4] == ["question 0", "question 1", "question 2", "question 3"]  # nothing left out before it
 
 
@@ -66,16 +66,20 @@ def test_history_of_an_unknown_session_is_a_usage_error(crab_home: Path):
 
 def test_a_run_starts_from_a_message_history(crab_home: Path):
     earlier = [
-        crab.UserMessage("My name is Ada."),
-        crab.AssistantMessage("", tool_calls=(crab.ToolCall("t1", "add", {"a": 1, "b": 1}),), stop_reason="tool_use"),
-        crab.ToolResultMessage("t1", "add", "2"),
-        crab.AssistantMessage("Nice to meet you, Ada."),
+        crab.messages.UserMessage("My name is Ada."),
+        crab.messages.AssistantMessage(
+            "", tool_calls=(crab.messages.ToolCall("t1", "add", {"a": 1, "b": 1}),), stop_reason="tool_use"
+        ),
+        crab.messages.ToolResultMessage("t1", "add", "2"),
+        crab.messages.AssistantMessage("Nice to meet you, Ada."),
     ]
     provider = ScriptedProvider([[{"text": "You are Ada."}]])
     with crab.Agent(provider=provider, tools=[add], **QUIET) as agent:
-        result = agent.run_sync("Who am I?", message_history=crab.messages_from_json(crab.messages_to_json(earlier)))
+        result = agent.run_sync(
+            "Who am I?", message_history=crab.messages.messages_from_json(crab.messages.messages_to_json(earlier))
+        )
         stored = agent.history_sync(result.session_id)
-    assert list(provider.requests[0].messages) == [*earlier, crab.UserMessage("Who am I?")]
+    assert list(provider.requests[0].messages) == [*earlier, crab.messages.UserMessage("Who am I?")]
     assert stored[:4] == earlier
     assert [type(m).__name__ for m in result.messages] == ["UserMessage", "AssistantMessage"]
 
@@ -83,10 +87,10 @@ def test_a_run_starts_from_a_message_history(crab_home: Path):
 def test_a_message_history_must_be_messages_and_a_new_session(crab_home: Path):
     with crab.Agent(provider=ScriptedProvider([]), **QUIET) as agent:
         with pytest.raises(crab.UsageError, match=r"message_history\[1\] is a dict"):
-            agent.run_stream("x", message_history=[crab.UserMessage("a"), {"role": "user"}])  # type: ignore[list-item]
+            agent.run_stream("x", message_history=[crab.messages.UserMessage("a"), {"role": "user"}])  # type: ignore[list-item]
         with pytest.raises(crab.UsageError, match="starts a new session"):
             agent.run_stream("x", session="s", message_history=[])
     with pytest.raises(crab.UsageError, match="message 0 cannot be read"):
-        crab.messages_from_json('[{"role": "robot"}]')
+        crab.messages.messages_from_json('[{"role": "robot"}]')
     with pytest.raises(crab.UsageError, match="not JSON"):
-        crab.messages_from_json("[")
+        crab.messages.messages_from_json("[")

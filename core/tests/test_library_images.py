@@ -15,7 +15,7 @@ PNG = make_png(3, 2)
 
 def _sent(provider: ScriptedProvider) -> list[tuple[str, bytes]]:
     message = provider.requests[0].messages[-1]
-    assert isinstance(message, crab.UserMessage)
+    assert isinstance(message, crab.messages.UserMessage)
     return [(image.media_type, image.data) for image in message.images]
 
 
@@ -24,7 +24,9 @@ def test_run_sync_takes_bytes_a_path_and_an_image_part(crab_home: Path, tmp_path
     gif = b"GIF89a\x01\x00\x01\x00\x00\x00\x00;"
     provider = ScriptedProvider([[{"text": "three pictures"}]])
     with crab.Agent(provider=provider, plugins=[], **QUIET) as agent:
-        result = agent.run_sync("what are these?", images=[PNG, tmp_path / "shot", crab.ImagePart.from_bytes(gif)])
+        result = agent.run_sync(
+            "what are these?", images=[PNG, tmp_path / "shot", crab.messages.ImagePart.from_bytes(gif)]
+        )
     assert result.ok and result.text == "three pictures"
     assert _sent(provider) == [("image/png", PNG), ("image/png", PNG), ("image/gif", gif)]
 

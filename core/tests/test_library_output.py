@@ -53,7 +53,9 @@ def test_a_dataclass_answer_is_the_typed_output_and_the_schema_rides_on_the_prom
     assert result.output == City("Paris", 2100000)
     assert result.text == '{"name": "Paris", "population": 2100000}'
     prompt = provider.requests[0].messages[-1]
-    assert isinstance(prompt, crab.UserMessage) and prompt.content.startswith("The biggest city of France?\n\n[crab]")
+    assert isinstance(prompt, crab.messages.UserMessage) and prompt.content.startswith(
+        "The biggest city of France?\n\n[crab]"
+    )
     assert '"required":["name","population"]' in prompt.content
     assert "output_schema" in provider.requests[0].options  # offered; this provider has no field for it
 
@@ -81,7 +83,7 @@ def test_a_provider_with_structured_output_gets_the_schema_in_its_field_and_the_
     typed = provider.requests[-1]
     assert typed.options["output_schema"]["name"] == "City"
     assert typed.options["output_schema"]["schema"]["required"] == ["name", "population"]
-    assert typed.messages[-1] == crab.UserMessage("Capital of Norway?")  # the prompt as written
+    assert typed.messages[-1] == crab.messages.UserMessage("Capital of Norway?")  # the prompt as written
     prefixes = [(r.system, r.tools) for r in provider.requests]
     assert len(prefixes) == 3 and prefixes.count(prefixes[0]) == 3
 
@@ -95,7 +97,7 @@ def test_an_answer_that_does_not_validate_goes_back_with_the_field_and_reason(cr
     assert result.output == City("Paris", 2100000)
     assert result.turns == 2
     retry = provider.requests[1].messages[-1]
-    assert isinstance(retry, crab.UserMessage)
+    assert isinstance(retry, crab.messages.UserMessage)
     assert "population: expected integer, got string" in retry.content
     assert [type(m).__name__ for m in result.messages] == [
         "UserMessage",

@@ -15,8 +15,8 @@ from crab._assembly import root
 from crab.testing import AgentHarness
 
 SRC = Path(crab.__file__).parent
-ALLOWED_CLI_IMPORTERS = {"_cli", "__main__.py", "_compat.py", "testing"}
-"""The CLI itself, ``python -m crab``, the old-path table and the test kit's in-process ``run_cli``."""
+ALLOWED_CLI_IMPORTERS = {"_cli", "__main__.py"}
+"""The CLI itself and ``python -m crab`` (the test kit's in-process ``run_cli`` is crab-testing's)."""
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -57,11 +57,11 @@ def test_harness_toolbox_collect_hook_and_the_cli_build_through_the_root(
 
     monkeypatch.setattr(root, "assemble_host", spy_host)
     monkeypatch.setattr(root, "assemble", spy_assemble)
-    crab.open_toolbox("")
+    crab.tools.open_toolbox("")
     # Core declares no hook for plugins to collect any more (plugins declare their own): with no
     # plugin loaded, none declares this one, which collect_hook says after building the host.
     with pytest.raises(ValueError, match="crab_skill_dirs"):
-        crab.collect_hook("crab_skill_dirs", plugins="")
+        crab.hooks.collect_hook("crab_skill_dirs", plugins="")
     from crab._cli.options import RunOptions
     from crab._cli.setup import prepare
 

@@ -56,8 +56,8 @@ def test_a_provider_without_thinking_is_named_once_and_sent_no_level(crab_home: 
     provider = ScriptedProvider([[{"text": "a"}]], loop=True)
     notices: list[str] = []
 
-    def listen(event: crab.Event) -> None:
-        if isinstance(event, crab.NoticeEvent):
+    def listen(event: crab.events.Event) -> None:
+        if isinstance(event, crab.events.NoticeEvent):
             notices.append(event.message)
 
     with crab.Agent(provider=provider, listeners=[listen], **QUIET) as agent:

@@ -82,7 +82,7 @@ def test_a_compaction_summary_call_takes_the_same_path_as_a_turn_call(crab_agent
     calls = [e.payload for e in entries if e.type == "event" and e.payload["kind"] == "model_call"]
     assert [c.get("purpose", "turn") for c in calls] == ["turn", "turn", "turn", "compaction"]
     assert calls[-1]["usage"]["input_tokens"] == 7 and "system_sha256" in calls[-1]
-    assert len(h.events_of(crab.UsageEvent)) == 4  # priced and reported once per call
+    assert len(h.events_of(crab.events.UsageEvent)) == 4  # priced and reported once per call
 
 
 @crab.tool
@@ -98,8 +98,8 @@ def plugin(*tools: crab.Tool) -> object:
 def test_a_plugin_can_end_the_turn_with_deny_end_turn(crab_agent) -> None:
     class Stopper:
         @crab.hookimpl
-        def crab_before_tool_call(self, call: ToolCall, tool: crab.Tool, ctx: ToolContext) -> crab.Deny | None:
-            return crab.Deny("budget spent", end_turn=True) if call.arguments["n"] == 2 else None
+        def crab_before_tool_call(self, call: ToolCall, tool: crab.Tool, ctx: ToolContext) -> crab.hooks.Deny | None:
+            return crab.hooks.Deny("budget spent", end_turn=True) if call.arguments["n"] == 2 else None
 
     reply = [{"tool": "step", "args": {"n": n}} for n in (1, 2)]
     h = crab_agent(
@@ -143,7 +143,7 @@ def test_the_guard_watches_only_calls_inside_a_running_turn() -> None:
     assert verdicts[:3] == [None, None, None]
     assert verdicts[3] is not None and not verdicts[3].end_turn
     assert verdicts[4] is not None and verdicts[4].end_turn
-    guard.crab_event(TurnEnded("s1", "t1", "guard", "", crab.Usage(), None), "s1")
+    guard.crab_event(TurnEnded("s1", "t1", "guard", "", crab.messages.Usage(), None), "s1")
     assert guard.crab_before_tool_call(call, step, ctx) is None
 
 

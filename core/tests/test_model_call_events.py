@@ -17,7 +17,7 @@ def test_each_model_call_of_a_turn_starts_and_ends_once(crab_agent: Any) -> None
         ]
     )
     h.run("go")
-    calls = h.events_of(crab.ModelCallEvent)
+    calls = h.events_of(crab.events.ModelCallEvent)
     assert [c.phase for c in calls] == ["start", "end", "start", "end"]
     seen = {(c.session_id, c.provider, c.model, c.purpose) for c in calls}
     assert seen == {(h.session.id, "mock", "scripted", "turn")}
@@ -27,14 +27,16 @@ def test_each_model_call_of_a_turn_starts_and_ends_once(crab_agent: Any) -> None
     assert last_end.response_model == "scripted" and last_end.error_kind is None
     # The end comes after everything the call streamed, and before the tool result it led to.
     kinds = [type(e) for e in h.events]
-    assert kinds.index(crab.ToolCallEvent) < kinds.index(crab.ModelCallEvent, kinds.index(crab.ToolCallEvent))
-    assert h.events.index(first_end) < kinds.index(crab.ToolResultEvent)
+    assert kinds.index(crab.events.ToolCallEvent) < kinds.index(
+        crab.events.ModelCallEvent, kinds.index(crab.events.ToolCallEvent)
+    )
+    assert h.events.index(first_end) < kinds.index(crab.events.ToolResultEvent)
 
 
 def test_a_failed_call_ends_with_its_error_kind(crab_agent: Any) -> None:
     h = crab_agent([[{"error": "too busy", "kind": "overloaded"}]])
     h.run("go")
-    end = h.events_of(crab.ModelCallEvent)[-1]
+    end = h.events_of(crab.events.ModelCallEvent)[-1]
     assert end.phase == "end" and end.stop_reason == "error" and end.error_kind == "overloaded"
 
 
@@ -43,6 +45,6 @@ def test_a_compaction_summary_call_is_announced_with_its_purpose(crab_agent: Any
     h.run("first")
     h.run("second")
     h.run("/compact")
-    purposes = [(c.phase, c.purpose) for c in h.events_of(crab.ModelCallEvent)]
+    purposes = [(c.phase, c.purpose) for c in h.events_of(crab.events.ModelCallEvent)]
     assert purposes[-2:] == [("start", "compaction"), ("end", "compaction")]
-    assert crab.event_to_dict(h.events_of(crab.ModelCallEvent)[-1])["type"] == "model_call"
+    assert crab.events.event_to_dict(h.events_of(crab.events.ModelCallEvent)[-1])["type"] == "model_call"

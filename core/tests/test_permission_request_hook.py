@@ -7,7 +7,8 @@ from typing import Any
 
 import crab
 import pytest
-from crab import PermissionRequest, ToolResultEvent
+from crab import PermissionRequest
+from crab.events import ToolResultEvent
 from crab.testing import AgentHarness
 
 

@@ -203,7 +203,7 @@ def test_bidirectional_overrides_in_the_question_are_shown_not_obeyed() -> None:
         "bash",
         "exec",
         "bash command=rm -rf ~ \u202e# tidy up\u202c",
-        (crab.FileDiff("a.py", "@@ -1 +1 @@\n-x\n+y = 1 \u2067# ok\u2069\n", 1, 1),),
+        (crab.events.FileDiff("a.py", "@@ -1 +1 @@\n-x\n+y = 1 \u2067# ok\u2069\n", 1, 1),),
     )
     shown = "\n".join(question_lines(hostile, 200))
     assert not set("\u202e\u202c\u2067\u2069") & set(shown)

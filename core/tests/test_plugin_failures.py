@@ -20,10 +20,13 @@ LINES = {
     "duplicate": "plugin duplicate failed: its tool 'echo' was left out because plugin 'good' registers one too and "
     "comes first in CRAB_PLUGINS; list duplicate before good there to use this one, or disable one of them "
     "(crab plugins disable good or duplicate)",
-    "broken-api-int": 'plugin broken-api-int failed: CRAB_API must be a version range string such as ">=1.0,<2", '
+    "broken-api-int": 'plugin broken-api-int failed: CRAB_API must be a version range string such as ">=0.1,<0.2", '
     "not int 2; quote it in the plugin",
-    "broken-api-old": f"plugin broken-api-old failed: was written for crab plugin API <1.0 and this {API}: "
+    "broken-api-old": f"plugin broken-api-old failed: was written for crab plugin API <0.1 and this {API}: "
     "upgrade the plugin to a release for this API, or use an older crab-core",
+    "broken-api-1x": "plugin broken-api-1x failed: was written for crab's old plugin API numbering (>=1.5,<2, "
+    f'before crab-core 0.1): port it to this crab-core\'s API {API_VERSION} (docs/api.md, "Changed in 0.1") and '
+    f'declare CRAB_API = ">={API_VERSION},<0.{int(API_VERSION.split(".")[1]) + 1}"',
     "broken-api-new": f"plugin broken-api-new failed: needs crab plugin API >=2.0,<3 but this {API}: upgrade "
     f"crab-core (pip install -U crab-core), or use a release of the plugin written for API {API_VERSION}",
     "broken-wrapper": "plugin broken-wrapper failed: crab_event is a hook wrapper (@hookimpl(wrapper=True)), which "

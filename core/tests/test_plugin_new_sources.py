@@ -38,6 +38,8 @@ def not_a_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_readme_installs_crab_from_where_pip_installed_it(not_a_checkout: Path, tmp_path: Path, kind: str):
     core_wheel = tmp_path / "wheels" / f"crab_core-{__version__}-py3-none-any.whl"
     installed(not_a_checkout, "crab-core", {"url": core_wheel.as_uri(), "archive_info": {}})
+    testing_wheel = tmp_path / "wheels" / f"crab_testing-{__version__}-py3-none-any.whl"
+    installed(not_a_checkout, "crab-testing", {"url": testing_wheel.as_uri(), "archive_info": {}})
     installed(
         not_a_checkout,
         "crab-provider-kit",
@@ -49,13 +51,14 @@ def test_the_readme_installs_crab_from_where_pip_installed_it(not_a_checkout: Pa
     )
     command = readme_command(plugin_new.render("x", kind, tmp_path / "x")["README.md"])
     assert "==" not in command, command
-    assert f".venv/bin/pip install {core_wheel} " in command
+    assert f".venv/bin/pip install {core_wheel} {testing_wheel} " in command  # the test extra names crab-testing
     kit = "git+https://example.invalid/crab.git@abc123#subdirectory=kits/provider-kit"
     assert (kit in command) == (kind == "provider"), command
 
 
 def test_without_a_recorded_place_the_readme_says_where_pip_finds_the_version(not_a_checkout: Path, tmp_path: Path):
     installed(not_a_checkout, "crab-core", None)  # from a --find-links folder: pip records no place
+    installed(not_a_checkout, "crab-testing", None)
     readme = plugin_new.render("x", "channel", tmp_path / "x")["README.md"]
-    assert f"crab-core=={__version__}" in readme_command(readme)
+    assert f"crab-core=={__version__} crab-testing=={__version__}" in readme_command(readme)
     assert "no public index holds: add `--find-links FOLDER`" in readme

@@ -147,7 +147,7 @@ def test_a_command_wrapper_sees_the_tool_call_and_replaces_the_argv(tmp_path: Pa
     remove = processes.add_command_wrapper(wrapper)
     try:
         assert processes.wrap_command(["true"]) == ["sh", "-c", 'echo wrapped "$@"', "sh", "true"]
-        result = asyncio.run(crab.run_tool(shout, {"text": "hi"}, ctx))
+        result = asyncio.run(crab.tools.run_tool(shout, {"text": "hi"}, ctx))
     finally:
         remove()
     assert result.content == "wrapped echo hi\n"
@@ -175,7 +175,7 @@ def test_a_start_outside_a_tool_call_names_its_starter() -> None:
     remove = processes.add_command_wrapper(lambda launch: seen.append(launch))
     try:
         processes.wrap_command(["server"], "/srv", tool="mcp:notes", permission="network", context=server_ctx)
-        asyncio.run(crab.run_tool(lookup, {}, crab.ToolContext(session_id="s", workspace=Path("/w"))))
+        asyncio.run(crab.tools.run_tool(lookup, {}, crab.ToolContext(session_id="s", workspace=Path("/w"))))
     finally:
         remove()
     assert [(launch.tool, launch.permission, launch.context) for launch in seen] == [

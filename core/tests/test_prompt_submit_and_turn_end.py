@@ -26,7 +26,7 @@ class _Gate:
     def crab_prompt_submit(self, prompt: str) -> object:
         self.seen.append(prompt)
         if "secret" in prompt:
-            return crab.Deny("no secrets, please")
+            return crab.hooks.Deny("no secrets, please")
         return "context: the branch is main"
 
 
@@ -168,7 +168,7 @@ def test_prompt_context_may_carry_images_and_the_hook_gets_the_agents_config():
         @crab.hookimpl
         def crab_prompt_submit(self, prompt: str, config: object) -> object:
             seen.append(config)
-            images = (crab.ImagePart.from_bytes(small), crab.ImagePart.from_bytes(big))
+            images = (crab.messages.ImagePart.from_bytes(small), crab.messages.ImagePart.from_bytes(big))
             return UserMessage("the pictures", images=images)
 
     harness = AgentHarness([[{"text": "seen"}]], plugins={"att": Attacher()}, config={"crab.max_image_bytes": 4096})

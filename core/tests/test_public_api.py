@@ -1,68 +1,113 @@
-"""The public API: what plugins may import is named, complete, documented, and 1.x plugins keep working."""
+"""The public API: what plugins may import is named, small, written once, documented, and
+importing it changes nothing but ``sys.modules``."""
 
 from __future__ import annotations
 
 import ast
 import importlib
+import importlib.metadata
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import crab
 import pytest
 from crab._contracts.commands import CommandContext
 from crab._contracts.handle import AgentHandle
-from crab._host.api_version import API_VERSION, check_range
+from crab._host.api_version import API_VERSION, check_range, compatible_range
 from crab.testing import AgentHarness
 
 ROOT = Path(__file__).resolve().parents[2]
-PUBLIC = (
-    "crab",
+SUBMODULES = (
+    "crab.config",
+    "crab.events",
+    "crab.hooks",
+    "crab.messages",
     "crab.processes",
-    "crab.testing",
+    "crab.rendering",
+    "crab.secrets",
     "crab.steps",
-    "crab_provider_kit",
-    "crab_sql_kit",
-    "crab_jobs_kit",
-    "crab_frontmatter_kit",
+    "crab.storage",
+    "crab.tools",
 )
+"""crab's public submodules, each owning its ``__all__`` (docs/api.md)."""
+KITS = ("crab_provider_kit", "crab_sql_kit", "crab_jobs_kit", "crab_frontmatter_kit")
+PUBLIC = ("crab", *SUBMODULES, "crab.testing", *KITS)
 
 
 def public_names() -> dict[str, list[str]]:
     return {module: list(importlib.import_module(module).__all__) for module in PUBLIC}
 
 
-def test_api_version_is_still_1x_so_plugins_written_for_1_0_load():
-    assert check_range(">=1.0,<2", API_VERSION)
-    assert crab.API_VERSION == API_VERSION
+def test_the_api_version_is_crab_cores_own_minor_and_plugins_declare_it():
+    # crab is 0.x: the API version is the distribution's major.minor, and a plugin's range ends
+    # before the next minor (the template writes compatible_range()).
+    assert API_VERSION == ".".join(crab.__version__.split(".")[:2]) == crab.API_VERSION
+    assert compatible_range() == f">={API_VERSION},<0.{int(API_VERSION.split('.')[1]) + 1}"
+    assert check_range(compatible_range(), API_VERSION)
+    assert not check_range(">=1.0,<2", API_VERSION)  # the old numbering fits no 0.x crab
+
+
+def test_crab_holds_about_forty_names_and_the_rest_lives_in_submodules():
+    assert len(crab.__all__) <= 45, sorted(crab.__all__)
+    assert len(set(crab.__all__)) == len(crab.__all__)
+    for module in SUBMODULES:
+        assert getattr(crab, module.split(".")[1]) is importlib.import_module(module)
+        assert module.split(".")[1] not in crab.__all__  # a submodule is reached, not star-imported
 
 
 @pytest.mark.parametrize("module", PUBLIC)
 def test_every_public_name_resolves(module: str):
     loaded = importlib.import_module(module)
+    assert loaded.__all__, module
     for name in loaded.__all__:
         assert getattr(loaded, name) is not None, f"{module}.{name}"
     with pytest.raises(AttributeError):
         loaded.no_such_name  # noqa: B018
 
 
-def test_crab_all_is_exactly_the_lazy_exports():
-    assert sorted(crab.__all__) == sorted(["__version__", *crab._EXPORTS])
-    assert len(set(crab.__all__)) == len(crab.__all__)
+def test_each_public_name_has_one_home():
+    # A name is crab's or one submodule's, never two spellings of one object.
+    homes: dict[str, list[str]] = {}
+    for module in ("crab", *SUBMODULES):
+        for name in importlib.import_module(module).__all__:
+            homes.setdefault(name, []).append(module)
+    assert {name: where for name, where in homes.items() if len(where) > 1} == {}
 
 
-def test_type_checkers_see_every_public_name_where_it_is_imported_from():
-    # crab/__init__.py names each public name twice: in the lazy table (runtime) and in its
-    # TYPE_CHECKING imports (mypy): a name missing from the imports would be typed Any for plugins.
+def _imported_names(tree: ast.Module) -> set[str]:
+    return {
+        alias.asname or alias.name for node in tree.body if isinstance(node, ast.ImportFrom) for alias in node.names
+    }
+
+
+@pytest.mark.parametrize("module", [m for m in SUBMODULES if m != "crab.processes"])
+def test_a_submodule_exports_exactly_what_it_imports(module: str):
+    # Facade modules only re-export: the names they import are their __all__, no more, no less.
+    loaded = importlib.import_module(module)
+    tree = ast.parse(Path(loaded.__file__ or "").read_text())
+    assert _imported_names(tree) == set(loaded.__all__)
+
+
+def test_crabs_names_are_written_once_where_type_checkers_read_them():
+    # One list: the TYPE_CHECKING block of crab/__init__.py, each name imported as itself. Type
+    # checkers read it; crab.__getattr__ reads the same lines; __all__ is derived from it.
     tree = ast.parse(Path(crab.__file__).read_text())
-    block = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
-    seen = {}
+    [block] = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"]
+    seen: dict[str, str] = {}
     for node in block.body:
         assert isinstance(node, ast.ImportFrom) and node.module
         for alias in node.names:
-            public = alias.asname or alias.name
-            seen[public] = node.module if public == alias.name else f"{node.module}:{alias.name}"
-    assert seen == crab._EXPORTS
+            assert alias.asname == alias.name, f"{alias.name} is re-exported only as itself"
+            assert alias.name not in seen, f"{alias.name} is written twice"
+            seen[alias.name] = node.module
+    assert sorted(n for n, m in seen.items() if m != "crab") == sorted(set(crab.__all__) - {"__version__"})
+    assert sorted(f"crab.{n}" for n, m in seen.items() if m == "crab") == sorted(SUBMODULES)
+    for name, module in seen.items():
+        if module != "crab":
+            assert getattr(crab, name) is getattr(importlib.import_module(module), name)
 
 
 def test_no_public_name_is_shadowed_by_a_submodule():
@@ -72,6 +117,50 @@ def test_no_public_name_is_shadowed_by_a_submodule():
         p.name for p in Path(crab.__file__).parent.iterdir() if p.is_dir()
     }
     assert sorted(set(crab.__all__) & submodules) == []
+
+
+IMPORT_EVERYTHING = """
+import sys
+before = list(sys.meta_path), list(sys.path_hooks)
+import crab
+for name in sys.argv[1:]:
+    __import__(name)
+for name in crab.__all__:
+    getattr(crab, name)
+after = list(sys.meta_path), list(sys.path_hooks)
+print(before == after, [type(f).__qualname__ for f in after[0] if f not in before[0]])
+"""
+
+
+def test_importing_crab_installs_no_import_hook():
+    # No finder on sys.meta_path (crab 0.1 dropped the API 1.x shims that kept old paths importing).
+    result = subprocess.run(
+        [sys.executable, "-c", IMPORT_EVERYTHING, *SUBMODULES, "crab.testing"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert result.stdout.split("\n")[0] == "True []", result.stdout + result.stderr
+
+
+def test_an_old_module_path_is_an_ordinary_import_error():
+    for old in ("crab.loop", "crab.render.plain", "crab.provider_kit", "crab.errors"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(old)
+    with pytest.raises(AttributeError, match=r"docs/api\.md lists crab.s names"):
+        crab.TextDelta  # noqa: B018  # api-codemod: keep (it lives in crab.events now)
+
+
+def test_crab_core_registers_no_pytest_plugin_and_crab_testing_does():
+    # Installing crab-core adds no pytest plugin to its users' test runs: the fixtures come with
+    # crab-testing (the distribution of crab.testing), which a plugin's test extra names.
+    core = importlib.metadata.distribution("crab-core")
+    assert [ep for ep in core.entry_points if ep.group == "pytest11"] == []
+    assert not any(path.parts[:2] == ("crab", "testing") for path in core.files or ())
+    testing = importlib.metadata.distribution("crab-testing")
+    [plugin] = [ep for ep in testing.entry_points if ep.group == "pytest11"]
+    assert plugin.value == "crab.testing.pytest_plugin"
 
 
 def test_every_public_name_is_documented_in_docs_api():
@@ -147,7 +236,7 @@ def test_no_first_party_plugin_imports_another_plugin():
     assert crossing == []
 
 
-def test_a_plugin_written_for_api_1_0_works_unchanged(crab_run, fake_site, tmp_path: Path):
+def test_a_plugin_from_api_1_0_works_once_its_crab_api_names_0_1(crab_run, fake_site, tmp_path: Path):
     env = fake_site(["scripted", "legacy"])
     env["CRAB_PLUGINS"] = "scripted,legacy"
     env["CRAB_FAKE_LEGACY_LOG"] = str(tmp_path / "legacy.log")
@@ -188,13 +277,13 @@ def test_the_handle_offers_what_commands_and_channels_need(crab_home):
         assert handle.provider_name == harness.agent.provider.name
         assert "help" in handle.commands and "quit" in handle.commands
         assert {p.name: p.status for p in handle.plugins()}["core"] == "builtin"
-        seen: list[crab.Event] = []
+        seen: list[crab.events.Event] = []
         unsubscribe = handle.subscribe(seen.append)
         handle.notice("from a channel", "warning")
         outcome = harness.run_async(handle.handle_input(harness.session, "hi"))
         unsubscribe()
         assert outcome.text == "hello"
-        assert seen[0] == crab.NoticeEvent("from a channel", "warning")
+        assert seen[0] == crab.events.NoticeEvent("from a channel", "warning")
         forked = harness.run_async(handle.fork(harness.session.id))
         assert harness.run_async(handle.session_info(forked.id)).forked_from == harness.session.id
         assert handle.abort(harness.session) is False

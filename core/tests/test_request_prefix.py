@@ -32,7 +32,7 @@ def message_bytes(request: crab.ModelRequest) -> list[bytes]:
 
 def is_summary(request: crab.ModelRequest) -> bool:
     last = request.messages[-1] if request.messages else None
-    return isinstance(last, crab.UserMessage) and last.content.startswith(INSTRUCTION)
+    return isinstance(last, crab.messages.UserMessage) and last.content.startswith(INSTRUCTION)
 
 
 def continues(before: crab.ModelRequest, after: crab.ModelRequest) -> bool:
@@ -108,13 +108,15 @@ def script(request: crab.ModelRequest) -> list[dict[str, Any]]:
     if is_summary(request):
         return [{"text": "Goal: check files. Progress: read, searched, delegated."}]
     if request.system.endswith("CHILD"):
-        done = any(isinstance(m, crab.ToolResultMessage) for m in request.messages)
+        done = any(isinstance(m, crab.messages.ToolResultMessage) for m in request.messages)
         return [{"text": "child read it"}] if done else [{"tool": "alpha", "args": {"path": "c.txt"}}]
     last = request.messages[-1]
-    if isinstance(last, crab.ToolResultMessage):
+    if isinstance(last, crab.messages.ToolResultMessage):
         return [{"text": f"done with {last.name}"}]
     prompt = next(
-        m.content for m in reversed(request.messages) if isinstance(m, crab.UserMessage) and m.content[:1] != "["
+        m.content
+        for m in reversed(request.messages)
+        if isinstance(m, crab.messages.UserMessage) and m.content[:1] != "["
     )
     for word, reply in (
         ("read", [{"text": "I will use $alpha"}, {"tool": "alpha", "args": {"path": "a.txt"}}]),
@@ -134,7 +136,7 @@ def long_session(crab_agent: Any, monkeypatch: pytest.MonkeyPatch, view: str) ->
     monkeypatch.setattr(turn, "today", lambda: "2026-03-01")
     plugin = Plugin()
     h = crab_agent(script, plugins={"prefix": plugin}, config={"crab.tool_view": view})
-    image = crab.ImagePart("image/png", make_png(2, 2))
+    image = crab.messages.ImagePart("image/png", make_png(2, 2))
     marks: dict[str, int] = {}
 
     def parent() -> list[crab.ModelRequest]:
@@ -183,7 +185,9 @@ def test_what_varies_is_recorded_as_messages(crab_agent: Any, monkeypatch: pytes
     assert recorded.count("[crab] Today is 2026-03-01.") == 1  # told once, not per turn
     assert recorded.count("[crab] Today is 2026-03-02.") in (1, 2)  # the new day (again if summarised away)
     told = [
-        m for m in h.requests[-1].messages if isinstance(m, crab.UserMessage) and m.content.startswith("[crab] Today")
+        m
+        for m in h.requests[-1].messages
+        if isinstance(m, crab.messages.UserMessage) and m.content.startswith("[crab] Today")
     ]
     assert [m.content for m in told] == ["[crab] Today is 2026-03-02."]  # the context still knows the date
     assert NO_REPLY in recorded  # the failed turn's reply, recorded before the next prompt
@@ -231,7 +235,9 @@ def test_at_the_cap_the_request_keeps_its_prefix_and_a_call_made_anyway_is_skipp
     assert outcome.stop == "max_iterations" and ran == ["0", "1"]  # the third call never ran
     assert breaks(h.requests) == [] and len(h.requests) == 3
     skipped = h.session.messages[-1]
-    assert isinstance(skipped, crab.ToolResultMessage) and skipped.content.startswith("Skipped: the iteration cap")
+    assert isinstance(skipped, crab.messages.ToolResultMessage) and skipped.content.startswith(
+        "Skipped: the iteration cap"
+    )
 
 
 def test_the_session_date_comes_from_its_id_and_a_later_day_is_told_once() -> None:
@@ -241,7 +247,7 @@ def test_the_session_date_comes_from_its_id_and_a_later_day_is_told_once() -> No
     assert steps.date_note([], started or "", started) is None  # the prompt already says it
     note = steps.date_note([], "2099-01-01", started)
     assert note == "[crab] Today is 2099-01-01."
-    assert steps.date_note([crab.UserMessage(note)], "2099-01-01", started) is None
+    assert steps.date_note([crab.messages.UserMessage(note)], "2099-01-01", started) is None
     assert steps.date_note([], "2099-01-01", None) == note  # no session date: told at once
 
 
@@ -267,7 +273,7 @@ def test_two_steering_messages_in_a_row_get_no_reply_between_them(crab_agent: An
     plugin = types.SimpleNamespace(crab_tools=crab.hookimpl(lambda config: [wait]))
     h = holder["h"] = crab_agent([[{"tool": "wait", "args": {}}], [{"text": "heard both"}]], plugins={"p": plugin})
     assert h.run("start").text == "heard both"
-    said = [m.content for m in h.requests[1].messages if not isinstance(m, crab.ToolResultMessage)]
+    said = [m.content for m in h.requests[1].messages if not isinstance(m, crab.messages.ToolResultMessage)]
     assert said[-2:] == ["also left", "and right"] and NO_REPLY not in said
     assert breaks(h.requests) == []
 
@@ -289,6 +295,6 @@ def test_a_summary_request_that_does_not_fit_falls_back_to_the_transcript(crab_a
     h = crab_agent(reply, config={"crab.context_window": 3000})
     for n in range(16):
         assert h.run(f"question {n} " + "why? " * 60).stop == "end"
-    done = [e for e in h.events_of(crab.CompactionEvent) if e.phase == "done"]
+    done = [e for e in h.events_of(crab.events.CompactionEvent) if e.phase == "done"]
     assert done and asked[:2] == ["in place", "transcript"]
     assert h.session.handoff is not None and h.session.handoff["state"]["summary"] == "Goal: many questions."

@@ -13,12 +13,12 @@ ENGINE = '''"""A turn engine that carries out each step on the session as the st
 import crab
 from crab import steps
 
-CRAB_API = ">=1.0,<2"
+CRAB_API = ">=0.1,<0.2"
 
 
 async def stepwise(session, prompt, config):
     turn_id = "e1"
-    session.emit(crab.TurnStarted(session.session_id, turn_id, prompt))
+    session.emit(crab.events.TurnStarted(session.session_id, turn_id, prompt))
     first = steps.Prompt(f"{turn_id}.p0", prompt)
     machine = steps.TurnMachine(
         session.session_id,
@@ -32,7 +32,7 @@ async def stepwise(session, prompt, config):
     while not isinstance(step, steps.EndTurn):
         session = await session.again()  # what the earlier steps stored, read back
         step = machine.send(await session.carry_out(step, first))
-    session.emit(crab.TurnEnded(session.session_id, turn_id, step.stop, machine.text, None, step.error))
+    session.emit(crab.events.TurnEnded(session.session_id, turn_id, step.stop, machine.text, None, step.error))
     return steps.TurnOutcome(step.stop, machine.text, error=step.error, turn_id=turn_id,
                              session_id=session.session_id, tool_calls=machine.tool_calls)
 

@@ -91,13 +91,15 @@ def test_an_installed_renderer_is_the_default_whatever_its_name():
         def __init__(self, target: RenderTarget) -> None:
             self.target = target
 
-        def handle(self, event: crab.Event) -> None: ...
+        def handle(self, event: crab.events.Event) -> None: ...
 
         def close(self) -> None: ...
 
     def offered(name: str) -> object:
         return types.SimpleNamespace(
-            crab_renderers=crab.hookimpl(lambda config: [crab.RendererSpec(name, "a plugin's renderer", Loud)])
+            crab_renderers=crab.hookimpl(
+                lambda config: [crab.rendering.RendererSpec(name, "a plugin's renderer", Loud)]
+            )
         )
 
     target = RenderTarget(io.StringIO(), io.StringIO())
@@ -132,12 +134,14 @@ def test_an_interactive_renderer_is_the_default_of_chat_only(crab_cli):
         def __init__(self, target: RenderTarget) -> None:
             self.target = target
 
-        def handle(self, event: crab.Event) -> None: ...
+        def handle(self, event: crab.events.Event) -> None: ...
 
         def close(self) -> None: ...
 
     plugin = types.SimpleNamespace(
-        crab_renderers=crab.hookimpl(lambda config: [crab.RendererSpec("term", "for people", Loud, interactive=True)])
+        crab_renderers=crab.hookimpl(
+            lambda config: [crab.rendering.RendererSpec("term", "for people", Loud, interactive=True)]
+        )
     )
     host = build_host({"term-plugin": plugin})
     assert renderer_spec(host, host.config, None).name == "plain"

@@ -148,7 +148,7 @@ def test_a_resumed_session_whose_provider_is_gone_keeps_the_runs_model_and_says_
     try:
         resumed = alone.run_async(alone.agent.resume(session_id))
         assert alone.agent.model_for(resumed).name == "mock/scripted"
-        warned = [e.message for e in alone.events_of(crab.NoticeEvent) if e.level == "warning"]
+        warned = [e.message for e in alone.events_of(crab.events.NoticeEvent) if e.level == "warning"]
         assert any("other/big" in line and "provider other is not loaded" in line for line in warned)
     finally:
         alone.close()

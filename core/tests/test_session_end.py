@@ -100,7 +100,7 @@ def test_a_failing_implementation_is_reported_once_and_dropped(crab_home) -> Non
     finally:
         h.close()
     assert broken.calls == 1
-    warned = [e.message for e in h.events_of(crab.NoticeEvent) if e.level == "warning"]
+    warned = [e.message for e in h.events_of(crab.events.NoticeEvent) if e.level == "warning"]
     assert [line for line in warned if "cannot stop my servers" in line] == [
         "plugin broken failed: crab_session_end raised RuntimeError: cannot stop my servers "
         "(its crab_session_end is not called again in this run)"

@@ -44,7 +44,7 @@ def sample(
 
 
 def run(tool: crab.Tool, args: dict) -> crab.ToolResult:
-    return asyncio.run(crab.run_tool(tool, args, ToolContext("s1", Path("."))))
+    return asyncio.run(crab.tools.run_tool(tool, args, ToolContext("s1", Path("."))))
 
 
 def test_schema_from_hints_and_docstring():
@@ -115,7 +115,7 @@ def test_async_tools_tool_error_and_results():
 
 
 def test_output_is_truncated_with_a_note():
-    @crab.tool(output_limit=crab.OutputLimit(lines=3, bytes=1000))
+    @crab.tool(output_limit=crab.tools.OutputLimit(lines=3, bytes=1000))
     def many() -> str:
         """Print many lines."""
         return "\n".join(f"line {i}" for i in range(10))
@@ -176,7 +176,7 @@ def test_a_cancelled_sync_tool_is_told_to_stop():
 
     async def scenario() -> None:
         try:
-            await asyncio.wait_for(crab.run_tool(spin, {}, ctx), 0.2)
+            await asyncio.wait_for(crab.tools.run_tool(spin, {}, ctx), 0.2)
         except TimeoutError:
             pass
 
@@ -200,11 +200,11 @@ def test_a_tool_is_data_and_the_loop_runs_a_blocking_handler_in_a_thread_of_its_
         return threading.current_thread().name
 
     assert (plain.blocking, awaited.blocking) == (True, False)
-    assert not hasattr(plain, "run")  # carrying a call out is the loop's (crab.run_tool), not the Tool's
+    assert not hasattr(plain, "run")  # carrying a call out is the loop's (crab.tools.run_tool), not the Tool's
     by_hand = crab.Tool(
         "by_hand", "Blocks.", {"type": "object"}, lambda args, ctx: threading.current_thread().name, blocking=True
     )
     ctx = ToolContext("s", Path("."))
     main = threading.current_thread().name
-    names = [asyncio.run(crab.run_tool(tool, {}, ctx)).content for tool in (plain, awaited, by_hand)]
+    names = [asyncio.run(crab.tools.run_tool(tool, {}, ctx)).content for tool in (plain, awaited, by_hand)]
     assert names[1] == main and names[0] != main and names[2] != main

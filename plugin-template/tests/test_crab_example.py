@@ -21,7 +21,7 @@ def test_the_model_calls_word_count(crab_agent):
         plugins={"example": crab_example},
     )
     assert harness.run("count the words in notes.txt").text == "4 words"
-    [result] = harness.events_of(crab.ToolResultEvent)
+    [result] = harness.events_of(crab.events.ToolResultEvent)
     assert (result.name, result.content, result.is_error) == ("word_count", "4", False)
     assert harness.requests[-1].messages[-1].content == "4"  # what the model was sent back
 
@@ -38,7 +38,7 @@ def test_errors_go_back_to_the_model_as_error_results(crab_agent):
         config={"plugins.example.max_bytes": 10},
     )
     assert harness.run("count").text == "done"
-    outside, big = harness.events_of(crab.ToolResultEvent)
+    outside, big = harness.events_of(crab.events.ToolResultEvent)
     assert outside.is_error and "outside the workspace" in outside.content
     assert big.is_error and "more than max_bytes (10)" in big.content
 
@@ -48,7 +48,7 @@ def test_the_words_command(crab_agent):
     harness = crab_agent([], plugins={"example": crab_example})
     harness.run("/words notes.txt")
     harness.run("/words")
-    answer, usage = harness.events_of(crab.CommandOutput)
+    answer, usage = harness.events_of(crab.events.CommandOutput)
     assert (answer.text, answer.is_error) == ("notes.txt: 3 words", False)
     assert usage.is_error and usage.text == "usage: /words PATH"
 

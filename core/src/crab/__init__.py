@@ -1,258 +1,125 @@
-"""crab: a small agent framework in which everything is a plugin. The public surface (with
-``crab.processes`` and ``crab.testing``): every name in ``__all__`` is covered by ``API_VERSION``,
-listed in docs/api.md, and imported on first use (PEP 562) so ``import crab`` stays cheap."""
+"""crab: a small agent framework in which everything is a plugin.
+
+``crab`` holds what a program or a plugin author needs (docs/api.md): the library's ``Agent`` (and
+``RunContext``, ``OutputError``), the
+tool types and ``@crab.tool``, the hook markers, the agent handle, the protocols a provider, store,
+channel, renderer or command implements, config and settings, and the errors. The rest of the
+public API lives in submodules that own their ``__all__``: ``crab.events``, ``crab.messages``,
+``crab.storage``, ``crab.secrets``, ``crab.tools``, ``crab.hooks``, ``crab.config``,
+``crab.rendering``, ``crab.steps`` and ``crab.processes``; tests use ``crab.testing`` (the
+distribution crab-testing). Everything else under ``crab`` is private.
+
+Each name is written once, in the ``TYPE_CHECKING`` block below: type checkers read it as it is,
+and ``__getattr__`` reads the same lines to import a name on first use (PEP 562), since importing
+them all would double what ``crab --help`` loads (docs/api.md#how-crab-imports-its-names).
+"""
 
 from __future__ import annotations
 
-import importlib
+import os
+import sys
 from typing import TYPE_CHECKING, Any
 
-from crab import _compat
-from crab._version import __version__
+from crab._version import __version__ as __version__
 
-_compat.install()
+# crab-testing installs crab/testing into this same folder; installed editable, it sits in a ``crab``
+# folder of its own elsewhere on sys.path, which this package's path must then name too (what
+# pkgutil.extend_path does, without importing pkgutil at every start).
+__path__ += [
+    folder
+    for folder in (os.path.join(entry, "crab") for entry in sys.path if isinstance(entry, str) and entry)
+    if folder not in __path__ and os.path.isdir(os.path.join(folder, "testing"))
+]
 
-# The same names for type checkers, as explicit re-exports (``X as X``), one import per module (so not
-# as isort would split them).
-if TYPE_CHECKING:
-    from crab._assembly.collect_hook import HookResults as HookResults, collect_hook as collect_hook  # noqa: I001
-    from crab._assembly.library import Agent as Agent, Run as Run
-    from crab._assembly.result import RunResult as RunResult, ToolCallRecord as ToolCallRecord
+if TYPE_CHECKING:  # crab's public names: one import per module, each name re-exported as itself
+    from crab._assembly.library import Agent as Agent, Run as Run  # noqa: I001
     from crab._assembly.output import OutputError as OutputError
-    from crab._assembly.limits import UsageLimitExceeded as UsageLimitExceeded, UsageLimits as UsageLimits
-    from crab._assembly.history import (
-        HistoryAnchor as HistoryAnchor,
-        HistoryItem as HistoryItem,
-        messages_from_json as messages_from_json,
-        messages_to_json as messages_to_json,
-    )
-    from crab._contracts.run_context import RunContext as RunContext
-    from crab._assembly.toolbox import ToolBox as ToolBox, open_toolbox as open_toolbox
-    from crab._config.layers import Config as Config, PluginTable as PluginTable
-    from crab._config.paths import crab_home as crab_home
+    from crab._assembly.result import RunResult as RunResult, ToolCallRecord as ToolCallRecord
+    from crab._config.layers import Config as Config
     from crab._contracts.channels import Channel as Channel
-    from crab._contracts.commands import (
-        Command as Command,
-        CommandContext as CommandContext,
-        CommandResult as CommandResult,
-    )
-    from crab._contracts.config_tables import (
-        ConfigTable as ConfigTable,
-        InvalidValue as InvalidValue,
-        Setting as Setting,
-        validate_table as validate_table,
-    )
-    from crab._contracts.errors import (
-        ChannelError as ChannelError,
-        ConfigError as ConfigError,
-        ContextOverflowError as ContextOverflowError,
-        CrabError as CrabError,
-        PluginError as PluginError,
-        ProviderError as ProviderError,
-        StoreError as StoreError,
-        ToolError as ToolError,
-        UsageError as UsageError,
-    )
-    from crab._contracts.events import (
-        ChildEvent as ChildEvent,
-        CommandOutput as CommandOutput,
-        CompactionEvent as CompactionEvent,
-        ErrorEvent as ErrorEvent,
-        ErrorKind as ErrorKind,
-        Event as Event,
-        FileDiff as FileDiff,
-        MessageEnd as MessageEnd,
-        ModelCallEvent as ModelCallEvent,
-        NoticeEvent as NoticeEvent,
-        PlanEvent as PlanEvent,
-        PlanItem as PlanItem,
-        PlanStatus as PlanStatus,
-        RetryEvent as RetryEvent,
-        StreamEvent as StreamEvent,
-        TextDelta as TextDelta,
-        ThinkingDelta as ThinkingDelta,
-        ToolCallEvent as ToolCallEvent,
-        ToolResultEvent as ToolResultEvent,
-        TurnEnded as TurnEnded,
-        TurnStarted as TurnStarted,
-        TurnStop as TurnStop,
-        UsageEvent as UsageEvent,
-        event_to_dict as event_to_dict,
-    )
-    from crab._contracts.images import (
-        IMAGE_TYPES as IMAGE_TYPES,
-        ImagePart as ImagePart,
-        ImageTooLarge as ImageTooLarge,
-        sniff_image as sniff_image,
-    )
-    from crab._contracts.handle import (
-        AgentHandle as AgentHandle,
-        ChildOutcome as ChildOutcome,
-        PluginStatus as PluginStatus,
-        SessionView as SessionView,
-    )
-    from crab._contracts.interception import (
-        Allow as Allow,
-        Answer as Answer,
-        Decision as Decision,
-        Deny as Deny,
-        PermissionRequest as PermissionRequest,
-        Replace as Replace,
-    )
-    from crab._contracts.messages import (
-        AssistantMessage as AssistantMessage,
-        Message as Message,
-        StopReason as StopReason,
-        Thinking as Thinking,
-        ToolCall as ToolCall,
-        ToolResultMessage as ToolResultMessage,
-        Usage as Usage,
-        UserMessage as UserMessage,
-        json_text as json_text,
-        message_from_dict as message_from_dict,
-        message_to_dict as message_to_dict,
-        parse_tool_arguments as parse_tool_arguments,
-        unique_id as unique_id,
-        usage_from_dict as usage_from_dict,
-        usage_to_dict as usage_to_dict,
-    )
-    from crab._contracts.providers import ModelInfo as ModelInfo, ModelRequest as ModelRequest, Provider as Provider
+    from crab._contracts.commands import Command as Command, CommandContext as CommandContext
+    from crab._contracts.commands import CommandResult as CommandResult
+    from crab._contracts.config_tables import ConfigTable as ConfigTable, InvalidValue as InvalidValue
+    from crab._contracts.config_tables import Setting as Setting
+    from crab._contracts.errors import ChannelError as ChannelError, ConfigError as ConfigError
+    from crab._contracts.errors import ContextOverflowError as ContextOverflowError, CrabError as CrabError
+    from crab._contracts.errors import PluginError as PluginError, ProviderError as ProviderError
+    from crab._contracts.errors import StoreError as StoreError, ToolError as ToolError
+    from crab._contracts.errors import UsageError as UsageError
+    from crab._contracts.handle import AgentHandle as AgentHandle, ChildOutcome as ChildOutcome
+    from crab._contracts.handle import PluginStatus as PluginStatus, SessionView as SessionView
+    from crab._contracts.interception import Answer as Answer, PermissionRequest as PermissionRequest
+    from crab._contracts.providers import ModelInfo as ModelInfo, ModelRequest as ModelRequest
+    from crab._contracts.providers import Provider as Provider
     from crab._contracts.questions import AskQuestion as AskQuestion, Question as Question
-    from crab._contracts.renderers import (
-        ChatEntry as ChatEntry,
-        ChatInput as ChatInput,
-        ChatState as ChatState,
-        Renderer as Renderer,
-        RendererSpec as RendererSpec,
-        RenderTarget as RenderTarget,
-    )
-    from crab._contracts.storage import (
-        ENTRY_TYPES as ENTRY_TYPES,
-        INTERCHANGE_VERSION as INTERCHANGE_VERSION,
-        SESSION_HEADER_KEY as SESSION_HEADER_KEY,
-        BlobStore as BlobStore,
-        Entry as Entry,
-        EntryType as EntryType,
-        SearchHit as SearchHit,
-        SessionImporter as SessionImporter,
-        SessionInfo as SessionInfo,
-        Store as Store,
-        entry_from_dict as entry_from_dict,
-        entry_text as entry_text,
-        entry_to_dict as entry_to_dict,
-        new_entry_id as new_entry_id,
-        new_session_id as new_session_id,
-        search_hit as search_hit,
-        session_from_header as session_from_header,
-        session_header as session_header,
-    )
-    from crab._contracts.tools import (
-        Tool as Tool,
-        ToolContext as ToolContext,
-        ToolResult as ToolResult,
-        ToolSpec as ToolSpec,
-        tool as tool,
-    )
-    from crab._contracts.truncate import OutputLimit as OutputLimit, Truncation as Truncation
-    from crab._contracts.truncate import describe as describe_truncation
-    from crab._contracts.truncate import truncate as truncate_output
+    from crab._contracts.renderers import Renderer as Renderer
+    from crab._contracts.run_context import RunContext as RunContext
+    from crab._contracts.storage import Store as Store
+    from crab._contracts.tools import Tool as Tool, ToolContext as ToolContext, ToolResult as ToolResult
+    from crab._contracts.tools import ToolSpec as ToolSpec, tool as tool
     from crab._host.api_version import API_VERSION as API_VERSION
     from crab._host.declared import hookspec as hookspec
     from crab._host.hookspecs import hookimpl as hookimpl
-    from crab._loop.pricing import usage_cost as usage_cost, with_cost as with_cost
-    from crab._loop.tool_exec import preview_diffs as preview_diffs, run_tool as run_tool
-    from crab._secrets.keys import (
-        REDACTED as REDACTED,
-        dsn_password as dsn_password,
-        known_secrets as known_secrets,
-        lookup_key as lookup_key,
-        missing_key_message as missing_key_message,
-    )
-    from crab._secrets.redaction import Redactor as Redactor
-    from crab._system.atomic import write_atomic as write_atomic
-
-_HOMES: dict[str, str] = {
-    "crab._assembly.collect_hook": "collect_hook HookResults",
-    "crab._assembly.library": "Agent Run",
-    "crab._assembly.result": "RunResult ToolCallRecord",
-    # issue 42 (library): typed results, history as data, deps, limits
-    "crab._assembly.output": "OutputError",
-    "crab._assembly.limits": "UsageLimitExceeded UsageLimits",
-    "crab._assembly.history": "HistoryAnchor HistoryItem messages_from_json messages_to_json",
-    "crab._contracts.run_context": "RunContext",
-    "crab._assembly.toolbox": "open_toolbox ToolBox",
-    "crab._config.layers": "Config PluginTable",
-    "crab._config.paths": "crab_home",
-    "crab._contracts.channels": "Channel",
-    "crab._contracts.commands": "Command CommandContext CommandResult",
-    "crab._contracts.config_tables": "ConfigTable InvalidValue Setting validate_table",
-    "crab._contracts.errors": (
-        "ChannelError ConfigError ContextOverflowError CrabError PluginError ProviderError StoreError ToolError"
-        " UsageError"
-    ),
-    "crab._contracts.events": (
-        "ChildEvent CommandOutput CompactionEvent ErrorEvent ErrorKind Event event_to_dict FileDiff MessageEnd"
-        " ModelCallEvent NoticeEvent PlanEvent PlanItem PlanStatus RetryEvent StreamEvent TextDelta ThinkingDelta"
-        " ToolCallEvent ToolResultEvent TurnEnded TurnStarted TurnStop UsageEvent"
-    ),
-    "crab._contracts.handle": "AgentHandle ChildOutcome PluginStatus SessionView",
-    "crab._contracts.images": "IMAGE_TYPES ImagePart ImageTooLarge sniff_image",
-    "crab._contracts.interception": "Allow Answer Decision Deny PermissionRequest Replace",
-    "crab._contracts.messages": (
-        "AssistantMessage json_text Message message_from_dict message_to_dict parse_tool_arguments StopReason"
-        " Thinking ToolCall ToolResultMessage unique_id Usage usage_from_dict usage_to_dict UserMessage"
-    ),
-    "crab._contracts.providers": "ModelInfo ModelRequest Provider",
-    "crab._contracts.questions": "AskQuestion Question",
-    "crab._contracts.renderers": "ChatEntry ChatInput ChatState Renderer RendererSpec RenderTarget",
-    "crab._contracts.storage": (
-        "BlobStore Entry entry_from_dict entry_text entry_to_dict ENTRY_TYPES EntryType INTERCHANGE_VERSION"
-        " new_entry_id new_session_id search_hit SearchHit session_from_header session_header SESSION_HEADER_KEY"
-        " SessionImporter SessionInfo Store"
-    ),
-    "crab._contracts.tools": "Tool tool ToolContext ToolResult ToolSpec",
-    "crab._contracts.truncate": "OutputLimit Truncation",
-    "crab._host.api_version": "API_VERSION",
-    "crab._host.declared": "hookspec",
-    "crab._host.hookspecs": "hookimpl",
-    "crab._loop.pricing": "usage_cost with_cost",
-    "crab._loop.tool_exec": "preview_diffs run_tool",
-    "crab._secrets.keys": "dsn_password known_secrets lookup_key missing_key_message REDACTED",
-    "crab._secrets.redaction": "Redactor",
-    "crab._system.atomic": "write_atomic",
-}
-"""Each module behind ``crab`` → the public names it holds, by the same name."""
-
-_EXPORTS: dict[str, str] = {name: module for module, names in _HOMES.items() for name in names.split()}
-_EXPORTS["truncate_output"] = "crab._contracts.truncate:truncate"
-_EXPORTS["describe_truncation"] = "crab._contracts.truncate:describe"
-"""Public name → ``module`` (same name there) or ``module:attribute``."""
-
-# Type checkers read the ``X as X`` imports above, and this literal for the two imported under other names.
-__all__ = ["__version__", "describe_truncation", "truncate_output"]
-__all__ += [name for name in _EXPORTS if name not in __all__]
+    from crab import config as config, events as events, hooks as hooks, messages as messages  # submodules
+    from crab import processes as processes, rendering as rendering, secrets as secrets, steps as steps
+    from crab import storage as storage, tools as tools
 
 
-def _lazy_export(exports: dict[str, str], namespace: dict[str, Any], owner: str, name: str) -> Any:
-    """Import public ``name`` of module ``owner`` on first use (PEP 562), and keep it in ``namespace``.
+def _names_in(file: str) -> dict[str, str]:
+    """Public name → ``module:attribute``, read from the first ``if TYPE_CHECKING:`` block of ``file``
+    (up to its first blank line), where each is imported ``as`` its public name (``X as X``, so type
+    checkers re-export it); crab.testing reads its own so."""
+    import re
 
-    ``exports`` maps public names to ``module`` (same name there) or ``module:attribute``; shared by
-    ``crab`` and ``crab.testing``. Not itself part of the public API.
-    """
-    target = exports.get(name)
-    if target is None:
-        raise AttributeError(f"module {owner!r} has no attribute {name!r}")
-    module, _, attribute = target.partition(":")
-    value = getattr(importlib.import_module(module), attribute or name)
+    with open(file, encoding="utf-8") as source:
+        block = source.read().partition("if TYPE_CHECKING:")[2].partition("\n\n")[0]
+    found = re.findall(r"from (\S+) import (\([^)]*\)|.+)", block)
+    return {
+        name: f"{module}:{attribute}"
+        for module, names in found
+        for attribute, name in re.findall(r"(\w+) as (\w+)", names)
+    }
+
+
+def _lazy(namespace: dict[str, Any], names: dict[str, str], name: str) -> Any:
+    """``namespace``'s attribute ``name`` imported on first use (PEP 562), or ``AttributeError``.
+
+    A public submodule (``crab.events``) is one such name: ``import crab`` then reaches
+    ``crab.events.TextDelta`` without importing every submodule at start-up. ``__all__`` lists
+    the other names."""
+    owner = namespace["__name__"]
+    if name == "__all__":
+        value: Any = sorted(
+            [
+                *(n for n, home in names.items() if home.partition(":")[0] != owner),
+                *(["__version__"] if "__version__" in namespace else []),
+            ]
+        )
+    elif name in names:
+        import importlib
+
+        module, _, attribute = names[name].partition(":")
+        if module == owner:
+            value = importlib.import_module(f"{owner}.{attribute}")
+        else:
+            value = getattr(importlib.import_module(module), attribute)
+    else:
+        raise AttributeError(f"module {owner!r} has no attribute {name!r} (docs/api.md lists {owner}'s names)")
     namespace[name] = value
     return value
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:  # an API 1.x name that moved to a kit (a DeprecationWarning), or none
-        return _compat.moved_name(name, globals())
-    return _lazy_export(_EXPORTS, globals(), "crab", name)
+_homes: dict[str, str] = {}
 
 
-def __dir__() -> list[str]:
-    return sorted(__all__)
+if not TYPE_CHECKING:  # hidden from type checkers, for which a module __getattr__ makes every unknown name Any
+
+    def __getattr__(name: str) -> Any:
+        if not _homes:
+            _homes.update(_names_in(__file__))
+        return _lazy(globals(), _homes, name)
+
+    def __dir__() -> list[str]:
+        if not _homes:
+            _homes.update(_names_in(__file__))
+        return sorted({*globals(), *_homes})

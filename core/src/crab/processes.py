@@ -388,7 +388,7 @@ def wrap_command(
 
 @contextlib.contextmanager
 def _tool_call(tool: str, permission: str, context: Any) -> Iterator[None]:
-    """Mark the code inside as running one tool call, for ``wrap_command`` (``crab.run_tool`` uses it)."""
+    """Mark the code inside as running one tool call, for ``wrap_command`` (``crab.tools.run_tool`` uses it)."""
     token = _call.set((tool, permission, context))
     try:
         yield

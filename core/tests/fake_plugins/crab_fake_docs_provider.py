@@ -19,8 +19,8 @@ class DocsProvider:
 
     async def stream(self, request):
         text = f"from {self.base_url}"
-        yield crab.TextDelta(text)
-        yield crab.MessageEnd(crab.AssistantMessage(content=text))
+        yield crab.events.TextDelta(text)
+        yield crab.events.MessageEnd(crab.messages.AssistantMessage(content=text))
 
 
 @crab.hookimpl

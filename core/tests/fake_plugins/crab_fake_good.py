@@ -2,7 +2,7 @@
 
 import crab
 
-CRAB_API = ">=1.0,<2"
+CRAB_API = ">=0.1,<0.2"
 
 
 @crab.tool

@@ -2,7 +2,7 @@
 
 It uses what 1.0 offered, the way plugins were written then: ``crab.tool`` with a
 ``crab.ToolContext``, ``crab.ToolError``, ``crab.Command`` reaching ``ctx.agent``, a
-``crab.RendererSpec`` matching event classes, and ``crab_startup``/``crab_shutdown`` reading the
+``crab.rendering.RendererSpec`` matching event classes, and ``crab_startup``/``crab_shutdown`` reading the
 agent's store and config. It keeps working, but for one change of 0.x: the handle forwards no
 attribute of the ``Agent`` (``store``, ``provider``), so it reads ``store_name`` and ``provider_name``.
 """
@@ -11,7 +11,7 @@ import os
 
 import crab
 
-CRAB_API = ">=1.0,<2"
+CRAB_API = ">=0.1,<0.2"
 
 
 def log(line):
@@ -37,15 +37,15 @@ class Transcript:
         self.out = target.out
 
     def handle(self, event):
-        if isinstance(event, crab.TextDelta):
+        if isinstance(event, crab.events.TextDelta):
             self.out.write(event.text)
-        elif isinstance(event, crab.ToolCallEvent):
+        elif isinstance(event, crab.events.ToolCallEvent):
             self.out.write(f"[call {event.call.name} {event.call.arguments}]")
-        elif isinstance(event, crab.ToolResultEvent):
+        elif isinstance(event, crab.events.ToolResultEvent):
             self.out.write(f"[result {event.content}{' error' if event.is_error else ''}]")
-        elif isinstance(event, crab.CommandOutput):
+        elif isinstance(event, crab.events.CommandOutput):
             self.out.write(f"[/{event.command}: {event.text}]")
-        elif isinstance(event, crab.TurnEnded):
+        elif isinstance(event, crab.events.TurnEnded):
             self.out.write(f"[end {event.stop}]")
 
     def close(self):
@@ -64,7 +64,7 @@ def crab_commands(config):
 
 @crab.hookimpl
 def crab_renderers(config):
-    return [crab.RendererSpec("transcript", "everything on one line", Transcript)]
+    return [crab.rendering.RendererSpec("transcript", "everything on one line", Transcript)]
 
 
 @crab.hookimpl

@@ -14,7 +14,9 @@ import time
 from typing import Any
 
 import pytest
-from crab import ConfigError, ErrorEvent, PluginTable, ProviderError, RetryEvent, StreamEvent, TextDelta
+from crab import ConfigError, ProviderError
+from crab.config import PluginTable
+from crab.events import ErrorEvent, RetryEvent, StreamEvent, TextDelta
 from crab.testing import HttpReply, ReplayServer, make_config
 from crab_provider_kit import (
     DEFAULT_REQUEST_TIMEOUT,

@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from crab import ConfigError, ErrorEvent, PluginTable, ProviderError, RetryEvent, StreamEvent, TextDelta
+from crab import ConfigError, ProviderError
+from crab.config import PluginTable
+from crab.events import ErrorEvent, RetryEvent, StreamEvent, TextDelta
 from crab.testing import ReplayServer
 from crab_provider_kit import HttpOptions, ServerSentEvent, read_http_options, stream_call
 

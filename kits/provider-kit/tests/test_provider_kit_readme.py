@@ -29,7 +29,7 @@ def server(tmp_path: Path):
 
 
 def request() -> crab.ModelRequest:
-    return crab.ModelRequest(model="toy-1", system="", messages=(crab.UserMessage("hi"),))
+    return crab.ModelRequest(model="toy-1", system="", messages=(crab.messages.UserMessage("hi"),))
 
 
 def test_the_readme_provider_streams_and_retries(server):
@@ -38,8 +38,8 @@ def test_the_readme_provider_streams_and_retries(server):
     provider = plugin.ToyProvider(server.provider_table("TOY_API_KEY"), env={"TOY_API_KEY": KEY})
     events, error = collect_stream(provider, request())
     assert error is None, error
-    assert "".join(e.text for e in events if isinstance(e, crab.TextDelta)) == "hello world"
-    assert isinstance(events[-1], crab.MessageEnd) and events[-1].message.content == "hello world"
+    assert "".join(e.text for e in events if isinstance(e, crab.events.TextDelta)) == "hello world"
+    assert isinstance(events[-1], crab.events.MessageEnd) and events[-1].message.content == "hello world"
     assert len(server.requests) == 2
     assert server.requests[-1].headers["authorization"] == f"Bearer {KEY}"
 

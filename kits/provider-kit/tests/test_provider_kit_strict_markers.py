@@ -68,13 +68,13 @@ class ToyParser(ToyParser):
     def feed(self, event):
         if event.data != self.end_marker and "tool" in json.loads(event.data):
             data = json.loads(event.data)
-            self.calls.append(crab.ToolCall(f"call_{len(self.calls)}", data["tool"], data["args"]))
+            self.calls.append(crab.messages.ToolCall(f"call_{len(self.calls)}", data["tool"], data["args"]))
             return []
         return super().feed(event)
 
     def finish(self):
         [end] = super().finish()
-        return [crab.MessageEnd(replace(end.message, tool_calls=tuple(self.calls)))]
+        return [crab.events.MessageEnd(replace(end.message, tool_calls=tuple(self.calls)))]
 """
 
 

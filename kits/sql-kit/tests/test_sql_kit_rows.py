@@ -27,13 +27,15 @@ CREATE TABLE prompts (sha256 TEXT PRIMARY KEY, text TEXT);
 """
 
 
-def _entry(entry_type: crab.EntryType, payload: dict[str, object], at: float, entry_id: str) -> crab.Entry:
-    return crab.Entry(id=entry_id, session_id="s1", parent_id=None, type=entry_type, time=at, payload=payload)
+def _entry(
+    entry_type: crab.storage.EntryType, payload: dict[str, object], at: float, entry_id: str
+) -> crab.storage.Entry:
+    return crab.storage.Entry(id=entry_id, session_id="s1", parent_id=None, type=entry_type, time=at, payload=payload)
 
 
 def _assistant(tokens: int, cost: float | None) -> dict[str, object]:
-    usage = crab.Usage(input_tokens=tokens, output_tokens=1, cost=cost)
-    return {"role": "assistant", "content": "hi", "usage": crab.usage_to_dict(usage)}
+    usage = crab.messages.Usage(input_tokens=tokens, output_tokens=1, cost=cost)
+    return {"role": "assistant", "content": "hi", "usage": crab.messages.usage_to_dict(usage)}
 
 
 def test_entries_and_their_session_row_round_trip_through_sqlite():

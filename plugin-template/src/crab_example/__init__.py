@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import crab
 
-CRAB_API = ">=1.8,<2"  # the plugin API versions this plugin works with (crab.API_VERSION)
+CRAB_API = ">=0.1,<0.2"  # the plugin API versions this plugin works with (crab.API_VERSION)
 
 
 @crab.hookimpl

@@ -221,10 +221,11 @@ class Crab:
         )
         self._scripts = 0
 
-    def script(self, *replies: list[dict[str, Any]]) -> str:
+    def script(self, *replies: list[dict[str, Any]], stream_calls: bool = True) -> str:
+        """A script file as a model id; ``stream_calls=False``: its calls come only with each reply's end."""
         self._scripts += 1
         path = self.root / f"script{self._scripts}.json"
-        path.write_text(json.dumps({"replies": list(replies)}))
+        path.write_text(json.dumps({"replies": list(replies), "stream_calls": stream_calls}))
         return f"scripted/{path}"
 
     def argv(self, model: str, *extra: str) -> list[str]:

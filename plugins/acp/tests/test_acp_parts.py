@@ -26,7 +26,7 @@ def test_acp_titles_kinds_and_locations() -> None:
     assert title_of("read", {"file_path": "a.py"}) == "read a.py"
     assert len(title_of("bash", {"command": "x" * 500})) == 120
     kinds = {
-        name: mapper.started(crab.ToolCall(name, name, {})).kind
+        name: mapper.started(crab.messages.ToolCall(name, name, {})).kind
         for name in ("read", "edit", "bash", "grep", "web_fetch", "deploy", "lookup", "custom", "mystery")
     }
     assert kinds == {
@@ -40,40 +40,42 @@ def test_acp_titles_kinds_and_locations() -> None:
         "custom": "read",
         "mystery": "other",
     }
-    start = mapper.started(crab.ToolCall("c1", "read", {"path": "src/x.py", "offset": 40}))
+    start = mapper.started(crab.messages.ToolCall("c1", "read", {"path": "src/x.py", "offset": 40}))
     assert start.locations[0].path == "/work/src/x.py" and start.locations[0].line == 40
 
 
 def test_acp_results_diffs_plans_and_notices() -> None:
     mapper = UpdateMapper("/work")
-    mapper.started(crab.ToolCall("c1", "edit", {"path": "a.py"}))
-    small = crab.FileDiff("a.py", "--- a\n+++ b\n", before="x\n", after="y\n", added=1, removed=1)
-    large = crab.FileDiff("big.txt", "--- a/big.txt\n+++ b/big.txt\n@@ -1 +1 @@\n-a\n+b\n")
-    (done,) = mapper.updates(crab.ToolResultEvent("c1", "edit", "edited a.py", diffs=(small, large)))
+    mapper.started(crab.messages.ToolCall("c1", "edit", {"path": "a.py"}))
+    small = crab.events.FileDiff("a.py", "--- a\n+++ b\n", before="x\n", after="y\n", added=1, removed=1)
+    large = crab.events.FileDiff("big.txt", "--- a/big.txt\n+++ b/big.txt\n@@ -1 +1 @@\n-a\n+b\n")
+    (done,) = mapper.updates(crab.events.ToolResultEvent("c1", "edit", "edited a.py", diffs=(small, large)))
     assert done.status == "completed"
     assert [c.type for c in done.content] == ["diff", "content", "content"]
     assert (done.content[0].path, done.content[0].old_text, done.content[0].new_text) == ("/work/a.py", "x\n", "y\n")
     assert done.content[1].content.text.startswith("--- a/big.txt")  # too large to send whole: the unified diff
-    (failed,) = mapper.updates(crab.ToolResultEvent("c2", "bash", "boom", is_error=True))
+    (failed,) = mapper.updates(crab.events.ToolResultEvent("c2", "bash", "boom", is_error=True))
     assert failed.status == "failed"
-    (plan,) = mapper.updates(crab.PlanEvent("s", (crab.PlanItem("a", "done"), crab.PlanItem("b", "in_progress"))))
+    (plan,) = mapper.updates(
+        crab.events.PlanEvent("s", (crab.events.PlanItem("a", "done"), crab.events.PlanItem("b", "in_progress")))
+    )
     assert [(e.content, e.status, e.priority) for e in plan.entries] == [
         ("a", "completed", "medium"),
         ("b", "in_progress", "medium"),
     ]
-    assert mapper.updates(crab.PlanEvent("s", ()))[0].entries == []  # cleared
-    assert mapper.updates(crab.NoticeEvent("fyi")) == []
-    (warning,) = mapper.updates(crab.NoticeEvent("plugin x failed", "warning"))
+    assert mapper.updates(crab.events.PlanEvent("s", ()))[0].entries == []  # cleared
+    assert mapper.updates(crab.events.NoticeEvent("fyi")) == []
+    (warning,) = mapper.updates(crab.events.NoticeEvent("plugin x failed", "warning"))
     assert "plugin x failed" in warning.content.text
-    assert mapper.updates(crab.UsageEvent(crab.Usage(1, 2))) == []
+    assert mapper.updates(crab.events.UsageEvent(crab.messages.Usage(1, 2))) == []
 
 
-def test_acp_a_question_follows_its_call() -> None:
+def test_acp_a_question_describes_its_call_as_its_tool_call_update_did() -> None:
     mapper = UpdateMapper("/work")
-    mapper.seen(crab.ToolCallEvent(crab.ToolCall("c9", "write", {"path": "n.txt", "content": "x"})))
-    (early,) = mapper.announce("c9")
-    assert early.tool_call_id == "c9" and mapper.announce("c9") == []
-    assert mapper.updates(crab.ToolCallEvent(crab.ToolCall("c9", "write", {}))) == []  # not twice
+    (started,) = mapper.updates(
+        crab.events.ToolCallEvent(crab.messages.ToolCall("c9", "write", {"path": "n.txt", "content": "x"}))
+    )
+    assert started.tool_call_id == "c9"
     asked = mapper.question(crab.PermissionRequest("write", "write", 'write(path="n.txt")', call_id="c9"))
     assert (asked.tool_call_id, asked.title, asked.kind) == ("c9", "write n.txt", "edit")
     other = mapper.question(crab.PermissionRequest("srv (MCP elicitation)", "network", "srv asks for a token"))

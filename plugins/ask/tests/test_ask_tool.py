@@ -31,7 +31,7 @@ def test_a_choice_picked_by_number_comes_back_as_its_text(crab_agent):
     )
     assert harness.run("set it up").text == "ok"
     assert asked == [crab.Question("Which database?", ("SQLite", "PostgreSQL"), True)]
-    [result] = harness.events_of(crab.ToolResultEvent)
+    [result] = harness.events_of(crab.events.ToolResultEvent)
     assert (result.content, result.is_error) == ("The user chose: PostgreSQL", False)
     assert harness.requests[-1].messages[-1].content == "The user chose: PostgreSQL"
 
@@ -52,7 +52,7 @@ def test_free_words_answer_unless_the_choices_are_closed(crab_agent):
         question=question,
     )
     harness.run("go")
-    closed, open_ = harness.events_of(crab.ToolResultEvent)
+    closed, open_ = harness.events_of(crab.events.ToolResultEvent)
     assert (closed.content, closed.is_error) == (NO_ANSWER, True)  # a word outside closed choices is none
     assert open_.content == "The user answered: use SQLite"
 
@@ -62,7 +62,7 @@ def test_nobody_to_ask_is_said_at_once(crab_agent):
     started = time.monotonic()
     assert harness.run("go").text == "went on"
     assert time.monotonic() - started < 10  # never a wait for an answer that cannot come
-    [result] = harness.events_of(crab.ToolResultEvent)
+    [result] = harness.events_of(crab.events.ToolResultEvent)
     assert (result.content, result.is_error) == (NOBODY, True)
 
 
@@ -80,7 +80,7 @@ def test_no_answer_in_time_is_no_answer(crab_agent):
         config={"plugins.ask.timeout": 5},
     )
     harness.run("go")
-    [result] = harness.events_of(crab.ToolResultEvent)
+    [result] = harness.events_of(crab.events.ToolResultEvent)
     assert result.is_error and result.content.startswith("The user did not answer within 5 s.")
 
 

@@ -15,7 +15,7 @@ def _diff(path, workspace, content):
     file = Path(workspace) / path
     old = file.read_text() if file.exists() else ""
     lines = difflib.unified_diff(old.splitlines(True), content.splitlines(True), f"a/{path}", f"b/{path}")
-    return crab.FileDiff(path, "".join(lines), added=1, removed=1)
+    return crab.events.FileDiff(path, "".join(lines), added=1, removed=1)
 
 
 def _preview(arguments, ctx):

@@ -16,8 +16,8 @@ from crab.testing import AgentHarness
 from crab_checkpoints import CheckpointsPlugin
 
 
-def _preview_put(arguments: dict[str, Any], ctx: crab.ToolContext) -> list[crab.FileDiff]:
-    return [crab.FileDiff(arguments["path"], f"+{arguments['content']}\n")]
+def _preview_put(arguments: dict[str, Any], ctx: crab.ToolContext) -> list[crab.events.FileDiff]:
+    return [crab.events.FileDiff(arguments["path"], f"+{arguments['content']}\n")]
 
 
 @crab.tool(permission="write", preview=_preview_put)
@@ -26,7 +26,7 @@ def put(path: str, content: str, ctx: crab.ToolContext) -> crab.ToolResult:
     file = ctx.workspace / path
     file.parent.mkdir(parents=True, exist_ok=True)
     file.write_text(content)
-    return crab.ToolResult(f"wrote {path}", diffs=(crab.FileDiff(path, f"+{content}\n", added=1),))
+    return crab.ToolResult(f"wrote {path}", diffs=(crab.events.FileDiff(path, f"+{content}\n", added=1),))
 
 
 @crab.tool(permission="exec")

@@ -108,7 +108,7 @@ def test_a_checkpoint_that_fails_never_refuses_the_call(repo: Path, agent, monke
     h = agent(TURN_1, repo)
     h.run("turn one")
     assert (repo / "a.txt").read_text() == "a by turn 1\n"
-    results = [e.content for e in h.events_of(crab.ToolResultEvent)]
+    results = [e.content for e in h.events_of(crab.events.ToolResultEvent)]
     assert results == ["wrote a.txt", "wrote new/deep/n.txt"]
-    (warning,) = [e.message for e in h.events_of(crab.NoticeEvent) if e.message.startswith("checkpoints:")]
+    (warning,) = [e.message for e in h.events_of(crab.events.NoticeEvent) if e.message.startswith("checkpoints:")]
     assert warning == "checkpoints: RuntimeError: disk on fire; /undo may not cover this turn"

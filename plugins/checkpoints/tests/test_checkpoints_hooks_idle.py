@@ -18,10 +18,10 @@ def test_only_calls_that_may_write_in_a_turn_reach_the_recorder(tmp_path: Path) 
     plugin = CheckpointsPlugin()
     read, write = _tool("read", "read"), _tool("put", "write")
     ctx = crab.ToolContext(session_id="s1", workspace=tmp_path, call_id="c1")
-    call = crab.ToolCall("c1", "put", {})
+    call = crab.messages.ToolCall("c1", "put", {})
     result = crab.ToolResult("ok")
     assert plugin.crab_before_tool_call(call, write, ctx) is None  # no turn running: nothing to undo
-    plugin.crab_event(crab.TurnStarted(session_id="s1", turn_id="t1", input="go"), "s1")
+    plugin.crab_event(crab.events.TurnStarted(session_id="s1", turn_id="t1", input="go"), "s1")
     assert plugin.crab_before_tool_call(call, read, ctx) is None
     assert plugin.crab_after_tool_call(call, read, result, ctx) is None
     taken = plugin.crab_before_tool_call(call, write, ctx)

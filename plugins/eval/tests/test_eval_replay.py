@@ -179,13 +179,13 @@ def test_an_exported_script_runs_as_a_plugin_test_with_crab_testing(crab_env, cr
     harness = crab_agent(replies, plugins={"probe": probe})
     for prompt in case["prompts"]:
         harness.run(prompt)
-    live = {e.call_id: e.content for e in harness.events if isinstance(e, crab.ToolResultEvent)}
+    live = {e.call_id: e.content for e in harness.events if isinstance(e, crab.events.ToolResultEvent)}
     assert live == {call_id: r["content"] for call_id, r in case["results"][0].items()}
 
     monkeypatch.setenv("EVAL_PROBE_MODE", "changed")
     changed = crab_agent(replies, plugins={"probe": probe})
     changed.run(case["prompts"][0])
-    assert {e.content for e in changed.events if isinstance(e, crab.ToolResultEvent)} == {"probe says changed"}
+    assert {e.content for e in changed.events if isinstance(e, crab.events.ToolResultEvent)} == {"probe says changed"}
 
 
 def test_a_session_file_cannot_run_commands_on_its_own_word(crab_env):

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from crab import NoticeEvent, ToolResultEvent, UserMessage
+from crab.events import NoticeEvent, ToolResultEvent
+from crab.messages import UserMessage
 from crab.testing import AgentHarness
 from crab_hooks import HooksPlugin
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import crab
 import pytest
-from crab import ToolResultEvent
+from crab.events import ToolResultEvent
 from crab.testing import AgentHarness
 from crab_hooks import HooksPlugin
 from crab_hooks.conditions import matches

@@ -16,7 +16,8 @@ from typing import Any
 import crab
 import hooks_reference_examples as ref
 import pytest
-from crab import CompactionEvent, NoticeEvent, ToolResultEvent, UserMessage
+from crab.events import CompactionEvent, NoticeEvent, ToolResultEvent
+from crab.messages import UserMessage
 from crab.testing import AgentHarness
 from crab_hooks import HooksPlugin
 

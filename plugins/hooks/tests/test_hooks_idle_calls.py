@@ -14,7 +14,7 @@ def test_tool_calls_cost_nothing_without_tool_hooks_and_run_them_with(tmp_path: 
     plugin = HooksPlugin()
     read = crab.Tool("read", "", {"type": "object"}, lambda a, c: "", permission="read")
     ctx = crab.ToolContext(session_id="s1", workspace=tmp_path, call_id="c1")
-    call, result = crab.ToolCall("c1", "read", {}), crab.ToolResult("ok")
+    call, result = crab.messages.ToolCall("c1", "read", {}), crab.ToolResult("ok")
     assert plugin.crab_before_tool_call(call, read, ctx) is None
     assert plugin.crab_after_tool_call(call, read, result, ctx) is None
     hook = {"hooks": [{"type": "command", "command": "true"}]}

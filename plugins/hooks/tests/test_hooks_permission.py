@@ -13,7 +13,8 @@ from typing import Any
 import crab
 import hooks_reference_examples as ref
 import pytest
-from crab import NoticeEvent, PermissionRequest, ToolResultEvent
+from crab import PermissionRequest
+from crab.events import NoticeEvent, ToolResultEvent
 from crab.testing import AgentHarness
 from crab_hooks import HooksPlugin
 from crab_hooks.runtime import Hooks
@@ -156,6 +157,6 @@ def test_calls_kept_for_a_permission_question_are_bounded(tmp_path):
 
     ctx = crab.ToolContext(session_id="s1", workspace=tmp_path)
     for n in range(MAX_CALLS_KEPT + 50):  # refused by a later hook: after_tool never sees them
-        asyncio.run(hooks.before_tool(crab.ToolCall(f"c{n}", "bash", {"command": "ls"}), bash, ctx))
+        asyncio.run(hooks.before_tool(crab.messages.ToolCall(f"c{n}", "bash", {"command": "ls"}), bash, ctx))
     assert len(hooks._calls) == MAX_CALLS_KEPT
     assert f"c{MAX_CALLS_KEPT + 49}" in hooks._calls and "c0" not in hooks._calls

@@ -38,7 +38,7 @@ def reply(request):
     log = os.environ.get("HTTP_TEST_REQUEST_LOG")
     if log:
         with open(log, "a") as handle:
-            handle.write(json.dumps([crab.message_to_dict(m) for m in request.messages]) + "\\n")
+            handle.write(json.dumps([crab.messages.message_to_dict(m) for m in request.messages]) + "\\n")
     last = request.messages[-1]
     users = [m for m in request.messages if m.role == "user"]
     text = users[-1].content if isinstance(users[-1].content, str) else str(users[-1].content)

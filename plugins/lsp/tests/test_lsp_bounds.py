@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from crab import ToolResultEvent
+from crab.events import ToolResultEvent
 from crab.testing import AgentHarness
 from crab_lsp import LspPlugin
 from lsp_support import FakeWrite, server_table

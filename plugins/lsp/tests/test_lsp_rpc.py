@@ -7,7 +7,7 @@ import json
 import sys
 
 import pytest
-from crab import ToolResultEvent
+from crab.events import ToolResultEvent
 from crab.testing import AgentHarness
 from crab_lsp import LspPlugin
 from crab_lsp.rpc import MAX_FRAME, Framer, ProtocolError

@@ -6,7 +6,9 @@ from typing import Any
 
 import crab
 import crab_mcp
-from crab import Deny, NoticeEvent, ToolResultMessage
+from crab.events import NoticeEvent
+from crab.hooks import Deny
+from crab.messages import ToolResultMessage
 
 
 def results(h: Any) -> list[ToolResultMessage]:

@@ -14,7 +14,8 @@ from typing import Any
 
 import crab_mcp
 import pytest
-from crab import NoticeEvent, UserMessage
+from crab.events import NoticeEvent
+from crab.messages import UserMessage
 from crab_mcp.attach import Reference, references
 
 # --- the tokens ----------------------------------------------------------------------------

@@ -52,7 +52,7 @@ def test_a_wrapper_that_refuses_fails_the_server_with_its_line(crab_agent, tiny_
     finally:
         remove()
     assert "tiny_add" not in h.agent.tools and not marker.exists()
-    notices = [e.message for e in h.events_of(crab.NoticeEvent)]
+    notices = [e.message for e in h.events_of(crab.events.NoticeEvent)]
     assert (
         "MCP server 'tiny' failed to start: refused: [plugins.sandbox] mode is required and the sandbox "
         "cannot start: no bwrap; its tools are missing for this run (`crab mcp list` shows every server and why)"

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import NoticeEvent, ToolContext, run_tool
+from crab import ToolContext
+from crab.events import NoticeEvent
+from crab.tools import run_tool
 from crab_mcp.manager import Manager
 from crab_mcp.server import ServerLink
 from crab_mcp.settings import server_configs

@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import crab_mcp
-from crab import NoticeEvent, UserMessage
+from crab.events import NoticeEvent
+from crab.messages import UserMessage
 
 HOSTILE = Path(__file__).with_name("mcp_hostile_server.py")
 

@@ -7,7 +7,8 @@ import asyncio
 from contextlib import AsyncExitStack
 from typing import Any
 
-from crab import ToolContext, run_tool
+from crab import ToolContext
+from crab.tools import run_tool
 from crab_mcp.manager import Manager
 from crab_mcp.server import ServerLink
 from crab_mcp.settings import ServerConfig

@@ -12,7 +12,10 @@ from typing import Any
 
 import crab_mcp
 import pytest
-from crab import NoticeEvent, ToolContext, ToolResultMessage, run_tool
+from crab import ToolContext
+from crab.events import NoticeEvent
+from crab.messages import ToolResultMessage
+from crab.tools import run_tool
 from crab_mcp.manager import Manager
 from crab_mcp.server import ServerLink
 from crab_mcp.settings import ServerConfig, server_configs

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import ToolContext, run_tool
+from crab import ToolContext
+from crab.tools import run_tool
 from crab_mcp.manager import Manager
 from crab_mcp.server import ServerLink
 from crab_mcp.settings import server_configs
@@ -145,7 +146,7 @@ def test_the_reference_filesystem_server_keeps_the_folder_its_command_line_names
     # crab declares roots (the workspace), and server-filesystem replaces the folders its command
     # line names with the client's roots: by default crab's roots include the folders the
     # server's own arguments name, so /data stays readable (issue 39, item 6).
-    from crab import ToolResultMessage
+    from crab.messages import ToolResultMessage
 
     data = tmp_path / "data"
     h = _filesystem_agent(
@@ -165,7 +166,7 @@ def test_the_reference_filesystem_server_keeps_the_folder_its_command_line_names
 
 
 def test_roots_false_declares_no_roots_to_that_server(crab_home, tmp_path, filesystem_js):
-    from crab import ToolResultMessage
+    from crab.messages import ToolResultMessage
 
     h = _filesystem_agent(
         crab_home,

@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import crab_mcp
-from crab import ModelRequest, NoticeEvent, PermissionRequest, ToolResultMessage, UsageEvent
+from crab import ModelRequest, PermissionRequest
+from crab.events import NoticeEvent, UsageEvent
+from crab.messages import ToolResultMessage
 
 SYSTEM = "You are terse."
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import crab
 
-CRAB_API = ">=1.0,<2"
+CRAB_API = ">=0.1,<0.2"
 
 
 @crab.tool

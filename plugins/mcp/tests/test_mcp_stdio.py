@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from crab import REDACTED, ToolContext, run_tool
+from crab import ToolContext
+from crab.secrets import REDACTED
+from crab.tools import run_tool
 from crab_mcp.manager import Manager
 from crab_mcp.server import ServerLink
 from crab_mcp.settings import ServerConfig, server_configs

@@ -12,7 +12,9 @@ from typing import Any
 import crab
 import crab_mcp
 import pytest
-from crab import ModelRequest, NoticeEvent, ToolContext, ToolResultMessage
+from crab import ModelRequest, ToolContext
+from crab.events import NoticeEvent
+from crab.messages import ToolResultMessage
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import crab_mcp
-from crab import ToolResultMessage
+from crab.messages import ToolResultMessage
 
 
 def specs(request: Any) -> dict[str, dict[str, Any]]:

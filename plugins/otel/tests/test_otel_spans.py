@@ -206,6 +206,11 @@ def test_the_metrics_are_the_two_genai_client_histograms(crab_agent: Any) -> Non
     assert "gen_ai.conversation.id" not in by_type["input"].attributes  # metrics stay low-cardinality
     (duration,) = t.metric_points("gen_ai.client.operation.duration")
     assert duration.count == 2
+    # One attribute dict serves a call's three records: each keeps only its own keys.
+    assert "gen_ai.token.type" not in duration.attributes
+    assert dict(duration.attributes) == {
+        k: v for k, v in by_type["input"].attributes.items() if k != "gen_ai.token.type"
+    }
     assert list(duration.explicit_bounds)[:3] == [0.01, 0.02, 0.04]
 
 
@@ -351,7 +356,7 @@ def test_telemetry_that_cannot_start_is_one_warning_and_the_turn_still_runs(crab
     plugin = OtelPlugin(span_exporter=InMemorySpanExporter(), metric_reader=object())  # not a reader
     h = crab_agent([[{"text": "still here"}]], plugins={"otel": plugin})
     assert h.run("go").text == "still here"
-    notices = [e.message for e in h.events_of(crab.NoticeEvent) if e.message.startswith("otel:")]
+    notices = [e.message for e in h.events_of(crab.events.NoticeEvent) if e.message.startswith("otel:")]
     assert len(notices) == 1 and "tracing is off for this run" in notices[0]
 
 
@@ -404,7 +409,7 @@ def test_a_bug_in_tracing_a_call_never_refuses_the_call(crab_agent: Any) -> None
     assert plugin.book is not None
     plugin.book.before_tool_call = broken  # type: ignore[method-assign]
     assert h.run("look at a").stop == "end"
-    (result,) = h.events_of(crab.ToolResultEvent)
+    (result,) = h.events_of(crab.events.ToolResultEvent)
     assert not result.is_error and result.content == "the note a"
-    notices = [e.message for e in h.events_of(crab.NoticeEvent) if e.message.startswith("otel:")]
+    notices = [e.message for e in h.events_of(crab.events.NoticeEvent) if e.message.startswith("otel:")]
     assert notices == ["otel: tracing stopped after an error: RuntimeError: a bug"]

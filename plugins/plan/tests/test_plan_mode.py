@@ -43,7 +43,7 @@ def answering(*answers: str | None):
 
 
 def results(h, name: str) -> list[str]:
-    return [e.content for e in h.events_of(crab.ToolResultEvent) if e.name == name]
+    return [e.content for e in h.events_of(crab.events.ToolResultEvent) if e.name == name]
 
 
 def agent(crab_agent, replies, *, question=None, config=None, ask=None, **kwargs):
@@ -74,11 +74,13 @@ def test_slash_plan_refuses_writes_until_the_user_approves_and_the_steps_become_
     assert "Save a, then b." in q.text and "1. save a" in q.text and q.choices == ("Approve", "Leave plan mode")
     [approved] = results(h, "present_plan")
     assert approved.startswith("[plan approved]") and "[ ] save a\n[ ] save b" in approved
-    [plan] = h.events_of(crab.PlanEvent)
-    assert plan.items == (crab.PlanItem("save a"), crab.PlanItem("save b"))
+    [plan] = h.events_of(crab.events.PlanEvent)
+    assert plan.items == (crab.events.PlanItem("save a"), crab.events.PlanItem("save b"))
     # the model was told of plan mode in a note recorded after the prompt, not in the system prompt
     first = h.requests[0]
-    assert [m.content for m in first.messages if isinstance(m, crab.UserMessage)][-1].startswith("[plan mode on]")
+    assert [m.content for m in first.messages if isinstance(m, crab.messages.UserMessage)][-1].startswith(
+        "[plan mode on]"
+    )
     assert "plan mode" not in first.system
 
 
@@ -114,7 +116,7 @@ def test_leaving_plan_mode_ends_it_without_approving(crab_agent):
     h.run("plan it")
     [left] = results(h, "present_plan")
     assert left.startswith("[plan mode left]") and "Do not carry it out" in left
-    assert h.events_of(crab.PlanEvent) == []
+    assert h.events_of(crab.events.PlanEvent) == []
     h.run("now save")
     assert WRITES == ["later"]  # the session runs as ask again (allowed when asked)
 
@@ -132,7 +134,7 @@ def test_present_plan_outside_plan_mode_has_nothing_to_approve(crab_agent):
     question, asked = answering()
     h = agent(crab_agent, [PLAN_CALL, [{"text": "ok"}]], question=question)
     h.run("go")
-    [result] = h.events_of(crab.ToolResultEvent)
+    [result] = h.events_of(crab.events.ToolResultEvent)
     assert result.is_error and "not in plan mode" in result.content and asked == []
 
 
@@ -189,7 +191,9 @@ def test_a_child_session_follows_its_parents_plan_mode(crab_agent):
     h.run("/plan")
     h.run("go")
     assert WRITES == []
-    refusals = [e.event.content for e in h.events_of(crab.ChildEvent) if isinstance(e.event, crab.ToolResultEvent)]
+    refusals = [
+        e.event.content for e in h.events_of(crab.events.ChildEvent) if isinstance(e.event, crab.events.ToolResultEvent)
+    ]
     assert refusals and "this session is in plan mode" in refusals[0]
 
 
@@ -206,7 +210,7 @@ def test_the_runs_mode_holds_for_that_run_and_a_switch_for_the_session(crab_agen
     second.session = second.run_async(second.agent.resume(first.session.id))
     second.run("do it")
     assert WRITES == ["x"]
-    told = [m.content for m in second.requests[0].messages if isinstance(m, crab.UserMessage)]
+    told = [m.content for m in second.requests[0].messages if isinstance(m, crab.messages.UserMessage)]
     assert [t.split("]")[0] + "]" for t in told if t.startswith("[plan")] == ["[plan mode]", "[plan mode over]"]
     # a /plan switch is the session's (stored with the next prompt): a later run is still in plan mode
     second.run("/plan")

@@ -18,19 +18,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from crab import (
-    AssistantMessage,
-    ConfigError,
-    Message,
-    MessageEnd,
-    ModelRequest,
-    RetryEvent,
-    Thinking,
-    ToolCall,
-    ToolResultMessage,
-    ToolSpec,
-    UserMessage,
-)
+from crab import ConfigError, ModelRequest, ToolSpec
+from crab.events import MessageEnd, RetryEvent
+from crab.messages import AssistantMessage, Message, Thinking, ToolCall, ToolResultMessage, UserMessage
 from crab.testing import ReplayServer
 from crab_provider_anthropic.cache import MAX_BREAKPOINTS, place_breakpoints
 from crab_provider_anthropic.provider import AnthropicProvider

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from crab import ConfigError, ModelRequest, UserMessage
+from crab import ConfigError, ModelRequest
+from crab.messages import UserMessage
 from crab_provider_anthropic.request import build_body
 from crab_provider_anthropic.settings import parse_settings
 

@@ -9,14 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from crab import (
-    ContextOverflowError,
-    ModelRequest,
-    ProviderError,
-    RetryEvent,
-    StreamEvent,
-    UserMessage,
-)
+from crab import ContextOverflowError, ModelRequest, ProviderError
+from crab.events import RetryEvent, StreamEvent
+from crab.messages import UserMessage
 from crab_provider_anthropic.provider import AnthropicProvider
 
 Run = Callable[[AnthropicProvider, ModelRequest], tuple[list[StreamEvent], Exception | None]]

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from crab import ModelRequest, ToolSpec, UserMessage
+from crab import ModelRequest, ToolSpec
+from crab.messages import UserMessage
 
 SPECS = (ToolSpec("read", "", {"type": "object"}), ToolSpec("grep", "", {"type": "object"}))
 

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import MessageEnd, ModelRequest, StreamEvent, ToolCallEvent, ToolResultMessage, ToolSpec, UserMessage
+from crab import ModelRequest, ToolSpec
+from crab.events import MessageEnd, StreamEvent, ToolCallEvent
+from crab.messages import ToolResultMessage, UserMessage
 from crab.testing import CRAB, run_crab
 from crab_provider_anthropic.parser import MessagesStreamParser
 from crab_provider_anthropic.provider import AnthropicProvider

@@ -6,21 +6,9 @@ import json
 from collections.abc import Callable
 
 import pytest
-from crab import (
-    ContextOverflowError,
-    ErrorEvent,
-    MessageEnd,
-    ModelInfo,
-    ProviderError,
-    StreamEvent,
-    TextDelta,
-    Thinking,
-    ThinkingDelta,
-    ToolCallEvent,
-    Usage,
-    UsageEvent,
-    with_cost,
-)
+from crab import ContextOverflowError, ModelInfo, ProviderError
+from crab.events import ErrorEvent, MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent, UsageEvent
+from crab.messages import Thinking, Usage, with_cost
 from crab_provider_anthropic.parser import MessagesStreamParser
 from crab_provider_kit import ServerSentEvent, SSEDecoder
 

@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from crab import (
-    AssistantMessage,
-    ConfigError,
-    ModelRequest,
-    Thinking,
-    ToolCall,
-    ToolResultMessage,
-    ToolSpec,
-    UserMessage,
-)
+from crab import ConfigError, ModelRequest, ToolSpec
+from crab.messages import AssistantMessage, Thinking, ToolCall, ToolResultMessage, UserMessage
 from crab_provider_anthropic.provider import AnthropicProvider
 from crab_provider_anthropic.request import EMPTY_REPLY, build_body, build_headers, endpoint
 from crab_provider_anthropic.settings import parse_settings

@@ -6,16 +6,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from crab import (
-    MessageEnd,
-    ModelRequest,
-    StreamEvent,
-    ThinkingDelta,
-    ToolCallEvent,
-    ToolSpec,
-    UserMessage,
-    event_to_dict,
-)
+from crab import ModelRequest, ToolSpec
+from crab.events import MessageEnd, StreamEvent, ThinkingDelta, ToolCallEvent, event_to_dict
+from crab.messages import UserMessage
 from crab_provider_anthropic.provider import AnthropicProvider
 
 Run = Callable[[AnthropicProvider, ModelRequest], tuple[list[StreamEvent], Exception | None]]

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from crab import ModelRequest, UserMessage
+from crab import ModelRequest
+from crab.messages import UserMessage
 from crab_provider_anthropic.provider import AnthropicProvider
 from crab_provider_anthropic.request import build_body
 from crab_provider_anthropic.settings import parse_settings

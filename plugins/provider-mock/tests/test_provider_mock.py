@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import AssistantMessage, ConfigError, ErrorEvent, ModelRequest, UserMessage
+from crab import ConfigError, ModelRequest
+from crab.events import ErrorEvent
+from crab.messages import AssistantMessage, UserMessage
 from crab.testing import load_script, make_config
 from crab_provider_mock.provider import ScriptFileProvider, packaged_scripts, script_path
 
@@ -134,7 +136,7 @@ def _script(tmp_path: Path) -> Path:
 
 
 async def _texts(provider: ScriptFileProvider, model: str, request: ModelRequest) -> str:
-    from crab import TextDelta
+    from crab.events import TextDelta
 
     return "".join([event.text async for event in provider.stream(request) if isinstance(event, TextDelta)])
 

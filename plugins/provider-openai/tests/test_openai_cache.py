@@ -18,16 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import (
-    AssistantMessage,
-    MessageEnd,
-    ModelRequest,
-    RetryEvent,
-    ToolCall,
-    ToolResultMessage,
-    ToolSpec,
-    UserMessage,
-)
+from crab import ModelRequest, ToolSpec
+from crab.events import MessageEnd, RetryEvent
+from crab.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from crab.testing import CRAB, ReplayServer, run_crab
 from crab_provider_openai.cache import prompt_cache_key
 from crab_provider_openai.provider import OpenAIProvider

@@ -6,7 +6,8 @@ import datetime
 from typing import Any
 
 import pytest
-from crab import ConfigError, ModelRequest, UserMessage
+from crab import ConfigError, ModelRequest
+from crab.messages import UserMessage
 from crab.testing import make_config
 from crab_provider_openai.provider import OpenAIProvider, providers_from_config
 from crab_provider_openai.request import build_body

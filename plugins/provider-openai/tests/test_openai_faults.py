@@ -10,14 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from crab import (
-    ContextOverflowError,
-    MessageEnd,
-    ModelRequest,
-    ProviderError,
-    StreamEvent,
-    UserMessage,
-)
+from crab import ContextOverflowError, ModelRequest, ProviderError
+from crab.events import MessageEnd, StreamEvent
+from crab.messages import UserMessage
 from crab_provider_openai.provider import OpenAIProvider
 
 Run = Callable[[OpenAIProvider, ModelRequest], tuple[list[StreamEvent], Exception | None]]

@@ -15,7 +15,8 @@ from typing import Any
 
 import crab
 import pytest
-from crab import ModelRequest, ToolSpec, UserMessage
+from crab import ModelRequest, ToolSpec
+from crab.messages import UserMessage
 from crab.testing import AgentHarness, ReplayServer
 
 FORCE_READ = {"type": "function", "function": {"name": "read"}}

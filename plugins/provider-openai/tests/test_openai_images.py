@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import ConfigError, ModelRequest, ProviderError, UserMessage
+from crab import ConfigError, ModelRequest, ProviderError
+from crab.messages import UserMessage
 from crab.testing import image_history
 from crab_provider_openai.settings import parse_settings
 

@@ -12,18 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import (
-    AssistantMessage,
-    ErrorEvent,
-    MessageEnd,
-    ModelRequest,
-    StreamEvent,
-    ToolCall,
-    ToolCallEvent,
-    ToolResultMessage,
-    ToolSpec,
-    UserMessage,
-)
+from crab import ModelRequest, ToolSpec
+from crab.events import ErrorEvent, MessageEnd, StreamEvent, ToolCallEvent
+from crab.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from crab.testing import CRAB, HttpReply, run_crab
 from crab_provider_kit import SSEDecoder
 from crab_provider_openai.parser import ChatStreamParser

@@ -5,18 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from crab import (
-    ErrorEvent,
-    MessageEnd,
-    ProviderError,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallEvent,
-    Usage,
-    UsageEvent,
-)
-from crab import parse_tool_arguments as parse_arguments
+from crab import ProviderError
+from crab.events import ErrorEvent, MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent, UsageEvent
+from crab.messages import Usage
+from crab.messages import parse_tool_arguments as parse_arguments
 from crab_provider_kit import SSEDecoder
 from crab_provider_openai.parser import ChatStreamParser, parse_usage
 

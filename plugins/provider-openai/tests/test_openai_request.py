@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from crab import AssistantMessage, ConfigError, ModelRequest, ToolCall, ToolResultMessage, ToolSpec, UserMessage
+from crab import ConfigError, ModelRequest, ToolSpec
+from crab.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from crab.testing import save_key
 from crab_provider_openai.provider import OpenAIProvider
 from crab_provider_openai.request import build_body, build_headers, endpoint

@@ -6,17 +6,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from crab import (
-    MessageEnd,
-    ModelRequest,
-    StreamEvent,
-    TextDelta,
-    ToolCallEvent,
-    ToolSpec,
-    UsageEvent,
-    UserMessage,
-    event_to_dict,
-)
+from crab import ModelRequest, ToolSpec
+from crab.events import MessageEnd, StreamEvent, TextDelta, ToolCallEvent, UsageEvent, event_to_dict
+from crab.messages import UserMessage
 from crab_provider_openai.provider import OpenAIProvider
 
 Run = Callable[[OpenAIProvider, ModelRequest], tuple[list[StreamEvent], Exception | None]]

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from crab import ModelRequest, UserMessage
+from crab import ModelRequest
+from crab.messages import UserMessage
 from crab_provider_openai.provider import OpenAIProvider
 from crab_provider_openai.request import build_body
 from crab_provider_openai.settings import parse_settings

@@ -3,7 +3,7 @@
 
 Tools: ``slow`` (sleeps, read), ``touch`` (write: the permission gate asks), ``pick`` (asks the
 user a ``crab.Question`` through ``ctx.question``, as crab-ask's ``ask_user`` does) and ``plan``
-(emits a ``crab.PlanEvent``, as crab-todo's ``todo`` does). Completions: ``@tiny:`` words
+(emits a ``crab.events.PlanEvent``, as crab-todo's ``todo`` does). Completions: ``@tiny:`` words
 complete to the URIs ``RESOURCES`` holds, as crab-mcp's ``@server:uri`` do. Store ``rrfile``: sessions kept in
 the JSON file ``$RENDER_RICH_STORE``, so ``crab chat -c`` has something to continue with only
 core and this plugin installed.
@@ -53,8 +53,10 @@ class FileStore:
         self.path.write_text(json.dumps(self.data))
 
     async def create_session(self, workspace, *, title=None, meta=None):
-        info = crab.SessionInfo(crab.new_session_id(), workspace, time.time(), title=title, meta=dict(meta or {}))
-        self.data["sessions"][info.id] = crab.session_header(info)
+        info = crab.storage.SessionInfo(
+            crab.storage.new_session_id(), workspace, time.time(), title=title, meta=dict(meta or {})
+        )
+        self.data["sessions"][info.id] = crab.storage.session_header(info)
         self.data["entries"][info.id] = []
         self._save()
         return info
@@ -62,7 +64,7 @@ class FileStore:
     async def get_session(self, session_id):
         if session_id not in self.data["sessions"]:
             raise crab.StoreError(f"no session {session_id!r}")
-        info = crab.session_from_header(self.data["sessions"][session_id])
+        info = crab.storage.session_from_header(self.data["sessions"][session_id])
         entries = self.data["entries"][session_id]
         return replace(info, updated=entries[-1]["time"] if entries else info.created, entry_count=len(entries))
 
@@ -73,15 +75,20 @@ class FileStore:
 
     async def append(self, session_id, type, payload):
         entries = self.data["entries"][session_id]
-        entry = crab.Entry(
-            crab.new_entry_id(), session_id, entries[-1]["id"] if entries else None, type, time.time(), dict(payload)
+        entry = crab.storage.Entry(
+            crab.storage.new_entry_id(),
+            session_id,
+            entries[-1]["id"] if entries else None,
+            type,
+            time.time(),
+            dict(payload),
         )
-        entries.append(crab.entry_to_dict(entry))
+        entries.append(crab.storage.entry_to_dict(entry))
         self._save()
         return entry
 
     async def entries(self, session_id, *, since_handoff=False):
-        entries = [crab.entry_from_dict(e, session_id) for e in self.data["entries"][session_id]]
+        entries = [crab.storage.entry_from_dict(e, session_id) for e in self.data["entries"][session_id]]
         if since_handoff:
             handoffs = [i for i, e in enumerate(entries) if e.type == "anchor" and e.payload.get("kind") == "handoff"]
             entries = entries[handoffs[-1] :] if handoffs else entries
@@ -112,7 +119,11 @@ async def pick(question: str, choices: list[str], ctx: crab.ToolContext) -> str:
 async def plan(steps: list[str], current: int, ctx: crab.ToolContext, pause: float = 0.0) -> str:
     """Show a checklist: steps before ``current`` done, ``current`` in progress, the rest pending."""
     status = ["done" if n < current else "in_progress" if n == current else "pending" for n in range(len(steps))]
-    ctx.emit(crab.PlanEvent(ctx.session_id, tuple(crab.PlanItem(s, st) for s, st in zip(steps, status, strict=True))))
+    ctx.emit(
+        crab.events.PlanEvent(
+            ctx.session_id, tuple(crab.events.PlanItem(s, st) for s, st in zip(steps, status, strict=True))
+        )
+    )
     await asyncio.sleep(pause)
     return "planned"
 

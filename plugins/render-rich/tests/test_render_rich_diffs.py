@@ -15,26 +15,26 @@ from crab_render_rich.screen import TerminalScreen
 from rich.console import Console
 
 UNIFIED = "--- a/app.py\n+++ b/app.py\n@@ -1,3 +1,3 @@\n a = 1\n-b = 2\n+b = 20\n c = 3\n"
-DIFF = crab.FileDiff("app.py", UNIFIED, added=1, removed=1)
+DIFF = crab.events.FileDiff("app.py", UNIFIED, added=1, removed=1)
 
 
-def long_diff(lines: int) -> crab.FileDiff:
+def long_diff(lines: int) -> crab.events.FileDiff:
     body = "".join(f"+line {i}\n" for i in range(lines))
-    return crab.FileDiff("big.py", f"--- /dev/null\n+++ b/big.py\n@@ -0,0 +1,{lines} @@\n{body}", added=lines)
+    return crab.events.FileDiff("big.py", f"--- /dev/null\n+++ b/big.py\n@@ -0,0 +1,{lines} @@\n{body}", added=lines)
 
 
-def render(*diffs: crab.FileDiff) -> Console:
+def render(*diffs: crab.events.FileDiff) -> Console:
     file = io.StringIO()
     term = Console(file=file, width=72, force_terminal=True, color_system="truecolor", record=True)
-    target = crab.RenderTarget(file, file, color=True, model="m")
+    target = crab.rendering.RenderTarget(file, file, color=True, model="m")
     ticks = count(0, 3)
     renderer = RichRenderer(target, TerminalScreen(term, live_area=False), Preferences(), lambda: next(ticks))
-    call = crab.ToolCall("c1", "edit", {"path": "app.py", "edits": [{"old": "b = 2", "new": "b = 20"}]})
+    call = crab.messages.ToolCall("c1", "edit", {"path": "app.py", "edits": [{"old": "b = 2", "new": "b = 20"}]})
     for event in (
-        crab.TurnStarted("s", "t", "fix"),
-        crab.ToolCallEvent(call),
-        crab.ToolResultEvent("c1", "edit", "edited app.py: 1 replacement (line 2)", False, 100, diffs),
-        crab.TurnEnded("s", "t", "end"),
+        crab.events.TurnStarted("s", "t", "fix"),
+        crab.events.ToolCallEvent(call),
+        crab.events.ToolResultEvent("c1", "edit", "edited app.py: 1 replacement (line 2)", False, 100, diffs),
+        crab.events.TurnEnded("s", "t", "end"),
     ):
         renderer.handle(event)
     renderer.close()
@@ -63,7 +63,7 @@ def test_a_long_diff_is_folded() -> None:
 
 
 def test_a_diffs_escape_sequences_are_shown_not_obeyed() -> None:
-    hostile = crab.FileDiff("x.txt", "@@ -1 +1 @@\n-a\n+\x1b]0;pwned\x07\x1b[2J\n", added=1, removed=1)
+    hostile = crab.events.FileDiff("x.txt", "@@ -1 +1 @@\n-a\n+\x1b]0;pwned\x07\x1b[2J\n", added=1, removed=1)
     styled = render(hostile).export_text(styles=True)
     assert "\x1b]0;" not in styled and "\x1b[2J" not in styled and "+^[]0;pwned^G^[[2J" in styled
 
@@ -99,7 +99,7 @@ def test_a_question_without_diffs_is_as_before() -> None:
 
 def test_a_diffs_bidirectional_overrides_are_shown_not_obeyed() -> None:
     """A right-to-left override makes a line read other than what is written (Trojan Source)."""
-    hostile = crab.FileDiff("x.py", '@@ -1 +1 @@\n-a\n+access = "user\u202e \u2066# admin\u2069 \u2066"\n', 1, 1)
+    hostile = crab.events.FileDiff("x.py", '@@ -1 +1 @@\n-a\n+access = "user\u202e \u2066# admin\u2069 \u2066"\n', 1, 1)
     text = render(hostile).export_text()
     assert "\u202e" not in text and "\u2066" not in text and "\u2069" not in text
     assert '+access = "user\\u202e \\u2066# admin\\u2069 \\u2066"' in text

@@ -26,31 +26,35 @@ ANSWER = (
 )
 
 
-def events(*, thinking: bool = True) -> list[crab.Event]:
-    call = crab.ToolCall("c1", "read_file", {"path": "src/app.py", "limit": 20})
-    bad = crab.ToolCall("c2", "bash", {"command": "make test"})
-    out: list[crab.Event] = [crab.TurnStarted("s", "t", "fix it")]
+def events(*, thinking: bool = True) -> list[crab.events.Event]:
+    call = crab.messages.ToolCall("c1", "read_file", {"path": "src/app.py", "limit": 20})
+    bad = crab.messages.ToolCall("c2", "bash", {"command": "make test"})
+    out: list[crab.events.Event] = [crab.events.TurnStarted("s", "t", "fix it")]
     if thinking:
-        out += [crab.ThinkingDelta("The user wants "), crab.ThinkingDelta("a fix.")]
-    out += [crab.TextDelta(ANSWER[i : i + 7]) for i in range(0, len(ANSWER), 7)]
+        out += [crab.events.ThinkingDelta("The user wants "), crab.events.ThinkingDelta("a fix.")]
+    out += [crab.events.TextDelta(ANSWER[i : i + 7]) for i in range(0, len(ANSWER), 7)]
     out += [
-        crab.ToolCallEvent(call),
-        crab.ToolResultEvent("c1", "read_file", "line one\nline two\nline three\nline four\nline five", False, 120),
-        crab.RetryEvent(1, 3, 2.0, "overloaded (529)"),
-        crab.ToolCallEvent(bad),
-        crab.ToolResultEvent("c2", "bash", "exit 2: make: *** No rule to make target 'test'", True, 2300),
-        crab.UsageEvent(crab.Usage(input_tokens=12_000, output_tokens=800, cost=0.0132)),
-        crab.TextDelta("Done."),
-        crab.NoticeEvent("the loop guard saw a repeated call", "warning"),
-        crab.TurnEnded("s", "t", "end", "Done.", crab.Usage(input_tokens=24_000, output_tokens=1_600, cost=0.0264)),
+        crab.events.ToolCallEvent(call),
+        crab.events.ToolResultEvent(
+            "c1", "read_file", "line one\nline two\nline three\nline four\nline five", False, 120
+        ),
+        crab.events.RetryEvent(1, 3, 2.0, "overloaded (529)"),
+        crab.events.ToolCallEvent(bad),
+        crab.events.ToolResultEvent("c2", "bash", "exit 2: make: *** No rule to make target 'test'", True, 2300),
+        crab.events.UsageEvent(crab.messages.Usage(input_tokens=12_000, output_tokens=800, cost=0.0132)),
+        crab.events.TextDelta("Done."),
+        crab.events.NoticeEvent("the loop guard saw a repeated call", "warning"),
+        crab.events.TurnEnded(
+            "s", "t", "end", "Done.", crab.messages.Usage(input_tokens=24_000, output_tokens=1_600, cost=0.0264)
+        ),
     ]
     return out
 
 
-def render(evts: list[crab.Event], prefs: Preferences | None = None, **console: object) -> Console:
+def render(evts: list[crab.events.Event], prefs: Preferences | None = None, **console: object) -> Console:
     file = io.StringIO()
     term = Console(file=file, width=WIDTH, force_terminal=True, color_system="truecolor", record=True, **console)
-    target = crab.RenderTarget(file, file, color=True, model="gpt-test", context_window=128_000)
+    target = crab.rendering.RenderTarget(file, file, color=True, model="gpt-test", context_window=128_000)
     ticks = count(0, 3)
     renderer = RichRenderer(target, TerminalScreen(term, live_area=False), prefs or Preferences(), lambda: next(ticks))
     for event in evts:
@@ -97,7 +101,7 @@ def test_no_color_keeps_emphasis_but_drops_colour() -> None:
 
 def test_piped_output_has_no_ansi_and_keeps_the_markdown_source() -> None:
     out, err = io.StringIO(), io.StringIO()
-    target = crab.RenderTarget(out, err, model="gpt-test", context_window=128_000)
+    target = crab.rendering.RenderTarget(out, err, model="gpt-test", context_window=128_000)
     renderer = RichRenderer(target, PipedScreen(out, err), Preferences())
     for event in events():
         renderer.handle(event)
@@ -114,11 +118,11 @@ def test_piped_output_has_no_ansi_and_keeps_the_markdown_source() -> None:
 def test_escape_sequences_from_outside_are_shown_not_obeyed() -> None:
     hostile = "\x1b]0;pwned\x07\x1b[2J"
     evts = [
-        crab.TurnStarted("s", "t", "x"),
-        crab.TextDelta(f"text {hostile}\n\n"),
-        crab.ToolCallEvent(crab.ToolCall("c", "read_file", {"path": hostile})),
-        crab.ToolResultEvent("c", "read_file", hostile, False, 1),
-        crab.TurnEnded("s", "t", "end"),
+        crab.events.TurnStarted("s", "t", "x"),
+        crab.events.TextDelta(f"text {hostile}\n\n"),
+        crab.events.ToolCallEvent(crab.messages.ToolCall("c", "read_file", {"path": hostile})),
+        crab.events.ToolResultEvent("c", "read_file", hostile, False, 1),
+        crab.events.TurnEnded("s", "t", "end"),
     ]
     styled = render(evts).export_text(styles=True)
     assert "\x1b]0;" not in styled and "\x1b[2J" not in styled
@@ -129,7 +133,7 @@ def test_escape_sequences_from_outside_are_shown_not_obeyed() -> None:
 def test_any_width_renders_every_block_once(width: int) -> None:
     file = io.StringIO()
     term = Console(file=file, width=width, force_terminal=True, record=True)
-    target = crab.RenderTarget(file, file, color=True)
+    target = crab.rendering.RenderTarget(file, file, color=True)
     renderer = RichRenderer(target, TerminalScreen(term, live_area=False), Preferences())
     for event in events(thinking=False):
         renderer.handle(event)
@@ -142,7 +146,7 @@ def test_any_width_renders_every_block_once(width: int) -> None:
 def test_the_live_area_runs_on_a_terminal_and_leaves_no_trace() -> None:
     file = io.StringIO()
     term = Console(file=file, width=WIDTH, force_terminal=True, height=20)
-    renderer = RichRenderer(crab.RenderTarget(file, file, color=True), TerminalScreen(term), Preferences())
+    renderer = RichRenderer(crab.rendering.RenderTarget(file, file, color=True), TerminalScreen(term), Preferences())
     for event in events():
         renderer.handle(event)
     renderer.close()

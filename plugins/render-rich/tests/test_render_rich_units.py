@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import crab_render_rich
-from crab import ToolCall
+from crab.messages import ToolCall
 from crab_render_rich import view
 from crab_render_rich.blocks import BlockSplitter
 from crab_render_rich.completion import command_matches, make_completer, path_matches, plugin_matches
@@ -200,7 +200,7 @@ def test_lines_fit_by_whole_parts_and_words() -> None:
 
 
 def test_a_long_plan_folds_its_done_steps_and_its_pending_tail() -> None:
-    from crab import PlanItem
+    from crab.events import PlanItem
     from crab_render_rich.checklist import checklist_lines
 
     items = [PlanItem(f"step {n}", "done") for n in range(4)]

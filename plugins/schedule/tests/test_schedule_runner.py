@@ -167,19 +167,19 @@ def test_a_running_job_is_not_started_again(tmp_path, fakes):
 def test_an_agent_job_is_held_to_the_permissions_of_its_creator():
     bash = crab.Tool("bash", "", {"type": "object"}, lambda a, c: "", permission="exec")
     read = crab.Tool("read", "", {"type": "object"}, lambda a, c: "", permission="read")
-    config = crab.Config({"crab": {"permissions": "yolo"}}, crab.crab_home() / "config.toml", None)
-    ctx = crab.ToolContext(session_id="s-job", workspace=crab.crab_home(), config=config)
+    config = crab.Config({"crab": {"permissions": "yolo"}}, crab.config.crab_home() / "config.toml", None)
+    ctx = crab.ToolContext(session_id="s-job", workspace=crab.config.crab_home(), config=config)
     assert asyncio.run(ceiling.decide(bash, ctx)) is None  # no job running: core's gate decides
     ceiling.hold("s-job", "read-only")
     try:
-        assert isinstance(asyncio.run(ceiling.decide(bash, ctx)), crab.Deny)
+        assert isinstance(asyncio.run(ceiling.decide(bash, ctx)), crab.hooks.Deny)
         assert asyncio.run(ceiling.decide(read, ctx)) is None
     finally:
         ceiling.release("s-job", "read-only")
     ceiling.hold("s-job", "ask")
     try:
         # crab serve runs yolo, but the creator was asked before such calls: refused, never more
-        assert isinstance(asyncio.run(ceiling.decide(bash, ctx)), crab.Deny)
+        assert isinstance(asyncio.run(ceiling.decide(bash, ctx)), crab.hooks.Deny)
     finally:
         ceiling.release("s-job", "ask")
     assert ceiling.mode_for("s-job") is None
@@ -290,8 +290,10 @@ def test_failed_tool_calls_of_an_answered_job_are_in_its_log_record(tmp_path, fa
     clock, conf, store, scheduler = setup(tmp_path, fakes)
     job = add(store, conf, clock, mode="agent", text="check")
     clock.advance(minutes=1)
-    failed = crab.ToolResultEvent(call_id="c1", name="bash", content="exit status 2\nstderr: nope", is_error=True)
-    fine = crab.ToolResultEvent(call_id="c2", name="read", content="ok")
+    failed = crab.events.ToolResultEvent(
+        call_id="c1", name="bash", content="exit status 2\nstderr: nope", is_error=True
+    )
+    fine = crab.events.ToolResultEvent(call_id="c2", name="read", content="ok")
     handle = fakes.FakeHandle(outcome=fakes.Outcome("done, mostly"), events=[failed, fine])
     asyncio.run(poll_and_wait(scheduler, handle))
     [entry] = asyncio.run(store.records())
@@ -404,12 +406,12 @@ def test_a_session_no_job_runs_in_has_its_calls_answered_at_once():
     import crab_schedule
 
     bash = crab.Tool("bash", "", {"type": "object"}, lambda a, c: "", permission="exec")
-    ctx = crab.ToolContext(session_id="s-no-job", workspace=crab.crab_home())
-    call = crab.ToolCall("c1", "bash", {})
+    ctx = crab.ToolContext(session_id="s-no-job", workspace=crab.config.crab_home())
+    call = crab.messages.ToolCall("c1", "bash", {})
     assert crab_schedule.crab_before_tool_call(call, bash, ctx) is None
     ceiling.hold("s-no-job", "read-only")
     try:
         held = crab_schedule.crab_before_tool_call(call, bash, ctx)
-        assert isinstance(asyncio.run(held), crab.Deny)
+        assert isinstance(asyncio.run(held), crab.hooks.Deny)
     finally:
         ceiling.release("s-no-job", "read-only")

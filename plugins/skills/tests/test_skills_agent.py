@@ -9,7 +9,8 @@ from pathlib import Path
 
 import crab
 import pytest
-from crab import CommandOutput, NoticeEvent, ToolResultMessage, UserMessage
+from crab.events import CommandOutput, NoticeEvent
+from crab.messages import ToolResultMessage, UserMessage
 from crab_skills import SkillsPlugin
 
 PDF_BODY = "# PDF\nRun extract.py on the file. SECRET-PDF-BODY"

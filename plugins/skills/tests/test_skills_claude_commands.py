@@ -8,7 +8,8 @@ from pathlib import Path
 
 import crab
 import pytest
-from crab import NoticeEvent, UserMessage
+from crab.events import NoticeEvent
+from crab.messages import UserMessage
 from crab.testing import AgentHarness, load_config, trust_project
 from crab_skills import SkillsPlugin
 from crab_skills.user_commands import discover

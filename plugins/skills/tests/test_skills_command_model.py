@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import crab
-from crab import CommandOutput, NoticeEvent
+from crab.events import CommandOutput, NoticeEvent
 from crab.testing import AgentHarness, ScriptedProvider, trust_project
 from crab_skills import SkillsPlugin
 
@@ -290,7 +290,7 @@ def test_a_provider_that_cannot_be_used_refuses_the_commands_prompt_in_one_line(
     h = AgentHarness([[{"text": "from scripted"}]], plugins={"skills": SkillsPlugin(), "other": _Other(other)})
     try:
         assert h.run("/deep x").error == "/deep: the turn ended with an error (error)"
-        [error] = [e.message for e in h.events_of(crab.ErrorEvent)]
+        [error] = [e.message for e in h.events_of(crab.events.ErrorEvent)]
         assert error == "prompt refused: /deep cannot run on other/big: other needs a key: crab auth other"
         assert other.requests == [] and h.requests == [] and _switches(h) == []
         assert h.session.messages == []  # refused: nothing recorded

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import crab
 import pytest
-from crab import CommandOutput, NoticeEvent, ToolResultMessage, UserMessage
+from crab.events import CommandOutput, NoticeEvent
+from crab.messages import ToolResultMessage, UserMessage
 from crab.testing import load_config, make_config, trust_project
 from crab_skills import SkillsPlugin
 from crab_skills.user_commands import discover, expand

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from crab import Redactor, StoreError, known_secrets
+from crab import StoreError
+from crab.secrets import Redactor, known_secrets
 from crab_store_postgres import PostgresStore
 from crab_store_postgres.dsn import find_dsn, redact_dsn, server_name
 

@@ -84,7 +84,7 @@ def test_under_an_agent_they_are_its_warning_notices(own_cluster: TempCluster) -
     finally:
         harness.close()
     assert outcome.stop == "error" and "store-postgres" in (outcome.error or "")
-    warnings = [e.message for e in harness.events if isinstance(e, crab.NoticeEvent) and e.level == "warning"]
+    warnings = [e.message for e in harness.events if isinstance(e, crab.events.NoticeEvent) and e.level == "warning"]
     psycopg = [line for line in warnings if line.startswith("store-postgres: ") and "query failed" not in line]
     assert psycopg, warnings  # what the pool reported reached the agent's renderers
     assert len(psycopg) == len(set(psycopg)) and all("\n" not in line for line in psycopg), psycopg

@@ -7,7 +7,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from crab import StoreError, Usage
+from crab import StoreError
+from crab.messages import Usage
 from crab.testing import load_config
 from crab_store_sqlite import SqliteStore, crab_stores
 from crab_store_sqlite.schema import MIGRATIONS

@@ -48,7 +48,7 @@ class Router:
     def of(self, name: str) -> list[crab.ModelRequest]:
         return [r for r in self.requests if who(r) == name]
 
-    async def stream(self, request: crab.ModelRequest) -> AsyncIterator[crab.StreamEvent]:
+    async def stream(self, request: crab.ModelRequest) -> AsyncIterator[crab.events.StreamEvent]:
         self.requests.append(request)
         name = who(request)
         index = self._seen.get(name, 0)
@@ -68,7 +68,9 @@ class Router:
                 try:
                     await asyncio.wait_for(self._all_here.wait(), self.wait)
                 except TimeoutError:
-                    yield crab.ErrorEvent("the other child never came: children ran one after the other", "server")
+                    yield crab.events.ErrorEvent(
+                        "the other child never came: children ran one after the other", "server"
+                    )
                     return
         async for event in ScriptedProvider([reply]).stream(request):
             yield event
@@ -100,11 +102,11 @@ def usage(n: int) -> dict[str, Any]:
     return {"usage": {"input_tokens": n, "output_tokens": n // 10}}
 
 
-async def entries_by_session(store: crab.Store) -> dict[str, list[crab.Entry]]:
+async def entries_by_session(store: crab.Store) -> dict[str, list[crab.storage.Entry]]:
     return {info.id: await store.entries(info.id) for info in await store.list_sessions(None, limit=1000)}
 
 
-def unpaired(entries: Sequence[crab.Entry]) -> list[str]:
+def unpaired(entries: Sequence[crab.storage.Entry]) -> list[str]:
     """Problems with call/result pairing: a call without exactly one result, or a stray result."""
     calls: list[str] = []
     for entry in entries:

@@ -25,7 +25,7 @@ def harness(crab_agent, router: Router, **kwargs: Any):
     return crab_agent(provider=router, plugins=plugins, **kwargs)
 
 
-def children(h) -> list[crab.SessionInfo]:
+def children(h) -> list[crab.storage.SessionInfo]:
     infos = h.run_async(h.store.list_sessions(None, limit=100))
     return [i for i in infos if i.meta.get("crab.parent_session")]
 
@@ -44,7 +44,7 @@ def test_two_task_calls_of_one_reply_run_at_the_same_time(crab_agent) -> None:
     h = harness(crab_agent, router)
     outcome = h.run("split it")
     assert outcome.stop == "end" and outcome.text == "both done"
-    results = h.events_of(crab.ToolResultEvent)
+    results = h.events_of(crab.events.ToolResultEvent)
     assert [r.is_error for r in results] == [False, False], [r.content for r in results]
     assert all(r.content.startswith("child answer\n\n[task: agent general · session ") for r in results)
     # Usage rolls up: the parent's two calls and both children's.
@@ -53,9 +53,9 @@ def test_two_task_calls_of_one_reply_run_at_the_same_time(crab_agent) -> None:
     kids = children(h)
     assert sorted(k.meta["crab.parent_call"] for k in kids) == ["t1", "t2"]
     assert {k.meta["crab.parent_session"] for k in kids} == {h.session.id}
-    wrapped = h.events_of(crab.ChildEvent)
+    wrapped = h.events_of(crab.events.ChildEvent)
     assert {e.session_id for e in wrapped} == {k.id for k in kids}
-    assert not [e for e in h.events_of(crab.TextDelta) if e.text == "child answer"]  # never the parent's text
+    assert not [e for e in h.events_of(crab.events.TextDelta) if e.text == "child answer"]  # never the parent's text
     # The child had its own context: only its prompt, none of the parent's conversation.
     first = router.of("general")[0]
     assert [m.content for m in first.messages] in (["look at a"], ["look at b"])
@@ -103,7 +103,7 @@ def test_depth_is_bounded_a_child_at_the_limit_has_no_task_tool(crab_agent) -> N
     assert h.run("go").stop == "end"
     child_request = router.of("general")[0]
     assert "task" not in [spec.name for spec in child_request.tools]
-    inner = [e.event for e in h.events_of(crab.ChildEvent) if isinstance(e.event, crab.ToolResultEvent)]
+    inner = [e.event for e in h.events_of(crab.events.ChildEvent) if isinstance(e.event, crab.events.ToolResultEvent)]
     assert inner and inner[0].is_error and "Unknown tool 'task'" in inner[0].content
     assert len(children(h)) == 1
 
@@ -124,7 +124,7 @@ def test_depth_two_allows_a_grandchild_and_no_more(crab_agent) -> None:
     assert grandchild.meta["crab.parent_session"] == child.id
     assert "task" in [spec.name for spec in router.of("general")[0].tools]
     assert "task" not in [spec.name for spec in router.of("general")[1].tools]  # the grandchild's
-    nested = [e for e in h.events_of(crab.ChildEvent) if isinstance(e.event, crab.ChildEvent)]
+    nested = [e for e in h.events_of(crab.events.ChildEvent) if isinstance(e.event, crab.events.ChildEvent)]
     assert nested and {e.event.session_id for e in nested} == {grandchild.id}
 
 
@@ -156,7 +156,7 @@ def test_where_the_parent_cannot_ask_its_child_cannot_either(crab_agent) -> None
     )
     h = harness(crab_agent, router)  # ask mode, nobody to ask
     assert h.run("go").stop == "end"
-    inner = [e.event for e in h.events_of(crab.ChildEvent) if isinstance(e.event, crab.ToolResultEvent)]
+    inner = [e.event for e in h.events_of(crab.events.ChildEvent) if isinstance(e.event, crab.events.ToolResultEvent)]
     assert inner[0].is_error and "cannot ask the user" in inner[0].content
     assert not (Path(h.workspace) / "made.txt").exists()
 
@@ -183,7 +183,7 @@ def test_an_unknown_agent_is_an_error_result_naming_the_agents(crab_agent) -> No
     router = Router({"parent": [[task("t1", "x", agent="nobody")], [{"text": "ok"}]]})
     h = harness(crab_agent, router)
     h.run("go")
-    result = h.events_of(crab.ToolResultEvent)[0]
+    result = h.events_of(crab.events.ToolResultEvent)[0]
     assert result.is_error and "no agent named 'nobody'" in result.content and "general" in result.content
 
 

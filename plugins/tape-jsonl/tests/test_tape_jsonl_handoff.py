@@ -7,7 +7,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from crab import Entry
+from crab.storage import Entry
 from crab_tape_jsonl import TapeStore, TornLineWarning
 
 

@@ -366,7 +366,7 @@ def bot_api() -> Iterator[FakeBotApi]:
 ECHO_PLUGIN = '''
 """An echo provider for crab-telegram's tests, a write tool ``jot``, ``pick``, which asks the
 user a ``crab.Question`` through ``ctx.question`` (as crab-ask's ``ask_user`` does), and ``plan``,
-which emits ``crab.PlanEvent``s (as crab-todo's ``todo`` does)."""
+which emits ``crab.events.PlanEvent``s (as crab-todo's ``todo`` does)."""
 import json, os
 from pathlib import Path
 
@@ -384,7 +384,7 @@ def reply(request):
     log = os.environ.get("TG_TEST_REQUEST_LOG")
     if log:
         with open(log, "a") as handle:
-            sent = [crab.message_to_dict(m) for m in request.messages]
+            sent = [crab.messages.message_to_dict(m) for m in request.messages]
             seen = [i.sha256 for m in request.messages for i in getattr(m, "images", ()) if i.data]
             handle.write(json.dumps({"system": request.system, "messages": sent, "image_bytes": seen}) + "\\n")
     last = request.messages[-1]
@@ -457,8 +457,8 @@ async def plan(steps: list[str], ctx: crab.ToolContext) -> str:
     status = ["pending"] * len(steps)
 
     def show():
-        items = tuple(crab.PlanItem(step, s) for step, s in zip(steps, status))
-        ctx.emit(crab.PlanEvent(ctx.session_id, items))
+        items = tuple(crab.events.PlanItem(step, s) for step, s in zip(steps, status))
+        ctx.emit(crab.events.PlanEvent(ctx.session_id, items))
 
     show()
     for i in range(len(steps)):
@@ -529,10 +529,10 @@ class FileStore:
         for line in open(self.path, encoding="utf-8"):
             row = json.loads(line)
             if row["kind"] == "session":
-                self.sessions[row["id"]] = crab.SessionInfo(**row["info"])
+                self.sessions[row["id"]] = crab.storage.SessionInfo(**row["info"])
                 self.rows[row["id"]] = []
             else:
-                self.rows[row["session_id"]].append(crab.Entry(**row["entry"]))
+                self.rows[row["session_id"]].append(crab.storage.Entry(**row["entry"]))
 
     async def close(self):
         return None
@@ -544,8 +544,12 @@ class FileStore:
             os.fsync(handle.fileno())
 
     async def create_session(self, workspace, *, title=None, meta=None):
-        info = crab.SessionInfo(
-            id=crab.new_session_id(), workspace=workspace, created=time.time(), title=title, meta=dict(meta or {})
+        info = crab.storage.SessionInfo(
+            id=crab.storage.new_session_id(),
+            workspace=workspace,
+            created=time.time(),
+            title=title,
+            meta=dict(meta or {}),
         )
         self.sessions[info.id], self.rows[info.id] = info, []
         self._write({"kind": "session", "id": info.id, "info": asdict(info)})
@@ -568,8 +572,8 @@ class FileStore:
 
     async def append(self, session_id, type, payload):
         entries = self._entries(session_id)
-        entry = crab.Entry(
-            id=crab.new_entry_id(),
+        entry = crab.storage.Entry(
+            id=crab.storage.new_entry_id(),
             session_id=session_id,
             parent_id=entries[-1].id if entries else None,
             type=type,

@@ -1,4 +1,4 @@
-"""The model's plan (``crab.PlanEvent``) in a chat, through the fake Bot API: one message
+"""The model's plan (``crab.events.PlanEvent``) in a chat, through the fake Bot API: one message
 (sendMessage) edited in place (editMessageText with its ``message_id``) at most once per
 ``edit_interval``, its last state shown before the answer, and a new one for the next message."""
 
@@ -66,8 +66,8 @@ def test_a_turn_without_a_plan_sends_no_plan_message(serve, bot_api):
 
 def test_the_checklist_text_stays_short_whatever_the_plan_holds():
     assert plan_text(()) == "Plan cleared."
-    long_step = crab.PlanItem("x" * 500 + "\nsecond line", "in_progress")
-    many = (long_step, *(crab.PlanItem(f"step {i}") for i in range(MAX_STEPS + 10)))
+    long_step = crab.events.PlanItem("x" * 500 + "\nsecond line", "in_progress")
+    many = (long_step, *(crab.events.PlanItem(f"step {i}") for i in range(MAX_STEPS + 10)))
     text = plan_text(many)
     lines = text.splitlines()
     assert lines[0] == f"Plan (0/{len(many)} done):"
@@ -81,7 +81,7 @@ def test_a_plan_of_long_steps_still_fits_one_message():
     # 50 steps of 200 characters (emoji count twice in Telegram's UTF-16 units) would be refused
     # as too long, and the plan never shown.
     for step in ("y" * 300, "🦀" * 300):
-        items = tuple(crab.PlanItem(f"{i} {step}", "done" if i < 3 else "pending") for i in range(MAX_STEPS))
+        items = tuple(crab.events.PlanItem(f"{i} {step}", "done" if i < 3 else "pending") for i in range(MAX_STEPS))
         text = plan_text(items)
         lines = text.splitlines()
         assert len(text.encode("utf-16-le")) // 2 <= 4096

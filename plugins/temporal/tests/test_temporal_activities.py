@@ -57,10 +57,13 @@ async def session_with_calls(agent: crab.Agent, *, started: list[str]) -> str:
     """A session whose last reply asks for ``w1`` (write_note) and ``r1`` (read_note); the calls
     named in ``started`` have their started event, as a worker stores it before running one."""
     session = await agent.turn_steps(title="t")
-    await session.carry_out(steps.Record("t.1", crab.UserMessage("go")))
-    reply = crab.AssistantMessage(
+    await session.carry_out(steps.Record("t.1", crab.messages.UserMessage("go")))
+    reply = crab.messages.AssistantMessage(
         "",
-        tool_calls=(crab.ToolCall("w1", "write_note", {"text": "x"}), crab.ToolCall("r1", "read_note", {"name": "n"})),
+        tool_calls=(
+            crab.messages.ToolCall("w1", "write_note", {"text": "x"}),
+            crab.messages.ToolCall("r1", "read_note", {"name": "n"}),
+        ),
         stop_reason="tool_use",
     )
     await session.carry_out(steps.Record("t.2", reply))
@@ -69,7 +72,7 @@ async def session_with_calls(agent: crab.Agent, *, started: list[str]) -> str:
     return session.session_id
 
 
-async def entries_of(agent: crab.Agent, session_id: str) -> list[crab.Entry]:
+async def entries_of(agent: crab.Agent, session_id: str) -> list[crab.storage.Entry]:
     return await (await agent.turn_steps(session_id)).stored()
 
 
@@ -129,7 +132,7 @@ def test_a_retried_model_call_answers_with_the_stored_reply(tmp_path: Path):
         async with make_agent(tmp_path, ran) as agent:
             activities = StepActivities(agent, heartbeat=1.0)
             session = await agent.turn_steps(title="t")
-            await session.carry_out(steps.Record("t.1", crab.UserMessage("go")))
+            await session.carry_out(steps.Record("t.1", crab.messages.UserMessage("go")))
             session_id = session.session_id
             step = {"id": "t.4", "iteration": 1, "phase": "first", "final": False}
             first = await environment(attempt=1).run(activities.call_model, session_id, step)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import crab_tools_basic
-from crab import ToolResultMessage
+from crab.messages import ToolResultMessage
 
 
 def test_read_edit_and_bash_through_the_loop(crab_agent: Callable[..., Any], crab_home: Path) -> None:

@@ -117,3 +117,27 @@ def test_unchecked_tables_get_the_same_errors() -> None:
     with pytest.raises(ConfigError) as info:
         load_settings({"bash_max_timeout": "x"})
     assert str(info.value) == 'config: plugins.tools-basic.bash_max_timeout: expected a number > 0, found "x"'
+
+
+def test_a_table_is_checked_once_however_many_calls_use_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from crab_tools_basic import settings as module
+
+    checks: list[object] = []
+    real = module.validate_table
+
+    def counting(table: object, raw: object) -> object:
+        checks.append(raw)
+        return real(table, raw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module, "validate_table", counting)
+    table: dict[str, object] = {"output_dir": str(tmp_path / "logs"), "extra_roots": []}
+    for _ in range(5):
+        assert load_settings(table, tmp_path).extra_roots == ()
+    assert len(checks) == 1
+    # A table changed in place is checked again, and its new values are the ones used.
+    table["extra_roots"].append("more")  # type: ignore[attr-defined]
+    assert load_settings(table, tmp_path).extra_roots == ((tmp_path / "more").resolve(),)
+    assert len(checks) == 2
+    table["bash_max_timeout"] = -1
+    with pytest.raises(ConfigError):
+        load_settings(table, tmp_path)

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import REDACTED, ToolContext, ToolError, ToolResult
+from crab import ToolContext, ToolError, ToolResult
+from crab.secrets import REDACTED
 from crab_tools_basic import bash_log, grep_engine
 from crab_tools_basic.bash_log import Capture
 from crab_tools_basic.search import search

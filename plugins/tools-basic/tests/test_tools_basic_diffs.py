@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from crab import ToolContext, ToolResult, preview_diffs
+from crab import ToolContext, ToolResult
+from crab.tools import preview_diffs
 from crab_tools_basic.diffs import MAX_DIFF_LINES, MAX_WHOLE_CHARS, file_diff
 from crab_tools_basic.registry import build_tools
 

@@ -7,7 +7,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from crab import ToolContext, ToolError, run_tool
+from crab import ToolContext, ToolError
+from crab.tools import run_tool
 from crab_tools_basic.registry import build_tools
 from crab_tools_basic.splice import apply_edits
 from hypothesis import HealthCheck, assume, given, settings

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from crab import ToolContext, ToolResult, run_tool
+from crab import ToolContext, ToolResult
+from crab.tools import run_tool
 from crab_tools_basic.registry import build_tools
 from crab_tools_basic.walk import list_folder, parent_stack, walk_files
 

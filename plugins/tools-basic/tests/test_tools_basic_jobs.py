@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import REDACTED, ToolContext, ToolError, ToolResult, processes, run_tool
+from crab import ToolContext, ToolError, ToolResult, processes
+from crab.secrets import REDACTED
 from crab.testing import process_alive as alive
+from crab.tools import run_tool
 from crab_tools_basic import jobs
 from crab_tools_basic.job_output import held_from, incomplete_utf8
 from crab_tools_basic.job_tools import list_jobs

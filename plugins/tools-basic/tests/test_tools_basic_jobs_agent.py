@@ -16,7 +16,7 @@ from typing import Any
 import crab
 import crab_tools_basic
 import pytest
-from crab import ToolResultMessage
+from crab.messages import ToolResultMessage
 from crab.testing import AgentHarness, ScriptedSite
 from crab.testing import process_alive as alive
 

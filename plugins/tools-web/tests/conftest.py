@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab import ToolContext, ToolResult, run_tool
+from crab import ToolContext, ToolResult
+from crab.tools import run_tool
 from crab_tools_web.tools import build_tools
 
 PAGE_HTML = """<!doctype html>

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import crab_tools_web
 import pytest
-from crab import Config, ConfigError, ToolResultMessage
+from crab import Config, ConfigError
+from crab.messages import ToolResultMessage
 from crab.testing import build_host, check_range
 
 if TYPE_CHECKING:

@@ -23,7 +23,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import crab_tools_web
 import pytest
-from crab import ToolResult, ToolResultEvent, ToolResultMessage, known_secrets
+from crab import ToolResult
+from crab.events import ToolResultEvent
+from crab.messages import ToolResultMessage
+from crab.secrets import known_secrets
 from crab.testing import make_config
 
 Call = Callable[..., ToolResult]

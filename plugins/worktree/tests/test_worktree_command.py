@@ -24,7 +24,7 @@ def test_slash_worktrees_lists_crabs_worktrees_and_closing_removes_the_unchanged
     mine = repo / ".crab" / "worktrees" / "mine"
     assert h.agent.workspace == mine
     h.run("/worktrees")
-    [shown] = h.events_of(crab.CommandOutput)
+    [shown] = h.events_of(crab.events.CommandOutput)
     lines = shown.text.splitlines()
     assert lines[0] == "crab worktrees (2):"
     assert f"  crab/other  {repo / '.crab' / 'worktrees' / 'other'}  1 uncommitted" in lines

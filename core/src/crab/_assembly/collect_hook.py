@@ -1,4 +1,4 @@
-"""``crab.collect_hook``: a registration hook collected outside a run, for a plugin's CLI sub-command,
+"""``crab.hooks.collect_hook``: a registration hook collected outside a run, for a plugin's CLI sub-command,
 through the same dispatcher (``crab._host.collect``), so failures meet the hook's policy."""
 
 from __future__ import annotations

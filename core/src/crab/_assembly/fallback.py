@@ -127,14 +127,16 @@ def choose_models(
     host: PluginHost, config: Config, provider: str | None, model: str | Sequence[str] | None
 ) -> tuple[Provider, str]:
     """``choose_provider`` for a model setting that may name several models (``models=[...]``,
-    ``--model a/x,b/y``, ``[crab] model = "a/x, b/y"``): one is chosen as before, several become a
-    ``FallbackProvider`` (each checked now: a fallback that cannot work is a setup error)."""
+    ``--model a/x,b/y``, ``[crab] model = ["a/x", "b/y"]`` or ``"a/x, b/y"``): one is chosen as
+    before, several become a ``FallbackProvider`` (each checked now: a fallback that cannot work is
+    a setup error). A checked config holds a list as the comma-separated string (``ModelSetting``)."""
     from crab._assembly.choosing import choose_provider
 
     wanted = split_models(model) if model is not None else []
     if not wanted:
         configured = config.get("crab.model")
-        wanted = split_models(configured) if isinstance(configured, str) and "," in configured else []
+        several = isinstance(configured, list) or (isinstance(configured, str) and "," in configured)
+        wanted = split_models(configured) if several else []
     if len(wanted) < 2:
         return choose_provider(host, config, provider, wanted[0] if wanted else None)
     first = Choice(*choose_provider(host, config, provider, wanted[0]))

@@ -1,6 +1,6 @@
 """History as data for the library: a session's whole conversation as typed messages with its
-anchors marked (``crab.Agent.history``), and messages to and from JSON (``crab.messages_to_json``,
-``crab.messages_from_json``) in the versioned form the stores keep (docs/format.md)."""
+anchors marked (``crab.Agent.history``), and messages to and from JSON (``crab.messages.messages_to_json``,
+``crab.messages.messages_from_json``) in the versioned form the stores keep (docs/format.md)."""
 
 from __future__ import annotations
 

@@ -101,7 +101,7 @@ class Agent(Generic[OutputT]):
       model, ``list``/union of those, or a JSON schema dict; a run's own ``output_type`` wins);
       ``output_retries``: how often an answer that does not validate goes back to the model with
       the reason before the run raises ``crab.OutputError``. ``usage_limits``: every run's
-      ``crab.UsageLimits`` (a run's own win).
+      ``crab.messages.UsageLimits`` (a run's own win).
     - ``thinking``: ``"off"``, ``"low"``, ``"medium"`` or ``"high"`` for every run (``[crab] thinking``).
     - ``models``: several ``"provider/model"``s instead of ``model``: the first answers, and a
       request it fails in a way retries cannot cure (auth, overloaded, a server error, a context
@@ -282,12 +282,12 @@ class Agent(Generic[OutputT]):
         """A run of ``prompt`` (in the session ``session`` names, else a new one): iterate it with
         ``async for`` for its events, ``await run.result()`` for how it ended.
 
-        ``images`` go with the prompt: ``crab.ImagePart``s, raw bytes or paths of PNG, JPEG, GIF
+        ``images`` go with the prompt: ``crab.messages.ImagePart``s, raw bytes or paths of PNG, JPEG, GIF
         or WebP files (``UsageError`` for anything else; ``ImageTooLarge`` past the cap).
         ``output_type`` makes ``result.output`` that type (the agent's by default); ``deps`` is
         what tools taking a ``crab.RunContext`` get as ``ctx.deps``; ``message_history`` starts
         the run's new session from those messages; ``usage_limits`` ends the run with
-        ``crab.UsageLimitExceeded`` when it crosses one; ``thinking`` (``"off"``, ``"low"``,
+        ``crab.messages.UsageLimitExceeded`` when it crosses one; ``thinking`` (``"off"``, ``"low"``,
         ``"medium"``, ``"high"``) sets how hard the model thinks for this run's requests.
         """
         spec = self._spec(output_type, deps, message_history, usage_limits, output_retries, session)
@@ -365,7 +365,7 @@ class Agent(Generic[OutputT]):
 
     async def history(self, session: str) -> list[HistoryItem]:
         """The whole conversation of session ``session`` as stored: its messages in order (every
-        reply, aborted ones too) with a ``crab.HistoryAnchor`` where a compaction or handoff was
+        reply, aborted ones too) with a ``crab.messages.HistoryAnchor`` where a compaction or handoff was
         set; ``UsageError`` for an unknown id."""
         await self.start()
         from crab._assembly.choosing import require_session
@@ -522,7 +522,7 @@ class Run(Generic[OutputT]):
     back to the model with the reason (``RETRY``, at most ``output_retries`` times), and
     ``result()`` raises ``crab.OutputError`` when none fits; ``stream_output()`` yields the
     answer's partial value as it streams. A run past its ``UsageLimits`` is aborted (its calls
-    paired) and ``result()`` raises ``crab.UsageLimitExceeded``. Both errors carry the run's
+    paired) and ``result()`` raises ``crab.messages.UsageLimitExceeded``. Both errors carry the run's
     ``RunResult`` as ``.result``.
     """
 
@@ -697,7 +697,7 @@ class Run(Generic[OutputT]):
 
     async def result(self) -> RunResult[OutputT]:
         """Wait for the run to end (events not iterated are dropped) and return its result;
-        ``crab.OutputError`` or ``crab.UsageLimitExceeded`` (with ``.result``) when it failed so."""
+        ``crab.OutputError`` or ``crab.messages.UsageLimitExceeded`` (with ``.result``) when it failed so."""
         while self._result is None:
             await self._next()
         if self._error is not None:
@@ -775,7 +775,7 @@ class Run(Generic[OutputT]):
 
 
 ImageInput = ImagePart | bytes | str | Path
-"""What a run takes as an image: a ``crab.ImagePart``, the bytes of one, or a file's path."""
+"""What a run takes as an image: a ``crab.messages.ImagePart``, the bytes of one, or a file's path."""
 
 
 class PartialOutput:

@@ -1,4 +1,4 @@
-"""Usage limits of one library run (``crab.UsageLimits``): what the run has spent, counted from its
+"""Usage limits of one library run (``crab.messages.UsageLimits``): what the run has spent, counted from its
 events, and the first limit it crossed (``UsageLimitExceeded`` names it with the figures)."""
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ class ToolCallRecord:
 class RunResult(Generic[OutputT]):
     """How a run ended: the final answer, every tool call with its result, usage and cost.
 
-    ``stop`` is the last turn's ``crab.TurnStop`` (``"end"`` for an answer, ``"aborted"``,
+    ``stop`` is the last turn's ``crab.events.TurnStop`` (``"end"`` for an answer, ``"aborted"``,
     ``"error"`` with ``error`` saying why, ``"guard"``, ``"max_iterations"``, ``"command"`` for a
     ``/command``); ``usage.cost`` is in US dollars when the model's prices are known. ``turns``
     counts the turns the run took (more than one with follow-ups). Pass ``session_id`` to a later
@@ -46,7 +46,7 @@ class RunResult(Generic[OutputT]):
 
     ``output`` is the answer as the run's ``output_type`` (validated; for an untyped run, the
     text); ``messages`` are the messages this run added to the session, in order (its prompt, the
-    replies, the tool results), as ``crab.messages_to_json`` writes them.
+    replies, the tool results), as ``crab.messages.messages_to_json`` writes them.
     """
 
     text: str

@@ -86,7 +86,7 @@ def assemble_host(
     require_plugins: bool = False,
 ) -> tuple[Config, PluginHost]:
     """The config layers and the plugin host of an agent, without the agent (what ``crab mcp serve``'s
-    toolbox and ``crab.collect_hook`` need); ``assemble`` documents the arguments."""
+    toolbox and ``crab.hooks.collect_hook`` need); ``assemble`` documents the arguments."""
     from crab._assembly.choosing import build_host
     from crab._assembly.function_tools import PLUGIN, FunctionTools, as_tools
     from crab._config.layers import load_config

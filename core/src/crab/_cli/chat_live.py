@@ -1,4 +1,4 @@
-"""``crab chat`` with a live input (a renderer's ``crab.ChatInput``): the user types while a turn
+"""``crab chat`` with a live input (a renderer's ``crab.rendering.ChatInput``): the user types while a turn
 works; Enter steers, Alt-Enter queues a follow-up, Ctrl-C at an empty line aborts the turn."""
 
 from __future__ import annotations

@@ -138,7 +138,8 @@ def installed_from(distribution: str) -> str | None:
 
 def core_install(folder: Path | None, kind: str = "tool") -> str:
     """What the new plugin's README installs crab from (pip arguments): this checkout's ``core``
-    folder (relative to the plugin's ``folder``; the provider kit's too for an HTTP kind), else
+    and ``testing`` folders (crab-core and crab-testing, which the test extra names; relative to
+    the plugin's ``folder``; the provider kit's too for an HTTP kind), else
     the folder, file or URL pip installed them from, else exactly this crab-core's version (which
     pip finds only where crab came from: ``core_where`` says so), so its test command never
     takes whatever ``crab-core`` an index holds."""
@@ -149,13 +150,14 @@ def core_install(folder: Path | None, kind: str = "tool") -> str:
 
     core = core_checkout()
     if core is None:
-        wanted = ["crab-core", *(["crab-provider-kit"] if kind in HTTP_KINDS else [])]
+        wanted = ["crab-core", "crab-testing", *(["crab-provider-kit"] if kind in HTTP_KINDS else [])]
         sources = [installed_from(name) for name in wanted]
         if all(sources):
             return " ".join(shlex.quote(str(source)) for source in sources)
-        return shlex.quote(f"crab-core{'[http]' if kind in HTTP_KINDS else ''}=={__version__}")
+        core_spec = shlex.quote(f"crab-core{'[http]' if kind in HTTP_KINDS else ''}=={__version__}")
+        return f"{core_spec} crab-testing=={__version__}"
     where = (folder or Path.cwd()).resolve()
-    folders = [core, *([core.parent / "kits" / "provider-kit"] if kind in HTTP_KINDS else [])]
+    folders = [core, core.parent / "testing", *([core.parent / "kits" / "provider-kit"] if kind in HTTP_KINDS else [])]
     shown = []
     for path in folders:
         relative = os.path.relpath(path, where)
@@ -175,7 +177,7 @@ def core_where(install: str) -> str:
 
 def values(name: str, kind: str, folder: Path | None = None) -> dict[str, str]:
     """What the templates' ``${...}`` stand for, for plugin ``name`` of ``kind`` written to ``folder``."""
-    from crab._host.api_version import API_VERSION
+    from crab._host.api_version import compatible_range
     from crab._version import __version__
 
     spec = KINDS[kind]
@@ -187,8 +189,9 @@ def values(name: str, kind: str, folder: Path | None = None) -> dict[str, str]:
         "distribution": f"crab-{name}",
         "kind": kind,
         "description": f"{name}: a {kind} plugin for crab, from the {spec.description} example",
-        "crab_api": f">={API_VERSION},<{int(API_VERSION.split('.')[0]) + 1}",
+        "crab_api": compatible_range(),
         "core_requirement": f"{core}>={__version__},<{core_major + 1}",
+        "testing_requirement": f"crab-testing>={__version__},<{compatible_range().rpartition('<')[2]}",
         "core_install": core_install(folder, kind),
     }
     base["core_where"] = core_where(base["core_install"])

@@ -331,7 +331,7 @@ class MigrationReport:
 async def migrate_sessions(source: Store, target: Store) -> MigrationReport:
     """Copy every session of ``source`` with its entries into ``target``.
 
-    A target with the ``crab.SessionImporter`` capability (both crab store plugins have it) keeps
+    A target with the ``crab.storage.SessionImporter`` capability (both crab store plugins have it) keeps
     ids, parent chains, times and fork origins; any other target gets new sessions appended entry
     by entry (new ids and times). Sessions the target already holds are skipped, so a migration
     that was interrupted can simply be run again. The image blobs the entries name are copied

@@ -177,6 +177,26 @@ class Setting:
 
 
 @dataclass(frozen=True)
+class ModelSetting(Setting):
+    """``[crab] model``: a string, or a TOML list of ``provider/model`` strings (a fallback chain),
+    kept as the comma-separated string the model choice reads, in the list's order."""
+
+    @property
+    def expected(self) -> str:
+        return "a string or a list of provider/model strings"
+
+    def check(self, value: Any, key: Parts) -> Any:
+        if not isinstance(value, list):
+            return super().check(value, key)
+        if not value:
+            raise InvalidValue(key, self.expected, value)
+        for index, item in enumerate(value, 1):
+            if not isinstance(item, str) or not item.strip() or "," in item:
+                raise InvalidValue(key, f"entry {index} to be one provider/model string", item)
+        return ", ".join(item.strip() for item in value)
+
+
+@dataclass(frozen=True)
 class ConfigTable:
     """The declared keys of one table: ``crab`` for core, else a plugin's name (``[plugins.<name>]``).
 
@@ -253,8 +273,10 @@ CORE_TABLE = ConfigTable(
     doc="core's own settings",
     settings=(
         Setting("provider", "str", doc="provider name (default: the only loaded provider)"),
-        Setting(
-            "model", "str", doc="model id, or provider/model; several comma-separated are tried in order (fallback)"
+        ModelSetting(
+            "model",
+            "str",
+            doc="model id, or provider/model; several (a list, or comma-separated) are tried in order (fallback)",
         ),
         Setting("store", "str", doc="session store (default: the first persistent store loaded, else memory)"),
         Setting(

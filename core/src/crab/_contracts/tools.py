@@ -65,7 +65,7 @@ class ToolContext:
     ``cancelled`` is set when the call is aborted or times out: a sync tool, which keeps running
     in its worker thread, should check it in long loops and stop early.
     ``handle`` is the running agent's ``AgentHandle`` (None where a tool runs without an agent,
-    as under ``crab.open_toolbox``): a tool that runs a child agent uses its ``run_child``.
+    as under ``crab.tools.open_toolbox``): a tool that runs a child agent uses its ``run_child``.
     ``add_usage`` counts model usage the call spent itself (a child agent's) into the turn's.
     """
 
@@ -99,7 +99,7 @@ class Tool:
 
     Build one with ``@crab.tool`` from a typed function, or directly (for tools whose schema
     comes from elsewhere, like MCP servers) with a ``handler(arguments, ctx)``. Arguments are
-    validated against the schema before it runs (``crab.run_tool`` runs a call as the loop does).
+    validated against the schema before it runs (``crab.tools.run_tool`` runs a call as the loop does).
 
     - ``permission``: read, write, exec or network (see the permission gate).
     - ``exclusive``: never runs at the same time as another tool call of the same reply.
@@ -109,7 +109,7 @@ class Tool:
     - ``prepare_arguments``: rewrites argument shapes models commonly send, before validation.
     - ``validate_arguments``: check arguments against ``parameters`` before calling.
     - ``preview``: ``preview(arguments, ctx)`` returns the ``FileDiff``s the call would make,
-      without making them (the permission question shows them); see ``crab.preview_diffs``.
+      without making them (the permission question shows them); see ``crab.tools.preview_diffs``.
     - ``blocking``: the handler blocks, so it runs in a daemon thread of its own, abandoned at its
       timeout or abort with ``ctx.cancelled`` set (``@crab.tool`` sets it for a sync function).
     """

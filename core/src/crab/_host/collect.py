@@ -1,5 +1,5 @@
 """Registration hooks that one plugin collects from the others (``AgentHandle.collect`` in a run,
-``crab.collect_hook`` in a CLI sub-command), called through the run's dispatcher so each meets its
+``crab.hooks.collect_hook`` in a CLI sub-command), called through the run's dispatcher so each meets its
 policy (docs/hooks.md#hooks-a-plugin-declares)."""
 
 from __future__ import annotations

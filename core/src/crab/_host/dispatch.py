@@ -41,13 +41,15 @@ class ModelCallRefused(CrabError):
     """A ``crab_before_model_call`` interceptor failed, so the model call was not made."""
 
 
+KITS = {"crab_provider_kit": "crab-provider-kit", "crab_sql_kit": "crab-sql-kit", "crab_jobs_kit": "crab-jobs-kit"}
+"""A kit's import package → its distribution, for the line of a plugin whose kit is missing."""
+
+
 def describe(exc: BaseException) -> str:
     """``ValueError: first line of the message`` (one line, whatever the exception says)."""
     text = str(exc).strip().splitlines()
     line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
     if isinstance(exc, ModuleNotFoundError) and exc.name:
-        from crab._compat import KITS
-
         kit = KITS.get(exc.name.partition(".")[0])
         if kit is not None and kit not in line:  # a plugin whose kit is missing: say what to install
             line += f" (the kit {kit} is not installed: pip install {kit})"

@@ -78,7 +78,7 @@ def crab_stores(config: Config) -> list[Store]:
 
 @hookspec(category="registration", on_failure="fail-plugin")
 def crab_renderers(config: Config) -> list[RendererSpec]:
-    """Renderers this plugin offers (``crab.RendererSpec``); ``[crab] renderer`` picks one.
+    """Renderers this plugin offers (``crab.rendering.RendererSpec``); ``[crab] renderer`` picks one.
 
     Core offers ``plain`` and ``jsonl``. Not first-result.
     """
@@ -199,8 +199,8 @@ def crab_before_model_call(request: ModelRequest, session_id: str) -> ModelReque
 def crab_before_tool_call(call: ToolCall, tool: Tool, ctx: ToolContext) -> Decision | None:
     """Allow, refuse or rewrite a tool call before it runs.
 
-    Return ``crab.Deny(reason)`` to refuse (the model receives the reason as an error result),
-    ``crab.Replace(arguments)`` to change the arguments, or None / ``crab.Allow()`` to pass.
+    Return ``crab.hooks.Deny(reason)`` to refuse (the model receives the reason as an error result),
+    ``crab.hooks.Replace(arguments)`` to change the arguments, or None / ``crab.hooks.Allow()`` to pass.
     The first Deny wins. The permission gate is an implementation of this hook. A hook that
     raises refuses the call (fail closed). May be awaitable.
     """
@@ -237,10 +237,10 @@ def crab_prompt_submit(
     """See a user's prompt before it is recorded and sent: refuse it, or add context to it.
 
     Called for each input that goes to the model (not for router commands or ``!shell``): the
-    one that starts a turn and each one that steers a running turn. Return ``crab.Deny(reason)``
+    one that starts a turn and each one that steers a running turn. Return ``crab.hooks.Deny(reason)``
     to refuse it (it is not recorded and the model never sees it; the user gets the reason as
     the turn's error), text to add as context (recorded right after the prompt, as a user message
-    of its own), a ``crab.UserMessage`` for context with images (each image held to ``[crab]
+    of its own), a ``crab.messages.UserMessage`` for context with images (each image held to ``[crab]
     max_image_bytes``; one over it is left out with a note in the text), or None. The first Deny
     wins; the context of several plugins is each recorded. ``config`` is the agent's, and None in
     a child agent's turn (``run_child``: its prompt is the model's, not the user's) (API 1.6). A

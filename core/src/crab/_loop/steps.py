@@ -33,7 +33,7 @@ STOPPED_BY = "the turn was stopped: {reason}"
 
 
 def session_date(session_id: str) -> str | None:
-    """The date (UTC) a session started on, read from its id (``crab.new_session_id``: UTC time
+    """The date (UTC) a session started on, read from its id (``crab.storage.new_session_id``: UTC time
     first), so every process derives the same whatever its time zone (the date is in the system
     prompt, the prefix providers cache); None for an id of another form. Where the local date
     differs, the turn's date note says so (``date_note``)."""

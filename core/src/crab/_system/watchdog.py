@@ -11,6 +11,9 @@ import time
 STALL = 1.5
 """Seconds no Python thread may run while a sync tool runs; with TICK, within Ctrl-C's 2 s."""
 TICK = 0.25
+IDLE_TICKS = 120
+"""Ticks (30 s) the heartbeat waits with no sync tool running before its thread ends: calls a
+model reply apart reuse it rather than start a thread each (as ``crab._system.threads`` does)."""
 
 # Re-entrant: the signal handler (main thread) may arm while the main thread is inside _arm.
 _lock = threading.RLock()
@@ -19,6 +22,8 @@ _enabled = False
 _threads: set[threading.Thread] = set()
 _exit_at: float | None = None
 _ticking = False
+ticks = 0
+"""Heartbeats so far (tests wait on it)."""
 
 
 def enable() -> None:
@@ -67,11 +72,14 @@ def done(thread: threading.Thread) -> None:
 
 def _heartbeat() -> None:
     # Runs only when it gets the GIL: a thread holding it lets the timer run out.
-    global _ticking
+    global _ticking, ticks
+    idle = 0
     while True:
         _arm()
         with _lock:
-            if not (_enabled and _threads):
+            ticks += 1
+            idle = 0 if _threads else idle + 1
+            if not _enabled or idle > IDLE_TICKS:
                 _ticking = False
                 break
         time.sleep(TICK)

@@ -2,7 +2,7 @@
 
 import crab
 
-CRAB_API = "<1.0"
+CRAB_API = "<0.1"
 
 
 @crab.hookimpl

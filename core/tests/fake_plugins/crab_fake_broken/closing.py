@@ -16,4 +16,4 @@ class Closing:
 
 @crab.hookimpl
 def crab_renderers(config):
-    return [crab.RendererSpec("closing", "says when it is closed", Closing)]
+    return [crab.rendering.RendererSpec("closing", "says when it is closed", Closing)]

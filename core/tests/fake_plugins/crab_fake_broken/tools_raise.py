@@ -26,4 +26,4 @@ class _Loud:
 
 @crab.hookimpl
 def crab_renderers(config):
-    return [crab.RendererSpec("brokenrender", "a failed plugin's renderer", _Loud)]
+    return [crab.rendering.RendererSpec("brokenrender", "a failed plugin's renderer", _Loud)]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crab import Config, crab_home
+from crab import Config
+from crab.config import crab_home
 
 
 def user_folder(kind: str) -> Path:

@@ -3,8 +3,7 @@
 crab-schedule runs jobs (and keeps them in SQLite by default); crab-store-postgres offers a
 PostgreSQL job store through crab-schedule's ``crab_job_stores`` hook. Both import what a job is
 from here, so neither imports the other and core holds none of it. A kit, not a plugin: no entry
-point. Before crab-core 0.2 this was ``crab.jobs``, which still imports (with a
-``DeprecationWarning``) while this kit is installed.
+point. It was ``crab.jobs`` once; that path is gone.
 """
 
 from __future__ import annotations

@@ -12,9 +12,8 @@ only a test that names it loads it). For convenience it also re-exports
 the ``crab`` names providers use most: pricing (``with_cost``, ``usage_cost``), tool-argument parsing and ids
 (``parse_tool_arguments``, ``unique_id``, ``json_text``) and API keys (``lookup_key``,
 ``missing_key_message``). A kit, not a plugin: no entry point; provider plugins depend on it.
-It imports only crab's public API. Before crab-core 0.2 this was ``crab.provider_kit``, which
-still imports (with a ``DeprecationWarning``) while this kit is installed. Names are imported on
-first use, so importing the kit does not load httpx.
+It imports only crab's public API (it was ``crab.provider_kit`` once; that path is gone). Names
+are imported on first use, so importing the kit does not load httpx.
 """
 
 from __future__ import annotations
@@ -23,15 +22,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from crab import (
-        json_text,
-        lookup_key,
-        missing_key_message,
-        parse_tool_arguments,
-        unique_id,
-        usage_cost,
-        with_cost,
-    )
+    from crab.messages import json_text, parse_tool_arguments, unique_id, usage_cost, with_cost
+    from crab.secrets import lookup_key, missing_key_message
 
     from crab_provider_kit._contract import ProviderContract
     from crab_provider_kit._extra_body import KEY as EXTRA_KEY
@@ -88,15 +80,15 @@ _EXPORTS: dict[str, str] = {  # public name → ``module`` (same name there) or 
     "parse_retry_after": _RETRY,
     "retry_after_from_headers": _RETRY,
     "status_kind": _RETRY,
-    "json_text": "crab",
-    "unique_id": "crab",
-    "parse_tool_arguments": "crab",
+    "json_text": "crab.messages",
+    "unique_id": "crab.messages",
+    "parse_tool_arguments": "crab.messages",
     "model_from_table": "crab_provider_kit._models",
     "refuse_images_without_vision": "crab_provider_kit._models",
-    "usage_cost": "crab",
-    "with_cost": "crab",
-    "lookup_key": "crab",
-    "missing_key_message": "crab",
+    "usage_cost": "crab.messages",
+    "with_cost": "crab.messages",
+    "lookup_key": "crab.secrets",
+    "missing_key_message": "crab.secrets",
 }
 
 __all__ = [

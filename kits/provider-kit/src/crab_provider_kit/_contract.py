@@ -45,19 +45,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from crab import (
-    ContextOverflowError,
-    ErrorEvent,
-    MessageEnd,
-    ModelRequest,
-    Provider,
-    ProviderError,
-    RetryEvent,
-    StreamEvent,
-    TextDelta,
-    ToolCallEvent,
-    UserMessage,
-)
+from crab import ContextOverflowError, ModelRequest, Provider, ProviderError
+from crab.events import ErrorEvent, MessageEnd, RetryEvent, StreamEvent, TextDelta, ToolCallEvent
+from crab.messages import UserMessage
 from crab.testing import CRAB, RecordedRequest, ReplayServer, collect_stream, find_secret, run_crab
 
 _REQUIRED = (
@@ -112,7 +102,7 @@ class ProviderContract:
     cli_model: ClassVar[str]
     """The model as ``crab run --model`` takes it (``provider/model``)."""
     auth_name: ClassVar[str]
-    """The provider's name in ``auth.json`` (``crab.lookup_key``)."""
+    """The provider's name in ``auth.json`` (``crab.secrets.lookup_key``)."""
 
     def make_provider(self, table: dict[str, Any], env: Mapping[str, str]) -> Provider:
         """The provider under test, configured from ``table`` with the keys in ``env``."""

@@ -25,7 +25,7 @@ Also the connection settings those plugins read from their config tables with th
 defaults (``HttpOptions``, from ``read_http_options``: ``base_url``, ``api_key_env``,
 ``require_key``, ``max_retries``, ``retry_base_delay``, ``retry_cap``, ``idle_timeout``,
 ``connect_timeout``, ``request_timeout``, ``headers``), declared by ``http_settings`` for a plugin's
-config table, read with ``crab.PluginTable``, and the key-routing rule an untrusted project
+config table, read with ``crab.config.PluginTable``, and the key-routing rule an untrusted project
 obeys (``key_routing``).
 
 httpx (a dependency of this kit; ``crab-core[http]`` installs the kit) is imported inside the
@@ -39,21 +39,10 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from crab import (
-    Config,
-    ConfigError,
-    ContextOverflowError,
-    ErrorEvent,
-    PluginTable,
-    ProviderError,
-    Redactor,
-    RetryEvent,
-    Setting,
-    StreamEvent,
-    known_secrets,
-    lookup_key,
-    missing_key_message,
-)
+from crab import Config, ConfigError, ContextOverflowError, ProviderError, Setting
+from crab.config import PluginTable
+from crab.events import ErrorEvent, RetryEvent, StreamEvent
+from crab.secrets import Redactor, known_secrets, lookup_key, missing_key_message
 
 from crab_provider_kit._retry import RetryPolicy, retry_after_from_headers
 from crab_provider_kit._sse import ServerSentEvent, SSEDecoder
@@ -159,7 +148,7 @@ class HttpOptions:
         return RetryPolicy(max_retries=self.max_retries, base_delay=self.retry_base_delay, retry_cap=self.retry_cap)
 
     def key_for(self, provider: str, env: Mapping[str, str] | None = None) -> str | None:
-        """The key: the ``api_key_env`` variable, then the auth file (``crab.lookup_key``).
+        """The key: the ``api_key_env`` variable, then the auth file (``crab.secrets.lookup_key``).
 
         Raises ``ConfigError`` saying what to set when a key is required and none is found. With
         ``key_lookup`` off (a custom ``base_url`` that names no ``api_key_env``) no key is sent:

@@ -9,7 +9,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import Any
 
-from crab import ProviderError, RetryEvent, StreamEvent
+from crab import ProviderError
+from crab.events import RetryEvent, StreamEvent
 
 CHARS_PER_TOKEN = 4
 """The rough estimate crab uses everywhere (``crab/_loop/budget.py`` counts the same way)."""

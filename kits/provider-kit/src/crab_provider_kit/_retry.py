@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
-from crab import ErrorKind
+from crab.events import ErrorKind
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:

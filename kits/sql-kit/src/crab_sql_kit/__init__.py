@@ -5,8 +5,7 @@ text kept once apart from its row (``store_payload``, ``StoredPayload``, ``decod
 and session rows read back (``entry_from_row``, ``session_from_row`` over ``SESSION_COLUMNS``) and
 the usage totals entries written together add to their session row (``session_totals``,
 ``SessionTotals``, ``entry_usage``). Used by crab-store-sqlite and crab-store-postgres. A kit, not
-a plugin: no entry point. Before crab-core 0.2 these names were in ``crab`` (API 1.2), where they
-still import (with a ``DeprecationWarning``) while this kit is installed.
+a plugin: no entry point. These names were in ``crab`` once (API 1.2); they are only here now.
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crab import Entry, EntryType, SessionInfo, StoreError, Usage, usage_from_dict
+from crab import StoreError
+from crab.messages import Usage, usage_from_dict
+from crab.storage import Entry, EntryType, SessionInfo
 
 SESSION_COLUMNS = (
     "id, workspace, created, title, forked_from, fork_entry, meta, updated, entry_count, usage_count, "

@@ -12,7 +12,7 @@ from typing import Any
 
 import crab
 
-CRAB_API = ">=1.5,<2"  # PlanEvent, ToolResultEvent.diffs, PermissionRequest.call_id, AgentHandle.models (API 1.5)
+CRAB_API = ">=0.1,<0.2"
 
 
 @crab.hookimpl

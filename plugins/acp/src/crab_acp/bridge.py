@@ -42,7 +42,7 @@ class Bridge:
         self.plan_switch: bool | None = True if mode == "plan" else None
         """The plan switch to put in the session's state at its next tool call (the mode changed)."""
         self.handle: crab.AgentHandle | None = None
-        self.seen: Callable[[crab.Event], None] = lambda event: None
+        self.seen: Callable[[crab.events.Event], None] = lambda event: None
         """Told of every event as it is emitted (the session's ``UpdateMapper.seen``)."""
 
     @crab.hookimpl
@@ -72,7 +72,7 @@ class Bridge:
         self.mode = mode
 
     @crab.hookimpl
-    async def crab_before_tool_call(self, tool: crab.Tool, ctx: crab.ToolContext) -> crab.Deny | None:
+    async def crab_before_tool_call(self, tool: crab.Tool, ctx: crab.ToolContext) -> crab.hooks.Deny | None:
         if self.plan_switch is not None:
             ctx.state[PLAN_KEY] = self.plan_switch
             self.plan_switch = None
@@ -81,7 +81,7 @@ class Bridge:
             self.mode = "ask"
             await self.connection.session_update(session_id=ctx.session_id, update=update_current_mode("ask"))
         if self.mode == "read-only" and tool.permission in ("write", "exec"):
-            return crab.Deny(
+            return crab.hooks.Deny(
                 f"Refused: {tool.name} needs {tool.permission} permission and this session is read-only "
                 "(the editor's mode). Tell the user what you would change instead."
             )

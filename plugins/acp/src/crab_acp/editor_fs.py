@@ -8,7 +8,7 @@ not read still gets every change, and one that reads but does not write gets the
 one read gate for both halves (crab-tools-basic's would not know of reads made here). The rules are crab's:
 a path must stay inside the workspace (symlinks resolved), an existing file is changed only
 after a read in this session and if it is unchanged since (the read gate), every edit is checked
-before anything is written, and each change comes back with its ``crab.FileDiff``.
+before anything is written, and each change comes back with its ``crab.events.FileDiff``.
 """
 
 from __future__ import annotations
@@ -94,14 +94,14 @@ def numbered(text: str, offset: int, limit: int | None) -> str:
     return body
 
 
-def file_diff(display: str, before: str | None, after: str) -> crab.FileDiff:
+def file_diff(display: str, before: str | None, after: str) -> crab.events.FileDiff:
     old = (before or "").splitlines(keepends=True)
     new = after.splitlines(keepends=True)
     lines = list(difflib.unified_diff(old, new, f"a/{display}", f"b/{display}", n=3))
     added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
     removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
     small = len(after) <= WHOLE_TEXT and len(before or "") <= WHOLE_TEXT
-    return crab.FileDiff(
+    return crab.events.FileDiff(
         path=display,
         unified="".join(line if line.endswith("\n") else line + "\n" for line in lines),
         before=before if small else None,

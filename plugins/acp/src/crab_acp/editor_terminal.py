@@ -28,7 +28,7 @@ KILL_WAIT = 5.0
 
 
 @dataclass(frozen=True)
-class EditorTerminal(crab.Event):
+class EditorTerminal(crab.events.Event):
     """A tool call's command runs in editor terminal ``terminal_id`` (the editor embeds it)."""
 
     type = "acp_terminal"

@@ -1,7 +1,7 @@
 """Where ``crab acp`` logs: ``$CRAB_HOME/logs/acp.log``, masked, never stdout (the protocol's).
 
 Every record of the process (the SDK's, crab-acp's, any library's) goes to that file through the
-root logger, secrets masked with ``crab.Redactor``; Python's last-resort handler, which would
+root logger, secrets masked with ``crab.secrets.Redactor``; Python's last-resort handler, which would
 print on stderr, is never reached. The file is cut to its last half when it passes ``MAX_BYTES``.
 """
 
@@ -16,7 +16,7 @@ MAX_BYTES = 5_000_000
 
 
 class _Masked(logging.Formatter):
-    def __init__(self, redactor: crab.Redactor) -> None:
+    def __init__(self, redactor: crab.secrets.Redactor) -> None:
         super().__init__("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
         self.redactor = redactor
 
@@ -25,7 +25,7 @@ class _Masked(logging.Formatter):
 
 
 def log_path() -> Path:
-    return crab.crab_home() / "logs" / "acp.log"
+    return crab.config.crab_home() / "logs" / "acp.log"
 
 
 def _trim(path: Path) -> None:
@@ -47,7 +47,7 @@ def install() -> logging.Logger:
         handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
     except OSError:
         handler = logging.NullHandler()  # no writable home: lose the log, never the protocol
-    handler.setFormatter(_Masked(crab.Redactor(crab.known_secrets())))
+    handler.setFormatter(_Masked(crab.secrets.Redactor(crab.secrets.known_secrets())))
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)

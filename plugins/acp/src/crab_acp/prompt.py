@@ -3,7 +3,7 @@
 Text blocks are the user's words. A resource link (an ``@file`` mention the editor did not
 embed) becomes a line naming it, so the model can read it with its tools; an embedded text
 resource (a file or selection the editor attached, unsaved edits included) is inlined in a
-``<context>`` block naming its URI. An image block becomes a ``crab.ImagePart`` sent with the
+``<context>`` block naming its URI. An image block becomes a ``crab.messages.ImagePart`` sent with the
 text (its type read from its bytes, not from what the editor says; the turn's ``[crab]
 max_image_bytes`` cap applies). Blobs and audio are not sent to the model (``promptCapabilities``
 says so), and a line says what was left out, as for an image that cannot be read.
@@ -26,7 +26,7 @@ from acp.schema import (
     TextContentBlock,
     TextResourceContents,
 )
-from crab import ImagePart
+from crab.messages import ImagePart
 
 
 def _where(uri: str) -> str:

@@ -48,8 +48,6 @@ ASK_TOOL = "ask_user"
 """crab-ask's tool: a question is attached to its running call."""
 SETTLE_WAIT = 10.0
 """Seconds an aborted turn may take to end (its tools stopped, its calls paired) before its agent closes."""
-SHOW_WAIT = 10.0
-"""Seconds a permission question waits for its call's ``tool_call`` update to go out in order."""
 STOPS = {"aborted": "cancelled", "max_iterations": "max_turn_requests"}
 
 
@@ -109,8 +107,6 @@ class AcpSession:
         self.model = ""
         self.idle = asyncio.Event()
         self.idle.set()
-        self._shown: dict[str, asyncio.Event] = {}
-        """Per tool call: set once its ``tool_call`` update went out (a question waits for it)."""
 
     # --- making it --------------------------------------------------------------------------
 
@@ -234,7 +230,6 @@ class AcpSession:
             return "once"
         if self.cancelled or self.gone:
             return "deny"
-        await self._shown_before_asking(request.call_id)
         try:
             response = await self.connection.request_permission(
                 session_id=self.id, tool_call=self.mapper.question(request), options=options(request.permission)
@@ -243,27 +238,14 @@ class AcpSession:
             return "deny"
         return answer(response)
 
-    def _seen(self, event: crab.Event) -> None:
-        self.mapper.seen(event)
-        if isinstance(event, crab.NoticeEvent) and event.level == "warning" and self.run is None:
+    def _seen(self, event: crab.events.Event) -> None:
+        if isinstance(event, crab.events.NoticeEvent) and event.level == "warning" and self.run is None:
             self.idle_notes.append(event.message)
 
     def notes(self) -> list[Any]:
         """The warnings no turn has shown yet, as one message update (and forget them)."""
         lines, self.idle_notes = self.idle_notes, []
         return [acp.update_agent_message_text("".join(f"[crab] {line}\n" for line in lines))] if lines else []
-
-    def _shown_event(self, call_id: str) -> asyncio.Event:
-        return self._shown.setdefault(call_id, asyncio.Event())
-
-    async def _shown_before_asking(self, call_id: str) -> None:
-        """Let the updates before the question (the reply's text, its ``tool_call``) go out first."""
-        if not call_id or call_id not in self.mapper.calls:
-            return
-        try:
-            await asyncio.wait_for(self._shown_event(call_id).wait(), SHOW_WAIT)
-        except TimeoutError:  # the updates are stuck behind a slow client: show the call now
-            await self.send(self.mapper.announce(call_id))
 
     async def question(self, question: crab.Question) -> str | None:
         """A tool's question: its choices as the options of a ``session/request_permission``."""
@@ -303,12 +285,9 @@ class AcpSession:
                     await self.send([self.mapper.terminal(event.call_id, event.terminal_id)])
                 else:
                     await self.send(self.mapper.updates(event))
-                    if isinstance(event, crab.ToolCallEvent):
-                        self._shown_event(event.call.id).set()
             result = await run.result()
         finally:
             self.run = None
-            self._shown.clear()
             self.idle.set()
         if self.cancelled or result.stop == "aborted":
             return PromptResponse(stop_reason="cancelled")

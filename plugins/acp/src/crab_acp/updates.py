@@ -102,15 +102,13 @@ class UpdateMapper:
         self.workspace = workspace
         self.permissions: Mapping[str, str] = permissions or {}
         self.calls: dict[str, CallView] = {}
-        self.announced: set[str] = set()
-        """Calls whose ``tool_call`` went out early: before the permission question about them."""
 
     # --- what a call is ---------------------------------------------------------------------
 
     def absolute(self, path: str) -> str:
         return os.path.normpath(os.path.join(self.workspace, os.path.expanduser(path)))
 
-    def view(self, call: crab.ToolCall) -> CallView:
+    def view(self, call: crab.messages.ToolCall) -> CallView:
         kind = KINDS.get(call.name) or BY_PERMISSION.get(self.permissions.get(call.name, ""), "other")
         path = _path_of(call.arguments)
         locations = []
@@ -122,33 +120,11 @@ class UpdateMapper:
         self.calls[call.id] = view
         return view
 
-    def seen(self, event: crab.Event) -> None:
-        """Know a call as soon as it is emitted: the gate may ask about it before its update is sent."""
-        if isinstance(event, crab.ToolCallEvent):
-            self.view(event.call)
-
-    def started(self, call: crab.ToolCall) -> ToolCallStart:
+    def started(self, call: crab.messages.ToolCall) -> ToolCallStart:
         view = self.calls.get(call.id) or self.view(call)
         return acp.start_tool_call(
             view.id, view.title, kind=view.kind, status="pending", locations=view.locations, raw_input=view.raw_input
         )
-
-    def announce(self, call_id: str) -> list[ToolCallStart]:
-        """The ``tool_call`` of ``call_id`` if it has not gone out yet (it must precede its question)."""
-        view = self.calls.get(call_id)
-        if view is None or call_id in self.announced:
-            return []
-        self.announced.add(call_id)
-        return [
-            acp.start_tool_call(
-                view.id,
-                view.title,
-                kind=view.kind,
-                status="pending",
-                locations=view.locations,
-                raw_input=view.raw_input,
-            )
-        ]
 
     def question(self, request: crab.PermissionRequest) -> ToolCallUpdate:
         """The tool call a permission question is about, as ``session/request_permission`` shows it."""
@@ -165,7 +141,7 @@ class UpdateMapper:
             content=[acp.tool_content(acp.text_block(request.summary))],
         )
 
-    def result_content(self, call_id: str, text: str, diffs: Sequence[crab.FileDiff]) -> list[Content]:
+    def result_content(self, call_id: str, text: str, diffs: Sequence[crab.events.FileDiff]) -> list[Content]:
         content: list[Content] = []
         view = self.calls.get(call_id)
         if view is not None and view.terminal is not None:
@@ -179,7 +155,7 @@ class UpdateMapper:
             content.append(acp.tool_content(acp.text_block(text)))
         return content
 
-    def finished(self, event: crab.ToolResultEvent) -> ToolCallProgress:
+    def finished(self, event: crab.events.ToolResultEvent) -> ToolCallProgress:
         return acp.update_tool_call(
             event.call_id,
             status="failed" if event.is_error else "completed",
@@ -196,33 +172,31 @@ class UpdateMapper:
 
     # --- events -------------------------------------------------------------------------------
 
-    def updates(self, event: crab.Event) -> list[Update]:
+    def updates(self, event: crab.events.Event) -> list[Update]:
         """What the editor is told of ``event`` (often nothing: turn bookkeeping, usage)."""
-        if isinstance(event, crab.TextDelta):
+        if isinstance(event, crab.events.TextDelta):
             return [acp.update_agent_message_text(event.text)] if event.text else []
-        if isinstance(event, crab.ThinkingDelta):
+        if isinstance(event, crab.events.ThinkingDelta):
             return [acp.update_agent_thought_text(event.text)] if event.text else []
-        if isinstance(event, crab.ToolCallEvent):
-            if event.call.id in self.announced:
-                return []
+        if isinstance(event, crab.events.ToolCallEvent):
             return [self.started(event.call)]
-        if isinstance(event, crab.ToolResultEvent):
+        if isinstance(event, crab.events.ToolResultEvent):
             return [self.finished(event)]
-        if isinstance(event, crab.PlanEvent):
+        if isinstance(event, crab.events.PlanEvent):
             return [plan(event.items)]
-        if isinstance(event, crab.CommandOutput):
+        if isinstance(event, crab.events.CommandOutput):
             return [acp.update_agent_message_text(event.text)] if event.text else []
-        if isinstance(event, crab.NoticeEvent) and event.level == "warning":
+        if isinstance(event, crab.events.NoticeEvent) and event.level == "warning":
             return [acp.update_agent_message_text(f"\n[crab] {event.message}\n")]
-        if isinstance(event, crab.CompactionEvent):
+        if isinstance(event, crab.events.CompactionEvent):
             return [acp.update_agent_thought_text(event.line() + "\n")]
-        if isinstance(event, crab.RetryEvent):
+        if isinstance(event, crab.events.RetryEvent):
             retry = f"retrying ({event.attempt}/{event.max_attempts}) in {event.delay:g} s: {event.reason}\n"
             return [acp.update_agent_thought_text(retry)]
         return []
 
 
-def plan(items: Sequence[crab.PlanItem]) -> AgentPlanUpdate:
+def plan(items: Sequence[crab.events.PlanItem]) -> AgentPlanUpdate:
     """A plan update with the whole checklist (ACP replaces the plan each time, as crab's event does)."""
     return acp.update_plan(
         acp.plan_entry(item.text, status=PLAN_STATUS.get(item.status, "pending"))  # type: ignore[arg-type]
@@ -237,12 +211,12 @@ class Replay:
     mapper: UpdateMapper
     out: list[Any] = field(default_factory=list)
 
-    def messages(self, messages: Sequence[crab.Message]) -> list[Any]:
+    def messages(self, messages: Sequence[crab.messages.Message]) -> list[Any]:
         for message in messages:
-            if isinstance(message, crab.UserMessage):
+            if isinstance(message, crab.messages.UserMessage):
                 if message.content:
                     self.out.append(acp.update_user_message_text(message.content))
-            elif isinstance(message, crab.AssistantMessage):
+            elif isinstance(message, crab.messages.AssistantMessage):
                 for thought in message.thinking:
                     if thought.text and not thought.redacted:
                         self.out.append(acp.update_agent_thought_text(thought.text))
@@ -250,7 +224,7 @@ class Replay:
                     self.out.append(acp.update_agent_message_text(message.content))
                 for call in message.tool_calls:
                     self.out.append(self.mapper.started(call))
-            elif isinstance(message, crab.ToolResultMessage):
+            elif isinstance(message, crab.messages.ToolResultMessage):
                 self.out.append(
                     acp.update_tool_call(
                         message.call_id,

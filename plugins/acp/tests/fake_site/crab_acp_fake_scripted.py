@@ -1,4 +1,7 @@
-"""A provider for crab-acp's end-to-end tests: crab.testing's scripted provider replaying ``-m scripted/FILE``."""
+"""A provider for crab-acp's end-to-end tests: crab.testing's scripted provider replaying ``-m scripted/FILE``.
+
+A script with ``"stream_calls": false`` streams no ``ToolCallEvent``: its calls come only with the
+final message, as from a provider that does not stream them."""
 
 import json
 import os
@@ -6,6 +9,13 @@ from pathlib import Path
 
 import crab
 from crab.testing import ScriptedProvider
+
+
+class Unstreamed(ScriptedProvider):
+    async def stream(self, request):
+        async for event in super().stream(request):
+            if not isinstance(event, crab.events.ToolCallEvent):
+                yield event
 
 
 class FileScripted:
@@ -27,7 +37,9 @@ class FileScripted:
     def stream(self, request):
         if request.model not in self.engines:  # one engine per script: /model switches between them
             with open(request.model) as handle:
-                self.engines[request.model] = ScriptedProvider(json.load(handle)["replies"], loop=True)
+                script = json.load(handle)
+            kind = ScriptedProvider if script.get("stream_calls", True) else Unstreamed
+            self.engines[request.model] = kind(script["replies"], loop=True)
         return self.engines[request.model].stream(request)
 
 

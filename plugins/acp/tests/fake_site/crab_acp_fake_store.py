@@ -26,20 +26,24 @@ class FileStore:
     def _path(self, session_id: str) -> Path:
         return self.root / f"{session_id}.jsonl"
 
-    def _read(self, session_id: str) -> tuple[crab.SessionInfo, list[crab.Entry]]:
+    def _read(self, session_id: str) -> tuple[crab.storage.SessionInfo, list[crab.storage.Entry]]:
         path = self._path(session_id)
         if not path.exists():
             raise crab.StoreError(f"no session {session_id!r} in the file store")
         lines = [json.loads(line) for line in path.read_text().splitlines() if line]
-        info = crab.session_from_header(lines[0])
-        entries = [e for e in (crab.entry_from_dict(line, session_id) for line in lines[1:]) if e is not None]
+        info = crab.storage.session_from_header(lines[0])
+        entries = [e for e in (crab.storage.entry_from_dict(line, session_id) for line in lines[1:]) if e is not None]
         return info, entries
 
     async def create_session(self, workspace, *, title=None, meta=None):
-        info = crab.SessionInfo(
-            id=crab.new_session_id(), workspace=workspace, created=time.time(), title=title, meta=dict(meta or {})
+        info = crab.storage.SessionInfo(
+            id=crab.storage.new_session_id(),
+            workspace=workspace,
+            created=time.time(),
+            title=title,
+            meta=dict(meta or {}),
         )
-        self._path(info.id).write_text(json.dumps(crab.session_header(info)) + "\n")
+        self._path(info.id).write_text(json.dumps(crab.storage.session_header(info)) + "\n")
         return info
 
     async def get_session(self, session_id):
@@ -53,8 +57,8 @@ class FileStore:
 
     async def append(self, session_id, type, payload):
         _, entries = self._read(session_id)
-        entry = crab.Entry(
-            id=crab.new_entry_id(),
+        entry = crab.storage.Entry(
+            id=crab.storage.new_entry_id(),
             session_id=session_id,
             parent_id=entries[-1].id if entries else None,
             type=type,
@@ -62,7 +66,7 @@ class FileStore:
             payload=dict(payload),
         )
         with self._path(session_id).open("a") as handle:
-            handle.write(json.dumps(crab.entry_to_dict(entry)) + "\n")
+            handle.write(json.dumps(crab.storage.entry_to_dict(entry)) + "\n")
         return entry
 
     async def entries(self, session_id, *, since_handoff=False):

@@ -16,7 +16,7 @@ def patch_file(path: str, ctx: crab.ToolContext) -> crab.ToolResult:
     before = target.read_text() if target.exists() else ""
     after = before + "patched\n"
     target.write_text(after)
-    diff = crab.FileDiff(
+    diff = crab.events.FileDiff(
         path=path, unified=f"--- a/{path}\n+++ b/{path}\n@@\n+patched\n", before=before, after=after, added=1
     )
     return crab.ToolResult(f"patched {path}", diffs=(diff,))
@@ -25,8 +25,8 @@ def patch_file(path: str, ctx: crab.ToolContext) -> crab.ToolResult:
 @crab.tool
 def make_plan(steps: list[str], ctx: crab.ToolContext) -> str:
     """Set the session's plan: the first step in progress, the rest pending."""
-    items = tuple(crab.PlanItem(text, "in_progress" if i == 0 else "pending") for i, text in enumerate(steps))
-    ctx.emit(crab.PlanEvent(ctx.session_id, items))
+    items = tuple(crab.events.PlanItem(text, "in_progress" if i == 0 else "pending") for i, text in enumerate(steps))
+    ctx.emit(crab.events.PlanEvent(ctx.session_id, items))
     return f"plan of {len(items)} steps"
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import crab
 
-CRAB_API = ">=1.5,<2"  # crab.Question and ToolContext.question came with 1.5
+CRAB_API = ">=0.1,<0.2"
 
 
 @crab.hookimpl

@@ -15,11 +15,13 @@ import crab
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
-    from crab import Command, Config, ConfigTable, Event, Tool, ToolCall, ToolContext, ToolResult
+    from crab import Command, Config, ConfigTable, Tool, ToolContext, ToolResult
+    from crab.events import Event
+    from crab.messages import ToolCall
 
     from crab_checkpoints.recorder import Recorder
 
-CRAB_API = ">=1.7,<2"  # Tool.preview_diffs and ToolResult.diffs (1.5); crab.processes.start (1.7)
+CRAB_API = ">=0.1,<0.2"
 
 
 class CheckpointsPlugin:

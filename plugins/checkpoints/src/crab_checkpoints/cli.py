@@ -8,7 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from crab import Config, crab_home
+from crab import Config
+from crab.config import crab_home
 
 from crab_checkpoints.git_store import REF_ROOT, GitCheckpoints, list_refs
 from crab_checkpoints.gitrun import Git, work_tree_top

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from crab import write_atomic
+from crab.tools import write_atomic
 
 from crab_checkpoints.git_store import describe_undo, nothing_to_undo, ref_part
 from crab_checkpoints.plan import Change, Checkpoint, State, UndoRefused, plan_undo, refuse_outside

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from crab import write_atomic
+from crab.tools import write_atomic
 
 from crab_checkpoints.gitrun import Git
 from crab_checkpoints.plan import Change, Checkpoint, State, plan_undo, refuse_outside

@@ -13,21 +13,11 @@ import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crab import (
-    CommandContext,
-    CommandResult,
-    CrabError,
-    Event,
-    NoticeEvent,
-    Tool,
-    ToolCall,
-    ToolContext,
-    ToolResult,
-    TurnEnded,
-    TurnStarted,
-    crab_home,
-    preview_diffs,
-)
+from crab import CommandContext, CommandResult, CrabError, Tool, ToolContext, ToolResult
+from crab.config import crab_home
+from crab.events import Event, NoticeEvent, TurnEnded, TurnStarted
+from crab.messages import ToolCall
+from crab.tools import preview_diffs
 
 from crab_checkpoints.copy_store import CopyCheckpoints
 from crab_checkpoints.git_store import GitCheckpoints

@@ -12,7 +12,7 @@ import crab
 if TYPE_CHECKING:
     from crab import Config, ConfigTable, Provider
 
-CRAB_API = ">=1.7,<2"  # crab.Agent (1.3) runs the replay; crab.processes.start (1.7)
+CRAB_API = ">=0.1,<0.2"
 
 
 @crab.hookimpl

@@ -83,7 +83,7 @@ class Recorder:
     Every record is redacted first: a check command's output or a judge's verdict may quote a key.
     """
 
-    def __init__(self, path: Path, output: str, total: int, done: int, redactor: crab.Redactor) -> None:
+    def __init__(self, path: Path, output: str, total: int, done: int, redactor: crab.secrets.Redactor) -> None:
         self.path, self.output, self.total, self.done = path, output, total, done
         self.redactor = redactor
 
@@ -143,7 +143,7 @@ async def run_all(plans: list[Planned], recorder: Recorder, options: EvalOptions
 
 
 def _write(path: str, text: str) -> None:
-    crab.write_atomic(Path(path), text.encode("utf-8"))
+    crab.tools.write_atomic(Path(path), text.encode("utf-8"))
     sys.stderr.write(f"wrote {path}\n")
 
 
@@ -179,7 +179,9 @@ def run(config: crab.Config, options: EvalOptions) -> int:
     elif finished:
         sys.stderr.write(f"resuming: {len(finished)} of {len(plans)} runs already finished\n")
     pending = [p for p in plans if p.key not in finished]
-    recorder = Recorder(runs_file, options.output, len(plans), len(finished), crab.Redactor(crab.known_secrets(config)))
+    recorder = Recorder(
+        runs_file, options.output, len(plans), len(finished), crab.secrets.Redactor(crab.secrets.known_secrets(config))
+    )
     completed = asyncio.run(run_all(pending, recorder, options, timeout, jobs))
     records = list(read_finished(runs_file, wanted).values())
     order = {p.key: i for i, p in enumerate(plans)}

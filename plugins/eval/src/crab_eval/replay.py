@@ -31,9 +31,9 @@ class CallOutcome:
     """One recorded call beside its live result (``live`` None: the replay never ran it)."""
 
     number: int
-    call: crab.ToolCall
-    recorded: crab.ToolResultMessage | None
-    live: crab.ToolResultEvent | None
+    call: crab.messages.ToolCall
+    recorded: crab.messages.ToolResultMessage | None
+    live: crab.events.ToolResultEvent | None
 
     @property
     def same(self) -> bool:
@@ -61,7 +61,7 @@ def _refused(text: str) -> bool:
     return text.startswith(REFUSALS)
 
 
-def _summary(call: crab.ToolCall, limit: int = 200) -> str:
+def _summary(call: crab.messages.ToolCall, limit: int = 200) -> str:
     """The permission question's summary of a call, as the gate writes it."""
     args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.arguments.items())
     text = f"{call.name}({args})"
@@ -73,7 +73,7 @@ class RecordedAnswers:
 
     def __init__(
         self,
-        calls: list[tuple[crab.ToolCall, bool]],
+        calls: list[tuple[crab.messages.ToolCall, bool]],
         confirm: Callable[[crab.PermissionRequest], bool] | None = None,
     ) -> None:
         self.pending = list(calls)
@@ -124,8 +124,8 @@ def replay(
         return text.replace(scratch, original) if original != scratch else text
 
     turns: list[list[replay_provider.Reply]] = []
-    planned: list[tuple[int, crab.ToolCall]] = []
-    answers: list[tuple[crab.ToolCall, bool]] = []
+    planned: list[tuple[int, crab.messages.ToolCall]] = []
+    answers: list[tuple[crab.messages.ToolCall, bool]] = []
     for index, turn in enumerate(session.turns):
         if until is not None and len(planned) >= until:
             break
@@ -142,19 +142,19 @@ def replay(
             planned += [(index, call) for call in calls]
         for _, call in planned[len(answers) :]:
             result = session.turns[index].results.get(call.id)
-            moved = crab.ToolCall(call.id, call.name, rewritten(call.arguments, to_scratch))
+            moved = crab.messages.ToolCall(call.id, call.name, rewritten(call.arguments, to_scratch))
             answers.append((moved, result is not None and _refused(result.content)))
         turns.append(replies)
 
     script = replay_provider.TurnScript(turns)
     model = replay_provider.serve(script)
     # By turn and id: a call id is unique within a turn only (each `crab run` of a session counts afresh).
-    live: dict[tuple[int, str], crab.ToolResultEvent] = {}
+    live: dict[tuple[int, str], crab.events.ToolResultEvent] = {}
     current = [0]
 
-    def listen(event: crab.Event) -> None:
-        if isinstance(event, crab.ToolResultEvent):
-            live[current[0], event.call_id] = crab.ToolResultEvent(
+    def listen(event: crab.events.Event) -> None:
+        if isinstance(event, crab.events.ToolResultEvent):
+            live[current[0], event.call_id] = crab.events.ToolResultEvent(
                 call_id=event.call_id,
                 name=event.name,
                 content=to_original(event.content),

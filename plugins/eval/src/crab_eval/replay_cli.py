@@ -26,7 +26,7 @@ from crab_eval.script import session_script
 from crab_eval.tape import read_session
 
 
-def _args(call: crab.ToolCall, limit: int = 70) -> str:
+def _args(call: crab.messages.ToolCall, limit: int = 70) -> str:
     text = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in call.arguments.items())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -117,12 +117,12 @@ def run(
         raise crab.UsageError(f"--until {until}: give a call number from 1 on")
     session = read_session(session_ref, store=store, plugins=plugins)
     if as_script is not None:
-        script = crab.Redactor(crab.known_secrets(config)).payload(session_script(session))
+        script = crab.secrets.Redactor(crab.secrets.known_secrets(config)).payload(session_script(session))
         text = json.dumps(script, ensure_ascii=False, indent=1) + "\n"
         if as_script == "-":
             sys.stdout.write(text)
         else:
-            crab.write_atomic(Path(as_script), text.encode("utf-8"))
+            crab.tools.write_atomic(Path(as_script), text.encode("utf-8"))
             sys.stderr.write(f"wrote {as_script}\n")
         return 0
     names = None if plugins is None else [p for p in plugins.split(",") if p]
@@ -134,12 +134,14 @@ def run(
         plugins=names,
         confirm=ask_terminal if session.from_file and not trust_recording else None,
     )
-    redactor = crab.Redactor(crab.known_secrets(config))  # results and the recording are masked already
+    redactor = crab.secrets.Redactor(crab.secrets.known_secrets(config))  # results and the recording are masked already
     for line in report_lines(report, tool, in_place, keep):
         sys.stdout.write(redactor.text(line) + "\n")
     if json_path:
         document = redactor.payload(report_json(report, tool))
-        crab.write_atomic(Path(json_path), (json.dumps(document, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
+        crab.tools.write_atomic(
+            Path(json_path), (json.dumps(document, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+        )
     if not in_place and not keep:
         shutil.rmtree(report.workspace.parent, ignore_errors=True)
     shown = [o for o in report.outcomes if tool is None or o.call.name == tool]

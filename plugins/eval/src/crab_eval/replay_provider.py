@@ -79,5 +79,5 @@ class ReplayProvider:
     def check(self, model: str) -> None:
         self._engine(model)
 
-    def stream(self, request: crab.ModelRequest) -> AsyncIterator[crab.StreamEvent]:
+    def stream(self, request: crab.ModelRequest) -> AsyncIterator[crab.events.StreamEvent]:
         return self._engine(request.model).stream(request)

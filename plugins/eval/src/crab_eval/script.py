@@ -32,7 +32,7 @@ def rewritten(value: Any, rewrite: Rewrite) -> Any:
     return value
 
 
-def call_step(call: crab.ToolCall, rewrite: Rewrite = _same) -> dict[str, Any]:
+def call_step(call: crab.messages.ToolCall, rewrite: Rewrite = _same) -> dict[str, Any]:
     """The step asking for ``call`` again, its paths moved by ``rewrite``."""
     step: dict[str, Any] = {"tool": call.name, "id": call.id}
     if call.raw_arguments is not None and call.parse_error:
@@ -43,7 +43,9 @@ def call_step(call: crab.ToolCall, rewrite: Rewrite = _same) -> dict[str, Any]:
 
 
 def reply_steps(
-    message: crab.AssistantMessage, rewrite: Rewrite = _same, calls: tuple[crab.ToolCall, ...] | None = None
+    message: crab.messages.AssistantMessage,
+    rewrite: Rewrite = _same,
+    calls: tuple[crab.messages.ToolCall, ...] | None = None,
 ) -> list[dict[str, Any]]:
     """The steps of one reply; ``calls`` replaces the message's own (a reply cut by ``--until``)."""
     steps: list[dict[str, Any]] = []
@@ -59,7 +61,7 @@ def reply_steps(
         return steps  # the user stopped it; its calls were never run to an answer
     steps += [call_step(call, rewrite) for call in (message.tool_calls if calls is None else calls)]
     if message.usage is not None:
-        steps.append({"usage": {k: v for k, v in crab.usage_to_dict(message.usage).items() if k != "cost"}})
+        steps.append({"usage": {k: v for k, v in crab.messages.usage_to_dict(message.usage).items() if k != "cost"}})
     if message.stop_reason == "max_tokens":
         steps.append({"stop": "max_tokens"})
     return steps

@@ -22,19 +22,19 @@ class RecordedTurn:
     """One user input and what followed it: assistant messages in order, and each call's result."""
 
     prompt: str
-    replies: list[crab.AssistantMessage] = field(default_factory=list)
-    results: dict[str, crab.ToolResultMessage] = field(default_factory=dict)
+    replies: list[crab.messages.AssistantMessage] = field(default_factory=list)
+    results: dict[str, crab.messages.ToolResultMessage] = field(default_factory=dict)
 
 
 @dataclass
 class RecordedSession:
-    info: crab.SessionInfo
+    info: crab.storage.SessionInfo
     turns: list[RecordedTurn]
     from_file: bool = False
     """Read from a file, not from the user's store: whoever wrote it chose its permission answers."""
 
     @property
-    def calls(self) -> list[tuple[int, crab.ToolCall]]:
+    def calls(self) -> list[tuple[int, crab.messages.ToolCall]]:
         """Every tool call in order, with the index of its turn."""
         return [(n, call) for n, turn in enumerate(self.turns) for reply in turn.replies for call in reply.tool_calls]
 
@@ -46,13 +46,13 @@ def parse_export(text: str, origin: str) -> RecordedSession:
         header = json.loads(lines[0]) if lines else None
     except json.JSONDecodeError:
         header = None
-    if not isinstance(header, dict) or crab.SESSION_HEADER_KEY not in header:
+    if not isinstance(header, dict) or crab.storage.SESSION_HEADER_KEY not in header:
         raise crab.UsageError(f"{origin} is not an exported session: write one with `crab sessions export ID -o FILE`")
-    info = crab.session_from_header(header)
-    entries: list[crab.Entry] = []
+    info = crab.storage.session_from_header(header)
+    entries: list[crab.storage.Entry] = []
     for number, line in enumerate(lines[1:], start=2):
         try:
-            entry = crab.entry_from_dict(json.loads(line), info.id)
+            entry = crab.storage.entry_from_dict(json.loads(line), info.id)
         except (json.JSONDecodeError, ValueError, TypeError, KeyError) as exc:
             raise crab.UsageError(f"{origin}: line {number} is not a session entry ({exc})") from None
         if entry is not None:
@@ -60,20 +60,20 @@ def parse_export(text: str, origin: str) -> RecordedSession:
     return RecordedSession(info, turns_of(entries))
 
 
-def turns_of(entries: list[crab.Entry]) -> list[RecordedTurn]:
+def turns_of(entries: list[crab.storage.Entry]) -> list[RecordedTurn]:
     """Group messages into turns: a user message opens one; assistant messages and results follow."""
     turns: list[RecordedTurn] = []
     for entry in entries:
         if entry.type not in ("message", "tool_result"):
             continue
-        message = crab.message_from_dict(dict(entry.payload))
-        if isinstance(message, crab.UserMessage):
+        message = crab.messages.message_from_dict(dict(entry.payload))
+        if isinstance(message, crab.messages.UserMessage):
             turns.append(RecordedTurn(message.content))
         elif not turns:
             continue  # a fork's tail without its opening prompt: nothing to replay it from
-        elif isinstance(message, crab.AssistantMessage):
+        elif isinstance(message, crab.messages.AssistantMessage):
             turns[-1].replies.append(message)
-        elif isinstance(message, crab.ToolResultMessage):
+        elif isinstance(message, crab.messages.ToolResultMessage):
             turns[-1].results[message.call_id] = message
     return turns
 

@@ -16,23 +16,14 @@ import crab
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
-    from crab import (
-        AgentHandle,
-        Config,
-        ConfigTable,
-        Deny,
-        Event,
-        PermissionRequest,
-        Replace,
-        Tool,
-        ToolCall,
-        ToolContext,
-        ToolResult,
-    )
+    from crab import AgentHandle, Config, ConfigTable, PermissionRequest, Tool, ToolContext, ToolResult
+    from crab.events import Event
+    from crab.hooks import Deny, Replace
+    from crab.messages import ToolCall
 
     from crab_hooks.runtime import Hooks
 
-CRAB_API = ">=1.7,<2"  # crab_prompt_submit and crab_turn_end (1.5); crab.processes.start (1.7)
+CRAB_API = ">=0.1,<0.2"
 
 
 class HooksPlugin:

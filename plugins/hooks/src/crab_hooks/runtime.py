@@ -21,23 +21,11 @@ from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crab import (
-    AgentHandle,
-    ChildEvent,
-    CompactionEvent,
-    Deny,
-    ErrorEvent,
-    Event,
-    PermissionRequest,
-    Replace,
-    Tool,
-    ToolCall,
-    ToolContext,
-    ToolResult,
-    TurnEnded,
-    TurnStarted,
-    crab_home,
-)
+from crab import AgentHandle, PermissionRequest, Tool, ToolContext, ToolResult
+from crab.config import crab_home
+from crab.events import ChildEvent, CompactionEvent, ErrorEvent, Event, TurnEnded, TurnStarted
+from crab.hooks import Deny, Replace
+from crab.messages import ToolCall
 
 from crab_hooks import conditions, names
 from crab_hooks.answers import Answer, read

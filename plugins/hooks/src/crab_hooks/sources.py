@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from crab import Config, crab_home
+from crab import Config
+from crab.config import crab_home
 
 from crab_hooks.settings import EVENTS, KINDS
 

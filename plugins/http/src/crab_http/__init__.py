@@ -5,7 +5,7 @@ from typing import Any
 
 import crab
 
-CRAB_API = ">=1.6,<2"  # AgentHandle.session_for, end_session (1.6), subscribe(session=), event_to_dict, message_to_dict
+CRAB_API = ">=0.1,<0.2"
 
 
 @crab.hookimpl

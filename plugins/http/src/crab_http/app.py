@@ -112,7 +112,7 @@ class HostGuard:
         if scope["type"] == "http":
             host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == b"host"), None)
             if not self.hosts.allowed(host):
-                shown = crab.json_text((host or "")[:80])  # quoted, escaped and bounded: it is the client's
+                shown = crab.messages.json_text((host or "")[:80])  # quoted, escaped and bounded: it is the client's
                 reason = f"Host {shown} is not this server's name (add it to [plugins.http] allowed_hosts)"
                 await refuse(self.channel, scope, send, 400, reason)
                 return
@@ -230,7 +230,7 @@ async def json_body(request: Request) -> Any:
 
 
 def sse(data: Any) -> bytes:
-    return f"data: {crab.json_text(data)}\n\n".encode()
+    return f"data: {crab.messages.json_text(data)}\n\n".encode()
 
 
 # --- crab's own API -------------------------------------------------------------------------
@@ -267,7 +267,7 @@ def _session_json(conversation: Conversation, *, with_messages: bool = True) -> 
         "busy": conversation.busy,
     }
     if with_messages:
-        data["messages"] = [crab.message_to_dict(m) for m in conversation.session.messages]
+        data["messages"] = [crab.messages.message_to_dict(m) for m in conversation.session.messages]
     return data
 
 

@@ -66,7 +66,7 @@ class HttpChannel:
         self._tokens_broken = False  # the warning is given once per breakage, not per write
         self._open_locks: dict[str, asyncio.Lock] = {}
         self._index_lock = asyncio.Lock()
-        self.redactor = crab.Redactor(crab.known_secrets(config))
+        self.redactor = crab.secrets.Redactor(crab.secrets.known_secrets(config))
 
     # --- setup ------------------------------------------------------------------------------
 
@@ -254,7 +254,7 @@ class HttpChannel:
 
     def clean_input(self, text: str, token: str) -> str:
         """The text as the model and the store may see it: known secrets and the caller's token masked."""
-        return crab.Redactor([token, *crab.known_secrets(self.config)]).text(text.strip())
+        return crab.secrets.Redactor([token, *crab.secrets.known_secrets(self.config)]).text(text.strip())
 
     def start_turn(self, conversation: Conversation, text: str) -> asyncio.Queue[dict[str, Any] | None]:
         """Run one turn of ``conversation`` in the channel's own task; its events (``event_to_dict``
@@ -268,9 +268,9 @@ class HttpChannel:
         conversation.busy = True
         conversation.client = queue
 
-        def listen(event: crab.Event) -> None:
+        def listen(event: crab.events.Event) -> None:
             if conversation.client is not None:
-                conversation.client.put_nowait(crab.event_to_dict(event))
+                conversation.client.put_nowait(crab.events.event_to_dict(event))
 
         unsubscribe = agent.subscribe(listen, session=conversation.session)
         timer = asyncio.get_running_loop().call_later(self.settings.turn_timeout, agent.abort, conversation.session)

@@ -72,7 +72,7 @@ class Index:
     """``{workspace: {owner: [{"id", "address", "title", "created"}, …]}}`` on disk."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path or crab.crab_home() / "http" / "sessions.json"
+        self.path = path or crab.config.crab_home() / "http" / "sessions.json"
 
     def _read(self) -> dict[str, Any]:
         try:
@@ -90,7 +90,7 @@ class Index:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not self.path.exists():
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        crab.write_atomic(self.path, json.dumps(data, indent=1).encode() + b"\n")
+        crab.tools.write_atomic(self.path, json.dumps(data, indent=1).encode() + b"\n")
 
     def list(self, workspace: str, owner: str) -> list[dict[str, Any]]:
         entries = self._read().get(workspace, {}).get(owner, [])

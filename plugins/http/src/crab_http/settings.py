@@ -127,7 +127,7 @@ class HttpSettings:
 
     @classmethod
     def from_table(cls, raw: Mapping[str, Any] | None) -> HttpSettings:
-        values = crab.validate_table(TABLE, raw)
+        values = crab.config.validate_table(TABLE, raw)
         return cls(
             host=str(values["host"]).strip(),
             port=values["port"],

@@ -27,7 +27,7 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 def tokens_path() -> Path:
-    return crab.crab_home() / "http" / "tokens.json"
+    return crab.config.crab_home() / "http" / "tokens.json"
 
 
 def digest(token: str) -> str:
@@ -82,7 +82,7 @@ class TokenStore:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             os.close(fd)
         os.chmod(self.path, 0o600)
-        crab.write_atomic(self.path, data)
+        crab.tools.write_atomic(self.path, data)
 
     def create(self, name: str) -> str:
         """A new token named ``name`` (returned once; only its hash is kept)."""

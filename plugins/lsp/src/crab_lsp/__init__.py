@@ -17,11 +17,12 @@ import crab
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
-    from crab import AgentHandle, Config, ConfigTable, Tool, ToolCall, ToolContext, ToolResult
+    from crab import AgentHandle, Config, ConfigTable, Tool, ToolContext, ToolResult
+    from crab.messages import ToolCall
 
     from crab_lsp.runtime import Lsp
 
-CRAB_API = ">=1.7,<2"  # crab.processes.start (1.7)
+CRAB_API = ">=0.1,<0.2"
 EDIT_TOOLS = ("write", "edit")
 """crab-tools-basic's tools that change a file named by their ``path``."""
 

@@ -14,11 +14,13 @@ import crab
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from crab import AgentHandle, Command, Config, ConfigTable, Deny, ToolContext, ToolResult, UserMessage
+    from crab import AgentHandle, Command, Config, ConfigTable, ToolContext, ToolResult
+    from crab.hooks import Deny
+    from crab.messages import UserMessage
 
     from crab_mcp.manager import Manager
 
-CRAB_API = ">=1.7,<2"  # crab_prompt_submit with config and image context (1.6); crab_completions (1.7)
+CRAB_API = ">=0.1,<0.2"
 PLUGIN = "mcp"
 
 

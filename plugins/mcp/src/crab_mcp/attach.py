@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crab import Deny, ImagePart, ToolContext, UserMessage
+from crab import ToolContext
+from crab.hooks import Deny
+from crab.messages import ImagePart, UserMessage
 
 if TYPE_CHECKING:
     from crab import Config
@@ -83,7 +85,7 @@ async def attach(
         return None
     if len(refs) > MAX_REFERENCES:
         return Deny(f"{len(refs)} MCP resources in one message is more than {MAX_REFERENCES}; attach fewer")
-    from crab import Redactor, known_secrets
+    from crab.secrets import Redactor, known_secrets
 
     redact = Redactor(known_secrets(config)).text
     blocks: list[str] = []

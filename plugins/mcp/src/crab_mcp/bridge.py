@@ -1,7 +1,7 @@
 """``crab mcp serve``: crab's loaded tools as an MCP server over stdio (or streamable HTTP:
 ``crab_mcp.serve_http``).
 
-The tools come from ``crab.open_toolbox``: every enabled plugin's ``crab_tools``, with their
+The tools come from ``crab.tools.open_toolbox``: every enabled plugin's ``crab_tools``, with their
 schemas, run the way the loop runs them (argument check, interception hooks, the permission
 gate, timeouts, each tool's own workspace checks). No agent starts, so no ``crab_startup`` runs
 and the configured MCP servers are not started: a config that points crab at ``crab mcp serve``
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from crab import ToolBox
+    from crab.tools import ToolBox
     from mcp import types
 
     from crab_mcp.serve_prompts import ServedPrompt
@@ -53,7 +53,7 @@ def build_server(box: ToolBox, prompts: Mapping[str, ServedPrompt] | None = None
     """A lowlevel MCP ``Server`` whose tools are ``box``'s, with the workspace's files as
     resources when the box can read them (``crab_mcp.serve_resources``) and ``prompts`` as
     prompts when there are any (``crab_mcp.serve_prompts``)."""
-    from crab import Redactor, known_secrets
+    from crab.secrets import Redactor, known_secrets
     from mcp import MCPError, types
     from mcp.server.lowlevel import Server
 
@@ -118,7 +118,8 @@ def serve(plugins: str | None = None, http_port: int | None = None) -> int:
     """Serve until the client closes stdin (or, with ``http_port``, until Ctrl-C); 0 then, 2 (one
     line on stderr) for a bad config."""
     import anyio
-    from crab import CrabError, open_toolbox
+    from crab import CrabError
+    from crab.tools import open_toolbox
 
     from crab_mcp.cli import resolved
 

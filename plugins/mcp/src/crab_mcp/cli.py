@@ -28,7 +28,7 @@ def redactor(config: Config) -> Any:
     """Masks every secret crab knows plus the values of the servers' ``${VAR}`` references."""
     import os
 
-    from crab import Redactor, known_secrets
+    from crab.secrets import Redactor, known_secrets
 
     from crab_mcp.settings import secret_values, server_configs
 

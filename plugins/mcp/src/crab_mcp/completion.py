@@ -77,7 +77,7 @@ def _listed(link: ServerLink) -> Iterator[tuple[str, str]]:
 
 
 def _masked(link: ServerLink, listing: list[tuple[str, str]]) -> Listing:
-    from crab import Redactor
+    from crab.secrets import Redactor
 
     from crab_mcp.settings import secret_values
 

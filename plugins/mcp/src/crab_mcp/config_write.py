@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from crab import ConfigError, InvalidValue, UsageError, write_atomic
+from crab import ConfigError, InvalidValue, UsageError
+from crab.tools import write_atomic
 
 from crab_mcp.settings import check_server
 

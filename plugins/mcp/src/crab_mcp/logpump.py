@@ -26,7 +26,7 @@ class LogSink:
     """Thread-safe, masked, bounded writes to one server's log (see the module docstring)."""
 
     def __init__(self, log: IO[str], secrets: Sequence[str], limit: int) -> None:
-        from crab import Redactor
+        from crab.secrets import Redactor
 
         self._log = log
         self._redactor: Any = Redactor(list(secrets))

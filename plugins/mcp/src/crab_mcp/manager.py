@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crab import Event, SessionInfo, Tool, ToolContext, ToolResult, crab_home
+from crab import Tool, ToolContext, ToolResult
+from crab.config import crab_home
+from crab.events import Event
+from crab.storage import SessionInfo
 
 from crab_mcp.names import crab_name
 from crab_mcp.resources import offers
@@ -295,7 +298,7 @@ def mask(link: ServerLink, result: ToolResult) -> ToolResult:
     secrets = secret_values(link.config, link.environ)
     if not secrets:
         return result
-    from crab import Redactor
+    from crab.secrets import Redactor
 
     redactor = Redactor(secrets)
     return ToolResult(

@@ -2,7 +2,7 @@
 
 Every ``tools/call`` crab sends carries a progress token (the SDK adds one when a callback is
 given); what the server reports comes back here and is emitted through the tool context as a
-``crab.NoticeEvent`` (core has no progress event: renderers show a notice as one line, and
+``crab.events.NoticeEvent`` (core has no progress event: renderers show a notice as one line, and
 ``crab run -o jsonl`` prints it as an event). At most one notice per ``INTERVAL`` seconds, plus the
 one that reaches the total, so a server reporting every millisecond cannot flood a channel.
 """
@@ -37,7 +37,7 @@ class Progress:
         text = line(self.server, self.tool, progress, total, message)
         self.shown.append(text)
         if self.ctx is not None:
-            from crab import NoticeEvent
+            from crab.events import NoticeEvent
 
             self.ctx.emit(NoticeEvent(text))
 

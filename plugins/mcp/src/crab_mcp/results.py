@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from crab import ImagePart, OutputLimit, ToolResult, describe_truncation, truncate_output
+from crab import ToolResult
+from crab.messages import ImagePart
+from crab.tools import OutputLimit, describe_truncation, truncate_output
 
 MODEL_LIMIT = OutputLimit()
 """What the model reads of one result: crab's default tool output limit (2,000 lines, 50 KB)."""

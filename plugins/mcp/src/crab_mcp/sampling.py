@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from crab import AssistantMessage, Message, ToolContext
+    from crab import ToolContext
+    from crab.messages import AssistantMessage, Message
 
 Complete = Callable[..., Awaitable["AssistantMessage"]]
 """``AgentHandle.complete``."""
@@ -87,7 +88,7 @@ def summary(server: str, params: Any, max_tokens: int) -> str:
 
 def messages_of(params: Any) -> list[Message]:
     """The server's messages as crab's (user and assistant text)."""
-    from crab import AssistantMessage, UserMessage
+    from crab.messages import AssistantMessage, UserMessage
 
     out: list[Message] = []
     for message in params.messages:
@@ -98,7 +99,8 @@ def messages_of(params: Any) -> list[Message]:
 
 async def answer(server: str, calls: Sequence[ToolContext], policy: SamplingPolicy, params: Any) -> tuple[str, Any]:
     """(what to log, the ``CreateMessageResult``); ``Refused`` says why not."""
-    from crab import NoticeEvent, PermissionRequest
+    from crab import PermissionRequest
+    from crab.events import NoticeEvent
     from mcp import types
 
     if policy.complete is None:

@@ -21,7 +21,7 @@ HOST = "127.0.0.1"
 
 
 def token_path() -> Path:
-    from crab import crab_home
+    from crab.config import crab_home
 
     return crab_home() / "mcp" / "serve.token"
 

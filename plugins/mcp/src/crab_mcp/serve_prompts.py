@@ -56,7 +56,8 @@ def gather(results: Sequence[tuple[str, Any]]) -> dict[str, ServedPrompt]:
 def collect(plugins: str | None) -> dict[str, ServedPrompt]:
     """Collect ``crab_prompts`` from the enabled plugins (``plugins``: a ``--plugins`` list, to
     which crab-mcp, which declares the hook, is added)."""
-    from crab import CrabError, collect_hook
+    from crab import CrabError
+    from crab.hooks import collect_hook
 
     names = None if plugins is None else [p.strip() for p in plugins.split(",") if p.strip()]
     wanted = None if names is None else ",".join([*names, *([] if "mcp" in names else ["mcp"])])

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 if TYPE_CHECKING:
-    from crab import ToolBox
+    from crab.tools import ToolBox
 
 READ, GLOB = "read", "glob"
 MAX_BYTES = 1_000_000

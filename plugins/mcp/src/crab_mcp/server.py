@@ -203,7 +203,7 @@ class ServerLink:
 
     def _open_log(self) -> LogSink | None:
         """This start's log, masking the server's ``${VAR}`` values and every secret crab knows."""
-        from crab import known_secrets
+        from crab.secrets import known_secrets
 
         from crab_mcp.logpump import LogSink
         from crab_mcp.settings import secret_values

@@ -178,7 +178,8 @@ class Watch:
                 await self._refresh(link, uri, restarted=True)
 
     async def _refresh(self, link: ServerLink, uri: str, *, restarted: bool = False) -> None:
-        from crab import NoticeEvent, Redactor, known_secrets
+        from crab.events import NoticeEvent
+        from crab.secrets import Redactor, known_secrets
 
         from crab_mcp.resources import read
 

@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Any
 import crab
 
 if TYPE_CHECKING:
-    from crab import AgentHandle, Config, ConfigTable, Event, ModelRequest, Tool, ToolCall, ToolContext
+    from crab import AgentHandle, Config, ConfigTable, ModelRequest, Tool, ToolContext
+    from crab.events import Event
+    from crab.messages import ToolCall
 
     from crab_otel.pipeline import Pipeline
     from crab_otel.spans import SpanBook
 
-CRAB_API = ">=1.7,<2"
+CRAB_API = ">=0.1,<0.2"
 
 
 class OtelPlugin:

@@ -8,7 +8,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from crab import AssistantMessage, Message, Redactor, ToolCall, ToolResultMessage, UserMessage
+from crab.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
+from crab.secrets import Redactor
 
 FINISH_REASONS = {
     "end": "stop",

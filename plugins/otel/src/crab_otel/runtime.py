@@ -7,7 +7,8 @@ import asyncio
 import sys
 from typing import Any
 
-from crab import AgentHandle, Config, Redactor, known_secrets
+from crab import AgentHandle, Config
+from crab.secrets import Redactor, known_secrets
 
 from crab_otel.pipeline import SCOPE, Pipeline, build
 from crab_otel.settings import PLUGIN, load_settings

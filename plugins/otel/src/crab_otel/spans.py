@@ -14,23 +14,20 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from crab import (
+from crab import ModelRequest, Tool, ToolContext
+from crab.events import (
     ChildEvent,
     CompactionEvent,
     ErrorEvent,
     Event,
     ModelCallEvent,
-    ModelRequest,
     TextDelta,
-    Tool,
-    ToolCall,
     ToolCallEvent,
-    ToolContext,
     ToolResultEvent,
     TurnEnded,
     TurnStarted,
-    Usage,
 )
+from crab.messages import ToolCall, Usage
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.metrics import Histogram, Meter
@@ -88,7 +85,9 @@ class Metrics:
         )
 
 
-@dataclass
+# The per-call records are slotted: eight of them live and die each turn, beside the SDK's own
+# objects, and every attribute dict less is less work for the garbage collector.
+@dataclass(slots=True)
 class _Chat:
     span: Span
     started: float
@@ -97,7 +96,7 @@ class _Chat:
     calls: list[ToolCall] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class _ToolSpan:
     span: Span
     started_ns: int
@@ -105,7 +104,7 @@ class _ToolSpan:
     token: object | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Parent:
     session_id: str
     call_id: str
@@ -270,16 +269,18 @@ class SpanBook:
         self.requests.pop(session_id, None)
         if span is None:
             return
-        span.set_attribute("crab.turn.stop", event.stop)
+        # Gathered into one set_attributes: the SDK cleans and locks once per call, not per attribute.
+        ending: dict[str, Any] = {"crab.turn.stop": event.stop}
         if event.model and event.model != self.model:  # /model switched this session's model
-            span.set_attribute("gen_ai.request.model", event.model)
+            ending["gen_ai.request.model"] = event.model
         if event.usage is not None:
-            span.set_attributes(usage_attributes(event.usage))
+            ending.update(usage_attributes(event.usage))
         if self.content is not None and event.text:
-            span.set_attribute("gen_ai.output.messages", self.content.output_messages(event.text, (), "end"))
+            ending["gen_ai.output.messages"] = self.content.output_messages(event.text, (), "end")
         if event.stop in ("error", "guard"):
-            span.set_attribute("error.type", self.errors.pop(session_id, None) or event.stop)
+            ending["error.type"] = self.errors.pop(session_id, None) or event.stop
             span.set_status(Status(StatusCode.ERROR))
+        span.set_attributes(ending)
         span.end()
         if session_id in self.parents and session_id not in self.turns:
             del self.parents[session_id]
@@ -331,31 +332,36 @@ class SpanBook:
         if chat is None:
             return
         span, measured = chat.span, chat.attributes
+        ending: dict[str, Any] = {}  # one set_attributes: the SDK cleans and locks once per call
         if event.response_model:
-            span.set_attribute("gen_ai.response.model", event.response_model)
-            measured["gen_ai.response.model"] = event.response_model
+            ending["gen_ai.response.model"] = measured["gen_ai.response.model"] = event.response_model
         reason = FINISH_REASONS.get(event.stop_reason or "", event.stop_reason or "")
         if reason:
-            span.set_attribute("gen_ai.response.finish_reasons", [reason])
+            ending["gen_ai.response.finish_reasons"] = (reason,)
         if event.usage is not None:
-            span.set_attributes(usage_attributes(event.usage))
-        if event.error_kind is not None or event.stop_reason == "error":
-            kind = event.error_kind or "_OTHER"
-            span.set_attribute("error.type", kind)
+            ending.update(usage_attributes(event.usage))
+        failed = event.error_kind is not None or event.stop_reason == "error"
+        if failed:
+            ending["error.type"] = event.error_kind or "_OTHER"
             span.set_status(Status(StatusCode.ERROR))
-            measured["error.type"] = kind
         if self.content is not None and event.stop_reason != "error":
-            span.set_attribute(
-                "gen_ai.output.messages",
-                self.content.output_messages("".join(chat.text), chat.calls, event.stop_reason),
+            ending["gen_ai.output.messages"] = self.content.output_messages(
+                "".join(chat.text), chat.calls, event.stop_reason
             )
+        span.set_attributes(ending)
         span.end()
         if self.metrics is not None:
-            self.metrics.duration.record(time.perf_counter() - chat.started, measured)
+            duration = time.perf_counter() - chat.started
+            if failed:
+                self.metrics.duration.record(duration, {**measured, "error.type": ending["error.type"]})
+            else:
+                self.metrics.duration.record(duration, measured)
             if event.usage is not None:
-                measured.pop("error.type", None)
-                self.metrics.tokens.record(input_tokens(event.usage), {**measured, "gen_ai.token.type": "input"})
-                self.metrics.tokens.record(event.usage.output_tokens, {**measured, "gen_ai.token.type": "output"})
+                # The call's own dict, reused: the SDK copies what it keeps.
+                measured["gen_ai.token.type"] = "input"
+                self.metrics.tokens.record(input_tokens(event.usage), measured)
+                measured["gen_ai.token.type"] = "output"
+                self.metrics.tokens.record(event.usage.output_tokens, measured)
 
     def _text(self, event: TextDelta, session_id: str) -> None:
         chat = self.chats.get(session_id)

@@ -16,7 +16,7 @@ import crab
 if TYPE_CHECKING:
     from crab_plan.switch import PlanSwitch
 
-CRAB_API = ">=1.5,<2"  # crab.Question, ToolContext.question, PlanEvent and AgentHandle.entries came with 1.5
+CRAB_API = ">=0.1,<0.2"
 
 
 class PlanModePlugin:

@@ -111,8 +111,8 @@ class PresentPlan:
         if answer == APPROVE:
             self.switch.set(ctx.session_id, False, note=False)
             ctx.state[PLAN_KEY] = False
-            items = tuple(crab.PlanItem(step, "pending") for step in steps)
-            ctx.emit(crab.PlanEvent(ctx.session_id, items))
+            items = tuple(crab.events.PlanItem(step, "pending") for step in steps)
+            ctx.emit(crab.events.PlanEvent(ctx.session_id, items))
             listed = "\n".join(f"[ ] {step}" for step in steps)
             return crab.ToolResult(
                 f"{APPROVED} The user approved the plan. Plan mode is over: tools run with the session's usual "

@@ -46,14 +46,14 @@ RUN_OFF_TEXT = (
 _NOTES = ((NOTE_ON, True, True), (NOTE_OFF, False, True), (RUN_ON, True, False), (RUN_OFF, False, False))
 
 
-def _marker(message: crab.Message) -> tuple[bool, bool] | None:
+def _marker(message: crab.messages.Message) -> tuple[bool, bool] | None:
     """(plan mode on, a switch) for a message that is a marker; None for any other message."""
-    if isinstance(message, crab.UserMessage):
+    if isinstance(message, crab.messages.UserMessage):
         for prefix, on, switch in _NOTES:
             if message.content.startswith(prefix + " "):
                 return on, switch
     elif (
-        isinstance(message, crab.ToolResultMessage)
+        isinstance(message, crab.messages.ToolResultMessage)
         and message.name == TOOL
         and not message.is_error
         and message.content.startswith((APPROVED, LEFT))
@@ -62,7 +62,7 @@ def _marker(message: crab.Message) -> tuple[bool, bool] | None:
     return None
 
 
-def switched(messages: Iterable[crab.Message]) -> bool | None:
+def switched(messages: Iterable[crab.messages.Message]) -> bool | None:
     """Plan mode as the last switch in ``messages`` left it; None without one."""
     state = None
     for message in messages:
@@ -72,7 +72,7 @@ def switched(messages: Iterable[crab.Message]) -> bool | None:
     return state
 
 
-def told(messages: Iterable[crab.Message]) -> bool | None:
+def told(messages: Iterable[crab.messages.Message]) -> bool | None:
     """What the model was last told of plan mode (any marker); None when never."""
     state = None
     for message in messages:
@@ -82,12 +82,12 @@ def told(messages: Iterable[crab.Message]) -> bool | None:
     return state
 
 
-def messages_of(entries: Sequence[crab.Entry]) -> list[crab.Message]:
-    messages: list[crab.Message] = []
+def messages_of(entries: Sequence[crab.storage.Entry]) -> list[crab.messages.Message]:
+    messages: list[crab.messages.Message] = []
     for entry in entries:
         if entry.type in ("message", "tool_result"):
             try:
-                messages.append(crab.message_from_dict(dict(entry.payload)))
+                messages.append(crab.messages.message_from_dict(dict(entry.payload)))
             except (KeyError, TypeError, ValueError):
                 continue  # an unreadable entry holds no marker
     return messages

@@ -14,7 +14,7 @@ from crab import hookimpl
 if TYPE_CHECKING:
     from crab import Config, ConfigTable, Provider
 
-CRAB_API = ">=1.0,<2"
+CRAB_API = ">=0.1,<0.2"
 
 
 @hookimpl

@@ -8,7 +8,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from crab import ContextOverflowError, ErrorKind, ProviderError
+from crab import ContextOverflowError, ProviderError
+from crab.events import ErrorKind
 from crab_provider_kit import is_retryable_status, status_kind
 
 _OVERFLOW_MARKERS = ("prompt is too long", "exceed context limit", "context window", "request_too_large", "too large")

@@ -13,19 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from crab import (
-    AssistantMessage,
-    MessageEnd,
-    ProviderError,
-    StopReason,
-    StreamEvent,
-    TextDelta,
-    Thinking,
-    ThinkingDelta,
-    ToolCall,
-    ToolCallEvent,
-    Usage,
-)
+from crab import ProviderError
+from crab.events import MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent
+from crab.messages import AssistantMessage, StopReason, Thinking, ToolCall, Usage
 from crab_provider_kit import ServerSentEvent, parse_tool_arguments, unique_id
 
 from crab_provider_anthropic.errors import classify_error, details_from_object

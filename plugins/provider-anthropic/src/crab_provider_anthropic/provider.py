@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
-from crab import ConfigError, ModelInfo, ModelRequest, ProviderError, StreamEvent
+from crab import ConfigError, ModelInfo, ModelRequest, ProviderError
+from crab.events import StreamEvent
 from crab_provider_kit import (
     DEFAULT_REQUEST_TIMEOUT,
     CacheFallback,

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from crab import AssistantMessage, ImagePart, Message, ModelRequest, ToolResultMessage, UserMessage
+from crab import ModelRequest
+from crab.messages import AssistantMessage, ImagePart, Message, ToolResultMessage, UserMessage
 from crab_provider_kit import merge_tables
 
 from crab_provider_anthropic.cache import BETA_1H, place_breakpoints

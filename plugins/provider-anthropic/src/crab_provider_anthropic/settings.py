@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from crab import ConfigTable, ModelInfo, PluginTable, Setting
+from crab import ConfigTable, ModelInfo, Setting
+from crab.config import PluginTable
 from crab_provider_kit import (
     EXTRA_KEY,
     HttpOptions,

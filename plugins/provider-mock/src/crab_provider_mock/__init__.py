@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import crab
 
-CRAB_API = ">=1.0,<2"
+CRAB_API = ">=0.1,<0.2"
 
 
 @crab.hookimpl

@@ -20,7 +20,9 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crab import AssistantMessage, Config, ConfigError, ModelInfo, ModelRequest, StreamEvent
+from crab import Config, ConfigError, ModelInfo, ModelRequest
+from crab.events import StreamEvent
+from crab.messages import AssistantMessage
 from crab.testing import ScriptedProvider, load_script
 
 DEFAULT_MODEL = "scripted"

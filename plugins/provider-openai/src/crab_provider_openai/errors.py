@@ -8,7 +8,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from crab import ContextOverflowError, ErrorKind, ProviderError
+from crab import ContextOverflowError, ProviderError
+from crab.events import ErrorKind
 from crab_provider_kit import is_retryable_status, status_kind
 
 # Servers word this differently; these cover OpenAI, DeepSeek, Kimi, OpenRouter, vLLM, llama.cpp, Ollama.

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
-from crab import Config, ConfigError, ModelInfo, ModelRequest, Provider, ProviderError, StreamEvent
+from crab import Config, ConfigError, ModelInfo, ModelRequest, Provider, ProviderError
+from crab.events import StreamEvent
 from crab_provider_kit import (
     DEFAULT_REQUEST_TIMEOUT,
     CacheFallback,

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from crab import AssistantMessage, ImagePart, Message, ModelRequest, ToolResultMessage, UserMessage
+from crab import ModelRequest
+from crab.messages import AssistantMessage, ImagePart, Message, ToolResultMessage, UserMessage
 from crab_provider_kit import merge_tables
 
 from crab_provider_openai.cache import MIN_CACHE_TOKENS, place_gateway_marks, prompt_cache_key

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crab import ConfigTable, InvalidValue, ModelInfo, PluginTable, Setting
+from crab import ConfigTable, InvalidValue, ModelInfo, Setting
+from crab.config import PluginTable
 from crab_provider_kit import (
     EXTRA_KEY,
     HttpOptions,

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 import crab
 
 if TYPE_CHECKING:
-    from crab import ChatInput, ChatState, Config, Renderer, RenderTarget
+    from crab import Config, Renderer
+    from crab.rendering import ChatInput, ChatState, RenderTarget
 
-CRAB_API = ">=1.7,<2"  # ChatState.complete (1.7)
+CRAB_API = ">=0.1,<0.2"
 NAME = "rich"
 
 
@@ -48,9 +49,9 @@ async def toggle_thinking(ctx: crab.CommandContext, args: str) -> crab.CommandRe
 
 
 @crab.hookimpl
-def crab_renderers(config: Config) -> list[crab.RendererSpec]:
+def crab_renderers(config: Config) -> list[crab.rendering.RendererSpec]:
     return [
-        crab.RendererSpec(
+        crab.rendering.RendererSpec(
             NAME,
             "rich terminal: live Markdown, tool spinners, status line; crab chat's live input",
             create,

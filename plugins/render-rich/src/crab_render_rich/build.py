@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from crab import RenderTarget
+from crab.rendering import RenderTarget
 
 from crab_render_rich.renderer import RichRenderer
 from crab_render_rich.screen import PipedScreen, Screen, TerminalScreen, terminal_console

@@ -1,4 +1,4 @@
-"""``PromptInput``: the live input of ``crab chat`` (a ``crab.ChatInput``), built on prompt_toolkit.
+"""``PromptInput``: the live input of ``crab chat`` (a ``crab.rendering.ChatInput``), built on prompt_toolkit.
 
 Enter sends (during a turn: steers it), Alt-Enter queues a follow-up, Ctrl-J starts a new line,
 Tab completes ``/commands`` (with their descriptions), ``/model``'s models, ``@paths`` and what
@@ -17,7 +17,8 @@ import asyncio
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from crab import Answer, ChatEntry, ChatState, PermissionRequest, Question, Renderer
+from crab import Answer, PermissionRequest, Question, Renderer
+from crab.rendering import ChatEntry, ChatState
 
 from crab_render_rich.prompt_screen import PromptScreen, terminal_size
 from crab_render_rich.question import Question as PermissionQuestion
@@ -204,7 +205,7 @@ class PromptInput:
             parts = [*([self.state.hint] if self.state.hint else []), *(BUSY_HELP if self.state.busy else IDLE_HELP)]
         return fit(parts, terminal_size()[0] - 1)
 
-    # --- crab.ChatInput ------------------------------------------------------------------------
+    # --- crab.rendering.ChatInput ------------------------------------------------------------------------
 
     async def read(self) -> ChatEntry:
         self._accepting = False

@@ -1,4 +1,4 @@
-"""The model's plan (``crab.PlanEvent``) as a compact checklist: in the live area while a turn runs
+"""The model's plan (``crab.events.PlanEvent``) as a compact checklist: in the live area while a turn runs
 (redrawn in place as the plan changes), printed once into the scrollback when the turn ends if it
 changed during it. A long plan folds: the done steps into one line, the pending tail into "… N more"."""
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from crab_render_rich.view import one_line
 
 if TYPE_CHECKING:
-    from crab import PlanItem
+    from crab.events import PlanItem
     from rich.text import Text
 
 MAX_LINES = 7

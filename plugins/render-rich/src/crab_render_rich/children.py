@@ -1,6 +1,6 @@
 """Child sessions (a ``task`` tool's subagents) shown compactly: one live line per running child.
 
-A child's events arrive wrapped in ``crab.ChildEvent`` (a grandchild's wrapped twice); none of
+A child's events arrive wrapped in ``crab.events.ChildEvent`` (a grandchild's wrapped twice); none of
 its text is printed into the parent's answer. ``ChildLines`` keeps, per child session, what it
 is doing now (the tool it runs, thinking, writing), how many tools it called and since when, and
 forgets the child when its turn ends (the parent's tool line then shows the result).
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from crab import ChildEvent, Event, TextDelta, ThinkingDelta, ToolCallEvent, ToolResultEvent, TurnEnded
+from crab.events import ChildEvent, Event, TextDelta, ThinkingDelta, ToolCallEvent, ToolResultEvent, TurnEnded
 
 from crab_render_rich import view
 

@@ -1,6 +1,6 @@
 """How a change to files looks: coloured, compact diffs for tool results and permission questions.
 
-Pure functions of ``crab.FileDiff``s: the ``---``/``+++`` headers become one line per file with its
+Pure functions of ``crab.events.FileDiff``s: the ``---``/``+++`` headers become one line per file with its
 counts, hunks keep their context lines, and a long diff is folded into "… N more lines". Text from
 a file has its control characters made visible before it is styled.
 """
@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from crab_render_rich.view import key_args, seconds, shorten, visible
 
 if TYPE_CHECKING:
-    from crab import FileDiff, ToolCall
+    from crab.events import FileDiff
+    from crab.messages import ToolCall
     from rich.text import Text
 
 RESULT_DIFF_LINES = 16

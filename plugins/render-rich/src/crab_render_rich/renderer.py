@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from crab import (
+from crab.events import (
     ChildEvent,
     CommandOutput,
     CompactionEvent,
@@ -22,17 +22,17 @@ from crab import (
     Event,
     NoticeEvent,
     PlanEvent,
-    RenderTarget,
     RetryEvent,
     TextDelta,
     ThinkingDelta,
-    ToolCall,
     ToolCallEvent,
     ToolResultEvent,
     TurnEnded,
     TurnStarted,
     UsageEvent,
 )
+from crab.messages import ToolCall
+from crab.rendering import RenderTarget
 
 from crab_render_rich import view
 from crab_render_rich.blocks import BlockSplitter

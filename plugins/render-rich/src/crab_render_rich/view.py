@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from crab import ToolCall, Usage
+    from crab.messages import ToolCall, Usage
     from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
     from rich.segment import Segment
     from rich.text import Text

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 import crab
 
 if TYPE_CHECKING:
-    from crab import AgentHandle, Config, ConfigTable, Tool, ToolCall, ToolContext, ToolResult
+    from crab import AgentHandle, Config, ConfigTable, Tool, ToolContext, ToolResult
+    from crab.messages import ToolCall
 
-CRAB_API = ">=1.4,<2"  # crab.processes.add_command_wrapper (API 1.4); crab_doctor (1.5) is optional
+CRAB_API = ">=0.1,<0.2"
 
 
 @crab.hookimpl

@@ -95,7 +95,7 @@ def stop(agent: crab.AgentHandle) -> None:
 
 def _unreadable() -> Path:
     """An empty file nobody may read, bound over hidden files (made once, in crab's home)."""
-    path = crab.crab_home() / NAME / "unreadable"
+    path = crab.config.crab_home() / NAME / "unreadable"
     with contextlib.suppress(OSError):
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -135,7 +135,7 @@ def wrap(launch: processes.Launch) -> list[str] | None:
         # A server's environment is crab-mcp's short safe list plus what its config passes on
         # purpose (a token for its API): nothing of crab's own to take away.
         env={} if server else os.environ,
-        secrets=crab.known_secrets(config),
+        secrets=crab.secrets.known_secrets(config),
         network=settings.network or launch.permission == "network",
         unreadable=_unreadable(),
         sockets=sockets.host_sockets(),
@@ -146,7 +146,7 @@ def wrap(launch: processes.Launch) -> list[str] | None:
 
 
 def annotate(
-    call: crab.ToolCall, result: crab.ToolResult, ctx: crab.ToolContext, tool: crab.Tool | None = None
+    call: crab.messages.ToolCall, result: crab.ToolResult, ctx: crab.ToolContext, tool: crab.Tool | None = None
 ) -> crab.ToolResult | None:
     """The result with one line saying what the sandbox refused, when that shows in it."""
     calls = ctx.state.get(STATE_KEY)

@@ -161,11 +161,11 @@ def _path(raw: str, base: Path) -> Path | None:
 
 def load_settings(table: Mapping[str, Any], workspace: Path) -> Settings:
     """``Settings`` from the checked ``[plugins.sandbox]`` table."""
-    values = crab.validate_table(TABLE, table)
+    values = crab.config.validate_table(TABLE, table)
     home = user_home()
     hidden = [home / name for name in HOME_SECRETS] if home is not None else []
     # crab's keys, and its config (which may hold api_key values); skills and logs stay readable.
-    hidden += [crab.crab_home() / "auth.json", crab.crab_home() / "config.toml"]
+    hidden += [crab.config.crab_home() / "auth.json", crab.config.crab_home() / "config.toml"]
     sockets = [found for p in values["unix_sockets"] if (found := _path(p, home or workspace)) is not None]
     let_through = {os.path.realpath(p) for p in sockets}
     hidden.extend(Path(p) for p in SYSTEM_HIDDEN if os.path.realpath(p) not in let_through)  # docker.sock

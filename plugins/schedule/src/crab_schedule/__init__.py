@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 import crab
 
 if TYPE_CHECKING:
-    from crab import AgentHandle, Channel, Config, ConfigTable, Tool, ToolCall, ToolContext
+    from crab import AgentHandle, Channel, Config, ConfigTable, Tool, ToolContext
+    from crab.messages import ToolCall
 
-CRAB_API = ">=1.3,<2"  # declares its own hook (crab.hookspec, API 1.3)
+CRAB_API = ">=0.1,<0.2"
 
 
 class ScheduleHooks:
@@ -23,7 +24,7 @@ class ScheduleHooks:
         """Job stores this plugin offers to crab-schedule, each a ``crab_jobs_kit.JobStore`` with a ``name``.
 
         ``[plugins.schedule] store = "<name>"`` picks one (crab-schedule's own is ``sqlite``).
-        crab-schedule collects it (``AgentHandle.collect`` in ``crab serve``, ``crab.collect_hook``
+        crab-schedule collects it (``AgentHandle.collect`` in ``crab serve``, ``crab.hooks.collect_hook``
         in its CLI). Return stores that connect on first use (the interface has no ``open``), or
         None. Not first-result. A plugin implementing it loads fine without crab-schedule; its
         implementation is then never called.

@@ -40,7 +40,7 @@ async def add_job(
 
     ``timeout`` (an agent job's: ``10m`` or seconds) may be at most ``longest_timeout`` when that
     is given (the model's tool: it may shorten ``job_timeout``, never lengthen it). ``redact``
-    masks secrets in the text and name before they are stored (``crab.Redactor.text``)."""
+    masks secrets in the text and name before they are stored (``crab.secrets.Redactor.text``)."""
     if mode not in ("reminder", "agent"):
         raise crab.UsageError(f"invalid mode {mode!r}: use reminder (sends a text) or agent (runs a prompt)")
     text = (text or "").strip()

@@ -41,7 +41,7 @@ def mode_for(session_id: str) -> str | None:
     return min(held, key=lambda m: _ORDER.get(m, 0))
 
 
-async def decide(tool: crab.Tool, ctx: crab.ToolContext) -> crab.Decision | None:
+async def decide(tool: crab.Tool, ctx: crab.ToolContext) -> crab.hooks.Decision | None:
     """None (core's gate decides) or a ``Deny``/``Allow`` under the job's recorded mode."""
     mode = mode_for(ctx.session_id)
     if mode is None or tool.permission == "read" or mode == "yolo":
@@ -50,7 +50,7 @@ async def decide(tool: crab.Tool, ctx: crab.ToolContext) -> crab.Decision | None
     if mode not in _ORDER:
         mode = "read-only"  # an unknown recorded mode is the narrowest, never the widest
     if mode == "read-only" and permission in ("write", "exec"):
-        return crab.Deny(
+        return crab.hooks.Deny(
             f"Refused: {tool.name} needs {permission} permission and this scheduled job was added "
             "by a read-only session, so it runs read-only."
         )
@@ -59,7 +59,7 @@ async def decide(tool: crab.Tool, ctx: crab.ToolContext) -> crab.Decision | None
         return None  # core's gate asks through the session's channel, or refuses where it cannot
     # crab serve allows everything, but the job's creator had to be asked: refuse rather than
     # run with more than the creator had.
-    return crab.Deny(
+    return crab.hooks.Deny(
         f"Refused: {tool.name} needs {permission} permission; this scheduled job was added by a "
         "session that asks before such calls, so it may not make them unasked."
     )

@@ -82,7 +82,7 @@ def add(config: crab.Config, options: dict[str, Any]) -> int:
             after=options.get("after"),
             name=options.get("name") or "",
             timeout=options.get("timeout"),
-            redact=crab.Redactor(crab.known_secrets(config)).text,
+            redact=crab.secrets.Redactor(crab.secrets.known_secrets(config)).text,
         ),
     )
     assert job.next_run is not None

@@ -64,7 +64,7 @@ class Scheduler:
         self.running: dict[str, asyncio.Task[None]] = {}
         self._stopping: asyncio.Event | None = None  # made in run(), inside the loop that waits on it
         self._wake: asyncio.Event | None = None  # set when a run ends: there is room to claim another
-        self._redactor: crab.Redactor | None = None
+        self._redactor: crab.secrets.Redactor | None = None
         self._agent: crab.AgentHandle | None = None
 
     @property
@@ -82,7 +82,7 @@ class Scheduler:
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()
         self._agent = agent
-        self._redactor = crab.Redactor(crab.known_secrets(agent.config))
+        self._redactor = crab.secrets.Redactor(crab.secrets.known_secrets(agent.config))
         try:
             from crab_schedule.config_jobs import sync_jobs
 

@@ -130,7 +130,7 @@ def read_settings(values: Mapping[str, Any]) -> ScheduleSettings:
     """Checked ``[plugins.schedule]`` values (defaults filled by core) → settings."""
     path = values.get("path")
     return ScheduleSettings(
-        path=Path(path).expanduser() if path else crab.crab_home() / "schedule.db",
+        path=Path(path).expanduser() if path else crab.config.crab_home() / "schedule.db",
         timezone=values.get("timezone") or system_timezone(),
         catch_up=timedelta(seconds=float(values.get("catch_up", 3600.0))),
         poll_interval=float(values.get("poll_interval", 1.0)),
@@ -151,13 +151,13 @@ def settings_of(config: crab.Config) -> ScheduleSettings:
 def open_store(settings: ScheduleSettings, offered: Callable[[], list[tuple[str, Any]]] | None = None) -> Any:
     """The job store ``[plugins.schedule] store`` names: SQLite (ours), or one another plugin
     offers through ``crab_job_stores``. ``offered`` collects that hook (``AgentHandle.collect``
-    in a run); without it the plugins are loaded as a command does (``crab.collect_hook``).
+    in a run); without it the plugins are loaded as a command does (``crab.hooks.collect_hook``).
     """
     if settings.store == "sqlite":
         from crab_schedule.sqlite_store import SQLiteJobStore
 
         return SQLiteJobStore(settings.path)
-    results = offered() if offered is not None else crab.collect_hook("crab_job_stores").results
+    results = offered() if offered is not None else crab.hooks.collect_hook("crab_job_stores").results
     stores = {getattr(store, "name", ""): store for _plugin, found in results for store in (found or [])}
     if settings.store in stores:
         return stores[settings.store]

@@ -108,7 +108,7 @@ async def schedule_add(
             name=name or "",
             timeout=timeout,
             longest_timeout=settings.job_timeout,
-            redact=crab.Redactor(crab.known_secrets(ctx.config)).text,
+            redact=crab.secrets.Redactor(crab.secrets.known_secrets(ctx.config)).text,
         )
     except crab.UsageError as exc:
         raise crab.ToolError(str(exc)) from None

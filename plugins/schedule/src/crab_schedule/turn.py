@@ -39,7 +39,7 @@ def summarize_failures(failures: list[str]) -> str | None:
     return f"{count} tool call{'s' if count != 1 else ''} failed: {named}{more}"
 
 
-def _failure_line(event: crab.ToolResultEvent) -> str:
+def _failure_line(event: crab.events.ToolResultEvent) -> str:
     first = next((line.strip() for line in event.content.splitlines() if line.strip()), "(no message)")
     return f"{event.name}: {first if len(first) <= FAILURE_CHARS else first[: FAILURE_CHARS - 1] + '…'}"
 
@@ -62,10 +62,10 @@ async def run_turn(agent: crab.AgentHandle, job: Job, *, default_timeout: float)
     limit = job.timeout or default_timeout
     failures: list[str] = []
 
-    def watch(event: crab.Event) -> None:
+    def watch(event: crab.events.Event) -> None:
         # Events arrive redacted (Agent.emit); a failed tool call is otherwise invisible in the
         # outcome when the model still answers.
-        if isinstance(event, crab.ToolResultEvent) and event.is_error:
+        if isinstance(event, crab.events.ToolResultEvent) and event.is_error:
             failures.append(_failure_line(event))
 
     unsubscribe = agent.subscribe(watch, session=session)

@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Any
 import crab
 
 if TYPE_CHECKING:
-    from crab import AgentHandle, Command, Config, ConfigTable, Deny, Tool, ToolCall, ToolContext
+    from crab import AgentHandle, Command, Config, ConfigTable, Tool, ToolContext
+    from crab.hooks import Deny
+    from crab.messages import ToolCall
 
     from crab_skills.runtime import Skills
 
-CRAB_API = ">=1.6,<2"  # its own hook (API 1.3); crab_prompt_submit (1.5); Command.file/gives_way (1.6)
+CRAB_API = ">=0.1,<0.2"
 
 
 class SkillHooks:
@@ -30,7 +32,7 @@ class SkillHooks:
         """Folders holding skills this plugin ships (each a folder per skill with a ``SKILL.md``).
 
         crab-skills collects it (through ``AgentHandle.collect`` when the agent starts, or
-        ``crab.collect_hook`` in ``crab skills``). Return a list of ``Path``, or None. Not
+        ``crab.hooks.collect_hook`` in ``crab skills``). Return a list of ``Path``, or None. Not
         first-result: every plugin's lists are joined, in plugin order. A plugin implementing it
         loads fine without crab-skills; its implementation is then never called.
         """

@@ -1,6 +1,6 @@
 """``crab skills list`` and ``crab skills show NAME``: the skills this folder's run would see.
 
-The config and plugins are loaded as a command loads them (``crab.collect_hook``), so an
+The config and plugins are loaded as a command loads them (``crab.hooks.collect_hook``), so an
 untrusted project's trust-only keys are dropped here too; every printed line is redacted.
 """
 
@@ -11,7 +11,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from crab import Redactor, collect_hook, known_secrets
+from crab.hooks import collect_hook
+from crab.secrets import Redactor, known_secrets
 
 from crab_skills.content import loaded
 from crab_skills.discovery import Catalog

@@ -9,7 +9,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from crab import AgentHandle, CrabError, Deny, Event, SessionView, TurnStarted
+from crab import AgentHandle, CrabError, SessionView
+from crab.events import Event, TurnStarted
+from crab.hooks import Deny
 
 SHOWN = 6
 """How many configured models the line for a model that is not configured names."""

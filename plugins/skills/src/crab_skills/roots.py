@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from crab import Config, crab_home
+from crab import Config
+from crab.config import crab_home
 from crab_frontmatter_kit import project_folder, project_trusted
 
 from crab_skills.discovery import Root

@@ -15,19 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import crab
-from crab import (
-    AgentHandle,
-    Command,
-    CommandContext,
-    CommandResult,
-    Config,
-    Deny,
-    Tool,
-    ToolCall,
-    ToolContext,
-    ToolError,
-    ToolResult,
-)
+from crab import AgentHandle, Command, CommandContext, CommandResult, Config, Tool, ToolContext, ToolError, ToolResult
+from crab.hooks import Deny
+from crab.messages import ToolCall
 
 from crab_skills.command_model import ModelSwitches, not_configured
 from crab_skills.content import listing, loaded, prompt_section, read_file, user_turn

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crab import ConfigTable, Setting, validate_table
+from crab import ConfigTable, Setting
+from crab.config import validate_table
 
 PLUGIN = "skills"
 DEFAULT_MAX_LISTED = 64

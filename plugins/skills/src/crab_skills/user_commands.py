@@ -22,7 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crab import Config, crab_home
+from crab import Config
+from crab.config import crab_home
 from crab_frontmatter_kit import Document, FrontMatterError, project_folder, project_trusted, split, user_folder
 
 from crab_skills.discovery import clean_text, inside, read_regular

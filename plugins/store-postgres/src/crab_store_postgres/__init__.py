@@ -13,7 +13,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from crab import ConfigTable, hookimpl, validate_table
+from crab import ConfigTable, hookimpl
+from crab.config import validate_table
 
 if TYPE_CHECKING:
     from crab import AgentHandle, Config, Store
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from crab_store_postgres.jobs import PostgresJobStore
     from crab_store_postgres.store import PostgresStore
 
-CRAB_API = ">=1.2,<2"
+CRAB_API = ">=0.1,<0.2"
 
 __all__ = [
     "CRAB_API",

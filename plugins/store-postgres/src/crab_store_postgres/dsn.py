@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from crab import REDACTED, crab_home, lookup_key
+from crab.config import crab_home
+from crab.secrets import REDACTED, lookup_key
 
 from crab_store_postgres.environ import postgres_dsn
 

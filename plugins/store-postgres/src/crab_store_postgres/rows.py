@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from crab import Entry, entry_text
+from crab.storage import Entry, entry_text
 from crab_sql_kit import utf8_encodable
 
 _WORD = re.compile(r"[^\W_]+")

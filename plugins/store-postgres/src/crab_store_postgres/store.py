@@ -19,19 +19,9 @@ from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from crab import (
-    ENTRY_TYPES,
-    REDACTED,
-    Entry,
-    EntryType,
-    SearchHit,
-    SessionInfo,
-    StoreError,
-    dsn_password,
-    new_entry_id,
-    new_session_id,
-    search_hit,
-)
+from crab import StoreError
+from crab.secrets import REDACTED, dsn_password
+from crab.storage import ENTRY_TYPES, Entry, EntryType, SearchHit, SessionInfo, new_entry_id, new_session_id, search_hit
 from crab_sql_kit import (
     SESSION_COLUMNS,
     entry_from_row,
@@ -292,7 +282,7 @@ class PostgresStore:
         return await self._call(self._list(workspace, limit))
 
     async def put_blob(self, data: bytes) -> str:
-        """Keep ``data`` once in the ``blobs`` table (``crab.BlobStore``); returns its sha256."""
+        """Keep ``data`` once in the ``blobs`` table (``crab.storage.BlobStore``); returns its sha256."""
         import hashlib
 
         digest = hashlib.sha256(data).hexdigest()

@@ -11,14 +11,15 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crab import ConfigTable, crab_home, hookimpl, validate_table
+from crab import ConfigTable, hookimpl
+from crab.config import crab_home, validate_table
 
 if TYPE_CHECKING:
     from crab import Config, Store
 
     from crab_store_sqlite.store import FullTextSearchUnavailable, SqliteStore
 
-CRAB_API = ">=1.2,<2"  # uses the 1.2 store row helpers (crab.store_payload, session_from_row, …)
+CRAB_API = ">=0.1,<0.2"
 
 __all__ = ["CRAB_API", "FullTextSearchUnavailable", "SqliteStore", "crab_config_table", "crab_stores"]
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from crab import Entry, entry_text
+from crab.storage import Entry, entry_text
 from crab_sql_kit import utf8_encodable
 
 _FTS_TOKEN = re.compile(r"[^\W_]+")

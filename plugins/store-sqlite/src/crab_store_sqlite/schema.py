@@ -92,7 +92,7 @@ def _full_text(conn: sqlite3.Connection) -> None:
 
 
 def _blobs(conn: sqlite3.Connection) -> None:
-    # Image bytes, once per distinct image, named by sha256 (crab.BlobStore); rows are never updated.
+    # Image bytes, once per distinct image, named by sha256 (crab.storage.BlobStore); rows are never updated.
     conn.execute("CREATE TABLE blobs (sha256 TEXT PRIMARY KEY, data BLOB NOT NULL)")
 
 

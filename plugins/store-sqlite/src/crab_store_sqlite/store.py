@@ -17,17 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-from crab import (
-    ENTRY_TYPES,
-    Entry,
-    EntryType,
-    SearchHit,
-    SessionInfo,
-    StoreError,
-    new_entry_id,
-    new_session_id,
-    search_hit,
-)
+from crab import StoreError
+from crab.storage import ENTRY_TYPES, Entry, EntryType, SearchHit, SessionInfo, new_entry_id, new_session_id, search_hit
 from crab_sql_kit import (
     SESSION_COLUMNS,
     StoredPayload,
@@ -255,7 +246,7 @@ class SqliteStore:
             conn.execute(*totals.update(session_id))
 
     async def put_blob(self, data: bytes) -> str:
-        """Keep ``data`` once in the ``blobs`` table (``crab.BlobStore``); returns its sha256."""
+        """Keep ``data`` once in the ``blobs`` table (``crab.storage.BlobStore``); returns its sha256."""
         import hashlib
 
         digest = hashlib.sha256(data).hexdigest()

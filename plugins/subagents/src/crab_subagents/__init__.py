@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from crab_subagents.task import TaskRunner
 
-CRAB_API = ">=1.5,<2"  # AgentHandle.run_child, ToolContext.handle and ChildEvent (API 1.5)
+CRAB_API = ">=0.1,<0.2"
 
 
 class SubagentsPlugin:

@@ -10,7 +10,8 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crab import ConfigTable, crab_home, hookimpl, validate_table
+from crab import ConfigTable, hookimpl
+from crab.config import crab_home, validate_table
 
 if TYPE_CHECKING:
     from crab import Config, Store
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from crab_tape_jsonl.store import TapeStore
     from crab_tape_jsonl.tapefile import TornLineWarning
 
-CRAB_API = ">=1.2,<2"  # crab.search_hit
+CRAB_API = ">=0.1,<0.2"
 
 __all__ = ["CRAB_API", "TapeStore", "TornLineWarning", "crab_config_table", "crab_stores"]
 _LAZY = {"TapeStore": "crab_tape_jsonl.store", "TornLineWarning": "crab_tape_jsonl.tapefile"}

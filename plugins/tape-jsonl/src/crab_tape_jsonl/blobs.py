@@ -10,7 +10,8 @@ import hashlib
 import re
 from pathlib import Path
 
-from crab import StoreError, write_atomic
+from crab import StoreError
+from crab.tools import write_atomic
 
 FOLDER = "blobs"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")

@@ -17,17 +17,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from crab import (
-    ENTRY_TYPES,
-    Entry,
-    EntryType,
-    SearchHit,
-    SessionInfo,
-    StoreError,
-    new_entry_id,
-    new_session_id,
-    search_hit,
-)
+from crab import StoreError
+from crab.storage import ENTRY_TYPES, Entry, EntryType, SearchHit, SessionInfo, new_entry_id, new_session_id, search_hit
 
 from crab_tape_jsonl.layout import SUFFIX, check_session_id, tape_path, workspace_folder
 from crab_tape_jsonl.linecount import count_lines
@@ -96,7 +87,7 @@ class TapeStore:
         self._fds.clear()
         self._tails.clear()
 
-    # --- image blobs (crab.BlobStore): <root>/blobs/<sha256> ------------------------------------
+    # --- image blobs (crab.storage.BlobStore): <root>/blobs/<sha256> ------------------------------------
 
     async def put_blob(self, data: bytes) -> str:
         from crab_tape_jsonl import blobs

@@ -12,12 +12,12 @@ import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from crab import (
+from crab import StoreError
+from crab.storage import (
     INTERCHANGE_VERSION,
     SESSION_HEADER_KEY,
     Entry,
     SessionInfo,
-    StoreError,
     entry_from_dict,
     entry_to_dict,
     session_from_header,

@@ -4,7 +4,7 @@ from typing import Any
 
 import crab
 
-CRAB_API = ">=1.2,<2"  # AgentHandle.session_for, deliver, subscribe(session=), PermissionRequest
+CRAB_API = ">=0.1,<0.2"
 
 
 @crab.hookimpl

@@ -84,7 +84,7 @@ def clean_text(value: Any) -> Any:
     return value
 
 
-def quiet_library_logs(redactor: crab.Redactor) -> None:
+def quiet_library_logs(redactor: crab.secrets.Redactor) -> None:
     """The library's log lines never reach the terminal (crab prints its own one-line notices),
     and httpx's request lines, which quote the URL and so the token, are masked for any handler
     another plugin may install. Its deprecation warnings, which it raises from its own code (a
@@ -110,7 +110,7 @@ def quiet_library_logs(redactor: crab.Redactor) -> None:
     httpx_log.addFilter(Mask())
 
 
-def _intake_request(redactor: crab.Redactor, read_timeout: float) -> Any:
+def _intake_request(redactor: crab.secrets.Redactor, read_timeout: float) -> Any:
     from telegram import Update
     from telegram.request import HTTPXRequest
 
@@ -173,13 +173,13 @@ class BotApi:
         timeout: float = 30.0,
         max_retries: int = 5,
         sleep: Callable[[float], Awaitable[Any]] | None = None,
-        redact: crab.Redactor | None = None,
+        redact: crab.secrets.Redactor | None = None,
     ) -> None:
         from telegram.ext import AIORateLimiter, ExtBot
         from telegram.request import HTTPXRequest
 
-        self._redactor = redact or crab.Redactor([token])
-        self._token_redactor = crab.Redactor([token])
+        self._redactor = redact or crab.secrets.Redactor([token])
+        self._token_redactor = crab.secrets.Redactor([token])
         quiet_library_logs(self._token_redactor)
         self.max_retries = max_retries
         self._sleep = sleep or asyncio.sleep

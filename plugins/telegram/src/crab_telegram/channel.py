@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import crab
-from crab import lookup_key
+from crab.secrets import lookup_key
 
 from crab_telegram.access import allowed, bad_entries, describe_sender
 from crab_telegram.incoming import command_text, parse_address
@@ -56,7 +56,7 @@ INTERRUPTED = (
 
 
 def missing_token_line(settings: TelegramSettings) -> str:
-    auth_file = crab.crab_home() / "auth.json"
+    auth_file = crab.config.crab_home() / "auth.json"
     return (
         f"telegram: no bot token: set {settings.token_env} "
         f'(or store it under "{AUTH_NAME}" in {auth_file}); get one from @BotFather'
@@ -113,7 +113,7 @@ class TelegramChannel:
         self._poll: asyncio.Task[Any] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopped = asyncio.Event()
-        self.redactor = crab.Redactor([])
+        self.redactor = crab.secrets.Redactor([])
         self.ask: Any = self._ask if self.settings.permission_prompts == "buttons" else None
 
     # --- setup ---------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ class TelegramChannel:
     def _api(self, token: str) -> BotApi:
         from crab_telegram.api import BotApi
 
-        self.redactor = crab.Redactor([token, *crab.known_secrets(self.config)])
+        self.redactor = crab.secrets.Redactor([token, *crab.secrets.known_secrets(self.config)])
         return BotApi(token, self.settings.base_url, timeout=self.settings.request_timeout, redact=self.redactor)
 
     def _refused(self, exc: Exception) -> crab.ConfigError:
@@ -473,7 +473,7 @@ class TelegramChannel:
         refused: str | None = None
         try:
             outcome = await agent.handle_input(session, text, images=fetched.images)
-        except crab.ImageTooLarge as exc:  # refused before anything was recorded: say why
+        except crab.messages.ImageTooLarge as exc:  # refused before anything was recorded: say why
             refused = str(exc)
         finally:
             typing.cancel()
@@ -773,8 +773,8 @@ class Stream:
         self.changed = asyncio.Event()
         self.closing = False
 
-    def on_event(self, event: crab.Event) -> None:
-        if isinstance(event, crab.TextDelta):
+    def on_event(self, event: crab.events.Event) -> None:
+        if isinstance(event, crab.events.TextDelta):
             self.text += event.text
             self.changed.set()
 

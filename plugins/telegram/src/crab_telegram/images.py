@@ -25,7 +25,7 @@ _SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 class Fetched:
     """The image parts of a message's attachments, and a note for each one that is not one."""
 
-    images: list[crab.ImagePart] = field(default_factory=list)
+    images: list[crab.messages.ImagePart] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -34,7 +34,7 @@ def is_image(attachment: Attachment) -> bool:
     if attachment.kind == "photo":
         return True
     name = (attachment.file_name or "").lower()
-    return attachment.mime_type in crab.IMAGE_TYPES or name.endswith(_SUFFIXES)
+    return attachment.mime_type in crab.messages.IMAGE_TYPES or name.endswith(_SUFFIXES)
 
 
 async def fetch_images(api: BotApi, attachments: Sequence[Attachment]) -> Fetched:
@@ -46,7 +46,7 @@ async def fetch_images(api: BotApi, attachments: Sequence[Attachment]) -> Fetche
             continue
         try:
             data = await api.download(attachment.file_id, DOWNLOAD_LIMIT)
-            fetched.images.append(crab.ImagePart.from_bytes(data))
+            fetched.images.append(crab.messages.ImagePart.from_bytes(data))
         except TelegramError as exc:
             fetched.notes.append(f"[{attachment.kind} attached, but crab could not fetch it: {exc}]")
         except ValueError:

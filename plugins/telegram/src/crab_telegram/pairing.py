@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import crab
-from crab import lookup_key
+from crab.secrets import lookup_key
 
 from crab_telegram.access import describe_sender
 from crab_telegram.settings import AUTH_NAME, TelegramSettings
@@ -39,7 +39,7 @@ def run_pairing(config: crab.Config, seconds: float) -> int:
     print(f"Send this message to your bot in a private chat within {seconds / 60:g} minutes:\n\n    /pair {code}\n")
     sys.stdout.flush()
     try:
-        found = asyncio.run(wait_for_code(settings, token, code, seconds, crab.known_secrets(config)))
+        found = asyncio.run(wait_for_code(settings, token, code, seconds, crab.secrets.known_secrets(config)))
     except KeyboardInterrupt:
         print("crab: pairing stopped; nothing changed", file=sys.stderr)
         return 130
@@ -65,7 +65,7 @@ def add_to_allowlist(user_id: str) -> Path:
     import tomlkit
     from tomlkit.exceptions import ParseError
 
-    path = crab.crab_home() / "config.toml"
+    path = crab.config.crab_home() / "config.toml"
     try:
         text = path.read_text(encoding="utf-8") if path.exists() else ""
         doc = tomlkit.parse(text)
@@ -81,7 +81,7 @@ def add_to_allowlist(user_id: str) -> Path:
         entries.append(user_id)
     table["allow_from"] = entries
     path.parent.mkdir(parents=True, exist_ok=True)
-    crab.write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
+    crab.tools.write_atomic(path, tomlkit.dumps(doc).encode("utf-8"))
     return path
 
 
@@ -93,7 +93,7 @@ async def wait_for_code(
     from crab_telegram.api import BotApi, TelegramError
     from crab_telegram.state import UpdateState, state_path
 
-    redactor = crab.Redactor([token, *(secrets_known or [])])
+    redactor = crab.secrets.Redactor([token, *(secrets_known or [])])
     api = BotApi(token, settings.base_url, timeout=settings.request_timeout, redact=redactor)
     state = UpdateState(state_path(token.split(":", 1)[0]))
     deadline = time.monotonic() + seconds

@@ -1,4 +1,4 @@
-"""The model's plan (``crab.PlanEvent``, crab-todo's checklist) in a chat: one message edited in
+"""The model's plan (``crab.events.PlanEvent``, crab-todo's checklist) in a chat: one message edited in
 place as the plan changes, at most once per ``edit_interval`` (Telegram's edit limits, as for a
 streamed answer), and a new message for each message the user sends."""
 
@@ -20,7 +20,7 @@ MAX_STEPS = 50
 """Steps shown; the rest are counted in one line (the message must stay under Telegram's limit)."""
 
 
-def plan_text(items: tuple[crab.PlanItem, ...]) -> str:
+def plan_text(items: tuple[crab.events.PlanItem, ...]) -> str:
     """The checklist as one plain-text message: a head line, then a mark and each step, as many
     as fit in one Telegram message (50 steps of 200 characters would be 10,000)."""
     from crab_telegram.format import LIMIT, units
@@ -60,9 +60,9 @@ class PlanView:
         self.changed = asyncio.Event()
         self.closing = False
 
-    def on_event(self, event: crab.Event) -> None:
+    def on_event(self, event: crab.events.Event) -> None:
         # A child session's plan arrives wrapped in a ChildEvent: the chat shows only its own.
-        if isinstance(event, crab.PlanEvent):
+        if isinstance(event, crab.events.PlanEvent):
             self.text = plan_text(event.items)
             self.changed.set()
 

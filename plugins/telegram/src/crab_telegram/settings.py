@@ -101,7 +101,7 @@ class TelegramSettings:
 
     @classmethod
     def from_table(cls, raw: Mapping[str, Any] | None) -> TelegramSettings:
-        values = crab.validate_table(TABLE, raw)
+        values = crab.config.validate_table(TABLE, raw)
         return cls(
             allow_from=tuple(str(v).strip() for v in values["allow_from"]),
             token_env=values["token_env"],

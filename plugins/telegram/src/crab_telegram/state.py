@@ -34,7 +34,7 @@ STALE_AFTER = 2 * 24 * 3600.0
 
 def state_path(bot_id: str) -> Path:
     safe = bot_id if bot_id.isdigit() else "bot"
-    return crab.crab_home() / "telegram" / f"state-{safe}.json"
+    return crab.config.crab_home() / "telegram" / f"state-{safe}.json"
 
 
 class UpdateState:
@@ -76,7 +76,7 @@ class UpdateState:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         pending = [self.pending[k] for k in sorted(self.pending)]
         data = {"version": VERSION, "offset": self.offset, "seen_at": self.seen_at, "pending": pending}
-        crab.write_atomic(self.path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+        crab.tools.write_atomic(self.path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
 
     def take(self, updates: list[dict[str, Any]], through: int | None = None) -> list[dict[str, Any]]:
         """Record ``updates`` as pending and move the offset past them (and past ``through``, the

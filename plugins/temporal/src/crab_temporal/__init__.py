@@ -12,7 +12,7 @@ from typing import Any
 
 import crab
 
-CRAB_API = ">=1.7,<2"  # crab.Agent (1.3), crab.known_secrets, crab.steps with crab.Agent.turn_steps
+CRAB_API = ">=0.1,<0.2"
 
 
 @crab.hookimpl

@@ -26,7 +26,7 @@ things: a retry that finds it with no result knows the call may have had its eff
 # --- what the store says about a step carried out before ---------------------------------------
 
 
-def last_message(entries: Sequence[crab.Entry]) -> crab.Entry | None:
+def last_message(entries: Sequence[crab.storage.Entry]) -> crab.storage.Entry | None:
     """The last message or tool result stored (events between are a model call's records)."""
     for entry in reversed(entries):
         if entry.type in ("message", "tool_result"):
@@ -34,26 +34,26 @@ def last_message(entries: Sequence[crab.Entry]) -> crab.Entry | None:
     return None
 
 
-def find_call(entries: Sequence[crab.Entry], call_id: str) -> tuple[int, crab.ToolCall] | None:
+def find_call(entries: Sequence[crab.storage.Entry], call_id: str) -> tuple[int, crab.messages.ToolCall] | None:
     """The stored reply that asked for ``call_id`` (the last one: ids may repeat across replies)
     and the call, or None."""
     for index in range(len(entries) - 1, -1, -1):
         entry = entries[index]
         if entry.type != "message" or entry.payload.get("role") != "assistant":
             continue
-        message = crab.message_from_dict(dict(entry.payload))
-        assert isinstance(message, crab.AssistantMessage)
+        message = crab.messages.message_from_dict(dict(entry.payload))
+        assert isinstance(message, crab.messages.AssistantMessage)
         for call in message.tool_calls:
             if call.id == call_id:
                 return index, call
     return None
 
 
-def has_result(entries: Sequence[crab.Entry], after: int, call_id: str) -> bool:
+def has_result(entries: Sequence[crab.storage.Entry], after: int, call_id: str) -> bool:
     return any(e.type == "tool_result" and e.payload.get("call_id") == call_id for e in entries[after + 1 :])
 
 
-def was_started(entries: Sequence[crab.Entry], after: int, call_id: str) -> bool:
+def was_started(entries: Sequence[crab.storage.Entry], after: int, call_id: str) -> bool:
     return any(
         e.type == "event" and e.payload.get("kind") == STARTED and e.payload.get("call_id") == call_id
         for e in entries[after + 1 :]
@@ -94,7 +94,7 @@ class StepActivities:
     def all(self) -> list[Any]:
         return [self.begin, self.call_model, self.run_tool, self.carry_out, self.settle]
 
-    def _exclusive(self, loaded: steps.TurnSteps, calls: Sequence[crab.ToolCall]) -> frozenset[str]:
+    def _exclusive(self, loaded: steps.TurnSteps, calls: Sequence[crab.messages.ToolCall]) -> frozenset[str]:
         """The names of ``calls``' tools that run alone, never beside another call."""
         return frozenset(call.name for call in calls if (tool := loaded.tool(call.name)) and tool.exclusive)
 
@@ -111,7 +111,7 @@ class StepActivities:
         loaded = await self._load(session_id)
         await loaded.begin()
         messages = loaded.messages
-        return {"unanswered": bool(messages) and isinstance(messages[-1], crab.UserMessage)}
+        return {"unanswered": bool(messages) and isinstance(messages[-1], crab.messages.UserMessage)}
 
     @activity.defn(name="crab.call_model")
     async def call_model(self, session_id: str, step: dict[str, Any]) -> dict[str, Any]:
@@ -121,8 +121,8 @@ class StepActivities:
         if retried():
             last = last_message(loaded.entries)
             if last is not None and last.payload.get("role") == "assistant":
-                message = crab.message_from_dict(dict(last.payload))
-                assert isinstance(message, crab.AssistantMessage)
+                message = crab.messages.message_from_dict(dict(last.payload))
+                assert isinstance(message, crab.messages.AssistantMessage)
                 exclusive = self._exclusive(loaded, message.tool_calls)
                 return {"kind": "replied", "message": reply_to_wire(message, exclusive)}
         call = steps.CallModel(step["id"], int(step["iteration"]), step["phase"], bool(step["final"]))
@@ -213,11 +213,11 @@ class StepActivities:
             await loaded.record_error(steps.RunTools(step_id, (found[1],)), found[1], reason)
 
 
-def date_notes(history: Sequence[crab.Message]) -> list[crab.Message]:
+def date_notes(history: Sequence[crab.messages.Message]) -> list[crab.messages.Message]:
     """The last date note of ``history``: all the machine reads of it (``date_note``), so the
     whole context never travels."""
     prefix = "[crab] Today is "
     for message in reversed(history):
-        if isinstance(message, crab.UserMessage) and message.content.startswith(prefix):
+        if isinstance(message, crab.messages.UserMessage) and message.content.startswith(prefix):
             return [message]
     return []

@@ -25,7 +25,7 @@ def finish(body: Callable[[], int]) -> NoReturn:
     try:
         code = body()
     except crab.CrabError as exc:
-        line = crab.Redactor(crab.known_secrets()).text(f"crab: {exc}")
+        line = crab.secrets.Redactor(crab.secrets.known_secrets()).text(f"crab: {exc}")
         print(" ".join(line.split())[:1000], file=sys.stderr)
         code = exc.exit_code
     except (KeyboardInterrupt, asyncio.CancelledError):

@@ -119,25 +119,25 @@ class TurnView:
             self.session.emit(event)
         for level, text in (progress or {}).get("notices", [])[self.notices :]:
             self.notices += 1
-            self.session.emit(crab.NoticeEvent(text, "warning" if level == "warning" else "info"))
+            self.session.emit(crab.events.NoticeEvent(text, "warning" if level == "warning" else "info"))
 
 
-def events_of(entries: Sequence[crab.Entry]) -> list[crab.Event]:
+def events_of(entries: Sequence[crab.storage.Entry]) -> list[crab.events.Event]:
     """The events a stored reply or result stands for."""
-    events: list[crab.Event] = []
+    events: list[crab.events.Event] = []
     for entry in entries:
         if entry.type == "message" and entry.payload.get("role") == "assistant":
-            message = crab.message_from_dict(dict(entry.payload))
-            assert isinstance(message, crab.AssistantMessage)
+            message = crab.messages.message_from_dict(dict(entry.payload))
+            assert isinstance(message, crab.messages.AssistantMessage)
             if message.content and message.replayable and message.content != steps.NO_REPLY:
-                events.append(crab.TextDelta(message.content))
+                events.append(crab.events.TextDelta(message.content))
             if message.stop_reason == "error" and message.error:
-                events.append(crab.ErrorEvent(message.error))
-            events.extend(crab.ToolCallEvent(call) for call in message.tool_calls)
+                events.append(crab.events.ErrorEvent(message.error))
+            events.extend(crab.events.ToolCallEvent(call) for call in message.tool_calls)
         elif entry.type == "tool_result":
-            result = crab.message_from_dict(dict(entry.payload))
-            assert isinstance(result, crab.ToolResultMessage)
-            events.append(crab.ToolResultEvent(result.call_id, result.name, result.content, result.is_error))
+            result = crab.messages.message_from_dict(dict(entry.payload))
+            assert isinstance(result, crab.messages.ToolResultMessage)
+            events.append(crab.events.ToolResultEvent(result.call_id, result.name, result.content, result.is_error))
     return events
 
 
@@ -176,7 +176,7 @@ async def drive_turn(
     arguments = turn_arguments(config, settings, session, prompt)
     view = TurnView(session, len(await session.stored()))
     handle = await start_turn(client, settings, arguments)
-    session.emit(crab.TurnStarted(session_id, arguments["turn_id"], prompt))
+    session.emit(crab.events.TurnStarted(session_id, arguments["turn_id"], prompt))
     waiting = asyncio.ensure_future(_result(handle, session, settings.address))
     aborting = False
     started, told, answered = time.monotonic(), False, False
@@ -187,7 +187,7 @@ async def drive_turn(
             answered = answered or progress is not None
             if not answered and not told and time.monotonic() - started > NO_WORKER_AFTER:
                 told = True  # no worker ever answered: most likely none polls this task queue
-                notice = crab.NoticeEvent(NO_WORKER.format(queue=settings.task_queue), "warning")
+                notice = crab.events.NoticeEvent(NO_WORKER.format(queue=settings.task_queue), "warning")
                 session.emit(notice)
             await view.show_new(progress)
         except asyncio.CancelledError:
@@ -201,9 +201,9 @@ async def drive_turn(
     result: dict[str, Any] = dict(waiting.result())
     await view.show_new(await _progress(handle))
     if result.get("shown") and result.get("error"):
-        session.emit(crab.ErrorEvent(str(result["error"]), "plugin"))
+        session.emit(crab.events.ErrorEvent(str(result["error"]), "plugin"))
     session.emit(
-        crab.TurnEnded(
+        crab.events.TurnEnded(
             session_id, str(result["turn_id"]), result["stop"], result.get("text", ""), None, result.get("error")
         )
     )
@@ -228,7 +228,7 @@ async def _result(handle: Any, session: steps.TurnSteps, address: str) -> dict[s
                 raise crab.CrabError(f"Temporal at {address} failed: {exc}") from None
             if not told:
                 told = True
-                notice = crab.NoticeEvent(LOST.format(address=address), "warning")
+                notice = crab.events.NoticeEvent(LOST.format(address=address), "warning")
                 session.emit(notice)
             await asyncio.sleep(1.0)
 

@@ -12,7 +12,7 @@ REPLY_TEXT_CAP = 4_000
 """Characters of a reply's text the workflow keeps (the answer a client shows is read from the store)."""
 
 
-def reply_to_wire(message: crab.AssistantMessage, exclusive: frozenset[str] = frozenset()) -> dict[str, Any]:
+def reply_to_wire(message: crab.messages.AssistantMessage, exclusive: frozenset[str] = frozenset()) -> dict[str, Any]:
     """``exclusive``: the names of the tools that run alone (the workflow batches calls by it)."""
     return {
         "content": message.content[:REPLY_TEXT_CAP],
@@ -25,10 +25,10 @@ def reply_to_wire(message: crab.AssistantMessage, exclusive: frozenset[str] = fr
     }
 
 
-def reply_from_wire(data: dict[str, Any]) -> crab.AssistantMessage:
-    return crab.AssistantMessage(
+def reply_from_wire(data: dict[str, Any]) -> crab.messages.AssistantMessage:
+    return crab.messages.AssistantMessage(
         content=str(data.get("content", "")),
-        tool_calls=tuple(crab.ToolCall(str(cid), str(name), {}) for cid, name in data.get("calls", [])),
+        tool_calls=tuple(crab.messages.ToolCall(str(cid), str(name), {}) for cid, name in data.get("calls", [])),
         stop_reason=data.get("stop_reason", "end"),
         error=data.get("error"),
         model=data.get("model"),
@@ -41,10 +41,10 @@ def exclusive_calls(data: dict[str, Any]) -> dict[str, bool]:
     return {str(call_id): True for call_id in data.get("exclusive", [])}
 
 
-def user_to_wire(message: crab.Message) -> dict[str, Any]:
+def user_to_wire(message: crab.messages.Message) -> dict[str, Any]:
     """A message the machine records (a prompt, a hook's context, a note) as stored."""
-    return crab.message_to_dict(message)
+    return crab.messages.message_to_dict(message)
 
 
-def user_from_wire(data: dict[str, Any]) -> crab.Message:
-    return crab.message_from_dict(data)
+def user_from_wire(data: dict[str, Any]) -> crab.messages.Message:
+    return crab.messages.message_from_dict(data)

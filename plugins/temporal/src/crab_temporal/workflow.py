@@ -80,7 +80,7 @@ class TurnWorkflow:
         self.turn = turn
         session_id, turn_id = str(turn["session_id"]), str(turn["turn_id"])
         begun = await self._activity("crab.begin", turn_id, [session_id], self._short)
-        history: list[crab.Message] = [crab.UserMessage("")] if begun["unanswered"] else []
+        history: list[crab.messages.Message] = [crab.messages.UserMessage("")] if begun["unanswered"] else []
         machine = steps.TurnMachine(
             session_id,
             turn_id,
@@ -199,9 +199,9 @@ class TurnWorkflow:
                 stopped = stopped or got["stopped"]
         return steps.ToolsRan(stopped)
 
-    def _batches(self, step: steps.RunTools) -> list[list[crab.ToolCall]]:
-        groups: list[list[crab.ToolCall]] = []
-        current: list[crab.ToolCall] = []
+    def _batches(self, step: steps.RunTools) -> list[list[crab.messages.ToolCall]]:
+        groups: list[list[crab.messages.ToolCall]] = []
+        current: list[crab.messages.ToolCall] = []
         for call in step.calls:
             if self._exclusive.get(call.id, False):
                 if current:

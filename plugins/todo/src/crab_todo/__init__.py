@@ -14,7 +14,7 @@ import crab
 if TYPE_CHECKING:
     from crab_todo.keeper import PlanKeeper
 
-CRAB_API = ">=1.5,<2"  # PlanEvent and AgentHandle.entries came with 1.5
+CRAB_API = ">=0.1,<0.2"
 
 
 class TodoPlugin:
@@ -60,8 +60,8 @@ class TodoPlugin:
         return await self.keeper.with_plan(request, session_id)
 
     @crab.hookimpl
-    def crab_event(self, event: crab.Event, session_id: str) -> None:
-        """A checklist another plugin set (crab-plan's approved plan, as a ``crab.PlanEvent``) is
+    def crab_event(self, event: crab.events.Event, session_id: str) -> None:
+        """A checklist another plugin set (crab-plan's approved plan, as a ``crab.events.PlanEvent``) is
         the session's plan too: ``/todo`` shows it and the model's next ``todo`` call replaces it."""
-        if isinstance(event, crab.PlanEvent):
+        if isinstance(event, crab.events.PlanEvent):
             self.keeper.plans[event.session_id] = event.items

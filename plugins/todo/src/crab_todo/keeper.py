@@ -1,4 +1,4 @@
-"""Each session's plan: set by the ``todo`` tool (and shown as a ``crab.PlanEvent``), read back
+"""Each session's plan: set by the ``todo`` tool (and shown as a ``crab.events.PlanEvent``), read back
 from the session's stored entries when this process has not seen it (a resumed session), and
 given to the model, as it stood at the last compaction, with a request whose context no longer
 holds the call that set it. The store is the truth: the caches here only save reading it again."""
@@ -24,12 +24,12 @@ class PlanKeeper:
 
     def __init__(self) -> None:
         self.handle: crab.AgentHandle | None = None
-        self.plans: dict[str, tuple[crab.PlanItem, ...]] = {}
-        self.anchored: dict[str, tuple[int, tuple[str, tuple[crab.PlanItem, ...]] | None]] = {}
+        self.plans: dict[str, tuple[crab.events.PlanItem, ...]] = {}
+        self.anchored: dict[str, tuple[int, tuple[str, tuple[crab.events.PlanItem, ...]] | None]] = {}
         """Per session: the hash of the system prompt the note was decided for (not the prompt
         itself: a server keeps many sessions), and ``plan.before_anchor``."""
 
-    async def plan_for(self, session_id: str) -> tuple[crab.PlanItem, ...]:
+    async def plan_for(self, session_id: str) -> tuple[crab.events.PlanItem, ...]:
         """The session's plan: from this process, else from its stored entries."""
         if session_id not in self.plans:
             if self.handle is None:
@@ -40,7 +40,7 @@ class PlanKeeper:
     async def run(self, arguments: dict[str, Any], ctx: crab.ToolContext) -> crab.ToolResult:
         items = plan.checked(arguments, int(ctx.settings.get("max_items", 20)), int(ctx.settings.get("max_chars", 200)))
         self.plans[ctx.session_id] = items
-        ctx.emit(crab.PlanEvent(ctx.session_id, items))
+        ctx.emit(crab.events.PlanEvent(ctx.session_id, items))
         if not items:
             return crab.ToolResult("Plan cleared.", details={"items": []})
         text = "\n".join([f"Plan updated ({plan.summary(items)}):", *plan.lines(items)])
@@ -97,7 +97,7 @@ class PlanKeeper:
         if found is None or not found[1]:
             return None
         call_id, items = found
-        if any(isinstance(m, crab.ToolResultMessage) and m.call_id == call_id for m in request.messages):
+        if any(isinstance(m, crab.messages.ToolResultMessage) and m.call_id == call_id for m in request.messages):
             return None  # the call is in the context (kept verbatim): the model sees it there
         return replace(request, system=f"{request.system}\n\n{plan.note(items)}")
 

@@ -11,7 +11,7 @@ import crab
 if TYPE_CHECKING:
     from crab import AgentHandle, Command, Config, ConfigTable, Tool
 
-CRAB_API = ">=1.7,<2"  # crab_session_end (1.6); crab.processes.start (1.7)
+CRAB_API = ">=0.1,<0.2"
 
 
 @crab.hookimpl

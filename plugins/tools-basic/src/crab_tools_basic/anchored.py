@@ -64,11 +64,12 @@ def parent_of(root: Path, real: Path, display: str, *, create: bool = False) -> 
     are made when ``create`` is set; otherwise a missing one is "does not exist". ``real == root``
     opens ``root``'s parent, so the caller finds a folder where it wanted a file and says so.
     """
-    if real == root:
+    text, base = str(real), str(root).rstrip("/")
+    if text == str(root):
         root, name = root.parent, root.name
         parts: tuple[str, ...] = ()
-    elif real.is_relative_to(root):
-        *folders, name = real.relative_to(root).parts
+    elif text.startswith(base + "/"):  # real.is_relative_to(root), by the text of two normalized paths
+        *folders, name = text[len(base) + 1 :].split("/")
         parts = tuple(folders)
     else:
         raise ToolError(f"{display} is outside {root}")

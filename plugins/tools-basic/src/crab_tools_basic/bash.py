@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from crab import OutputLimit, Tool, ToolContext, ToolError, ToolResult, Truncation, known_secrets, processes, tool
-from crab import describe_truncation as describe
-from crab import truncate_output as truncate
+from crab import Tool, ToolContext, ToolError, ToolResult, processes, tool
+from crab.secrets import known_secrets
+from crab.tools import OutputLimit, Truncation
+from crab.tools import describe_truncation as describe
+from crab.tools import truncate_output as truncate
 
 from crab_tools_basic import bash_log
 from crab_tools_basic.bash_log import Capture

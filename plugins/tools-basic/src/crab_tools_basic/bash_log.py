@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crab import REDACTED, Redactor, ToolError
+from crab import ToolError
+from crab.secrets import REDACTED, Redactor
 
 HEAD_BYTES = 1 << 20
 TAIL_BYTES = 4 << 20

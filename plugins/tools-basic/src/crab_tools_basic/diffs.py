@@ -1,4 +1,4 @@
-"""What ``edit`` and ``write`` changed (or would change) in a file, as a ``crab.FileDiff``.
+"""What ``edit`` and ``write`` changed (or would change) in a file, as a ``crab.events.FileDiff``.
 
 The unified diff keeps a few context lines and at most ``MAX_DIFF_LINES`` lines (the counts are
 of the whole change); the whole texts ride along only when both are small. Bytes that are not
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 
-from crab import FileDiff
+from crab.events import FileDiff
 
 from crab_tools_basic.text import BOM, looks_binary
 

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-from crab import FileDiff, ToolContext, ToolError, ToolResult, tool
+from crab import ToolContext, ToolError, ToolResult, tool
+from crab.events import FileDiff
 
 from crab_tools_basic import anchored, read_gate, splice
 from crab_tools_basic.diffs import file_diff

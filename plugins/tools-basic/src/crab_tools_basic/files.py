@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
-from crab import FileDiff, ImagePart, OutputLimit, ToolContext, ToolError, ToolResult, sniff_image, tool
-from crab import truncate_output as truncate
+from crab import ToolContext, ToolError, ToolResult, tool
+from crab.events import FileDiff
+from crab.messages import ImagePart, sniff_image
+from crab.tools import OutputLimit
+from crab.tools import truncate_output as truncate
 
 from crab_tools_basic import anchored, read_gate
 from crab_tools_basic.anchored import Parent
@@ -100,10 +103,6 @@ def read_window(parent: Parent, offset: int = 1, limit: int | None = None, allow
     display = parent.display
     handle, info = open_existing(parent)
     wanted = min(limit, READ_LIMIT.lines) if limit is not None else READ_LIMIT.lines
-    digest = hashlib.sha256()
-    shown: list[str] = []
-    shown_bytes = 0
-    total = 0
     with handle:
         refuse_hardlinked(handle, display, allow_hardlinks)
         head = handle.read(SNIFF_BYTES)
@@ -111,20 +110,9 @@ def read_window(parent: Parent, offset: int = 1, limit: int | None = None, allow
             return _image_window(handle, head, display, info)
         if looks_binary(head):
             raise ToolError(f"{display} is a binary file ({info.st_size} bytes); read shows text files only")
-        handle.seek(0)
-        for raw in handle:
-            digest.update(raw)
-            total += 1
-            # Keep one line beyond each budget so truncate() can see and report the cut.
-            if offset <= total and len(shown) <= wanted and shown_bytes <= READ_LIMIT.bytes:
-                if total == 1 and raw.startswith(BOM):
-                    raw = raw[len(BOM) :]
-                line = raw.decode("utf-8", "replace").removesuffix("\n").removesuffix("\r")
-                numbered = f"{total:>6}\t{line}\n"
-                shown.append(numbered)
-                shown_bytes += len(numbered.encode("utf-8"))
+        shown, total, digest = _scan(handle, head, offset, wanted)
     if total == 0:
-        return Window("(empty file)", 0, digest.hexdigest(), info.st_mtime_ns)
+        return Window("(empty file)", 0, digest, info.st_mtime_ns)
     if offset > total:
         raise ToolError(f"offset {offset} is past the end of {display}, which has {total} lines")
     body = "".join(shown[:wanted])
@@ -147,7 +135,84 @@ def read_window(parent: Parent, offset: int = 1, limit: int | None = None, allow
     text = text.rstrip("\n")
     if notes:
         text += "\n[" + "; ".join(notes) + "]"
-    return Window(text, total, digest.hexdigest(), info.st_mtime_ns)
+    return Window(text, total, digest, info.st_mtime_ns)
+
+
+SCAN_CHUNK = 1 << 16
+"""Bytes read (and hashed) at a time: the file is hashed whole, in C, a chunk at a time."""
+LINE_KEEP = READ_LIMIT.bytes + 8
+"""The most bytes of one line kept to show: a longer line is cut at READ_LIMIT.bytes anyway (the
+8 more let the cut fall after a whole character), so a huge one-line file is never held whole."""
+
+
+def _scan(handle: BinaryIO, head: bytes, offset: int, wanted: int) -> tuple[list[str], int, str]:
+    """The numbered lines from ``offset`` on (one beyond each budget, so ``truncate`` can see and
+    report the cut), the file's line count and the sha256 of all its bytes.
+
+    ``head`` is what was read of ``handle`` already. Lines are split on ``\\n`` only, and only
+    those the window may show: the rest is hashed and its newlines counted (in C), never split.
+    """
+    digest = hashlib.sha256()
+    shown: list[str] = []
+    shown_bytes = 0
+    line = 1  # the line the next byte read belongs to
+    carry = b""  # the beginning of line ``line``, read so far, when it is to be shown
+    collecting = True
+    last = b""
+    chunk = head
+    while chunk:
+        digest.update(chunk)
+        last = chunk
+        newlines = chunk.count(b"\n")
+        if collecting and line + newlines >= offset:
+            if line < offset:  # the window starts in this chunk: no line before it is split
+                start, number, carry = _after_newlines(chunk, offset - line), offset, b""
+            else:
+                start, number = 0, line
+            # At most the lines the budget may still take, plus the rest in one piece.
+            pieces = chunk[start:].split(b"\n", wanted + 1 - len(shown))
+            pieces[0] = carry + pieces[0]
+            for raw in pieces[:-1]:
+                if len(shown) > wanted or shown_bytes > READ_LIMIT.bytes:
+                    break
+                numbered = _numbered(number, raw)
+                shown.append(numbered)
+                shown_bytes += len(numbered.encode("utf-8"))
+                number += 1
+            collecting = len(shown) <= wanted and shown_bytes <= READ_LIMIT.bytes
+            carry = pieces[-1][:LINE_KEEP] if collecting else b""
+        line += newlines
+        chunk = handle.read(SCAN_CHUNK)
+    # A last line without its newline counts (and shows) like any other.
+    total = line if last and not last.endswith(b"\n") else line - 1
+    if collecting and total == line and line >= offset and len(shown) <= wanted and shown_bytes <= READ_LIMIT.bytes:
+        shown.append(_numbered(line, carry))
+    return shown, total, digest.hexdigest()
+
+
+SKIP_BLOCK = 2048
+"""Bytes counted at a time while looking for the window's first line: only the block it starts in is split."""
+
+
+def _after_newlines(chunk: bytes, need: int) -> int:
+    """Where the text after the ``need``-th newline of ``chunk`` (which has that many) starts."""
+    position = 0
+    while True:
+        end = min(position + SKIP_BLOCK, len(chunk))
+        found = chunk.count(b"\n", position, end)
+        if found >= need:
+            rest = chunk[position:end].split(b"\n", need)[-1]
+            return end - len(rest)
+        need -= found
+        position = end
+
+
+def _numbered(number: int, raw: bytes) -> str:
+    """Line ``number`` as read shows it: no BOM (line 1), no line ending, its number and a tab."""
+    if number == 1 and raw.startswith(BOM):
+        raw = raw[len(BOM) :]
+    line = raw[:LINE_KEEP].decode("utf-8", "replace").removesuffix("\r")
+    return f"{number:>6}\t{line}\n"
 
 
 def _image_window(handle: BinaryIO, head: bytes, display: str, info: os.stat_result) -> Window:

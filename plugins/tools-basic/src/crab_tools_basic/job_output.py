@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crab import REDACTED, OutputLimit, Redactor, truncate_output
+from crab.secrets import REDACTED, Redactor
+from crab.tools import OutputLimit, truncate_output
 
 from crab_tools_basic.jobs import Job
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from crab import Command, CommandContext, Redactor, Tool, ToolContext, ToolResult, known_secrets, tool
+from crab import Command, CommandContext, Tool, ToolContext, ToolResult, tool
+from crab.secrets import Redactor, known_secrets
 
 from crab_tools_basic import job_output, jobs
 from crab_tools_basic.jobs import Job, JobTable, seconds

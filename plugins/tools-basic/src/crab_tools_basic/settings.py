@@ -8,11 +8,13 @@ turns checked values into ``Settings``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from copy import deepcopy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from crab import ConfigTable, InvalidValue, Setting, crab_home, validate_table
+from crab import ConfigTable, InvalidValue, Setting
+from crab.config import crab_home, validate_table
 
 Backend = Literal["auto", "rg", "python"]
 
@@ -86,9 +88,14 @@ TABLE = ConfigTable(
 )
 
 
-def default_output_dir() -> Path:
-    """Where bash keeps command logs: in the user's crab home (mode 0700), outside any workspace."""
-    return crab_home() / "tools-basic" / "bash-logs"
+LOGS_IN_HOME = ("tools-basic", "bash-logs")
+"""The default log folder's place in crab's folder."""
+
+
+def default_output_dir(home: Path | None = None) -> Path:
+    """Where bash keeps command logs: in the user's crab home (``home``, default ``crab_home()``;
+    mode 0700), outside any workspace."""
+    return (home if home is not None else crab_home()).joinpath(*LOGS_IN_HOME)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,13 +117,39 @@ class Settings:
         return self.output_dir if self.output_dir is not None else default_output_dir()
 
 
+_checked: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+"""``validate_table``'s answer per table object (by id), beside a copy of what the table held."""
+_CHECKED_MAX = 32
+
+
+def checked_values(table: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``validate_table(TABLE, table)``, checked once per table and content, not once per call.
+
+    A table is looked up by identity and used only while it still holds what was checked (a
+    caller may change its table; an id may be reused), so the answer is always that of the
+    table as it is now. Raises ``InvalidValue`` as ``validate_table`` does, and caches nothing then.
+    """
+    if not isinstance(table, Mapping):
+        return validate_table(TABLE, table)
+    kept = _checked.get(id(table))
+    if kept is not None and kept[0] == table:
+        return kept[1]
+    copy = deepcopy(dict(table))  # what is compared later must not change with the table
+    values = validate_table(TABLE, copy)
+    if len(_checked) >= _CHECKED_MAX:
+        _checked.clear()  # tables come one per config: many means configs came and went
+    _checked[id(table)] = (copy, values)
+    return values
+
+
 def load_settings(table: Mapping[str, Any] | None, workspace: Path | None = None) -> Settings:
     """The table as ``Settings``; relative ``extra_roots`` are taken from ``workspace``.
 
-    The table is checked against ``TABLE`` again, so code handed an unchecked table (tests, a
-    harness) gets the same one-line errors.
+    The table is checked against ``TABLE`` again (once per table: ``checked_values``), so code
+    handed an unchecked table (tests, a harness) gets the same one-line errors. ``extra_roots``
+    are resolved on every call: a root's symlinks are followed as they are now.
     """
-    values = validate_table(TABLE, table)
+    values = checked_values(table)
     base = workspace or Path.cwd()
     output = values.get("output_dir")
     return Settings(

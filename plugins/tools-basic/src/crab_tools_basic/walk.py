@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from crab import ToolError, crab_home
+from crab import ToolError
+from crab.config import crab_home
 
 from crab_tools_basic import git_excludes
 from crab_tools_basic.gitignore import IgnoreFile, is_ignored, load_ignore_file

@@ -9,14 +9,16 @@ confused model, not an attacker: ``bash`` can still reach anything the user can.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from crab import ConfigError, ToolContext, ToolError
+from crab.config import crab_home
 
 from crab_tools_basic.bash_log import session_folder
-from crab_tools_basic.settings import Settings, load_settings
+from crab_tools_basic.settings import LOGS_IN_HOME, Settings, load_settings
 from crab_tools_basic.walk import private_folder
 
 
@@ -27,6 +29,8 @@ class Workspace:
     root: Path
     extra_roots: tuple[Path, ...] = ()
     read_only_roots: tuple[Path, ...] = ()
+    private: str | None = None
+    """crab's own folder as a real path, when the caller has just looked it up (None: look it up)."""
 
     @property
     def writable(self) -> tuple[Path, ...]:
@@ -50,9 +54,9 @@ class Workspace:
             raise ToolError(f"{path} cannot be resolved ({exc.strerror or exc}); try again") from None
         self._refuse_private(path, real)
         roots: Sequence[Path] = self.writable if write else (*self.writable, *self.read_only_roots)
-        if any(real == root or real.is_relative_to(root) for root in roots):
+        if any(within(real, root) for root in roots):
             return real
-        if write and any(real == root or real.is_relative_to(root) for root in self.read_only_roots):
+        if write and any(within(real, root) for root in self.read_only_roots):
             raise ToolError(f"{path} is in a read-only folder; write inside the workspace {self.root}")
         raise ToolError(
             f"{path} resolves to {real}, outside the workspace {self.root}; "
@@ -62,10 +66,10 @@ class Workspace:
     def _refuse_private(self, path: str, real: Path) -> None:
         """crab's own folder is off limits even inside the workspace (crab run in ``~``), except
         this session's bash logs; unless the user works inside that folder on purpose."""
-        home = Path(private_folder())
-        if not (real == home or real.is_relative_to(home)) or self.root.is_relative_to(home):
+        home = Path(self.private if self.private is not None else private_folder())
+        if not within(real, home) or within(self.root, home):
             return
-        if any(real.is_relative_to(r) for r in self.read_only_roots):
+        if any(within(real, r) for r in self.read_only_roots):
             return
         raise ToolError(
             f"{path} is inside crab's own folder {home} (keys, trusted projects, sessions); the tools do not "
@@ -74,8 +78,9 @@ class Workspace:
 
     def scope_of(self, real: Path) -> Path:
         """The root ``real`` lies in (the innermost, if roots nest): where .gitignore lookup stops."""
-        roots = [r for r in (*self.writable, *self.read_only_roots) if real == r or real.is_relative_to(r)]
-        return max(roots, key=lambda r: len(r.parts)) if roots else real
+        roots = [r for r in (*self.writable, *self.read_only_roots) if within(real, r)]
+        # Of two roots that both hold ``real``, the inner one's text is the longer.
+        return max(roots, key=lambda r: len(str(r))) if roots else real
 
     def display_prefix(self, scope: Path) -> str:
         """What to put before a path relative to ``scope`` so it reads as ``display`` would show it.
@@ -87,11 +92,42 @@ class Workspace:
 
     def display(self, real: Path) -> str:
         """``real`` as the model should see it: relative to the workspace when inside it."""
-        if real == self.root:
+        text, root = str(real), str(self.root)
+        if text == root:
             return "."
-        if real.is_relative_to(self.root):
-            return real.relative_to(self.root).as_posix()
+        if within(real, self.root):
+            return text[len(root.rstrip("/")) + 1 :]
         return real.as_posix()
+
+
+def realpath_below(base: str, names: Sequence[str]) -> str:
+    """``os.path.realpath(base/names...)`` for a ``base`` that is a real path and ``names`` that
+    are plain names (no ``..``, ``.`` or empty one), without looking at ``base``'s own folders again.
+
+    realpath resolves a path one component at a time from ``/``; a real ``base`` has no symlink
+    left in it, so the walk starts below it. At the first symlink the rest goes to realpath
+    itself; from the first name that does not exist on, names are kept as written (as realpath's
+    non-strict mode does).
+    """
+    path = base
+    for index, name in enumerate(names):
+        candidate = os.path.join(path, name)
+        try:
+            info = os.lstat(candidate)
+        except OSError:
+            return os.path.join(candidate, *names[index + 1 :])
+        if stat.S_ISLNK(info.st_mode):
+            return os.path.realpath(os.path.join(candidate, *names[index + 1 :]))
+        path = candidate
+    return path
+
+
+def within(path: Path, root: Path) -> bool:
+    """``path == root or path.is_relative_to(root)`` for the absolute, normalized paths here
+    (from ``realpath`` and ``resolve``), by their text: pathlib's own test costs ~10 µs a root,
+    several times a call."""
+    text, base = str(path), str(root)
+    return text == base or text.startswith(base if base.endswith("/") else base + "/")
 
 
 def settings_of(ctx: ToolContext) -> Settings:
@@ -107,5 +143,10 @@ def workspace_of(ctx: ToolContext, settings: Settings | None = None) -> Workspac
     through them (another session's are not: they may hold another workspace's output)."""
     settings = settings or settings_of(ctx)
     root = Path(os.path.realpath(ctx.workspace))
-    logs = session_folder(settings.log_dir, ctx.session_id)
-    return Workspace(root=root, extra_roots=settings.extra_roots, read_only_roots=(Path(os.path.realpath(logs)),))
+    home = crab_home()  # once a call: the logs' default folder and the private folder both need it
+    private = os.path.realpath(home)
+    if settings.output_dir is None:  # the default, inside crab's folder: resolved from its real path
+        logs = realpath_below(private, (*LOGS_IN_HOME, session_folder(Path(), ctx.session_id).name))
+    else:
+        logs = os.path.realpath(session_folder(settings.output_dir, ctx.session_id))
+    return Workspace(root=root, extra_roots=settings.extra_roots, read_only_roots=(Path(logs),), private=private)

@@ -9,7 +9,7 @@ import crab
 if TYPE_CHECKING:
     from crab import Config, ConfigTable, Tool
 
-CRAB_API = ">=1.0,<2"
+CRAB_API = ">=0.1,<0.2"
 
 
 @crab.hookimpl

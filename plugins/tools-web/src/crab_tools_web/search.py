@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from crab import Redactor
+from crab.secrets import Redactor
 
 from crab_tools_web.fence import LABEL, fence
 from crab_tools_web.fetch import USER_AGENT

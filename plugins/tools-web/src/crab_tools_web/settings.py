@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from crab import ConfigTable, InvalidValue, Setting, validate_table
+from crab import ConfigTable, InvalidValue, Setting
+from crab.config import validate_table
 
 from crab_tools_web.seatbelt import AllowList, parse_allow_hosts
 

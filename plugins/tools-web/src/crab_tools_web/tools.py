@@ -10,7 +10,8 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from crab import OutputLimit, Tool, ToolContext, ToolResult, tool
+from crab import Tool, ToolContext, ToolResult, tool
+from crab.tools import OutputLimit
 
 from crab_tools_web.convert import Page, to_page
 from crab_tools_web.fence import PageInfo, cut, render_page

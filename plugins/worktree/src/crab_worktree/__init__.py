@@ -17,7 +17,7 @@ import crab
 if TYPE_CHECKING:
     from crab_worktree.worktrees import Worktree
 
-CRAB_API = ">=1.7,<2"  # crab_workspace (1.7)
+CRAB_API = ">=0.1,<0.2"
 
 
 class WorktreePlugin:

@@ -22,6 +22,7 @@ from crab._assembly.choosing import build_host as _build_host
 from crab._assembly.root import Layers, assemble
 from crab._builtin.memory_store import MemoryStore
 from crab._config.layers import Config, load_config
+from crab._config.trust import TrustState, trust
 from crab._contracts.events import Event
 from crab._contracts.handle import AgentHandle
 from crab._contracts.images import ImagePart
@@ -186,3 +187,8 @@ def run_cli(*args: str, env: Mapping[str, str | None] | None = None, stdin: str 
     finally:
         sys.stdin = old_stdin
     return CliResult(code, out.getvalue(), err.getvalue(), out.getvalue().splitlines())
+
+
+def trust_project(config_path: Path) -> TrustState:
+    """Trust a project's ``.crab/config.toml`` as ``crab trust`` does (in the test's ``CRAB_HOME``)."""
+    return trust(config_path)

@@ -57,7 +57,7 @@ class SiteScripted:
         record = {{
             "model": request.model,
             "system": request.system,
-            "messages": [crab.message_to_dict(m) for m in request.messages],
+            "messages": [crab.messages.message_to_dict(m) for m in request.messages],
         }}
         with LOG.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\\n")
@@ -136,7 +136,7 @@ class ScriptedSite:
 
     def requests(self) -> list[dict[str, Any]]:
         """Every request the provider was sent so far: ``{"model", "system", "messages"}``, the
-        messages as ``crab.message_to_dict`` gives them."""
+        messages as ``crab.messages.message_to_dict`` gives them."""
         if not self.log.exists():
             return []
         return [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines() if line]

@@ -1,0 +1,22 @@
+"""Helpers for tools beside the types in ``crab`` (``tool``, ``Tool``, ``ToolContext``…): running
+a call as the loop does (``run_tool``, ``preview_diffs``), cutting output to a limit, writing a
+file atomically, and a folder's tools without an agent (``open_toolbox``)."""
+
+from crab._assembly.toolbox import ToolBox, open_toolbox
+from crab._contracts.truncate import OutputLimit, Truncation
+from crab._contracts.truncate import describe as describe_truncation
+from crab._contracts.truncate import truncate as truncate_output
+from crab._loop.tool_exec import preview_diffs, run_tool
+from crab._system.atomic import write_atomic
+
+__all__ = [
+    "OutputLimit",
+    "ToolBox",
+    "Truncation",
+    "describe_truncation",
+    "open_toolbox",
+    "preview_diffs",
+    "run_tool",
+    "truncate_output",
+    "write_atomic",
+]
