@@ -31,10 +31,11 @@ from crab._contracts.events import (
     TurnEnded,
     TurnStarted,
     UsageEvent,
-    event_to_dict,
 )
-from crab._contracts.messages import ToolCall, Usage, json_text
+from crab._contracts.messages import ToolCall, Usage
 from crab._secrets.redaction import EventRedactor, Redactor
+from crab._values.event_json import event_to_dict
+from crab._values.utf8 import json_text
 
 WORDS = [
     "the",

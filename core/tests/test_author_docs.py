@@ -16,7 +16,7 @@ from pathlib import Path
 import crab
 import crab._host.hookspecs
 import pytest
-from crab._contracts.tools import make_tool
+from crab._values.tool_decorator import make_tool
 from crab.testing.scripted import STEP_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]

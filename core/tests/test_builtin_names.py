@@ -11,6 +11,7 @@ from importlib.metadata import EntryPoint
 
 import crab
 import pytest
+from crab._assembly.plugin_choice import choose_plugins
 from crab.testing import build_host
 
 
@@ -29,7 +30,9 @@ def test_an_in_process_plugin_named_like_a_builtin_fails_and_the_builtin_stays(n
 def test_an_installed_plugin_named_permissions_does_not_switch_the_gate_off():
     host = build_host({})
     gate = host.pm.get_plugin("permissions")
-    host.load_entry_points([EntryPoint("permissions", "builtins:object", "crab.plugins")], cli=["permissions"])
+    host.load_entry_points(
+        choose_plugins(host.config, ["permissions"]), [EntryPoint("permissions", "builtins:object", "crab.plugins")]
+    )
     assert host.pm.get_plugin("permissions") is gate
     assert host.records["permissions"].status == "builtin"
     assert [f.plugin for f in host.failures] == ["permissions"]

@@ -10,10 +10,11 @@ from typing import Any
 import crab
 from crab._cli.sessions import child_dict, child_tree
 from crab._contracts.events import ChildEvent, TextDelta, ToolResultEvent, TurnEnded
-from crab._contracts.messages import AssistantMessage, ToolCall, UserMessage, message_to_dict
+from crab._contracts.messages import AssistantMessage, ToolCall, UserMessage
 from crab._contracts.storage import SessionInfo
 from crab._loop.child import PARENT_CALL_META, PARENT_SESSION_META
 from crab._secrets.redaction import EventRedactor, Redactor
+from crab._values.message_json import message_to_dict
 from crab.testing import AgentHarness
 
 KEY = "sk-test-0123456789abcdef"

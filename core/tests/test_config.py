@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from crab._assembly.plugin_choice import select_plugins
 from crab._cli.config_files import edit_config, update_plugin_lists
 from crab._config.layers import load_config
 from crab._contracts.errors import ConfigError
-from crab._host.plugin_host import select_plugins
 
 
 def write(path: Path, text: str) -> Path:

@@ -8,7 +8,8 @@ import types
 from pathlib import Path
 
 import crab
-from crab._contracts.events import FileDiff, PlanEvent, PlanItem, ToolResultEvent, event_to_dict
+from crab._contracts.events import FileDiff, PlanEvent, PlanItem, ToolResultEvent
+from crab._values.event_json import event_to_dict
 
 
 def test_a_tools_diffs_travel_to_its_result_event(crab_agent):

@@ -22,11 +22,12 @@ from crab._contracts.events import (
     TurnEnded,
     TurnStarted,
     UsageEvent,
-    event_to_dict,
 )
-from crab._contracts.messages import AssistantMessage, Thinking, ToolCall, Usage, json_text
+from crab._contracts.messages import AssistantMessage, Thinking, ToolCall, Usage
 from crab._host.hookspecs import hookimpl
 from crab._secrets.redaction import EventRedactor, Redactor, StreamRedactor
+from crab._values.event_json import event_to_dict
+from crab._values.utf8 import json_text
 
 KEY = "sk-test-0123456789abcdef"
 

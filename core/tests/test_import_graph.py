@@ -144,6 +144,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_config",),
     ("processes",),
     ("_system",),
+    ("_values",),
     ("_contracts", "_version"),
 )
 """Core's parts from the top down (docs/architecture.md, "crab-core, package by package"): a part
@@ -213,6 +214,35 @@ def test_the_contracts_import_nothing_else_of_crab():
     assert outside == []
     typed = {part_of(t) for name, targets in graph.items() if part_of(name) == "_contracts" for t in targets}
     assert typed - {"_contracts"} <= {into for source, into in LAYER_EXCEPTIONS if source == "_contracts"}
+
+
+CONTRACT_FUNCTIONS: dict[str, str] = {
+    "config_tables.format_key": "how a key is written in every config message; InvalidValue's text uses it",
+    "config_tables.show_value": "how a value is written in every config message; InvalidValue's text uses it",
+    "config_tables._number": "a bound in Setting's range text",
+    "config_tables.validate_table": "the public crab.validate_table: ConfigTable.validate for an unchecked table",
+    "config_tables._core_trust_filter": "CORE_TABLE's trust filter, declared with the table",
+    "images.sniff_image": "ImagePart.from_bytes and from_path type the bytes they are given",
+    "images.sha256_hex": "ImagePart computes its hash from its bytes",
+    "images.human_size": "ImagePart.describe",
+    "run_context.run_context": "RunContext built from a ToolContext, for a tool typed to take one",
+    "tools._no_event": "ToolContext.emit's default",
+    "tools._no_usage": "ToolContext.add_usage's default",
+}
+"""Module-level functions the contracts still define, each with why; work on the contracts' values
+(schemas, @crab.tool, truncation, JSON forms, redacted questions) lives in ``crab._values``."""
+
+
+def test_the_contracts_define_only_the_functions_their_types_need():
+    found = set()
+    for name, path in module_names().items():
+        if part_of(name) != "_contracts":
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found.add(f"{name.rpartition('.')[2]}.{node.name}")
+    assert sorted(found - set(CONTRACT_FUNCTIONS)) == [], "implementation belongs in crab._values or the loop"
+    assert sorted(set(CONTRACT_FUNCTIONS) - found) == [], "gone from the contracts: remove them from the list"
 
 
 def test_a_layer_check_sees_upward_and_sideways_imports(tmp_path: Path):

@@ -81,7 +81,8 @@ def test_a_question_names_the_tool_call_it_is_about(crab_home: Path):
 @pytest.mark.parametrize("sync", [True, False], ids=["sync-callback", "async-callback"])
 def test_allow_for_the_session_asks_once(crab_home: Path, sync: bool):
     result, saved, asked = run_with("always", sync=sync)
-    assert saved == ["a", "b"]
+    # the two calls of one reply run side by side: once "always" is given, either may save first
+    assert sorted(saved) == ["a", "b"]
     assert len(asked) == 1
     assert result.ok
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import crab
 import pytest
 from crab._assembly.function_tools import PLUGIN, FunctionTools
+from crab._assembly.plugin_choice import choose_plugins
 from crab._host.clashes import CORE, INSTALLED, LISTED, PROGRAM, Rank, build_registry
 from crab._host.plugin_host import PluginHost
 from crab.testing import make_config
@@ -34,7 +35,7 @@ def fakes_importable(monkeypatch: pytest.MonkeyPatch) -> None:
 def host(config=None, cli=None, env=None) -> PluginHost:
     made = PluginHost(config or make_config(), strict=False)
     points = [EntryPoint("duplicate", "crab_fake_duplicate", "crab"), EntryPoint("good", "crab_fake_good", "crab")]
-    made.load_entry_points(points, cli=cli, env=env or {})
+    made.load_entry_points(choose_plugins(made.config, cli, env or {}), points)
     return made
 
 

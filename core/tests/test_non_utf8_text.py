@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 from crab._builtin.loop_guard import LoopGuard, result_hash, signature
-from crab._contracts.messages import hash_bytes, json_text, valid_text
-from crab._contracts.truncate import OutputLimit, truncate
+from crab._contracts.truncate import OutputLimit
+from crab._values.truncate import truncate
+from crab._values.utf8 import hash_bytes, json_text, valid_text
 
 
 def test_valid_text_replaces_only_lone_surrogates():

@@ -10,7 +10,8 @@ import threading
 
 import crab
 from crab._cli.question import ask_question_blocking, user_question_lines
-from crab._contracts.questions import ANSWER_LIMIT, redacted_question
+from crab._contracts.questions import ANSWER_LIMIT
+from crab._values.redacted import redacted_question
 
 CLOSED = crab.Question("Which database?", ("SQLite", "PostgreSQL"), free_text=False)
 OPEN = crab.Question("Which database?", ("SQLite", "PostgreSQL"))

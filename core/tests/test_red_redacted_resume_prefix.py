@@ -14,7 +14,7 @@ from typing import Any
 
 import crab
 import pytest
-from crab._contracts.messages import message_to_dict
+from crab._values.message_json import message_to_dict
 
 SECRET = "sk-red-team-0123456789abcdef"
 

@@ -8,8 +8,8 @@ from typing import Annotated, Literal, TypedDict
 
 import crab
 import pytest
-from crab._contracts.tool_schema import SchemaError, parse_docstring
 from crab._contracts.tools import ToolContext
+from crab._values.tool_schema import SchemaError, parse_docstring
 
 
 class Pair(TypedDict):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from crab._contracts.truncate import OutputLimit, split_lines, truncate
+from crab._contracts.truncate import OutputLimit
+from crab._values.truncate import split_lines, truncate
 from hypothesis import given
 from hypothesis import strategies as st
 

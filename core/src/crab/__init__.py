@@ -56,7 +56,8 @@ if TYPE_CHECKING:  # crab's public names: one import per module, each name re-ex
     from crab._contracts.run_context import RunContext as RunContext
     from crab._contracts.storage import Store as Store
     from crab._contracts.tools import Tool as Tool, ToolContext as ToolContext, ToolResult as ToolResult
-    from crab._contracts.tools import ToolSpec as ToolSpec, tool as tool
+    from crab._contracts.tools import ToolSpec as ToolSpec
+    from crab._values.tool_decorator import tool as tool
     from crab._host.api_version import API_VERSION as API_VERSION
     from crab._host.declared import hookspec as hookspec
     from crab._host.hookspecs import hookimpl as hookimpl

@@ -26,8 +26,8 @@ from crab._contracts.events import (
     TurnStarted,
     TurnStop,
     UsageEvent,
-    event_to_dict,
 )
+from crab._values.event_json import event_to_dict
 
 __all__ = [
     "ChildEvent",

@@ -14,7 +14,9 @@ from crab._contracts.messages import (
     ToolResultMessage,
     Usage,
     UserMessage,
-    json_text,
+)
+from crab._loop.pricing import usage_cost, with_cost
+from crab._values.message_json import (
     message_from_dict,
     message_to_dict,
     parse_tool_arguments,
@@ -22,7 +24,7 @@ from crab._contracts.messages import (
     usage_from_dict,
     usage_to_dict,
 )
-from crab._loop.pricing import usage_cost, with_cost
+from crab._values.utf8 import json_text
 
 __all__ = [
     "IMAGE_TYPES",

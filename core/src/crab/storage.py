@@ -12,6 +12,8 @@ from crab._contracts.storage import (
     SearchHit,
     SessionImporter,
     SessionInfo,
+)
+from crab._values.entries import (
     entry_from_dict,
     entry_text,
     entry_to_dict,

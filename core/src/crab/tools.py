@@ -4,10 +4,10 @@ file atomically, and a folder's tools without an agent (``open_toolbox``)."""
 
 from crab._assembly.toolbox import ToolBox, open_toolbox
 from crab._contracts.truncate import OutputLimit, Truncation
-from crab._contracts.truncate import describe as describe_truncation
-from crab._contracts.truncate import truncate as truncate_output
 from crab._loop.tool_exec import preview_diffs, run_tool
 from crab._system.atomic import write_atomic
+from crab._values.truncate import describe as describe_truncation
+from crab._values.truncate import truncate as truncate_output
 
 __all__ = [
     "OutputLimit",

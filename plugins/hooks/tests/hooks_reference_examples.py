@@ -1,9 +1,12 @@
 """Examples copied unchanged from Claude Code's "Hooks reference" (https://code.claude.com/docs/en/hooks,
 the page as published in 2026 with the events PostToolUseFailure, StopFailure, InstructionsLoaded,
-PostCompact and HTTP hooks): each entry names the section it comes from. Inputs are what Claude
-Code sends a hook; the tests check that crab sends every field they have. Outputs are what a hook
-prints (or an HTTP hook answers); the tests' hooks print them as they are.
+PostCompact and HTTP hooks; the WorktreeCreate and WorktreeRemove sections from the same page's
+zh-TW edition, whose JSON blocks are the English page's): each entry names the section it comes
+from. Inputs are what Claude Code sends a hook; the tests check that crab sends every field they
+have. Outputs are what a hook prints (or an HTTP hook answers); the tests' hooks print them as they are.
 """
+
+# ruff: noqa: E501  (the reference's one-line commands stay as they are)
 
 from __future__ import annotations
 
@@ -189,6 +192,57 @@ INSTRUCTIONS_LOADED_INPUT = """{
   "file_path": "/Users/my-project/CLAUDE.md",
   "memory_type": "Project",
   "load_reason": "session_start"
+}"""
+
+# "WorktreeCreate input"
+WORKTREE_CREATE_INPUT = """{
+  "session_id": "abc123",
+  "transcript_path": "/Users/.../.claude/projects/.../00893aaf-19fa-41d2-8238-13269b9b3ca0.jsonl",
+  "cwd": "/Users/...",
+  "hook_event_name": "WorktreeCreate",
+  "name": "feature-auth"
+}"""
+
+# "WorktreeCreate": the example configuration (an SVN checkout: its `svn checkout URL "$DIR"` is
+# the one part a test replaces, with `mkdir -p "$DIR"`, as no SVN server runs here)
+WORKTREE_CREATE_CONFIG = """{
+  "hooks": {
+    "WorktreeCreate": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "bash -c 'NAME=$(jq -r .name); DIR=\\"$HOME/.claude/worktrees/$NAME\\"; svn checkout https://svn.example.com/repo/trunk \\"$DIR\\" >&2 && echo \\"$DIR\\"'"
+          }
+        ]
+      }
+    ]
+  }
+}"""
+
+# "WorktreeRemove": the example configuration
+WORKTREE_REMOVE_CONFIG = """{
+  "hooks": {
+    "WorktreeRemove": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "bash -c 'jq -r .worktree_path | xargs rm -rf'"
+          }
+        ]
+      }
+    ]
+  }
+}"""
+
+# "WorktreeRemove input"
+WORKTREE_REMOVE_INPUT = """{
+  "session_id": "abc123",
+  "transcript_path": "/Users/.../.claude/projects/.../00893aaf-19fa-41d2-8238-13269b9b3ca0.jsonl",
+  "cwd": "/Users/...",
+  "hook_event_name": "WorktreeRemove",
+  "worktree_path": "/Users/.../my-project/.claude/worktrees/feature-auth"
 }"""
 
 # "HTTP hook fields": the example configuration (its URL is replaced by the test server's)

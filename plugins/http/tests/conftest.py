@@ -1,8 +1,9 @@
 """``crab serve http`` in a subprocess on 127.0.0.1, with a scripted echo provider, and clients.
 
 The provider is ``crab.testing.ScriptedProvider`` behind a reply function (the shape
-crab-telegram's tests use): it echoes, waits, streams slowly, or calls the ``jot`` (write) or
-``peek`` (read) tool depending on the message. Every request the provider gets is appended to
+crab-telegram's tests use): it echoes, waits, streams slowly, or calls the ``jot`` (write),
+``peek`` (read) or ``choose`` (asks a tool's question) tool depending on the message. Every
+request the provider gets is appended to
 ``$CRAB_HOME/requests.jsonl``, so a test can see that a refused request never reached the model,
 and every session that ends (``crab_session_end``) to ``$CRAB_HOME/ended``.
 """
@@ -27,7 +28,7 @@ import pytest
 WAIT = 60.0
 
 ECHO_PLUGIN = '''
-"""An echo provider for crab-http's tests, a write tool ``jot`` and a read tool ``peek``."""
+"""An echo provider for crab-http's tests, a write tool ``jot``, a read tool ``peek``, ``choose`` (asks)."""
 import json, os
 
 import crab
@@ -54,6 +55,8 @@ def reply(request):
         return [{"text": "Writing it down."}, {"tool": "jot", "args": {"note": text[4:]}}]
     if text.startswith("peek"):
         return [{"tool": "peek", "args": {"what": text[5:]}}]
+    if text.startswith("choose"):
+        return [{"tool": "choose", "args": {"what": text[7:]}}]
     return [{"text": f"echo: {text} ({len(users)} user messages)"}]
 
 
@@ -85,6 +88,15 @@ def peek(what: str) -> str:
     return f"saw {what}"
 
 
+@crab.tool
+async def choose(what: str, ctx: crab.ToolContext) -> str:
+    """Ask the user to pick (a tool's question, as crab-plan's approval is)."""
+    if ctx.question is None:
+        return "nobody can answer"
+    answer = await ctx.question(crab.Question(f"Which {what}?", ("red", "blue"), free_text=False))
+    return f"picked {answer}"
+
+
 @crab.hookimpl
 def crab_providers(config):
     return [Echo()]
@@ -92,7 +104,7 @@ def crab_providers(config):
 
 @crab.hookimpl
 def crab_tools(config):
-    return [jot, peek]
+    return [jot, peek, choose]
 
 
 @crab.hookimpl

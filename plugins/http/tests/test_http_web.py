@@ -1,5 +1,6 @@
 """The web chat page: served with its assets and a strict CSP, and used in a real browser
-(Debian's chromium driven by Playwright): send, stream, tool call, permission, abort, sessions."""
+(Debian's chromium driven by Playwright): send, stream, tool call, permission, a tool's question,
+abort, sessions."""
 
 from __future__ import annotations
 
@@ -86,6 +87,14 @@ def test_the_page_in_a_real_browser(shared, browser):
     assert page.locator("details.tool").last.get_attribute("open") is None  # folded
     page.locator("details.tool summary").last.click()
     assert page.locator("details.tool pre").last.inner_text() == "noted buy milk"
+
+    # a tool's question (as crab-plan's approval asks): its choices are buttons
+    page.fill("#input", "choose colour")
+    page.press("#input", "Enter")
+    page.wait_for_selector(".ask:has-text('Which colour?') button[data-choice='blue']")
+    page.click(".ask button[data-choice='blue']")
+    page.wait_for_selector(".ask:has-text('→ blue')")
+    page.wait_for_selector(".assistant:has-text('choose said: picked blue')")
 
     # abort a long answer
     page.fill("#input", "slow please")

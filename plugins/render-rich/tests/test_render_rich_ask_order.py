@@ -27,9 +27,9 @@ SCRIPT = [
 class Unstreamed(ScriptedProvider):
     """A provider that streams no ``ToolCallEvent``: its calls come only in the final message."""
 
-    async def stream(self, request: crab.ModelRequest) -> AsyncIterator[crab.StreamEvent]:
+    async def stream(self, request: crab.ModelRequest) -> AsyncIterator[crab.events.StreamEvent]:
         async for event in super().stream(request):
-            if not isinstance(event, crab.ToolCallEvent):
+            if not isinstance(event, crab.events.ToolCallEvent):
                 yield event
 
 
@@ -50,7 +50,7 @@ def live_area(renderer: RichRenderer) -> str:
 def test_render_rich_shows_the_call_before_its_question(crab_home: Path, streams_calls: bool) -> None:
     file = io.StringIO()
     term = Console(file=file, width=80, force_terminal=True, record=True)
-    target = crab.RenderTarget(file, file, color=False, model="m")
+    target = crab.rendering.RenderTarget(file, file, color=False, model="m")
     ticks = count(0, 1)
     renderer = RichRenderer(target, TerminalScreen(term, live_area=False), Preferences(), lambda: next(ticks))
     shown_when_asked: dict[str, str] = {}

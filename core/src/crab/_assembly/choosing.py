@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from crab._assembly.plugin_choice import choose_plugins, parse_plugin_list
 from crab._config.layers import Config
 from crab._contracts.config_tables import ConfigTable
 from crab._contracts.errors import ConfigError, StoreError, UsageError
@@ -14,7 +15,7 @@ from crab._contracts.providers import Provider
 from crab._contracts.renderers import Renderer, RendererSpec, RenderTarget
 from crab._contracts.storage import SessionInfo, Store
 from crab._host.hookspecs import hookimpl
-from crab._host.plugin_host import PluginHost, parse_plugin_list
+from crab._host.plugin_host import PluginHost
 
 if TYPE_CHECKING:
     from crab._loop.agent import Agent
@@ -50,7 +51,7 @@ def build_host(
     )
     if discover:
         source = "--plugins" if isinstance(plugins, str) else "the program's plugins list"
-        host.load_entry_points(cli=chosen, env=None if environment else {}, cli_source=source)
+        host.load_entry_points(choose_plugins(config, chosen, None if environment else {}, source))
     elif chosen == [] and not isinstance(plugins, str):
         host.unread_source = "the program's plugins list"
     host.load_objects(objects or {})
@@ -165,7 +166,7 @@ def choose_store(host: PluginHost, config: Config, name: str | None = None) -> S
 def missing_store(host: PluginHost, wanted: str, stores: Mapping[str, Store]) -> str:
     """Why no store named ``wanted`` is loaded, and what to do: load the installed plugin that likely
     offers it (it is disabled, not listed, or failed), pick a loaded store, or install one."""
-    from crab._host.not_loaded import explain, likely_offering, unloaded
+    from crab._assembly.not_loaded import explain, likely_offering, unloaded
     from crab._loop.router import did_you_mean
 
     loaded = f"Loaded: {', '.join(sorted(stores))}"
@@ -248,7 +249,7 @@ def choose_provider(
                 f"choose a provider with --provider NAME or [crab] provider (loaded: {', '.join(sorted(providers))})"
             )
     if name not in providers:
-        from crab._host.not_loaded import explain, likely_offering, unloaded
+        from crab._assembly.not_loaded import explain, likely_offering, unloaded
 
         likely = likely_offering(unloaded(host), name)
         why = f": {explain(likely)}." if likely else f".{did_you_mean(name, providers)}"
@@ -271,7 +272,7 @@ def choose_provider(
 def no_provider(host: PluginHost, model: str | None = None) -> str:
     """Why no provider plugin is loaded: installed ones that did not load (the one ``model``'s
     ``provider/`` prefix names first), else which to install."""
-    from crab._host.not_loaded import explain, likely_offering, unloaded
+    from crab._assembly.not_loaded import explain, likely_offering, unloaded
 
     others = unloaded(host)
     prefix = model.split("/", 1)[0] if model and "/" in model else ""

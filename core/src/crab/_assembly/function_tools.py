@@ -7,8 +7,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from crab._contracts.errors import UsageError
-from crab._contracts.tools import Tool, tool
+from crab._contracts.tools import Tool
 from crab._host.hookspecs import hookimpl
+from crab._values.tool_decorator import tool
 
 if TYPE_CHECKING:
     from crab._config.layers import Config

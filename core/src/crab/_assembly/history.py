@@ -10,16 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crab._contracts.errors import UsageError
-from crab._contracts.messages import (
-    AssistantMessage,
-    Message,
-    ToolResultMessage,
-    UserMessage,
-    json_text,
-    message_from_dict,
-    message_to_dict,
-)
+from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from crab._contracts.storage import Entry
+from crab._values.message_json import message_from_dict, message_to_dict
+from crab._values.utf8 import json_text
 
 MESSAGE_TYPES = (UserMessage, AssistantMessage, ToolResultMessage)
 

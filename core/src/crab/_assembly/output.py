@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union, get_args, get_origin
 
 from crab._contracts.errors import CrabError
-from crab._contracts.tool_schema import SchemaError, hint_to_schema, validate
 from crab._host.hookspecs import hookimpl
+from crab._values.tool_schema import SchemaError, hint_to_schema, validate
 
 if TYPE_CHECKING:
     from crab._contracts.images import ImagePart

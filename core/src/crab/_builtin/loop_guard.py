@@ -12,9 +12,10 @@ from typing import Any, Literal
 
 from crab._contracts.events import Event, TurnEnded, TurnStarted
 from crab._contracts.interception import Deny
-from crab._contracts.messages import ToolCall, hash_bytes
+from crab._contracts.messages import ToolCall
 from crab._contracts.tools import Tool, ToolContext, ToolResult
 from crab._host.hookspecs import hookimpl
+from crab._values.utf8 import hash_bytes
 
 Action = Literal["ok", "warn", "block", "stop"]
 

@@ -10,16 +10,8 @@ from typing import Any
 
 from crab._contracts.errors import StoreError
 from crab._contracts.images import sha256_hex
-from crab._contracts.storage import (
-    ENTRY_TYPES,
-    Entry,
-    EntryType,
-    SearchHit,
-    SessionInfo,
-    new_entry_id,
-    new_session_id,
-    search_hit,
-)
+from crab._contracts.storage import ENTRY_TYPES, Entry, EntryType, SearchHit, SessionInfo
+from crab._values.entries import new_entry_id, new_session_id, search_hit
 
 
 class MemoryStore:

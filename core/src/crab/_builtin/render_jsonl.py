@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from crab._contracts.events import Event, event_to_dict
-from crab._contracts.messages import json_text
+from crab._contracts.events import Event
 from crab._contracts.renderers import RenderTarget
+from crab._values.event_json import event_to_dict
+from crab._values.utf8 import json_text
 
 
 class JsonlRenderer:

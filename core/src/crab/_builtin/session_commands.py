@@ -9,10 +9,11 @@ from collections.abc import Iterable
 from crab._contracts.commands import Command, CommandContext, CommandResult
 from crab._contracts.errors import StoreError
 from crab._contracts.handle import AgentHandle
-from crab._contracts.messages import Usage, usage_from_dict
+from crab._contracts.messages import Usage
 from crab._contracts.providers import ModelInfo
 from crab._contracts.storage import Entry, SessionInfo
 from crab._loop.pricing import cache_savings
+from crab._values.message_json import usage_from_dict
 
 RECENT = 10
 """How many sessions ``/resume`` lists."""

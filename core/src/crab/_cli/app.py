@@ -443,13 +443,14 @@ def _add_plugin_commands() -> None:
     _plugin_commands_for = inputs
 
     try:
+        from crab._assembly.plugin_choice import choose_plugins
         from crab._config import environ
         from crab._config.layers import load_config
         from crab._host.plugin_host import PluginHost
 
         config = load_config()
         host = PluginHost(config, strict=False)  # only what crab_cli needs: no built-ins, no registries
-        host.load_entry_points()
+        host.load_entry_points(choose_plugins(config))
     except CrabError:
         _plugin_commands_for = None  # the command says what is wrong, each time it runs
         return

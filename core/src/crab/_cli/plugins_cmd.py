@@ -52,10 +52,11 @@ def plugin_records(plugins: str | None) -> tuple[list[PluginRecord], list[str], 
     failure lines, and the config error if the config could not be read."""
     from dataclasses import replace
 
+    from crab._assembly.plugin_choice import choose_plugins, parse_plugin_list
     from crab._config.layers import Config, load_config
     from crab._config.paths import user_config_path
     from crab._host.last_run import applied
-    from crab._host.plugin_host import PluginHost, parse_plugin_list
+    from crab._host.plugin_host import PluginHost
     from crab._version import __version__
 
     try:
@@ -66,7 +67,7 @@ def plugin_records(plugins: str | None) -> tuple[list[PluginRecord], list[str], 
     host = PluginHost(config, strict=False)
     for name in BUILTINS:  # stand-ins holding the names, so a plugin taking one fails here as in a run
         host.add_builtin(name, _BuiltinName())
-    host.load_entry_points(cli=None if plugins is None else parse_plugin_list(plugins))
+    host.load_entry_points(choose_plugins(config, None if plugins is None else parse_plugin_list(plugins)))
     remembered = _last_run()
     records = [
         replace(r, version=__version__) if r.name in BUILTINS and r.status == "builtin" else applied(r, remembered)

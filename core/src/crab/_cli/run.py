@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any
 from crab._assembly.result import ResultCollector
 from crab._cli.options import RunOptions
 from crab._contracts.events import Event, NoticeEvent
-from crab._contracts.messages import FORMAT_VERSION, json_text, usage_to_dict
+from crab._contracts.messages import FORMAT_VERSION
 from crab._contracts.renderers import Renderer
 from crab._loop.session import TurnOutcome
+from crab._values.message_json import usage_to_dict
+from crab._values.utf8 import json_text
 
 if TYPE_CHECKING:
     from crab._assembly.output import OutputSpec

@@ -55,7 +55,7 @@ def _dumps(value: Any, **options: Any) -> str:
 
 def _echo(text: str, **options: Any) -> None:
     """``typer.echo`` of text that is valid UTF-8 (lone surrogates shown as U+FFFD)."""
-    from crab._contracts.messages import valid_text
+    from crab._values.utf8 import valid_text
 
     typer.echo(valid_text(text), **options)
 
@@ -69,7 +69,8 @@ def format_time(at: float | None) -> str:
 def calls_usage(entries: Iterable[Entry]) -> Usage | None:
     """The summed usage of a session's ``model_call`` events (turns', compactions', plugins'),
     None when none recorded any."""
-    from crab._contracts.messages import Usage, usage_from_dict
+    from crab._contracts.messages import Usage
+    from crab._values.message_json import usage_from_dict
 
     total: Usage | None = None
     for entry in entries:
@@ -90,7 +91,7 @@ def usage_summary(usage: Usage) -> str:
 
 def session_to_dict(info: SessionInfo) -> dict[str, Any]:
     """A session header as JSON (``crab sessions list --json``, ``show --json``)."""
-    from crab._contracts.messages import usage_to_dict
+    from crab._values.message_json import usage_to_dict
 
     return {
         "id": info.id,
@@ -117,7 +118,7 @@ def export_jsonl(
     line per entry: the tape format described in docs/storage.md, with the images it names."""
     import base64
 
-    from crab._contracts.storage import entry_to_dict, session_header
+    from crab._values.entries import entry_to_dict, session_header
 
     entries = list(entries)
     yield _json_line(session_header(info))
@@ -226,7 +227,7 @@ def export_markdown(info: SessionInfo, entries: Iterable[Entry]) -> Iterable[str
 
 def entry_summary(entry: Entry, width: int = 100) -> str:
     """One line describing an entry (``crab sessions show``)."""
-    from crab._contracts.storage import entry_text
+    from crab._values.entries import entry_text
 
     payload = entry.payload
     if entry.type == "message":
@@ -464,7 +465,7 @@ def show_cmd(
 
         info = replace(info, usage=calls_usage(entries))
     if as_json:
-        from crab._contracts.storage import entry_to_dict
+        from crab._values.entries import entry_to_dict
 
         document = {
             "session": session_to_dict(info),
@@ -565,7 +566,7 @@ def export_cmd(
     if output is None:
         _echo(text, nl=False)
     else:
-        from crab._contracts.messages import valid_text
+        from crab._values.utf8 import valid_text
 
         output.write_text(valid_text(text), encoding="utf-8")
         _echo(f"wrote {output}", err=True)

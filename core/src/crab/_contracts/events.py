@@ -1,20 +1,12 @@
 """Events: the stream events providers yield (text, thinking, tool call, usage, retry, error, message
-end) and those the loop adds, with their versioned JSON-lines form (``event_to_dict``, docs/format.md)."""
+end) and those the loop adds, whose versioned JSON-lines form is ``crab/_values/event_json.py`` (docs/format.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Literal
+from dataclasses import dataclass
+from typing import ClassVar, Literal
 
-from crab._contracts.messages import (
-    FORMAT_VERSION,
-    AssistantMessage,
-    ToolCall,
-    Usage,
-    message_to_dict,
-    tool_call_to_dict,
-    usage_to_dict,
-)
+from crab._contracts.messages import AssistantMessage, ToolCall, Usage
 
 ErrorKind = Literal[
     "auth",
@@ -274,32 +266,3 @@ class ChildEvent(Event):
 
 StreamEvent = TextDelta | ThinkingDelta | ToolCallEvent | UsageEvent | RetryEvent | ErrorEvent | MessageEnd
 """What ``Provider.stream`` may yield."""
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, Usage):
-        return usage_to_dict(value)
-    if isinstance(value, ToolCall):
-        return tool_call_to_dict(value)
-    if isinstance(value, AssistantMessage):
-        return message_to_dict(value)
-    if isinstance(value, tuple):
-        return [_json_value(item) for item in value]
-    if isinstance(value, Event):
-        nested = event_to_dict(value)
-        nested.pop("v", None)
-        return nested
-    if isinstance(value, FileDiff | PlanItem):
-        return {f.name: getattr(value, f.name) for f in fields(value) if getattr(value, f.name) is not None}
-    return value
-
-
-def event_to_dict(event: Event) -> dict[str, Any]:
-    """The versioned JSON object for one event: ``{"v": 1, "type": ..., <fields>}``."""
-    data: dict[str, Any] = {"v": FORMAT_VERSION, "type": event.type}
-    for f in fields(event):
-        value = getattr(event, f.name)
-        if value is None or (value == () and f.name == "diffs"):
-            continue
-        data[f.name] = _json_value(value)
-    return data

@@ -179,6 +179,7 @@ class AgentHandle(Protocol):
         read_only: bool = False,
         state: Mapping[str, Any] | None = None,
         title: str | None = None,
+        workspace: Path | None = None,
     ) -> ChildOutcome:
         """Run ``prompt`` as one turn of a new session, the child of the tool call ``ctx`` is for.
 
@@ -191,7 +192,11 @@ class AgentHandle(Protocol):
         - ``model``: ``provider/model`` or a model of this agent's provider (None: this one's);
           ``crab.ConfigError`` when the provider refuses it;
         - ``max_iterations``: its own cap on model calls (None: ``[crab] max_iterations``);
-        - ``state``: what its session scratch (``ToolContext.state``) starts with.
+        - ``state``: what its session scratch (``ToolContext.state``) starts with;
+        - ``workspace``: the folder its tools, their ``ToolContext.workspace`` and the sandbox work
+          in (None: ``ctx.workspace``), e.g. a git worktree made for it; an existing folder, else
+          ``crab.ConfigError``. The caller makes and removes it; the session stays listed under
+          ``ctx.workspace``.
 
         It runs under this agent's permission gate and mode, never more; its permission questions
         go through ``ctx.ask`` and its tools' questions through ``ctx.question``, prefixed

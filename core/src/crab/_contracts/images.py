@@ -1,11 +1,11 @@
 """Image parts of messages (on ``UserMessage``, ``ToolResultMessage``, ``ToolResult``): bytes with
-media type and sha256, their JSON form by hash, sniffing, and the error past the size cap (the
+media type and sha256, sniffing, and the error past the size cap (the
 loop fits images to it: ``crab/_loop/image_fit.py``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from crab._contracts.errors import CrabError
 
@@ -117,29 +117,6 @@ def human_size(size: int) -> str:
     if size < 1024 * 1024:
         return f"{size / 1024:.1f} KB"
     return f"{size / (1024 * 1024):.1f} MB"
-
-
-def image_to_dict(part: ImagePart, *, inline: bool = False) -> dict[str, Any]:
-    """The JSON reference of an image: media type, sha256 and size (and base64 ``data`` if ``inline``)."""
-    data: dict[str, Any] = {"media_type": part.media_type, "sha256": part.sha256, "size": part.size}
-    if inline and part.data:
-        data["data"] = part.base64()
-    return data
-
-
-def image_from_dict(data: Any) -> ImagePart:
-    """Inverse of ``image_to_dict``; raises ``ValueError`` (or Key/TypeError) when malformed."""
-    inline = data.get("data")
-    if isinstance(inline, str):
-        import base64
-        import binascii
-
-        try:
-            raw = base64.b64decode(inline, validate=True)
-        except (binascii.Error, ValueError) as exc:
-            raise ValueError(f"image data is not base64: {exc}") from None
-        return ImagePart(str(data["media_type"]), raw, str(data.get("sha256") or ""))
-    return ImagePart(str(data["media_type"]), b"", str(data["sha256"]), int(data.get("size") or 0))
 
 
 class ImageTooLarge(CrabError):

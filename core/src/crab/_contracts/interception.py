@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from crab._contracts.events import FileDiff
@@ -60,31 +60,3 @@ class PermissionRequest:
 
 AskUser = Callable[[PermissionRequest], Awaitable[Answer]]
 """How a channel asks the user; channels that cannot ask give none, and the gate refuses."""
-
-
-def redacted_ask(ask: AskUser | None, redact: Callable[[str], str]) -> AskUser | None:
-    """``ask`` given the question with secrets masked (``redact``): whoever shows it (the terminal,
-    the live chat's input, a remote chat) gets printable text, as every event is."""
-    if ask is None:
-        return None
-    asker = ask
-
-    async def asked(request: PermissionRequest) -> Answer:
-        diffs = tuple(redacted_diff(diff, redact) for diff in request.diffs)
-        shown = PermissionRequest(
-            redact(request.tool), request.permission, redact(request.summary), diffs, request.call_id
-        )
-        return await asker(shown)
-
-    return asked
-
-
-def redacted_diff(diff: FileDiff, redact: Callable[[str], str]) -> FileDiff:
-    """``diff`` with secrets masked in its path and every text it holds."""
-    return replace(
-        diff,
-        path=redact(diff.path),
-        unified=redact(diff.unified),
-        before=None if diff.before is None else redact(diff.before),
-        after=None if diff.after is None else redact(diff.after),
-    )

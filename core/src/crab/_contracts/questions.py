@@ -39,37 +39,3 @@ class Question:
 
 AskQuestion = Callable[[Question], Awaitable[str | None]]
 """How a channel asks the user a question; the user's answer, or None when none was given."""
-
-
-def redacted_question(ask: AskQuestion | None, redact: Callable[[str], str]) -> AskQuestion | None:
-    """``ask`` given the question with secrets masked (``redact``), and held to the answer rule: an
-    answer that is not one (a choice that was not offered) is no answer; a long one is cut."""
-    if ask is None:
-        return None
-    asker = ask
-
-    async def asked(question: Question) -> str | None:
-        shown = Question(redact(question.text), _distinct([redact(c) for c in question.choices]), question.free_text)
-        answer = await asker(shown)
-        if not isinstance(answer, str):
-            return None
-        checked = shown.answer_for(answer)
-        if checked is None:
-            return None
-        # A choice picked is given back as the tool offered it (the masked text was only shown).
-        return question.choices[shown.choices.index(checked)] if checked in shown.choices else checked
-
-    return asked
-
-
-def _distinct(choices: list[str]) -> tuple[str, ...]:
-    """Masked choices, each told apart: two that differed only in a secret would read the same,
-    and the one picked would come back as the first of them. A repeat gets its number, `` (2)``."""
-    seen: set[str] = set()
-    kept: list[str] = []
-    for number, choice in enumerate(choices, 1):
-        if choice.strip().casefold() in seen:
-            choice = f"{choice} ({number})"
-        seen.add(choice.strip().casefold())
-        kept.append(choice)
-    return tuple(kept)

@@ -1,5 +1,5 @@
-"""Finding, choosing, loading and isolating plugins, each with its status, and the registries
-built from their hooks (docs/architecture.md#the-dispatcher, docs/plugins.md)."""
+"""Finding, loading and isolating the plugins a run chose (``crab._assembly.plugin_choice``), each
+with its status, and the registries built from their hooks (docs/architecture.md#the-dispatcher, docs/plugins.md)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,21 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "crab"
 Status = Literal["loaded", "disabled", "failed", "missing", "builtin"]
 DISABLED_REASON = "disabled in config ([plugins] disabled)"
+
+
+@dataclass(frozen=True)
+class PluginChoice:
+    """Which plugins load, in order (``chosen``, names not installed included), why each other
+    installed one does not (``reasons``), where the user wrote the order (``source``; empty when
+    nobody did: then a name clash settles nothing by order) and what a chosen name that is not
+    installed is told (``missing``)."""
+
+    chosen: list[str]
+    reasons: dict[str, str]
+    source: str = ""
+    missing: dict[str, str] = field(default_factory=dict)
+
+
 GUARD_HOOKS = ("crab_before_tool_call", "crab_after_tool_call", "crab_before_model_call")
 """Hooks that guard what crab does: a plugin implementing one is never switched off by an
 untrusted project (switching off a guard widens what crab may do)."""
@@ -84,104 +99,6 @@ def discover_entry_points() -> list[EntryPoint]:
     return entry_points(ENTRY_POINT_GROUP)
 
 
-def parse_plugin_list(text: str) -> list[str]:
-    """``"a, b"`` → ``["a", "b"]``; the empty string means no plugins."""
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def select_plugins(
-    installed: Sequence[str],
-    config: Config | None,
-    cli: Sequence[str] | None = None,
-    env: Mapping[str, str] | None = None,
-    cli_source: str = "--plugins",
-) -> tuple[list[str], dict[str, str]]:
-    """Which plugins load, in which order, and why each other one does not.
-
-    Precedence: ``--plugins`` on the command line, then ``CRAB_PLUGINS``, then ``[plugins]
-    enabled`` (config order), else every installed plugin sorted by name; ``[plugins] disabled``
-    then removes names from the config-based choice; ``cli_source`` names ``cli`` in the reasons (a
-    program's list is no flag). Returns (names to load, {name: reason}).
-    """
-    from_env = environ.plugin_list(env)
-    reasons: dict[str, str] = {}
-    if cli is not None:
-        chosen, source = list(cli), cli_source
-    elif from_env is not None:
-        chosen, source = parse_plugin_list(from_env), environ.PLUGINS
-    else:
-        enabled = config.get("plugins.enabled") if config else None
-        disabled = set(config.get("plugins.disabled") or ()) if config else set()
-        if enabled is not None:
-            chosen, source = list(enabled), "[plugins] enabled"
-        else:
-            chosen, source = sorted(installed), ""
-        for name in [n for n in chosen if n in disabled]:
-            chosen.remove(name)
-            reasons[name] = DISABLED_REASON
-    ordered = list(dict.fromkeys(chosen))  # first mention wins, order kept
-    for name in installed:
-        if name not in ordered and name not in reasons:
-            reasons[name] = f"not listed in {source}" if source else "disabled"
-    return ordered, reasons
-
-
-def near_names(name: str, installed: Collection[str]) -> list[str]:
-    """Installed plugin names that look like ``name`` (``provider-mok`` → ``provider-mock``)."""
-    import difflib
-
-    return difflib.get_close_matches(name, sorted(installed), n=2, cutoff=0.75)
-
-
-def near_hint(name: str, installed: Collection[str]) -> str:
-    """``: did you mean X? (else pip install crab-NAME)``, or `` (pip install crab-NAME?)`` when no
-    installed name is close."""
-    near = near_names(name, installed)
-    if near:
-        return f": did you mean {' or '.join(near)}? (else pip install crab-{name})"
-    return f" (pip install crab-{name}?)"
-
-
-def listed_in(source: str) -> str:
-    return f"listed in {source}" if source else "enabled"
-
-
-def check_listed(chosen: Sequence[str], installed: Collection[str], source: str) -> None:
-    """Raise ``UsageError`` naming every plugin in ``chosen`` that is not installed, with the
-    installed names that look like each."""
-    from crab._contracts.errors import UsageError
-
-    unknown = [name for name in chosen if name not in installed]
-    if not unknown:
-        return
-    names = ", ".join(repr(name) for name in unknown)
-    near = [n for name in unknown for n in near_names(name, installed)]
-    verb = "is" if len(unknown) == 1 else "are"
-    hint = (
-        f"did you mean {' or '.join(near)}?"
-        if near
-        else "`crab plugins list` shows the installed ones, `crab plugins install NAME` adds one"
-    )
-    raise UsageError(f"{source} names {names}, which {verb} not installed: {hint}")
-
-
-def order_source(
-    config: Config | None,
-    cli: Sequence[str] | None = None,
-    env: Mapping[str, str] | None = None,
-    cli_source: str = "--plugins",
-) -> str:
-    """Where the user wrote the load order ``select_plugins`` follows; empty when nobody did
-    (every installed plugin, sorted by name): then a name clash settles nothing by order."""
-    if cli is not None:
-        return cli_source
-    if environ.plugin_list(env) is not None:
-        return environ.PLUGINS
-    if config is not None and config.get("plugins.enabled") is not None:
-        return "[plugins] enabled"
-    return ""
-
-
 class PluginHost:
     """Owns the pluggy manager, every plugin's status and the registries built from hooks.
 
@@ -215,7 +132,7 @@ class PluginHost:
         self._contributions: dict[Kind, dict[str, list[Any]]] = {k: {} for k in KINDS}
         self.unread_source = ""
         """Who chose no installed plugin when no metadata was read for it (a program's ``plugins=[]``):
-        an error about a missing store or provider reads it then (``crab._host.not_loaded``)."""
+        an error about a missing store or provider reads it then (``crab._assembly.not_loaded``)."""
         self._collected = False
         self._registries: dict[Kind, dict[str, Any]] = {}
 
@@ -230,17 +147,10 @@ class PluginHost:
         self._admit_all([(name, plugin, PluginRecord(name=name, status="builtin", distribution="crab-core"))])
 
     def load_entry_points(
-        self,
-        entry_points: Sequence[EntryPoint] | None = None,
-        cli: Sequence[str] | None = None,
-        env: Mapping[str, str] | None = None,
-        cli_source: str = "--plugins",
+        self, choose: Callable[[Sequence[str]], PluginChoice], entry_points: Sequence[EntryPoint] | None = None
     ) -> None:
-        """Discover installed plugins, choose the enabled ones and import only those.
-
-        ``cli`` is ``--plugins`` (None when not given; ``cli_source`` names it in messages, a
-        program's list being no flag); ``CRAB_PLUGINS`` is read from ``env``.
-        """
+        """Discover installed plugins, let ``choose`` pick the enabled ones from their names
+        (``crab._assembly.plugin_choice``) and import only those."""
         found = discover_entry_points() if entry_points is None else list(entry_points)
         by_name: dict[str, EntryPoint] = {}
         for ep in found:
@@ -254,12 +164,8 @@ class PluginHost:
                 )
                 continue
             by_name[ep.name] = ep
-        chosen, reasons = select_plugins(list(by_name), self.config, cli, env, cli_source)
-        source = order_source(self.config, cli, env, cli_source)
-        if cli is not None and cli_source == "--plugins":
-            # The user's word for this one command: a name that matches nothing is a usage error
-            # (one line, exit 2), not a warning followed by whatever error its absence causes.
-            check_listed(chosen, by_name, cli_source)
+        choice = choose(list(by_name))
+        chosen, reasons, source = choice.chosen, choice.reasons, choice.source
         if source:
             from crab._host.clashes import LISTED, Rank
 
@@ -290,7 +196,7 @@ class PluginHost:
                 self.dispatch.report(Failure(name, reason))
                 continue
             if name not in by_name:
-                reason = f"{listed_in(source)} but not installed{near_hint(name, by_name)}"
+                reason = choice.missing[name]
                 self.records[name] = PluginRecord(name=name, status="missing", reason=reason)
                 self.dispatch.report(Failure(name, reason, status="missing"))
                 continue

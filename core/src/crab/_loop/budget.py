@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage, extends
+from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import ToolSpec
+from crab._values.message_json import extends
 
 CHARS_PER_TOKEN = 4
 DEFAULT_CONTEXT_WINDOW = 128_000

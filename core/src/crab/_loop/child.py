@@ -157,6 +157,7 @@ async def run_child(
     read_only: bool = False,
     state: Mapping[str, Any] | None = None,
     title: str | None = None,
+    workspace: Path | None = None,
 ) -> ChildOutcome:
     """Run ``prompt`` as one turn of a new child session of ``ctx``'s call (``AgentHandle.run_child``).
 
@@ -166,17 +167,22 @@ async def run_child(
     model. It runs under the parent's permission gate and mode, so it is never allowed more; its
     permission and tool questions go to the parent call's, labelled and one at a time. What it
     emits reaches the parent's stream wrapped in ``ChildEvent``; its usage is added to the parent's turn.
+    ``workspace`` (None: the parent call's) is the folder the child's tools, ``ToolContext`` and
+    sandbox work in (a git worktree of its own); the session stays listed under the parent's.
     """
     if not ctx.call_id:
         raise ConfigError("run_child needs the context of a tool call (one with a call id)")
+    home = Path(ctx.workspace)
+    folder = home if workspace is None else Path(workspace).resolve()
+    if not folder.is_dir():
+        raise ConfigError(f"run_child: the child's workspace {folder} is not a folder (make it first)")
     choice = _model(agent, model, _parent_choice(agent, ctx.session_id))
-    workspace = Path(ctx.workspace)
     meta = {PARENT_SESSION_META: ctx.session_id, PARENT_CALL_META: ctx.call_id, CHILD_LABEL_META: label}
     shown_title = title or f"{label}: {' '.join(prompt.split())}"
     if len(shown_title) > MAX_TITLE:
         shown_title = shown_title[: MAX_TITLE - 1] + "…"
-    created = await agent.store.create_session(str(workspace), title=shown_title, meta=meta)
-    child = Session(info=created, workspace=workspace, state=dict(state or {}))
+    created = await agent.store.create_session(str(home), title=shown_title, meta=meta)
+    child = Session(info=created, workspace=folder, state=dict(state or {}))
     called: list[str] = []
     replies = 0
 

@@ -15,18 +15,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from crab._contracts.errors import CrabError, PluginError, ProviderError
 from crab._contracts.events import CompactionEvent, Event
 from crab._contracts.images import ImagePart
-from crab._contracts.messages import (
-    AssistantMessage,
-    Message,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-    message_from_dict,
-    message_to_dict,
-)
+from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool
 from crab._loop.budget import CHARS_PER_TOKEN, TokenBudget, message_chars, raw_tokens
+from crab._values.message_json import message_from_dict, message_to_dict
 
 if TYPE_CHECKING:
     from crab._loop.model_call import ModelCalls

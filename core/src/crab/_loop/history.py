@@ -9,9 +9,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, message_from_dict
+from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage
 from crab._contracts.storage import Entry
 from crab._loop.compaction import carried
+from crab._values.message_json import message_from_dict
 
 NO_RESULT = "No result provided: the session ended before this tool call finished."
 INTERRUPTED = "Task interrupted before this tool finished."

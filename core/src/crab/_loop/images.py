@@ -10,9 +10,10 @@ from typing import Any
 from crab._contracts.config_tables import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
 from crab._contracts.errors import CrabError
 from crab._contracts.images import ImagePart
-from crab._contracts.messages import Message, ToolResultMessage, UserMessage, message_to_dict
+from crab._contracts.messages import Message, ToolResultMessage, UserMessage
 from crab._contracts.storage import BlobStore, Store
 from crab._loop.image_fit import fit_image
+from crab._values.message_json import message_to_dict
 
 MAX_IMAGES = 20
 """Images one tool result (or one prompt's added context) may carry: each stays in the session

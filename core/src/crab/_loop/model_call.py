@@ -24,7 +24,7 @@ from crab._contracts.events import (
     ToolCallEvent,
     UsageEvent,
 )
-from crab._contracts.messages import AssistantMessage, Thinking, hash_bytes, unique_id, usage_to_dict
+from crab._contracts.messages import AssistantMessage, Thinking
 from crab._contracts.providers import ModelRequest, Provider
 from crab._contracts.storage import EntryType
 from crab._contracts.tools import Tool
@@ -32,6 +32,8 @@ from crab._host.dispatch import Dispatcher
 from crab._loop.model_choice import ModelChoice
 from crab._loop.pricing import with_cost
 from crab._loop.session import Session
+from crab._values.message_json import unique_id, usage_to_dict
+from crab._values.utf8 import hash_bytes
 
 Purpose = Literal["turn", "compaction", "plugin"]
 """Why a call is made: a turn's request, a compaction's summary, or a plugin's ``AgentHandle.complete``."""

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crab._contracts.events import Event, NoticeEvent
-from crab._contracts.interception import Answer, AskUser, PermissionRequest, redacted_ask
+from crab._contracts.interception import Answer, AskUser, PermissionRequest
 from crab._contracts.messages import ToolCall
 from crab._contracts.providers import ModelRequest
-from crab._contracts.questions import AskQuestion, redacted_question
+from crab._contracts.questions import AskQuestion
 from crab._contracts.tools import Tool, ToolContext, ToolResult, ToolSpec
 from crab._loop import compaction
 from crab._loop.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget
@@ -23,6 +23,7 @@ from crab._loop.images import ImageLimits
 from crab._loop.model_call import ModelCalls
 from crab._loop.recorder import Recorder
 from crab._loop.session import Session
+from crab._values.redacted import redacted_ask, redacted_question
 
 if TYPE_CHECKING:
     from crab._config.layers import Config

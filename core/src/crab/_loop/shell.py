@@ -15,9 +15,10 @@ from crab._contracts.commands import CommandResult
 from crab._contracts.interception import Answer, PermissionRequest
 from crab._contracts.messages import ToolCall
 from crab._contracts.tools import Tool, ToolContext, ToolResult
-from crab._contracts.truncate import OutputLimit, describe, truncate
+from crab._contracts.truncate import OutputLimit
 from crab._host.plugin_host import PluginHost
 from crab._loop.tool_exec import run_tool
+from crab._values.truncate import describe, truncate
 
 _LIMIT = OutputLimit(lines=400, bytes=20_000, keep="tail")
 SHELL_TOOL = "!"

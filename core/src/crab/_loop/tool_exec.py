@@ -10,10 +10,11 @@ from typing import Any
 
 from crab._contracts.errors import ToolError
 from crab._contracts.events import FileDiff
-from crab._contracts.tool_schema import validate
-from crab._contracts.tools import PREVIEW_TIMEOUT, Tool, ToolContext, ToolResult, as_result
-from crab._contracts.truncate import describe, truncate
+from crab._contracts.tools import PREVIEW_TIMEOUT, Tool, ToolContext, ToolResult
 from crab._system.threads import run_in_thread
+from crab._values.tool_decorator import as_result
+from crab._values.tool_schema import validate
+from crab._values.truncate import describe, truncate
 
 
 async def run_tool(tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:

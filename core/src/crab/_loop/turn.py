@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from crab._contracts.errors import CrabError, PluginError
 from crab._contracts.events import ErrorEvent, Event, ToolCallEvent, ToolResultEvent, TurnEnded, TurnStarted, TurnStop
-from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, Usage, UserMessage, message_to_dict
+from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, Usage, UserMessage
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool, ToolContext, ToolResult
 from crab._loop import steps
@@ -55,6 +55,7 @@ from crab._loop.steps import (
     result_id,
 )
 from crab._loop.tool_runner import ToolRunner
+from crab._values.message_json import message_to_dict
 
 __all__ = ["Turn", "today"]
 

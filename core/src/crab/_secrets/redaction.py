@@ -10,9 +10,9 @@ from typing import Any
 
 from crab._contracts.events import ChildEvent, Event, TextDelta, ThinkingDelta
 from crab._contracts.images import IMAGE_TYPES
-from crab._contracts.messages import valid_text
-from crab._contracts.storage import valid_blob_hash
 from crab._secrets.keys import MIN_SECRET_LENGTH, REDACTED
+from crab._values.entries import valid_blob_hash
+from crab._values.utf8 import valid_text
 
 
 class Redactor:
@@ -152,7 +152,7 @@ class EventRedactor:
 
     Every string field of every event the loop delivers to renderers and ``crab_event``
     observers is masked, nested ones too (tool call arguments, messages, errors, notices, output),
-    with lone surrogates replaced (``crab._contracts.messages.valid_text``). Text and thinking
+    with lone surrogates replaced (``crab._values.utf8.valid_text``). Text and thinking
     arrive in deltas, and a secret split across two would pass a per-event mask, so each stream
     holds back a tail that could start a secret (``StreamRedactor``) until the next delta completes
     or clears it, or another event of that session (tool call, usage, error, turn end) flushes it.

@@ -1,6 +1,7 @@
 """crab-hooks: commands and HTTP endpoints the user configures run before and after tool calls, on
-prompts, at turn ends, session starts and ends, subagent starts and stops and compactions, in Claude
-Code's hooks format (``.claude/settings.json``) or crab's own ``[plugins.hooks] events``.
+prompts, at turn ends, session starts and ends, subagent starts and stops, compactions and
+crab-worktree's worktrees (``WorktreeCreate``, ``WorktreeRemove``), in Claude Code's hooks format
+(``.claude/settings.json``) or crab's own ``[plugins.hooks] events``.
 
 Hook implementations only; the work is in ``crab_hooks.runtime`` and the modules it uses. The entry
 point is the class: crab makes one object per plugin host, which keeps the hooks loaded at start-up.
@@ -9,7 +10,7 @@ point is the class: crab makes one object per plugin host, which keeps the hooks
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import crab
 
@@ -102,6 +103,13 @@ class HooksPlugin:
     async def crab_session_end(self, agent: AgentHandle, session_id: str, reason: str) -> None:
         """``SessionEnd`` (reason ``other``)."""
         await self.hooks.session_end(session_id, agent.workspace, reason)
+
+    @crab.hookimpl
+    def crab_worktree_hooks(self, config: Config) -> list[Any]:
+        """``WorktreeCreate`` and ``WorktreeRemove`` on crab-worktree's worktrees (the hook it declares)."""
+        from crab_hooks.worktrees import WorktreeEvents
+
+        return [WorktreeEvents(self.hooks)]
 
     @crab.hookimpl
     async def crab_shutdown(self) -> None:

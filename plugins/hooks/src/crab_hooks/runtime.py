@@ -81,6 +81,14 @@ class Hooks:
         if self.handle is not None:
             self.handle.notice(line, "warning")
 
+    def notice(self, line: str) -> None:
+        """A line for the user (``crab_hooks.worktrees``)."""
+        self._notice(line)
+
+    def event_payload(self, event: str, session_id: str, cwd: Path, fields: dict[str, Any]) -> dict[str, Any]:
+        """The JSON a hook of ``event`` gets, with ``fields`` (``crab_hooks.worktrees``)."""
+        return {**self._event(event, session_id, cwd), **fields}
+
     def _event(self, name: str, session_id: str, cwd: Path, **fields: Any) -> dict[str, Any]:
         """The JSON every hook gets on stdin; crab keeps no transcript file, so that path is null."""
         return {

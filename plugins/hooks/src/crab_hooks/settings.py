@@ -29,6 +29,8 @@ EVENTS = (
     "PreCompact",
     "PostCompact",
     "InstructionsLoaded",
+    "WorktreeCreate",
+    "WorktreeRemove",
 )
 """The Claude Code events crab runs hooks for; others in a Claude Code file are left alone
 (README.md, "Events crab cannot have", says why for each)."""

@@ -65,6 +65,7 @@ def build_app(channel: HttpChannel) -> Starlette:
         _route("/v1/sessions/{id}/messages", post_message, channel, "POST"),
         _route("/v1/sessions/{id}/abort", abort, channel, "POST"),
         _route("/v1/sessions/{id}/permissions/{request}", permission, channel, "POST"),
+        _route("/v1/sessions/{id}/questions/{request}", question, channel, "POST"),
     ]
     if channel.settings.web:
         routes += [Route("/", page, methods=["GET"]), Route("/assets/{name}", asset, methods=["GET"])]
@@ -339,6 +340,27 @@ async def permission(channel: HttpChannel, request: Request) -> Response:
     if not channel.answer(conversation, request.path_params["request"], str(answer)):
         return problem(channel, request, 404, "this question is not open (answered, timed out, or never asked)")
     return JSONResponse({"answer": answer})
+
+
+async def question(channel: HttpChannel, request: Request) -> Response:
+    """The answer to a tool's question (``question`` event): a choice, its number, or words
+    where the question takes them; one that is no answer is a 422 and the question stays open."""
+    conversation = await _conversation(channel, request)
+    if conversation is None:
+        return problem(channel, request, 404, "no such session")
+    try:
+        body = await json_body(request)
+        typed = body.get("answer") if isinstance(body, dict) else None
+        if not isinstance(typed, str):
+            raise oa.Invalid('the body must be {"answer": "<a choice, its number, or your words>"}')
+    except oa.Invalid as exc:
+        return problem(channel, request, 422, str(exc))
+    taken = channel.answer_question(conversation, request.path_params["request"], typed)
+    if taken is False:
+        return problem(channel, request, 404, "this question is not open (answered, timed out, or never asked)")
+    if taken is None:
+        return problem(channel, request, 422, "that is not an answer to this question: pick one of its choices")
+    return JSONResponse({"answer": taken})
 
 
 # --- the OpenAI-compatible API --------------------------------------------------------------

@@ -4,8 +4,9 @@
 changes, so a revoke takes effect at once), the live conversations, and the turns they run.
 ``start_turn`` runs one turn in a task of the channel's own, so a client that leaves does not
 cancel it: ``on_disconnect`` decides whether it is aborted or finishes into the session.
-``ask`` puts a permission question on the stream of the client whose message started the turn
-and waits for its answer (``answer``); nobody else can see or answer it.
+``ask`` puts a permission question, and ``ask_question`` a tool's question (``ctx.question``:
+crab-plan's approval), on the stream of the client whose message started the turn and waits for
+its answer (``answer``, ``answer_question``); nobody else can see or answer it.
 """
 
 from __future__ import annotations
@@ -393,6 +394,55 @@ class HttpChannel:
             return False
         future.set_result(answer)
         return True
+
+    # --- tool questions ---------------------------------------------------------------------
+
+    async def ask_question(self, address: str, question: crab.Question) -> str | None:
+        """Put a tool's question to the client streaming this conversation's turn, as
+        ``ask``: no answer within ``ask_timeout``, no client, ``permission_prompts = "refuse"``
+        or an OpenAI-API conversation is no answer (None), which the tool reports."""
+        conversation = self.conversations.get(address)
+        if conversation is None or conversation.kind != "api" or self.settings.permission_prompts != "ask":
+            return None
+        client = conversation.client
+        if client is None:
+            return None
+        request_id = secrets.token_hex(8)
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        conversation.questions[request_id] = (question, future)
+        client.put_nowait(
+            {
+                "v": 1,
+                "type": "question",
+                "id": request_id,
+                "text": question.text,
+                "choices": list(question.choices),
+                "free_text": question.free_text,
+                "timeout": self.settings.ask_timeout,
+            }
+        )
+        try:
+            answer = await asyncio.wait_for(future, self.settings.ask_timeout)
+        except TimeoutError:
+            answer = None
+        finally:
+            conversation.questions.pop(request_id, None)
+        if conversation.client is client:
+            client.put_nowait({"v": 1, "type": "question_answer", "id": request_id, "answer": answer})
+        return answer
+
+    def answer_question(self, conversation: Conversation, request_id: str, typed: str) -> str | bool | None:
+        """Answer the open tool question ``request_id`` with ``typed``: the answer taken, False
+        when no such question is open, None when ``typed`` is no answer to it (it stays open)."""
+        found = conversation.questions.get(request_id)
+        if found is None or found[1].done():
+            return False
+        question, future = found
+        answer = question.answer_for(typed)
+        if answer is None:
+            return None
+        future.set_result(answer)
+        return answer
 
 
 async def _close(server: uvicorn.Server, serving: asyncio.Task[None]) -> None:

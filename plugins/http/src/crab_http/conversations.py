@@ -41,11 +41,17 @@ class Conversation:
     client: asyncio.Queue[dict[str, Any] | None] | None = None
     """Where the running turn's events and questions go; None once its client has left."""
     asks: dict[str, asyncio.Future[str]] = field(default_factory=dict)
+    """Open permission questions, by request id."""
+    questions: dict[str, tuple[crab.Question, asyncio.Future[str | None]]] = field(default_factory=dict)
+    """Open tool questions (``ctx.question``: crab-plan's approval), by request id."""
 
     def deny_open_questions(self) -> None:
         for future in self.asks.values():
             if not future.done():
                 future.set_result("deny")
+        for _question, answer in self.questions.values():
+            if not answer.done():
+                answer.set_result(None)  # no answer: the tool says nobody answered
 
 
 def new_key() -> str:

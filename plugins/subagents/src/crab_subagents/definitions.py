@@ -9,6 +9,7 @@ An agent file (``NAME.md`` in ``$CRAB_HOME/agents/`` or a project's ``.crab/agen
     model: inherit                 # or provider/model, or a model of the parent's provider
     max_iterations: 10             # also max-turns / maxTurns
     permissions: read-only         # narrower only: read-only (Claude Code: permissionMode: plan)
+    isolation: worktree            # a folder of its own (a plugin offers it: crab-worktree)
     ---
     The instructions the child gets after crab's system prompt.
 
@@ -36,6 +37,8 @@ MAX_BYTES = 64 * 1024
 MAX_FILES = 256
 MAX_DESCRIPTION = 300
 NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9])?$")
+ISOLATION = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+"""An ``isolation`` value: the name of what a plugin offers (``crab_child_workspaces``: ``worktree``)."""
 INHERIT_MODELS = frozenset({"", "inherit", "sonnet", "opus", "haiku", "default"})
 """``model`` values that mean the parent's model (Claude Code's aliases name Anthropic models a
 crab run may not have: the parent's choice is the one the user made)."""
@@ -71,7 +74,8 @@ GENERAL_INSTRUCTIONS = (
 class AgentDef:
     """One agent a ``task`` call may run: its name and description, the tools it may use (None:
     the parent's), its model (None: the parent's), its cap on model calls, whether it runs
-    read-only, its instructions, and where it came from."""
+    read-only, the folder of its own it asks for (``isolation``: None, or ``"worktree"``), its
+    instructions, and where it came from."""
 
     name: str
     description: str
@@ -79,6 +83,7 @@ class AgentDef:
     model: str | None = None
     max_iterations: int | None = None
     read_only: bool = False
+    isolation: str | None = None
     instructions: str = ""
     source: str = "built-in"
     file: Path | None = None
@@ -202,6 +207,12 @@ def read_agent(
     if mode and not read_only and mode.lower() not in ("ask", "inherit", "default"):
         shown = clean_line(mode, 30)
         notes.append(f"permissions {shown!r} ignored: an agent runs with your mode or read-only, never more")
+    isolation = fields.get("isolation", "").strip().lower()
+    if isolation in ("", "none"):
+        isolation = ""
+    elif not ISOLATION.match(isolation):
+        notes.append(f"isolation {clean_line(isolation, 30)!r} ignored: it is a name such as `worktree`")
+        isolation = ""
     agent = AgentDef(
         name=name,
         description=description,
@@ -209,6 +220,7 @@ def read_agent(
         model=None if model.lower() in INHERIT_MODELS else model,
         max_iterations=_int(iterations, "max_iterations"),
         read_only=read_only,
+        isolation=isolation or None,
         instructions=document.body.strip(),
         source=source,
         file=file,

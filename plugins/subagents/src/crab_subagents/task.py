@@ -7,7 +7,10 @@ agent's name. Several ``task`` calls of one reply run at once (the tool is not e
 abort or the timeout cancels the child, which pairs every call it started. How deep children
 nest is bounded (``max_depth``): a child at the limit is not offered ``task``, and a call past
 it is refused; a child's own ``task`` call gives its child no tool it lacks and keeps it
-read-only when it is. The answer ends with one record line: agent, session, model calls, tools, tokens.
+read-only when it is. An agent with ``isolation`` works in a folder of its own that another
+plugin makes (``crab_subagents.isolation``: crab-worktree's git worktree), left when it ends:
+removed when unchanged, else kept and named in the answer. The answer ends with one record line:
+agent, session, model calls, tools, tokens.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 from crab import AgentHandle, ChildOutcome, ConfigError, Tool, ToolContext, ToolError, ToolResult
 
 from crab_subagents.definitions import GENERAL_INSTRUCTIONS, AgentDef, Catalog, clean_line, discover
+from crab_subagents.isolation import Entered, enter
 from crab_subagents.settings import PLUGIN, STATE_DEPTH, STATE_READ_ONLY, STATE_TOOLS, Settings, load_settings
 
 NAME = "task"
@@ -194,6 +198,9 @@ class TaskRunner:
         within = ctx.state.get(STATE_TOOLS)
         tools = child_tool_names(agent, handle.tools, depth, settings, within if isinstance(within, list) else None)
         read_only = agent.read_only or bool(ctx.state.get(STATE_READ_ONLY))
+        own: Entered | None = None
+        if agent.isolation is not None:
+            own = await enter(handle, agent.isolation, Path(ctx.workspace), agent.name, ctx.session_id)
         try:
             outcome = await handle.run_child(
                 ctx,
@@ -206,9 +213,13 @@ class TaskRunner:
                 read_only=read_only,
                 state={STATE_DEPTH: depth + 1, STATE_TOOLS: tools, STATE_READ_ONLY: read_only},
                 title=f"{agent.name}: {description}" if description else None,
+                workspace=None if own is None else own.folder,
             )
         except ConfigError as exc:
             raise ToolError(f"agent {agent.name} cannot run: {exc}") from None
+        finally:
+            # also when the child was aborted: a folder with changes is kept, one without removed
+            left = None if own is None else await own.leave()
         answer = outcome.text.strip() or (outcome.error or "(the agent gave no answer)")
         failed = outcome.stop in ("error", "aborted")
         details = {
@@ -218,4 +229,7 @@ class TaskRunner:
             "model_calls": outcome.model_calls,
             "stop": outcome.stop,
         }
+        if own is not None and left is not None:
+            details["workspace"] = {"path": str(own.folder), "left": left}
+            answer = f"{answer}\n\n[{left}]"
         return ToolResult(f"{answer}\n\n{record(outcome)}", is_error=failed, details=details)

@@ -23,8 +23,9 @@ from typing import Any
 
 from crab._contracts.errors import ConfigError
 from crab._contracts.events import ErrorEvent, MessageEnd, StreamEvent, TextDelta, ThinkingDelta, ToolCallEvent
-from crab._contracts.messages import AssistantMessage, Thinking, ToolCall, parse_tool_arguments, usage_from_dict
+from crab._contracts.messages import AssistantMessage, Thinking, ToolCall
 from crab._contracts.providers import ModelInfo, ModelRequest
+from crab._values.message_json import parse_tool_arguments, usage_from_dict
 
 Step = Mapping[str, Any]
 Reply = Sequence[Step]

@@ -181,6 +181,40 @@ class Reply {
     }
     this.node.appendChild(box);
   }
+  question(sessionId, question) {
+    // a tool's question (crab-plan's approval): its choices as buttons, words where it takes them
+    this.endText();
+    const box = document.createElement("div");
+    box.className = "ask";
+    box.dataset.request = question.id;
+    const text = document.createElement("p");
+    text.textContent = question.text;
+    box.appendChild(text);
+    const send = async (answer) => {
+      try {
+        await api(`/v1/sessions/${sessionId}/questions/${question.id}`, { method: "POST", body: JSON.stringify({ answer }) });
+        box.querySelectorAll("button, input").forEach((b) => { b.disabled = true; });
+      } catch (error) { status(error.message); }
+    };
+    for (const choice of question.choices) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = choice;
+      button.dataset.choice = choice;
+      button.addEventListener("click", () => send(choice));
+      box.appendChild(button);
+    }
+    if (question.free_text) {
+      const words = document.createElement("input");
+      words.type = "text";
+      words.placeholder = "or type your answer";
+      words.addEventListener("keydown", (event) => {
+        if (event.key === "Enter" && words.value.trim()) send(words.value);
+      });
+      box.appendChild(words);
+    }
+    this.node.appendChild(box);
+  }
   answered(event) {
     const box = this.node.querySelector(`.ask[data-request="${CSS.escape(event.id)}"]`);
     if (box) {
@@ -197,6 +231,8 @@ class Reply {
       case "tool_result": toolResult(this.node, event); break;
       case "permission_request": this.ask(sessionId, event); break;
       case "permission_answer": this.answered(event); break;
+      case "question": this.question(sessionId, event); break;
+      case "question_answer": this.answered({ id: event.id, answer: event.answer ?? "(no answer)" }); break;
       case "session_switch": state.session = event.session_id; refreshSessions(); break;
       case "command_output": this.line(event.is_error ? "error" : "notice", event.text); break;
       case "notice": this.line("notice", event.message); break;
