@@ -159,7 +159,7 @@ def test_cancelling_the_calling_tool_pairs_the_childs_calls_and_cancels(tmp_path
     h = AgentHarness(script, plugins={"slow": Slow()}, workspace=tmp_path)
     try:
 
-        async def go() -> crab.TurnOutcome:
+        async def go() -> crab.steps.TurnOutcome:
             running = asyncio.ensure_future(h.agent.handle_input(h.session, "go"))
             await asyncio.wait_for(started.wait(), 30)
             h.agent.abort(h.session)

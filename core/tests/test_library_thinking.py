@@ -1,5 +1,5 @@
 """Thinking effort, one setting for every provider (docs/library.md#thinking): ``[crab] thinking``,
-``/effort`` for a session and ``run(..., thinking=)`` put the level on each request as
+``/thinking`` (alias ``/effort``) for a session and ``run(..., thinking=)`` put the level on each request as
 ``options["thinking"]``; a provider without a thinking control is named once and gets none."""
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ def test_the_config_a_session_command_and_a_run_set_the_level(crab_home: Path):
     with crab.Agent(provider=provider, settings={"crab.thinking": "low"}, **QUIET) as agent:
         session = agent.run_sync("one").session_id
         agent.run_sync("two", session=session, thinking="high")
-        assert "thinking: high from the next request on" in agent.run_sync("/effort high", session=session).text
+        assert "thinking: high from the next request on" in agent.run_sync("/thinking high", session=session).text
         agent.run_sync("three", session=session)
         agent.run_sync("four")  # another session: the config's level
-        shown = agent.run_sync("/effort", session=session).text
+        shown = agent.run_sync("/thinking", session=session).text
+        assert agent.run_sync("/effort", session=session).text == shown  # the alias, one command
     assert levels(provider) == ["low", "high", "high", "low"]
     assert shown.startswith("thinking: high")
     first = provider.requests[0]
@@ -71,7 +72,7 @@ def test_a_bad_level_is_a_usage_error(crab_home: Path):
     with crab.Agent(provider=Thinker([[{"text": "a"}]]), **QUIET) as agent:
         with pytest.raises(crab.UsageError, match="thinking takes one of off, low, medium, high"):
             agent.run_stream("x", thinking="max")  # type: ignore[arg-type]
-        assert agent.run_sync("/effort max").text.startswith("/effort takes one of")
+        assert agent.run_sync("/thinking max").text.startswith("/thinking takes one of")
     with pytest.raises(crab.ConfigError):
         crab.Agent(provider=Thinker([]), settings={"crab.thinking": "max"}, **QUIET)
 

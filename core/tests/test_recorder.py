@@ -124,7 +124,7 @@ def test_the_driver_carrying_a_run_tools_step_out_twice_records_each_result_once
             item = QueuedInput("go")
             turn = Turn(h.agent.context, h.session, item, deque([item]))
             step = RunTools("t.3", (ToolCall("c1", "nothing", {}), ToolCall("c2", "nothing", {})))
-            return [await turn._carry_out(step), await turn._carry_out(step)]
+            return [await turn.carry_out(step), await turn.carry_out(step)]
 
         answers = h.run_async(twice())
         entries = h.run_async(h.store.entries(h.session.id))

@@ -1,11 +1,15 @@
 """The turn as steps (docs/architecture.md#a-turn-made-of-steps, docs/library.md#steps):
 ``TurnMachine`` decides and performs no I/O; a driver carries out each ``Step`` and answers it with
 an ``Input``. crab's own driver runs in-process; another (a durable workflow engine) runs the same
-turn from these names."""
+turn from these names, carrying out each step with ``TurnSteps`` (``crab.Agent.turn_steps``)."""
 
+from crab._contracts.handle import TurnOutcome
+from crab._loop.history import INTERRUPTED, NO_REPLY, STOPPED
 from crab._loop.steps import (
     Abort,
     Accept,
+    Answered,
+    Ask,
     CallModel,
     CheckEnd,
     Compact,
@@ -22,6 +26,7 @@ from crab._loop.steps import (
     Record,
     RunTools,
     Settle,
+    ShowCalls,
     Steered,
     Step,
     StepError,
@@ -33,10 +38,16 @@ from crab._loop.steps import (
     TurnMachine,
     result_id,
 )
+from crab._loop.turn_steps import SessionGone, TurnSteps
 
 __all__ = [
+    "INTERRUPTED",
+    "NO_REPLY",
+    "STOPPED",
     "Abort",
     "Accept",
+    "Answered",
+    "Ask",
     "CallModel",
     "CheckEnd",
     "Compact",
@@ -52,7 +63,9 @@ __all__ = [
     "Prompt",
     "Record",
     "RunTools",
+    "SessionGone",
     "Settle",
+    "ShowCalls",
     "Steered",
     "Step",
     "StepError",
@@ -62,5 +75,7 @@ __all__ = [
     "TakeSteering",
     "ToolsRan",
     "TurnMachine",
+    "TurnOutcome",
+    "TurnSteps",
     "result_id",
 ]

@@ -20,7 +20,7 @@ TURN_2 = [
 ]
 
 
-def output(outcome: crab.TurnOutcome) -> str:
+def output(outcome: crab.steps.TurnOutcome) -> str:
     return outcome.text or ""
 
 

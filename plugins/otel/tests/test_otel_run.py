@@ -183,3 +183,80 @@ def test_crab_chat_exports_one_trace_per_message(crab_site: Any, receiver: Any, 
     for turn in turns:
         (chat,) = [s for s in spans if s["name"] == "chat script" and s["parent"] == turn["id"]]
         assert chat["trace"] == turn["trace"]
+
+
+def test_crab_serve_http_exports_one_trace_per_message_of_a_session(
+    crab_site: Any, receiver: Any, tmp_path: Path
+) -> None:
+    """``crab serve http``: each message a client posts to one session is its own turn and trace,
+    all carrying the session's id; the traces reach the collector while the server keeps running."""
+    import re
+    import signal
+    import threading
+    import time
+
+    import httpx
+
+    crab_site.script([[{"text": "first answer"}], [{"text": "second answer"}]])
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    home.mkdir()
+    (home / "config.toml").write_text("[plugins.http]\nport = 0\nrate_limit = 100000\n", encoding="utf-8")
+    extra = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url,
+        "OTEL_BSP_SCHEDULE_DELAY": "200",  # spans leave within moments, not at the server's exit
+        "OTEL_METRIC_EXPORT_INTERVAL": "500",
+    }
+    env = crab_site.env("fake,otel,http", home=home, extra=extra)
+    made = subprocess.run(
+        [sys.executable, "-m", "crab", "http", "token", "create", "laptop"],
+        env=env,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "crab", "serve", "http", "-m", "fake/script"],
+        env=env,
+        cwd=work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(server.stderr or []), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        url = None
+        while url is None and time.monotonic() < deadline and server.poll() is None:
+            found = [m for line in list(lines) if (m := re.search(r"listening on (http://127\.0\.0\.1:\d+)/", line))]
+            url = found[0].group(1) if found else None
+            time.sleep(0.05)
+        assert url, "".join(lines)
+        auth = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=url, headers=auth, timeout=120) as client:
+            session = client.post("/v1/sessions", json={"title": "traced"}).json()["id"]
+            for text in ("hello", "and again"):
+                with client.stream("POST", f"/v1/sessions/{session}/messages", json={"text": text}) as reply:
+                    assert reply.status_code == 200
+                    body = "".join(reply.iter_text())
+                assert "answer" in body
+        turns: list[dict[str, Any]] = []
+        while time.monotonic() < deadline and len(turns) < 2:  # exported on the batch schedule
+            spans, _ = spans_of(receiver.bodies("/v1/traces"))
+            turns = [s for s in spans if s["name"] == "invoke_agent crab"]
+            time.sleep(0.1)
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=120)
+    assert len(turns) == 2 and len({t["trace"] for t in turns}) == 2, "".join(lines)
+    assert {t["attributes"]["gen_ai.conversation.id"] for t in turns} == {session}
+    for turn in turns:
+        (chat,) = [s for s in spans if s["name"] == "chat script" and s["parent"] == turn["id"]]
+        assert chat["trace"] == turn["trace"]
+    assert "Traceback" not in "".join(lines)

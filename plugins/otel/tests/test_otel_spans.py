@@ -70,7 +70,7 @@ class Traced:
         provider = ScriptedProvider(replies) if not isinstance(replies, ScriptedProvider) else replies
         self.h = crab_agent(provider=provider, plugins={"otel": plugin, "tools": Tools()}, **kwargs)
 
-    def run(self, text: str) -> crab.TurnOutcome:
+    def run(self, text: str) -> crab.steps.TurnOutcome:
         return self.h.run(text)
 
     @property

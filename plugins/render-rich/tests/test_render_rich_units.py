@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import crab
 import crab_render_rich
 from crab.messages import ToolCall
+from crab.testing import ScriptedProvider
 from crab_render_rich import view
 from crab_render_rich.blocks import BlockSplitter
 from crab_render_rich.completion import command_matches, make_completer, path_matches, plugin_matches
@@ -114,13 +116,42 @@ def test_the_plugin_offers_an_interactive_renderer_with_a_chat_input() -> None:
 def test_thinking_command_toggles_the_shared_preference() -> None:
     before = PREFERENCES.show_thinking
     try:
-        result = asyncio.run(crab_render_rich.toggle_thinking(None, "on"))  # type: ignore[arg-type]
+        result = asyncio.run(crab_render_rich.toggle_thinking(None, "show"))  # type: ignore[arg-type]
         assert PREFERENCES.show_thinking and "shown" in result.text
         result = asyncio.run(crab_render_rich.toggle_thinking(None, ""))  # type: ignore[arg-type]
         assert not PREFERENCES.show_thinking
+        asyncio.run(crab_render_rich.toggle_thinking(None, "on"))  # type: ignore[arg-type]
+        result = asyncio.run(crab_render_rich.toggle_thinking(None, "fold"))  # type: ignore[arg-type]
+        assert not PREFERENCES.show_thinking and "folded" in result.text
         assert asyncio.run(crab_render_rich.toggle_thinking(None, "maybe")).is_error  # type: ignore[arg-type]
     finally:
         PREFERENCES.show_thinking = before
+
+
+class Thinker(ScriptedProvider):
+    def thinks(self, model: str) -> bool:
+        return True
+
+
+def test_thinking_with_a_level_sets_it_and_show_or_fold_stays_the_renderers(crab_home: Path) -> None:
+    """With this plugin loaded, /thinking is this plugin's (it takes crab's on purpose), levels
+    still reach the requests through crab's command, and show/fold are not read as levels."""
+    quiet = {"user_config": False, "project_config": False, "environment": False}
+    provider, before = Thinker([[{"text": "a"}]], loop=True), PREFERENCES.show_thinking
+    try:
+        objects = {"render-rich": crab_render_rich}
+        with crab.Agent(provider=provider, plugins=[], plugin_objects=objects, **quiet) as agent:
+            session = agent.run_sync("one").session_id
+            assert "thinking: high" in agent.run_sync("/thinking high", session=session).text
+            agent.run_sync("two", session=session)
+            PREFERENCES.show_thinking = False
+            assert agent.run_sync("/thinking show", session=session).text == "thinking is shown"
+            assert agent.run_sync("/thinking off", session=session).text.startswith("thinking: off")
+            agent.run_sync("three", session=session)
+            assert PREFERENCES.show_thinking  # "off" is a level, not "fold"
+    finally:
+        PREFERENCES.show_thinking = before
+    assert [r.options.get("thinking") for r in provider.requests] == [None, "high", "off"]
 
 
 def test_loading_the_plugin_imports_neither_rich_nor_prompt_toolkit() -> None:

@@ -121,7 +121,7 @@ def test_the_session_goes_back_after_an_aborted_turn(crab_home):
     _write(crab_home / "commands", "deep", DEEP)
     h, other = _harness([[{"text": "from scripted"}]], [[{"delay": 60}, {"text": "never"}]])
 
-    async def abort_while_big_answers() -> crab.TurnOutcome:
+    async def abort_while_big_answers() -> crab.steps.TurnOutcome:
         running = asyncio.create_task(h.agent.handle_input(h.session, "/deep x"))
         deadline = time.monotonic() + 30
         while not other.requests:
@@ -145,7 +145,7 @@ class _Queue:
 
     def __init__(self) -> None:
         self.harness: AgentHarness | None = None
-        self.queued: asyncio.Task[crab.TurnOutcome] | None = None
+        self.queued: asyncio.Task[crab.steps.TurnOutcome] | None = None
 
     @crab.hookimpl
     def crab_tools(self, config: object) -> list[crab.Tool]:
@@ -328,7 +328,7 @@ def test_a_command_typed_during_another_turn_leaves_that_turn_on_the_sessions_mo
         config={"crab.permissions": "yolo"},
     )
 
-    async def scenario() -> tuple[crab.TurnOutcome, crab.TurnOutcome]:
+    async def scenario() -> tuple[crab.steps.TurnOutcome, crab.steps.TurnOutcome]:
         first = asyncio.create_task(h.agent.handle_input(h.session, "first"))
         await asyncio.wait_for(tool.holding.wait(), 30)
         command = asyncio.create_task(h.agent.handle_input(h.session, "/deep x"))

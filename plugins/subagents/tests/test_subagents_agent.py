@@ -71,7 +71,7 @@ def test_abort_of_the_parent_aborts_the_children_and_pairs_every_call(crab_agent
     h = harness(crab_agent, router)
     TestTools.started = None
 
-    async def go() -> crab.TurnOutcome:
+    async def go() -> crab.steps.TurnOutcome:
         TestTools.started = asyncio.Event()
         running = asyncio.ensure_future(h.agent.handle_input(h.session, "go"))
         await asyncio.wait_for(TestTools.started.wait(), 30)

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import crab
-from crab_temporal import _kernel
-from crab_temporal.activities import StepActivities
+from crab import steps
+from crab_temporal.activities import STARTED, StepActivities
 from temporalio.testing import ActivityEnvironment
 
 STAND_IN = "Interrupted: crab was stopped before this tool call finished."
@@ -56,9 +56,8 @@ def environment(attempt: int) -> ActivityEnvironment:
 async def session_with_calls(agent: crab.Agent, *, started: list[str]) -> str:
     """A session whose last reply asks for ``w1`` (write_note) and ``r1`` (read_note); the calls
     named in ``started`` have their started event, as a worker stores it before running one."""
-    store = _kernel.loop_agent(agent).store
-    session_id = await _kernel.create_session(agent, "t")
-    await store.append(session_id, "message", crab.messages.message_to_dict(crab.messages.UserMessage("go")))
+    session = await agent.turn_steps(title="t")
+    await session.carry_out(steps.Record("t.1", crab.messages.UserMessage("go")))
     reply = crab.messages.AssistantMessage(
         "",
         tool_calls=(
@@ -67,15 +66,19 @@ async def session_with_calls(agent: crab.Agent, *, started: list[str]) -> str:
         ),
         stop_reason="tool_use",
     )
-    await store.append(session_id, "message", crab.messages.message_to_dict(reply))
+    await session.carry_out(steps.Record("t.2", reply))
     for call_id in started:
-        await _kernel.mark(agent, session_id, {"kind": _kernel.STARTED, "call_id": call_id, "step": "t.5"})
-    return session_id
+        await session.mark({"kind": STARTED, "call_id": call_id, "step": "t.5"})
+    return session.session_id
+
+
+async def entries_of(agent: crab.Agent, session_id: str) -> list[crab.storage.Entry]:
+    return await (await agent.turn_steps(session_id)).stored()
 
 
 async def results(agent: crab.Agent, session_id: str) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
-    for entry in await _kernel.loop_agent(agent).store.entries(session_id):
+    for entry in await entries_of(agent, session_id):
         if entry.type == "tool_result":
             found.setdefault(str(entry.payload["call_id"]), []).append(str(entry.payload["content"]))
     return found
@@ -112,14 +115,14 @@ def test_a_first_attempt_runs_the_write_once_and_marks_it_started(tmp_path: Path
             activities = StepActivities(agent, heartbeat=1.0)
             session_id = await session_with_calls(agent, started=[])
             await environment(attempt=1).run(activities.run_tool, session_id, "t.5", "w1", None)
-            entries = await _kernel.loop_agent(agent).store.entries(session_id)
+            entries = await entries_of(agent, session_id)
             kinds = [str(e.payload.get("kind")) for e in entries if e.type == "event"]
             return await results(agent, session_id), kinds
 
     stored, kinds = asyncio.run(go())
     assert ran == ["write:x"]
     assert stored == {"w1": ["written"]}
-    assert kinds.count(_kernel.STARTED) == 1
+    assert kinds.count(STARTED) == 1
 
 
 def test_a_retried_model_call_answers_with_the_stored_reply(tmp_path: Path):
@@ -128,13 +131,13 @@ def test_a_retried_model_call_answers_with_the_stored_reply(tmp_path: Path):
     async def go() -> tuple[dict[str, Any], dict[str, Any], int]:
         async with make_agent(tmp_path, ran) as agent:
             activities = StepActivities(agent, heartbeat=1.0)
-            store = _kernel.loop_agent(agent).store
-            session_id = await _kernel.create_session(agent, "t")
-            await store.append(session_id, "message", crab.messages.message_to_dict(crab.messages.UserMessage("go")))
+            session = await agent.turn_steps(title="t")
+            await session.carry_out(steps.Record("t.1", crab.messages.UserMessage("go")))
+            session_id = session.session_id
             step = {"id": "t.4", "iteration": 1, "phase": "first", "final": False}
             first = await environment(attempt=1).run(activities.call_model, session_id, step)
             again = await environment(attempt=2).run(activities.call_model, session_id, step)
-            entries = await store.entries(session_id)
+            entries = await entries_of(agent, session_id)
             replies = sum(1 for e in entries if e.type == "message" and e.payload.get("role") == "assistant")
             return first, again, replies
 

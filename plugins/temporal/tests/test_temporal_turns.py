@@ -140,6 +140,56 @@ def test_a_turn_runs_on_a_worker_and_shows_like_crab_run(site: Site):
         (HISTORIES / "turn_with_two_tools.json").write_text(history)
 
 
+def test_crab_run_engine_temporal_shows_the_turn_as_crab_run_does(site: Site):
+    # crab-core's general contract (crab_turn_engines): `crab run --engine temporal` hands the turn
+    # to the workers and crab run's own renderers show it, its -o json document included.
+    site.write_script([[{"text": "looking"}, {"tool": "ls", "args": {"path": "."}}], [{"text": "all done"}]])
+    site.start_worker("a")
+
+    def crab_run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = site.crab("run", "--plugins", PLUGINS, "-m", f"mock/{site.script}", *args)
+        return subprocess.run(
+            command, cwd=site.workspace, env=site.env, capture_output=True, text=True, timeout=180, check=False
+        )
+
+    text = crab_run("--engine", "temporal", "look around")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines() == ["looking", "all done"]
+    assert "→ ls(" in text.stderr
+    doc = json.loads(crab_run("--engine", "temporal", "-o", "json", "look around").stdout)
+    assert (doc["stop"], doc["text"]) == ("end", "all done")
+    assert [call["name"] for call in doc["tool_calls"]] == ["ls"]
+    assert all(len(results) == 1 for results in results_per_call(exported(site, doc["session_id"])).values())
+    unknown = crab_run("--engine", "nope", "look around")
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip().splitlines() == ["crab: no turn engine 'nope': the engines available are temporal"]
+
+
+def test_a_failed_workflow_is_one_line_not_a_traceback(site: Site):
+    # The only worker runs in another folder: it refuses the session (not retried), so the
+    # workflow itself fails; the client says so in one line, through either command.
+    site.write_script([[{"text": "never"}]])
+    here, elsewhere = site.workspace, site.root / "elsewhere"
+    elsewhere.mkdir()
+    site.workspace = elsewhere
+    site.start_worker("a")
+    site.workspace = here
+    for extra in ((), ("--engine", "temporal")):
+        if extra:
+            command = site.crab("run", "--plugins", PLUGINS, "-m", f"mock/{site.script}", *extra, "hello")
+            result = subprocess.run(
+                command, cwd=here, env=site.env, capture_output=True, text=True, timeout=180, check=False
+            )
+        else:
+            result = site.run("hello")
+        assert result.returncode == 1, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, result.stderr
+        assert lines[0].startswith("crab: the turn's workflow failed on Temporal: SessionGone: session "), lines
+        assert f"belongs to {here}, and this agent works in {elsewhere}" in lines[0]
+        assert "Traceback" not in result.stderr
+
+
 def test_a_worker_killed_mid_tool_call_leaves_the_turn_to_another_and_the_call_runs_once(site: Site):
     marker = site.root / "effects"
     command = f'echo "$$" >> {marker}; sleep 120; echo late >> {marker}'

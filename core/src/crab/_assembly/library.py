@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from crab._contracts.tools import Tool, ToolContext
     from crab._loop.agent import Agent as LoopAgent
     from crab._loop.session import Session, TurnOutcome
+    from crab._loop.turn_steps import TurnSteps
 
 Listener = Callable[[Event], None]
 T = TypeVar("T")
@@ -375,6 +376,18 @@ class Agent(Generic[OutputT]):
     def history_sync(self, session: str) -> list[HistoryItem]:
         """``history`` for a program without an event loop of its own."""
         return self._sync(self.history(session))
+
+    async def turn_steps(self, session: str | None = None, *, title: str | None = None) -> TurnSteps:
+        """Session ``session`` (None: a new one titled ``title``) read from the store as a turn's
+        start sees it, to carry out one step of its turn with this agent's hooks, provider, tools
+        and store (``crab.steps.TurnSteps``: for a driver that runs ``crab.steps.TurnMachine``
+        elsewhere, docs/library.md#steps); ``crab.steps.SessionGone`` (a ``UsageError``) when the
+        store has no such session or it belongs to another workspace."""
+        await self.start()
+        from crab._loop.turn_steps import turn_steps
+
+        asker = SessionAsker(self._ask) if self._ask is not None else None  # kept by TurnSteps.again
+        return await turn_steps(self._agent, session, title, ask=asker)
 
     def abort(self, session: str) -> bool:
         """Stop the running turn of session ``session``; False when nothing was running there."""

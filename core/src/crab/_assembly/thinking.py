@@ -1,9 +1,10 @@
-"""Thinking effort, one setting for every provider: ``[crab] thinking`` (``--thinking``), ``/effort``
-for one session (``/thinking`` is crab-render-rich's show-or-fold toggle), ``run(..., thinking=)``
-for one library run. Each request carries the level as
-``ModelRequest.options["thinking"]`` and each provider maps it to its own control (Anthropic's
-thinking budget, OpenAI's ``reasoning_effort``, a local server's ``enable_thinking``); a provider
-that has none (no ``thinks(model)`` saying yes) is named once in a notice, and the level is dropped."""
+"""Thinking effort, one setting for every provider: ``[crab] thinking`` (``--thinking``),
+``/thinking LEVEL`` for one session (``/effort`` is its alias; a renderer that folds thinking text
+may take over ``/thinking`` for its show/fold words and pass levels on), ``run(..., thinking=)``
+for one library run. Each request carries the level as ``ModelRequest.options["thinking"]`` and
+each provider maps it to its own control (Anthropic's thinking budget, OpenAI's
+``reasoning_effort``, a local server's ``enable_thinking``); a provider that has none (no
+``thinks(model)`` saying yes) is named once in a notice, and the level is dropped."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ ThinkingLevel = Literal["off", "low", "medium", "high"]
 LEVELS: tuple[str, ...] = ("off", "low", "medium", "high")
 PLUGIN = "crab-thinking"
 """The plugin name of an agent's ``ThinkingRoute`` (one of crab's own)."""
+ALIAS = "effort"
+"""The second name of the ``/thinking`` level command."""
 NO_THINKING = "{provider}/{model} has no thinking control: thinking = {level} is ignored for it"
 
 
@@ -34,7 +37,7 @@ def checked_level(value: object, where: str = "thinking") -> str:
 
 
 class ThinkingRoute:
-    """Puts each session's thinking level on its requests: the session's ``/effort`` level, else
+    """Puts each session's thinking level on its requests: the session's ``/thinking`` level, else
     ``[crab] thinking``; a level a library run put on the request already wins."""
 
     def __init__(self) -> None:
@@ -50,22 +53,21 @@ class ThinkingRoute:
 
     @hookimpl
     def crab_commands(self, config: Config) -> list[Command]:
+        about = "show or set how hard the model thinks (its thinking level)"
         return [
-            Command(
-                "effort",
-                "show or set how hard the model thinks (its thinking level)",
-                self._command,
-                usage="[off|low|medium|high]",
-            )
+            Command("thinking", about, self._command, usage="[off|low|medium|high]"),
+            # the alias stays reachable when a renderer takes over /thinking: it passes levels on here
+            Command(ALIAS, f"{about}; alias of /thinking", self._command, usage="[off|low|medium|high]"),
         ]
 
     async def _command(self, ctx: CommandContext, args: str) -> CommandResult:
         level = args.strip()
         if not level:
             now = self.sessions.get(ctx.session.id, self.default)
-            return CommandResult(f"thinking: {now or 'the provider default'} (set it with /effort off|low|medium|high)")
+            shown = now or "the provider default"
+            return CommandResult(f"thinking: {shown} (set it with /thinking off|low|medium|high)")
         try:
-            self.sessions[ctx.session.id] = checked_level(level, "/effort")
+            self.sessions[ctx.session.id] = checked_level(level, "/thinking")
         except UsageError as exc:
             return CommandResult(str(exc), is_error=True)
         return CommandResult(f"thinking: {level} from the next request on")

@@ -174,12 +174,18 @@ def run(
         Path | None,
         typer.Option("--output-schema", metavar="FILE", help="The answer must match this JSON schema; print its JSON."),
     ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option("--engine", metavar="NAME", help="Run the turn on this turn engine a plugin offers."),
+    ] = None,
 ) -> None:
     """Run one agent turn and exit: 0 done, 1 model or tool failure, 2 usage or config error, 130 interrupted."""
     from crab._cli.run import run_once
 
     options = _run_options(locals())
-    raise typer.Exit(run_once(prompt, output.value, options, attach=tuple(attach or ()), output_schema=output_schema))
+    raise typer.Exit(
+        run_once(prompt, output.value, options, attach=tuple(attach or ()), output_schema=output_schema, engine=engine)
+    )
 
 
 @app.command()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,10 @@ from crab._values.utf8 import json_text
 
 if TYPE_CHECKING:
     from crab._assembly.output import OutputSpec
+    from crab._config.layers import Config
     from crab._contracts.images import ImagePart
+    from crab._host.plugin_host import PluginHost
+    from crab._loop.agent import Agent
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 
@@ -96,11 +100,17 @@ def _can_ask() -> bool:
 
 
 def run_once(
-    prompt: str, output: str, options: RunOptions, attach: tuple[Path, ...] = (), output_schema: Path | None = None
+    prompt: str,
+    output: str,
+    options: RunOptions,
+    attach: tuple[Path, ...] = (),
+    output_schema: Path | None = None,
+    engine: str | None = None,
 ) -> int:
     """Run one turn (with the images ``attach`` names); returns the process exit code. With
     ``output_schema`` the answer must match that JSON schema (``typed_turn``) and stdout is the
-    answer's JSON value alone (``--output json``: the document with its ``output``)."""
+    answer's JSON value alone (``--output json``: the document with its ``output``). With
+    ``engine`` the turn runs on the turn engine a plugin offers by that name (``crab_turn_engines``)."""
     from crab._assembly.choosing import choose_renderer, start_agent, terminal_target
     from crab._cli.setup import open_session, prepare
 
@@ -109,6 +119,10 @@ def run_once(
 
         raise UsageError(f"--renderer picks how text output looks; drop it or drop --output {output}")
     spec = _output_spec(output_schema, output)
+    if engine is not None and (spec is not None or attach):
+        from crab._contracts.errors import UsageError
+
+        raise UsageError("--engine runs a plain prompt: drop --attach and --output-schema (or --engine)")
     text = _read_prompt(prompt)
     images = _attachments(attach)
     objects = _output_route(spec)
@@ -129,11 +143,14 @@ def run_once(
         renderer = choose_renderer(
             prepared.host, prepared.config, "jsonl" if output == "jsonl" else options.renderer, target
         )
+    run_on = _engine(prepared.host, prepared.config, engine) if engine is not None else None
     agent.subscribe(renderer.handle)
 
     async def main() -> TurnOutcome:
         await start_agent(agent)
         try:
+            if run_on is not None:
+                return await _on_engine(agent, options, run_on, text)
             session = await open_session(agent, options)
             if images:
                 agent.notice(
@@ -184,6 +201,43 @@ def run_once(
             document["output"] = typed[0] if typed else None
         print(json_text(agent.redactor.payload(document)))
     return exit_code(outcome)
+
+
+def _engine(host: PluginHost, config: Config, name: str) -> Callable[..., Awaitable[Any]]:
+    """The turn engine ``name`` the loaded plugins offer (``crab_turn_engines``); a ``UsageError``
+    naming those available when none is called that."""
+    from crab._contracts.errors import UsageError
+
+    engines: dict[str, Callable[..., Awaitable[Any]]] = {}
+    for _plugin, offered in host.dispatch.collect("crab_turn_engines", config=config):
+        if not isinstance(offered, Mapping):
+            continue  # None: this plugin offers none here
+        for key, engine in offered.items():
+            if isinstance(key, str) and callable(engine):
+                engines.setdefault(key, engine)  # a name two plugins offer is the first's
+    if name in engines:
+        return engines[name]
+    available = ", ".join(sorted(engines)) if engines else "none (no loaded plugin offers one)"
+    raise UsageError(f"no turn engine {name!r}: the engines available are {available}")
+
+
+async def _on_engine(
+    agent: Agent, options: RunOptions, engine: Callable[..., Awaitable[Any]], text: str
+) -> TurnOutcome:
+    """One turn of the session ``options`` name (or a new one) on ``engine``."""
+    from crab._contracts.errors import CrabError
+    from crab._loop.turn_steps import turn_steps
+
+    session_id: str | None = None
+    if options.session or options.resume or options.continue_latest:
+        from crab._cli.setup import open_session
+
+        session_id = (await open_session(agent, options)).id
+    steps = await turn_steps(agent, session_id, title=" ".join(text.split())[:60])
+    outcome = await engine(steps, text, agent.config)
+    if not isinstance(outcome, TurnOutcome):
+        raise CrabError(f"the turn engine returned {type(outcome).__name__}, not a crab.steps.TurnOutcome")
+    return outcome
 
 
 OUTPUT_RETRIES = 1

@@ -12,6 +12,7 @@ from crab._host.declared import PROJECT as PROJECT
 from crab._host.declared import hookspec
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
 
     from crab._config.layers import Config
@@ -130,6 +131,22 @@ def crab_workspace(workspace: Path, request: str | None, config: Config) -> Path
     When ``request`` is not None and no plugin returns a folder, or when a plugin fails here (asked
     or not: its settings may put every run elsewhere), the run stops with a usage error (it never
     works in the folder the user asked to keep out of). Not first-result.
+    """
+
+
+@hookspec(category="registration", on_failure="fail-plugin")
+def crab_turn_engines(config: Config) -> Mapping[str, Any] | None:
+    """Engines that run a turn somewhere other than in this process, by name (``crab run --engine
+    NAME``): ``{"name": engine}``.
+
+    An engine is an async function ``engine(session, prompt, config)``: ``session`` a
+    ``crab.steps.TurnSteps`` of the session the run continues (or of a new one), ``prompt`` the
+    user's text, ``config`` the run's ``crab.Config``. It runs the turn (``crab.steps.TurnMachine``
+    deciding, each step carried out by ``TurnSteps.carry_out`` wherever the engine runs it), shows
+    it with ``session.emit`` (``TurnStarted`` first, ``TurnEnded`` last, the events in between as a
+    turn in this process shows them), and returns a ``crab.steps.TurnOutcome``; a ``crab.CrabError`` it
+    raises is the run's one line. Collected only by ``crab run --engine``; a name two plugins offer
+    is the first's. Not first-result.
     """
 
 

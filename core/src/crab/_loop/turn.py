@@ -109,6 +109,10 @@ class Turn:
             may_answer_for_others=not session.shared,
         )
         session.shared = False  # from this turn on, the session's last prompt is this process's own
+        self.alone = False
+        """True when steps are carried out one at a time for a driver elsewhere (``TurnSteps``): the
+        machine that asked for them is that driver's, so this one's own keeps no ``Ask`` state."""
+        self._running: RunTools | None = None  # the RunTools under way (its calls' Ask ids)
 
     def emit(self, event: Event) -> None:
         self.context.calls.emit(event, self.session.id)
@@ -163,12 +167,12 @@ class Turn:
         machine = self.machine
         step = machine.step
         while not isinstance(step, EndTurn):
-            step = machine.send(await self._carry_out(step))
+            step = machine.send(await self.carry_out(step))
         if step.shown and step.error is not None:
             self.emit(ErrorEvent(step.error, "plugin"))
         return step.stop, step.error
 
-    async def _carry_out(self, step: Step) -> Input:
+    async def carry_out(self, step: Step) -> Input:
         """One step, in this process."""
         if isinstance(step, CallModel):
             return await self._call_model(step)
@@ -340,18 +344,19 @@ class Turn:
     async def _run_tools(self, step: RunTools) -> ToolsRan:
         """Run (or skip) ``step``'s calls; their results join the context in call order."""
         self.results = {}
+        self._running = step
         session = self.session
         stopped: str | None = None
         if step.skip is not None:
             for call in step.calls:
-                await self._record_result(step, call, ToolResult(step.skip, is_error=True), 0.0)
+                await self.record_result(step, call, ToolResult(step.skip, is_error=True), 0.0)
         else:
             runner = ToolRunner(
                 self.context.calls.dispatch,
                 self.context.tools(),
                 self.context.settings.tool_timeout,
                 self._tool_context,
-                lambda call, result, duration: self._record_result(step, call, result, duration),
+                lambda call, result, duration: self.record_result(step, call, result, duration),
             )
             stopped = (await runner.run_all(step.calls, lambda: bool(session.steering))).stopped
         session.messages.extend(self.results[c.id] for c in step.calls if c.id in self.results)
@@ -372,6 +377,9 @@ class Turn:
         ask = asker
 
         async def asked(question: Q) -> A:
+            if self.alone and self._running is not None:  # the driver's machine is elsewhere
+                alone = Ask(f"{result_id(self._running, call)}/ask", call, question)  # type: ignore[arg-type]
+                return await self._carry_out_ask(alone, ask)
             step = self.machine.ask(call.id, question)  # type: ignore[arg-type]
             answer = await self._carry_out_ask(step, ask)
             self.machine.answer(step, Answered(answer if isinstance(answer, str) else None))
@@ -390,7 +398,7 @@ class Turn:
         """Usage a tool call spent itself (a child session's turn) counts in this turn's."""
         self.usage = self.usage + usage
 
-    async def _record_result(self, step: RunTools, call: ToolCall, result: ToolResult, duration_ms: float) -> None:
+    async def record_result(self, step: RunTools, call: ToolCall, result: ToolResult, duration_ms: float) -> None:
         """Record one call's result once (a result that comes after the abort settled the call is dropped)."""
         recorder = self.context.recorder
         rid = result_id(step, call)
@@ -424,7 +432,7 @@ class Turn:
                 tools = RunTools(step.id, replied.tool_calls)  # recorded, not yet answered to the machine
             if tools is not None:
                 for call in tools.calls:
-                    await self._record_result(tools, call, ToolResult(reason, is_error=True), 0.0)
+                    await self.record_result(tools, call, ToolResult(reason, is_error=True), 0.0)
         except PluginError:  # strict mode: the run ends; repair pairs what is left on resume
             session.messages = repair([*session.messages, *self.results.values()])
             raise

@@ -154,7 +154,7 @@ def message_from_dict(data: dict[str, Any]) -> Message:
     """Inverse of ``message_to_dict``; raises ``ValueError`` for an unknown role or version.
 
     Image parts come back with their bytes only when they were inlined; otherwise ``loaded`` is
-    False and the bytes are the store's blob of that sha256 (``crab.BlobStore.get_blob``).
+    False and the bytes are the store's blob of that sha256 (``crab.storage.BlobStore.get_blob``).
     """
     version = data.get("v", FORMAT_VERSION)
     if not isinstance(version, int) or version > FORMAT_VERSION:

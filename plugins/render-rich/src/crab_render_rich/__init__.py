@@ -6,6 +6,7 @@ renderer or a chat input is built, never when ``crab --help`` loads the plugin.
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING
 
 import crab
@@ -32,20 +33,42 @@ def chat_input(renderer: Renderer, state: ChatState) -> ChatInput:
     return PromptInput(renderer, state)
 
 
+LEVELS = ("off", "low", "medium", "high")
+LEVEL_COMMAND = "effort"  # crab's own thinking-level command under its second name: /thinking is ours here
+
+
 async def toggle_thinking(ctx: crab.CommandContext, args: str) -> crab.CommandResult:
-    """``/thinking [on|off]``: show the model's reasoning, or fold it to one line."""
+    """``/thinking [show|fold]``: show the model's reasoning, fold it to one line, or (no word)
+    toggle; ``/thinking off|low|medium|high`` sets the thinking level through crab's command."""
     from crab_render_rich.renderer import PREFERENCES
 
     wanted = args.strip().lower()
-    if wanted in ("on", "show"):
+    if wanted in LEVELS:
+        return await _set_level(ctx, wanted)
+    if wanted in ("show", "on"):
         PREFERENCES.show_thinking = True
-    elif wanted in ("off", "hide"):
+    elif wanted in ("fold", "hide"):
         PREFERENCES.show_thinking = False
     elif not wanted:
         PREFERENCES.show_thinking = not PREFERENCES.show_thinking
     else:
-        return crab.CommandResult("/thinking takes on, off or nothing (to toggle)", is_error=True)
+        return crab.CommandResult(
+            "/thinking takes show, fold or nothing (to toggle), or a level: off, low, medium or high", is_error=True
+        )
     return crab.CommandResult("thinking is shown" if PREFERENCES.show_thinking else "thinking is folded to one line")
+
+
+async def _set_level(ctx: crab.CommandContext, level: str) -> crab.CommandResult:
+    command = ctx.handle.commands.get(LEVEL_COMMAND)
+    if command is None:
+        missing = f"no thinking levels here: crab's /{LEVEL_COMMAND} command is not loaded"
+        return crab.CommandResult(missing, is_error=True)
+    answer = command.handler(ctx, level)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    if isinstance(answer, crab.CommandResult):
+        return answer
+    return crab.CommandResult(answer or "")
 
 
 @crab.hookimpl
@@ -63,4 +86,12 @@ def crab_renderers(config: Config) -> list[crab.rendering.RendererSpec]:
 
 @crab.hookimpl
 def crab_commands(config: Config) -> list[crab.Command]:
-    return [crab.Command("thinking", "show or fold the model's thinking (rich renderer)", toggle_thinking, "[on|off]")]
+    return [
+        crab.Command(
+            "thinking",
+            "show or fold the model's thinking, or set its level",
+            toggle_thinking,
+            "[show|fold|off|low|medium|high]",
+            override=True,  # takes crab's /thinking on purpose, and passes the levels on to it
+        )
+    ]

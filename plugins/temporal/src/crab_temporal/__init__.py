@@ -1,9 +1,9 @@
 """crab-temporal: turns that survive any machine. A session's turns run as a Temporal workflow,
 each model call and each tool call a durable activity that any ``crab worker`` may run.
 
-``crab worker`` runs workflows and steps; ``crab temporal run "..."`` hands one turn to them and
-shows it; ``crab temporal dev`` starts Temporal's dev server. The work lives in the modules beside
-this one, imported when a command runs.
+``crab worker`` runs workflows and steps; ``crab temporal run "..."`` (or ``crab run --engine
+temporal "..."``) hands one turn to them and shows it; ``crab temporal dev`` starts Temporal's dev
+server. The work lives in the modules beside this one, imported when a command runs.
 """
 
 from __future__ import annotations
@@ -20,6 +20,18 @@ def crab_config_table() -> crab.ConfigTable:
     from crab_temporal.settings import config_table
 
     return config_table()
+
+
+async def _temporal_engine(session: Any, prompt: str, config: crab.Config) -> Any:
+    from crab_temporal.client import engine_turn
+
+    return await engine_turn(session, prompt, config)
+
+
+@crab.hookimpl
+def crab_turn_engines() -> dict[str, Any]:
+    """``crab run --engine temporal``: the turn runs on the workers, shown as any ``crab run``."""
+    return {"temporal": _temporal_engine}
 
 
 def _plugins(value: str | None) -> list[str] | None:

@@ -11,14 +11,16 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import crab
+from crab import steps
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from crab_temporal import _kernel
-from crab_temporal import _steps as steps
 from crab_temporal.wire import reply_to_wire, user_from_wire, user_to_wire
 
 FAILED = "Not run: the turn failed ({why})."
+STARTED = "crab-temporal.tool-started"
+"""The ``kind`` of the event entry a worker stores before it runs a call of a tool that changes
+things: a retry that finds it with no result knows the call may have had its effect."""
 
 
 # --- what the store says about a step carried out before ---------------------------------------
@@ -53,7 +55,7 @@ def has_result(entries: Sequence[crab.storage.Entry], after: int, call_id: str) 
 
 def was_started(entries: Sequence[crab.storage.Entry], after: int, call_id: str) -> bool:
     return any(
-        e.type == "event" and e.payload.get("kind") == _kernel.STARTED and e.payload.get("call_id") == call_id
+        e.type == "event" and e.payload.get("kind") == STARTED and e.payload.get("call_id") == call_id
         for e in entries[after + 1 :]
     )
 
@@ -92,13 +94,14 @@ class StepActivities:
     def all(self) -> list[Any]:
         return [self.begin, self.call_model, self.run_tool, self.carry_out, self.settle]
 
-    def _exclusive(self) -> frozenset[str]:
-        return _kernel.exclusive_tools(self.agent)
+    def _exclusive(self, loaded: steps.TurnSteps, calls: Sequence[crab.messages.ToolCall]) -> frozenset[str]:
+        """The names of ``calls``' tools that run alone, never beside another call."""
+        return frozenset(call.name for call in calls if (tool := loaded.tool(call.name)) and tool.exclusive)
 
-    async def _load(self, session_id: str) -> _kernel.Loaded:
+    async def _load(self, session_id: str) -> steps.TurnSteps:
         try:
-            return await _kernel.load(self.agent, session_id)
-        except _kernel.SessionGone as exc:
+            return await self.agent.turn_steps(session_id)
+        except steps.SessionGone as exc:
             raise ApplicationError(str(exc), type="SessionGone", non_retryable=True) from None
 
     @activity.defn(name="crab.begin")
@@ -106,8 +109,8 @@ class StepActivities:
         """The turn's start: pair the calls an earlier turn left open; whether its last prompt
         got no reply (the machine records the stand-in reply first)."""
         loaded = await self._load(session_id)
-        await _kernel.pair_after_crash(self.agent, loaded)
-        messages = loaded.session.messages
+        await loaded.begin()
+        messages = loaded.messages
         return {"unanswered": bool(messages) and isinstance(messages[-1], crab.messages.UserMessage)}
 
     @activity.defn(name="crab.call_model")
@@ -120,12 +123,14 @@ class StepActivities:
             if last is not None and last.payload.get("role") == "assistant":
                 message = crab.messages.message_from_dict(dict(last.payload))
                 assert isinstance(message, crab.messages.AssistantMessage)
-                return {"kind": "replied", "message": reply_to_wire(message, self._exclusive())}
+                exclusive = self._exclusive(loaded, message.tool_calls)
+                return {"kind": "replied", "message": reply_to_wire(message, exclusive)}
         call = steps.CallModel(step["id"], int(step["iteration"]), step["phase"], bool(step["final"]))
         async with heartbeating(self.heartbeat):
-            answer = await _kernel.carry_out(_kernel.turn(self.agent, loaded), call)
+            answer = await loaded.carry_out(call)
         if isinstance(answer, steps.ModelReplied):
-            return {"kind": "replied", "message": reply_to_wire(answer.message, self._exclusive())}
+            exclusive = self._exclusive(loaded, answer.message.tool_calls)
+            return {"kind": "replied", "message": reply_to_wire(answer.message, exclusive)}
         if isinstance(answer, steps.Overflowed):
             return {"kind": "overflowed", "message": reply_to_wire(answer.message)}
         return {"kind": "over_budget"}
@@ -143,19 +148,18 @@ class StepActivities:
         if has_result(loaded.entries, index, call_id):
             return {"stopped": None, "ran": False}
         run = steps.RunTools(step_id, (call,))
-        driver = _kernel.turn(self.agent, loaded)
         if skip is not None:
-            await _kernel.record_result(driver, run, call, skip)
+            await loaded.record_error(run, call, skip)
             return {"stopped": None, "ran": False}
-        tool = _kernel.tool_of(self.agent, call.name)
+        tool = loaded.tool(call.name)
         changes = tool is None or tool.permission != "read"
         if changes:
             if was_started(loaded.entries, index, call_id):
-                await _kernel.record_result(driver, run, call, _kernel.STOPPED_STAND_IN)
+                await loaded.record_error(run, call, steps.STOPPED)
                 return {"stopped": None, "ran": False}
-            await _kernel.mark(self.agent, session_id, {"kind": _kernel.STARTED, "call_id": call_id, "step": step_id})
+            await loaded.mark({"kind": STARTED, "call_id": call_id, "step": step_id})
         async with heartbeating(self.heartbeat):
-            ran = await _kernel.carry_out(driver, run)
+            ran = await loaded.carry_out(run)
         assert isinstance(ran, steps.ToolsRan)
         return {"stopped": ran.stopped, "ran": True}
 
@@ -166,18 +170,13 @@ class StepActivities:
         if kind == "record":
             message = user_from_wire(step["message"])
             last = last_message(loaded.entries)
-            if (
-                retried()
-                and last is not None
-                and dict(last.payload) == _kernel.redacted_payload(self.agent, user_to_wire(message))
-            ):
+            if retried() and last is not None and dict(last.payload) == loaded.redact_payload(user_to_wire(message)):
                 return {}  # the earlier attempt stored it
-            await _kernel.carry_out(_kernel.turn(self.agent, loaded), steps.Record(step["id"], message))
+            await loaded.carry_out(steps.Record(step["id"], message))
             return {}
         if kind == "submit":
             prompt = steps.Prompt(step["prompt_id"], step["text"])
-            driver = _kernel.turn(self.agent, loaded, prompt)
-            submitted = await _kernel.carry_out(driver, steps.Submit(step["id"], prompt, bool(step["steered"])))
+            submitted = await loaded.carry_out(steps.Submit(step["id"], prompt, bool(step["steered"])), prompt)
             assert isinstance(submitted, steps.Submitted)
             return {
                 "refused": submitted.refused,
@@ -186,16 +185,12 @@ class StepActivities:
                 "history": [user_to_wire(message) for message in date_notes(submitted.history)],
             }
         if kind == "check_end":
-            answer = await _kernel.carry_out(
-                _kernel.turn(self.agent, loaded), steps.CheckEnd(step["id"], step["text"], int(step["continued"]))
-            )
+            answer = await loaded.carry_out(steps.CheckEnd(step["id"], step["text"], int(step["continued"])))
             assert isinstance(answer, steps.Continued)
             return {"text": answer.text}
         if kind == "compact":
             async with heartbeating(self.heartbeat):
-                compacted = await _kernel.carry_out(
-                    _kernel.turn(self.agent, loaded), steps.Compact(step["id"], step["reason"])
-                )
+                compacted = await loaded.carry_out(steps.Compact(step["id"], step["reason"]))
             assert isinstance(compacted, steps.Compacted)
             return {"done": compacted.done}
         raise ApplicationError(f"no step of kind {kind!r}", type="UnknownStep", non_retryable=True)
@@ -210,13 +205,12 @@ class StepActivities:
             last = last_message(entries)
             if last is not None and last.payload.get("role") == "assistant":
                 call_ids = [str(call["id"]) for call in last.payload.get("tool_calls", [])]
-        driver = _kernel.turn(self.agent, loaded)
-        reason = _kernel.INTERRUPTED_STAND_IN if why == "aborted" else FAILED.format(why=why)
+        reason = steps.INTERRUPTED if why == "aborted" else FAILED.format(why=why)
         for call_id in call_ids:
             found = find_call(entries, call_id)
             if found is None or has_result(entries, found[0], call_id):
                 continue
-            await _kernel.record_result(driver, steps.RunTools(step_id, (found[1],)), found[1], reason)
+            await loaded.record_error(steps.RunTools(step_id, (found[1],)), found[1], reason)
 
 
 def date_notes(history: Sequence[crab.messages.Message]) -> list[crab.messages.Message]:

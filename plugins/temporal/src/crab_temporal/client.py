@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import crab
+from crab import steps
 
-from crab_temporal import _kernel
 from crab_temporal.settings import TemporalSettings
 from crab_temporal.workflow import WORKFLOW, workflow_id
 
@@ -75,14 +75,16 @@ def unreachable_reason(exc: BaseException) -> str:
     return " ".join(text.split())[:160]
 
 
-def turn_arguments(agent: crab.Agent, settings: TemporalSettings, session_id: str, prompt: str) -> dict[str, Any]:
+def turn_arguments(
+    config: crab.Config, settings: TemporalSettings, session: steps.TurnSteps, prompt: str
+) -> dict[str, Any]:
     """The workflow's argument: ids and small values (the prompt as crab stores it, secrets masked)."""
     return {
-        "session_id": session_id,
+        "session_id": session.session_id,
         "turn_id": secrets.token_hex(4),
-        "prompt": _kernel.redact(agent, prompt),
-        "max_iterations": int(agent.config.get("crab.max_iterations", 25)),
-        "tool_timeout": float(agent.config.get("crab.tool_timeout", 120.0)),
+        "prompt": session.redact(prompt),
+        "max_iterations": int(config.get("crab.max_iterations", 25)),
+        "tool_timeout": float(config.get("crab.tool_timeout", 120.0)),
         "heartbeat": settings.heartbeat,
     }
 
@@ -105,22 +107,19 @@ async def start_turn(client: Any, settings: TemporalSettings, arguments: dict[st
 class TurnView:
     """Shows what the workers store for a session as the events a ``crab run`` shows."""
 
-    def __init__(self, agent: crab.Agent, session_id: str, seen: int) -> None:
-        self.agent = agent
-        self.session_id = session_id
+    def __init__(self, session: steps.TurnSteps, seen: int) -> None:
+        self.session = session
         self.seen = seen
         self.notices = 0
 
     async def show_new(self, progress: dict[str, Any] | None = None) -> None:
-        entries = await _kernel.loop_agent(self.agent).store.entries(self.session_id)
+        entries = await self.session.stored()
         fresh, self.seen = entries[self.seen :], len(entries)
         for event in events_of(fresh):
-            _kernel.emit(self.agent, event, self.session_id)
+            self.session.emit(event)
         for level, text in (progress or {}).get("notices", [])[self.notices :]:
             self.notices += 1
-            _kernel.emit(
-                self.agent, crab.events.NoticeEvent(text, "warning" if level == "warning" else "info"), self.session_id
-            )
+            self.session.emit(crab.events.NoticeEvent(text, "warning" if level == "warning" else "info"))
 
 
 def events_of(entries: Sequence[crab.storage.Entry]) -> list[crab.events.Event]:
@@ -130,7 +129,7 @@ def events_of(entries: Sequence[crab.storage.Entry]) -> list[crab.events.Event]:
         if entry.type == "message" and entry.payload.get("role") == "assistant":
             message = crab.messages.message_from_dict(dict(entry.payload))
             assert isinstance(message, crab.messages.AssistantMessage)
-            if message.content and message.replayable and message.content != _kernel.NO_REPLY_STAND_IN:
+            if message.content and message.replayable and message.content != steps.NO_REPLY:
                 events.append(crab.events.TextDelta(message.content))
             if message.stop_reason == "error" and message.error:
                 events.append(crab.events.ErrorEvent(message.error))
@@ -149,15 +148,36 @@ async def run_turn(
     (``stop``, ``error``, ``text``, ``session_id``). Ctrl-C (a cancellation) aborts the turn on its
     worker and waits for it to settle; a second one stops waiting."""
     client = await connect(settings)
-    if session_id is None:
-        session_id = await _kernel.create_session(agent, title=" ".join(prompt.split())[:60])
-    elif not await _kernel.session_exists(agent, session_id):
-        raise crab.UsageError(f"no session {session_id} in this store: `crab sessions list` shows them")
-    arguments = turn_arguments(agent, settings, session_id, prompt)
-    view = TurnView(agent, session_id, len(await _kernel.loop_agent(agent).store.entries(session_id)))
+    # A new session, or the one named (``SessionGone``, a usage error, when the store has none).
+    session = await agent.turn_steps(session_id, title=" ".join(prompt.split())[:60])
+    return await drive_turn(client, session, agent.config, settings, prompt)
+
+
+async def engine_turn(session: steps.TurnSteps, prompt: str, config: crab.Config) -> steps.TurnOutcome:
+    """``crab run --engine temporal``: the turn handed to the workers and shown as ``crab run``
+    shows one (``crab_turn_engines``)."""
+    settings = TemporalSettings.from_config(config)
+    result = await drive_turn(await connect(settings), session, config, settings, prompt)
+    return steps.TurnOutcome(
+        stop=result["stop"],
+        text=str(result.get("text") or ""),
+        error=result.get("error"),
+        turn_id=str(result["turn_id"]),
+        session_id=session.session_id,
+        tool_calls=int(result.get("tool_calls") or 0),
+    )
+
+
+async def drive_turn(
+    client: Any, session: steps.TurnSteps, config: crab.Config, settings: TemporalSettings, prompt: str
+) -> dict[str, Any]:
+    """Start the turn's workflow and show it until it ends (``run_turn``)."""
+    session_id = session.session_id
+    arguments = turn_arguments(config, settings, session, prompt)
+    view = TurnView(session, len(await session.stored()))
     handle = await start_turn(client, settings, arguments)
-    _kernel.emit(agent, crab.events.TurnStarted(session_id, arguments["turn_id"], prompt), session_id)
-    waiting = asyncio.ensure_future(_result(handle, agent, session_id, settings.address))
+    session.emit(crab.events.TurnStarted(session_id, arguments["turn_id"], prompt))
+    waiting = asyncio.ensure_future(_result(handle, session, settings.address))
     aborting = False
     started, told, answered = time.monotonic(), False, False
     while not waiting.done():
@@ -168,7 +188,7 @@ async def run_turn(
             if not answered and not told and time.monotonic() - started > NO_WORKER_AFTER:
                 told = True  # no worker ever answered: most likely none polls this task queue
                 notice = crab.events.NoticeEvent(NO_WORKER.format(queue=settings.task_queue), "warning")
-                _kernel.emit(agent, notice, session_id)
+                session.emit(notice)
             await view.show_new(progress)
         except asyncio.CancelledError:
             if aborting:  # a second Ctrl-C: stop waiting for the turn to settle
@@ -181,35 +201,45 @@ async def run_turn(
     result: dict[str, Any] = dict(waiting.result())
     await view.show_new(await _progress(handle))
     if result.get("shown") and result.get("error"):
-        _kernel.emit(agent, crab.events.ErrorEvent(str(result["error"]), "plugin"), session_id)
-    _kernel.emit(
-        agent,
+        session.emit(crab.events.ErrorEvent(str(result["error"]), "plugin"))
+    session.emit(
         crab.events.TurnEnded(
             session_id, str(result["turn_id"]), result["stop"], result.get("text", ""), None, result.get("error")
-        ),
-        session_id,
+        )
     )
     result["session_id"] = session_id
     return result
 
 
-async def _result(handle: Any, agent: crab.Agent, session_id: str, address: str) -> dict[str, Any]:
+async def _result(handle: Any, session: steps.TurnSteps, address: str) -> dict[str, Any]:
     """The workflow's result, waited for through an outage of Temporal: the turn goes on on the
     workers once it is back, and so does this wait."""
+    from temporalio.client import WorkflowFailureError
     from temporalio.service import RPCError, RPCStatusCode
 
     told = False
     while True:
         try:
             return dict(await handle.result())
+        except WorkflowFailureError as exc:  # the workflow itself failed (a bug, a worker's error): one line
+            raise crab.CrabError(f"the turn's workflow failed on Temporal: {failure_reason(exc)}") from None
         except RPCError as exc:
             if exc.status != RPCStatusCode.UNAVAILABLE:
                 raise crab.CrabError(f"Temporal at {address} failed: {exc}") from None
             if not told:
                 told = True
                 notice = crab.events.NoticeEvent(LOST.format(address=address), "warning")
-                _kernel.emit(agent, notice, session_id)
+                session.emit(notice)
             await asyncio.sleep(1.0)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The innermost cause's message of a workflow failure, on one line."""
+    cause: BaseException = exc
+    while cause.__cause__ is not None or getattr(cause, "cause", None) is not None:
+        cause = getattr(cause, "cause", None) or cause.__cause__  # type: ignore[assignment]
+    text = " ".join(str(cause).split()) or type(cause).__name__
+    return text[:500]
 
 
 async def _abort(handle: Any) -> None:

@@ -18,8 +18,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     import crab
+    from crab import steps
 
-    from crab_temporal import _steps as steps
     from crab_temporal.wire import exclusive_calls, reply_from_wire, user_from_wire, user_to_wire
 
 WORKFLOW = "crab-turn"
@@ -120,7 +120,10 @@ class TurnWorkflow:
             answer = await self._activity("crab.call_model", step.id, [session_id, args], self._long)
             if answer["kind"] == "replied":
                 self._exclusive.update(exclusive_calls(answer["message"]))
-                return steps.ModelReplied(reply_from_wire(answer["message"]))
+                reply = reply_from_wire(answer["message"])
+                # The client shows every call from the stored reply (the store is the conversation),
+                # so the machine asks for no ShowCalls: the steps, and their ids, stay as recorded.
+                return steps.ModelReplied(reply, frozenset(call.id for call in reply.tool_calls))
             if answer["kind"] == "overflowed":
                 return steps.Overflowed(reply_from_wire(answer["message"]))
             return steps.OverBudget()
@@ -141,6 +144,8 @@ class TurnWorkflow:
                 str(got["today"]),
                 tuple(user_from_wire(m) for m in got["history"]),
             )
+        if isinstance(step, steps.ShowCalls):
+            return steps.Done()  # the client shows the calls from the stored reply
         if isinstance(step, steps.Accept):
             return steps.Done()  # the input lives in this workflow's arguments and signals: nothing queued
         if isinstance(step, steps.TakeSteering):
