@@ -30,7 +30,7 @@ def test_planted_secrets_in_home_are_not_readable(kit, make_crab):
         crab = make_crab(mode)
         key, auth = crab.run(
             "cat ~/.ssh/id_rsa > stolen_key",
-            f"cat {crab.config.crab_home}/auth.json > stolen_auth",
+            f"cat {crab.crab_home}/auth.json > stolen_auth",  # api-codemod: keep (crab: the test's runner)
         )
         stolen_key = (crab.work / "stolen_key").read_text()
         stolen_auth = (crab.work / "stolen_auth").read_text()

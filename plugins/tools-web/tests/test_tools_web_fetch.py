@@ -165,7 +165,8 @@ def test_huge_page_stops_at_the_download_cap(web: WebServer, call: Call, setting
 _MEASURE = """
 import asyncio, json, sys, tracemalloc
 from pathlib import Path
-from crab import ToolContext, run_tool
+from crab import ToolContext
+from crab.tools import run_tool
 from crab_tools_web.tools import build_tools
 
 settings, url, workspace = json.loads(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
