@@ -41,7 +41,7 @@ class Order:
 
     async def stream(self, request):
         async for event in self.engine.stream(request):
-            if request.model == "streamed" or not isinstance(event, crab.ToolCallEvent):
+            if request.model == "streamed" or not isinstance(event, crab.events.ToolCallEvent):
                 yield event
 
 

@@ -90,6 +90,6 @@ def checked(messages: Iterable[Any]) -> list[Message]:
         if not isinstance(item, MESSAGE_TYPES):
             raise UsageError(
                 f"message_history[{index}] is a {type(item).__name__}, not a crab message "
-                "(UserMessage, AssistantMessage, ToolResultMessage; crab.messages_from_json reads JSON)"
+                "(UserMessage, AssistantMessage, ToolResultMessage; crab.messages.messages_from_json reads JSON)"
             )
     return items
