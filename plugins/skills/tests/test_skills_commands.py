@@ -166,7 +166,7 @@ def test_allowed_tools_only_narrows_what_the_turn_may_call(crab_agent, crab_home
     )
     harness.run("/status")
     results = [m for m in harness.requests[-1].messages if isinstance(m, ToolResultMessage)]
-    assert tools.ran == ["read a", "git status --short"]
+    assert sorted(tools.ran) == ["git status --short", "read a"]  # the reply's calls run side by side
     assert results[2].is_error
     assert "/status allows only read, bash(git status:*); bash is not among them" in results[2].content
     harness.run("now anything")  # the command is over: nothing is narrowed any more
