@@ -130,6 +130,10 @@ class Pipeline:
         worker = threading.Thread(target=stop, name="crab-otel-shutdown", daemon=True)
         worker.start()
         worker.join(0.0 if self.once is not None and self.once.said else self.shutdown_timeout)
+        if worker.is_alive() and self.once is not None:
+            # the last export did not end in time (a collector that never answers, a slow machine):
+            # what it held is lost, which the user hears once, as for a refused export
+            self.once.failed()
 
 
 def build(
