@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crab._config.layers import Config, load_config
+from crab._config.layers import load_config
+from crab._contracts.config import Config
 from crab._contracts.config_tables import CORE_TABLE, ConfigTable, InvalidValue, Setting, validate_table
 from crab._contracts.errors import ConfigError
 

@@ -154,13 +154,7 @@ Parts on one line are independent: neither imports the other. ``crab`` is the pa
 (``crab/__init__.py``), the line below it the public submodules that re-export the rest of the API
 (docs/api.md), ``testing`` the test kit (crab-testing); ``__main__`` belongs to ``_cli``."""
 
-LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("_contracts", "_config"): (
-        "AgentHandle.config and ToolContext.config are typed crab.Config, a class whose resolve() "
-        "(layers merged, tables checked) is _config's work: its data half must move into the "
-        "contracts (or a Protocol for what plugins read of it) before this edge goes"
-    ),
-}
+LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {}
 """Edges against ``LAYERS`` still in the code, each with why; removing one is a one-line change."""
 
 
@@ -201,7 +195,7 @@ def test_core_keeps_its_layers():
 
 
 def test_the_contracts_import_nothing_else_of_crab():
-    # The one exception allowed is the Config type (LAYER_EXCEPTIONS says why); nothing at run time.
+    # Not even a type: crab.Config's data is a contract (_contracts/config.py), its loading _config's.
     graph = import_graph(module_names(), type_checking=True)
     runtime = import_graph(module_names())
     outside = sorted(
@@ -213,7 +207,7 @@ def test_the_contracts_import_nothing_else_of_crab():
     )
     assert outside == []
     typed = {part_of(t) for name, targets in graph.items() if part_of(name) == "_contracts" for t in targets}
-    assert typed - {"_contracts"} <= {into for source, into in LAYER_EXCEPTIONS if source == "_contracts"}
+    assert typed == {"_contracts"}
 
 
 CONTRACT_FUNCTIONS: dict[str, str] = {

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # crab's public names: one import per module, each name re-ex
     from crab._assembly.library import Agent as Agent, Run as Run  # noqa: I001
     from crab._assembly.output import OutputError as OutputError
     from crab._assembly.result import RunResult as RunResult, ToolCallRecord as ToolCallRecord
-    from crab._config.layers import Config as Config
+    from crab._contracts.config import Config as Config
     from crab._contracts.channels import Channel as Channel
     from crab._contracts.commands import Command as Command, CommandContext as CommandContext
     from crab._contracts.commands import CommandResult as CommandResult

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from typing_extensions import Unpack
 
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
     from crab._contracts.providers import ModelRequest, Provider
     from crab._contracts.renderers import Renderer
     from crab._contracts.storage import Store

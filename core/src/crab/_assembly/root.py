@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from crab._contracts.errors import CrabError, PluginError, UsageError
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
     from crab._contracts.interception import AskUser
     from crab._contracts.providers import Provider
     from crab._contracts.questions import AskQuestion

@@ -13,7 +13,7 @@ from crab._config.layers import parse_value
 from crab._config.paths import find_project_dir, user_config_path
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
     from crab._contracts.config_tables import ConfigTable
 
 
@@ -59,7 +59,8 @@ def _leaves(prefix: str, node: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
 
 def _tables(plugins: str | None) -> list[ConfigTable]:
     from crab._assembly.choosing import build_host, declared_tables
-    from crab._config.layers import Config, load_config
+    from crab._config.layers import load_config
+    from crab._contracts.config import Config
     from crab._contracts.config_tables import CORE_TABLE, SERVE_TABLE
     from crab._contracts.errors import CrabError
 

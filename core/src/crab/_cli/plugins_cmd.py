@@ -53,8 +53,9 @@ def plugin_records(plugins: str | None) -> tuple[list[PluginRecord], list[str], 
     from dataclasses import replace
 
     from crab._assembly.plugin_choice import choose_plugins, parse_plugin_list
-    from crab._config.layers import Config, load_config
+    from crab._config.layers import load_config
     from crab._config.paths import user_config_path
+    from crab._contracts.config import Config
     from crab._host.last_run import applied
     from crab._host.plugin_host import PluginHost
     from crab._version import __version__

@@ -19,7 +19,7 @@ from crab._values.utf8 import json_text
 
 if TYPE_CHECKING:
     from crab._assembly.output import OutputSpec
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
     from crab._contracts.images import ImagePart
     from crab._host.plugin_host import PluginHost
     from crab._loop.agent import Agent

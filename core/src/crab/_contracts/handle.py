@@ -13,8 +13,8 @@ from crab._contracts.events import TurnStop
 from crab._contracts.messages import Usage
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
     from crab._contracts.commands import Command
+    from crab._contracts.config import Config
     from crab._contracts.events import Event
     from crab._contracts.images import ImagePart
     from crab._contracts.messages import AssistantMessage, Message

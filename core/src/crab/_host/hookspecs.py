@@ -15,9 +15,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
-    from crab._config.layers import Config
     from crab._contracts.channels import Channel
     from crab._contracts.commands import Command
+    from crab._contracts.config import Config
     from crab._contracts.config_tables import ConfigTable
     from crab._contracts.events import Event
     from crab._contracts.handle import AgentHandle

@@ -10,9 +10,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crab._config.layers import Config
 from crab._config.paths import live_home
 from crab._contracts.commands import Command, CommandContext, CommandResult
+from crab._contracts.config import Config
 from crab._contracts.config_tables import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
 from crab._contracts.errors import ChannelError, CrabError, UsageError
 from crab._contracts.events import CommandOutput, Event

@@ -26,7 +26,7 @@ from crab._loop.session import Session
 from crab._values.redacted import redacted_ask, redacted_question
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
     from crab._contracts.handle import AgentHandle
     from crab._host.plugin_host import PluginHost
 
