@@ -215,7 +215,6 @@ CONTRACT_FUNCTIONS: dict[str, str] = {
     "config_tables.show_value": "how a value is written in every config message; InvalidValue's text uses it",
     "config_tables._number": "a bound in Setting's range text",
     "config_tables.validate_table": "the public crab.config.validate_table: ConfigTable.validate, unchecked table",
-    "config_tables._core_trust_filter": "CORE_TABLE's trust filter, declared with the table",
     "images.sniff_image": "ImagePart.from_bytes and from_path type the bytes they are given",
     "images.sha256_hex": "ImagePart computes its hash from its bytes",
     "images.human_size": "ImagePart.describe",

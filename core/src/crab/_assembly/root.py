@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from crab._config.core_tables import PERMISSION_MODES
 from crab._contracts.errors import CrabError, PluginError, UsageError
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
     from crab._loop.agent import Agent
 
 PermissionMode = Literal["ask", "yolo", "read-only", "plan"]
-PERMISSION_MODES: tuple[str, ...] = ("ask", "yolo", "read-only", "plan")
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,9 +59,9 @@ def _leaves(prefix: str, node: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
 
 def _tables(plugins: str | None) -> list[ConfigTable]:
     from crab._assembly.choosing import build_host, declared_tables
+    from crab._config.core_tables import CORE_TABLE, SERVE_TABLE
     from crab._config.layers import load_config
     from crab._contracts.config import Config
-    from crab._contracts.config_tables import CORE_TABLE, SERVE_TABLE
     from crab._contracts.errors import CrabError
 
     try:
