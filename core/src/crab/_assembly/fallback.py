@@ -22,7 +22,7 @@ from crab._contracts.events import (
 )
 from crab._contracts.messages import AssistantMessage
 from crab._contracts.providers import ModelInfo, ModelRequest, Provider
-from crab._loop.pricing import with_cost
+from crab._values.pricing import with_cost
 
 if TYPE_CHECKING:
     from crab._contracts.config import Config

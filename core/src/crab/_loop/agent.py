@@ -28,7 +28,6 @@ from crab._host.dispatch import Failure, ModelCallRefused
 from crab._host.plugin_host import PluginHost
 from crab._loop.delivery import Delivery
 from crab._loop.handle import LoopHandle as AgentHandle
-from crab._loop.images import ImageLimits
 from crab._loop.model_call import ModelCalls
 from crab._loop.model_choice import Models
 from crab._loop.model_context import LoopSettings, ModelContext
@@ -40,6 +39,7 @@ from crab._loop.turn import Turn
 from crab._secrets.keys import known_secrets
 from crab._secrets.redaction import EventRedactor, Redactor
 from crab._system.live_sessions import turn_running
+from crab._values.images import ImageLimits
 
 if TYPE_CHECKING:
     from crab._loop.channel_host import ChannelHost

@@ -11,7 +11,7 @@ from typing import Any
 
 from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage
 from crab._contracts.storage import Entry
-from crab._loop.compaction import carried
+from crab._values.compaction_text import carried
 from crab._values.message_json import message_from_dict
 
 NO_RESULT = "No result provided: the session ended before this tool call finished."

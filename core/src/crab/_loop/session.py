@@ -48,7 +48,7 @@ class Session:
     progressive view): a call to any other that fails its schema gets the schema in its result.
     ``model`` is the provider and model ``/model`` chose for this session (None: the agent's); a
     resume restores it from the entry that recorded the switch.
-    ``blobs`` caches the image bytes read back from the store (``crab._loop.images``).
+    ``blobs`` caches the image bytes read back from the store (``crab._values.images``).
     """
 
     info: SessionInfo
