@@ -13,9 +13,9 @@ from crab._contracts.messages import AssistantMessage, Message, ToolCall, ToolRe
 from crab._contracts.providers import ModelRequest
 from crab._loop import compaction
 from crab._loop.budget import TokenBudget, request_tokens
-from crab._loop.history import build_context, unpaired_calls
 from crab._values import compaction_text
 from crab._values.compaction_text import CONTINUED
+from crab._values.history import build_context, unpaired_calls
 from crab.testing import ScriptedProvider
 
 TRUE_RATIO = 1.3  # the "real" tokenizer counts 30% more than characters / 4

@@ -449,7 +449,7 @@ class Agent(Generic[OutputT]):
     async def _seed(self, session: Session, history: tuple[Message, ...]) -> None:
         """Record ``history`` as the start of the new ``session`` (stored, so a resume sees it too);
         the context is the repaired one every request gets (each call paired)."""
-        from crab._loop.history import repair
+        from crab._values.history import repair
 
         recorder = self._agent.recorder
         for message in history:

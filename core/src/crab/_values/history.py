@@ -1,6 +1,8 @@
 """Turning stored entries into the message history a provider may see, repaired: every call gets
 exactly one result, aborted replies stay out, context starts at the last handoff (``repair``,
-``stand_ins``; docs/architecture.md#invariants-the-tests-hold-the-code-to)."""
+``stand_ins``; docs/architecture.md#invariants-the-tests-hold-the-code-to). Pure functions of the
+contracts' values, so ``_values``': the loop's turn, recorder and sessions, and crab.Agent's history
+as data, all read a session through them."""
 
 from __future__ import annotations
 
