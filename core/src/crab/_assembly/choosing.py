@@ -109,11 +109,11 @@ LAST_RUN = "last-run"
 
 
 def remember_failures(host: PluginHost, config: Config, *, complete: bool) -> None:
-    """Keep what this host's plugins met (``crab._host.last_run``), secrets masked, in crab's home;
+    """Keep what this host's plugins met (``crab._assembly.last_run``), secrets masked, in crab's home;
     ``complete`` when every hook a run calls was called, so a plugin that worked clears its entry."""
+    from crab._assembly.last_run import failures_file, remember
     from crab._config import environ
     from crab._contracts.errors import CrabError
-    from crab._host.last_run import failures_file, remember
     from crab._secrets.keys import known_secrets
     from crab._secrets.redaction import Redactor
 

@@ -156,7 +156,7 @@ def assemble(
     still choose one (its own setting).
     ``on_setup_notice`` gets the config notices and plugin failures when setup fails before an agent
     exists to show them. ``remember_failures`` (the CLI's runs) keeps the plugin failures the run
-    meets in crab's home for ``crab plugins list`` (``crab._host.last_run``).
+    meets in crab's home for ``crab plugins list`` (``crab._assembly.last_run``).
     """
     from crab._assembly.choosing import LAST_RUN, FailureMemory, choose_store
     from crab._assembly.choosing import remember_failures as remember

@@ -1,5 +1,5 @@
 """``crab serve [CHANNEL…]``: run channel plugins (a bot, a scheduler) with one agent until stopped
-(``crab._loop.channel_host``); remote unless every channel is local (docs/architecture.md#crab-serve)."""
+(``crab._assembly.channel_host``); remote unless every channel is local (docs/architecture.md#crab-serve)."""
 
 from __future__ import annotations
 
@@ -40,10 +40,10 @@ def chosen_channels(names: Sequence[str], configured: Sequence[str], loaded: dic
 
 
 def serve_channels(names: Sequence[str], options: RunOptions) -> int:
+    from crab._assembly.channel_host import ChannelHost
     from crab._assembly.choosing import choose_renderer, emit_config_notices, start_agent
     from crab._cli.setup import prepare
     from crab._contracts.renderers import RenderTarget
-    from crab._loop.channel_host import ChannelHost
 
     prepared = prepare(options, ask=None, local=False)
     config = prepared.config

@@ -248,7 +248,7 @@ class AgentHandle(Protocol):
 
     async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> SessionView:
         """The session of conversation ``address`` (a chat id) on ``channel``: the stored session
-        keyed so (``crab._loop.channel_host``), resumed, or a new one. Under ``crab serve`` it is kept
+        keyed so (``crab._assembly.channel_host``), resumed, or a new one. Under ``crab serve`` it is kept
         live for the process, and the permission gate asks through the channel's ``ask`` when it
         has one. ``session_id`` moves the conversation to that session (after ``/fork``)."""
 

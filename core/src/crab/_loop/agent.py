@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from crab._config.paths import live_home
 from crab._contracts.commands import Command, CommandContext, CommandResult
@@ -41,10 +41,18 @@ from crab._secrets.redaction import EventRedactor, Redactor
 from crab._system.live_sessions import turn_running
 from crab._values.images import ImageLimits
 
-if TYPE_CHECKING:
-    from crab._loop.channel_host import ChannelHost
-
 Listener = Callable[[Event], None]
+
+
+class ServedChannels(Protocol):
+    """What the agent asks of ``crab serve``'s channels when they run in its process: running them
+    is composition (``crab._assembly.channel_host.ChannelHost``), the loop only routes to them."""
+
+    def release(self, session: Session) -> None: ...
+
+    async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> Session: ...
+
+    async def deliver(self, channel: str, address: str, text: str) -> None: ...
 
 
 class Agent:
@@ -78,7 +86,7 @@ class Agent:
         self.local = local
         self.busy: set[Session] = set()
         """Sessions with a turn running or queued (``crab serve`` waits for them on SIGTERM)."""
-        self.channel_host: ChannelHost | None = None
+        self.channel_host: ServedChannels | None = None
         """The channels ``crab serve`` runs (delivery, keyed sessions); None elsewhere."""
         self.keyboard = False  # True when a person types each input (interactive chat): see loop/shell.py
         self.redactor = Redactor(known_secrets(config))

@@ -40,7 +40,7 @@ class Session:
     is a cache kept in step as entries are appended). ``state`` is the tools' session scratch.
     ``budget`` is the token budget, made on first use (``Agent.budget``).
     ``ask`` is how the permission gate asks the person behind this session when that is not the
-    agent's own ``ask`` (a chat on a remote channel: ``crab._loop.channel_host``); ``question``
+    agent's own ``ask`` (a chat on a remote channel: ``crab._assembly.channel_host``); ``question``
     likewise asks that person a tool's ``crab.Question``.
     ``compacting`` is held while a compaction rewrites the context; a turn does not start then.
     ``side_usage`` is what ``AgentHandle.complete`` spent for the session, until its turn takes it.

@@ -1,5 +1,6 @@
 """``crab serve``'s channels in one process: supervised, addressable, keyed sessions, drained
-(docs/architecture.md#crab-serve)."""
+(docs/architecture.md#crab-serve). Running channels beside an agent is composition, not the loop:
+the agent only routes ``session_for``/``deliver`` to the host it is given (``Agent.channel_host``)."""
 
 from __future__ import annotations
 
