@@ -12,8 +12,8 @@ from crab._contracts.events import CompactionEvent, ErrorEvent, TurnEnded, Usage
 from crab._contracts.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
 from crab._contracts.providers import ModelRequest
 from crab._loop import compaction
-from crab._loop.budget import TokenBudget, request_tokens
 from crab._values import compaction_text
+from crab._values.budget import TokenBudget, request_tokens
 from crab._values.compaction_text import CONTINUED
 from crab._values.history import build_context, unpaired_calls
 from crab.testing import ScriptedProvider

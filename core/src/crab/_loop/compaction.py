@@ -17,7 +17,7 @@ from crab._contracts.events import CompactionEvent, Event
 from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool
-from crab._loop.budget import CHARS_PER_TOKEN, TokenBudget, message_chars, raw_tokens
+from crab._values.budget import CHARS_PER_TOKEN, TokenBudget, message_chars, raw_tokens
 from crab._values.compaction_text import (
     INSTRUCTION,
     SYSTEM,
