@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from crab._builtin.shell import KEYBOARD_TOOL, SHELL_TOOL, one_line
 from crab._contracts.events import CommandOutput
 from crab._contracts.interception import Deny, PermissionRequest
 from crab._host.hookspecs import hookimpl
-from crab._loop.shell import KEYBOARD_TOOL, SHELL_TOOL, one_line
 
 
 def test_one_line_accepts_a_single_line_only():

@@ -39,8 +39,8 @@ if TYPE_CHECKING:  # crab's public names: one import per module, each name re-ex
     from crab._contracts.channels import Channel as Channel
     from crab._contracts.commands import Command as Command, CommandContext as CommandContext
     from crab._contracts.commands import CommandResult as CommandResult
-    from crab._contracts.config_tables import ConfigTable as ConfigTable, InvalidValue as InvalidValue
-    from crab._contracts.config_tables import Setting as Setting
+    from crab._contracts.config import ConfigTable as ConfigTable, InvalidValue as InvalidValue
+    from crab._contracts.config import Setting as Setting
     from crab._contracts.errors import ChannelError as ChannelError, ConfigError as ConfigError
     from crab._contracts.errors import ContextOverflowError as ContextOverflowError, CrabError as CrabError
     from crab._contracts.errors import PluginError as PluginError, ProviderError as ProviderError

@@ -8,8 +8,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from crab._assembly.plugin_choice import choose_plugins, parse_plugin_list
-from crab._contracts.config import Config
-from crab._contracts.config_tables import ConfigTable
+from crab._contracts.config import Config, ConfigTable
 from crab._contracts.errors import ConfigError, StoreError, UsageError
 from crab._contracts.providers import Provider
 from crab._contracts.renderers import Renderer, RendererSpec, RenderTarget

@@ -206,6 +206,8 @@ def assemble(
             for line in [*config.notices(), *failures]:
                 on_setup_notice(line)
         raise
+    from crab._builtin.shell import shell_input  # `!cmd`, core's own: see crab/_builtin/shell.py
+
     agent = Agent(
         host,
         config,
@@ -216,6 +218,7 @@ def assemble(
         ask=ask,
         local=local,
         question=question,
+        shell=shell_input,
     )
     thinking.agent = agent
     return Assembly(config, host, agent)

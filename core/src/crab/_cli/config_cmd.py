@@ -13,8 +13,7 @@ from crab._config.layers import parse_value
 from crab._config.paths import find_project_dir, user_config_path
 
 if TYPE_CHECKING:
-    from crab._contracts.config import Config
-    from crab._contracts.config_tables import ConfigTable
+    from crab._contracts.config import Config, ConfigTable
 
 
 def _checked_config(quiet: bool = False) -> Config:
@@ -75,7 +74,7 @@ def _tables(plugins: str | None) -> list[ConfigTable]:
 
 def keys(plugins: str | None, as_json: bool) -> None:
     """Every declared key of ``[crab]`` and of each loaded plugin's table."""
-    from crab._contracts.config_tables import format_key, show_value
+    from crab._contracts.config import format_key, show_value
 
     tables = _tables(plugins)
     if as_json:

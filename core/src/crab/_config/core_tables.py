@@ -1,13 +1,13 @@
 """Core's own settings tables, ``[crab]`` and ``[serve]``: what they hold is core's configuration,
 declared with the same ``ConfigTable`` a plugin's table uses (the contract stays in
-``crab._contracts.config_tables``; docs/configuration.md)."""
+``crab._contracts.config``; docs/configuration.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from crab._contracts.config_tables import (
+from crab._contracts.config import (
     DEFAULT_MAX_IMAGE_BYTES,
     DEFAULT_MAX_IMAGE_SIDE,
     ConfigTable,

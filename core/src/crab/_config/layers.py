@@ -13,8 +13,7 @@ from typing import Any
 from crab._config import environ
 from crab._config.core_tables import CORE_TABLE, SERVE_TABLE
 from crab._config.paths import find_project_dir, user_config_path
-from crab._contracts.config import Config, Layer
-from crab._contracts.config_tables import ConfigTable, InvalidValue, Parts, format_key
+from crab._contracts.config import Config, ConfigTable, InvalidValue, Layer, Parts, format_key
 from crab._contracts.errors import ConfigError
 
 TOP_LEVEL = ("crab", "plugins", "serve")

@@ -17,8 +17,7 @@ if TYPE_CHECKING:
 
     from crab._contracts.channels import Channel
     from crab._contracts.commands import Command
-    from crab._contracts.config import Config
-    from crab._contracts.config_tables import ConfigTable
+    from crab._contracts.config import Config, ConfigTable
     from crab._contracts.events import Event
     from crab._contracts.handle import AgentHandle
     from crab._contracts.interception import Answer, Decision, Deny, PermissionRequest

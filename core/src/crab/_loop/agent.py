@@ -12,14 +12,13 @@ from typing import Any, Protocol
 
 from crab._config.paths import live_home
 from crab._contracts.commands import Command, CommandContext, CommandResult
-from crab._contracts.config import Config
-from crab._contracts.config_tables import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
+from crab._contracts.config import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE, Config
 from crab._contracts.errors import ChannelError, CrabError, UsageError
 from crab._contracts.events import CommandOutput, Event
 from crab._contracts.handle import ChildOutcome
 from crab._contracts.images import ImagePart
 from crab._contracts.interception import AskUser
-from crab._contracts.messages import AssistantMessage, Message
+from crab._contracts.messages import AssistantMessage, Message, ToolCall
 from crab._contracts.providers import ModelRequest, Provider
 from crab._contracts.questions import AskQuestion
 from crab._contracts.storage import Store
@@ -55,13 +54,29 @@ class ServedChannels(Protocol):
     async def deliver(self, channel: str, address: str, text: str) -> None: ...
 
 
+class ShellInput(Protocol):
+    """Runs one ``!cmd`` a person typed: core's built-in ``crab._builtin.shell.shell_input``, which
+    the composition root gives the agent (the loop only routes the line to it)."""
+
+    async def __call__(
+        self,
+        host: PluginHost,
+        command: str,
+        make_context: Callable[[ToolCall, Tool], ToolContext],
+        *,
+        timeout: float,
+        local: bool,
+        keyboard: bool = False,
+    ) -> CommandResult: ...
+
+
 class Agent:
     """Runs turns for sessions of one store with one provider and model.
 
     ``ask`` is how the active channel asks the user for permission (None: nobody can answer,
     so the gate refuses); ``question`` how it asks the user a tool's question (None: nobody can
     answer, so such a tool says so at once). ``local`` is False for remote channels, which may not
-    run ``!shell``.
+    run ``!shell``; ``shell`` runs it (None: a ``!`` line is refused).
     """
 
     def __init__(
@@ -76,8 +91,10 @@ class Agent:
         ask: AskUser | None = None,
         local: bool = True,
         question: AskQuestion | None = None,
+        shell: ShellInput | None = None,
     ) -> None:
         self.host = host
+        self.shell = shell
         self.config = config
         self.store = store
         self.provider = provider
@@ -88,7 +105,7 @@ class Agent:
         """Sessions with a turn running or queued (``crab serve`` waits for them on SIGTERM)."""
         self.channel_host: ServedChannels | None = None
         """The channels ``crab serve`` runs (delivery, keyed sessions); None elsewhere."""
-        self.keyboard = False  # True when a person types each input (interactive chat): see loop/shell.py
+        self.keyboard = False  # True when a person types each input (interactive chat): see crab/_builtin/shell.py
         self.redactor = Redactor(known_secrets(config))
         self.outgoing = EventRedactor(self.redactor)
         self.recorder = Recorder(store, self.redactor)
@@ -357,15 +374,16 @@ class Agent:
         )
 
     async def _run_shell(self, session: Session, command: str) -> TurnOutcome:
-        from crab._loop.shell import shell_input  # the gate decides: see crab/_loop/shell.py
-
-        result = await shell_input(
-            self.host,
-            command,
-            lambda call, tool: self.context.tool_context(session, call, tool),
-            timeout=self.context.settings.tool_timeout,
-            local=self.local,
-            keyboard=self.keyboard,
-        )
+        if self.shell is None:
+            result = CommandResult("!commands do not run here", is_error=True)
+        else:
+            result = await self.shell(
+                self.host,
+                command,
+                lambda call, tool: self.context.tool_context(session, call, tool),
+                timeout=self.context.settings.tool_timeout,
+                local=self.local,
+                keyboard=self.keyboard,
+            )
         self.emit(CommandOutput("!", result.text, result.is_error), session.id)
         return TurnOutcome(stop="command", text=result.text, error=result.text if result.is_error else None)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from crab._contracts.config_tables import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
+from crab._contracts.config import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
 from crab._contracts.errors import CrabError
 from crab._contracts.images import ImagePart
 from crab._contracts.messages import Message, ToolResultMessage, UserMessage
