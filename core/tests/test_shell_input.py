@@ -39,6 +39,17 @@ def test_yolo_runs_the_command(crab_agent):
     assert _ran(h.workspace)
 
 
+def test_an_agent_given_no_shell_refuses_the_line_and_runs_nothing(crab_agent):
+    # `!cmd` is core's built-in (crab._builtin.shell), which the composition root gives the agent;
+    # an agent without it (crab info's) says so instead of running anything.
+    h = crab_agent(config={"crab.permissions": "yolo"})
+    h.agent.shell = None
+    outcome = h.run("!echo x > ran.txt")
+    assert outcome.stop == "command" and outcome.error == "!commands do not run here"
+    assert not _ran(h.workspace)
+    assert h.events_of(CommandOutput)[-1].is_error
+
+
 def test_read_only_refuses_even_at_the_keyboard(crab_agent):
     h = crab_agent(config={"crab.permissions": "read-only"})
     h.agent.keyboard = True
