@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from crab._contracts.errors import StoreError, UsageError
 from crab._contracts.events import Event
-from crab._contracts.interception import AskUser
+from crab._contracts.interception import AskUser, PermissionRequest
 from crab._contracts.messages import Message, ToolCall, ToolResultMessage
+from crab._contracts.questions import Question
 from crab._contracts.storage import Entry
 from crab._contracts.tools import Tool, ToolResult
 from crab._loop.compaction import handoff_note
@@ -23,6 +24,7 @@ from crab._loop.model_choice import stored_choice
 from crab._loop.session import QueuedInput, Session
 from crab._loop.steps import Input, Prompt, RunTools, Step
 from crab._loop.turn import Turn
+from crab._values.redacted import redacted_ask, redacted_question
 
 if TYPE_CHECKING:
     from crab._loop.agent import Agent
@@ -115,6 +117,33 @@ class TurnSteps:
     def emit(self, event: Event) -> None:
         """Show ``event`` through the agent (redacted, to its renderer and listeners)."""
         self._agent.emit(event, self.session_id)
+
+    def can_ask(self, question: PermissionRequest | Question) -> bool:
+        """Whether someone can answer ``question`` here: this session's or the agent's asker of its
+        kind exists (where none does, say so at once, as a tool's ``ctx.ask`` being None does)."""
+        return self._asker(question) is not None
+
+    async def ask_user(self, question: PermissionRequest | Question) -> str | None:
+        """Ask the user ``question`` (a call's permission, a tool's ``crab.Question``) through this
+        session's own question path, as an ``Ask`` step of an in-process turn asks it: once whoever
+        takes the session's events has taken those before it, with secrets masked, a question's
+        answer held to ``Question.answer_for``. A permission's ``"once"``, ``"always"`` or
+        ``"deny"``, a question's answer; None when nobody answered or nobody can (``can_ask``).
+        For a driver whose tools run elsewhere and ask through it (a durable engine's client);
+        the ``crab_permission_request`` hooks ran where the call is."""
+        asker = self._asker(question)
+        if asker is None:
+            return None
+        if self._session.caught_up is not None:
+            await self._session.caught_up()
+        answer = await asker(question)
+        return answer if isinstance(answer, str) else None
+
+    def _asker(self, question: PermissionRequest | Question) -> Any:
+        session, context = self._session, self._agent.context
+        if isinstance(question, PermissionRequest):
+            return redacted_ask(session.ask if session.ask is not None else context.ask, context.redact)
+        return redacted_question(session.question if session.question is not None else context.question, context.redact)
 
 
 async def turn_steps(
