@@ -278,6 +278,27 @@ def test_answers_that_are_not_the_users_are_refused_and_the_question_holds_no_se
     assert SECRET not in kept
 
 
+def test_ctrl_c_while_the_question_is_shown_aborts_the_turn_and_nothing_runs(site: Site):
+    marker = site.root / "effects"
+    write_call(site, marker)
+    site.start_worker("a", yolo=False, plugins=ASKING)
+    terminal = Terminal(site, "change something")
+    try:
+        terminal.wait_for(PROMPT)
+        os.killpg(terminal.process.pid, signal.SIGINT)
+        assert terminal.finish() == 130, terminal.text()
+    finally:
+        terminal.kill()
+    assert "Traceback" not in terminal.text()
+    session_id = _only_session(site)
+    assert tool_results(site, session_id) == [[INTERRUPTED]]
+    wait_for(
+        lambda: '"status": "WORKFLOW_EXECUTION_STATUS_COMPLETED"' in _describe(site, f"crab-session-{session_id}"),
+        "the end",
+    )
+    assert not marker.exists()
+
+
 def test_ask_user_on_a_worker_asks_the_user_at_the_client(site: Site):
     site.write_script(
         [

@@ -15,7 +15,7 @@ from crab._contracts.errors import StoreError, UsageError
 from crab._contracts.events import Event
 from crab._contracts.interception import AskUser, PermissionRequest
 from crab._contracts.messages import Message, ToolCall, ToolResultMessage
-from crab._contracts.questions import Question
+from crab._contracts.questions import AskQuestion, Question
 from crab._contracts.storage import Entry
 from crab._contracts.tools import Tool, ToolResult
 from crab._loop.compaction import handoff_note
@@ -66,7 +66,7 @@ class TurnSteps:
     async def again(self) -> TurnSteps:
         """The session read from the store once more: the next step's view, as another process
         reads it (what earlier steps recorded included)."""
-        return await turn_steps(self._agent, self.session_id, ask=self._session.ask)
+        return await turn_steps(self._agent, self.session_id, ask=self._session.ask, question=self._session.question)
 
     async def begin(self) -> None:
         """At a turn's start: a stand-in result for each call an earlier turn left without one."""
@@ -147,11 +147,17 @@ class TurnSteps:
 
 
 async def turn_steps(
-    agent: Agent, session_id: str | None, title: str | None = None, *, ask: AskUser | None = None
+    agent: Agent,
+    session_id: str | None,
+    title: str | None = None,
+    *,
+    ask: AskUser | None = None,
+    question: AskQuestion | None = None,
 ) -> TurnSteps:
     """``session_id`` (None: a new session titled ``title``) read from ``agent``'s store as a resume
-    reads it; ``SessionGone`` when this agent cannot run it. ``ask``: how its permission questions
-    reach the user when that is not the agent's own ``ask`` (a library agent's ``ask=``)."""
+    reads it; ``SessionGone`` when this agent cannot run it. ``ask``/``question``: how its
+    permission questions and tools' questions reach the user when that is not the agent's own way
+    (a library agent's ``ask=``, a channel's person)."""
     store, here = agent.store, agent.workspace
     if session_id is None:
         session_id = (await store.create_session(str(here), title=title)).id
@@ -172,6 +178,7 @@ async def turn_steps(
         messages=history.messages,
         handoff=dict(history.handoff) if history.handoff else None,
         ask=ask,
+        question=question,
     )
     agent.models.restore(session, stored_choice(entries))
     # The system prompt the session's requests carried (a live session gathers it once): the same

@@ -14,7 +14,7 @@ from typing import Any
 import crab
 from crab import steps
 
-from crab_temporal.questions import ANSWERED, WAITING
+from crab_temporal.questions import ANSWERED, CLOSED, WAITING
 
 POLL = 0.25
 """Seconds between two looks of the asking worker at its question."""
@@ -53,7 +53,9 @@ async def _ask(kind: str, body: dict[str, Any]) -> str | None:
     question_id, wait = str(got["id"]), float(got["wait"])
     loop = asyncio.get_running_loop()
     end = loop.time() + wait
-    while got["state"] in WAITING:
+    # CLOSED: the turn was aborted, and this activity is being cancelled (the call then gets the
+    # interrupted result, as in one process): no answer is made up meanwhile.
+    while got["state"] in (*WAITING, CLOSED):
         if loop.time() >= end:  # nobody answered (no client, or one that died): refused, never allowed
             got = await handle.execute_update("give_up", question_id)
             break
