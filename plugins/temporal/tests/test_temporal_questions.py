@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from crab.testing import process_alive
 from temporal_site import DEADLINE, PLUGINS, Site, temporal_binary, wait_for
-from test_temporal_turns import INTERRUPTED, exported, history_json, payloads, results_per_call
+from test_temporal_turns import HISTORIES, INTERRUPTED, exported, history_json, payloads, results_per_call
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crab-temporal-server")]
 
@@ -273,9 +273,12 @@ def test_answers_that_are_not_the_users_are_refused_and_the_question_holds_no_se
     wait_for(lambda: '"status": "WORKFLOW_EXECUTION_STATUS_COMPLETED"' in _describe(site, workflow), "the turn's end")
     assert not marker.exists()
     assert tool_results(site, session_id) == [[REFUSED]]
-    kept = payloads(history_json(site, session_id))
+    history = history_json(site, session_id)
+    kept = payloads(history)
     assert "bash(command=" in kept and "[redacted]" in kept
     assert SECRET not in kept
+    if os.environ.get("UPDATE_SNAPSHOTS"):  # replayed by test_temporal_replay.py: the updates too
+        (HISTORIES / "turn_with_a_refused_question.json").write_text(history)
 
 
 def test_ctrl_c_while_the_question_is_shown_aborts_the_turn_and_nothing_runs(site: Site):
