@@ -18,6 +18,8 @@ from crab_temporal.questions import ANSWERED, CLOSED, WAITING
 
 POLL = 0.25
 """Seconds between two looks of the asking worker at its question."""
+ABORTED_WAIT = 30.0
+"""Seconds a call asking during an abort waits for its activity's cancel before it gives up."""
 
 
 # --- the worker's side: a tool call asks --------------------------------------------------------
@@ -48,8 +50,15 @@ async def _ask(kind: str, body: dict[str, Any]) -> str | None:
     info = activity.info()
     if info.workflow_id is None:  # a standalone activity: no turn to ask through
         return None
+    from temporalio.client import WorkflowUpdateFailedError
+    from temporalio.service import RPCError
+
     handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
-    got = await handle.execute_update("ask", {"activity_id": info.activity_id, "kind": kind, "body": body})
+    try:
+        got = await handle.execute_update("ask", {"activity_id": info.activity_id, "kind": kind, "body": body})
+    except WorkflowUpdateFailedError:  # the turn is no longer running tools: it was aborted
+        await asyncio.sleep(ABORTED_WAIT)  # its cancel of this activity is on its way
+        return None
     question_id, wait = str(got["id"]), float(got["wait"])
     loop = asyncio.get_running_loop()
     end = loop.time() + wait
@@ -60,7 +69,8 @@ async def _ask(kind: str, body: dict[str, Any]) -> str | None:
             got = await handle.execute_update("give_up", question_id)
             break
         await asyncio.sleep(POLL)
-        got = await handle.query("asked", question_id)
+        with contextlib.suppress(RPCError):  # Temporal away for a moment: look again (the wait is bounded)
+            got = await handle.query("asked", question_id)
     return str(got["answer"]) if got["state"] == ANSWERED and got["answer"] is not None else None
 
 
