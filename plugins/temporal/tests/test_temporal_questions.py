@@ -296,6 +296,8 @@ def test_ctrl_c_while_the_question_is_shown_aborts_the_turn_and_nothing_runs(sit
     terminal = Terminal(site, "change something")
     try:
         terminal.wait_for(PROMPT)
+        # The plain renderer showed the call before the question about it, as in one process.
+        assert -1 < terminal.text().find("→ bash(") < terminal.text().find("? allow exec: bash("), terminal.text()
         os.killpg(terminal.process.pid, signal.SIGINT)
         code = terminal.finish()
     finally:
