@@ -7,7 +7,7 @@ Public as ``crab.steps.TurnSteps`` (docs/architecture.md#a-turn-made-of-steps, d
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -139,7 +139,7 @@ class TurnSteps:
         answer = await asker(question)
         return answer if isinstance(answer, str) else None
 
-    def _asker(self, question: PermissionRequest | Question) -> Any:
+    def _asker(self, question: PermissionRequest | Question) -> Callable[[Any], Awaitable[object]] | None:
         session, context = self._session, self._agent.context
         if isinstance(question, PermissionRequest):
             return redacted_ask(session.ask if session.ask is not None else context.ask, context.redact)
