@@ -1,7 +1,8 @@
 """``TurnSteps``: one step of a session's turn carried out with an agent's own machinery (hooks, model
 calls, the tool runner, the recorder, emit) on the session as the store holds it, for a driver that
 runs the ``TurnMachine`` elsewhere (a durable workflow engine: each step may run in another process).
-Each step is carried out by ``Turn.carry_out``, the in-process driver's own: one implementation.
+Each step is carried out by ``Turn.carry_out``, the in-process driver's own: one implementation; a question
+a call asked in another process is asked through the session's own question path (``ask_user``).
 Public as ``crab.steps.TurnSteps`` (docs/architecture.md#a-turn-made-of-steps, docs/library.md)."""
 
 from __future__ import annotations
