@@ -27,6 +27,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crab-temporal-server")]
 ASKING = f"{PLUGINS},ask"
 PROMPT = "answer (y, a or n, then Enter)> "
 REFUSED = "The user refused this exec call (bash). Ask them how to proceed."
+NOBODY_ANSWERED = (
+    "Refused: bash needs exec permission and nobody answered the question about this call, "
+    "so nothing was allowed. Tell the user what you wanted to do; they can allow it when they are there."
+)
 SECRET = "sk-temporal-question-0123456789abcdef"
 
 
@@ -181,7 +185,7 @@ def test_a_client_that_cannot_ask_gets_the_call_refused_at_once(site: Site):
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert not marker.exists()
-    assert tool_results(site, doc["session_id"]) == [[REFUSED]]
+    assert tool_results(site, doc["session_id"]) == [[NOBODY_ANSWERED]]
 
 
 def test_no_client_the_question_waits_then_the_call_is_refused_never_allowed(site: Site):
@@ -197,7 +201,7 @@ def test_no_client_the_question_waits_then_the_call_is_refused_never_allowed(sit
     finally:
         terminal.kill() if terminal.process.poll() is None else None
     session_id = _only_session(site)
-    wait_for(lambda: tool_results(site, session_id) == [[REFUSED]], "the call to be refused after the wait")
+    wait_for(lambda: tool_results(site, session_id) == [[NOBODY_ANSWERED]], "the call to be refused after the wait")
     workflow = f"crab-session-{session_id}"
     wait_for(
         lambda: '"status": "WORKFLOW_EXECUTION_STATUS_COMPLETED"' in _describe(site, workflow),

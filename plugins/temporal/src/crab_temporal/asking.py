@@ -26,13 +26,17 @@ ABORTED_WAIT = 30.0
 
 
 async def ask_permission(request: crab.PermissionRequest) -> str:
-    """The gate's question (redacted already by the tool's context); "deny" when nobody answered."""
+    """The gate's question (redacted already by the tool's context). Nobody answered (no client, one
+    that cannot ask, a wait that ran out): ``TimeoutError``, so the gate refuses saying so rather
+    than telling the model the user said no."""
     diffs = [
         {"path": diff.path, "unified": diff.unified, "added": diff.added, "removed": diff.removed}
         for diff in request.diffs
     ]
     body = {"tool": request.tool, "permission": request.permission, "summary": request.summary, "diffs": diffs}
     answer = await _ask("permission", body)
+    if answer is None:
+        raise TimeoutError("nobody answered the question")
     return answer if answer in ("once", "always") else "deny"
 
 
