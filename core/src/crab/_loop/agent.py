@@ -298,6 +298,10 @@ class Agent:
         return True
 
     async def _turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
+        if self.channel_host is not None and self.channel_host.engine is not None:
+            from crab._loop.engine_turn import engine_turn
+
+            return await engine_turn(self, self.channel_host.engine, session, item, queue)
         async with turn_running(live_home(), session.id):  # a resume elsewhere leaves its calls be
             return await Turn(self.context, session, item, queue).run()
 

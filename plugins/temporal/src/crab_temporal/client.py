@@ -154,10 +154,12 @@ async def run_turn(
 
 
 async def engine_turn(session: steps.TurnSteps, prompt: str, config: crab.Config) -> steps.TurnOutcome:
-    """``crab run --engine temporal``: the turn handed to the workers and shown as ``crab run``
-    shows one (``crab_turn_engines``)."""
+    """``crab run --engine temporal`` and ``[serve] engine = "temporal"``: the turn handed to the
+    workers and shown as an in-process turn shows (``crab_turn_engines``)."""
+    from crab_temporal.serve import shared_client
+
     settings = TemporalSettings.from_config(config)
-    result = await drive_turn(await connect(settings), session, config, settings, prompt)
+    result = await drive_turn(await shared_client(settings), session, config, settings, prompt)
     return steps.TurnOutcome(
         stop=result["stop"],
         text=str(result.get("text") or ""),
@@ -180,9 +182,11 @@ async def drive_turn(
     waiting = asyncio.ensure_future(_result(handle, session, settings.address))
     aborting = False
     started, told, answered = time.monotonic(), False, False
+    steered = 0  # the steering inputs sent to the workflow so far
     while not waiting.done():
         try:
             await asyncio.wait([waiting], timeout=POLL)
+            steered = await _steer(handle, session, steered, waiting)
             progress = await _progress(handle)
             answered = answered or progress is not None
             if not answered and not told and time.monotonic() - started > NO_WORKER_AFTER:
@@ -199,6 +203,8 @@ async def drive_turn(
                 task.uncancel()
             await _abort(handle)
     result: dict[str, Any] = dict(waiting.result())
+    # Steering the workflow did not take (it came as the turn ended) runs as the next turn.
+    session.took_steering(int(result.get("steered") or 0))
     await view.show_new(await _progress(handle))
     if result.get("shown") and result.get("error"):
         session.emit(crab.events.ErrorEvent(str(result["error"]), "plugin"))
@@ -240,6 +246,22 @@ def failure_reason(exc: BaseException) -> str:
         cause = getattr(cause, "cause", None) or cause.__cause__  # type: ignore[assignment]
     text = " ".join(str(cause).split()) or type(cause).__name__
     return text[:500]
+
+
+async def _steer(handle: Any, session: steps.TurnSteps, sent: int, waiting: asyncio.Future[Any]) -> int:
+    """Send the workflow the steering inputs (a second message while the turn runs, under ``crab
+    serve``) that came since the last time; how many are sent now."""
+    from temporalio.service import RPCError
+
+    for text in session.steering()[sent:]:
+        if waiting.done():
+            break
+        try:
+            await handle.signal("steer", text)
+        except RPCError:  # the turn ended (or Temporal is away): the rest runs as the next turn
+            break
+        sent += 1
+    return sent
 
 
 async def _abort(handle: Any) -> None:

@@ -50,7 +50,8 @@ class Aborted(Exception):
 class TurnWorkflow:
     """Runs one input of one session to its end (``run``'s argument, a dict of small values:
     ``session_id``, ``turn_id``, ``prompt`` (redacted), ``max_iterations``, ``tool_timeout``,
-    ``heartbeat``); returns ``stop``, ``error``, ``text`` and ``tool_calls``."""
+    ``heartbeat``); returns ``stop``, ``error``, ``text``, ``tool_calls`` and ``steered`` (how many
+    ``steer`` signals the turn took: the client runs the others as the next turn)."""
 
     def __init__(self) -> None:
         self._steering: list[str] = []
@@ -110,6 +111,7 @@ class TurnWorkflow:
             "text": machine.text,
             "tool_calls": machine.tool_calls,
             "turn_id": turn_id,
+            "steered": self._taken,
         }
 
     # --- carrying out a step --------------------------------------------------------------------
