@@ -8,7 +8,7 @@ import asyncio
 import secrets
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import crab
 from crab import steps
@@ -123,12 +123,21 @@ class TurnView:
 
 
 def events_of(entries: Sequence[crab.storage.Entry]) -> list[crab.events.Event]:
-    """The events a stored reply or result stands for."""
+    """The events a stored reply or result stands for, in the order an in-process turn shows them:
+    a model call's ``model_call`` start, its text and calls, its usage and its ``model_call`` end
+    (from the ``model_call`` record stored after the reply), then each result."""
     events: list[crab.events.Event] = []
+    calling = False  # a reply shown whose model call's end is not yet
     for entry in entries:
-        if entry.type == "message" and entry.payload.get("role") == "assistant":
+        if entry.type == "event" and entry.payload.get("kind") == "model_call":
+            events.extend(_model_call(entry, started=calling))
+            calling = False
+        elif entry.type == "message" and entry.payload.get("role") == "assistant":
             message = crab.messages.message_from_dict(dict(entry.payload))
             assert isinstance(message, crab.messages.AssistantMessage)
+            provider, model = message.provider or "", message.model or ""
+            events.append(crab.events.ModelCallEvent(entry.session_id, "start", provider, model))
+            calling = True
             if message.content and message.replayable and message.content != steps.NO_REPLY:
                 events.append(crab.events.TextDelta(message.content))
             if message.stop_reason == "error" and message.error:
@@ -139,6 +148,27 @@ def events_of(entries: Sequence[crab.storage.Entry]) -> list[crab.events.Event]:
             assert isinstance(result, crab.messages.ToolResultMessage)
             events.append(crab.events.ToolResultEvent(result.call_id, result.name, result.content, result.is_error))
     return events
+
+
+def _model_call(entry: crab.storage.Entry, started: bool) -> list[crab.events.Event]:
+    """The usage and ``model_call`` end a stored ``model_call`` record stands for (its start too,
+    when no stored reply showed it: a compaction's summary)."""
+    payload = entry.payload
+    provider, model = str(payload.get("provider") or ""), str(payload.get("model") or "")
+    purpose: Literal["turn", "compaction", "plugin"] = "turn"
+    if payload.get("purpose") in ("compaction", "plugin"):
+        purpose = payload["purpose"]
+    usage = crab.messages.usage_from_dict(dict(payload["usage"])) if payload.get("usage") else None
+    events: list[crab.events.Event] = []
+    if not started:
+        events.append(crab.events.ModelCallEvent(entry.session_id, "start", provider, model, purpose))
+    if usage is not None:
+        events.append(crab.events.UsageEvent(usage))
+    stop = payload.get("stop_reason")
+    end = crab.events.ModelCallEvent(
+        entry.session_id, "end", provider, model, purpose, model, stop, payload.get("error_kind"), usage
+    )
+    return [*events, end]
 
 
 async def run_turn(

@@ -1,0 +1,130 @@
+"""``crab serve`` on Temporal (``[serve] engine = "temporal"``) on the real dev server, with real
+``crab worker`` processes and a real ``crab serve http``: a turn from HTTP runs on the workers and
+streams the event kinds an in-process turn streams, in the same order; twenty clients at once
+each get their own turn's reply, with no cross-talk and one result per call; abort from HTTP
+stops the turn where it runs."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+from crab.testing import process_alive
+from temporal_serve_site import (
+    configure,
+    conversation,
+    exported,
+    install_echo,
+    kinds,
+    post,
+    results_per_call,
+    session,
+    start_serve,
+    start_worker,
+    text_of,
+    token,
+)
+from temporal_site import DEADLINE, Site, wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crab-temporal-server")]
+
+SESSIONS = 20
+
+
+def test_a_turn_from_http_runs_on_a_worker_and_streams_as_an_in_process_turn(site: Site):
+    install_echo(site)
+    configure(site, engine=False)
+    key = token(site, "laptop")
+    here = start_serve(site)
+    try:
+        local = post(here.url, key, session(here.url, key), "run: echo in-process")
+    finally:
+        assert here.stop() == 0, here.log()
+    configure(site)  # the same, with [serve] engine = "temporal"
+    start_worker(site, "a")
+    there = start_serve(site)
+    try:
+        session_id = session(there.url, key)
+        remote = post(there.url, key, session_id, "run: echo on-a-worker")
+    finally:
+        assert there.stop() == 0, there.log()
+    assert kinds(remote) == kinds(local), (remote, local)
+    assert kinds(remote)[0] == "turn_start" and kinds(remote)[-1] == "turn_end"
+    assert text_of(local) == "running echo in-processdone: in-process"
+    assert text_of(remote) == "running echo on-a-workerdone: on-a-worker"
+    assert remote[-1]["stop"] == "end" and remote[-1]["text"] == "done: on-a-worker"
+    # The tool ran on the worker, not in crab serve: its result is the worker's.
+    worker_log = site.workers[0].log.read_text(errors="replace")
+    assert "crab worker: running turns" in worker_log
+    assert conversation(exported(site, session_id, "serve-echo,store-sqlite")) == [
+        ("user", "run: echo on-a-worker"),
+        ("assistant", "running echo on-a-worker"),
+        ("tool", "on-a-worker\n[exit code 0]"),
+        ("assistant", "done: on-a-worker"),
+    ]
+
+
+def test_twenty_http_clients_at_once_each_get_their_own_turn(site: Site):
+    install_echo(site)
+    configure(site)
+    key = token(site, "laptop")
+    for name in ("a", "b"):
+        start_worker(site, name)
+    serve = start_serve(site)
+    try:
+        ids = [session(serve.url, key) for _ in range(SESSIONS)]
+
+        def one(n: int) -> list[dict[str, Any]]:
+            return post(serve.url, key, ids[n], f"run: echo client-{n}")
+
+        with ThreadPoolExecutor(SESSIONS) as pool:
+            streams = list(pool.map(one, range(SESSIONS)))
+    finally:
+        assert serve.stop() == 0, serve.log()
+    assert "Traceback" not in serve.log()
+    for n, events in enumerate(streams):
+        ends = [e for e in events if e["type"] == "turn_end"]
+        assert len(ends) == 1 and ends[0]["stop"] == "end", events
+        assert ends[0]["text"] == f"done: client-{n}", events
+        assert ends[0]["session_id"] == ids[n]
+        assert {e.get("session_id") for e in events if "session_id" in e} == {ids[n]}
+        assert text_of(events) == f"running echo client-{n}done: client-{n}"
+    for n, session_id in enumerate(ids):
+        entries = exported(site, session_id, "serve-echo,store-sqlite")
+        assert conversation(entries) == [
+            ("user", f"run: echo client-{n}"),
+            ("assistant", f"running echo client-{n}"),
+            ("tool", f"client-{n}\n[exit code 0]"),
+            ("assistant", f"done: client-{n}"),
+        ]
+        assert list(results_per_call(entries).values()) == [1]
+
+
+def test_abort_from_http_stops_the_turn_on_its_worker(site: Site):
+    install_echo(site)
+    configure(site)
+    key = token(site, "laptop")
+    marker = site.root / "started"
+    start_worker(site, "a")
+    serve = start_serve(site)
+    try:
+        session_id = session(serve.url, key)
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(post, serve.url, key, session_id, f'run: echo "$$" > {marker}; sleep 120')
+            pid = int(wait_for(lambda: marker.exists() and marker.read_text().strip(), "the tool call to start"))
+            with httpx.Client(timeout=DEADLINE) as client:
+                aborted = client.post(
+                    f"{serve.url}/v1/sessions/{session_id}/abort", headers={"Authorization": f"Bearer {key}"}
+                )
+            assert aborted.json() == {"aborted": True}
+            events = running.result(timeout=DEADLINE * 2)
+    finally:
+        assert serve.stop() == 0, serve.log()
+    assert events[-1]["type"] == "turn_end" and events[-1]["stop"] == "aborted", events
+    wait_for(lambda: not process_alive(pid), "the tool's process to end")
+    entries = exported(site, session_id, "serve-echo,store-sqlite")
+    assert list(results_per_call(entries).values()) == [1]
+    assert json.dumps(entries).count("Task interrupted before this tool finished.") == 1
