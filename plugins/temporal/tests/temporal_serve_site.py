@@ -122,7 +122,12 @@ def start_worker(site: Site, name: str) -> Worker:
     command = [sys.executable, "-m", "crab", "worker", "--plugins", PLUGINS, "-m", MODEL, "--yolo"]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            command, cwd=site.workspace, env=site.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            cwd=site.workspace,
+            env={**site.env, "WORKER_NAME": name},  # a tool's output can say where it ran
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     worker = Worker(name, process, log)
     site.workers.append(worker)
