@@ -80,7 +80,8 @@ def configure(site: Site, store: str = "", engine: bool = True) -> None:
         first.write_text(config.read_text())
     text = first.read_text()  # configured afresh each time, from the site's own
     if store:
-        text = re.sub(r'\[crab\]\nstore = "sqlite"\n\[plugins.store-sqlite\]\npath = [^\n]*\n', store, text)
+        text, count = re.subn(r'\[crab\]\nstore = "sqlite"\n\[plugins.store-sqlite\]\npath = [^\n]*\n', store, text)
+        assert count == 1, text
     # Nobody at the HTTP clients answers permission questions: every tool call is allowed, in the
     # serving process (a turn run there) as on the workers (``--yolo``).
     text = text.replace("[crab]\n", '[crab]\npermissions = "yolo"\n', 1)
@@ -102,11 +103,11 @@ def crab(site: Site, *args: str, timeout: float = 120) -> subprocess.CompletedPr
     )
 
 
-def token(site: Site, name: str) -> str:
+def token(site: Site, name: str, plugins: str = PLUGINS) -> str:
     made = subprocess.run(
         [sys.executable, "-m", "crab", "http", "token", "create", name],
         cwd=site.workspace,
-        env={**site.env, "CRAB_PLUGINS": f"http,{PLUGINS}"},
+        env={**site.env, "CRAB_PLUGINS": f"http,{plugins}"},
         capture_output=True,
         text=True,
         timeout=120,
@@ -116,10 +117,10 @@ def token(site: Site, name: str) -> str:
     return made.stdout.strip()
 
 
-def start_worker(site: Site, name: str) -> Worker:
+def start_worker(site: Site, name: str, plugins: str = PLUGINS) -> Worker:
     """A ``crab worker`` on the echo provider, returned once it polls the task queue."""
     log = site.root / f"worker-{name}.log"
-    command = [sys.executable, "-m", "crab", "worker", "--plugins", PLUGINS, "-m", MODEL, "--yolo"]
+    command = [sys.executable, "-m", "crab", "worker", "--plugins", plugins, "-m", MODEL, "--yolo"]
     with log.open("wb") as out:
         process = subprocess.Popen(
             command,
