@@ -2,7 +2,8 @@
 real ``crab worker`` processes (``[serve] engine = "temporal"``), clients over real HTTP on
 127.0.0.1, and a provider whose replies follow the conversation it is given (so any worker may
 make any model call): a prompt ``run: COMMAND`` gets a ``bash`` call of COMMAND, then
-``done: <the tool's first line of output>``."""
+``done: <the tool's first line of output>``; other text (steering) ``heard: TEXT``. Its channel
+``files`` sends a message as steering (``handle_input(..., steer=True)``), which HTTP does not."""
 
 from __future__ import annotations
 
@@ -23,19 +24,66 @@ PLUGINS = "serve-echo,store-sqlite,tools-basic,temporal"
 MODEL = "echo/echo"
 
 ECHO_PLUGIN = '''
-"""A provider for crab-temporal's serve tests: its reply follows the conversation it is given."""
+"""A provider for crab-temporal's serve tests whose reply follows the conversation it is given,
+and a channel of files that can steer."""
+import asyncio, json, os
+from pathlib import Path
+
 import crab
 from crab.testing import ScriptedProvider
 
 
 def reply(request):
-    last = request.messages[-1]
-    prompts = [m for m in request.messages if m.role == "user" and str(m.content).startswith("run: ")]
-    command = str(prompts[-1].content)[5:] if prompts else "echo nothing"
+    said = [m for m in request.messages if not (m.role == "user" and str(m.content).startswith("[crab]"))]
+    last = said[-1]
     if last.role == "tool":
         first = str(last.content).splitlines()[0] if str(last.content) else ""
         return [{"text": f"done: {first}"}]
+    if not str(last.content).startswith("run: "):  # steering that joined the turn
+        return [{"text": f"heard: {last.content}"}]
+    command = str(last.content)[5:]
     return [{"text": f"running {command}"}, {"tool": "bash", "args": {"command": command}}]
+
+
+class Files:
+    """A channel of files (``$FILES_CHANNEL_DIR/<address>.<n>.in``; ``steer:TEXT`` steers the
+    address's running turn), each answered in ``<address>.<n>.out`` with the outcome."""
+
+    name = "files"
+    local = False
+
+    def __init__(self):
+        self.stopping, self.tasks = False, set()
+
+    async def run(self, agent):
+        folder = Path(os.environ["FILES_CHANNEL_DIR"])
+        (folder / "ready").write_text("")
+        while not self.stopping:
+            for path in sorted(folder.glob("*.in")):
+                address, text = path.name.split(".", 1)[0], path.read_text()
+                path.rename(path.with_suffix(".taken"))
+                session = await agent.session_for("files", address)
+                path.with_suffix(".started").write_text(session.id)
+                steer = text.startswith("steer:")
+                task = asyncio.create_task(self.answer(agent, session, text[6:] if steer else text, steer, path))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+                await asyncio.sleep(0)  # its first step queues the input
+                path.with_suffix(".queued").write_text("")
+            await asyncio.sleep(0.05)
+        await asyncio.gather(*self.tasks)
+
+    async def answer(self, agent, session, text, steer, path):
+        outcome = await agent.handle_input(session, text, steer=steer)
+        path.with_suffix(".out").write_text(json.dumps({"stop": outcome.stop, "text": outcome.text}))
+
+    async def stop(self):
+        self.stopping = True
+
+
+@crab.hookimpl
+def crab_channels(config):
+    return [Files()]
 
 
 class Echo:
@@ -162,8 +210,9 @@ class Serve:
         return self.process.returncode
 
 
-def start_serve(site: Site, plugins: str = PLUGINS) -> Serve:
-    command = [sys.executable, "-m", "crab", "serve", "http", "--plugins", f"http,{plugins}", "-m", MODEL]
+def start_serve(site: Site, plugins: str = PLUGINS, channel: str = "http") -> Serve:
+    """``crab serve CHANNEL``, returned once it listens (``http``) or runs (``files``)."""
+    command = [sys.executable, "-m", "crab", "serve", channel, "--plugins", f"http,{plugins}", "-m", MODEL]
     process = subprocess.Popen(
         command,
         cwd=site.workspace,
@@ -189,7 +238,8 @@ def start_serve(site: Site, plugins: str = PLUGINS) -> Serve:
         assert process.poll() is None, f"crab serve ended ({process.returncode}): {serve.log()}"
         return None
 
-    serve.url = wait_for(listening, "crab serve to listen")
+    if channel == "http":
+        serve.url = wait_for(listening, "crab serve to listen")
     return serve
 
 

@@ -2,12 +2,15 @@
 ``crab worker`` processes and a real ``crab serve http``: a turn from HTTP runs on the workers and
 streams the event kinds an in-process turn streams, in the same order; twenty clients at once
 each get their own turn's reply, with no cross-talk and one result per call; abort from HTTP
-stops the turn where it runs."""
+stops the turn where it runs; steering (a second message while the turn runs) joins the turn on
+the workers."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -27,7 +30,7 @@ from temporal_serve_site import (
     text_of,
     token,
 )
-from temporal_site import DEADLINE, Site, wait_for
+from temporal_site import DEADLINE, Site, temporal_binary, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crab-temporal-server")]
 
@@ -129,3 +132,54 @@ def test_abort_from_http_stops_the_turn_on_its_worker(site: Site):
     entries = exported(site, session_id, "serve-echo,store-sqlite")
     assert list(results_per_call(entries).values()) == [1]
     assert json.dumps(entries).count("Task interrupted before this tool finished.") == 1
+
+
+def test_steering_while_a_turn_runs_on_a_worker_joins_that_turn(site: Site):
+    install_echo(site)
+    configure(site)
+    folder = site.root / "files"
+    folder.mkdir()
+    site.env["FILES_CHANNEL_DIR"] = str(folder)
+    started, go = site.root / "started", site.root / "go"
+    start_worker(site, "a")
+    serve = start_serve(site, channel="files")
+    try:
+        wait_for((folder / "ready").exists, "the files channel")
+        command = f"touch {started}; for i in $(seq 600); do [ -e {go} ] && break; sleep 0.1; done; echo waited"
+        (folder / "x.1.in").write_text(f"run: {command}")
+        wait_for(started.exists, "the tool call to start on the worker")
+        (folder / "x.2.in").write_text("steer:and say hi")
+        wait_for((folder / "x.2.queued").exists, "the steering to be queued")
+        session_id = (folder / "x.1.started").read_text()
+        wait_for(lambda: _signalled(site, session_id, "steer"), "the steer signal to reach the workflow")
+        go.touch()
+        turn = json.loads(wait_for(lambda: _read(folder / "x.1.out"), "the turn's end"))
+        steering = json.loads(wait_for(lambda: _read(folder / "x.2.out"), "the steering's answer"))
+    finally:
+        assert serve.stop() == 0, serve.log()
+    assert turn == {"stop": "end", "text": "heard: and say hi"}
+    assert steering == turn  # answered by the turn it joined, not a turn of its own
+    entries = exported(site, session_id, "serve-echo,store-sqlite")
+    assert conversation(entries) == [
+        ("user", f"run: {command}"),
+        ("assistant", f"running {command}"),
+        ("tool", "waited\n[exit code 0]"),
+        ("user", "and say hi"),
+        ("assistant", "heard: and say hi"),
+    ]
+
+
+def _read(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
+
+
+def _signalled(site: Site, session_id: str, name: str) -> bool:
+    """Whether the session's workflow history holds a signal ``name``."""
+    binary = temporal_binary()
+    assert binary is not None
+    command = [binary, "workflow", "show", "-w", f"crab-session-{session_id}", "--address", site.address]
+    shown = subprocess.run([*command, "--output", "json"], capture_output=True, text=True, timeout=60, check=False)
+    return any(
+        event.get("workflowExecutionSignaledEventAttributes", {}).get("signalName") == name
+        for event in (json.loads(shown.stdout).get("events", []) if shown.returncode == 0 else [])
+    )
