@@ -3,7 +3,7 @@
 streams the event kinds an in-process turn streams, in the same order; twenty clients at once
 each get their own turn's reply, with no cross-talk and one result per call; abort from HTTP
 stops the turn where it runs; steering (a second message while the turn runs) joins the turn on
-the workers."""
+the workers; Temporal unreachable ends that turn with one line, and crab serve goes on."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from temporal_serve_site import (
     text_of,
     token,
 )
-from temporal_site import DEADLINE, Site, temporal_binary, wait_for
+from temporal_site import DEADLINE, Site, free_port, temporal_binary, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crab-temporal-server")]
 
@@ -183,3 +183,28 @@ def _signalled(site: Site, session_id: str, name: str) -> bool:
         event.get("workflowExecutionSignaledEventAttributes", {}).get("signalName") == name
         for event in (json.loads(shown.stdout).get("events", []) if shown.returncode == 0 else [])
     )
+
+
+def test_temporal_unreachable_ends_that_turn_with_one_line_and_crab_serve_goes_on(site: Site):
+    install_echo(site)
+    configure(site)
+    config = site.root / "home" / "config.toml"
+    closed = f"127.0.0.1:{free_port()}"  # nothing listens there
+    config.write_text(config.read_text().replace(site.address, closed))
+    key = token(site, "laptop")
+    serve = start_serve(site)
+    try:
+        session_id = session(serve.url, key)
+        events = post(serve.url, key, session_id, "run: echo hi")
+        again = post(serve.url, key, session_id, "run: echo hi")  # the next turn tries again
+    finally:
+        assert serve.stop() == 0, serve.log()
+    line = (
+        f"cannot reach Temporal at {closed} (connection refused): start one with `crab temporal dev`"
+        " or set [plugins.temporal] address"
+    )
+    for stream in (events, again):
+        assert [e["type"] for e in stream] == ["error", "turn_end"], stream
+        assert stream[0]["message"] == line
+        assert (stream[1]["stop"], stream[1]["error"]) == ("error", line)
+    assert "Traceback" not in serve.log()
