@@ -25,6 +25,9 @@ NO_WORKER_AFTER = 10.0
 NO_WORKER = "no crab worker has taken this turn yet: start one with `crab worker` (task queue {queue})"
 QUERY_TIMEOUT = 2.0
 LOST = "Temporal at {address} does not answer: waiting for it (the turn goes on once it is back)"
+ALWAYS: dict[str, set[str]] = {}
+"""Per session id, the permission classes the user allowed "always" in this process: the
+in-process gate keeps them for a live session, and here each turn's workflow is handed them."""
 
 
 class Unreachable(crab.ConfigError):
@@ -86,6 +89,8 @@ def turn_arguments(
         "max_iterations": int(config.get("crab.max_iterations", 25)),
         "tool_timeout": float(config.get("crab.tool_timeout", 120.0)),
         "heartbeat": settings.heartbeat,
+        "question_wait": settings.question_wait,
+        "always": sorted(ALWAYS.get(session.session_id, ())),
     }
 
 
@@ -111,12 +116,14 @@ class TurnView:
         self.session = session
         self.seen = seen
         self.notices = 0
+        self.lock = asyncio.Lock()  # the poll and a question's catch-up show each entry once
 
     async def show_new(self, progress: dict[str, Any] | None = None) -> None:
-        entries = await self.session.stored()
-        fresh, self.seen = entries[self.seen :], len(entries)
-        for event in events_of(fresh):
-            self.session.emit(event)
+        async with self.lock:
+            entries = await self.session.stored()
+            fresh, self.seen = entries[self.seen :], len(entries)
+            for event in events_of(fresh):
+                self.session.emit(event)
         for level, text in (progress or {}).get("notices", [])[self.notices :]:
             self.notices += 1
             self.session.emit(crab.events.NoticeEvent(text, "warning" if level == "warning" else "info"))
@@ -203,13 +210,17 @@ async def engine_turn(session: steps.TurnSteps, prompt: str, config: crab.Config
 async def drive_turn(
     client: Any, session: steps.TurnSteps, config: crab.Config, settings: TemporalSettings, prompt: str
 ) -> dict[str, Any]:
-    """Start the turn's workflow and show it until it ends (``run_turn``)."""
+    """Start the turn's workflow and show it until it ends (``run_turn``); its tools' questions
+    are asked here (``crab_temporal.asking.Answering``)."""
+    from crab_temporal.asking import Answering
+
     session_id = session.session_id
     arguments = turn_arguments(config, settings, session, prompt)
     view = TurnView(session, len(await session.stored()))
     handle = await start_turn(client, settings, arguments)
     session.emit(crab.events.TurnStarted(session_id, arguments["turn_id"], prompt))
     waiting = asyncio.ensure_future(_result(handle, session, settings.address))
+    questions = Answering(handle, session, view.show_new)
     aborting = False
     started, told, answered = time.monotonic(), False, False
     steered = 0  # the steering inputs sent to the workflow so far
@@ -219,6 +230,8 @@ async def drive_turn(
             steered = await _steer(handle, session, steered, waiting)
             progress = await _progress(handle)
             answered = answered or progress is not None
+            if not aborting:
+                questions.take(progress)
             if not answered and not told and time.monotonic() - started > NO_WORKER_AFTER:
                 told = True  # no worker ever answered: most likely none polls this task queue
                 notice = crab.events.NoticeEvent(NO_WORKER.format(queue=settings.task_queue), "warning")
@@ -231,8 +244,11 @@ async def drive_turn(
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
+            await questions.close()  # a question on the screen is taken down: its turn is over
             await _abort(handle)
+    await questions.close()
     result: dict[str, Any] = dict(waiting.result())
+    ALWAYS.setdefault(session_id, set()).update(str(p) for p in result.get("always") or ())
     # Steering the workflow did not take (it came as the turn ended) runs as the next turn.
     session.took_steering(int(result.get("steered") or 0))
     await view.show_new(await _progress(handle))
