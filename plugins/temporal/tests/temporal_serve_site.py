@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,7 +121,7 @@ def install_echo(site: Site) -> None:
     site.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), site.env.get("PYTHONPATH")]))
 
 
-def configure(site: Site, store: str = "", engine: bool = True) -> None:
+def configure(site: Site, store: str = "", engine: bool = True, yolo: bool = True) -> None:
     """The site's config with the HTTP channel on a free port, turns on Temporal (``engine``) and
     ``store`` (TOML lines) instead of its SQLite file when given."""
     config, first = site.root / "home" / "config.toml", site.root / "home" / "config.first"
@@ -132,7 +133,8 @@ def configure(site: Site, store: str = "", engine: bool = True) -> None:
         assert count == 1, text
     # Nobody at the HTTP clients answers permission questions: every tool call is allowed, in the
     # serving process (a turn run there) as on the workers (``--yolo``).
-    text = text.replace("[crab]\n", '[crab]\npermissions = "yolo"\n', 1)
+    if yolo:
+        text = text.replace("[crab]\n", '[crab]\npermissions = "yolo"\n', 1)
     text += "[plugins.http]\nport = 0\nrate_limit = 100000\n"
     if engine:
         text += '[serve]\nengine = "temporal"\n'
@@ -165,10 +167,12 @@ def token(site: Site, name: str, plugins: str = PLUGINS) -> str:
     return made.stdout.strip()
 
 
-def start_worker(site: Site, name: str, plugins: str = PLUGINS) -> Worker:
-    """A ``crab worker`` on the echo provider, returned once it polls the task queue."""
+def start_worker(site: Site, name: str, plugins: str = PLUGINS, yolo: bool = True) -> Worker:
+    """A ``crab worker`` on the echo provider, returned once it polls the task queue (``yolo``
+    False: its tools ask the user, through the turn's client)."""
     log = site.root / f"worker-{name}.log"
-    command = [sys.executable, "-m", "crab", "worker", "--plugins", plugins, "-m", MODEL, "--yolo"]
+    command = [sys.executable, "-m", "crab", "worker", "--plugins", plugins, "-m", MODEL]
+    command += ["--yolo"] if yolo else []
     with log.open("wb") as out:
         process = subprocess.Popen(
             command,
@@ -250,8 +254,16 @@ def session(url: str, key: str) -> str:
         return str(made.json()["id"])
 
 
-def post(url: str, key: str, session_id: str, text: str, timeout: float = DEADLINE * 3) -> list[dict[str, Any]]:
-    """One message to a session and every event of its turn's SSE stream, to its end."""
+def post(
+    url: str,
+    key: str,
+    session_id: str,
+    text: str,
+    timeout: float = DEADLINE * 3,
+    answer: Callable[[dict[str, Any]], str] | None = None,
+) -> list[dict[str, Any]]:
+    """One message to a session and every event of its turn's SSE stream, to its end; each
+    ``permission_request`` answered with ``answer(event)`` on another connection."""
     events: list[dict[str, Any]] = []
     headers = {"Authorization": f"Bearer {key}"}
     address = f"{url}/v1/sessions/{session_id}/messages"
@@ -263,6 +275,12 @@ def post(url: str, key: str, session_id: str, text: str, timeout: float = DEADLI
         for line in response.iter_lines():
             if line.startswith("data: "):
                 events.append(json.loads(line[6:]))
+                if answer is not None and events[-1]["type"] == "permission_request":
+                    reply = {"answer": answer(events[-1])}
+                    sent = client.post(
+                        f"{url}/v1/sessions/{session_id}/permissions/{events[-1]['id']}", headers=headers, json=reply
+                    )
+                    assert sent.status_code == 200, sent.text
     return events
 
 

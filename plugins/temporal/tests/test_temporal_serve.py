@@ -3,7 +3,8 @@
 streams the event kinds an in-process turn streams, in the same order; twenty clients at once
 each get their own turn's reply, with no cross-talk and one result per call; abort from HTTP
 stops the turn where it runs; steering (a second message while the turn runs) joins the turn on
-the workers; Temporal unreachable ends that turn with one line, and crab serve goes on."""
+the workers; a worker's permission question is asked on the HTTP stream and answered there;
+Temporal unreachable ends that turn with one line, and crab serve goes on."""
 
 from __future__ import annotations
 
@@ -208,3 +209,38 @@ def test_temporal_unreachable_ends_that_turn_with_one_line_and_crab_serve_goes_o
         assert stream[0]["message"] == line
         assert (stream[1]["stop"], stream[1]["error"]) == ("error", line)
     assert "Traceback" not in serve.log()
+
+
+@pytest.mark.parametrize("answer", ["once", "deny"])
+def test_a_workers_permission_question_is_asked_on_the_http_stream_and_answered_there(site: Site, answer: str):
+    # The worker runs in ask mode: its bash call's question goes through the workflow to crab
+    # serve, which asks the HTTP client streaming the turn (the channel's own question path).
+    install_echo(site)
+    configure(site, yolo=False)
+    key = token(site, "laptop")
+    marker = site.root / "effects"
+    start_worker(site, "a", yolo=False)
+    serve = start_serve(site)
+    asked: list[dict[str, Any]] = []
+
+    def decide(event: dict[str, Any]) -> str:
+        asked.append(event)
+        return answer
+
+    try:
+        session_id = session(serve.url, key)
+        events = post(serve.url, key, session_id, f"run: echo once $WORKER_NAME >> {marker}", answer=decide)
+    finally:
+        assert serve.stop() == 0, serve.log()
+    assert [(e["tool"], e["permission"]) for e in asked] == [("bash", "exec")]
+    assert kinds(events).index("permission_request") < kinds(events).index("tool_result")
+    assert events[-1]["type"] == "turn_end" and events[-1]["stop"] == "end", events
+    results = [e for e in events if e["type"] == "tool_result"]
+    assert len(results) == 1
+    if answer == "once":
+        assert marker.read_text() == "once a\n"  # on the worker, once
+        assert events[-1]["text"] == "done: (no output)"
+    else:
+        assert not marker.exists()
+        assert results[0]["is_error"] and "refused" in results[0]["content"]
+    assert list(results_per_call(exported(site, session_id, "serve-echo,store-sqlite")).values()) == [1]
