@@ -128,7 +128,7 @@ CORE_TABLE = ConfigTable(
 
 SERVE_TABLE = ConfigTable(
     name="serve",
-    doc="`crab serve`: which channels run, how they restart and how they stop",
+    doc="`crab serve`: which channels run, where their turns run, how they restart and how they stop",
     top_level=True,
     settings=(
         Setting(
@@ -136,6 +136,12 @@ SERVE_TABLE = ConfigTable(
             "list[str]",
             [],
             "channels `crab serve` runs when named none (each opens a listener or a bot)",
+            trust_only=True,
+        ),
+        Setting(
+            "engine",
+            "str",
+            doc="where channels' turns run: a turn engine a plugin offers (crab_turn_engines); unset: in this process",
             trust_only=True,
         ),
         Setting(

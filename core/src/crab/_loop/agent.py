@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -46,6 +46,9 @@ Listener = Callable[[Event], None]
 class ServedChannels(Protocol):
     """What the agent asks of ``crab serve``'s channels when they run in its process: running them
     is composition (``crab._assembly.channel_host.ChannelHost``), the loop only routes to them."""
+
+    engine: Callable[..., Awaitable[Any]] | None
+    """The turn engine ``[serve] engine`` names (its turns run there), or None (in this process)."""
 
     def release(self, session: Session) -> None: ...
 
@@ -323,6 +326,10 @@ class Agent:
         return True
 
     async def _turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
+        if self.channel_host is not None and self.channel_host.engine is not None:
+            from crab._loop.engine_turn import engine_turn
+
+            return await engine_turn(self, self.channel_host.engine, session, item, queue)
         async with turn_running(live_home(), session.id):  # a resume elsewhere leaves its calls be
             return await Turn(self.context, session, item, queue).run()
 

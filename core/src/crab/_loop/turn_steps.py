@@ -51,6 +51,8 @@ class TurnSteps:
         self._session = session
         self.entries = entries
         self.missing = missing
+        self.steered: list[QueuedInput] = []
+        """The steering inputs the engine's turn took (``took_steering``), answered with its outcome."""
 
     @property
     def session_id(self) -> str:
@@ -104,6 +106,18 @@ class TurnSteps:
     async def stored(self) -> list[Entry]:
         """Every entry the store holds for the session now, from its first."""
         return await self._agent.store.entries(self.session_id)
+
+    def steering(self) -> list[str]:
+        """What a person sent to steer this turn while it runs (under ``crab serve``, a channel's
+        ``handle_input(..., steer=True)``), oldest first, as crab stores it (secrets masked): an
+        engine hands each to its turn once, and at the end says how many it took (``took_steering``)."""
+        return [self.redact(item.text) for item in self._session.steering]
+
+    def took_steering(self, count: int) -> None:
+        """The turn took the first ``count`` inputs ``steering()`` gave: they are answered with its
+        outcome; any it did not take run as the session's next turn (as after an in-process turn)."""
+        for _ in range(min(count, len(self._session.steering))):
+            self.steered.append(self._session.steering.popleft())
 
     def tool(self, name: str) -> Tool | None:
         return self._agent.tools.get(name)

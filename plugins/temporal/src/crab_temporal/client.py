@@ -8,7 +8,7 @@ import asyncio
 import secrets
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import crab
 from crab import steps
@@ -130,12 +130,21 @@ class TurnView:
 
 
 def events_of(entries: Sequence[crab.storage.Entry]) -> list[crab.events.Event]:
-    """The events a stored reply or result stands for."""
+    """The events a stored reply or result stands for, in the order an in-process turn shows them:
+    a model call's ``model_call`` start, its text and calls, its usage and its ``model_call`` end
+    (from the ``model_call`` record stored after the reply), then each result."""
     events: list[crab.events.Event] = []
+    calling = False  # a reply shown whose model call's end is not yet
     for entry in entries:
-        if entry.type == "message" and entry.payload.get("role") == "assistant":
+        if entry.type == "event" and entry.payload.get("kind") == "model_call":
+            events.extend(_model_call(entry, started=calling))
+            calling = False
+        elif entry.type == "message" and entry.payload.get("role") == "assistant":
             message = crab.messages.message_from_dict(dict(entry.payload))
             assert isinstance(message, crab.messages.AssistantMessage)
+            provider, model = message.provider or "", message.model or ""
+            events.append(crab.events.ModelCallEvent(entry.session_id, "start", provider, model))
+            calling = True
             if message.content and message.replayable and message.content != steps.NO_REPLY:
                 events.append(crab.events.TextDelta(message.content))
             if message.stop_reason == "error" and message.error:
@@ -146,6 +155,27 @@ def events_of(entries: Sequence[crab.storage.Entry]) -> list[crab.events.Event]:
             assert isinstance(result, crab.messages.ToolResultMessage)
             events.append(crab.events.ToolResultEvent(result.call_id, result.name, result.content, result.is_error))
     return events
+
+
+def _model_call(entry: crab.storage.Entry, started: bool) -> list[crab.events.Event]:
+    """The usage and ``model_call`` end a stored ``model_call`` record stands for (its start too,
+    when no stored reply showed it: a compaction's summary)."""
+    payload = entry.payload
+    provider, model = str(payload.get("provider") or ""), str(payload.get("model") or "")
+    purpose: Literal["turn", "compaction", "plugin"] = "turn"
+    if payload.get("purpose") in ("compaction", "plugin"):
+        purpose = payload["purpose"]
+    usage = crab.messages.usage_from_dict(dict(payload["usage"])) if payload.get("usage") else None
+    events: list[crab.events.Event] = []
+    if not started:
+        events.append(crab.events.ModelCallEvent(entry.session_id, "start", provider, model, purpose))
+    if usage is not None:
+        events.append(crab.events.UsageEvent(usage))
+    stop = payload.get("stop_reason")
+    end = crab.events.ModelCallEvent(
+        entry.session_id, "end", provider, model, purpose, model, stop, payload.get("error_kind"), usage
+    )
+    return [*events, end]
 
 
 async def run_turn(
@@ -161,10 +191,12 @@ async def run_turn(
 
 
 async def engine_turn(session: steps.TurnSteps, prompt: str, config: crab.Config) -> steps.TurnOutcome:
-    """``crab run --engine temporal``: the turn handed to the workers and shown as ``crab run``
-    shows one (``crab_turn_engines``)."""
+    """``crab run --engine temporal`` and ``[serve] engine = "temporal"``: the turn handed to the
+    workers and shown as an in-process turn shows (``crab_turn_engines``)."""
+    from crab_temporal.serve import shared_client
+
     settings = TemporalSettings.from_config(config)
-    result = await drive_turn(await connect(settings), session, config, settings, prompt)
+    result = await drive_turn(await shared_client(settings), session, config, settings, prompt)
     return steps.TurnOutcome(
         stop=result["stop"],
         text=str(result.get("text") or ""),
@@ -191,9 +223,11 @@ async def drive_turn(
     questions = Answering(handle, session, view.show_new)
     aborting = False
     started, told, answered = time.monotonic(), False, False
+    steered = 0  # the steering inputs sent to the workflow so far
     while not waiting.done():
         try:
             await asyncio.wait([waiting], timeout=POLL)
+            steered = await _steer(handle, session, steered, waiting)
             progress = await _progress(handle)
             answered = answered or progress is not None
             if not aborting:
@@ -215,6 +249,8 @@ async def drive_turn(
     await questions.close()
     result: dict[str, Any] = dict(waiting.result())
     ALWAYS.setdefault(session_id, set()).update(str(p) for p in result.get("always") or ())
+    # Steering the workflow did not take (it came as the turn ended) runs as the next turn.
+    session.took_steering(int(result.get("steered") or 0))
     await view.show_new(await _progress(handle))
     if result.get("shown") and result.get("error"):
         session.emit(crab.events.ErrorEvent(str(result["error"]), "plugin"))
@@ -256,6 +292,22 @@ def failure_reason(exc: BaseException) -> str:
         cause = getattr(cause, "cause", None) or cause.__cause__  # type: ignore[assignment]
     text = " ".join(str(cause).split()) or type(cause).__name__
     return text[:500]
+
+
+async def _steer(handle: Any, session: steps.TurnSteps, sent: int, waiting: asyncio.Future[Any]) -> int:
+    """Send the workflow the steering inputs (a second message while the turn runs, under ``crab
+    serve``) that came since the last time; how many are sent now."""
+    from temporalio.service import RPCError
+
+    for text in session.steering()[sent:]:
+        if waiting.done():
+            break
+        try:
+            await handle.signal("steer", text)
+        except RPCError:  # the turn ended (or Temporal is away): the rest runs as the next turn
+            break
+        sent += 1
+    return sent
 
 
 async def _abort(handle: Any) -> None:

@@ -61,7 +61,8 @@ class TurnWorkflow:
     ``session_id``, ``turn_id``, ``prompt`` (redacted), ``max_iterations``, ``tool_timeout``,
     ``heartbeat``, and, from clients that ask, ``question_wait`` and ``always``, the permission
     classes the user allowed for the session); returns ``stop``, ``error``, ``text``,
-    ``tool_calls`` and ``always``."""
+    ``tool_calls``, ``always`` and ``steered`` (how many ``steer`` signals the turn took: the
+    client runs the others as the next turn)."""
 
     def __init__(self) -> None:
         self._steering: list[str] = []
@@ -182,6 +183,7 @@ class TurnWorkflow:
             "tool_calls": machine.tool_calls,
             "turn_id": turn_id,
             "always": sorted(self._questions.always),
+            "steered": self._taken,
         }
 
     # --- carrying out a step --------------------------------------------------------------------
