@@ -140,6 +140,31 @@ def test_a_turn_runs_on_a_worker_and_shows_like_crab_run(site: Site):
         (HISTORIES / "turn_with_two_tools.json").write_text(history)
 
 
+def test_a_models_reply_reaches_temporals_history_and_the_client_masked(site: Site):
+    # A hostile (or careless) model repeats a secret it saw: in its text, as a tool's name and in
+    # its error. The workflow keeps the reply's text, calls and error (in the activity's result
+    # and the turn's), and the client prints the turn's text from the workflow: all masked, as
+    # the store keeps them. The whole history is searched, not only its payloads.
+    site.write_script(
+        [
+            [{"text": f"the key is {SECRET}"}, {"tool": f"x{SECRET}", "args": {"a": SECRET}}],
+            [{"error": f"refused {SECRET}", "kind": "invalid_request"}],
+        ]
+    )
+    site.env["DEMO_API_KEY"] = SECRET
+    site.start_worker("a")
+    result = site.run("hello", "-o", "json")
+    assert result.returncode == 1, result.stderr
+    doc = json.loads(result.stdout)
+    assert (doc["text"], doc["error"]) == ("the key is [redacted]", "refused [redacted]")
+    assert SECRET not in result.stdout + result.stderr
+    history = history_json(site, doc["session_id"])
+    kept = payloads(history)
+    assert "the key is [redacted]" in kept
+    assert SECRET not in history + kept
+    assert all(len(results) == 1 for results in results_per_call(exported(site, doc["session_id"])).values())
+
+
 def test_crab_run_engine_temporal_shows_the_turn_as_crab_run_does(site: Site):
     # crab-core's general contract (crab_turn_engines): `crab run --engine temporal` hands the turn
     # to the workers and crab run's own renderers show it, its -o json document included.

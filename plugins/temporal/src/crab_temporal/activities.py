@@ -124,15 +124,18 @@ class StepActivities:
                 message = crab.messages.message_from_dict(dict(last.payload))
                 assert isinstance(message, crab.messages.AssistantMessage)
                 exclusive = self._exclusive(loaded, message.tool_calls)
-                return {"kind": "replied", "message": reply_to_wire(message, exclusive)}
+                return {"kind": "replied", "message": loaded.redact_payload(reply_to_wire(message, exclusive))}
         call = steps.CallModel(step["id"], int(step["iteration"]), step["phase"], bool(step["final"]))
         async with heartbeating(self.heartbeat):
             answer = await loaded.carry_out(call)
+        # The reply is the model's own, not as stored: its text, call names and error are masked
+        # here as the store masks them (the ids then match the stored reply's), as the workflow
+        # keeps them in Temporal's history and the client prints the turn's text from it.
         if isinstance(answer, steps.ModelReplied):
             exclusive = self._exclusive(loaded, answer.message.tool_calls)
-            return {"kind": "replied", "message": reply_to_wire(answer.message, exclusive)}
+            return {"kind": "replied", "message": loaded.redact_payload(reply_to_wire(answer.message, exclusive))}
         if isinstance(answer, steps.Overflowed):
-            return {"kind": "overflowed", "message": reply_to_wire(answer.message)}
+            return {"kind": "overflowed", "message": loaded.redact_payload(reply_to_wire(answer.message))}
         return {"kind": "over_budget"}
 
     @activity.defn(name="crab.run_tool")
