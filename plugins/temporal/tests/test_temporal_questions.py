@@ -340,6 +340,26 @@ def test_ask_user_on_a_worker_asks_the_user_at_the_client(site: Site):
     assert tool_results(site, doc["session_id"]) == [["The user chose: blue"]]
 
 
+def test_a_typed_answer_with_a_secret_travels_masked(site: Site):
+    # The user's free-text answer is the ``answer`` update's argument, kept in Temporal's history:
+    # a secret typed into it is masked before it travels, as the store masks the call's result.
+    site.env["DEMO_API_KEY"] = SECRET
+    site.write_script([[{"tool": "ask_user", "args": {"question": "Which key?"}}], [{"text": "noted"}]])
+    site.start_worker("a", yolo=False, plugins=ASKING)
+    terminal = Terminal(site, "-o", "json", "set it up")
+    try:
+        terminal.wait_for("answer> ")
+        terminal.type(f"use {SECRET}\r")
+        assert terminal.finish() == 0, terminal.text()
+    finally:
+        terminal.kill()
+    doc = json.loads(terminal.stdout.read_text())
+    assert tool_results(site, doc["session_id"]) == [["The user answered: use [redacted]"]]
+    history = history_json(site, doc["session_id"])
+    assert "use [redacted]" in payloads(history)
+    assert SECRET not in history + payloads(history)
+
+
 def test_ctrl_c_on_the_client_ends_the_tools_process_group_on_the_worker(site: Site):
     # The bash call's own child (a `sleep 300` in the background) is gone after Ctrl-C, not only
     # the shell: the abort reaches the call's whole process group; the call has its one result.

@@ -127,6 +127,8 @@ class Answering:
                 await self.show()  # the call it is about is on the screen before its question
                 await self.handle.execute_update("shown", asked["id"])
                 answer = await self.session.ask_user(question)
+            if answer is not None:  # the update's argument stays in Temporal's history: a typed secret is masked
+                answer = self.session.redact(answer)
             await self.handle.execute_update("answer", args=[asked["id"], answer])
         except (WorkflowUpdateFailedError, RPCError):  # the question ended meanwhile (abort, the wait ran out)
             pass
