@@ -65,6 +65,24 @@ def test_a_bad_setting_is_one_line_and_exit_2(tmp_path: Path):
     assert "max_concurrent_activities" in line
 
 
+def test_a_projects_config_cannot_route_turns_to_another_task_queue(tmp_path: Path):
+    # The task queue picks the workers a turn runs on, and with them its permissions (a pool
+    # started with --yolo asks nobody): a repository's .crab/config.toml cannot choose it.
+    project = tmp_path / "work" / ".crab"
+    project.mkdir(parents=True)
+    (project / "config.toml").write_text('[plugins.temporal]\ntask_queue = "yolo-pool"\n')
+    port = free_port()
+    config = f'[plugins.temporal]\naddress = "127.0.0.1:{port}"\n'
+    result = crab(
+        tmp_path, "temporal", "run", "--plugins", "temporal,provider-mock", "-m", "mock/tour", "hi", config=config
+    )
+    assert result.returncode == 2, result.stderr
+    [warning, error] = result.stderr.splitlines()
+    assert warning.startswith("warning: ignored trust-only settings from project config"), warning
+    assert "plugins.temporal.task_queue" in warning
+    assert error.startswith(f"crab: cannot reach Temporal at 127.0.0.1:{port}")
+
+
 @pytest.mark.slow
 def test_temporal_dev_starts_a_server_that_answers(tmp_path: Path):
     if temporal_binary() is None:

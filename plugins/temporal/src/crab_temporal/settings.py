@@ -17,7 +17,13 @@ def config_table() -> crab.ConfigTable:
         (
             crab.Setting("address", "str", "127.0.0.1:7233", "Temporal's frontend, host:port", trust_only=True),
             crab.Setting("namespace", "str", "default", "the Temporal namespace turns run in", trust_only=True),
-            crab.Setting("task_queue", "str", "crab", "the task queue workers poll and turns are sent to"),
+            crab.Setting(
+                "task_queue",
+                "str",
+                "crab",
+                "the task queue workers poll and turns are sent to (it picks the workers, and so their permissions)",
+                trust_only=True,
+            ),
             crab.Setting("tls", "bool", False, "connect with TLS (Temporal Cloud)", trust_only=True),
             crab.Setting(
                 "api_key",
