@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from crab import ToolResult
+from crab import ToolContext, ToolResult
 from crab.testing import make_png
+from crab.tools import run_tool
+from crab_tools_basic.registry import build_tools
 
 GIF = (
     b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,"
@@ -77,6 +82,44 @@ def test_binary_files_folders_and_missing_files_are_refused(workspace: Path, cal
     assert "does not exist" in call("read", path="missing.txt").content
     os.mkfifo(workspace / "pipe")
     assert "not a regular file" in call("read", path="pipe").content  # and does not hang
+
+
+def _reading(path: Path) -> bool:
+    """Whether this process has ``path`` open."""
+    folder = Path("/proc/self/fd")
+    for fd in os.listdir(folder):
+        with contextlib.suppress(OSError):
+            if os.readlink(folder / fd) == str(path):
+                return True
+    return False
+
+
+def test_a_read_given_up_stops_reading_the_file(workspace: Path, ctx: ToolContext) -> None:
+    # A text head on a 1 TB sparse file: the whole file is hashed for the read gate, which takes
+    # minutes. Once the call is given up (its timeout, an abort), its thread stops at the next
+    # chunk and closes the file, rather than hashing on in the background after the call ended.
+    big = workspace / "big.txt"
+    with big.open("wb") as handle:
+        handle.write(b"line\n" * 2000)
+        handle.truncate(1 << 40)
+    read = {t.name: t for t in build_tools({})}["read"]
+
+    async def give_up() -> None:
+        task = asyncio.ensure_future(run_tool(read, {"path": "big.txt"}, ctx))
+        deadline = time.monotonic() + 60
+        while not _reading(big) and not task.done() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert _reading(big), "the read never opened the file"
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(give_up())
+    assert ctx.cancelled.is_set()
+    deadline = time.monotonic() + 60
+    while _reading(big) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _reading(big), "the read's thread still reads the file after the call was given up"
 
 
 def test_empty_file(workspace: Path, call: Callable[..., ToolResult]) -> None:

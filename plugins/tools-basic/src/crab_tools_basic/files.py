@@ -13,6 +13,7 @@ import hashlib
 import io
 import os
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
@@ -90,11 +91,18 @@ def refuse_hardlinked(handle: BinaryIO, display: str, allow: bool) -> None:
         )
 
 
-def read_window(parent: Parent, offset: int = 1, limit: int | None = None, allow_hardlinks: bool = True) -> Window:
+def read_window(
+    parent: Parent,
+    offset: int = 1,
+    limit: int | None = None,
+    allow_hardlinks: bool = True,
+    cancelled: threading.Event | None = None,
+) -> Window:
     """Lines ``offset``.. of the file ``parent.name``, numbered, within 2,000 lines / 50 KB (head kept).
 
     Line numbers count ``\\n`` only, as an editor does; a trailing ``\\r`` and a UTF-8 BOM are
-    not shown. The whole file is hashed on the way through so the read gate covers it.
+    not shown. The whole file is hashed on the way through so the read gate covers it; once
+    ``cancelled`` is set (the call timed out or was aborted) the reading stops at the next chunk.
     """
     if offset < 1:
         raise ToolError("offset is the 1-based line to start from; it must be 1 or more")
@@ -110,7 +118,7 @@ def read_window(parent: Parent, offset: int = 1, limit: int | None = None, allow
             return _image_window(handle, head, display, info)
         if looks_binary(head):
             raise ToolError(f"{display} is a binary file ({info.st_size} bytes); read shows text files only")
-        shown, total, digest = _scan(handle, head, offset, wanted)
+        shown, total, digest = _scan(handle, head, offset, wanted, cancelled)
     if total == 0:
         return Window("(empty file)", 0, digest, info.st_mtime_ns)
     if offset > total:
@@ -145,7 +153,9 @@ LINE_KEEP = READ_LIMIT.bytes + 8
 8 more let the cut fall after a whole character), so a huge one-line file is never held whole."""
 
 
-def _scan(handle: BinaryIO, head: bytes, offset: int, wanted: int) -> tuple[list[str], int, str]:
+def _scan(
+    handle: BinaryIO, head: bytes, offset: int, wanted: int, cancelled: threading.Event | None = None
+) -> tuple[list[str], int, str]:
     """The numbered lines from ``offset`` on (one beyond each budget, so ``truncate`` can see and
     report the cut), the file's line count and the sha256 of all its bytes.
 
@@ -182,6 +192,10 @@ def _scan(handle: BinaryIO, head: bytes, offset: int, wanted: int) -> tuple[list
             collecting = len(shown) <= wanted and shown_bytes <= READ_LIMIT.bytes
             carry = pieces[-1][:LINE_KEEP] if collecting else b""
         line += newlines
+        if cancelled is not None and cancelled.is_set():
+            # The call was given up: its thread cannot be stopped, so it stops itself rather than
+            # hash the rest of a huge file in the background.
+            raise ToolError(f"stopped reading after {line - 1} lines: the call was stopped")
         chunk = handle.read(SCAN_CHUNK)
     # A last line without its newline counts (and shows) like any other.
     total = line if last and not last.endswith(b"\n") else line - 1
@@ -248,7 +262,7 @@ def read(
     real = ws.resolve(path)
     display = ws.display(real)
     with os_errors(f"cannot read {display}"), anchored.parent_of(ws.scope_of(real), real, display) as parent:
-        window = read_window(parent, offset or 1, limit, settings.allow_hardlinks)
+        window = read_window(parent, offset or 1, limit, settings.allow_hardlinks, ctx.cancelled)
     if window.image is not None:
         return ToolResult(window.text, images=(window.image,))
     read_gate.remember(ctx.state, real, window.sha256, window.mtime_ns)
