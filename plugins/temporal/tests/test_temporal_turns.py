@@ -215,6 +215,31 @@ def test_a_failed_workflow_is_one_line_not_a_traceback(site: Site):
         assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("case", ["prompt-too-large", "unknown-namespace"])
+def test_a_turn_temporal_refuses_to_start_is_one_line_not_a_traceback(site: Site, case: str):
+    # Temporal refuses the workflow's start: a prompt beyond its payload limit (2 MB here), a
+    # namespace it does not have. No worker is needed: the start itself fails.
+    site.write_script([[{"text": "never"}]])
+    prompt = "x" * 3_000_000 if case == "prompt-too-large" else "hello"
+    if case == "unknown-namespace":
+        home = Path(site.env["CRAB_HOME"])
+        config = (home / "config.toml").read_text()
+        (home / "config.toml").write_text(
+            config.replace("[plugins.temporal]\n", '[plugins.temporal]\nnamespace = "nope"\n')
+        )
+    command = site.crab("run", "--plugins", PLUGINS, "-m", f"mock/{site.script}", "--engine", "temporal", "-")
+    result = subprocess.run(
+        command, input=prompt, cwd=site.workspace, env=site.env, capture_output=True, text=True, timeout=180
+    )
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert "Traceback" not in result.stderr
+    if case == "prompt-too-large":
+        assert line.startswith("crab: Temporal does not take this turn: the prompt is 3,000,000 characters"), line
+    else:
+        assert line.startswith(f"crab: Temporal at {site.address} has no namespace nope"), line
+
+
 def test_a_worker_killed_mid_tool_call_leaves_the_turn_to_another_and_the_call_runs_once(site: Site):
     marker = site.root / "effects"
     command = f'echo "$$" >> {marker}; sleep 120; echo late >> {marker}'

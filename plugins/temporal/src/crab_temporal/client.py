@@ -95,8 +95,11 @@ def turn_arguments(
 
 
 async def start_turn(client: Any, settings: TemporalSettings, arguments: dict[str, Any]) -> Any:
-    """Start the session's workflow; ``UsageError`` when a turn of that session is running."""
+    """Start the session's workflow; ``UsageError`` when a turn of that session is running, one
+    line (``refused_start``) when Temporal refuses it (a prompt beyond its payload limit, no such
+    namespace)."""
     from temporalio.exceptions import WorkflowAlreadyStartedError
+    from temporalio.service import RPCError
 
     session_id = arguments["session_id"]
     try:
@@ -107,6 +110,27 @@ async def start_turn(client: Any, settings: TemporalSettings, arguments: dict[st
         raise crab.UsageError(
             f"a turn of session {session_id} is running on Temporal: wait for its end, then continue it"
         ) from None
+    except RPCError as exc:  # Temporal refused the start: one line saying why, as for an unreachable server
+        raise refused_start(exc, settings, arguments) from None
+
+
+def refused_start(exc: Any, settings: TemporalSettings, arguments: dict[str, Any]) -> crab.CrabError:
+    """The error for a turn whose workflow Temporal would not start (``exc``, an ``RPCError``)."""
+    from temporalio.service import RPCStatusCode
+
+    text = " ".join(str(exc).split())[:300]
+    if exc.status == RPCStatusCode.INVALID_ARGUMENT and "size exceeds" in text:
+        size = len(str(arguments.get("prompt", "")))
+        return crab.UsageError(
+            f"Temporal does not take this turn: the prompt is {size:,} characters, more than its payload "
+            "limit; put the text in a file in the workspace and ask about the file"
+        )
+    if exc.status == RPCStatusCode.NOT_FOUND and "namespace" in text.lower():
+        return crab.ConfigError(
+            f"Temporal at {settings.address} has no namespace {settings.namespace}: create it "
+            f"(`temporal operator namespace create -n {settings.namespace}`) or set [plugins.temporal] namespace"
+        )
+    return crab.CrabError(f"Temporal at {settings.address} refused the turn: {text}")
 
 
 class TurnView:
