@@ -236,8 +236,19 @@ def test_a_turn_temporal_refuses_to_start_is_one_line_not_a_traceback(site: Site
     assert "Traceback" not in result.stderr
     if case == "prompt-too-large":
         assert line.startswith("crab: Temporal does not take this turn: the prompt is 3,000,000 characters"), line
-    else:
-        assert line.startswith(f"crab: Temporal at {site.address} has no namespace nope"), line
+        return
+    assert line.startswith(f"crab: Temporal at {site.address} has no namespace nope"), line
+    # A worker says the same before it says it runs (its SDK's own check failed after, with a traceback).
+    worker = subprocess.run(
+        site.crab("worker", "--plugins", PLUGINS, "-m", f"mock/{site.script}"),
+        cwd=site.workspace,
+        env=site.env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert worker.returncode == 2, worker.stderr
+    assert worker.stderr.strip().splitlines() == [line]
 
 
 def test_a_worker_killed_mid_tool_call_leaves_the_turn_to_another_and_the_call_runs_once(site: Site):

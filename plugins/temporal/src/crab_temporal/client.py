@@ -126,11 +126,29 @@ def refused_start(exc: Any, settings: TemporalSettings, arguments: dict[str, Any
             "limit; put the text in a file in the workspace and ask about the file"
         )
     if exc.status == RPCStatusCode.NOT_FOUND and "namespace" in text.lower():
-        return crab.ConfigError(
-            f"Temporal at {settings.address} has no namespace {settings.namespace}: create it "
-            f"(`temporal operator namespace create -n {settings.namespace}`) or set [plugins.temporal] namespace"
-        )
+        return no_namespace(settings)
     return crab.CrabError(f"Temporal at {settings.address} refused the turn: {text}")
+
+
+def no_namespace(settings: TemporalSettings) -> crab.ConfigError:
+    return crab.ConfigError(
+        f"Temporal at {settings.address} has no namespace {settings.namespace}: create it "
+        f"(`temporal operator namespace create -n {settings.namespace}`) or set [plugins.temporal] namespace"
+    )
+
+
+async def check_namespace(client: Any, settings: TemporalSettings) -> None:
+    """``no_namespace`` (exit 2) when Temporal has no such namespace: a worker would otherwise fail
+    its own check after it said it runs, with the SDK's traceback."""
+    from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
+    from temporalio.service import RPCError, RPCStatusCode
+
+    try:
+        await client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace=settings.namespace))
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            raise no_namespace(settings) from None
+        raise crab.CrabError(f"Temporal at {settings.address} failed: {' '.join(str(exc).split())[:300]}") from None
 
 
 class TurnView:

@@ -13,7 +13,7 @@ from typing import Any
 import crab
 
 from crab_temporal.activities import StepActivities
-from crab_temporal.client import connect
+from crab_temporal.client import check_namespace, connect
 from crab_temporal.settings import TemporalSettings
 from crab_temporal.workflow import TurnWorkflow, sandbox
 
@@ -44,6 +44,7 @@ async def serve(agent: crab.Agent, settings: TemporalSettings) -> None:
     """Run a worker until a signal stops it."""
     async with agent:
         client = await connect(settings)
+        await check_namespace(client, settings)
         worker = make_worker(client, agent, settings)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
