@@ -4,6 +4,9 @@ same diff from the arguments without writing anything (crab_tools_basic.diffs)."
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -92,3 +95,46 @@ def test_a_preview_of_a_call_that_would_fail_is_empty(
     # The shapes models send are prepared first, as for the call itself.
     (shaped,) = preview("edit", ctx, settings, file_path="a.txt", old_string="hello", new_string="bye")
     assert "-hello\n+bye\n" in shaped.unified
+
+
+PREVIEW_IN_LITTLE_MEMORY = """
+import asyncio, json, resource, sys
+from pathlib import Path
+from crab import ToolContext
+from crab.tools import preview_diffs
+from crab_tools_basic.registry import build_tools
+
+ws = Path(sys.argv[1])
+ctx = ToolContext(session_id="s", workspace=ws, settings={})
+tools = {t.name: t for t in build_tools({})}
+size = int(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmSize:"))) * 1024
+room = size + 512 * 1024 * 1024  # far less than the file: reading it whole cannot fit
+resource.setrlimit(resource.RLIMIT_AS, (room, room))
+calls = [
+    ("write", {"path": "big.txt", "content": "small\\n"}),
+    ("edit", {"path": "big.txt", "edits": [{"old": "line", "new": "row"}]}),
+]
+shown = [[d.unified for d in asyncio.run(preview_diffs(tools[name], args, ctx))] for name, args in calls]
+print(json.dumps(shown))
+"""
+
+
+def test_a_preview_of_a_huge_file_does_not_read_it(workspace: Path) -> None:
+    # The permission question's diff is computed before the user said anything: a model proposing
+    # to change a 4 GB file must not make crab read it into memory for a diff it would not show.
+    # The preview runs in a process whose address space cannot hold the file.
+    with (workspace / "big.txt").open("wb") as handle:
+        handle.write(b"line\n" * 100)
+        handle.truncate(4 << 30)
+    child = subprocess.run(
+        [sys.executable, "-c", PREVIEW_IN_LITTLE_MEMORY, str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr
+    assert json.loads(child.stdout) == [
+        [f"big.txt: too large to diff ({4 << 30} → 6 bytes)\n"],
+        [f"big.txt: too large to diff ({4 << 30} bytes)\n"],
+    ]

@@ -32,8 +32,7 @@ def file_diff(display: str, before: bytes | None, after: bytes) -> FileDiff:
         note = f"Binary file {display} {'changed' if before is not None else 'created'}\n"
         return FileDiff(display, note)
     if (len(before or b"") + len(after)) > MAX_DIFF_INPUT:
-        size = f"{len(before)} → {len(after)} bytes" if before is not None else f"{len(after)} bytes"
-        return FileDiff(display, f"{display}: too large to diff ({size})\n")
+        return too_large(display, None if before is None else len(before), len(after))
     old = _text(before) if before is not None else ""
     new = _text(after)
     old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
@@ -60,3 +59,10 @@ def file_diff(display: str, before: bytes | None, after: bytes) -> FileDiff:
         added=added,
         removed=removed,
     )
+
+
+def too_large(display: str, before: int | None, after: int | None) -> FileDiff:
+    """The note for a change too large to diff, from the sizes in bytes (None: no such file, or
+    not known: a preview knows an edit's result only by reading the whole file)."""
+    sizes = [size for size in (before, after) if size is not None]
+    return FileDiff(display, f"{display}: too large to diff ({' → '.join(map(str, sizes))} bytes)\n")

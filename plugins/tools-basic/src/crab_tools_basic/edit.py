@@ -14,7 +14,7 @@ from crab import ToolContext, ToolError, ToolResult, tool
 from crab.events import FileDiff
 
 from crab_tools_basic import anchored, read_gate, splice
-from crab_tools_basic.diffs import file_diff
+from crab_tools_basic.diffs import MAX_DIFF_INPUT, file_diff, too_large
 from crab_tools_basic.files import Missing, open_existing, refuse_hardlinked
 from crab_tools_basic.oserrors import os_errors
 from crab_tools_basic.splice import apply_edits
@@ -146,9 +146,11 @@ def preview_edit(arguments: dict[str, Any], ctx: ToolContext) -> list[FileDiff]:
         real = ws.resolve(arguments["path"], write=True)
         display = ws.display(real)
         with anchored.parent_of(ws.scope_of(real), real, display) as parent:
-            handle, _ = open_existing(parent)
+            handle, info = open_existing(parent)
             with handle:
                 refuse_hardlinked(handle, display, settings.allow_hardlinks)
+                if info.st_size > MAX_DIFF_INPUT:  # asked before the user's word: not read for a diff not shown
+                    return [too_large(display, info.st_size, None)]
                 original = handle.read()
         if looks_binary(original):
             return []

@@ -26,7 +26,7 @@ from crab.tools import truncate_output as truncate
 
 from crab_tools_basic import anchored, read_gate
 from crab_tools_basic.anchored import Parent
-from crab_tools_basic.diffs import file_diff
+from crab_tools_basic.diffs import MAX_DIFF_INPUT, file_diff, too_large
 from crab_tools_basic.oserrors import os_errors
 from crab_tools_basic.text import BOM, SNIFF_BYTES, looks_binary
 from crab_tools_basic.workspace import settings_of, workspace_of
@@ -319,9 +319,11 @@ def preview_write(arguments: dict[str, Any], ctx: ToolContext) -> list[FileDiff]
         before: bytes | None = None
         try:
             with anchored.parent_of(ws.scope_of(real), real, display) as parent:
-                handle, _ = open_existing(parent, on_folder="give a file path")
+                handle, info = open_existing(parent, on_folder="give a file path")
                 with handle:
                     refuse_hardlinked(handle, display, settings.allow_hardlinks)
+                    if info.st_size + len(data) > MAX_DIFF_INPUT:  # asked before the user's word: not read
+                        return [too_large(display, info.st_size, len(data))]
                     before = handle.read()
         except (Missing, FileNotFoundError):
             before = None  # a new file
