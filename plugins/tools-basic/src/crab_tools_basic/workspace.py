@@ -183,7 +183,8 @@ def real_folder(path: str, real_base: str | None = None) -> str:
     if kept is not None:
         real, device, inode = kept
         try:
-            now, there = os.stat(path), os.stat(real)
+            now = os.stat(path)
+            there = now if real == path else os.stat(real)  # most folders are named by their real path
         except OSError:
             pass
         else:
