@@ -4,6 +4,9 @@ Roots are the session's workspace plus any ``extra_roots`` from config. A path t
 (absolute elsewhere, ``..``, or a symlink pointing out) is refused, and so is crab's own folder
 (``$CRAB_HOME``) wherever it lies, but for this session's bash logs. This guards against a
 confused model, not an attacker: ``bash`` can still reach anything the user can.
+
+The roots' real paths are remembered between calls only while each still names the same folder
+(``real_folder``); the path a call names is resolved every time.
 """
 
 from __future__ import annotations
