@@ -200,3 +200,20 @@ def test_a_call_ending_after_its_loop_closed_does_not_stop_the_next_loop_s_calls
         return list(await asyncio.gather(*(run_in_thread(lambda n=n: n, {}) for n in range(50))))
 
     assert asyncio.run(later()) == list(range(50))
+
+
+def test_a_closed_loop_is_not_kept_alive_by_the_calls_it_ran() -> None:
+    # Each asyncio.run (a library's sync call, a test) makes a loop: once closed and dropped, it is
+    # freed, not kept by the worker threads' hand-back for as long as the process lives.
+    import gc
+    import weakref
+
+    gone: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+    for _ in range(3):
+        loop = asyncio.new_event_loop()
+        assert loop.run_until_complete(run_in_thread(lambda: 41 + 1, {})) == 42
+        loop.close()
+        gone.append(weakref.ref(loop))
+        del loop
+    gc.collect()
+    assert [ref() for ref in gone] == [None, None, None]

@@ -121,7 +121,9 @@ class _Settler:
     __slots__ = ("__weakref__", "lock", "loop", "outcomes", "scheduled")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
+        # Weakly: ``_settlers`` holds each settler for as long as its key, the loop, lives, so a
+        # settler holding the loop would keep every loop that ever ran a call alive.
+        self.loop = weakref.ref(loop)
         self.lock = threading.Lock()
         self.outcomes: list[tuple[asyncio.Future[Any], bool, Any]] = []
         self.scheduled = False
@@ -143,11 +145,15 @@ class _Settler:
             if self.scheduled:
                 return  # the callback already on its way settles this one too
             self.scheduled = True
-        try:
-            self.loop.call_soon_threadsafe(self._settle_all)
-        except RuntimeError:  # the loop is gone: these calls were abandoned long ago
-            with self.lock:
-                self.outcomes.clear()
+        loop = self.loop()
+        if loop is not None:
+            try:
+                loop.call_soon_threadsafe(self._settle_all)
+                return
+            except RuntimeError:  # closed
+                pass
+        with self.lock:  # the loop is gone: these calls were abandoned long ago
+            self.outcomes.clear()
 
     def _settle_all(self) -> None:
         with self.lock:
