@@ -217,3 +217,23 @@ def test_a_closed_loop_is_not_kept_alive_by_the_calls_it_ran() -> None:
         del loop
     gc.collect()
     assert [ref() for ref in gone] == [None, None, None]
+
+
+def test_a_call_raising_stop_iteration_fails_and_the_calls_ending_with_it_are_answered() -> None:
+    # StopIteration (a sync tool's next() on an empty iterator) cannot be set on a future: it
+    # comes back as a RuntimeError, as from a generator (PEP 479). It used to leave its own call
+    # waiting for its timeout, and with it every call whose outcome was handed back together.
+    ended_together = threading.Barrier(6)
+
+    def ends(n: int) -> int:
+        ended_together.wait(60)
+        if n == 0:
+            return int(next(iter(())))
+        return n
+
+    async def main() -> list[object]:
+        calls = (run_in_thread(ends, {"n": n}) for n in range(6))
+        done = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 60)
+        return [f"{type(e).__name__}: {e}" if isinstance(e, BaseException) else e for e in done]
+
+    assert asyncio.run(main()) == ["RuntimeError: StopIteration raised in the tool", 1, 2, 3, 4, 5]

@@ -104,6 +104,10 @@ if hasattr(os, "register_at_fork"):
 def _call(job: _Job) -> tuple[bool, Any]:
     try:
         return True, job.context.run(job.fn, **job.kwargs)
+    except (StopIteration, StopAsyncIteration) as exc:  # a future refuses them (as a generator does, PEP 479)
+        error = RuntimeError(f"{type(exc).__name__} raised in the tool")
+        error.__cause__ = exc
+        return False, error
     except Exception as exc:
         return False, exc
     except BaseException as exc:  # SystemExit or the like from a tool: a failure of that call only
@@ -160,7 +164,10 @@ class _Settler:
             outcomes, self.outcomes = self.outcomes, []
             self.scheduled = False
         for future, ok, value in outcomes:
-            _settle(future, ok, value)
+            try:
+                _settle(future, ok, value)
+            except Exception as exc:  # one outcome a future refuses leaves none of the others unsettled
+                _settle(future, False, RuntimeError(f"the call's outcome could not be handed back ({exc})"))
 
 
 _settlers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Settler] = weakref.WeakKeyDictionary()
