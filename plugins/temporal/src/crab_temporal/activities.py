@@ -65,6 +65,12 @@ def retried() -> bool:
     return activity.info().attempt > 1
 
 
+def may_have_run() -> bool:
+    """Whether this activity may have run before: retried, or local (a local activity whose worker
+    died starts again at attempt 1 on another worker, which has no record of the first attempt)."""
+    return retried() or activity.info().is_local
+
+
 @contextlib.asynccontextmanager
 async def heartbeating(every: float) -> AsyncIterator[None]:
     """Heartbeat while the body runs: a worker that dies stops them, and Temporal retries the
@@ -75,6 +81,9 @@ async def heartbeating(every: float) -> AsyncIterator[None]:
             activity.heartbeat()
             await asyncio.sleep(every)
 
+    if activity.info().is_local:  # no heartbeats: its workflow task's timeout notices a dead worker
+        yield
+        return
     task = asyncio.create_task(beat())
     try:
         yield
@@ -116,9 +125,10 @@ class StepActivities:
     @activity.defn(name="crab.call_model")
     async def call_model(self, session_id: str, step: dict[str, Any]) -> dict[str, Any]:
         """One ``CallModel``. Retried after its reply was recorded, it answers with that reply
-        instead of asking the model again."""
+        instead of asking the model again (a local one looks on every attempt: every model call
+        follows a recorded prompt or result, so a reply stored last is this step's)."""
         loaded = await self._load(session_id)
-        if retried():
+        if may_have_run():
             last = last_message(loaded.entries)
             if last is not None and last.payload.get("role") == "assistant":
                 message = crab.messages.message_from_dict(dict(last.payload))
