@@ -18,7 +18,8 @@ history: the workflow tasks, regular activities and local activities (markers) a
 ``--layout regular`` runs every step as a regular activity (the turns' ``local_steps = False``, as
 before local steps existed) beside the default ``local`` (crab_temporal.placement), on the same
 server, for a comparison under the same load. ``--rounds`` repeats the whole set. The client here
-waits for each result (a long poll), it does not query ``progress`` as ``crab temporal run`` does.
+waits for each result (a long poll); ``--poll 0.2`` also queries each turn's ``progress`` every
+0.2 s as ``crab temporal run`` does, to measure what that polling costs the server and workers.
 Usage: ``.venv/bin/python bench/temporal.py [--turns 40] [--workers 1,2,4] [--rounds 2]``.
 """
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
@@ -94,10 +96,11 @@ def worker_main(folder: str, address: str, queue: str) -> None:
 
 
 async def submit(
-    folder: Path, address: str, queue: str, turns: int, local_steps: bool
+    folder: Path, address: str, queue: str, turns: int, local_steps: bool, poll: float
 ) -> tuple[float, float, list[dict[str, Any]], dict[str, float]]:
     """Submit ``turns`` turns at once and wait for them: wall time, the client's CPU, the results
-    and what one turn's history holds."""
+    and what one turn's history holds. ``poll``: also query each turn's ``progress`` every so
+    many seconds, as ``crab temporal run`` does (0: never)."""
     from crab_temporal.client import connect, start_turn, turn_arguments
     from crab_temporal.settings import TemporalSettings
 
@@ -112,9 +115,20 @@ async def submit(
         cpu = time.process_time()
         start = time.perf_counter()
         handles = [await start_turn(client, config, argument) for argument in arguments]
-        results = await asyncio.gather(*(handle.result() for handle in handles))
+        results = await asyncio.gather(*(waited(handle, poll) for handle in handles))
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
         return wall, cpu, list(results), await tasks_of(handles[0])
+
+
+async def waited(handle: Any, poll: float) -> dict[str, Any]:
+    """The turn's result; meanwhile its ``progress`` queried every ``poll`` seconds (0: never)."""
+    result = asyncio.ensure_future(handle.result())
+    while poll and not result.done():
+        await asyncio.wait([result], timeout=poll)
+        if not result.done():
+            with contextlib.suppress(Exception):  # between tasks, or ended: as the client's _progress
+                await asyncio.wait_for(handle.query("progress"), 2.0)
+    return dict(await result)
 
 
 async def tasks_of(handle: Any) -> dict[str, float]:
@@ -143,7 +157,9 @@ def process_cpu(pid: int) -> float:
     return sum(int(value) for value in fields[11:15]) / ticks
 
 
-def on_temporal(folder: Path, address: str, server: int, workers: int, turns: int, layout: str) -> dict[str, Any]:
+def on_temporal(
+    folder: Path, address: str, server: int, workers: int, turns: int, layout: str, poll: float
+) -> dict[str, Any]:
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     context = multiprocessing.get_context("spawn")
     processes = [context.Process(target=worker_main, args=(str(folder), address, queue)) for _ in range(workers)]
@@ -152,7 +168,7 @@ def on_temporal(folder: Path, address: str, server: int, workers: int, turns: in
     time.sleep(5)  # the workers poll by then: their start-up is neither the turns' time nor their CPU
     before_workers = sum(process_cpu(process.pid or 0) for process in processes)
     before_server = process_cpu(server)
-    wall, client_cpu, results, tasks = asyncio.run(submit(folder, address, queue, turns, layout == "local"))
+    wall, client_cpu, results, tasks = asyncio.run(submit(folder, address, queue, turns, layout == "local", poll))
     server_cpu = process_cpu(server) - before_server
     worker_cpu = sum(process_cpu(process.pid or 0) for process in processes) - before_workers
     for process in processes:
@@ -162,7 +178,7 @@ def on_temporal(folder: Path, address: str, server: int, workers: int, turns: in
     ended = sum(1 for result in results if result["stop"] == "end")
     steps = turns * steps_per_turn()
     return {
-        "setup": f"{layout}, {workers} worker(s)",
+        "setup": f"{layout}{', polled' if poll else ''}, {workers} worker(s)",
         "turns_ended": ended,
         "turns_per_s": turns / wall,
         "cpu_ms_per_step_workers": 1000 * worker_cpu / steps,
@@ -206,7 +222,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(folder: Path, in_memory: bool) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(folder: Path, in_memory: bool, flags: list[str]) -> tuple[subprocess.Popen[bytes], str]:
     binary = Path(sys.executable).parent / "temporal"
     command = [str(binary) if binary.is_file() else (shutil.which("temporal") or "temporal")]
     port = free_port()
@@ -214,6 +230,7 @@ def start_server(folder: Path, in_memory: bool) -> tuple[subprocess.Popen[bytes]
     command += ["--log-level", "warn"]
     if not in_memory:
         command += ["--db-filename", str(folder / "temporal.db")]
+    command += flags
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     address = f"127.0.0.1:{port}"
     health = [command[0], "operator", "cluster", "health", "--address", address]
@@ -235,17 +252,30 @@ def main() -> None:
     parser.add_argument(
         "--in-memory", action="store_true", help="the dev server keeps its state in memory, not in a file"
     )
+    parser.add_argument(
+        "--poll",
+        type=float,
+        default=0.0,
+        help="query each turn's progress every so many seconds (crab temporal run: 0.2)",
+    )
+    parser.add_argument(
+        "--server-flag",
+        action="append",
+        default=[],
+        help="one more argument of `temporal server start-dev` (repeat), e.g."
+        " --server-flag=--dynamic-config-value --server-flag=system.enableActivityEagerExecution=true",
+    )
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         script(folder)
-        server, address = start_server(folder, args.in_memory)
+        server, address = start_server(folder, args.in_memory, args.server_flag)
         try:
             for _ in range(args.rounds):
                 for layout in args.layout.split(","):
                     for count in (int(n) for n in args.workers.split(",")):
-                        rows.append(on_temporal(folder, address, server.pid, count, args.turns, layout))
+                        rows.append(on_temporal(folder, address, server.pid, count, args.turns, layout, args.poll))
                         print(json.dumps(rows[-1]), flush=True)
         finally:
             os.killpg(server.pid, signal.SIGTERM)

@@ -72,6 +72,23 @@ def test_a_local_model_call_carried_out_again_at_attempt_1_answers_with_the_stor
     assert roles == ["user", "assistant"]  # one reply: the model was not asked twice
 
 
+def test_a_local_record_carried_out_again_stores_its_message_once_and_the_same_text_twice_when_sent_twice(
+    tmp_path: Path,
+):
+    async def go() -> list[str]:
+        async with make_agent(tmp_path) as agent:
+            activities = StepActivities(agent, heartbeat=1.0)
+            session = await agent.turn_steps(title="t")
+            yes = {"role": "user", "content": "yes"}
+            for step_id in ("t.2", "t.2", "t.7", "t.7"):  # t.7: the user steered with the same text again
+                await local_environment().run(
+                    activities.carry_out, session.session_id, "record", {"id": step_id, "message": yes}
+                )
+            return [str(e.payload.get("content")) for e in await session.stored() if e.type == "message"]
+
+    assert asyncio.run(go()) == ["yes", "yes"]
+
+
 def test_a_worker_runs_no_more_local_steps_at_once_than_activities():
     # The premise: throughput comes from more workers, so one worker's bound covers the
     # steps it runs locally too (in slots of their own: see worker.bounds).
@@ -116,10 +133,10 @@ def test_a_turn_runs_its_model_calls_locally_its_tools_as_activities_and_replays
         for e in events
         if e["eventType"] in ("EVENT_TYPE_MARKER_RECORDED", "MarkerRecorded")
     ]
-    # Regular: the prompt's record and the two tool calls. Local (a marker each): begin, submit,
+    # Regular: the two tool calls. Local (a marker each): begin, the prompt's submit and record,
     # three model calls, the end check; and the patch's own marker.
-    assert sorted(scheduled) == ["crab.carry_out", "crab.run_tool", "crab.run_tool"], scheduled
-    assert markers.count("core_local_activity") == 6, markers
+    assert scheduled == ["crab.run_tool", "crab.run_tool"], scheduled
+    assert markers.count("core_local_activity") == 7, markers
     assert markers.count("core_patch") == 1, markers
     completed = [e for e in events if e["eventType"] in ("EVENT_TYPE_WORKFLOW_TASK_COMPLETED", "WorkflowTaskCompleted")]
     assert len(completed) <= len(scheduled) + 2, len(completed)

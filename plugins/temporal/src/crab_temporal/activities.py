@@ -21,6 +21,9 @@ FAILED = "Not run: the turn failed ({why})."
 STARTED = "crab-temporal.tool-started"
 """The ``kind`` of the event entry a worker stores before it runs a call of a tool that changes
 things: a retry that finds it with no result knows the call may have had its effect."""
+RECORDING = "crab-temporal.recording"
+"""The ``kind`` of the event entry a local ``record`` step stores before its message: a local
+activity's attempt restarts at 1 on another worker, so only the store can say it ran before."""
 
 
 # --- what the store says about a step carried out before ---------------------------------------
@@ -46,6 +49,15 @@ def find_call(entries: Sequence[crab.storage.Entry], call_id: str) -> tuple[int,
         for call in message.tool_calls:
             if call.id == call_id:
                 return index, call
+    return None
+
+
+def marked(entries: Sequence[crab.storage.Entry], kind: str, step_id: str) -> int | None:
+    """The index of the last event entry of ``kind`` for step ``step_id``, or None."""
+    for index in range(len(entries) - 1, -1, -1):
+        entry = entries[index]
+        if entry.type == "event" and entry.payload.get("kind") == kind and entry.payload.get("step") == step_id:
+            return index
     return None
 
 
@@ -177,6 +189,16 @@ class StepActivities:
     async def carry_out(self, session_id: str, kind: str, step: dict[str, Any]) -> dict[str, Any]:
         """A ``Record``, ``Submit``, ``CheckEnd`` or ``Compact`` step."""
         loaded = await self._load(session_id)
+        if kind == "record" and activity.info().is_local:
+            # A local attempt cannot tell a retry from a first run: the mark stored before the
+            # message says whether this step recorded it (a message after its mark).
+            found = marked(loaded.entries, RECORDING, step["id"])
+            if found is not None and last_message(loaded.entries[found + 1 :]) is not None:
+                return {}  # the earlier attempt stored it
+            if found is None:
+                await loaded.mark({"kind": RECORDING, "step": step["id"]})
+            await loaded.carry_out(steps.Record(step["id"], user_from_wire(step["message"])))
+            return {}
         if kind == "record":
             message = user_from_wire(step["message"])
             last = last_message(loaded.entries)

@@ -3,16 +3,15 @@ task, recorded as a marker: no task round trip through Temporal's server) and wh
 activities (scheduled on the task queue, taken by any worker): the workflow asks here.
 
 Local: the steps that are cheap and safe to carry out again, because each finds what an earlier
-attempt stored and records nothing twice (``crab.begin``, ``crab.settle``), or asks a hook again
-as a retry always did (``crab.carry_out``'s ``submit`` and ``check_end``), and the model call,
-whose earlier reply is the last stored message. A local activity's attempt restarts at 1 when its
-worker dies (the workflow task moves to another worker, which has no record of the attempt), so a
-local model call looks for its stored reply on every attempt, never trusting ``attempt`` alone.
+attempt stored and records nothing twice (``crab.begin``, ``crab.settle``; ``crab.carry_out``'s
+``record``, which stores a mark before its message), or asks a hook again as a retry always did
+(``crab.carry_out``'s ``submit`` and ``check_end``), and the model call, whose earlier reply is
+the last stored message. A local activity's attempt restarts at 1 when its worker dies (the
+workflow task moves to another worker, which has no record of the attempt), so a local step
+looks in the store on every attempt, never trusting ``attempt`` alone.
 
 Regular: every tool call (the work a turn spreads over workers; a call that changes things keeps
-its started mark and its heartbeats), a compaction (long, and not safe to run twice) and a
-``record``: only its attempt number tells a retry from a user who sent the same text twice in a
-row, and a local activity's attempt does not survive its worker."""
+its started mark and its heartbeats) and a compaction (long, and not safe to run twice)."""
 
 from __future__ import annotations
 
@@ -24,8 +23,8 @@ LOCAL_STEPS = "crab-local-steps"
 (every step a regular activity) replays as it ran."""
 
 LOCAL_ACTIVITIES = frozenset({"crab.begin", "crab.call_model", "crab.settle"})
-LOCAL_CARRY_OUTS = frozenset({"submit", "check_end"})
-"""``crab.carry_out``'s kinds that run locally (``record`` and ``compact`` do not)."""
+LOCAL_CARRY_OUTS = frozenset({"record", "submit", "check_end"})
+"""``crab.carry_out``'s kinds that run locally (``compact`` does not)."""
 
 
 def runs_locally(name: str, args: list[Any]) -> bool:
