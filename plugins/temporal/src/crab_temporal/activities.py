@@ -89,9 +89,12 @@ async def heartbeating(every: float) -> AsyncIterator[None]:
     activity elsewhere after the heartbeat timeout, not after the whole call's."""
 
     async def beat() -> None:
+        # The first beat after ``every`` seconds, not at the start: the heartbeat timeout counts
+        # from the start anyway, and a step shorter than ``every`` (most tool calls) costs the
+        # server no heartbeat at all.
         while True:
-            activity.heartbeat()
             await asyncio.sleep(every)
+            activity.heartbeat()
 
     if activity.info().is_local:  # no heartbeats: its workflow task's timeout notices a dead worker
         yield
