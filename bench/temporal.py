@@ -13,7 +13,9 @@ and CPU per step: the CPU the workers, the Temporal server and the submitting cl
 + system), divided by the steps of all turns (15 a turn: begin, submit, record, six model calls,
 five tool calls, the end check, whether each runs as a regular or a local activity); for the
 in-process driver, the process's own CPU divided by its model and tool calls. From one turn's
-history: the workflow tasks, regular activities and local activities (markers) a turn took.
+history: the workflow tasks, regular activities and local activities (markers) a turn took. And
+the cores the machine kept busy meanwhile (/proc/stat), all of them and the bench's own: on a
+shared machine the difference is what other work took.
 
 ``--layout regular`` runs every step as a regular activity (the turns' ``local_steps = False``, as
 before local steps existed) beside the default ``local`` (crab_temporal.placement), on the same
@@ -150,6 +152,13 @@ async def tasks_of(handle: Any) -> dict[str, float]:
     return counts
 
 
+def machine_cpu() -> float:
+    """CPU seconds every process of the machine spent so far (busy time of all cores, /proc/stat)."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle and iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def process_cpu(pid: int) -> float:
     """User + system CPU seconds a running process spent (with its children that ended)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -167,9 +176,9 @@ def on_temporal(
         process.start()
     time.sleep(5)  # the workers poll by then: their start-up is neither the turns' time nor their CPU
     before_workers = sum(process_cpu(process.pid or 0) for process in processes)
-    before_server = process_cpu(server)
+    before_server, before_machine = process_cpu(server), machine_cpu()
     wall, client_cpu, results, tasks = asyncio.run(submit(folder, address, queue, turns, layout == "local", poll))
-    server_cpu = process_cpu(server) - before_server
+    server_cpu, machine = process_cpu(server) - before_server, machine_cpu() - before_machine
     worker_cpu = sum(process_cpu(process.pid or 0) for process in processes) - before_workers
     for process in processes:
         os.kill(process.pid or 0, signal.SIGTERM)
@@ -184,6 +193,9 @@ def on_temporal(
         "cpu_ms_per_step_workers": 1000 * worker_cpu / steps,
         "cpu_ms_per_step_server": 1000 * server_cpu / steps,
         "cpu_ms_per_step_client": 1000 * client_cpu / steps,
+        # what the whole machine kept busy, in cores: the bench's processes and everything else
+        "cores_busy": machine / wall,
+        "cores_busy_bench": (server_cpu + worker_cpu + client_cpu) / wall,
         **{f"{name}_per_turn": count for name, count in tasks.items()},
     }
 
@@ -287,6 +299,7 @@ def main() -> None:
     print(
         f"{'setup':24} {'ended':>5} {'turns/s':>8} {'x 1 worker':>10} {'CPU ms/step: workers':>21}"
         f" {'server':>7} {'client':>7} {'WFT/turn':>9} {'act/turn':>9} {'local/turn':>10}"
+        f" {'cores busy: all':>16} {'bench':>6}"
     )
     ones: dict[str, float] = {}
     for row in rows:
@@ -299,6 +312,7 @@ def main() -> None:
             f" {row['cpu_ms_per_step_workers']:>21.1f} {row['cpu_ms_per_step_server']:>7.1f}"
             f" {row['cpu_ms_per_step_client']:>7.1f} {row.get('workflow_tasks_per_turn', 0):>9.0f}"
             f" {row.get('activities_per_turn', 0):>9.0f} {row.get('local_activities_per_turn', 0):>10.0f}"
+            f" {row.get('cores_busy', float('nan')):>16.2f} {row.get('cores_busy_bench', float('nan')):>6.2f}"
         )
     sys.stdout.flush()
     os._exit(0)
