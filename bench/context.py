@@ -24,7 +24,7 @@ from typing import Any
 
 import crab
 from crab._contracts.providers import ModelRequest
-from crab._loop.budget import raw_tokens, schema_tokens
+from crab._values.budget import raw_tokens, schema_tokens
 from crab.testing import AgentHarness
 
 P = tuple[str, str, str, bool]  # name, JSON type, description, required

@@ -22,7 +22,7 @@ from typing import Any
 
 from crab._builtin.memory_store import MemoryStore
 from crab._contracts.storage import EntryType, Store
-from crab._loop.history import build_context
+from crab._values.history import build_context
 
 SIZES = (1_000, 100_000, 1_000_000)
 TAIL = 40

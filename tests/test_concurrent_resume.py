@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from crab import Store
-from crab._loop.history import NO_RESULT, build_context, unpaired_calls
+from crab._values.history import NO_RESULT, build_context, unpaired_calls
 from crab.messages import ToolResultMessage
 from crab_store_sqlite import SqliteStore
 from crab_tape_jsonl import TapeStore

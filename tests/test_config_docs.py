@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crab._contracts.config_tables import CORE_TABLE, SERVE_TABLE, ConfigTable
+from crab._config.core_tables import CORE_TABLE, SERVE_TABLE
+from crab._contracts.config import ConfigTable
 from crab_hooks.settings import TABLE as HOOKS
 from crab_mcp.settings import TABLE as MCP
 from crab_provider_anthropic.settings import TABLE as ANTHROPIC

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from crab import Store
-from crab._loop.history import STOPPED
+from crab._values.history import STOPPED
 
 pytest.importorskip("crab_tools_basic", reason="the killed call is the real bash tool")
 pytest.importorskip("crab_provider_mock", reason="the run is scripted")

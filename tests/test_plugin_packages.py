@@ -57,7 +57,7 @@ def package_of(folder: Path) -> str:
 
 def config_keys_block(plugin: str) -> str:
     """The README block listing ``[plugins.<plugin>]``: each key, its type, default and meaning."""
-    from crab._contracts.config_tables import show_value
+    from crab._contracts.config import show_value
 
     target = project(ROOT / "plugins" / plugin)["project"]["entry-points"]["crab"][plugin]
     module_name, _, attr = target.partition(":")

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from crab._contracts.messages import AssistantMessage
 from crab._contracts.storage import Entry, Store
-from crab._loop.history import NO_REPLY, STOPPED, build_context, unpaired_calls
+from crab._values.history import NO_REPLY, STOPPED, build_context, unpaired_calls
 from crab_store_sqlite import SqliteStore
 from crab_tape_jsonl import TapeStore
 

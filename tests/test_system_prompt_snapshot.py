@@ -18,7 +18,7 @@ from pathlib import Path
 import crab_tools_basic
 import pytest
 from crab._builtin import prompt
-from crab._loop.budget import raw_tokens, schema_tokens
+from crab._values.budget import raw_tokens, schema_tokens
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "system_prompt.txt"
 SKILLS_SNAPSHOT = Path(__file__).parent / "snapshots" / "system_prompt_skills.txt"

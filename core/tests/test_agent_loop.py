@@ -13,7 +13,7 @@ import crab
 import pytest
 from crab._contracts.events import ErrorEvent, NoticeEvent, TextDelta, ToolResultEvent, TurnEnded
 from crab._contracts.messages import AssistantMessage, ToolResultMessage, UserMessage
-from crab._loop.history import INTERRUPTED, SKIPPED, build_context, unpaired_calls
+from crab._values.history import INTERRUPTED, SKIPPED, build_context, unpaired_calls
 
 
 def plugin(*tools: crab.Tool, **hooks) -> object:

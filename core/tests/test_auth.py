@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from crab._config.layers import Config
+from crab._contracts.config import Config
 from crab._contracts.errors import ConfigError
 from crab._secrets.keys import (
     REDACTED,

@@ -83,7 +83,7 @@ def test_the_package_table_names_every_module_of_core():
     }
     package = ROOT / "core" / "src" / "crab"
     folders = {name: package / name for name in ("_assembly", "_builtin", "_config", "_contracts", "_host")}
-    folders |= {name: package / name for name in ("_loop", "_secrets", "_system")}
+    folders |= {name: package / name for name in ("_loop", "_secrets", "_system", "_values")}
     folders["testing"] = ROOT / "testing" / "src" / "crab" / "testing"  # crab-testing, beside core
     for name, folder in folders.items():
         modules = {p.name for p in folder.iterdir() if p.suffix in (".py", ".md")} - {"__init__.py"}

@@ -6,7 +6,7 @@ import asyncio
 
 from crab._builtin.memory_store import MemoryStore
 from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
-from crab._loop.history import NO_REPLY, NO_RESULT, build_context, repair, unpaired_calls
+from crab._values.history import NO_REPLY, NO_RESULT, build_context, repair, unpaired_calls
 from crab._values.message_json import message_to_dict
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import crab
 import pytest
 from crab._builtin.memory_store import MemoryStore
-from crab._loop import images
 from crab._loop.session import Session
+from crab._values import images
 from crab.testing import make_png
 
 PNG = make_png(2, 2)

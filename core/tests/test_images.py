@@ -176,7 +176,7 @@ def test_an_attached_image_over_the_cap_is_one_line_and_records_nothing(monkeypa
 def test_pillow_downscales_to_the_longest_side_and_under_the_cap() -> None:
     image_module = pytest.importorskip("PIL.Image")
     big = crab.messages.ImagePart.from_bytes(make_png(300, 200, noise=True))
-    from crab._loop.image_fit import fit_image
+    from crab._values.image_fit import fit_image
 
     fitted = fit_image(big, max_bytes=20_000, max_side=128)
     assert fitted.media_type == "image/png" and fitted.size <= 20_000
@@ -245,7 +245,7 @@ def test_a_function_tool_may_return_an_image_part() -> None:
 
 
 def test_compaction_summary_names_images() -> None:
-    from crab._loop.compaction import transcript_blocks
+    from crab._values.compaction_text import transcript_blocks
 
     blocks = transcript_blocks([crab.messages.UserMessage("see", images=(crab.messages.ImagePart.from_bytes(PNG),))])
     assert "[image: image/png" in blocks[0]

@@ -154,13 +154,7 @@ Parts on one line are independent: neither imports the other. ``crab`` is the pa
 (``crab/__init__.py``), the line below it the public submodules that re-export the rest of the API
 (docs/api.md), ``testing`` the test kit (crab-testing); ``__main__`` belongs to ``_cli``."""
 
-LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("_contracts", "_config"): (
-        "AgentHandle.config and ToolContext.config are typed crab.Config, a class whose resolve() "
-        "(layers merged, tables checked) is _config's work: its data half must move into the "
-        "contracts (or a Protocol for what plugins read of it) before this edge goes"
-    ),
-}
+LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {}
 """Edges against ``LAYERS`` still in the code, each with why; removing one is a one-line change."""
 
 
@@ -201,7 +195,7 @@ def test_core_keeps_its_layers():
 
 
 def test_the_contracts_import_nothing_else_of_crab():
-    # The one exception allowed is the Config type (LAYER_EXCEPTIONS says why); nothing at run time.
+    # Not even a type: crab.Config's data is a contract (_contracts/config.py), its loading _config's.
     graph = import_graph(module_names(), type_checking=True)
     runtime = import_graph(module_names())
     outside = sorted(
@@ -213,15 +207,14 @@ def test_the_contracts_import_nothing_else_of_crab():
     )
     assert outside == []
     typed = {part_of(t) for name, targets in graph.items() if part_of(name) == "_contracts" for t in targets}
-    assert typed - {"_contracts"} <= {into for source, into in LAYER_EXCEPTIONS if source == "_contracts"}
+    assert typed == {"_contracts"}
 
 
 CONTRACT_FUNCTIONS: dict[str, str] = {
-    "config_tables.format_key": "how a key is written in every config message; InvalidValue's text uses it",
-    "config_tables.show_value": "how a value is written in every config message; InvalidValue's text uses it",
-    "config_tables._number": "a bound in Setting's range text",
-    "config_tables.validate_table": "the public crab.config.validate_table: ConfigTable.validate, unchecked table",
-    "config_tables._core_trust_filter": "CORE_TABLE's trust filter, declared with the table",
+    "config.format_key": "how a key is written in every config message; InvalidValue's text uses it",
+    "config.show_value": "how a value is written in every config message; InvalidValue's text uses it",
+    "config._number": "a bound in Setting's range text",
+    "config.validate_table": "the public crab.config.validate_table: ConfigTable.validate, unchecked table",
     "images.sniff_image": "ImagePart.from_bytes and from_path type the bytes they are given",
     "images.sha256_hex": "ImagePart computes its hash from its bytes",
     "images.human_size": "ImagePart.describe",

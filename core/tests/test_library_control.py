@@ -96,6 +96,35 @@ def test_deny_refuses_and_the_tool_never_runs(crab_home: Path, sync: bool):
     assert result.text == "done"
 
 
+@pytest.mark.parametrize("sync", [True, False], ids=["sync-callback", "async-callback"])
+def test_a_callback_that_got_no_answer_refuses_saying_nobody_answered(crab_home: Path, sync: bool):
+    # TimeoutError is the callback's "nobody answered" (a wait that ran out): the model is told
+    # that, not that the user said no, and not that the program's callback failed.
+    notebook = Notebook()
+
+    def nobody_there(request: crab.PermissionRequest) -> str:
+        raise TimeoutError
+
+    async def nobody_there_async(request: crab.PermissionRequest) -> str:
+        await asyncio.sleep(0)
+        raise TimeoutError
+
+    with crab.Agent(
+        provider=two_saves(),
+        tools=[notebook.tool],
+        plugins=[],
+        ask=nobody_there if sync else nobody_there_async,
+        **QUIET,
+    ) as agent:
+        result = agent.run_sync("save two things")
+    assert notebook.saved == []
+    assert [c.is_error for c in result.tool_calls] == [True, True]
+    assert all(
+        (c.result or "").startswith("Refused: save needs write permission and nobody answered")
+        for c in result.tool_calls
+    ), [c.result for c in result.tool_calls]
+
+
 def test_an_answer_that_is_not_once_or_always_refuses(crab_home: Path):
     result, saved, _asked = run_with("sure, why not")
     assert saved == []
@@ -116,7 +145,7 @@ def test_read_only_refuses_without_asking(crab_home: Path):
 
 def test_yolo_allows_without_asking(crab_home: Path):
     _result, saved, asked = run_with("deny", permissions="yolo")
-    assert saved == ["a", "b"] and asked == []
+    assert sorted(saved) == ["a", "b"] and asked == []  # the two calls of one reply run side by side
 
 
 def sqlite_agent(provider: ScriptedProvider, db: Path) -> crab.Agent:

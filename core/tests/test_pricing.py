@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from crab._contracts.messages import Usage
 from crab._contracts.providers import ModelInfo
-from crab._loop.pricing import cache_savings, usage_cost, with_cost
+from crab._values.pricing import cache_savings, usage_cost, with_cost
 
 
 def test_cost_of_input_and_output() -> None:

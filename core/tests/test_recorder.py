@@ -9,10 +9,10 @@ from pathlib import Path
 from crab._builtin.memory_store import MemoryStore
 from crab._contracts.images import ImagePart
 from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
-from crab._loop.history import STOPPED, load_history
 from crab._loop.recorder import PARENT_CALL_META, PARENT_SESSION_META, Recorder
 from crab._loop.session import Session
 from crab._secrets.redaction import Redactor
+from crab._values.history import STOPPED, load_history
 from crab._values.message_json import message_to_dict
 from crab.testing.images import make_png
 

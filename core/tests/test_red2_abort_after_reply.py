@@ -11,7 +11,7 @@ from typing import Any
 
 import crab
 from crab._builtin.memory_store import MemoryStore
-from crab._loop.history import INTERRUPTED, unpaired_calls
+from crab._values.history import INTERRUPTED, unpaired_calls
 
 
 @crab.tool

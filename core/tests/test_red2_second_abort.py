@@ -12,7 +12,7 @@ from typing import Any
 import crab
 from crab._builtin.memory_store import MemoryStore
 from crab._contracts.events import TurnEnded
-from crab._loop.history import INTERRUPTED, unpaired_calls
+from crab._values.history import INTERRUPTED, unpaired_calls
 
 
 class SlowStandIns(MemoryStore):

@@ -15,8 +15,8 @@ from typing import Any
 import crab
 import pytest
 from crab._loop import steps, turn
-from crab._loop.compaction import INSTRUCTION
-from crab._loop.history import NO_REPLY
+from crab._values.compaction_text import INSTRUCTION
+from crab._values.history import NO_REPLY
 from crab._values.message_json import message_to_dict
 from crab.testing.images import make_png
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from crab import CrabError
 from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
-from crab._loop.history import STOPPED, repair, stand_ins, unpaired_calls
 from crab._system.live_sessions import no_turn_running, turn_running
+from crab._values.history import STOPPED, repair, stand_ins, unpaired_calls
 from crab._values.message_json import message_to_dict
 from crab.testing import AgentHarness
 

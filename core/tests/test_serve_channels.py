@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crab._assembly.channel_host import ChannelError, ChannelHost
 from crab._builtin.memory_store import MemoryStore
 from crab._contracts.interception import PermissionRequest
-from crab._loop.channel_host import ChannelError, ChannelHost
 from crab._loop.sessions import ADDRESS_META, CHANNEL_META
 from crab.testing import AgentHarness
 

@@ -8,10 +8,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from crab._assembly.channel_host import ChannelHost
 from crab._builtin.memory_store import MemoryStore
 from crab._contracts.events import CompactionEvent
 from crab._contracts.messages import AssistantMessage, ToolResultMessage
-from crab._loop.channel_host import ChannelHost
 from crab.testing import AgentHarness
 
 WINDOW = {"crab.context_window": 1500}

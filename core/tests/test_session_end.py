@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import crab
-from crab._loop.channel_host import ChannelHost
+from crab._assembly.channel_host import ChannelHost
 from crab.testing import AgentHarness
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from crab._builtin.shell import KEYBOARD_TOOL, SHELL_TOOL, one_line
 from crab._contracts.events import CommandOutput
 from crab._contracts.interception import Deny, PermissionRequest
 from crab._host.hookspecs import hookimpl
-from crab._loop.shell import KEYBOARD_TOOL, SHELL_TOOL, one_line
 
 
 def test_one_line_accepts_a_single_line_only():
@@ -37,6 +37,17 @@ def test_yolo_runs_the_command(crab_agent):
     outcome = h.run("!echo x > ran.txt && echo done")
     assert outcome.error is None and outcome.text == "done"
     assert _ran(h.workspace)
+
+
+def test_an_agent_given_no_shell_refuses_the_line_and_runs_nothing(crab_agent):
+    # `!cmd` is core's built-in (crab._builtin.shell), which the composition root gives the agent;
+    # an agent without it (crab info's) says so instead of running anything.
+    h = crab_agent(config={"crab.permissions": "yolo"})
+    h.agent.shell = None
+    outcome = h.run("!echo x > ran.txt")
+    assert outcome.stop == "command" and outcome.error == "!commands do not run here"
+    assert not _ran(h.workspace)
+    assert h.events_of(CommandOutput)[-1].is_error
 
 
 def test_read_only_refuses_even_at_the_keyboard(crab_agent):

@@ -159,3 +159,44 @@ def test_the_watchdog_s_heartbeat_outlives_a_call_for_the_next_one() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "one heartbeat\n"
+
+
+def test_calls_ending_together_each_get_their_own_outcome_in_every_loop() -> None:
+    """Outcomes are handed back to the loop together (one wake-up settles every one waiting):
+    each call still gets its own value or exception, in each of several loops one after another."""
+
+    def answer(n: int) -> int:
+        if n % 7 == 0:
+            raise ValueError(f"no {n}")
+        return n * 2
+
+    async def main() -> list[object]:
+        ended = await asyncio.gather(*(run_in_thread(answer, {"n": n}) for n in range(200)), return_exceptions=True)
+        return [f"{type(e).__name__}: {e}" if isinstance(e, BaseException) else e for e in ended]
+
+    expected = [f"ValueError: no {n}" if n % 7 == 0 else n * 2 for n in range(200)]
+    for _ in range(3):  # a loop that ended leaves nothing behind that the next one waits for
+        assert asyncio.run(main()) == expected
+
+
+def test_a_call_ending_after_its_loop_closed_does_not_stop_the_next_loop_s_calls() -> None:
+    release = threading.Event()
+    started = threading.Event()
+
+    def late() -> str:
+        started.set()
+        release.wait(60)
+        return "late"
+
+    async def abandon() -> None:
+        task = asyncio.ensure_future(run_in_thread(late, {}, Ctx()))
+        await asyncio.to_thread(started.wait, 60)
+        task.cancel()
+
+    asyncio.run(abandon())  # the loop closes with the call still running
+    release.set()  # it ends now, with nowhere to hand its outcome
+
+    async def later() -> list[int]:
+        return list(await asyncio.gather(*(run_in_thread(lambda n=n: n, {}) for n in range(50))))
+
+    assert asyncio.run(later()) == list(range(50))

@@ -45,3 +45,31 @@ def test_only_newlines_break_lines():
     assert kept == "a\fb\u2028c\n"
     assert cut is not None
     assert cut.total_lines == 2
+
+
+@given(
+    st.text(st.sampled_from(["a", "\n", "é", "€", "😀", "\udcff", "\f", "\u2028"]), max_size=80),
+    st.integers(1, 30),
+    st.integers(1, 200),
+)
+def test_text_is_cut_exactly_when_it_is_over_a_budget(text, lines, size):
+    """What fits is told without splitting or encoding the text: the answer is the same as counting."""
+    within = len(split_lines(text)) <= lines and len(text.encode("utf-8", "surrogatepass")) <= size
+    result, cut = truncate(text, OutputLimit(lines=lines, bytes=size))
+    assert (cut is None) == within
+    assert (result == text) if within else cut is not None
+
+
+def test_a_long_ascii_text_at_its_budgets_is_kept_whole():
+    text = "".join(f"{i:>6}\tline {i}\n" for i in range(1, 2001))
+    assert truncate(text, OutputLimit(lines=2000, bytes=len(text))) == (text, None)
+    assert truncate(text, OutputLimit(lines=1999, bytes=len(text)))[1] is not None
+    assert truncate(text, OutputLimit(lines=2000, bytes=len(text) - 1))[1] is not None
+    assert truncate(text.rstrip("\n"), OutputLimit(lines=2000, bytes=len(text))) == (text.rstrip("\n"), None)
+
+
+def test_four_byte_characters_count_as_four_bytes():
+    text = "😀" * 10  # 10 characters, 40 bytes
+    assert truncate(text, OutputLimit(lines=5, bytes=40)) == (text, None)
+    assert truncate(text, OutputLimit(lines=5, bytes=39))[1] is not None
+    assert truncate(text, OutputLimit(lines=5, bytes=21))[1] is not None

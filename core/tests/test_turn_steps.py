@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from crab._contracts.interception import PermissionRequest
 from crab._contracts.messages import AssistantMessage, ToolCall, UserMessage
-from crab._loop.history import NO_REPLY
 from crab._loop.steps import (
     CAP_SKIPPED,
     DATE_NOTE,
@@ -42,6 +41,7 @@ from crab._loop.steps import (
     result_id,
     session_date,
 )
+from crab._values.history import NO_REPLY
 
 SESSION = "20260301T120000-abcdef"
 REQUEST = PermissionRequest("save", "write", "save text=a", call_id="c1")

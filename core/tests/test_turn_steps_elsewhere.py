@@ -88,3 +88,41 @@ def test_a_call_carried_out_on_its_own_still_asks_the_user(tmp_path: Path):
     assert asked == ["PermissionRequest"]
     assert ran == ["x"]
     assert results == [("write_note", "written")]
+
+
+def test_a_driver_asks_through_the_sessions_own_question_path_with_secrets_masked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # A durable engine's client asks the questions its workers' tools put (TurnSteps.ask_user): the
+    # agent's own ask=/question=, given the question masked, a question's answer held to its rule.
+    secret = "sk-turn-steps-ask-0123456789abcdef"
+    monkeypatch.setenv("DEMO_API_KEY", secret)
+    shown: list[str] = []
+
+    def ask(request: crab.PermissionRequest) -> str:
+        shown.append(request.summary)
+        return "always"
+
+    def question(asked: crab.Question) -> str:
+        shown.append(asked.text)
+        return "2"
+
+    async def go() -> tuple[list[str | None], list[bool]]:
+        config = {**QUIET, "environment": True}
+        async with crab.Agent(
+            provider=ScriptedProvider([]), plugins=[], workspace=tmp_path, ask=ask, question=question, **config
+        ) as agent:
+            session = await agent.turn_steps(title="t")
+            request = crab.PermissionRequest("bash", "exec", f'bash(command="echo {secret}")', (), "c1")
+            picked = crab.Question(f"use {secret}?", ("red", "blue"))
+            answers = [await session.ask_user(request), await session.ask_user(picked)]
+        async with crab.Agent(provider=ScriptedProvider([]), plugins=[], workspace=tmp_path, **QUIET) as nobody:
+            alone = await nobody.turn_steps(title="t")
+            cannot = [alone.can_ask(request), alone.can_ask(picked), session.can_ask(request)]
+            answers.append(await alone.ask_user(picked))
+        return answers, cannot
+
+    answers, cannot = asyncio.run(go())
+    assert answers == ["always", "blue", None]
+    assert cannot == [False, False, True]
+    assert shown == ['bash(command="echo [redacted]")', "use [redacted]?"]

@@ -35,12 +35,12 @@ if TYPE_CHECKING:  # crab's public names: one import per module, each name re-ex
     from crab._assembly.library import Agent as Agent, Run as Run  # noqa: I001
     from crab._assembly.output import OutputError as OutputError
     from crab._assembly.result import RunResult as RunResult, ToolCallRecord as ToolCallRecord
-    from crab._config.layers import Config as Config
+    from crab._contracts.config import Config as Config
     from crab._contracts.channels import Channel as Channel
     from crab._contracts.commands import Command as Command, CommandContext as CommandContext
     from crab._contracts.commands import CommandResult as CommandResult
-    from crab._contracts.config_tables import ConfigTable as ConfigTable, InvalidValue as InvalidValue
-    from crab._contracts.config_tables import Setting as Setting
+    from crab._contracts.config import ConfigTable as ConfigTable, InvalidValue as InvalidValue
+    from crab._contracts.config import Setting as Setting
     from crab._contracts.errors import ChannelError as ChannelError, ConfigError as ConfigError
     from crab._contracts.errors import ContextOverflowError as ContextOverflowError, CrabError as CrabError
     from crab._contracts.errors import PluginError as PluginError, ProviderError as ProviderError

@@ -4,6 +4,6 @@ typed reads of nested tables (``PluginTable``), checking a raw table against a `
 
 from crab._config.layers import PluginTable
 from crab._config.paths import crab_home
-from crab._contracts.config_tables import validate_table
+from crab._contracts.config import validate_table
 
 __all__ = ["PluginTable", "crab_home", "validate_table"]

@@ -15,7 +15,6 @@ from crab._contracts.messages import (
     Usage,
     UserMessage,
 )
-from crab._loop.pricing import usage_cost, with_cost
 from crab._values.message_json import (
     message_from_dict,
     message_to_dict,
@@ -24,6 +23,7 @@ from crab._values.message_json import (
     usage_from_dict,
     usage_to_dict,
 )
+from crab._values.pricing import usage_cost, with_cost
 from crab._values.utf8 import json_text
 
 __all__ = [

@@ -4,7 +4,6 @@ an ``Input``. crab's own driver runs in-process; another (a durable workflow eng
 turn from these names, carrying out each step with ``TurnSteps`` (``crab.Agent.turn_steps``)."""
 
 from crab._contracts.handle import TurnOutcome
-from crab._loop.history import INTERRUPTED, NO_REPLY, STOPPED
 from crab._loop.steps import (
     Abort,
     Accept,
@@ -39,6 +38,7 @@ from crab._loop.steps import (
     result_id,
 )
 from crab._loop.turn_steps import SessionGone, TurnSteps
+from crab._values.history import INTERRUPTED, NO_REPLY, STOPPED
 
 __all__ = [
     "INTERRUPTED",

@@ -4,7 +4,9 @@ per address, and delivers; ``crashy`` fails every time it starts.
 ``inbox``: ``<address>.<n>.in`` holds one message; the answer goes to ``<address>.<n>.out`` as
 JSON (session id, stop, text, and the roles of the session as the store gives it back). A
 message ``deliver CHANNEL ADDRESS TEXT`` calls ``AgentHandle.deliver`` instead and writes its
-result or error. ``deliver`` appends to ``<address>.delivered``.
+result or error. ``deliver`` appends to ``<address>.delivered``. A message ``bg:TEXT`` runs
+beside the next ones (``<address>.<n>.queued`` once its input is queued), ``steer:TEXT`` likewise
+as steering (``handle_input(..., steer=True)``).
 """
 
 import asyncio
@@ -25,6 +27,7 @@ class Inbox:
 
     def __init__(self):
         self.stopping = False
+        self.tasks = set()
 
     async def run(self, agent):
         folder = _folder()
@@ -45,13 +48,24 @@ class Inbox:
                     continue
                 session = await agent.session_for("inbox", address)
                 path.with_suffix(".started").write_text(session.id)
-                outcome = await agent.handle_input(session, text)
-                stored = await agent.resume(session.id)
-                roles = [m.role for m in stored.messages]
-                out.write_text(
-                    json.dumps({"session": session.id, "stop": outcome.stop, "text": outcome.text, "roles": roles})
-                )
+                if text.startswith(("bg:", "steer:")):  # beside what runs: a turn, or steering it
+                    kind, text = text.split(":", 1)
+                    task = asyncio.create_task(self._answer(agent, session, text, out, kind == "steer"))
+                    self.tasks.add(task)
+                    task.add_done_callback(self.tasks.discard)
+                    await asyncio.sleep(0)  # its first step queues the input
+                    path.with_suffix(".queued").write_text("")
+                    continue
+                await self._answer(agent, session, text, out, False)
             await asyncio.sleep(0.02)
+        if self.tasks:
+            await asyncio.gather(*self.tasks)
+
+    async def _answer(self, agent, session, text, out, steer):
+        outcome = await agent.handle_input(session, text, steer=steer)
+        stored = await agent.resume(session.id)
+        roles = [m.role for m in stored.messages]
+        out.write_text(json.dumps({"session": session.id, "stop": outcome.stop, "text": outcome.text, "roles": roles}))
 
     async def stop(self):
         self.stopping = True

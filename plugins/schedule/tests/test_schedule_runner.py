@@ -92,6 +92,39 @@ def test_an_agent_job_runs_its_prompt_in_the_originating_session_and_delivers_th
     assert handle.delivered == [("fakechat", "bob", "all quiet")]
 
 
+def test_on_a_turn_engine_only_a_job_added_in_yolo_mode_runs(tmp_path, fakes):
+    # [serve] engine runs turns on other processes, which never see this job's ceiling: a job
+    # added in ask mode would run there with the workers' permissions. Refused, and said so.
+    clock, conf, store, scheduler = setup(tmp_path, fakes)
+    job = add(store, conf, clock, origin=Origin("tool", "s1", "fakechat", "bob"), mode="agent", text="go")
+    clock.advance(minutes=2)
+    config = crab.Config({"serve": {"engine": "temporal"}}, crab.config.crab_home() / "config.toml", None)
+    handle = fakes.FakeHandle(channels={"fakechat"}, config=config)
+    asyncio.run(poll_and_wait(scheduler, handle))
+    assert handle.prompts == []
+    [entry] = asyncio.run(store.records())
+    assert entry.status == "error" and "not run: [serve] engine = 'temporal' runs turns on its workers" in str(
+        entry.error
+    )
+    assert "(ask, the mode of the session that added it)" in str(entry.error)
+    asyncio.run(store.remove(job.id))
+    yolo = asyncio.run(
+        add_job(
+            store,
+            conf,
+            now=clock.now(),
+            mode="agent",
+            text="go",
+            origin=Origin("tool", "s1", "fakechat", "bob"),
+            permissions="yolo",
+            after="1m",
+        )
+    )
+    clock.advance(minutes=2)
+    asyncio.run(poll_and_wait(scheduler, handle))
+    assert handle.prompts == [("fakechat:bob", f"[scheduled job {yolo.id}] go")]
+
+
 def test_a_failing_agent_job_reports_its_error_where_it_came_from(tmp_path, fakes):
     clock, conf, store, scheduler = setup(tmp_path, fakes)
     job = add(store, conf, clock, origin=Origin("tool", "s1", "fakechat", "bob"), mode="agent", text="go")

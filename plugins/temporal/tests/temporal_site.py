@@ -98,11 +98,12 @@ class Site:
     def crab(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "crab", *args]
 
-    def start_worker(self, name: str) -> Worker:
-        """A ``crab worker`` process, returned once it polls the task queue."""
+    def start_worker(self, name: str, *, yolo: bool = True, plugins: str = PLUGINS) -> Worker:
+        """A ``crab worker`` process, returned once it polls the task queue (``yolo`` False: its
+        tools ask the user, through the turn's client)."""
         assert self.script is not None, "write the script first"
         log = self.root / f"worker-{name}.log"
-        command = self.crab("worker", "--plugins", PLUGINS, "-m", f"mock/{self.script}", "--yolo")
+        command = self.crab("worker", "--plugins", plugins, "-m", f"mock/{self.script}", *(["--yolo"] if yolo else []))
         with log.open("wb") as out:
             process = subprocess.Popen(
                 command,

@@ -17,7 +17,11 @@ HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
 def test_there_are_recorded_histories():
-    assert {path.name for path in HISTORIES} >= {"turn_with_two_tools.json", "turn_after_a_worker_was_killed.json"}
+    assert {path.name for path in HISTORIES} >= {
+        "turn_with_two_tools.json",
+        "turn_after_a_worker_was_killed.json",
+        "turn_with_a_refused_question.json",  # its updates replay too
+    }
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[path.stem for path in HISTORIES])

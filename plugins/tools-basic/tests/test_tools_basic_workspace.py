@@ -168,7 +168,84 @@ def test_a_path_that_changes_while_it_is_resolved_is_an_error_result(
             raise FileNotFoundError(2, "No such file or directory")
         return real_realpath(path)
 
+    (workspace / "real").mkdir()
+    (workspace / "d").symlink_to("real")  # a link on the way: realpath follows it from there
     monkeypatch.setattr(os.path, "realpath", vanished)
     result = call("write", path="d/a.txt", content="x")
     assert result.is_error
     assert result.content == "d/a.txt cannot be resolved (No such file or directory); try again"
+
+
+def test_a_workspace_link_pointed_elsewhere_is_followed_on_the_next_call(tmp_path: Path) -> None:
+    """The workspace's real path is remembered between calls (crab_tools_basic.workspace.real_folder):
+    only while it is still the same folder. A workspace reached through a link that now points to
+    another folder is that other folder at the next call, and the first one is outside it."""
+    import asyncio
+
+    from crab import ToolContext
+    from crab.tools import run_tool
+    from crab_tools_basic.registry import build_tools
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / "a.txt").write_text(f"{folder.name}\n")
+    link = tmp_path / "ws-link"
+    link.symlink_to(first)
+    settings = {"output_dir": str(tmp_path / "logs")}
+    read = {t.name: t for t in build_tools(settings)}["read"]
+    ctx = ToolContext(session_id="s", workspace=link, settings=settings)
+
+    def run(path: str) -> ToolResult:
+        return asyncio.run(run_tool(read, {"path": path}, ctx))
+
+    assert run("a.txt").content == "     1\tfirst"
+    assert not run(str(first / "a.txt")).is_error
+    link.unlink()
+    link.symlink_to(second)
+    assert run("a.txt").content == "     1\tsecond"
+    refused = run(str(first / "a.txt"))
+    assert refused.is_error and "outside the workspace" in refused.content
+
+
+def test_a_workspace_folder_replaced_in_place_is_the_new_folder(tmp_path: Path) -> None:
+    """The same path, a different folder (moved away, another made in its place): resolved anew."""
+    import asyncio
+
+    from crab import ToolContext
+    from crab.tools import run_tool
+    from crab_tools_basic.registry import build_tools
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("old\n")
+    settings = {"output_dir": str(tmp_path / "logs")}
+    read = {t.name: t for t in build_tools(settings)}["read"]
+    ctx = ToolContext(session_id="s", workspace=workspace, settings=settings)
+
+    def run(path: str) -> ToolResult:
+        return asyncio.run(run_tool(read, {"path": path}, ctx))
+
+    assert run("a.txt").content == "     1\told"
+    moved = tmp_path / "moved"
+    workspace.rename(moved)
+    (tmp_path / "elsewhere").mkdir()
+    workspace.symlink_to(tmp_path / "elsewhere")  # the old path now leads to another folder
+    (tmp_path / "elsewhere" / "a.txt").write_text("new\n")
+    assert run("a.txt").content == "     1\tnew"
+    refused = run(str(moved / "a.txt"))
+    assert refused.is_error and "outside the workspace" in refused.content
+
+
+def test_a_symlink_made_inside_the_workspace_after_a_read_is_still_resolved(
+    workspace: Path, outside: Path, call: Callable[..., ToolResult]
+) -> None:
+    """Only folders' real paths are remembered: a link made later in the workspace is looked at."""
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "secret.txt").write_text("mine\n")
+    assert call("read", path="sub/secret.txt").content == "     1\tmine"
+    (workspace / "sub" / "secret.txt").unlink()
+    (workspace / "sub").rmdir()
+    (workspace / "sub").symlink_to(outside)
+    result = call("read", path="sub/secret.txt")
+    assert result.is_error and "outside the workspace" in result.content

@@ -12,7 +12,8 @@ from crab._contracts.interception import Answer, AskUser, PermissionRequest
 from crab._contracts.questions import AskQuestion, Question
 
 AskCallback = Callable[[PermissionRequest], "Answer | str | Awaitable[Answer | str]"]
-"""What a program may pass as ``ask``: sync or async, answering once / always / deny."""
+"""What a program may pass as ``ask``: sync or async, answering once / always / deny; raising
+``TimeoutError`` when no answer came (the call is refused saying nobody answered)."""
 
 
 QuestionCallback = Callable[[Question], "str | Awaitable[str | None] | None"]
@@ -34,6 +35,8 @@ def as_ask(callback: AskCallback | None) -> AskUser | None:
             answer: Any = ask(request)
             if inspect.isawaitable(answer):
                 answer = await answer
+        except TimeoutError:  # no answer came (nobody there): the gate refuses saying so
+            raise
         except Exception as exc:  # the gate refuses the call; the line says whose fault it was
             raise PermissionCallbackError(
                 f"the program's permission callback raised {type(exc).__name__}: {exc}"

@@ -8,8 +8,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from crab._assembly.plugin_choice import choose_plugins, parse_plugin_list
-from crab._config.layers import Config
-from crab._contracts.config_tables import ConfigTable
+from crab._contracts.config import Config, ConfigTable
 from crab._contracts.errors import ConfigError, StoreError, UsageError
 from crab._contracts.providers import Provider
 from crab._contracts.renderers import Renderer, RendererSpec, RenderTarget
@@ -109,11 +108,11 @@ LAST_RUN = "last-run"
 
 
 def remember_failures(host: PluginHost, config: Config, *, complete: bool) -> None:
-    """Keep what this host's plugins met (``crab._host.last_run``), secrets masked, in crab's home;
+    """Keep what this host's plugins met (``crab._assembly.last_run``), secrets masked, in crab's home;
     ``complete`` when every hook a run calls was called, so a plugin that worked clears its entry."""
+    from crab._assembly.last_run import failures_file, remember
     from crab._config import environ
     from crab._contracts.errors import CrabError
-    from crab._host.last_run import failures_file, remember
     from crab._secrets.keys import known_secrets
     from crab._secrets.redaction import Redactor
 

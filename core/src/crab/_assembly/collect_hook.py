@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from crab._host.collect import collect_from
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,10 +22,10 @@ from crab._contracts.events import (
 )
 from crab._contracts.messages import AssistantMessage
 from crab._contracts.providers import ModelInfo, ModelRequest, Provider
-from crab._loop.pricing import with_cost
+from crab._values.pricing import with_cost
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
     from crab._host.plugin_host import PluginHost
 
 SWITCHING: frozenset[str] = frozenset({"auth", "overloaded", "server", "context_overflow"})

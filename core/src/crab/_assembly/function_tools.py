@@ -12,7 +12,7 @@ from crab._host.hookspecs import hookimpl
 from crab._values.tool_decorator import tool
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
 
 PLUGIN = "program-tools"
 """The plugin name a program's own tools are listed under (``crab plugins list`` style records)."""

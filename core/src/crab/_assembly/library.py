@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from typing_extensions import Unpack
 
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
     from crab._contracts.providers import ModelRequest, Provider
     from crab._contracts.renderers import Renderer
     from crab._contracts.storage import Store
@@ -449,7 +449,7 @@ class Agent(Generic[OutputT]):
     async def _seed(self, session: Session, history: tuple[Message, ...]) -> None:
         """Record ``history`` as the start of the new ``session`` (stored, so a resume sees it too);
         the context is the repaired one every request gets (each call paired)."""
-        from crab._loop.history import repair
+        from crab._values.history import repair
 
         recorder = self._agent.recorder
         for message in history:

@@ -11,7 +11,7 @@ from crab._config import environ
 from crab._host.plugin_host import DISABLED_REASON, PluginChoice
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
 
 
 def parse_plugin_list(text: str) -> list[str]:

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from crab._config.core_tables import PERMISSION_MODES
 from crab._contracts.errors import CrabError, PluginError, UsageError
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
     from crab._contracts.interception import AskUser
     from crab._contracts.providers import Provider
     from crab._contracts.questions import AskQuestion
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
     from crab._loop.agent import Agent
 
 PermissionMode = Literal["ask", "yolo", "read-only", "plan"]
-PERMISSION_MODES: tuple[str, ...] = ("ask", "yolo", "read-only", "plan")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +156,7 @@ def assemble(
     still choose one (its own setting).
     ``on_setup_notice`` gets the config notices and plugin failures when setup fails before an agent
     exists to show them. ``remember_failures`` (the CLI's runs) keeps the plugin failures the run
-    meets in crab's home for ``crab plugins list`` (``crab._host.last_run``).
+    meets in crab's home for ``crab plugins list`` (``crab._assembly.last_run``).
     """
     from crab._assembly.choosing import LAST_RUN, FailureMemory, choose_store
     from crab._assembly.choosing import remember_failures as remember
@@ -206,6 +206,8 @@ def assemble(
             for line in [*config.notices(), *failures]:
                 on_setup_notice(line)
         raise
+    from crab._builtin.shell import shell_input  # `!cmd`, core's own: see crab/_builtin/shell.py
+
     agent = Agent(
         host,
         config,
@@ -216,6 +218,7 @@ def assemble(
         ask=ask,
         local=local,
         question=question,
+        shell=shell_input,
     )
     thinking.agent = agent
     return Assembly(config, host, agent)

@@ -16,7 +16,7 @@ from crab._contracts.errors import UsageError
 from crab._host.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
     from crab._contracts.providers import ModelRequest
     from crab._loop.agent import Agent
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from crab._contracts.tools import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
     from crab._contracts.interception import Answer, PermissionRequest
     from crab._host.plugin_host import PluginHost
 

@@ -10,8 +10,8 @@ from crab._builtin.loop_guard import GuardPlugin
 from crab._builtin.memory_store import MemoryStore
 from crab._builtin.permission_gate import PermissionGate
 from crab._builtin.tool_view import ToolView
-from crab._config.layers import Config
 from crab._contracts.commands import Command
+from crab._contracts.config import Config
 from crab._contracts.renderers import Renderer, RendererSpec, RenderTarget
 from crab._contracts.storage import Store
 from crab._host.hookspecs import hookimpl

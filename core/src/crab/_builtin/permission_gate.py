@@ -26,6 +26,12 @@ PLAN_REFUSED = (
     "for the user's approval: plan mode ends when the user approves your plan or leaves it."
 )
 
+NOBODY_ANSWERED = (
+    "Refused: {tool} needs {permission} permission and nobody answered the question about this call, "
+    "so nothing was allowed. Tell the user what you wanted to do; they can allow it when they are there."
+)
+"""The refusal when the asker raised ``TimeoutError`` (nobody there to answer), which the model
+must not read as the user's no."""
 
 _PADDING = re.compile(r"\s{3,}")
 
@@ -77,7 +83,10 @@ async def decide(mode: str, call: ToolCall, tool: Tool, ctx: ToolContext) -> Dec
     from crab._loop.tool_exec import preview_diffs  # only once a call needs asking: start-up stays small
 
     diffs = await preview_diffs(tool, call.arguments, ctx)
-    answer = await ctx.ask(PermissionRequest(tool.name, permission, summarize(call), diffs, call.id))
+    try:
+        answer = await ctx.ask(PermissionRequest(tool.name, permission, summarize(call), diffs, call.id))
+    except TimeoutError:  # the asker's way of saying nobody answered: not the user's refusal
+        return Deny(NOBODY_ANSWERED.format(tool=tool.name, permission=permission))
     if answer == "always":
         always.add(permission)
         return Allow()

@@ -12,8 +12,8 @@ from crab._contracts.handle import AgentHandle
 from crab._contracts.messages import Usage
 from crab._contracts.providers import ModelInfo
 from crab._contracts.storage import Entry, SessionInfo
-from crab._loop.pricing import cache_savings
 from crab._values.message_json import usage_from_dict
+from crab._values.pricing import cache_savings
 
 RECENT = 10
 """How many sessions ``/resume`` lists."""

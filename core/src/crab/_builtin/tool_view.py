@@ -15,7 +15,7 @@ from crab._contracts.messages import Message, UserMessage
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool, ToolSpec
 from crab._host.hookspecs import hookimpl
-from crab._loop.compaction import is_note
+from crab._values.compaction_text import is_note
 
 if TYPE_CHECKING:
     from crab._contracts.handle import AgentHandle

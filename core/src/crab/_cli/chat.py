@@ -115,7 +115,7 @@ def chat(options: RunOptions) -> None:
 
     prepared = prepare(options, ask=ask if interactive else None, question=question if interactive else None)
     agent = prepared.agent
-    agent.keyboard = interactive  # a typed !cmd is the user's own word (crab/_loop/shell.py)
+    agent.keyboard = interactive  # a typed !cmd is the user's own word (crab/_builtin/shell.py)
     target = terminal_target(agent, color=sys.stdout.isatty())
     spec = renderer_spec(prepared.host, prepared.config, options.renderer, chat=True)
     renderer = spec.create(target)

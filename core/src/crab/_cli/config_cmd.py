@@ -13,8 +13,7 @@ from crab._config.layers import parse_value
 from crab._config.paths import find_project_dir, user_config_path
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
-    from crab._contracts.config_tables import ConfigTable
+    from crab._contracts.config import Config, ConfigTable
 
 
 def _checked_config(quiet: bool = False) -> Config:
@@ -59,8 +58,9 @@ def _leaves(prefix: str, node: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
 
 def _tables(plugins: str | None) -> list[ConfigTable]:
     from crab._assembly.choosing import build_host, declared_tables
-    from crab._config.layers import Config, load_config
-    from crab._contracts.config_tables import CORE_TABLE, SERVE_TABLE
+    from crab._config.core_tables import CORE_TABLE, SERVE_TABLE
+    from crab._config.layers import load_config
+    from crab._contracts.config import Config
     from crab._contracts.errors import CrabError
 
     try:
@@ -74,7 +74,7 @@ def _tables(plugins: str | None) -> list[ConfigTable]:
 
 def keys(plugins: str | None, as_json: bool) -> None:
     """Every declared key of ``[crab]`` and of each loaded plugin's table."""
-    from crab._contracts.config_tables import format_key, show_value
+    from crab._contracts.config import format_key, show_value
 
     tables = _tables(plugins)
     if as_json:

@@ -11,8 +11,7 @@ import typer
 from crab._contracts.errors import CrabError
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
-    from crab._config.trust import TrustState
+    from crab._contracts.config import Config, TrustState
     from crab._host.plugin_host import PluginHost
 
 
@@ -116,8 +115,9 @@ def run_doctor(plugins: str | None, provider_name: str | None = None, model_name
         no_provider,
         remember_failures,
     )
-    from crab._config.layers import Config, load_config
+    from crab._config.layers import load_config
     from crab._config.paths import user_config_path
+    from crab._contracts.config import Config
 
     failures = 0
     try:

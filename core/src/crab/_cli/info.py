@@ -111,7 +111,7 @@ def tool_tokens(plugins: str | None, as_json: bool) -> None:
     list is the same on every request. Tools added at start-up count too (``started_tools``)."""
     from crab._builtin.tool_view import stub
     from crab._host.plugin_host import PluginHost
-    from crab._loop.budget import schema_tokens
+    from crab._values.budget import schema_tokens
 
     host = _host(plugins)
     assert isinstance(host, PluginHost)
@@ -150,7 +150,7 @@ def prompt_tokens(host: PluginHost) -> int:
     instruction files found here included) and ``[crab] system_prompt_append``, as ``Agent`` joins them."""
     from pathlib import Path
 
-    from crab._loop.budget import raw_tokens
+    from crab._values.budget import raw_tokens
 
     parts = host.dispatch.system_prompt(workspace=Path.cwd(), session_id="", config=host.config)
     appended = host.config.get("crab.system_prompt_append")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from crab._contracts.errors import CrabError, PluginError
 
 if TYPE_CHECKING:
-    from crab._host.last_run import Remembered
+    from crab._assembly.last_run import Remembered
     from crab._host.plugin_host import PluginRecord
 
 BUILTINS = ("core", "loop-guard", "tool-view", "permissions")
@@ -52,10 +52,11 @@ def plugin_records(plugins: str | None) -> tuple[list[PluginRecord], list[str], 
     failure lines, and the config error if the config could not be read."""
     from dataclasses import replace
 
+    from crab._assembly.last_run import applied
     from crab._assembly.plugin_choice import choose_plugins, parse_plugin_list
-    from crab._config.layers import Config, load_config
+    from crab._config.layers import load_config
     from crab._config.paths import user_config_path
-    from crab._host.last_run import applied
+    from crab._contracts.config import Config
     from crab._host.plugin_host import PluginHost
     from crab._version import __version__
 
@@ -77,10 +78,10 @@ def plugin_records(plugins: str | None) -> tuple[list[PluginRecord], list[str], 
 
 
 def _last_run() -> dict[str, Remembered]:
-    """What the last run saw fail (``crab._host.last_run``): no hook is called here, so a plugin that
+    """What the last run saw fail (``crab._assembly.last_run``): no hook is called here, so a plugin that
     loads fine but failed when its hooks ran is shown as the run saw it."""
+    from crab._assembly.last_run import failures_file, read
     from crab._config import environ
-    from crab._host.last_run import failures_file, read
 
     try:
         return read(failures_file(environ.crab_home()))

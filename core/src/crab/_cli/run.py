@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +19,7 @@ from crab._values.utf8 import json_text
 
 if TYPE_CHECKING:
     from crab._assembly.output import OutputSpec
-    from crab._config.layers import Config
     from crab._contracts.images import ImagePart
-    from crab._host.plugin_host import PluginHost
     from crab._loop.agent import Agent
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -112,6 +110,7 @@ def run_once(
     answer's JSON value alone (``--output json``: the document with its ``output``). With
     ``engine`` the turn runs on the turn engine a plugin offers by that name (``crab_turn_engines``)."""
     from crab._assembly.choosing import choose_renderer, start_agent, terminal_target
+    from crab._cli.engines import turn_engine
     from crab._cli.setup import open_session, prepare
 
     if options.renderer and output != "text":
@@ -143,7 +142,7 @@ def run_once(
         renderer = choose_renderer(
             prepared.host, prepared.config, "jsonl" if output == "jsonl" else options.renderer, target
         )
-    run_on = _engine(prepared.host, prepared.config, engine) if engine is not None else None
+    run_on = turn_engine(prepared.host, prepared.config, engine) if engine is not None else None
     agent.subscribe(renderer.handle)
 
     async def main() -> TurnOutcome:
@@ -201,24 +200,6 @@ def run_once(
             document["output"] = typed[0] if typed else None
         print(json_text(agent.redactor.payload(document)))
     return exit_code(outcome)
-
-
-def _engine(host: PluginHost, config: Config, name: str) -> Callable[..., Awaitable[Any]]:
-    """The turn engine ``name`` the loaded plugins offer (``crab_turn_engines``); a ``UsageError``
-    naming those available when none is called that."""
-    from crab._contracts.errors import UsageError
-
-    engines: dict[str, Callable[..., Awaitable[Any]]] = {}
-    for _plugin, offered in host.dispatch.collect("crab_turn_engines", config=config):
-        if not isinstance(offered, Mapping):
-            continue  # None: this plugin offers none here
-        for key, engine in offered.items():
-            if isinstance(key, str) and callable(engine):
-                engines.setdefault(key, engine)  # a name two plugins offer is the first's
-    if name in engines:
-        return engines[name]
-    available = ", ".join(sorted(engines)) if engines else "none (no loaded plugin offers one)"
-    raise UsageError(f"no turn engine {name!r}: the engines available are {available}")
 
 
 async def _on_engine(

@@ -1,5 +1,5 @@
 """``crab serve [CHANNEL…]``: run channel plugins (a bot, a scheduler) with one agent until stopped
-(``crab._loop.channel_host``); remote unless every channel is local (docs/architecture.md#crab-serve)."""
+(``crab._assembly.channel_host``); remote unless every channel is local (docs/architecture.md#crab-serve)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from crab._cli.options import RunOptions
 from crab._contracts.errors import ConfigError
 
 if TYPE_CHECKING:
+    from crab._cli.engines import Engine
     from crab._contracts.channels import Channel
+    from crab._contracts.config import Config
+    from crab._host.plugin_host import PluginHost
 
 
 MEMORY_ONLY = (
@@ -39,11 +42,25 @@ def chosen_channels(names: Sequence[str], configured: Sequence[str], loaded: dic
     return {name: loaded[name] for name in wanted}
 
 
+def served_engine(host: PluginHost, config: Config) -> Engine | None:
+    """The turn engine ``[serve] engine`` names (None: turns run in this process); an unknown
+    name is a ``ConfigError`` naming those available, before any channel starts."""
+    name = config.get("serve.engine")
+    if not name:
+        return None
+    from crab._cli.engines import turn_engine
+
+    try:
+        return turn_engine(host, config, str(name), ConfigError)
+    except ConfigError as exc:
+        raise ConfigError(f"[serve] engine: {exc}") from None
+
+
 def serve_channels(names: Sequence[str], options: RunOptions) -> int:
+    from crab._assembly.channel_host import ChannelHost
     from crab._assembly.choosing import choose_renderer, emit_config_notices, start_agent
     from crab._cli.setup import prepare
     from crab._contracts.renderers import RenderTarget
-    from crab._loop.channel_host import ChannelHost
 
     prepared = prepare(options, ask=None, local=False)
     config = prepared.config
@@ -57,6 +74,7 @@ def serve_channels(names: Sequence[str], options: RunOptions) -> int:
         check = getattr(channel, "check", None)
         if callable(check):
             check()  # a ConfigError here: exit 2 with its line, before anything started
+    engine = served_engine(prepared.host, config)
     agent = prepared.agent
     agent.local = all(channel.local for channel in channels.values())
     renderer = choose_renderer(prepared.host, config, "plain", RenderTarget(sys.stderr, sys.stderr))
@@ -71,6 +89,7 @@ def serve_channels(names: Sequence[str], options: RunOptions) -> int:
         grace=grace,
         restart_delay=float(config.get("serve.restart_delay", 1.0)),
         restart_max_delay=float(config.get("serve.restart_max_delay", 60.0)),
+        engine=engine,
     )
 
     async def main() -> None:

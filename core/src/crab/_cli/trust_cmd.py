@@ -7,7 +7,8 @@ from pathlib import Path
 import typer
 
 from crab._config.paths import find_project_dir
-from crab._config.trust import Status, digest, read_records
+from crab._config.trust import digest, read_records
+from crab._contracts.config import TrustStatus
 from crab._contracts.errors import ConfigError
 
 
@@ -56,13 +57,13 @@ def _find_config(start: Path) -> Path:
     return found / "config.toml"
 
 
-def _listing() -> list[tuple[Path, str, Status]]:
+def _listing() -> list[tuple[Path, str, TrustStatus]]:
     """Every recorded project: (config path, trusted at, trusted/changed/untrusted-as-missing)."""
-    rows: list[tuple[Path, str, Status]] = []
+    rows: list[tuple[Path, str, TrustStatus]] = []
     for name, record in sorted(read_records().items()):
         path = Path(name)
         try:
-            status: Status = "trusted" if digest(path.read_bytes()) == record["sha256"] else "changed"
+            status: TrustStatus = "trusted" if digest(path.read_bytes()) == record["sha256"] else "changed"
         except OSError:
             status = "untrusted"
         rows.append((path, str(record.get("trusted_at", "")), status))

@@ -6,20 +6,15 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 from crab._config import environ
+from crab._config.core_tables import CORE_TABLE, SERVE_TABLE
 from crab._config.paths import find_project_dir, user_config_path
-from crab._contracts.config_tables import CORE_TABLE, SERVE_TABLE, ConfigTable, InvalidValue, Parts, format_key
+from crab._contracts.config import Config, ConfigTable, InvalidValue, Layer, Parts, format_key
 from crab._contracts.errors import ConfigError
-
-if TYPE_CHECKING:
-    from crab._config.trust import TrustState
-
-LayerKind = Literal["user", "project", "env", "flag"]
-
 
 TOP_LEVEL = ("crab", "plugins", "serve")
 ENABLED: Parts = ("plugins", "enabled")
@@ -183,15 +178,6 @@ def split_key(key: str) -> list[str]:
     return key.split(".")
 
 
-@dataclass(frozen=True)
-class Layer:
-    """One source of settings: ``source`` names it in messages (a file, a variable, ``--set``)."""
-
-    kind: LayerKind
-    source: str
-    data: dict[str, Any]
-
-
 def merge_layers(layers: Iterable[Layer]) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for layer in layers:
@@ -231,63 +217,12 @@ def _close_matches(word: str, options: Iterable[str]) -> str:
     return f" (did you mean {found[0]}?)" if found else ""
 
 
-@dataclass
-class Config:
-    """The merged configuration, the layers it came from, and what validation found.
-
-    ``data`` holds validated values with defaults filled for every declared table; ``ignored``
-    names the trust-only keys dropped from an untrusted project; ``warnings`` are one-line notes
-    (unknown keys) to show once per command.
-    """
-
-    data: dict[str, Any]
-    user_path: Path
-    project_path: Path | None
-    layers: list[Layer] = field(default_factory=list)
-    trust: TrustState | None = None
-    ignored: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    project_disabled: list[str] = field(default_factory=list)
-    """Plugins an untrusted project switched off (it may narrow what loads): named in ``notices``."""
-    kept_guards: list[str] = field(default_factory=list)
-    """Plugins an untrusted project tried to switch off that guard tool or model calls: they stay
-    on (the plugin host decides, ``plugin_host.GUARD_HOOKS``), named in ``notices``."""
-    unread: list[str] = field(default_factory=list)
-    """Config files found but not read (a project's config that is a folder): kept in ``warnings``."""
-    tables: dict[Parts, ConfigTable] = field(default_factory=dict)
-    _effective: list[Layer] = field(default_factory=list, repr=False)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return get_path(self.data, split_key(key), default)
-
-    def plugin_settings(self, name: str) -> Mapping[str, Any]:
-        """The ``[plugins.<name>]`` table, validated and with defaults once the plugin declared it."""
-        table = self.get(f"plugins.{name}")
-        return table if isinstance(table, Mapping) else {}
-
-    def source_of(self, parts: Sequence[str]) -> str:
-        """Which layer gave the value at ``parts`` (the last one that set it, or a parent of it)."""
-        for layer in reversed(self._effective or self.layers):
-            node: Any = layer.data
-            for part in parts:
-                if not isinstance(node, Mapping):
-                    return layer.source
-                if part not in node:
-                    break
-                node = node[part]
-            else:
-                return layer.source
-        return "config"
+class LayeredConfig(Config):
+    """The config crab loads (``load_config``): its ``resolve`` merges the layers again and checks
+    them against the declared tables, dropping what an untrusted project may not set."""
 
     def resolve(self, tables: Iterable[ConfigTable] = (), plugins: Collection[str] | None = None) -> None:
-        """Merge the layers again, checking ``[crab]`` and the given plugin tables.
-
-        Drops what an untrusted project may not set, fills defaults, and raises ``InvalidValue``
-        (one line: source, key, expected, found) for the first bad value. With ``plugins`` (every
-        plugin crab knows of, installed or not enabled), a ``[plugins.NAME]`` table none of them
-        answers to warns: a misspelt name would otherwise do nothing without a word. A ``Config``
-        built by hand (no layers) is left as it is.
-        """
+        """``Config.resolve``: merge the layers, drop what an untrusted project may not set, check."""
         if not self.layers:
             return
         declared: dict[Parts, ConfigTable] = {CORE_TABLE.path: CORE_TABLE, SERVE_TABLE.path: SERVE_TABLE}
@@ -380,27 +315,6 @@ class Config:
                 where = ("plugins", key)
                 raise InvalidValue(where, 'a list of plugin names, like ["tools-basic"]', value, self.source_of(where))
 
-    def notices(self) -> list[str]:
-        """The lines to show once per command: dropped trust-only keys, plugins an untrusted project
-        switched off, then unknown keys."""
-        from crab._config.trust import ignored_warning
-
-        lines = []
-        if self.ignored and self.trust is not None:
-            lines.append(ignored_warning(self.trust, self.ignored))
-        if self.project_disabled and self.project_path is not None:
-            # Narrowing needs no trust, but a guard plugin switched off must not go unseen.
-            lines.append(
-                f"project config {self.project_path} (not trusted) switches off plugins: "
-                f"{', '.join(self.project_disabled)}"
-            )
-        for name in self.kept_guards:
-            lines.append(
-                f"project config {self.project_path} (not trusted) cannot switch off {name}: it guards "
-                "tool or model calls; `crab trust` the project to let it"
-            )
-        return [*lines, *self.warnings]
-
 
 def load_config(
     cwd: Path | None = None,
@@ -447,7 +361,9 @@ def load_config(
         set_dotted(flags, key, value)
     if flags:
         layers.append(Layer("flag", overrides_source, flags))
-    config = Config(data={}, user_path=user_path, project_path=project_path, layers=layers, trust=trust, unread=unread)
+    config = LayeredConfig(
+        data={}, user_path=user_path, project_path=project_path, layers=layers, trust=trust, unread=unread
+    )
     config.resolve()
     return config
 

@@ -9,15 +9,14 @@ import json
 import os
 import shlex
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from crab._config.paths import crab_home
+from crab._contracts.config import TrustState
 from crab._contracts.errors import ConfigError
 
 TRUST_FILE = "trusted-projects.json"
-Status = Literal["trusted", "untrusted", "changed"]
 
 
 def trust_file() -> Path:
@@ -35,35 +34,6 @@ def project_root(config_path: Path) -> Path:
 
 def trust_command(config_path: Path) -> str:
     return f"crab trust {shlex.quote(str(project_root(config_path)))}"
-
-
-@dataclass(frozen=True)
-class TrustState:
-    """One project config's trust: ``trusted``, ``untrusted`` (never trusted) or ``changed``."""
-
-    config_path: Path
-    sha256: str
-    status: Status
-
-    @property
-    def trusted(self) -> bool:
-        return self.status == "trusted"
-
-    @property
-    def command(self) -> str:
-        """The exact command that trusts this project."""
-        return trust_command(self.config_path)
-
-    def describe(self) -> str:
-        """One line for ``crab doctor``."""
-        if self.status == "trusted":
-            return f"project {self.config_path} is trusted"
-        if self.status == "changed":
-            return (
-                f"project {self.config_path} changed since you trusted it: its trust-only keys are ignored "
-                f"until you run `{self.command}`"
-            )
-        return f"project {self.config_path} is not trusted: its trust-only keys are ignored (`{self.command}`)"
 
 
 def read_records(path: Path | None = None) -> dict[str, dict[str, Any]]:
@@ -136,12 +106,3 @@ def untrust(config_path: Path) -> bool:
         return False
     _write(records)
     return True
-
-
-def ignored_warning(state: TrustState, keys: list[str]) -> str:
-    """The one line shown when an untrusted project's trust-only keys were dropped."""
-    why = "changed since you trusted it" if state.status == "changed" else "not trusted"
-    return (
-        f"ignored trust-only settings from project config {state.config_path} ({why}): "
-        f"{', '.join(keys)}; run `{state.command}` to apply them"
-    )

@@ -15,7 +15,7 @@ class Channel(Protocol):
 
     ``local`` channels run on the user's own machine; only they may run ``!shell`` commands.
 
-    Optional methods ``crab serve`` uses when a channel has them (``crab._loop.channel_host``):
+    Optional methods ``crab serve`` uses when a channel has them (``crab._assembly.channel_host``):
 
     - ``async deliver(address, text)``: send ``text`` to ``address`` (a chat id) it owns; other
       plugins reach it through ``AgentHandle.deliver(channel, address, text)``.

@@ -13,8 +13,8 @@ from crab._contracts.events import TurnStop
 from crab._contracts.messages import Usage
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
     from crab._contracts.commands import Command
+    from crab._contracts.config import Config
     from crab._contracts.events import Event
     from crab._contracts.images import ImagePart
     from crab._contracts.messages import AssistantMessage, Message
@@ -248,7 +248,7 @@ class AgentHandle(Protocol):
 
     async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> SessionView:
         """The session of conversation ``address`` (a chat id) on ``channel``: the stored session
-        keyed so (``crab._loop.channel_host``), resumed, or a new one. Under ``crab serve`` it is kept
+        keyed so (``crab._assembly.channel_host``), resumed, or a new one. Under ``crab serve`` it is kept
         live for the process, and the permission gate asks through the channel's ``ask`` when it
         has one. ``session_id`` moves the conversation to that session (after ``/fork``)."""
 

@@ -1,6 +1,6 @@
 """Image parts of messages (on ``UserMessage``, ``ToolResultMessage``, ``ToolResult``): bytes with
 media type and sha256, sniffing, and the error past the size cap (the
-loop fits images to it: ``crab/_loop/image_fit.py``)."""
+images are fitted to it in ``crab/_values/image_fit.py``)."""
 
 from __future__ import annotations
 

@@ -59,4 +59,6 @@ class PermissionRequest:
 
 
 AskUser = Callable[[PermissionRequest], Awaitable[Answer]]
-"""How a channel asks the user; channels that cannot ask give none, and the gate refuses."""
+"""How a channel asks the user; channels that cannot ask give none, and the gate refuses. An asker
+that got no answer (nobody there, a wait that ran out) raises ``TimeoutError``: the call is refused
+saying nobody answered, which the model must not take for the user's no."""

@@ -15,7 +15,7 @@ from crab._contracts.images import ImagePart
 from crab._contracts.truncate import OutputLimit
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
     from crab._contracts.events import Event
     from crab._contracts.handle import AgentHandle
     from crab._contracts.interception import AskUser

@@ -15,10 +15,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
-    from crab._config.layers import Config
     from crab._contracts.channels import Channel
     from crab._contracts.commands import Command
-    from crab._contracts.config_tables import ConfigTable
+    from crab._contracts.config import Config, ConfigTable
     from crab._contracts.events import Event
     from crab._contracts.handle import AgentHandle
     from crab._contracts.interception import Answer, Decision, Deny, PermissionRequest
@@ -145,8 +144,11 @@ def crab_turn_engines(config: Config) -> Mapping[str, Any] | None:
     deciding, each step carried out by ``TurnSteps.carry_out`` wherever the engine runs it), shows
     it with ``session.emit`` (``TurnStarted`` first, ``TurnEnded`` last, the events in between as a
     turn in this process shows them), and returns a ``crab.steps.TurnOutcome``; a ``crab.CrabError`` it
-    raises is the run's one line. Collected only by ``crab run --engine``; a name two plugins offer
-    is the first's. Not first-result.
+    raises is the run's one line. Collected by ``crab run --engine`` and by ``crab serve`` when
+    ``[serve] engine`` names one: every turn its channels start runs on it, ``session`` being the
+    channel's live session (its ``steering()`` the inputs sent to steer the running turn; the engine
+    hands them to its turn and says how many it took with ``took_steering(n)``; abort cancels the
+    engine's call). A name two plugins offer is the first's. Not first-result.
     """
 
 

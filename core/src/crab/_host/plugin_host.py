@@ -17,7 +17,7 @@ from crab._host.api_version import api_problem
 from crab._host.dispatch import Dispatcher, Failure, describe
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
     from crab._host.clashes import Rank
     from crab._host.entry_points import EntryPoint
 

@@ -5,21 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from crab._config.layers import Config
 from crab._config.paths import live_home
 from crab._contracts.commands import Command, CommandContext, CommandResult
-from crab._contracts.config_tables import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
+from crab._contracts.config import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE, Config
 from crab._contracts.errors import ChannelError, CrabError, UsageError
 from crab._contracts.events import CommandOutput, Event
 from crab._contracts.handle import ChildOutcome
 from crab._contracts.images import ImagePart
 from crab._contracts.interception import AskUser
-from crab._contracts.messages import AssistantMessage, Message
+from crab._contracts.messages import AssistantMessage, Message, ToolCall
 from crab._contracts.providers import ModelRequest, Provider
 from crab._contracts.questions import AskQuestion
 from crab._contracts.storage import Store
@@ -28,7 +27,6 @@ from crab._host.dispatch import Failure, ModelCallRefused
 from crab._host.plugin_host import PluginHost
 from crab._loop.delivery import Delivery
 from crab._loop.handle import LoopHandle as AgentHandle
-from crab._loop.images import ImageLimits
 from crab._loop.model_call import ModelCalls
 from crab._loop.model_choice import Models
 from crab._loop.model_context import LoopSettings, ModelContext
@@ -40,11 +38,39 @@ from crab._loop.turn import Turn
 from crab._secrets.keys import known_secrets
 from crab._secrets.redaction import EventRedactor, Redactor
 from crab._system.live_sessions import turn_running
-
-if TYPE_CHECKING:
-    from crab._loop.channel_host import ChannelHost
+from crab._values.images import ImageLimits
 
 Listener = Callable[[Event], None]
+
+
+class ServedChannels(Protocol):
+    """What the agent asks of ``crab serve``'s channels when they run in its process: running them
+    is composition (``crab._assembly.channel_host.ChannelHost``), the loop only routes to them."""
+
+    engine: Callable[..., Awaitable[Any]] | None
+    """The turn engine ``[serve] engine`` names (its turns run there), or None (in this process)."""
+
+    def release(self, session: Session) -> None: ...
+
+    async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> Session: ...
+
+    async def deliver(self, channel: str, address: str, text: str) -> None: ...
+
+
+class ShellInput(Protocol):
+    """Runs one ``!cmd`` a person typed: core's built-in ``crab._builtin.shell.shell_input``, which
+    the composition root gives the agent (the loop only routes the line to it)."""
+
+    async def __call__(
+        self,
+        host: PluginHost,
+        command: str,
+        make_context: Callable[[ToolCall, Tool], ToolContext],
+        *,
+        timeout: float,
+        local: bool,
+        keyboard: bool = False,
+    ) -> CommandResult: ...
 
 
 class Agent:
@@ -53,7 +79,7 @@ class Agent:
     ``ask`` is how the active channel asks the user for permission (None: nobody can answer,
     so the gate refuses); ``question`` how it asks the user a tool's question (None: nobody can
     answer, so such a tool says so at once). ``local`` is False for remote channels, which may not
-    run ``!shell``.
+    run ``!shell``; ``shell`` runs it (None: a ``!`` line is refused).
     """
 
     def __init__(
@@ -68,8 +94,10 @@ class Agent:
         ask: AskUser | None = None,
         local: bool = True,
         question: AskQuestion | None = None,
+        shell: ShellInput | None = None,
     ) -> None:
         self.host = host
+        self.shell = shell
         self.config = config
         self.store = store
         self.provider = provider
@@ -78,9 +106,9 @@ class Agent:
         self.local = local
         self.busy: set[Session] = set()
         """Sessions with a turn running or queued (``crab serve`` waits for them on SIGTERM)."""
-        self.channel_host: ChannelHost | None = None
+        self.channel_host: ServedChannels | None = None
         """The channels ``crab serve`` runs (delivery, keyed sessions); None elsewhere."""
-        self.keyboard = False  # True when a person types each input (interactive chat): see loop/shell.py
+        self.keyboard = False  # True when a person types each input (interactive chat): see crab/_builtin/shell.py
         self.redactor = Redactor(known_secrets(config))
         self.outgoing = EventRedactor(self.redactor)
         self.recorder = Recorder(store, self.redactor)
@@ -298,6 +326,10 @@ class Agent:
         return True
 
     async def _turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
+        if self.channel_host is not None and self.channel_host.engine is not None:
+            from crab._loop.engine_turn import engine_turn
+
+            return await engine_turn(self, self.channel_host.engine, session, item, queue)
         async with turn_running(live_home(), session.id):  # a resume elsewhere leaves its calls be
             return await Turn(self.context, session, item, queue).run()
 
@@ -349,15 +381,16 @@ class Agent:
         )
 
     async def _run_shell(self, session: Session, command: str) -> TurnOutcome:
-        from crab._loop.shell import shell_input  # the gate decides: see crab/_loop/shell.py
-
-        result = await shell_input(
-            self.host,
-            command,
-            lambda call, tool: self.context.tool_context(session, call, tool),
-            timeout=self.context.settings.tool_timeout,
-            local=self.local,
-            keyboard=self.keyboard,
-        )
+        if self.shell is None:
+            result = CommandResult("!commands do not run here", is_error=True)
+        else:
+            result = await self.shell(
+                self.host,
+                command,
+                lambda call, tool: self.context.tool_context(session, call, tool),
+                timeout=self.context.settings.tool_timeout,
+                local=self.local,
+                keyboard=self.keyboard,
+            )
         self.emit(CommandOutput("!", result.text, result.is_error), session.id)
         return TurnOutcome(stop="command", text=result.text, error=result.text if result.is_error else None)

@@ -11,8 +11,8 @@ from crab._contracts.errors import CrabError
 from crab._contracts.handle import ChildOutcome, PluginStatus, SessionView, TurnOutcome
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
     from crab._contracts.commands import Command
+    from crab._contracts.config import Config
     from crab._contracts.events import Event
     from crab._contracts.images import ImagePart
     from crab._contracts.messages import AssistantMessage, Message

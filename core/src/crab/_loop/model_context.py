@@ -17,16 +17,17 @@ from crab._contracts.providers import ModelRequest
 from crab._contracts.questions import AskQuestion
 from crab._contracts.tools import Tool, ToolContext, ToolResult, ToolSpec
 from crab._loop import compaction
-from crab._loop.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget
-from crab._loop.compaction import Compacted, CompactionReason, handoff_note
-from crab._loop.images import ImageLimits
+from crab._loop.compaction import Compacted, CompactionReason
 from crab._loop.model_call import ModelCalls
 from crab._loop.recorder import Recorder
 from crab._loop.session import Session
+from crab._values.budget import DEFAULT_CONTEXT_WINDOW, TokenBudget
+from crab._values.compaction_text import handoff_note
+from crab._values.images import ImageLimits
 from crab._values.redacted import redacted_ask, redacted_question
 
 if TYPE_CHECKING:
-    from crab._config.layers import Config
+    from crab._contracts.config import Config
     from crab._contracts.handle import AgentHandle
     from crab._host.plugin_host import PluginHost
 

@@ -15,8 +15,8 @@ from crab._contracts.interception import AskUser
 from crab._contracts.messages import Message, Usage
 from crab._contracts.questions import AskQuestion
 from crab._contracts.storage import SessionInfo
-from crab._loop.budget import TokenBudget
 from crab._loop.model_choice import ModelChoice
+from crab._values.budget import TokenBudget
 
 
 @dataclass(eq=False)
@@ -40,7 +40,7 @@ class Session:
     is a cache kept in step as entries are appended). ``state`` is the tools' session scratch.
     ``budget`` is the token budget, made on first use (``Agent.budget``).
     ``ask`` is how the permission gate asks the person behind this session when that is not the
-    agent's own ``ask`` (a chat on a remote channel: ``crab._loop.channel_host``); ``question``
+    agent's own ``ask`` (a chat on a remote channel: ``crab._assembly.channel_host``); ``question``
     likewise asks that person a tool's ``crab.Question``.
     ``compacting`` is held while a compaction rewrites the context; a turn does not start then.
     ``side_usage`` is what ``AgentHandle.complete`` spent for the session, until its turn takes it.
@@ -48,7 +48,7 @@ class Session:
     progressive view): a call to any other that fails its schema gets the schema in its result.
     ``model`` is the provider and model ``/model`` chose for this session (None: the agent's); a
     resume restores it from the entry that recorded the switch.
-    ``blobs`` caches the image bytes read back from the store (``crab._loop.images``).
+    ``blobs`` caches the image bytes read back from the store (``crab._values.images``).
     """
 
     info: SessionInfo

@@ -16,7 +16,7 @@ from crab._contracts.interception import PermissionRequest
 from crab._contracts.messages import AssistantMessage, Message, ToolCall, UserMessage
 from crab._contracts.questions import Question
 from crab._loop.compaction import CompactionReason
-from crab._loop.history import NO_REPLY
+from crab._values.history import NO_REPLY
 
 DATE_NOTE = "[crab] Today is {date}."
 """Recorded after a prompt when the local date is not the one last told: the session's date (in

@@ -18,7 +18,6 @@ from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessa
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool, ToolContext, ToolResult
 from crab._loop import steps
-from crab._loop.history import INTERRUPTED, repair
 from crab._loop.model_call import Partial, Reply
 from crab._loop.model_choice import ModelChoice
 from crab._loop.model_context import ModelContext, described, with_full_schema
@@ -55,6 +54,7 @@ from crab._loop.steps import (
     result_id,
 )
 from crab._loop.tool_runner import ToolRunner
+from crab._values.history import INTERRUPTED, repair
 from crab._values.message_json import message_to_dict
 
 __all__ = ["Turn", "today"]

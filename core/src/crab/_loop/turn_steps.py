@@ -1,28 +1,31 @@
 """``TurnSteps``: one step of a session's turn carried out with an agent's own machinery (hooks, model
 calls, the tool runner, the recorder, emit) on the session as the store holds it, for a driver that
 runs the ``TurnMachine`` elsewhere (a durable workflow engine: each step may run in another process).
-Each step is carried out by ``Turn.carry_out``, the in-process driver's own: one implementation.
+Each step is carried out by ``Turn.carry_out``, the in-process driver's own: one implementation; a question
+a call asked in another process is asked through the session's own question path (``ask_user``).
 Public as ``crab.steps.TurnSteps`` (docs/architecture.md#a-turn-made-of-steps, docs/library.md)."""
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crab._contracts.errors import StoreError, UsageError
 from crab._contracts.events import Event
-from crab._contracts.interception import AskUser
+from crab._contracts.interception import AskUser, PermissionRequest
 from crab._contracts.messages import Message, ToolCall, ToolResultMessage
+from crab._contracts.questions import AskQuestion, Question
 from crab._contracts.storage import Entry
 from crab._contracts.tools import Tool, ToolResult
-from crab._loop.compaction import handoff_note
-from crab._loop.history import load_history
 from crab._loop.model_choice import stored_choice
 from crab._loop.session import QueuedInput, Session
 from crab._loop.steps import Input, Prompt, RunTools, Step
 from crab._loop.turn import Turn
+from crab._values.compaction_text import handoff_note
+from crab._values.history import load_history
+from crab._values.redacted import redacted_ask, redacted_question
 
 if TYPE_CHECKING:
     from crab._loop.agent import Agent
@@ -48,6 +51,8 @@ class TurnSteps:
         self._session = session
         self.entries = entries
         self.missing = missing
+        self.steered: list[QueuedInput] = []
+        """The steering inputs the engine's turn took (``took_steering``), answered with its outcome."""
 
     @property
     def session_id(self) -> str:
@@ -64,7 +69,7 @@ class TurnSteps:
     async def again(self) -> TurnSteps:
         """The session read from the store once more: the next step's view, as another process
         reads it (what earlier steps recorded included)."""
-        return await turn_steps(self._agent, self.session_id, ask=self._session.ask)
+        return await turn_steps(self._agent, self.session_id, ask=self._session.ask, question=self._session.question)
 
     async def begin(self) -> None:
         """At a turn's start: a stand-in result for each call an earlier turn left without one."""
@@ -102,6 +107,18 @@ class TurnSteps:
         """Every entry the store holds for the session now, from its first."""
         return await self._agent.store.entries(self.session_id)
 
+    def steering(self) -> list[str]:
+        """What a person sent to steer this turn while it runs (under ``crab serve``, a channel's
+        ``handle_input(..., steer=True)``), oldest first, as crab stores it (secrets masked): an
+        engine hands each to its turn once, and at the end says how many it took (``took_steering``)."""
+        return [self.redact(item.text) for item in self._session.steering]
+
+    def took_steering(self, count: int) -> None:
+        """The turn took the first ``count`` inputs ``steering()`` gave: they are answered with its
+        outcome; any it did not take run as the session's next turn (as after an in-process turn)."""
+        for _ in range(min(count, len(self._session.steering))):
+            self.steered.append(self._session.steering.popleft())
+
     def tool(self, name: str) -> Tool | None:
         return self._agent.tools.get(name)
 
@@ -116,13 +133,46 @@ class TurnSteps:
         """Show ``event`` through the agent (redacted, to its renderer and listeners)."""
         self._agent.emit(event, self.session_id)
 
+    def can_ask(self, question: PermissionRequest | Question) -> bool:
+        """Whether someone can answer ``question`` here: this session's or the agent's asker of its
+        kind exists (where none does, say so at once, as a tool's ``ctx.ask`` being None does)."""
+        return self._asker(question) is not None
+
+    async def ask_user(self, question: PermissionRequest | Question) -> str | None:
+        """Ask the user ``question`` (a call's permission, a tool's ``crab.Question``) through this
+        session's own question path, as an ``Ask`` step of an in-process turn asks it: once whoever
+        takes the session's events has taken those before it, with secrets masked, a question's
+        answer held to ``Question.answer_for``. A permission's ``"once"``, ``"always"`` or
+        ``"deny"``, a question's answer; None when nobody answered or nobody can (``can_ask``).
+        For a driver whose tools run elsewhere and ask through it (a durable engine's client);
+        the ``crab_permission_request`` hooks ran where the call is."""
+        asker = self._asker(question)
+        if asker is None:
+            return None
+        if self._session.caught_up is not None:
+            await self._session.caught_up()
+        answer = await asker(question)
+        return answer if isinstance(answer, str) else None
+
+    def _asker(self, question: PermissionRequest | Question) -> Callable[[Any], Awaitable[object]] | None:
+        session, context = self._session, self._agent.context
+        if isinstance(question, PermissionRequest):
+            return redacted_ask(session.ask if session.ask is not None else context.ask, context.redact)
+        return redacted_question(session.question if session.question is not None else context.question, context.redact)
+
 
 async def turn_steps(
-    agent: Agent, session_id: str | None, title: str | None = None, *, ask: AskUser | None = None
+    agent: Agent,
+    session_id: str | None,
+    title: str | None = None,
+    *,
+    ask: AskUser | None = None,
+    question: AskQuestion | None = None,
 ) -> TurnSteps:
     """``session_id`` (None: a new session titled ``title``) read from ``agent``'s store as a resume
-    reads it; ``SessionGone`` when this agent cannot run it. ``ask``: how its permission questions
-    reach the user when that is not the agent's own ``ask`` (a library agent's ``ask=``)."""
+    reads it; ``SessionGone`` when this agent cannot run it. ``ask``/``question``: how its
+    permission questions and tools' questions reach the user when that is not the agent's own way
+    (a library agent's ``ask=``, a channel's person)."""
     store, here = agent.store, agent.workspace
     if session_id is None:
         session_id = (await store.create_session(str(here), title=title)).id
@@ -143,6 +193,7 @@ async def turn_steps(
         messages=history.messages,
         handoff=dict(history.handoff) if history.handoff else None,
         ask=ask,
+        question=question,
     )
     agent.models.restore(session, stored_choice(entries))
     # The system prompt the session's requests carried (a live session gathers it once): the same

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from crab._config.layers import Config
 from crab._config.paths import crab_home
+from crab._contracts.config import Config
 from crab._contracts.errors import ConfigError
 
 AUTH_FILE_NAME = "auth.json"

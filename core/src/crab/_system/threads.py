@@ -7,6 +7,7 @@ import contextvars
 import os
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -78,10 +79,7 @@ class _Worker:
                 keep = len(_idle) < MAX_IDLE
                 if keep:
                     _idle.append(self)
-            try:
-                job.loop.call_soon_threadsafe(_settle, job.future, ok, value)
-            except RuntimeError:
-                pass  # the loop is gone: this call was abandoned long ago
+            _Settler.of(job.loop).put(job.future, ok, value)
             if not keep:
                 return
             del job, value  # nothing of a finished call stays reachable while the worker waits
@@ -110,6 +108,57 @@ def _call(job: _Job) -> tuple[bool, Any]:
         return False, exc
     except BaseException as exc:  # SystemExit or the like from a tool: a failure of that call only
         return False, RuntimeError(f"{type(exc).__name__} raised in the tool")
+
+
+class _Settler:
+    """The outcomes workers hand back to one event loop, settled together.
+
+    Each ``call_soon_threadsafe`` writes to the loop's wake-up pipe and wakes it; the calls of a
+    wide reply end close together, so a worker wakes the loop only when no earlier outcome is
+    waiting to be settled, and one callback settles every outcome there is by then.
+    """
+
+    __slots__ = ("__weakref__", "lock", "loop", "outcomes", "scheduled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.lock = threading.Lock()
+        self.outcomes: list[tuple[asyncio.Future[Any], bool, Any]] = []
+        self.scheduled = False
+
+    @staticmethod
+    def of(loop: asyncio.AbstractEventLoop) -> _Settler:
+        settler = _settlers.get(loop)
+        if settler is None:
+            with _settlers_lock:
+                settler = _settlers.get(loop)
+                if settler is None:
+                    settler = _settlers[loop] = _Settler(loop)
+        return settler
+
+    def put(self, future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+        """Called in a worker thread: ``future`` gets its outcome in the loop's thread."""
+        with self.lock:
+            self.outcomes.append((future, ok, value))
+            if self.scheduled:
+                return  # the callback already on its way settles this one too
+            self.scheduled = True
+        try:
+            self.loop.call_soon_threadsafe(self._settle_all)
+        except RuntimeError:  # the loop is gone: these calls were abandoned long ago
+            with self.lock:
+                self.outcomes.clear()
+
+    def _settle_all(self) -> None:
+        with self.lock:
+            outcomes, self.outcomes = self.outcomes, []
+            self.scheduled = False
+        for future, ok, value in outcomes:
+            _settle(future, ok, value)
+
+
+_settlers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Settler] = weakref.WeakKeyDictionary()
+_settlers_lock = threading.Lock()
 
 
 def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:

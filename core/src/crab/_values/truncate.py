@@ -42,16 +42,28 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
+def _line_count(text: str) -> int:
+    """``len(split_lines(text))``, counted in C."""
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def _byte_size(text: str, budget: int) -> int:
+    """``len(_encode(text))``, or any number no larger than ``budget`` when it is that small."""
+    if len(text) * 4 <= budget:  # no character takes more than 4 bytes
+        return len(text)
+    return len(text) if text.isascii() else len(_encode(text))
+
+
 def truncate(text: str, limit: OutputLimit) -> tuple[str, Truncation | None]:
     """Keep the head (or tail) of ``text`` within ``limit``; return the text and what was cut.
 
     Whole lines are kept where possible; only a single line longer than the byte budget is cut
     inside, at a character boundary.
     """
+    if _line_count(text) <= limit.lines and _byte_size(text, limit.bytes) <= limit.bytes:
+        return text, None  # the common case, told without splitting or (mostly) encoding the text
     data = _encode(text)
     lines = split_lines(text)
-    if len(lines) <= limit.lines and len(data) <= limit.bytes:
-        return text, None
     ordered = lines if limit.keep == "head" else list(reversed(lines))
     kept: list[str] = []
     used = 0

@@ -13,7 +13,7 @@ from crab import ProviderError
 from crab.events import RetryEvent, StreamEvent
 
 CHARS_PER_TOKEN = 4
-"""The rough estimate crab uses everywhere (``crab/_loop/budget.py`` counts the same way)."""
+"""The rough estimate crab uses everywhere (``crab/_values/budget.py`` counts the same way)."""
 IMAGE_TOKENS = 1600
 """An image's tokens at most, as Anthropic's vision guide gives them (about 1.15 megapixels);
 its base64 text would count hundreds of times more."""

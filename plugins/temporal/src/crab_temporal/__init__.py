@@ -46,7 +46,11 @@ def crab_cli(app: Any, config: crab.Config) -> None:
     def worker(
         model: str = typer.Option(None, "--model", "-m", help="provider/model the worker's turns use"),
         plugins: str = typer.Option(None, "--plugins", help="comma-separated plugins to load (default: the config's)"),
-        yolo: bool = typer.Option(False, "--yolo", help="allow every tool call: nobody is there to ask"),
+        yolo: bool = typer.Option(
+            False,
+            "--yolo",
+            help="allow every tool call (without it, a call that needs the user's word asks the turn's client)",
+        ),
     ) -> None:
         """Run turns from Temporal ([plugins.temporal]): any number of workers, on any machine."""
         from crab_temporal.cli import finish, worker_command

@@ -36,9 +36,13 @@ def finish(body: Callable[[], int]) -> NoReturn:
 
 
 def worker_command(model: str | None, plugins: list[str] | None, yolo: bool) -> int:
+    from crab_temporal.asking import ask_permission, ask_question
     from crab_temporal.worker import serve
 
-    agent = crab.Agent(model, plugins=plugins, permissions="yolo" if yolo else None)
+    # A tool call's questions go to the client that holds the user's channel, through the turn's workflow.
+    agent = crab.Agent(
+        model, plugins=plugins, permissions="yolo" if yolo else None, ask=ask_permission, question=ask_question
+    )
     asyncio.run(serve(agent, TemporalSettings.from_config(agent.config)))
     return 0
 

@@ -8,7 +8,7 @@ import asyncio
 import secrets
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import crab
 from crab import steps
@@ -25,6 +25,9 @@ NO_WORKER_AFTER = 10.0
 NO_WORKER = "no crab worker has taken this turn yet: start one with `crab worker` (task queue {queue})"
 QUERY_TIMEOUT = 2.0
 LOST = "Temporal at {address} does not answer: waiting for it (the turn goes on once it is back)"
+ALWAYS: dict[str, set[str]] = {}
+"""Per session id, the permission classes the user allowed "always" in this process: the
+in-process gate keeps them for a live session, and here each turn's workflow is handed them."""
 
 
 class Unreachable(crab.ConfigError):
@@ -86,6 +89,8 @@ def turn_arguments(
         "max_iterations": int(config.get("crab.max_iterations", 25)),
         "tool_timeout": float(config.get("crab.tool_timeout", 120.0)),
         "heartbeat": settings.heartbeat,
+        "question_wait": settings.question_wait,
+        "always": sorted(ALWAYS.get(session.session_id, ())),
     }
 
 
@@ -111,24 +116,35 @@ class TurnView:
         self.session = session
         self.seen = seen
         self.notices = 0
+        self.lock = asyncio.Lock()  # the poll and a question's catch-up show each entry once
 
     async def show_new(self, progress: dict[str, Any] | None = None) -> None:
-        entries = await self.session.stored()
-        fresh, self.seen = entries[self.seen :], len(entries)
-        for event in events_of(fresh):
-            self.session.emit(event)
+        async with self.lock:
+            entries = await self.session.stored()
+            fresh, self.seen = entries[self.seen :], len(entries)
+            for event in events_of(fresh):
+                self.session.emit(event)
         for level, text in (progress or {}).get("notices", [])[self.notices :]:
             self.notices += 1
             self.session.emit(crab.events.NoticeEvent(text, "warning" if level == "warning" else "info"))
 
 
 def events_of(entries: Sequence[crab.storage.Entry]) -> list[crab.events.Event]:
-    """The events a stored reply or result stands for."""
+    """The events a stored reply or result stands for, in the order an in-process turn shows them:
+    a model call's ``model_call`` start, its text and calls, its usage and its ``model_call`` end
+    (from the ``model_call`` record stored after the reply), then each result."""
     events: list[crab.events.Event] = []
+    calling = False  # a reply shown whose model call's end is not yet
     for entry in entries:
-        if entry.type == "message" and entry.payload.get("role") == "assistant":
+        if entry.type == "event" and entry.payload.get("kind") == "model_call":
+            events.extend(_model_call(entry, started=calling))
+            calling = False
+        elif entry.type == "message" and entry.payload.get("role") == "assistant":
             message = crab.messages.message_from_dict(dict(entry.payload))
             assert isinstance(message, crab.messages.AssistantMessage)
+            provider, model = message.provider or "", message.model or ""
+            events.append(crab.events.ModelCallEvent(entry.session_id, "start", provider, model))
+            calling = True
             if message.content and message.replayable and message.content != steps.NO_REPLY:
                 events.append(crab.events.TextDelta(message.content))
             if message.stop_reason == "error" and message.error:
@@ -139,6 +155,27 @@ def events_of(entries: Sequence[crab.storage.Entry]) -> list[crab.events.Event]:
             assert isinstance(result, crab.messages.ToolResultMessage)
             events.append(crab.events.ToolResultEvent(result.call_id, result.name, result.content, result.is_error))
     return events
+
+
+def _model_call(entry: crab.storage.Entry, started: bool) -> list[crab.events.Event]:
+    """The usage and ``model_call`` end a stored ``model_call`` record stands for (its start too,
+    when no stored reply showed it: a compaction's summary)."""
+    payload = entry.payload
+    provider, model = str(payload.get("provider") or ""), str(payload.get("model") or "")
+    purpose: Literal["turn", "compaction", "plugin"] = "turn"
+    if payload.get("purpose") in ("compaction", "plugin"):
+        purpose = payload["purpose"]
+    usage = crab.messages.usage_from_dict(dict(payload["usage"])) if payload.get("usage") else None
+    events: list[crab.events.Event] = []
+    if not started:
+        events.append(crab.events.ModelCallEvent(entry.session_id, "start", provider, model, purpose))
+    if usage is not None:
+        events.append(crab.events.UsageEvent(usage))
+    stop = payload.get("stop_reason")
+    end = crab.events.ModelCallEvent(
+        entry.session_id, "end", provider, model, purpose, model, stop, payload.get("error_kind"), usage
+    )
+    return [*events, end]
 
 
 async def run_turn(
@@ -154,10 +191,12 @@ async def run_turn(
 
 
 async def engine_turn(session: steps.TurnSteps, prompt: str, config: crab.Config) -> steps.TurnOutcome:
-    """``crab run --engine temporal``: the turn handed to the workers and shown as ``crab run``
-    shows one (``crab_turn_engines``)."""
+    """``crab run --engine temporal`` and ``[serve] engine = "temporal"``: the turn handed to the
+    workers and shown as an in-process turn shows (``crab_turn_engines``)."""
+    from crab_temporal.serve import shared_client
+
     settings = TemporalSettings.from_config(config)
-    result = await drive_turn(await connect(settings), session, config, settings, prompt)
+    result = await drive_turn(await shared_client(settings), session, config, settings, prompt)
     return steps.TurnOutcome(
         stop=result["stop"],
         text=str(result.get("text") or ""),
@@ -171,20 +210,28 @@ async def engine_turn(session: steps.TurnSteps, prompt: str, config: crab.Config
 async def drive_turn(
     client: Any, session: steps.TurnSteps, config: crab.Config, settings: TemporalSettings, prompt: str
 ) -> dict[str, Any]:
-    """Start the turn's workflow and show it until it ends (``run_turn``)."""
+    """Start the turn's workflow and show it until it ends (``run_turn``); its tools' questions
+    are asked here (``crab_temporal.asking.Answering``)."""
+    from crab_temporal.asking import Answering
+
     session_id = session.session_id
     arguments = turn_arguments(config, settings, session, prompt)
     view = TurnView(session, len(await session.stored()))
     handle = await start_turn(client, settings, arguments)
     session.emit(crab.events.TurnStarted(session_id, arguments["turn_id"], prompt))
     waiting = asyncio.ensure_future(_result(handle, session, settings.address))
+    questions = Answering(handle, session, view.show_new)
     aborting = False
     started, told, answered = time.monotonic(), False, False
+    steered = 0  # the steering inputs sent to the workflow so far
     while not waiting.done():
         try:
             await asyncio.wait([waiting], timeout=POLL)
+            steered = await _steer(handle, session, steered, waiting)
             progress = await _progress(handle)
             answered = answered or progress is not None
+            if not aborting:
+                questions.take(progress)
             if not answered and not told and time.monotonic() - started > NO_WORKER_AFTER:
                 told = True  # no worker ever answered: most likely none polls this task queue
                 notice = crab.events.NoticeEvent(NO_WORKER.format(queue=settings.task_queue), "warning")
@@ -197,8 +244,13 @@ async def drive_turn(
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
+            await questions.close()  # a question on the screen is taken down: its turn is over
             await _abort(handle)
+    await questions.close()
     result: dict[str, Any] = dict(waiting.result())
+    ALWAYS.setdefault(session_id, set()).update(str(p) for p in result.get("always") or ())
+    # Steering the workflow did not take (it came as the turn ended) runs as the next turn.
+    session.took_steering(int(result.get("steered") or 0))
     await view.show_new(await _progress(handle))
     if result.get("shown") and result.get("error"):
         session.emit(crab.events.ErrorEvent(str(result["error"]), "plugin"))
@@ -240,6 +292,22 @@ def failure_reason(exc: BaseException) -> str:
         cause = getattr(cause, "cause", None) or cause.__cause__  # type: ignore[assignment]
     text = " ".join(str(cause).split()) or type(cause).__name__
     return text[:500]
+
+
+async def _steer(handle: Any, session: steps.TurnSteps, sent: int, waiting: asyncio.Future[Any]) -> int:
+    """Send the workflow the steering inputs (a second message while the turn runs, under ``crab
+    serve``) that came since the last time; how many are sent now."""
+    from temporalio.service import RPCError
+
+    for text in session.steering()[sent:]:
+        if waiting.done():
+            break
+        try:
+            await handle.signal("steer", text)
+        except RPCError:  # the turn ended (or Temporal is away): the rest runs as the next turn
+            break
+        sent += 1
+    return sent
 
 
 async def _abort(handle: Any) -> None:

@@ -42,6 +42,13 @@ def config_table() -> crab.ConfigTable:
                 "seconds between a running step's heartbeats: a worker silent for 3 of them is taken for dead",
                 above=0,
             ),
+            crab.Setting(
+                "question_wait",
+                "float",
+                300.0,
+                "seconds a worker's question waits for the user's answer (no client: then the call is refused)",
+                above=0,
+            ),
         ),
         doc="turns on Temporal: each model call and tool call a durable activity, on any number of workers",
     )
@@ -57,6 +64,7 @@ class TemporalSettings:
     max_concurrent_activities: int = 10
     max_concurrent_turns: int = 10
     heartbeat: float = 10.0
+    question_wait: float = 300.0
 
     @classmethod
     def from_config(cls, config: crab.Config) -> TemporalSettings:
@@ -70,4 +78,5 @@ class TemporalSettings:
             max_concurrent_activities=int(values.get("max_concurrent_activities") or 10),
             max_concurrent_turns=int(values.get("max_concurrent_turns") or 10),
             heartbeat=float(values.get("heartbeat") or 10.0),
+            question_wait=float(values.get("question_wait") or 300.0),
         )

@@ -1,7 +1,10 @@
 """One turn of a session as a Temporal workflow: the kernel's ``TurnMachine`` decides (it is
 deterministic: it reads and writes nothing), and each step that touches the world is an activity
 (``crab_temporal.activities``): a model call, each tool call, a hook, a write. Steering and abort
-arrive as signals; notices and the step under way are a query.
+arrive as signals; notices and the step under way are a query. A tool that asks the user (a
+permission, a ``crab.Question``) asks through updates: its worker opens the question (``ask``),
+the client shows it (``shown``) and sends the user's word (``answer``), or the worker gives up
+after the turn's ``question_wait`` (``give_up``); ``crab_temporal.questions`` holds the rules.
 
 Workflow code is replayed: change what it asks for (activities, their order, their arguments)
 only in ways the replay test (tests/test_temporal_replay.py) accepts, or running turns break."""
@@ -17,17 +20,22 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    # crab's public submodules load lazily: loaded here, outside the sandbox, as a first use inside
+    # it would import (and open files, which the sandbox refuses: pytest's rewriter reads .pyc files).
     import crab
-    import crab.messages  # loaded here: a lazy first load inside the sandbox may not open files
+    import crab.messages
     from crab import steps
 
     from crab_temporal.placement import LOCAL_STEPS, local_options, runs_locally
+    from crab_temporal.questions import Questions, Refused
     from crab_temporal.wire import exclusive_calls, reply_from_wire, user_from_wire, user_to_wire
 
 WORKFLOW = "crab-turn"
 STOPPED_BEFORE = "Skipped: the turn was stopped before this call ran ({reason})"
 """A later batch's result once an interceptor stopped the turn (the in-process tool runner's words)."""
 SKIPPED_FOR_STEERING = "Skipped due to queued user message."
+QUESTION_WAIT = 300.0
+"""Seconds a question waits for its answer when the turn's argument names none."""
 
 
 def sandbox() -> Any:
@@ -52,7 +60,10 @@ class Aborted(Exception):
 class TurnWorkflow:
     """Runs one input of one session to its end (``run``'s argument, a dict of small values:
     ``session_id``, ``turn_id``, ``prompt`` (redacted), ``max_iterations``, ``tool_timeout``,
-    ``heartbeat``); returns ``stop``, ``error``, ``text`` and ``tool_calls``."""
+    ``heartbeat``, and, from clients that ask, ``question_wait`` and ``always``, the permission
+    classes the user allowed for the session); returns ``stop``, ``error``, ``text``,
+    ``tool_calls``, ``always`` and ``steered`` (how many ``steer`` signals the turn took: the
+    client runs the others as the next turn)."""
 
     def __init__(self) -> None:
         self._steering: list[str] = []
@@ -61,6 +72,8 @@ class TurnWorkflow:
         self._notices: list[list[str]] = []
         self._step = ""
         self._exclusive: dict[str, bool] = {}
+        self._machine: steps.TurnMachine | None = None
+        self._questions = Questions(QUESTION_WAIT)
 
     @workflow.signal
     def steer(self, text: str) -> None:
@@ -71,11 +84,67 @@ class TurnWorkflow:
     def abort(self) -> None:
         """Stop the turn: the step under way is cancelled, its calls settled."""
         self._aborting = True
+        self._questions.close_all()
 
     @workflow.query
     def progress(self) -> dict[str, Any]:
-        """The step under way and the notices so far (``[level, text]``)."""
-        return {"step": self._step, "notices": list(self._notices)}
+        """The step under way, the notices so far (``[level, text]``) and the questions waiting
+        for the user (``crab_temporal.questions.Asked.public``)."""
+        return {"step": self._step, "notices": list(self._notices), "questions": self._questions.waiting()}
+
+    # --- questions: a worker's tool asks, the client shows, the user answers ---------------------
+
+    @workflow.update
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        """From a ``crab.run_tool`` activity (``activity_id``): open a question (``kind``
+        ``permission`` or ``question``, its redacted ``body``) about its call."""
+        assert self._machine is not None
+        asked = self._questions.ask(self._machine, request)
+        return {"id": asked.id, "state": asked.state, "answer": asked.answer, "wait": self._questions.wait}
+
+    @ask.validator
+    def _may_ask(self, request: dict[str, Any]) -> None:
+        if self._machine is None or self._aborting:
+            raise Refused("the turn is not running tools")
+        self._questions.check_ask(self._machine, request)
+
+    @workflow.update
+    def shown(self, question_id: str) -> None:
+        """From the client: the question is on the user's screen now (an answer may come)."""
+        self._questions.shown(question_id)
+
+    @shown.validator
+    def _may_show(self, question_id: str) -> None:
+        self._questions.check_shown(question_id)
+
+    @workflow.update
+    def answer(self, question_id: str, answer: str | None) -> None:
+        """From the client: the user's answer to a question it showed."""
+        assert self._machine is not None
+        self._questions.answer(self._machine, question_id, answer)
+
+    @answer.validator
+    def _may_answer(self, question_id: str, answer: str | None) -> None:
+        self._questions.check_answer(question_id, answer)
+
+    @workflow.update
+    def give_up(self, question_id: str) -> dict[str, Any]:
+        """From the asking worker (its wait ran out) or a client that cannot ask: the question
+        ends unanswered, unless the user's answer came first."""
+        assert self._machine is not None
+        asked = self._questions.give_up(self._machine, question_id)
+        return {"state": asked.state, "answer": asked.answer}
+
+    @give_up.validator
+    def _may_give_up(self, question_id: str) -> None:
+        if self._machine is None or str(question_id) not in self._questions.asked:
+            raise Refused(f"no question {question_id!r} in this turn")
+
+    @workflow.query
+    def asked(self, question_id: str) -> dict[str, Any]:
+        """A question's ``state`` and ``answer`` (the asking worker polls it)."""
+        found = self._questions.asked.get(question_id)
+        return {"state": "unknown", "answer": None} if found is None else {"state": found.state, "answer": found.answer}
 
     @workflow.run
     async def run(self, turn: dict[str, Any]) -> dict[str, Any]:
@@ -90,6 +159,8 @@ class TurnWorkflow:
             history,
             steps.StepSettings(int(turn["max_iterations"])),
         )
+        self._machine = machine
+        self._questions = Questions(float(turn.get("question_wait", QUESTION_WAIT)), set(turn.get("always") or ()))
         step = machine.step
         while not isinstance(step, steps.EndTurn):
             self._step = step.id
@@ -112,6 +183,8 @@ class TurnWorkflow:
             "text": machine.text,
             "tool_calls": machine.tool_calls,
             "turn_id": turn_id,
+            "always": sorted(self._questions.always),
+            "steered": self._taken,
         }
 
     # --- carrying out a step --------------------------------------------------------------------
@@ -235,8 +308,11 @@ class TurnWorkflow:
     def _tool(self) -> dict[str, Any]:
         beat = float(self.turn["heartbeat"])
         return {
-            # the tool runner bounds the call by [crab] tool_timeout; this bounds the activity around it
-            "start_to_close_timeout": timedelta(seconds=float(self.turn["tool_timeout"]) + 60),
+            # the tool runner bounds the call by [crab] tool_timeout; this bounds the activity around
+            # it and the questions it may wait for (the gate's and one of the tool's own)
+            "start_to_close_timeout": timedelta(
+                seconds=float(self.turn["tool_timeout"]) + 60 + 2 * self._questions.wait
+            ),
             "heartbeat_timeout": timedelta(seconds=beat * 3),
             "retry_policy": RetryPolicy(maximum_interval=timedelta(seconds=10), maximum_attempts=5),
         }

@@ -116,8 +116,15 @@ def _own_folder(folder: Path, private: bool) -> Path:
 
 def session_folder(base: Path, session_id: str) -> Path:
     """The one folder holding a session's logs (its name made safe); not created here."""
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:80].lstrip(".") or "session"
-    return base / safe
+    return base / session_folder_name(session_id)
+
+
+def session_folder_name(session_id: str) -> str:
+    """The name of a session's log folder: its id made safe for a file name."""
+    return _UNSAFE.sub("_", session_id)[:80].lstrip(".") or "session"
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def new_log_path(base: Path, session_id: str) -> Path:

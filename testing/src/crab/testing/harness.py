@@ -21,8 +21,9 @@ from typing import Any
 from crab._assembly.choosing import build_host as _build_host
 from crab._assembly.root import Layers, assemble
 from crab._builtin.memory_store import MemoryStore
-from crab._config.layers import Config, load_config
-from crab._config.trust import TrustState, trust
+from crab._config.layers import load_config
+from crab._config.trust import trust
+from crab._contracts.config import Config, TrustState
 from crab._contracts.events import Event
 from crab._contracts.handle import AgentHandle
 from crab._contracts.images import ImagePart

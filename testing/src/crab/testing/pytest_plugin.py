@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from crab._config import environ
-from crab._config.layers import Config, load_config
+from crab._config.layers import load_config
+from crab._contracts.config import Config
 from crab.testing.harness import AgentHarness, CliResult, run_cli
 from crab.testing.site import ScriptedSite
 from crab.testing.tmux import TmuxScreen, tmux_available

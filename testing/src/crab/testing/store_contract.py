@@ -161,7 +161,7 @@ class StoreContract:
         assert run(store.list_sessions("/no/such/workspace")) == []
 
     def test_list_sessions_gives_each_sessions_meta(self, store: Store) -> None:
-        # ``crab serve`` finds a chat's session by its meta (crab._loop.channel_host), also after a restart
+        # ``crab serve`` finds a chat's session by its meta (crab._assembly.channel_host), also after a restart
         keyed = run(store.create_session(WORKSPACE, meta={"crab.channel": "telegram", "crab.address": "42"}))
         run(store.create_session(WORKSPACE, meta={"crab.channel": "telegram", "crab.address": "43"}))
         run(store.append(keyed.id, "message", user("hi")))

@@ -1,11 +1,16 @@
-"""Declared config tables: the keys a table has, their types, defaults, limits, and trust; core's
-``[crab]`` and ``[serve]`` here, each plugin's through ``crab_config_table`` (docs/configuration.md)."""
+"""The configuration's contracts: declared tables (``ConfigTable`` of ``Setting``: the keys a table
+has, their types, defaults, limits and trust; each plugin's through ``crab_config_table``) and the
+merged configuration plugins read (``crab.Config``: values, the layers they came from, what checking
+them found). Reading, merging and checking the layers is ``crab._config``'s work (``LayeredConfig``,
+``load_config``), and core's own ``[crab]``/``[serve]`` tables are ``crab._config.core_tables``
+(docs/configuration.md)."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from crab._contracts.errors import ConfigError
@@ -249,147 +254,140 @@ def validate_table(table: ConfigTable, raw: Mapping[str, Any] | None) -> dict[st
     return values
 
 
-PERMISSION_MODES = ("read-only", "plan", "ask", "yolo")
-
-_CAPS = ("max_image_bytes",)
-"""``[crab]`` caps an untrusted project may lower but never raise past what the user's layers give."""
+LayerKind = Literal["user", "project", "env", "flag"]
+TrustStatus = Literal["trusted", "untrusted", "changed"]
 
 
-def _core_trust_filter(project: Mapping[str, Any], trusted: Mapping[str, Any]) -> list[Parts]:
-    """The caps in ``_CAPS`` an untrusted project sets above the user's value (or the default)."""
-    drops: list[Parts] = []
-    for name in _CAPS:
-        asked = project.get(name)
-        setting = CORE_TABLE.setting(name)
-        bound = trusted.get(name, setting.default if setting else None)
-        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (asked, bound))
-        if name in project and numbers and asked > bound:  # a bad value is left to the check
-            drops.append((name,))
-    return drops
+@dataclass(frozen=True)
+class Layer:
+    """One source of settings: ``source`` names it in messages (a file, a variable, ``--set``)."""
+
+    kind: LayerKind
+    source: str
+    data: dict[str, Any]
 
 
-CORE_TABLE = ConfigTable(
-    name="crab",
-    doc="core's own settings",
-    settings=(
-        Setting("provider", "str", doc="provider name (default: the only loaded provider)"),
-        ModelSetting(
-            "model",
-            "str",
-            doc="model id, or provider/model; several (a list, or comma-separated) are tried in order (fallback)",
-        ),
-        Setting("store", "str", doc="session store (default: the first persistent store loaded, else memory)"),
-        Setting(
-            "thinking",
-            "str",
-            doc="how hard the model thinks: off, low, medium or high (default: the provider's own setting)",
-            choices=("off", "low", "medium", "high"),
-        ),
-        Setting("renderer", "str", doc="renderer for chat and text output (default: a plugin's first, else plain)"),
-        Setting(
-            "permissions",
-            "str",
-            "ask",
-            "the permission gate: ask, yolo (allow everything), read-only, or plan (read-only until the "
-            "user approves a plan, then ask)",
-            choices=("ask", "yolo", "read-only", "plan"),
-            trust_order=PERMISSION_MODES,
-        ),
-        Setting("max_iterations", "int", 25, "model calls per turn", minimum=1, maximum=10_000),
-        Setting(
-            "output_retries",
-            "int",
-            1,
-            "times a typed answer that does not match its schema goes back to the model",
-            minimum=0,
-            maximum=10,
-        ),
-        Setting(
-            "tool_timeout",
-            "float",
-            120.0,
-            "seconds for a tool call whose tool sets no timeout",
-            above=0,
-            maximum=86_400,
-        ),
-        Setting(
-            "request_timeout",
-            "float",
-            600.0,
-            "seconds one model call may take, retries included",
-            above=0,
-            maximum=86_400,
-        ),
-        Setting("max_tokens", "int", doc="output token limit passed to the provider", minimum=1, maximum=100_000_000),
-        Setting("temperature", "float", doc="sampling temperature passed to the provider", minimum=0),
-        Setting(
-            "tool_view",
-            "str",
-            "progressive",
-            "progressive: every tool as a constant stub (name, one line, parameter types); full: every schema",
-            choices=("progressive", "full"),
-        ),
-        Setting(
-            "context_window",
-            "int",
-            doc="tokens the model reads (default: the provider's model info)",
-            minimum=1,
-            maximum=1_000_000_000,
-        ),
-        Setting("compact_at", "float", 0.8, "share of the window at which history is compacted", above=0, maximum=1),
-        Setting("system_prompt_append", "str", doc="text appended to the system prompt, after every plugin's part"),
-        Setting(
-            "max_image_bytes",
-            "int",
-            DEFAULT_MAX_IMAGE_BYTES,
-            "largest image kept (bytes, after a downscale where Pillow is installed)",
-            minimum=1024,
-            maximum=100 * 1024 * 1024,
-        ),
-        Setting(
-            "max_image_side",
-            "int",
-            DEFAULT_MAX_IMAGE_SIDE,
-            "images with a longer side are downscaled to it where Pillow is installed",
-            minimum=64,
-            maximum=20_000,
-        ),
-    ),
-    trust_filter=_core_trust_filter,
-)
-"""``[crab]``: the keys core reads."""
+@dataclass(frozen=True)
+class TrustState:
+    """One project config's trust: ``trusted``, ``untrusted`` (never trusted) or ``changed``."""
 
-SERVE_TABLE = ConfigTable(
-    name="serve",
-    doc="`crab serve`: which channels run, how they restart and how they stop",
-    top_level=True,
-    settings=(
-        Setting(
-            "channels",
-            "list[str]",
-            [],
-            "channels `crab serve` runs when named none (each opens a listener or a bot)",
-            trust_only=True,
-        ),
-        Setting(
-            "grace_seconds",
-            "float",
-            30.0,
-            "on SIGTERM, seconds running turns may take to finish",
-            minimum=0,
-            maximum=86_400,
-        ),
-        Setting(
-            "restart_delay", "float", 1.0, "first wait before restarting a channel that failed", above=0, maximum=86_400
-        ),
-        Setting(
-            "restart_max_delay",
-            "float",
-            60.0,
-            "longest wait between restarts (the wait doubles)",
-            above=0,
-            maximum=86_400,
-        ),
-    ),
-)
-"""``[serve]``: the keys ``crab serve`` reads."""
+    config_path: Path
+    sha256: str
+    status: TrustStatus
+
+    @property
+    def trusted(self) -> bool:
+        return self.status == "trusted"
+
+    @property
+    def command(self) -> str:
+        """The exact command that trusts this project (``/p`` for ``/p/.crab/config.toml``)."""
+        import shlex  # only when a line names the command: crab --help must not load it
+
+        return f"crab trust {shlex.quote(str(self.config_path.parent.parent))}"
+
+    def describe(self) -> str:
+        """One line for ``crab doctor``."""
+        if self.status == "trusted":
+            return f"project {self.config_path} is trusted"
+        if self.status == "changed":
+            return (
+                f"project {self.config_path} changed since you trusted it: its trust-only keys are ignored "
+                f"until you run `{self.command}`"
+            )
+        return f"project {self.config_path} is not trusted: its trust-only keys are ignored (`{self.command}`)"
+
+    def ignored(self, keys: list[str]) -> str:
+        """The one line shown when this untrusted project's trust-only keys were dropped."""
+        why = "changed since you trusted it" if self.status == "changed" else "not trusted"
+        return (
+            f"ignored trust-only settings from project config {self.config_path} ({why}): "
+            f"{', '.join(keys)}; run `{self.command}` to apply them"
+        )
+
+
+@dataclass
+class Config:
+    """The merged configuration, the layers it came from, and what validation found.
+
+    ``data`` holds validated values with defaults filled for every declared table; ``ignored``
+    names the trust-only keys dropped from an untrusted project; ``warnings`` are one-line notes
+    (unknown keys) to show once per command.
+    """
+
+    data: dict[str, Any]
+    user_path: Path
+    project_path: Path | None
+    layers: list[Layer] = field(default_factory=list)
+    trust: TrustState | None = None
+    ignored: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    project_disabled: list[str] = field(default_factory=list)
+    """Plugins an untrusted project switched off (it may narrow what loads): named in ``notices``."""
+    kept_guards: list[str] = field(default_factory=list)
+    """Plugins an untrusted project tried to switch off that guard tool or model calls: they stay
+    on (the plugin host decides, ``plugin_host.GUARD_HOOKS``), named in ``notices``."""
+    unread: list[str] = field(default_factory=list)
+    """Config files found but not read (a project's config that is a folder): kept in ``warnings``."""
+    tables: dict[Parts, ConfigTable] = field(default_factory=dict)
+    _effective: list[Layer] = field(default_factory=list, repr=False)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        parts = key.split(".")
+        if not all(parts):
+            raise ConfigError(f"invalid config key {key!r}: use dotted names like crab.model")
+        node: Any = self.data
+        for part in parts:
+            if not isinstance(node, Mapping) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def plugin_settings(self, name: str) -> Mapping[str, Any]:
+        """The ``[plugins.<name>]`` table, validated and with defaults once the plugin declared it."""
+        table = self.get(f"plugins.{name}")
+        return table if isinstance(table, Mapping) else {}
+
+    def source_of(self, parts: Sequence[str]) -> str:
+        """Which layer gave the value at ``parts`` (the last one that set it, or a parent of it)."""
+        for layer in reversed(self._effective or self.layers):
+            node: Any = layer.data
+            for part in parts:
+                if not isinstance(node, Mapping):
+                    return layer.source
+                if part not in node:
+                    break
+                node = node[part]
+            else:
+                return layer.source
+        return "config"
+
+    def resolve(self, tables: Iterable[ConfigTable] = (), plugins: Collection[str] | None = None) -> None:
+        """Merge the layers again, checking ``[crab]`` and the given plugin tables.
+
+        Drops what an untrusted project may not set, fills defaults, and raises ``InvalidValue``
+        (one line: source, key, expected, found) for the first bad value. With ``plugins`` (every
+        plugin crab knows of, installed or not enabled), a ``[plugins.NAME]`` table none of them
+        answers to warns: a misspelt name would otherwise do nothing without a word. A ``Config``
+        built by hand is left as it is: the config crab loads (``crab._config.layers.LayeredConfig``)
+        does the merging.
+        """
+
+    def notices(self) -> list[str]:
+        """The lines to show once per command: dropped trust-only keys, plugins an untrusted project
+        switched off, then unknown keys."""
+        lines = []
+        if self.ignored and self.trust is not None:
+            lines.append(self.trust.ignored(self.ignored))
+        if self.project_disabled and self.project_path is not None:
+            # Narrowing needs no trust, but a guard plugin switched off must not go unseen.
+            lines.append(
+                f"project config {self.project_path} (not trusted) switches off plugins: "
+                f"{', '.join(self.project_disabled)}"
+            )
+        for name in self.kept_guards:
+            lines.append(
+                f"project config {self.project_path} (not trusted) cannot switch off {name}: it guards "
+                "tool or model calls; `crab trust` the project to let it"
+            )
+        return [*lines, *self.warnings]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from crab._contracts.config_tables import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
+from crab._contracts.config import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
 from crab._contracts.images import ImagePart, ImageTooLarge, human_size
 
 

@@ -1,4 +1,5 @@
-"""Images on the loop's path: their bytes kept once in the store's blobs (inline base64 where a store
+"""Images on their way to the store and back (work on the contracts' values, through the ``BlobStore``
+Protocol the loop passes in): their bytes kept once in the store's blobs (inline base64 where a store
 keeps none), filled back before a request (``load_images``), capped (``ImageLimits``)."""
 
 from __future__ import annotations
@@ -7,12 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from crab._contracts.config_tables import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
+from crab._contracts.config import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE
 from crab._contracts.errors import CrabError
 from crab._contracts.images import ImagePart
 from crab._contracts.messages import Message, ToolResultMessage, UserMessage
 from crab._contracts.storage import BlobStore, Store
-from crab._loop.image_fit import fit_image
+from crab._values.image_fit import fit_image
 from crab._values.message_json import message_to_dict
 
 MAX_IMAGES = 20

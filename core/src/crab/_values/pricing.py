@@ -1,6 +1,7 @@
 """Cost of a model call: token usage times the per-million-token prices in a ``ModelInfo`` (from
-config or a provider's table, no network). The one place crab prices usage: the loop calls
-``with_cost`` once per call; ``cache_savings`` says what prompt caching saved (``/cost``)."""
+config or a provider's table, no network). The one place crab prices usage; arithmetic on two
+contract values, so ``_values``' (the loop calls ``with_cost`` once per call in ``model_call``;
+``cache_savings`` says what prompt caching saved, for ``/cost``)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
 """``crab serve``'s channels in one process: supervised, addressable, keyed sessions, drained
-(docs/architecture.md#crab-serve)."""
+(docs/architecture.md#crab-serve). Running channels beside an agent is composition, not the loop:
+the agent only routes ``session_for``/``deliver`` to the host it is given (``Agent.channel_host``)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,7 @@ class ChannelHost:
         grace: float = 30.0,
         restart_delay: float = 1.0,
         restart_max_delay: float = 60.0,
+        engine: Callable[..., Awaitable[Any]] | None = None,
     ) -> None:
         self.agent = agent
         self.channels = dict(channels)
@@ -55,6 +57,8 @@ class ChannelHost:
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._stop: asyncio.Event | None = None
         self.stopping = False
+        self.engine = engine
+        """The turn engine ``[serve] engine`` names: channels' turns run on it (``crab._loop.engine_turn``)."""
         agent.channel_host = self
 
     # --- running ------------------------------------------------------------------------------

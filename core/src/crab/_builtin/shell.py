@@ -1,6 +1,7 @@
 """``!cmd``: a shell command a person types, gated like the bash tool, run in the workspace through
 ``crab.processes.wrap_command`` (so a sandbox wraps it too: the tool ``!``, or ``!keyboard`` when
-typed at ``crab chat``'s keyboard, ``KEYBOARD_TOOL``)."""
+typed at ``crab chat``'s keyboard, ``KEYBOARD_TOOL``). Core's own feature beside its ``/commands``:
+the agent routes a ``!`` line to the ``shell_input`` the composition root gives it (``Agent.shell``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """What the last ``crab run``/``chat``/``serve``/``doctor`` saw fail, per plugin and version, kept in
 ``$CRAB_HOME/plugin-failures.json`` so ``crab plugins list`` (which calls no hook) never calls a
-plugin known to fail "loaded"; a later run in which the plugin works clears it."""
+plugin known to fail "loaded"; a later run in which the plugin works clears it. The composition
+root writes it after a run and the CLI reads it: bookkeeping around the plugin host, not its work."""
 
 from __future__ import annotations
 

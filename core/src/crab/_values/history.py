@@ -1,6 +1,8 @@
 """Turning stored entries into the message history a provider may see, repaired: every call gets
 exactly one result, aborted replies stay out, context starts at the last handoff (``repair``,
-``stand_ins``; docs/architecture.md#invariants-the-tests-hold-the-code-to)."""
+``stand_ins``; docs/architecture.md#invariants-the-tests-hold-the-code-to). Pure functions of the
+contracts' values, so ``_values``': the loop's turn, recorder and sessions, and crab.Agent's history
+as data, all read a session through them."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 
 from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage
 from crab._contracts.storage import Entry
-from crab._loop.compaction import carried
+from crab._values.compaction_text import carried
 from crab._values.message_json import message_from_dict
 
 NO_RESULT = "No result provided: the session ended before this tool call finished."

@@ -1,5 +1,7 @@
 """The token budget: characters / 4 times a correction learned from reported usage, each message
-measured once per session, and when to compact (docs/architecture.md#what-a-model-call-costs-as-the-turn-grows)."""
+measured once per session, and when to compact (docs/architecture.md#what-a-model-call-costs-as-the-turn-grows).
+An estimate computed from the contracts' values (requests, messages, usage), so ``_values``': the
+loop's compaction step and ``crab info`` both read it."""
 
 from __future__ import annotations
 
