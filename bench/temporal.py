@@ -22,7 +22,8 @@ shared machine the difference is what other work took.
 before local steps existed) beside the default ``local`` (crab_temporal.placement), on the same
 server, for a comparison under the same load. ``--rounds`` repeats the whole set. The client here
 waits for each result (a long poll); ``--poll 0.2`` also queries each turn's ``progress`` every
-0.2 s as ``crab temporal run`` does, to measure what that polling costs the server and workers.
+0.2 s, the most the client queries (``QueryCadence``: while the store changes at every poll, as with
+these 0.2 s steps), to measure what that polling costs the server and workers.
 Usage: ``.venv/bin/python bench/temporal.py [--turns 40] [--workers 1,2,4] [--rounds 2]``.
 """
 
