@@ -21,6 +21,9 @@ FAILED = "Not run: the turn failed ({why})."
 STARTED = "crab-temporal.tool-started"
 """The ``kind`` of the event entry a worker stores before it runs a call of a tool that changes
 things: a retry that finds it with no result knows the call may have had its effect."""
+RECORDING = "crab-temporal.recording"
+"""The ``kind`` of the event entry a local ``record`` step stores before its message: a local
+activity's attempt restarts at 1 on another worker, so only the store can say it ran before."""
 
 
 # --- what the store says about a step carried out before ---------------------------------------
@@ -49,6 +52,15 @@ def find_call(entries: Sequence[crab.storage.Entry], call_id: str) -> tuple[int,
     return None
 
 
+def marked(entries: Sequence[crab.storage.Entry], kind: str, step_id: str) -> int | None:
+    """The index of the last event entry of ``kind`` for step ``step_id``, or None."""
+    for index in range(len(entries) - 1, -1, -1):
+        entry = entries[index]
+        if entry.type == "event" and entry.payload.get("kind") == kind and entry.payload.get("step") == step_id:
+            return index
+    return None
+
+
 def has_result(entries: Sequence[crab.storage.Entry], after: int, call_id: str) -> bool:
     return any(e.type == "tool_result" and e.payload.get("call_id") == call_id for e in entries[after + 1 :])
 
@@ -65,16 +77,28 @@ def retried() -> bool:
     return activity.info().attempt > 1
 
 
+def may_have_run() -> bool:
+    """Whether this activity may have run before: retried, or local (a local activity whose worker
+    died starts again at attempt 1 on another worker, which has no record of the first attempt)."""
+    return retried() or activity.info().is_local
+
+
 @contextlib.asynccontextmanager
 async def heartbeating(every: float) -> AsyncIterator[None]:
     """Heartbeat while the body runs: a worker that dies stops them, and Temporal retries the
     activity elsewhere after the heartbeat timeout, not after the whole call's."""
 
     async def beat() -> None:
+        # The first beat after ``every`` seconds, not at the start: the heartbeat timeout counts
+        # from the start anyway, and a step shorter than ``every`` (most tool calls) costs the
+        # server no heartbeat at all.
         while True:
-            activity.heartbeat()
             await asyncio.sleep(every)
+            activity.heartbeat()
 
+    if activity.info().is_local:  # no heartbeats: its workflow task's timeout notices a dead worker
+        yield
+        return
     task = asyncio.create_task(beat())
     try:
         yield
@@ -116,9 +140,10 @@ class StepActivities:
     @activity.defn(name="crab.call_model")
     async def call_model(self, session_id: str, step: dict[str, Any]) -> dict[str, Any]:
         """One ``CallModel``. Retried after its reply was recorded, it answers with that reply
-        instead of asking the model again."""
+        instead of asking the model again (a local one looks on every attempt: every model call
+        follows a recorded prompt or result, so a reply stored last is this step's)."""
         loaded = await self._load(session_id)
-        if retried():
+        if may_have_run():
             last = last_message(loaded.entries)
             if last is not None and last.payload.get("role") == "assistant":
                 message = crab.messages.message_from_dict(dict(last.payload))
@@ -170,6 +195,16 @@ class StepActivities:
     async def carry_out(self, session_id: str, kind: str, step: dict[str, Any]) -> dict[str, Any]:
         """A ``Record``, ``Submit``, ``CheckEnd`` or ``Compact`` step."""
         loaded = await self._load(session_id)
+        if kind == "record" and activity.info().is_local:
+            # A local attempt cannot tell a retry from a first run: the mark stored before the
+            # message says whether this step recorded it (a message after its mark).
+            found = marked(loaded.entries, RECORDING, step["id"])
+            if found is not None and last_message(loaded.entries[found + 1 :]) is not None:
+                return {}  # the earlier attempt stored it
+            if found is None:
+                await loaded.mark({"kind": RECORDING, "step": step["id"]})
+            await loaded.carry_out(steps.Record(step["id"], user_from_wire(step["message"])))
+            return {}
         if kind == "record":
             message = user_from_wire(step["message"])
             last = last_message(loaded.entries)

@@ -22,6 +22,8 @@ POLL = 0.2
 
 
 NO_WORKER_AFTER = 10.0
+QUERY_EVERY = 1.0
+"""Longest wait between two progress queries while nothing changes (``QueryCadence``)."""
 NO_WORKER = "no crab worker has taken this turn yet: start one with `crab worker` (task queue {queue})"
 QUERY_TIMEOUT = 2.0
 LOST = "Temporal at {address} does not answer: waiting for it (the turn goes on once it is back)"
@@ -151,6 +153,27 @@ async def check_namespace(client: Any, settings: TemporalSettings) -> None:
         raise crab.CrabError(f"Temporal at {settings.address} failed: {' '.join(str(exc).split())[:300]}") from None
 
 
+class QueryCadence:
+    """When the client asks the workflow for its progress (questions, notices, whether a worker has
+    the turn). A query costs a workflow task on a worker and the server's CPU (measured: one every
+    0.2 s multiplied a step's CPU by four, docs/temporal.md), while the store, read every ``POLL``,
+    costs them nothing: so the workflow is queried every ``POLL`` until a worker has the turn and
+    right after the store changed (a stored reply is when its calls' questions come), then less and
+    less often while nothing changes, at most ``QUERY_EVERY`` apart (a question waits that long at
+    worst before it is shown)."""
+
+    def __init__(self) -> None:
+        self.next = 0.0
+        self.interval = POLL
+
+    def due(self, now: float, fresh: bool) -> bool:
+        return fresh or now >= self.next - POLL / 2  # a poll that wakes a little early still counts
+
+    def queried(self, now: float, fresh: bool, answered: bool) -> None:
+        self.interval = POLL if fresh or not answered else min(self.interval * 2, QUERY_EVERY)
+        self.next = now + self.interval
+
+
 class TurnView:
     """Shows what the workers store for a session as the events a ``crab run`` shows."""
 
@@ -160,12 +183,17 @@ class TurnView:
         self.notices = 0
         self.lock = asyncio.Lock()  # the poll and a question's catch-up show each entry once
 
-    async def show_new(self, progress: dict[str, Any] | None = None) -> None:
+    async def show_new(self, progress: dict[str, Any] | None = None) -> bool:
+        """Show what was stored since, and ``progress``'s new notices; whether anything was stored."""
         async with self.lock:
             entries = await self.session.stored()
             fresh, self.seen = entries[self.seen :], len(entries)
             for event in events_of(fresh):
                 self.session.emit(event)
+        self.show_notices(progress)
+        return bool(fresh)
+
+    def show_notices(self, progress: dict[str, Any] | None) -> None:
         for level, text in (progress or {}).get("notices", [])[self.notices :]:
             self.notices += 1
             self.session.emit(crab.events.NoticeEvent(text, "warning" if level == "warning" else "info"))
@@ -266,19 +294,23 @@ async def drive_turn(
     aborting = False
     started, told, answered = time.monotonic(), False, False
     steered = 0  # the steering inputs sent to the workflow so far
+    cadence = QueryCadence()
     while not waiting.done():
         try:
             await asyncio.wait([waiting], timeout=POLL)
             steered = await _steer(handle, session, steered, waiting)
-            progress = await _progress(handle)
-            answered = answered or progress is not None
-            if not aborting:
-                questions.take(progress)
+            fresh = await view.show_new()
+            if cadence.due(time.monotonic(), fresh):
+                progress = await _progress(handle)
+                answered = answered or progress is not None
+                cadence.queried(time.monotonic(), fresh, answered)
+                if not aborting:
+                    questions.take(progress)
+                view.show_notices(progress)
             if not answered and not told and time.monotonic() - started > NO_WORKER_AFTER:
                 told = True  # no worker ever answered: most likely none polls this task queue
                 notice = crab.events.NoticeEvent(NO_WORKER.format(queue=settings.task_queue), "warning")
                 session.emit(notice)
-            await view.show_new(progress)
         except asyncio.CancelledError:
             if aborting:  # a second Ctrl-C: stop waiting for the turn to settle
                 raise

@@ -35,7 +35,7 @@ def config_table() -> crab.ConfigTable:
                 "max_concurrent_activities",
                 "int",
                 10,
-                "steps (model and tool calls) one worker runs at once",
+                "tool calls one worker runs at once, and as many local steps (model calls, hooks, records)",
                 minimum=1,
             ),
             crab.Setting(

@@ -32,12 +32,23 @@ def make_worker(client: Any, agent: crab.Agent, settings: TemporalSettings) -> A
         workflows=[TurnWorkflow],
         workflow_runner=sandbox(),
         activities=activities.all(),
-        max_concurrent_activities=settings.max_concurrent_activities,
-        max_concurrent_activity_task_polls=min(5, settings.max_concurrent_activities),
-        max_concurrent_workflow_tasks=max(2, settings.max_concurrent_turns),
-        max_concurrent_workflow_task_polls=min(5, max(2, settings.max_concurrent_turns)),
         graceful_shutdown_timeout=timedelta(seconds=5),
+        **bounds(settings),
     )
+
+
+def bounds(settings: TemporalSettings) -> dict[str, Any]:
+    """What one worker runs and polls for at once."""
+    return {
+        "max_concurrent_activities": settings.max_concurrent_activities,
+        # Local steps (crab_temporal.placement) get as many slots of their own: a slot shared with
+        # regular activities is reserved by a poll before a task arrives, so a turn's quick local
+        # step would wait behind an idle poll.
+        "max_concurrent_local_activities": settings.max_concurrent_activities,
+        "max_concurrent_activity_task_polls": min(5, settings.max_concurrent_activities),
+        "max_concurrent_workflow_tasks": max(2, settings.max_concurrent_turns),
+        "max_concurrent_workflow_task_polls": min(5, max(2, settings.max_concurrent_turns)),
+    }
 
 
 async def serve(agent: crab.Agent, settings: TemporalSettings) -> None:

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     import crab.messages
     from crab import steps
 
+    from crab_temporal.placement import LOCAL_STEPS, local_options, runs_locally
     from crab_temporal.questions import Questions, Refused
     from crab_temporal.wire import exclusive_calls, reply_from_wire, user_from_wire, user_to_wire
 
@@ -321,13 +322,16 @@ class TurnWorkflow:
         came first (the activity is cancelled, and waited for: a tool's process is ended before the
         turn settles). The activity's id is its step's: a replay that asks for another step than
         the history holds fails, even where the activity's type is the same."""
-        handle = workflow.start_activity(
-            name,
-            args=args,
-            activity_id=f"{name}:{key}",
-            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            **options(),
-        )
+        cancellation = workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+        local = runs_locally(name, args) and self.turn.get("local_steps", True) and workflow.patched(LOCAL_STEPS)
+        if local:  # no task round trip through the server (crab_temporal.placement says which and why)
+            handle = workflow.start_local_activity(
+                name, args=args, activity_id=f"{name}:{key}", cancellation_type=cancellation, **local_options(options())
+            )
+        else:
+            handle = workflow.start_activity(
+                name, args=args, activity_id=f"{name}:{key}", cancellation_type=cancellation, **options()
+            )
         abortable = name != "crab.settle"  # settling is what an abort waits for
         await workflow.wait_condition(lambda: handle.done() or (abortable and self._aborting))
         if handle.done():
