@@ -65,6 +65,16 @@ def test_a_bad_setting_is_one_line_and_exit_2(tmp_path: Path):
     assert "max_concurrent_activities" in line
 
 
+def test_a_heartbeat_too_short_to_be_one_is_refused(tmp_path: Path):
+    # A step's heartbeat loop sleeps this long between beats: a microsecond spins a core on every
+    # worker for every step under way (and 3 of them are the activity's whole heartbeat timeout).
+    config = f'[plugins.temporal]\naddress = "127.0.0.1:{free_port()}"\nheartbeat = 0.000001\n'
+    result = crab(tmp_path, "worker", "--plugins", "temporal,provider-mock", "-m", "mock/tour", config=config)
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert "plugins.temporal.heartbeat: expected a number >= 0.1" in line, line
+
+
 def test_a_projects_config_cannot_route_turns_to_another_task_queue(tmp_path: Path):
     # The task queue picks the workers a turn runs on, and with them its permissions (a pool
     # started with --yolo asks nobody): a repository's .crab/config.toml cannot choose it.

@@ -46,7 +46,7 @@ def config_table() -> crab.ConfigTable:
                 "float",
                 10.0,
                 "seconds between a running step's heartbeats: a worker silent for 3 of them is taken for dead",
-                above=0,
+                minimum=0.1,
             ),
             crab.Setting(
                 "question_wait",
