@@ -138,3 +138,43 @@ def test_a_preview_of_a_huge_file_does_not_read_it(workspace: Path) -> None:
         [f"big.txt: too large to diff ({4 << 30} → 6 bytes)\n"],
         [f"big.txt: too large to diff ({4 << 30} bytes)\n"],
     ]
+
+
+WRITE_IN_LITTLE_MEMORY = """
+import asyncio, json, resource, sys
+from pathlib import Path
+from crab import ToolContext
+from crab.tools import run_tool
+from crab_tools_basic.registry import build_tools
+
+ws = Path(sys.argv[1])
+ctx = ToolContext(session_id="s", workspace=ws, settings={})
+tools = {t.name: t for t in build_tools({})}
+size = int(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmSize:"))) * 1024
+room = size + 512 * 1024 * 1024  # far less than the file: reading it whole cannot fit
+resource.setrlimit(resource.RLIMIT_AS, (room, room))
+asyncio.run(run_tool(tools["read"], {"path": "big.txt", "limit": 1}, ctx))
+written = asyncio.run(run_tool(tools["write"], {"path": "big.txt", "content": "small\\n"}, ctx))
+print(json.dumps([written.content, [d.unified for d in written.diffs]]))
+"""
+
+
+def test_overwriting_a_huge_file_does_not_hold_it_in_memory(workspace: Path) -> None:
+    # The read gate's hash of what is there is taken a chunk at a time, and a diff too large to
+    # show is not computed: the old content is never held whole.
+    with (workspace / "big.txt").open("wb") as handle:
+        handle.write(b"line\n" * 10_000)  # a text head (read sniffs its start), then zeros
+        handle.truncate(1 << 30)
+    child = subprocess.run(
+        [sys.executable, "-c", WRITE_IN_LITTLE_MEMORY, str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr
+    assert json.loads(child.stdout) == [
+        "overwrote big.txt (6 bytes, 1 lines)",
+        [f"big.txt: too large to diff ({1 << 30} → 6 bytes)\n"],
+    ]
+    assert (workspace / "big.txt").read_text() == "small\n"

@@ -291,14 +291,20 @@ def write_file(
         else:
             with handle:
                 refuse_hardlinked(handle, display, allow_hardlinks)
-                before = handle.read()
-            read_gate.check(state, real, display, hashlib.sha256(before).hexdigest(), info.st_mtime_ns)
+                if info.st_size + len(data) > MAX_DIFF_INPUT:  # no diff of it is shown: hashed, never held whole
+                    digest = hashlib.file_digest(handle, "sha256").hexdigest()
+                else:
+                    before = handle.read()
+                    digest = hashlib.sha256(before).hexdigest()
+            read_gate.check(state, real, display, digest, info.st_mtime_ns)
         mode = stat.S_IMODE(info.st_mode) if info is not None else None
         mtime_ns = anchored.replace_entry(parent, data, mode)
         read_gate.remember(state, real, hashlib.sha256(data).hexdigest(), mtime_ns)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     verb = "overwrote" if info is not None else "created"
     summary = f"{verb} {display} ({len(data)} bytes, {lines} lines)"
+    if info is not None and before is None:
+        return ToolResult(summary, diffs=(too_large(display, info.st_size, len(data)),))
     return ToolResult(summary, diffs=(write_diff(display, before, data),))
 
 
