@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -143,8 +144,10 @@ def test_ctrl_c_ends_the_client_in_time_while_the_turn_settles_and_the_next_turn
         wait_for(lambda: started.exists() or first.poll() is not None, "the tool call to start")
         assert first.poll() is None, first.communicate()
         first.send_signal(signal.SIGINT)
+        sent = time.monotonic()
     finally:
         _, stderr = finished(first)
+    print(f"Ctrl-C to exit: {time.monotonic() - sent:.2f} s")  # a figure for the report (-s), not a claim
     assert first.returncode == 130, stderr
     for dump in DUMP:
         assert dump not in stderr, stderr
