@@ -306,12 +306,14 @@ def test_ctrl_c_while_the_question_is_shown_aborts_the_turn_and_nothing_runs(sit
         code = terminal.finish()
     finally:
         terminal.kill()
-    # 130; or, when settling the turn on the worker took longer than `crab run`'s clean-up budget
-    # after Ctrl-C (crab._cli.signals.BUDGET, 1.9 s: a loaded machine), its watchdog ended the
-    # client. Either way the turn was aborted where it ran, which is what is checked below.
-    assert code == 130 or (code == 1 and "Timeout (" in terminal.text()), terminal.text()
+    # 130 and one line, however long the settle takes on the worker (the client waits for it at
+    # most SETTLE_WAIT, then says the turn is stopping there): the turn settles where it ran.
+    assert code == 130, terminal.text()
+    for dump in ("Traceback", "Timeout (", "Thread 0x"):
+        assert dump not in terminal.text(), terminal.text()
+    assert terminal.text().rstrip().splitlines()[-1] == "crab: interrupted", terminal.text()
     session_id = _only_session(site)
-    assert tool_results(site, session_id) == [[INTERRUPTED]]
+    wait_for(lambda: tool_results(site, session_id) == [[INTERRUPTED]], "the call's interrupted result")
     wait_for(
         lambda: '"status": "WORKFLOW_EXECUTION_STATUS_COMPLETED"' in _describe(site, f"crab-session-{session_id}"),
         "the end",
@@ -379,7 +381,8 @@ def test_ctrl_c_on_the_client_ends_the_tools_process_group_on_the_worker(site: S
     assert running.returncode == 130, stderr
     assert "Traceback" not in stderr, stderr
     wait_for(lambda: not process_alive(child), "the tool's child process to end")
-    assert tool_results(site, _only_session(site)) == [[INTERRUPTED]]
+    session_id = _only_session(site)  # settled on the worker, maybe after the client's end
+    wait_for(lambda: tool_results(site, session_id) == [[INTERRUPTED]], "the call's interrupted result")
 
 
 def _describe(site: Site, workflow: str) -> str:

@@ -130,6 +130,11 @@ def test_abort_from_http_stops_the_turn_on_its_worker(site: Site):
         assert serve.stop() == 0, serve.log()
     assert events[-1]["type"] == "turn_end" and events[-1]["stop"] == "aborted", events
     wait_for(lambda: not process_alive(pid), "the tool's process to end")
+    # The channel's turn ends after SETTLE_WAIT at most; the call settles on the worker, maybe later.
+    wait_for(
+        lambda: list(results_per_call(exported(site, session_id, "serve-echo,store-sqlite")).values()) == [1],
+        "the settle",
+    )
     entries = exported(site, session_id, "serve-echo,store-sqlite")
     assert list(results_per_call(entries).values()) == [1]
     assert json.dumps(entries).count("Task interrupted before this tool finished.") == 1

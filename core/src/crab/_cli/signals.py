@@ -16,7 +16,12 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 BUDGET = 1.9
-"""Seconds from a signal to the process's end; the watchdog ends it then, if nothing else did."""
+"""Seconds from a signal to the process's end: past them the watchdog's deadline ends it with one
+line and 128 + n (``SignalGate.last_words``), its GIL-free timer a little later if no Python thread
+can run (``crab._system.watchdog.GRACE``)."""
+ENDING = 0.3
+"""Seconds the deadline spends ending tool processes before the exit (the group watcher, which
+sees crab's pipe close, ends the tracked groups still left)."""
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -43,7 +48,8 @@ class SignalGate:
     129. A command run with a ``drain`` callback (``crab serve``) gets the first signal as a call
     to it instead, with ``drain_seconds`` more on the watchdog's clock, and ends normally once
     drained; a second signal cancels. ``crab chat`` catches a SIGINT to stop one turn and goes on.
-    From the first signal the watchdog gives the clean-up ``BUDGET`` seconds.
+    From the first signal the watchdog gives the clean-up ``BUDGET`` seconds; past them crab ends
+    with one line and the signal's code (``last_words``).
     """
 
     def __init__(self) -> None:
@@ -80,12 +86,12 @@ class SignalGate:
         if task is not None and not task.done() and self.drain is not None and self.draining is None:
             self.draining = signum
             if watchdog is not None:
-                watchdog.exit_within(self.drain_seconds + BUDGET)
+                self._deadline(watchdog, signum, self.drain_seconds + BUDGET)
             task.get_loop().call_soon_threadsafe(self._drain_or_cancel, task, signum)
             return
         if task is None or task.done() or self.pending is not None:
             if watchdog is not None:
-                watchdog.exit_within(BUDGET)
+                self._deadline(watchdog, signum, BUDGET)
             loop = _running_loop() if task is None else None
             if loop is not None and self.stopped is None:
                 # A plugin command's own ``asyncio.run``: an exception raised here, in the middle
@@ -98,9 +104,30 @@ class SignalGate:
             raise Interrupted(signum)
         self.pending = signum
         if watchdog is not None:
-            watchdog.exit_within(BUDGET)
+            self._deadline(watchdog, signum, BUDGET)
         task.cancel()
         task.get_loop().call_soon_threadsafe(lambda: None)  # wake a loop blocked in select()
+
+    def _deadline(self, watchdog: Any, signum: int, seconds: float) -> None:
+        watchdog.exit_within(seconds, 128 + signum, lambda: self.last_words(signum, seconds))
+
+    def last_words(self, signum: int, seconds: float) -> str:
+        """At the deadline (in the watchdog's thread, the main thread still busy): end the tool
+        processes (at most ``ENDING`` seconds), and the one line to print, saying what was still
+        running; none once an ``Interrupted`` is on its way out (the command says how it ended)."""
+        _end_processes(ENDING)
+        if self.finishing or self.raised is not None:
+            return ""
+        task = self.task
+        if task is not None and not task.done() and self.draining is not None and self.pending is None:
+            still = " (the channels were still draining)"
+        elif task is not None and not task.done():
+            still = " (the stopped turn was still settling)"
+        elif self.stopped is not None:
+            still = " (the command's tasks were still ending)"
+        else:
+            still = ""
+        return f"{Interrupted(signum).message}; clean-up did not finish within {seconds:g} s{still}"
 
     def _drain_or_cancel(self, task: asyncio.Task[Any], signum: int) -> None:
         """In the loop: drain, or, where there is nothing to drain yet (still starting), cancel."""
@@ -147,6 +174,19 @@ class SignalGate:
             if signum is not None and not sys.exc_info()[0]:
                 # The task finished anyway (the signal came as it ended): still honour it.
                 raise Interrupted(signum)
+
+
+def _end_processes(seconds: float) -> None:
+    """``processes.terminate_all``, given up after ``seconds`` (it waits for the processes to die)."""
+    if "crab.processes" not in sys.modules:
+        return
+    import threading
+
+    from crab import processes
+
+    ending = threading.Thread(target=processes.terminate_all, args=(0.1,), name="crab-exit-processes", daemon=True)
+    ending.start()
+    ending.join(seconds)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import crab
@@ -27,6 +27,16 @@ QUERY_EVERY = 1.0
 NO_WORKER = "no crab worker has taken this turn yet: start one with `crab worker` (task queue {queue})"
 QUERY_TIMEOUT = 2.0
 LOST = "Temporal at {address} does not answer: waiting for it (the turn goes on once it is back)"
+SETTLE_WAIT = 1.0
+"""Seconds the client waits, after Ctrl-C (or a channel's abort), for the aborted turn to settle on
+its worker before it ends as aborted anyway: the turn settles there all the same (each open call
+gets its interrupted result), and ``crab run``'s whole clean-up after a signal has 1.9 s, of which
+the rest (closing the agent and the client, ending tool processes) took 0.3 s measured."""
+STOPPING = "the turn is stopping on its worker: its tool calls get their interrupted results there"
+BUSY_WAIT = 30.0
+"""Seconds a new turn waits for the session's running workflow to end (most often a turn just
+aborted and still settling on its worker) before it is refused."""
+BUSY = "the session's previous turn is still ending on its worker: waiting for it (at most {seconds:g} s)"
 ALWAYS: dict[str, set[str]] = {}
 """Per session id, the permission classes the user allowed "always" in this process: the
 in-process gate keeps them for a live session, and here each turn's workflow is handed them."""
@@ -96,24 +106,45 @@ def turn_arguments(
     }
 
 
-async def start_turn(client: Any, settings: TemporalSettings, arguments: dict[str, Any]) -> Any:
-    """Start the session's workflow; ``UsageError`` when a turn of that session is running, one
-    line (``refused_start``) when Temporal refuses it (a prompt beyond its payload limit, no such
-    namespace)."""
+async def start_turn(
+    client: Any, settings: TemporalSettings, arguments: dict[str, Any], waiting: Callable[[str], None] | None = None
+) -> Any:
+    """Start the session's workflow. While one of that session is running (an aborted turn still
+    settling), wait for its end, at most ``BUSY_WAIT`` seconds (``waiting`` is told once), then
+    ``UsageError``; one line (``refused_start``) when Temporal refuses it (a prompt beyond its
+    payload limit, no such namespace)."""
     from temporalio.exceptions import WorkflowAlreadyStartedError
     from temporalio.service import RPCError
 
     session_id = arguments["session_id"]
+    end = time.monotonic() + BUSY_WAIT
+    while True:
+        try:
+            return await client.start_workflow(
+                WORKFLOW, arguments, id=workflow_id(session_id), task_queue=settings.task_queue
+            )
+        except WorkflowAlreadyStartedError:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise crab.UsageError(
+                    f"a turn of session {session_id} is running on Temporal: wait for its end, then continue it"
+                ) from None
+        except RPCError as exc:  # Temporal refused the start: one line saying why, as for an unreachable server
+            raise refused_start(exc, settings, arguments) from None
+        if waiting is not None:
+            waiting(BUSY.format(seconds=BUSY_WAIT))
+            waiting = None
+        await _ended(client.get_workflow_handle(workflow_id(session_id)), left)
+
+
+async def _ended(handle: Any, seconds: float) -> None:
+    """Once the workflow ``handle`` names has ended (however), or ``seconds`` have passed."""
+    started = time.monotonic()
     try:
-        return await client.start_workflow(
-            WORKFLOW, arguments, id=workflow_id(session_id), task_queue=settings.task_queue
-        )
-    except WorkflowAlreadyStartedError:
-        raise crab.UsageError(
-            f"a turn of session {session_id} is running on Temporal: wait for its end, then continue it"
-        ) from None
-    except RPCError as exc:  # Temporal refused the start: one line saying why, as for an unreachable server
-        raise refused_start(exc, settings, arguments) from None
+        await asyncio.wait_for(handle.result(), seconds)
+    except Exception:  # ended in failure, timed out, or Temporal away: the next start says which
+        # A wait that came back at once (the server's answer, not the workflow's end): pace the retry.
+        await asyncio.sleep(max(0.0, min(POLL, seconds) - (time.monotonic() - started)))
 
 
 def refused_start(exc: Any, settings: TemporalSettings, arguments: dict[str, Any]) -> crab.CrabError:
@@ -253,7 +284,7 @@ async def run_turn(
 ) -> dict[str, Any]:
     """One turn of ``session_id`` (None: a new session) on Temporal, shown as it runs; its result
     (``stop``, ``error``, ``text``, ``session_id``). Ctrl-C (a cancellation) aborts the turn on its
-    worker and waits for it to settle; a second one stops waiting."""
+    worker and waits for it to settle, at most ``SETTLE_WAIT`` seconds; a second one stops waiting."""
     client = await connect(settings)
     # A new session, or the one named (``SessionGone``, a usage error, when the store has none).
     session = await agent.turn_steps(session_id, title=" ".join(prompt.split())[:60])
@@ -287,16 +318,24 @@ async def drive_turn(
     session_id = session.session_id
     arguments = turn_arguments(config, settings, session, prompt)
     view = TurnView(session, len(await session.stored()))
-    handle = await start_turn(client, settings, arguments)
+    handle = await start_turn(client, settings, arguments, lambda text: session.emit(crab.events.NoticeEvent(text)))
     session.emit(crab.events.TurnStarted(session_id, arguments["turn_id"], prompt))
     waiting = asyncio.ensure_future(_result(handle, session, settings.address))
     questions = Answering(handle, session, view.show_new)
-    aborting = False
+    aborted: float | None = None  # when Ctrl-C (or the channel's abort) came
     started, told, answered = time.monotonic(), False, False
     steered = 0  # the steering inputs sent to the workflow so far
     cadence = QueryCadence()
     while not waiting.done():
         try:
+            if aborted is not None:
+                left = aborted + SETTLE_WAIT - time.monotonic()
+                if left <= 0:
+                    break
+                # Aborting: no queries (one may take QUERY_TIMEOUT), only the store, for what settled.
+                await asyncio.wait([waiting], timeout=min(POLL, left))
+                await view.show_new()
+                continue
             await asyncio.wait([waiting], timeout=POLL)
             steered = await _steer(handle, session, steered, waiting)
             fresh = await view.show_new()
@@ -304,28 +343,37 @@ async def drive_turn(
                 progress = await _progress(handle)
                 answered = answered or progress is not None
                 cadence.queried(time.monotonic(), fresh, answered)
-                if not aborting:
-                    questions.take(progress)
+                questions.take(progress)
                 view.show_notices(progress)
             if not answered and not told and time.monotonic() - started > NO_WORKER_AFTER:
                 told = True  # no worker ever answered: most likely none polls this task queue
                 notice = crab.events.NoticeEvent(NO_WORKER.format(queue=settings.task_queue), "warning")
                 session.emit(notice)
         except asyncio.CancelledError:
-            if aborting:  # a second Ctrl-C: stop waiting for the turn to settle
+            if aborted is not None:  # a second Ctrl-C: stop waiting for the turn to settle
+                waiting.cancel()
                 raise
-            aborting = True  # Ctrl-C: the turn is aborted where it runs, and settles
+            aborted = time.monotonic()  # Ctrl-C: the turn is aborted where it runs, and settles
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
             await questions.close()  # a question on the screen is taken down: its turn is over
-            await _abort(handle)
+            await _abort(handle, SETTLE_WAIT)
     await questions.close()
-    result: dict[str, Any] = dict(waiting.result())
+    if waiting.done():
+        result: dict[str, Any] = dict(waiting.result())
+        progress = await _progress(handle)
+    else:
+        # Not settled in time: it settles on its worker (the next turn of the session waits for
+        # that, ``start_turn``); here the turn ends as aborted.
+        waiting.cancel()
+        session.emit(crab.events.NoticeEvent(STOPPING, "warning"))
+        result = {"stop": "aborted", "error": None, "text": "", "turn_id": arguments["turn_id"], "tool_calls": 0}
+        progress = None
     ALWAYS.setdefault(session_id, set()).update(str(p) for p in result.get("always") or ())
     # Steering the workflow did not take (it came as the turn ended) runs as the next turn.
     session.took_steering(int(result.get("steered") or 0))
-    await view.show_new(await _progress(handle))
+    await view.show_new(progress)
     if result.get("shown") and result.get("error"):
         session.emit(crab.events.ErrorEvent(str(result["error"]), "plugin"))
     session.emit(
@@ -384,12 +432,12 @@ async def _steer(handle: Any, session: steps.TurnSteps, sent: int, waiting: asyn
     return sent
 
 
-async def _abort(handle: Any) -> None:
+async def _abort(handle: Any, seconds: float) -> None:
     from temporalio.service import RPCError
 
     try:
-        await handle.signal("abort")
-    except RPCError:  # Temporal is away: the turn is not stopped, and a second Ctrl-C stops waiting
+        await asyncio.wait_for(handle.signal("abort"), seconds)
+    except (RPCError, TimeoutError):  # Temporal is away: the turn is not stopped (it goes on there)
         pass
 
 
