@@ -19,6 +19,15 @@ Side by side in one run, each figure from a fresh interpreter (best of ``--repea
 
     python bench/loop.py [--before DIR] [--llm-python PYTHON] [--repeat 3] [--tool noop|read]
                          [--plugins tool|installed] [--sizes 200,2000] [--no-stores]
+
+llm in a venv of its own, beside this one (issue 40's per-call figures: every plugin installed,
+200 reads of a small file in one reply):
+
+    python3 -m venv /tmp/llmvenv && /tmp/llmvenv/bin/pip install llm
+    python bench/loop.py --tool read --plugins installed --sizes 200,2000 --no-stores \
+        --llm-python /tmp/llmvenv/bin/python
+
+Each worker removes the folder it made under the temporary directory.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -167,6 +177,7 @@ def crab_worker(shape: str, n: int, store_name: str, tool: str, plugin_choice: s
             assert outcome.tool_calls == n, outcome
     finally:
         harness.close()
+        shutil.rmtree(root, ignore_errors=True)
     return spent[0] if shape == "sequential" else min(spent[1:])
 
 
@@ -209,14 +220,17 @@ def llm_worker(shape: str, n: int, tool: str = "noop") -> float:
 
     replies = [1] * n if shape == "sequential" else [n]
     spent: list[float] = []
-    for _ in range(1 if shape == "sequential" else 1 + WIDE_TURNS):
-        model = Scripted(replies)
-        start = time.process_time()
-        chain = model.conversation(tools=[noop], chain_limit=0).chain("go")  # 0: no limit
-        text = chain.text()
-        spent.append(time.process_time() - start)
-        assert text == "done", text
-        assert model.served == len(replies) + 1, model.served
+    try:
+        for _ in range(1 if shape == "sequential" else 1 + WIDE_TURNS):
+            model = Scripted(replies)
+            start = time.process_time()
+            chain = model.conversation(tools=[noop], chain_limit=0).chain("go")  # 0: no limit
+            text = chain.text()
+            spent.append(time.process_time() - start)
+            assert text == "done", text
+            assert model.served == len(replies) + 1, model.served
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     return spent[0] if shape == "sequential" else min(spent[1:])
 
 
