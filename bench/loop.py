@@ -7,7 +7,8 @@ Side by side in one run, each figure from a fresh interpreter (best of ``--repea
   per iteration) at N = 200, 667 and 2,000, on the memory store and on each installed persistent
   store (jsonl tape, sqlite): CPU per iteration, and the ratio N=2,000 / N=200 (a loop whose
   cost does not grow with the turn stays near 1.0; targets: <= 1.3x and <= 0.5 ms);
-- one reply carrying 200 tool calls: CPU per call (target <= 0.1 ms);
+- one reply carrying 200 tool calls: CPU per call (targets: <= 0.1 ms, and with ``--llm-python``
+  at most twice llm's through the same reply);
 - the same two shapes through ``llm`` (simonw/llm's tool chain with a scripted model), when
   ``--llm-python`` names an interpreter that has it (or this one does);
 - with ``--before DIR`` (a checkout of an older crab, e.g. ``git worktree add DIR main``), every
@@ -345,6 +346,7 @@ def main() -> None:
         wide[label] = cpu / WIDE if cpu is not None else None
         row += f"{_ms(wide[label]):>10}"
     print(row)
+    llm_wide: float | None = None
     if llm_python is not None:
         version = subprocess.run(
             [llm_python, "-c", "import importlib.metadata as m; print(m.version('llm'))"],
@@ -353,7 +355,8 @@ def main() -> None:
             check=False,
         ).stdout.strip()
         cpu = best(llm_python, ["llm", "wide", str(WIDE), "-", options.tool, "-"], None, options.repeat)
-        print(f"{f'llm {version}':<24}{_ms(cpu / WIDE if cpu else None):>10}   (the same reply through llm's chain)")
+        llm_wide = cpu / WIDE if cpu else None
+        print(f"{f'llm {version}':<24}{_ms(llm_wide):>10}   (the same reply through llm's chain)")
         seq = {
             n: best(llm_python, ["llm", "sequential", str(n), "-", options.tool, "-"], None, options.repeat)
             for n in sizes
@@ -371,6 +374,8 @@ def main() -> None:
     print(f"  N={sizes[-1]}/N={sizes[0]} <= 1.3x: {verdict(now_memory is not None and now_memory <= 1.3)}")
     print(f"  per iteration at N={sizes[-1]} <= 0.5 ms: {verdict(now_large is not None and now_large <= 5e-4)}")
     print(f"  per tool call in a {WIDE}-call reply <= 0.1 ms: {verdict(now_wide is not None and now_wide <= 1e-4)}")
+    if llm_wide is not None and now_wide is not None:  # issue 40's: at most twice llm's cost through the same reply
+        print(f"  per tool call <= 2x llm's: {verdict(now_wide <= 2 * llm_wide)} ({now_wide / llm_wide:.2f}x)")
 
 
 if __name__ == "__main__":
