@@ -19,7 +19,13 @@ Side by side in one run, each figure from a fresh interpreter (best of ``--repea
   only the plugin the tool comes from.
 
     python bench/loop.py [--before DIR] [--llm-python PYTHON] [--repeat 3] [--tool noop|read]
-                         [--plugins tool|installed] [--sizes 200,2000] [--no-stores]
+                         [--plugins tool|installed] [--sizes 200,2000] [--no-stores] [--one-cpu N]
+
+A blocking tool (``read``) runs in worker threads, and a 200-call reply hands the GIL between
+them and the loop: where a second core is free, those hand-offs cost more CPU than the calls
+themselves (0.7-0.9 ms per call against 0.30-0.32 ms on one CPU, this 2-core machine when idle),
+so the wide figure swings with the machine's load. ``--one-cpu N`` pins every worker, crab's and
+llm's, to CPU N: the figure without that cost, steady under load.
 
 llm in a venv of its own, beside this one (issue 40's per-call figures: every plugin installed,
 200 reads of a small file in one reply):
@@ -244,13 +250,19 @@ def worker_main(args: list[str]) -> None:
 # --- the driver --------------------------------------------------------------------------------------
 
 
+ONE_CPU: int | None = None
+"""With ``--one-cpu N``, every worker runs on that CPU alone (``os.sched_setaffinity``)."""
+
+
 def _run(python: str, argv: list[str], pythonpath: str | None) -> float | None:
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
     # -P: bench/ is not put on sys.path, where bench/http.py would stand in for the stdlib's http.
     command = [python, "-P", __file__, "--worker", *argv]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    cpu = ONE_CPU
+    pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False, preexec_fn=pin)
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         print(f"  ({' '.join(argv)} failed: {tail})", file=sys.stderr)
@@ -295,7 +307,15 @@ def main() -> None:
     )
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="turn lengths, comma-separated")
     parser.add_argument("--no-stores", action="store_true", help="the memory store only")
+    parser.add_argument(
+        "--one-cpu",
+        type=int,
+        metavar="N",
+        help="run every worker on CPU N alone: the figures without threads handing the GIL across cores",
+    )
     options = parser.parse_args()
+    global ONE_CPU
+    ONE_CPU = options.one_cpu
     sizes = tuple(int(n) for n in options.sizes.split(","))
     here = sys.executable
     stores = [
@@ -310,6 +330,7 @@ def main() -> None:
     print(
         f"CPU ms per iteration (one model call + one {options.tool} call), best of {options.repeat}, "
         f"fresh interpreter per figure, plugins: {options.plugins}"
+        + (f", every worker on CPU {options.one_cpu} alone" if options.one_cpu is not None else "")
     )
     header = f"{'turn':<24}" + "".join(f"{label:>10}" for label, _, _ in columns)
     print(header + (f"{'before/now':>12}" if options.before else ""))
