@@ -471,3 +471,32 @@ def test_usage_is_priced_once_and_reported_once_per_model_call(crab_agent):
     outcome = h.run("go")
     assert h.events_of(UsageEvent) == [UsageEvent(Usage(input_tokens=1_000, output_tokens=500, cost=0.002))]
     assert outcome.usage.cost == pytest.approx(0.002)
+
+
+def test_tool_contexts_of_one_session_share_their_askers_until_whoever_answers_changes(crab_agent):
+    """``ModelContext.tool_context`` builds a session's emit and masked, hooked askers once for all
+    its calls (a wide reply's 200 calls), and again when the session gets an asker of its own."""
+    import asyncio
+
+    from crab import Tool
+    from crab._contracts.interception import PermissionRequest
+    from crab._contracts.messages import ToolCall
+
+    h = crab_agent([[{"text": "done"}]])
+    context, session = h.agent.context, h.session
+    tool = Tool("t", "", {"type": "object"}, lambda args, ctx: "ok")
+    first, second = (context.tool_context(session, ToolCall(i, "t"), tool) for i in ("c1", "c2"))
+    assert (first.call_id, second.call_id) == ("c1", "c2")
+    assert first.emit is second.emit and first.ask is second.ask and first.question is second.question
+    asked: list[PermissionRequest] = []
+
+    async def mine(request: PermissionRequest) -> str:
+        asked.append(request)
+        return "once"
+
+    session.ask = mine
+    third = context.tool_context(session, ToolCall("c3", "t"), tool)
+    assert third.ask is not None and third.ask is not first.ask
+    request = PermissionRequest("t", "write", "write a file", (), "c3")
+    assert asyncio.run(third.ask(request)) == "once" and [r.call_id for r in asked] == ["c3"]
+    assert context.tool_context(session, ToolCall("c4", "t"), tool).ask is third.ask

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
+from collections.abc import Mapping
 
 import pytest
 from crab._contracts.events import (
@@ -27,7 +29,9 @@ from crab._contracts.messages import AssistantMessage, Thinking, ToolCall, Usage
 from crab._host.hookspecs import hookimpl
 from crab._secrets.redaction import EventRedactor, Redactor, StreamRedactor
 from crab._values.event_json import event_to_dict
-from crab._values.utf8 import json_text
+from crab._values.utf8 import json_text, valid_text
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 KEY = "sk-test-0123456789abcdef"
 
@@ -80,6 +84,86 @@ def test_lone_surrogates_become_replacement_characters():
     shown = _one(EventRedactor(Redactor([])), ToolCallEvent(ToolCall("c", "read", {"path": "x\udcff.txt"})))
     assert shown.call.arguments == {"path": "x\ufffd.txt"}
     json_text(event_to_dict(shown)).encode("utf-8")  # strict: raises if anything is left
+
+
+def _reference(redactor: Redactor, value):
+    """The walk by definition: every string (keys as ``str(key)``) masked and made valid UTF-8,
+    containers and dataclasses rebuilt around them, everything else as it is."""
+    if isinstance(value, str):
+        return valid_text(redactor.text(value))
+    if isinstance(value, Mapping):
+        return {_reference(redactor, str(k)): _reference(redactor, v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        items = [_reference(redactor, v) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: _reference(redactor, getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return dataclasses.replace(value, **fields)
+    return value
+
+
+class _Str(str):
+    pass
+
+
+class _Dict(dict):
+    pass
+
+
+_PIECES = ["", "a", "é", "\udcff", KEY, KEY[:7], KEY[3:], "sk-", " ", "0123"]
+_texts = st.lists(st.sampled_from(_PIECES), max_size=6).map("".join)
+_leaves = _texts | _texts.map(_Str) | st.integers() | st.none() | st.booleans() | st.floats(allow_nan=False)
+_values = st.recursive(
+    _leaves,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=4).map(tuple)
+        | st.dictionaries(_texts | st.integers(), inner, max_size=4)
+        | st.dictionaries(_texts, inner, max_size=3).map(_Dict)
+        | st.builds(ToolCall, _texts, _texts, st.dictionaries(_texts, inner, max_size=3))
+        | st.builds(ToolResultEvent, _texts, _texts, _texts, st.booleans())
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_values, secrets=st.sampled_from([[KEY], [KEY, "0123456789"], []]))
+def test_the_fast_walk_masks_exactly_as_the_definition(value, secrets):
+    """``EventRedactor._value`` tells types apart by one lookup and skips strings too short to hold
+    a secret: it must give what the plain definition gives, for every shape and subclass, and
+    return the object itself whenever nothing in it changed."""
+    redactor = Redactor(secrets)
+    shown = EventRedactor(redactor)._value(value)
+    expected = _reference(redactor, value)
+    assert shown == expected
+    assert type(shown) is type(expected) or isinstance(value, _Dict | _Str)
+    plain = not any(isinstance(part, _Dict | _Str) for part in _parts(value))
+    same_types = all(type(a) is type(b) for a, b in zip(_parts(expected), _parts(value), strict=False))
+    if plain and expected == value and same_types:
+        assert shown is value
+    for text in _strings(shown):
+        assert not any(secret in text for secret in redactor.secrets)
+        text.encode("utf-8")
+
+
+def _parts(value):
+    """``value`` and everything in it, depth first."""
+    yield value
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _parts(k)
+            yield from _parts(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _parts(v)
+    elif dataclasses.is_dataclass(value):
+        for f in dataclasses.fields(value):
+            yield from _parts(getattr(value, f.name))
+
+
+def _strings(value):
+    return (part for part in _parts(value) if isinstance(part, str))
 
 
 def test_a_key_split_across_text_deltas_is_masked():

@@ -208,3 +208,24 @@ def test_a_tool_is_data_and_the_loop_runs_a_blocking_handler_in_a_thread_of_its_
     main = threading.current_thread().name
     names = [asyncio.run(crab.tools.run_tool(tool, {}, ctx)).content for tool in (plain, awaited, by_hand)]
     assert names[1] == main and names[0] != main and names[2] != main
+
+
+def test_a_tools_spec_is_made_once_and_again_when_what_it_shows_is_replaced():
+    """``Tool.spec`` is asked for every tool on every request: it is kept, but never outlives a
+    replaced name, description or parameters (a plugin or MCP server updating its tool in place)."""
+    import dataclasses
+
+    from crab import Tool
+
+    made = Tool("look", "Look.", {"type": "object"}, lambda args, ctx: "ok")
+    first = made.spec()
+    assert made.spec() is first and (first.name, first.description) == ("look", "Look.")
+    made.description = "Look closer."
+    assert made.spec().description == "Look closer."
+    made.parameters = {"type": "object", "properties": {"x": {"type": "string"}}}
+    assert made.spec().parameters is made.parameters
+    made.name = "peer"
+    assert made.spec().name == "peer"
+    copy = dataclasses.replace(made, description="A copy.")
+    assert copy.spec().description == "A copy." and made.spec().description == "Look closer."
+    assert "_spec=" not in repr(copy) and "_spec" not in {f.name for f in dataclasses.fields(copy)}

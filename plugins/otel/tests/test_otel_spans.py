@@ -430,3 +430,36 @@ def test_a_bug_in_tracing_a_call_never_refuses_the_call(crab_agent: Any) -> None
     assert not result.is_error and result.content == "the note a"
     notices = [e.message for e in h.events_of(crab.events.NoticeEvent) if e.message.startswith("otel:")]
     assert notices == ["otel: tracing stopped after an error: RuntimeError: a bug"]
+
+
+def test_each_turns_tool_spans_have_that_turn_as_parent_and_the_tools_description_of_the_time(
+    crab_agent: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The turn's parent context and a tool's masked description are made once and kept: a new
+    turn, or a description changed in place, must still show on the next call's span."""
+    monkeypatch.setenv("PLANTED_API_KEY", PLANTED)
+
+    @crab.tool(timeout=10)
+    def mutable() -> str:
+        """Looks things up."""
+        return "ok"
+
+    class Mutable:
+        @crab.hookimpl
+        def crab_tools(self, config: crab.Config) -> list[crab.Tool]:
+            return [mutable]
+
+    spans_out = InMemorySpanExporter()
+    plugin = OtelPlugin(span_exporter=spans_out, metric_reader=InMemoryMetricReader())
+    call = [{"tool": "mutable", "args": {}}]
+    h = crab_agent([call, call, [{"text": "ok"}], call, [{"text": "ok"}]], plugins={"otel": plugin, "m": Mutable()})
+    h.run("one")
+    mutable.description = f"Now uses {PLANTED}."
+    h.run("two")
+    spans = list(spans_out.get_finished_spans())
+    turns = sorted((s for s in spans if s.name.startswith("invoke_agent")), key=lambda s: s.start_time or 0)
+    tools = sorted((s for s in spans if s.name == "execute_tool mutable"), key=lambda s: s.start_time or 0)
+    assert len(turns) == 2 and len(tools) == 3
+    assert [t.parent.span_id for t in tools if t.parent] == [turns[0].context.span_id] * 2 + [turns[1].context.span_id]
+    described = [attrs(t)["gen_ai.tool.description"] for t in tools]
+    assert described == ["Looks things up."] * 2 + ["Now uses [redacted]."]

@@ -128,8 +128,21 @@ class Tool:
     blocking: bool = False
 
     def spec(self) -> ToolSpec:
-        """What a provider needs to describe this tool to the model."""
-        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+        """What a provider needs to describe this tool to the model: made once and kept while
+        the tool keeps its name, description and parameters (every request lists every tool)."""
+        # Kept in the instance's __dict__, not a field: fields are the tool's public options
+        # (docs/plugins.md), compared, copied by dataclasses.replace and shown by repr.
+        spec: ToolSpec | None = self.__dict__.get("_spec")
+        if (
+            spec is None
+            or spec.name is not self.name
+            or spec.description is not self.description
+            or spec.parameters is not self.parameters
+        ):
+            spec = self.__dict__["_spec"] = ToolSpec(
+                name=self.name, description=self.description, parameters=self.parameters
+            )
+        return spec
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,6 +72,7 @@ class ModelContext:
         self.ask = ask
         self.question = question
         self.local = local
+        self._parts: _CallParts | None = None
 
     @property
     def prompt_config(self) -> Any:
@@ -173,23 +174,59 @@ class ModelContext:
 
     def tool_context(self, session: Session, call: ToolCall, tool: Tool) -> ToolContext:
         """What a tool (or a ``!cmd``) running for ``session`` sees of the agent."""
-        session_id = session.id
+        parts = self._asking(session)
         settings: Mapping[str, Any] = self.config.plugin_settings(tool.plugin) if tool.plugin else {}
         return ToolContext(
-            session_id=session_id,
+            session_id=parts.session_id,
             workspace=session.workspace,
             call_id=call.id,
             settings=settings,
             state=session.state,
-            emit=lambda event: self.emit(event, session_id),
+            emit=parts.emit,
             config=self.config,
-            ask=self._hooked(redacted_ask(session.ask if session.ask is not None else self.ask, self.redact), session),
+            ask=parts.ask,
             local=self.local,
-            question=redacted_question(
-                session.question if session.question is not None else self.question, self.redact
-            ),
+            question=parts.question,
             handle=self.handle,
         )
+
+    def _asking(self, session: Session) -> _CallParts:
+        """The parts every call of ``session`` shares (its ``emit``, and its askers behind the
+        masking and the permission hooks), made again only when the session or whoever answers
+        for it changed: a 200-call reply builds them once, not once a call."""
+        ask = session.ask if session.ask is not None else self.ask
+        question = session.question if session.question is not None else self.question
+        parts, session_id = self._parts, session.id
+        if (
+            parts is None
+            or parts.session is not session
+            or parts.session_id != session_id
+            or parts.asker is not ask
+            or parts.questioner is not question
+        ):
+            parts = self._parts = _CallParts(
+                session,
+                session_id,
+                ask,
+                question,
+                emit=lambda event: self.emit(event, session_id),
+                ask=self._hooked(redacted_ask(ask, self.redact), session),
+                question=redacted_question(question, self.redact),
+            )
+        return parts
+
+
+@dataclass(frozen=True, slots=True)
+class _CallParts:
+    """What ``ModelContext.tool_context`` gives every call of one session alike."""
+
+    session: Session
+    session_id: str
+    asker: AskUser | None
+    questioner: AskQuestion | None
+    emit: Callable[[Event], None]
+    ask: AskUser | None
+    question: AskQuestion | None
 
 
 FULL_SCHEMA = "Its full schema: {schema}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -164,6 +165,8 @@ class EventRedactor:
     def __init__(self, redactor: Redactor) -> None:
         self.redactor = redactor
         self._streams: dict[tuple[str, type[Event]], StreamRedactor] = {}
+        # No secret is shorter than this (no secret at all: no string is long enough to hold one).
+        self._shortest = min((len(s) for s in redactor.secrets), default=sys.maxsize)
 
     def events(self, event: Event, session_id: str = "") -> list[Event]:
         if isinstance(event, ChildEvent):
@@ -209,27 +212,71 @@ class EventRedactor:
         return out
 
     def _value(self, value: Any) -> Any:
+        """``value`` with every string, nested, masked and made valid UTF-8 (``value`` itself when
+        nothing changed). Every delivered event is walked, so the exact types events are made of
+        (str, dict, list, tuple, their dataclasses) are told apart by one type lookup; anything
+        else (a subclass, another ``Mapping``) takes the general checks of ``_general``, which give
+        the same answer for those exact types too (``test_event_redaction``'s property test)."""
+        kind = type(value)
+        if kind is str:
+            return self._text(value)
+        if kind in _PLAIN:
+            return value
+        if kind is dict:
+            return self._mapping(value)
+        if kind is list or kind is tuple:
+            return self._sequence(value)
+        names = _field_names(kind)
+        if names is not None:
+            return self._fields(value, names)
+        return self._general(value)
+
+    def _text(self, value: str) -> str:
+        # A string shorter than the shortest secret cannot hold one: no regex pass for it.
+        if len(value) >= self._shortest:
+            value = self.redactor.text(value)
+        return value if value.isascii() else valid_text(value)
+
+    def _mapping(self, value: Mapping[Any, Any]) -> Any:
+        changed = False
+        pairs = []
+        for k, v in value.items():
+            new_k = self._text(k) if type(k) is str else self._value(str(k))
+            new_v = self._value(v)
+            if new_k is not k or new_v is not v:
+                changed = True
+            pairs.append((new_k, new_v))
+        return dict(pairs) if changed else value  # nothing to mask: keep the object (and the copy's cost)
+
+    def _sequence(self, value: list[Any] | tuple[Any, ...]) -> Any:
+        items = [self._value(v) for v in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+
+    def _fields(self, value: Any, names: tuple[str, ...]) -> Any:
+        changes: dict[str, Any] = {}
+        for name in names:
+            old = getattr(value, name)
+            new = self._value(old)
+            if new is not old:
+                changes[name] = new
+        return dataclasses.replace(value, **changes) if changes else value
+
+    def _general(self, value: Any) -> Any:
+        """The walk by ``isinstance``: what ``_value`` does for any type."""
         if isinstance(value, str):
             return valid_text(self.redactor.text(value))
-        if type(value) in _PLAIN:  # most leaves: skip the ABC and dataclass checks below
+        if type(value) in _PLAIN:
             return value
         if isinstance(value, Mapping):
             pairs = [(self._value(str(k)), self._value(v)) for k, v in value.items()]
             if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(pairs, value.items(), strict=True)):
-                return value  # nothing to mask: keep the object (and the cost of copying) as it is
+                return value
             return dict(pairs)
         if isinstance(value, list | tuple):
-            items = [self._value(v) for v in value]
-            if all(new is old for new, old in zip(items, value, strict=True)):
-                return value
-            return items if isinstance(value, list) else tuple(items)
+            return self._sequence(value)
         names = _field_names(type(value))
         if names is not None:
-            changes: dict[str, Any] = {}
-            for name in names:
-                old = getattr(value, name)
-                new = self._value(old)
-                if new is not old:
-                    changes[name] = new
-            return dataclasses.replace(value, **changes) if changes else value
+            return self._fields(value, names)
         return value

@@ -40,6 +40,8 @@ DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 
 """The explicit bucket boundaries the GenAI metric conventions give for each histogram."""
 TOOL_ERROR = "tool_error"
 """``error.type`` of a tool call whose result is an error (the MCP conventions' word for ``isError``)."""
+MAX_DESCRIPTIONS = 512
+"""Masked tool descriptions kept (``SpanBook._description``); past it the cache starts afresh."""
 ASKING = frozenset({"write", "exec", "network"})
 """Tool permissions the permission gate may ask the user about: their calls get a permission span."""
 
@@ -159,6 +161,10 @@ class SpanBook:
         self.parents: dict[str, _Parent] = {}
         self.requests: dict[str, ModelRequest] = {}
         self.errors: dict[str, str] = {}
+        # Made once, not per tool call: each turn's span as a parent context, and each tool
+        # description masked (a regex pass over up to 1 KiB for every call otherwise).
+        self._parents: dict[str, tuple[Span, otel_context.Context]] = {}
+        self._descriptions: dict[str, str] = {}
         self._on: dict[str, Any] = {
             "turn_start": self._turn_start,
             "turn_end": self._turn_end,
@@ -199,13 +205,13 @@ class SpanBook:
             "gen_ai.tool.type": "function",
         }
         if tool.description:  # a plugin's or an MCP server's text
-            attributes["gen_ai.tool.description"] = self.redact(tool.description[:1024])
+            attributes["gen_ai.tool.description"] = self._description(tool.description)
         if self.content is not None:
             attributes["gen_ai.tool.call.arguments"] = self.content.value(call.arguments)
         started = time.time_ns()
         span = self.tracer.start_span(
             f"execute_tool {call.name}",
-            context=self._context(self.turns.get(session_id)),
+            context=self._turn_context(session_id),
             kind=SpanKind.INTERNAL,
             attributes=attributes,
             start_time=started,
@@ -224,12 +230,32 @@ class SpanBook:
         self.tools.clear()
         self.compactions.clear()
         self.turns.clear()
+        self._parents.clear()
 
     # --- events -----------------------------------------------------------------------------
 
     @staticmethod
     def _context(parent: Span | None) -> otel_context.Context | None:
         return trace.set_span_in_context(parent) if parent is not None else None
+
+    def _turn_context(self, session_id: str) -> otel_context.Context | None:
+        """The context whose span is ``session_id``'s turn (None without one), made once a turn."""
+        span = self.turns.get(session_id)
+        if span is None:
+            return None
+        made = self._parents.get(session_id)
+        if made is None or made[0] is not span:
+            made = self._parents[session_id] = (span, trace.set_span_in_context(span))
+        return made[1]
+
+    def _description(self, description: str) -> str:
+        """``gen_ai.tool.description``: the first 1,024 characters of ``description``, masked."""
+        shown = self._descriptions.get(description)
+        if shown is None:
+            if len(self._descriptions) >= MAX_DESCRIPTIONS:  # tools an MCP server keeps renaming
+                self._descriptions.clear()
+            shown = self._descriptions[description] = self.redact(description[:1024])
+        return shown
 
     def _turn_start(self, event: TurnStarted, session_id: str) -> None:
         parent = self.parents.get(session_id)
@@ -261,6 +287,7 @@ class SpanBook:
 
     def _turn_end(self, event: TurnEnded, session_id: str) -> None:
         span = self.turns.pop(session_id, None)
+        self._parents.pop(session_id, None)
         for key in [k for k in self.tools if k[0] == session_id]:  # an abort left them open
             self.tools.pop(key).span.end()
         chat = self.chats.pop(session_id, None)
@@ -379,7 +406,7 @@ class SpanBook:
         if entry is None:  # never reached the interceptors: an unknown tool, bad arguments, skipped
             span = self.tracer.start_span(
                 f"execute_tool {event.name}",
-                context=self._context(self.turns.get(session_id)),
+                context=self._turn_context(session_id),
                 kind=SpanKind.INTERNAL,
                 attributes={
                     "gen_ai.operation.name": "execute_tool",
