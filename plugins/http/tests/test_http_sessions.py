@@ -333,3 +333,23 @@ def test_turns_are_shown_on_stderr_as_the_readme_says_and_stdout_stays_empty(ser
     assert "echo: hello (1 user messages)" in served.log() and served.stdout == ""
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     assert "`crab serve` shows every turn on stderr" in readme and "every turn on stdout" not in readme
+
+
+def test_a_question_nobody_answers_in_time_is_refused_as_unanswered_not_as_the_users_no(home, serve, sse):
+    # The client saw the question and never answered (away from the keyboard): the call is refused,
+    # and the model is told nobody answered, not that the user refused it.
+    home.configure("[plugins.http]\nport = 0\nrate_limit = 100000\nask_timeout = 1\n")
+    token = home.token("laptop")
+    served = serve()
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        sid = new_session(client, auth)
+        with client.stream("POST", f"/v1/sessions/{sid}/messages", headers=auth, json={"text": "jot tea"}) as r:
+            sse(r, stop=lambda e: e["type"] == "permission_request")
+            rest = sse(r)
+    answer = next(e for e in rest if e["type"] == "permission_answer")
+    assert answer["answer"] == "deny"
+    result = next(e for e in rest if e["type"] == "tool_result")
+    assert result["is_error"] and result["content"].startswith(
+        "Refused: jot needs write permission and nobody answered"
+    ), result["content"]

@@ -260,10 +260,11 @@ class ChannelHost:
 
 
 async def _ask(ask: Any, address: str, request: PermissionRequest) -> Answer:
-    """A channel's ``ask(address, request)``; anything but a known answer refuses."""
+    """A channel's ``ask(address, request)``; anything but a known answer refuses (a
+    ``TimeoutError``, the channel's "nobody answered", reaches the gate, which says so)."""
     try:
         answer = await ask(address, request)
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, TimeoutError):
         raise
     except Exception:
         return "deny"

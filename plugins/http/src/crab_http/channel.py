@@ -356,14 +356,16 @@ class HttpChannel:
     # --- permission questions ---------------------------------------------------------------
 
     async def ask(self, address: str, request: crab.PermissionRequest) -> Literal["once", "always", "deny"]:
-        """Ask the client streaming this conversation's turn; no answer within ``ask_timeout``,
-        no client, or an OpenAI-API conversation (which cannot answer): a refusal."""
+        """Ask the client streaming this conversation's turn. An OpenAI-API conversation (which
+        cannot answer) or questions turned off: a refusal. No client, no answer within
+        ``ask_timeout``, or the client gone meanwhile: ``TimeoutError``, so the model is told nobody
+        answered rather than that the user said no (the stream's ``permission_answer`` says deny)."""
         conversation = self.conversations.get(address)
         if conversation is None or conversation.kind != "api" or self.settings.permission_prompts != "ask":
             return "deny"
         client = conversation.client
         if client is None:
-            return "deny"
+            raise TimeoutError("no client streams this conversation's turn")
         request_id = secrets.token_hex(8)
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         conversation.asks[request_id] = future
@@ -381,11 +383,13 @@ class HttpChannel:
         try:
             answer = await asyncio.wait_for(future, self.settings.ask_timeout)
         except TimeoutError:
-            answer = "deny"
+            answer = ""
         finally:
             conversation.asks.pop(request_id, None)
         if conversation.client is client:
-            client.put_nowait({"v": 1, "type": "permission_answer", "id": request_id, "answer": answer})
+            client.put_nowait({"v": 1, "type": "permission_answer", "id": request_id, "answer": answer or "deny"})
+        if not answer:  # the wait ran out, or the client left (``deny_open_questions``)
+            raise TimeoutError("nobody answered the permission question")
         return "once" if answer == "once" else "always" if answer == "always" else "deny"
 
     def answer(self, conversation: Conversation, request_id: str, answer: str) -> bool:

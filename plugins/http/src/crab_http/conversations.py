@@ -48,7 +48,7 @@ class Conversation:
     def deny_open_questions(self) -> None:
         for future in self.asks.values():
             if not future.done():
-                future.set_result("deny")
+                future.set_result("")  # no answer: refused, the model told nobody answered
         for _question, answer in self.questions.values():
             if not answer.done():
                 answer.set_result(None)  # no answer: the tool says nobody answered
