@@ -34,6 +34,15 @@ def crab_turn_engines() -> dict[str, Any]:
     return {"temporal": _temporal_engine}
 
 
+@crab.hookimpl
+async def crab_before_tool_call(call: Any, tool: Any, ctx: Any) -> Any:
+    """On a worker, a call of a turn whose client's mode is narrower than the worker's is held to
+    it (``crab_temporal.ceiling``); elsewhere nothing is set and nothing happens."""
+    from crab_temporal.ceiling import decide
+
+    return await decide(call, tool, ctx)
+
+
 def _plugins(value: str | None) -> list[str] | None:
     return [name.strip() for name in value.split(",") if name.strip()] if value else None
 
