@@ -68,3 +68,17 @@ def test_a_yolo_client_on_a_yolo_worker_writes(site: Site):
     ran = crab_run(site, "-o", "json", "--yolo", "write the marker")
     assert ran.returncode == 0, ran.stderr
     assert (site.workspace / "marker.txt").read_text() == "x"
+
+
+def test_crab_temporal_run_takes_the_same_flags_and_its_read_only_narrows_a_yolo_worker(site: Site):
+    write_script(site)
+    site.start_worker("a", yolo=True)
+    ran = site.run("write the marker", "-o", "json", "--read-only")  # its environment says yolo: the flag wins
+    assert ran.returncode == 0, ran.stderr
+    doc = json.loads(ran.stdout)
+    assert not (site.workspace / "marker.txt").exists()
+    [refusal] = results(site, doc["session_id"])
+    assert "crab runs read-only (--read-only)" in refusal
+    both = site.run("write the marker", "--yolo", "--plan")
+    assert both.returncode == 2
+    assert both.stderr.strip().splitlines() == ["crab: --yolo and --plan contradict each other; pick one"]

@@ -39,6 +39,35 @@ SUMMARY_CHARS = 400
 _PADDING = re.compile(r"\s{3,}")
 
 
+_AGENTS: dict[int, crab.AgentHandle] = {}
+"""The started agents of this process, by their config's id (what a turn engine is handed)."""
+
+
+def started(agent: crab.AgentHandle) -> None:
+    _AGENTS[id(agent.config)] = agent
+
+
+def stopped(agent: crab.AgentHandle) -> None:
+    _AGENTS.pop(id(agent.config), None)
+
+
+def held(config: crab.Config, session_id: str) -> str | None:
+    """The narrowest mode the plugins' ``crab_turn_ceilings`` hold ``session_id``'s turn to, or
+    None. A function that raises or answers what no mode is holds it read-only (fail closed)."""
+    agent = _AGENTS.get(id(config))
+    if agent is None:
+        return None
+    found: str | None = None
+    for _plugin, function in agent.collect("crab_turn_ceilings"):
+        try:
+            answer = function(session_id) if callable(function) else None
+        except Exception:
+            answer = "read-only"
+        if answer is not None:
+            found = mode(answer) if found is None else narrower(found, answer)
+    return found
+
+
 def mode(value: object) -> str:
     """A mode as the gate knows it; anything else is the narrowest, never the widest."""
     return value if isinstance(value, str) and value in ORDER else "read-only"

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import crab
 from crab import steps
 
-from crab_temporal.ceiling import narrower
+from crab_temporal.ceiling import held, narrower
 from crab_temporal.settings import TemporalSettings
 from crab_temporal.workflow import WORKFLOW, workflow_id
 
@@ -279,7 +279,7 @@ async def drive_turn(
     from crab_temporal.asking import Answering
 
     session_id = session.session_id
-    arguments = turn_arguments(config, settings, session, prompt)
+    arguments = turn_arguments(config, settings, session, prompt, held(config, session_id))
     view = TurnView(session, len(await session.stored()))
     handle = await start_turn(client, settings, arguments, lambda text: session.emit(crab.events.NoticeEvent(text)))
     session.emit(crab.events.TurnStarted(session_id, arguments["turn_id"], prompt))
