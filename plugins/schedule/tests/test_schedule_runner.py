@@ -7,6 +7,7 @@ import asyncio
 from datetime import timedelta
 
 import crab
+import crab_schedule
 import pytest
 from crab_schedule import ceiling
 from crab_schedule.adding import add_job
@@ -92,37 +93,40 @@ def test_an_agent_job_runs_its_prompt_in_the_originating_session_and_delivers_th
     assert handle.delivered == [("fakechat", "bob", "all quiet")]
 
 
-def test_on_a_turn_engine_only_a_job_added_in_yolo_mode_runs(tmp_path, fakes):
-    # [serve] engine runs turns on other processes, which never see this job's ceiling: a job
-    # added in ask mode would run there with the workers' permissions. Refused, and said so.
+def test_on_a_turn_engine_a_job_of_every_mode_runs_its_mode_offered_to_the_engine(tmp_path, fakes):
+    # [serve] engine runs turns on other processes, which never see this process's
+    # crab_before_tool_call: while the job's turn runs, crab_turn_ceilings offers the engine its
+    # mode (crab-temporal hands it to the workers), and after it nothing is held.
     clock, conf, store, scheduler = setup(tmp_path, fakes)
-    job = add(store, conf, clock, origin=Origin("tool", "s1", "fakechat", "bob"), mode="agent", text="go")
-    clock.advance(minutes=2)
     config = crab.Config({"serve": {"engine": "temporal"}}, crab.config.crab_home() / "config.toml", None)
-    handle = fakes.FakeHandle(channels={"fakechat"}, config=config)
-    asyncio.run(poll_and_wait(scheduler, handle))
-    assert handle.prompts == []
-    [entry] = asyncio.run(store.records())
-    assert entry.status == "error" and "not run: [serve] engine = 'temporal' runs turns on its workers" in str(
-        entry.error
-    )
-    assert "(ask, the mode of the session that added it)" in str(entry.error)
-    asyncio.run(store.remove(job.id))
-    yolo = asyncio.run(
-        add_job(
-            store,
-            conf,
-            now=clock.now(),
-            mode="agent",
-            text="go",
-            origin=Origin("tool", "s1", "fakechat", "bob"),
-            permissions="yolo",
-            after="1m",
+    held = crab_schedule.crab_turn_ceilings(config)
+    seen: list[str | None] = []
+
+    class Engine(fakes.FakeHandle):
+        async def handle_input(self, session, text):
+            seen.append(held(session.id))
+            return await super().handle_input(session, text)
+
+    handle = Engine(channels={"fakechat"}, config=config)
+    for permissions in ("read-only", "ask", "yolo"):
+        job = asyncio.run(
+            add_job(
+                store,
+                conf,
+                now=clock.now(),
+                mode="agent",
+                text="go",
+                origin=Origin("tool", "s1", "fakechat", "bob"),
+                permissions=permissions,
+                after="1m",
+            )
         )
-    )
-    clock.advance(minutes=2)
-    asyncio.run(poll_and_wait(scheduler, handle))
-    assert handle.prompts == [("fakechat:bob", f"[scheduled job {yolo.id}] go")]
+        clock.advance(minutes=2)
+        asyncio.run(poll_and_wait(scheduler, handle))
+        assert handle.prompts[-1] == ("fakechat:bob", f"[scheduled job {job.id}] go")
+        assert held("fakechat:bob") is None
+    assert seen == ["read-only", "ask", "yolo"]
+    assert [entry.status for entry in asyncio.run(store.records())] == ["ok", "ok", "ok"]
 
 
 def test_a_failing_agent_job_reports_its_error_where_it_came_from(tmp_path, fakes):

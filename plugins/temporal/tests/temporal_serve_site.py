@@ -27,7 +27,7 @@ MODEL = "echo/echo"
 ECHO_PLUGIN = '''
 """A provider for crab-temporal's serve tests whose reply follows the conversation it is given,
 and a channel of files that can steer."""
-import asyncio, json, os
+import asyncio, json, os, re
 from pathlib import Path
 
 import crab
@@ -37,12 +37,13 @@ from crab.testing import ScriptedProvider
 def reply(request):
     said = [m for m in request.messages if not (m.role == "user" and str(m.content).startswith("[crab]"))]
     last = said[-1]
+    content = re.sub(r"^\\[scheduled job \\S+\\] ", "", str(last.content))  # crab-schedule's prefix
     if last.role == "tool":
         first = str(last.content).splitlines()[0] if str(last.content) else ""
         return [{"text": f"done: {first}"}]
-    if not str(last.content).startswith("run: "):  # steering that joined the turn
-        return [{"text": f"heard: {last.content}"}]
-    command = str(last.content)[5:]
+    if not content.startswith("run: "):  # steering that joined the turn
+        return [{"text": f"heard: {content}"}]
+    command = content[5:]
     return [{"text": f"running {command}"}, {"tool": "bash", "args": {"command": command}}]
 
 

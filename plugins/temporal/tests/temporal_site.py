@@ -122,12 +122,23 @@ class Site:
         assert process.poll() is None, log.read_text(errors="replace")
         return worker
 
+    def client_env(self) -> dict[str, str]:
+        """A client that trusts its workers: ``yolo``, so a ``--yolo`` worker's calls run unasked
+        (a client's mode narrows the worker's: ``crab_temporal.ceiling``)."""
+        return {**self.env, "CRAB_PERMISSIONS": "yolo"}
+
     def run(self, prompt: str, *extra: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
         """``crab temporal run`` to its end."""
         assert self.script is not None
         command = self.crab("temporal", "run", "--plugins", PLUGINS, "-m", f"mock/{self.script}", *extra, prompt)
         return subprocess.run(
-            command, cwd=self.workspace, env=self.env, capture_output=True, text=True, timeout=timeout, check=False
+            command,
+            cwd=self.workspace,
+            env=self.client_env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
         )
 
     def start_run(self, prompt: str, *extra: str) -> subprocess.Popen[str]:
@@ -136,7 +147,7 @@ class Site:
         return subprocess.Popen(
             command,
             cwd=self.workspace,
-            env=self.env,
+            env=self.client_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

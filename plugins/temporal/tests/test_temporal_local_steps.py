@@ -134,10 +134,10 @@ def test_a_turn_runs_its_model_calls_locally_its_tools_as_activities_and_replays
         if e["eventType"] in ("EVENT_TYPE_MARKER_RECORDED", "MarkerRecorded")
     ]
     # Regular: the two tool calls. Local (a marker each): begin, the prompt's submit and record,
-    # three model calls, the end check; and the patch's own marker.
+    # three model calls, the end check; and the patches' own markers (local steps, the turn's ceiling).
     assert scheduled == ["crab.run_tool", "crab.run_tool"], scheduled
     assert markers.count("core_local_activity") == 7, markers
-    assert markers.count("core_patch") == 1, markers
+    assert markers.count("core_patch") == 2, markers
     completed = [e for e in events if e["eventType"] in ("EVENT_TYPE_WORKFLOW_TASK_COMPLETED", "WorkflowTaskCompleted")]
     assert len(completed) <= len(scheduled) + 2, len(completed)
 

@@ -81,6 +81,15 @@ def crab_before_tool_call(call: ToolCall, tool: Tool, ctx: ToolContext) -> Any:
 
 
 @crab.hookimpl
+def crab_turn_ceilings(config: Config) -> Any:
+    """Under ``[serve] engine`` (crab-temporal declares this hook): an agent job's mode while its
+    turn runs, so the workers hold its tool calls to it, as this process's hook above does here."""
+    from crab_schedule.ceiling import mode_for
+
+    return mode_for
+
+
+@crab.hookimpl
 def crab_cli(app: Any, config: Config) -> None:
     """``crab schedule add|list|remove|run-now|log`` (the commands import their module when run)."""
     import typer

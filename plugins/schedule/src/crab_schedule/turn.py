@@ -15,10 +15,6 @@ from crab_schedule.timing import describe_seconds
 JOB_CHANNEL = "schedule"  # a CLI job's own keyed session: session_for("schedule", job id)
 LISTED_FAILURES = 3  # tool failures named in a run's log line; the rest are counted
 FAILURE_CHARS = 120  # of each failure's first line
-ON_ENGINE = (
-    "not run: [serve] engine = {engine!r} runs turns on its workers, where this job's permission ceiling"
-    " ({mode}, the mode of the session that added it) does not reach; only a job added in yolo mode runs there"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,12 +44,6 @@ def _failure_line(event: crab.events.ToolResultEvent) -> str:
     return f"{event.name}: {first if len(first) <= FAILURE_CHARS else first[: FAILURE_CHARS - 1] + '…'}"
 
 
-def _engine(agent: crab.AgentHandle) -> str | None:
-    """The turn engine ``crab serve`` runs turns on (``[serve] engine``), or None: in this process."""
-    config = getattr(agent, "config", None)
-    return str(config.get("serve.engine") or "") or None if config is not None else None
-
-
 async def _session(agent: crab.AgentHandle, job: Job) -> crab.SessionView:
     origin = job.origin
     if origin.channel and origin.address is not None:
@@ -68,11 +58,6 @@ async def _session(agent: crab.AgentHandle, job: Job) -> crab.SessionView:
 
 async def run_turn(agent: crab.AgentHandle, job: Job, *, default_timeout: float) -> TurnResult:
     """Run ``job``'s prompt as one turn in its session, for at most its timeout (else ``default_timeout``)."""
-    engine = _engine(agent)
-    if engine is not None and job.permissions != "yolo":
-        # The ceiling is this process's crab_before_tool_call: a turn engine's workers never
-        # consult it, so the job would run with the workers' permissions, maybe more than its own.
-        return TurnResult(error=ON_ENGINE.format(engine=engine, mode=job.permissions))
     session = await _session(agent, job)
     limit = job.timeout or default_timeout
     failures: list[str] = []
@@ -84,6 +69,8 @@ async def run_turn(agent: crab.AgentHandle, job: Job, *, default_timeout: float)
             failures.append(_failure_line(event))
 
     unsubscribe = agent.subscribe(watch, session=session)
+    # Held here (crab_before_tool_call) and, on a turn engine, collected by it (crab_turn_ceilings)
+    # and held on its workers.
     ceiling.hold(session.id, job.permissions)
     deadline = asyncio.timeout(limit)
     try:

@@ -15,6 +15,23 @@ import crab
 CRAB_API = ">=0.1,<0.2"
 
 
+class TemporalHooks:
+    """The hook crab-temporal declares: another plugin narrows a session's turns on the workers
+    without importing crab-temporal."""
+
+    @crab.hookspec
+    def crab_turn_ceilings(self, config: crab.Config) -> Any:
+        """A function ``session_id -> mode | None``: a permission mode (``read-only``, ``plan``,
+        ``ask``, ``yolo``) the session's next turn is held to, or None. The turn's workers hold
+        each tool call to the narrowest of these, the client's own mode and theirs; it can only
+        narrow (crab-schedule: an agent job's mode while its turn runs). Collected in the process
+        that hands the turn to the workers (``crab serve``); not first-result.
+        """
+
+
+CRAB_HOOKSPECS = TemporalHooks
+
+
 @crab.hookimpl
 def crab_config_table() -> crab.ConfigTable:
     from crab_temporal.settings import config_table
@@ -32,6 +49,30 @@ async def _temporal_engine(session: Any, prompt: str, config: crab.Config) -> An
 def crab_turn_engines() -> dict[str, Any]:
     """``crab run --engine temporal``: the turn runs on the workers, shown as any ``crab run``."""
     return {"temporal": _temporal_engine}
+
+
+@crab.hookimpl
+def crab_startup(agent: crab.AgentHandle) -> None:
+    """Keep the handle: a turn handed to the workers collects ``crab_turn_ceilings`` through it."""
+    from crab_temporal.ceiling import started
+
+    started(agent)
+
+
+@crab.hookimpl
+def crab_shutdown(agent: crab.AgentHandle) -> None:
+    from crab_temporal.ceiling import stopped
+
+    stopped(agent)
+
+
+@crab.hookimpl
+def crab_before_tool_call(call: Any, tool: Any, ctx: Any) -> Any:
+    """On a worker, a call of a turn whose client's mode is narrower than the worker's is held to
+    it (``crab_temporal.ceiling``); None at once where no turn's ceiling is set (no coroutine)."""
+    from crab_temporal.ceiling import CEILING, decide
+
+    return None if CEILING.get() is None else decide(call, tool, ctx)
 
 
 def _plugins(value: str | None) -> list[str] | None:
@@ -83,10 +124,18 @@ def crab_cli(app: Any, config: crab.Config) -> None:
         model: str = typer.Option(None, "--model", "-m", help="provider/model (the workers' choice decides)"),
         plugins: str = typer.Option(None, "--plugins", help="comma-separated plugins to load (default: the config's)"),
         output: str = typer.Option("text", "--output", "-o", help="text or json (one object)"),
+        yolo: bool = typer.Option(False, "--yolo", help="let the workers' own mode decide (their --yolo runs unasked)"),
+        read_only: bool = typer.Option(False, "--read-only", help="the workers refuse write and exec tool calls"),
+        plan: bool = typer.Option(False, "--plan", help="the workers refuse write and exec calls (plan mode)"),
     ) -> None:
-        """Hand one turn to the workers and show it: 0 done, 1 model or tool failure, 2 usage or config error."""
-        from crab_temporal.cli import finish, run_command
+        """Hand one turn to the workers and show it: 0 done, 1 model or tool failure, 2 usage or config error.
+        Its mode ([crab] permissions, or a flag) narrows the workers' for this turn, never widens it."""
+        from crab_temporal.cli import finish, permission_flag, run_command
 
-        finish(lambda: run_command(prompt, session, model, _plugins(plugins), output))
+        finish(
+            lambda: run_command(
+                prompt, session, model, _plugins(plugins), output, permission_flag(yolo, read_only, plan)
+            )
+        )
 
     app.add_typer(temporal, name="temporal")

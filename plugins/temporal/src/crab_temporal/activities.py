@@ -15,6 +15,7 @@ from crab import steps
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from crab_temporal.ceiling import CEILING
 from crab_temporal.wire import reply_to_wire, user_from_wire, user_to_wire
 
 FAILED = "Not run: the turn failed ({why})."
@@ -164,10 +165,14 @@ class StepActivities:
         return {"kind": "over_budget"}
 
     @activity.defn(name="crab.run_tool")
-    async def run_tool(self, session_id: str, step_id: str, call_id: str, skip: str | None) -> dict[str, Any]:
+    async def run_tool(
+        self, session_id: str, step_id: str, call_id: str, skip: str | None, ceiling: str | None = None
+    ) -> dict[str, Any]:
         """One call of a ``RunTools`` (its arguments read from the stored reply): run, or ``skip``
         recorded as its result. A call that has its result already records nothing; a call of a
-        tool that changes things found started and unfinished gets crab's stand-in result."""
+        tool that changes things found started and unfinished gets crab's stand-in result.
+        ``ceiling``: the turn client's permission mode, the call held to the narrower of it and
+        this worker's (``crab_temporal.ceiling``; absent from turns recorded before it existed)."""
         loaded = await self._load(session_id)
         found = find_call(loaded.entries, call_id)
         if found is None:
@@ -186,8 +191,12 @@ class StepActivities:
                 await loaded.record_error(run, call, steps.STOPPED)
                 return {"stopped": None, "ran": False}
             await loaded.mark({"kind": STARTED, "call_id": call_id, "step": step_id})
-        async with heartbeating(self.heartbeat):
-            ran = await loaded.carry_out(run)
+        held = CEILING.set(ceiling)
+        try:
+            async with heartbeating(self.heartbeat):
+                ran = await loaded.carry_out(run)
+        finally:
+            CEILING.reset(held)
         assert isinstance(ran, steps.ToolsRan)
         return {"stopped": ran.stopped, "ran": True}
 

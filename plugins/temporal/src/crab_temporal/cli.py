@@ -11,12 +11,14 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Literal, NoReturn
 
 import crab
 
 from crab_temporal.client import run_turn
 from crab_temporal.settings import TemporalSettings
+
+Mode = Literal["ask", "yolo", "read-only", "plan"]
 
 
 def finish(body: Callable[[], int]) -> NoReturn:
@@ -47,10 +49,27 @@ def worker_command(model: str | None, plugins: list[str] | None, yolo: bool) -> 
     return 0
 
 
-def run_command(prompt: str, session: str | None, model: str | None, plugins: list[str] | None, output: str) -> int:
+def permission_flag(yolo: bool, read_only: bool, plan: bool) -> Mode | None:
+    """``--yolo``, ``--read-only`` or ``--plan`` as a mode (None: the config's), as ``crab run`` reads them."""
+    given = [flag for flag, on in (("--yolo", yolo), ("--read-only", read_only), ("--plan", plan)) if on]
+    if len(given) > 1:
+        raise crab.UsageError(f"{' and '.join(given)} contradict each other; pick one")
+    modes: dict[str, Mode] = {"--yolo": "yolo", "--read-only": "read-only", "--plan": "plan"}
+    return modes[given[0]] if given else None
+
+
+def run_command(
+    prompt: str,
+    session: str | None,
+    model: str | None,
+    plugins: list[str] | None,
+    output: str,
+    permissions: Mode | None = None,
+) -> int:
     if output not in ("text", "json"):
         raise crab.UsageError(f"--output takes text or json, not {output!r}")
-    agent = crab.Agent(model, plugins=plugins, renderer="plain" if output == "text" else None)
+    # Its mode is the turn's ceiling: the workers narrow theirs to it (crab_temporal.ceiling).
+    agent = crab.Agent(model, plugins=plugins, renderer="plain" if output == "text" else None, permissions=permissions)
     settings = TemporalSettings.from_config(agent.config)
 
     async def go() -> dict[str, object]:

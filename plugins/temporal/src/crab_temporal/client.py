@@ -13,6 +13,7 @@ from typing import Any, Literal
 import crab
 from crab import steps
 
+from crab_temporal.ceiling import held, narrower
 from crab_temporal.settings import TemporalSettings
 from crab_temporal.workflow import WORKFLOW, workflow_id
 
@@ -91,9 +92,10 @@ def unreachable_reason(exc: BaseException) -> str:
 
 
 def turn_arguments(
-    config: crab.Config, settings: TemporalSettings, session: steps.TurnSteps, prompt: str
+    config: crab.Config, settings: TemporalSettings, session: steps.TurnSteps, prompt: str, ceiling: str | None = None
 ) -> dict[str, Any]:
-    """The workflow's argument: ids and small values (the prompt as crab stores it, secrets masked)."""
+    """The workflow's argument: ids and small values (the prompt as crab stores it, secrets masked).
+    ``ceiling``: a permission mode narrower than this process's own for this turn (a scheduled job's)."""
     return {
         "session_id": session.session_id,
         "turn_id": secrets.token_hex(4),
@@ -103,6 +105,8 @@ def turn_arguments(
         "heartbeat": settings.heartbeat,
         "question_wait": settings.question_wait,
         "always": sorted(ALWAYS.get(session.session_id, ())),
+        # the workers hold each tool call to the narrower of this and their own mode (crab_temporal.ceiling)
+        "ceiling": narrower(str(config.get("crab.permissions") or "ask"), ceiling or "yolo"),
     }
 
 
@@ -316,7 +320,7 @@ async def drive_turn(
     from crab_temporal.asking import Answering
 
     session_id = session.session_id
-    arguments = turn_arguments(config, settings, session, prompt)
+    arguments = turn_arguments(config, settings, session, prompt, held(config, session_id))
     view = TurnView(session, len(await session.stored()))
     handle = await start_turn(client, settings, arguments, lambda text: session.emit(crab.events.NoticeEvent(text)))
     session.emit(crab.events.TurnStarted(session_id, arguments["turn_id"], prompt))

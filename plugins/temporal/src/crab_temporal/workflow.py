@@ -34,6 +34,9 @@ WORKFLOW = "crab-turn"
 STOPPED_BEFORE = "Skipped: the turn was stopped before this call ran ({reason})"
 """A later batch's result once an interceptor stopped the turn (the in-process tool runner's words)."""
 SKIPPED_FOR_STEERING = "Skipped due to queued user message."
+TURN_CEILING = "crab-turn-ceiling"
+"""The patch under which ``crab.run_tool`` gets the turn's ``ceiling`` (a fifth argument): a turn
+recorded before it replays with four."""
 QUESTION_WAIT = 300.0
 """Seconds a question waits for its answer when the turn's argument names none."""
 
@@ -60,8 +63,9 @@ class Aborted(Exception):
 class TurnWorkflow:
     """Runs one input of one session to its end (``run``'s argument, a dict of small values:
     ``session_id``, ``turn_id``, ``prompt`` (redacted), ``max_iterations``, ``tool_timeout``,
-    ``heartbeat``, and, from clients that ask, ``question_wait`` and ``always``, the permission
-    classes the user allowed for the session); returns ``stop``, ``error``, ``text``,
+    ``heartbeat``, and, from clients that ask, ``question_wait``, ``always``, the permission
+    classes the user allowed for the session, and ``ceiling``, the client's permission mode, which
+    the workers narrow their own to: ``crab_temporal.ceiling``); returns ``stop``, ``error``, ``text``,
     ``tool_calls``, ``always`` and ``steered`` (how many ``steer`` signals the turn took: the
     client runs the others as the next turn)."""
 
@@ -253,6 +257,8 @@ class TurnWorkflow:
         consecutive calls run at once, a call of an ``exclusive`` tool alone; once an interceptor
         stopped the turn, or steering waits, the later batches are recorded as not run."""
         stopped: str | None = None
+        ceiling = self.turn.get("ceiling")
+        extra = [str(ceiling)] if ceiling is not None and workflow.patched(TURN_CEILING) else []
         for group in self._batches(step):
             skip = step.skip
             if skip is None and stopped is not None:
@@ -262,7 +268,10 @@ class TurnWorkflow:
             ran = await asyncio.gather(
                 *(
                     self._activity(
-                        "crab.run_tool", steps.result_id(step, call), [session_id, step.id, call.id, skip], self._tool
+                        "crab.run_tool",
+                        steps.result_id(step, call),
+                        [session_id, step.id, call.id, skip, *extra],
+                        self._tool,
                     )
                     for call in group
                 ),
