@@ -141,6 +141,20 @@ class Site:
             check=False,
         )
 
+    def only_session(self) -> str:
+        """The id of the one session in the workspace (``crab sessions list``)."""
+        listed = subprocess.run(
+            [sys.executable, "-m", "crab", "sessions", "list", "--json", "--plugins", PLUGINS],
+            cwd=self.workspace,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        [session] = json.loads(listed.stdout)
+        return str(session["id"])
+
     def start_run(self, prompt: str, *extra: str) -> subprocess.Popen[str]:
         assert self.script is not None
         command = self.crab("temporal", "run", "--plugins", PLUGINS, "-m", f"mock/{self.script}", *extra, prompt)

@@ -200,7 +200,7 @@ def test_no_client_the_question_waits_then_the_call_is_refused_never_allowed(sit
         terminal.kill()  # the client dies with the question on its screen
     finally:
         terminal.kill() if terminal.process.poll() is None else None
-    session_id = _only_session(site)
+    session_id = site.only_session()
     wait_for(lambda: tool_results(site, session_id) == [[NOBODY_ANSWERED]], "the call to be refused after the wait")
     workflow = f"crab-session-{session_id}"
     wait_for(
@@ -312,7 +312,7 @@ def test_ctrl_c_while_the_question_is_shown_aborts_the_turn_and_nothing_runs(sit
     for dump in ("Traceback", "Timeout (", "Thread 0x"):
         assert dump not in terminal.text(), terminal.text()
     assert terminal.text().rstrip().splitlines()[-1] == "crab: interrupted", terminal.text()
-    session_id = _only_session(site)
+    session_id = site.only_session()
     wait_for(lambda: tool_results(site, session_id) == [[INTERRUPTED]], "the call's interrupted result")
     wait_for(
         lambda: '"status": "WORKFLOW_EXECUTION_STATUS_COMPLETED"' in _describe(site, f"crab-session-{session_id}"),
@@ -381,25 +381,9 @@ def test_ctrl_c_on_the_client_ends_the_tools_process_group_on_the_worker(site: S
     assert running.returncode == 130, stderr
     assert "Traceback" not in stderr, stderr
     wait_for(lambda: not process_alive(child), "the tool's child process to end")
-    session_id = _only_session(site)  # settled on the worker, maybe after the client's end
+    session_id = site.only_session()  # settled on the worker, maybe after the client's end
     wait_for(lambda: tool_results(site, session_id) == [[INTERRUPTED]], "the call's interrupted result")
 
 
 def _describe(site: Site, workflow: str) -> str:
     return temporal(site, "workflow", "describe", "-w", workflow, "-o", "json").stdout
-
-
-def _only_session(site: Site) -> str:
-    import sys
-
-    listed = subprocess.run(
-        [sys.executable, "-m", "crab", "sessions", "list", "--json", "--plugins", PLUGINS],
-        cwd=site.workspace,
-        env=site.env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    [session] = json.loads(listed.stdout)
-    return str(session["id"])

@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -113,20 +112,6 @@ def finished(process: subprocess.Popen[str]) -> tuple[str, str]:
             process.wait(30)
 
 
-def only_session(site: Site) -> str:
-    listed = subprocess.run(
-        [sys.executable, "-m", "crab", "sessions", "list", "--json", "--plugins", PLUGINS],
-        cwd=site.workspace,
-        env=site.env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    [session] = json.loads(listed.stdout)
-    return str(session["id"])
-
-
 def status(site: Site, session_id: str) -> str:
     binary = temporal_binary()
     assert binary is not None
@@ -153,7 +138,7 @@ def test_ctrl_c_ends_the_client_in_time_while_the_turn_settles_and_the_next_turn
         assert dump not in stderr, stderr
     assert STOPPING in stderr, stderr
     assert stderr.splitlines()[-1] == "crab: interrupted", stderr
-    session_id = only_session(site)
+    session_id = site.only_session()
     # What the next turn meets: the aborted turn's workflow, still settling on the worker.
     assert status(site, session_id) == "WORKFLOW_EXECUTION_STATUS_RUNNING"
     second = engine_run(site, "--session", session_id, "go on")

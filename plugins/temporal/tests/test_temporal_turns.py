@@ -273,7 +273,7 @@ def test_a_worker_killed_mid_tool_call_leaves_the_turn_to_another_and_the_call_r
     assert marker.read_text().splitlines() == [str(tool_pid)]  # ran once: never again on the other worker
     survivor = next(w for w in site.workers if w.name != owner)
     assert survivor.process.poll() is None
-    session_id = _session_of(site)
+    session_id = site.only_session()
     calls = results_per_call(exported(site, session_id))
     assert len(calls) == 1
     [results] = calls.values()
@@ -292,20 +292,6 @@ def _worker_of(pid: int, workers: dict[int, str]) -> str:
         stat = Path(f"/proc/{current}/stat").read_text()
         current = int(stat.rsplit(")", 1)[1].split()[1])
     raise AssertionError(f"process {pid} is not under any worker")
-
-
-def _session_of(site: Site) -> str:
-    result = subprocess.run(
-        [sys.executable, "-m", "crab", "sessions", "list", "--json", "--plugins", PLUGINS],
-        cwd=site.workspace,
-        env=site.env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    [session] = json.loads(result.stdout)
-    return str(session["id"])
 
 
 def test_ctrl_c_aborts_the_turn_on_its_worker_and_every_call_is_settled(site: Site):
@@ -329,7 +315,7 @@ def test_ctrl_c_aborts_the_turn_on_its_worker_and_every_call_is_settled(site: Si
     assert "Traceback" not in stderr and "Timeout (" not in stderr, stderr
     assert json.loads(stdout)["stop"] == "aborted"
     wait_for(lambda: not process_alive(tool_pid), "the tool's process to end")
-    session_id = _session_of(site)
+    session_id = site.only_session()
 
     def settled() -> list[list[str]]:  # on the worker, once it has settled (maybe after the client's end)
         calls = results_per_call(exported(site, session_id))
@@ -347,7 +333,7 @@ def test_steering_sent_to_the_workflow_joins_the_turn_after_the_running_call(sit
     running = site.start_run("start something", "-o", "json")
     try:
         wait_for(started.exists, "the tool call to start")
-        session_id = _session_of(site)
+        session_id = site.only_session()
         binary = temporal_binary()
         assert binary is not None
         signal_steer = [binary, "workflow", "signal", "-w", f"crab-session-{session_id}", "--name", "steer"]
@@ -432,7 +418,7 @@ def test_temporal_stopped_for_10_s_mid_turn_the_turn_goes_on_and_the_client_wait
         assert json.loads(stdout)["text"] == "survived"
         assert "Traceback" not in stderr
         assert marker.read_text().splitlines() == ["x"]
-        calls = results_per_call(exported(site, _session_of(site)))
+        calls = results_per_call(exported(site, site.only_session()))
         assert [len(results) for results in calls.values()] == [1]
     finally:
         stop(server)
