@@ -84,11 +84,6 @@ def hookspec(
     return mark if function is None else mark(function)
 
 
-def declarations(plugin: object) -> object | None:
-    """The namespace of hookspecs ``plugin`` declares (its ``CRAB_HOOKSPECS``), or None."""
-    return getattr(plugin, ATTRIBUTE, None)
-
-
 def declared_hooks(specs: object) -> Iterator[tuple[str, HookPolicy]]:
     """(hook name, policy) for every function ``specs`` marks with ``@crab.hookspec``."""
     for name in sorted(dir(specs)):
