@@ -284,9 +284,9 @@ def crab_event(event: Event, session_id: str) -> None:
 def crab_startup(agent: AgentHandle) -> None:
     """The agent is built and about to take input: open connections, start services.
 
-    ``agent`` is the narrow ``crab.AgentHandle`` (reading other ``Agent`` attributes through it
-    still works in API 1.x, with a ``DeprecationWarning``). May be awaitable. A plugin that
-    raises is marked failed and unregistered.
+    ``agent`` is the narrow ``crab.AgentHandle``: a Protocol naming every member a plugin may use
+    (there is no other way to the ``Agent``). May be awaitable. A plugin that raises is marked
+    failed and unregistered.
     """
 
 

@@ -231,7 +231,7 @@ class PluginHost:
 
         for name in plugins:
             self._ranks.setdefault(name, Rank(PROGRAM))
-        self._admit_all([(name, plugin, _in_process(name, plugin)) for name, plugin in plugins.items()])
+        self._admit_all([(n, plugin, PluginRecord(n, "loaded", target=repr(plugin))) for n, plugin in plugins.items()])
 
     def _import_one(self, ep: EntryPoint) -> tuple[object, PluginRecord] | None:
         """Import one entry point (and make its object when it names a class); None when that failed."""
@@ -259,9 +259,7 @@ class PluginHost:
                 # The name is taken (core's permission gate is ``permissions``): failing the newcomer
                 # through ``_fail`` would unregister the holder, so a package could switch a guard off.
                 who = (
-                    "core's built-in plugin"
-                    if holder.status == "builtin"
-                    else (holder.distribution or "another plugin")
+                    "core's built-in plugin" if holder.status == "builtin" else holder.distribution or "another plugin"
                 )
                 reason = f"the name {name!r} is already used by {who}; give this plugin another name"
                 self.dispatch.report(Failure(name, reason))
@@ -461,10 +459,6 @@ class PluginHost:
     def failures(self) -> list[Failure]:
         """Every failure so far, in order, each once (``failure.line`` is what users see)."""
         return list(self.dispatch.failures)
-
-
-def _in_process(name: str, plugin: object) -> PluginRecord:
-    return PluginRecord(name=name, status="loaded", target=repr(plugin))
 
 
 def _marked(plugin: object, attr: str) -> bool:
