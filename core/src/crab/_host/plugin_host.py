@@ -376,7 +376,7 @@ class PluginHost:
         for name, result in self.dispatch.collect(hook, config=self.config):
             if result is None:
                 continue
-            if isinstance(result, (str, bytes)) or not isinstance(result, (list, tuple)):
+            if not isinstance(result, list | tuple):
                 self.fail(name, f"{hook} returned {type(result).__name__}, expected a list of {expected.__name__}")
                 continue
             bad = [item for item in result if not isinstance(item, expected)]
