@@ -44,17 +44,8 @@ GUARD_HOOKS = ("crab_before_tool_call", "crab_after_tool_call", "crab_before_mod
 untrusted project (switching off a guard widens what crab may do)."""
 
 OWN_NAMES = frozenset(
-    {
-        "core",
-        "loop-guard",
-        "tool-view",
-        "permissions",
-        "crab-config",
-        "crab-thinking",
-        "last-run",
-        "program-tools",
-        "program-runs",
-    }
+    {"core", "loop-guard", "tool-view", "permissions", "crab-config", "crab-thinking", "last-run"}
+    | {"program-tools", "program-runs"}
 )
 """Plugin names crab gives its own plugins (built-ins, and what ``crab.Agent`` registers for a
 program): an installed plugin by one of these names fails, since it would stand in for crab's own
