@@ -115,7 +115,9 @@ def declaration_problem(specs: object, taken: dict[str, str]) -> str | None:
 
 
 def spec_arguments(specs: object, name: str) -> frozenset[str]:
-    """The arguments hook ``name`` of ``specs`` passes (a class namespace's ``self`` left out)."""
+    """The arguments hook ``name`` of ``specs`` passes (a class namespace's ``self`` left out), by
+    pluggy 1.7's ``HookSpec`` rule, known before ``add_hookspecs`` (which refuses a spec part-way
+    through at the first implementation that does not fit it; ``HookSpec`` is not public)."""
     import inspect
 
     parameters = list(inspect.signature(getattr(specs, name)).parameters)

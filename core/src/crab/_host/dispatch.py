@@ -77,8 +77,9 @@ Invoke = Callable[[Mapping[str, Any]], Any]
 def _invoker(impl: pluggy.HookImpl) -> Invoke:
     """A call of ``impl`` given the hook's keyword arguments, passing only those it names (its
     ``argnames``, and its ``kwargnames`` that are there: pluggy 1.7's ``_multicall`` rule). Made
-    once per implementation, not worked out again at every call: observers and interceptors run
-    for every event and every tool call."""
+    once per implementation, not worked out again at every call as ``_multicall`` does: observers
+    and interceptors run for every event and every tool call (``bench/dispatch.py``: a no-op
+    ``crab_event`` in 20 plugins 6.79 µs a call worked out each time, 2.61 µs made once)."""
     function, names, optional = impl.function, tuple(impl.argnames), tuple(impl.kwargnames)
     if optional:
         return lambda kwargs: function(*[kwargs[n] for n in names], **{n: kwargs[n] for n in optional if n in kwargs})

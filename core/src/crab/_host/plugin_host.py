@@ -501,7 +501,9 @@ def unsupported_hooks(pm: pluggy.PluginManager, plugin: object, known: Collectio
 
 
 def required_arguments(function: Callable[..., Any]) -> list[str]:
-    """The parameters ``function`` needs a value for (a bound method's ``self`` left out), as pluggy counts them."""
+    """The parameters ``function`` needs a value for (a bound method's ``self`` left out), as pluggy
+    counts them, but read here: pluggy's own count leaves out the ``self`` of a class given for an
+    instance too, and the line could not say to pass an instance."""
     empty = inspect.Parameter.empty
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     try:
