@@ -1,5 +1,8 @@
 """Dispatch benchmark: CPU per hook call through crab's dispatcher beside pluggy's own call
-(``PluginManager.hook.<name>(...)``) on the same plugin manager, with 1 and with 20 plugins, in one run.
+(``PluginManager.hook.<name>(...)``) on the same plugin manager, with 1 and with 20 plugins, in one run,
+and beside pluggy's call of implementations each wrapped once in what crab's failure isolation needs
+(the way to keep isolation on pluggy's own loop: a ``try`` that turns what an implementation raises
+into a recorded failure, and the check that a plain hook got no awaitable).
 
 Cases, each a real ``PluginHost`` (``crab.testing.build_host``, core's built-in plugins left out so
 only the plugins below implement the hook):
@@ -12,6 +15,9 @@ only the plugins below implement the hook):
   the interceptor every tool call passes; crab's side is ``Dispatcher.before_tool_call`` (it
   awaits, so it runs inside one event loop for all repetitions), pluggy's side calls the hook
   and awaits nothing (it cannot chain ``Replace`` or stop at a ``Deny``: a floor, not an equal).
+
+pluggy's ``_multicall`` stops at the first exception; "guarded" is the floor of calling through it
+with per-implementation isolation (order and ``Replace`` chaining still left out).
 
 It prints the median over ``--runs`` of CPU time (``time.process_time``) per call in microseconds.
 
@@ -62,6 +68,31 @@ def _host(make: Callable[[], object], count: int) -> Any:
     return build_host({f"p{i}": make() for i in range(count)}, builtins=False)
 
 
+def _guarded_hook(make: Callable[[], object], count: int, hook: str) -> Any:
+    """``pm.hook.<hook>`` of a host of its own whose implementations are each wrapped as crab would
+    wrap them at registration to keep one failure from stopping the others."""
+    import inspect
+
+    host = _host(make, count)
+    failures: list[str] = []
+    caller = getattr(host.pm.hook, hook)
+    for impl in caller.get_hookimpls():
+
+        def guarded(*args: Any, _function: Any = impl.function, _plugin: str = impl.plugin_name) -> Any:
+            try:
+                value = _function(*args)
+            except Exception as exc:
+                failures.append(f"{_plugin}: {exc}")
+                return None
+            if value is not None and inspect.isawaitable(value):
+                failures.append(f"{_plugin}: an awaitable")
+                return None
+            return value
+
+        impl.function = guarded  # type: ignore[misc]  # pluggy marks it Final; the experiment is the point
+    return caller
+
+
 def _cpu_per_call(run: Callable[[int], None], calls: int, runs: int) -> float:
     samples = []
     for _ in range(runs):
@@ -71,10 +102,11 @@ def _cpu_per_call(run: Callable[[int], None], calls: int, runs: int) -> float:
     return statistics.median(samples)
 
 
-def _event_case(make: Callable[[], object], count: int, calls: int, runs: int) -> tuple[float, float]:
+def _event_case(make: Callable[[], object], count: int, calls: int, runs: int) -> tuple[float, float, float]:
     host = _host(make, count)
     event = NoticeEvent("bench")
     dispatch, hook = host.dispatch, host.pm.hook.crab_event
+    guarded = _guarded_hook(make, count, "crab_event")
 
     def crab_side(n: int) -> None:
         for _ in range(n):
@@ -84,10 +116,14 @@ def _event_case(make: Callable[[], object], count: int, calls: int, runs: int) -
         for _ in range(n):
             hook(event=event, session_id="s")
 
-    return _cpu_per_call(crab_side, calls, runs), _cpu_per_call(pluggy_side, calls, runs)
+    def guarded_side(n: int) -> None:
+        for _ in range(n):
+            guarded(event=event, session_id="s")
+
+    return tuple(_cpu_per_call(side, calls, runs) for side in (crab_side, pluggy_side, guarded_side))  # type: ignore[return-value]
 
 
-def _gate_case(count: int, calls: int, runs: int) -> tuple[float, float]:
+def _gate_case(count: int, calls: int, runs: int) -> tuple[float, float, float]:
     from crab._contracts.messages import ToolCall
     from crab._contracts.tools import ToolContext
 
@@ -101,6 +137,7 @@ def _gate_case(count: int, calls: int, runs: int) -> tuple[float, float]:
     call = ToolCall("c1", "noop", {})
     ctx = ToolContext(session_id="s", workspace=Path("."), call_id="c1")
     dispatch, hook = host.dispatch, host.pm.hook.crab_before_tool_call
+    guarded = _guarded_hook(_gate_plugin, count, "crab_before_tool_call")
 
     async def crab_calls(n: int) -> None:
         for _ in range(n):
@@ -113,7 +150,11 @@ def _gate_case(count: int, calls: int, runs: int) -> tuple[float, float]:
         for _ in range(n):
             hook(call=call, tool=noop, ctx=ctx)
 
-    return _cpu_per_call(crab_side, calls, runs), _cpu_per_call(pluggy_side, calls, runs)
+    def guarded_side(n: int) -> None:
+        for _ in range(n):
+            guarded(call=call, tool=noop, ctx=ctx)
+
+    return tuple(_cpu_per_call(side, calls, runs) for side in (crab_side, pluggy_side, guarded_side))  # type: ignore[return-value]
 
 
 def _agent(root: Path, everything: bool) -> Any:
@@ -219,7 +260,7 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
-    print(f"{'case':<52} {'crab µs/call':>13} {'pluggy µs/call':>15}")
+    print(f"{'case':<52} {'crab µs/call':>13} {'pluggy µs/call':>15} {'pluggy guarded':>15}")
     for count in (1, 20):
         rows = [
             (f"crab_event, {count} plugin(s) implement it", _event_case(_event_plugin, count, args.calls, args.runs)),
@@ -229,8 +270,8 @@ def main() -> int:
             ),
             (f"crab_before_tool_call, {count} plugin(s) implement it", _gate_case(count, args.calls, args.runs)),
         ]
-        for label, (ours, theirs) in rows:
-            print(f"{label:<52} {ours:>13.2f} {theirs:>15.2f}")
+        for label, (ours, theirs, guarded) in rows:
+            print(f"{label:<52} {ours:>13.2f} {theirs:>15.2f} {guarded:>15.2f}")
     _per_tool_call(max(args.calls // 4, 1), args.runs)
     return 0
 

@@ -280,3 +280,33 @@ def test_a_plugin_failing_for_a_missing_kit_says_which_kit_to_install():
     assert describe(ModuleNotFoundError("No module named 'httpx'", name="httpx")) == (
         "ModuleNotFoundError: No module named 'httpx'"
     )
+
+
+def test_observers_are_called_in_crabs_order_and_past_one_that_raises():
+    """What pluggy's own call (``pm.hook.crab_event(...)``) does not do, and why the dispatcher
+    calls each implementation itself: load order (pluggy calls the last registered first) and
+    every observer called although one before it raised (pluggy stops at the first exception)."""
+    seen: list[str] = []
+
+    def observer(name: str, *, fails: bool = False, **marks: bool) -> object:
+        def crab_event(event: crab.events.Event) -> None:
+            seen.append(name)
+            if fails:
+                raise RuntimeError("observer bug")
+
+        return types.SimpleNamespace(crab_event=crab.hookimpl(**marks)(crab_event))
+
+    plugins = {
+        "a": observer("a"),
+        "b": observer("b", tryfirst=True),
+        "c": observer("c", fails=True),
+        "d": observer("d", trylast=True),
+        "e": observer("e"),
+    }
+    host = build_host(plugins, builtins=False)
+    host.dispatch.observe("crab_event", event=NoticeEvent("one"), session_id="s")
+    host.dispatch.observe("crab_event", event=NoticeEvent("two"), session_id="s")
+    assert seen == ["b", "a", "c", "e", "d", "b", "a", "e", "d"]  # c dropped after its failure
+    assert [f.line for f in host.failures] == [
+        "plugin c failed: crab_event raised RuntimeError: observer bug (its crab_event is not called again in this run)"
+    ]

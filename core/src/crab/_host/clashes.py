@@ -30,16 +30,12 @@ class Fault:
     reason: str
 
 
-def _never(plugin: str) -> bool:
-    return False
-
-
 def build_registry(
     kind: str,
     contributions: Mapping[str, Sequence[Any]],
     order: Sequence[str],
     ranks: Mapping[str, Rank],
-    crab_own: Callable[[str], bool] = _never,
+    crab_own: Callable[[str], bool] = lambda plugin: False,
 ) -> tuple[dict[str, Any], list[Fault]]:
     """Name → item over ``contributions`` (plugin → items) taken in load ``order``, and the faults.
 

@@ -4,12 +4,10 @@ policy (docs/hooks.md#hooks-a-plugin-declares)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from crab._contracts.config import Config
-    from crab._host.declared import HookPolicy
     from crab._host.plugin_host import PluginHost
 
 CORE_COLLECTED = frozenset(
@@ -19,16 +17,12 @@ CORE_COLLECTED = frozenset(
 """Registration hooks core calls itself (with their own arguments and registries)."""
 
 
-def check_collectable(hook: str, policies: Mapping[str, HookPolicy]) -> None:
-    """Raise ``ValueError`` unless ``hook`` is a declared registration hook left for plugins to collect."""
-    policy = policies.get(hook)
-    if policy is None or policy.category != "registration" or hook in CORE_COLLECTED:
-        collectable = sorted(h for h, p in policies.items() if p.category == "registration" and h not in CORE_COLLECTED)
+def collect_from(host: PluginHost, hook: str, config: Config) -> list[tuple[str, Any]]:
+    """(plugin, value) for every plugin implementing ``hook`` that did not fail, in plugin order;
+    ``ValueError`` unless ``hook`` is a declared registration hook left for plugins to collect."""
+    policies = host.dispatch.policies
+    collectable = sorted(h for h, p in policies.items() if p.category == "registration" and h not in CORE_COLLECTED)
+    if hook not in collectable:
         offer = ", ".join(collectable) if collectable else "none (no loaded plugin declares one)"
         raise ValueError(f"{hook!r} cannot be collected by a plugin; these can: {offer}")
-
-
-def collect_from(host: PluginHost, hook: str, config: Config) -> list[tuple[str, Any]]:
-    """(plugin, value) for every plugin implementing ``hook`` that did not fail, in plugin order."""
-    check_collectable(hook, host.dispatch.policies)
     return host.dispatch.collect(hook, config=config)

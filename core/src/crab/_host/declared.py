@@ -84,11 +84,6 @@ def hookspec(
     return mark if function is None else mark(function)
 
 
-def declarations(plugin: object) -> object | None:
-    """The namespace of hookspecs ``plugin`` declares (its ``CRAB_HOOKSPECS``), or None."""
-    return getattr(plugin, ATTRIBUTE, None)
-
-
 def declared_hooks(specs: object) -> Iterator[tuple[str, HookPolicy]]:
     """(hook name, policy) for every function ``specs`` marks with ``@crab.hookspec``."""
     for name in sorted(dir(specs)):
@@ -120,7 +115,9 @@ def declaration_problem(specs: object, taken: dict[str, str]) -> str | None:
 
 
 def spec_arguments(specs: object, name: str) -> frozenset[str]:
-    """The arguments hook ``name`` of ``specs`` passes (a class namespace's ``self`` left out)."""
+    """The arguments hook ``name`` of ``specs`` passes (a class namespace's ``self`` left out), by
+    pluggy 1.7's ``HookSpec`` rule, known before ``add_hookspecs`` (which refuses a spec part-way
+    through at the first implementation that does not fit it; ``HookSpec`` is not public)."""
     import inspect
 
     parameters = list(inspect.signature(getattr(specs, name)).parameters)

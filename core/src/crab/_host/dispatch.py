@@ -56,10 +56,6 @@ def describe(exc: BaseException) -> str:
     return line
 
 
-def raised(hook: str, exc: BaseException) -> str:
-    return f"{hook} raised {describe(exc)}"
-
-
 def wrong_type(hook: str, value: object, expected: str) -> str:
     return f"{hook} returned {type(value).__name__}, expected {expected}"
 
@@ -81,8 +77,9 @@ Invoke = Callable[[Mapping[str, Any]], Any]
 def _invoker(impl: pluggy.HookImpl) -> Invoke:
     """A call of ``impl`` given the hook's keyword arguments, passing only those it names (its
     ``argnames``, and its ``kwargnames`` that are there: pluggy 1.7's ``_multicall`` rule). Made
-    once per implementation, not worked out again at every call: observers and interceptors run
-    for every event and every tool call."""
+    once per implementation, not worked out again at every call as ``_multicall`` does: observers
+    and interceptors run for every event and every tool call (``bench/dispatch.py``: a no-op
+    ``crab_event`` in 20 plugins 6.79 µs a call worked out each time, 2.61 µs made once)."""
     function, names, optional = impl.function, tuple(impl.argnames), tuple(impl.kwargnames)
     if optional:
         return lambda kwargs: function(*[kwargs[n] for n in names], **{n: kwargs[n] for n in optional if n in kwargs})
@@ -126,7 +123,6 @@ class Dispatcher:
         self.failures: list[Failure] = []
         self._listeners: list[Listener] = []
         self._reported: set[str] = set()
-        self._cache: dict[str, list[Implementation]] = {}
         self._callers: dict[str, list[tuple[str, Invoke]]] = {}
         self._dropped: set[tuple[str, str]] = set()
         self._refused: set[tuple[str, str]] = set()
@@ -176,7 +172,6 @@ class Dispatcher:
             return Failure(plugin, reason)
         if policy == "drop":
             self._dropped.add((plugin, hook))
-            self._cache.pop(hook, None)
             self._callers.pop(hook, None)
             reason = f"{reason} (its {hook} is not called again in this run)"
         else:
@@ -190,7 +185,6 @@ class Dispatcher:
     # --- implementations ------------------------------------------------------------------
 
     def invalidate(self) -> None:
-        self._cache.clear()
         self._callers.clear()
 
     def implementations(self, hook: str) -> list[Implementation]:
@@ -198,9 +192,6 @@ class Dispatcher:
         plugins in ``order`` that did not lose this hook, sorted by crab's rule (core's ``tryfirst``,
         then the plugins' ``tryfirst``, the rest, the plugins' ``trylast``, core's ``trylast``; load
         order within each), where pluggy calls the last registered first."""
-        cached = self._cache.get(hook)
-        if cached is not None:
-            return cached
         caller = getattr(self.pm.hook, hook, None)
         impls = [
             i
@@ -213,9 +204,7 @@ class Dispatcher:
             tier = (0 if core else 1) if impl.tryfirst else (4 if core else 3) if impl.trylast else 2
             return tier, self.order[impl.plugin_name]
 
-        found = [(i.plugin_name, i) for i in sorted(impls, key=key)]
-        self._cache[hook] = found
-        return found
+        return [(i.plugin_name, i) for i in sorted(impls, key=key)]
 
     def _each(self, hook: str, kwargs: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
         """(plugin, value) from each implementation of ``hook`` in turn; one that raised gives
@@ -223,22 +212,23 @@ class Dispatcher:
         interceptor's caller puts the previous one's answer in it); leaving the loop stops it.
 
         The one place crab calls implementations one by one rather than through pluggy's
-        ``HookCaller`` (``pm.hook.<name>(**kwargs)``, i.e. ``_hookexec``/``_multicall``), which
-        runs them all inside one ``try``: at the first exception it stops, drops the results
-        gathered so far and does not say which implementation raised, while every policy here needs
-        that one implementation failed and the others called (``drop``, ``fail-plugin``: an
-        observer must not miss an event because another one raised) or the checked call refused in
-        its name (``refuse``). pluggy also calls the last-registered plugin first (crab: load
-        order), leaves ``async`` implementations unawaited and cannot hand one interceptor's result
-        to the next. What pluggy does do is used as it is: its markers and ``HookimplOpts``, its
-        registration checks, ``get_hookimpls`` (``implementations``) and each ``HookImpl``'s
-        ``argnames``/``kwargnames``, passed by pluggy 1.7's own ``_multicall`` rule (``_invoker``,
-        made once per implementation). It costs no more than pluggy's call (``bench/dispatch.py``,
-        CPU per call, median of 5 × 5,000 on a loaded 2-core machine): a no-op
-        ``crab_event(event)`` (an argument subset) in 1 plugin 0.39 µs here vs 1.30 µs through
-        pluggy, in 20 plugins 2.61 vs 6.15 µs; 20 plugins installed and none implementing it 0.28
-        vs 0.92 µs; 20 no-op ``crab_before_tool_call`` 8.0–8.7 µs, awaiting included, vs 7.0–7.1 µs
-        for pluggy awaiting nothing.
+        ``HookCaller`` (``pm.hook.<name>(**kwargs)``, i.e. ``_multicall``), which runs them all in
+        one ``try``: at the first exception it stops, drops the results gathered so far and does not
+        say which implementation raised, while every policy here needs that one implementation failed
+        and the others called (``drop``, ``fail-plugin``: an observer must not miss an event because
+        another one raised) or the checked call refused in its name (``refuse``). pluggy also calls
+        the last-registered plugin first (crab: load order, core's ``tryfirst``/``trylast``
+        outermost), leaves ``async`` implementations unawaited and cannot hand one interceptor's
+        result to the next. Wrapping each implementation once in a ``try`` (so pluggy's loop goes on
+        past a failure) keeps isolation but none of the rest, and costs more than this loop
+        (``bench/dispatch.py``, CPU per call, median of 5 × 5,000, loaded 2-core machine; crab /
+        pluggy / pluggy with guarded implementations): a no-op ``crab_event(event)`` (an argument
+        subset) in 1 plugin 0.39 / 1.29 / 1.38 µs, in 20 plugins 2.88 / 6.12 / 7.67 µs; 20 plugins
+        installed and none implementing it 0.28 / 0.98 / 0.96 µs; 20 no-op ``crab_before_tool_call``
+        9.2 µs (awaiting and chaining included) / 8.0 / 8.8 µs (neither). What pluggy does do is
+        used as it is: its markers, its registration checks, ``get_hookimpls`` (``implementations``)
+        and each ``HookImpl``'s ``argnames``/``kwargnames``, passed by pluggy 1.7's own
+        ``_multicall`` rule (``_invoker``, made once per implementation).
         """
         awaitable = self.policies[hook].awaitable
         callers = self._callers.get(hook)
@@ -248,7 +238,7 @@ class Dispatcher:
             try:
                 value = invoke(kwargs)
             except Exception as exc:
-                value = self._fail(plugin, hook, raised(hook, exc))
+                value = self._fail(plugin, hook, f"{hook} raised {describe(exc)}")
             else:
                 if value is not None and not awaitable and inspect.isawaitable(value):
                     _discard(value)  # its spec is not marked awaitable: nobody would await it
@@ -257,14 +247,29 @@ class Dispatcher:
 
     async def _settled(self, plugin: str, hook: str, value: Any) -> Any:
         """What an ``async`` implementation's awaitable gives; raising there is a failure too."""
-        if value is None or not inspect.isawaitable(value):
-            return value
         try:
             return await value
         except Exception as exc:
-            return self._fail(plugin, hook, raised(hook, exc))
+            return self._fail(plugin, hook, f"{hook} raised {describe(exc)}")
 
-    # --- registration, observation, lifecycle ---------------------------------------------
+    async def _answers(self, hook: str, kwargs: dict[str, Any]) -> AsyncIterator[tuple[str, Any]]:
+        """(plugin, answer) for each implementation of ``hook`` that answered something but None,
+        an ``async`` one's awaited; a failure is a ``Failure`` answer. For the hooks called once a
+        turn or a model call; those called for every tool call loop inline (``bench/dispatch.py``:
+        the generator costs 1 µs a call)."""
+        for plugin, value in self._each(hook, kwargs):
+            if value is not None and inspect.isawaitable(value):
+                value = await self._settled(plugin, hook, value)
+            if value is not None:
+                yield plugin, value
+
+    def _refusal(self, plugin: str, hook: str, value: Any, expected: str) -> str:
+        """The line that refuses the call checked by ``hook``: ``value``'s own failure, or that it
+        is not what the hook returns (a failure of ``plugin`` by the hook's policy)."""
+        failure = value if isinstance(value, Failure) else self._fail(plugin, hook, wrong_type(hook, value, expected))
+        return failure.line
+
+    # --- registration, observation, lifecycle, context -----------------------------------
 
     def collect(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
         """Call a registration hook in every plugin: (plugin, value) for those that did not fail."""
@@ -278,23 +283,21 @@ class Dispatcher:
     async def lifecycle(self, hook: str, **kwargs: Any) -> None:
         """``crab_startup`` (a failure fails the plugin), ``crab_session_end`` or ``crab_shutdown``
         (reported only)."""
-        for plugin, value in self._each(hook, kwargs):
-            await self._settled(plugin, hook, value)
-
-    # --- context --------------------------------------------------------------------------
+        async for _ in self._answers(hook, kwargs):
+            pass
 
     def system_prompt(self, **kwargs: Any) -> list[str]:
         """Every plugin's prompt parts, in order; a part of the wrong type drops that hook."""
         hook = "crab_system_prompt"
         parts: list[str] = []
         for plugin, value in self._each(hook, kwargs):
-            if value is None or isinstance(value, Failure):
+            if isinstance(value, Failure):
                 continue
             items = [value] if isinstance(value, str) else value
-            if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+            if items is not None and not (isinstance(items, list) and all(isinstance(v, str) for v in items)):
                 self._fail(plugin, hook, wrong_type(hook, value, "str, a list of str or None"))
-                continue
-            parts.extend(v.strip() for v in items if v.strip())
+            elif items:
+                parts.extend(v.strip() for v in items if v.strip())
         return parts
 
     def completions(self, **kwargs: Any) -> list[tuple[str, str]]:
@@ -304,12 +307,12 @@ class Dispatcher:
         hook = "crab_completions"
         found: dict[str, str] = {}
         for plugin, value in self._each(hook, kwargs):
-            if value is None or isinstance(value, Failure):
+            if isinstance(value, Failure):
                 continue
-            if not isinstance(value, list | tuple) or not all(_is_pair(item) for item in value):
+            if value is not None and not (isinstance(value, list | tuple) and all(map(_is_pair, value))):
                 self._fail(plugin, hook, wrong_type(hook, value, "a list of (text, description) pairs or None"))
                 continue
-            for text, about in value:
+            for text, about in value or ():
                 if text.strip() and "\n" not in text and text not in found:
                     found[text] = (about.strip().splitlines() or [""])[0]
                 if len(found) >= MAX_COMPLETIONS:
@@ -322,35 +325,13 @@ class Dispatcher:
         parts: list[str] = []
         kwargs = {"session_id": session_id, "workspace": workspace, "text": text, "continued": continued}
         async for plugin, value in self._answers(hook, kwargs):
-            if isinstance(value, Failure):
-                continue
-            if not isinstance(value, str):
+            if not isinstance(value, str | Failure):
                 self._fail(plugin, hook, wrong_type(hook, value, "str or None"))
-            elif value.strip():
+            elif isinstance(value, str) and value.strip():
                 parts.append(value.strip())
         return "\n\n".join(parts) or None
 
-    # --- interception ---------------------------------------------------------------------
-
-    async def _answers(self, hook: str, kwargs: dict[str, Any]) -> AsyncIterator[tuple[str, Any]]:
-        """(plugin, answer) for each implementation of ``hook`` that answered something but None,
-        an ``async`` one's awaited; a failure is a ``Failure`` answer. For the hooks called once a
-        turn or a model call; those called for every tool call loop inline (``bench/dispatch.py``:
-        the generator costs 1 µs a call)."""
-        for plugin, value in self._each(hook, kwargs):
-            if value is None:  # the common answer: nothing to await, nothing to check
-                continue
-            if inspect.isawaitable(value):
-                value = await self._settled(plugin, hook, value)
-                if value is None:
-                    continue
-            yield plugin, value
-
-    def _refusal(self, plugin: str, hook: str, value: Any, expected: str) -> str:
-        """The line that refuses the call checked by ``hook``: ``value``'s own failure, or that it
-        is not what the hook returns (a failure of ``plugin`` by the hook's policy)."""
-        failure = value if isinstance(value, Failure) else self._fail(plugin, hook, wrong_type(hook, value, expected))
-        return failure.line
+    # --- interception: each one sees what the one before it left ---------------------------
 
     async def before_model_call(self, request: ModelRequest, session_id: str) -> ModelRequest:
         """The request as every ``crab_before_model_call`` left it; raises ``ModelCallRefused``."""
@@ -359,11 +340,12 @@ class Dispatcher:
         hook = "crab_before_model_call"
         if (closed := self._closed.get(hook)) is not None:
             raise ModelCallRefused(f"model call refused: {closed.line}; fix or disable that plugin")
-        kwargs = {"request": request, "session_id": session_id}  # each sees what the one before left
+        kwargs = {"request": request, "session_id": session_id}
         async for plugin, value in self._answers(hook, kwargs):
             if not isinstance(value, ModelRequest):
-                line = self._refusal(plugin, hook, value, "ModelRequest or None")
-                raise ModelCallRefused(f"model call refused: {line}")
+                raise ModelCallRefused(
+                    f"model call refused: {self._refusal(plugin, hook, value, 'ModelRequest or None')}"
+                )
             request = kwargs["request"] = value
         return request
 
@@ -374,32 +356,31 @@ class Dispatcher:
         hook = "crab_before_tool_call"
         if (closed := self._closed.get(hook)) is not None:
             return call, Deny(f"Refused: {closed.line}; it checks every tool call, so none can run until it is fixed.")
-        kwargs = {"call": call, "tool": tool, "ctx": ctx}  # each sees the arguments the one before left
+        kwargs = {"call": call, "tool": tool, "ctx": ctx}
         for plugin, value in self._each(hook, kwargs):  # not _answers: an async generator per call costs 1 µs
             if value is not None and inspect.isawaitable(value):
                 value = await self._settled(plugin, hook, value)
-            if value is None:
+            if value is None or isinstance(value, Allow):
                 continue
-            if isinstance(value, Deny):
-                return call, value
             if isinstance(value, Replace):
                 call = kwargs["call"] = replace(call, arguments=dict(value.arguments))
-            elif not isinstance(value, Allow):
-                return call, Deny(f"Refused: {self._refusal(plugin, hook, value, 'a Decision or None')}")
+            else:
+                return call, value if isinstance(value, Deny) else Deny(
+                    f"Refused: {self._refusal(plugin, hook, value, 'a Decision or None')}"
+                )
         return call, None
 
     async def permission_request(self, request: Any, session_id: str, workspace: Any) -> str | None:
         """The first ``crab_permission_request`` answer (``"once"`` or ``"deny"``), or None when
         none answers and the user is asked; a failure is ``"deny"`` (fail closed)."""
         hook = "crab_permission_request"
-        if self._closed.get(hook) is not None:
+        if hook in self._closed:
             return "deny"
         kwargs = {"request": request, "session_id": session_id, "workspace": workspace}
         async for plugin, value in self._answers(hook, kwargs):
             if value not in ("once", "always", "deny"):
                 self._refusal(plugin, hook, value, '"once", "deny" or None')
-                return "deny"
-            return "deny" if value == "deny" else "once"
+            return "once" if value in ("once", "always") else "deny"
         return None
 
     async def after_tool_call(self, call: ToolCall, tool: Tool, result: ToolResult, ctx: ToolContext) -> ToolResult:
@@ -409,7 +390,7 @@ class Dispatcher:
         hook = "crab_after_tool_call"
         if (closed := self._closed.get(hook)) is not None:
             return ToolResult(f"Result withheld: {closed.line}; it checks every tool result.", is_error=True)
-        kwargs = {"call": call, "tool": tool, "result": result, "ctx": ctx}  # each sees the result the one before left
+        kwargs = {"call": call, "tool": tool, "result": result, "ctx": ctx}
         for plugin, value in self._each(hook, kwargs):  # as in before_tool_call
             if value is not None and inspect.isawaitable(value):
                 value = await self._settled(plugin, hook, value)
@@ -437,12 +418,10 @@ class Dispatcher:
         async for plugin, value in self._answers(hook, kwargs):
             if isinstance(value, Deny):
                 return value, []
-            if isinstance(value, str):
-                if value.strip():
-                    context.append(value.strip())
-            elif isinstance(value, UserMessage):
-                if value.content.strip() or value.images:
-                    context.append(value)
-            else:
+            if not isinstance(value, str | UserMessage):
                 return Deny(f"Refused: {self._refusal(plugin, hook, value, 'Deny, str, UserMessage or None')}"), []
+            if isinstance(value, UserMessage) and (value.content.strip() or value.images):
+                context.append(value)
+            elif isinstance(value, str) and value.strip():
+                context.append(value.strip())
         return None, context

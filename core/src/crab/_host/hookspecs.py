@@ -181,7 +181,7 @@ def crab_completions(agent: AgentHandle, word: str) -> list[tuple[str, str]] | N
     disk walk (start a refresh in the background if need be). Core masks every secret it knows in
     both, keeps the first ``MAX_COMPLETIONS`` (50) of all plugins' pairs, and drops a text offered
     twice. A hook that raises or returns the wrong type is dropped for the run (typing goes on
-    without it). Since API 1.7.
+    without it).
     """
 
 
@@ -246,7 +246,7 @@ def crab_prompt_submit(
     of its own), a ``crab.messages.UserMessage`` for context with images (each image held to ``[crab]
     max_image_bytes``; one over it is left out with a note in the text), or None. The first Deny
     wins; the context of several plugins is each recorded. ``config`` is the agent's, and None in
-    a child agent's turn (``run_child``: its prompt is the model's, not the user's) (API 1.6). A
+    a child agent's turn (``run_child``: its prompt is the model's, not the user's). A
     hook that raises refuses the prompt (fail closed). May be awaitable.
     """
 
@@ -284,9 +284,9 @@ def crab_event(event: Event, session_id: str) -> None:
 def crab_startup(agent: AgentHandle) -> None:
     """The agent is built and about to take input: open connections, start services.
 
-    ``agent`` is the narrow ``crab.AgentHandle`` (reading other ``Agent`` attributes through it
-    still works in API 1.x, with a ``DeprecationWarning``). May be awaitable. A plugin that
-    raises is marked failed and unregistered.
+    ``agent`` is the narrow ``crab.AgentHandle``: a Protocol naming every member a plugin may use
+    (there is no other way to the ``Agent``). May be awaitable. A plugin that raises is marked
+    failed and unregistered.
     """
 
 

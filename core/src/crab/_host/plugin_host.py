@@ -44,17 +44,8 @@ GUARD_HOOKS = ("crab_before_tool_call", "crab_after_tool_call", "crab_before_mod
 untrusted project (switching off a guard widens what crab may do)."""
 
 OWN_NAMES = frozenset(
-    {
-        "core",
-        "loop-guard",
-        "tool-view",
-        "permissions",
-        "crab-config",
-        "crab-thinking",
-        "last-run",
-        "program-tools",
-        "program-runs",
-    }
+    {"core", "loop-guard", "tool-view", "permissions", "crab-config", "crab-thinking", "last-run"}
+    | {"program-tools", "program-runs"}
 )
 """Plugin names crab gives its own plugins (built-ins, and what ``crab.Agent`` registers for a
 program): an installed plugin by one of these names fails, since it would stand in for crab's own
@@ -97,6 +88,11 @@ def discover_entry_points() -> list[EntryPoint]:
     from crab._host.entry_points import entry_points
 
     return entry_points(ENTRY_POINT_GROUP)
+
+
+def _record(ep: EntryPoint, status: Status, reason: str | None = None) -> PluginRecord:
+    dist = ep.dist
+    return PluginRecord(ep.name, status, dist and dist.name, dist and dist.version, ep.value, reason)
 
 
 class PluginHost:
@@ -154,14 +150,10 @@ class PluginHost:
         found = discover_entry_points() if entry_points is None else list(entry_points)
         by_name: dict[str, EntryPoint] = {}
         for ep in found:
-            dist = getattr(ep.dist, "name", None) if getattr(ep, "dist", None) else None
             if ep.name in by_name:
-                other = by_name[ep.name]
-                other_dist = getattr(other.dist, "name", "?") if getattr(other, "dist", None) else "?"
-                self._fail(
-                    PluginRecord(name=ep.name, status="failed", distribution=dist, target=ep.value),
-                    f"the name {ep.name!r} is also used by {other_dist}; uninstall one of them",
-                )
+                other = by_name[ep.name].dist
+                reason = f"the name {ep.name!r} is also used by {other.name if other else '?'}; uninstall one of them"
+                self._fail(_record(ep, "failed"), reason)
                 continue
             by_name[ep.name] = ep
         choice = choose(list(by_name))
@@ -172,18 +164,8 @@ class PluginHost:
             for name in chosen:
                 self._ranks.setdefault(name, Rank(LISTED, source))
         for name, reason in reasons.items():
-            if name in self.records:
-                continue
-            ep = by_name[name]
-            dist = ep.dist
-            self.records[name] = PluginRecord(
-                name=name,
-                status="disabled",
-                distribution=dist.name if dist else None,
-                version=dist.version if dist else None,
-                target=ep.value,
-                reason=reason,
-            )
+            if name not in self.records:
+                self.records[name] = _record(by_name[name], "disabled", reason)
         imported: list[tuple[str, object, PluginRecord]] = []
         chosen = [*chosen, *self._guards_a_project_cannot_disable(by_name, reasons)]
         for name in chosen:
@@ -240,18 +222,11 @@ class PluginHost:
 
         for name in plugins:
             self._ranks.setdefault(name, Rank(PROGRAM))
-        self._admit_all([(name, plugin, _in_process(name, plugin)) for name, plugin in plugins.items()])
+        self._admit_all([(n, plugin, PluginRecord(n, "loaded", target=repr(plugin))) for n, plugin in plugins.items()])
 
     def _import_one(self, ep: EntryPoint) -> tuple[object, PluginRecord] | None:
         """Import one entry point (and make its object when it names a class); None when that failed."""
-        dist = ep.dist
-        record = PluginRecord(
-            name=ep.name,
-            status="loaded",
-            distribution=dist.name if dist else None,
-            version=dist.version if dist else None,
-            target=ep.value,
-        )
+        record = _record(ep, "loaded")
         try:
             plugin = ep.load()
         except (Exception, SystemExit) as exc:
@@ -275,9 +250,7 @@ class PluginHost:
                 # The name is taken (core's permission gate is ``permissions``): failing the newcomer
                 # through ``_fail`` would unregister the holder, so a package could switch a guard off.
                 who = (
-                    "core's built-in plugin"
-                    if holder.status == "builtin"
-                    else (holder.distribution or "another plugin")
+                    "core's built-in plugin" if holder.status == "builtin" else holder.distribution or "another plugin"
                 )
                 reason = f"the name {name!r} is already used by {who}; give this plugin another name"
                 self.dispatch.report(Failure(name, reason))
@@ -294,7 +267,7 @@ class PluginHost:
 
     def _declare(self, plugin: object, record: PluginRecord) -> bool:
         """Add the hookspecs ``plugin`` declares (``CRAB_HOOKSPECS``); False when it failed for them."""
-        specs = declared.declarations(plugin)
+        specs: object = getattr(plugin, declared.ATTRIBUTE, None)
         if specs is None:
             return True
         if not isinstance(specs, (ModuleType, type)):
@@ -362,11 +335,13 @@ class PluginHost:
         if record is not None and record.status in ("loaded", "builtin"):
             self._fail(record, reason)
 
-    def fault(self, name: str, reason: str) -> None:
-        """Record that one hook or contribution of ``name`` was lost; the rest keeps working."""
-        record = self.records.get(name)
-        if record is not None and reason not in record.faults:
-            record.faults.append(reason)
+    def fault(self, name: str, reason: str, *others: str) -> None:
+        """Record that one hook or contribution of ``name`` (and of ``others``, who lost it with it)
+        was lost, in one line; the rest keeps working."""
+        for plugin in (name, *others):
+            record = self.records.get(plugin)
+            if record is not None and reason not in record.faults:
+                record.faults.append(reason)
         self.dispatch.report(Failure(name, reason))
 
     # --- registries -----------------------------------------------------------------------
@@ -392,7 +367,7 @@ class PluginHost:
         for name, result in self.dispatch.collect(hook, config=self.config):
             if result is None:
                 continue
-            if isinstance(result, (str, bytes)) or not isinstance(result, (list, tuple)):
+            if not isinstance(result, list | tuple):
                 self.fail(name, f"{hook} returned {type(result).__name__}, expected a list of {expected.__name__}")
                 continue
             bad = [item for item in result if not isinstance(item, expected)]
@@ -417,14 +392,7 @@ class PluginHost:
         order = [n for n in sorted(self._contributions[kind], key=lambda n: self._order.get(n, 0)) if n in self._order]
         table, faults = build_registry(kind, self._contributions[kind], order, self._ranks, self._crab_own)
         for fault in faults:
-            if len(fault.plugins) == 1:
-                self.fault(fault.plugins[0], fault.reason)
-                continue
-            for plugin in fault.plugins:  # every one of them lost the name; one line says so
-                record = self.records.get(plugin)
-                if record is not None and fault.reason not in record.faults:
-                    record.faults.append(fault.reason)
-            self.dispatch.report(Failure(fault.plugins[0], fault.reason))
+            self.fault(fault.plugins[0], fault.reason, *fault.plugins[1:])  # one line for all who lost it
         return table
 
     def _crab_own(self, plugin: str) -> bool:
@@ -484,10 +452,6 @@ class PluginHost:
         return list(self.dispatch.failures)
 
 
-def _in_process(name: str, plugin: object) -> PluginRecord:
-    return PluginRecord(name=name, status="loaded", target=repr(plugin))
-
-
 def _marked(plugin: object, attr: str) -> bool:
     """Whether ``plugin``'s ``attr`` carries crab's ``hookimpl`` mark, found without running a
     property or ``__getattr__`` (a plugin's own dict, then its class's)."""
@@ -537,7 +501,9 @@ def unsupported_hooks(pm: pluggy.PluginManager, plugin: object, known: Collectio
 
 
 def required_arguments(function: Callable[..., Any]) -> list[str]:
-    """The parameters ``function`` needs a value for (a bound method's ``self`` left out), as pluggy counts them."""
+    """The parameters ``function`` needs a value for (a bound method's ``self`` left out), as pluggy
+    counts them, but read here: pluggy's own count leaves out the ``self`` of a class given for an
+    instance too, and the line could not say to pass an instance."""
     empty = inspect.Parameter.empty
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     try:
@@ -549,22 +515,11 @@ def required_arguments(function: Callable[..., Any]) -> list[str]:
 
 def expected_type(kind: Kind) -> type:
     """The class (or runtime-checkable protocol) a registration hook's items must be."""
-    from crab._contracts.channels import Channel
-    from crab._contracts.commands import Command
-    from crab._contracts.providers import Provider
-    from crab._contracts.renderers import RendererSpec
-    from crab._contracts.storage import Store
-    from crab._contracts.tools import Tool
+    from crab._contracts import channels, commands, providers, renderers, storage, tools
 
-    types_by_kind: dict[Kind, type] = {
-        "tools": Tool,
-        "providers": Provider,
-        "stores": Store,
-        "renderers": RendererSpec,
-        "commands": Command,
-        "channels": Channel,
-    }
-    return types_by_kind[kind]
+    found: dict[Kind, type] = {"tools": tools.Tool, "providers": providers.Provider, "stores": storage.Store}
+    found |= {"renderers": renderers.RendererSpec, "commands": commands.Command, "channels": channels.Channel}
+    return found[kind]
 
 
 def tag_with_plugin(item: Any, plugin: str) -> Any:
