@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from temporal_site import Site, free_port
+from temporal_site import PLUGINS, Site, free_port, temporal_binary, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crab-temporal-server")]
 
@@ -57,3 +57,51 @@ def test_an_address_written_as_a_url_is_one_line_and_exit_2(tmp_path: Path):
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.splitlines()) == 1, done.stderr
     assert "address" in done.stderr
+
+
+def engine_run(site: Site, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``crab run --engine temporal`` to its end, with ``extra`` options."""
+    assert site.script is not None
+    command = site.crab("run", "--engine", "temporal", "--plugins", PLUGINS, "-m", f"mock/{site.script}", *extra, "go")
+    return subprocess.run(
+        command, cwd=site.workspace, env=site.client_env(), capture_output=True, text=True, timeout=180, check=False
+    )
+
+
+@pytest.mark.xfail(
+    strict=True, reason="red5: crab-temporal's engine starts a workflow for a session only this process can see"
+)
+def test_crab_run_on_temporal_with_a_store_no_worker_can_read_is_a_usage_error(site: Site):
+    # `--store memory` (or a project's `[crab] store = "memory"`, which an untrusted project may set):
+    # the session lives in the client's process, so every worker fails the turn with SessionGone.
+    # That is the user's setup, known before anything is sent: one line, exit 2, no workflow.
+    site.write_script([[{"text": "hi"}]])
+    site.start_worker("a")
+    done = engine_run(site, "--store", "memory")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "memory" in done.stderr, done.stderr
+    listed = subprocess.run(
+        [str(temporal_binary()), "workflow", "list", "--address", site.address, "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert site.task_queue not in listed.stdout  # nothing was started
+
+
+@pytest.mark.xfail(strict=True, reason="red5: crab worker logs a traceback for each step of a session it refuses")
+def test_a_worker_refuses_a_session_of_another_store_in_one_line(site: Site, tmp_path: Path):
+    # The client keeps its sessions in another SQLite file than the worker (another folder's, a
+    # typo): the worker refuses the turn (SessionGone). Its log is what an operator reads: one
+    # line for the refusal, not temporalio's traceback of crab's own refusal.
+    site.write_script([[{"text": "hi"}]])
+    worker = site.start_worker("a")
+    done = engine_run(site, "--set", f"plugins.store-sqlite.path={tmp_path / 'other.db'}")
+    assert done.returncode != 0 and "no session" in done.stderr, done.stderr
+    log = wait_for(
+        lambda: (text := worker.log.read_text(errors="replace")) and "no session" in text and text,
+        "the worker's refusal",
+    )
+    assert "Traceback" not in log, log
+    assert len([line for line in log.splitlines() if "no session" in line]) == 1, log
