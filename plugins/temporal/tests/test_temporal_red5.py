@@ -4,6 +4,7 @@ reach its stderr: the worker starts with no renderer, and its notices went nowhe
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -105,3 +106,21 @@ def test_a_worker_refuses_a_session_of_another_store_in_one_line(site: Site, tmp
     )
     assert "Traceback" not in log, log
     assert len([line for line in log.splitlines() if "no session" in line]) == 1, log
+
+
+@pytest.mark.xfail(
+    strict=True, reason="red5: crab_temporal/client.py drive_turn returns the workflow's text, capped at 4,000"
+)
+def test_a_long_answer_reaches_the_json_document_whole(site: Site):
+    # Temporal's history keeps a reply's text capped (wire.REPLY_TEXT_CAP), but the turn's answer
+    # is the user's: `-o json` (and a channel's turn_end, the OpenAI-compatible answer, which all
+    # take the engine's outcome text) must have all of it, as the plain output and the store do.
+    answer = "".join(f"line {i:05d} {'x' * 40}\n" for i in range(300))
+    site.write_script([[{"text": answer}]])
+    site.start_worker("a")
+    done = engine_run(site, "-o", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["text"] == answer
+    shown = site.run("again", "-o", "json")  # crab temporal run
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["text"] == answer
