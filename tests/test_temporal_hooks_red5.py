@@ -34,6 +34,11 @@ PROMPT_HOOK = (
     'input=$(cat); case "$input" in *blockme*) echo "refused: $DEMO_API_KEY" >&2; exit 2;; esac; '
     'echo "context says $DEMO_API_KEY"'
 )
+RECORD_STOP = """import json, os, sys
+with open(os.environ["STOP_SEEN"], "a") as out:
+    out.write(json.dumps(json.load(sys.stdin)["last_assistant_message"]) + "\\n")
+"""
+"""A Stop hook that keeps the answer it was shown, one JSON string a line."""
 STOP_HOOK = 'test -f "$STOP_MARK" || { touch "$STOP_MARK"; echo "go on, $DEMO_API_KEY" >&2; exit 2; }'
 
 
@@ -64,6 +69,9 @@ def site(tmp_path: Path, server: str) -> Iterator[Site]:
     home.mkdir()
     workspace.mkdir()
     queue = f"crab-red5-{uuid.uuid4().hex[:8]}"
+    recorder = tmp_path / "record_stop.py"
+    recorder.write_text(RECORD_STOP)
+    record = f"{sys.executable} {recorder}"
     (home / "config.toml").write_text(
         "[crab]\n"
         'store = "sqlite"\n'
@@ -78,6 +86,8 @@ def site(tmp_path: Path, server: str) -> Iterator[Site]:
         f"hooks = [{{ type = 'command', command = {json.dumps(PROMPT_HOOK)} }}]\n"
         "[[plugins.hooks.events.Stop]]\n"
         f"hooks = [{{ type = 'command', command = {json.dumps(STOP_HOOK)} }}]\n"
+        "[[plugins.hooks.events.Stop]]\n"
+        f"hooks = [{{ type = 'command', command = {json.dumps(record)} }}]\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
     env.update(
@@ -86,6 +96,7 @@ def site(tmp_path: Path, server: str) -> Iterator[Site]:
             "PYTHONUNBUFFERED": "1",
             "DEMO_API_KEY": SECRET,
             "STOP_MARK": str(tmp_path / "stopped"),
+            "STOP_SEEN": str(tmp_path / "stop-seen.txt"),
         }
     )
     found = Site(tmp_path, workspace, env, server, queue)
@@ -152,3 +163,18 @@ def test_hooks_words_reach_temporals_history_masked(site: Site):
     if refused_id:
         kept += history(site, refused_id)
     assert SECRET not in kept
+
+
+@pytest.mark.xfail(
+    strict=True, reason="red5: crab_temporal/workflow.py hands CheckEnd's text to crab_turn_end cut at 4,000 characters"
+)
+def test_a_stop_hook_sees_the_whole_answer_on_temporal(site: Site):
+    # In one process crab_turn_end (Claude Code's Stop: last_assistant_message) gets the model's
+    # whole answer; a hook checking how it ends ("DONE", a test summary) must see the same on a worker.
+    answer = "".join(f"line {i:05d} {'x' * 40}\n" for i in range(300)) + "ALL DONE"
+    site.write_script([[{"text": answer}], [{"text": answer}]])
+    site.start_worker("a", plugins=PLUGINS)
+    done = run(site, "hello")
+    assert done.returncode == 0, done.stderr
+    seen = [json.loads(line) for line in (site.root / "stop-seen.txt").read_text().splitlines()]
+    assert seen and all(text == answer for text in seen), [len(text) for text in seen]
