@@ -72,6 +72,8 @@ def messages_from_json(text: str | bytes) -> list[Message]:
         data = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"the messages are not JSON ({exc})") from None
+    except RecursionError:  # json.loads recurses into nested arrays and objects
+        raise UsageError("the messages are nested too deep to read; no message of crab's nests like that") from None
     if not isinstance(data, list):
         raise UsageError(f"the messages must be a JSON array, not {type(data).__name__}")
     messages: list[Message] = []

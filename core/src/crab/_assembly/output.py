@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Union, get_args, get_origin
 
 from crab._contracts.errors import CrabError
 from crab._host.hookspecs import hookimpl
+from crab._values.message_json import deeper_than
 from crab._values.tool_schema import SchemaError, hint_to_schema, validate
 
 if TYPE_CHECKING:
@@ -42,6 +43,10 @@ RETRY = (
     "corrected JSON value."
 )
 """The follow-up a run sends when an answer does not validate (at most ``output_retries`` times)."""
+MAX_DEPTH = 100
+"""Nesting allowed in an answer: the check, ``build`` and pydantic walk it recursively, and a model's
+answer deeper than Python's recursion limit must be an answer that does not fit, not a crash."""
+TOO_DEEP = f"the answer is nested more than {MAX_DEPTH} levels deep; answer with a flatter JSON value"
 
 
 class OutputError(CrabError):
@@ -97,6 +102,10 @@ class OutputSpec:
             value = json.loads(unfenced(text))
         except ValueError as exc:
             raise Invalid("", f"the answer is not JSON ({exc})") from None
+        except RecursionError:  # the model's JSON nests deeper than Python's recursion limit
+            raise Invalid("", TOO_DEEP) from None
+        if deeper_than(value, MAX_DEPTH):  # validating and building it would recurse as deep
+            raise Invalid("", TOO_DEEP)
         if self.wrapped:
             if not isinstance(value, dict) or WRAP_KEY not in value:
                 raise Invalid("", f"expected a JSON object with the key {WRAP_KEY!r}")
@@ -321,6 +330,8 @@ def partial_json(text: str) -> Any:
             return json.loads(candidate + closer)
         except ValueError:
             continue
+        except RecursionError:  # nested too deep: no partial value, as check() says at the end
+            return None
     return None
 
 

@@ -36,7 +36,7 @@ def parse_tool_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
         return {}, _TOO_DEEP
     if not isinstance(value, dict):
         return {}, f"the arguments must be a JSON object, not {type(value).__name__}"
-    if _deeper_than(value, MAX_ARGUMENT_DEPTH):
+    if deeper_than(value, MAX_ARGUMENT_DEPTH):
         return {}, _TOO_DEEP
     return value, None
 
@@ -48,7 +48,7 @@ MAX_ARGUMENT_DEPTH = 100
 _TOO_DEEP = f"the arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep; send a flatter JSON object"
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
+def deeper_than(value: Any, limit: int) -> bool:
     """Whether lists and objects in ``value`` nest more than ``limit`` levels (no recursion)."""
     pending: list[tuple[Any, int]] = [(value, 1)]
     while pending:
