@@ -21,10 +21,12 @@ Side by side in one run, each figure from a fresh interpreter (best of ``--repea
     python bench/loop.py [--before DIR] [--llm-python PYTHON] [--repeat 3] [--tool noop|read]
                          [--plugins tool|installed] [--sizes 200,2000] [--no-stores] [--one-cpu N]
 
-A blocking tool (``read``) runs in worker threads, and a 200-call reply hands the GIL between
-them and the loop: where a second core is free, those hand-offs cost more CPU than the calls
-themselves (0.7-0.9 ms per call against 0.30-0.32 ms on one CPU, this 2-core machine when idle),
-so the wide figure swings with the machine's load. ``--one-cpu N`` pins every worker, crab's and
+A blocking tool runs in worker threads, and a 200-call reply hands the GIL between them and the
+loop: where a second core is free, those hand-offs cost more CPU than the calls themselves (``read``
+in threads: 0.6-0.9 ms per call against 0.30-0.32 ms on one CPU, this 2-core machine), so such a
+figure swings with the machine's load. ``read`` reads a small file on the loop where every mount is
+local (``crab.tools.local_file_io``; the bench's file is one), so its figure no longer pays that,
+but llm's threads and any other blocking tool do. ``--one-cpu N`` pins every worker, crab's and
 llm's, to CPU N: the figure without that cost, steady under load.
 
 llm in a venv of its own, beside this one (issue 40's per-call figures: every plugin installed,

@@ -2,7 +2,9 @@
 result carries the diff, and whose preview computes it without writing).
 
 ``read`` gives a PNG, JPEG, GIF or WebP file (known by its magic bytes, whatever its name) back as
-an image the model sees; other binary files are refused.
+an image the model sees; other binary files are refused. A file of at most ``INLINE_MAX`` bytes on
+a local disk is read on the event loop's thread (``crab.tools.local_file_io`` says when that
+cannot block); anything else in a worker thread.
 
 Both open files through ``anchored``, so a folder swapped for a symlink after the check is refused.
 """
@@ -21,7 +23,7 @@ from typing import Annotated, Any, BinaryIO
 from crab import ToolContext, ToolError, ToolResult, tool
 from crab.events import FileDiff
 from crab.messages import ImagePart, sniff_image
-from crab.tools import OutputLimit
+from crab.tools import OutputLimit, local_file_io, run_blocking
 from crab.tools import truncate_output as truncate
 
 from crab_tools_basic import anchored, read_gate
@@ -45,6 +47,14 @@ class Window:
     sha256: str
     mtime_ns: int
     image: ImagePart | None = None
+
+
+INLINE_MAX = 256 * 1024
+"""The largest file ``read`` reads on the event loop's thread (a few hundred microseconds at most)."""
+
+
+class NotInline(Exception):
+    """Raised by an inline read that met what only a worker thread may read; nothing was shown."""
 
 
 class Missing(ToolError):
@@ -97,28 +107,44 @@ def read_window(
     limit: int | None = None,
     allow_hardlinks: bool = True,
     cancelled: threading.Event | None = None,
+    inline: bool = False,
 ) -> Window:
     """Lines ``offset``.. of the file ``parent.name``, numbered, within 2,000 lines / 50 KB (head kept).
 
     Line numbers count ``\\n`` only, as an editor does; a trailing ``\\r`` and a UTF-8 BOM are
     not shown. The whole file is hashed on the way through so the read gate covers it; once
     ``cancelled`` is set (the call timed out or was aborted) the reading stops at the next chunk.
+    ``inline`` (on the event loop's thread): anything but a regular file of at most
+    ``INLINE_MAX`` bytes, there and as read, raises ``NotInline`` before it can block or take long.
     """
     if offset < 1:
         raise ToolError("offset is the 1-based line to start from; it must be 1 or more")
     if limit is not None and limit < 1:
         raise ToolError("limit must be 1 or more lines")
     display = parent.display
+    if inline:
+        # Looked at before the open: opening a device calls its driver, O_NONBLOCK or not.
+        try:
+            there = os.stat(parent.name, dir_fd=parent.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            raise Missing(f"{display} does not exist") from None
+        if stat.S_ISLNK(there.st_mode):  # what the open (O_NOFOLLOW) would refuse, in the same words
+            raise anchored.swapped(display, parent.name)
+        if not stat.S_ISREG(there.st_mode) or there.st_size > INLINE_MAX:
+            raise NotInline
     handle, info = open_existing(parent)
+    if inline and info.st_size > INLINE_MAX:
+        handle.close()
+        raise NotInline
     wanted = min(limit, READ_LIMIT.lines) if limit is not None else READ_LIMIT.lines
     with handle:
         refuse_hardlinked(handle, display, allow_hardlinks)
         head = handle.read(SNIFF_BYTES)
         if sniff_image(head) is not None:
-            return _image_window(handle, head, display, info)
+            return _image_window(handle, head, display, info, INLINE_MAX if inline else IMAGE_READ_LIMIT)
         if looks_binary(head):
             raise ToolError(f"{display} is a binary file ({info.st_size} bytes); read shows text files only")
-        shown, total, digest = _scan(handle, head, offset, wanted, cancelled)
+        shown, total, digest = _scan(handle, head, offset, wanted, cancelled, INLINE_MAX if inline else None)
     if total == 0:
         return Window("(empty file)", 0, digest, info.st_mtime_ns)
     if offset > total:
@@ -154,15 +180,22 @@ LINE_KEEP = READ_LIMIT.bytes + 8
 
 
 def _scan(
-    handle: BinaryIO, head: bytes, offset: int, wanted: int, cancelled: threading.Event | None = None
+    handle: BinaryIO,
+    head: bytes,
+    offset: int,
+    wanted: int,
+    cancelled: threading.Event | None = None,
+    most: int | None = None,
 ) -> tuple[list[str], int, str]:
     """The numbered lines from ``offset`` on (one beyond each budget, so ``truncate`` can see and
     report the cut), the file's line count and the sha256 of all its bytes.
 
     ``head`` is what was read of ``handle`` already. Lines are split on ``\\n`` only, and only
     those the window may show: the rest is hashed and its newlines counted (in C), never split.
+    ``most``: a file that turns out longer (it grew since its size was seen) raises ``NotInline``.
     """
     digest = hashlib.sha256()
+    seen = 0
     shown: list[str] = []
     shown_bytes = 0
     line = 1  # the line the next byte read belongs to
@@ -171,6 +204,9 @@ def _scan(
     last = b""
     chunk = head
     while chunk:
+        seen += len(chunk)
+        if most is not None and seen > most:
+            raise NotInline
         digest.update(chunk)
         last = chunk
         newlines = chunk.count(b"\n")
@@ -229,12 +265,17 @@ def _numbered(number: int, raw: bytes) -> str:
     return f"{number:>6}\t{line}\n"
 
 
-def _image_window(handle: BinaryIO, head: bytes, display: str, info: os.stat_result) -> Window:
-    """The image file open in ``handle`` (``head`` already read), bounded by ``IMAGE_READ_LIMIT``."""
+def _image_window(
+    handle: BinaryIO, head: bytes, display: str, info: os.stat_result, most: int = IMAGE_READ_LIMIT
+) -> Window:
+    """The image file open in ``handle`` (``head`` already read), bounded by ``IMAGE_READ_LIMIT``
+    (a smaller ``most``: inline, and a longer file raises ``NotInline``)."""
     if info.st_size > IMAGE_READ_LIMIT:
         raise ToolError(f"{display} is an image of {info.st_size} bytes, too large to read (limit {IMAGE_READ_LIMIT})")
-    data = head + handle.read(IMAGE_READ_LIMIT + 1 - len(head))
-    if len(data) > IMAGE_READ_LIMIT:
+    data = head + handle.read(most + 1 - len(head))
+    if len(data) > most:
+        if most < IMAGE_READ_LIMIT:
+            raise NotInline
         raise ToolError(f"{display} grew past {IMAGE_READ_LIMIT} bytes while it was read")
     try:
         image = ImagePart.from_bytes(data)
@@ -245,7 +286,7 @@ def _image_window(handle: BinaryIO, head: bytes, display: str, info: os.stat_res
 
 
 @tool(output_limit=None)
-def read(
+async def read(
     path: Annotated[str, "file to read"],
     ctx: ToolContext,
     offset: Annotated[int | None, "first line to show, 1-based"] = None,
@@ -257,12 +298,30 @@ def read(
     and WebP images come back as images you can see; other binary files and folders (use ls)
     are refused.
     """
+    # A small file on a local disk is read here, on the loop: a worker thread costs such a read
+    # more than the read. Decided before any call on a path (crab.tools.local_file_io), and
+    # anything else (a network or FUSE mount anywhere, a FIFO, a device, a big file) in a thread.
+    if local_file_io(str(ctx.workspace)):
+        try:
+            return read_file(ctx, path, offset, limit, inline=True)
+        except NotInline:
+            pass
+    return await run_blocking(lambda: read_file(ctx, path, offset, limit), ctx)
+
+
+def read_file(
+    ctx: ToolContext, path: str, offset: int | None, limit: int | None, *, inline: bool = False
+) -> str | ToolResult:
+    """The ``read`` tool's work; ``inline`` (on the loop): ``NotInline`` for a file on a mount
+    ``local_file_io`` does not vouch for, or one ``read_window`` will not read inline."""
     settings = settings_of(ctx)
     ws = workspace_of(ctx, settings)
     real = ws.resolve(path)
+    if inline and not local_file_io(str(real)):
+        raise NotInline
     display = ws.display(real)
     with os_errors(f"cannot read {display}"), anchored.parent_of(ws.scope_of(real), real, display) as parent:
-        window = read_window(parent, offset or 1, limit, settings.allow_hardlinks, ctx.cancelled)
+        window = read_window(parent, offset or 1, limit, settings.allow_hardlinks, ctx.cancelled, inline)
     if window.image is not None:
         return ToolResult(window.text, images=(window.image,))
     read_gate.remember(ctx.state, real, window.sha256, window.mtime_ns)
