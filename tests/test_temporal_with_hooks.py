@@ -39,6 +39,8 @@ with open(os.environ["STOP_SEEN"], "a") as out:
     out.write(json.dumps(json.load(sys.stdin)["last_assistant_message"]) + "\\n")
 """
 """A Stop hook that keeps the answer it was shown, one JSON string a line."""
+HALT_HOOK = 'printf \'{"continue": false, "stopReason": "halted: %s"}\' "$DEMO_API_KEY"'
+"""A PreToolUse hook (on ``write`` calls) that stops the turn, a secret in its reason."""
 STOP_HOOK = 'test -f "$STOP_MARK" || { touch "$STOP_MARK"; echo "go on, $DEMO_API_KEY" >&2; exit 2; }'
 
 
@@ -88,6 +90,9 @@ def site(tmp_path: Path, server: str) -> Iterator[Site]:
         f"hooks = [{{ type = 'command', command = {json.dumps(PROMPT_HOOK)} }}]\n"
         "[[plugins.hooks.events.Stop]]\n"
         f"hooks = [{{ type = 'command', command = {json.dumps(STOP_HOOK)} }}]\n"
+        "[[plugins.hooks.events.PreToolUse]]\n"
+        'matcher = "write"\n'
+        f"hooks = [{{ type = 'command', command = {json.dumps(HALT_HOOK)} }}]\n"
         "[[plugins.hooks.events.Stop]]\n"
         f"hooks = [{{ type = 'command', command = {json.dumps(record)} }}]\n"
     )
@@ -173,3 +178,18 @@ def test_a_stop_hook_sees_the_whole_answer_on_temporal(site: Site):
     assert done.returncode == 0, done.stderr
     seen = [json.loads(line) for line in (site.root / "stop-seen.txt").read_text().splitlines()]
     assert seen and all(text == answer for text in seen), [len(text) for text in seen]
+
+
+def test_a_tool_hooks_stop_reaches_temporals_history_masked(site: Site):
+    # A PreToolUse hook's {"continue": false, "stopReason": ...} ends the turn: its reason comes back
+    # from the tool call's activity, so it is in the history, masked as the store masks it.
+    site.write_script([[{"tool": "write", "args": {"path": "x.txt", "content": "x"}}], [{"text": "never"}]])
+    site.start_worker("a", plugins=PLUGINS)
+    done = run(site, "write it")
+    assert done.stdout.strip(), done.stderr
+    doc = json.loads(done.stdout)
+    assert not (site.workspace / "x.txt").exists()
+    assert SECRET not in done.stdout + done.stderr
+    kept = history(site, doc["session_id"])
+    assert "halted:" in kept  # the hook's words are there: masked, not dropped
+    assert SECRET not in kept
