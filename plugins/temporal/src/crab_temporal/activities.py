@@ -130,7 +130,8 @@ class StepActivities:
         except steps.SessionGone as exc:
             # The worker's operator reads one line; BENIGN keeps temporalio from logging the
             # failure with its traceback (it is crab's own refusal, not a worker's fault).
-            print(f"crab worker: refused a turn: {exc}", file=sys.stderr, flush=True)
+            line = crab.secrets.Redactor(crab.secrets.known_secrets()).text(f"crab worker: refused a turn: {exc}")
+            print(" ".join(line.split()), file=sys.stderr, flush=True)
             raise ApplicationError(
                 str(exc), type="SessionGone", non_retryable=True, category=ApplicationErrorCategory.BENIGN
             ) from None
