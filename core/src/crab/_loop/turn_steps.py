@@ -63,6 +63,11 @@ class TurnSteps:
         return self._session.workspace
 
     @property
+    def store_name(self) -> str:
+        """The name of the store the session lives in (``"memory"``: in this process only)."""
+        return self._agent.store.name
+
+    @property
     def messages(self) -> Sequence[Message]:
         return self._session.messages
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import crab
 from crab import steps
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from crab_temporal.ceiling import CEILING
 from crab_temporal.wire import reply_to_wire, user_from_wire, user_to_wire
@@ -127,7 +128,13 @@ class StepActivities:
         try:
             return await self.agent.turn_steps(session_id)
         except steps.SessionGone as exc:
-            raise ApplicationError(str(exc), type="SessionGone", non_retryable=True) from None
+            # The worker's operator reads one line; BENIGN keeps temporalio from logging the
+            # failure with its traceback (it is crab's own refusal, not a worker's fault).
+            line = crab.secrets.Redactor(crab.secrets.known_secrets()).text(f"crab worker: refused a turn: {exc}")
+            print(" ".join(line.split()), file=sys.stderr, flush=True)
+            raise ApplicationError(
+                str(exc), type="SessionGone", non_retryable=True, category=ApplicationErrorCategory.BENIGN
+            ) from None
 
     @activity.defn(name="crab.begin")
     async def begin(self, session_id: str) -> dict[str, Any]:
@@ -198,7 +205,8 @@ class StepActivities:
         finally:
             CEILING.reset(held)
         assert isinstance(ran, steps.ToolsRan)
-        return {"stopped": ran.stopped, "ran": True}
+        # An interceptor's (a hook's) words: masked as the store masks them, as they go into the history.
+        return {"stopped": None if ran.stopped is None else loaded.redact(ran.stopped), "ran": True}
 
     @activity.defn(name="crab.carry_out")
     async def carry_out(self, session_id: str, kind: str, step: dict[str, Any]) -> dict[str, Any]:
@@ -225,16 +233,19 @@ class StepActivities:
             prompt = steps.Prompt(step["prompt_id"], step["text"])
             submitted = await loaded.carry_out(steps.Submit(step["id"], prompt, bool(step["steered"])), prompt)
             assert isinstance(submitted, steps.Submitted)
+            # The hooks' words (a refusal's reason, the context they add) go into Temporal's
+            # history: masked here, as the store masks them, since a hook may print a secret.
             return {
-                "refused": submitted.refused,
-                "context": [user_to_wire(message) for message in submitted.context],
+                "refused": None if submitted.refused is None else loaded.redact(submitted.refused),
+                "context": [loaded.redact_payload(user_to_wire(message)) for message in submitted.context],
                 "today": submitted.today,
-                "history": [user_to_wire(message) for message in date_notes(submitted.history)],
+                "history": [loaded.redact_payload(user_to_wire(m)) for m in date_notes(submitted.history)],
             }
         if kind == "check_end":
-            answer = await loaded.carry_out(steps.CheckEnd(step["id"], step["text"], int(step["continued"])))
+            text = whole_reply(loaded.entries, step["text"])
+            answer = await loaded.carry_out(steps.CheckEnd(step["id"], text, int(step["continued"])))
             assert isinstance(answer, steps.Continued)
-            return {"text": answer.text}
+            return {"text": None if answer.text is None else loaded.redact(answer.text)}
         if kind == "compact":
             async with heartbeating(self.heartbeat):
                 compacted = await loaded.carry_out(steps.Compact(step["id"], step["reason"]))
@@ -258,6 +269,17 @@ class StepActivities:
             if found is None or has_result(entries, found[0], call_id):
                 continue
             await loaded.record_error(steps.RunTools(step_id, (found[1],)), found[1], reason)
+
+
+def whole_reply(entries: Sequence[crab.storage.Entry], text: str) -> str:
+    """The answer ``crab_turn_end`` is shown: the whole stored reply whose text the workflow holds
+    cut at ``wire.REPLY_TEXT_CAP`` (the last message stored, when it is a reply that begins with
+    ``text``), as an in-process turn shows it; else ``text`` as it came."""
+    last = last_message(entries)
+    if last is None or last.payload.get("role") != "assistant":
+        return text
+    content = last.payload.get("content")
+    return content if isinstance(content, str) and content.startswith(text) else text
 
 
 def date_notes(history: Sequence[crab.messages.Message]) -> list[crab.messages.Message]:

@@ -37,13 +37,27 @@ def finish(body: Callable[[], int]) -> NoReturn:
     os._exit(code)
 
 
+def print_notice(event: crab.events.Event) -> None:
+    """A warning the agent gives (a project's trust-only settings it ignored, a plugin that failed)
+    as one line on stderr: for an agent with no renderer (a worker, ``-o json``), which would lose it."""
+    if isinstance(event, crab.events.NoticeEvent) and event.level != "info":
+        # Events reach listeners masked already; masked again here, as every line crab prints.
+        line = crab.secrets.Redactor(crab.secrets.known_secrets()).text(f"{event.level}: {event.message}")
+        print(" ".join(line.split()), file=sys.stderr, flush=True)
+
+
 def worker_command(model: str | None, plugins: list[str] | None, yolo: bool) -> int:
     from crab_temporal.asking import ask_permission, ask_question
     from crab_temporal.worker import serve
 
     # A tool call's questions go to the client that holds the user's channel, through the turn's workflow.
     agent = crab.Agent(
-        model, plugins=plugins, permissions="yolo" if yolo else None, ask=ask_permission, question=ask_question
+        model,
+        plugins=plugins,
+        permissions="yolo" if yolo else None,
+        ask=ask_permission,
+        question=ask_question,
+        listeners=[print_notice],
     )
     asyncio.run(serve(agent, TemporalSettings.from_config(agent.config)))
     return 0
@@ -69,7 +83,15 @@ def run_command(
     if output not in ("text", "json"):
         raise crab.UsageError(f"--output takes text or json, not {output!r}")
     # Its mode is the turn's ceiling: the workers narrow theirs to it (crab_temporal.ceiling).
-    agent = crab.Agent(model, plugins=plugins, renderer="plain" if output == "text" else None, permissions=permissions)
+    # -o json has no renderer: its warnings go to stderr (stdout holds the one JSON object).
+    text = output == "text"
+    agent = crab.Agent(
+        model,
+        plugins=plugins,
+        renderer="plain" if text else None,
+        listeners=() if text else [print_notice],
+        permissions=permissions,
+    )
     settings = TemporalSettings.from_config(agent.config)
 
     async def go() -> dict[str, object]:

