@@ -157,7 +157,10 @@ class StepActivities:
                 message = crab.messages.message_from_dict(dict(last.payload))
                 assert isinstance(message, crab.messages.AssistantMessage)
                 exclusive = self._exclusive(loaded, message.tool_calls)
-                return {"kind": "replied", "message": loaded.redact_payload(reply_to_wire(message, exclusive))}
+                return {
+                    "kind": "replied",
+                    "message": loaded.redact_payload(reply_to_wire(message, exclusive, redact=loaded.redact)),
+                }
         call = steps.CallModel(step["id"], int(step["iteration"]), step["phase"], bool(step["final"]))
         async with heartbeating(self.heartbeat):
             answer = await loaded.carry_out(call)
@@ -166,9 +169,15 @@ class StepActivities:
         # keeps them in Temporal's history and the client prints the turn's text from it.
         if isinstance(answer, steps.ModelReplied):
             exclusive = self._exclusive(loaded, answer.message.tool_calls)
-            return {"kind": "replied", "message": loaded.redact_payload(reply_to_wire(answer.message, exclusive))}
+            return {
+                "kind": "replied",
+                "message": loaded.redact_payload(reply_to_wire(answer.message, exclusive, redact=loaded.redact)),
+            }
         if isinstance(answer, steps.Overflowed):
-            return {"kind": "overflowed", "message": loaded.redact_payload(reply_to_wire(answer.message))}
+            return {
+                "kind": "overflowed",
+                "message": loaded.redact_payload(reply_to_wire(answer.message, redact=loaded.redact)),
+            }
         return {"kind": "over_budget"}
 
     @activity.defn(name="crab.run_tool")

@@ -4,6 +4,7 @@ calls as ids and names (a worker reads the arguments from the store); tool outpu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import crab
@@ -12,10 +13,17 @@ REPLY_TEXT_CAP = 4_000
 """Characters of a reply's text the workflow keeps (the answer a client shows is read from the store)."""
 
 
-def reply_to_wire(message: crab.messages.AssistantMessage, exclusive: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """``exclusive``: the names of the tools that run alone (the workflow batches calls by it)."""
+def reply_to_wire(
+    message: crab.messages.AssistantMessage,
+    exclusive: frozenset[str] = frozenset(),
+    *,
+    redact: Callable[[str], str],
+) -> dict[str, Any]:
+    """``exclusive``: the names of the tools that run alone (the workflow batches calls by it).
+    The text is masked by ``redact`` before it is cut: a secret across the cut would not be
+    recognised in either half, and its first half would stay in Temporal's history."""
     return {
-        "content": message.content[:REPLY_TEXT_CAP],
+        "content": redact(message.content)[:REPLY_TEXT_CAP],
         "stop_reason": message.stop_reason,
         "error": message.error,
         "calls": [[call.id, call.name] for call in message.tool_calls],
