@@ -16,16 +16,15 @@ from crab._contracts.events import ChildEvent, Event, ToolCallEvent
 from crab._contracts.handle import ChildOutcome
 from crab._contracts.interception import AskUser, PermissionRequest
 from crab._contracts.messages import AssistantMessage, Message, ToolCall
-from crab._contracts.providers import Provider
 from crab._contracts.questions import AskQuestion, Question
 from crab._contracts.tools import Tool, ToolContext
 from crab._loop.model_call import ModelCalls
-from crab._loop.model_choice import ModelChoice, choice_of
 from crab._loop.model_context import LoopSettings, ModelContext
 from crab._loop.recorder import PARENT_CALL_META, PARENT_SESSION_META, Recorder
 from crab._loop.session import QueuedInput, Session
 from crab._loop.turn import Turn
 from crab._system.live_sessions import turn_running
+from crab._values.model_choice import child_choice
 
 if TYPE_CHECKING:
     from crab._loop.agent import Agent
@@ -37,28 +36,6 @@ CHILD_LABEL_META = "crab.child_label"
 QUESTION_LOCK_KEY = "crab.child_questions"
 """Parent session state: the lock that puts its children's permission questions one at a time."""
 MAX_TITLE = 80
-
-
-def _parent_choice(agent: Agent, session_id: str) -> ModelChoice:
-    """What the calling session talks to (``/model`` may have switched it), else the run's model."""
-    parent = next((session for session in agent.busy if session.id == session_id), None)
-    return agent.model_for(parent)
-
-
-def _model(agent: Agent, model: str | None, parent: ModelChoice) -> ModelChoice:
-    """The provider and model a child runs on: ``provider/model``, a model of the parent's
-    provider, or (None) the parent's own; ``ConfigError`` when the provider refuses the model."""
-    if not model:
-        return parent
-    providers: Mapping[str, Provider] = agent.host.registry("providers")
-    provider, model_id = parent.provider, model
-    prefix, _, rest = model.partition("/")
-    if rest and prefix in providers:
-        provider, model_id = providers[prefix], rest
-    if provider is parent.provider and model_id == parent.model:
-        return parent
-    provider.check(model_id)
-    return choice_of(provider, model_id)
 
 
 def child_tools(registry: Mapping[str, Tool], names: Collection[str] | None, read_only: bool) -> dict[str, Tool]:
@@ -176,7 +153,9 @@ async def run_child(
     folder = home if workspace is None else Path(workspace).resolve()
     if not folder.is_dir():
         raise ConfigError(f"run_child: the child's workspace {folder} is not a folder (make it first)")
-    choice = _model(agent, model, _parent_choice(agent, ctx.session_id))
+    # the calling session's model (``/model`` may have switched it), else the run's
+    parent_session = next((session for session in agent.busy if session.id == ctx.session_id), None)
+    choice = child_choice(model, agent.host.registry("providers"), agent.model_for(parent_session))
     meta = {PARENT_SESSION_META: ctx.session_id, PARENT_CALL_META: ctx.call_id, CHILD_LABEL_META: label}
     shown_title = title or f"{label}: {' '.join(prompt.split())}"
     if len(shown_title) > MAX_TITLE:

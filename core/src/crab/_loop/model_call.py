@@ -29,9 +29,9 @@ from crab._contracts.providers import ModelRequest, Provider
 from crab._contracts.storage import EntryType
 from crab._contracts.tools import Tool
 from crab._host.dispatch import Dispatcher
-from crab._loop.model_choice import ModelChoice
 from crab._loop.session import Session
 from crab._values.message_json import unique_id, usage_to_dict
+from crab._values.model_choice import ModelChoice
 from crab._values.pricing import with_cost
 from crab._values.utf8 import hash_bytes
 

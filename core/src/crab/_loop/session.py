@@ -15,8 +15,8 @@ from crab._contracts.interception import AskUser
 from crab._contracts.messages import Message, Usage
 from crab._contracts.questions import AskQuestion
 from crab._contracts.storage import SessionInfo
-from crab._loop.model_choice import ModelChoice
 from crab._values.budget import TokenBudget
+from crab._values.model_choice import ModelChoice
 
 
 @dataclass(eq=False)
