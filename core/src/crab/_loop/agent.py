@@ -52,6 +52,9 @@ class ServedChannels(Protocol):
 
     def release(self, session: Session) -> None: ...
 
+    async def engine_turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
+        """Run ``item`` on ``engine`` (``crab._assembly.engine_turn``), as ``Turn.run`` would here."""
+
     async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> Session: ...
 
     async def deliver(self, channel: str, address: str, text: str) -> None: ...
@@ -326,10 +329,9 @@ class Agent:
         return True
 
     async def _turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
-        if self.channel_host is not None and self.channel_host.engine is not None:
-            from crab._loop.engine_turn import engine_turn
-
-            return await engine_turn(self, self.channel_host.engine, session, item, queue)
+        served = self.channel_host
+        if served is not None and served.engine is not None:
+            return await served.engine_turn(session, item, queue)
         async with turn_running(live_home(), session.id):  # a resume elsewhere leaves its calls be
             return await Turn(self.context, session, item, queue).run()
 
