@@ -182,26 +182,6 @@ class Setting:
 
 
 @dataclass(frozen=True)
-class ModelSetting(Setting):
-    """``[crab] model``: a string, or a TOML list of ``provider/model`` strings (a fallback chain),
-    kept as the comma-separated string the model choice reads, in the list's order."""
-
-    @property
-    def expected(self) -> str:
-        return "a string or a list of provider/model strings"
-
-    def check(self, value: Any, key: Parts) -> Any:
-        if not isinstance(value, list):
-            return super().check(value, key)
-        if not value:
-            raise InvalidValue(key, self.expected, value)
-        for index, item in enumerate(value, 1):
-            if not isinstance(item, str) or not item.strip() or "," in item:
-                raise InvalidValue(key, f"entry {index} to be one provider/model string", item)
-        return ", ".join(item.strip() for item in value)
-
-
-@dataclass(frozen=True)
 class ConfigTable:
     """The declared keys of one table: ``crab`` for core, else a plugin's name (``[plugins.<name>]``).
 
