@@ -138,7 +138,9 @@ def test_untrusted_project_loses_trust_only_and_wider_values(crab_home: Path, tm
     assert config.plugin_settings("demo")["count"] == 5  # ordinary keys apply
     assert config.get("crab.permissions") == "ask"
     assert config.ignored == ["crab.permissions", "plugins.demo.roots", "plugins.demo.mode"]
-    (line,) = config.notices()
+    from crab._config.trust import notices
+
+    (line,) = notices(config)
     assert line.endswith(f"run `crab trust {tmp_path / 'work'}` to apply them")
 
 

@@ -23,7 +23,9 @@ def _checked_config(quiet: bool = False) -> Config:
 
     config = load_config()
     build_host(config)
-    for line in [] if quiet else config.notices():
+    from crab._config.trust import notices
+
+    for line in [] if quiet else notices(config):
         typer.echo(f"warning: {line}", err=True)
     return config
 
