@@ -30,7 +30,6 @@ from crab._loop.model_call import ModelCalls
 from crab._loop.model_choice import Models
 from crab._loop.model_context import LoopSettings, ModelContext
 from crab._loop.recorder import Recorder
-from crab._loop.router import did_you_mean, route
 from crab._loop.session import QueuedInput, Session, TurnOutcome
 from crab._loop.sessions import Sessions
 from crab._loop.turn import Turn
@@ -38,6 +37,7 @@ from crab._secrets.keys import known_secrets
 from crab._secrets.redaction import EventRedactor, Redactor
 from crab._system.live_sessions import turn_running
 from crab._values.images import ImageLimits
+from crab._values.router import did_you_mean, route
 
 Listener = Callable[[Event], None]
 
