@@ -181,30 +181,22 @@ class AgentHandle(Protocol):
         title: str | None = None,
         workspace: Path | None = None,
     ) -> ChildOutcome:
-        """Run ``prompt`` as one turn of a new session, the child of the tool call ``ctx`` is for.
+        """Run ``prompt`` as one turn of a new session, the child of the tool call ``ctx`` is for
+        (its ``meta`` names the parent session and call; ``crab sessions show`` lists it there).
 
-        The child is stored as a session of its own whose ``meta`` names the parent session and
-        call (``crab sessions show`` lists a session's children), with its own context and:
+        ``tools``: the registry's tools it may use (None: all; unknown names ignored), minus those
+        that write or run commands when ``read_only``; ``instructions``: text after the system
+        prompt; ``model``: ``provider/model`` or a model of this provider (None: this one's);
+        ``max_iterations``: its cap (None: ``[crab] max_iterations``); ``state``: its initial
+        ``ToolContext.state``; ``workspace``: an existing folder its tools and sandbox work in
+        (None: ``ctx.workspace``; the caller makes and removes it). ``crab.ConfigError`` for a
+        model the provider refuses or a workspace that is no folder.
 
-        - ``tools``: the names of the registry's tools it may use (None: all of them; a name no
-          tool has is ignored), minus those that write or run commands when ``read_only``;
-        - ``instructions``: text added after the system prompt every turn gets;
-        - ``model``: ``provider/model`` or a model of this agent's provider (None: this one's);
-          ``crab.ConfigError`` when the provider refuses it;
-        - ``max_iterations``: its own cap on model calls (None: ``[crab] max_iterations``);
-        - ``state``: what its session scratch (``ToolContext.state``) starts with;
-        - ``workspace``: the folder its tools, their ``ToolContext.workspace`` and the sandbox work
-          in (None: ``ctx.workspace``), e.g. a git worktree made for it; an existing folder, else
-          ``crab.ConfigError``. The caller makes and removes it; the session stays listed under
-          ``ctx.workspace``.
-
-        It runs under this agent's permission gate and mode, never more; its permission questions
-        go through ``ctx.ask`` and its tools' questions through ``ctx.question``, prefixed
-        ``[label]`` and one at a time (none where the parent cannot ask either). Its events reach
-        the parent's stream as ``ChildEvent``s; its usage is added to the parent's turn
-        (``ctx.add_usage``). Cancelling the calling tool (an abort, a timeout) ends the child's
-        turn with every call it started paired, then cancels the call. When its turn is over, the
-        child session ends (``crab_session_end``, reason ``"child"``: its background jobs too).
+        It runs under this agent's gate and mode, never more; its questions go through ``ctx.ask``
+        and ``ctx.question``, prefixed ``[label]``, one at a time. Its events reach the parent's
+        stream as ``ChildEvent``s, its usage the parent's turn. Cancelling the calling tool ends
+        its turn with every call paired; at its end the session ends (``crab_session_end``,
+        reason ``"child"``).
         """
 
     async def complete(
