@@ -173,13 +173,6 @@ class Setting:
             raise InvalidValue(key, self.expected, value)
         return float(value) if kind == "float" else value
 
-    def widens(self, new: Any, old: Any) -> bool:
-        """Whether ``new`` grants more than ``old`` on this key's ``trust_order``."""
-        order = self.trust_order
-        if new not in order:
-            return False
-        return old not in order or order.index(new) > order.index(old)
-
 
 @dataclass(frozen=True)
 class ConfigTable:
@@ -301,20 +294,6 @@ class Config:
         """The ``[plugins.<name>]`` table, validated and with defaults once the plugin declared it."""
         table = self.get(f"plugins.{name}")
         return table if isinstance(table, Mapping) else {}
-
-    def source_of(self, parts: Sequence[str]) -> str:
-        """Which layer gave the value at ``parts`` (the last one that set it, or a parent of it)."""
-        for layer in reversed(self._effective or self.layers):
-            node: Any = layer.data
-            for part in parts:
-                if not isinstance(node, Mapping):
-                    return layer.source
-                if part not in node:
-                    break
-                node = node[part]
-            else:
-                return layer.source
-        return "config"
 
     def resolve(self, tables: Iterable[ConfigTable] = (), plugins: Collection[str] | None = None) -> None:
         """Merge the layers again, checking ``[crab]`` and the given plugin tables.
