@@ -159,12 +159,9 @@ class AgentHandle(Protocol):
         """Stop the running turn of ``session``; False when nothing was running."""
 
     def add_tools(self, plugin: str, tools: Sequence[Tool]) -> list[str]:
-        """Register tools that ``plugin`` could only learn of while starting (from ``crab_startup``).
-
-        They join the same registry as every ``crab_tools`` tool, so the permission gate,
-        interception hooks, timeouts and the loop guard apply to them unchanged. A name already
-        taken is left out and reported as a fault of ``plugin``. Returns the names added.
-        """
+        """Register tools ``plugin`` learnt of only while starting (from ``crab_startup``) in the one
+        registry, gate, hooks and timeouts included; a taken name is left out and reported as
+        ``plugin``'s fault. Returns the names added."""
 
     async def run_child(
         self,
@@ -207,14 +204,10 @@ class AgentHandle(Protocol):
         system: str | None = None,
         max_tokens: int | None = None,
     ) -> AssistantMessage:
-        """Ask this agent's model once, for ``session`` (a ``SessionView``, or the ``session_id`` of
-        a ``ToolContext`` whose turn is running), without tools: an MCP server's sampling request.
-
-        The call takes the loop's one path: ``crab_before_model_call`` (a refusal is the reply's
-        error), the session's recorded ``model_call`` event, secrets redacted, one priced
-        ``UsageEvent``; its usage joins the running turn's. A provider failure is a reply with
-        ``stop_reason="error"`` and ``error``. ``CrabError`` when ``session`` is an id with no turn
-        running. Whoever calls it owns the user's consent: crab does not ask.
+        """Ask this agent's model once, without tools, for ``session`` (a ``SessionView``, or the
+        ``session_id`` of a ``ToolContext`` whose turn runs; else ``CrabError``), through the loop's
+        one model-call path, its usage joining the running turn's. A refusal or failure is a reply
+        with ``stop_reason="error"`` and ``error``. The caller owns the user's consent: crab does not ask.
         """
 
     # --- sessions ---------------------------------------------------------------------------
@@ -265,11 +258,9 @@ class AgentHandle(Protocol):
         """Record a handoff anchor: the model's context starts afresh after it."""
 
     async def compact(self, session: SessionView, focus: str | None = None) -> bool:
-        """Summarise the older history of ``session`` into a compaction anchor now (``/compact``),
-        keeping the recent turns verbatim; ``focus`` tells the summary what matters. False when
-        nothing was compacted: the summary failed (a ``CompactionEvent`` with ``phase="failed"``
-        says why) or there is nothing older than the most recent turn yet (no event). The
-        ``done`` event carries the counts. Refused while a turn runs."""
+        """Summarise the older history of ``session`` into a compaction anchor now (``/compact``;
+        ``focus``: what matters), refused while a turn runs. False when nothing was compacted (a
+        ``CompactionEvent`` with ``phase="failed"`` says why a summary failed)."""
 
     async def fork(self, session_id: str, at: str | None = None) -> SessionInfo:
         """A new session branched from ``session_id`` (at entry ``at``, else at its end)."""
