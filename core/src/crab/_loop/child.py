@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from crab._config.paths import live_home
 from crab._contracts.errors import ConfigError
 from crab._contracts.events import ChildEvent, Event, ToolCallEvent
 from crab._contracts.handle import ChildOutcome
-from crab._contracts.interception import AskUser, PermissionRequest
+from crab._contracts.interception import AskUser
 from crab._contracts.messages import AssistantMessage, Message, ToolCall
-from crab._contracts.questions import AskQuestion, Question
+from crab._contracts.questions import AskQuestion
 from crab._contracts.tools import Tool, ToolContext
 from crab._loop.model_call import ModelCalls
 from crab._loop.model_context import LoopSettings, ModelContext
@@ -24,51 +24,17 @@ from crab._loop.recorder import PARENT_CALL_META, PARENT_SESSION_META, Recorder
 from crab._loop.session import QueuedInput, Session
 from crab._loop.turn import Turn
 from crab._system.live_sessions import turn_running
-from crab._values.model_choice import child_choice
+from crab._values.child import child_choice, child_title, child_tools, labelled
 
 if TYPE_CHECKING:
     from crab._loop.agent import Agent
 
-__all__ = ["CHILD_LABEL_META", "PARENT_CALL_META", "PARENT_SESSION_META", "child_tools", "run_child"]
+__all__ = ["CHILD_LABEL_META", "PARENT_CALL_META", "PARENT_SESSION_META", "run_child"]
 
 CHILD_LABEL_META = "crab.child_label"
 """Session ``meta`` key: what runs in the child (an agent's name), as its events are labelled."""
 QUESTION_LOCK_KEY = "crab.child_questions"
 """Parent session state: the lock that puts its children's permission questions one at a time."""
-MAX_TITLE = 80
-
-
-def child_tools(registry: Mapping[str, Tool], names: Collection[str] | None, read_only: bool) -> dict[str, Tool]:
-    """The registry's tools a child may use: those named (all when None), in registry order,
-    without the ones that write or run commands when ``read_only``."""
-    chosen = {name: tool for name, tool in registry.items() if names is None or name in names}
-    if read_only:
-        chosen = {name: tool for name, tool in chosen.items() if tool.permission not in ("write", "exec")}
-    return chosen
-
-
-Q = TypeVar("Q", PermissionRequest, Question)
-A = TypeVar("A")
-
-
-def labelled(
-    ask: Callable[[Q], Awaitable[A]] | None, label: str, lock: asyncio.Lock
-) -> Callable[[Q], Awaitable[A]] | None:
-    """``ask`` (a permission's or a tool's question) with its text prefixed ``[label]``, one
-    question at a time (the lock is the parent session's, shared by all its children)."""
-    if ask is None:
-        return None
-    asker = ask
-
-    async def asked(question: Q) -> A:
-        if isinstance(question, PermissionRequest):
-            question = replace(question, summary=f"[{label}] {question.summary}")
-        else:
-            question = replace(question, text=f"[{label}] {question.text}")
-        async with lock:
-            return await asker(question)
-
-    return asked
 
 
 class ChildContext(ModelContext):
@@ -149,10 +115,7 @@ async def run_child(
     parent_session = next((session for session in agent.busy if session.id == ctx.session_id), None)
     choice = child_choice(model, agent.host.registry("providers"), agent.model_for(parent_session))
     meta = {PARENT_SESSION_META: ctx.session_id, PARENT_CALL_META: ctx.call_id, CHILD_LABEL_META: label}
-    shown_title = title or f"{label}: {' '.join(prompt.split())}"
-    if len(shown_title) > MAX_TITLE:
-        shown_title = shown_title[: MAX_TITLE - 1] + "…"
-    created = await agent.store.create_session(str(home), title=shown_title, meta=meta)
+    created = await agent.store.create_session(str(home), title=child_title(label, prompt, title), meta=meta)
     child = Session(info=created, workspace=folder, state=dict(state or {}))
     called: list[str] = []
     replies = 0

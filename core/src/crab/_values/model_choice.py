@@ -1,6 +1,6 @@
 """A provider and model as values: ``provider/model`` resolved against the loaded providers (what
-``/model`` and a child's ``model=`` may name), and the ``event`` entry that records a switch, read
-back on resume. Which model each live session talks to is the loop's (``crab._loop.model_choice``)."""
+``/model`` may name), and the ``event`` entry that records a switch, read back on resume. Which
+model each live session talks to is the loop's (``crab._loop.model_choice``)."""
 
 from __future__ import annotations
 
@@ -89,22 +89,6 @@ def resolve(spec: str, providers: Mapping[str, Provider], current: ModelChoice, 
         )
     provider.check(model)
     return choice_of(provider, model)
-
-
-def child_choice(spec: str | None, providers: Mapping[str, Provider], parent: ModelChoice) -> ModelChoice:
-    """What a child session runs on (``AgentHandle.run_child``'s ``model``): ``provider/model``, a
-    model of the parent's provider, or (None) the parent's own; ``ConfigError`` when the provider
-    refuses the model. Unlike ``/model`` it need not be listed: an agent file may name any model."""
-    if not spec:
-        return parent
-    provider, model_id = parent.provider, spec
-    prefix, _, rest = spec.partition("/")
-    if rest and prefix in providers:
-        provider, model_id = providers[prefix], rest
-    if provider is parent.provider and model_id == parent.model:
-        return parent
-    provider.check(model_id)
-    return choice_of(provider, model_id)
 
 
 def model_entry(choice: ModelChoice) -> dict[str, Any]:
