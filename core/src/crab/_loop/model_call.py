@@ -8,8 +8,8 @@ import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any
 
 from crab._contracts.errors import ProviderError
 from crab._contracts.events import (
@@ -24,48 +24,20 @@ from crab._contracts.events import (
     ToolCallEvent,
     UsageEvent,
 )
-from crab._contracts.messages import AssistantMessage, Thinking
+from crab._contracts.messages import AssistantMessage
 from crab._contracts.providers import ModelRequest
 from crab._contracts.storage import EntryType
 from crab._contracts.tools import Tool
 from crab._host.dispatch import Dispatcher
 from crab._loop.session import Session
-from crab._values.message_json import unique_id, usage_to_dict
+from crab._values.message_json import unique_id
 from crab._values.model_choice import ModelChoice
-from crab._values.model_request import unique_call_ids, with_forced_schemas
+from crab._values.model_request import Partial, Purpose, model_call_entry, unique_call_ids, with_forced_schemas
 from crab._values.pricing import with_cost
 from crab._values.utf8 import hash_bytes
 
-Purpose = Literal["turn", "compaction", "plugin"]
-"""Why a call is made: a turn's request, a compaction's summary, or a plugin's ``AgentHandle.complete``."""
 AppendEntry = Callable[[Session, EntryType, Mapping[str, Any]], Awaitable[None]]
 Emit = Callable[[Event, str], None]
-
-
-@dataclass
-class Partial:
-    """What a provider has streamed so far, kept so an abort can record it."""
-
-    text: list[str] = field(default_factory=list)
-    thinking: list[str] = field(default_factory=list)
-    calls: list[str] = field(default_factory=list)
-    """Ids of the calls shown (a ``ToolCallEvent`` each), in order."""
-
-    @property
-    def empty(self) -> bool:
-        """Nothing was streamed yet (so a retry repeats nothing the user saw)."""
-        return not self.text and not self.thinking and not self.calls
-
-    def message(self, stop: str, error: str | None, provider: str, model: str) -> AssistantMessage:
-        thinking = (Thinking("".join(self.thinking)),) if self.thinking else ()
-        return AssistantMessage(
-            content="".join(self.text),
-            thinking=thinking,
-            stop_reason="aborted" if stop == "aborted" else "error",
-            error=error,
-            provider=provider,
-            model=model,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,19 +132,7 @@ class ModelCalls:
         self.emit(ended, session.id)
         if record_reply is not None:
             await record_reply(message)
-        event: dict[str, Any] = {
-            "kind": "model_call",
-            "model": message.model or choice.model,
-            "provider": message.provider or choice.provider.name,
-            "system_sha256": system_sha,
-            "stop_reason": message.stop_reason,
-        }
-        if purpose != "turn":
-            event["purpose"] = purpose
-        if usage is not None:
-            event["usage"] = usage_to_dict(usage)
-        if reply.overflow is not None:
-            event["error_kind"] = "context_overflow"
+        event = model_call_entry(message, choice, system_sha, purpose, overflowed=reply.overflow is not None)
         await self.append_entry(session, "event", event)
         return reply
 

@@ -1,16 +1,23 @@
 """A model request and reply as values: the full schema of each tool a provider forces the model
-to call (a forced call cannot be preceded by a hint that expands it), and a reply's call ids made
-unique (results pair with calls by id). The call itself is the loop's (``crab._loop.model_call``)."""
+to call (a forced call cannot be preceded by a hint that expands it), a reply's call ids made
+unique (results pair with calls by id), what a provider streamed before an abort or failure
+(``Partial``) and the ``model_call`` event entry that describes a call. The call itself is the
+loop's (``crab._loop.model_call``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
-from crab._contracts.messages import AssistantMessage
+from crab._contracts.messages import AssistantMessage, Thinking
 from crab._contracts.providers import ModelRequest, Provider
 from crab._contracts.tools import Tool
-from crab._values.message_json import unique_id
+from crab._values.message_json import unique_id, usage_to_dict
+from crab._values.model_choice import ModelChoice
+
+Purpose = Literal["turn", "compaction", "plugin"]
+"""Why a call is made: a turn's request, a compaction's summary, or a plugin's ``AgentHandle.complete``."""
 
 
 def unique_call_ids(message: AssistantMessage) -> AssistantMessage:
@@ -38,3 +45,50 @@ def with_forced_schemas(request: ModelRequest, provider: Provider, tools: Mappin
         tool = tools.get(spec.name) if spec.name in forced else None
         specs.append(tool.spec() if tool is not None and spec.parameters != tool.parameters else spec)
     return replace(request, tools=tuple(specs))
+
+
+@dataclass
+class Partial:
+    """What a provider has streamed so far, kept so an abort can record it."""
+
+    text: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
+    """Ids of the calls shown (a ``ToolCallEvent`` each), in order."""
+
+    @property
+    def empty(self) -> bool:
+        """Nothing was streamed yet (so a retry repeats nothing the user saw)."""
+        return not self.text and not self.thinking and not self.calls
+
+    def message(self, stop: str, error: str | None, provider: str, model: str) -> AssistantMessage:
+        thinking = (Thinking("".join(self.thinking)),) if self.thinking else ()
+        return AssistantMessage(
+            content="".join(self.text),
+            thinking=thinking,
+            stop_reason="aborted" if stop == "aborted" else "error",
+            error=error,
+            provider=provider,
+            model=model,
+        )
+
+
+def model_call_entry(
+    message: AssistantMessage, choice: ModelChoice, system_sha: str, purpose: Purpose, *, overflowed: bool
+) -> dict[str, Any]:
+    """The ``model_call`` event entry stored after a call (docs/format.md): what answered, the
+    system prompt's hash, the stop reason, and the priced usage."""
+    event: dict[str, Any] = {
+        "kind": "model_call",
+        "model": message.model or choice.model,
+        "provider": message.provider or choice.provider.name,
+        "system_sha256": system_sha,
+        "stop_reason": message.stop_reason,
+    }
+    if purpose != "turn":
+        event["purpose"] = purpose
+    if message.usage is not None:
+        event["usage"] = usage_to_dict(message.usage)
+    if overflowed:
+        event["error_kind"] = "context_overflow"
+    return event
