@@ -214,7 +214,6 @@ CONTRACT_FUNCTIONS: dict[str, str] = {
     "config.format_key": "how a key is written in every config message; InvalidValue's text uses it",
     "config.show_value": "how a value is written in every config message; InvalidValue's text uses it",
     "config._number": "a bound in Setting's range text",
-    "config.validate_table": "the public crab.config.validate_table: ConfigTable.validate, unchecked table",
     "images.sniff_image": "ImagePart.from_bytes and from_path type the bytes they are given",
     "images.sha256_hex": "ImagePart computes its hash from its bytes",
     "images.human_size": "ImagePart.describe",

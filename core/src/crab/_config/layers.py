@@ -185,6 +185,16 @@ def merge_layers(layers: Iterable[Layer]) -> dict[str, Any]:
     return merged
 
 
+def validate_table(table: ConfigTable, raw: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A plugin's raw table checked and filled with defaults (for code handed an unchecked table)."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise InvalidValue(table.path, "a table", raw)
+    values, _ = table.validate(raw)
+    return values
+
+
 def untrusted_keys(
     project: Mapping[str, Any], below: Mapping[str, Any], trusted: Mapping[str, Any], tables: Iterable[ConfigTable]
 ) -> list[Parts]:

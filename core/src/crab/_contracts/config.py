@@ -217,16 +217,6 @@ class ConfigTable:
         return values, unknown
 
 
-def validate_table(table: ConfigTable, raw: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A plugin's raw table checked and filled with defaults (for code handed an unchecked table)."""
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, Mapping):
-        raise InvalidValue(table.path, "a table", raw)
-    values, _ = table.validate(raw)
-    return values
-
-
 LayerKind = Literal["user", "project", "env", "flag"]
 TrustStatus = Literal["trusted", "untrusted", "changed"]
 
