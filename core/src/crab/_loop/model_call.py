@@ -30,9 +30,9 @@ from crab._contracts.storage import EntryType
 from crab._contracts.tools import Tool
 from crab._host.dispatch import Dispatcher
 from crab._loop.session import Session
-from crab._values.message_json import unique_id
+from crab._values.message_json import unique_id, usage_to_dict
 from crab._values.model_choice import ModelChoice
-from crab._values.model_request import Partial, Purpose, model_call_entry, unique_call_ids, with_forced_schemas
+from crab._values.model_request import Partial, Purpose, unique_call_ids, with_forced_schemas
 from crab._values.pricing import with_cost
 from crab._values.utf8 import hash_bytes
 
@@ -132,7 +132,19 @@ class ModelCalls:
         self.emit(ended, session.id)
         if record_reply is not None:
             await record_reply(message)
-        event = model_call_entry(message, choice, system_sha, purpose, overflowed=reply.overflow is not None)
+        event: dict[str, Any] = {
+            "kind": "model_call",
+            "model": message.model or choice.model,
+            "provider": message.provider or choice.provider.name,
+            "system_sha256": system_sha,
+            "stop_reason": message.stop_reason,
+        }
+        if purpose != "turn":
+            event["purpose"] = purpose
+        if usage is not None:
+            event["usage"] = usage_to_dict(usage)
+        if reply.overflow is not None:
+            event["error_kind"] = "context_overflow"
         await self.append_entry(session, "event", event)
         return reply
 

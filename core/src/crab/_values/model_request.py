@@ -1,20 +1,19 @@
 """A model request and reply as values: the full schema of each tool a provider forces the model
 to call (a forced call cannot be preceded by a hint that expands it), a reply's call ids made
-unique (results pair with calls by id), what a provider streamed before an abort or failure
-(``Partial``) and the ``model_call`` event entry that describes a call. The call itself is the
-loop's (``crab._loop.model_call``)."""
+unique (results pair with calls by id) and what a provider streamed before an abort or
+failure (``Partial``). The call itself, and the ``model_call`` entry that records it, are the loop's
+(``crab._loop.model_call``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Literal
 
 from crab._contracts.messages import AssistantMessage, Thinking
 from crab._contracts.providers import ModelRequest, Provider
 from crab._contracts.tools import Tool
-from crab._values.message_json import unique_id, usage_to_dict
-from crab._values.model_choice import ModelChoice
+from crab._values.message_json import unique_id
 
 Purpose = Literal["turn", "compaction", "plugin"]
 """Why a call is made: a turn's request, a compaction's summary, or a plugin's ``AgentHandle.complete``."""
@@ -71,24 +70,3 @@ class Partial:
             provider=provider,
             model=model,
         )
-
-
-def model_call_entry(
-    message: AssistantMessage, choice: ModelChoice, system_sha: str, purpose: Purpose, *, overflowed: bool
-) -> dict[str, Any]:
-    """The ``model_call`` event entry stored after a call (docs/format.md): what answered, the
-    system prompt's hash, the stop reason, and the priced usage."""
-    event: dict[str, Any] = {
-        "kind": "model_call",
-        "model": message.model or choice.model,
-        "provider": message.provider or choice.provider.name,
-        "system_sha256": system_sha,
-        "stop_reason": message.stop_reason,
-    }
-    if purpose != "turn":
-        event["purpose"] = purpose
-    if message.usage is not None:
-        event["usage"] = usage_to_dict(message.usage)
-    if overflowed:
-        event["error_kind"] = "context_overflow"
-    return event
