@@ -138,9 +138,7 @@ def test_untrusted_project_loses_trust_only_and_wider_values(crab_home: Path, tm
     assert config.plugin_settings("demo")["count"] == 5  # ordinary keys apply
     assert config.get("crab.permissions") == "ask"
     assert config.ignored == ["crab.permissions", "plugins.demo.roots", "plugins.demo.mode"]
-    from crab._config.trust import notices
-
-    (line,) = notices(config)
+    (line,) = config.notices()
     assert line.endswith(f"run `crab trust {tmp_path / 'work'}` to apply them")
 
 

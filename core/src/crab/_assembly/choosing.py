@@ -87,7 +87,7 @@ NOTICES = "crab-config"
 
 
 class ConfigNotices:
-    """Shows ``crab._config.trust.notices`` as warning notice events when the agent starts (so jsonl has them)."""
+    """Shows ``Config.notices()`` as warning notice events when the agent starts (so jsonl has them)."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -99,9 +99,7 @@ class ConfigNotices:
 
 def emit_config_notices(config: Config, notice: Callable[[str, str], object]) -> None:
     """The one place config warnings are shown: each line once, as a warning."""
-    from crab._config.trust import notices
-
-    for line in notices(config):
+    for line in config.notices():
         notice(line, "warning")
 
 

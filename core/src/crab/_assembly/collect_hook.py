@@ -37,6 +37,4 @@ def collect_hook(hook: str, plugins: str | None = None) -> HookResults:
 
     config, host = assemble_host(plugins=plugins)
     results = collect_from(host, hook, config)
-    from crab._config.trust import notices
-
-    return HookResults(config, results, [*notices(config), *(f.line for f in host.failures)])
+    return HookResults(config, results, [*config.notices(), *(f.line for f in host.failures)])

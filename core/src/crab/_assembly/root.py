@@ -203,9 +203,7 @@ def assemble(
             # The plugin failures too: a provider plugin that failed to load is why none is loaded
             # (not the one that is the error itself, under CRAB_STRICT_PLUGINS=1).
             failures = [failure.line for failure in host.failures if failure.line != str(exc)]
-            from crab._config.trust import notices
-
-            for line in [*notices(config), *failures]:
+            for line in [*config.notices(), *failures]:
                 on_setup_notice(line)
         raise
     from crab._builtin.shell import shell_input  # `!cmd`, core's own: see crab/_builtin/shell.py

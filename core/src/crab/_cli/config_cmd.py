@@ -23,9 +23,7 @@ def _checked_config(quiet: bool = False) -> Config:
 
     config = load_config()
     build_host(config)
-    from crab._config.trust import notices
-
-    for line in [] if quiet else notices(config):
+    for line in [] if quiet else config.notices():
         typer.echo(f"warning: {line}", err=True)
     return config
 

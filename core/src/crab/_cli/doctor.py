@@ -30,7 +30,6 @@ def _note(text: str) -> None:
 def _check_tables(host: PluginHost, config: Config) -> int:
     """Plugin tables against their declarations, then the project's trust; returns failures."""
     from crab._assembly.choosing import apply_declarations
-    from crab._config.trust import describe
 
     failures = 0
     try:
@@ -44,9 +43,9 @@ def _check_tables(host: PluginHost, config: Config) -> int:
     if state is None:
         _ok("trust: no project config here or above (only your own config applies)")
     elif state.trusted:
-        _ok(f"trust: {describe(state)}")
+        _ok(f"trust: {state.describe()}")
     else:
-        _note(f"trust: {describe(state)}")
+        _note(f"trust: {state.describe()}")
         if config.ignored:
             _note(f"trust: ignored from the project config: {', '.join(config.ignored)}")
     return failures

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from crab._config.paths import crab_home
-from crab._contracts.config import Config, TrustState
+from crab._contracts.config import TrustState
 from crab._contracts.errors import ConfigError
 
 TRUST_FILE = "trusted-projects.json"
@@ -34,43 +34,6 @@ def project_root(config_path: Path) -> Path:
 
 def trust_command(config_path: Path) -> str:
     return f"crab trust {shlex.quote(str(project_root(config_path)))}"
-
-
-def describe(state: TrustState) -> str:
-    """One line for ``crab doctor``."""
-    command = trust_command(state.config_path)
-    if state.status == "trusted":
-        return f"project {state.config_path} is trusted"
-    if state.status == "changed":
-        return (
-            f"project {state.config_path} changed since you trusted it: its trust-only keys are ignored "
-            f"until you run `{command}`"
-        )
-    return f"project {state.config_path} is not trusted: its trust-only keys are ignored (`{command}`)"
-
-
-def notices(config: Config) -> list[str]:
-    """The lines to show once per command: dropped trust-only keys, plugins an untrusted project
-    switched off or could not, then unknown keys."""
-    lines = []
-    if config.ignored and config.trust is not None:
-        why = "changed since you trusted it" if config.trust.status == "changed" else "not trusted"
-        lines.append(
-            f"ignored trust-only settings from project config {config.trust.config_path} ({why}): "
-            f"{', '.join(config.ignored)}; run `{trust_command(config.trust.config_path)}` to apply them"
-        )
-    if config.project_disabled and config.project_path is not None:
-        # Narrowing needs no trust, but a guard plugin switched off must not go unseen.
-        lines.append(
-            f"project config {config.project_path} (not trusted) switches off plugins: "
-            f"{', '.join(config.project_disabled)}"
-        )
-    for name in config.kept_guards:
-        lines.append(
-            f"project config {config.project_path} (not trusted) cannot switch off {name}: it guards "
-            "tool or model calls; `crab trust` the project to let it"
-        )
-    return [*lines, *config.warnings]
 
 
 def read_records(path: Path | None = None) -> dict[str, dict[str, Any]]:

@@ -242,6 +242,32 @@ class TrustState:
     def trusted(self) -> bool:
         return self.status == "trusted"
 
+    @property
+    def command(self) -> str:
+        """The exact command that trusts this project (``/p`` for ``/p/.crab/config.toml``)."""
+        import shlex  # only when a line names the command: crab --help must not load it
+
+        return f"crab trust {shlex.quote(str(self.config_path.parent.parent))}"
+
+    def describe(self) -> str:
+        """One line for ``crab doctor``."""
+        if self.status == "trusted":
+            return f"project {self.config_path} is trusted"
+        if self.status == "changed":
+            return (
+                f"project {self.config_path} changed since you trusted it: its trust-only keys are ignored "
+                f"until you run `{self.command}`"
+            )
+        return f"project {self.config_path} is not trusted: its trust-only keys are ignored (`{self.command}`)"
+
+    def ignored(self, keys: list[str]) -> str:
+        """The one line shown when this untrusted project's trust-only keys were dropped."""
+        why = "changed since you trusted it" if self.status == "changed" else "not trusted"
+        return (
+            f"ignored trust-only settings from project config {self.config_path} ({why}): "
+            f"{', '.join(keys)}; run `{self.command}` to apply them"
+        )
+
 
 @dataclass
 class Config:
@@ -260,10 +286,10 @@ class Config:
     ignored: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     project_disabled: list[str] = field(default_factory=list)
-    """Plugins an untrusted project switched off (it may narrow what loads): named in its notices."""
+    """Plugins an untrusted project switched off (it may narrow what loads): named in ``notices``."""
     kept_guards: list[str] = field(default_factory=list)
     """Plugins an untrusted project tried to switch off that guard tool or model calls: they stay
-    on (the plugin host decides, ``plugin_host.GUARD_HOOKS``), named in its notices."""
+    on (the plugin host decides, ``plugin_host.GUARD_HOOKS``), named in ``notices``."""
     unread: list[str] = field(default_factory=list)
     """Config files found but not read (a project's config that is a folder): kept in ``warnings``."""
     tables: dict[Parts, ConfigTable] = field(default_factory=dict)
@@ -295,3 +321,22 @@ class Config:
         built by hand is left as it is: the config crab loads (``crab._config.layers.LayeredConfig``)
         does the merging.
         """
+
+    def notices(self) -> list[str]:
+        """The lines to show once per command: dropped trust-only keys, plugins an untrusted project
+        switched off, then unknown keys."""
+        lines = []
+        if self.ignored and self.trust is not None:
+            lines.append(self.trust.ignored(self.ignored))
+        if self.project_disabled and self.project_path is not None:
+            # Narrowing needs no trust, but a guard plugin switched off must not go unseen.
+            lines.append(
+                f"project config {self.project_path} (not trusted) switches off plugins: "
+                f"{', '.join(self.project_disabled)}"
+            )
+        for name in self.kept_guards:
+            lines.append(
+                f"project config {self.project_path} (not trusted) cannot switch off {name}: it guards "
+                "tool or model calls; `crab trust` the project to let it"
+            )
+        return [*lines, *self.warnings]
