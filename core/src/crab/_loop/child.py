@@ -102,17 +102,9 @@ async def run_child(
     title: str | None = None,
     workspace: Path | None = None,
 ) -> ChildOutcome:
-    """Run ``prompt`` as one turn of a new child session of ``ctx``'s call (``AgentHandle.run_child``).
-
-    The child is a session of its own in the store, linked to its parent by the session ``meta``
-    (``PARENT_SESSION_META``, ``PARENT_CALL_META``, which every store keeps and lists), with its
-    own context, its own tool set (a subset of the registry, never more) and optionally its own
-    model. It runs under the parent's permission gate and mode, so it is never allowed more; its
-    permission and tool questions go to the parent call's, labelled and one at a time. What it
-    emits reaches the parent's stream wrapped in ``ChildEvent``; its usage is added to the parent's turn.
-    ``workspace`` (None: the parent call's) is the folder the child's tools, ``ToolContext`` and
-    sandbox work in (a git worktree of its own); the session stays listed under the parent's.
-    """
+    """``AgentHandle.run_child`` (what it promises is documented on the Protocol): the child is
+    linked to its parent by the session ``meta`` (``PARENT_SESSION_META``, ``PARENT_CALL_META``,
+    which every store keeps and lists), so the one recorder pairs a killed tree on resume."""
     if not ctx.call_id:
         raise ConfigError("run_child needs the context of a tool call (one with a call id)")
     home = Path(ctx.workspace)
