@@ -5,7 +5,7 @@ local server) is accepted by ``--model`` but can never be switched back to by it
 ``/model`` went elsewhere, although ``/model`` offers it (the bare ``gpt-4.1`` works).
 
 Found by driving ``crab chat`` with ``/model`` on an endpoint. Cause: ``resolve`` in
-``crab/_loop/model_choice.py`` takes the ``provider/model`` branch before comparing the spec with
+``crab/_values/model_choice.py`` takes the ``provider/model`` branch before comparing the spec with
 the run's and the session's own choices, and then matches them by provider identity, which the
 run's provider object does not share with the registry's. Now the run's and the session's
 choices are matched first, by their listed names, and a provider by its name."""

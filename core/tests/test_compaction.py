@@ -11,7 +11,6 @@ import crab
 from crab._contracts.events import CompactionEvent, ErrorEvent, TurnEnded, UsageEvent
 from crab._contracts.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
 from crab._contracts.providers import ModelRequest
-from crab._loop import compaction
 from crab._values import compaction_text
 from crab._values.budget import TokenBudget, request_tokens
 from crab._values.compaction_text import CONTINUED
@@ -112,7 +111,7 @@ def test_compaction_never_splits_a_call_from_its_result() -> None:
     rng = random.Random(12)
     for _ in range(300):
         messages = random_history(rng, rng.randint(2, 60))
-        cut = compaction.split(messages, rng.randint(0, 3000))
+        cut = compaction_text.split(messages, rng.randint(0, 3000))
         if cut == 0:
             continue
         kept = messages[cut:]
@@ -130,9 +129,9 @@ def test_compaction_never_splits_a_call_from_its_result() -> None:
 
 def test_the_tail_keeps_at_least_the_last_unit_and_leaves_short_history_alone() -> None:
     big = [UserMessage("x" * 10_000), AssistantMessage("y" * 10_000)]
-    assert compaction.split(big, 10) == 1
-    assert compaction.split([UserMessage("hi"), AssistantMessage("hello")], 10_000) == 0
-    assert compaction.split([UserMessage("only")], 0) == 0
+    assert compaction_text.split(big, 10) == 1
+    assert compaction_text.split([UserMessage("hi"), AssistantMessage("hello")], 10_000) == 0
+    assert compaction_text.split([UserMessage("only")], 0) == 0
 
 
 def overflowing(limit: int):

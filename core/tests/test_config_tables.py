@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from crab._config.core_tables import CORE_TABLE
-from crab._config.layers import load_config
-from crab._contracts.config import Config, ConfigTable, InvalidValue, Setting, validate_table
+from crab._config.layers import load_config, validate_table
+from crab._contracts.config import Config, ConfigTable, InvalidValue, Setting
 from crab._contracts.errors import ConfigError
 
 TABLE = ConfigTable(

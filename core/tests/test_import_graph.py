@@ -214,7 +214,6 @@ CONTRACT_FUNCTIONS: dict[str, str] = {
     "config.format_key": "how a key is written in every config message; InvalidValue's text uses it",
     "config.show_value": "how a value is written in every config message; InvalidValue's text uses it",
     "config._number": "a bound in Setting's range text",
-    "config.validate_table": "the public crab.config.validate_table: ConfigTable.validate, unchecked table",
     "images.sniff_image": "ImagePart.from_bytes and from_path type the bytes they are given",
     "images.sha256_hex": "ImagePart computes its hash from its bytes",
     "images.human_size": "ImagePart.describe",
@@ -236,6 +235,35 @@ def test_the_contracts_define_only_the_functions_their_types_need():
                 found.add(f"{name.rpartition('.')[2]}.{node.name}")
     assert sorted(found - set(CONTRACT_FUNCTIONS)) == [], "implementation belongs in crab._values or the loop"
     assert sorted(set(CONTRACT_FUNCTIONS) - found) == [], "gone from the contracts: remove them from the list"
+
+
+LOOP_MODULES: dict[str, str] = {
+    "agent": "the agent: routing input to a command, !cmd or a turn; queues, abort",
+    "session": "a live session and its queued inputs",
+    "sessions": "opening, resuming and leaving sessions",
+    "steps": "a turn's decisions, a state machine without I/O",
+    "turn": "the in-process driver of those steps",
+    "turn_steps": "one step carried out for a driver elsewhere (crab.steps.TurnSteps)",
+    "model_context": "what a session's model is given",
+    "model_call": "the one path every model call takes",
+    "model_choice": "which provider and model each live session talks to",
+    "recorder": "the one writer of entries",
+    "delivery": "the one place events are delivered",
+    "tool_runner": "a reply's tool calls",
+    "tool_exec": "carrying out one tool call",
+    "compaction": "the compaction step and its model calls",
+    "child": "a tool call's child session (AgentHandle.run_child)",
+    "handle": "the AgentHandle Protocol's implementation",
+}
+"""The kernel's loop, module by module, each with its job (docs/architecture.md, "The kernel"): the
+loop holds only these; work on values goes to ``crab._values``, what runs around an agent (``crab
+serve``'s turn engines) to ``crab._assembly``."""
+
+
+def test_the_loop_holds_only_the_kernels_jobs():
+    found = {name.rpartition(".")[2] for name in module_names() if part_of(name) == "_loop" and name != "crab._loop"}
+    assert sorted(found - set(LOOP_MODULES)) == [], "a new loop module: is it the kernel's job? else move it down"
+    assert sorted(set(LOOP_MODULES) - found) == [], "gone from the loop: remove them from LOOP_MODULES"
 
 
 def test_a_layer_check_sees_upward_and_sideways_imports(tmp_path: Path):

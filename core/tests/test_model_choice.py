@@ -1,10 +1,10 @@
-"""``/model``'s resolution (``crab._loop.model_choice.resolve``): the run's own model and the
+"""``/model``'s resolution (``crab._values.model_choice.resolve``): the run's own model and the
 session's are taken by the names ``/model`` lists for them, even when the provider object the run
 holds is not the registry's (an endpoint's provider built twice) and lists no models."""
 
 from __future__ import annotations
 
-from crab._loop.model_choice import choice_of, resolve
+from crab._values.model_choice import choice_of, resolve
 from crab.testing import ScriptedProvider
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crab._loop.router import close_matches, route
+from crab._values.router import close_matches, route
 
 
 def test_routes():

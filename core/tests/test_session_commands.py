@@ -172,7 +172,7 @@ def test_new_starts_a_fresh_session_and_the_old_one_stays(crab_home) -> None:
 def test_new_keeps_a_channel_conversations_key(crab_home) -> None:
     h = harness(MemoryStore(), PricedScripted([], name="other", model="big"), local=False)
     try:
-        keyed = h.run_async(h.agent.session_for("chat", "42"))
+        keyed = h.run_async(h.handle.session_for("chat", "42"))
         outcome = h.run_async(h.agent.handle_input(keyed, "/new"))
         info = h.run_async(h.store.get_session(outcome.switch_session))
         assert info.meta == keyed.info.meta and info.meta  # the new session is still chat 42's

@@ -2,8 +2,7 @@
 typed reads of nested tables (``PluginTable``), checking a raw table against a ``crab.ConfigTable``
 (``validate_table``) and the user's crab folder (``crab_home``); docs/configuration.md."""
 
-from crab._config.layers import PluginTable
+from crab._config.layers import PluginTable, validate_table
 from crab._config.paths import crab_home
-from crab._contracts.config import validate_table
 
 __all__ = ["PluginTable", "crab_home", "validate_table"]

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from crab._contracts.interception import Answer, PermissionRequest
     from crab._contracts.questions import Question
     from crab._loop.agent import Agent
-    from crab._loop.session import Session
+    from crab._loop.session import QueuedInput, Session, TurnOutcome
 
 SETTLE_SECONDS = 1.0
 """After the grace period, how long cancelled turns get to settle before the host gives up on them."""
@@ -58,8 +58,15 @@ class ChannelHost:
         self._stop: asyncio.Event | None = None
         self.stopping = False
         self.engine = engine
-        """The turn engine ``[serve] engine`` names: channels' turns run on it (``crab._loop.engine_turn``)."""
+        """The turn engine ``[serve] engine`` names: channels' turns run on it (``engine_turn``)."""
         agent.channel_host = self
+
+    async def engine_turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
+        """A channel's turn on ``engine`` (``crab._assembly.engine_turn``)."""
+        from crab._assembly.engine_turn import engine_turn
+
+        assert self.engine is not None
+        return await engine_turn(self.agent, self.engine, session, item, queue)
 
     # --- running ------------------------------------------------------------------------------
 

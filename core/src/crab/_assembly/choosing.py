@@ -166,7 +166,7 @@ def missing_store(host: PluginHost, wanted: str, stores: Mapping[str, Store]) ->
     """Why no store named ``wanted`` is loaded, and what to do: load the installed plugin that likely
     offers it (it is disabled, not listed, or failed), pick a loaded store, or install one."""
     from crab._assembly.not_loaded import explain, likely_offering, unloaded
-    from crab._loop.router import did_you_mean
+    from crab._values.router import did_you_mean
 
     loaded = f"Loaded: {', '.join(sorted(stores))}"
     others = unloaded(host)
@@ -232,7 +232,7 @@ def choose_provider(
     host: PluginHost, config: Config, provider: str | None = None, model: str | None = None
 ) -> tuple[Provider, str]:
     """The provider and model for a run; raises ``ConfigError`` with what to do when unclear."""
-    from crab._loop.router import did_you_mean
+    from crab._values.router import did_you_mean
 
     providers: dict[str, Provider] = host.registry("providers")
     flag_provider, flag_model = split_model(model, providers)
@@ -303,7 +303,7 @@ def renderer_spec(host: PluginHost, config: Config, name: str | None, *, chat: b
     renderers: dict[str, RendererSpec] = host.registry("renderers")
     wanted = name or config.get("crab.renderer") or default_renderer(host, renderers, chat=chat)
     if wanted not in renderers:
-        from crab._loop.router import did_you_mean
+        from crab._values.router import did_you_mean
 
         raise ConfigError(
             f"no renderer named {wanted!r} is loaded.{did_you_mean(wanted, renderers)} "

@@ -129,7 +129,7 @@ def choose_models(
     """``choose_provider`` for a model setting that may name several models (``models=[...]``,
     ``--model a/x,b/y``, ``[crab] model = ["a/x", "b/y"]`` or ``"a/x, b/y"``): one is chosen as
     before, several become a ``FallbackProvider`` (each checked now: a fallback that cannot work is
-    a setup error). A checked config holds a list as the comma-separated string (``ModelSetting``)."""
+    a setup error). A checked config holds a list as the comma-separated string (``core_tables.ModelSetting``)."""
     from crab._assembly.choosing import choose_provider
 
     wanted = split_models(model) if model is not None else []

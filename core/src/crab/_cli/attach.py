@@ -107,8 +107,8 @@ async def send_line(agent: Agent, session: Session, line: str, *, steer: bool = 
     The user is told what was attached (a notice); a token that cannot be attached, or an image
     over ``[crab] max_image_bytes``, is a warning and nothing is sent.
     """
-    from crab._loop.router import route
     from crab._loop.session import TurnOutcome
+    from crab._values.router import route
 
     if route(line).kind != "model":
         return await agent.handle_input(session, line, steer=steer)

@@ -214,7 +214,7 @@ def chat(options: RunOptions) -> None:
 
 def _edited(line: str) -> str | None:
     """``line``, or for ``/edit [text]`` what the user wrote in ``$EDITOR`` (None: nothing to send)."""
-    from crab._loop.router import route
+    from crab._values.router import route
 
     routed = route(line)
     if routed.kind != "command" or routed.name != "edit":

@@ -26,7 +26,7 @@ MEMORY_ONLY = (
 
 def chosen_channels(names: Sequence[str], configured: Sequence[str], loaded: dict[str, Any]) -> dict[str, Channel]:
     """The channels to run: ``names`` (from the command line), else ``[serve] channels``."""
-    from crab._loop.router import did_you_mean
+    from crab._values.router import did_you_mean
 
     wanted = list(dict.fromkeys(names or configured))
     if not wanted:

@@ -5,18 +5,40 @@ declared with the same ``ConfigTable`` a plugin's table uses (the contract stays
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from crab._contracts.config import (
     DEFAULT_MAX_IMAGE_BYTES,
     DEFAULT_MAX_IMAGE_SIDE,
     ConfigTable,
-    ModelSetting,
+    InvalidValue,
     Parts,
     Setting,
 )
 
 PERMISSION_MODES = ("read-only", "plan", "ask", "yolo")
+
+
+@dataclass(frozen=True)
+class ModelSetting(Setting):
+    """``[crab] model``: a string, or a TOML list of ``provider/model`` strings (a fallback chain),
+    kept as the comma-separated string the model choice reads, in the list's order."""
+
+    @property
+    def expected(self) -> str:
+        return "a string or a list of provider/model strings"
+
+    def check(self, value: Any, key: Parts) -> Any:
+        if not isinstance(value, list):
+            return super().check(value, key)
+        if not value:
+            raise InvalidValue(key, self.expected, value)
+        for index, item in enumerate(value, 1):
+            if not isinstance(item, str) or not item.strip() or "," in item:
+                raise InvalidValue(key, f"entry {index} to be one provider/model string", item)
+        return ", ".join(item.strip() for item in value)
+
 
 _CAPS = ("max_image_bytes",)
 """``[crab]`` caps an untrusted project may lower but never raise past what the user's layers give."""

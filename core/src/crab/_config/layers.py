@@ -185,6 +185,16 @@ def merge_layers(layers: Iterable[Layer]) -> dict[str, Any]:
     return merged
 
 
+def validate_table(table: ConfigTable, raw: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A plugin's raw table checked and filled with defaults (for code handed an unchecked table)."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise InvalidValue(table.path, "a table", raw)
+    values, _ = table.validate(raw)
+    return values
+
+
 def untrusted_keys(
     project: Mapping[str, Any], below: Mapping[str, Any], trusted: Mapping[str, Any], tables: Iterable[ConfigTable]
 ) -> list[Parts]:
@@ -199,7 +209,7 @@ def untrusted_keys(
             if setting.name not in own:
                 continue
             old = get_path(below, (*table.path, setting.name), setting.default)
-            if setting.trust_only or setting.widens(own[setting.name], old):
+            if setting.trust_only or _widens(setting.trust_order, own[setting.name], old):
                 drops.append((*table.path, setting.name))
         if table.trust_filter is not None:
             base = get_path(trusted, table.path)
@@ -208,6 +218,13 @@ def untrusted_keys(
                 if parts not in drops:
                     drops.append(parts)
     return drops
+
+
+def _widens(order: Sequence[Any], new: Any, old: Any) -> bool:
+    """Whether ``new`` grants more than ``old`` on a setting's ``trust_order`` (narrowest first)."""
+    if new not in order:
+        return False
+    return old not in order or order.index(new) > order.index(old)
 
 
 def _close_matches(word: str, options: Iterable[str]) -> str:
@@ -220,6 +237,20 @@ def _close_matches(word: str, options: Iterable[str]) -> str:
 class LayeredConfig(Config):
     """The config crab loads (``load_config``): its ``resolve`` merges the layers again and checks
     them against the declared tables, dropping what an untrusted project may not set."""
+
+    def source_of(self, parts: Sequence[str]) -> str:
+        """Which layer gave the value at ``parts`` (the last one that set it, or a parent of it)."""
+        for layer in reversed(self._effective or self.layers):
+            node: Any = layer.data
+            for part in parts:
+                if not isinstance(node, Mapping):
+                    return layer.source
+                if part not in node:
+                    break
+                node = node[part]
+            else:
+                return layer.source
+        return "config"
 
     def resolve(self, tables: Iterable[ConfigTable] = (), plugins: Collection[str] | None = None) -> None:
         """``Config.resolve``: merge the layers, drop what an untrusted project may not set, check."""

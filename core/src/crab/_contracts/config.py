@@ -173,33 +173,6 @@ class Setting:
             raise InvalidValue(key, self.expected, value)
         return float(value) if kind == "float" else value
 
-    def widens(self, new: Any, old: Any) -> bool:
-        """Whether ``new`` grants more than ``old`` on this key's ``trust_order``."""
-        order = self.trust_order
-        if new not in order:
-            return False
-        return old not in order or order.index(new) > order.index(old)
-
-
-@dataclass(frozen=True)
-class ModelSetting(Setting):
-    """``[crab] model``: a string, or a TOML list of ``provider/model`` strings (a fallback chain),
-    kept as the comma-separated string the model choice reads, in the list's order."""
-
-    @property
-    def expected(self) -> str:
-        return "a string or a list of provider/model strings"
-
-    def check(self, value: Any, key: Parts) -> Any:
-        if not isinstance(value, list):
-            return super().check(value, key)
-        if not value:
-            raise InvalidValue(key, self.expected, value)
-        for index, item in enumerate(value, 1):
-            if not isinstance(item, str) or not item.strip() or "," in item:
-                raise InvalidValue(key, f"entry {index} to be one provider/model string", item)
-        return ", ".join(item.strip() for item in value)
-
 
 @dataclass(frozen=True)
 class ConfigTable:
@@ -242,16 +215,6 @@ class ConfigTable:
         if self.check is not None:
             self.check(values)
         return values, unknown
-
-
-def validate_table(table: ConfigTable, raw: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A plugin's raw table checked and filled with defaults (for code handed an unchecked table)."""
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, Mapping):
-        raise InvalidValue(table.path, "a table", raw)
-    values, _ = table.validate(raw)
-    return values
 
 
 LayerKind = Literal["user", "project", "env", "flag"]
@@ -347,20 +310,6 @@ class Config:
         """The ``[plugins.<name>]`` table, validated and with defaults once the plugin declared it."""
         table = self.get(f"plugins.{name}")
         return table if isinstance(table, Mapping) else {}
-
-    def source_of(self, parts: Sequence[str]) -> str:
-        """Which layer gave the value at ``parts`` (the last one that set it, or a parent of it)."""
-        for layer in reversed(self._effective or self.layers):
-            node: Any = layer.data
-            for part in parts:
-                if not isinstance(node, Mapping):
-                    return layer.source
-                if part not in node:
-                    break
-                node = node[part]
-            else:
-                return layer.source
-        return "config"
 
     def resolve(self, tables: Iterable[ConfigTable] = (), plugins: Collection[str] | None = None) -> None:
         """Merge the layers again, checking ``[crab]`` and the given plugin tables.

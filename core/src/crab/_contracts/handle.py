@@ -159,12 +159,9 @@ class AgentHandle(Protocol):
         """Stop the running turn of ``session``; False when nothing was running."""
 
     def add_tools(self, plugin: str, tools: Sequence[Tool]) -> list[str]:
-        """Register tools that ``plugin`` could only learn of while starting (from ``crab_startup``).
-
-        They join the same registry as every ``crab_tools`` tool, so the permission gate,
-        interception hooks, timeouts and the loop guard apply to them unchanged. A name already
-        taken is left out and reported as a fault of ``plugin``. Returns the names added.
-        """
+        """Register tools ``plugin`` learnt of only while starting (from ``crab_startup``) in the one
+        registry, gate, hooks and timeouts included; a taken name is left out and reported as
+        ``plugin``'s fault. Returns the names added."""
 
     async def run_child(
         self,
@@ -181,30 +178,22 @@ class AgentHandle(Protocol):
         title: str | None = None,
         workspace: Path | None = None,
     ) -> ChildOutcome:
-        """Run ``prompt`` as one turn of a new session, the child of the tool call ``ctx`` is for.
+        """Run ``prompt`` as one turn of a new session, the child of the tool call ``ctx`` is for
+        (its ``meta`` names the parent session and call; ``crab sessions show`` lists it there).
 
-        The child is stored as a session of its own whose ``meta`` names the parent session and
-        call (``crab sessions show`` lists a session's children), with its own context and:
+        ``tools``: the registry's tools it may use (None: all; unknown names ignored), minus those
+        that write or run commands when ``read_only``; ``instructions``: text after the system
+        prompt; ``model``: ``provider/model`` or a model of this provider (None: this one's);
+        ``max_iterations``: its cap (None: ``[crab] max_iterations``); ``state``: its initial
+        ``ToolContext.state``; ``workspace``: an existing folder its tools and sandbox work in
+        (None: ``ctx.workspace``; the caller makes and removes it). ``crab.ConfigError`` for a
+        model the provider refuses or a workspace that is no folder.
 
-        - ``tools``: the names of the registry's tools it may use (None: all of them; a name no
-          tool has is ignored), minus those that write or run commands when ``read_only``;
-        - ``instructions``: text added after the system prompt every turn gets;
-        - ``model``: ``provider/model`` or a model of this agent's provider (None: this one's);
-          ``crab.ConfigError`` when the provider refuses it;
-        - ``max_iterations``: its own cap on model calls (None: ``[crab] max_iterations``);
-        - ``state``: what its session scratch (``ToolContext.state``) starts with;
-        - ``workspace``: the folder its tools, their ``ToolContext.workspace`` and the sandbox work
-          in (None: ``ctx.workspace``), e.g. a git worktree made for it; an existing folder, else
-          ``crab.ConfigError``. The caller makes and removes it; the session stays listed under
-          ``ctx.workspace``.
-
-        It runs under this agent's permission gate and mode, never more; its permission questions
-        go through ``ctx.ask`` and its tools' questions through ``ctx.question``, prefixed
-        ``[label]`` and one at a time (none where the parent cannot ask either). Its events reach
-        the parent's stream as ``ChildEvent``s; its usage is added to the parent's turn
-        (``ctx.add_usage``). Cancelling the calling tool (an abort, a timeout) ends the child's
-        turn with every call it started paired, then cancels the call. When its turn is over, the
-        child session ends (``crab_session_end``, reason ``"child"``: its background jobs too).
+        It runs under this agent's gate and mode, never more; its questions go through ``ctx.ask``
+        and ``ctx.question``, prefixed ``[label]``, one at a time. Its events reach the parent's
+        stream as ``ChildEvent``s, its usage the parent's turn. Cancelling the calling tool ends
+        its turn with every call paired; at its end the session ends (``crab_session_end``,
+        reason ``"child"``).
         """
 
     async def complete(
@@ -215,14 +204,10 @@ class AgentHandle(Protocol):
         system: str | None = None,
         max_tokens: int | None = None,
     ) -> AssistantMessage:
-        """Ask this agent's model once, for ``session`` (a ``SessionView``, or the ``session_id`` of
-        a ``ToolContext`` whose turn is running), without tools: an MCP server's sampling request.
-
-        The call takes the loop's one path: ``crab_before_model_call`` (a refusal is the reply's
-        error), the session's recorded ``model_call`` event, secrets redacted, one priced
-        ``UsageEvent``; its usage joins the running turn's. A provider failure is a reply with
-        ``stop_reason="error"`` and ``error``. ``CrabError`` when ``session`` is an id with no turn
-        running. Whoever calls it owns the user's consent: crab does not ask.
+        """Ask this agent's model once, without tools, for ``session`` (a ``SessionView``, or the
+        ``session_id`` of a ``ToolContext`` whose turn runs; else ``CrabError``), through the loop's
+        one model-call path, its usage joining the running turn's. A refusal or failure is a reply
+        with ``stop_reason="error"`` and ``error``. The caller owns the user's consent: crab does not ask.
         """
 
     # --- sessions ---------------------------------------------------------------------------
@@ -273,11 +258,9 @@ class AgentHandle(Protocol):
         """Record a handoff anchor: the model's context starts afresh after it."""
 
     async def compact(self, session: SessionView, focus: str | None = None) -> bool:
-        """Summarise the older history of ``session`` into a compaction anchor now (``/compact``),
-        keeping the recent turns verbatim; ``focus`` tells the summary what matters. False when
-        nothing was compacted: the summary failed (a ``CompactionEvent`` with ``phase="failed"``
-        says why) or there is nothing older than the most recent turn yet (no event). The
-        ``done`` event carries the counts. Refused while a turn runs."""
+        """Summarise the older history of ``session`` into a compaction anchor now (``/compact``;
+        ``focus``: what matters), refused while a turn runs. False when nothing was compacted (a
+        ``CompactionEvent`` with ``phase="failed"`` says why a summary failed)."""
 
     async def fork(self, session_id: str, at: str | None = None) -> SessionInfo:
         """A new session branched from ``session_id`` (at entry ``at``, else at its end)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -13,17 +13,16 @@ from typing import Any, Protocol
 from crab._config.paths import live_home
 from crab._contracts.commands import Command, CommandContext, CommandResult
 from crab._contracts.config import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_SIDE, Config
-from crab._contracts.errors import ChannelError, CrabError, UsageError
+from crab._contracts.errors import CrabError, UsageError
 from crab._contracts.events import CommandOutput, Event
-from crab._contracts.handle import ChildOutcome
 from crab._contracts.images import ImagePart
 from crab._contracts.interception import AskUser
-from crab._contracts.messages import AssistantMessage, Message, ToolCall
-from crab._contracts.providers import ModelRequest, Provider
+from crab._contracts.messages import ToolCall
+from crab._contracts.providers import Provider
 from crab._contracts.questions import AskQuestion
 from crab._contracts.storage import Store
 from crab._contracts.tools import Tool, ToolContext
-from crab._host.dispatch import Failure, ModelCallRefused
+from crab._host.dispatch import Failure
 from crab._host.plugin_host import PluginHost
 from crab._loop.delivery import Delivery
 from crab._loop.handle import LoopHandle as AgentHandle
@@ -31,7 +30,6 @@ from crab._loop.model_call import ModelCalls
 from crab._loop.model_choice import Models
 from crab._loop.model_context import LoopSettings, ModelContext
 from crab._loop.recorder import Recorder
-from crab._loop.router import did_you_mean, route
 from crab._loop.session import QueuedInput, Session, TurnOutcome
 from crab._loop.sessions import Sessions
 from crab._loop.turn import Turn
@@ -39,6 +37,7 @@ from crab._secrets.keys import known_secrets
 from crab._secrets.redaction import EventRedactor, Redactor
 from crab._system.live_sessions import turn_running
 from crab._values.images import ImageLimits
+from crab._values.router import did_you_mean, route
 
 Listener = Callable[[Event], None]
 
@@ -51,6 +50,9 @@ class ServedChannels(Protocol):
     """The turn engine ``[serve] engine`` names (its turns run there), or None (in this process)."""
 
     def release(self, session: Session) -> None: ...
+
+    async def engine_turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
+        """Run ``item`` on ``engine`` (``crab._assembly.engine_turn``), as ``Turn.run`` would here."""
 
     async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> Session: ...
 
@@ -194,72 +196,6 @@ class Agent:
     def _report_failure(self, failure: Failure) -> None:
         self.notice(failure.line, "warning")
 
-    # --- sessions ---------------------------------------------------------------------------
-
-    async def end_session(self, session: Session) -> None:
-        """``AgentHandle.end_session``: no channel keeps ``session`` live any more, and it is left."""
-        if self.channel_host is not None:
-            self.channel_host.release(session)
-        await self.leave(session, "end")
-
-    async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> Session:
-        """The session of conversation ``address`` on ``channel`` (``AgentHandle.session_for``)."""
-        if self.channel_host is not None:
-            return await self.channel_host.session_for(channel, address, session_id=session_id)
-        if session_id is not None:
-            return await self.resume(session_id)
-        return await self.sessions.keyed(channel, address)
-
-    async def deliver(self, channel: str, address: str, text: str) -> None:
-        """Send ``text`` through a channel ``crab serve`` runs here (``AgentHandle.deliver``)."""
-        if self.channel_host is None:
-            raise ChannelError(f"cannot deliver to {channel!r}: channels run only inside `crab serve`")
-        await self.channel_host.deliver(channel, address, text)
-
-    # --- plugin model calls -------------------------------------------------------------------
-
-    async def complete(
-        self,
-        session: Session | str,
-        messages: Sequence[Message],
-        *,
-        system: str | None = None,
-        max_tokens: int | None = None,
-    ) -> AssistantMessage:
-        """One model call a plugin makes for ``session`` (a live session, or the id of one whose
-        turn is running), through the one path every call takes (``crab_before_model_call``, the
-        recorded ``model_call`` event, one priced ``UsageEvent``), without tools; its usage joins
-        the running turn's. A failure is the reply's ``stop_reason="error"`` with ``error``."""
-        live = session if isinstance(session, Session) else next((s for s in self.busy if s.id == session), None)
-        if live is None:
-            raise CrabError(f"no turn of session {session!r} is running here, so nothing can be counted against it")
-        calls = self.context.calls
-        choice = self.model_for(live)  # the session's model: /model may have switched it
-        request = ModelRequest(
-            model=choice.model,
-            system=system or "",
-            messages=tuple(messages),
-            max_tokens=max_tokens,
-            temperature=self.context.settings.temperature,
-        )
-        try:
-            request = await calls.prepare(live, request)
-        except ModelCallRefused as exc:
-            return AssistantMessage(
-                content="", stop_reason="error", error=str(exc), provider=choice.provider.name, model=choice.model
-            )
-        message = (await calls.send(live, request, purpose="plugin", choice=choice)).message
-        if message.usage is not None:
-            live.side_usage = live.side_usage + message.usage
-        return message
-
-    async def handoff(self, session: Session, name: str, state: Mapping[str, Any] | None = None) -> None:
-        """Record a handoff anchor: context for the model starts afresh after it."""
-        payload = {"name": name, "kind": "handoff", "state": dict(state or {})}
-        await self.recorder.append(session, "anchor", payload)
-        session.messages = []
-        session.handoff = payload
-
     # --- input ------------------------------------------------------------------------------
 
     async def handle_input(
@@ -326,18 +262,11 @@ class Agent:
         return True
 
     async def _turn(self, session: Session, item: QueuedInput, queue: Any) -> TurnOutcome:
-        if self.channel_host is not None and self.channel_host.engine is not None:
-            from crab._loop.engine_turn import engine_turn
-
-            return await engine_turn(self, self.channel_host.engine, session, item, queue)
+        served = self.channel_host
+        if served is not None and served.engine is not None:
+            return await served.engine_turn(session, item, queue)
         async with turn_running(live_home(), session.id):  # a resume elsewhere leaves its calls be
             return await Turn(self.context, session, item, queue).run()
-
-    async def run_child(self, ctx: ToolContext, prompt: str, **options: Any) -> ChildOutcome:
-        """One turn of a new child session of ``ctx``'s call (``AgentHandle.run_child``)."""
-        from crab._loop.child import run_child
-
-        return await run_child(self, ctx, prompt, **options)
 
     # --- commands and shell -----------------------------------------------------------------
 

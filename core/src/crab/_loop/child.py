@@ -5,93 +5,36 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from crab._config.paths import live_home
 from crab._contracts.errors import ConfigError
 from crab._contracts.events import ChildEvent, Event, ToolCallEvent
 from crab._contracts.handle import ChildOutcome
-from crab._contracts.interception import AskUser, PermissionRequest
+from crab._contracts.interception import AskUser
 from crab._contracts.messages import AssistantMessage, Message, ToolCall
-from crab._contracts.providers import Provider
-from crab._contracts.questions import AskQuestion, Question
+from crab._contracts.questions import AskQuestion
 from crab._contracts.tools import Tool, ToolContext
 from crab._loop.model_call import ModelCalls
-from crab._loop.model_choice import ModelChoice, choice_of
 from crab._loop.model_context import LoopSettings, ModelContext
 from crab._loop.recorder import PARENT_CALL_META, PARENT_SESSION_META, Recorder
 from crab._loop.session import QueuedInput, Session
 from crab._loop.turn import Turn
 from crab._system.live_sessions import turn_running
+from crab._values.child import child_choice, child_title, child_tools, labelled
 
 if TYPE_CHECKING:
     from crab._loop.agent import Agent
 
-__all__ = ["CHILD_LABEL_META", "PARENT_CALL_META", "PARENT_SESSION_META", "child_tools", "run_child"]
+__all__ = ["CHILD_LABEL_META", "PARENT_CALL_META", "PARENT_SESSION_META", "run_child"]
 
 CHILD_LABEL_META = "crab.child_label"
 """Session ``meta`` key: what runs in the child (an agent's name), as its events are labelled."""
 QUESTION_LOCK_KEY = "crab.child_questions"
 """Parent session state: the lock that puts its children's permission questions one at a time."""
-MAX_TITLE = 80
-
-
-def _parent_choice(agent: Agent, session_id: str) -> ModelChoice:
-    """What the calling session talks to (``/model`` may have switched it), else the run's model."""
-    parent = next((session for session in agent.busy if session.id == session_id), None)
-    return agent.model_for(parent)
-
-
-def _model(agent: Agent, model: str | None, parent: ModelChoice) -> ModelChoice:
-    """The provider and model a child runs on: ``provider/model``, a model of the parent's
-    provider, or (None) the parent's own; ``ConfigError`` when the provider refuses the model."""
-    if not model:
-        return parent
-    providers: Mapping[str, Provider] = agent.host.registry("providers")
-    provider, model_id = parent.provider, model
-    prefix, _, rest = model.partition("/")
-    if rest and prefix in providers:
-        provider, model_id = providers[prefix], rest
-    if provider is parent.provider and model_id == parent.model:
-        return parent
-    provider.check(model_id)
-    return choice_of(provider, model_id)
-
-
-def child_tools(registry: Mapping[str, Tool], names: Collection[str] | None, read_only: bool) -> dict[str, Tool]:
-    """The registry's tools a child may use: those named (all when None), in registry order,
-    without the ones that write or run commands when ``read_only``."""
-    chosen = {name: tool for name, tool in registry.items() if names is None or name in names}
-    if read_only:
-        chosen = {name: tool for name, tool in chosen.items() if tool.permission not in ("write", "exec")}
-    return chosen
-
-
-Q = TypeVar("Q", PermissionRequest, Question)
-A = TypeVar("A")
-
-
-def labelled(
-    ask: Callable[[Q], Awaitable[A]] | None, label: str, lock: asyncio.Lock
-) -> Callable[[Q], Awaitable[A]] | None:
-    """``ask`` (a permission's or a tool's question) with its text prefixed ``[label]``, one
-    question at a time (the lock is the parent session's, shared by all its children)."""
-    if ask is None:
-        return None
-    asker = ask
-
-    async def asked(question: Q) -> A:
-        if isinstance(question, PermissionRequest):
-            question = replace(question, summary=f"[{label}] {question.summary}")
-        else:
-            question = replace(question, text=f"[{label}] {question.text}")
-        async with lock:
-            return await asker(question)
-
-    return asked
 
 
 class ChildContext(ModelContext):
@@ -159,29 +102,20 @@ async def run_child(
     title: str | None = None,
     workspace: Path | None = None,
 ) -> ChildOutcome:
-    """Run ``prompt`` as one turn of a new child session of ``ctx``'s call (``AgentHandle.run_child``).
-
-    The child is a session of its own in the store, linked to its parent by the session ``meta``
-    (``PARENT_SESSION_META``, ``PARENT_CALL_META``, which every store keeps and lists), with its
-    own context, its own tool set (a subset of the registry, never more) and optionally its own
-    model. It runs under the parent's permission gate and mode, so it is never allowed more; its
-    permission and tool questions go to the parent call's, labelled and one at a time. What it
-    emits reaches the parent's stream wrapped in ``ChildEvent``; its usage is added to the parent's turn.
-    ``workspace`` (None: the parent call's) is the folder the child's tools, ``ToolContext`` and
-    sandbox work in (a git worktree of its own); the session stays listed under the parent's.
-    """
+    """``AgentHandle.run_child`` (what it promises is documented on the Protocol): the child is
+    linked to its parent by the session ``meta`` (``PARENT_SESSION_META``, ``PARENT_CALL_META``,
+    which every store keeps and lists), so the one recorder pairs a killed tree on resume."""
     if not ctx.call_id:
         raise ConfigError("run_child needs the context of a tool call (one with a call id)")
     home = Path(ctx.workspace)
     folder = home if workspace is None else Path(workspace).resolve()
     if not folder.is_dir():
         raise ConfigError(f"run_child: the child's workspace {folder} is not a folder (make it first)")
-    choice = _model(agent, model, _parent_choice(agent, ctx.session_id))
+    # the calling session's model (``/model`` may have switched it), else the run's
+    parent_session = next((session for session in agent.busy if session.id == ctx.session_id), None)
+    choice = child_choice(model, agent.host.registry("providers"), agent.model_for(parent_session))
     meta = {PARENT_SESSION_META: ctx.session_id, PARENT_CALL_META: ctx.call_id, CHILD_LABEL_META: label}
-    shown_title = title or f"{label}: {' '.join(prompt.split())}"
-    if len(shown_title) > MAX_TITLE:
-        shown_title = shown_title[: MAX_TITLE - 1] + "…"
-    created = await agent.store.create_session(str(home), title=shown_title, meta=meta)
+    created = await agent.store.create_session(str(home), title=child_title(label, prompt, title), meta=meta)
     child = Session(info=created, workspace=folder, state=dict(state or {}))
     called: list[str] = []
     replies = 0

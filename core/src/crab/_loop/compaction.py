@@ -3,7 +3,7 @@ the kept tail, the full history staying in the store before it; part of the loop
 (docs/architecture.md#loop-features-as-plugins). The summary is asked for on the session's own
 request (its cached prefix) with one instruction appended; only a request that no longer fits
 the window is summarised from a transcript instead. Its prompts, transcript and anchor payload are
-``crab._values.compaction_text``."""
+``crab._values.compaction_text``, and so is which messages it keeps (``split``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 from crab._contracts.errors import CrabError, PluginError, ProviderError
 from crab._contracts.events import CompactionEvent, Event
-from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage
+from crab._contracts.messages import AssistantMessage, Message, Usage, UserMessage
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool
 from crab._values.budget import CHARS_PER_TOKEN, TokenBudget, message_chars, raw_tokens
@@ -24,8 +24,10 @@ from crab._values.compaction_text import (
     anchor_payload,
     carried,
     chunks,
-    is_note,
+    keep_tokens,
     previous_summary,
+    split,
+    summary_limit,
     summary_request,
     transcript_blocks,
 )
@@ -35,11 +37,6 @@ if TYPE_CHECKING:
     from crab._loop.session import Session
 
 CompactionReason = Literal["threshold", "overflow", "manual"]
-
-KEEP_SHARE = 0.3
-"""Share of the compaction threshold the verbatim tail may take."""
-SUMMARY_TOKENS = 2048
-"""The most output tokens a summary may take (less for small windows: a tenth of the window)."""
 
 
 @dataclass(frozen=True)
@@ -59,52 +56,7 @@ class Compacted:
     usage: Usage
 
 
-def keep_tokens(reason: str, threshold: int, history_tokens: int) -> int:
-    """How many tokens of recent history stay verbatim: ``KEEP_SHARE`` of the threshold; after an
-    overflow (the request did not fit at all) half that and a quarter of the history at most; by
-    hand (``/compact``) half the history at most, so there is always something to summarise."""
-    keep = int(threshold * KEEP_SHARE)
-    if reason == "overflow":
-        return min(keep // 2, history_tokens // 4)
-    if reason == "manual":
-        return min(keep, history_tokens // 2)
-    return keep
-
-
-def units(messages: Sequence[Message]) -> list[int]:
-    """Indexes where a unit starts: a user message (with crab's notes after it), or an assistant
-    message with its results."""
-    return [
-        i
-        for i, m in enumerate(messages)
-        if not isinstance(m, ToolResultMessage) and not (isinstance(m, UserMessage) and is_note(m.content))
-    ]
-
-
-def split(messages: Sequence[Message], keep_tokens: int) -> int:
-    """Index where the verbatim tail starts: as many whole units from the end as fit
-    ``keep_tokens`` (at least one), so a tool call and its results stay on one side.
-    0 means there is nothing older to summarise."""
-    starts = units(messages)
-    if len(starts) < 2:
-        return 0
-    cut = starts[-1]
-    size = sum(message_chars(m) for m in messages[cut:])
-    for start in reversed(starts[:-1]):
-        more = sum(message_chars(m) for m in messages[start:cut])
-        if raw_tokens(size + more) > keep_tokens:
-            break
-        size += more
-        cut = start
-    return cut if cut > starts[0] else 0
-
-
 Send = Callable[[ModelRequest], Awaitable[AssistantMessage]]
-
-
-def summary_limit(window: int) -> int:
-    """The output tokens a summary may take: ``SUMMARY_TOKENS``, a tenth of a small window."""
-    return max(256, min(SUMMARY_TOKENS, window // 10))
 
 
 async def summarise_in_place(prefix: ModelRequest, *, focus: str | None, window: int, send: Send) -> Summary:

@@ -7,15 +7,18 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from crab._contracts.errors import CrabError
+from crab._contracts.errors import ChannelError, CrabError
 from crab._contracts.handle import ChildOutcome, PluginStatus, SessionView, TurnOutcome
+from crab._contracts.messages import AssistantMessage
+from crab._contracts.providers import ModelRequest
+from crab._host.dispatch import ModelCallRefused
 
 if TYPE_CHECKING:
     from crab._contracts.commands import Command
     from crab._contracts.config import Config
     from crab._contracts.events import Event
     from crab._contracts.images import ImagePart
-    from crab._contracts.messages import AssistantMessage, Message
+    from crab._contracts.messages import Message
     from crab._contracts.providers import ModelInfo
     from crab._contracts.storage import Entry, SessionInfo
     from crab._contracts.tools import Tool, ToolContext
@@ -109,7 +112,9 @@ class LoopHandle:
         return self._agent.host.add_tools(plugin, tools)
 
     async def run_child(self, ctx: ToolContext, prompt: str, **options: Any) -> ChildOutcome:
-        return await self._agent.run_child(ctx, prompt, **options)
+        from crab._loop.child import run_child
+
+        return await run_child(self._agent, ctx, prompt, **options)
 
     async def complete(
         self,
@@ -119,8 +124,29 @@ class LoopHandle:
         system: str | None = None,
         max_tokens: int | None = None,
     ) -> AssistantMessage:
-        target: Session | str = session if isinstance(session, str) else _session(session)
-        return await self._agent.complete(target, messages, system=system, max_tokens=max_tokens)
+        agent = self._agent
+        live = next((s for s in agent.busy if s.id == session), None) if isinstance(session, str) else _session(session)
+        if live is None:
+            raise CrabError(f"no turn of session {session!r} is running here, so nothing can be counted against it")
+        calls = agent.context.calls
+        choice = agent.model_for(live)  # the session's model: /model may have switched it
+        request = ModelRequest(
+            model=choice.model,
+            system=system or "",
+            messages=tuple(messages),
+            max_tokens=max_tokens,
+            temperature=agent.context.settings.temperature,
+        )
+        try:
+            request = await calls.prepare(live, request)
+        except ModelCallRefused as exc:
+            return AssistantMessage(
+                content="", stop_reason="error", error=str(exc), provider=choice.provider.name, model=choice.model
+            )
+        message = (await calls.send(live, request, purpose="plugin", choice=choice)).message
+        if message.usage is not None:
+            live.side_usage = live.side_usage + message.usage  # joins the running turn's usage
+        return message
 
     async def new_session(self, title: str | None = None, *, meta: Mapping[str, Any] | None = None) -> SessionView:
         return await self._agent.new_session(title, meta)
@@ -138,13 +164,22 @@ class LoopHandle:
         return await self._agent.latest_session()
 
     async def session_for(self, channel: str, address: str, *, session_id: str | None = None) -> SessionView:
-        return await self._agent.session_for(channel, address, session_id=session_id)
+        served = self._agent.channel_host
+        if served is not None:
+            return await served.session_for(channel, address, session_id=session_id)
+        if session_id is not None:
+            return await self._agent.resume(session_id)
+        return await self._agent.sessions.keyed(channel, address)
 
     async def end_session(self, session: SessionView) -> None:
-        await self._agent.end_session(_session(session))
+        if self._agent.channel_host is not None:
+            self._agent.channel_host.release(_session(session))
+        await self._agent.leave(_session(session), "end")
 
     async def deliver(self, channel: str, address: str, text: str) -> None:
-        await self._agent.deliver(channel, address, text)
+        if self._agent.channel_host is None:
+            raise ChannelError(f"cannot deliver to {channel!r}: channels run only inside `crab serve`")
+        await self._agent.channel_host.deliver(channel, address, text)
 
     async def session_info(self, session_id: str) -> SessionInfo:
         return await self._agent.store.get_session(session_id)
@@ -153,7 +188,11 @@ class LoopHandle:
         return await self._agent.store.entries(session_id)
 
     async def handoff(self, session: SessionView, name: str, state: Mapping[str, Any] | None = None) -> None:
-        await self._agent.handoff(_session(session), name, state)
+        live = _session(session)
+        payload = {"name": name, "kind": "handoff", "state": dict(state or {})}
+        await self._agent.recorder.append(live, "anchor", payload)
+        live.messages = []
+        live.handoff = payload
 
     async def compact(self, session: SessionView, focus: str | None = None) -> bool:
         live = _session(session)

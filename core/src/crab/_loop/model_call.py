@@ -8,8 +8,8 @@ import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any
 
 from crab._contracts.errors import ProviderError
 from crab._contracts.events import (
@@ -24,47 +24,20 @@ from crab._contracts.events import (
     ToolCallEvent,
     UsageEvent,
 )
-from crab._contracts.messages import AssistantMessage, Thinking
-from crab._contracts.providers import ModelRequest, Provider
+from crab._contracts.messages import AssistantMessage
+from crab._contracts.providers import ModelRequest
 from crab._contracts.storage import EntryType
 from crab._contracts.tools import Tool
 from crab._host.dispatch import Dispatcher
-from crab._loop.model_choice import ModelChoice
 from crab._loop.session import Session
 from crab._values.message_json import unique_id, usage_to_dict
+from crab._values.model_choice import ModelChoice
+from crab._values.model_request import Partial, Purpose, unique_call_ids, with_forced_schemas
 from crab._values.pricing import with_cost
 from crab._values.utf8 import hash_bytes
 
-Purpose = Literal["turn", "compaction", "plugin"]
-"""Why a call is made: a turn's request, a compaction's summary, or a plugin's ``AgentHandle.complete``."""
 AppendEntry = Callable[[Session, EntryType, Mapping[str, Any]], Awaitable[None]]
 Emit = Callable[[Event, str], None]
-
-
-@dataclass
-class Partial:
-    """What a provider has streamed so far, kept so an abort can record it."""
-
-    text: list[str] = field(default_factory=list)
-    thinking: list[str] = field(default_factory=list)
-    calls: list[str] = field(default_factory=list)
-    """Ids of the calls shown (a ``ToolCallEvent`` each), in order."""
-
-    @property
-    def empty(self) -> bool:
-        """Nothing was streamed yet (so a retry repeats nothing the user saw)."""
-        return not self.text and not self.thinking and not self.calls
-
-    def message(self, stop: str, error: str | None, provider: str, model: str) -> AssistantMessage:
-        thinking = (Thinking("".join(self.thinking)),) if self.thinking else ()
-        return AssistantMessage(
-            content="".join(self.text),
-            thinking=thinking,
-            stop_reason="aborted" if stop == "aborted" else "error",
-            error=error,
-            provider=provider,
-            model=model,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,30 +217,3 @@ class ModelCalls:
         if message.provider is None or message.model is None:
             message = replace(message, provider=message.provider or provider, model=message.model or model)
         return Reply(message, held, kind if message.stop_reason == "error" else None)
-
-
-def unique_call_ids(message: AssistantMessage) -> AssistantMessage:
-    """``message`` with a call id repeated by the provider renamed (``id_2``…), in order, the way
-    its forwarded ``ToolCallEvent``s were: results pair with calls by id, so every call needs its own."""
-    taken: set[str] = set()
-    calls = tuple(replace(call, id=unique_id(call.id, taken)) for call in message.tool_calls)
-    return message if calls == message.tool_calls else replace(message, tool_calls=calls)
-
-
-def forced_tools(provider: Provider, request: ModelRequest) -> frozenset[str]:
-    """The tools ``provider`` makes the model call for ``request`` (its optional ``forced_tools``,
-    e.g. a configured ``tool_choice``); empty for a provider without it."""
-    forced = getattr(provider, "forced_tools", None)
-    return frozenset(forced(request)) if callable(forced) else frozenset()
-
-
-def with_forced_schemas(request: ModelRequest, provider: Provider, tools: Mapping[str, Tool]) -> ModelRequest:
-    """``request`` with the full registered schema of every tool the provider forces."""
-    forced = forced_tools(provider, request)
-    if not forced:
-        return request
-    specs = []
-    for spec in request.tools:
-        tool = tools.get(spec.name) if spec.name in forced else None
-        specs.append(tool.spec() if tool is not None and spec.parameters != tool.parameters else spec)
-    return replace(request, tools=tuple(specs))

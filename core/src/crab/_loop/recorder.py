@@ -11,12 +11,12 @@ from typing import Any, TypeVar
 
 from crab._contracts.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from crab._contracts.storage import EntryType, Store
-from crab._loop.model_choice import model_entry
 from crab._loop.session import Session
 from crab._secrets.redaction import Redactor
 from crab._values.history import load_history
 from crab._values.images import load_images, message_payload
 from crab._values.message_json import message_from_dict, message_to_dict
+from crab._values.model_choice import model_entry
 
 M = TypeVar("M", bound=Message)
 

@@ -15,8 +15,8 @@ from crab._contracts.interception import AskUser
 from crab._contracts.messages import Message, Usage
 from crab._contracts.questions import AskQuestion
 from crab._contracts.storage import SessionInfo
-from crab._loop.model_choice import ModelChoice
 from crab._values.budget import TokenBudget
+from crab._values.model_choice import ModelChoice
 
 
 @dataclass(eq=False)
@@ -38,7 +38,7 @@ class Session:
 
     ``messages`` is the repaired context since the last handoff (the store is the truth; this
     is a cache kept in step as entries are appended). ``state`` is the tools' session scratch.
-    ``budget`` is the token budget, made on first use (``Agent.budget``).
+    ``budget`` is the token budget, made on first use (``ModelContext.budget``).
     ``ask`` is how the permission gate asks the person behind this session when that is not the
     agent's own ``ask`` (a chat on a remote channel: ``crab._assembly.channel_host``); ``question``
     likewise asks that person a tool's ``crab.Question``.
@@ -58,11 +58,11 @@ class Session:
     state: dict[str, Any] = field(default_factory=dict)
     system_hashes: set[str] = field(default_factory=set)
     system: tuple[str | None, str] | None = None
+    """The system prompt this session's requests carry, with the handoff note it was gathered for
+    (``ModelContext.system_prompt``: once per live session, again after a compaction)."""
     shared: bool = False
     """The resume found a turn of this session running in another process: the prompt it ended on
     may still be answered there, so the next turn records no stand-in reply for it."""
-    """The system prompt this session's requests carry, with the handoff note it was gathered for
-    (``Agent.system_prompt``: once per live session, again after a compaction)."""
     steering: deque[QueuedInput] = field(default_factory=deque)
     follow_ups: deque[QueuedInput] = field(default_factory=deque)
     task: asyncio.Task[TurnOutcome] | None = None

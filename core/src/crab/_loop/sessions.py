@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 from crab._config.paths import live_home
 from crab._contracts.storage import SessionInfo, Store
 from crab._host.dispatch import Dispatcher
-from crab._loop.model_choice import Models, stored_choice
+from crab._loop.model_choice import Models
 from crab._loop.recorder import PARENT_SESSION_META, Recorder
 from crab._loop.session import Session
 from crab._system.live_sessions import no_turn_running
 from crab._values.history import load_history
+from crab._values.model_choice import stored_choice
 
 if TYPE_CHECKING:
     from crab._contracts.handle import AgentHandle

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from crab._contracts.messages import ToolCall
 from crab._contracts.tools import Tool, ToolContext, ToolResult
 from crab._host.dispatch import Dispatcher
-from crab._loop.router import did_you_mean
 from crab._loop.tool_exec import run_tool
 from crab._values.history import SKIPPED
+from crab._values.router import did_you_mean
 
 STOPPED = "Skipped: the turn was stopped before this call ran ({reason})"
 MAX_RAW_ECHO = 2000

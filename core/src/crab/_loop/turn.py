@@ -18,8 +18,7 @@ from crab._contracts.messages import AssistantMessage, ToolCall, ToolResultMessa
 from crab._contracts.providers import ModelRequest
 from crab._contracts.tools import Tool, ToolContext, ToolResult
 from crab._loop import steps
-from crab._loop.model_call import Partial, Reply
-from crab._loop.model_choice import ModelChoice
+from crab._loop.model_call import Reply
 from crab._loop.model_context import ModelContext, described, with_full_schema
 from crab._loop.session import QueuedInput, Session, TurnOutcome
 from crab._loop.steps import (
@@ -56,6 +55,8 @@ from crab._loop.steps import (
 from crab._loop.tool_runner import ToolRunner
 from crab._values.history import INTERRUPTED, repair
 from crab._values.message_json import message_to_dict
+from crab._values.model_choice import ModelChoice
+from crab._values.model_request import Partial
 
 __all__ = ["Turn", "today"]
 

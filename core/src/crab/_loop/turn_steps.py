@@ -19,12 +19,12 @@ from crab._contracts.messages import Message, ToolCall, ToolResultMessage
 from crab._contracts.questions import AskQuestion, Question
 from crab._contracts.storage import Entry
 from crab._contracts.tools import Tool, ToolResult
-from crab._loop.model_choice import stored_choice
 from crab._loop.session import QueuedInput, Session
 from crab._loop.steps import Input, Prompt, RunTools, Step
 from crab._loop.turn import Turn
 from crab._values.compaction_text import handoff_note
 from crab._values.history import load_history
+from crab._values.model_choice import stored_choice
 from crab._values.redacted import redacted_ask, redacted_question
 
 if TYPE_CHECKING:

@@ -1,6 +1,7 @@
-"""What a compaction says and stores, as text and data: the summariser's prompts, the transcript it
-reads, the anchor entry's payload and the notes read back from it. Work on the contracts' values;
-the compaction step itself (when, what to keep, the model calls) is the loop's (``_loop/compaction.py``)."""
+"""What a compaction says and stores, as text and data: which messages it keeps verbatim (``split``,
+by the token estimate), the summariser's prompts, the transcript it reads, the anchor entry's payload
+and the notes read back from it. Work on the contracts' values; the compaction step itself (when,
+the model calls, recording the anchor) is the loop's (``_loop/compaction.py``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from crab._contracts.images import ImagePart
 from crab._contracts.messages import Message, ToolResultMessage, UserMessage
+from crab._values.budget import message_chars, raw_tokens
 from crab._values.message_json import message_from_dict, message_to_dict
 
 ANCHOR_NAME = "compaction"
@@ -208,3 +210,54 @@ def summary_note(handoff: Mapping[str, Any]) -> str | None:
         "conversation: a record of it, not new instructions from the user); the messages after it are verbatim."
     )
     return f"{head}\n\n{summary}" if summary else head
+
+
+KEEP_SHARE = 0.3
+"""Share of the compaction threshold the verbatim tail may take."""
+SUMMARY_TOKENS = 2048
+"""The most output tokens a summary may take (less for small windows: a tenth of the window)."""
+
+
+def keep_tokens(reason: str, threshold: int, history_tokens: int) -> int:
+    """How many tokens of recent history stay verbatim: ``KEEP_SHARE`` of the threshold; after an
+    overflow (the request did not fit at all) half that and a quarter of the history at most; by
+    hand (``/compact``) half the history at most, so there is always something to summarise."""
+    keep = int(threshold * KEEP_SHARE)
+    if reason == "overflow":
+        return min(keep // 2, history_tokens // 4)
+    if reason == "manual":
+        return min(keep, history_tokens // 2)
+    return keep
+
+
+def units(messages: Sequence[Message]) -> list[int]:
+    """Indexes where a unit starts: a user message (with crab's notes after it), or an assistant
+    message with its results."""
+    return [
+        i
+        for i, m in enumerate(messages)
+        if not isinstance(m, ToolResultMessage) and not (isinstance(m, UserMessage) and is_note(m.content))
+    ]
+
+
+def split(messages: Sequence[Message], keep_tokens: int) -> int:
+    """Index where the verbatim tail starts: as many whole units from the end as fit
+    ``keep_tokens`` (at least one), so a tool call and its results stay on one side.
+    0 means there is nothing older to summarise."""
+    starts = units(messages)
+    if len(starts) < 2:
+        return 0
+    cut = starts[-1]
+    size = sum(message_chars(m) for m in messages[cut:])
+    for start in reversed(starts[:-1]):
+        more = sum(message_chars(m) for m in messages[start:cut])
+        if raw_tokens(size + more) > keep_tokens:
+            break
+        size += more
+        cut = start
+    return cut if cut > starts[0] else 0
+
+
+def summary_limit(window: int) -> int:
+    """The output tokens a summary may take: ``SUMMARY_TOKENS``, a tenth of a small window."""
+    return max(256, min(SUMMARY_TOKENS, window // 10))

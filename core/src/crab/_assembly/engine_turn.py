@@ -1,6 +1,7 @@
 """A channel's turn on the turn engine ``[serve] engine`` names (``crab_turn_engines``): the live
 session handed to the engine as a ``TurnSteps``, its steering and abort passed on, the live
-session read back from the store when the turn ends (docs/architecture.md#crab-serve)."""
+session read back from the store when the turn ends (docs/architecture.md#crab-serve): only
+``crab serve`` hands turns to an engine, so it lives beside its channels, not in the loop."""
 
 from __future__ import annotations
 

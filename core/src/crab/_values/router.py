@@ -1,5 +1,6 @@
 """Routing input: ``/name args`` to a command, ``!cmd`` to the shell, ``//text`` and the rest to the
-model; ``/name:arg rest`` is ``/name arg rest`` (namespaced commands, as Claude Code and pi write them)."""
+model; ``/name:arg rest`` is ``/name arg rest`` (namespaced commands, as Claude Code and pi write them);
+and the "did you mean" hint every unknown name gets. Text work: the agent acts on the ``Route``."""
 
 from __future__ import annotations
 
