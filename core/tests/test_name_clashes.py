@@ -14,10 +14,11 @@ from pathlib import Path
 
 import crab
 import pytest
+from crab._assembly.clashes import build_registry
 from crab._assembly.function_tools import PLUGIN, FunctionTools
 from crab._assembly.plugin_choice import choose_plugins
-from crab._host.clashes import CORE, INSTALLED, LISTED, PROGRAM, Rank, build_registry
-from crab._host.plugin_host import PluginHost
+from crab._assembly.registries import Registries
+from crab._host.plugin_host import CORE, INSTALLED, LISTED, PROGRAM, PluginHost, Rank
 from crab.testing import make_config
 
 FAKES = Path(__file__).parent / "fake_plugins"
@@ -34,6 +35,7 @@ def fakes_importable(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def host(config=None, cli=None, env=None) -> PluginHost:
     made = PluginHost(config or make_config(), strict=False)
+    made.registries = Registries(made)
     points = [EntryPoint("duplicate", "crab_fake_duplicate", "crab"), EntryPoint("good", "crab_fake_good", "crab")]
     made.load_entry_points(choose_plugins(made.config, cli, env or {}), points)
     return made

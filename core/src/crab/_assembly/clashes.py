@@ -1,5 +1,8 @@
 """Building one registry (tools, commands…) from every plugin's items, and settling name clashes
-(never by whichever sorts first; docs/plugins.md)."""
+(never by whichever sorts first; docs/plugins.md).
+
+Composition, moved here from ``crab._host``: which plugin's item one agent uses is decided from
+how each plugin came to load (the host's ``Rank``), not part of finding, loading or calling them."""
 
 from __future__ import annotations
 
@@ -7,19 +10,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-CORE, PROGRAM, LISTED, OWN_INSTALLED, INSTALLED = 0, 1, 2, 3, 4
-"""Rank classes, strongest first: crab's built-ins, the program's, the user's order, installed only
-from one of crab's own distributions (``entry_points.crab_own``), installed only."""
+from crab._host.plugin_host import CORE, INSTALLED, OWN_INSTALLED, PROGRAM, Rank
+
 SETTLE = "[plugins] enabled"
-
-
-@dataclass(frozen=True, slots=True)
-class Rank:
-    """How a plugin came to its place in load order: its class and, for ``LISTED``, where the
-    user listed it (``--plugins``, ``CRAB_PLUGINS``, ``[plugins] enabled``)."""
-
-    level: int
-    source: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,48 @@
+"""The registries built from the loaded plugins' items (``crab._assembly.registries``): rebuilt when
+a plugin registers or fails, so a failed plugin's items are used nowhere and a plugin given after
+the registries were built (even under a failed one's name) is collected afresh."""
+
+from __future__ import annotations
+
+import types
+
+import crab
+import pytest
+from crab._host.plugin_host import PluginHost
+from crab.testing import build_host, make_config
+
+
+def offering(*names: str) -> types.SimpleNamespace:
+    tools = []
+    for name in names:
+
+        def run(text: str) -> str:
+            """Echo."""
+            return text
+
+        run.__name__ = name
+        tools.append(crab.tool(run))
+    return types.SimpleNamespace(crab_tools=crab.hookimpl(lambda config: tools))
+
+
+def test_a_plugin_failing_after_the_registries_were_built_loses_its_items():
+    host = build_host({"p": offering("one"), "q": offering("two")})
+    assert {"one", "two"} <= set(host.registry("tools"))
+    host.fail("p", "it broke")
+    tools = host.registry("tools")
+    assert "one" not in tools and tools["two"].plugin == "q"
+
+
+def test_a_plugin_given_again_under_a_failed_ones_name_is_collected_afresh():
+    host = build_host({"p": offering("old")})
+    assert host.registry("tools")["old"].plugin == "p"
+    host.fail("p", "it broke")
+    host.load_objects({"p": offering("new")})  # the same name, the same place in load order
+    tools = host.registry("tools")
+    assert "old" not in tools and tools["new"].plugin == "p"
+
+
+def test_a_host_built_without_registries_says_where_they_come_from():
+    host = PluginHost(make_config(), strict=False)  # as `crab plugins list` builds it: no registries
+    with pytest.raises(RuntimeError, match="build_host"):
+        host.registry("tools")
