@@ -148,7 +148,7 @@ def _dist(site: Path, name: str, author: str | None) -> None:
 def test_crab_s_own_distributions_are_those_by_crab_core_s_authors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     from importlib import metadata
 
-    from crab._host.entry_points import crab_own
+    from crab._assembly.clashes import crab_own
 
     authors = metadata.distribution("crab-core").metadata["Author"]
     _dist(tmp_path, "crab-made-here", authors)

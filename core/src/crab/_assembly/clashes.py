@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from crab._host.entry_points import normalized
 from crab._host.plugin_host import CORE, INSTALLED, OWN_INSTALLED, PROGRAM, Rank
 
 SETTLE = "[plugins] enabled"
@@ -28,7 +29,7 @@ def build_registry(
     contributions: Mapping[str, Sequence[Any]],
     order: Sequence[str],
     ranks: Mapping[str, Rank],
-    crab_own: Callable[[str], bool] = lambda plugin: False,
+    own: Callable[[str], bool] = lambda plugin: False,
 ) -> tuple[dict[str, Any], list[Fault]]:
     """Name → item over ``contributions`` (plugin → items) taken in load ``order``, and the faults.
 
@@ -36,7 +37,7 @@ def build_registry(
     wins: crab's built-ins, then the program's own (``crab.Agent(tools=...)``, in-process
     plugins), then the order the user wrote (``--plugins``, ``CRAB_PLUGINS``, ``[plugins]
     enabled``: first listed wins). Installed plugins loaded only because they are installed have
-    no order anyone chose: one from crab's own distributions (``crab_own(plugin)``, asked only
+    no order anyone chose: one from crab's own distributions (``own(plugin)``, asked only
     when such a clash happens) keeps the name, so a stray package never takes away a tool crab
     ships; a clash between two of the same kind leaves the name out for both, with one line
     naming them and the setting that settles it. Every item left out is a fault of its plugin.
@@ -51,7 +52,7 @@ def build_registry(
         given = ranks.get(plugin)
         if given is not None:
             return given
-        return Rank(OWN_INSTALLED) if crab_own(plugin) else Rank(INSTALLED)
+        return Rank(OWN_INSTALLED) if own(plugin) else Rank(INSTALLED)
 
     for plugin in order:
         for item in contributions.get(plugin, ()):
@@ -142,3 +143,24 @@ def _kept(noun: str, name: str, holder: str, plugin: str, held: Rank, new: Rank,
         f"{held.source}; list {plugin} before {holder} there to use this one, or disable one of them "
         f"(crab plugins disable {holder} or {plugin})"
     )
+
+
+CORE_DISTRIBUTION = "crab-core"
+
+
+def crab_own(distribution: str | None) -> bool:
+    """Whether ``distribution`` (None: a plugin from no distribution) is one of crab's own: its
+    metadata names the same author as crab-core's (``the crab authors``). A rule against accidents
+    (a stray package taking a tool's name), not a defence: an installed package runs its own code
+    anyway. Reads metadata with ``importlib.metadata``, which only a name clash between installed
+    plugins needs (so it is here, where name clashes are settled, not in ``crab._host``)."""
+    from importlib import metadata
+
+    if distribution is None:
+        return False
+    try:
+        own = metadata.distribution(CORE_DISTRIBUTION).metadata["Author"]
+        theirs = metadata.distribution(distribution).metadata["Author"]
+    except (metadata.PackageNotFoundError, OSError, KeyError):
+        return False
+    return bool(own) and normalized(distribution) != CORE_DISTRIBUTION and theirs == own

@@ -86,22 +86,17 @@ class Registries:
         """Name → item over the plugins still loaded; a name two plugins offer is settled by
         ``crab._assembly.clashes`` (never by which one sorts first), each item left out reported once
         as a fault of its plugin."""
-        from crab._assembly.clashes import build_registry
+        from crab._assembly.clashes import build_registry, crab_own
 
         host, contributions = self.host, self._contributions[kind]
         order = sorted((n for n in contributions if n in host.order), key=host.order.__getitem__)
-        table, faults = build_registry(kind, contributions, order, host.ranks, self._crab_own)
+        records = host.records
+        table, faults = build_registry(
+            kind, contributions, order, host.ranks, lambda p: crab_own(getattr(records.get(p), "distribution", None))
+        )
         for fault in faults:
             host.fault(fault.plugins[0], fault.reason, *fault.plugins[1:])  # one line for all who lost it
         return table
-
-    def _crab_own(self, plugin: str) -> bool:
-        """Whether ``plugin`` comes from one of crab's own distributions (asked only when two
-        plugins loaded because they are installed register one name)."""
-        from crab._host.entry_points import crab_own
-
-        record = self.host.records.get(plugin)
-        return record is not None and record.distribution is not None and crab_own(record.distribution)
 
     def add_tools(self, plugin: str, tools: Sequence[Tool]) -> list[str]:
         """Add tools that ``plugin`` learned of after start-up (MCP servers, say) to the live registry.

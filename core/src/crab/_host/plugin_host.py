@@ -56,7 +56,7 @@ Kind = Literal["tools", "providers", "stores", "renderers", "commands", "channel
 
 CORE, PROGRAM, LISTED, OWN_INSTALLED, INSTALLED = 0, 1, 2, 3, 4
 """Rank classes, strongest first: crab's built-ins, the program's, the user's order, installed only
-from one of crab's own distributions (``entry_points.crab_own``), installed only."""
+from one of crab's own distributions (``crab._assembly.clashes.crab_own``), installed only."""
 
 
 @dataclass(frozen=True, slots=True)
