@@ -14,10 +14,9 @@ from pathlib import Path
 
 import crab
 import pytest
-from crab._assembly.clashes import build_registry
 from crab._assembly.function_tools import PLUGIN, FunctionTools
 from crab._assembly.plugin_choice import choose_plugins
-from crab._assembly.registries import Registries
+from crab._assembly.registries import Registries, build_registry
 from crab._host.plugin_host import CORE, INSTALLED, LISTED, PROGRAM, PluginHost, Rank
 from crab.testing import make_config
 
@@ -148,7 +147,7 @@ def _dist(site: Path, name: str, author: str | None) -> None:
 def test_crab_s_own_distributions_are_those_by_crab_core_s_authors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     from importlib import metadata
 
-    from crab._assembly.clashes import crab_own
+    from crab._assembly.registries import crab_own
 
     authors = metadata.distribution("crab-core").metadata["Author"]
     _dist(tmp_path, "crab-made-here", authors)

@@ -56,14 +56,14 @@ Kind = Literal["tools", "providers", "stores", "renderers", "commands", "channel
 
 CORE, PROGRAM, LISTED, OWN_INSTALLED, INSTALLED = 0, 1, 2, 3, 4
 """Rank classes, strongest first: crab's built-ins, the program's, the user's order, installed only
-from one of crab's own distributions (``crab._assembly.clashes.crab_own``), installed only."""
+from one of crab's own distributions (``crab._assembly.registries.crab_own``), installed only."""
 
 
 @dataclass(frozen=True, slots=True)
 class Rank:
     """How a plugin came to its place in load order: its class and, for ``LISTED``, where the
     user listed it (``--plugins``, ``CRAB_PLUGINS``, ``[plugins] enabled``); a name clash is settled
-    by it (``crab._assembly.clashes``)."""
+    by it (``crab._assembly.registries``)."""
 
     level: int
     source: str = ""
@@ -240,7 +240,7 @@ class PluginHost:
 
     def load_objects(self, plugins: Mapping[str, object]) -> None:
         """Register in-process plugin objects (modules, instances) as if they were installed; the
-        program gave them, so they win a name clash with an installed plugin (``crab._assembly.clashes``)."""
+        program gave them, so they win a name clash with an installed plugin (``crab._assembly.registries``)."""
         for name in plugins:
             self.ranks.setdefault(name, Rank(PROGRAM))
         self._admit_all([(n, plugin, PluginRecord(n, "loaded", target=repr(plugin))) for n, plugin in plugins.items()])
