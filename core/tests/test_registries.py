@@ -46,3 +46,16 @@ def test_a_host_built_without_registries_says_where_they_come_from():
     host = PluginHost(make_config(), strict=False)  # as `crab plugins list` builds it: no registries
     with pytest.raises(RuntimeError, match="build_host"):
         host.registry("tools")
+
+
+def test_tools_added_after_start_up_outlive_another_plugins_failure():
+    # Before: any plugin failing mid-run rebuilt the tools table from the registration hooks alone,
+    # so every tool added through add_tools (an MCP server's) was gone for the rest of the run.
+    host = build_host({"mcp": offering(), "other": offering("two")})
+    late = offering("late", "later").crab_tools(config=None)
+    assert host.add_tools("mcp", late) == ["late", "later"]
+    host.fail("other", "it broke")
+    tools = host.registry("tools")
+    assert list(tools)[-2:] == ["late", "later"] and tools["late"].plugin == "mcp" and "two" not in tools
+    host.fail("mcp", "it broke too")
+    assert "late" not in host.registry("tools")  # a failed plugin's late tools go with it

@@ -36,8 +36,9 @@ class Registries:
         self._collected_at: int | None = None
         """``host.registrations`` when the registration hooks were called; None: not collected yet."""
         self._seen = (host.registrations, len(host.order))
-        self._late: set[str] = set()
-        """Names of the tools ``add_tools`` added (``_place_late`` keeps their order canonical)."""
+        self._late: dict[str, dict[str, Tool]] = {}
+        """Plugin → the tools ``add_tools`` added for it by name: kept when the table is rebuilt (a
+        plugin failed), last in a canonical order (``_place_late``)."""
 
     def collect_all(self) -> None:
         """Run every registration hook (once), so statuses and conflicts are known before use.
@@ -95,6 +96,10 @@ class Registries:
         )
         for fault in faults:
             host.fault(fault.plugins[0], fault.reason, *fault.plugins[1:])  # one line for all who lost it
+        if kind == "tools":
+            self._add_late(
+                table, [(p, tool) for p, tools in self._late.items() if p in host.order for tool in tools.values()]
+            )
         return table
 
     def add_tools(self, plugin: str, tools: Sequence[Tool]) -> list[str]:
@@ -109,33 +114,33 @@ class Registries:
         record = self.host.records.get(plugin)
         if plugin not in self.host.order or record is None or record.status == "failed":
             return []
-        table = self.registry("tools")
-        added: list[str] = []
+        late = []
         for item in tools:
-            if not isinstance(item, Tool):
+            if isinstance(item, Tool):
+                late.append((plugin, tag_with_plugin(item, plugin)))
+            else:
                 self.host.fault(plugin, f"add_tools was given a {type(item).__name__}, expected a Tool")
-                continue
-            if item.name in table:
-                owner = table[item.name].plugin or "another plugin"
+        return self._add_late(self.registry("tools"), late)
+
+    def _add_late(self, table: dict[str, Any], tools: Sequence[tuple[str, Tool]]) -> list[str]:
+        """Add (plugin, tool) pairs to ``table`` unless the name is taken, then keep the tools added
+        after start-up last, in plugin order, then by name: in the order of the request's tools
+        array, which providers cache. When they joined (a server ready at once in one process, late in
+        the next; servers that answer in another order) then changes nothing."""
+        added: list[str] = []
+        for plugin, tool in tools:
+            if tool.name in table:
+                owner = table[tool.name].plugin or "another plugin"
                 self.host.fault(
-                    plugin, f"its tool {item.name!r} was left out because {owner!r} registers one of that name"
+                    plugin, f"its tool {tool.name!r} was left out because {owner!r} registers one of that name"
                 )
                 continue
-            table[item.name] = tag_with_plugin(item, plugin)
-            added.append(item.name)
-        if added:
-            self._place_late(table, added)
+            table[tool.name] = self._late.setdefault(plugin, {})[tool.name] = tool
+            added.append(tool.name)
+        order, late = self.host.order, {n for tools in self._late.values() for n in tools}
+        for name in sorted((n for n in table if n in late), key=lambda n: (order.get(table[n].plugin, 0), n)):
+            table[name] = table.pop(name)  # in place: the agent holds this very dict
         return added
-
-    def _place_late(self, table: dict[str, Any], added: Sequence[str]) -> None:
-        """Keep the tools added after start-up last, in plugin order, then by name: in the order of
-        the request's tools array, which providers cache. When they joined (a server ready at once in
-        one process, late in the next; servers that answer in another order) then changes nothing."""
-        self._late.update(added)
-        order = self.host.order
-        late = sorted((n for n in table if n in self._late), key=lambda n: (order.get(table[n].plugin, 0), n))
-        for name in late:  # in place: the agent holds this very dict
-            table[name] = table.pop(name)
 
 
 def expected_type(kind: Kind) -> type:
