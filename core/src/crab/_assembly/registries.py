@@ -137,8 +137,10 @@ class Registries:
                 continue
             table[tool.name] = self._late.setdefault(plugin, {})[tool.name] = tool
             added.append(tool.name)
-        order, late = self.host.order, {n for tools in self._late.values() for n in tools}
-        for name in sorted((n for n in table if n in late), key=lambda n: (order.get(table[n].plugin, 0), n)):
+        order, late = self.host.order, {id(t) for tools in self._late.values() for t in tools.values()}
+        for name in sorted(
+            (n for n in table if id(table[n]) in late), key=lambda n: (order.get(table[n].plugin, 0), n)
+        ):
             table[name] = table.pop(name)  # in place: the agent holds this very dict
         return added
 
