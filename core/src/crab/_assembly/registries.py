@@ -35,7 +35,8 @@ class Registries:
         self._tables: dict[Kind, dict[str, Any]] = {}
         self._collected_at: int | None = None
         """``host.registrations`` when the registration hooks were called; None: not collected yet."""
-        self._seen = (host.registrations, len(host.order))
+        self._seen_registrations, self._seen_loaded = host.registrations, len(host.order)
+        """What the tables were built for: a registration, or a failure (it shortens the order), since."""
         self._late: dict[str, dict[str, Tool]] = {}
         """Plugin → the tools ``add_tools`` added for it by name: kept when the table is rebuilt (a
         plugin failed), last in a canonical order (``_place_late``)."""
@@ -46,9 +47,9 @@ class Registries:
         All kinds are collected before any registry is built, so a plugin that fails in one
         registration hook has none of its contributions used anywhere in the run.
         """
-        now = (self.host.registrations, len(self.host.order))  # a failure shortens the order
-        if self._seen != now:
-            self._seen = now
+        host = self.host
+        if self._seen_registrations != host.registrations or self._seen_loaded != len(host.order):
+            self._seen_registrations, self._seen_loaded = host.registrations, len(host.order)
             self._tables.clear()
         if self._collected_at == self.host.registrations:
             return
@@ -79,6 +80,10 @@ class Registries:
 
     def registry(self, kind: Kind) -> dict[str, Any]:
         """Name → object for one kind (same names: see ``_build``)."""
+        host, table = self.host, self._tables.get(kind)
+        fresh = self._seen_registrations == host.registrations == self._collected_at
+        if table is not None and fresh and self._seen_loaded == len(host.order):
+            return table  # nothing registered or failed since it was built
         self.collect_all()
         if kind not in self._tables:
             self._tables[kind] = self._build(kind)

@@ -149,9 +149,9 @@ class PluginHost:
         stale when either changed (``crab._assembly.registries``)."""
         self.ranks: dict[str, Rank] = {}
         """Plugin → how it came to its place in load order; none: installed only."""
-        self.registries: Registries | None = None
-        """What is built from the plugins' items, attached by the composition root (``crab plugins
-        list`` and ``crab_cli`` build none)."""
+        self.registries: Registries
+        """What is built from the plugins' items, attached by the composition root
+        (``crab._assembly.choosing.build_host``; ``crab plugins list`` and ``crab_cli`` build none)."""
         self.dispatch = Dispatcher(self.pm, self.order, self.fail, self.fault, strict=self.strict)
         self.declarers: dict[str, str] = dict.fromkeys(self.dispatch.policies, "core")
         """Hook → who declares it: ``core`` or ``plugin NAME``."""
@@ -363,22 +363,17 @@ class PluginHost:
 
     # --- registries (built by ``crab._assembly.registries``) ------------------------------------
 
-    def _composed(self) -> Registries:
-        if self.registries is None:
-            raise RuntimeError("this plugin host has no registries: build it with crab._assembly.choosing.build_host")
-        return self.registries
-
     def collect_all(self) -> None:
         """Run every registration hook (once): ``Registries.collect_all``."""
-        self._composed().collect_all()
+        self.registries.collect_all()
 
     def registry(self, kind: Kind) -> dict[str, Any]:
         """Name → object for one kind: ``Registries.registry``."""
-        return self._composed().registry(kind)
+        return self.registries.registry(kind)
 
     def add_tools(self, plugin: str, tools: Sequence[Tool]) -> list[str]:
         """Add tools ``plugin`` learned of after start-up: ``Registries.add_tools``."""
-        return self._composed().add_tools(plugin, tools)
+        return self.registries.add_tools(plugin, tools)
 
     # --- reporting ------------------------------------------------------------------------
 
