@@ -16,8 +16,8 @@ import crab
 import pytest
 from crab._assembly.function_tools import PLUGIN, FunctionTools
 from crab._assembly.plugin_choice import choose_plugins
-from crab._host.clashes import CORE, INSTALLED, LISTED, PROGRAM, Rank, build_registry
-from crab._host.plugin_host import PluginHost
+from crab._assembly.registries import Registries, build_registry
+from crab._host.plugin_host import CORE, INSTALLED, LISTED, PROGRAM, PluginHost, Rank
 from crab.testing import make_config
 
 FAKES = Path(__file__).parent / "fake_plugins"
@@ -34,6 +34,7 @@ def fakes_importable(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def host(config=None, cli=None, env=None) -> PluginHost:
     made = PluginHost(config or make_config(), strict=False)
+    made.registries = Registries(made)
     points = [EntryPoint("duplicate", "crab_fake_duplicate", "crab"), EntryPoint("good", "crab_fake_good", "crab")]
     made.load_entry_points(choose_plugins(made.config, cli, env or {}), points)
     return made
@@ -146,7 +147,7 @@ def _dist(site: Path, name: str, author: str | None) -> None:
 def test_crab_s_own_distributions_are_those_by_crab_core_s_authors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     from importlib import metadata
 
-    from crab._host.entry_points import crab_own
+    from crab._assembly.registries import crab_own
 
     authors = metadata.distribution("crab-core").metadata["Author"]
     _dist(tmp_path, "crab-made-here", authors)

@@ -40,9 +40,11 @@ def build_host(
     registration hook runs); without it, call ``apply_declarations`` to check later. ``strict``
     overrides ``CRAB_STRICT_PLUGINS`` (the diagnostic commands collect every failure first).
     """
+    from crab._assembly.registries import Registries
     from crab._builtin.core_plugin import register_builtins
 
     host = PluginHost(config, strict=strict if strict is not None or environment else False)
+    host.registries = Registries(host)
     if builtins:
         register_builtins(host)
     chosen = (

@@ -45,7 +45,7 @@ class EntryPoint(NamedTuple):
         return loaded
 
 
-def _normalized(name: str) -> str:
+def normalized(name: str) -> str:
     """PEP 503: ``Crab.Foo_bar`` and ``crab-foo-bar`` are one distribution."""
     return _SEPARATORS.sub("-", name).lower()
 
@@ -105,7 +105,7 @@ def _distribution_folders(paths: Iterable[str]) -> Iterator[tuple[str, str]]:
         for name in names:
             if name.lower().endswith(_SUFFIXES):
                 # "crab_tape_jsonl-0.1.0.dist-info" → "crab-tape-jsonl", as importlib.metadata's Lookup does
-                yield _normalized(name.rpartition(".")[0].partition("-")[0]), os.path.join(folder, name)
+                yield normalized(name.rpartition(".")[0].partition("-")[0]), os.path.join(folder, name)
 
 
 def _needs_importlib(paths: Sequence[str]) -> bool:
@@ -127,7 +127,7 @@ def _from_importlib(group: str, paths: Sequence[str]) -> list[EntryPoint]:
     seen: set[str] = set()
     for dist in metadata.distributions(path=list(paths)):
         # importlib.metadata.entry_points keeps the first distribution of each normalized name
-        key = _normalized(getattr(dist, "_normalized_name", None) or dist.metadata["Name"] or "")
+        key = normalized(getattr(dist, "_normalized_name", None) or dist.metadata["Name"] or "")
         if key in seen:
             continue
         seen.add(key)
@@ -158,21 +158,3 @@ def entry_points(group: str, paths: Iterable[str] | None = None) -> list[EntryPo
         if text and group in text:
             found.extend(parse_entry_points(text, group, _metadata(folder)))
     return found
-
-
-CORE_DISTRIBUTION = "crab-core"
-
-
-def crab_own(distribution: str) -> bool:
-    """Whether ``distribution`` is one of crab's own: its metadata names the same author as
-    crab-core's (``the crab authors``). A rule against accidents (a stray package taking a tool's
-    name), not a defence: an installed package runs its own code anyway. Reads metadata with
-    ``importlib.metadata``, which only a name clash between installed plugins needs."""
-    from importlib import metadata
-
-    try:
-        own = metadata.distribution(CORE_DISTRIBUTION).metadata["Author"]
-        theirs = metadata.distribution(distribution).metadata["Author"]
-    except (metadata.PackageNotFoundError, OSError, KeyError):
-        return False
-    return bool(own) and _normalized(distribution) != CORE_DISTRIBUTION and theirs == own

@@ -52,7 +52,7 @@ def crab_tools(config: Config) -> list[Tool]:
     Called once per run after plugins load. Return a list of ``crab.Tool`` (``@crab.tool``
     makes them). A name another plugin also registers is settled by ``override=True``, by crab's
     or the program's own tool, or by the user's plugin order; with none of those it is left out
-    for both, with one line naming both plugins (``crab._host.clashes``). Not first-result: every
+    for both, with one line naming both plugins (``crab._assembly.registries``). Not first-result: every
     plugin's lists are joined.
     """
 

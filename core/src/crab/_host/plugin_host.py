@@ -1,13 +1,15 @@
 """Finding, loading and isolating the plugins a run chose (``crab._assembly.plugin_choice``), each
-with its status, and the registries built from their hooks (docs/architecture.md#the-dispatcher, docs/plugins.md)."""
+with its status and how it came to load (its ``Rank``); the registries built from their items are
+composition, ``crab._assembly.registries``, reached through ``PluginHost.registries``
+(docs/architecture.md#the-dispatcher, docs/plugins.md)."""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pluggy
 
@@ -18,7 +20,7 @@ from crab._host.dispatch import Dispatcher, Failure, describe
 
 if TYPE_CHECKING:
     from crab._contracts.config import Config
-    from crab._host.clashes import Rank
+    from crab._contracts.tools import Tool
     from crab._host.entry_points import EntryPoint
 
 ENTRY_POINT_GROUP = "crab"
@@ -51,7 +53,29 @@ OWN_NAMES = frozenset(
 program): an installed plugin by one of these names fails, since it would stand in for crab's own
 (an installed ``program-runs`` left a library run waiting for events forever)."""
 Kind = Literal["tools", "providers", "stores", "renderers", "commands", "channels"]
-KINDS: tuple[Kind, ...] = ("tools", "providers", "stores", "renderers", "commands", "channels")
+
+CORE, PROGRAM, LISTED, OWN_INSTALLED, INSTALLED = 0, 1, 2, 3, 4
+"""Rank classes, strongest first: crab's built-ins, the program's, the user's order, installed only
+from one of crab's own distributions (``crab._assembly.registries.crab_own``), installed only."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rank:
+    """How a plugin came to its place in load order: its class and, for ``LISTED``, where the
+    user listed it (``--plugins``, ``CRAB_PLUGINS``, ``[plugins] enabled``); a name clash is settled
+    by it (``crab._assembly.registries``)."""
+
+    level: int
+    source: str = ""
+
+
+class Registries(Protocol):
+    """Every loaded plugin's items by kind, built by the composition root (``crab._assembly.registries``)
+    and reached through the host, which the loop is given."""
+
+    def collect_all(self) -> None: ...
+    def registry(self, kind: Kind) -> dict[str, Any]: ...
+    def add_tools(self, plugin: str, tools: Sequence[Tool]) -> list[str]: ...
 
 
 class _Manager(pluggy.PluginManager):
@@ -96,7 +120,8 @@ def _record(ep: EntryPoint, status: Status, reason: str | None = None) -> Plugin
 
 
 class PluginHost:
-    """Owns the pluggy manager, every plugin's status and the registries built from hooks.
+    """Owns the pluggy manager and every plugin's status; the registries are built from its plugins'
+    items by ``registries`` (composition: ``crab._assembly.registries``, attached by the root).
 
     Every hook call goes through ``self.dispatch`` (load order: config order, else by name,
     honouring ``tryfirst``/``trylast``), so one plugin's failure is attributed to it, handled by
@@ -117,29 +142,29 @@ class PluginHost:
         self.pm.add_hookspecs(hookspecs)
         self.records: dict[str, PluginRecord] = {}
         self.strict = environ.strict_plugins() if strict is None else strict
-        self._order: dict[str, int] = {}
-        self._late: set[str] = set()
-        """Names of the tools ``add_tools`` added (``_place_late`` keeps their order canonical)."""
-        self._ranks: dict[str, Rank] = {}
-        """Plugin → how it came to its place in load order (``crab._host.clashes``); none: installed only."""
-        self.dispatch = Dispatcher(self.pm, self._order, self.fail, self.fault, strict=self.strict)
+        self.order: dict[str, int] = {}
+        """Registered plugin → its place in load order (a failed one leaves it)."""
+        self.registrations = 0
+        """How many plugins were registered so far: with ``len(order)``, what was built from them is
+        stale when either changed (``crab._assembly.registries``)."""
+        self.ranks: dict[str, Rank] = {}
+        """Plugin → how it came to its place in load order; none: installed only."""
+        self.registries: Registries
+        """What is built from the plugins' items, attached by the composition root
+        (``crab._assembly.choosing.build_host``; ``crab plugins list`` and ``crab_cli`` build none)."""
+        self.dispatch = Dispatcher(self.pm, self.order, self.fail, self.fault, strict=self.strict)
         self.declarers: dict[str, str] = dict.fromkeys(self.dispatch.policies, "core")
         """Hook → who declares it: ``core`` or ``plugin NAME``."""
-        self._contributions: dict[Kind, dict[str, list[Any]]] = {k: {} for k in KINDS}
         self.unread_source = ""
         """Who chose no installed plugin when no metadata was read for it (a program's ``plugins=[]``):
         an error about a missing store or provider reads it then (``crab._assembly.not_loaded``)."""
-        self._collected = False
-        self._registries: dict[Kind, dict[str, Any]] = {}
 
     # --- loading --------------------------------------------------------------------------
 
     def add_builtin(self, name: str, plugin: object) -> None:
         """Register one of core's own plugins (always on, listed as ``builtin``)."""
-        from crab._host.clashes import CORE, Rank  # only runs that build registries need it (--help does not)
-
         self.dispatch.core.add(name)
-        self._ranks.setdefault(name, Rank(CORE))
+        self.ranks.setdefault(name, Rank(CORE))
         self._admit_all([(name, plugin, PluginRecord(name=name, status="builtin", distribution="crab-core"))])
 
     def load_entry_points(
@@ -159,10 +184,8 @@ class PluginHost:
         choice = choose(list(by_name))
         chosen, reasons, source = choice.chosen, choice.reasons, choice.source
         if source:
-            from crab._host.clashes import LISTED, Rank
-
             for name in chosen:
-                self._ranks.setdefault(name, Rank(LISTED, source))
+                self.ranks.setdefault(name, Rank(LISTED, source))
         for name, reason in reasons.items():
             if name not in self.records:
                 self.records[name] = _record(by_name[name], "disabled", reason)
@@ -217,11 +240,9 @@ class PluginHost:
 
     def load_objects(self, plugins: Mapping[str, object]) -> None:
         """Register in-process plugin objects (modules, instances) as if they were installed; the
-        program gave them, so they win a name clash with an installed plugin (``crab._host.clashes``)."""
-        from crab._host.clashes import PROGRAM, Rank
-
+        program gave them, so they win a name clash with an installed plugin (``crab._assembly.registries``)."""
         for name in plugins:
-            self._ranks.setdefault(name, Rank(PROGRAM))
+            self.ranks.setdefault(name, Rank(PROGRAM))
         self._admit_all([(n, plugin, PluginRecord(n, "loaded", target=repr(plugin))) for n, plugin in plugins.items()])
 
     def _import_one(self, ep: EntryPoint) -> tuple[object, PluginRecord] | None:
@@ -310,10 +331,9 @@ class PluginHost:
         except Exception as exc:
             self._fail(record, f"invalid hook implementation: {describe(exc)}")
             return
-        self._order[name] = len(self._order)
+        self.order[name] = len(self.order)
         record.hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
-        self._collected = False  # a plugin added after the registries were built: collect again
-        self._registries.clear()
+        self.registrations += 1
         self.dispatch.invalidate()
 
     def _fail(self, record: PluginRecord, reason: str) -> None:
@@ -323,10 +343,7 @@ class PluginHost:
         plugin = self.pm.get_plugin(record.name)
         if plugin is not None:
             self.pm.unregister(plugin, name=record.name)
-        self._order.pop(record.name, None)
-        for contributions in self._contributions.values():
-            contributions.pop(record.name, None)
-        self._registries.clear()
+        self.order.pop(record.name, None)
         self.dispatch.plugin_failed(record.name, Failure(record.name, reason), record.hooks)
 
     def fail(self, name: str, reason: str) -> None:
@@ -344,101 +361,19 @@ class PluginHost:
                 record.faults.append(reason)
         self.dispatch.report(Failure(name, reason))
 
-    # --- registries -----------------------------------------------------------------------
+    # --- registries (built by ``crab._assembly.registries``) ------------------------------------
 
     def collect_all(self) -> None:
-        """Run every registration hook (once), so statuses and conflicts are known before use.
-
-        All kinds are collected before any registry is built, so a plugin that fails in one
-        registration hook has none of its contributions used anywhere in the run.
-        """
-        if self._collected:
-            return
-        self._collected = True
-        for kind in KINDS:
-            self._collect(kind)
-        for kind in KINDS:
-            self.registry(kind)
-
-    def _collect(self, kind: Kind) -> None:
-        expected = expected_type(kind)
-        hook = f"crab_{kind}"
-        contributions: dict[str, list[Any]] = {}
-        for name, result in self.dispatch.collect(hook, config=self.config):
-            if result is None:
-                continue
-            if not isinstance(result, list | tuple):
-                self.fail(name, f"{hook} returned {type(result).__name__}, expected a list of {expected.__name__}")
-                continue
-            bad = [item for item in result if not isinstance(item, expected)]
-            if bad:
-                self.fail(name, f"{hook} returned a {type(bad[0]).__name__} in its list, expected {expected.__name__}")
-                continue
-            contributions[name] = [tag_with_plugin(item, name) for item in result]
-        self._contributions[kind] = {n: c for n, c in contributions.items() if n in self._order}
+        """Run every registration hook (once): ``Registries.collect_all``."""
+        self.registries.collect_all()
 
     def registry(self, kind: Kind) -> dict[str, Any]:
-        """Name → object for one kind (same names: see ``_build``)."""
-        self.collect_all()
-        if kind not in self._registries:
-            self._registries[kind] = self._build(kind)
-        return self._registries[kind]
+        """Name → object for one kind: ``Registries.registry``."""
+        return self.registries.registry(kind)
 
-    def _build(self, kind: Kind) -> dict[str, Any]:
-        """Name → item; a name two plugins offer is settled by ``crab._host.clashes`` (never by
-        which one sorts first), each item left out reported once as a fault of its plugin."""
-        from crab._host.clashes import build_registry
-
-        order = [n for n in sorted(self._contributions[kind], key=lambda n: self._order.get(n, 0)) if n in self._order]
-        table, faults = build_registry(kind, self._contributions[kind], order, self._ranks, self._crab_own)
-        for fault in faults:
-            self.fault(fault.plugins[0], fault.reason, *fault.plugins[1:])  # one line for all who lost it
-        return table
-
-    def _crab_own(self, plugin: str) -> bool:
-        """Whether ``plugin`` comes from one of crab's own distributions (asked only when two
-        plugins loaded because they are installed register one name)."""
-        from crab._host.entry_points import crab_own
-
-        record = self.records.get(plugin)
-        return record is not None and record.distribution is not None and crab_own(record.distribution)
-
-    def add_tools(self, plugin: str, tools: Sequence[Any]) -> list[str]:
-        """Add tools that ``plugin`` learned of after start-up (MCP servers, say) to the live registry.
-
-        Each is tagged with ``plugin`` as if ``crab_tools`` had returned it. A name already taken
-        is left out and reported once as a fault of ``plugin`` (as ``_build`` does); nothing is
-        added for a plugin that is not loaded or has failed. Returns the names added.
-        """
-        from crab._contracts.tools import Tool
-
-        record = self.records.get(plugin)
-        if plugin not in self._order or record is None or record.status == "failed":
-            return []
-        table = self.registry("tools")
-        added: list[str] = []
-        for item in tools:
-            if not isinstance(item, Tool):
-                self.fault(plugin, f"add_tools was given a {type(item).__name__}, expected a Tool")
-                continue
-            if item.name in table:
-                owner = table[item.name].plugin or "another plugin"
-                self.fault(plugin, f"its tool {item.name!r} was left out because {owner!r} registers one of that name")
-                continue
-            table[item.name] = tag_with_plugin(item, plugin)
-            added.append(item.name)
-        if added:
-            self._place_late(table, added)
-        return added
-
-    def _place_late(self, table: dict[str, Any], added: Sequence[str]) -> None:
-        """Keep the tools added after start-up last, in plugin order, then by name: in the order of
-        the request's tools array, which providers cache. When they joined (a server ready at once in
-        one process, late in the next; servers that answer in another order) then changes nothing."""
-        self._late.update(added)
-        late = sorted((n for n in table if n in self._late), key=lambda n: (self._order.get(table[n].plugin, 0), n))
-        for name in late:  # in place: the agent holds this very dict
-            table[name] = table.pop(name)
+    def add_tools(self, plugin: str, tools: Sequence[Tool]) -> list[str]:
+        """Add tools ``plugin`` learned of after start-up: ``Registries.add_tools``."""
+        return self.registries.add_tools(plugin, tools)
 
     # --- reporting ------------------------------------------------------------------------
 
@@ -511,22 +446,3 @@ def required_arguments(function: Callable[..., Any]) -> list[str]:
     except (TypeError, ValueError):  # no signature to read: pluggy's own check decides
         return []
     return [p.name for p in parameters if p.kind in positional and p.default is empty]
-
-
-def expected_type(kind: Kind) -> type:
-    """The class (or runtime-checkable protocol) a registration hook's items must be."""
-    from crab._contracts import channels, commands, providers, renderers, storage, tools
-
-    found: dict[Kind, type] = {"tools": tools.Tool, "providers": providers.Provider, "stores": storage.Store}
-    found |= {"renderers": renderers.RendererSpec, "commands": commands.Command, "channels": channels.Channel}
-    return found[kind]
-
-
-def tag_with_plugin(item: Any, plugin: str) -> Any:
-    """Record which plugin registered ``item`` (a copy for frozen dataclasses)."""
-    if hasattr(item, "__dataclass_fields__") and "plugin" in item.__dataclass_fields__:
-        try:
-            item.plugin = plugin
-        except (AttributeError, TypeError):
-            return replace(item, plugin=plugin)
-    return item
