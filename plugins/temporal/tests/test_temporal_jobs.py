@@ -66,14 +66,14 @@ def described(site: Site, job_id: str) -> dict[str, Any] | None:
     return json.loads(shown.stdout) if shown.returncode == 0 else None
 
 
-def fired(site: Site, job_id: str) -> list[dict[str, Any]]:
-    """The ``crab-job`` workflows a job's schedule started, ended."""
+def fired(site: Site, job_id: str, ended: bool = True) -> list[dict[str, Any]]:
+    """The ``crab-job`` workflows a job's schedule started (``ended``: those completed)."""
     listed = temporal(site, "workflow", "list", "--query", 'WorkflowType="crab-job"')
     assert listed.returncode == 0, listed.stderr
     text = listed.stdout.strip()
     runs = json.loads(text) if text.startswith("[") else [json.loads(line) for line in text.splitlines()]
     mine = [run for run in runs if run["execution"]["workflowId"].startswith(f"crab-job-{job_id}-")]
-    return [run for run in mine if run.get("status") == "WORKFLOW_EXECUTION_STATUS_COMPLETED"]
+    return [run for run in mine if not ended or run.get("status") == "WORKFLOW_EXECUTION_STATUS_COMPLETED"]
 
 
 def setup(site: Site) -> None:
@@ -105,9 +105,9 @@ def test_a_job_is_a_temporal_schedule_fired_through_it_and_removed_with_the_job(
         assert planted not in history.stdout
         # The job waiting an hour is a schedule of its own, once, overlap SKIP, nothing secret in it.
         shown = wait_for(lambda: described(site, later), "the waiting job's schedule")
-        text = json.dumps(shown)
-        assert "SCHEDULE_OVERLAP_POLICY_SKIP" in text or "overlapPolicy" not in text, text
-        assert "later" not in text.replace(f"crab-job-{later}", "")
+        assert shown["schedule"]["policies"]["overlapPolicy"] == "SCHEDULE_OVERLAP_POLICY_SKIP", shown
+        assert shown["schedule"]["action"]["startWorkflow"]["workflowType"]["name"] == "crab-job", shown
+        assert "later" not in json.dumps(shown).replace(f"crab-job-{later}", "")
         # A trigger Temporal cannot say is one line in the schedule log; the others are scheduled.
         [problem] = wait_for(lambda: [r for r in records(site) if r["job_id"] == odd] or None, "the odd job's line")
         assert problem["status"] == "error" and "cannot be scheduled on Temporal" in problem["error"], problem
@@ -130,9 +130,13 @@ def test_a_recurring_job_fires_once_per_fire_across_two_serves_and_never_overlap
     serves = [start_serve(site, plugins=SCHEDULING, channel="schedule") for _ in range(2)]
     try:
         wait_for(lambda: len([r for r in records(site) if r["job_id"] == job]) >= 2 or None, "two fires")
+        shown = wait_for(lambda: described(site, job), "the job's schedule")
+        assert shown["schedule"]["policies"]["overlapPolicy"] == "SCHEDULE_OVERLAP_POLICY_SKIP", shown
+        assert int(shown["info"]["actionCount"]) >= 2, shown  # the fires were the schedule's actions
     finally:
         for serve in serves:
             assert serve.stop() in (0, -15), serve.log()
+        temporal(site, "schedule", "delete", "--schedule-id", f"crab-job-{job}")  # no serve syncs it now
     runs = [r for r in records(site) if r["job_id"] == job]
     lines = marker.read_text().split()
     # A start and an end per fire, in turn: none began before the last ended (a fire cut short by
@@ -143,6 +147,8 @@ def test_a_recurring_job_fires_once_per_fire_across_two_serves_and_never_overlap
     ok = [r for r in runs if r["status"] == "ok"]
     assert len(ok) >= 2 and pairs == len(ok), (lines, runs)
     assert len({r["time"] for r in ok}) == len(ok)
+    # Each ran as a fire of its Temporal Schedule, not by a crab serve's own poll.
+    wait_for(lambda: len(fired(site, job, ended=False)) >= len(ok), "a crab-job workflow per fire")
 
 
 def test_temporal_away_at_serve_start_is_one_line_and_exit_2(site: Site):

@@ -29,8 +29,11 @@ class JobFiring(Protocol):
     - ``problem(job, text)``: a job the engine cannot schedule, one line in the schedule log.
     """
 
-    catch_up: float
-    max_running: int
+    @property
+    def catch_up(self) -> float: ...
+
+    @property
+    def max_running(self) -> int: ...
 
     async def fire(self, job_id: str, scheduled: datetime, attempt: int = 1) -> str: ...
 

@@ -180,13 +180,16 @@ class Scheduler:
         if job.claimed_by is None and job.last_run is not None and job.last_run >= scheduled:
             return "gone"  # this fire ran to its end already (its answer to the engine was lost)
         if job.claimed_by is not None:
-            await self._interrupted(job, now, job.next_run, holder=job.claimed_by, again=next_fire(job.trigger, now))
-            if job.claimed_by.endswith(key):
+            mine = job.claimed_by.endswith(key)  # this fire's own first attempt, else an earlier fire's
+            again = next_fire(job.trigger, now) if mine else job.next_run
+            await self._interrupted(job, now, job.next_run, holder=job.claimed_by, again=again)
+            if mine:
                 return "interrupted"
-            job = await self.store.get(job_id)  # an earlier fire's, released: this one runs
-            if job is None or job.next_run is None:
-                return "gone"
-        if job.next_run > now:
+            job = await self.store.get(job_id)  # released, still due: this fire runs it
+        due = job.next_run if job is not None else None
+        if job is None or due is None:
+            return "gone"
+        if due > now:
             # The engine's time for it may round the store's own (whole seconds): due now.
             await self.store.set_next_run(job.id, now)
         holder = f"{self.worker}{key}"
@@ -194,7 +197,7 @@ class Scheduler:
         if claimed is None:
             return "gone"  # a crab serve firing by its own poll took it
         # Lateness counts from when the store had it due (as without an engine), not from the fire.
-        claimed = claimed.with_run(next_run=job.next_run)
+        claimed = claimed.with_run(next_run=due)
         keeper = asyncio.ensure_future(self._keep_lease(job.id, holder))
         try:
             return await self.run_job(agent, claimed, now, holder=holder, engine=True)

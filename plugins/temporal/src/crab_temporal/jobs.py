@@ -74,7 +74,9 @@ def spec_of(trigger: Any) -> Any:
         offset = timedelta(seconds=int(start.timestamp()) % int(every))
         interval = ScheduleIntervalSpec(every=timedelta(seconds=int(every)), offset=offset)
         return ScheduleSpec(intervals=[interval], start_at=start)
-    at = [ScheduleRange(value) for value in (start.second, start.minute, start.hour, start.day, start.month, start.year)]
+    at = [
+        ScheduleRange(value) for value in (start.second, start.minute, start.hour, start.day, start.month, start.year)
+    ]
     calendar = ScheduleCalendarSpec(
         second=at[:1], minute=at[1:2], hour=at[2:3], day_of_month=at[3:4], month=at[4:5], year=at[5:]
     )
@@ -146,7 +148,9 @@ class TemporalJobs:
             for sid in ours.keys() - wanted.keys():
                 await self._delete(sid)
         except RPCError as exc:
-            raise crab.CrabError(f"Temporal at {self.settings.address} failed: {' '.join(str(exc).split())[:200]}") from None
+            raise crab.CrabError(
+                f"Temporal at {self.settings.address} failed: {' '.join(str(exc).split())[:200]}"
+            ) from None
 
     async def close(self) -> None:
         if self.worker is not None:
