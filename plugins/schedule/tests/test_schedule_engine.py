@@ -111,7 +111,7 @@ def test_an_earlier_fires_dead_claim_is_logged_and_this_fire_runs(tmp_path, fake
         assert await store.claim(job.id, "other:1:ab@2026-01-01T00:00:00.000000Z", clock.now(), fakes_lease)
 
     fakes_lease = fakes.settings(tmp_path / "x.db").lease
-    job, store, handle, engine = run(tmp_path, fakes, lambda job: [(job.id, job.next_run, 1)], before=died_before)
+    _job, store, handle, engine = run(tmp_path, fakes, lambda job: [(job.id, job.next_run, 1)], before=died_before)
     assert engine.results == ["ok"]
     assert [entry.status for entry in asyncio.run(store.records())] == ["error", "ok"]
     assert len(handle.prompts) == 1
