@@ -90,6 +90,7 @@ def test_a_job_is_a_temporal_schedule_fired_through_it_and_removed_with_the_job(
     once = add(site, "--prompt", f"run: echo {planted} >> {marker}", "--in", "1s")
     later = add(site, "--message", "later", "--in", "1h")
     odd = add(site, "--message", "odd", "--every", "1.5s")
+    soon = add(site, "--message", "soon", "--in", "1h")
     start_worker(site, "a")
     serve = start_serve(site, plugins=SCHEDULING, channel="schedule")
     try:
@@ -111,6 +112,12 @@ def test_a_job_is_a_temporal_schedule_fired_through_it_and_removed_with_the_job(
         # A trigger Temporal cannot say is one line in the schedule log; the others are scheduled.
         [problem] = wait_for(lambda: [r for r in records(site) if r["job_id"] == odd] or None, "the odd job's line")
         assert problem["status"] == "error" and "cannot be scheduled on Temporal" in problem["error"], problem
+        # run-now makes it due in the store; the sync fires its schedule (no crab serve's own poll does).
+        wait_for(lambda: described(site, soon), "the other waiting job's schedule")
+        assert schedule(site, "run-now", soon).returncode == 0
+        [now] = wait_for(lambda: [r for r in records(site) if r["job_id"] == soon] or None, "the run-now fire")
+        assert (now["status"], now["text"]) == ("ok", "Reminder: soon"), now
+        wait_for(lambda: fired(site, soon) or None, "the run-now fire's workflow")
         # A once job that ran and a removed job lose their schedules at the next sync.
         removed = schedule(site, "remove", later)
         assert removed.returncode == 0, removed.stderr
