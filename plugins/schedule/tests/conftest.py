@@ -73,12 +73,16 @@ class FakeHandle:
     delivered: list[tuple[str, str, str]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     prompts: list[tuple[str, str]] = field(default_factory=list)
-    config: Any = None
+    config: Any = field(default_factory=lambda: crab.Config({}, crab.config.crab_home() / "config.toml", None))
+    offered: dict[str, list[Any]] = field(default_factory=dict)  # what collect(hook) finds, by hook
     events: list[Any] = field(default_factory=list)  # emitted to the turn's session during each turn
     listeners: dict[str, list[Any]] = field(default_factory=dict)
 
     def notice(self, message: str, level: str = "info") -> None:
         self.notices.append(message)
+
+    def collect(self, hook: str) -> list[tuple[str, Any]]:
+        return [("fake", found) for found in self.offered.get(hook, [])]
 
     def subscribe(self, listener: Any, *, session: Session | None = None) -> Any:
         assert session is not None, "the scheduler listens to the job's session only"

@@ -30,6 +30,17 @@ class ScheduleHooks:
         implementation is then never called.
         """
 
+    @crab.hookspec
+    def crab_job_engines(self, config: Config) -> dict[str, Any] | None:
+        """Engines that fire crab-schedule's jobs by their own clock, by the name ``[serve] engine``
+        gives them (crab-temporal: ``temporal``, each job a Temporal Schedule): ``{name: make}``,
+        ``make(config, firing)`` returning a ``crab_schedule.engines.JobEngine`` and ``firing`` a
+        ``crab_schedule.engines.JobFiring``. Under such an engine ``crab serve schedule`` fires no job
+        by its own poll: it syncs the store's jobs to the engine and runs each fire the engine hands
+        back. None, or no entry for the engine: jobs fire as without one. Not first-result. A plugin
+        implementing it loads fine without crab-schedule; its implementation is then never called.
+        """
+
 
 CRAB_HOOKSPECS = ScheduleHooks
 

@@ -8,6 +8,12 @@ one turn (``turn.py``: its session, permissions, timeout and failed tool calls) 
 answer. Every outcome, failures first, goes to where the job came from and into the schedule
 log. ``stop()`` (SIGTERM) takes no new jobs and returns once the running ones are done; a run
 cancelled after ``[serve] grace_seconds`` is logged as interrupted and released, still due.
+
+Under a ``[serve] engine`` that offers to fire jobs (``crab_schedule.engines``: crab-temporal's
+Temporal Schedules), each poll only syncs the store's jobs to the engine, and the engine hands
+each fire back to ``fire``, which claims the job under a holder keyed by the fire's time and runs
+it with the same ``run_job``: a second attempt of a fire whose first died finds its claim and
+records it as interrupted instead of running it again.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 import crab
 
 from crab_schedule.clock import Clock, SystemClock
+from crab_schedule.engines import JobEngine
 from crab_schedule.jobs import Job, JobStore, RunRecord, Status
 from crab_schedule.settings import ScheduleSettings
 from crab_schedule.timing import format_time, next_fire
@@ -95,20 +102,13 @@ class Scheduler:
                 now=self.clock.now(),
                 redact=self._redact,
             )
-            failing = False
-            while not self._stopping.is_set():
-                try:
-                    await self.poll(agent)
-                except crab.StoreError as exc:
-                    # The store may come back: keep polling, and say so once, not every poll.
-                    if not failing:
-                        agent.notice(f"schedule: {exc}; trying again every poll", "warning")
-                    failing = True
-                else:
-                    if failing:
-                        agent.notice("schedule: the job store answers again")
-                    failing = False
-                await self._pause()
+            from crab_schedule.engines import job_engine
+
+            engine = job_engine(agent, self)
+            if engine is None:
+                await self._every_poll(agent, lambda: self.poll(agent), crab.StoreError, "the job store")
+            else:
+                await self._on_engine(agent, engine)
             if self.running:
                 await asyncio.gather(*self.running.values(), return_exceptions=True)
         finally:
@@ -120,6 +120,95 @@ class Scheduler:
             if left:
                 await asyncio.wait(left, timeout=SETTLE_SECONDS)
             await self.store.close()
+
+    async def _every_poll(self, agent: crab.AgentHandle, work: Any, errors: Any, what: str) -> None:
+        """``work()`` every poll until stopped; ``errors`` (the store, the engine away) said once, not every poll."""
+        assert self._stopping is not None
+        failing = False
+        while not self._stopping.is_set():
+            try:
+                await work()
+            except errors as exc:
+                # It may come back: keep polling, and say so once.
+                if not failing:
+                    agent.notice(f"schedule: {exc}; trying again every poll", "warning")
+                failing = True
+            else:
+                if failing:
+                    agent.notice(f"schedule: {what} answers again")
+                failing = False
+            await self._pause()
+
+    async def _on_engine(self, agent: crab.AgentHandle, engine: JobEngine) -> None:
+        """Jobs fired by the engine's clock: each poll syncs the store's active jobs to it (a job
+        added, changed or removed by ``crab schedule`` or a tool reaches it within a poll)."""
+        await engine.start()  # ConfigError when it cannot be reached: this channel ends, one line
+
+        async def sync() -> None:
+            await engine.sync(await self.store.list())
+
+        try:
+            await self._every_poll(agent, sync, crab.CrabError, "the job engine")
+        finally:
+            await engine.close()
+
+    # --- fires handed back by a job engine (crab_schedule.engines.JobFiring) --------------------
+
+    @property
+    def catch_up(self) -> float:
+        return self.settings.catch_up.total_seconds()
+
+    @property
+    def max_running(self) -> int:
+        return self.settings.max_running
+
+    async def fire(self, job_id: str, scheduled: datetime, attempt: int = 1) -> str:
+        """Run the engine's fire ``scheduled`` of ``job_id`` here (``JobFiring.fire``).
+
+        The claim's holder carries the fire's time: the engine never runs two fires of a job at
+        once, so a claim found here is a dead earlier attempt's (its ``crab serve`` was killed).
+        It is logged as interrupted and released; when it was this very fire's, the fire ends
+        there, so an agent job never runs twice.
+        """
+        agent = self._agent
+        assert agent is not None, "fire() runs inside run()"
+        now = self.clock.now()
+        job = await self.store.get(job_id)
+        if job is None or job.next_run is None:
+            return "gone"  # removed, or it will not run again: the next sync drops its schedule
+        key = f"@{format_time(scheduled)}"
+        if job.claimed_by is None and job.last_run is not None and job.last_run >= scheduled:
+            return "gone"  # this fire ran to its end already (its answer to the engine was lost)
+        if job.claimed_by is not None:
+            mine = job.claimed_by.endswith(key)  # this fire's own first attempt, else an earlier fire's
+            again = next_fire(job.trigger, now) if mine else job.next_run
+            await self._interrupted(job, now, job.next_run, holder=job.claimed_by, again=again)
+            if mine:
+                return "interrupted"
+            job = await self.store.get(job_id)  # released, still due: this fire runs it
+        due = job.next_run if job is not None else None
+        if job is None or due is None:
+            return "gone"
+        if due > now:
+            # The engine's time for it may round the store's own (whole seconds): due now.
+            await self.store.set_next_run(job.id, now)
+        holder = f"{self.worker}{key}"
+        claimed = await self.store.claim(job.id, holder, now, self.settings.lease)
+        if claimed is None:
+            return "gone"  # a crab serve firing by its own poll took it
+        # Lateness counts from when the store had it due (as without an engine), not from the fire.
+        claimed = claimed.with_run(next_run=due)
+        keeper = asyncio.ensure_future(self._keep_lease(job.id, holder))
+        try:
+            return await self.run_job(agent, claimed, now, holder=holder, engine=True)
+        finally:
+            keeper.cancel()
+
+    async def problem(self, job: Job, text: str) -> None:
+        """A job the engine cannot schedule: one line in the schedule log, and a notice."""
+        if self._agent is not None:
+            self._agent.notice(f"schedule: job {job.id}: {text}", "warning")
+        await self._record(job, "error", "log", "", text)
 
     async def stop(self) -> None:
         if self._stopping is not None:
@@ -185,7 +274,7 @@ class Scheduler:
         return done
 
     async def _run_claimed(self, agent: crab.AgentHandle, job: Job, now: datetime) -> None:
-        keeper = asyncio.ensure_future(self._keep_lease(job.id))
+        keeper = asyncio.ensure_future(self._keep_lease(job.id, self.worker))
         try:
             await self.run_job(agent, job, now)
         except Exception as exc:  # our own failure (the store): say so, the lease brings the job back
@@ -193,17 +282,24 @@ class Scheduler:
         finally:
             keeper.cancel()
 
-    async def _keep_lease(self, job_id: str) -> None:
+    async def _keep_lease(self, job_id: str, holder: str) -> None:
         period = max(self.settings.lease.total_seconds() / 3, 0.05)
         while True:
             await self.clock.sleep(period)
             try:
-                await self.store.extend(job_id, self.worker, self.clock.now() + self.settings.lease)
+                await self.store.extend(job_id, holder, self.clock.now() + self.settings.lease)
             except crab.StoreError:
                 continue
 
-    async def run_job(self, agent: crab.AgentHandle, job: Job, now: datetime) -> Status:
-        """Run one claimed job to its end: execute, deliver, record, finish. Returns its status."""
+    async def run_job(
+        self, agent: crab.AgentHandle, job: Job, now: datetime, *, holder: str | None = None, engine: bool = False
+    ) -> Status:
+        """Run one claimed job to its end: execute, deliver, record, finish. Returns its status.
+
+        ``holder``: the claim's holder (default this worker). ``engine``: a job engine fired it, so
+        a run cut short is released to its next fire, not left due (the engine decides when it
+        runs again; a second attempt of this fire never runs it twice)."""
+        holder = holder or self.worker
         scheduled = job.next_run or now
         upcoming = next_fire(job.trigger, now)
         late = now - scheduled
@@ -213,14 +309,14 @@ class Scheduler:
                 f"more than {int(self.settings.catch_up.total_seconds())}s ago ([plugins.schedule] catch_up)"
             )
             status: Status = await self._deliver(agent, job, text, "missed", None)
-            await self.store.finish(job.id, self.worker, ran_at=now, status="missed", error=None, next_run=upcoming)
+            await self.store.finish(job.id, holder, ran_at=now, status="missed", error=None, next_run=upcoming)
             return status
         finished = False
         try:
             result = await self._execute(agent, job)
             if result.aborted and self._stopping is not None and self._stopping.is_set():
                 finished = True  # crab serve is stopping and aborted the turn
-                await self._interrupted(job, now, scheduled)
+                await self._interrupted(job, now, scheduled, holder=holder, again=upcoming if engine else scheduled)
                 return "error"
             error = "; ".join(part for part in (result.error, result.tool_failures) if part) or None
             if result.error is not None:
@@ -232,7 +328,7 @@ class Scheduler:
             status = await self._deliver(agent, job, text, "error" if result.error else "ok", error)
             await self.store.finish(
                 job.id,
-                self.worker,
+                holder,
                 ran_at=now,
                 status="error" if result.error else status,
                 error=self._redact(error) if error else None,
@@ -244,7 +340,7 @@ class Scheduler:
             # crab serve's grace period ran out and it cancelled the run: without this the claim
             # would stay until its lease ran out and nothing would say the run happened.
             if not finished:
-                await self._interrupted(job, now, scheduled)
+                await self._interrupted(job, now, scheduled, holder=holder, again=upcoming if engine else scheduled)
             raise
 
     async def _execute(self, agent: crab.AgentHandle, job: Job) -> TurnResult:
@@ -256,11 +352,15 @@ class Scheduler:
         except Exception as exc:  # the job failed, not crab serve: report it where it came from
             return TurnResult(error=describe_failure(exc))
 
-    async def _interrupted(self, job: Job, now: datetime, scheduled: datetime) -> None:
-        """Log a run that crab serve's stop cut short and release the job, still due: the next start runs it."""
+    async def _interrupted(
+        self, job: Job, now: datetime, scheduled: datetime, *, holder: str, again: datetime | None
+    ) -> None:
+        """Log a run that crab serve's stop cut short and release the job's claim (``holder``'s),
+        due again at ``again``: ``scheduled`` (the next start runs it), or under a job engine its
+        next fire."""
         await self._record(job, "error", "log", "", "interrupted: crab serve stopped during the run")
         await self.store.finish(
-            job.id, self.worker, ran_at=now, status="error", error="interrupted by shutdown", next_run=scheduled
+            job.id, holder, ran_at=now, status="error", error="interrupted by shutdown", next_run=again
         )
 
     @staticmethod

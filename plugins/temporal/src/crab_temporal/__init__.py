@@ -51,6 +51,19 @@ def crab_turn_engines() -> dict[str, Any]:
     return {"temporal": _temporal_engine}
 
 
+def _job_engine(config: crab.Config, firing: Any) -> Any:
+    from crab_temporal.jobs import TemporalJobs
+
+    return TemporalJobs(config, firing)
+
+
+@crab.hookimpl
+def crab_job_engines(config: crab.Config) -> dict[str, Any]:
+    """``[serve] engine = "temporal"``: crab-schedule's jobs become Temporal Schedules, fired on
+    the ``crab serve`` processes that run its ``schedule`` channel (``crab_temporal.jobs``)."""
+    return {"temporal": _job_engine}
+
+
 @crab.hookimpl
 def crab_startup(agent: crab.AgentHandle) -> None:
     """Keep the handle: a turn handed to the workers collects ``crab_turn_ceilings`` through it."""
