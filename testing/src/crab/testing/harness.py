@@ -39,8 +39,11 @@ from crab.testing.scripted import Reply, ScriptedProvider
 
 
 def make_config(data: Mapping[str, Any] | None = None, cwd: Path | None = None) -> Config:
-    """A config from defaults plus ``data`` given as dotted keys (``{"crab.max_iterations": 5}``)."""
-    return load_config(cwd=cwd, overrides=dict(data or {}), env={})
+    """A config from defaults plus ``data`` given as dotted keys (``{"crab.max_iterations": 5}``),
+    and the project file under ``cwd`` when one is given: never the user's own ``~/.crab/config.toml``
+    nor the environment, so a test sees the same config on every machine (``crab_config`` writes
+    and loads a user file in a fresh ``$CRAB_HOME``)."""
+    return load_config(cwd=cwd, overrides=dict(data or {}), env={}, user=False)
 
 
 def build_host(
