@@ -73,6 +73,33 @@ def test_an_address_written_as_a_url_is_one_line_and_exit_2(tmp_path: Path):
     assert "address" in done.stderr
 
 
+@pytest.mark.parametrize("command", [["worker"], ["run", "--engine", "temporal", "hi"]])
+def test_an_address_with_a_user_and_password_is_refused_without_echoing_them(tmp_path: Path, command: list[str]):
+    # `user:password@host:port` is no URL (no "://"), so it went to temporalio as it was, and every
+    # line naming the address ("cannot reach Temporal at admin:hunter2@…") printed the password,
+    # which crab cannot mask: it knows no such secret.
+    home, workspace = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    workspace.mkdir()
+    (home / "config.toml").write_text(f'[plugins.temporal]\naddress = "admin:hunter2pw@127.0.0.1:{free_port()}"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env["CRAB_HOME"] = str(home)
+    plugins = ["--plugins", "provider-mock,temporal,store-sqlite", "-m", "mock/tour"]
+    done = subprocess.run(
+        [sys.executable, "-m", "crab", command[0], *plugins, *command[1:]],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "address" in done.stderr, done.stderr
+    assert "hunter2pw" not in done.stdout + done.stderr and "admin" not in done.stderr
+    assert "127.0.0.1:" in done.stderr  # what to write instead
+
+
 def engine_run(site: Site, *extra: str) -> subprocess.CompletedProcess[str]:
     """``crab run --engine temporal`` to its end, with ``extra`` options."""
     assert site.script is not None
