@@ -128,6 +128,16 @@ def test_crab_run_on_temporal_with_a_store_no_worker_can_read_is_a_usage_error(s
     assert site.task_queue not in listed.stdout  # nothing was started
 
 
+def test_crab_run_on_temporal_with_an_in_memory_sqlite_database_is_a_usage_error(site: Site):
+    # `plugins.store-sqlite.path = ":memory:"` is SQLite's in-memory database: the sessions live in
+    # the client's process as with the memory store, so no worker can read them.
+    site.write_script([[{"text": "hi"}]])
+    site.start_worker("a")
+    done = engine_run(site, "--set", "plugins.store-sqlite.path=:memory:")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "memory" in done.stderr, done.stderr
+
+
 def test_a_worker_refuses_a_session_of_another_store_in_one_line(site: Site, tmp_path: Path):
     # The client keeps its sessions in another SQLite file than the worker (another folder's, a
     # typo): the worker refuses the turn (SessionGone). Its log is what an operator reads: one
