@@ -5,6 +5,9 @@ file system; run_blocking runs the other branch in a worker thread."""
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -91,3 +94,46 @@ def test_run_blocking_runs_in_a_worker_and_a_cancel_tells_the_function(tmp_path:
         release.set()
     assert ident != threading.get_ident()
     assert cancelled
+
+
+def test_a_mount_hidden_under_a_later_one_does_not_decide() -> None:
+    # tmpfs on /srv/ws/sys, then proc on /srv/ws: /srv/ws/sys is proc's sys folder now, the tmpfs
+    # is out of reach (the kernel looks up "sys" inside proc). The longest mount point is not it.
+    text = BASE + (
+        "60 22 0:70 / /srv/ws/sys rw shared:30 - tmpfs none rw\n61 22 0:71 / /srv/ws rw shared:31 - proc proc rw\n"
+    )
+    table = parse_mountinfo(text)
+    assert table.type_of("/srv/ws/sys/kernel/hostname") == "proc"
+    assert not local_file_io("/srv/ws/sys/kernel/hostname", mountinfo=text)
+    # A mount made inside a later one is reached through it: /dev's devtmpfs, then /dev/shm's tmpfs.
+    shm = BASE + "70 22 0:80 / /dev rw - devtmpfs udev rw\n71 70 0:81 / /dev/shm rw - tmpfs tmpfs rw\n"
+    assert local_file_io("/dev/shm/ws/a.txt", mountinfo=shm)
+    assert not local_file_io("/dev/null", mountinfo=shm)
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="mounts in a mount namespace of its own (root, util-linux unshare)",
+)
+def test_a_proc_mount_over_a_workspace_folder_is_not_local_in_a_real_namespace(tmp_path: Path) -> None:
+    hidden = tmp_path / "ws" / "sys"
+    hidden.mkdir(parents=True)
+    probe = "from crab.tools import local_file_io; import sys; print(local_file_io(sys.argv[1]))"
+    script = (
+        f"mount -t tmpfs none {hidden} && mount -t proc proc {hidden.parent} && "
+        f'"{sys.executable}" -c "{probe}" {hidden}/kernel/hostname'
+    )
+    done = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0 and "unshare" in done.stderr:
+        pytest.skip(f"no mount namespace here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"  # a proc file: a thread reads it, never the loop
+
+
+def test_a_table_without_one_root_mount_is_not_local() -> None:
+    no_root = "30 29 0:5 / /proc rw - proc proc rw\n31 29 8:1 / /home rw - ext4 /dev/sda1 rw\n"
+    assert not local_file_io("/home/a.txt", mountinfo=no_root)
+    # Stacks that lead back to a mount (no kernel writes that; a hand-written table may): it ends.
+    looped = "22 1 8:1 / / rw - ext4 sda1 rw\n40 22 0:9 / / rw - tmpfs a rw\n41 40 0:9 / / rw - tmpfs b rw\n"
+    looped += "40 41 0:9 / / rw - tmpfs a rw\n"
+    assert local_file_io("/a.txt", mountinfo=looped)

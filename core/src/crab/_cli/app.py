@@ -394,6 +394,8 @@ and the trust file as they were): their ``crab_cli`` got that config, so another
 process (``crab.testing.run_cli``, after ``crab plugins disable`` say) adds them again from
 crab's own commands."""
 _own_commands: tuple[list[Any], list[Any]] | None = None
+_hidden_by: Exception | None = None
+"""The config's error that kept the plugins' sub-commands out (a command not found is told as it)."""
 
 
 def _config_inputs() -> tuple[object, ...]:
@@ -430,12 +432,13 @@ def _add_plugin_commands() -> None:
 
     Only ``crab_cli`` failures are printed here (once); the command's own host reports the rest.
     """
-    global _plugin_commands_for, _own_commands
+    global _plugin_commands_for, _own_commands, _hidden_by
     from crab._contracts.errors import CrabError, PluginError
 
     inputs = _config_inputs()
     if _plugin_commands_for == inputs:
         return
+    _hidden_by = None
     if _own_commands is None:
         _own_commands = (list(app.registered_commands), list(app.registered_groups))
     else:
@@ -451,8 +454,9 @@ def _add_plugin_commands() -> None:
         config = load_config()
         host = PluginHost(config, strict=False)  # only what crab_cli needs: no built-ins, no registries
         host.load_entry_points(choose_plugins(config))
-    except CrabError:
+    except CrabError as exc:
         _plugin_commands_for = None  # the command says what is wrong, each time it runs
+        _hidden_by = exc  # and a plugin's command, not added, says it instead of "No such command"
         return
     before = len(host.failures)
     host.dispatch.collect("crab_cli", app=app, config=config)
@@ -557,6 +561,20 @@ def _only_command(name: str) -> Iterator[None]:
         app.registered_commands[:], app.registered_groups[:] = commands, groups
 
 
+def _own_command(args: Sequence[str]) -> bool:
+    """Whether the first word of ``args`` that is no option names one of crab's own commands (a
+    sub-command missing under one of them is no plugin's)."""
+    names = {info.name for info in app.registered_commands} | {info.name for info in app.registered_groups}
+    return any(word in names for word in args if not word.startswith("-"))
+
+
+def _no_such_command(error: Exception) -> bool:
+    """Whether ``error`` is click's "No such command" (typer's click has no class of its own for it)."""
+    from crab._cli.errors import is_click_error
+
+    return is_click_error(error, "UsageError") and str(error).startswith("No such command")
+
+
 def run_app(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code. Errors a user can meet print one line."""
     from crab._contracts.errors import CrabError
@@ -584,6 +602,11 @@ def run_app(argv: list[str] | None = None) -> int:
     except Exception as exc:
         from crab._cli.errors import is_click_error, usage_line
 
+        if _hidden_by is not None and _no_such_command(exc) and not _own_command(args):
+            from crab._cli.errors import error_line
+
+            typer.echo(error_line(f"crab: {_hidden_by}"), err=True)  # the command may be a plugin's
+            return int(getattr(_hidden_by, "exit_code", 2))
         if is_click_error(exc, "ClickException"):
             typer.echo(usage_line(exc), err=True)
             return int(getattr(exc, "exit_code", 2))

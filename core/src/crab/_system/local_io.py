@@ -10,7 +10,8 @@ read on the loop when nothing it does can wait on anything but local memory and 
   lookups never wait on another machine or process (``LOCAL_FS``, ``KERNEL_FS``): no path, whatever
   symlinks it holds, can lead a lookup into a network, FUSE, automount or unknown file system;
 - the path's own mount is a disk or memory file system (a file in ``/proc`` or ``/sys`` can block
-  on read: ``/proc/kmsg``);
+  on read: ``/proc/kmsg``), found through the mount tree as the kernel's lookup finds it (a mount
+  on a folder hides any made earlier below that folder);
 - and then the caller still checks what it opened (``O_NONBLOCK``, a regular file, small: see
   crab-tools-basic's ``read``).
 
@@ -80,24 +81,35 @@ MOUNTINFO = "/proc/self/mountinfo"
 
 @dataclass(frozen=True, slots=True)
 class MountTable:
-    """What ``local_file_io`` needs of a mount table: each mount point's file system type (the
-    mount on top where two share a point) and whether every mount is one a lookup cannot hang on."""
+    """What ``local_file_io`` needs of a mount table: the mount tree (each mount by its parent's id
+    and its mount point), the root mount, and whether every mount is one a lookup cannot hang on."""
 
-    types: dict[str, str]
+    mounts: dict[tuple[int, str], tuple[int, str]]
+    """(parent mount's id, mount point) -> (the mount's id, its file system type)."""
+    root: tuple[int, str] | None
     all_local: bool
 
     def type_of(self, path: str) -> str | None:
-        """The file system type of the mount ``path`` (absolute, normalized) lies on."""
-        types = self.types
-        probe = path.rstrip("/") or "/"
-        while True:
-            found = types.get(probe)
-            if found is not None:
-                return found
-            if probe == "/":
-                return None
-            cut = probe.rfind("/")
-            probe = probe[:cut] if cut > 0 else "/"
+        """The file system type of the mount ``path`` (absolute, normalized) lies on.
+
+        Found as the kernel's lookup finds it: from the root mount down, one folder at a time,
+        into the mount on that folder of the mount reached so far (and the ones stacked on it).
+        The longest mount point is not the answer: a mount made later on a parent folder hides
+        it (tmpfs on ``/w/sys``, then proc on ``/w``: ``/w/sys`` is proc's own folder now)."""
+        if self.root is None or not path.startswith("/"):
+            return None
+        mounts = self.mounts
+        here = self.root
+        probe = "/"
+        for part in ("", *(part for part in path.split("/") if part)):
+            if part:
+                probe = f"{probe}{part}" if probe == "/" else f"{probe}/{part}"
+            for _ in range(len(mounts)):  # bounded: a hand-written table may loop
+                top = mounts.get((here[0], probe))
+                if top is None or top == here:
+                    break
+                here = top  # a mount on this folder of the mount reached, or one stacked on it
+        return here[1]
 
     def local(self, path: str) -> bool:
         """The rule: every mount local, and ``path`` on a disk or memory file system."""
@@ -115,12 +127,16 @@ def _unescape(field: str) -> str:
 
 def parse_mountinfo(text: str) -> MountTable:
     """The table in the text of a ``/proc/<pid>/mountinfo`` (``proc(5)``); a line it cannot read
-    counts as a mount of unknown type, so it makes nothing local."""
-    types: dict[str, str] = {}
+    counts as a mount of unknown type, so it makes nothing local (and so does a table with no
+    root mount, or two)."""
+    mounts: dict[tuple[int, str], tuple[int, str]] = {}
+    ids: set[int] = set()
+    tops: list[tuple[int, int, str]] = []  # (parent id, id, type) of the mounts on "/"
     all_local = True
     for line in text.splitlines():
         fields = line.split(" ")
         try:
+            mount_id, parent_id = int(fields[0]), int(fields[1])
             point = _unescape(fields[4])
             fs_type = fields[fields.index("-", 6) + 1]
         except (IndexError, ValueError):
@@ -128,10 +144,17 @@ def parse_mountinfo(text: str) -> MountTable:
                 all_local = False
             continue
         fs_type = fs_type.split(".", 1)[0]  # "fuse.sshfs" is fuse; a subtype never makes one local
-        types[point] = fs_type  # later lines are mounted on top of earlier ones at the same point
+        mounts[(parent_id, point)] = (mount_id, fs_type)
+        ids.add(mount_id)
+        if point == "/":
+            tops.append((parent_id, mount_id, fs_type))
         if fs_type not in LOCAL_FS and fs_type not in KERNEL_FS:
             all_local = False
-    return MountTable(types, all_local)
+    # The root mount: the one on "/" whose parent is outside this table (a container's, or itself).
+    roots = [
+        (mount_id, fs_type) for parent_id, mount_id, fs_type in tops if parent_id not in ids or parent_id == mount_id
+    ]
+    return MountTable(mounts, roots[0] if len(roots) == 1 else None, all_local)
 
 
 class _Watcher:
@@ -141,7 +164,7 @@ class _Watcher:
         self.lock = threading.Lock()
         self.fd: int | None = None
         self.poller: Any = None
-        self.table = MountTable({}, False)
+        self.table = MountTable({}, None, False)
 
     def current(self) -> MountTable:
         with self.lock:
@@ -152,7 +175,7 @@ class _Watcher:
                     self.table = parse_mountinfo(self._read())
             except OSError:
                 self._close()
-                self.table = MountTable({}, False)
+                self.table = MountTable({}, None, False)
             return self.table
 
     def _open(self) -> None:
@@ -187,7 +210,7 @@ class _Watcher:
         self.lock = threading.Lock()
         self.fd = None
         self.poller = None
-        self.table = MountTable({}, False)
+        self.table = MountTable({}, None, False)
 
 
 _watcher = _Watcher()

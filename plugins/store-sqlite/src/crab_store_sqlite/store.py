@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-from crab import StoreError
+from crab import ConfigError, StoreError
 from crab.storage import ENTRY_TYPES, Entry, EntryType, SearchHit, SessionInfo, new_entry_id, new_session_id, search_hit
 from crab_sql_kit import (
     SESSION_COLUMNS,
@@ -73,6 +73,11 @@ class SqliteStore:
     async def open(self) -> None:
         if self._conn is not None:
             return
+        if str(self.path) == ":memory:":  # SQLite's in-memory database, under a shared store's name
+            raise ConfigError(
+                "plugins.store-sqlite.path :memory: (SQLite's in-memory database) keeps sessions in this process "
+                'only, where no other crab can read them: name a database file, or set [crab] store = "memory"'
+            )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

