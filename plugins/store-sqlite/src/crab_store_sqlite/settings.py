@@ -13,7 +13,10 @@ TABLE = ConfigTable(
         Setting(
             "path",
             "str",
-            doc="database file (default: $CRAB_HOME/crab.db); where crab writes",
+            doc=(
+                "database file (default: $CRAB_HOME/crab.db); where crab writes; `:memory:` is refused"
+                ' (`[crab] store = "memory"` keeps sessions in this process only)'
+            ),
             trust_only=True,
         ),
         Setting("busy_timeout", "float", 10.0, "seconds to wait while another process holds the database", minimum=0),
