@@ -77,6 +77,9 @@ def test_harness_toolbox_collect_hook_and_the_cli_build_through_the_root(
 
 CTRL_C_PROGRAM = '''
 import signal, sys, time
+# Ctrl-C as a program in a terminal gets it: a shell without job control starts a background
+# job (a CI script run with &) with SIGINT ignored, and the child would inherit that.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import crab
 from crab.testing import ScriptedProvider
 
