@@ -23,7 +23,11 @@ before local steps existed) beside the default ``local`` (crab_temporal.placemen
 server, for a comparison under the same load. ``--rounds`` repeats the whole set. The client here
 waits for each result (a long poll); ``--poll 0.2`` also queries each turn's ``progress`` every
 0.2 s, the most the client queries (``QueryCadence``: while the store changes at every poll, as with
-these 0.2 s steps), to measure what that polling costs the server and workers.
+these 0.2 s steps), to measure what that polling costs the server and workers. ``--task-timeout
+10,2`` runs each setup with the turns' workflow-task timeout at 10 s (Temporal's default, before
+``crab_temporal.client.TASK_TIMEOUT``) and at 2 s: a local step waiting for a worker's slot holds
+its workflow task, which the SDK extends at 80% of that timeout (the workflow tasks a turn takes,
+averaged over every turn, and those that timed out, in all, are counted from the histories).
 Usage: ``.venv/bin/python bench/temporal.py [--turns 40] [--workers 1,2,4] [--rounds 2]``.
 """
 
@@ -100,11 +104,13 @@ def worker_main(folder: str, address: str, queue: str) -> None:
 
 
 async def submit(
-    folder: Path, address: str, queue: str, turns: int, local_steps: bool, poll: float
+    folder: Path, address: str, queue: str, turns: int, local_steps: bool, poll: float, task_timeout: float
 ) -> tuple[float, float, list[dict[str, Any]], dict[str, float]]:
     """Submit ``turns`` turns at once and wait for them: wall time, the client's CPU, the results
     and what one turn's history holds. ``poll``: also query each turn's ``progress`` every so
-    many seconds, as ``crab temporal run`` does (0: never)."""
+    many seconds, as ``crab temporal run`` does (0: never). ``task_timeout``: the turns'
+    workflow-task timeout."""
+    import crab_temporal.client
     from crab_temporal.client import connect, start_turn, turn_arguments
     from crab_temporal.settings import TemporalSettings
 
@@ -116,12 +122,16 @@ async def submit(
         arguments = [turn_arguments(client_agent.config, config, session, "go") for session in sessions]
         for argument in arguments:
             argument["local_steps"] = local_steps
+        crab_temporal.client.TASK_TIMEOUT = task_timeout
         cpu = time.process_time()
         start = time.perf_counter()
         handles = [await start_turn(client, config, argument) for argument in arguments]
         results = await asyncio.gather(*(waited(handle, poll) for handle in handles))
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-        return wall, cpu, list(results), await tasks_of(handles[0])
+        counted = [await tasks_of(handle) for handle in handles]
+        tasks = {name: sum(count[name] for count in counted) / len(counted) for name in counted[0]}
+        tasks["timed_out"] = sum(count["timed_out"] for count in counted)
+        return wall, cpu, list(results), tasks
 
 
 async def waited(handle: Any, poll: float) -> dict[str, Any]:
@@ -136,14 +146,17 @@ async def waited(handle: Any, poll: float) -> dict[str, Any]:
 
 
 async def tasks_of(handle: Any) -> dict[str, float]:
-    """The workflow tasks, regular activities and local ones (markers, less the patch's) of one turn."""
+    """The workflow tasks, regular activities and local ones (markers, less the patch's) of one
+    turn, and its workflow tasks that timed out."""
     from temporalio.api.enums.v1 import EventType
 
     history = await handle.fetch_history()
-    counts = {"workflow_tasks": 0.0, "activities": 0.0, "local_activities": 0.0}
+    counts = {"workflow_tasks": 0.0, "activities": 0.0, "local_activities": 0.0, "timed_out": 0.0}
     for event in history.events:
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
             counts["workflow_tasks"] += 1
+        elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+            counts["timed_out"] += 1
         elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             counts["activities"] += 1
         elif (
@@ -169,7 +182,7 @@ def process_cpu(pid: int) -> float:
 
 
 def on_temporal(
-    folder: Path, address: str, server: int, workers: int, turns: int, layout: str, poll: float
+    folder: Path, address: str, server: int, workers: int, turns: int, layout: str, poll: float, task_timeout: float
 ) -> dict[str, Any]:
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     context = multiprocessing.get_context("spawn")
@@ -179,7 +192,9 @@ def on_temporal(
     time.sleep(5)  # the workers poll by then: their start-up is neither the turns' time nor their CPU
     before_workers = sum(process_cpu(process.pid or 0) for process in processes)
     before_server, before_machine = process_cpu(server), machine_cpu()
-    wall, client_cpu, results, tasks = asyncio.run(submit(folder, address, queue, turns, layout == "local", poll))
+    wall, client_cpu, results, tasks = asyncio.run(
+        submit(folder, address, queue, turns, layout == "local", poll, task_timeout)
+    )
     server_cpu, machine = process_cpu(server) - before_server, machine_cpu() - before_machine
     worker_cpu = sum(process_cpu(process.pid or 0) for process in processes) - before_workers
     for process in processes:
@@ -189,7 +204,7 @@ def on_temporal(
     ended = sum(1 for result in results if result["stop"] == "end")
     steps = turns * steps_per_turn()
     return {
-        "setup": f"{layout}{', polled' if poll else ''}, {workers} worker(s)",
+        "setup": f"{layout}{', polled' if poll else ''}, WFT {task_timeout:g} s, {workers} worker(s)",
         "turns_ended": ended,
         "turns_per_s": turns / wall,
         "cpu_ms_per_step_workers": 1000 * worker_cpu / steps,
@@ -198,7 +213,8 @@ def on_temporal(
         # what the whole machine kept busy, in cores: the bench's processes and everything else
         "cores_busy": machine / wall,
         "cores_busy_bench": (server_cpu + worker_cpu + client_cpu) / wall,
-        **{f"{name}_per_turn": count for name, count in tasks.items()},
+        **{f"{name}_per_turn": count for name, count in tasks.items() if name != "timed_out"},
+        "workflow_tasks_timed_out": tasks["timed_out"],
     }
 
 
@@ -270,6 +286,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="run the whole set this many times")
     parser.add_argument("--layout", default="local", help="local, regular or local,regular (see the docstring)")
     parser.add_argument(
+        "--task-timeout",
+        default="",
+        help="the turns' workflow-task timeouts in seconds, e.g. 10,2 (default: crab_temporal.client.TASK_TIMEOUT)",
+    )
+    parser.add_argument(
         "--in-memory", action="store_true", help="the dev server keeps its state in memory, not in a file"
     )
     parser.add_argument(
@@ -291,6 +312,9 @@ def main() -> None:
         " --server-flag=--dynamic-config-value --server-flag=system.enableActivityEagerExecution=true",
     )
     args = parser.parse_args()
+    from crab_temporal.client import TASK_TIMEOUT
+
+    timeouts = [float(value) for value in args.task_timeout.split(",")] if args.task_timeout else [TASK_TIMEOUT]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -299,9 +323,13 @@ def main() -> None:
         try:
             for _ in range(args.rounds):
                 for layout in args.layout.split(","):
-                    for count in (int(n) for n in args.workers.split(",")):
-                        rows.append(on_temporal(folder, address, server.pid, count, args.turns, layout, args.poll))
-                        print(json.dumps(rows[-1]), flush=True)
+                    for timeout in timeouts:
+                        for count in (int(n) for n in args.workers.split(",")):
+                            row = on_temporal(
+                                folder, address, server.pid, count, args.turns, layout, args.poll, timeout
+                            )
+                            rows.append(row)
+                            print(json.dumps(rows[-1]), flush=True)
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(60)
@@ -310,22 +338,23 @@ def main() -> None:
             print(json.dumps(rows[-1]), flush=True)
     print()
     print(
-        f"{'setup':24} {'ended':>5} {'turns/s':>8} {'x 1 worker':>10} {'CPU ms/step: workers':>21}"
+        f"{'setup':34} {'ended':>5} {'turns/s':>8} {'x 1 worker':>10} {'CPU ms/step: workers':>21}"
         f" {'server':>7} {'client':>7} {'WFT/turn':>9} {'act/turn':>9} {'local/turn':>10}"
-        f" {'cores busy: all':>16} {'bench':>6}"
+        f" {'cores busy: all':>16} {'bench':>6} {'WFT timed out':>13}"
     )
     ones: dict[str, float] = {}
     for row in rows:
-        layout = row["setup"].split(",")[0]
+        layout = row["setup"].rsplit(", ", 1)[0]  # the setup but its workers
         if row["setup"].endswith(" 1 worker(s)"):
             ones[layout] = row["turns_per_s"]
         ratio = row["turns_per_s"] / ones[layout] if layout in ones else float("nan")
         print(
-            f"{row['setup']:24} {row['turns_ended']:>5} {row['turns_per_s']:>8.2f} {ratio:>10.2f}"
+            f"{row['setup']:34} {row['turns_ended']:>5} {row['turns_per_s']:>8.2f} {ratio:>10.2f}"
             f" {row['cpu_ms_per_step_workers']:>21.1f} {row['cpu_ms_per_step_server']:>7.1f}"
             f" {row['cpu_ms_per_step_client']:>7.1f} {row.get('workflow_tasks_per_turn', 0):>9.0f}"
             f" {row.get('activities_per_turn', 0):>9.0f} {row.get('local_activities_per_turn', 0):>10.0f}"
             f" {row.get('cores_busy', float('nan')):>16.2f} {row.get('cores_busy_bench', float('nan')):>6.2f}"
+            f" {row.get('workflow_tasks_timed_out', 0):>13.0f}"
         )
     sys.stdout.flush()
     os._exit(0)

@@ -8,6 +8,7 @@ import asyncio
 import secrets
 import time
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any, Literal
 
 import crab
@@ -38,6 +39,15 @@ BUSY_WAIT = 30.0
 """Seconds a new turn waits for the session's running workflow to end (most often a turn just
 aborted and still settling on its worker) before it is refused."""
 BUSY = "the session's previous turn is still ending on its worker: waiting for it (at most {seconds:g} s)"
+TASK_TIMEOUT = 2.0
+"""Seconds of a turn's workflow task (Temporal's default: 10). A running local step (a model call)
+holds its workflow task, which the SDK's core extends at 80% of this timeout, and only then does
+the worker see an ``abort`` signal and cancel the call: 1.6 s at most, not 8, of a stream the user
+pays for after saying stop (bench/temporal_abort.py); a model call costs a workflow task per 1.6 s
+it runs, which the bench's turns/s and server CPU per step did not show. The extension must reach
+Temporal in the other 0.4 s (a worker that far from it times its tasks out). A dead worker's
+local step moves to another after it too. Not workflow code: a turn replays whatever it was
+started with."""
 ALWAYS: dict[str, set[str]] = {}
 """Per session id, the permission classes the user allowed "always" in this process: the
 in-process gate keeps them for a live session, and here each turn's workflow is handed them."""
@@ -125,7 +135,11 @@ async def start_turn(
     while True:
         try:
             return await client.start_workflow(
-                WORKFLOW, arguments, id=workflow_id(session_id), task_queue=settings.task_queue
+                WORKFLOW,
+                arguments,
+                id=workflow_id(session_id),
+                task_queue=settings.task_queue,
+                task_timeout=timedelta(seconds=TASK_TIMEOUT),
             )
         except WorkflowAlreadyStartedError:
             left = end - time.monotonic()
