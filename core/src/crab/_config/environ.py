@@ -62,7 +62,7 @@ def crab_home(env: Mapping[str, str] | None = None) -> Path:
     return found
 
 
-_HOMES: dict[tuple[str | None, str], Path] = {}
+_HOMES: dict[tuple[str | None, str | None], Path] = {}
 _HOMES_MAX = 64
 
 
