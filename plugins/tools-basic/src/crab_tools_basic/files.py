@@ -85,15 +85,17 @@ def open_existing(parent: Parent, on_folder: str = "use ls to list it") -> tuple
     raise ToolError(f"{parent.display} is not a regular file")
 
 
-def refuse_hardlinked(handle: BinaryIO, display: str, allow: bool) -> None:
+def refuse_hardlinked(handle: BinaryIO, display: str, allow: bool, info: os.stat_result | None = None) -> None:
     """Refuse an open regular file that has other hard links, unless ``allow``.
 
     A hard link inside the workspace can be the same file as one outside it, and no path check
-    can tell. Checked on the open descriptor, so a link made after any earlier look still counts.
+    can tell. Checked on the open descriptor, so a link made after any earlier look still counts;
+    ``info``: that descriptor's ``fstat``, when the caller took it after opening.
     """
     if allow:
         return
-    info = os.fstat(handle.fileno())
+    if info is None:
+        info = os.fstat(handle.fileno())
     if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
         raise ToolError(
             f"{display} has {info.st_nlink} hard links, so it may be a file outside the workspace; crab will not "
@@ -138,8 +140,9 @@ def read_window(
         raise NotInline
     wanted = min(limit, READ_LIMIT.lines) if limit is not None else READ_LIMIT.lines
     with handle:
-        refuse_hardlinked(handle, display, allow_hardlinks)
-        head = handle.read(SNIFF_BYTES)
+        refuse_hardlinked(handle, display, allow_hardlinks, info)
+        # Inline, the whole file at once (and one byte more, to see it grew): one read, one hash update.
+        head = handle.read(max(SNIFF_BYTES, info.st_size + 1) if inline else SNIFF_BYTES)
         if sniff_image(head) is not None:
             return _image_window(handle, head, display, info, INLINE_MAX if inline else IMAGE_READ_LIMIT)
         if looks_binary(head):
