@@ -124,17 +124,22 @@ def realpath_below(base: str, names: Sequence[str]) -> str:
     itself; from the first name that does not exist on, names are kept as written (as realpath's
     non-strict mode does).
     """
+    return _realpath_below(base, names)[0]
+
+
+def _realpath_below(base: str, names: Sequence[str]) -> tuple[str, bool]:
+    """``realpath_below``'s answer, and False when a name on the way (outside any link) does not exist."""
     path = base
     for index, name in enumerate(names):
-        candidate = os.path.join(path, name)
+        candidate = path + "/" + name if path != "/" else "/" + name
         try:
             info = os.lstat(candidate)
         except OSError:
-            return os.path.join(candidate, *names[index + 1 :])
+            return os.path.join(candidate, *names[index + 1 :]), False
         if stat.S_ISLNK(info.st_mode):
-            return os.path.realpath(os.path.join(candidate, *names[index + 1 :]))
+            return os.path.realpath(os.path.join(candidate, *names[index + 1 :])), True
         path = candidate
-    return path
+    return path, True
 
 
 def within(path: Path | str, root: Path | str) -> bool:
@@ -202,7 +207,9 @@ def real_folder(path: str, real_base: str | None = None) -> str:
             if (now.st_dev, now.st_ino) == (device, inode) == (there.st_dev, there.st_ino):
                 return real
     if real_base is not None and path.startswith(real_base + "/"):
-        real = realpath_below(real_base, path[len(real_base) + 1 :].split("/"))
+        real, found = _realpath_below(real_base, path[len(real_base) + 1 :].split("/"))
+        if not found:  # no such folder (the bash logs' before the first command): nothing to stat
+            return real
     else:
         real = os.path.realpath(path)
     try:
