@@ -61,10 +61,14 @@ class Missing(ToolError):
     """The file to open does not exist (``write`` then creates it)."""
 
 
-def open_existing(parent: Parent, on_folder: str = "use ls to list it") -> tuple[io.BufferedReader, os.stat_result]:
+def open_existing(
+    parent: Parent, on_folder: str = "use ls to list it", *, buffered: bool = True
+) -> tuple[io.BufferedReader | io.FileIO, os.stat_result]:
     """``parent.name`` opened for reading, with its stat, if it is a regular file; else a ``ToolError``.
 
     The checks run on the opened descriptor, so they are about the file that will be read.
+    ``buffered=False``: a raw file, each ``read`` one system call (a read of a whole small file
+    needs no buffer: making one costs more than the read).
     """
     try:
         # O_NONBLOCK: a FIFO in the file's place must not hang the open; the check below refuses it.
@@ -74,7 +78,7 @@ def open_existing(parent: Parent, on_folder: str = "use ls to list it") -> tuple
     try:
         info = os.fstat(fd)
         if stat.S_ISREG(info.st_mode):
-            return os.fdopen(fd, "rb"), info
+            return (os.fdopen(fd, "rb") if buffered else io.FileIO(fd, "r")), info
     except BaseException:
         os.close(fd)
         raise
@@ -134,7 +138,7 @@ def read_window(
             raise anchored.swapped(display, parent.name)
         if not stat.S_ISREG(there.st_mode) or there.st_size > INLINE_MAX:
             raise NotInline
-    handle, info = open_existing(parent)
+    handle, info = open_existing(parent, buffered=not inline)
     if inline and info.st_size > INLINE_MAX:
         handle.close()
         raise NotInline
@@ -143,6 +147,8 @@ def read_window(
         refuse_hardlinked(handle, display, allow_hardlinks, info)
         # Inline, the whole file at once (and one byte more, to see it grew): one read, one hash update.
         head = handle.read(max(SNIFF_BYTES, info.st_size + 1) if inline else SNIFF_BYTES)
+        if inline and len(head) < info.st_size:
+            raise NotInline  # a short raw read, or the file shrank: the thread's buffered read takes either
         if sniff_image(head) is not None:
             return _image_window(handle, head, display, info, INLINE_MAX if inline else IMAGE_READ_LIMIT)
         if looks_binary(head):
