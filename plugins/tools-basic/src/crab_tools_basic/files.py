@@ -218,10 +218,17 @@ def _scan(
             raise NotInline
         digest.update(chunk)
         last = chunk
-        newlines = chunk.count(b"\n")
+        found = -1
+        if collecting and line < offset and most is not None:
+            # Inline, the whole file is this one chunk: the newlines before the window are counted once.
+            found, before = _find_after(chunk, offset - line)
+            newlines = before if found < 0 else before + chunk.count(b"\n", found)
+        else:
+            newlines = chunk.count(b"\n")
         if collecting and line + newlines >= offset:
             if line < offset:  # the window starts in this chunk: no line before it is split
-                start, number, carry = _after_newlines(chunk, offset - line), offset, b""
+                start = found if found >= 0 else _after_newlines(chunk, offset - line)
+                number, carry = offset, b""
             else:
                 start, number = 0, line
             # At most the lines the budget may still take, plus the rest in one piece.
@@ -255,15 +262,22 @@ SKIP_BLOCK = 2048
 
 def _after_newlines(chunk: bytes, need: int) -> int:
     """Where the text after the ``need``-th newline of ``chunk`` (which has that many) starts."""
-    position = 0
-    while True:
-        end = min(position + SKIP_BLOCK, len(chunk))
+    return _find_after(chunk, need)[0]
+
+
+def _find_after(chunk: bytes, need: int) -> tuple[int, int]:
+    """``(where the text after the need-th newline of chunk starts, need)``; ``(-1, its newlines)``
+    when ``chunk`` has fewer."""
+    position, seen, size = 0, 0, len(chunk)
+    while position < size:
+        end = min(position + SKIP_BLOCK, size)
         found = chunk.count(b"\n", position, end)
-        if found >= need:
-            rest = chunk[position:end].split(b"\n", need)[-1]
-            return end - len(rest)
-        need -= found
+        if seen + found >= need:
+            rest = chunk[position:end].split(b"\n", need - seen)[-1]
+            return end - len(rest), need
+        seen += found
         position = end
+    return -1, seen
 
 
 def _numbered(number: int, raw: bytes) -> str:
