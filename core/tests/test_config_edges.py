@@ -166,3 +166,28 @@ def test_a_warning_at_setup_is_bounded_too(crab_run: Any, env: dict[str, str], t
     assert result.returncode == 2
     [warning] = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
     assert len(warning) == LINE_LIMIT and warning.endswith("…")
+
+
+def test_crab_home_follows_its_variables_though_it_is_remembered(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """crab_home() is remembered per ($CRAB_HOME, $HOME): each change still gives the new folder."""
+    import pwd
+
+    from crab._config.environ import crab_home
+
+    monkeypatch.setenv("HOME", str(tmp_path / "h1"))
+    monkeypatch.setenv("CRAB_HOME", str(tmp_path / "a"))
+    assert crab_home() == tmp_path / "a"
+    monkeypatch.setenv("CRAB_HOME", "~/b")
+    assert crab_home() == tmp_path / "h1" / "b"
+    monkeypatch.setenv("HOME", str(tmp_path / "h2"))
+    assert crab_home() == tmp_path / "h2" / "b"
+    monkeypatch.delenv("CRAB_HOME")
+    assert crab_home() == tmp_path / "h2" / ".crab"
+    assert crab_home() is crab_home()
+    assert crab_home({"CRAB_HOME": str(tmp_path / "given")}) == tmp_path / "given"
+    monkeypatch.setenv("HOME", str(tmp_path / "h1"))
+    assert crab_home() == tmp_path / "h1" / ".crab"
+    monkeypatch.delenv("HOME")
+    assert crab_home() == Path(pwd.getpwuid(os.getuid()).pw_dir) / ".crab"

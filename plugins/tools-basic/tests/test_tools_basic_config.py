@@ -141,3 +141,33 @@ def test_a_table_is_checked_once_however_many_calls_use_it(tmp_path: Path, monke
     table["bash_max_timeout"] = -1
     with pytest.raises(ConfigError):
         load_settings(table, tmp_path)
+
+
+def test_settings_made_once_still_follow_the_table_the_workspace_and_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """load_settings keeps its answer only where nothing is resolved: each input still counts."""
+    table: dict[str, object] = {"allow_hardlinks": True}
+    first, second = tmp_path / "one", tmp_path / "two"
+    assert load_settings(table, first).allow_hardlinks is True
+    table["allow_hardlinks"] = False
+    assert load_settings(table, first).allow_hardlinks is False
+    assert load_settings({"bash_max_timeout": 5.0}, second).bash_max_timeout == 5.0
+    assert load_settings({"bash_max_timeout": 7.0}, second).bash_max_timeout == 7.0
+    # ~ in output_dir is expanded with $HOME as it is now.
+    home_table = {"output_dir": "~/logs"}
+    monkeypatch.setenv("HOME", str(tmp_path / "h1"))
+    assert load_settings(home_table, first).output_dir == tmp_path / "h1" / "logs"
+    monkeypatch.setenv("HOME", str(tmp_path / "h2"))
+    assert load_settings(home_table, first).output_dir == tmp_path / "h2" / "logs"
+    # An extra root's symlinks are followed as they are now, on every call.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first.mkdir()
+    link = first / "extra"
+    link.symlink_to(tmp_path / "a")
+    roots_table = {"extra_roots": ["extra"]}
+    assert load_settings(roots_table, first).extra_roots == ((tmp_path / "a").resolve(),)
+    link.unlink()
+    link.symlink_to(tmp_path / "b")
+    assert load_settings(roots_table, first).extra_roots == ((tmp_path / "b").resolve(),)

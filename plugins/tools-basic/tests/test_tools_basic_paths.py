@@ -105,3 +105,20 @@ def test_the_default_log_folder_through_a_linked_crab_home(
     assert call(logs / "this-session" / "bash.log").content == "     1\tlog of this-session"
     refused = call(logs / "other-session" / "bash.log")
     assert refused.is_error and "crab's own folder" in refused.content
+
+
+def test_a_folder_below_a_real_base_is_resolved_anew_until_it_exists(tmp_path: Path) -> None:
+    """real_folder(path, real_base): a missing folder is its text as written, then what it is once made."""
+    from crab_tools_basic.workspace import real_folder
+
+    base = os.path.realpath(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    wanted = os.path.join(base, "logs", "session")
+    assert real_folder(wanted, base) == wanted  # "logs" is missing: nothing below it is looked at
+    (tmp_path / "logs").mkdir()
+    assert real_folder(wanted, base) == wanted  # "session" is missing
+    (tmp_path / "logs" / "session").symlink_to(tmp_path / "elsewhere")
+    assert real_folder(wanted, base) == os.path.realpath(tmp_path / "elsewhere")
+    (tmp_path / "logs" / "session").unlink()
+    (tmp_path / "logs" / "session").mkdir()
+    assert real_folder(wanted, base) == wanted

@@ -93,6 +93,25 @@ def test_a_file_that_grows_past_the_bound_while_read_inline_is_read_again_in_a_t
         files._scan(handle, handle.read(10), 1, 2000, None, most=200)
 
 
+def test_a_file_that_shrinks_after_it_is_opened_reads_as_it_is_now(
+    workspace: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its size was taken on the open descriptor; fewer bytes are there when read.
+    with_table(monkeypatch, LOCAL)
+    target = workspace / "a.txt"
+    target.write_bytes(b"line\n" * 100)
+    opening = files.open_existing
+
+    def shrinking(*args: Any, **kwargs: Any) -> Any:
+        opened = opening(*args, **kwargs)
+        with target.open("r+b") as other:
+            other.truncate(10)
+        return opened
+
+    monkeypatch.setattr(files, "open_existing", shrinking)
+    assert read(ctx, path="a.txt").content == "     1\tline\n     2\tline"
+
+
 CASES: dict[str, bytes] = {
     "plain.txt": b"".join(b"line %d\n" % i for i in range(1, 3001)),
     "crlf-bom.txt": b"\xef\xbb\xbffirst\r\nsecond\r\nlast",
@@ -101,6 +120,9 @@ CASES: dict[str, bytes] = {
     "no-newline.txt": b"only",
     "image.png": make_png(4, 3),
     "data.bin": b"\x00\x01\x02 not an image\x00",
+    # The inline read takes the whole file at once: the binary sniff still looks at the first 8 KB only.
+    "late-nul.bin": b"a\n" * 3000 + b"\x00",
+    "nul-past-the-sniff.txt": b"a\n" * 5000 + b"\x00\n",
 }
 
 

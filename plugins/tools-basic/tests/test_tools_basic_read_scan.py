@@ -4,6 +4,7 @@ bytes, wherever its lines fall against the chunks it is read in, and a huge line
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import subprocess
 import sys
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import pytest
 from crab_tools_basic import anchored
-from crab_tools_basic.files import SCAN_CHUNK, read_window
+from crab_tools_basic.files import INLINE_MAX, SCAN_CHUNK, _scan, read_window
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def expected(data: bytes, offset: int, limit: int) -> str:
@@ -79,3 +82,23 @@ def test_a_huge_one_line_file_is_read_in_bounded_memory(workspace: Path) -> None
     assert seen["total"] == 2
     assert seen["note"].startswith("[line 1 is longer than 50 KB and was cut")
     assert seen["peak"] < 4 << 20, seen  # the line is 48 MB
+
+
+@given(
+    lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=300),
+    end=st.sampled_from([b"\n", b"\r\n", b""]),
+    offset=st.integers(min_value=1, max_value=320),
+    wanted=st.integers(min_value=1, max_value=50),
+)
+@settings(max_examples=300, deadline=None)
+def test_the_inline_scan_of_one_chunk_is_the_chunked_scan(
+    lines: list[bytes], end: bytes, offset: int, wanted: int
+) -> None:
+    """Inline, the whole file is one chunk and the newlines before the window are counted once:
+    the lines shown, the line count and the hash are those of the chunked scan of the same bytes."""
+    data = b"\n".join(lines) + (end if lines else b"")
+    whole = _scan(io.BytesIO(b""), data, offset, wanted, None, INLINE_MAX)
+    chunked_handle = io.BytesIO(data[7:])
+    chunked = _scan(chunked_handle, data[:7], offset, wanted, None)
+    assert whole == chunked
+    assert whole[1] == data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)

@@ -249,3 +249,21 @@ def test_a_symlink_made_inside_the_workspace_after_a_read_is_still_resolved(
     (workspace / "sub").symlink_to(outside)
     result = call("read", path="sub/secret.txt")
     assert result.is_error and "outside the workspace" in result.content
+
+
+def test_a_workspace_checks_against_its_own_roots_however_it_was_made(tmp_path: Path) -> None:
+    """The roots' text is made once per Workspace: a copy with other roots checks against those."""
+    import dataclasses
+
+    for name in ("ws", "other", "logs"):
+        (tmp_path / name).mkdir()
+    ws = Workspace(tmp_path / "ws", read_only_roots=(tmp_path / "logs",))
+    moved = dataclasses.replace(ws, root=tmp_path / "other", read_only_roots=())
+    assert ws.resolve("a.txt") == tmp_path / "ws" / "a.txt"
+    assert moved.resolve("a.txt") == tmp_path / "other" / "a.txt"
+    assert ws.resolve(str(tmp_path / "logs" / "x.log")) == tmp_path / "logs" / "x.log"
+    with pytest.raises(ToolError, match="outside the workspace"):
+        moved.resolve(str(tmp_path / "logs" / "x.log"))
+    with pytest.raises(ToolError, match="outside the workspace"):
+        moved.resolve(str(tmp_path / "ws" / "a.txt"))
+    assert moved == dataclasses.replace(moved)

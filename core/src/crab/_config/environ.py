@@ -34,16 +34,36 @@ def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
 
 
 def crab_home(env: Mapping[str, str] | None = None) -> Path:
-    """``$CRAB_HOME`` or ``~/.crab``."""
+    """``$CRAB_HOME`` or ``~/.crab``.
+
+    Remembered per (``$CRAB_HOME``, ``$HOME``) text: every file tool call asks, and making the
+    path (``Path.home()``, ``expanduser``) costs ~8 µs. Either variable changing (tests, a
+    program that sets them) gives the new answer; without ``$HOME`` (the passwd entry is read)
+    nothing is remembered.
+    """
     value = _env(env).get(HOME)
+    user_home = os.environ.get("HOME")  # what expanduser and Path.home read, whatever ``env`` is
+    key = (value, user_home)
+    found = _HOMES.get(key) if user_home is not None else None
+    if found is not None:
+        return found
     try:
-        return Path(value).expanduser() if value else Path.home() / ".crab"
+        found = Path(value).expanduser() if value else Path.home() / ".crab"
     except RuntimeError:  # no $HOME and no passwd entry (a container's arbitrary uid)
         from crab._contracts.errors import ConfigError
 
         raise ConfigError(
             f"cannot tell your home folder: set ${HOME} (or $HOME) to the folder crab keeps its files in"
         ) from None
+    if user_home is not None:
+        if len(_HOMES) >= _HOMES_MAX:
+            _HOMES.clear()  # one entry per home a process uses: many means tests came and went
+        _HOMES[key] = found
+    return found
+
+
+_HOMES: dict[tuple[str | None, str | None], Path] = {}
+_HOMES_MAX = 64
 
 
 def crab_variables(env: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:

@@ -61,10 +61,14 @@ class Missing(ToolError):
     """The file to open does not exist (``write`` then creates it)."""
 
 
-def open_existing(parent: Parent, on_folder: str = "use ls to list it") -> tuple[io.BufferedReader, os.stat_result]:
+def open_existing(
+    parent: Parent, on_folder: str = "use ls to list it", *, buffered: bool = True
+) -> tuple[io.BufferedReader | io.FileIO, os.stat_result]:
     """``parent.name`` opened for reading, with its stat, if it is a regular file; else a ``ToolError``.
 
     The checks run on the opened descriptor, so they are about the file that will be read.
+    ``buffered=False``: a raw file, each ``read`` one system call (a read of a whole small file
+    needs no buffer: making one costs more than the read).
     """
     try:
         # O_NONBLOCK: a FIFO in the file's place must not hang the open; the check below refuses it.
@@ -74,7 +78,7 @@ def open_existing(parent: Parent, on_folder: str = "use ls to list it") -> tuple
     try:
         info = os.fstat(fd)
         if stat.S_ISREG(info.st_mode):
-            return os.fdopen(fd, "rb"), info
+            return (os.fdopen(fd, "rb") if buffered else io.FileIO(fd, "r")), info
     except BaseException:
         os.close(fd)
         raise
@@ -85,15 +89,17 @@ def open_existing(parent: Parent, on_folder: str = "use ls to list it") -> tuple
     raise ToolError(f"{parent.display} is not a regular file")
 
 
-def refuse_hardlinked(handle: BinaryIO, display: str, allow: bool) -> None:
+def refuse_hardlinked(handle: BinaryIO, display: str, allow: bool, info: os.stat_result | None = None) -> None:
     """Refuse an open regular file that has other hard links, unless ``allow``.
 
     A hard link inside the workspace can be the same file as one outside it, and no path check
-    can tell. Checked on the open descriptor, so a link made after any earlier look still counts.
+    can tell. Checked on the open descriptor, so a link made after any earlier look still counts;
+    ``info``: that descriptor's ``fstat``, when the caller took it after opening.
     """
     if allow:
         return
-    info = os.fstat(handle.fileno())
+    if info is None:
+        info = os.fstat(handle.fileno())
     if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
         raise ToolError(
             f"{display} has {info.st_nlink} hard links, so it may be a file outside the workspace; crab will not "
@@ -132,14 +138,17 @@ def read_window(
             raise anchored.swapped(display, parent.name)
         if not stat.S_ISREG(there.st_mode) or there.st_size > INLINE_MAX:
             raise NotInline
-    handle, info = open_existing(parent)
+    handle, info = open_existing(parent, buffered=not inline)
     if inline and info.st_size > INLINE_MAX:
         handle.close()
         raise NotInline
     wanted = min(limit, READ_LIMIT.lines) if limit is not None else READ_LIMIT.lines
     with handle:
-        refuse_hardlinked(handle, display, allow_hardlinks)
-        head = handle.read(SNIFF_BYTES)
+        refuse_hardlinked(handle, display, allow_hardlinks, info)
+        # Inline, the whole file at once (and one byte more, to see it grew): one read, one hash update.
+        head = handle.read(max(SNIFF_BYTES, info.st_size + 1) if inline else SNIFF_BYTES)
+        if inline and len(head) < info.st_size:
+            raise NotInline  # a short raw read, or the file shrank: the thread's buffered read takes either
         if sniff_image(head) is not None:
             return _image_window(handle, head, display, info, INLINE_MAX if inline else IMAGE_READ_LIMIT)
         if looks_binary(head):
@@ -209,10 +218,17 @@ def _scan(
             raise NotInline
         digest.update(chunk)
         last = chunk
-        newlines = chunk.count(b"\n")
+        found = -1
+        if collecting and line < offset and most is not None:
+            # Inline, the whole file is this one chunk: the newlines before the window are counted once.
+            found, before = _find_after(chunk, offset - line)
+            newlines = before if found < 0 else before + chunk.count(b"\n", found)
+        else:
+            newlines = chunk.count(b"\n")
         if collecting and line + newlines >= offset:
             if line < offset:  # the window starts in this chunk: no line before it is split
-                start, number, carry = _after_newlines(chunk, offset - line), offset, b""
+                start = found if found >= 0 else _after_newlines(chunk, offset - line)
+                number, carry = offset, b""
             else:
                 start, number = 0, line
             # At most the lines the budget may still take, plus the rest in one piece.
@@ -246,15 +262,22 @@ SKIP_BLOCK = 2048
 
 def _after_newlines(chunk: bytes, need: int) -> int:
     """Where the text after the ``need``-th newline of ``chunk`` (which has that many) starts."""
-    position = 0
-    while True:
-        end = min(position + SKIP_BLOCK, len(chunk))
+    return _find_after(chunk, need)[0]
+
+
+def _find_after(chunk: bytes, need: int) -> tuple[int, int]:
+    """``(where the text after the need-th newline of chunk starts, need)``; ``(-1, its newlines)``
+    when ``chunk`` has fewer."""
+    position, seen, size = 0, 0, len(chunk)
+    while position < size:
+        end = min(position + SKIP_BLOCK, size)
         found = chunk.count(b"\n", position, end)
-        if found >= need:
-            rest = chunk[position:end].split(b"\n", need)[-1]
-            return end - len(rest)
-        need -= found
+        if seen + found >= need:
+            rest = chunk[position:end].split(b"\n", need - seen)[-1]
+            return end - len(rest), need
+        seen += found
         position = end
+    return -1, seen
 
 
 def _numbered(number: int, raw: bytes) -> str:

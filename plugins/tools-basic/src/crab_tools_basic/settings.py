@@ -150,9 +150,16 @@ def load_settings(table: Mapping[str, Any] | None, workspace: Path | None = None
     are resolved on every call: a root's symlinks are followed as they are now.
     """
     values = checked_values(table)
-    base = workspace or Path.cwd()
     output = values.get("output_dir")
-    return Settings(
+    # Nothing to resolve (no extra roots, no ~ to expand, a given workspace): the same checked
+    # values (the very object ``checked_values`` keeps) give the same Settings, made once.
+    fixed = workspace is not None and not values["extra_roots"] and not (output and output.startswith("~"))
+    if fixed:
+        kept = _SETTINGS.get((id(values), workspace))
+        if kept is not None and kept[0] is values:  # held here, so its id cannot be another's
+            return kept[1]
+    base = workspace or Path.cwd()
+    settings = Settings(
         extra_roots=tuple((base / Path(r).expanduser()).resolve() for r in values["extra_roots"]),
         bash_default_timeout=values.get("bash_default_timeout")
         or min(DEFAULT_BASH_TIMEOUT, values["bash_max_timeout"]),
@@ -164,3 +171,12 @@ def load_settings(table: Mapping[str, Any] | None, workspace: Path | None = None
         bash_max_jobs=values["bash_max_jobs"],
         bash_job_buffer=values["bash_job_buffer"],
     )
+    if fixed:
+        if len(_SETTINGS) >= _CHECKED_MAX:
+            _SETTINGS.clear()
+        _SETTINGS[(id(values), workspace)] = (values, settings)
+    return settings
+
+
+_SETTINGS: dict[tuple[int, Path | None], tuple[dict[str, Any], Settings]] = {}
+"""``load_settings``' answer per checked values object and workspace, when it resolves nothing."""

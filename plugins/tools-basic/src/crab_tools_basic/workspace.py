@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from crab import ConfigError, ToolContext, ToolError
@@ -34,6 +34,13 @@ class Workspace:
     read_only_roots: tuple[Path, ...] = ()
     private: str | None = None
     """crab's own folder as a real path, when the caller has just looked it up (None: look it up)."""
+    _texts: tuple[str, tuple[str, ...], tuple[str, ...]] = field(init=False, repr=False, compare=False)
+    """The roots' text (root, writable, all), made once: ``resolve`` runs on every call."""
+
+    def __post_init__(self) -> None:
+        writable = tuple(str(r) for r in self.writable)
+        texts = (str(self.root), writable, (*writable, *(str(r) for r in self.read_only_roots)))
+        object.__setattr__(self, "_texts", texts)
 
     @property
     def writable(self) -> tuple[Path, ...]:
@@ -50,19 +57,20 @@ class Workspace:
         if "\0" in path:
             raise ToolError("path contains a NUL byte")
         names = path.split("/")
+        root, writable, every = self._texts
         try:
-            if path[0] not in "/~" and not any(name in _NOT_PLAIN for name in names):
+            if path[0] not in "/~" and _NOT_PLAIN.isdisjoint(names):
                 # The common case, a plain relative path: only the names below the real root are looked at.
-                real = Path(realpath_below(str(self.root), names))
+                real = realpath_below(root, names)
             else:
                 given = Path(path).expanduser()
-                real = Path(os.path.realpath(given if given.is_absolute() else self.root / given))
+                real = os.path.realpath(given if given.is_absolute() else self.root / given)
         except OSError as exc:  # a link replaced between realpath's lstat and readlink
             raise ToolError(f"{path} cannot be resolved ({exc.strerror or exc}); try again") from None
         self._refuse_private(path, real)
-        roots: Sequence[Path] = self.writable if write else (*self.writable, *self.read_only_roots)
-        if any(within(real, root) for root in roots):
-            return real
+        # Paths are compared by their text (``within``); one Path is made, for the caller.
+        if any(within(real, r) for r in (writable if write else every)):
+            return Path(real)
         if write and any(within(real, root) for root in self.read_only_roots):
             raise ToolError(f"{path} is in a read-only folder; write inside the workspace {self.root}")
         raise ToolError(
@@ -70,11 +78,11 @@ class Workspace:
             "use a path inside it (or add the folder to [plugins.tools-basic] extra_roots)"
         )
 
-    def _refuse_private(self, path: str, real: Path) -> None:
+    def _refuse_private(self, path: str, real: str) -> None:
         """crab's own folder is off limits even inside the workspace (crab run in ``~``), except
         this session's bash logs; unless the user works inside that folder on purpose."""
-        home = Path(self.private if self.private is not None else private_folder())
-        if not within(real, home) or within(self.root, home):
+        home = self.private if self.private is not None else str(private_folder())
+        if not within(real, home) or within(self._texts[0], home):
             return
         if any(within(real, r) for r in self.read_only_roots):
             return
@@ -116,20 +124,25 @@ def realpath_below(base: str, names: Sequence[str]) -> str:
     itself; from the first name that does not exist on, names are kept as written (as realpath's
     non-strict mode does).
     """
+    return _realpath_below(base, names)[0]
+
+
+def _realpath_below(base: str, names: Sequence[str]) -> tuple[str, bool]:
+    """``realpath_below``'s answer, and False when a name on the way (outside any link) does not exist."""
     path = base
     for index, name in enumerate(names):
-        candidate = os.path.join(path, name)
+        candidate = path + "/" + name if path != "/" else "/" + name
         try:
             info = os.lstat(candidate)
         except OSError:
-            return os.path.join(candidate, *names[index + 1 :])
+            return os.path.join(candidate, *names[index + 1 :]), False
         if stat.S_ISLNK(info.st_mode):
-            return os.path.realpath(os.path.join(candidate, *names[index + 1 :]))
+            return os.path.realpath(os.path.join(candidate, *names[index + 1 :])), True
         path = candidate
-    return path
+    return path, True
 
 
-def within(path: Path, root: Path) -> bool:
+def within(path: Path | str, root: Path | str) -> bool:
     """``path == root or path.is_relative_to(root)`` for the absolute, normalized paths here
     (from ``realpath`` and ``resolve``), by their text: pathlib's own test costs ~10 µs a root,
     several times a call."""
@@ -194,7 +207,9 @@ def real_folder(path: str, real_base: str | None = None) -> str:
             if (now.st_dev, now.st_ino) == (device, inode) == (there.st_dev, there.st_ino):
                 return real
     if real_base is not None and path.startswith(real_base + "/"):
-        real = realpath_below(real_base, path[len(real_base) + 1 :].split("/"))
+        real, found = _realpath_below(real_base, path[len(real_base) + 1 :].split("/"))
+        if not found:  # no such folder (the bash logs' before the first command): nothing to stat
+            return real
     else:
         real = os.path.realpath(path)
     try:
