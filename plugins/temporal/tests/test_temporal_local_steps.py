@@ -139,7 +139,11 @@ def test_a_turn_runs_its_model_calls_locally_its_tools_as_activities_and_replays
     assert markers.count("core_local_activity") == 7, markers
     assert markers.count("core_patch") == 2, markers
     completed = [e for e in events if e["eventType"] in ("EVENT_TYPE_WORKFLOW_TASK_COMPLETED", "WorkflowTaskCompleted")]
-    assert len(completed) <= len(scheduled) + 2, len(completed)
+    # Local steps ride in the workflow tasks around them (4 here on an idle machine) instead of one
+    # task each (10). A loaded machine may add extensions: the SDK extends a task a local step still
+    # holds every 1.6 s (80% of the turn's 2 s task timeout), so the bound is "fewer than one a step".
+    local = markers.count("core_local_activity")
+    assert len(completed) < len(scheduled) + local + 1, len(completed)
 
     replayed = WorkflowHistory.from_json("local-steps", history.stdout)
     replayer = Replayer(workflows=[TurnWorkflow], workflow_runner=sandbox())
