@@ -1,4 +1,4 @@
-"""Red team (red5): ``crab.messages.messages_from_json`` reads a conversation a program got from
+"""``crab.messages.messages_from_json`` reads a conversation a program got from
 elsewhere (a file, a request body), so text nested deeper than Python's recursion limit is a
 ``crab.UsageError`` saying so, as every other bad input there is (docs/library.md#history-as-data),
 never a ``RecursionError``."""
