@@ -1,4 +1,4 @@
-"""a typed run's answer is the model's to write, so a hostile one (JSON nested
+"""A typed run's answer is the model's to write, so a hostile one (JSON nested
 deeper than Python's recursion limit) is an answer that does not fit, sent back with the reason and
 at last a ``crab.OutputError``, never a ``RecursionError`` out of ``run``; a streaming typed run's
 partial values skip it the same way (docs/library.md#typed-results)."""
